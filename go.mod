@@ -1,0 +1,3 @@
+module github.com/lockstepsim/lockstep
+
+go 1.26.8

@@ -1,0 +1,290 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"strconv"
+	"strings"
+)
+
+// Rate is a data rate in bits per second (int64). 800 Gb/s is 800e9. YAML and flags take
+// "100Gbps", "800G", "1.6Tbps", "25Gb/s"; see ParseRate.
+type Rate int64
+
+// Common rates.
+const (
+	BitPerSec Rate = 1
+	Kbps           = 1000 * BitPerSec
+	Mbps           = 1000 * Kbps
+	Gbps           = 1000 * Mbps
+	Tbps           = 1000 * Gbps
+)
+
+// TxTime returns the serialisation time of n bytes at rate r: n x 8 / r seconds, rounded up to
+// a whole picosecond, computed without overflow for any n that fits in an int64. 4,096 B take
+// 40.96 ns at 800 Gb/s and 327.68 ns at 100 Gb/s. r must be positive; n <= 0 gives 0.
+func (r Rate) TxTime(n int64) Time {
+	if n <= 0 || r <= 0 {
+		return 0
+	}
+	// ps = n * 8e12 / r, with a 128-bit intermediate.
+	hi, lo := bits.Mul64(uint64(n), 8*uint64(Second))
+	if hi >= uint64(r) {
+		return MaxTime
+	}
+	q, rem := bits.Div64(hi, lo, uint64(r))
+	if rem != 0 {
+		q++
+	}
+	if q > uint64(MaxTime) {
+		return MaxTime
+	}
+	return Time(q)
+}
+
+// BytesIn returns how many whole bytes rate r carries in duration d (floor), without overflow.
+func (r Rate) BytesIn(d Time) int64 {
+	if d <= 0 || r <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(r), uint64(d))
+	div := 8 * uint64(Second)
+	if hi >= div {
+		return math.MaxInt64
+	}
+	q, _ := bits.Div64(hi, lo, div)
+	if q > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(q)
+}
+
+// Gbps returns r in gigabits per second as a float64.
+func (r Rate) Gbps() float64 { return float64(r) / float64(Gbps) }
+
+// String formats r with the largest unit that divides it into a readable number:
+// "800Gbps", "1.6Tbps", "25Gbps", "1Mbps".
+func (r Rate) String() string {
+	a := int64(r)
+	neg := a < 0
+	if neg {
+		a = -a
+	}
+	var s string
+	switch {
+	case a >= int64(Tbps):
+		s = trimFloat(float64(a)/float64(Tbps)) + "Tbps"
+	case a >= int64(Gbps):
+		s = trimFloat(float64(a)/float64(Gbps)) + "Gbps"
+	case a >= int64(Mbps):
+		s = trimFloat(float64(a)/float64(Mbps)) + "Mbps"
+	case a >= int64(Kbps):
+		s = trimFloat(float64(a)/float64(Kbps)) + "Kbps"
+	default:
+		s = strconv.FormatInt(a, 10) + "bps"
+	}
+	if neg {
+		return "-" + s
+	}
+	return s
+}
+
+func trimFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// ParseRate parses a data rate: a positive number followed by a unit. Units (case-insensitive
+// prefix, optional "bps", "b/s" or "bit/s" after it): "" or "bps" = bit/s, K, M, G, T (decimal,
+// 1000). Examples: "100Gbps", "800G", "1.6Tbps", "25Gb/s", "400e9". A byte unit ("GB/s",
+// "GBps") is rejected rather than guessed at.
+//
+// Errors: empty input, malformed number, unknown unit, zero, negative, or beyond int64.
+func ParseRate(s string) (Rate, error) {
+	in := strings.TrimSpace(s)
+	if in == "" {
+		return 0, fmt.Errorf("empty rate; want e.g. \"100Gbps\" or \"800G\"")
+	}
+	num, unit := splitNumber(in)
+	if num == "" {
+		return 0, fmt.Errorf("rate %q has no number; want e.g. \"100Gbps\" or \"800G\"", s)
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("rate %q: %q is not a number", s, num)
+	}
+	u := strings.TrimSpace(unit)
+	if strings.HasSuffix(u, "Bps") || strings.HasSuffix(u, "B/s") {
+		return 0, fmt.Errorf("rate %q is in bytes per second; lockstep rates are bits per second (e.g. \"800Gbps\")", s)
+	}
+	lu := strings.ToLower(u)
+	for _, suf := range []string{"bps", "b/s", "bit/s", "bits/s"} {
+		if strings.HasSuffix(lu, suf) {
+			lu = strings.TrimSuffix(lu, suf)
+			break
+		}
+	}
+	var mult float64
+	switch lu {
+	case "":
+		mult = 1
+	case "k":
+		mult = 1e3
+	case "m":
+		mult = 1e6
+	case "g":
+		mult = 1e9
+	case "t":
+		mult = 1e12
+	default:
+		return 0, fmt.Errorf("rate %q has unknown unit %q; want bps, Kbps, Mbps, Gbps or Tbps (or K, M, G, T)", s, unit)
+	}
+	if v <= 0 {
+		return 0, fmt.Errorf("rate %q must be positive", s)
+	}
+	b := v * mult
+	if b >= math.MaxInt64 {
+		return 0, fmt.Errorf("rate %q is too large", s)
+	}
+	if b < 1 {
+		return 0, fmt.Errorf("rate %q is below 1 bit per second", s)
+	}
+	return Rate(math.Round(b)), nil
+}
+
+// ParseSize parses a byte count: a number followed by an optional unit. Binary units KiB, MiB,
+// GiB, TiB are powers of 1024; decimal KB, MB, GB, TB are powers of 1000; "B" or no unit is
+// bytes. Units are case-insensitive except that the "i" marks binary. Examples: "4KiB" = 4096,
+// "1GiB" = 1073741824, "64MB" = 64000000, "1500". Fractions are allowed when the result is a
+// whole number of bytes ("1.5KiB" = 1536). Lower-case "b" (bits) is rejected.
+//
+// Errors: empty input, malformed number, unknown unit, negative, fractional bytes, or beyond
+// int64.
+func ParseSize(s string) (int64, error) {
+	in := strings.TrimSpace(s)
+	if in == "" {
+		return 0, fmt.Errorf("empty size; want e.g. \"4KiB\", \"1GiB\" or \"64MB\"")
+	}
+	num, unit := splitNumber(in)
+	if num == "" {
+		return 0, fmt.Errorf("size %q has no number; want e.g. \"4KiB\", \"1GiB\" or \"64MB\"", s)
+	}
+	u := strings.TrimSpace(unit)
+	if strings.HasSuffix(u, "b") && !strings.HasSuffix(u, "B") {
+		return 0, fmt.Errorf("size %q is in bits; sizes are bytes (e.g. \"4KiB\", \"64MB\")", s)
+	}
+	var mult int64
+	switch strings.ToLower(u) {
+	case "", "b":
+		mult = 1
+	case "kib", "ki":
+		mult = 1 << 10
+	case "mib", "mi":
+		mult = 1 << 20
+	case "gib", "gi":
+		mult = 1 << 30
+	case "tib", "ti":
+		mult = 1 << 40
+	case "kb", "k":
+		mult = 1e3
+	case "mb", "m":
+		mult = 1e6
+	case "gb", "g":
+		mult = 1e9
+	case "tb", "t":
+		mult = 1e12
+	default:
+		return 0, fmt.Errorf("size %q has unknown unit %q; want B, KiB, MiB, GiB, TiB, KB, MB, GB or TB", s, unit)
+	}
+	if iv, err := strconv.ParseInt(num, 10, 64); err == nil {
+		if iv < 0 {
+			return 0, fmt.Errorf("size %q is negative; want a value >= 0", s)
+		}
+		if iv > math.MaxInt64/mult {
+			return 0, fmt.Errorf("size %q is too large", s)
+		}
+		return iv * mult, nil
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("size %q: %q is not a number", s, num)
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("size %q is negative; want a value >= 0", s)
+	}
+	b := v * float64(mult)
+	if b >= math.MaxInt64 {
+		return 0, fmt.Errorf("size %q is too large", s)
+	}
+	if b != math.Trunc(b) {
+		return 0, fmt.Errorf("size %q is not a whole number of bytes", s)
+	}
+	return int64(b), nil
+}
+
+// FormatSize formats n bytes with a binary unit when it divides exactly ("4KiB", "1GiB") and in
+// bytes otherwise ("1500B"). The result parses back with ParseSize to n.
+func FormatSize(n int64) string {
+	units := []struct {
+		s string
+		m int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}}
+	for _, u := range units {
+		if n != 0 && n%u.m == 0 {
+			return strconv.FormatInt(n/u.m, 10) + u.s
+		}
+	}
+	return strconv.FormatInt(n, 10) + "B"
+}
+
+// splitNumber splits a leading number (digits, sign, '.', exponent) from its unit.
+func splitNumber(s string) (num, unit string) {
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9', c == '.', c == '+', c == '-':
+			i++
+			continue
+		case (c == 'e' || c == 'E') && i > 0 && i+1 < len(s) && (isDigit(s[i+1]) || s[i+1] == '-' || s[i+1] == '+'):
+			i++
+			continue
+		}
+		break
+	}
+	return s[:i], s[i:]
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// Size is a byte count used in configuration (queue limits, packet and transfer sizes). It is a
+// plain int64 number of bytes; the type exists so YAML and flags can say "4KiB" or "64MB" (see
+// ParseSize).
+type Size int64
+
+// String formats s as FormatSize does ("4KiB", "1500B").
+func (s Size) String() string { return FormatSize(int64(s)) }
+
+// MarshalText implements encoding.TextMarshaler with String.
+func (s Size) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseSize.
+func (s *Size) UnmarshalText(b []byte) error {
+	v, err := ParseSize(string(b))
+	if err != nil {
+		return err
+	}
+	*s = Size(v)
+	return nil
+}
+
+// MarshalText implements encoding.TextMarshaler with String.
+func (r Rate) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseRate.
+func (r *Rate) UnmarshalText(b []byte) error {
+	v, err := ParseRate(string(b))
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
+}
