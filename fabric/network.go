@@ -1,0 +1,488 @@
+// Package fabric is lockstep's packet-level network: packets from a free list, NIC ports,
+// links with serialisation and propagation delay, egress queues (drop-tail, RED/ECN marking,
+// trimming into a WDRR-scheduled header queue, strict-priority classes) and switches that
+// forward by per-packet source route or by ECMP hash.
+//
+// Event model (STYLE §1, after htsim's Queue + Pipe): an egress port has at most one pending
+// event for the packet it is serialising (tx), and its link is a FIFO of packets in flight
+// with at most one pending event for the head's arrival. The event set grows with busy ports,
+// not with packets in flight. Switch forwarding latency is folded into each link's delay.
+//
+// A packet's path: Network.Send enqueues it at the source host's NIC port for a plane; the port
+// serialises it (Rate.TxTime), puts it on the link, and after the link delay the peer receives
+// it. A switch picks the egress by source route (Packet.Route[Hop]) or by ECMP hash of the
+// 5-tuple and entropy with its own seed, and enqueues it; a host NIC hands it to the receiver
+// registered for its Proto, and the packet returns to the free list after the callback.
+//
+// Conservation: every injected packet is counted as delivered whole, delivered trimmed,
+// dropped (by reason) or in flight; Network.Audit checks the books.
+package fabric
+
+import (
+	"fmt"
+	"math/bits"
+	"math/rand/v2"
+
+	"github.com/lockstepsim/lockstep/sim"
+)
+
+// NodeID indexes Network's nodes. Hosts come first, so a host's NodeID equals its host index.
+type NodeID int32
+
+// PortID indexes Network's ports (every port of every node).
+type PortID int32
+
+// NodeKind says whether a node is a host NIC or a switch.
+type NodeKind uint8
+
+// Node kinds.
+const (
+	Host NodeKind = iota
+	Switch
+)
+
+// Node is a host (its NIC ports, one per plane) or a switch.
+type Node struct {
+	Name  string
+	Kind  NodeKind
+	Ports []PortID // by local port number
+	// Plane and Tier label the node for reports: a switch's plane and tier (0 = T0); hosts
+	// have Plane -1 and Tier -1. The fabric itself does not use them.
+	Plane, Tier int8
+	// Routes is the ECMP table used for packets without a source route (switches only).
+	Routes RouteTable
+	seed   uint64 // per-switch ECMP hash seed
+}
+
+// RouteTable maps destination hosts to ECMP groups of local egress ports.
+type RouteTable struct {
+	// Entries are disjoint half-open host ranges [HostLo, HostHi), sorted by HostLo, each with
+	// its group of equal-cost local egress ports.
+	Entries []RouteEntry
+	// Up is the group for destinations not in Entries (the uplinks); empty at the top tier.
+	Up []uint16
+}
+
+// RouteEntry is one range of destination hosts and its ECMP group.
+type RouteEntry struct {
+	HostLo, HostHi int32
+	Ports          []uint16
+}
+
+// lookup returns the ECMP group for dst, or nil.
+func (t *RouteTable) lookup(dst int32) []uint16 {
+	e := t.Entries
+	lo, hi := 0, len(e)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if e[m].HostHi <= dst {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(e) && e[lo].HostLo <= dst {
+		return e[lo].Ports
+	}
+	return t.Up
+}
+
+// Port is one end of a link: the egress queue and transmitter of its node toward Peer, and the
+// link itself (packets in flight toward Peer).
+type Port struct {
+	Name  string
+	Node  NodeID
+	Local uint16 // index in Node.Ports
+	Peer  PortID // the port at the other end; -1 until connected
+	Rate  sim.Rate
+	Delay sim.Time // propagation plus the next switch's forwarding latency
+	// LastHop: the peer is a host, so this is the last queue before the receiver (MRC: no ECN
+	// marking here [MRC §2.1]; trims here are TRIMMED_LASTHOP).
+	LastHop bool
+	// Down: the link is failed; packets sent onto it are dropped (DropLinkDown).
+	Down bool
+
+	q      portQueue
+	busy   bool    // serialising txPkt
+	txPkt  *Packet // the packet on the transmitter
+	flight fifo    // on the link toward Peer, ordered by arriveAt
+}
+
+// Stats returns the port's per-class queue statistics and its header-queue statistics.
+func (p *Port) Stats() (classes []QueueStats, header QueueStats) {
+	return p.q.stats[:p.q.cfg.Classes], p.q.hdrStats
+}
+
+// Totals sums the port's queues: transmitted bytes and packets, drops by reason, trims, CE
+// marks, current depth in bytes.
+func (p *Port) Totals() QueueStats {
+	var t QueueStats
+	add := func(s *QueueStats) {
+		t.EnqPackets += s.EnqPackets
+		t.EnqBytes += s.EnqBytes
+		t.TxPackets += s.TxPackets
+		t.TxBytes += s.TxBytes
+		for i := range s.Drops {
+			t.Drops[i] += s.Drops[i]
+		}
+		t.DropBytes += s.DropBytes
+		t.Trims += s.Trims
+		t.CEMarks += s.CEMarks
+		t.Depth += s.Depth
+		if s.MaxDepth > t.MaxDepth {
+			t.MaxDepth = s.MaxDepth
+		}
+	}
+	for c := 0; c < p.q.cfg.Classes; c++ {
+		add(&p.q.stats[c])
+	}
+	add(&p.q.hdrStats)
+	return t
+}
+
+// QueueBytes returns the bytes waiting in all of the port's queues (not the one on the wire).
+func (p *Port) QueueBytes() int64 {
+	n := p.q.hdrStats.Depth
+	for c := 0; c < p.q.cfg.Classes; c++ {
+		n += p.q.stats[c].Depth
+	}
+	return n
+}
+
+// MeanDepth returns the time-averaged bytes queued at the port over [0, now], all classes.
+func (p *Port) MeanDepth(now sim.Time) float64 {
+	m := p.q.hdrStats.MeanDepth(now)
+	for c := 0; c < p.q.cfg.Classes; c++ {
+		m += p.q.stats[c].MeanDepth(now)
+	}
+	return m
+}
+
+// Receiver is called when a packet reaches its destination host's NIC. The packet is only
+// valid during the call; it returns to the free list afterwards.
+type Receiver func(now sim.Time, p *Packet)
+
+// Counters are the network-wide packet books for the conservation audit.
+type Counters struct {
+	Injected         int64 // packets handed to Send
+	DeliveredWhole   int64 // reached their destination untrimmed
+	DeliveredTrimmed int64 // reached their destination as a trimmed header
+	Dropped          [NumDropReasons]int64
+}
+
+// DroppedTotal sums Dropped over all reasons.
+func (c *Counters) DroppedTotal() int64 {
+	var n int64
+	for _, d := range c.Dropped {
+		n += d
+	}
+	return n
+}
+
+// Network is the whole fabric of one simulation: nodes, ports, links, the packet free list and
+// the conservation books. Build it with AddNode and Connect (usually through package topo),
+// then Send packets.
+type Network struct {
+	sim   *sim.Sim
+	Nodes []Node
+	Ports []Port
+	hosts int32
+
+	recv  [ProtoMax]Receiver
+	free  *Packet
+	alloc int64 // packets ever allocated (free list growth)
+	C     Counters
+	ecn   *rand.Rand
+	seed  uint64
+
+	kTx, kArrive sim.Kind
+	nextID       uint64
+}
+
+// New returns an empty network driven by s. ECMP seeds and ECN marking draws come from
+// streams of s's seed.
+func New(s *sim.Sim) *Network {
+	n := &Network{sim: s, ecn: s.RNG("fabric.ecn"), seed: s.RNG("fabric.ecmp").Uint64()}
+	n.kTx = s.Register("fabric.tx", n.onTxDone)
+	n.kArrive = s.Register("fabric.arrive", n.onArrive)
+	return n
+}
+
+// Sim returns the simulation driving the network.
+func (n *Network) Sim() *sim.Sim { return n.sim }
+
+// NumHosts returns the number of host nodes.
+func (n *Network) NumHosts() int { return int(n.hosts) }
+
+// AddNode adds a node labelled with plane and tier (see Node) and returns its ID. All hosts must
+// be added before any switch, so that host index = NodeID; adding a host after a switch is an
+// error.
+func (n *Network) AddNode(name string, kind NodeKind, plane, tier int) (NodeID, error) {
+	id := NodeID(len(n.Nodes))
+	if kind == Host {
+		if int(n.hosts) != len(n.Nodes) {
+			return 0, fmt.Errorf("fabric: host %q added after a switch; add all hosts first", name)
+		}
+		n.hosts++
+	}
+	seed := sim.Mix64(n.seed ^ uint64(id)*0x9e3779b97f4a7c15)
+	n.Nodes = append(n.Nodes, Node{Name: name, Kind: kind, Plane: int8(plane), Tier: int8(tier), seed: seed})
+	return id, nil
+}
+
+// PortEnd describes one end of a new link for Connect.
+type PortEnd struct {
+	Node  NodeID
+	Name  string      // the port's stable name, e.g. "p3.t0-17.up5"
+	Queue QueueConfig // its egress queues (defaults filled by WithDefaults)
+}
+
+// Connect adds a full-duplex link between a and b at rate (bits/s, each direction) with delay
+// (propagation plus forwarding) and returns the two new ports; each is appended to its node's
+// port list, so its local number is the node's port count before the call. Errors: unknown
+// node, non-positive rate, negative delay, or an invalid queue config.
+func (n *Network) Connect(a, b PortEnd, rate sim.Rate, delay sim.Time) (PortID, PortID, error) {
+	if rate <= 0 {
+		return 0, 0, fmt.Errorf("fabric: link %s-%s: rate %v must be positive", a.Name, b.Name, rate)
+	}
+	if delay < 0 {
+		return 0, 0, fmt.Errorf("fabric: link %s-%s: delay %v must be >= 0", a.Name, b.Name, delay)
+	}
+	ends := [2]PortEnd{a, b}
+	var ids [2]PortID
+	for i, e := range ends {
+		if e.Node < 0 || int(e.Node) >= len(n.Nodes) {
+			return 0, 0, fmt.Errorf("fabric: port %s: unknown node %d", e.Name, e.Node)
+		}
+		qc := e.Queue.WithDefaults()
+		if err := qc.Validate("queue"); err != nil {
+			return 0, 0, fmt.Errorf("fabric: port %s: %w", e.Name, err)
+		}
+		node := &n.Nodes[e.Node]
+		if len(node.Ports) >= 1<<16 {
+			return 0, 0, fmt.Errorf("fabric: node %s has too many ports", node.Name)
+		}
+		id := PortID(len(n.Ports))
+		n.Ports = append(n.Ports, Port{Name: e.Name, Node: e.Node, Local: uint16(len(node.Ports)), Rate: rate, Delay: delay})
+		n.Ports[id].q.init(qc)
+		node.Ports = append(node.Ports, id)
+		ids[i] = id
+	}
+	n.Ports[ids[0]].Peer = ids[1]
+	n.Ports[ids[1]].Peer = ids[0]
+	n.Ports[ids[0]].LastHop = n.Nodes[b.Node].Kind == Host
+	n.Ports[ids[1]].LastHop = n.Nodes[a.Node].Kind == Host
+	return ids[0], ids[1], nil
+}
+
+// SetReceiver registers the callback for packets of proto arriving at their destination.
+func (n *Network) SetReceiver(proto Proto, r Receiver) { n.recv[proto] = r }
+
+// NewPacket returns a zeroed packet from the free list (allocating only when it is empty).
+// Hand it to Send, or return it with Free.
+func (n *Network) NewPacket() *Packet {
+	p := n.free
+	if p == nil {
+		n.alloc++
+		return &Packet{}
+	}
+	n.free = p.next
+	*p = Packet{}
+	return p
+}
+
+// Free returns a packet that was never sent to the free list.
+func (n *Network) Free(p *Packet) {
+	p.next = n.free
+	n.free = p
+}
+
+// Allocated returns how many packets were ever allocated: the free list's high-water mark.
+func (n *Network) Allocated() int64 { return n.alloc }
+
+// Send injects p at host's NIC port for plane (its local port number) at time now. The packet
+// is stamped with an ID and SentAt and counted as injected; if the NIC queue refuses it, it is
+// dropped and counted. Errors: a host or plane that does not exist (the packet is freed).
+func (n *Network) Send(now sim.Time, host int32, plane int, p *Packet) error {
+	if host < 0 || host >= n.hosts {
+		n.Free(p)
+		return fmt.Errorf("fabric: send from host %d: no such host (have %d)", host, n.hosts)
+	}
+	node := &n.Nodes[host]
+	if plane < 0 || plane >= len(node.Ports) {
+		n.Free(p)
+		return fmt.Errorf("fabric: send from %s on plane %d: the NIC has %d ports", node.Name, plane, len(node.Ports))
+	}
+	n.nextID++
+	p.ID = n.nextID
+	p.SentAt = now
+	p.Src = host
+	n.C.Injected++
+	n.enqueue(now, node.Ports[plane], p)
+	return nil
+}
+
+// enqueue offers p to port pid's egress queue and starts the transmitter if it is idle.
+func (n *Network) enqueue(now sim.Time, pid PortID, p *Packet) {
+	port := &n.Ports[pid]
+	if res, why := port.q.enqueue(now, p, port.LastHop, n.ecn); res == dropped {
+		n.drop(p, why)
+		return
+	}
+	if !port.busy {
+		n.startTx(now, pid, port)
+	}
+}
+
+// startTx takes the next packet off port's queues and schedules the end of its serialisation.
+func (n *Network) startTx(now sim.Time, pid PortID, port *Port) {
+	p := port.q.dequeue(now)
+	if p == nil {
+		port.busy = false
+		return
+	}
+	port.busy = true
+	port.txPkt = p
+	n.sim.At(now+port.Rate.TxTime(int64(p.Size)), n.kTx, int32(pid), 0)
+}
+
+// onTxDone: the last bit of txPkt left the port; put it on the link and start the next one.
+func (n *Network) onTxDone(now sim.Time, obj int32, _ uint64) {
+	pid := PortID(obj)
+	port := &n.Ports[pid]
+	p := port.txPkt
+	port.txPkt = nil
+	if port.Down {
+		s := &port.q.stats[p.Class]
+		s.Drops[DropLinkDown]++
+		s.DropBytes += int64(p.Size)
+		n.drop(p, DropLinkDown)
+	} else {
+		p.arriveAt = now + port.Delay
+		if port.flight.n == 0 {
+			n.sim.At(p.arriveAt, n.kArrive, obj, 0)
+		}
+		port.flight.push(p)
+	}
+	n.startTx(now, pid, port)
+}
+
+// onArrive: the head packet on port obj's link reached the peer.
+func (n *Network) onArrive(now sim.Time, obj int32, _ uint64) {
+	port := &n.Ports[obj]
+	p := port.flight.pop()
+	if h := port.flight.head; h != nil {
+		n.sim.At(h.arriveAt, n.kArrive, obj, 0)
+	}
+	if port.Down {
+		n.drop(p, DropLinkDown)
+		return
+	}
+	peer := &n.Ports[port.Peer]
+	node := &n.Nodes[peer.Node]
+	if node.Kind == Host {
+		n.deliver(now, p)
+		return
+	}
+	n.forward(now, node, p)
+}
+
+// forward picks a switch egress for p and enqueues it there.
+func (n *Network) forward(now sim.Time, node *Node, p *Packet) {
+	var local int
+	if p.RouteLen > 0 {
+		if p.Hop >= p.RouteLen {
+			n.drop(p, DropNoRoute)
+			return
+		}
+		local = int(p.Route[p.Hop])
+		p.Hop++
+	} else {
+		g := node.Routes.lookup(p.Dst)
+		if len(g) == 0 {
+			n.drop(p, DropNoRoute)
+			return
+		}
+		local = int(g[ecmpIndex(node.seed, p, len(g))])
+	}
+	if local >= len(node.Ports) {
+		n.drop(p, DropNoRoute)
+		return
+	}
+	n.enqueue(now, node.Ports[local], p)
+}
+
+// ecmpIndex hashes p's 5-tuple and entropy with a switch seed into [0, k): a splitmix64 chain
+// over (src, dst, sport, dport, proto, entropy), reduced by multiply-shift (Lemire). Different
+// seeds give independent choices at each tier, as real switches do with per-switch hash seeds.
+func ecmpIndex(seed uint64, p *Packet, k int) int {
+	h := sim.Mix64(seed ^ uint64(uint32(p.Src))<<32 ^ uint64(uint32(p.Dst)))
+	h = sim.Mix64(h ^ uint64(p.SrcPort)<<48 ^ uint64(p.DstPort)<<32 ^ uint64(p.Entropy) ^ uint64(p.Proto)<<56)
+	hi, _ := bits.Mul64(h, uint64(k))
+	return int(hi)
+}
+
+// ECMPIndex exposes the ECMP hash for tests and path-prediction tools: the group index switch
+// node picks for a packet with p's 5-tuple and entropy among k members.
+func (n *Network) ECMPIndex(node NodeID, p *Packet, k int) int {
+	return ecmpIndex(n.Nodes[node].seed, p, k)
+}
+
+// deliver hands p to its transport and frees it.
+func (n *Network) deliver(now sim.Time, p *Packet) {
+	if p.Flags&Trimmed != 0 {
+		n.C.DeliveredTrimmed++
+	} else {
+		n.C.DeliveredWhole++
+	}
+	if r := n.recv[p.Proto]; r != nil {
+		r(now, p)
+	}
+	n.Free(p)
+}
+
+// drop counts p under why and frees it.
+func (n *Network) drop(p *Packet, why DropReason) {
+	n.C.Dropped[why]++
+	n.Free(p)
+}
+
+// InFlight counts packets still inside the fabric: queued, being serialised, or on a link.
+func (n *Network) InFlight() int64 {
+	var k int64
+	for i := range n.Ports {
+		pt := &n.Ports[i]
+		k += int64(pt.flight.n + pt.q.hdr.n)
+		for c := 0; c < pt.q.cfg.Classes; c++ {
+			k += int64(pt.q.classes[c].n)
+		}
+		if pt.txPkt != nil {
+			k++
+		}
+	}
+	return k
+}
+
+// Audit checks packet conservation: injected = delivered whole + delivered trimmed + dropped +
+// in flight. It returns an error with the books when they do not balance.
+func (n *Network) Audit() error {
+	c := &n.C
+	inflight := n.InFlight()
+	acc := c.DeliveredWhole + c.DeliveredTrimmed + c.DroppedTotal() + inflight
+	if acc != c.Injected {
+		return fmt.Errorf("fabric: packet conservation broken: injected %d != delivered %d + trimmed %d + dropped %d + in flight %d (difference %d)",
+			c.Injected, c.DeliveredWhole, c.DeliveredTrimmed, c.DroppedTotal(), inflight, c.Injected-acc)
+	}
+	return nil
+}
+
+// PortByName returns the port with the given stable name. It scans; use it for setup and
+// reports, not per packet.
+func (n *Network) PortByName(name string) (PortID, bool) {
+	for i := range n.Ports {
+		if n.Ports[i].Name == name {
+			return PortID(i), true
+		}
+	}
+	return -1, false
+}

@@ -1,0 +1,362 @@
+package fabric
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/lockstepsim/lockstep/sim"
+)
+
+// MaxClasses is the largest number of strict-priority data classes a queue may have.
+const MaxClasses = 8
+
+// DropReason says why a queue or switch discarded a packet.
+type DropReason uint8
+
+// Drop reasons. Every dropped packet is counted under exactly one.
+const (
+	DropQueueFull      DropReason = iota // drop-tail: the class queue had no room
+	DropHeaderOverflow                   // trimmed header found the header queue full
+	DropLinkDown                         // sent onto, or in flight on, a link that is down
+	DropNoRoute                          // no usable route: bad source route or no ECMP entry
+	NumDropReasons
+)
+
+var dropNames = [NumDropReasons]string{"queue_full", "header_overflow", "link_down", "no_route"}
+
+// String returns the reason's snake_case name, as used in summary.json keys.
+func (r DropReason) String() string {
+	if r < NumDropReasons {
+		return dropNames[r]
+	}
+	return fmt.Sprintf("drop(%d)", r)
+}
+
+// ECNConfig is RED-style ECN marking on one queue (RFC 3168; the DCQCN profile of Zhu et al.,
+// SIGCOMM 2015 §4): an ECN-capable packet arriving to a class queue holding q bytes is marked CE
+// with probability 0 below Kmin, Pmax x (q-Kmin)/(Kmax-Kmin) between, and 1 at or above Kmax.
+// Packets without ECT are never marked.
+type ECNConfig struct {
+	Enabled bool     `yaml:"enabled"`
+	Kmin    sim.Size `yaml:"kmin"` // bytes of queue where marking starts
+	Kmax    sim.Size `yaml:"kmax"` // bytes of queue where marking reaches probability 1
+	Pmax    float64  `yaml:"pmax"` // marking probability just below Kmax, in [0, 1]
+}
+
+// TrimConfig is packet trimming (UEC §4.1, NDP): a Trimmable data packet that would push its
+// class queue above Threshold bytes (or above the queue limit) is cut to HeaderBytes and queued
+// in the port's header queue, which the scheduler serves by weighted deficit round robin
+// against the data classes with a bounded share, so headers overtake data without starving it.
+type TrimConfig struct {
+	Enabled bool `yaml:"enabled"`
+	// Threshold is the class queue depth in bytes above which packets are trimmed rather than
+	// queued; 0 means the queue limit.
+	Threshold sim.Size `yaml:"threshold"`
+	// HeaderLimit bounds the header queue in bytes; lockstep default 64 KiB (1,024 headers).
+	HeaderLimit sim.Size `yaml:"header_limit"`
+	// HeaderShare is the share of the link the header queue gets by WDRR when data is also
+	// waiting, in (0, 1); lockstep default 0.5. Headers being 64 B, this still lets every
+	// header pass within one data packet's time.
+	HeaderShare float64 `yaml:"header_share"`
+}
+
+// QueueConfig configures one egress port's queues.
+type QueueConfig struct {
+	// Classes is the number of strict-priority data classes (class 0 first); 1..MaxClasses,
+	// default 2 (0: control such as ACKs and NACKs, 1: data).
+	Classes int `yaml:"classes"`
+	// Limit is the drop-tail limit of each class queue in bytes (default 1 MiB).
+	Limit sim.Size   `yaml:"limit"`
+	ECN   ECNConfig  `yaml:"ecn"`
+	Trim  TrimConfig `yaml:"trim"`
+}
+
+// Lockstep defaults for QueueConfig fields left zero.
+const (
+	DefaultClasses     = 2
+	DefaultQueueLimit  = 1 << 20
+	DefaultHeaderLimit = 64 << 10
+	DefaultHeaderShare = 0.5
+)
+
+// WithDefaults returns c with zero fields replaced by the lockstep defaults.
+func (c QueueConfig) WithDefaults() QueueConfig {
+	if c.Classes == 0 {
+		c.Classes = DefaultClasses
+	}
+	if c.Limit == 0 {
+		c.Limit = DefaultQueueLimit
+	}
+	if c.Trim.HeaderLimit == 0 {
+		c.Trim.HeaderLimit = DefaultHeaderLimit
+	}
+	if c.Trim.HeaderShare == 0 {
+		c.Trim.HeaderShare = DefaultHeaderShare
+	}
+	return c
+}
+
+// Validate reports the first invalid field, naming it as in YAML (prefix is the path of the
+// config, e.g. "switch.queue").
+func (c QueueConfig) Validate(prefix string) error {
+	if c.Classes < 1 || c.Classes > MaxClasses {
+		return fmt.Errorf("%s.classes: %d is out of range; allowed 1..%d", prefix, c.Classes, MaxClasses)
+	}
+	if c.Limit <= 0 {
+		return fmt.Errorf("%s.limit: %v must be positive", prefix, c.Limit)
+	}
+	if c.ECN.Enabled {
+		if c.ECN.Kmin < 0 || c.ECN.Kmax <= c.ECN.Kmin {
+			return fmt.Errorf("%s.ecn: kmin %v, kmax %v; want 0 <= kmin < kmax", prefix, c.ECN.Kmin, c.ECN.Kmax)
+		}
+		if !(c.ECN.Pmax >= 0 && c.ECN.Pmax <= 1) {
+			return fmt.Errorf("%s.ecn.pmax: %v is out of range; allowed 0..1", prefix, c.ECN.Pmax)
+		}
+	}
+	if c.Trim.Enabled {
+		if c.Trim.Threshold < 0 {
+			return fmt.Errorf("%s.trim.threshold: %v must be >= 0", prefix, c.Trim.Threshold)
+		}
+		if c.Trim.HeaderLimit < HeaderBytes {
+			return fmt.Errorf("%s.trim.header_limit: %v is below one header (%d B)", prefix, c.Trim.HeaderLimit, HeaderBytes)
+		}
+		if !(c.Trim.HeaderShare > 0 && c.Trim.HeaderShare < 1) {
+			return fmt.Errorf("%s.trim.header_share: %v is out of range; allowed strictly between 0 and 1", prefix, c.Trim.HeaderShare)
+		}
+	}
+	return nil
+}
+
+// QueueStats counts what one queue (a data class or the header queue) did. Bytes are wire
+// bytes; depth is bytes queued, excluding the packet being serialised.
+type QueueStats struct {
+	EnqPackets, EnqBytes int64                 // accepted into the queue (after any trim)
+	TxPackets, TxBytes   int64                 // sent onto the link
+	Drops                [NumDropReasons]int64 // packets discarded, by reason
+	DropBytes            int64                 // bytes of the packets discarded
+	Trims                int64                 // packets cut to a header on arrival here
+	CEMarks              int64                 // packets marked CE on arrival here
+	Depth                int64                 // bytes queued now
+	MaxDepth             int64                 // largest Depth seen
+	depthArea            float64               // integral of Depth over time, byte-picoseconds
+	lastChange           sim.Time
+}
+
+// MeanDepth returns the time-averaged depth in bytes over [0, now].
+func (q *QueueStats) MeanDepth(now sim.Time) float64 {
+	if now <= 0 {
+		return 0
+	}
+	area := q.depthArea + float64(q.Depth)*float64(now-q.lastChange)
+	return area / float64(now)
+}
+
+func (q *QueueStats) setDepth(now sim.Time, d int64) {
+	q.depthArea += float64(q.Depth) * float64(now-q.lastChange)
+	q.lastChange = now
+	q.Depth = d
+	if d > q.MaxDepth {
+		q.MaxDepth = d
+	}
+}
+
+// portQueue is one egress port's queues: strict-priority data classes plus the header queue.
+type portQueue struct {
+	cfg     QueueConfig
+	classes [MaxClasses]fifo
+	hdr     fifo
+	// Stats per data class; HdrStats for the header queue.
+	stats    [MaxClasses]QueueStats
+	hdrStats QueueStats
+	// WDRR between the header queue and the data block, in bytes.
+	hdrQuantum, dataQuantum int64
+	hdrDeficit, dataDeficit int64
+	servingHdr              bool
+	trimAt                  int64 // effective trim threshold in bytes
+}
+
+// drrRound is the bytes both WDRR queues get per round together: two 4 KiB MTUs, so a data
+// packet fits its quantum at any share >= 0.5 and in a few rounds below it.
+const drrRound = 8192
+
+func (q *portQueue) init(cfg QueueConfig) {
+	q.cfg = cfg
+	q.hdrQuantum = int64(float64(drrRound) * cfg.Trim.HeaderShare)
+	if q.hdrQuantum < HeaderBytes {
+		q.hdrQuantum = HeaderBytes
+	}
+	q.dataQuantum = drrRound - q.hdrQuantum
+	if q.dataQuantum < HeaderBytes {
+		q.dataQuantum = HeaderBytes
+	}
+	q.trimAt = int64(cfg.Trim.Threshold)
+	if q.trimAt == 0 || q.trimAt > int64(cfg.Limit) {
+		q.trimAt = int64(cfg.Limit)
+	}
+}
+
+// empty reports whether nothing waits in any queue.
+func (q *portQueue) empty() bool {
+	if q.hdr.n > 0 {
+		return false
+	}
+	for c := 0; c < q.cfg.Classes; c++ {
+		if q.classes[c].n > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// dataHead returns the highest-priority non-empty data class, or -1.
+func (q *portQueue) dataHead() int {
+	for c := 0; c < q.cfg.Classes; c++ {
+		if q.classes[c].n > 0 {
+			return c
+		}
+	}
+	return -1
+}
+
+// dequeue picks the next packet to serialise: WDRR between the header queue and the data
+// block, strict priority inside the data block. Returns nil when all are empty.
+func (q *portQueue) dequeue(now sim.Time) *Packet {
+	dc := q.dataHead()
+	if q.hdr.n == 0 && dc < 0 {
+		return nil
+	}
+	if q.hdr.n > 0 && dc >= 0 {
+		// Both backlogged: deficit round robin, the header queue's turn first.
+		for {
+			if q.servingHdr {
+				if h := q.hdr.head; h != nil && int64(h.Size) <= q.hdrDeficit {
+					q.hdrDeficit -= int64(h.Size)
+					return q.popHdr(now)
+				}
+				q.servingHdr = false
+				q.dataDeficit += q.dataQuantum
+			} else {
+				if d := q.classes[dc].head; int64(d.Size) <= q.dataDeficit {
+					q.dataDeficit -= int64(d.Size)
+					return q.popData(now, dc)
+				}
+				q.servingHdr = true
+				q.hdrDeficit += q.hdrQuantum
+			}
+		}
+	}
+	// Only one side is backlogged: serve it and reset deficits (DRR: an idle queue keeps no
+	// credit).
+	q.hdrDeficit, q.dataDeficit = 0, 0
+	q.servingHdr = true
+	if q.hdr.n > 0 {
+		return q.popHdr(now)
+	}
+	return q.popData(now, dc)
+}
+
+func (q *portQueue) popHdr(now sim.Time) *Packet {
+	p := q.hdr.pop()
+	s := &q.hdrStats
+	s.setDepth(now, s.Depth-int64(p.Size))
+	s.TxPackets++
+	s.TxBytes += int64(p.Size)
+	return p
+}
+
+func (q *portQueue) popData(now sim.Time, c int) *Packet {
+	p := q.classes[c].pop()
+	s := &q.stats[c]
+	s.setDepth(now, s.Depth-int64(p.Size))
+	s.TxPackets++
+	s.TxBytes += int64(p.Size)
+	return p
+}
+
+// admission is the outcome of offering a packet to a queue.
+type admission uint8
+
+const (
+	admitted admission = iota
+	admittedTrimmed
+	dropped
+)
+
+// enqueue offers p to its class queue at time now: RED/ECN marking, then trimming or drop-tail.
+// lastHop says the port faces the destination host (trimmed headers are flagged
+// TrimmedLastHop). rng supplies the marking draws (only when a draw is needed), so the queue
+// holds no random stream of its own. On a drop, reason says why and the caller frees
+// the packet.
+func (q *portQueue) enqueue(now sim.Time, p *Packet, lastHop bool, rng *rand.Rand) (admission, DropReason) {
+	c := int(p.Class)
+	if c >= q.cfg.Classes {
+		c = q.cfg.Classes - 1
+		p.Class = uint8(c)
+	}
+	s := &q.stats[c]
+	size := int64(p.Size)
+	if q.cfg.ECN.Enabled && p.Flags&ECT != 0 && p.Flags&CE == 0 {
+		if mark(&q.cfg.ECN, s.Depth, rng) {
+			p.Flags |= CE
+			s.CEMarks++
+		}
+	}
+	over := s.Depth+size > int64(q.cfg.Limit)
+	if q.cfg.Trim.Enabled && p.Flags&Trimmable != 0 && p.Flags&Trimmed == 0 &&
+		(over || s.Depth+size > q.trimAt) {
+		s.Trims++
+		p.Size = HeaderBytes
+		p.Flags |= Trimmed
+		if lastHop {
+			p.Flags |= TrimmedLastHop
+		}
+		h := &q.hdrStats
+		if h.Depth+HeaderBytes > int64(q.cfg.Trim.HeaderLimit) {
+			h.Drops[DropHeaderOverflow]++
+			h.DropBytes += HeaderBytes
+			return dropped, DropHeaderOverflow
+		}
+		q.hdr.push(p)
+		h.EnqPackets++
+		h.EnqBytes += HeaderBytes
+		h.setDepth(now, h.Depth+HeaderBytes)
+		return admittedTrimmed, 0
+	}
+	if over {
+		s.Drops[DropQueueFull]++
+		s.DropBytes += size
+		return dropped, DropQueueFull
+	}
+	q.classes[c].push(p)
+	s.EnqPackets++
+	s.EnqBytes += size
+	s.setDepth(now, s.Depth+size)
+	return admitted, 0
+}
+
+// mark is the RED marking decision for a queue holding depth bytes; it draws from rng only
+// between Kmin and Kmax.
+func mark(e *ECNConfig, depth int64, rng *rand.Rand) bool {
+	switch {
+	case depth < int64(e.Kmin):
+		return false
+	case depth >= int64(e.Kmax):
+		return true
+	default:
+		p := e.Pmax * float64(depth-int64(e.Kmin)) / float64(int64(e.Kmax)-int64(e.Kmin))
+		return rng.Float64() < p
+	}
+}
+
+// MarkProbability returns the RED marking probability for a queue of depth bytes under e, for
+// tests and reports.
+func (e ECNConfig) MarkProbability(depth int64) float64 {
+	switch {
+	case !e.Enabled || depth < int64(e.Kmin):
+		return 0
+	case depth >= int64(e.Kmax):
+		return 1
+	default:
+		return e.Pmax * float64(depth-int64(e.Kmin)) / float64(int64(e.Kmax)-int64(e.Kmin))
+	}
+}
