@@ -45,7 +45,7 @@ const (
 type Node struct {
 	Name  string
 	Kind  NodeKind
-	Ports []PortID // by local port number
+	Ports []PortID // by local port number; -1 where a number is unconnected
 	// Plane and Tier label the node for reports: a switch's plane and tier (0 = T0); hosts
 	// have Plane -1 and Tier -1. The fabric itself does not use them.
 	Plane, Tier int8
@@ -114,7 +114,8 @@ func (p *Port) Stats() (classes []QueueStats, header QueueStats) {
 }
 
 // Totals sums the port's queues: transmitted bytes and packets, drops by reason, trims, CE
-// marks, current depth in bytes.
+// marks, current depth in bytes; its MeanDepth is the port's. MaxDepth is the largest of the
+// queues' maxima, not the maximum of their sum.
 func (p *Port) Totals() QueueStats {
 	var t QueueStats
 	add := func(s *QueueStats) {
@@ -137,6 +138,18 @@ func (p *Port) Totals() QueueStats {
 		add(&p.q.stats[c])
 	}
 	add(&p.q.hdrStats)
+	// Depth area, brought up to the latest change of any queue, so t.MeanDepth is the port's.
+	for c := 0; c < p.q.cfg.Classes; c++ {
+		t.lastChange = max(t.lastChange, p.q.stats[c].lastChange)
+	}
+	t.lastChange = max(t.lastChange, p.q.hdrStats.lastChange)
+	area := func(s *QueueStats) {
+		t.depthArea += s.depthArea + float64(s.Depth)*float64(t.lastChange-s.lastChange)
+	}
+	for c := 0; c < p.q.cfg.Classes; c++ {
+		area(&p.q.stats[c])
+	}
+	area(&p.q.hdrStats)
 	return t
 }
 
@@ -188,7 +201,7 @@ type Network struct {
 	Ports []Port
 	hosts int32
 
-	recv  [ProtoMax]Receiver
+	recv  [1 << 8]Receiver // by Proto: any uint8 indexes it, so no Proto value can panic
 	free  *Packet
 	alloc int64 // packets ever allocated (free list growth)
 	C     Counters
@@ -215,10 +228,16 @@ func (n *Network) Sim() *sim.Sim { return n.sim }
 func (n *Network) NumHosts() int { return int(n.hosts) }
 
 // AddNode adds a node labelled with plane and tier (see Node) and returns its ID. All hosts must
-// be added before any switch, so that host index = NodeID; adding a host after a switch is an
-// error.
+// be added before any switch, so that host index = NodeID. Errors: a host added after a
+// switch, an unknown kind, or a plane or tier outside -128..127.
 func (n *Network) AddNode(name string, kind NodeKind, plane, tier int) (NodeID, error) {
 	id := NodeID(len(n.Nodes))
+	if kind != Host && kind != Switch {
+		return 0, fmt.Errorf("fabric: node %q: unknown kind %d", name, kind)
+	}
+	if plane != int(int8(plane)) || tier != int(int8(tier)) {
+		return 0, fmt.Errorf("fabric: node %q: plane %d, tier %d; allowed -128..127", name, plane, tier)
+	}
 	if kind == Host {
 		if int(n.hosts) != len(n.Nodes) {
 			return 0, fmt.Errorf("fabric: host %q added after a switch; add all hosts first", name)
@@ -232,14 +251,24 @@ func (n *Network) AddNode(name string, kind NodeKind, plane, tier int) (NodeID, 
 
 // PortEnd describes one end of a new link for Connect.
 type PortEnd struct {
-	Node  NodeID
+	Node NodeID
+	// Local is the port's local number on its node (the index a source route names), or
+	// AppendPort for the next number after the node's highest. Numbers skipped by an explicit
+	// Local stay unconnected: forwarding to them is a DropNoRoute.
+	Local int
 	Name  string      // the port's stable name, e.g. "p3.t0-17.up5"
 	Queue QueueConfig // its egress queues (defaults filled by WithDefaults)
 }
 
+// AppendPort as PortEnd.Local gives the port the next local number on its node.
+const AppendPort = -1
+
+// maxLocalPorts bounds a node's local port numbers (they travel in uint16 source routes).
+const maxLocalPorts = 1 << 16
+
 // Connect adds a full-duplex link between a and b at rate (bits/s, each direction) with delay
-// (propagation plus forwarding) and returns the two new ports; each is appended to its node's
-// port list, so its local number is the node's port count before the call. Errors: unknown
+// (propagation plus forwarding) and returns the two new ports, numbered on their nodes as
+// PortEnd.Local says. Errors: a local number already connected or beyond 65,535, unknown
 // node, non-positive rate, negative delay, or an invalid queue config.
 func (n *Network) Connect(a, b PortEnd, rate sim.Rate, delay sim.Time) (PortID, PortID, error) {
 	if rate <= 0 {
@@ -249,23 +278,47 @@ func (n *Network) Connect(a, b PortEnd, rate sim.Rate, delay sim.Time) (PortID, 
 		return 0, 0, fmt.Errorf("fabric: link %s-%s: delay %v must be >= 0", a.Name, b.Name, delay)
 	}
 	ends := [2]PortEnd{a, b}
-	var ids [2]PortID
+	var qcs [2]QueueConfig
+	var locals [2]int
+	// Check both ends before adding anything, so an error leaves the network unchanged.
 	for i, e := range ends {
 		if e.Node < 0 || int(e.Node) >= len(n.Nodes) {
 			return 0, 0, fmt.Errorf("fabric: port %s: unknown node %d", e.Name, e.Node)
 		}
-		qc := e.Queue.WithDefaults()
-		if err := qc.Validate("queue"); err != nil {
+		qcs[i] = e.Queue.WithDefaults()
+		if err := qcs[i].Validate("queue"); err != nil {
 			return 0, 0, fmt.Errorf("fabric: port %s: %w", e.Name, err)
 		}
 		node := &n.Nodes[e.Node]
-		if len(node.Ports) >= 1<<16 {
-			return 0, 0, fmt.Errorf("fabric: node %s has too many ports", node.Name)
+		local := e.Local
+		if local == AppendPort {
+			local = len(node.Ports)
+			if i == 1 && a.Node == b.Node && a.Local == AppendPort {
+				local++ // both ends append to the same node
+			}
 		}
+		if local < 0 || local >= maxLocalPorts {
+			return 0, 0, fmt.Errorf("fabric: port %s: local number %d out of range; allowed 0..%d or AppendPort", e.Name, e.Local, maxLocalPorts-1)
+		}
+		if local < len(node.Ports) && node.Ports[local] >= 0 {
+			return 0, 0, fmt.Errorf("fabric: port %s: %s local port %d is already connected (%s)", e.Name, node.Name, local, n.Ports[node.Ports[local]].Name)
+		}
+		if i == 1 && a.Node == b.Node && local == locals[0] {
+			return 0, 0, fmt.Errorf("fabric: port %s: both ends are local port %d of %s", e.Name, local, node.Name)
+		}
+		locals[i] = local
+	}
+	var ids [2]PortID
+	for i, e := range ends {
+		qc := qcs[i]
+		node := &n.Nodes[e.Node]
 		id := PortID(len(n.Ports))
-		n.Ports = append(n.Ports, Port{Name: e.Name, Node: e.Node, Local: uint16(len(node.Ports)), Rate: rate, Delay: delay})
+		n.Ports = append(n.Ports, Port{Name: e.Name, Node: e.Node, Local: uint16(locals[i]), Rate: rate, Delay: delay})
 		n.Ports[id].q.init(qc)
-		node.Ports = append(node.Ports, id)
+		for len(node.Ports) <= locals[i] {
+			node.Ports = append(node.Ports, -1)
+		}
+		node.Ports[locals[i]] = id
 		ids[i] = id
 	}
 	n.Ports[ids[0]].Peer = ids[1]
@@ -302,16 +355,22 @@ func (n *Network) Allocated() int64 { return n.alloc }
 
 // Send injects p at host's NIC port for plane (its local port number) at time now. The packet
 // is stamped with an ID and SentAt and counted as injected; if the NIC queue refuses it, it is
-// dropped and counted. Errors: a host or plane that does not exist (the packet is freed).
+// dropped and counted. Errors: a host or plane that does not exist, or a size that is not
+// positive (the packet is freed and not counted).
 func (n *Network) Send(now sim.Time, host int32, plane int, p *Packet) error {
 	if host < 0 || host >= n.hosts {
 		n.Free(p)
 		return fmt.Errorf("fabric: send from host %d: no such host (have %d)", host, n.hosts)
 	}
 	node := &n.Nodes[host]
-	if plane < 0 || plane >= len(node.Ports) {
+	if plane < 0 || plane >= len(node.Ports) || node.Ports[plane] < 0 {
 		n.Free(p)
 		return fmt.Errorf("fabric: send from %s on plane %d: the NIC has %d ports", node.Name, plane, len(node.Ports))
+	}
+	if p.Size <= 0 {
+		size := p.Size
+		n.Free(p)
+		return fmt.Errorf("fabric: send from %s: packet size %d B must be positive", node.Name, size)
 	}
 	n.nextID++
 	p.ID = n.nextID
@@ -353,12 +412,12 @@ func (n *Network) onTxDone(now sim.Time, obj int32, _ uint64) {
 	p := port.txPkt
 	port.txPkt = nil
 	if port.Down {
-		s := &port.q.stats[p.Class]
-		s.Drops[DropLinkDown]++
-		s.DropBytes += int64(p.Size)
-		n.drop(p, DropLinkDown)
+		n.dropLinkDown(port, p)
 	} else {
 		p.arriveAt = now + port.Delay
+		if t := port.flight.tail; t != nil && t.arriveAt > p.arriveAt {
+			p.arriveAt = t.arriveAt // Delay was lowered mid-run: the link stays a FIFO
+		}
 		if port.flight.n == 0 {
 			n.sim.At(p.arriveAt, n.kArrive, obj, 0)
 		}
@@ -375,12 +434,18 @@ func (n *Network) onArrive(now sim.Time, obj int32, _ uint64) {
 		n.sim.At(h.arriveAt, n.kArrive, obj, 0)
 	}
 	if port.Down {
-		n.drop(p, DropLinkDown)
+		n.dropLinkDown(port, p)
 		return
 	}
 	peer := &n.Ports[port.Peer]
 	node := &n.Nodes[peer.Node]
 	if node.Kind == Host {
+		if NodeID(p.Dst) != peer.Node {
+			// Misrouted (a source route leading elsewhere): the receiver cannot tell which
+			// host it runs on, so handing it the packet would corrupt the Dst's transport.
+			n.drop(p, DropNoRoute)
+			return
+		}
 		n.deliver(now, p)
 		return
 	}
@@ -391,7 +456,7 @@ func (n *Network) onArrive(now sim.Time, obj int32, _ uint64) {
 func (n *Network) forward(now sim.Time, node *Node, p *Packet) {
 	var local int
 	if p.RouteLen > 0 {
-		if p.Hop >= p.RouteLen {
+		if p.Hop >= p.RouteLen || int(p.Hop) >= MaxHops { // RouteLen may be set beyond MaxHops
 			n.drop(p, DropNoRoute)
 			return
 		}
@@ -405,7 +470,7 @@ func (n *Network) forward(now sim.Time, node *Node, p *Packet) {
 		}
 		local = int(g[ecmpIndex(node.seed, p, len(g))])
 	}
-	if local >= len(node.Ports) {
+	if local >= len(node.Ports) || node.Ports[local] < 0 {
 		n.drop(p, DropNoRoute)
 		return
 	}
@@ -413,11 +478,14 @@ func (n *Network) forward(now sim.Time, node *Node, p *Packet) {
 }
 
 // ecmpIndex hashes p's 5-tuple and entropy with a switch seed into [0, k): a splitmix64 chain
-// over (src, dst, sport, dport, proto, entropy), reduced by multiply-shift (Lemire). Different
-// seeds give independent choices at each tier, as real switches do with per-switch hash seeds.
+// over (proto, src, dst) then (sport, dport, entropy), reduced by multiply-shift (Lemire).
+// Different seeds give independent choices at each tier, as real switches do with per-switch
+// hash seeds. Proto offsets the seed (an odd multiplier keeps protos apart) rather than sharing
+// bits with the ports, where it would alias SrcPort's high byte.
 func ecmpIndex(seed uint64, p *Packet, k int) int {
+	seed += uint64(p.Proto) * 0xd6e8feb86659fd93
 	h := sim.Mix64(seed ^ uint64(uint32(p.Src))<<32 ^ uint64(uint32(p.Dst)))
-	h = sim.Mix64(h ^ uint64(p.SrcPort)<<48 ^ uint64(p.DstPort)<<32 ^ uint64(p.Entropy) ^ uint64(p.Proto)<<56)
+	h = sim.Mix64(h ^ uint64(p.SrcPort)<<48 ^ uint64(p.DstPort)<<32 ^ uint64(p.Entropy))
 	hi, _ := bits.Mul64(h, uint64(k))
 	return int(hi)
 }
@@ -439,6 +507,15 @@ func (n *Network) deliver(now sim.Time, p *Packet) {
 		r(now, p)
 	}
 	n.Free(p)
+}
+
+// dropLinkDown drops p, which port sent onto its failed link, counting it in the port's
+// statistics under the queue it left.
+func (n *Network) dropLinkDown(port *Port, p *Packet) {
+	s := port.q.statsFor(p)
+	s.Drops[DropLinkDown]++
+	s.DropBytes += int64(p.Size)
+	n.drop(p, DropLinkDown)
 }
 
 // drop counts p under why and frees it.
@@ -464,7 +541,12 @@ func (n *Network) InFlight() int64 {
 }
 
 // Audit checks packet conservation: injected = delivered whole + delivered trimmed + dropped +
-// in flight. It returns an error with the books when they do not balance.
+// in flight. It returns an error with the books when they do not balance. It also checks the
+// invariants behind those books, naming the first port that breaks one: each queue's Depth is
+// the sum of its packets' sizes and EnqPackets = TxPackets + queued; a port is busy exactly
+// when a packet is on its transmitter, and an idle port has empty queues; a link's packets
+// arrive in order; and the ports' drop counts for queue_full, header_overflow and link_down
+// add up to the network's (no_route drops happen in switches, not ports).
 func (n *Network) Audit() error {
 	c := &n.C
 	inflight := n.InFlight()
@@ -472,6 +554,70 @@ func (n *Network) Audit() error {
 	if acc != c.Injected {
 		return fmt.Errorf("fabric: packet conservation broken: injected %d != delivered %d + trimmed %d + dropped %d + in flight %d (difference %d)",
 			c.Injected, c.DeliveredWhole, c.DeliveredTrimmed, c.DroppedTotal(), inflight, c.Injected-acc)
+	}
+	var portDrops [NumDropReasons]int64
+	for i := range n.Ports {
+		pt := &n.Ports[i]
+		if err := pt.audit(); err != nil {
+			return fmt.Errorf("fabric: port %s: %w", pt.Name, err)
+		}
+		t := pt.Totals()
+		for r := range portDrops {
+			portDrops[r] += t.Drops[r]
+		}
+	}
+	for _, r := range []DropReason{DropQueueFull, DropHeaderOverflow, DropLinkDown} {
+		if portDrops[r] != c.Dropped[r] {
+			return fmt.Errorf("fabric: %s drops: ports count %d, network %d", r, portDrops[r], c.Dropped[r])
+		}
+	}
+	return nil
+}
+
+// audit checks the port's queue and link invariants (see Network.Audit).
+func (p *Port) audit() error {
+	q := &p.q
+	check := func(name string, f *fifo, s *QueueStats) error {
+		var k, bytes int64
+		var last *Packet
+		for x := f.head; x != nil; x = x.next {
+			k++
+			bytes += int64(x.Size)
+			last = x
+		}
+		switch {
+		case k != int64(f.n) || last != f.tail:
+			return fmt.Errorf("%s queue: list holds %d packets, count says %d", name, k, f.n)
+		case bytes != s.Depth:
+			return fmt.Errorf("%s queue: holds %d B, depth says %d B", name, bytes, s.Depth)
+		case s.EnqPackets != s.TxPackets+k:
+			return fmt.Errorf("%s queue: enqueued %d != sent %d + queued %d", name, s.EnqPackets, s.TxPackets, k)
+		}
+		return nil
+	}
+	for c := 0; c < q.cfg.Classes; c++ {
+		if err := check(fmt.Sprintf("class %d", c), &q.classes[c], &q.stats[c]); err != nil {
+			return err
+		}
+	}
+	if err := check("header", &q.hdr, &q.hdrStats); err != nil {
+		return err
+	}
+	if p.busy != (p.txPkt != nil) {
+		return fmt.Errorf("busy is %v with packet on the transmitter %v", p.busy, p.txPkt != nil)
+	}
+	if !p.busy && !q.empty() {
+		return fmt.Errorf("idle with %d B queued", p.QueueBytes())
+	}
+	k := 0
+	for x := p.flight.head; x != nil; x = x.next {
+		k++
+		if x.next != nil && x.next.arriveAt < x.arriveAt {
+			return fmt.Errorf("link out of order: %v then %v", x.arriveAt, x.next.arriveAt)
+		}
+	}
+	if k != p.flight.n {
+		return fmt.Errorf("link holds %d packets, count says %d", k, p.flight.n)
 	}
 	return nil
 }

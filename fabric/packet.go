@@ -118,3 +118,17 @@ func (f *fifo) pop() *Packet {
 	f.n--
 	return p
 }
+
+// Route is a source route held outside a packet (by a flow, an EV table): the local egress
+// port at each switch in order. Copying it into a packet (Packet.UseRoute) allocates nothing.
+type Route struct {
+	Hops [MaxHops]uint16
+	Len  uint8
+}
+
+// UseRoute copies r into the packet and resets its hop counter.
+func (p *Packet) UseRoute(r *Route) {
+	p.Route = r.Hops
+	p.RouteLen = r.Len
+	p.Hop = 0
+}

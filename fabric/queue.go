@@ -142,8 +142,10 @@ type QueueStats struct {
 	lastChange           sim.Time
 }
 
-// MeanDepth returns the time-averaged depth in bytes over [0, now].
-func (q *QueueStats) MeanDepth(now sim.Time) float64 {
+// MeanDepth returns the time-averaged depth in bytes over [0, now]; now must not be before the
+// last depth change (ask during or at the end of a run). A value receiver, so it also works on
+// Port.Totals().
+func (q QueueStats) MeanDepth(now sim.Time) float64 {
 	if now <= 0 {
 		return 0
 	}
@@ -193,6 +195,38 @@ func (q *portQueue) init(cfg QueueConfig) {
 	if q.trimAt == 0 || q.trimAt > int64(cfg.Limit) {
 		q.trimAt = int64(cfg.Limit)
 	}
+	q.resetDRR()
+}
+
+// resetDRR starts a new WDRR round with the header queue's turn, its quantum granted: used
+// while at most one side is backlogged, so that when both are, headers go first.
+func (q *portQueue) resetDRR() {
+	q.servingHdr = true
+	q.hdrDeficit, q.dataDeficit = q.hdrQuantum, 0
+}
+
+// class returns the data class p is queued in here: its Class, clamped to the port's last
+// class. The packet keeps its own Class for the hops after this one.
+func (q *portQueue) class(p *Packet) int {
+	if c := int(p.Class); c < q.cfg.Classes {
+		return c
+	}
+	return q.cfg.Classes - 1
+}
+
+// inHdr reports whether p belongs in the header queue here: it is a trimmed header and the
+// port trims (NDP, Handley et al. SIGCOMM 2017: trimmed headers take the priority queue at
+// every switch, not only where they were cut).
+func (q *portQueue) inHdr(p *Packet) bool {
+	return q.cfg.Trim.Enabled && p.Flags&Trimmed != 0
+}
+
+// statsFor returns the statistics of the queue p was (or would be) queued in here.
+func (q *portQueue) statsFor(p *Packet) *QueueStats {
+	if q.inHdr(p) {
+		return &q.hdrStats
+	}
+	return &q.stats[q.class(p)]
 }
 
 // empty reports whether nothing waits in any queue.
@@ -245,10 +279,9 @@ func (q *portQueue) dequeue(now sim.Time) *Packet {
 			}
 		}
 	}
-	// Only one side is backlogged: serve it and reset deficits (DRR: an idle queue keeps no
-	// credit).
-	q.hdrDeficit, q.dataDeficit = 0, 0
-	q.servingHdr = true
+	// Only one side is backlogged: serve it and reset the round (DRR: an idle queue keeps no
+	// credit), so the header queue has the first turn when both are backlogged again.
+	q.resetDRR()
 	if q.hdr.n > 0 {
 		return q.popHdr(now)
 	}
@@ -282,25 +315,20 @@ const (
 	dropped
 )
 
-// enqueue offers p to its class queue at time now: RED/ECN marking, then trimming or drop-tail.
-// lastHop says the port faces the destination host (trimmed headers are flagged
-// TrimmedLastHop). rng supplies the marking draws (only when a draw is needed), so the queue
-// holds no random stream of its own. On a drop, reason says why and the caller frees
-// the packet.
+// enqueue offers p to its class queue at time now: trimming or drop-tail, then RED/ECN
+// marking of what is admitted to a data queue. lastHop says the port faces the destination
+// host (trimmed headers are flagged TrimmedLastHop). A header trimmed upstream goes straight to
+// the header queue when this port trims. rng supplies the marking draws (only when a draw is
+// needed), so the queue holds no random stream of its own. On a drop, reason says why and the
+// caller frees the packet. p.Class is never changed: a port with fewer classes queues it in
+// its last class, and the next port sees the original class again.
 func (q *portQueue) enqueue(now sim.Time, p *Packet, lastHop bool, rng *rand.Rand) (admission, DropReason) {
-	c := int(p.Class)
-	if c >= q.cfg.Classes {
-		c = q.cfg.Classes - 1
-		p.Class = uint8(c)
+	if q.inHdr(p) {
+		return q.pushHdr(now, p)
 	}
+	c := q.class(p)
 	s := &q.stats[c]
 	size := int64(p.Size)
-	if q.cfg.ECN.Enabled && p.Flags&ECT != 0 && p.Flags&CE == 0 {
-		if mark(&q.cfg.ECN, s.Depth, rng) {
-			p.Flags |= CE
-			s.CEMarks++
-		}
-	}
 	over := s.Depth+size > int64(q.cfg.Limit)
 	if q.cfg.Trim.Enabled && p.Flags&Trimmable != 0 && p.Flags&Trimmed == 0 &&
 		(over || s.Depth+size > q.trimAt) {
@@ -310,28 +338,42 @@ func (q *portQueue) enqueue(now sim.Time, p *Packet, lastHop bool, rng *rand.Ran
 		if lastHop {
 			p.Flags |= TrimmedLastHop
 		}
-		h := &q.hdrStats
-		if h.Depth+HeaderBytes > int64(q.cfg.Trim.HeaderLimit) {
-			h.Drops[DropHeaderOverflow]++
-			h.DropBytes += HeaderBytes
-			return dropped, DropHeaderOverflow
-		}
-		q.hdr.push(p)
-		h.EnqPackets++
-		h.EnqBytes += HeaderBytes
-		h.setDepth(now, h.Depth+HeaderBytes)
-		return admittedTrimmed, 0
+		return q.pushHdr(now, p)
 	}
 	if over {
 		s.Drops[DropQueueFull]++
 		s.DropBytes += size
 		return dropped, DropQueueFull
 	}
+	// Mark only what is queued: a dropped or trimmed packet carries no CE and is not counted.
+	if q.cfg.ECN.Enabled && p.Flags&ECT != 0 && p.Flags&CE == 0 {
+		if mark(&q.cfg.ECN, s.Depth, rng) {
+			p.Flags |= CE
+			s.CEMarks++
+		}
+	}
 	q.classes[c].push(p)
 	s.EnqPackets++
 	s.EnqBytes += size
 	s.setDepth(now, s.Depth+size)
 	return admitted, 0
+}
+
+// pushHdr queues the trimmed header p in the header queue, or drops it when the queue has no
+// room (DropHeaderOverflow).
+func (q *portQueue) pushHdr(now sim.Time, p *Packet) (admission, DropReason) {
+	h := &q.hdrStats
+	size := int64(p.Size)
+	if h.Depth+size > int64(q.cfg.Trim.HeaderLimit) {
+		h.Drops[DropHeaderOverflow]++
+		h.DropBytes += size
+		return dropped, DropHeaderOverflow
+	}
+	q.hdr.push(p)
+	h.EnqPackets++
+	h.EnqBytes += size
+	h.setDepth(now, h.Depth+size)
+	return admittedTrimmed, 0
 }
 
 // mark is the RED marking decision for a queue holding depth bytes; it draws from rng only

@@ -104,8 +104,15 @@ func (s *Sim) At(at Time, k Kind, obj int32, arg uint64) {
 	s.q.push(Event{At: at, key: mix64(s.keyState), Arg: arg, Obj: obj, Kind: k})
 }
 
-// After schedules kind k with obj and arg at Now()+d.
-func (s *Sim) After(d Time, k Kind, obj int32, arg uint64) { s.At(s.now+d, k, obj, arg) }
+// After schedules kind k with obj and arg at Now()+d. The sum saturates at MaxTime, so
+// After(MaxTime, ...) means "never" rather than wrapping into the past.
+func (s *Sim) After(d Time, k Kind, obj int32, arg uint64) {
+	at := s.now + d
+	if d > 0 && at < s.now {
+		at = MaxTime
+	}
+	s.At(at, k, obj, arg)
+}
 
 // Stop ends the current Run after the event being dispatched. A non-nil err is returned by Run
 // (the first one wins); nil stops without error.
@@ -123,8 +130,19 @@ func (s *Sim) Stopped() bool { return s.stopped }
 // or Stop is called. On a normal end the clock is advanced to until (unless until is MaxTime),
 // so Now() is the end of the simulated interval. It returns the error passed to Stop, if any.
 func (s *Sim) Run(until Time) error {
+	s.Drain(until)
+	if !s.stopped && until != MaxTime && s.now < until {
+		s.now = until
+	}
+	return s.stopErr
+}
+
+// Drain dispatches events like Run, up to limit, but leaves the clock at the last event
+// dispatched instead of advancing it to limit: use it to let in-flight work finish and learn
+// when it did. It returns the error passed to Stop, if any.
+func (s *Sim) Drain(limit Time) error {
 	for s.q.len() > 0 && !s.stopped {
-		if s.q.peek().At > until {
+		if s.q.peek().At > limit {
 			break
 		}
 		ev := s.q.pop()
@@ -133,9 +151,6 @@ func (s *Sim) Run(until Time) error {
 			s.events++
 		}
 		s.handlers[ev.Kind](ev.At, ev.Obj, ev.Arg)
-	}
-	if !s.stopped && until != MaxTime && s.now < until {
-		s.now = until
 	}
 	return s.stopErr
 }

@@ -57,32 +57,32 @@ var timeUnits = []struct {
 	{"ms", Millisecond}, {"s", Second}, {"min", Minute}, {"m", Minute}, {"h", Hour},
 }
 
-// String formats t with the largest unit that keeps it readable: "40.96ns", "1.5ms", "30s".
-// The output parses back with ParseTime to the same value when t is a whole number of
-// picoseconds with at most 12 significant digits per unit step.
+// String formats t with the largest unit that keeps it readable: "40.96ns", "1.5ms", "30s";
+// MaxTime is "never". The decimal is exact, so every t >= 0 parses back with ParseTime to the
+// same value.
 func (t Time) String() string {
 	if t == MaxTime {
 		return "never"
 	}
 	neg := t < 0
-	a := t
+	a := uint64(t)
 	if neg {
-		a = -a
+		a = -a // also right for math.MinInt64
 	}
 	var s string
 	switch {
 	case a == 0:
 		return "0s"
-	case a < Nanosecond:
-		s = strconv.FormatInt(int64(a), 10) + "ps"
-	case a < Microsecond:
-		s = fmtUnit(a, Nanosecond) + "ns"
-	case a < Millisecond:
-		s = fmtUnit(a, Microsecond) + "us"
-	case a < Second:
-		s = fmtUnit(a, Millisecond) + "ms"
+	case a < uint64(Nanosecond):
+		s = strconv.FormatUint(a, 10) + "ps"
+	case a < uint64(Microsecond):
+		s = fmtUnit(a, uint64(Nanosecond)) + "ns"
+	case a < uint64(Millisecond):
+		s = fmtUnit(a, uint64(Microsecond)) + "us"
+	case a < uint64(Second):
+		s = fmtUnit(a, uint64(Millisecond)) + "ms"
 	default:
-		s = fmtUnit(a, Second) + "s"
+		s = fmtUnit(a, uint64(Second)) + "s"
 	}
 	if neg {
 		return "-" + s
@@ -90,22 +90,25 @@ func (t Time) String() string {
 	return s
 }
 
-// fmtUnit prints a/unit exactly, without floating point rounding surprises.
-func fmtUnit(a, unit Time) string {
-	whole := int64(a / unit)
-	frac := int64(a % unit)
+// fmtUnit prints a/unit exactly as a decimal, without floating point rounding surprises. unit
+// must be a power of ten.
+func fmtUnit(a, unit uint64) string {
+	whole := a / unit
+	frac := a % unit
 	if frac == 0 {
-		return strconv.FormatInt(whole, 10)
+		return strconv.FormatUint(whole, 10)
 	}
-	digits := len(strconv.FormatInt(int64(unit), 10)) - 1
+	digits := len(strconv.FormatUint(unit, 10)) - 1
 	fs := fmt.Sprintf("%0*d", digits, frac)
 	fs = strings.TrimRight(fs, "0")
-	return strconv.FormatInt(whole, 10) + "." + fs
+	return strconv.FormatUint(whole, 10) + "." + fs
 }
 
 // ParseTime parses a duration with a unit suffix: "2us", "1.5ms", "30s", "40.96ns", "100ps",
 // "2min", "1h". Units: ps, ns, us (or µs), ms, s, m or min, h. A bare "0" is accepted; any other
-// number needs a unit. The result is rounded to the nearest picosecond.
+// number needs a unit. "never" is MaxTime, as String prints it. The result is rounded to the
+// nearest picosecond; plain decimals ("1000.000000000001s") are converted exactly, beyond
+// float64's 16 significant digits.
 //
 // Errors: empty input, a missing or unknown unit, a malformed number, a negative value, NaN or
 // infinity, or a value beyond ~106 days.
@@ -117,9 +120,15 @@ func ParseTime(s string) (Time, error) {
 	if in == "0" {
 		return 0, nil
 	}
+	if in == "never" {
+		return MaxTime, nil
+	}
 	num, unit := splitNumber(in)
 	unit = strings.TrimSpace(unit)
-	if num == "" || unit == "" {
+	if num == "" {
+		return 0, fmt.Errorf("duration %q has no number; want a number with a unit such as \"2us\"", s)
+	}
+	if unit == "" {
 		return 0, fmt.Errorf("duration %q has no unit; want ps, ns, us, ms, s, min or h (e.g. \"2us\")", s)
 	}
 	var u Time
@@ -139,13 +148,16 @@ func ParseTime(s string) (Time, error) {
 	if v < 0 {
 		return 0, fmt.Errorf("duration %q is negative; want a value >= 0", s)
 	}
+	// Plain decimals are converted exactly; exponent forms ("1e3us") go through float64.
+	if ps, _, ok := scaleDecimal(num, uint64(u)); ok {
+		if ps > uint64(MaxTime) {
+			return 0, fmt.Errorf("duration %q is too long; the limit is about 106 days", s)
+		}
+		return Time(ps), nil
+	}
 	ps := v * float64(u)
 	if ps >= float64(MaxTime) {
 		return 0, fmt.Errorf("duration %q is too long; the limit is about 106 days", s)
-	}
-	// Integers are converted exactly to avoid float rounding on large values.
-	if iv, err := strconv.ParseInt(num, 10, 64); err == nil {
-		return Time(iv) * u, nil
 	}
 	return Time(math.Round(ps)), nil
 }

@@ -19,6 +19,7 @@ const (
 	Mbps           = 1000 * Kbps
 	Gbps           = 1000 * Mbps
 	Tbps           = 1000 * Gbps
+	Pbps           = 1000 * Tbps
 )
 
 // TxTime returns the serialisation time of n bytes at rate r: n x 8 / r seconds, rounded up to
@@ -64,33 +65,34 @@ func (r Rate) BytesIn(d Time) int64 {
 func (r Rate) Gbps() float64 { return float64(r) / float64(Gbps) }
 
 // String formats r with the largest unit that divides it into a readable number:
-// "800Gbps", "1.6Tbps", "25Gbps", "1Mbps".
+// "800Gbps", "1.6Tbps", "25Gbps", "1Mbps". The decimal is exact, so every positive rate parses
+// back with ParseRate to the same value.
 func (r Rate) String() string {
-	a := int64(r)
-	neg := a < 0
+	neg := r < 0
+	a := uint64(r)
 	if neg {
-		a = -a
+		a = -a // also right for math.MinInt64
 	}
 	var s string
 	switch {
-	case a >= int64(Tbps):
-		s = trimFloat(float64(a)/float64(Tbps)) + "Tbps"
-	case a >= int64(Gbps):
-		s = trimFloat(float64(a)/float64(Gbps)) + "Gbps"
-	case a >= int64(Mbps):
-		s = trimFloat(float64(a)/float64(Mbps)) + "Mbps"
-	case a >= int64(Kbps):
-		s = trimFloat(float64(a)/float64(Kbps)) + "Kbps"
+	case a >= uint64(Pbps):
+		s = fmtUnit(a, uint64(Pbps)) + "Pbps"
+	case a >= uint64(Tbps):
+		s = fmtUnit(a, uint64(Tbps)) + "Tbps"
+	case a >= uint64(Gbps):
+		s = fmtUnit(a, uint64(Gbps)) + "Gbps"
+	case a >= uint64(Mbps):
+		s = fmtUnit(a, uint64(Mbps)) + "Mbps"
+	case a >= uint64(Kbps):
+		s = fmtUnit(a, uint64(Kbps)) + "Kbps"
 	default:
-		s = strconv.FormatInt(a, 10) + "bps"
+		s = strconv.FormatUint(a, 10) + "bps"
 	}
 	if neg {
 		return "-" + s
 	}
 	return s
 }
-
-func trimFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 // ParseRate parses a data rate: a positive number followed by a unit. Units (case-insensitive
 // prefix, optional "bps", "b/s" or "bit/s" after it): "" or "bps" = bit/s, K, M, G, T (decimal,
@@ -122,30 +124,39 @@ func ParseRate(s string) (Rate, error) {
 			break
 		}
 	}
-	var mult float64
+	var mult Rate
 	switch lu {
 	case "":
-		mult = 1
+		mult = BitPerSec
 	case "k":
-		mult = 1e3
+		mult = Kbps
 	case "m":
-		mult = 1e6
+		mult = Mbps
 	case "g":
-		mult = 1e9
+		mult = Gbps
 	case "t":
-		mult = 1e12
+		mult = Tbps
+	case "p":
+		mult = Pbps
 	default:
-		return 0, fmt.Errorf("rate %q has unknown unit %q; want bps, Kbps, Mbps, Gbps or Tbps (or K, M, G, T)", s, unit)
+		return 0, fmt.Errorf("rate %q has unknown unit %q; want bps, Kbps, Mbps, Gbps, Tbps or Pbps (or K, M, G, T, P)", s, unit)
 	}
 	if v <= 0 {
 		return 0, fmt.Errorf("rate %q must be positive", s)
 	}
-	b := v * mult
-	if b >= math.MaxInt64 {
-		return 0, fmt.Errorf("rate %q is too large", s)
-	}
+	b := v * float64(mult)
 	if b < 1 {
 		return 0, fmt.Errorf("rate %q is below 1 bit per second", s)
+	}
+	// Plain decimals are converted exactly; exponent forms ("400e9") go through float64.
+	if n, _, ok := scaleDecimal(num, uint64(mult)); ok {
+		if n > math.MaxInt64 {
+			return 0, fmt.Errorf("rate %q is too large", s)
+		}
+		return Rate(n), nil
+	}
+	if b >= math.MaxInt64 {
+		return 0, fmt.Errorf("rate %q is too large", s)
 	}
 	return Rate(math.Round(b)), nil
 }
@@ -194,14 +205,16 @@ func ParseSize(s string) (int64, error) {
 	default:
 		return 0, fmt.Errorf("size %q has unknown unit %q; want B, KiB, MiB, GiB, TiB, KB, MB, GB or TB", s, unit)
 	}
-	if iv, err := strconv.ParseInt(num, 10, 64); err == nil {
-		if iv < 0 {
-			return 0, fmt.Errorf("size %q is negative; want a value >= 0", s)
+	// Plain decimals are converted exactly ("2.01KB" is 2010 bytes, though 2.01*1000 is not
+	// in float64); exponent forms ("1e3") go through float64.
+	if n, frac, ok := scaleDecimal(num, uint64(mult)); ok {
+		if frac {
+			return 0, fmt.Errorf("size %q is not a whole number of bytes", s)
 		}
-		if iv > math.MaxInt64/mult {
+		if n > math.MaxInt64 {
 			return 0, fmt.Errorf("size %q is too large", s)
 		}
-		return iv * mult, nil
+		return int64(n), nil
 	}
 	v, err := strconv.ParseFloat(num, 64)
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
@@ -254,6 +267,65 @@ func splitNumber(s string) (num, unit string) {
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// scaleDecimal returns num x mult rounded to the nearest integer (halves up), computed exactly in
+// integers. num must be a plain non-negative decimal: an optional '+', digits, and an optional
+// '.' with more digits ("12", "1.5", ".25", "3."); ok is false for anything else (signs,
+// exponents, more than 19 significant fraction digits), and the caller falls back to float64.
+// frac reports that the exact product was not a whole number. A result beyond uint64 is
+// reported as math.MaxUint64, so callers need only compare against their own limit.
+func scaleDecimal(num string, mult uint64) (n uint64, frac, ok bool) {
+	ip, fp, _ := strings.Cut(strings.TrimPrefix(num, "+"), ".")
+	if ip == "" && fp == "" || !allDigits(ip) || !allDigits(fp) {
+		return 0, false, false
+	}
+	fp = strings.TrimRight(fp, "0")
+	if len(fp) > 19 { // 10^19 is the largest power of ten in a uint64
+		return 0, false, false
+	}
+	if ip = strings.TrimLeft(ip, "0"); ip != "" {
+		w, err := strconv.ParseUint(ip, 10, 64)
+		if err != nil {
+			return math.MaxUint64, false, true
+		}
+		hi, lo := bits.Mul64(w, mult)
+		if hi != 0 {
+			return math.MaxUint64, false, true
+		}
+		n = lo
+	}
+	if fp == "" {
+		return n, false, true
+	}
+	f, _ := strconv.ParseUint(fp, 10, 64) // at most 19 digits: fits
+	den := uint64(1)
+	for range len(fp) {
+		den *= 10
+	}
+	// f < den, so f*mult/den < mult fits in 64 bits and Div64 cannot overflow.
+	hi, lo := bits.Mul64(f, mult)
+	q, rem := bits.Div64(hi, lo, den)
+	if rem != 0 {
+		frac = true
+		if rem >= den-rem {
+			q++
+		}
+	}
+	n, carry := bits.Add64(n, q, 0)
+	if carry != 0 {
+		return math.MaxUint64, frac, true
+	}
+	return n, frac, true
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return true
+}
 
 // Size is a byte count used in configuration (queue limits, packet and transfer sizes). It is a
 // plain int64 number of bytes; the type exists so YAML and flags can say "4KiB" or "64MB" (see

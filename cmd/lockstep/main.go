@@ -1,0 +1,82 @@
+// Command lockstep simulates AI-training cluster networks. See README.md.
+//
+// Exit codes: 0 success, 2 bad input (scenario, flags, files), 1 a run that failed (packet
+// conservation broken, kernel error, watchdog).
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries an exit code chosen by a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// badInput wraps err as exit code 2.
+func badInput(err error) error { return &exitError{code: 2, err: err} }
+
+// runFailed wraps err as exit code 1.
+func runFailed(err error) error { return &exitError{code: 1, err: err} }
+
+func main() {
+	os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// execute runs the CLI with args and returns the exit code; tests call it directly.
+func execute(args []string, stdout, stderr io.Writer) int {
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(stderr, "lockstep:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	// Errors from cobra itself (unknown flag or command, wrong argument count) are bad input.
+	return 2
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "lockstep",
+		Short: "Simulate what an AI-training network does to the job",
+		Long: `lockstep simulates AI-training cluster networks packet by packet: multi-plane Clos
+fabrics, queues with ECN and trimming, ECMP or source-routed paths, and paced traffic.
+
+Run the built-in default scenario with 'lockstep run', or give a scenario file.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(newRunCmd(stdout, stderr), newTopoCmd(stdout), newVersionCmd(stdout))
+	return root
+}
+
+// version is set at build time with -ldflags "-X main.version=..."; "dev" otherwise.
+var version = "dev"
+
+func newVersionCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the lockstep version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fmt.Fprintln(stdout, "lockstep", version)
+			return nil
+		},
+	}
+}

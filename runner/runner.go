@@ -1,0 +1,151 @@
+// Package runner turns a resolved scenario into a simulation: it builds the fabric from the
+// topology, expands traffic patterns into flows, samples queues, runs the kernel, drains the
+// fabric, audits packet conservation and summarises the result.
+//
+// Timeline of a run: traffic is offered over [0, run.duration]; utilisation and offered load
+// are measured over that interval (port counters are snapshotted at its end); the run then
+// continues for at most run.drain so packets in flight land, stopping as soon as no event is
+// pending. Packets still inside the fabric after the drain are reported, not hidden.
+package runner
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/lockstepsim/lockstep/fabric"
+	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/traffic"
+)
+
+// Result is a finished run: the summary plus the live objects for callers that want more
+// (tests, later reports).
+type Result struct {
+	Summary Summary
+	Sim     *sim.Sim
+	Net     *fabric.Network
+	Raw     *traffic.Raw
+	// Wall is the wall-clock time the simulation took. It is not part of Summary, which must be
+	// byte-identical across runs.
+	Wall time.Duration
+}
+
+// Run executes sc, which must be resolved (scenario.Parse or Resolve). Errors: a scenario the
+// builders reject (bad input, exit code 2 in the CLI) are returned as *InputError; a run that
+// fails its conservation audit or stops with a kernel error returns a plain error (exit 1).
+func Run(sc *scenario.Scenario) (*Result, error) {
+	wallStart := time.Now()
+	s := sim.New(sc.Run.Seed)
+	net := fabric.New(s)
+	clos := *sc.Topology.Clos
+	layout, err := topo.Build(net, clos, topo.BuildOptions{SwitchQueue: sc.Fabric.SwitchQueue, NICQueue: sc.Fabric.NICQueue})
+	if err != nil {
+		return nil, &InputError{Err: err}
+	}
+	flows, err := expandTraffic(sc, layout, net)
+	if err != nil {
+		return nil, &InputError{Err: err}
+	}
+	raw, err := traffic.NewRaw(net, flows)
+	if err != nil {
+		return nil, &InputError{Err: err}
+	}
+	smp := newSampler(s, net, clos.Planes, sc.Run.SampleInterval, sc.Run.Duration)
+	raw.Start()
+	smp.start()
+
+	if err := s.Run(sc.Run.Duration); err != nil {
+		return nil, fmt.Errorf("run stopped at %v: %w", s.Now(), err)
+	}
+	snap := snapshot(net)
+	if err := s.Drain(sc.Run.Duration + sc.Run.Drain); err != nil {
+		return nil, fmt.Errorf("run stopped during drain at %v: %w", s.Now(), err)
+	}
+	if err := net.Audit(); err != nil {
+		return nil, err
+	}
+	res := &Result{Sim: s, Net: net, Raw: raw}
+	res.Summary = summarise(sc, net, raw, smp, snap)
+	res.Wall = time.Since(wallStart)
+	return res, nil
+}
+
+// InputError marks an error caused by the scenario rather than by the run.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// portSnap is one port's counters at the end of the offered-load interval.
+type portSnap struct {
+	txBytes, offeredBytes int64
+}
+
+func snapshot(net *fabric.Network) []portSnap {
+	out := make([]portSnap, len(net.Ports))
+	for i := range net.Ports {
+		t := net.Ports[i].Totals()
+		out[i] = portSnap{txBytes: t.TxBytes, offeredBytes: t.EnqBytes + t.DropBytes}
+	}
+	return out
+}
+
+// sampler records every switch egress port's queue depth each interval into per-plane HDR
+// histograms, giving depth percentiles over (port, time).
+type sampler struct {
+	s        *sim.Sim
+	net      *fabric.Network
+	interval sim.Time
+	until    sim.Time
+	kind     sim.Kind
+	ports    []fabric.PortID
+	plane    []int // plane of each sampled port
+	hist     []*hdrhistogram.Histogram
+	all      *hdrhistogram.Histogram
+}
+
+// maxDepthTracked bounds the depth histograms (64 GiB); deeper samples are clamped.
+const maxDepthTracked = int64(64) << 30
+
+func newSampler(s *sim.Sim, net *fabric.Network, planes int, interval, until sim.Time) *sampler {
+	sm := &sampler{s: s, net: net, interval: interval, until: until, all: hdrhistogram.New(1, maxDepthTracked, 3)}
+	for p := 0; p < planes; p++ {
+		sm.hist = append(sm.hist, hdrhistogram.New(1, maxDepthTracked, 3))
+	}
+	for i := range net.Ports {
+		n := &net.Nodes[net.Ports[i].Node]
+		if n.Kind == fabric.Switch {
+			sm.ports = append(sm.ports, fabric.PortID(i))
+			sm.plane = append(sm.plane, int(n.Plane))
+		}
+	}
+	sm.kind = s.Register("runner.sample", sm.onSample)
+	return sm
+}
+
+func (sm *sampler) start() { sm.s.At(sm.interval, sm.kind, 0, 0) }
+
+func (sm *sampler) onSample(now sim.Time, _ int32, _ uint64) {
+	for i, pid := range sm.ports {
+		d := sm.net.Ports[pid].QueueBytes()
+		if d > maxDepthTracked {
+			d = maxDepthTracked
+		}
+		_ = sm.hist[sm.plane[i]].RecordValue(d)
+		_ = sm.all.RecordValue(d)
+	}
+	if next := now + sm.interval; next <= sm.until {
+		sm.s.At(next, sm.kind, 0, 0)
+	}
+}
+
+// round3 rounds to 3 decimals so summaries stay short and stable.
+func round3(x float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	return math.Round(x*1000) / 1000
+}

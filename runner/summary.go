@@ -1,0 +1,208 @@
+package runner
+
+import (
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/lockstepsim/lockstep/fabric"
+	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/traffic"
+)
+
+// Summary is every headline figure of a run, with the unit in each JSON key. It contains
+// nothing that depends on the machine or the wall clock, so the same scenario and seed give a
+// byte-identical summary.json.
+type Summary struct {
+	Scenario string `json:"scenario"`
+	Seed     uint64 `json:"seed"`
+
+	Hosts    int `json:"hosts"`
+	Planes   int `json:"planes"`
+	Switches int `json:"switches"`
+	Links    int `json:"links"`
+	Flows    int `json:"flows"`
+
+	DurationUs float64 `json:"duration_us"` // offered-load interval
+	EndUs      float64 `json:"end_us"`      // when the run ended, drain included
+	Events     uint64  `json:"events"`
+
+	OfferedGbps       float64 `json:"offered_gbps"`       // bytes sent by sources / duration, all flows
+	DeliveredGbps     float64 `json:"delivered_gbps"`     // bytes delivered whole / duration
+	DeliveredFraction float64 `json:"delivered_fraction"` // bytes delivered whole / bytes sent
+
+	SentPackets      int64            `json:"sent_packets"`
+	DeliveredPackets int64            `json:"delivered_packets"`
+	TrimmedPackets   int64            `json:"trimmed_packets"`
+	DroppedPackets   int64            `json:"dropped_packets"`
+	Drops            map[string]int64 `json:"drops_packets"` // by reason; map keys are sorted by encoding/json
+	InFlightAtEnd    int64            `json:"in_flight_packets_at_end"`
+	CEMarks          int64            `json:"ce_marks"`
+
+	LatencyP50Us  float64 `json:"latency_p50_us"` // one-way delay of packets delivered whole
+	LatencyP99Us  float64 `json:"latency_p99_us"`
+	LatencyP999Us float64 `json:"latency_p999_us"`
+	LatencyMaxUs  float64 `json:"latency_max_us"`
+
+	Queue QueueDepths `json:"queue_depth"` // all switch egress ports
+
+	PerPlane []PlaneSummary `json:"planes_detail"`
+}
+
+// QueueDepths are percentiles of switch egress queue depth sampled every run.sample_interval
+// over every switch port (bytes).
+type QueueDepths struct {
+	P50Bytes  int64 `json:"p50_bytes"`
+	P90Bytes  int64 `json:"p90_bytes"`
+	P99Bytes  int64 `json:"p99_bytes"`
+	P999Bytes int64 `json:"p999_bytes"`
+	MaxBytes  int64 `json:"max_bytes"`
+	Samples   int64 `json:"samples"`
+}
+
+// PlaneSummary is one plane's figures. Utilisation is transmitted bits / (rate x duration) over
+// the offered-load interval; offered load counts bytes a port accepted or dropped.
+type PlaneSummary struct {
+	Plane int `json:"plane"`
+
+	// Host links (NIC -> T0) and switch egress ports by role.
+	NICUtilMeanPct     float64 `json:"nic_util_mean_pct"`
+	UplinkUtilMeanPct  float64 `json:"uplink_util_mean_pct"` // switch ports toward a higher tier
+	UplinkUtilMinPct   float64 `json:"uplink_util_min_pct"`
+	UplinkUtilMaxPct   float64 `json:"uplink_util_max_pct"`
+	UplinksIdle        int     `json:"uplinks_idle"`       // offered nothing
+	UplinksOverloaded  int     `json:"uplinks_overloaded"` // offered more than line rate
+	Uplinks            int     `json:"uplinks"`
+	DownlinkUtilMaxPct float64 `json:"downlink_util_max_pct"` // switch ports toward a lower tier or a host
+	DownlinksOverload  int     `json:"downlinks_overloaded"`
+
+	TxBytes int64 `json:"tx_bytes"` // all switch ports of the plane
+	Drops   int64 `json:"drops_packets"`
+	Trims   int64 `json:"trims"`
+	CEMarks int64 `json:"ce_marks"`
+
+	Queue QueueDepths `json:"queue_depth"`
+}
+
+func depths(h *hdrhistogram.Histogram) QueueDepths {
+	return QueueDepths{
+		P50Bytes: h.ValueAtQuantile(50), P90Bytes: h.ValueAtQuantile(90), P99Bytes: h.ValueAtQuantile(99),
+		P999Bytes: h.ValueAtQuantile(99.9), MaxBytes: h.Max(), Samples: h.TotalCount(),
+	}
+}
+
+func summarise(sc *scenario.Scenario, net *fabric.Network, raw *traffic.Raw, smp *sampler, snap []portSnap) Summary {
+	c := sc.Topology.Clos
+	dur := sc.Run.Duration
+	t := raw.Totals()
+	s := Summary{
+		Scenario: sc.Name, Seed: sc.Run.Seed,
+		Hosts: net.NumHosts(), Planes: c.Planes, Switches: len(net.Nodes) - net.NumHosts(),
+		Links: len(net.Ports) / 2, Flows: len(raw.Flows),
+		DurationUs: round3(dur.Micros()), EndUs: round3(net.Sim().Now().Micros()), Events: net.Sim().Events(),
+		SentPackets: t.SentPackets, DeliveredPackets: t.RecvPackets, TrimmedPackets: t.RecvTrimmed,
+		DroppedPackets: net.C.DroppedTotal(), InFlightAtEnd: net.InFlight(),
+		Drops: map[string]int64{},
+	}
+	secs := dur.Seconds()
+	if secs > 0 {
+		s.OfferedGbps = round3(float64(t.SentBytes) * 8 / secs / 1e9)
+		s.DeliveredGbps = round3(float64(t.RecvBytes) * 8 / secs / 1e9)
+	}
+	if t.SentBytes > 0 {
+		s.DeliveredFraction = round3(float64(t.RecvBytes) / float64(t.SentBytes))
+	}
+	for r := fabric.DropReason(0); r < fabric.NumDropReasons; r++ {
+		s.Drops[r.String()] = net.C.Dropped[r]
+	}
+	us := func(ns int64) float64 { return round3(float64(ns) / 1e3) }
+	s.LatencyP50Us = us(raw.Latency.ValueAtQuantile(50))
+	s.LatencyP99Us = us(raw.Latency.ValueAtQuantile(99))
+	s.LatencyP999Us = us(raw.Latency.ValueAtQuantile(99.9))
+	s.LatencyMaxUs = us(raw.Latency.Max())
+	s.Queue = depths(smp.all)
+
+	type acc struct {
+		ps                    PlaneSummary
+		nicSum, upSum         float64
+		nicN                  int
+		upMin, upMax, downMax float64
+		upN                   int
+		upMinSet              bool
+	}
+	planes := make([]acc, c.Planes)
+	util := func(bytes int64, r sim.Rate) float64 {
+		if r <= 0 || secs <= 0 {
+			return 0
+		}
+		return float64(bytes) * 8 / (float64(r) * secs) * 100
+	}
+	for i := range net.Ports {
+		pt := &net.Ports[i]
+		own := &net.Nodes[pt.Node]
+		peer := &net.Nodes[net.Ports[pt.Peer].Node]
+		tot := pt.Totals()
+		s.CEMarks += tot.CEMarks
+		var plane int
+		if own.Kind == fabric.Host {
+			plane = int(peer.Plane)
+		} else {
+			plane = int(own.Plane)
+		}
+		if plane < 0 || plane >= len(planes) {
+			continue
+		}
+		a := &planes[plane]
+		u := util(snap[i].txBytes, pt.Rate)
+		offered := util(snap[i].offeredBytes, pt.Rate)
+		if own.Kind == fabric.Host {
+			a.nicSum += u
+			a.nicN++
+			continue
+		}
+		a.ps.TxBytes += tot.TxBytes
+		a.ps.Trims += tot.Trims
+		a.ps.CEMarks += tot.CEMarks
+		for _, d := range tot.Drops {
+			a.ps.Drops += d
+		}
+		if peer.Kind == fabric.Switch && peer.Tier > own.Tier {
+			a.upSum += u
+			a.upN++
+			if !a.upMinSet || u < a.upMin {
+				a.upMin, a.upMinSet = u, true
+			}
+			if u > a.upMax {
+				a.upMax = u
+			}
+			if snap[i].offeredBytes == 0 {
+				a.ps.UplinksIdle++
+			}
+			if offered > 100.0001 {
+				a.ps.UplinksOverloaded++
+			}
+		} else {
+			if u > a.downMax {
+				a.downMax = u
+			}
+			if offered > 100.0001 {
+				a.ps.DownlinksOverload++
+			}
+		}
+	}
+	for p := range planes {
+		a := &planes[p]
+		a.ps.Plane = p
+		if a.nicN > 0 {
+			a.ps.NICUtilMeanPct = round3(a.nicSum / float64(a.nicN))
+		}
+		if a.upN > 0 {
+			a.ps.UplinkUtilMeanPct = round3(a.upSum / float64(a.upN))
+		}
+		a.ps.Uplinks = a.upN
+		a.ps.UplinkUtilMinPct = round3(a.upMin)
+		a.ps.UplinkUtilMaxPct = round3(a.upMax)
+		a.ps.DownlinkUtilMaxPct = round3(a.downMax)
+		a.ps.Queue = depths(smp.hist[p])
+		s.PerPlane = append(s.PerPlane, a.ps)
+	}
+	return s
+}

@@ -1,0 +1,337 @@
+package scenario
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+
+	"github.com/lockstepsim/lockstep/fabric"
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/topo"
+)
+
+// Scenario is one simulation input: the fabric, the load and how to run it. Zero fields take
+// the lockstep defaults listed on each field; the resolved scenario (defaults filled) is what a
+// run records in its results folder.
+type Scenario struct {
+	// Name labels the run and its default results folder, results/<name>. Letters, digits,
+	// '-', '_' and '.'; default "scenario".
+	Name     string    `yaml:"name"`
+	Topology Topology  `yaml:"topology"`
+	Fabric   Fabric    `yaml:"fabric"`
+	Traffic  []Traffic `yaml:"traffic"`
+	Run      Run       `yaml:"run"`
+}
+
+// Topology is a one-of: exactly one builder key is set. Only Clos exists today; later kinds
+// (rail, torus, mesh) add sibling keys.
+type Topology struct {
+	// Clos is a multi-plane 2- or 3-tier Clos (package topo).
+	Clos *topo.Clos `yaml:"clos"`
+}
+
+// Fabric holds the queue configuration of switch and NIC egress ports.
+type Fabric struct {
+	// SwitchQueue configures every switch egress port (default: 2 classes, 1 MiB drop-tail,
+	// no ECN, no trimming).
+	SwitchQueue fabric.QueueConfig `yaml:"switch_queue"`
+	// NICQueue configures every host NIC port's egress (default: 2 classes, 16 MiB).
+	NICQueue fabric.QueueConfig `yaml:"nic_queue"`
+}
+
+// Traffic patterns.
+const (
+	PatternPermutation = "permutation" // every host sends to one other, every host receives one flow (a random derangement)
+	PatternIncast      = "incast"      // Senders hosts all send to Receiver
+	PatternFlows       = "flows"       // an explicit list
+)
+
+// Path modes for raw traffic.
+const (
+	PathECMP   = "ecmp"   // one hashed path per flow (distinct UDP source port per flow)
+	PathSpread = "spread" // one source route per flow, chosen so no two flows share a link (Clos edge colouring)
+	PathSpray  = "spray"  // a different source route per packet, rotating over all paths in the plane
+)
+
+// Traffic is one group of raw paced flows. Each flow runs on every plane of its source NIC
+// (one sub-flow per plane), each sub-flow at Load x the NIC port rate (or Rate / planes).
+type Traffic struct {
+	// Pattern: "permutation", "incast" or "flows".
+	Pattern string `yaml:"pattern"`
+	// Load is the offered load per sub-flow as a fraction of the NIC port rate, in (0, 1];
+	// default 1 unless Rate is set. Incast senders each offer Load.
+	Load float64 `yaml:"load"`
+	// Rate is the offered rate of each flow across all planes (bits/s); overrides Load.
+	Rate sim.Rate `yaml:"rate"`
+	// Path: "ecmp" (default), "spread" or "spray".
+	Path string `yaml:"path"`
+	// PacketSize is the wire size of each packet (default 4,160 B: 4 KiB payload + 64 B of
+	// headers).
+	PacketSize sim.Size `yaml:"packet_size"`
+	// Start and Stop bound when packets leave; Stop defaults to run.duration.
+	Start sim.Time `yaml:"start"`
+	Stop  sim.Time `yaml:"stop"`
+	// ECN marks packets ECN-capable (ECT) so switch queues with ECN enabled mark them.
+	ECN bool `yaml:"ecn"`
+	// Trimmable lets switch queues with trimming enabled trim these packets.
+	Trimmable bool `yaml:"trimmable"`
+	// Senders and Receiver define an incast: host indices.
+	Senders  []int `yaml:"senders"`
+	Receiver int   `yaml:"receiver"`
+	// Flows is the explicit list for pattern "flows".
+	Flows []FlowSpec `yaml:"flows"`
+}
+
+// FlowSpec is one explicit flow: host indices and an optional per-flow rate (all planes).
+type FlowSpec struct {
+	Src  int      `yaml:"src"`
+	Dst  int      `yaml:"dst"`
+	Rate sim.Rate `yaml:"rate"`
+}
+
+// Run configures execution.
+type Run struct {
+	// Seed drives every random stream (default 1). The same scenario and seed give
+	// byte-identical summary.json.
+	Seed uint64 `yaml:"seed"`
+	// Duration is the simulated time traffic is offered (default 1ms); utilisation is
+	// measured over it.
+	Duration sim.Time `yaml:"duration"`
+	// Drain is how long the run may continue after Duration for packets in flight to land
+	// (default 10ms; the run ends as soon as the fabric is empty).
+	Drain sim.Time `yaml:"drain"`
+	// SampleInterval is the period of queue-depth sampling for percentiles (default 1us).
+	SampleInterval sim.Time `yaml:"sample_interval"`
+	// Out is the results folder (default results/<name>).
+	Out string `yaml:"out"`
+}
+
+// Lockstep defaults for zero fields.
+const (
+	DefaultName           = "scenario"
+	DefaultSeed           = 1
+	DefaultDuration       = sim.Millisecond
+	DefaultDrain          = 10 * sim.Millisecond
+	DefaultSampleInterval = sim.Microsecond
+	DefaultPacketSize     = 4096 + 64
+	DefaultNICQueueLimit  = 16 << 20
+)
+
+//go:embed default.yaml
+var defaultYAML []byte
+
+// DefaultYAML returns the built-in default scenario's text: 64 hosts on a 4-plane 2-tier Clos
+// under a raw permutation at 90% load for 1 ms.
+func DefaultYAML() []byte { return append([]byte(nil), defaultYAML...) }
+
+// Default returns the built-in default scenario, resolved.
+func Default() (*Scenario, error) { return Parse(defaultYAML) }
+
+// Load reads and parses a scenario file. Errors name the file, and for content the field path.
+func Load(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	sc, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return sc, nil
+}
+
+// Parse decodes YAML, fills defaults and validates. Errors are one line naming the field path,
+// the bad value and what is allowed.
+func Parse(data []byte) (*Scenario, error) {
+	var sc Scenario
+	if err := Decode(data, &sc); err != nil {
+		return nil, err
+	}
+	if err := sc.Resolve(); err != nil {
+		return nil, err
+	}
+	return &sc, nil
+}
+
+// Resolve fills defaults in place and validates the result.
+func (sc *Scenario) Resolve() error {
+	if sc.Name == "" {
+		sc.Name = DefaultName
+	}
+	for _, r := range sc.Name {
+		if !(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return Errorf("name", "%q has character %q; allowed letters, digits, '-', '_' and '.'", sc.Name, r)
+		}
+	}
+	if strings.HasPrefix(sc.Name, ".") {
+		return Errorf("name", "%q must not start with '.'", sc.Name)
+	}
+	if sc.Topology.Clos == nil {
+		return Errorf("topology", "missing; set topology.clos")
+	}
+	l, err := sc.Topology.Clos.Layout()
+	if err != nil {
+		return closError(err)
+	}
+	c := l.Config()
+	sc.Topology.Clos = &c
+
+	sc.Fabric.SwitchQueue = sc.Fabric.SwitchQueue.WithDefaults()
+	if sc.Fabric.NICQueue.Limit == 0 {
+		sc.Fabric.NICQueue.Limit = DefaultNICQueueLimit
+	}
+	sc.Fabric.NICQueue = sc.Fabric.NICQueue.WithDefaults()
+	if err := sc.Fabric.SwitchQueue.Validate("fabric.switch_queue"); err != nil {
+		return err
+	}
+	if err := sc.Fabric.NICQueue.Validate("fabric.nic_queue"); err != nil {
+		return err
+	}
+
+	r := &sc.Run
+	if r.Seed == 0 {
+		r.Seed = DefaultSeed
+	}
+	if r.Duration == 0 {
+		r.Duration = DefaultDuration
+	}
+	if r.Drain == 0 {
+		r.Drain = DefaultDrain
+	}
+	if r.SampleInterval == 0 {
+		r.SampleInterval = DefaultSampleInterval
+	}
+	if r.Duration > sim.Hour {
+		return Errorf("run.duration", "%v is too long for a packet-level run; allowed up to 1h", r.Duration)
+	}
+	if r.SampleInterval < 10*sim.Nanosecond {
+		return Errorf("run.sample_interval", "%v is too short; allowed >= 10ns", r.SampleInterval)
+	}
+	if r.Duration/r.SampleInterval > 10_000_000 {
+		return Errorf("run.sample_interval", "%v gives more than 10 million samples over %v; use a longer interval", r.SampleInterval, r.Duration)
+	}
+	if r.Out == "" {
+		r.Out = "results/" + sc.Name
+	}
+
+	if len(sc.Traffic) == 0 {
+		return Errorf("traffic", "empty; give at least one traffic group (e.g. pattern: permutation)")
+	}
+	hosts := l.NumHosts()
+	for i := range sc.Traffic {
+		if err := sc.Traffic[i].resolve(fmt.Sprintf("traffic[%d]", i), hosts, r.Duration); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *Traffic) resolve(path string, hosts int, duration sim.Time) error {
+	switch t.Pattern {
+	case PatternPermutation, PatternIncast, PatternFlows:
+	case "":
+		return Errorf(path+".pattern", "missing; allowed permutation, incast, flows")
+	default:
+		return Errorf(path+".pattern", "%q is not a pattern; allowed permutation, incast, flows", t.Pattern)
+	}
+	switch t.Path {
+	case "":
+		t.Path = PathECMP
+	case PathECMP, PathSpread, PathSpray:
+	default:
+		return Errorf(path+".path", "%q is not a path mode; allowed ecmp, spread, spray", t.Path)
+	}
+	if t.Load == 0 && t.Rate == 0 {
+		t.Load = 1
+	}
+	if t.Rate != 0 && t.Load != 0 {
+		return Errorf(path, "load %v and rate %v both set; give one", t.Load, t.Rate)
+	}
+	if t.Rate < 0 {
+		return Errorf(path+".rate", "%v must be positive", t.Rate)
+	}
+	if t.Rate == 0 && !(t.Load > 0 && t.Load <= 1) || math.IsNaN(t.Load) {
+		return Errorf(path+".load", "%v is out of range; allowed 0 < load <= 1 (a fraction of the NIC port rate)", t.Load)
+	}
+	if t.PacketSize == 0 {
+		t.PacketSize = DefaultPacketSize
+	}
+	if t.PacketSize < fabric.HeaderBytes || t.PacketSize > 65536 {
+		return Errorf(path+".packet_size", "%v is out of range; allowed %dB..64KiB", t.PacketSize, fabric.HeaderBytes)
+	}
+	if t.Stop == 0 {
+		t.Stop = duration
+	}
+	if t.Stop < t.Start {
+		return Errorf(path+".stop", "%v is before start %v", t.Stop, t.Start)
+	}
+	host := func(p string, h int) error {
+		if h < 0 || h >= hosts {
+			return Errorf(p, "host %d does not exist; allowed 0..%d", h, hosts-1)
+		}
+		return nil
+	}
+	switch t.Pattern {
+	case PatternPermutation:
+		if hosts < 2 {
+			return Errorf(path+".pattern", "permutation needs at least 2 hosts; the topology has %d", hosts)
+		}
+		if len(t.Senders) > 0 || len(t.Flows) > 0 {
+			return Errorf(path, "senders and flows are not used by pattern permutation")
+		}
+	case PatternIncast:
+		if len(t.Senders) == 0 {
+			return Errorf(path+".senders", "missing; incast needs at least one sender host")
+		}
+		if err := host(path+".receiver", t.Receiver); err != nil {
+			return err
+		}
+		seen := map[int]bool{}
+		for j, s := range t.Senders {
+			p := fmt.Sprintf("%s.senders[%d]", path, j)
+			if err := host(p, s); err != nil {
+				return err
+			}
+			if s == t.Receiver {
+				return Errorf(p, "host %d is also the receiver", s)
+			}
+			if seen[s] {
+				return Errorf(p, "host %d is listed twice", s)
+			}
+			seen[s] = true
+		}
+	case PatternFlows:
+		if len(t.Flows) == 0 {
+			return Errorf(path+".flows", "missing; pattern flows needs at least one {src, dst}")
+		}
+		for j, f := range t.Flows {
+			p := fmt.Sprintf("%s.flows[%d]", path, j)
+			if err := host(p+".src", f.Src); err != nil {
+				return err
+			}
+			if err := host(p+".dst", f.Dst); err != nil {
+				return err
+			}
+			if f.Src == f.Dst {
+				return Errorf(p, "src and dst are both host %d", f.Src)
+			}
+			if f.Rate < 0 {
+				return Errorf(p+".rate", "%v must be positive", f.Rate)
+			}
+		}
+	}
+	return nil
+}
+
+// closError prefixes the topology's field errors with their scenario path. Validate may join
+// several; the first is reported, so the message stays one line.
+func closError(err error) error {
+	var fe *topo.FieldError
+	if errors.As(err, &fe) {
+		return Errorf("topology.clos."+fe.Field, "%s", fe.Msg)
+	}
+	return Errorf("topology.clos", "%v", err)
+}
