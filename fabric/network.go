@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"sort"
 
 	"github.com/lockstepsim/lockstep/sim"
 )
@@ -528,16 +529,51 @@ func (n *Network) drop(p *Packet, why DropReason) {
 func (n *Network) InFlight() int64 {
 	var k int64
 	for i := range n.Ports {
-		pt := &n.Ports[i]
-		k += int64(pt.flight.n + pt.q.hdr.n)
-		for c := 0; c < pt.q.cfg.Classes; c++ {
-			k += int64(pt.q.classes[c].n)
-		}
-		if pt.txPkt != nil {
-			k++
-		}
+		k += int64(n.Ports[i].held())
 	}
 	return k
+}
+
+// held counts the packets port p holds: queued, on its transmitter, or on its link.
+func (p *Port) held() int {
+	k := p.flight.n + p.q.hdr.n
+	for c := 0; c < p.q.cfg.Classes; c++ {
+		k += p.q.classes[c].n
+	}
+	if p.txPkt != nil {
+		k++
+	}
+	return k
+}
+
+// Occupancy is what one port holds at a moment: for reports on runs that did not drain.
+type Occupancy struct {
+	Port        PortID
+	Name        string
+	Packets     int   // queued, being serialised or on the link
+	QueuedBytes int64 // bytes waiting in its queues
+}
+
+// Occupied returns the ports holding packets, most packets first (ties by port name), at most
+// max of them (max <= 0: all).
+func (n *Network) Occupied(max int) []Occupancy {
+	var out []Occupancy
+	for i := range n.Ports {
+		pt := &n.Ports[i]
+		if k := pt.held(); k > 0 {
+			out = append(out, Occupancy{Port: PortID(i), Name: pt.Name, Packets: k, QueuedBytes: pt.QueueBytes()})
+		}
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].Packets != out[b].Packets {
+			return out[a].Packets > out[b].Packets
+		}
+		return out[a].Name < out[b].Name
+	})
+	if max > 0 && len(out) > max {
+		out = out[:max]
+	}
+	return out
 }
 
 // Audit checks packet conservation: injected = delivered whole + delivered trimmed + dropped +

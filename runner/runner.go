@@ -9,8 +9,10 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -66,6 +68,9 @@ func Run(sc *scenario.Scenario) (*Result, error) {
 	}
 	if err := net.Audit(); err != nil {
 		return nil, err
+	}
+	if left := net.InFlight(); left > 0 {
+		return nil, notDrained(net, left, sc.Run.Drain)
 	}
 	res := &Result{Sim: s, Net: net, Raw: raw}
 	res.Summary = summarise(sc, net, raw, smp, snap)
@@ -148,4 +153,15 @@ func round3(x float64) float64 {
 		return 0
 	}
 	return math.Round(x*1000) / 1000
+}
+
+// notDrained names the ports still holding packets when the drain budget ran out: a fabric
+// that cannot empty is a stuck run, reported rather than summarised as if it had finished.
+func notDrained(net *fabric.Network, left int64, drain sim.Time) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "fabric did not drain within run.drain (%v): %d packets still inside; fullest ports:", drain, left)
+	for _, o := range net.Occupied(5) {
+		fmt.Fprintf(&b, " %s (%d packets, %d B queued);", o.Name, o.Packets, o.QueuedBytes)
+	}
+	return errors.New(strings.TrimSuffix(b.String(), ";"))
 }
