@@ -47,7 +47,7 @@ func permutation(tiers, planes, radix int, path string, load float64, seed int, 
 // issue's acceptance case, in 2 and 3 tiers and with several planes.
 func TestSpreadPermutationFullLoadNoDrops(t *testing.T) {
 	for _, c := range []struct {
-		name                string
+		name                 string
 		tiers, planes, radix int
 	}{
 		{"2tier-1plane", 2, 1, 8},
