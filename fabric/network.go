@@ -21,7 +21,6 @@ package fabric
 import (
 	"fmt"
 	"math/bits"
-	"math/rand/v2"
 	"sort"
 
 	"github.com/lockstepsim/lockstep/sim"
@@ -97,8 +96,9 @@ type Port struct {
 	Peer  PortID // the port at the other end; -1 until connected
 	Rate  sim.Rate
 	Delay sim.Time // propagation plus the next switch's forwarding latency
-	// LastHop: the peer is a host, so this is the last queue before the receiver (MRC: no ECN
-	// marking here [MRC §2.1]; trims here are TRIMMED_LASTHOP).
+	// LastHop: the peer is a host, so this is the last queue before the receiver: trims here are
+	// flagged TrimmedLastHop, and builders give these ports their own queue config (MRC: no ECN
+	// marking on the last hop [MRC §2.1]; trimming at 1.5 BDP there [UEC sim defaults]).
 	LastHop bool
 	// Down: the link is failed; packets sent onto it are dropped (DropLinkDown).
 	Down bool
@@ -202,12 +202,12 @@ type Network struct {
 	Ports []Port
 	hosts int32
 
-	recv  [1 << 8]Receiver // by Proto: any uint8 indexes it, so no Proto value can panic
-	free  *Packet
-	alloc int64 // packets ever allocated (free list growth)
-	C     Counters
-	ecn   *rand.Rand
-	seed  uint64
+	recv    [1 << 8]Receiver // by Proto: any uint8 indexes it, so no Proto value can panic
+	free    *Packet
+	alloc   int64 // packets ever allocated (free list growth)
+	C       Counters
+	seed    uint64 // ECMP seeds derive from it
+	ecnSeed uint64 // per-port ECN marking streams derive from it
 
 	kTx, kArrive sim.Kind
 	nextID       uint64
@@ -216,7 +216,7 @@ type Network struct {
 // New returns an empty network driven by s. ECMP seeds and ECN marking draws come from
 // streams of s's seed.
 func New(s *sim.Sim) *Network {
-	n := &Network{sim: s, ecn: s.RNG("fabric.ecn"), seed: s.RNG("fabric.ecmp").Uint64()}
+	n := &Network{sim: s, seed: s.RNG("fabric.ecmp").Uint64(), ecnSeed: s.RNG("fabric.ecn").Uint64()}
 	n.kTx = s.Register("fabric.tx", n.onTxDone)
 	n.kArrive = s.Register("fabric.arrive", n.onArrive)
 	return n
@@ -316,6 +316,7 @@ func (n *Network) Connect(a, b PortEnd, rate sim.Rate, delay sim.Time) (PortID, 
 		id := PortID(len(n.Ports))
 		n.Ports = append(n.Ports, Port{Name: e.Name, Node: e.Node, Local: uint16(locals[i]), Rate: rate, Delay: delay})
 		n.Ports[id].q.init(qc)
+		n.Ports[id].q.rng = sim.Mix64(n.ecnSeed ^ uint64(id)*0x9e3779b97f4a7c15)
 		for len(node.Ports) <= locals[i] {
 			node.Ports = append(node.Ports, -1)
 		}
@@ -385,7 +386,7 @@ func (n *Network) Send(now sim.Time, host int32, plane int, p *Packet) error {
 // enqueue offers p to port pid's egress queue and starts the transmitter if it is idle.
 func (n *Network) enqueue(now sim.Time, pid PortID, p *Packet) {
 	port := &n.Ports[pid]
-	if res, why := port.q.enqueue(now, p, port.LastHop, n.ecn); res == dropped {
+	if res, why := port.q.enqueue(now, p, port.LastHop); res == dropped {
 		n.drop(p, why)
 		return
 	}

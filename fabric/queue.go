@@ -2,7 +2,6 @@ package fabric
 
 import (
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/lockstepsim/lockstep/sim"
 )
@@ -175,6 +174,9 @@ type portQueue struct {
 	hdrDeficit, dataDeficit int64
 	servingHdr              bool
 	trimAt                  int64 // effective trim threshold in bytes
+	// rng is this port's ECN marking stream (splitmix64 state): per port, so traffic on one
+	// port never shifts the marking draws of another and variants stay comparable.
+	rng uint64
 }
 
 // drrRound is the bytes both WDRR queues get per round together: two 4 KiB MTUs, so a data
@@ -322,7 +324,7 @@ const (
 // needed), so the queue holds no random stream of its own. On a drop, reason says why and the
 // caller frees the packet. p.Class is never changed: a port with fewer classes queues it in
 // its last class, and the next port sees the original class again.
-func (q *portQueue) enqueue(now sim.Time, p *Packet, lastHop bool, rng *rand.Rand) (admission, DropReason) {
+func (q *portQueue) enqueue(now sim.Time, p *Packet, lastHop bool) (admission, DropReason) {
 	if q.inHdr(p) {
 		return q.pushHdr(now, p)
 	}
@@ -347,7 +349,7 @@ func (q *portQueue) enqueue(now sim.Time, p *Packet, lastHop bool, rng *rand.Ran
 	}
 	// Mark only what is queued: a dropped or trimmed packet carries no CE and is not counted.
 	if q.cfg.ECN.Enabled && p.Flags&ECT != 0 && p.Flags&CE == 0 {
-		if mark(&q.cfg.ECN, s.Depth, rng) {
+		if mark(&q.cfg.ECN, s.Depth, &q.rng) {
 			p.Flags |= CE
 			s.CEMarks++
 		}
@@ -378,7 +380,7 @@ func (q *portQueue) pushHdr(now sim.Time, p *Packet) (admission, DropReason) {
 
 // mark is the RED marking decision for a queue holding depth bytes; it draws from rng only
 // between Kmin and Kmax.
-func mark(e *ECNConfig, depth int64, rng *rand.Rand) bool {
+func mark(e *ECNConfig, depth int64, rng *uint64) bool {
 	switch {
 	case depth < int64(e.Kmin):
 		return false
@@ -386,7 +388,8 @@ func mark(e *ECNConfig, depth int64, rng *rand.Rand) bool {
 		return true
 	default:
 		p := e.Pmax * float64(depth-int64(e.Kmin)) / float64(int64(e.Kmax)-int64(e.Kmin))
-		return rng.Float64() < p
+		*rng += 0x9e3779b97f4a7c15
+		return float64(sim.Mix64(*rng)>>11)*0x1p-53 < p
 	}
 }
 

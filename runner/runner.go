@@ -43,7 +43,7 @@ func Run(sc *scenario.Scenario) (*Result, error) {
 	s := sim.New(sc.Run.Seed)
 	net := fabric.New(s)
 	clos := *sc.Topology.Clos
-	layout, err := topo.Build(net, clos, topo.BuildOptions{SwitchQueue: sc.Fabric.SwitchQueue, NICQueue: sc.Fabric.NICQueue})
+	layout, err := topo.Build(net, clos, topo.BuildOptions{SwitchQueue: sc.Fabric.SwitchQueue, LastHopQueue: sc.Fabric.LastHopQueue, NICQueue: sc.Fabric.NICQueue})
 	if err != nil {
 		return nil, &InputError{Err: err}
 	}

@@ -212,3 +212,35 @@ func TestNotDrainedNamesPorts(t *testing.T) {
 		t.Fatalf("err = %v; want a not-drained error naming switch ports", err)
 	}
 }
+
+// MRC-style switch configuration [MRC §2.1]: ECN on fabric hops, none on the last hop, and
+// trimming at the last hop. An incast congests only the last hop, so packets are trimmed (and
+// the headers delivered) but never CE-marked; an ECMP permutation congests uplinks, where
+// ECN-capable packets are marked.
+func TestLastHopQueueConfig(t *testing.T) {
+	const y = `
+name: lasthop
+topology:
+  clos: {tiers: 2, planes: 1, radix: 8, host_link: 100G}
+fabric:
+  switch_queue: {limit: 256KiB, ecn: {enabled: true, kmin: 20KiB, kmax: 100KiB, pmax: 0.2}}
+  last_hop_queue: {limit: 256KiB, trim: {enabled: true, threshold: 64KiB}}
+traffic:
+%s
+run: {duration: 100us}
+`
+	incast := mustRun(t, fmt.Sprintf(y, "  - {pattern: incast, senders: [4, 8, 12, 16], receiver: 0, ecn: true, trimmable: true}")).Summary
+	if incast.CEMarks != 0 {
+		t.Errorf("incast: %d CE marks; the last hop must not mark", incast.CEMarks)
+	}
+	if incast.TrimmedPackets == 0 || incast.PerPlane[0].Trims != incast.TrimmedPackets {
+		t.Errorf("incast: trims %d, trimmed headers delivered %d; want equal and > 0", incast.PerPlane[0].Trims, incast.TrimmedPackets)
+	}
+	if incast.DroppedPackets != 0 {
+		t.Errorf("incast: %d drops; trimming should replace drops", incast.DroppedPackets)
+	}
+	perm := mustRun(t, fmt.Sprintf(y, "  - {pattern: permutation, path: ecmp, ecn: true}")).Summary
+	if perm.CEMarks == 0 {
+		t.Errorf("ECMP permutation: no CE marks on congested uplinks")
+	}
+}

@@ -38,6 +38,10 @@ type Fabric struct {
 	// SwitchQueue configures every switch egress port (default: 2 classes, 1 MiB drop-tail,
 	// no ECN, no trimming).
 	SwitchQueue fabric.QueueConfig `yaml:"switch_queue"`
+	// LastHopQueue configures T0 egress ports toward hosts, the last queue before a receiver
+	// (MRC: no ECN marking there, trimming at a higher threshold [MRC §2.1]). Default: a copy
+	// of SwitchQueue.
+	LastHopQueue *fabric.QueueConfig `yaml:"last_hop_queue"`
 	// NICQueue configures every host NIC port's egress (default: 2 classes, 16 MiB).
 	NICQueue fabric.QueueConfig `yaml:"nic_queue"`
 }
@@ -185,6 +189,15 @@ func (sc *Scenario) Resolve() error {
 	}
 	sc.Fabric.NICQueue = sc.Fabric.NICQueue.WithDefaults()
 	if err := sc.Fabric.SwitchQueue.Validate("fabric.switch_queue"); err != nil {
+		return err
+	}
+	if sc.Fabric.LastHopQueue == nil {
+		q := sc.Fabric.SwitchQueue
+		sc.Fabric.LastHopQueue = &q
+	}
+	lq := sc.Fabric.LastHopQueue.WithDefaults()
+	sc.Fabric.LastHopQueue = &lq
+	if err := lq.Validate("fabric.last_hop_queue"); err != nil {
 		return err
 	}
 	if err := sc.Fabric.NICQueue.Validate("fabric.nic_queue"); err != nil {

@@ -8,8 +8,11 @@ import (
 
 // BuildOptions configures the queues of the ports Build creates.
 type BuildOptions struct {
-	SwitchQueue fabric.QueueConfig // every switch egress port
-	NICQueue    fabric.QueueConfig // every host NIC port's egress
+	SwitchQueue fabric.QueueConfig // every switch egress port toward another switch
+	// LastHopQueue configures T0 ports toward hosts, the last queue before a receiver (MRC
+	// turns ECN off there and trims at a higher threshold [MRC §2.1]); nil means SwitchQueue.
+	LastHopQueue *fabric.QueueConfig
+	NICQueue     fabric.QueueConfig // every host NIC port's egress
 }
 
 // Build instantiates the Clos into net, which must be empty: every node of Layout.Nodes in
@@ -36,12 +39,15 @@ func Build(net *fabric.Network, c Clos, opt BuildOptions) (*Layout, error) {
 		}
 	}
 	for _, k := range l.Links() {
-		qa := opt.SwitchQueue
+		qa, qb := opt.SwitchQueue, opt.SwitchQueue
 		if k.Level == 0 {
-			qa = opt.NICQueue // A is the host end of a host link
+			qa = opt.NICQueue // A is the host end of a host link, B the T0's last-hop port
+			if opt.LastHopQueue != nil {
+				qb = *opt.LastHopQueue
+			}
 		}
 		a := fabric.PortEnd{Node: fabric.NodeID(k.A.Node), Local: k.A.Port, Name: k.Name, Queue: qa}
-		b := fabric.PortEnd{Node: fabric.NodeID(k.B.Node), Local: k.B.Port, Name: l.PortName(k.B.Node, k.B.Port), Queue: opt.SwitchQueue}
+		b := fabric.PortEnd{Node: fabric.NodeID(k.B.Node), Local: k.B.Port, Name: l.PortName(k.B.Node, k.B.Port), Queue: qb}
 		if _, _, err := net.Connect(a, b, k.Rate, k.Delay); err != nil {
 			return nil, err
 		}
