@@ -69,7 +69,7 @@ type Traffic struct {
 	// default 1 unless Rate is set. Incast senders each offer Load.
 	Load float64 `yaml:"load"`
 	// Rate is the offered rate of each flow across all planes (bits/s); overrides Load.
-	Rate sim.Rate `yaml:"rate"`
+	Rate sim.Rate `yaml:"rate,omitempty"`
 	// Path: "ecmp" (default), "spread" or "spray".
 	Path string `yaml:"path"`
 	// PacketSize is the wire size of each packet (default 4,160 B: 4 KiB payload + 64 B of
@@ -83,17 +83,17 @@ type Traffic struct {
 	// Trimmable lets switch queues with trimming enabled trim these packets.
 	Trimmable bool `yaml:"trimmable"`
 	// Senders and Receiver define an incast: host indices.
-	Senders  []int `yaml:"senders"`
-	Receiver int   `yaml:"receiver"`
+	Senders  []int `yaml:"senders,omitempty"`
+	Receiver int   `yaml:"receiver,omitempty"`
 	// Flows is the explicit list for pattern "flows".
-	Flows []FlowSpec `yaml:"flows"`
+	Flows []FlowSpec `yaml:"flows,omitempty"`
 }
 
 // FlowSpec is one explicit flow: host indices and an optional per-flow rate (all planes).
 type FlowSpec struct {
 	Src  int      `yaml:"src"`
 	Dst  int      `yaml:"dst"`
-	Rate sim.Rate `yaml:"rate"`
+	Rate sim.Rate `yaml:"rate,omitempty"`
 }
 
 // Run configures execution.

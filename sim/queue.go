@@ -49,6 +49,11 @@ func (q *eventQueue) push(ev Event) {
 func (q *eventQueue) peek() *Event { return &q.h[0] }
 
 // pop removes and returns the earliest event; the queue must not be empty.
+//
+// Bottom-up (Floyd) deletion: the hole left at the root walks down to a leaf along the
+// smallest children, then the last element sifts up from there. The last element usually
+// belongs near the bottom, so this skips the comparison against it at every level that the
+// classic top-down sift pays.
 func (q *eventQueue) pop() Event {
 	h := q.h
 	top := h[0]
@@ -59,7 +64,6 @@ func (q *eventQueue) pop() Event {
 		return top
 	}
 	h = q.h
-	// Sift the last element down from the root.
 	i := 0
 	for {
 		c := 4*i + 1
@@ -76,11 +80,16 @@ func (q *eventQueue) pop() Event {
 				m = j
 			}
 		}
-		if !h[m].before(&last) {
-			break
-		}
 		h[i] = h[m]
 		i = m
+	}
+	for i > 0 {
+		p := (i - 1) >> 2
+		if !last.before(&h[p]) {
+			break
+		}
+		h[i] = h[p]
+		i = p
 	}
 	h[i] = last
 	return top

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -40,13 +41,25 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(stderr, "lockstep:", err)
+	fmt.Fprintln(stderr, "lockstep:", oneLine(err.Error()))
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
 	}
 	// Errors from cobra itself (unknown flag or command, wrong argument count) are bad input.
 	return 2
+}
+
+// oneLine folds a multi-line message onto one line: cobra's "unknown command" error adds a
+// "Did you mean this?" block on further lines, and stderr gets exactly one line per error.
+func oneLine(msg string) string {
+	var parts []string
+	for _, l := range strings.Split(msg, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {

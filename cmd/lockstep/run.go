@@ -47,13 +47,22 @@ permutation at 90% load for 1 ms. The results folder defaults to results/<name>.
 				}
 				sc.Run.Seed = seed
 			}
+			outField := "run.out"
 			if out != "" {
-				sc.Run.Out = out
+				sc.Run.Out, outField = out, "--out"
+			}
+			// Create the results folder before the run, so an unusable one is bad input
+			// reported at once rather than after a long simulation.
+			if err := os.MkdirAll(sc.Run.Out, 0o755); err != nil {
+				return badInput(fmt.Errorf("%s: %q cannot be the results folder: %w", outField, sc.Run.Out, err))
 			}
 			res, err := runner.Run(sc)
 			if err != nil {
 				var ie *runner.InputError
 				if errors.As(err, &ie) {
+					if len(args) == 1 {
+						err = fmt.Errorf("%s: %w", args[0], err) // like scenario.Load's errors
+					}
 					return badInput(err)
 				}
 				return runFailed(err)
@@ -101,8 +110,12 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	s := &res.Summary
 	fmt.Fprintf(w, "scenario %s (seed %d): %d hosts, %d planes, %d switches, %d links, %d flows\n",
 		s.Scenario, s.Seed, s.Hosts, s.Planes, s.Switches, s.Links, s.Flows)
+	var rate float64 // events per wall second; 0 when the run was too quick to time
+	if secs := res.Wall.Seconds(); secs > 0 {
+		rate = float64(s.Events) / secs
+	}
 	fmt.Fprintf(w, "simulated %v (+ drain to %.3fus) in %.2fs wall, %d events (%.1fM events/s)\n",
-		sc.Run.Duration, s.EndUs, res.Wall.Seconds(), s.Events, float64(s.Events)/res.Wall.Seconds()/1e6)
+		sc.Run.Duration, s.EndUs, res.Wall.Seconds(), s.Events, rate/1e6)
 	fmt.Fprintf(w, "offered %.1f Gb/s, delivered %.1f Gb/s (%.2f%% of bytes sent); packets sent %d, delivered %d, trimmed %d, dropped %d\n",
 		s.OfferedGbps, s.DeliveredGbps, 100*s.DeliveredFraction, s.SentPackets, s.DeliveredPackets, s.TrimmedPackets, s.DroppedPackets)
 	fmt.Fprintf(w, "one-way latency us: p50 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n\n",

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -66,9 +67,9 @@ Examples:
 			sz := l.Sizing()
 			if asJSON {
 				out := struct {
-					Config topo.Clos   `json:"config"`
+					Config closJSON    `json:"config"`
 					Sizing topo.Sizing `json:"sizing"`
-				}{l.Config(), sz}
+				}{toClosJSON(l.Config()), sz}
 				js, err := json.MarshalIndent(out, "", "  ")
 				if err != nil {
 					return runFailed(err)
@@ -94,22 +95,49 @@ Examples:
 	return cmd
 }
 
-// flagError renames topo field errors to the flag that sets the field.
+// flagError renames a topology field error to the flag that sets the field, keeping the
+// scenario path in parentheses: "--oversub (topology.clos.oversubscription[0]): ...".
 func flagError(err error) error {
-	msg := err.Error()
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i] // Validate joins several errors; the first is enough on one line
+	var fe *topo.FieldError
+	if !errors.As(err, &fe) {
+		return fmt.Errorf("%s", oneLine(err.Error()))
 	}
-	for field, flag := range map[string]string{
-		"host_link": "--link", "fabric_link": "--fabric-link", "hop_latency": "--hop-latency",
-		"oversubscription": "--oversub", "parallel_links": "--parallel",
-		"tiers": "--tiers", "planes": "--planes", "radix": "--radix", "hosts": "--hosts",
-	} {
-		if strings.HasPrefix(msg, field) {
-			return fmt.Errorf("%s (topology.clos.%s)%s", flag, field, strings.TrimPrefix(msg, field))
-		}
+	field, _, _ := strings.Cut(fe.Field, "[") // "oversubscription[0]" is set by --oversub
+	flag, ok := closFlags[field]
+	if !ok {
+		return fmt.Errorf("topology.clos.%s: %s", fe.Field, oneLine(fe.Msg))
 	}
-	return fmt.Errorf("%s", msg)
+	// Validate may join several errors; the first is enough on one line.
+	return fmt.Errorf("%s (topology.clos.%s): %s", flag, fe.Field, oneLine(fe.Msg))
+}
+
+// closFlags maps each topology.clos field to the topo flag that sets it.
+var closFlags = map[string]string{
+	"host_link": "--link", "fabric_link": "--fabric-link", "hop_latency": "--hop-latency",
+	"oversubscription": "--oversub", "parallel_links": "--parallel",
+	"tiers": "--tiers", "planes": "--planes", "radix": "--radix", "hosts": "--hosts",
+}
+
+// closJSON is a Clos as `topo --json` prints it: the keys and value forms of the scenario's
+// topology.clos, so the printed config can be pasted back into a scenario.
+type closJSON struct {
+	Tiers            int       `json:"tiers"`
+	Planes           int       `json:"planes"`
+	Radix            int       `json:"radix"`
+	Hosts            int       `json:"hosts"`
+	HostLink         sim.Rate  `json:"host_link"`
+	FabricLink       sim.Rate  `json:"fabric_link"`
+	HopLatency       sim.Time  `json:"hop_latency"`
+	Oversubscription []float64 `json:"oversubscription"`
+	ParallelLinks    []int     `json:"parallel_links"`
+}
+
+func toClosJSON(c topo.Clos) closJSON {
+	return closJSON{
+		Tiers: c.Tiers, Planes: c.Planes, Radix: c.Radix, Hosts: c.Hosts,
+		HostLink: c.HostLink, FabricLink: c.FabricLink, HopLatency: c.HopLatency,
+		Oversubscription: c.Oversubscription, ParallelLinks: c.ParallelLinks,
+	}
 }
 
 // printSizing writes the sizing table.
