@@ -1,0 +1,422 @@
+package main
+
+// End-to-end tests of the CLI through execute(): the exit codes, the results folder, and the
+// one-line errors of the contract in main.go. Scenarios live in testdata/ (valid ones, also
+// checked against golden summaries in golden_test.go) and testdata/bad/ (inputs that must be
+// rejected); each opens with a comment line saying what case it shows.
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// cli runs the CLI with args and returns its exit code, stdout and stderr.
+func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = execute(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// mustRun runs the CLI and fails the test unless it exits 0 with nothing on stderr.
+func mustRun(t *testing.T, args ...string) (stdout string) {
+	t.Helper()
+	code, stdout, stderr := cli(t, args...)
+	if code != 0 || stderr != "" {
+		t.Fatalf("lockstep %s: exit %d, stderr %q", strings.Join(args, " "), code, stderr)
+	}
+	return stdout
+}
+
+// runTo runs scenario (a file, or "" for the built-in default) into a fresh results folder with
+// extra flags and returns the folder and the summary.json bytes.
+func runTo(t *testing.T, scenario string, extra ...string) (dir string, summary []byte) {
+	t.Helper()
+	dir = t.TempDir()
+	args := []string{"run"}
+	if scenario != "" {
+		args = append(args, scenario)
+	}
+	mustRun(t, append(append(args, "--out", dir), extra...)...)
+	return dir, readFile(t, filepath.Join(dir, "summary.json"))
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// checkOneLine fails unless stderr is exactly one "lockstep: ..." line with no panic or Go
+// stack trace in it.
+func checkOneLine(t *testing.T, stderr string) {
+	t.Helper()
+	if !strings.HasSuffix(stderr, "\n") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("stderr is not exactly one line: %q", stderr)
+	}
+	if !strings.HasPrefix(stderr, "lockstep: ") {
+		t.Errorf("stderr does not start with \"lockstep: \": %q", stderr)
+	}
+	for _, bad := range []string{"panic", "goroutine ", ".go:"} {
+		if strings.Contains(stderr, bad) {
+			t.Errorf("stderr looks like a crash (%q): %q", bad, stderr)
+		}
+	}
+}
+
+const smallECMP = "testdata/permutation-ecmp.yaml"
+
+// TestRunResultsFolder: a run exits 0 and writes summary.json with the headline keys and the
+// resolved scenario.yaml; running that scenario.yaml again reproduces summary.json byte for byte
+// and writes the same scenario.yaml (the resolved scenario is a fixed point of Encode/Parse).
+func TestRunResultsFolder(t *testing.T) {
+	dir := t.TempDir()
+	stdout := mustRun(t, "run", smallECMP, "--out", dir)
+	summaryPath := filepath.Join(dir, "summary.json")
+	if !strings.Contains(stdout, "results: "+summaryPath) {
+		t.Errorf("human summary does not name %s:\n%s", summaryPath, stdout)
+	}
+	first := readFile(t, summaryPath)
+	var s map[string]any
+	if err := json.Unmarshal(first, &s); err != nil {
+		t.Fatalf("summary.json: %v", err)
+	}
+	for _, k := range []string{
+		"scenario", "seed", "hosts", "planes", "switches", "links", "flows", "duration_us", "end_us",
+		"events", "offered_gbps", "delivered_gbps", "delivered_fraction", "sent_packets",
+		"delivered_packets", "trimmed_packets", "dropped_packets", "drops_packets",
+		"in_flight_packets_at_end", "ce_marks", "latency_p50_us", "latency_p99_us",
+		"latency_p999_us", "latency_max_us", "queue_depth", "planes_detail",
+	} {
+		if _, ok := s[k]; !ok {
+			t.Errorf("summary.json has no %q", k)
+		}
+	}
+	if s["scenario"] != "permutation-ecmp" || s["seed"] != 1.0 {
+		t.Errorf("scenario %v seed %v; want permutation-ecmp 1", s["scenario"], s["seed"])
+	}
+	if pd, ok := s["planes_detail"].([]any); !ok || len(pd) != 2 {
+		t.Errorf("planes_detail = %v; want 2 planes", s["planes_detail"])
+	}
+	if _, ok := s["drops_packets"].(map[string]any); !ok {
+		t.Errorf("drops_packets = %v; want an object of drops by reason", s["drops_packets"])
+	}
+	if !bytes.HasSuffix(first, []byte("}\n")) {
+		t.Errorf("summary.json does not end in a newline")
+	}
+
+	// The recorded scenario names its results folder (run.out), so running it with no --out
+	// writes there again.
+	resolved := filepath.Join(dir, "scenario.yaml")
+	scen := readFile(t, resolved)
+	mustRun(t, "run", resolved)
+	if again := readFile(t, summaryPath); !bytes.Equal(first, again) {
+		t.Errorf("re-running %s changed summary.json:\nfirst:\n%s\nagain:\n%s", resolved, first, again)
+	}
+	if again := readFile(t, resolved); !bytes.Equal(scen, again) {
+		t.Errorf("re-running %s changed scenario.yaml:\nfirst:\n%s\nagain:\n%s", resolved, scen, again)
+	}
+}
+
+// TestRunDeterministic: the same scenario and seed give byte-identical summary.json; --seed
+// changes the permutation and ECMP hashing, so the figures change.
+func TestRunDeterministic(t *testing.T) {
+	_, a := runTo(t, smallECMP)
+	_, b := runTo(t, smallECMP)
+	if !bytes.Equal(a, b) {
+		t.Fatalf("two runs of %s differ:\n%s\n%s", smallECMP, a, b)
+	}
+	_, s1 := runTo(t, smallECMP, "--seed", "1") // the file's own seed
+	if !bytes.Equal(a, s1) {
+		t.Errorf("--seed 1 differs from run.seed: 1")
+	}
+	_, c := runTo(t, smallECMP, "--seed", "2")
+	var sa, sc map[string]any
+	if err := json.Unmarshal(a, &sa); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(c, &sc); err != nil {
+		t.Fatal(err)
+	}
+	if sc["seed"] != 2.0 {
+		t.Errorf("--seed 2: summary seed = %v", sc["seed"])
+	}
+	delete(sa, "seed")
+	delete(sc, "seed")
+	ja, _ := json.Marshal(sa)
+	jc, _ := json.Marshal(sc)
+	if bytes.Equal(ja, jc) {
+		t.Errorf("--seed 2 gives the same figures as seed 1; the seed should change the permutation and hashing")
+	}
+}
+
+// TestRunJSON: --json prints exactly summary.json on stdout and nothing else.
+func TestRunJSON(t *testing.T) {
+	dir := t.TempDir()
+	stdout := mustRun(t, "run", smallECMP, "--out", dir, "--json")
+	if want := readFile(t, filepath.Join(dir, "summary.json")); stdout != string(want) {
+		t.Errorf("--json stdout is not summary.json:\nstdout:\n%s\nsummary.json:\n%s", stdout, want)
+	}
+}
+
+// TestBadInput: bad scenarios, files, flags and commands exit 2 with one line on stderr naming
+// the field (or flag) and the bad value, and print nothing on stdout.
+func TestBadInput(t *testing.T) {
+	tmp := t.TempDir()
+	out := filepath.Join(tmp, "out")
+	zero := filepath.Join(tmp, "zero.yaml")
+	if err := os.WriteFile(zero, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notDir := filepath.Join(tmp, "file")
+	if err := os.WriteFile(notDir, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := func(name string) string { return filepath.Join("testdata", "bad", name+".yaml") }
+	cases := []struct {
+		name string
+		args []string
+		want []string // substrings of the stderr line
+	}{
+		{"unknown field", []string{"run", bad("unknown-field"), "--out", out}, []string{"topology.clos.planez", "unknown field", "planes"}},
+		{"negative rate", []string{"run", bad("negative-rate"), "--out", out}, []string{"topology.clos.host_link", "-100G"}},
+		{"odd radix", []string{"run", bad("radix-odd"), "--out", out}, []string{"topology.clos.radix", "7", "even"}},
+		{"planes 0", []string{"run", bad("planes-0"), "--out", out}, []string{"topology.clos.planes", "0", "1 to 8"}},
+		{"planes 9", []string{"run", bad("planes-9"), "--out", out}, []string{"topology.clos.planes", "9", "1 to 8"}},
+		{"tiers 4", []string{"run", bad("tiers-4"), "--out", out}, []string{"topology.clos.tiers", "4", "2 or 3"}},
+		{"missing file", []string{"run", bad("no-such-file"), "--out", out}, []string{"no-such-file.yaml", "no such file"}},
+		{"comment-only file", []string{"run", bad("empty"), "--out", out}, []string{"empty.yaml", "empty scenario"}},
+		{"zero-byte file", []string{"run", zero, "--out", out}, []string{"zero.yaml", "empty scenario"}},
+		{"YAML syntax", []string{"run", bad("syntax"), "--out", out}, []string{"syntax.yaml", "line ", "did not find expected"}},
+		{"load 1.5", []string{"run", bad("load-1.5"), "--out", out}, []string{"traffic[0].load", "1.5", "load <= 1"}},
+		{"unknown pattern", []string{"run", bad("unknown-pattern"), "--out", out}, []string{"traffic[0].pattern", "zigzag", "permutation"}},
+		{"incast sender is receiver", []string{"run", bad("incast-self"), "--out", out}, []string{"traffic[0].senders[2]", "host 3", "receiver"}},
+		{"host out of range", []string{"run", bad("host-out-of-range"), "--out", out}, []string{"traffic[0].flows[0].dst", "16", "0..15"}},
+		{"spread on oversubscribed", []string{"run", bad("spread-oversub"), "--out", out}, []string{"spread-oversub.yaml", "traffic[0].path", "spread", "oversubscribed"}},
+		{"seed 0", []string{"run", smallECMP, "--seed", "0", "--out", out}, []string{"--seed", "0", ">= 1"}},
+		{"seed -1", []string{"run", smallECMP, "--seed", "-1", "--out", out}, []string{"--seed", "-1"}},
+		{"unknown flag", []string{"run", smallECMP, "--bogus", "--out", out}, []string{"unknown flag", "--bogus"}},
+		{"flag without value", []string{"run", smallECMP, "--out"}, []string{"--out"}},
+		{"too many args", []string{"run", smallECMP, smallECMP, "--out", out}, []string{"at most 1 arg"}},
+		{"out is a file", []string{"run", smallECMP, "--out", notDir}, []string{"--out", "results folder", "not a directory"}},
+		{"unknown command", []string{"frob"}, []string{"unknown command", "frob"}},
+		{"unknown command with suggestion", []string{"rnu"}, []string{"unknown command", "rnu", "run"}},
+		{"version with args", []string{"version", "extra"}, []string{"extra"}},
+		{"topo odd radix", []string{"topo", "--radix", "7"}, []string{"--radix", "topology.clos.radix", "7"}},
+		{"topo bad link", []string{"topo", "--link", "fast"}, []string{"--link", "fast"}},
+		{"topo planes 0", []string{"topo", "--planes", "0"}, []string{"--planes", "topology.clos.planes", "0"}},
+		{"topo oversub 0", []string{"topo", "--oversub", "0"}, []string{"--oversub", "topology.clos.oversubscription[0]", "0"}},
+		{"topo parallel", []string{"topo", "--parallel", "3"}, []string{"--parallel", "topology.clos.parallel_links[0]", "3"}},
+		{"topo file and flags", []string{"topo", smallECMP, "--radix", "8"}, []string{"not both"}},
+		{"topo bad file", []string{"topo", bad("radix-odd")}, []string{"topology.clos.radix", "7"}},
+		{"topo missing file", []string{"topo", bad("no-such-file")}, []string{"no-such-file.yaml"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := cli(t, tc.args...)
+			if code != 2 {
+				t.Errorf("lockstep %s: exit %d; want 2 (stderr %q)", strings.Join(tc.args, " "), code, stderr)
+			}
+			if stdout != "" {
+				t.Errorf("stdout = %q; want nothing", stdout)
+			}
+			checkOneLine(t, stderr)
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q does not contain %q", stderr, w)
+				}
+			}
+		})
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("a rejected run created its results folder %s", out)
+	}
+}
+
+// TestBadInputKnownBugs holds scenarios the scenario package accepts today although they cannot
+// run: each ends in exit 1 (a failed run) or a meaningless result instead of exit 2. They are
+// skipped while the bug stands and start checking the error once it is fixed.
+func TestBadInputKnownBugs(t *testing.T) {
+	cases := []struct {
+		file string
+		want string // the field path the error should name
+	}{
+		{"drain-never", "run.drain"},
+		{"stop-after-duration", "traffic[0].stop"},
+		{"hop-latency-never", "topology.clos.hop_latency"},
+		{"sample-interval-never", "run.sample_interval"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			code, _, stderr := cli(t, "run", filepath.Join("testdata", "bad", tc.file+".yaml"), "--out", t.TempDir())
+			if code != 2 {
+				t.Skipf("known bug: exit %d, want 2 naming %s; stderr %q", code, tc.want, stderr)
+			}
+			checkOneLine(t, stderr)
+			if !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr %q does not name %s", stderr, tc.want)
+			}
+		})
+	}
+}
+
+// topoLine matches one row of the topo table, e.g. "hosts  131,072".
+func topoLine(t *testing.T, out, label, value string) {
+	t.Helper()
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(label) + `\s+` + regexp.QuoteMeta(value) + `(\s|$)`)
+	if !re.MatchString(out) {
+		t.Errorf("no row %q = %q in:\n%s", label, value, out)
+	}
+}
+
+// TestTopoPins pins the sizing of well-known fabrics: k-ary fat-tree arithmetic (2 tiers: R²/2
+// hosts, 3R/2 switches; 3 tiers: R³/4 hosts, 5R²/4 switches), per plane, times the planes.
+func TestTopoPins(t *testing.T) {
+	out := mustRun(t, "topo", "--planes", "8", "--radix", "512", "--link", "100G", "--tiers", "2")
+	topoLine(t, out, "hosts", "131,072")
+	topoLine(t, out, "switches per plane", "768 (T0 512, T1 256)")
+	topoLine(t, out, "switches", "6,144")
+	topoLine(t, out, "NIC bandwidth", "800Gbps (8 x 100Gbps)")
+
+	out = mustRun(t, "topo", "--planes", "1", "--radix", "64", "--link", "800G", "--tiers", "2")
+	topoLine(t, out, "hosts", "2,048")
+	topoLine(t, out, "switches", "96")
+
+	out = mustRun(t, "topo", "--planes", "1", "--radix", "64", "--link", "800G", "--tiers", "3")
+	topoLine(t, out, "hosts", "65,536")
+	topoLine(t, out, "switches", "5,120")
+	topoLine(t, out, "max switch hops", "5")
+
+	out = mustRun(t, "topo", "--radix", "16", "--tiers", "3")
+	topoLine(t, out, "hosts", "1,024")
+	topoLine(t, out, "switches per plane", "320 (T0 128, T1 128, T2 64)")
+}
+
+// TestTopoJSON: --json is valid JSON with the same numbers, and its config uses the scenario's
+// topology.clos keys.
+func TestTopoJSON(t *testing.T) {
+	type sizing struct {
+		Hosts            int   `json:"hosts"`
+		ByTier           []int `json:"switches_per_plane_by_tier"`
+		SwitchesPerPlane int   `json:"switches_per_plane"`
+		Switches         int   `json:"switches"`
+		Links            int   `json:"links"`
+		MaxSwitchHops    int   `json:"max_switch_hops"`
+	}
+	type topoJSON struct {
+		Config map[string]any `json:"config"`
+		Sizing sizing         `json:"sizing"`
+	}
+	parse := func(args ...string) topoJSON {
+		t.Helper()
+		var v topoJSON
+		if err := json.Unmarshal([]byte(mustRun(t, args...)), &v); err != nil {
+			t.Fatalf("lockstep %s: %v", strings.Join(args, " "), err)
+		}
+		return v
+	}
+	cases := []struct {
+		args   []string
+		hosts  int
+		byTier []int
+		total  int
+	}{
+		{[]string{"--planes", "8", "--radix", "512", "--link", "100G", "--tiers", "2"}, 131072, []int{512, 256}, 6144},
+		{[]string{"--planes", "1", "--radix", "64", "--link", "800G", "--tiers", "2"}, 2048, []int{64, 32}, 96},
+		{[]string{"--planes", "1", "--radix", "64", "--link", "800G", "--tiers", "3"}, 65536, []int{2048, 2048, 1024}, 5120},
+		{[]string{"--radix", "16", "--tiers", "3"}, 1024, []int{128, 128, 64}, 320},
+	}
+	for _, tc := range cases {
+		v := parse(append([]string{"topo", "--json"}, tc.args...)...)
+		s := v.Sizing
+		if s.Hosts != tc.hosts || s.Switches != tc.total || !equalInts(s.ByTier, tc.byTier) {
+			t.Errorf("topo %v: hosts %d, switches %d, per tier %v; want %d, %d, %v",
+				tc.args, s.Hosts, s.Switches, s.ByTier, tc.hosts, tc.total, tc.byTier)
+		}
+	}
+	v := parse("topo", "--json", "--planes", "2", "--radix", "8", "--link", "400G", "--oversub", "3")
+	for k, want := range map[string]any{
+		"tiers": 2.0, "planes": 2.0, "radix": 8.0, "hosts": 24.0, "host_link": "400Gbps",
+		"fabric_link": "400Gbps", "hop_latency": "500ns",
+	} {
+		if got := v.Config[k]; got != want {
+			t.Errorf("config.%s = %v (%T); want %v", k, got, got, want)
+		}
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestTopoScenario: topo reads the fabric of a scenario file, as text or JSON.
+func TestTopoScenario(t *testing.T) {
+	out := mustRun(t, "topo", smallECMP)
+	topoLine(t, out, "hosts", "16")
+	topoLine(t, out, "switches per plane", "8 (T0 4, T1 4)")
+	topoLine(t, out, "switches", "16")
+
+	var v struct {
+		Sizing struct {
+			Hosts    int `json:"hosts"`
+			Switches int `json:"switches"`
+		} `json:"sizing"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, "topo", smallECMP, "--json")), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Sizing.Hosts != 16 || v.Sizing.Switches != 16 {
+		t.Errorf("topo %s --json: %+v; want 16 hosts, 16 switches", smallECMP, v.Sizing)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out := mustRun(t, "version")
+	if !strings.HasPrefix(out, "lockstep ") || len(strings.TrimSpace(out)) <= len("lockstep") {
+		t.Errorf("version printed %q", out)
+	}
+}
+
+// TestHelp: help is not an error.
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{}, {"--help"}, {"run", "--help"}, {"topo", "-h"}} {
+		if out := mustRun(t, args...); !strings.Contains(out, "lockstep") {
+			t.Errorf("lockstep %v printed %q", args, out)
+		}
+	}
+}
+
+// TestTestdataComments: every scenario under testdata opens with a comment line of prose saying
+// what case it shows.
+func TestTestdataComments(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := filepath.Glob("testdata/bad/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range append(files, bad...) {
+		first, _, _ := strings.Cut(string(readFile(t, f)), "\n")
+		if !strings.HasPrefix(first, "# ") || len(first) < 20 {
+			t.Errorf("%s: first line %q is not a comment saying what the scenario shows", f, first)
+		}
+	}
+}

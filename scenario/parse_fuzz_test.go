@@ -1,0 +1,48 @@
+package scenario
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// FuzzParse runs whole scenarios through decoding, defaults and validation (topology layout
+// included). Properties: no panic; an error is one line; a scenario that parses encodes to
+// YAML that parses again to the same resolved scenario (the results folder's scenario.yaml
+// reproduces the run).
+func FuzzParse(f *testing.F) {
+	f.Add(DefaultYAML())
+	for _, s := range []string{
+		"topology: {clos: {tiers: 3, planes: 2, radix: 8, host_link: 100G}}\ntraffic: [{pattern: permutation, path: spread}]\n",
+		"topology: {clos: {tiers: 2, radix: 16, hosts: 20, host_link: 400G, oversubscription: [3]}}\ntraffic: [{pattern: incast, senders: [1, 2], receiver: 0}]\n",
+		"topology: {clos: {tiers: 2, radix: 8, host_link: 100G, parallel_links: [2]}}\ntraffic: [{pattern: flows, flows: [{src: 0, dst: 3, rate: 10G}]}]\nrun: {duration: 5us, seed: 9}\n",
+		"topology: {clos: {tiers: 2, radix: 7}}\n",
+		"name: x\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sc, err := Parse(data)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("multi-line error: %q", err)
+			}
+			return
+		}
+		y, err := Encode(sc)
+		if err != nil {
+			t.Fatalf("encode a parsed scenario: %v", err)
+		}
+		sc2, err := Parse(y)
+		if err != nil {
+			t.Fatalf("resolved scenario does not parse: %v\n%s", err, y)
+		}
+		y2, err := Encode(sc2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(y, y2) {
+			t.Fatalf("resolved scenario is not a fixed point:\n%s\n---\n%s", y, y2)
+		}
+	})
+}
