@@ -55,8 +55,8 @@ func readFile(t *testing.T, path string) []byte {
 	return b
 }
 
-// checkOneLine fails unless stderr is exactly one "lockstep: ..." line with no panic or Go
-// stack trace in it.
+// checkOneLine fails unless stderr is exactly one "lockstep: ..." line with no panic, Go stack
+// trace or Go-internal wording (strconv.ParseUint: ...) in it.
 func checkOneLine(t *testing.T, stderr string) {
 	t.Helper()
 	if !strings.HasSuffix(stderr, "\n") || strings.Count(stderr, "\n") != 1 {
@@ -65,7 +65,7 @@ func checkOneLine(t *testing.T, stderr string) {
 	if !strings.HasPrefix(stderr, "lockstep: ") {
 		t.Errorf("stderr does not start with \"lockstep: \": %q", stderr)
 	}
-	for _, bad := range []string{"panic", "goroutine ", ".go:"} {
+	for _, bad := range []string{"panic", "goroutine ", ".go:", "strconv."} {
 		if strings.Contains(stderr, bad) {
 			t.Errorf("stderr looks like a crash (%q): %q", bad, stderr)
 		}
@@ -126,6 +126,29 @@ func TestRunResultsFolder(t *testing.T) {
 	}
 }
 
+// TestRunDefault: with no file, run uses the built-in default scenario (64 hosts, 4 planes).
+func TestRunDefault(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the default scenario takes a second or two")
+	}
+	dir := t.TempDir()
+	stdout := mustRun(t, "run", "--out", dir, "--json")
+	var s struct {
+		Scenario string `json:"scenario"`
+		Hosts    int    `json:"hosts"`
+		Planes   int    `json:"planes"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Scenario != "default" || s.Hosts != 64 || s.Planes != 4 {
+		t.Errorf("default scenario ran as %+v; want default, 64 hosts, 4 planes", s)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "scenario.yaml")); err != nil {
+		t.Error(err)
+	}
+}
+
 // TestRunDeterministic: the same scenario and seed give byte-identical summary.json; --seed
 // changes the permutation and ECMP hashing, so the figures change.
 func TestRunDeterministic(t *testing.T) {
@@ -171,7 +194,7 @@ func TestRunJSON(t *testing.T) {
 // the field (or flag) and the bad value, and print nothing on stdout.
 func TestBadInput(t *testing.T) {
 	tmp := t.TempDir()
-	out := filepath.Join(tmp, "out")
+	out := filepath.Join(tmp, "out", "nested") // no rejected run may leave tmp/out behind
 	zero := filepath.Join(tmp, "zero.yaml")
 	if err := os.WriteFile(zero, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -202,7 +225,9 @@ func TestBadInput(t *testing.T) {
 		{"host out of range", []string{"run", bad("host-out-of-range"), "--out", out}, []string{"traffic[0].flows[0].dst", "16", "0..15"}},
 		{"spread on oversubscribed", []string{"run", bad("spread-oversub"), "--out", out}, []string{"spread-oversub.yaml", "traffic[0].path", "spread", "oversubscribed"}},
 		{"seed 0", []string{"run", smallECMP, "--seed", "0", "--out", out}, []string{"--seed", "0", ">= 1"}},
-		{"seed -1", []string{"run", smallECMP, "--seed", "-1", "--out", out}, []string{"--seed", "-1"}},
+		{"seed -1", []string{"run", smallECMP, "--seed", "-1", "--out", out}, []string{"--seed", `"-1"`, "whole number", ">= 1"}},
+		{"seed not a number", []string{"run", smallECMP, "--seed", "abc", "--out", out}, []string{"--seed", `"abc"`, "whole number"}},
+		{"json not a bool", []string{"run", smallECMP, "--json=2", "--out", out}, []string{"--json", `"2"`, "true or false"}},
 		{"unknown flag", []string{"run", smallECMP, "--bogus", "--out", out}, []string{"unknown flag", "--bogus"}},
 		{"flag without value", []string{"run", smallECMP, "--out"}, []string{"--out"}},
 		{"too many args", []string{"run", smallECMP, smallECMP, "--out", out}, []string{"at most 1 arg"}},
@@ -215,6 +240,8 @@ func TestBadInput(t *testing.T) {
 		{"topo planes 0", []string{"topo", "--planes", "0"}, []string{"--planes", "topology.clos.planes", "0"}},
 		{"topo oversub 0", []string{"topo", "--oversub", "0"}, []string{"--oversub", "topology.clos.oversubscription[0]", "0"}},
 		{"topo parallel", []string{"topo", "--parallel", "3"}, []string{"--parallel", "topology.clos.parallel_links[0]", "3"}},
+		{"topo oversub not a number", []string{"topo", "--oversub", "abc"}, []string{"--oversub", `"abc"`, "list of numbers"}},
+		{"topo radix not an integer", []string{"topo", "--radix", "3.5"}, []string{"--radix", `"3.5"`, "whole number"}},
 		{"topo file and flags", []string{"topo", smallECMP, "--radix", "8"}, []string{"not both"}},
 		{"topo bad file", []string{"topo", bad("radix-odd")}, []string{"topology.clos.radix", "7"}},
 		{"topo missing file", []string{"topo", bad("no-such-file")}, []string{"no-such-file.yaml"}},
@@ -236,8 +263,8 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
-	if _, err := os.Stat(out); err == nil {
-		t.Errorf("a rejected run created its results folder %s", out)
+	if _, err := os.Stat(filepath.Dir(out)); err == nil {
+		t.Errorf("a rejected run left its results folder %s behind", filepath.Dir(out))
 	}
 }
 
@@ -344,7 +371,7 @@ func TestTopoJSON(t *testing.T) {
 	}
 	v := parse("topo", "--json", "--planes", "2", "--radix", "8", "--link", "400G", "--oversub", "3")
 	for k, want := range map[string]any{
-		"tiers": 2.0, "planes": 2.0, "radix": 8.0, "hosts": 24.0, "host_link": "400Gbps",
+		"tiers": 2.0, "planes": 2.0, "radix": 8.0, "hosts": 48.0, "host_link": "400Gbps",
 		"fabric_link": "400Gbps", "hop_latency": "500ns",
 	} {
 		if got := v.Config[k]; got != want {

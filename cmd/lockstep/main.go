@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // exitError carries an exit code chosen by a command.
@@ -75,8 +76,35 @@ Run the built-in default scenario with 'lockstep run', or give a scenario file.`
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.SetFlagErrorFunc(flagValueError) // inherited by every subcommand
 	root.AddCommand(newRunCmd(stdout, stderr), newTopoCmd(stdout), newVersionCmd(stdout))
 	return root
+}
+
+// flagValueError rewrites pflag's "invalid argument "x" for "--seed" flag: strconv.ParseUint:
+// parsing "x": invalid syntax" as "--seed: "x" is not a whole number (random seed, ...)":
+// the flag, the bad value and what the flag takes, without Go internals.
+func flagValueError(_ *cobra.Command, err error) error {
+	var ive *pflag.InvalidValueError
+	if !errors.As(err, &ive) {
+		return err
+	}
+	f := ive.GetFlag()
+	want, ok := flagKinds[f.Value.Type()]
+	if !ok {
+		want = "a valid " + f.Value.Type()
+	}
+	return fmt.Errorf("--%s: %q is not %s (%s)", f.Name, ive.GetValue(), want, f.Usage)
+}
+
+// flagKinds says in words what each pflag value type accepts.
+var flagKinds = map[string]string{
+	"bool":         "true or false",
+	"int":          "a whole number",
+	"uint64":       "a whole number",
+	"float64":      "a number",
+	"intSlice":     "a comma-separated list of whole numbers",
+	"float64Slice": "a comma-separated list of numbers",
 }
 
 // version is set at build time with -ldflags "-X main.version=..."; "dev" otherwise.

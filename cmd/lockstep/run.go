@@ -53,11 +53,13 @@ permutation at 90% load for 1 ms. The results folder defaults to results/<name>.
 			}
 			// Create the results folder before the run, so an unusable one is bad input
 			// reported at once rather than after a long simulation.
-			if err := os.MkdirAll(sc.Run.Out, 0o755); err != nil {
+			undo, err := makeDir(sc.Run.Out)
+			if err != nil {
 				return badInput(fmt.Errorf("%s: %q cannot be the results folder: %w", outField, sc.Run.Out, err))
 			}
 			res, err := runner.Run(sc)
 			if err != nil {
+				undo() // a failed run leaves no empty results folder behind
 				var ie *runner.InputError
 				if errors.As(err, &ie) {
 					if len(args) == 1 {
@@ -87,6 +89,33 @@ permutation at 90% load for 1 ms. The results folder defaults to results/<name>.
 	cmd.Flags().Uint64Var(&seed, "seed", 0, "random seed, overriding run.seed (>= 1)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print summary.json to stdout instead of the table")
 	return cmd
+}
+
+// makeDir creates dir and any missing parents. undo removes the folders it created, deepest
+// first, as long as they are still empty.
+func makeDir(dir string) (undo func(), err error) {
+	var created []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		}
+		created = append(created, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	undo = func() {
+		for _, d := range created {
+			if os.Remove(d) != nil {
+				return // not empty (or gone): leave it and its parents
+			}
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		undo()
+		return func() {}, err
+	}
+	return undo, nil
 }
 
 // writeResults creates the results folder with summary.json and the resolved scenario.yaml.
