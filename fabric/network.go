@@ -20,6 +20,7 @@ package fabric
 
 import (
 	"fmt"
+	"slices"
 	"math/bits"
 	"sort"
 
@@ -248,6 +249,17 @@ func (n *Network) AddNode(name string, kind NodeKind, plane, tier int) (NodeID, 
 	seed := sim.Mix64(n.seed ^ uint64(id)*0x9e3779b97f4a7c15)
 	n.Nodes = append(n.Nodes, Node{Name: name, Kind: kind, Plane: int8(plane), Tier: int8(tier), seed: seed})
 	return id, nil
+}
+
+// Reserve makes room for nodes more nodes and ports more ports, so building a large fabric
+// does not copy the slices as they grow.
+func (n *Network) Reserve(nodes, ports int) {
+	if nodes > 0 {
+		n.Nodes = slices.Grow(n.Nodes, nodes)
+	}
+	if ports > 0 {
+		n.Ports = slices.Grow(n.Ports, ports)
+	}
 }
 
 // PortEnd describes one end of a new link for Connect.

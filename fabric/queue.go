@@ -76,6 +76,9 @@ const (
 	DefaultQueueLimit  = 1 << 20
 	DefaultHeaderLimit = 64 << 10
 	DefaultHeaderShare = 0.5
+	// MaxQueueLimit bounds a queue's limit: 1 GiB is beyond any switch buffer (tens to hundreds
+	// of MiB per ASIC) and keeps a runaway incast from exhausting memory.
+	MaxQueueLimit = 1 << 30
 )
 
 // WithDefaults returns c with zero fields replaced by the lockstep defaults.
@@ -101,8 +104,8 @@ func (c QueueConfig) Validate(prefix string) error {
 	if c.Classes < 1 || c.Classes > MaxClasses {
 		return fmt.Errorf("%s.classes: %d is out of range; allowed 1..%d", prefix, c.Classes, MaxClasses)
 	}
-	if c.Limit <= 0 {
-		return fmt.Errorf("%s.limit: %v must be positive", prefix, c.Limit)
+	if c.Limit <= 0 || c.Limit > MaxQueueLimit {
+		return fmt.Errorf("%s.limit: %v is out of range; allowed 1B..%v", prefix, c.Limit, sim.Size(MaxQueueLimit))
 	}
 	if c.ECN.Enabled {
 		if c.ECN.Kmin < 0 || c.ECN.Kmax <= c.ECN.Kmin {
@@ -116,8 +119,8 @@ func (c QueueConfig) Validate(prefix string) error {
 		if c.Trim.Threshold < 0 {
 			return fmt.Errorf("%s.trim.threshold: %v must be >= 0", prefix, c.Trim.Threshold)
 		}
-		if c.Trim.HeaderLimit < HeaderBytes {
-			return fmt.Errorf("%s.trim.header_limit: %v is below one header (%d B)", prefix, c.Trim.HeaderLimit, HeaderBytes)
+		if c.Trim.HeaderLimit < HeaderBytes || c.Trim.HeaderLimit > MaxQueueLimit {
+			return fmt.Errorf("%s.trim.header_limit: %v is out of range; allowed %dB (one header)..%v", prefix, c.Trim.HeaderLimit, HeaderBytes, sim.Size(MaxQueueLimit))
 		}
 		if !(c.Trim.HeaderShare > 0 && c.Trim.HeaderShare < 1) {
 			return fmt.Errorf("%s.trim.header_share: %v is out of range; allowed strictly between 0 and 1", prefix, c.Trim.HeaderShare)

@@ -111,6 +111,10 @@ type Run struct {
 	SampleInterval sim.Time `yaml:"sample_interval"`
 	// Out is the results folder (default results/<name>).
 	Out string `yaml:"out"`
+	// MaxPackets bounds the packets the traffic may offer (default 100 million, a few minutes
+	// of wall time): a scenario estimated beyond it is rejected before it starts instead of
+	// running for hours. Raise it deliberately for long runs.
+	MaxPackets int64 `yaml:"max_packets"`
 }
 
 // Lockstep defaults for zero fields.
@@ -122,6 +126,15 @@ const (
 	DefaultSampleInterval = sim.Microsecond
 	DefaultPacketSize     = 4096 + 64
 	DefaultNICQueueLimit  = 16 << 20
+	DefaultMaxPackets     = 100_000_000
+	// MaxDrain bounds run.drain: any fabric empties in far less unless it is stuck.
+	MaxDrain = 10 * sim.Second
+	// MaxLinks bounds the links of a packet-level run (all planes): each port holds its queues'
+	// state, about 12 KiB of memory per link in all. Larger fabrics are sized by `lockstep topo`
+	// and belong to the flow-level engine.
+	MaxLinks = 262_144
+	// MaxQueueSamples bounds queue-depth samples: (duration / sample_interval) x switch ports.
+	MaxQueueSamples = 250_000_000
 )
 
 //go:embed default.yaml
@@ -223,8 +236,24 @@ func (sc *Scenario) Resolve() error {
 	if r.SampleInterval < 10*sim.Nanosecond {
 		return Errorf("run.sample_interval", "%v is too short; allowed >= 10ns", r.SampleInterval)
 	}
-	if r.Duration/r.SampleInterval > 10_000_000 {
-		return Errorf("run.sample_interval", "%v gives more than 10 million samples over %v; use a longer interval", r.SampleInterval, r.Duration)
+	if r.SampleInterval > r.Duration {
+		return Errorf("run.sample_interval", "%v is longer than run.duration (%v); no sample would be taken", r.SampleInterval, r.Duration)
+	}
+	if r.Drain < 0 || r.Drain > MaxDrain {
+		return Errorf("run.drain", "%v is out of range; allowed up to %v", r.Drain, MaxDrain)
+	}
+	if r.MaxPackets == 0 {
+		r.MaxPackets = DefaultMaxPackets
+	}
+	if r.MaxPackets < 0 {
+		return Errorf("run.max_packets", "%d must be positive", r.MaxPackets)
+	}
+	if links := l.NumLinks(); links > MaxLinks {
+		return Errorf("topology.clos", "%d links in all planes is beyond the packet-level limit of %d; use fewer hosts, planes or tiers (lockstep topo sizes any fabric)", links, MaxLinks)
+	}
+	switchPorts := int64(2*l.NumLinks() - l.NumHosts()*c.Planes)
+	if samples := int64(r.Duration/r.SampleInterval) * switchPorts; samples > MaxQueueSamples {
+		return Errorf("run.sample_interval", "%v over %v on %d switch ports is %d queue samples; allowed up to %d: use a longer interval", r.SampleInterval, r.Duration, switchPorts, samples, int64(MaxQueueSamples))
 	}
 	if r.Out == "" {
 		r.Out = "results/" + sc.Name
@@ -234,12 +263,43 @@ func (sc *Scenario) Resolve() error {
 		return Errorf("traffic", "empty; give at least one traffic group (e.g. pattern: permutation)")
 	}
 	hosts := l.NumHosts()
+	var packets float64
 	for i := range sc.Traffic {
-		if err := sc.Traffic[i].resolve(fmt.Sprintf("traffic[%d]", i), hosts, r.Duration); err != nil {
+		t := &sc.Traffic[i]
+		if err := t.resolve(fmt.Sprintf("traffic[%d]", i), hosts, r.Duration); err != nil {
 			return err
 		}
+		packets += t.estimatePackets(hosts, c.Planes, c.HostLink)
+	}
+	if packets > float64(r.MaxPackets) {
+		return Errorf("run.duration", "%v of this traffic is about %.3g packets, beyond run.max_packets (%d, a few minutes of wall time); shorten the run or raise run.max_packets", r.Duration, packets, r.MaxPackets)
 	}
 	return nil
+}
+
+// estimatePackets is the number of packets the group offers: flows x rate x time / size.
+func (t *Traffic) estimatePackets(hosts, planes int, hostLink sim.Rate) float64 {
+	secs := (t.Stop - t.Start).Seconds()
+	perFlow := t.Load * float64(hostLink) * float64(planes) // bits/s across planes
+	if t.Rate > 0 {
+		perFlow = float64(t.Rate)
+	}
+	var bps float64
+	switch t.Pattern {
+	case PatternPermutation:
+		bps = float64(hosts) * perFlow
+	case PatternIncast:
+		bps = float64(len(t.Senders)) * perFlow
+	case PatternFlows:
+		for _, f := range t.Flows {
+			if f.Rate > 0 {
+				bps += float64(f.Rate)
+			} else {
+				bps += perFlow
+			}
+		}
+	}
+	return bps * secs / (8 * float64(t.PacketSize))
 }
 
 func (t *Traffic) resolve(path string, hosts int, duration sim.Time) error {
@@ -278,8 +338,14 @@ func (t *Traffic) resolve(path string, hosts int, duration sim.Time) error {
 	if t.Stop == 0 {
 		t.Stop = duration
 	}
-	if t.Stop < t.Start {
-		return Errorf(path+".stop", "%v is before start %v", t.Stop, t.Start)
+	if t.Start >= duration {
+		return Errorf(path+".start", "%v is not before run.duration (%v); traffic must start inside the run", t.Start, duration)
+	}
+	if t.Stop > duration {
+		return Errorf(path+".stop", "%v is after run.duration (%v); traffic is offered within the run only", t.Stop, duration)
+	}
+	if t.Stop <= t.Start {
+		return Errorf(path+".stop", "%v is not after start %v", t.Stop, t.Start)
 	}
 	host := func(p string, h int) error {
 		if h < 0 || h >= hosts {

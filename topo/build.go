@@ -29,6 +29,7 @@ func Build(net *fabric.Network, c Clos, opt BuildOptions) (*Layout, error) {
 	if err != nil {
 		return nil, err
 	}
+	net.Reserve(l.NumNodes(), 2*l.NumLinks())
 	for _, n := range l.Nodes() {
 		kind := fabric.Switch
 		if n.Kind == KindHost {

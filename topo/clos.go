@@ -24,6 +24,8 @@ const (
 	// DefaultHopLatency is the per-link latency (propagation plus switch forwarding) used when
 	// Clos.HopLatency is zero.
 	DefaultHopLatency = 500 * sim.Nanosecond
+	// MaxHopLatency bounds HopLatency: 1 ms is 200 km of fibre, far beyond any one fabric.
+	MaxHopLatency = sim.Millisecond
 )
 
 // Clos configures a multi-plane, 2- or 3-tier Clos (leaf-spine or k-ary fat-tree) fabric. The
@@ -137,6 +139,8 @@ func (c Clos) checkFields() []error {
 	}
 	if c.HopLatency < 0 {
 		errs = append(errs, fieldErr("hop_latency", "%v is negative; want a duration >= 0 such as \"500ns\"", c.HopLatency))
+	} else if c.HopLatency > MaxHopLatency {
+		errs = append(errs, fieldErr("hop_latency", "%v is beyond %v; a link plus a switch takes nanoseconds to microseconds (500ns is typical)", c.HopLatency, MaxHopLatency))
 	}
 	if tiersOK && len(c.Oversubscription) > c.Tiers-1 {
 		errs = append(errs, fieldErr("oversubscription", "%d entries; a %d-tier Clos takes at most %d (%s)", len(c.Oversubscription), c.Tiers, c.Tiers-1, levelNames(c.Tiers)))

@@ -1,6 +1,7 @@
 package topo
 
 import (
+	"encoding/json"
 	"math"
 	"math/bits"
 
@@ -111,4 +112,16 @@ func timeAdd(a, b sim.Time) sim.Time {
 		return sim.MaxTime
 	}
 	return a + b
+}
+
+// MarshalJSON writes Sizing with plain numbers in the units its keys name (bits/s, ps), not
+// the unit strings sim.Rate and sim.Time marshal to, so scripts can compute with them.
+func (s Sizing) MarshalJSON() ([]byte, error) {
+	type plain Sizing // same fields, no methods
+	return json.Marshal(struct {
+		plain
+		NICBandwidth       int64 `json:"nic_bandwidth_bps"`
+		BisectionBandwidth int64 `json:"bisection_bandwidth_bps"`
+		WorstCaseLatency   int64 `json:"worst_case_latency_ps"`
+	}{plain(s), int64(s.NICBandwidth), int64(s.BisectionBandwidth), int64(s.WorstCaseLatency)})
 }
