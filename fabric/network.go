@@ -20,8 +20,8 @@ package fabric
 
 import (
 	"fmt"
-	"slices"
 	"math/bits"
+	"slices"
 	"sort"
 
 	"github.com/lockstepsim/lockstep/sim"
