@@ -398,7 +398,7 @@ func (n *Network) Send(now sim.Time, host int32, plane int, p *Packet) error {
 // enqueue offers p to port pid's egress queue and starts the transmitter if it is idle.
 func (n *Network) enqueue(now sim.Time, pid PortID, p *Packet) {
 	port := &n.Ports[pid]
-	if res, why := port.q.enqueue(now, p, port.LastHop); res == dropped {
+	if res, why := port.q.enqueue(now, p, port.LastHop, !port.busy); res == dropped {
 		n.drop(p, why)
 		return
 	}

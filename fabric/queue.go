@@ -327,9 +327,12 @@ const (
 // needed), so the queue holds no random stream of its own. On a drop, reason says why and the
 // caller frees the packet. p.Class is never changed: a port with fewer classes queues it in
 // its last class, and the next port sees the original class again.
-func (q *portQueue) enqueue(now sim.Time, p *Packet, lastHop bool) (admission, DropReason) {
+//
+// idle says the port's transmitter is free (so its queues are empty) and p will leave at
+// once: it is counted as enqueued but does not raise MaxDepth, which reports bytes that waited.
+func (q *portQueue) enqueue(now sim.Time, p *Packet, lastHop, idle bool) (admission, DropReason) {
 	if q.inHdr(p) {
-		return q.pushHdr(now, p)
+		return q.pushHdr(now, p, idle)
 	}
 	c := q.class(p)
 	s := &q.stats[c]
@@ -343,7 +346,7 @@ func (q *portQueue) enqueue(now sim.Time, p *Packet, lastHop bool) (admission, D
 		if lastHop {
 			p.Flags |= TrimmedLastHop
 		}
-		return q.pushHdr(now, p)
+		return q.pushHdr(now, p, idle)
 	}
 	if over {
 		s.Drops[DropQueueFull]++
@@ -360,13 +363,17 @@ func (q *portQueue) enqueue(now sim.Time, p *Packet, lastHop bool) (admission, D
 	q.classes[c].push(p)
 	s.EnqPackets++
 	s.EnqBytes += size
+	prevMax := s.MaxDepth
 	s.setDepth(now, s.Depth+size)
+	if idle {
+		s.MaxDepth = prevMax
+	}
 	return admitted, 0
 }
 
 // pushHdr queues the trimmed header p in the header queue, or drops it when the queue has no
 // room (DropHeaderOverflow).
-func (q *portQueue) pushHdr(now sim.Time, p *Packet) (admission, DropReason) {
+func (q *portQueue) pushHdr(now sim.Time, p *Packet, idle bool) (admission, DropReason) {
 	h := &q.hdrStats
 	size := int64(p.Size)
 	if h.Depth+size > int64(q.cfg.Trim.HeaderLimit) {
@@ -377,7 +384,11 @@ func (q *portQueue) pushHdr(now sim.Time, p *Packet) (admission, DropReason) {
 	q.hdr.push(p)
 	h.EnqPackets++
 	h.EnqBytes += size
+	prevMax := h.MaxDepth
 	h.setDepth(now, h.Depth+size)
+	if idle {
+		h.MaxDepth = prevMax
+	}
 	return admittedTrimmed, 0
 }
 

@@ -26,7 +26,7 @@ func TestECNMarkFraction(t *testing.T) {
 	for _, depth := range []int64{0, 10 * 1024, 20 * 1024, 40 * 1024, 110 * 1024, 199 * 1024, 200 * 1024, 400 * 1024} {
 		tmpl := newQueue(t, QueueConfig{Limit: 1 << 20, ECN: e})
 		if depth > 0 {
-			if res, _ := tmpl.enqueue(0, &Packet{Size: int32(depth)}, false); res != admitted {
+			if res, _ := tmpl.enqueue(0, &Packet{Size: int32(depth)}, false, false); res != admitted {
 				t.Fatal("filler refused")
 			}
 		}
@@ -35,7 +35,7 @@ func TestECNMarkFraction(t *testing.T) {
 		for range draws {
 			q := *tmpl
 			p := &Packet{Size: 64, Flags: ECT}
-			if res, _ := q.enqueue(0, p, false); res != admitted {
+			if res, _ := q.enqueue(0, p, false, false); res != admitted {
 				t.Fatal("probe refused")
 			}
 			tmpl.rng = q.rng // the copy advanced the port's marking stream
@@ -79,11 +79,11 @@ func TestWDRRShare(t *testing.T) {
 		data, hdrs := make([]Packet, 2000), make([]Packet, 100000)
 		for i := range data {
 			data[i].Size = tc.dataSize
-			q.enqueue(0, &data[i], false)
+			q.enqueue(0, &data[i], false, false)
 		}
 		for i := range hdrs {
 			hdrs[i] = Packet{Size: HeaderBytes, Flags: Trimmed}
-			q.enqueue(0, &hdrs[i], false)
+			q.enqueue(0, &hdrs[i], false, false)
 		}
 		var hdrBytes, dataBytes, dataPkts int64
 		for q.hdr.n > 0 && q.classes[0].n > 0 {
@@ -110,18 +110,18 @@ func TestWDRRShare(t *testing.T) {
 func TestWDRRHeaderFirst(t *testing.T) {
 	q := newQueue(t, QueueConfig{Trim: TrimConfig{Enabled: true}})
 	for range 3 {
-		q.enqueue(0, &Packet{Size: 4096}, false)
+		q.enqueue(0, &Packet{Size: 4096}, false, false)
 	}
 	if p := q.dequeue(0); p.Size != 4096 {
 		t.Fatal("data-only queue did not send data")
 	}
-	q.enqueue(0, &Packet{Size: HeaderBytes, Flags: Trimmed}, false)
+	q.enqueue(0, &Packet{Size: HeaderBytes, Flags: Trimmed}, false, false)
 	if p := q.dequeue(0); p.Flags&Trimmed == 0 {
 		t.Error("data went before the waiting header")
 	}
 	// 200 headers: 64 per turn (4 KiB, the header quantum), then one data packet.
 	for range 200 {
-		q.enqueue(0, &Packet{Size: HeaderBytes, Flags: Trimmed}, false)
+		q.enqueue(0, &Packet{Size: HeaderBytes, Flags: Trimmed}, false, false)
 	}
 	var order []bool // true = header
 	for q.hdr.n > 0 && q.classes[0].n > 0 {
@@ -145,16 +145,16 @@ func TestWDRRHeaderFirst(t *testing.T) {
 // port (not trimmed or counted again), and to its data class at a port that does not trim.
 func TestTrimmedHeaderQueuing(t *testing.T) {
 	trim := newQueue(t, QueueConfig{Limit: 4096, Trim: TrimConfig{Enabled: true}})
-	trim.enqueue(0, &Packet{Size: 4096, Class: 1}, false) // class 1 full
+	trim.enqueue(0, &Packet{Size: 4096, Class: 1}, false, false) // class 1 full
 	p := &Packet{Size: HeaderBytes, Class: 1, Flags: Trimmed}
-	if res, _ := trim.enqueue(0, p, true); res != admittedTrimmed || trim.hdr.n != 1 {
+	if res, _ := trim.enqueue(0, p, true, false); res != admittedTrimmed || trim.hdr.n != 1 {
 		t.Errorf("trimming port: %v, header queue %d", res, trim.hdr.n)
 	}
 	if p.Flags&TrimmedLastHop != 0 || trim.stats[1].Trims != 0 {
 		t.Errorf("re-trimmed: flags %b, Trims %d", p.Flags, trim.stats[1].Trims)
 	}
 	plain := newQueue(t, QueueConfig{})
-	if res, _ := plain.enqueue(0, &Packet{Size: HeaderBytes, Class: 1, Flags: Trimmed}, false); res != admitted || plain.classes[1].n != 1 {
+	if res, _ := plain.enqueue(0, &Packet{Size: HeaderBytes, Class: 1, Flags: Trimmed}, false, false); res != admitted || plain.classes[1].n != 1 {
 		t.Errorf("non-trimming port: %v, class 1 holds %d", res, plain.classes[1].n)
 	}
 }
