@@ -9,8 +9,9 @@ import (
 
 // TestConservationMixed: a Clos carrying ECMP and source-routed traffic of mixed sizes,
 // classes and flags, with drops of every reason (full queues, header overflow, a link failed
-// and repaired mid-run, bad routes), balances its books at an arbitrary stop with packets in
-// flight, and again when it has drained (DESIGN "Conservation").
+// and repaired mid-run, bad routes, random loss, an entropy filter, a blackholed spine),
+// balances its books at an arbitrary stop with packets in flight, and again when it has
+// drained (DESIGN "Conservation").
 func TestConservationMixed(t *testing.T) {
 	sw := fabric.QueueConfig{
 		Limit: 16 << 10,
@@ -27,7 +28,7 @@ func TestConservationMixed(t *testing.T) {
 				dst = 3 // incast hot spot
 			}
 			d := pkt{src: src, dst: dst, size: int32(64 + rng.IntN(mtu-63)), class: uint8(rng.IntN(3)),
-				sport: uint16(rng.Uint32()), entropy: rng.Uint32()}
+				sport: uint16(rng.Uint32()), entropy: rng.Uint32() % 64}
 			if rng.IntN(2) == 0 {
 				d.flags |= fabric.Trimmable
 			}
@@ -43,9 +44,22 @@ func TestConservationMixed(t *testing.T) {
 			h.send(now, d)
 		}
 	})
-	down := h.port("S0", 1) // spine 0 toward leaf 1
-	h.at(2_000_000, func(sim.Time) { down.Down = true })
-	h.at(4_000_000, func(sim.Time) { down.Down = false })
+	down, _ := h.n.PortByName("S0.p1") // spine 0 toward leaf 1
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.at(2_000_000, func(now sim.Time) { must(h.n.SetLinkDown(now, down, true)) })
+	h.at(4_000_000, func(now sim.Time) { must(h.n.SetLinkDown(now, down, false)) })
+	up, _ := h.n.PortByName("l1.p2") // leaf 1 toward spine 0
+	must(h.n.SetLoss(up, 0.05))
+	spine, _ := h.n.PortByName("S1.p0") // spine 1 toward leaf 0
+	for ev := range uint32(3) {
+		must(h.n.SetEntropyLoss(spine, ev, 0.5))
+	}
+	h.at(2_500_000, func(sim.Time) { must(h.n.SetBlackhole(h.n.Ports[spine].Node, true)) })
+	h.at(3_000_000, func(sim.Time) { must(h.n.SetBlackhole(h.n.Ports[spine].Node, false)) })
 
 	for _, stop := range []sim.Time{1_234_567, 3_333_333, sim.MaxTime} {
 		h.run(stop)
@@ -77,8 +91,9 @@ func TestConservationMixed(t *testing.T) {
 	}
 }
 
-// TestLinkDown: packets sent onto a failed link, or on it when it fails, are dropped as
-// link_down; the books balance and the link carries traffic again once repaired.
+// TestLinkDown: with Port.Down written directly (one direction, the older way; SetLinkDown is
+// tested in fault_test.go), packets sent onto the failed link, or on it when it fails, are
+// dropped as link_down; the books balance and the link carries traffic again once repaired.
 func TestLinkDown(t *testing.T) {
 	const d = 100_000 // 100 ns per link, so packets are on the s1-s2 link when it fails
 	h := newLine(t, 1, lineOpts{delay: d})

@@ -12,13 +12,18 @@ import (
 // link). A closed loop keeps 64 packets in flight, each delivery sending the next, so the
 // event queue and the free list are in steady state; both are warmed before timing, and
 // allocs/op must be 0. MB/s is simulated bytes delivered per wall second.
-func BenchmarkForward(b *testing.B) { benchForward(b, false) }
+func BenchmarkForward(b *testing.B) { benchForward(b, false, false) }
 
 // BenchmarkForwardECMP is BenchmarkForward with no source route: every switch hashes each
 // packet's 5-tuple and entropy over a group of 4 parallel links.
-func BenchmarkForwardECMP(b *testing.B) { benchForward(b, true) }
+func BenchmarkForwardECMP(b *testing.B) { benchForward(b, true, false) }
 
-func benchForward(b *testing.B, ecmp bool) {
+// BenchmarkForwardFaults is BenchmarkForward with every link lossy: a bit error rate so low
+// (1e-18: 3e-14 per packet) that no packet is lost, but each transmission computes its loss
+// probability, scans an entropy filter and takes a draw, so this prices the loss path.
+func BenchmarkForwardFaults(b *testing.B) { benchForward(b, false, true) }
+
+func benchForward(b *testing.B, ecmp, faults bool) {
 	const window = 64
 	k := 1
 	if ecmp {
@@ -27,6 +32,16 @@ func benchForward(b *testing.B, ecmp bool) {
 	h := newLine(b, 1, lineOpts{parallel: k, ecmp: ecmp, delay: testDelay})
 	net, s := h.n, h.s
 	route := lineRoute(k, 0, 0)
+	if faults {
+		for i := range net.Ports {
+			if err := net.SetBER(fabric.PortID(i), 1e-18); err != nil {
+				b.Fatal(err)
+			}
+			if err := net.SetEntropyLoss(fabric.PortID(i), 1<<31, 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	sent, delivered, target := 0, 0, 0
 	send := func(now sim.Time) {
 		p := net.NewPacket()

@@ -14,6 +14,10 @@
 // 5-tuple and entropy with its own seed, and enqueues it; a host NIC hands it to the receiver
 // registered for its Proto, and the packet returns to the free list after the callback.
 //
+// Faults (fault.go): links fail and recover in both directions (SetLinkDown), lose packets at
+// random, by bit error rate or by entropy value on one direction (SetLoss, SetBER,
+// SetEntropyLoss), and switches can silently drop all they receive (SetBlackhole).
+//
 // Conservation: every injected packet is counted as delivered whole, delivered trimmed,
 // dropped (by reason) or in flight; Network.Audit checks the books.
 package fabric
@@ -52,7 +56,12 @@ type Node struct {
 	Plane, Tier int8
 	// Routes is the ECMP table used for packets without a source route (switches only).
 	Routes RouteTable
-	seed   uint64 // per-switch ECMP hash seed
+	// Drops counts, by reason, the packets this node discarded itself rather than in one of its
+	// port queues: no_route (a bad source route or no ECMP entry at a switch, a misrouted packet
+	// at a host) and blackhole. Port queues count the other reasons (Port.Totals).
+	Drops     [NumDropReasons]int64
+	seed      uint64 // per-switch ECMP hash seed
+	blackhole bool   // SetBlackhole: drop everything received
 }
 
 // RouteTable maps destination hosts to ECMP groups of local egress ports.
@@ -101,13 +110,28 @@ type Port struct {
 	// flagged TrimmedLastHop, and builders give these ports their own queue config (MRC: no ECN
 	// marking on the last hop [MRC §2.1]; trimming at 1.5 BDP there [UEC sim defaults]).
 	LastHop bool
-	// Down: the link is failed; packets sent onto it are dropped (DropLinkDown).
+	// Down: this direction of the link is failed. Change it with Network.SetLinkDown, which
+	// fails both directions at once, flushes both egress queues, loses the packets on the wire
+	// and keeps the down-time counters (see there). A direct write still takes effect (the
+	// fabric reads Down at every enqueue, transmission end and arrival) but fails one direction
+	// only, is not counted, and a packet on the wire survives a direct down-then-up before it
+	// arrives.
 	Down bool
 
+	nic    bool // a host's NIC port: it stamps SentAt when it starts sending a packet
 	q      portQueue
 	busy   bool    // serialising txPkt
 	txPkt  *Packet // the packet on the transmitter
 	flight fifo    // on the link toward Peer, ordered by arriveAt
+
+	// Link state kept by SetLinkDown. epoch is the number of down transitions, stamped on each
+	// packet when its serialisation starts (Packet.epoch): a packet whose stamp differs from
+	// epoch when it leaves or arrives was on the transmitter or the wire when the link failed.
+	epoch     uint32
+	outage    bool        // in a counted outage since downSince
+	downSince sim.Time    // start of the current outage
+	downTime  sim.Time    // completed outages, summed
+	faults    *linkFaults // random loss, bit errors, entropy filters; nil when none
 }
 
 // Stats returns the port's per-class queue statistics and its header-queue statistics.
@@ -115,9 +139,10 @@ func (p *Port) Stats() (classes []QueueStats, header QueueStats) {
 	return p.q.stats[:p.q.cfg.Classes], p.q.hdrStats
 }
 
-// Totals sums the port's queues: transmitted bytes and packets, drops by reason, trims, CE
-// marks, current depth in bytes; its MeanDepth is the port's. MaxDepth is the largest of the
-// queues' maxima, not the maximum of their sum.
+// Totals sums the port's queues: transmitted bytes and packets, drops by reason (including
+// the packets its link lost: link_down, loss), flushed packets, trims, CE marks, current depth
+// in bytes; its MeanDepth is the port's. MaxDepth is the largest of the queues' maxima, not
+// the maximum of their sum.
 func (p *Port) Totals() QueueStats {
 	var t QueueStats
 	add := func(s *QueueStats) {
@@ -129,6 +154,7 @@ func (p *Port) Totals() QueueStats {
 			t.Drops[i] += s.Drops[i]
 		}
 		t.DropBytes += s.DropBytes
+		t.Flushed += s.Flushed
 		t.Trims += s.Trims
 		t.CEMarks += s.CEMarks
 		t.Depth += s.Depth
@@ -203,21 +229,23 @@ type Network struct {
 	Ports []Port
 	hosts int32
 
-	recv    [1 << 8]Receiver // by Proto: any uint8 indexes it, so no Proto value can panic
-	free    *Packet
-	alloc   int64 // packets ever allocated (free list growth)
-	C       Counters
-	seed    uint64 // ECMP seeds derive from it
-	ecnSeed uint64 // per-port ECN marking streams derive from it
+	recv     [1 << 8]Receiver // by Proto: any uint8 indexes it, so no Proto value can panic
+	free     *Packet
+	alloc    int64 // packets ever allocated (free list growth)
+	C        Counters
+	seed     uint64 // ECMP seeds derive from it
+	ecnSeed  uint64 // per-port ECN marking streams derive from it
+	lossSeed uint64 // per-port loss streams derive from it
 
 	kTx, kArrive sim.Kind
 	nextID       uint64
 }
 
-// New returns an empty network driven by s. ECMP seeds and ECN marking draws come from
-// streams of s's seed.
+// New returns an empty network driven by s. ECMP seeds, ECN marking draws and loss draws come
+// from separate named streams of s's seed.
 func New(s *sim.Sim) *Network {
-	n := &Network{sim: s, seed: s.RNG("fabric.ecmp").Uint64(), ecnSeed: s.RNG("fabric.ecn").Uint64()}
+	n := &Network{sim: s, seed: s.RNG("fabric.ecmp").Uint64(), ecnSeed: s.RNG("fabric.ecn").Uint64(),
+		lossSeed: s.RNG("fabric.loss").Uint64()}
 	n.kTx = s.Register("fabric.tx", n.onTxDone)
 	n.kArrive = s.Register("fabric.arrive", n.onArrive)
 	return n
@@ -339,6 +367,8 @@ func (n *Network) Connect(a, b PortEnd, rate sim.Rate, delay sim.Time) (PortID, 
 	n.Ports[ids[1]].Peer = ids[0]
 	n.Ports[ids[0]].LastHop = n.Nodes[b.Node].Kind == Host
 	n.Ports[ids[1]].LastHop = n.Nodes[a.Node].Kind == Host
+	n.Ports[ids[0]].nic = n.Nodes[a.Node].Kind == Host
+	n.Ports[ids[1]].nic = n.Nodes[b.Node].Kind == Host
 	return ids[0], ids[1], nil
 }
 
@@ -395,9 +425,14 @@ func (n *Network) Send(now sim.Time, host int32, plane int, p *Packet) error {
 	return nil
 }
 
-// enqueue offers p to port pid's egress queue and starts the transmitter if it is idle.
+// enqueue offers p to port pid's egress queue and starts the transmitter if it is idle. A down
+// port takes nothing: p is dropped at once (a switch drops on a dead port; a NIC cannot send).
 func (n *Network) enqueue(now sim.Time, pid PortID, p *Packet) {
 	port := &n.Ports[pid]
+	if port.Down {
+		n.dropLinkDown(port, p)
+		return
+	}
 	if res, why := port.q.enqueue(now, p, port.LastHop, !port.busy); res == dropped {
 		n.drop(p, why)
 		return
@@ -416,18 +451,33 @@ func (n *Network) startTx(now sim.Time, pid PortID, port *Port) {
 	}
 	port.busy = true
 	port.txPkt = p
+	p.epoch = port.epoch
+	if port.nic {
+		p.SentAt = now // the NIC's transmit timestamp: host queueing is not network delay
+	}
 	n.sim.At(now+port.Rate.TxTime(int64(p.Size)), n.kTx, int32(pid), 0)
 }
 
-// onTxDone: the last bit of txPkt left the port; put it on the link and start the next one.
+// onTxDone: the last bit of txPkt left the port; put it on the link (unless the link failed
+// during its serialisation or loses it) and start the next one. A port that went down by a
+// direct write of Down flushes its queues here and goes idle.
 func (n *Network) onTxDone(now sim.Time, obj int32, _ uint64) {
 	pid := PortID(obj)
 	port := &n.Ports[pid]
 	p := port.txPkt
 	port.txPkt = nil
-	if port.Down {
+	switch {
+	case port.Down || p.epoch != port.epoch:
 		n.dropLinkDown(port, p)
-	} else {
+		if port.Down {
+			n.flush(now, port)
+		}
+	case port.faults != nil && port.faults.lost(p):
+		s := port.q.statsFor(p)
+		s.Drops[DropLoss]++
+		s.DropBytes += int64(p.Size)
+		n.drop(p, DropLoss)
+	default:
 		p.arriveAt = now + port.Delay
 		if t := port.flight.tail; t != nil && t.arriveAt > p.arriveAt {
 			p.arriveAt = t.arriveAt // Delay was lowered mid-run: the link stays a FIFO
@@ -447,8 +497,8 @@ func (n *Network) onArrive(now sim.Time, obj int32, _ uint64) {
 	if h := port.flight.head; h != nil {
 		n.sim.At(h.arriveAt, n.kArrive, obj, 0)
 	}
-	if port.Down {
-		n.dropLinkDown(port, p)
+	if port.Down || p.epoch != port.epoch {
+		n.dropLinkDown(port, p) // on the wire when the link failed, even if it is up again
 		return
 	}
 	peer := &n.Ports[port.Peer]
@@ -457,10 +507,14 @@ func (n *Network) onArrive(now sim.Time, obj int32, _ uint64) {
 		if NodeID(p.Dst) != peer.Node {
 			// Misrouted (a source route leading elsewhere): the receiver cannot tell which
 			// host it runs on, so handing it the packet would corrupt the Dst's transport.
-			n.drop(p, DropNoRoute)
+			n.dropAt(node, p, DropNoRoute)
 			return
 		}
 		n.deliver(now, p)
+		return
+	}
+	if node.blackhole {
+		n.dropAt(node, p, DropBlackhole)
 		return
 	}
 	n.forward(now, node, p)
@@ -471,7 +525,7 @@ func (n *Network) forward(now sim.Time, node *Node, p *Packet) {
 	var local int
 	if p.RouteLen > 0 {
 		if p.Hop >= p.RouteLen || int(p.Hop) >= MaxHops { // RouteLen may be set beyond MaxHops
-			n.drop(p, DropNoRoute)
+			n.dropAt(node, p, DropNoRoute)
 			return
 		}
 		local = int(p.Route[p.Hop])
@@ -479,13 +533,13 @@ func (n *Network) forward(now sim.Time, node *Node, p *Packet) {
 	} else {
 		g := node.Routes.lookup(p.Dst)
 		if len(g) == 0 {
-			n.drop(p, DropNoRoute)
+			n.dropAt(node, p, DropNoRoute)
 			return
 		}
 		local = int(g[ecmpIndex(node.seed, p, len(g))])
 	}
 	if local >= len(node.Ports) || node.Ports[local] < 0 {
-		n.drop(p, DropNoRoute)
+		n.dropAt(node, p, DropNoRoute)
 		return
 	}
 	n.enqueue(now, node.Ports[local], p)
@@ -532,7 +586,22 @@ func (n *Network) dropLinkDown(port *Port, p *Packet) {
 	n.drop(p, DropLinkDown)
 }
 
-// drop counts p under why and frees it.
+// flush drops, as link_down, every packet queued at port (the link went down).
+func (n *Network) flush(now sim.Time, port *Port) {
+	out := port.q.flush(now)
+	for p := out.pop(); p != nil; p = out.pop() {
+		n.drop(p, DropLinkDown)
+	}
+}
+
+// dropAt drops p under why, counting it in node's own drops (not a port queue's).
+func (n *Network) dropAt(node *Node, p *Packet, why DropReason) {
+	node.Drops[why]++
+	n.drop(p, why)
+}
+
+// drop counts p under why in the network's books and frees it. Callers also count it where it
+// happened (a port queue's or a node's Drops), which Audit checks.
 func (n *Network) drop(p *Packet, why DropReason) {
 	n.C.Dropped[why]++
 	n.Free(p)
@@ -592,10 +661,11 @@ func (n *Network) Occupied(max int) []Occupancy {
 // Audit checks packet conservation: injected = delivered whole + delivered trimmed + dropped +
 // in flight. It returns an error with the books when they do not balance. It also checks the
 // invariants behind those books, naming the first port that breaks one: each queue's Depth is
-// the sum of its packets' sizes and EnqPackets = TxPackets + queued; a port is busy exactly
-// when a packet is on its transmitter, and an idle port has empty queues; a link's packets
-// arrive in order; and the ports' drop counts for queue_full, header_overflow and link_down
-// add up to the network's (no_route drops happen in switches, not ports).
+// the sum of its packets' sizes and EnqPackets = TxPackets + Flushed + queued; a port is busy
+// exactly when a packet is on its transmitter, and an idle port has empty queues; a link's
+// packets arrive in order; and every drop was also counted where it happened: for each reason,
+// the ports' queue counts (Port.Totals) plus the nodes' own counts (Node.Drops) equal the
+// network's.
 func (n *Network) Audit() error {
 	c := &n.C
 	inflight := n.InFlight()
@@ -604,7 +674,7 @@ func (n *Network) Audit() error {
 		return fmt.Errorf("fabric: packet conservation broken: injected %d != delivered %d + trimmed %d + dropped %d + in flight %d (difference %d)",
 			c.Injected, c.DeliveredWhole, c.DeliveredTrimmed, c.DroppedTotal(), inflight, c.Injected-acc)
 	}
-	var portDrops [NumDropReasons]int64
+	var portDrops, nodeDrops [NumDropReasons]int64
 	for i := range n.Ports {
 		pt := &n.Ports[i]
 		if err := pt.audit(); err != nil {
@@ -615,9 +685,14 @@ func (n *Network) Audit() error {
 			portDrops[r] += t.Drops[r]
 		}
 	}
-	for _, r := range []DropReason{DropQueueFull, DropHeaderOverflow, DropLinkDown} {
-		if portDrops[r] != c.Dropped[r] {
-			return fmt.Errorf("fabric: %s drops: ports count %d, network %d", r, portDrops[r], c.Dropped[r])
+	for i := range n.Nodes {
+		for r, d := range n.Nodes[i].Drops {
+			nodeDrops[r] += d
+		}
+	}
+	for r := DropReason(0); r < NumDropReasons; r++ {
+		if portDrops[r]+nodeDrops[r] != c.Dropped[r] {
+			return fmt.Errorf("fabric: %s drops: ports count %d, nodes %d, network %d", r, portDrops[r], nodeDrops[r], c.Dropped[r])
 		}
 	}
 	return nil
@@ -639,8 +714,8 @@ func (p *Port) audit() error {
 			return fmt.Errorf("%s queue: list holds %d packets, count says %d", name, k, f.n)
 		case bytes != s.Depth:
 			return fmt.Errorf("%s queue: holds %d B, depth says %d B", name, bytes, s.Depth)
-		case s.EnqPackets != s.TxPackets+k:
-			return fmt.Errorf("%s queue: enqueued %d != sent %d + queued %d", name, s.EnqPackets, s.TxPackets, k)
+		case s.EnqPackets != s.TxPackets+s.Flushed+k:
+			return fmt.Errorf("%s queue: enqueued %d != sent %d + flushed %d + queued %d", name, s.EnqPackets, s.TxPackets, s.Flushed, k)
 		}
 		return nil
 	}

@@ -70,12 +70,16 @@ type Packet struct {
 	RouteLen uint8
 	Hop      uint8
 
-	SentAt sim.Time // when the source handed it to the NIC
+	SentAt sim.Time // when the source NIC began sending it (its transmit timestamp); Send sets it first
 
 	// Transport-owned header words; see the owning transport package.
 	Seq, Ack, Bitmap, Aux uint64
 	Op                    uint8
 
+	// epoch is the sending port's link epoch (its count of down transitions) when the packet
+	// started serialising there; a different epoch when it leaves or arrives means the link
+	// failed meanwhile, and the packet is lost even if the link is up again.
+	epoch    uint32
 	arriveAt sim.Time // on a link: when the last bit reaches the peer
 	next     *Packet  // intrusive FIFO / free-list link
 }

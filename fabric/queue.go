@@ -16,12 +16,14 @@ type DropReason uint8
 const (
 	DropQueueFull      DropReason = iota // drop-tail: the class queue had no room
 	DropHeaderOverflow                   // trimmed header found the header queue full
-	DropLinkDown                         // sent onto, or in flight on, a link that is down
+	DropLinkDown                         // offered to, queued at or on the wire of a failed link
 	DropNoRoute                          // no usable route: bad source route or no ECMP entry
+	DropLoss                             // lost on the link: SetLoss, SetBER or SetEntropyLoss
+	DropBlackhole                        // received by a switch that forwards nothing (SetBlackhole)
 	NumDropReasons
 )
 
-var dropNames = [NumDropReasons]string{"queue_full", "header_overflow", "link_down", "no_route"}
+var dropNames = [NumDropReasons]string{"queue_full", "header_overflow", "link_down", "no_route", "loss", "blackhole"}
 
 // String returns the reason's snake_case name, as used in summary.json keys.
 func (r DropReason) String() string {
@@ -130,12 +132,16 @@ func (c QueueConfig) Validate(prefix string) error {
 }
 
 // QueueStats counts what one queue (a data class or the header queue) did. Bytes are wire
-// bytes; depth is bytes queued, excluding the packet being serialised.
+// bytes; depth is bytes queued, excluding the packet being serialised. Every packet accepted
+// leaves by being sent or flushed: EnqPackets = TxPackets + Flushed + packets queued. Drops
+// counts packets refused on arrival (queue_full, header_overflow, link_down on a down port),
+// flushed (also link_down), and sent but lost on the link (link_down, loss).
 type QueueStats struct {
 	EnqPackets, EnqBytes int64                 // accepted into the queue (after any trim)
 	TxPackets, TxBytes   int64                 // sent onto the link
 	Drops                [NumDropReasons]int64 // packets discarded, by reason
 	DropBytes            int64                 // bytes of the packets discarded
+	Flushed              int64                 // queued, then discarded unsent: the link went down
 	Trims                int64                 // packets cut to a header on arrival here
 	CEMarks              int64                 // packets marked CE on arrival here
 	Depth                int64                 // bytes queued now
@@ -300,6 +306,30 @@ func (q *portQueue) popHdr(now sim.Time) *Packet {
 	s.TxPackets++
 	s.TxBytes += int64(p.Size)
 	return p
+}
+
+// flush empties every queue without sending anything (the link went down): each packet is
+// counted as Flushed and as a DropLinkDown drop of its queue and moved to the returned list,
+// whose packets the caller must drop.
+func (q *portQueue) flush(now sim.Time) fifo {
+	var out fifo
+	take := func(f *fifo, s *QueueStats) {
+		for p := f.pop(); p != nil; p = f.pop() {
+			s.Flushed++
+			s.Drops[DropLinkDown]++
+			s.DropBytes += int64(p.Size)
+			out.push(p)
+		}
+		if s.Depth != 0 {
+			s.setDepth(now, 0)
+		}
+	}
+	for c := 0; c < q.cfg.Classes; c++ {
+		take(&q.classes[c], &q.stats[c])
+	}
+	take(&q.hdr, &q.hdrStats)
+	q.resetDRR()
+	return out
 }
 
 func (q *portQueue) popData(now sim.Time, c int) *Packet {

@@ -19,6 +19,7 @@ const maxSprayRoutes = 4096
 type pair struct {
 	src, dst int
 	rate     sim.Rate
+	bytes    int64 // transfer size (transports); 0 = the group's
 }
 
 // expandTraffic turns the scenario's traffic groups into per-plane raw flows.
@@ -30,22 +31,7 @@ func expandTraffic(sc *scenario.Scenario, l *topo.Layout, net *fabric.Network) (
 		g := &sc.Traffic[gi]
 		path := fmt.Sprintf("traffic[%d]", gi)
 		rng := sim.Stream(sc.Run.Seed, path)
-		var pairs []pair
-		switch g.Pattern {
-		case scenario.PatternPermutation:
-			perm := derangement(rng.Perm, hosts)
-			for h, d := range perm {
-				pairs = append(pairs, pair{src: h, dst: d})
-			}
-		case scenario.PatternIncast:
-			for _, s := range g.Senders {
-				pairs = append(pairs, pair{src: s, dst: g.Receiver})
-			}
-		case scenario.PatternFlows:
-			for _, f := range g.Flows {
-				pairs = append(pairs, pair{src: f.Src, dst: f.Dst, rate: f.Rate})
-			}
-		}
+		pairs := groupPairs(g, hosts, rng.Perm)
 		var flags fabric.Flags
 		if g.ECN {
 			flags |= fabric.ECT
@@ -149,4 +135,25 @@ func derangement(perm func(int) []int, n int) []int {
 			return p
 		}
 	}
+}
+
+// groupPairs expands a traffic group's pattern into (src, dst) pairs; perm draws the
+// permutation from the group's stream, so raw and transport runs of one seed see the same one.
+func groupPairs(g *scenario.Traffic, hosts int, perm func(int) []int) []pair {
+	var pairs []pair
+	switch g.Pattern {
+	case scenario.PatternPermutation:
+		for h, d := range derangement(perm, hosts) {
+			pairs = append(pairs, pair{src: h, dst: d})
+		}
+	case scenario.PatternIncast:
+		for _, s := range g.Senders {
+			pairs = append(pairs, pair{src: s, dst: g.Receiver})
+		}
+	case scenario.PatternFlows:
+		for _, f := range g.Flows {
+			pairs = append(pairs, pair{src: f.Src, dst: f.Dst, rate: f.Rate, bytes: int64(f.Bytes)})
+		}
+	}
+	return pairs
 }

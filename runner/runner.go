@@ -30,6 +30,8 @@ type Result struct {
 	Sim     *sim.Sim
 	Net     *fabric.Network
 	Raw     *traffic.Raw
+	MRC     *MRCRun // when transport.kind is mrc
+	Faults  []FaultEvent
 	// Wall is the wall-clock time the simulation took. It is not part of Summary, which must be
 	// byte-identical across runs.
 	Wall time.Duration
@@ -43,39 +45,63 @@ func Run(sc *scenario.Scenario) (*Result, error) {
 	s := sim.New(sc.Run.Seed)
 	net := fabric.New(s)
 	clos := *sc.Topology.Clos
+	if sc.Fabric.Profile == scenario.ProfileMRC {
+		applyMRCProfile(sc)
+	}
 	layout, err := topo.Build(net, clos, topo.BuildOptions{SwitchQueue: sc.Fabric.SwitchQueue, LastHopQueue: sc.Fabric.LastHopQueue, NICQueue: sc.Fabric.NICQueue})
 	if err != nil {
 		return nil, &InputError{Err: err}
 	}
-	flows, err := expandTraffic(sc, layout, net)
+	faults, err := scheduleFaults(s, net, sc.Faults)
 	if err != nil {
 		return nil, &InputError{Err: err}
+	}
+	res := &Result{Sim: s, Net: net, Faults: faults}
+	switch sc.Transport.Kind {
+	case scenario.TransportMRC:
+		err = runMRC(sc, layout, res)
+	default:
+		err = runRaw(sc, layout, res)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res.Wall = time.Since(wallStart)
+	return res, nil
+}
+
+// runRaw offers paced raw traffic over [0, run.duration], then drains the fabric.
+func runRaw(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
+	s, net := res.Sim, res.Net
+	flows, err := expandTraffic(sc, layout, net)
+	if err != nil {
+		return &InputError{Err: err}
 	}
 	raw, err := traffic.NewRaw(net, flows)
 	if err != nil {
-		return nil, &InputError{Err: err}
+		return &InputError{Err: err}
 	}
-	smp := newSampler(s, net, clos.Planes, sc.Run.SampleInterval, sc.Run.Duration)
+	smp := newSampler(s, net, layout.Config().Planes, sc.Run.SampleInterval, sc.Run.Duration)
 	raw.Start()
 	smp.start()
 
 	if err := s.Run(sc.Run.Duration); err != nil {
-		return nil, fmt.Errorf("run stopped at %v: %w", s.Now(), err)
+		return fmt.Errorf("run stopped at %v: %w", s.Now(), err)
 	}
 	snap := snapshot(net)
 	if err := s.Drain(sc.Run.Duration + sc.Run.Drain); err != nil {
-		return nil, fmt.Errorf("run stopped during drain at %v: %w", s.Now(), err)
+		return fmt.Errorf("run stopped during drain at %v: %w", s.Now(), err)
 	}
 	if err := net.Audit(); err != nil {
-		return nil, err
+		return err
 	}
 	if left := net.InFlight(); left > 0 {
-		return nil, notDrained(net, left, sc.Run.Drain)
+		return notDrained(net, left, sc.Run.Drain)
 	}
-	res := &Result{Sim: s, Net: net, Raw: raw}
-	res.Summary = summarise(sc, net, raw, smp, snap)
-	res.Wall = time.Since(wallStart)
-	return res, nil
+	res.Raw = raw
+	res.Summary = summarise(sc, net, len(raw.Flows), smp, snap, sc.Run.Duration)
+	rawFigures(&res.Summary, raw, sc.Run.Duration)
+	return nil
 }
 
 // InputError marks an error caused by the scenario rather than by the run.
@@ -110,6 +136,8 @@ type sampler struct {
 	plane    []int // plane of each sampled port
 	hist     []*hdrhistogram.Histogram
 	all      *hdrhistogram.Histogram
+	// extra, when set, runs at every sample (e.g. EV state counts).
+	extra func(now sim.Time)
 }
 
 // maxDepthTracked bounds the depth histograms (64 GiB); deeper samples are clamped.
@@ -141,6 +169,9 @@ func (sm *sampler) onSample(now sim.Time, _ int32, _ uint64) {
 		}
 		_ = sm.hist[sm.plane[i]].RecordValue(d)
 		_ = sm.all.RecordValue(d)
+	}
+	if sm.extra != nil {
+		sm.extra(now)
 	}
 	if next := now + sm.interval; next <= sm.until {
 		sm.s.At(next, sm.kind, 0, 0)

@@ -25,9 +25,11 @@ type Summary struct {
 	EndUs      float64 `json:"end_us"`      // when the run ended, drain included
 	Events     uint64  `json:"events"`
 
-	OfferedGbps       float64 `json:"offered_gbps"`       // bytes sent by sources / duration, all flows
-	DeliveredGbps     float64 `json:"delivered_gbps"`     // bytes delivered whole / duration
-	DeliveredFraction float64 `json:"delivered_fraction"` // bytes delivered whole / bytes sent
+	// Raw traffic: wire bytes sent by sources and delivered whole, over the duration. MRC:
+	// data wire bytes sent and payload bytes placed over the run, and placed / posted payload.
+	OfferedGbps       float64 `json:"offered_gbps"`
+	DeliveredGbps     float64 `json:"delivered_gbps"`
+	DeliveredFraction float64 `json:"delivered_fraction"`
 
 	SentPackets      int64            `json:"sent_packets"`
 	DeliveredPackets int64            `json:"delivered_packets"`
@@ -37,14 +39,18 @@ type Summary struct {
 	InFlightAtEnd    int64            `json:"in_flight_packets_at_end"`
 	CEMarks          int64            `json:"ce_marks"`
 
-	LatencyP50Us  float64 `json:"latency_p50_us"` // one-way delay of packets delivered whole
-	LatencyP99Us  float64 `json:"latency_p99_us"`
-	LatencyP999Us float64 `json:"latency_p999_us"`
-	LatencyMaxUs  float64 `json:"latency_max_us"`
+	// One-way delay of raw packets delivered whole (raw traffic only).
+	LatencyP50Us  float64 `json:"latency_p50_us,omitempty"`
+	LatencyP99Us  float64 `json:"latency_p99_us,omitempty"`
+	LatencyP999Us float64 `json:"latency_p999_us,omitempty"`
+	LatencyMaxUs  float64 `json:"latency_max_us,omitempty"`
 
 	Queue QueueDepths `json:"queue_depth"` // all switch egress ports
 
 	PerPlane []PlaneSummary `json:"planes_detail"`
+
+	// MRC holds the transport's figures when transport.kind is mrc.
+	MRC *MRCSummary `json:"mrc,omitempty"`
 }
 
 // QueueDepths are percentiles of switch egress queue depth sampled every run.sample_interval
@@ -89,35 +95,41 @@ func depths(h *hdrhistogram.Histogram) QueueDepths {
 	}
 }
 
-func summarise(sc *scenario.Scenario, net *fabric.Network, raw *traffic.Raw, smp *sampler, snap []portSnap) Summary {
-	c := sc.Topology.Clos
-	dur := sc.Run.Duration
+// rawFigures fills the raw-traffic figures: offered and delivered rates over the offered-load
+// interval, the delivered fraction and the one-way latency percentiles.
+func rawFigures(s *Summary, raw *traffic.Raw, dur sim.Time) {
 	t := raw.Totals()
-	s := Summary{
-		Scenario: sc.Name, Seed: sc.Run.Seed,
-		Hosts: net.NumHosts(), Planes: c.Planes, Switches: len(net.Nodes) - net.NumHosts(),
-		Links: len(net.Ports) / 2, Flows: len(raw.Flows),
-		DurationUs: round3(dur.Micros()), EndUs: round3(net.Sim().Now().Micros()), Events: net.Sim().Events(),
-		SentPackets: t.SentPackets, DeliveredPackets: t.RecvPackets, TrimmedPackets: t.RecvTrimmed,
-		DroppedPackets: net.C.DroppedTotal(), InFlightAtEnd: net.InFlight(),
-		Drops: map[string]int64{},
-	}
-	secs := dur.Seconds()
-	if secs > 0 {
+	if secs := dur.Seconds(); secs > 0 {
 		s.OfferedGbps = round3(float64(t.SentBytes) * 8 / secs / 1e9)
 		s.DeliveredGbps = round3(float64(t.RecvBytes) * 8 / secs / 1e9)
 	}
 	if t.SentBytes > 0 {
 		s.DeliveredFraction = round3(float64(t.RecvBytes) / float64(t.SentBytes))
 	}
-	for r := fabric.DropReason(0); r < fabric.NumDropReasons; r++ {
-		s.Drops[r.String()] = net.C.Dropped[r]
-	}
 	us := func(ns int64) float64 { return round3(float64(ns) / 1e3) }
 	s.LatencyP50Us = us(raw.Latency.ValueAtQuantile(50))
 	s.LatencyP99Us = us(raw.Latency.ValueAtQuantile(99))
 	s.LatencyP999Us = us(raw.Latency.ValueAtQuantile(99.9))
 	s.LatencyMaxUs = us(raw.Latency.Max())
+}
+
+// summarise fills the fabric-wide figures: packet books, queue depths and per-plane
+// utilisation over the measured interval dur (port counters snapshotted at its end).
+func summarise(sc *scenario.Scenario, net *fabric.Network, flows int, smp *sampler, snap []portSnap, dur sim.Time) Summary {
+	c := sc.Topology.Clos
+	s := Summary{
+		Scenario: sc.Name, Seed: sc.Run.Seed,
+		Hosts: net.NumHosts(), Planes: c.Planes, Switches: len(net.Nodes) - net.NumHosts(),
+		Links: len(net.Ports) / 2, Flows: flows,
+		DurationUs: round3(dur.Micros()), EndUs: round3(net.Sim().Now().Micros()), Events: net.Sim().Events(),
+		SentPackets: net.C.Injected, DeliveredPackets: net.C.DeliveredWhole, TrimmedPackets: net.C.DeliveredTrimmed,
+		DroppedPackets: net.C.DroppedTotal(), InFlightAtEnd: net.InFlight(),
+		Drops: map[string]int64{},
+	}
+	secs := dur.Seconds()
+	for r := fabric.DropReason(0); r < fabric.NumDropReasons; r++ {
+		s.Drops[r.String()] = net.C.Dropped[r]
+	}
 	s.Queue = depths(smp.all)
 
 	type acc struct {

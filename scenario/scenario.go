@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"math"
 	"os"
+	pathpkg "path"
 	"strings"
 
 	"github.com/lockstepsim/lockstep/fabric"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/transport/mrc"
 )
 
 // Scenario is one simulation input: the fabric, the load and how to run it. Zero fields take
@@ -19,11 +21,50 @@ import (
 type Scenario struct {
 	// Name labels the run and its default results folder, results/<name>. Letters, digits,
 	// '-', '_' and '.'; default "scenario".
-	Name     string    `yaml:"name"`
-	Topology Topology  `yaml:"topology"`
-	Fabric   Fabric    `yaml:"fabric"`
-	Traffic  []Traffic `yaml:"traffic"`
-	Run      Run       `yaml:"run"`
+	Name     string   `yaml:"name"`
+	Topology Topology `yaml:"topology"`
+	Fabric   Fabric   `yaml:"fabric"`
+	// Transport carries the traffic: raw paced packets (default) or a reliable transport.
+	Transport Transport `yaml:"transport"`
+	Traffic   []Traffic `yaml:"traffic"`
+	// Faults act on named links during the run.
+	Faults []Fault `yaml:"faults,omitempty"`
+	Run    Run     `yaml:"run"`
+}
+
+// Transport kinds.
+const (
+	TransportRaw = "raw" // paced packets, no reliability: traffic gives load or rate
+	TransportMRC = "mrc" // MRC [MRC §2]: traffic gives bytes per transfer
+)
+
+// Transport selects the transport and holds its parameters. Each kind's parameters sit in a
+// block of its own name (transport: {kind: mrc, mrc: {ev: {active: 128}}}), so a block for a
+// kind not selected is an error rather than silently ignored.
+type Transport struct {
+	// Kind: "raw" (default) or "mrc".
+	Kind string `yaml:"kind"`
+	// MRC parameters (kind mrc); defaults filled on resolve.
+	MRC *mrc.Config `yaml:"mrc,omitempty"`
+}
+
+// Fault actions.
+const (
+	FaultDown = "down" // the link fails in both directions
+	FaultUp   = "up"   // the link is repaired
+	FaultLoss = "loss" // each packet sent on the named port is dropped with probability loss
+)
+
+// Fault is one timed action on the links whose port names match Link. Link is a port name
+// ("h3.p2", "p0.t0-1.up3", "p0.t1-2.down5") or a glob pattern over port names
+// ("p0.t0-*.up*", "*"), matched with path.Match. down and up act on both directions of each
+// matched link; loss acts on packets leaving the matched ports.
+type Fault struct {
+	At     sim.Time `yaml:"at"`
+	Link   string   `yaml:"link"`
+	Action string   `yaml:"action"`
+	// Loss is the per-packet drop probability for action loss, in [0, 1].
+	Loss float64 `yaml:"loss,omitempty"`
 }
 
 // Topology is a one-of: exactly one builder key is set. Only Clos exists today; later kinds
@@ -33,8 +74,22 @@ type Topology struct {
 	Clos *topo.Clos `yaml:"clos"`
 }
 
+// Switch queue profiles.
+const (
+	ProfileNone = "none" // queues exactly as configured
+	// ProfileMRC: ECN marking between 0.2 and 0.8 BDP of queue (probability 0 to 1) on every
+	// switch hop except the last, trimming above 1 BDP (1.5 BDP at the last hop), as in the
+	// UEC reference simulator's defaults for MRC/NSCC fabrics [PROTOCOLS.md NSCC]. BDP is the
+	// fabric link rate x the transport's base RTT. It overrides the ecn and trim settings of
+	// switch_queue and last_hop_queue; limits and classes stay as configured.
+	ProfileMRC = "mrc"
+)
+
 // Fabric holds the queue configuration of switch and NIC egress ports.
 type Fabric struct {
+	// Profile derives switch ECN and trimming settings for a transport: "mrc" or "none".
+	// Default: "mrc" under transport mrc, "none" otherwise.
+	Profile string `yaml:"profile"`
 	// SwitchQueue configures every switch egress port (default: 2 classes, 1 MiB drop-tail,
 	// no ECN, no trimming).
 	SwitchQueue fabric.QueueConfig `yaml:"switch_queue"`
@@ -60,8 +115,10 @@ const (
 	PathSpray  = "spray"  // a different source route per packet, rotating over all paths in the plane
 )
 
-// Traffic is one group of raw paced flows. Each flow runs on every plane of its source NIC
-// (one sub-flow per plane), each sub-flow at Load x the NIC port rate (or Rate / planes).
+// Traffic is one group of flows. Under transport raw, each flow is paced on every plane of its
+// source NIC (one sub-flow per plane), each sub-flow at Load x the NIC port rate (or Rate /
+// planes). Under a transport, each flow is one connection (QP) carrying one transfer of Bytes,
+// posted at Start; the transport picks paths and rates.
 type Traffic struct {
 	// Pattern: "permutation", "incast" or "flows".
 	Pattern string `yaml:"pattern"`
@@ -87,6 +144,9 @@ type Traffic struct {
 	Receiver int   `yaml:"receiver,omitempty"`
 	// Flows is the explicit list for pattern "flows".
 	Flows []FlowSpec `yaml:"flows,omitempty"`
+	// Bytes is the size of the one RDMA Write transfer each flow carries (transports only;
+	// raw flows are paced by load or rate instead).
+	Bytes sim.Size `yaml:"bytes,omitempty"`
 }
 
 // FlowSpec is one explicit flow: host indices and an optional per-flow rate (all planes).
@@ -94,6 +154,8 @@ type FlowSpec struct {
 	Src  int      `yaml:"src"`
 	Dst  int      `yaml:"dst"`
 	Rate sim.Rate `yaml:"rate,omitempty"`
+	// Bytes overrides the group's transfer size for this flow (transports only).
+	Bytes sim.Size `yaml:"bytes,omitempty"`
 }
 
 // Run configures execution.
@@ -259,6 +321,41 @@ func (sc *Scenario) Resolve() error {
 		r.Out = "results/" + sc.Name
 	}
 
+	switch sc.Transport.Kind {
+	case "":
+		sc.Transport.Kind = TransportRaw
+	case TransportRaw, TransportMRC:
+	default:
+		return Errorf("transport.kind", "%q is not a transport; allowed raw, mrc", sc.Transport.Kind)
+	}
+	switch sc.Fabric.Profile {
+	case "":
+		sc.Fabric.Profile = ProfileNone
+		if sc.Transport.Kind == TransportMRC {
+			sc.Fabric.Profile = ProfileMRC
+		}
+	case ProfileNone, ProfileMRC:
+	default:
+		return Errorf("fabric.profile", "%q is not a profile; allowed mrc, none", sc.Fabric.Profile)
+	}
+	if sc.Transport.Kind == TransportMRC {
+		m := mrc.Config{}
+		if sc.Transport.MRC != nil {
+			m = *sc.Transport.MRC
+		}
+		m = m.WithDefaults()
+		if err := m.Validate("transport.mrc"); err != nil {
+			return Errorf("transport.mrc", "%s", strings.TrimPrefix(err.Error(), "transport.mrc."))
+		}
+		sc.Transport.MRC = &m
+	} else if sc.Transport.MRC != nil {
+		return Errorf("transport.mrc", "set, but transport.kind is %q; use kind: mrc or remove the block", sc.Transport.Kind)
+	}
+	for i := range sc.Faults {
+		if err := sc.Faults[i].resolve(fmt.Sprintf("faults[%d]", i), r.Duration); err != nil {
+			return err
+		}
+	}
 	if len(sc.Traffic) == 0 {
 		return Errorf("traffic", "empty; give at least one traffic group (e.g. pattern: permutation)")
 	}
@@ -266,10 +363,10 @@ func (sc *Scenario) Resolve() error {
 	var packets float64
 	for i := range sc.Traffic {
 		t := &sc.Traffic[i]
-		if err := t.resolve(fmt.Sprintf("traffic[%d]", i), hosts, r.Duration); err != nil {
+		if err := t.resolve(fmt.Sprintf("traffic[%d]", i), sc.Transport, hosts, r.Duration); err != nil {
 			return err
 		}
-		packets += t.estimatePackets(hosts, c.Planes, c.HostLink)
+		packets += t.estimatePackets(sc.Transport, hosts, c.Planes, c.HostLink)
 	}
 	if packets > float64(r.MaxPackets) {
 		return Errorf("run.duration", "%v of this traffic is about %.3g packets, beyond run.max_packets (%d, a few minutes of wall time); shorten the run or raise run.max_packets", r.Duration, packets, r.MaxPackets)
@@ -277,8 +374,23 @@ func (sc *Scenario) Resolve() error {
 	return nil
 }
 
-// estimatePackets is the number of packets the group offers: flows x rate x time / size.
-func (t *Traffic) estimatePackets(hosts, planes int, hostLink sim.Rate) float64 {
+// estimatePackets is the number of packets the group offers: flows x rate x time / size (raw),
+// or total bytes / payload per packet (transports).
+func (t *Traffic) estimatePackets(tr Transport, hosts, planes int, hostLink sim.Rate) float64 {
+	if tr.Kind == TransportMRC {
+		var bytes float64
+		switch t.Pattern {
+		case PatternPermutation:
+			bytes = float64(hosts) * float64(t.Bytes)
+		case PatternIncast:
+			bytes = float64(len(t.Senders)) * float64(t.Bytes)
+		case PatternFlows:
+			for _, f := range t.Flows {
+				bytes += float64(f.Bytes)
+			}
+		}
+		return bytes / float64(tr.MRC.PayloadBytes)
+	}
 	secs := (t.Stop - t.Start).Seconds()
 	perFlow := t.Load * float64(hostLink) * float64(planes) // bits/s across planes
 	if t.Rate > 0 {
@@ -302,13 +414,19 @@ func (t *Traffic) estimatePackets(hosts, planes int, hostLink sim.Rate) float64 
 	return bps * secs / (8 * float64(t.PacketSize))
 }
 
-func (t *Traffic) resolve(path string, hosts int, duration sim.Time) error {
+func (t *Traffic) resolve(path string, tr Transport, hosts int, duration sim.Time) error {
 	switch t.Pattern {
 	case PatternPermutation, PatternIncast, PatternFlows:
 	case "":
 		return Errorf(path+".pattern", "missing; allowed permutation, incast, flows")
 	default:
 		return Errorf(path+".pattern", "%q is not a pattern; allowed permutation, incast, flows", t.Pattern)
+	}
+	if tr.Kind != TransportRaw {
+		return t.resolveTransfers(path, tr, hosts, duration)
+	}
+	if t.Bytes != 0 {
+		return Errorf(path+".bytes", "%v is set, but transport raw paces flows by load or rate; use transport.kind: mrc for transfers", t.Bytes)
 	}
 	switch t.Path {
 	case "":
@@ -347,6 +465,56 @@ func (t *Traffic) resolve(path string, hosts int, duration sim.Time) error {
 	if t.Stop <= t.Start {
 		return Errorf(path+".stop", "%v is not after start %v", t.Stop, t.Start)
 	}
+	return t.checkHosts(path, hosts)
+}
+
+// resolveTransfers checks a traffic group carried by a transport: each flow is one transfer of
+// Bytes posted at Start; pacing fields belong to raw traffic and are errors here.
+func (t *Traffic) resolveTransfers(path string, tr Transport, hosts int, duration sim.Time) error {
+	rawOnly := func(field string, set bool) error {
+		if set {
+			return Errorf(path+"."+field, "applies to transport raw only; under %s each flow is a transfer of bytes", tr.Kind)
+		}
+		return nil
+	}
+	for _, c := range []struct {
+		f   string
+		set bool
+	}{{"load", t.Load != 0}, {"rate", t.Rate != 0}, {"path", t.Path != ""}, {"packet_size", t.PacketSize != 0},
+		{"stop", t.Stop != 0}, {"ecn", t.ECN}, {"trimmable", t.Trimmable}} {
+		if err := rawOnly(c.f, c.set); err != nil {
+			return err
+		}
+	}
+	if t.Start < 0 || t.Start >= duration {
+		return Errorf(path+".start", "%v is not before run.duration (%v); transfers must start inside the run", t.Start, duration)
+	}
+	if t.Bytes < 0 {
+		return Errorf(path+".bytes", "%v must be positive", t.Bytes)
+	}
+	if t.Bytes == 0 && t.Pattern != PatternFlows {
+		return Errorf(path+".bytes", "missing; give the transfer size of each flow, e.g. 16MiB")
+	}
+	for j := range t.Flows {
+		f := &t.Flows[j]
+		if f.Rate != 0 {
+			return Errorf(fmt.Sprintf("%s.flows[%d].rate", path, j), "applies to transport raw only; give bytes")
+		}
+		if f.Bytes < 0 {
+			return Errorf(fmt.Sprintf("%s.flows[%d].bytes", path, j), "%v must be positive", f.Bytes)
+		}
+		if f.Bytes == 0 {
+			if t.Bytes == 0 {
+				return Errorf(fmt.Sprintf("%s.flows[%d].bytes", path, j), "missing; set it here or bytes for the group")
+			}
+			f.Bytes = t.Bytes
+		}
+	}
+	return t.checkHosts(path, hosts)
+}
+
+// checkHosts validates the host indices of the group's pattern.
+func (t *Traffic) checkHosts(path string, hosts int) error {
 	host := func(p string, h int) error {
 		if h < 0 || h >= hosts {
 			return Errorf(p, "host %d does not exist; allowed 0..%d", h, hosts-1)
@@ -413,4 +581,31 @@ func closError(err error) error {
 		return Errorf("topology.clos."+fe.Field, "%s", fe.Msg)
 	}
 	return Errorf("topology.clos", "%v", err)
+}
+
+func (f *Fault) resolve(path string, duration sim.Time) error {
+	if f.At < 0 || f.At >= duration {
+		return Errorf(path+".at", "%v is not inside the run (0 to %v)", f.At, duration)
+	}
+	if f.Link == "" {
+		return Errorf(path+".link", "missing; give a port name such as \"h3.p2\" or a pattern such as \"p0.t0-*.up*\"")
+	}
+	if _, err := pathpkg.Match(f.Link, ""); err != nil {
+		return Errorf(path+".link", "%q is not a valid pattern: %v", f.Link, err)
+	}
+	switch f.Action {
+	case FaultDown, FaultUp:
+		if f.Loss != 0 {
+			return Errorf(path+".loss", "applies to action loss only")
+		}
+	case FaultLoss:
+		if !(f.Loss >= 0 && f.Loss <= 1) {
+			return Errorf(path+".loss", "%v is out of range; allowed 0..1", f.Loss)
+		}
+	case "":
+		return Errorf(path+".action", "missing; allowed down, up, loss")
+	default:
+		return Errorf(path+".action", "%q is not an action; allowed down, up, loss", f.Action)
+	}
+	return nil
 }

@@ -39,6 +39,7 @@ type Sim struct {
 	timers   []timer
 	events   uint64
 	stopped  bool
+	paused   bool
 	stopErr  error
 }
 
@@ -123,6 +124,11 @@ func (s *Sim) Stop(err error) {
 	}
 }
 
+// Pause ends the current Run or Drain after the event being dispatched, without an error and
+// without advancing the clock to the Run's limit: a workload that finished early calls it, and
+// the caller continues with another Run or Drain from Now().
+func (s *Sim) Pause() { s.paused = true }
+
 // Stopped reports whether Stop was called.
 func (s *Sim) Stopped() bool { return s.stopped }
 
@@ -130,7 +136,11 @@ func (s *Sim) Stopped() bool { return s.stopped }
 // or Stop is called. On a normal end the clock is advanced to until (unless until is MaxTime),
 // so Now() is the end of the simulated interval. It returns the error passed to Stop, if any.
 func (s *Sim) Run(until Time) error {
-	s.Drain(until)
+	s.dispatch(until)
+	if s.paused {
+		s.paused = false
+		return s.stopErr
+	}
 	if !s.stopped && until != MaxTime && s.now < until {
 		s.now = until
 	}
@@ -141,7 +151,14 @@ func (s *Sim) Run(until Time) error {
 // dispatched instead of advancing it to limit: use it to let in-flight work finish and learn
 // when it did. It returns the error passed to Stop, if any.
 func (s *Sim) Drain(limit Time) error {
-	for s.q.len() > 0 && !s.stopped {
+	err := s.dispatch(limit)
+	s.paused = false
+	return err
+}
+
+// dispatch runs events up to limit until the queue empties, Stop or Pause.
+func (s *Sim) dispatch(limit Time) error {
+	for s.q.len() > 0 && !s.stopped && !s.paused {
 		if s.q.peek().At > limit {
 			break
 		}

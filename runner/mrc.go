@@ -1,0 +1,455 @@
+package runner
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/lockstepsim/lockstep/fabric"
+	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/transport/mrc"
+)
+
+// mrcFlow is one MRC connection (QP) carrying one transfer from Src to Dst.
+type mrcFlow struct {
+	src, dst  int32
+	bytes     int64
+	start     sim.Time
+	snd       *mrc.Sender
+	rcv       *mrc.Receiver
+	routes    []fabric.Route // by EV: the forward source route
+	ackRoutes []fabric.Route // by EV: the reverse route its answers take
+	planes    []uint8        // by EV: plane
+	timer     sim.TimerID
+	done      sim.Time // sender completion (last byte acknowledged), 0 while running
+	placed    sim.Time // receiver completion (last byte placed)
+	lossRetx  int64    // SACK-gap + timeout retransmissions seen so far
+}
+
+// mrcNet drives MRC engines over the fabric: it turns engine Headers into fabric packets and
+// back, keeps one timer per sender at its deadline, and records completions.
+type mrcNet struct {
+	s        *sim.Sim
+	net      *fabric.Network
+	cfg      mrc.Config
+	flows    []*mrcFlow
+	kStart   sim.Kind
+	kTimer   sim.Kind
+	baseRTT  sim.Time
+	maxQueue sim.Time // most queueing the longest path's switch queues can add
+	nicRate  sim.Rate
+	fct      *hdrhistogram.Histogram // sender FCT, ns
+	running  int
+	errs     []error
+	onDone   func(now sim.Time) // called when every flow has completed
+	quiet    bool               // engines stopped: outboxes are discarded, timers stay off
+
+	// Loss-driven retransmissions (SACK gap, timeout): the first and last time one was sent,
+	// for what a failure cost.
+	lossRetx                    int64
+	firstLossRetx, lastLossRetx sim.Time
+}
+
+// baseRTT is the unloaded round trip of the longest path: data out over every link (host links
+// at the host rate, the rest at the fabric rate), store-and-forward, and an ACK back.
+func baseRTT(c topo.Clos, hops int, dataWire, ackWire int) sim.Time {
+	links := hops + 1
+	var rtt sim.Time
+	for i := 0; i < links; i++ {
+		r := c.FabricLink
+		if i == 0 || i == links-1 {
+			r = c.HostLink
+		}
+		rtt += 2*c.HopLatency + r.TxTime(int64(dataWire)) + r.TxTime(int64(ackWire))
+	}
+	return rtt
+}
+
+func newMRCNet(s *sim.Sim, net *fabric.Network, l *topo.Layout, cfg mrc.Config, fq scenario.Fabric) *mrcNet {
+	c := l.Config()
+	cfg = cfg.WithDefaults()
+	m := &mrcNet{
+		s: s, net: net, cfg: cfg,
+		baseRTT: baseRTT(c, l.Sizing().MaxSwitchHops, cfg.WireBytes(cfg.PayloadBytes), cfg.AckBytes),
+		nicRate: c.HostLink * sim.Rate(c.Planes),
+		fct:     hdrhistogram.New(1, int64(sim.Hour/sim.Nanosecond), 3),
+	}
+	// Queueing bound: every switch hop of the longest path but the last at the switch queue's
+	// trim threshold (or limit), the last hop at the last-hop queue's.
+	hold := func(q fabric.QueueConfig, r sim.Rate) sim.Time {
+		b := q.Limit
+		if q.Trim.Enabled && q.Trim.Threshold > 0 && q.Trim.Threshold < b {
+			b = q.Trim.Threshold
+		}
+		return r.TxTime(int64(b))
+	}
+	hops := l.Sizing().MaxSwitchHops
+	lh := fq.SwitchQueue
+	if fq.LastHopQueue != nil {
+		lh = *fq.LastHopQueue
+	}
+	m.maxQueue = sim.Time(hops-1)*hold(fq.SwitchQueue, c.FabricLink) + hold(lh, c.HostLink)
+	m.kStart = s.Register("mrc.start", m.onStart)
+	m.kTimer = s.Register("mrc.timer", m.onTimer)
+	net.SetReceiver(fabric.ProtoMRC, m.onPacket)
+	return m
+}
+
+// addFlow creates the QP from src to dst for one transfer of bytes posted at start.
+func (m *mrcNet) addFlow(l *topo.Layout, src, dst int, bytes int64, start sim.Time, seed uint64) error {
+	c := l.Config()
+	qp := uint32(len(m.flows))
+	per := l.NumPaths(src, dst) / c.Planes
+	pp := make([]int, c.Planes)
+	for i := range pp {
+		pp[i] = per
+	}
+	rng := sim.Stream(seed, fmt.Sprintf("mrc.qp%d", qp))
+	snd, err := mrc.NewSender(m.cfg, qp, mrc.Path{Planes: c.Planes, PathsPerPlane: pp, BaseRTT: m.baseRTT, NICRate: m.nicRate, MaxQueueDelay: m.maxQueue}, rng)
+	if err != nil {
+		return err
+	}
+	f := &mrcFlow{src: int32(src), dst: int32(dst), bytes: bytes, start: start, snd: snd, rcv: mrc.NewReceiver(m.cfg, qp)}
+	nic := m.net.Nodes[src].Ports
+	snd.SetPlaneBacklog(c.Planes, func(plane int) int64 { return m.net.Ports[nic[plane]].QueueBytes() })
+	evs := snd.EVs()
+	n := evs.Len()
+	f.routes = make([]fabric.Route, n)
+	f.ackRoutes = make([]fabric.Route, n)
+	f.planes = make([]uint8, n)
+	for ev := 0; ev < n; ev++ {
+		plane, path, _ := evs.Route(ev)
+		r, err := l.Path(src, dst, path*c.Planes+plane)
+		if err != nil {
+			return err
+		}
+		back, err := l.Path(dst, src, path*c.Planes+plane)
+		if err != nil {
+			return err
+		}
+		f.routes[ev], f.ackRoutes[ev], f.planes[ev] = topo.FabricRoute(r), topo.FabricRoute(back), uint8(plane)
+	}
+	f.timer = m.s.NewTimer(m.kTimer, int32(qp))
+	m.flows = append(m.flows, f)
+	m.running++
+	m.s.At(start, m.kStart, int32(qp), 0)
+	return nil
+}
+
+func (m *mrcNet) onStart(now sim.Time, obj int32, _ uint64) {
+	f := m.flows[obj]
+	f.snd.Post(now, f.bytes)
+	f.snd.Pump(now)
+	m.flushSender(now, f)
+}
+
+func (m *mrcNet) onTimer(now sim.Time, obj int32, _ uint64) {
+	f := m.flows[obj]
+	f.snd.OnTimer(now)
+	m.flushSender(now, f)
+}
+
+// flushSender sends the sender's outbox, records completions and errors, and re-arms its timer.
+func (m *mrcNet) flushSender(now sim.Time, f *mrcFlow) {
+	if m.quiet {
+		f.snd.ClearOut()
+		f.snd.ClearCompletions()
+		return
+	}
+	if n := f.snd.Stats.Retx[mrc.RetxSackGap] + f.snd.Stats.Retx[mrc.RetxTimeout]; n > f.lossRetx {
+		f.lossRetx = n
+		m.lossRetx++
+		if m.firstLossRetx == 0 {
+			m.firstLossRetx = now
+		}
+		m.lastLossRetx = now
+	}
+	for i := range f.snd.Out() {
+		h := &f.snd.Out()[i]
+		m.send(now, f, h, f.src, f.routes[h.EV], int(f.planes[h.EV]))
+	}
+	f.snd.ClearOut()
+	for _, c := range f.snd.Completions() {
+		if f.done == 0 {
+			f.done = c.Done
+			_ = m.fct.RecordValue(int64((c.Done - c.Posted) / sim.Nanosecond))
+			m.running--
+			if m.running == 0 && m.onDone != nil {
+				m.onDone(now)
+			}
+		}
+	}
+	f.snd.ClearCompletions()
+	if err := f.snd.Err(); err != nil {
+		m.errs = append(m.errs, err)
+		m.s.StopTimer(f.timer)
+		return
+	}
+	if d := f.snd.Deadline(); d != sim.MaxTime {
+		m.s.Reset(f.timer, d)
+	} else {
+		m.s.StopTimer(f.timer)
+	}
+}
+
+// send encodes h into a fabric packet and injects it at host on plane with route r.
+//
+// Word layout (the fabric's transport-owned words): Data and Probe: Seq = PSN | Msg<<32,
+// Ack = Offset, Bitmap = LastPSN, Aux = Len. SACK and NACK: Seq = CumPSN | NackPSN<<32,
+// Bitmap = bitmap, Ack = EchoTS, Aux = Reason | CE<<8 | ForProbe<<9. Op = Kind, Flow = QP,
+// Entropy = EV (answers: the echoed EV). SentAt carries TS.
+func (m *mrcNet) send(now sim.Time, f *mrcFlow, h *mrc.Header, host int32, r fabric.Route, plane int) {
+	p := m.net.NewPacket()
+	p.Proto = fabric.ProtoMRC
+	p.Op = uint8(h.Kind)
+	p.Flow = int32(h.QP)
+	p.Src, p.Dst = host, f.dst
+	if host == f.dst {
+		p.Dst = f.src
+	}
+	switch h.Kind {
+	case mrc.Data:
+		p.Size = int32(m.cfg.WireBytes(int(h.Len)))
+		p.Class = 1
+		p.Flags = fabric.ECT | fabric.Trimmable
+		p.Entropy = uint32(h.EV)
+		p.Seq = uint64(h.PSN) | uint64(h.Msg)<<32
+		p.Ack = uint64(h.Offset)
+		p.Bitmap = uint64(h.LastPSN)
+		p.Aux = uint64(h.Len)
+	case mrc.Probe:
+		p.Size = int32(m.cfg.AckBytes)
+		p.Class = 1
+		p.Flags = fabric.ECT
+		p.Entropy = uint32(h.EV)
+	default: // SACK, NACK
+		p.Size = int32(m.cfg.AckBytes)
+		p.Class = 0
+		p.Entropy = uint32(h.EchoEV)
+		p.Seq = uint64(h.CumPSN) | uint64(h.NackPSN)<<32
+		p.Bitmap = h.Bitmap
+		p.Ack = uint64(h.EchoTS)
+		p.Aux = uint64(h.Reason)
+		if h.CE {
+			p.Aux |= 1 << 8
+		}
+		if h.ForProbe {
+			p.Aux |= 1 << 9
+		}
+	}
+	p.UseRoute(&r)
+	if err := m.net.Send(now, host, plane, p); err != nil {
+		m.s.Stop(err)
+	}
+}
+
+// onPacket decodes an MRC packet at its destination and hands it to the engine.
+func (m *mrcNet) onPacket(now sim.Time, p *fabric.Packet) {
+	if p.Flow < 0 || int(p.Flow) >= len(m.flows) {
+		return
+	}
+	f := m.flows[p.Flow]
+	kind := mrc.Kind(p.Op)
+	ce := p.Flags&fabric.CE != 0
+	switch kind {
+	case mrc.Data, mrc.Probe:
+		h := mrc.Header{
+			Kind: kind, QP: uint32(p.Flow), EV: uint16(p.Entropy), PSN: uint32(p.Seq), Msg: uint32(p.Seq >> 32),
+			Offset: int64(p.Ack), LastPSN: uint32(p.Bitmap), Len: int32(p.Aux), TS: p.SentAt,
+		}
+		if kind == mrc.Data {
+			f.rcv.OnData(now, &h, p.Flags&fabric.Trimmed != 0, p.Flags&fabric.TrimmedLastHop != 0, ce)
+		} else {
+			f.rcv.OnProbe(now, &h, ce)
+		}
+		if m.quiet {
+			f.rcv.ClearOut()
+			f.rcv.ClearCompletions()
+			return
+		}
+		for i := range f.rcv.Out() {
+			a := &f.rcv.Out()[i]
+			m.send(now, f, a, f.dst, f.ackRoutes[a.EchoEV], int(f.planes[a.EchoEV]))
+		}
+		f.rcv.ClearOut()
+		for _, c := range f.rcv.Completions() {
+			if f.placed == 0 {
+				f.placed = c.Done
+			}
+		}
+		f.rcv.ClearCompletions()
+	case mrc.SACK, mrc.NACK:
+		h := mrc.Header{
+			Kind: kind, QP: uint32(p.Flow), CumPSN: uint32(p.Seq), NackPSN: uint32(p.Seq >> 32), Bitmap: p.Bitmap,
+			EchoEV: uint16(p.Entropy), EchoTS: sim.Time(p.Ack), Reason: mrc.NackReason(p.Aux & 0xff),
+			CE: p.Aux&(1<<8) != 0, ForProbe: p.Aux&(1<<9) != 0,
+		}
+		if kind == mrc.SACK {
+			f.snd.OnSACK(now, &h)
+		} else {
+			f.snd.OnNACK(now, &h)
+		}
+		m.flushSender(now, f)
+	}
+}
+
+// stuck describes flows that have not completed, for a run that stopped making progress.
+func (m *mrcNet) stuck(max int) string {
+	var out []string
+	for i, f := range m.flows {
+		if f.done == 0 {
+			out = append(out, fmt.Sprintf("qp %d (h%d->h%d): %s", i, f.src, f.dst, f.snd.Outstanding()))
+		}
+	}
+	sort.Strings(out)
+	if len(out) > max {
+		out = append(out[:max], fmt.Sprintf("and %d more", len(out)-max))
+	}
+	return fmt.Sprint(out)
+}
+
+// MRCRun is what an MRC run leaves for tests and reports beyond the summary.
+type MRCRun struct {
+	m *mrcNet
+	// DoneAt is when the last transfer was acknowledged (MaxTime if some never were).
+	DoneAt sim.Time
+	// EVSeries samples EV states summed over all QPs every run.sample_interval.
+	EVSeries []EVSample
+}
+
+// EVSample is the EV state counts over all QPs at one time.
+type EVSample struct {
+	At                             sim.Time
+	Good, Skip, AssumedBad, Denied int
+}
+
+// Flow returns flow i's sender, receiver and completion times (zero while not complete).
+func (r *MRCRun) Flow(i int) (snd *mrc.Sender, rcv *mrc.Receiver, src, dst int, done, placed sim.Time) {
+	f := r.m.flows[i]
+	return f.snd, f.rcv, int(f.src), int(f.dst), f.done, f.placed
+}
+
+// Flows returns the number of MRC flows.
+func (r *MRCRun) Flows() int { return len(r.m.flows) }
+
+// BaseRTT returns the base RTT the engines were configured with.
+func (r *MRCRun) BaseRTT() sim.Time { return r.m.baseRTT }
+
+// runMRC posts every flow's transfer, runs until all are acknowledged (or run.duration), then
+// stops the engines and drains the fabric.
+func runMRC(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
+	s, net := res.Sim, res.Net
+	m := newMRCNet(s, net, layout, *sc.Transport.MRC, sc.Fabric)
+	hosts := net.NumHosts()
+	for gi := range sc.Traffic {
+		g := &sc.Traffic[gi]
+		rng := sim.Stream(sc.Run.Seed, fmt.Sprintf("traffic[%d]", gi))
+		for _, p := range groupPairs(g, hosts, rng.Perm) {
+			bytes := p.bytes
+			if bytes == 0 {
+				bytes = int64(g.Bytes)
+			}
+			if err := m.addFlow(layout, p.src, p.dst, bytes, g.Start, sc.Run.Seed); err != nil {
+				return &InputError{Err: fmt.Errorf("traffic[%d]: %w", gi, err)}
+			}
+		}
+	}
+	run := &MRCRun{m: m, DoneAt: sim.MaxTime}
+	res.MRC = run
+	smp := newSampler(s, net, layout.Config().Planes, sc.Run.SampleInterval, sc.Run.Duration)
+	smp.extra = func(now sim.Time) {
+		run.EVSeries = append(run.EVSeries, m.evSample(now))
+		if debugSample != nil {
+			debugSample(now, m)
+		}
+	}
+	m.onDone = func(now sim.Time) {
+		run.DoneAt = now
+		smp.until = now
+		s.Pause()
+	}
+	smp.start()
+	if err := s.Run(sc.Run.Duration); err != nil {
+		return fmt.Errorf("run stopped at %v: %w", s.Now(), err)
+	}
+	end := s.Now()
+	if run.DoneAt == sim.MaxTime && m.running > 0 && len(m.errs) == 0 && s.NextAt() == sim.MaxTime {
+		return fmt.Errorf("stuck at %v: no event pending with %d transfers outstanding: %s", end, m.running, m.stuck(5))
+	}
+	snap := snapshot(net)
+	m.quiesce()
+	if err := s.Drain(end + sc.Run.Drain); err != nil {
+		return fmt.Errorf("run stopped during drain at %v: %w", s.Now(), err)
+	}
+	if err := net.Audit(); err != nil {
+		return err
+	}
+	if left := net.InFlight(); left > 0 {
+		return notDrained(net, left, sc.Run.Drain)
+	}
+	res.Summary = summarise(sc, net, len(m.flows), smp, snap, end)
+	res.Summary.MRC = m.summary(end, res.Faults)
+	mrcGoodput(&res.Summary, m, end)
+	return nil
+}
+
+// quiesce stops every engine: timers off, outboxes discarded from now on, so the fabric can
+// drain (probes would otherwise go on forever).
+func (m *mrcNet) quiesce() {
+	m.quiet = true
+	for _, f := range m.flows {
+		m.s.StopTimer(f.timer)
+	}
+}
+
+// evSample sums EV state counts over all QPs.
+func (m *mrcNet) evSample(now sim.Time) EVSample {
+	e := EVSample{At: now}
+	for _, f := range m.flows {
+		good, skip, bad, denied, _ := f.snd.EVs().Counts()
+		e.Good += good
+		e.Skip += skip
+		e.AssumedBad += bad
+		e.Denied += denied
+	}
+	return e
+}
+
+// applyMRCProfile sets switch ECN and trimming from the BDP (scenario.ProfileMRC): marking from
+// 0.2 to 0.8 BDP on fabric hops, none on the last hop, trimming above 1 BDP (1.5 BDP at the
+// last hop). BDP = fabric link rate x base RTT of the MRC packet sizes.
+func applyMRCProfile(sc *scenario.Scenario) {
+	c := *sc.Topology.Clos
+	cfg := mrc.Config{}
+	if sc.Transport.MRC != nil {
+		cfg = *sc.Transport.MRC
+	}
+	cfg = cfg.WithDefaults()
+	hops := 3
+	if c.Tiers == 3 {
+		hops = 5
+	}
+	rtt := baseRTT(c, hops, cfg.WireBytes(cfg.PayloadBytes), cfg.AckBytes)
+	bdp := c.FabricLink.BytesIn(rtt)
+	sw := &sc.Fabric.SwitchQueue
+	sw.ECN = fabric.ECNConfig{Enabled: true, Kmin: sim.Size(bdp / 5), Kmax: sim.Size(bdp * 4 / 5), Pmax: 1}
+	sw.Trim = fabric.TrimConfig{Enabled: true, Threshold: sim.Size(bdp), HeaderLimit: sw.Trim.HeaderLimit, HeaderShare: sw.Trim.HeaderShare}
+	lh := sc.Fabric.LastHopQueue
+	if lh == nil {
+		q := *sw
+		lh = &q
+		sc.Fabric.LastHopQueue = lh
+	}
+	lh.ECN = fabric.ECNConfig{}
+	lh.Trim = fabric.TrimConfig{Enabled: true, Threshold: sim.Size(bdp * 3 / 2), HeaderLimit: lh.Trim.HeaderLimit, HeaderShare: lh.Trim.HeaderShare}
+	for _, q := range []*fabric.QueueConfig{sw, lh} {
+		if q.Limit < sim.Size(2*bdp) {
+			q.Limit = sim.Size(2 * bdp) // room above the trim threshold for headers' data to drain
+		}
+		*q = q.WithDefaults()
+	}
+}
+
+var debugSample func(now sim.Time, m *mrcNet)

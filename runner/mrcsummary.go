@@ -1,0 +1,165 @@
+package runner
+
+import (
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/transport/mrc"
+)
+
+// MRCSummary is the MRC transport's headline figures (units in the keys).
+type MRCSummary struct {
+	Flows          int      `json:"flows"`
+	FlowsCompleted int      `json:"flows_completed"`
+	QPErrors       int      `json:"qp_errors"`
+	QPErrorList    []string `json:"qp_error_list,omitempty"` // the first few, verbatim
+
+	BaseRTTUs float64 `json:"base_rtt_us"`
+	// JCTUs is when the last transfer was acknowledged (all transfers start at their group's
+	// start; the run's clock starts at 0).
+	JCTUs float64 `json:"jct_us"`
+	// Flow completion time: post to the acknowledgement of the last byte.
+	FCTMeanUs float64 `json:"fct_mean_us"`
+	FCTP50Us  float64 `json:"fct_p50_us"`
+	FCTP99Us  float64 `json:"fct_p99_us"`
+	FCTMaxUs  float64 `json:"fct_max_us"`
+	// IdealFCTUs is wire bytes / NIC line rate + base RTT for the largest transfer: what one
+	// flow alone on an idle fabric would take.
+	IdealFCTUs float64 `json:"ideal_fct_us"`
+	// FCT over ideal, per flow: mean and worst.
+	FCTOverIdealMean float64 `json:"fct_over_ideal_mean"`
+	FCTOverIdealMax  float64 `json:"fct_over_ideal_max"`
+	// Per-flow throughput, payload bytes / FCT, as a fraction of the NIC line rate.
+	ThroughputMeanOfLine float64 `json:"throughput_mean_of_line"`
+	ThroughputMinOfLine  float64 `json:"throughput_min_of_line"`
+	// HeaderOverheadPct is header / wire bytes of a full data packet: the share of line rate
+	// that can never be payload.
+	HeaderOverheadPct float64 `json:"header_overhead_pct"`
+
+	DataPackets  int64            `json:"data_packets"`
+	RetxPackets  map[string]int64 `json:"retx_packets"` // by cause
+	Timeouts     int64            `json:"timeouts"`
+	NACKsSent    int64            `json:"nacks_sent"`
+	TrimsNACKed  int64            `json:"trims_nacked"` // trimmed headers received (each answered by a NACK)
+	SACKsSent    int64            `json:"sacks_sent"`
+	ProbesSent   int64            `json:"probes_sent"`
+	ProbeAcks    int64            `json:"probe_acks"`
+	NoEVStalls   int64            `json:"no_ev_stalls"`
+	EVGood       int              `json:"ev_good_at_end"`
+	EVSkip       int              `json:"ev_skip_at_end"`
+	EVAssumedBad int              `json:"ev_assumed_bad_at_end"`
+	EVDenied     int              `json:"ev_denied_at_end"`
+
+	// Loss-driven retransmissions (SACK gap or timeout): the first and last time one was sent.
+	// With one failure in the run, the span from the failure to the last is its recovery time.
+	FirstLossRetxUs float64 `json:"first_loss_retx_us,omitempty"`
+	LastLossRetxUs  float64 `json:"last_loss_retx_us,omitempty"`
+	// FaultToLastLossRetxUs is LastLossRetxUs minus the first fault's time, when there was one.
+	FaultToLastLossRetxUs float64 `json:"fault_to_last_loss_retx_us,omitempty"`
+}
+
+func us(t sim.Time) float64 { return round3(t.Micros()) }
+
+// summary gathers the MRC figures over the run that ended at end.
+func (m *mrcNet) summary(end sim.Time, faults []FaultEvent) *MRCSummary {
+	cfg := &m.cfg
+	s := &MRCSummary{Flows: len(m.flows), BaseRTTUs: us(m.baseRTT), RetxPackets: map[string]int64{}}
+	full := cfg.WireBytes(cfg.PayloadBytes)
+	s.HeaderOverheadPct = round3(100 * float64(cfg.HeaderBytes) / float64(full))
+	var maxBytes, sumFCT int64
+	var sumRatio, sumTput float64
+	minTput := 0.0
+	for _, f := range m.flows {
+		if f.bytes > maxBytes {
+			maxBytes = f.bytes
+		}
+	}
+	wire := func(b int64) int64 {
+		pay := int64(cfg.PayloadBytes)
+		full := b / pay
+		wb := full * int64(cfg.WireBytes(cfg.PayloadBytes))
+		if rem := b % pay; rem > 0 {
+			wb += int64(cfg.WireBytes(int(rem)))
+		}
+		return wb
+	}
+	ideal := func(b int64) sim.Time { return m.nicRate.TxTime(wire(b)) + m.baseRTT }
+	s.IdealFCTUs = us(ideal(maxBytes))
+	var last sim.Time
+	for _, f := range m.flows {
+		st := &f.snd.Stats
+		s.DataPackets += st.DataPackets
+		for c := mrc.RetxCause(0); c < mrc.NumRetxCauses; c++ {
+			s.RetxPackets[c.String()] += st.Retx[c]
+		}
+		s.Timeouts += st.Timeouts
+		s.ProbesSent += st.ProbesSent
+		s.ProbeAcks += st.ProbeAcks
+		s.NoEVStalls += st.NoEVStalls
+		rs := &f.rcv.Stats
+		s.NACKsSent += rs.NACKs
+		s.SACKsSent += rs.SACKs
+		s.TrimsNACKed += rs.Trimmed
+		good, skip, bad, denied, _ := f.snd.EVs().Counts()
+		s.EVGood += good
+		s.EVSkip += skip
+		s.EVAssumedBad += bad
+		s.EVDenied += denied
+		if err := f.snd.Err(); err != nil {
+			s.QPErrors++
+			if len(s.QPErrorList) < 5 {
+				s.QPErrorList = append(s.QPErrorList, err.Error())
+			}
+		}
+		if f.done == 0 {
+			continue
+		}
+		s.FlowsCompleted++
+		fct := f.done - f.start
+		sumFCT += int64(fct)
+		sumRatio += float64(fct) / float64(ideal(f.bytes))
+		if r := float64(fct) / float64(ideal(f.bytes)); r > s.FCTOverIdealMax {
+			s.FCTOverIdealMax = round3(r)
+		}
+		tput := float64(f.bytes) * 8 / fct.Seconds() / float64(m.nicRate)
+		sumTput += tput
+		if minTput == 0 || tput < minTput {
+			minTput = tput
+		}
+		if f.done > last {
+			last = f.done
+		}
+	}
+	if n := s.FlowsCompleted; n > 0 {
+		s.FCTMeanUs = us(sim.Time(sumFCT / int64(n)))
+		s.FCTOverIdealMean = round3(sumRatio / float64(n))
+		s.ThroughputMeanOfLine = round3(sumTput / float64(n))
+		s.ThroughputMinOfLine = round3(minTput)
+		s.JCTUs = us(last)
+	}
+	ns := func(q float64) float64 { return round3(float64(m.fct.ValueAtQuantile(q)) / 1e3) }
+	s.FCTP50Us, s.FCTP99Us = ns(50), ns(99)
+	s.FCTMaxUs = round3(float64(m.fct.Max()) / 1e3)
+	if m.lossRetx > 0 {
+		s.FirstLossRetxUs, s.LastLossRetxUs = us(m.firstLossRetx), us(m.lastLossRetx)
+		if len(faults) > 0 && m.lastLossRetx > faults[0].At {
+			s.FaultToLastLossRetxUs = us(m.lastLossRetx - faults[0].At)
+		}
+	}
+	return s
+}
+
+// mrcGoodput fills the generic rate figures for an MRC run over [0, end].
+func mrcGoodput(s *Summary, m *mrcNet, end sim.Time) {
+	var sent, placed, posted int64
+	for _, f := range m.flows {
+		sent += f.snd.Stats.DataBytes
+		placed += f.rcv.Stats.PlacedBytes
+		posted += f.bytes
+	}
+	if secs := end.Seconds(); secs > 0 {
+		s.OfferedGbps = round3(float64(sent) * 8 / secs / 1e9)
+		s.DeliveredGbps = round3(float64(placed) * 8 / secs / 1e9)
+	}
+	if posted > 0 {
+		s.DeliveredFraction = round3(float64(placed) / float64(posted))
+	}
+}

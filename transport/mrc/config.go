@@ -1,0 +1,190 @@
+package mrc
+
+import (
+	"fmt"
+
+	"github.com/lockstepsim/lockstep/sim"
+)
+
+// Header sizes on the wire, in bytes [MRC §2.2: SRv6 adds an outer IPv6 header].
+const (
+	EthernetBytes = 14 + 4 // MAC header + FCS
+	IPv6Bytes     = 40
+	UDPBytes      = 8
+	BTHBytes      = 12 // InfiniBand base transport header, as in RoCEv2
+	RETHBytes     = 16 // RDMA extended header: virtual address, key, DMA length
+	// DefaultHeaderBytes is a data packet's overhead: Ethernet + IPv6 + outer IPv6 (SRv6) +
+	// UDP + BTH + RETH = 134 B.
+	DefaultHeaderBytes = EthernetBytes + 2*IPv6Bytes + UDPBytes + BTHBytes + RETHBytes
+	// SACKExtBytes is the SACK payload: cumulative PSN and offset, 64-bit bitmap, echoed EV and
+	// timestamp, congestion state (lockstep layout of [API] fields).
+	SACKExtBytes = 32
+	// DefaultAckBytes is a SACK, NACK or probe on the wire: Ethernet + 2 IPv6 + UDP + BTH + the
+	// SACK extension = 150 B.
+	DefaultAckBytes = EthernetBytes + 2*IPv6Bytes + UDPBytes + BTHBytes + SACKExtBytes
+)
+
+// Config holds every MRC parameter a scenario may set (transport: {kind: mrc, ...}). Zero
+// fields take the defaults WithDefaults documents.
+type Config struct {
+	// PayloadBytes is the RDMA payload per data packet (MTU payload); default 4096.
+	PayloadBytes int `yaml:"payload_bytes"`
+	// HeaderBytes is the per-data-packet overhead on the wire; default DefaultHeaderBytes (134).
+	HeaderBytes int `yaml:"header_bytes"`
+	// AckBytes is the wire size of SACKs, NACKs and probes; default DefaultAckBytes (150).
+	AckBytes int `yaml:"ack_bytes"`
+	// AckEvery: the receiver sends a SACK every this many data packets, and at once on a CE
+	// mark, a duplicate, a filled hole, a gap near the bitmap's reach or a completed transfer;
+	// lockstep default 4 ([API] leaves coalescing to the implementation; 4 keeps SACK overhead
+	// under 1% of a link with 4 KiB packets).
+	AckEvery int `yaml:"ack_every"`
+	// AckTimeoutExp is t in the ACK timeout 1.024 us x 2^t, 1..24 [API]. 0 means automatic:
+	// the smallest t whose timeout covers 4 base RTTs (lockstep default).
+	AckTimeoutExp int `yaml:"ack_timeout_exp"`
+	// FixedRetries are the retries at the fixed ACK timeout before exponential backoff; default
+	// 7 [API].
+	FixedRetries int `yaml:"fixed_retries"`
+	// MaxRetries is the number of ACK timeouts in a row without progress before the QP errors;
+	// 25 means unlimited [API]. Lockstep default 15 (7 fixed + 8 doubling: about 2^8 x the
+	// timeout), so a dead peer is reported rather than retried forever.
+	MaxRetries int `yaml:"max_retries"`
+	// ReorderWindow is the RACK reordering allowance: a packet is lost when a packet sent after
+	// it was acknowledged and it has been out for that packet's RTT plus this. 0 means the
+	// lockstep default: the base RTT plus the most queueing the path's trim thresholds allow
+	// (Path.MaxQueueDelay), since sprayed packets overtake each other by at most that much and
+	// only a packet later than that can be lost rather than queued.
+	ReorderWindow sim.Time `yaml:"reorder_window"`
+	// WindowMPR is the receive window in units of 128 PSNs [API: MPR]; default 32 (4,096 PSNs,
+	// 16 MiB of 4 KiB packets in flight).
+	WindowMPR int `yaml:"window_mpr"`
+	// EV configures the entropy-value set.
+	EV EVConfig `yaml:"ev"`
+	// CC configures NSCC.
+	CC NSCCParams `yaml:"cc"`
+}
+
+// NSCCParams are the scenario-settable NSCC knobs; the path-dependent parts (base RTT, link
+// rate, MTU) come from the fabric at connection time.
+type NSCCParams struct {
+	// TargetFactor: target queueing delay = factor x base RTT; default 0.75 (trimming on)
+	// [PROTOCOLS.md NSCC].
+	TargetFactor float64 `yaml:"target_factor"`
+	// MaxWindowFactor: max window = factor x BDP; default 1.5.
+	MaxWindowFactor float64 `yaml:"max_window_factor"`
+	// Gamma is the multiplicative-decrease strength; default 0.8.
+	Gamma float64 `yaml:"gamma"`
+}
+
+// Lockstep defaults.
+const (
+	DefaultPayloadBytes = 4096
+	DefaultAckEvery     = 4
+	DefaultFixedRetries = 7
+	DefaultMaxRetries   = 15
+	UnlimitedRetries    = 25
+	DefaultWindowMPR    = 32
+	// AckTimeoutUnit is the ACK timeout granule, 1.024 us [API].
+	AckTimeoutUnit = 1024 * sim.Nanosecond
+)
+
+// WithDefaults fills zero fields (AckTimeoutExp 0 stays 0: automatic, resolved per
+// connection from its base RTT).
+func (c Config) WithDefaults() Config {
+	if c.PayloadBytes == 0 {
+		c.PayloadBytes = DefaultPayloadBytes
+	}
+	if c.HeaderBytes == 0 {
+		c.HeaderBytes = DefaultHeaderBytes
+	}
+	if c.AckBytes == 0 {
+		c.AckBytes = DefaultAckBytes
+	}
+	if c.AckEvery == 0 {
+		c.AckEvery = DefaultAckEvery
+	}
+	if c.FixedRetries == 0 {
+		c.FixedRetries = DefaultFixedRetries
+	}
+	if c.MaxRetries == 0 {
+		c.MaxRetries = DefaultMaxRetries
+	}
+	if c.WindowMPR == 0 {
+		c.WindowMPR = DefaultWindowMPR
+	}
+	if c.CC.TargetFactor == 0 {
+		c.CC.TargetFactor = 0.75
+	}
+	if c.CC.MaxWindowFactor == 0 {
+		c.CC.MaxWindowFactor = 1.5
+	}
+	if c.CC.Gamma == 0 {
+		c.CC.Gamma = 0.8
+	}
+	c.EV = c.EV.WithDefaults()
+	return c
+}
+
+// Validate names the first bad field (prefix is its YAML path, e.g. "transport").
+func (c Config) Validate(prefix string) error {
+	bad := func(f, format string, a ...any) error {
+		return fmt.Errorf("%s.%s: %s", prefix, f, fmt.Sprintf(format, a...))
+	}
+	switch {
+	case c.PayloadBytes < 64 || c.PayloadBytes > 65536:
+		return bad("payload_bytes", "%d is out of range; allowed 64..65536", c.PayloadBytes)
+	case c.HeaderBytes < 1 || c.HeaderBytes > 1024:
+		return bad("header_bytes", "%d is out of range; allowed 1..1024", c.HeaderBytes)
+	case c.AckBytes < 64 || c.AckBytes > 4096:
+		return bad("ack_bytes", "%d is out of range; allowed 64..4096 (a trimmed header is 64 B)", c.AckBytes)
+	case c.AckEvery < 1 || c.AckEvery > 64:
+		return bad("ack_every", "%d is out of range; allowed 1..64", c.AckEvery)
+	case c.AckTimeoutExp < 0 || c.AckTimeoutExp > 24:
+		return bad("ack_timeout_exp", "%d is out of range; allowed 1..24 (timeout 1.024us x 2^t) or 0 (automatic)", c.AckTimeoutExp)
+	case c.FixedRetries < 0 || c.FixedRetries > 25:
+		return bad("fixed_retries", "%d is out of range; allowed 0..25", c.FixedRetries)
+	case c.MaxRetries < 1 || c.MaxRetries > UnlimitedRetries:
+		return bad("max_retries", "%d is out of range; allowed 1..25 (25 = unlimited)", c.MaxRetries)
+	case c.ReorderWindow < 0 || c.ReorderWindow > sim.Second:
+		return bad("reorder_window", "%v is out of range; allowed 0..1s (0 = one base RTT)", c.ReorderWindow)
+	case c.WindowMPR < 1 || c.WindowMPR > 512:
+		return bad("window_mpr", "%d is out of range; allowed 1..512 (units of 128 PSNs)", c.WindowMPR)
+	case !(c.CC.TargetFactor > 0 && c.CC.TargetFactor <= 10):
+		return bad("cc.target_factor", "%v is out of range; allowed (0, 10]", c.CC.TargetFactor)
+	case !(c.CC.MaxWindowFactor >= 0.1 && c.CC.MaxWindowFactor <= 100):
+		return bad("cc.max_window_factor", "%v is out of range; allowed 0.1..100", c.CC.MaxWindowFactor)
+	case !(c.CC.Gamma > 0 && c.CC.Gamma <= 1):
+		return bad("cc.gamma", "%v is out of range; allowed (0, 1]", c.CC.Gamma)
+	}
+	if err := c.EV.Validate(); err != nil {
+		return fmt.Errorf("%s.ev.%w", prefix, err)
+	}
+	return nil
+}
+
+// WireBytes is the on-the-wire size of a data packet carrying payload bytes.
+func (c *Config) WireBytes(payload int) int { return payload + c.HeaderBytes }
+
+// Path describes what a connection's sender knows of the fabric at setup.
+type Path struct {
+	Planes        int      // NIC ports (planes) of the sender
+	PathsPerPlane []int    // source routes available to the peer, per plane
+	BaseRTT       sim.Time // unloaded RTT of the longest path, data out + SACK back
+	NICRate       sim.Rate // the sender's aggregate NIC rate (all planes), bits/s
+	// MaxQueueDelay is the most queueing delay the longest path can add (trim thresholds or
+	// queue limits over link rates, summed over its switch hops); sets the default RACK
+	// reordering window.
+	MaxQueueDelay sim.Time
+}
+
+// ackTimeout returns the ACK timeout for the given exponent t: 1.024 us x 2^t [API].
+func ackTimeout(t int) sim.Time { return AckTimeoutUnit << uint(t) }
+
+// autoTimeoutExp is the smallest t whose ACK timeout covers 4 base RTTs (lockstep default).
+func autoTimeoutExp(baseRTT sim.Time) int {
+	for t := 0; t < 24; t++ {
+		if ackTimeout(t) >= 4*baseRTT {
+			return t
+		}
+	}
+	return 24
+}

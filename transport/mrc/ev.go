@@ -1,0 +1,940 @@
+package mrc
+
+// Entropy values (EVs): the per-QP set of paths MRC sprays packets over, with the per-EV state
+// machine that moves traffic off congested or failed paths [MRC §2.1, §2.4; API: mrc.h EV
+// states].
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/lockstepsim/lockstep/sim"
+)
+
+// EVState is the state of one entropy value [MRC §2.1; API: mrc.h EV states].
+//
+// Membership follows from the state: the active set holds only Good and Skip EVs, the backup
+// pool of each plane only Good ones, the probe list exactly the AssumedBad ones, and Denied EVs
+// are in none of them.
+type EVState uint8
+
+// EV states [MRC §2.1; API: mrc.h EV states].
+const (
+	// Good: usable. An active Good EV carries data; a Good EV in the backup pool waits to
+	// replace a retired one of its plane.
+	Good EVState = iota
+	// Skip: passed over once, the next time the rotation reaches it, then Good again. Set on an
+	// active EV by a CE mark echoed in an ACK/SACK or by a NACK for a packet trimmed before the
+	// last hop: the path is congested, not broken.
+	Skip
+	// AssumedBad: retired after an untrimmed loss (a timeout or a gap the SACKs prove), which
+	// with trimming on means failure. Never used for data; probed every ProbeInterval until
+	// ProbeSuccesses consecutive clean answers make it Good again.
+	AssumedBad
+	// Denied: set and cleared only by the operator (a denylist or a fault schedule) through
+	// Deny and Allow. Never used for data and never probed.
+	Denied
+
+	numEVStates
+)
+
+// String returns the state's name as mrc.h spells it: "GOOD", "SKIP", "ASSUMED_BAD",
+// "DENIED".
+func (s EVState) String() string {
+	switch s {
+	case Good:
+		return "GOOD"
+	case Skip:
+		return "SKIP"
+	case AssumedBad:
+		return "ASSUMED_BAD"
+	case Denied:
+		return "DENIED"
+	}
+	return fmt.Sprintf("EVState(%d)", uint8(s))
+}
+
+// Defaults and limits of EVConfig. The EV count comes from [MRC §2.1, §2.4] ("typically
+// 128-256" active EVs per QP); the rest is unpublished and chosen by lockstep.
+const (
+	// DefaultEVActive is the active set size: the low end of the 128-256 MRC reports [MRC
+	// §2.1], which splits evenly over 1, 2, 4 or 8 planes (16 EVs per plane on an 8-plane NIC)
+	// and keeps per-QP state small.
+	DefaultEVActive = 128
+	// DefaultEVProbeInterval is the lockstep default probe interval. A 2-tier Clos with 500ns
+	// hops has a base RTT of about 4us (6us for 3 tiers); 50us leaves room for an answer
+	// delayed by a few BDPs of queueing before the next probe is due (when an unanswered probe
+	// counts as lost), costs one 64-byte probe and its SACK per AssumedBad EV per 50us (about
+	// 10 Mb/s per bad EV, only while a path is bad), and with DefaultEVProbeSuccesses brings a
+	// healed path back after 150us: the same order as MRC's "tens of microseconds" failover
+	// [MRC §2.1] and far below a training step.
+	DefaultEVProbeInterval = 50 * sim.Microsecond
+	// DefaultEVProbeSuccesses is the lockstep default number of consecutive clean probe answers
+	// that make an AssumedBad EV Good: one answer could be luck on a flapping link or a probe
+	// slipping through a lossy one; three in a row at 50us spacing show the path has held for
+	// 100us.
+	DefaultEVProbeSuccesses = 3
+	// NoEVBackup as EVConfig.Backup means no backup EVs at all (0 means the default).
+	NoEVBackup = -1
+	// MaxEVs bounds Active + Backup per QP: an entropy value fits a 16-bit field (the UDP source
+	// port in RoCEv2), and it keeps per-QP state within a few MiB.
+	MaxEVs = 1 << 16
+	// MaxEVProbeSuccesses bounds ProbeSuccesses: beyond it a healed path would stay unused for
+	// a thousand probe intervals, which is surely a typo.
+	MaxEVProbeSuccesses = 1000
+)
+
+// EVConfig configures a QP's entropy values [MRC §2.1, §2.4]. The zero value of a field means
+// its default; WithDefaults writes them out. The YAML keys carry an "ev_" prefix, after mrc.h's
+// ev_min_active, so the struct can be inlined into a transport configuration.
+type EVConfig struct {
+	// Active is the number of EVs in the active set, a count; default 128
+	// (DefaultEVActive), 1 to MaxEVs. It is split over the planes as evenly as possible: each
+	// plane gets Active/planes, and the Active%planes left over go one each to planes the QP's
+	// rng picks, so over many QPs no plane is favoured. It must be at least the number of
+	// planes.
+	Active int `yaml:"active"`
+	// Backup is the number of backup EVs, a count, split over the planes like Active; default
+	// Active/2, NoEVBackup (-1) for none. A retired active EV is replaced by a backup of the
+	// same plane. Half of a plane's active share lets a QP replace, say, 8 of its 16 EVs on a
+	// plane (a failed T1 or a few failed links) before that plane's share starts to shrink,
+	// at about 50 bytes of state per EV.
+	Backup int `yaml:"backup"`
+	// MinActive (mrc.h's ev_min_active) is the floor on usable active EVs, a count: an
+	// untrimmed loss never retires an EV when that would leave fewer than MinActive in the
+	// active set (the EV stays in use and the retirement is counted as suppressed). Default
+	// Active/4 (at least 1), 1 to Active. A quarter lets a QP retire every EV of up to 3 of 4
+	// planes (6 of 8) while a burst of losses that are not path failures (a stalled receiver
+	// times out every EV at once) still leaves 32 of the default 128 EVs spreading load. Deny
+	// is the operator's word and ignores the floor.
+	MinActive int `yaml:"min_active"`
+	// ProbeInterval is the time between probes of each AssumedBad EV, in picoseconds (YAML: a
+	// duration such as "50us"); default DefaultEVProbeInterval (50us). "never" (sim.MaxTime)
+	// disables probing, so retired EVs never return.
+	ProbeInterval sim.Time `yaml:"probe_interval"`
+	// ProbeSuccesses is the number of consecutive clean probe answers that make an AssumedBad
+	// EV Good, a count; default DefaultEVProbeSuccesses (3), 1 to MaxEVProbeSuccesses.
+	ProbeSuccesses int `yaml:"probe_successes"`
+}
+
+// WithDefaults returns c with zero fields replaced by their defaults: Active 128, Backup
+// Active/2, MinActive max(1, Active/4), ProbeInterval 50us, ProbeSuccesses 3. Backup and
+// MinActive are derived only from a positive Active.
+func (c EVConfig) WithDefaults() EVConfig {
+	if c.Active == 0 {
+		c.Active = DefaultEVActive
+	}
+	if c.Backup == 0 && c.Active > 0 {
+		c.Backup = c.Active / 2
+	}
+	if c.MinActive == 0 && c.Active > 0 {
+		c.MinActive = max(1, c.Active/4)
+	}
+	if c.ProbeInterval == 0 {
+		c.ProbeInterval = DefaultEVProbeInterval
+	}
+	if c.ProbeSuccesses == 0 {
+		c.ProbeSuccesses = DefaultEVProbeSuccesses
+	}
+	return c
+}
+
+// Validate reports whether c (with defaults applied) is usable. It returns nil or an error
+// naming the first bad field by its YAML key ("ev_min_active: 0 is out of range; ..."), so a
+// caller can prefix its own path ("transport.ev."). The plane split (Active >= planes) is
+// checked by NewEVSet, which knows the planes.
+func (c EVConfig) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case c.Active < 1 || c.Active > MaxEVs:
+		return bad("ev_active", "%d is out of range; want 1 to %d (lockstep default %d)", c.Active, MaxEVs, DefaultEVActive)
+	case c.Backup < NoEVBackup:
+		return bad("ev_backup", "%d is negative; want a count, 0 for the default (ev_active/2) or -1 for none", c.Backup)
+	case c.Active+c.Backup > MaxEVs:
+		return bad("ev_backup", "%d backup + %d active EVs exceed %d per QP", c.Backup, c.Active, MaxEVs)
+	case c.MinActive < 1 || c.MinActive > c.Active:
+		return bad("ev_min_active", "%d is out of range; want 1 to ev_active (%d)", c.MinActive, c.Active)
+	case c.ProbeInterval <= 0:
+		return bad("ev_probe_interval", "%v is not positive; want a duration such as \"50us\", or \"never\" to disable probing", c.ProbeInterval)
+	case c.ProbeSuccesses < 1 || c.ProbeSuccesses > MaxEVProbeSuccesses:
+		return bad("ev_probe_successes", "%d is out of range; want 1 to %d (lockstep default %d)", c.ProbeSuccesses, MaxEVProbeSuccesses, DefaultEVProbeSuccesses)
+	}
+	return nil
+}
+
+// EVEntry is a read-only view of one EV's table entry.
+type EVEntry struct {
+	Plane  int     // plane, 0 to planes-1
+	Path   int     // path within the plane, 0 to pathsPerPlane[Plane]-1; the caller's source route
+	State  EVState // see EVState
+	Active bool    // in the active set, so Next may return it
+
+	// Probe bookkeeping, meaningful while State is AssumedBad (reset on retirement).
+	ProbeSuccesses   int      // consecutive clean probe answers so far
+	ProbeOutstanding bool     // a probe was sent and is neither answered nor lost yet
+	ProbesSent       int      // probes sent since the EV was retired
+	LastProbe        sim.Time // when the last probe was sent; valid if ProbesSent > 0
+	NextProbe        sim.Time // when the next probe is due; MaxTime if none
+}
+
+// EVStats counts what an EVSet did, for reports and the end-of-run audit.
+type EVStats struct {
+	Skips        int64 // Good -> Skip transitions (OnCE, OnTrimNack before the last hop)
+	SkipsPassed  int64 // times Next passed over a Skip EV, returning it to Good
+	Retirements  int64 // active EVs made AssumedBad by OnLoss
+	Replacements int64 // retired or denied active EVs replaced by a backup of the same plane
+	Suppressed   int64 // OnLoss calls that left the EV in use because of ev_min_active
+	ProbesSent   int64 // probes handed out by ProbeDue
+	ProbeLosses  int64 // probes lost: OnProbeLoss, or still unanswered when the next was due
+	Recoveries   int64 // AssumedBad -> Good after ProbeSuccesses clean answers
+	Denials      int64 // EVs made Denied
+	Allows       int64 // Denied EVs made Good again
+	Rounds       int64 // rotations of the active set started (one reshuffle each)
+	Invalid      int64 // calls naming an EV index out of range (ignored)
+}
+
+// evEntry is one EV's table entry. Invariants (checked by Audit): slot >= 0 iff the EV is in
+// the active set, at order[slot], with state Good or Skip; a Good EV not in the active set is
+// in its plane's backup pool; AssumedBad EVs are in probing; Denied EVs are nowhere.
+type evEntry struct {
+	nextProbe   sim.Time // next probe due (AssumedBad); MaxTime otherwise
+	lastProbe   sim.Time // last probe sent (AssumedBad, probes > 0)
+	path        int32
+	plane       int32
+	slot        int32 // index in EVSet.order while active, else -1
+	probes      int32 // probes sent since retirement
+	okProbes    int32 // consecutive clean probe answers
+	state       EVState
+	outstanding bool // a probe is in flight
+}
+
+// EVSet is the entropy-value table of one QP [MRC §2.1, §2.4; API: mrc.h EV states]: an active
+// set split evenly over the planes and drawn at random from each plane's paths, a backup pool
+// per plane, and the per-EV state machine
+//
+//	Good       --OnCE, OnTrimNack(!lastHop)-->  Skip  --passed over once by Next-->  Good
+//	Good/Skip  --OnLoss-->  AssumedBad, replaced by a backup of the same plane
+//	AssumedBad --ProbeSuccesses x OnProbeAck-->  Good (active set if its plane is short, else backup)
+//	any        --Deny-->  Denied  --Allow-->  Good
+//
+// It is a sans-IO value: time is passed in, randomness comes from the caller's rng, nothing is
+// sent. The caller turns an EV into a packet's source route from (Plane, Path): with
+// topo.Layout.Path the global path index is Path*planes + Plane. A caller keeps one timer per
+// QP and folds NextProbeAt into it.
+//
+// Methods taking an EV index ignore an index out of range (counted in EVStats.Invalid) rather
+// than panic or return an error: the index comes back in acknowledgements, and a bad one is a
+// caller bug the audit reports, not a reason to stop the run. Events that do not apply to the
+// EV's state (a CE on a retired EV, a loss on a backup, a late probe answer) are stale and
+// ignored.
+//
+// Next, the On* methods, ProbeDue and NextProbeAt allocate nothing. An EVSet is not safe for
+// concurrent use.
+type EVSet struct {
+	cfg  EVConfig
+	rng  *rand.Rand
+	evs  []evEntry
+	last int32 // EV Next returned last, -1 before the first
+
+	// order is the active set in this rotation's order: order[:pos] were visited.
+	order []int32
+	pos   int
+
+	target  []int     // per plane: active share (Active split over the planes)
+	nActive []int     // per plane: EVs in the active set; <= target, and < target only with an empty backup pool
+	backup  [][]int32 // per plane: backup pool (Good EVs), taken from the front, refilled at the back
+	probing []int32   // AssumedBad EVs in retirement order
+
+	nState [numEVStates]int
+	stats  EVStats
+}
+
+// NewEVSet builds the EV table of a QP over planes planes, plane p having pathsPerPlane[p]
+// paths [MRC §2.1, §2.4]. cfg gets its defaults applied. For each plane it draws the plane's
+// share of Active EVs on distinct random paths, then its share of Backup on the paths left
+// over; when a plane has fewer paths than that, the EVs cycle through a random permutation of
+// its paths, so paths are shared as evenly as possible (every path carries the same number of
+// active EVs, give or take one, and backups take the paths the active set uses least). EVs are
+// numbered plane by plane, the active ones first within each plane. All EVs start Good.
+//
+// Errors: an invalid cfg; planes < 1; len(pathsPerPlane) != planes; a plane with no paths (a
+// plane dead at start: build with its paths and Deny its EVs, or DenyPlane, so plane indices
+// stay those of the fabric); more paths than an int32 holds; Active < planes; a nil rng.
+func NewEVSet(cfg EVConfig, planes int, pathsPerPlane []int, rng *rand.Rand) (*EVSet, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if rng == nil {
+		return nil, errors.New("mrc: NewEVSet needs a random source")
+	}
+	if planes < 1 {
+		return nil, fmt.Errorf("mrc: %d planes; want at least 1", planes)
+	}
+	if len(pathsPerPlane) != planes {
+		return nil, fmt.Errorf("mrc: %d path counts for %d planes; want one per plane", len(pathsPerPlane), planes)
+	}
+	for p, n := range pathsPerPlane {
+		if n < 1 {
+			return nil, fmt.Errorf("mrc: plane %d has %d paths; want at least 1 (deny a dead plane's EVs instead)", p, n)
+		}
+		if n > math.MaxInt32 {
+			return nil, fmt.Errorf("mrc: plane %d has %d paths; at most %d supported", p, n, math.MaxInt32)
+		}
+	}
+	if cfg.Active < planes {
+		return nil, fmt.Errorf("ev_active: %d EVs cannot cover %d planes; want at least one per plane", cfg.Active, planes)
+	}
+	nBackup := max(cfg.Backup, 0)
+	total := cfg.Active + nBackup
+
+	s := &EVSet{
+		cfg:     cfg,
+		rng:     rng,
+		evs:     make([]evEntry, 0, total),
+		last:    -1,
+		order:   make([]int32, 0, total),
+		target:  evSplit(cfg.Active, planes, rng),
+		nActive: make([]int, planes),
+		backup:  make([][]int32, planes),
+		probing: make([]int32, 0, total),
+	}
+	backupShare := evSplit(nBackup, planes, rng)
+	var paths []int32
+	for p := 0; p < planes; p++ {
+		nA, nB := s.target[p], backupShare[p]
+		paths = evDrawPaths(rng, pathsPerPlane[p], nA+nB, paths[:0])
+		// The pool can hold every EV of the plane, so refilling it never allocates.
+		s.backup[p] = make([]int32, 0, nA+nB)
+		for i, path := range paths {
+			ev := int32(len(s.evs))
+			s.evs = append(s.evs, evEntry{
+				nextProbe: sim.MaxTime, path: path, plane: int32(p), slot: -1, state: Good,
+			})
+			if i < nA {
+				s.evs[ev].slot = int32(len(s.order))
+				s.order = append(s.order, ev)
+				s.nActive[p]++
+			} else {
+				s.backup[p] = append(s.backup[p], ev)
+			}
+		}
+	}
+	s.nState[Good] = len(s.evs)
+	s.pos = len(s.order) // the first Next starts (and shuffles) the first rotation
+	return s, nil
+}
+
+// evSplit splits n over k parts as evenly as possible: n/k each, and one more for n%k parts
+// chosen at random.
+func evSplit(n, k int, rng *rand.Rand) []int {
+	out := make([]int, k)
+	for i := range out {
+		out[i] = n / k
+	}
+	extra := n % k
+	if extra == 0 {
+		return out
+	}
+	perm := rng.Perm(k)
+	for _, i := range perm[:extra] {
+		out[i]++
+	}
+	return out
+}
+
+// evDrawPaths appends k path indices in [0, n) to dst: the first min(k, n) entries of a
+// uniformly random permutation of the n paths (a sparse Fisher-Yates shuffle, so a plane with
+// millions of paths costs only k steps), repeated cyclically when k > n.
+func evDrawPaths(rng *rand.Rand, n, k int, dst []int32) []int32 {
+	m := min(k, n)
+	moved := make(map[int]int, m) // position -> value, where the shuffle moved a value
+	at := func(i int) int {
+		if v, ok := moved[i]; ok {
+			return v
+		}
+		return i
+	}
+	start := len(dst)
+	for i := 0; i < m; i++ {
+		j := i + rng.IntN(n-i)
+		vi, vj := at(i), at(j)
+		moved[j] = vi // position i is never read again
+		dst = append(dst, int32(vj))
+	}
+	for i := m; i < k; i++ {
+		dst = append(dst, dst[start+i%m])
+	}
+	return dst
+}
+
+// Config returns the effective configuration (defaults applied).
+func (s *EVSet) Config() EVConfig { return s.cfg }
+
+// Len returns the number of EVs in the table (Active + Backup); valid indices are 0 to Len()-1.
+func (s *EVSet) Len() int { return len(s.evs) }
+
+// Planes returns the number of planes.
+func (s *EVSet) Planes() int { return len(s.target) }
+
+// Entry returns EV ev's table entry, or false if ev is out of range.
+func (s *EVSet) Entry(ev int) (EVEntry, bool) {
+	if ev < 0 || ev >= len(s.evs) {
+		return EVEntry{}, false
+	}
+	e := &s.evs[ev]
+	return EVEntry{
+		Plane:            int(e.plane),
+		Path:             int(e.path),
+		State:            e.state,
+		Active:           e.slot >= 0,
+		ProbeSuccesses:   int(e.okProbes),
+		ProbeOutstanding: e.outstanding,
+		ProbesSent:       int(e.probes),
+		LastProbe:        e.lastProbe,
+		NextProbe:        e.nextProbe,
+	}, true
+}
+
+// Route returns EV ev's plane and path within the plane, or false if ev is out of range: what
+// the caller needs per packet to build a source route.
+func (s *EVSet) Route(ev int) (plane, path int, ok bool) {
+	if ev < 0 || ev >= len(s.evs) {
+		return 0, 0, false
+	}
+	return int(s.evs[ev].plane), int(s.evs[ev].path), true
+}
+
+// Next returns the EV for the next data packet [MRC §2.1, §2.4]: a rotation through the active
+// set in a pseudo-random order, reshuffled with the rng at the start of every rotation, so each
+// active EV is used once per rotation. A Skip EV is passed over when the rotation reaches it and
+// becomes Good (skipped for one rotation); the active set holds no AssumedBad or Denied EVs.
+// Consecutive packets never take the same EV while the active set holds two or more: if the
+// rotation would repeat the last EV it takes a later one first, or (when that EV is the
+// rotation's last, as after a rejoin or when the rest are being skipped) starts the next
+// rotation.
+//
+// ok is false when the active set is empty (every EV retired or denied): the caller must report
+// the QP as stalled and wait for a probe recovery or an Allow. Next does not allocate.
+func (s *EVSet) Next() (ev int, ok bool) {
+	n := len(s.order)
+	if n == 0 {
+		return -1, false
+	}
+	// Bounded: a rotation passes each Skip EV once (making it Good), and a repeat of the last
+	// EV costs a swap or ends a rotation early, at most twice.
+	for range 3*n + 3 {
+		if s.pos >= n {
+			s.newRound()
+		}
+		e := s.order[s.pos]
+		ent := &s.evs[e]
+		if ent.state == Skip {
+			s.setState(ent, Good)
+			s.stats.SkipsPassed++
+			s.pos++
+			continue
+		}
+		if e == s.last && n > 1 {
+			// The previous packet used e: a rotation just began, or e left the active set and
+			// rejoined it. Take a later EV first, or end this rotation if e is its last.
+			if s.pos+1 < n {
+				s.swap(s.pos, s.pos+1+s.rng.IntN(n-s.pos-1))
+			} else {
+				s.pos = n
+			}
+			continue
+		}
+		s.pos++
+		s.last = e
+		return int(e), true
+	}
+	return -1, false // unreachable: the active set holds only Good and Skip EVs
+}
+
+// NextOn is Next with a preferred plane: it takes the first EV of that plane not yet visited in
+// the current rotation, out of order, so every active EV is still used once per rotation and
+// each plane still gets its share of a rotation's packets. Skip EVs of the plane met on the way
+// are passed over (and become Good) as Next would. When the plane has nothing left in this
+// rotation, or no usable EV at all, it returns Next's choice. The sender uses it to hand the
+// next packet to the plane whose NIC port has the least backlog (lockstep's model of the NIC's
+// transmit arbitration across ports). It does not allocate.
+func (s *EVSet) NextOn(plane int) (ev int, ok bool) {
+	n := len(s.order)
+	if n == 0 {
+		return -1, false
+	}
+	if s.pos >= n {
+		s.newRound()
+	}
+	for i := s.pos; i < n; i++ {
+		e := s.order[i]
+		ent := &s.evs[e]
+		if int(ent.plane) != plane || (e == s.last && n > 1) {
+			continue
+		}
+		s.swap(s.pos, i)
+		s.pos++
+		if ent.state == Skip {
+			s.setState(ent, Good)
+			s.stats.SkipsPassed++
+			continue
+		}
+		s.last = e
+		return int(e), true
+	}
+	return s.Next()
+}
+
+// newRound starts a rotation: a Fisher-Yates shuffle of the active set.
+func (s *EVSet) newRound() {
+	for i := len(s.order) - 1; i > 0; i-- {
+		j := s.rng.IntN(i + 1)
+		s.order[i], s.order[j] = s.order[j], s.order[i]
+	}
+	for i, e := range s.order {
+		s.evs[e].slot = int32(i)
+	}
+	s.pos = 0
+	s.stats.Rounds++
+}
+
+// OnCE handles an ACK or SACK that echoes EV ev and reports a CE mark on the forward path
+// [MRC §2.1]: a Good active EV becomes Skip. In a full-bisection fabric a mark means imbalance,
+// so the sender moves off the path for a rotation; the rate is congestion control's business.
+func (s *EVSet) OnCE(ev int) {
+	if e := s.entry(ev); e != nil {
+		s.skip(e)
+	}
+}
+
+// OnTrimNack handles a NACK for a packet sent on EV ev that a switch trimmed [MRC §2.1]: a Good
+// active EV becomes Skip when the trim was before the last hop (NACK reason TRIMMED). A trim at
+// the last hop (TRIMMED_LASTHOP) is incast at the receiver, which no path choice avoids: it is
+// left to congestion control and the EV is unchanged.
+func (s *EVSet) OnTrimNack(ev int, lastHop bool) {
+	if e := s.entry(ev); e != nil && !lastHop {
+		s.skip(e)
+	}
+}
+
+func (s *EVSet) skip(e *evEntry) {
+	if e.slot >= 0 && e.state == Good {
+		s.setState(e, Skip)
+		s.stats.Skips++
+	}
+}
+
+// OnLoss handles an untrimmed loss of a packet sent on active EV ev (an ACK timeout, or a gap
+// the SACKs prove) [MRC §2.1, §2.4]. With trimming on, congestion trims rather than drops, so
+// the path is assumed failed: the EV becomes AssumedBad, joins the probe list (first probe due
+// at once, see NextProbeAt) and its place in the rotation goes to the first backup EV of the
+// same plane, so planes stay equally loaded. Without a backup the plane's active share shrinks
+// by one, unless that would leave fewer than MinActive (ev_min_active) active EVs: then the EV
+// stays in use, unchanged, and the retirement is counted as suppressed. Losses on EVs outside
+// the active set (already retired, denied, or backups) are stale and ignored.
+func (s *EVSet) OnLoss(ev int) {
+	e := s.entry(ev)
+	if e == nil || e.slot < 0 {
+		return
+	}
+	if !s.replace(e) {
+		if len(s.order)-1 < s.cfg.MinActive {
+			s.stats.Suppressed++
+			return
+		}
+		s.removeActive(e)
+	}
+	s.setState(e, AssumedBad)
+	e.okProbes, e.outstanding, e.probes = 0, false, 0
+	e.nextProbe = 0
+	if s.cfg.ProbeInterval == sim.MaxTime {
+		e.nextProbe = sim.MaxTime
+	}
+	s.probing = append(s.probing, int32(ev))
+	s.stats.Retirements++
+}
+
+// ProbeDue returns an AssumedBad EV whose probe is due at now, and records the probe as sent:
+// its next probe is due at now + ProbeInterval [MRC §2.1; API]. Call it until ok is false. When
+// several are due, the one due earliest goes first (ties: the one retired first). A probe still
+// unanswered when the next one is due counts as lost (resetting the clean-answer count), so a
+// caller need not time probes out itself; it may still call OnProbeLoss earlier.
+func (s *EVSet) ProbeDue(now sim.Time) (ev int, ok bool) {
+	best := -1
+	for i, p := range s.probing {
+		t := s.evs[p].nextProbe
+		if t != sim.MaxTime && t <= now && (best < 0 || t < s.evs[s.probing[best]].nextProbe) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return -1, false
+	}
+	ev = int(s.probing[best])
+	e := &s.evs[ev]
+	if e.outstanding {
+		e.okProbes = 0
+		s.stats.ProbeLosses++
+	}
+	e.outstanding = true
+	e.probes++
+	e.lastProbe = now
+	e.nextProbe = evAddSat(now, s.cfg.ProbeInterval)
+	s.stats.ProbesSent++
+	return ev, true
+}
+
+// NextProbeAt returns when the earliest probe is due, for the caller's single per-QP timer:
+// MaxTime if no EV is AssumedBad (or probing is off), and 0 (already due) for an EV retired
+// since the last ProbeDue, whose first probe goes out at once.
+func (s *EVSet) NextProbeAt() sim.Time {
+	t := sim.MaxTime
+	for _, p := range s.probing {
+		t = min(t, s.evs[p].nextProbe)
+	}
+	return t
+}
+
+// OnProbeAck handles a clean answer (a SACK) at now to the probe outstanding on EV ev [MRC
+// §2.1; API]. After ProbeSuccesses consecutive clean answers the EV is Good again: it joins the
+// active set at a random point of the current rotation if its plane's active set is short of
+// its share, and the back of its plane's backup pool otherwise. Answers with no probe
+// outstanding (duplicates, or a probe already counted lost) are ignored, so every success is a
+// distinct probe. What counts as clean (say, a CE-marked answer) is the caller's policy.
+func (s *EVSet) OnProbeAck(now sim.Time, ev int) {
+	e := s.entry(ev)
+	if e == nil || e.state != AssumedBad || !e.outstanding {
+		return
+	}
+	e.outstanding = false
+	e.okProbes++
+	if int(e.okProbes) < s.cfg.ProbeSuccesses {
+		return
+	}
+	s.removeProbing(ev)
+	s.clearProbe(e)
+	s.setState(e, Good)
+	s.admit(ev)
+	s.stats.Recoveries++
+}
+
+// OnProbeLoss handles a probe on EV ev declared lost: its count of consecutive clean answers
+// restarts from zero. It applies to AssumedBad EVs only.
+func (s *EVSet) OnProbeLoss(ev int) {
+	e := s.entry(ev)
+	if e == nil || e.state != AssumedBad {
+		return
+	}
+	if e.outstanding {
+		e.outstanding = false
+		s.stats.ProbeLosses++
+	}
+	e.okProbes = 0
+}
+
+// Deny puts EV ev on the operator's denylist [MRC §2.1; API: mrc.h EV states]: it becomes
+// Denied, is never used or probed, and leaves whatever set it was in. An active EV is replaced
+// by a backup of its plane if there is one; ev_min_active does not apply. Denying a Denied EV
+// does nothing.
+func (s *EVSet) Deny(ev int) {
+	e := s.entry(ev)
+	if e == nil || e.state == Denied {
+		return
+	}
+	switch {
+	case e.slot >= 0:
+		if !s.replace(e) {
+			s.removeActive(e)
+		}
+	case e.state == AssumedBad:
+		s.removeProbing(ev)
+	default:
+		s.removeBackup(ev)
+	}
+	s.clearProbe(e)
+	s.setState(e, Denied)
+	s.stats.Denials++
+}
+
+// Allow takes EV ev off the denylist: a Denied EV becomes Good and joins the active set if its
+// plane's active set is short, the backup pool otherwise (as a recovered EV does). Allowing an
+// EV that is not Denied does nothing.
+func (s *EVSet) Allow(ev int) {
+	e := s.entry(ev)
+	if e == nil || e.state != Denied {
+		return
+	}
+	s.setState(e, Good)
+	s.admit(ev)
+	s.stats.Allows++
+}
+
+// DenyPlane denies every EV of plane p, as after a port-status update reporting the plane down
+// [MRC §2.1, §5.2], and returns how many EVs changed state. Backups go first, so no backup is
+// rotated in only to be denied. A plane out of range does nothing.
+func (s *EVSet) DenyPlane(p int) int {
+	if p < 0 || p >= len(s.target) {
+		return 0
+	}
+	n := 0
+	for pass := 0; pass < 2; pass++ {
+		for ev := range s.evs {
+			e := &s.evs[ev]
+			if int(e.plane) == p && e.state != Denied && (pass == 1 || e.slot < 0) {
+				s.Deny(ev)
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// AllowPlane allows every Denied EV of plane p, in index order (the EVs first drawn as active
+// refill the active set first), and returns how many. A plane out of range does nothing.
+func (s *EVSet) AllowPlane(p int) int {
+	if p < 0 || p >= len(s.target) {
+		return 0
+	}
+	n := 0
+	for ev := range s.evs {
+		if int(s.evs[ev].plane) == p && s.evs[ev].state == Denied {
+			s.Allow(ev)
+			n++
+		}
+	}
+	return n
+}
+
+// Counts returns how many EVs are in each state (good counts the active set's Good EVs and the
+// backup pools), and the size of the active set: the usable EVs, Good or Skip, that Next
+// rotates through.
+func (s *EVSet) Counts() (good, skip, assumedBad, denied, active int) {
+	return s.nState[Good], s.nState[Skip], s.nState[AssumedBad], s.nState[Denied], len(s.order)
+}
+
+// PlaneUsable returns the number of plane p's EVs in the active set (0 for a plane out of
+// range).
+func (s *EVSet) PlaneUsable(p int) int {
+	if p < 0 || p >= len(s.nActive) {
+		return 0
+	}
+	return s.nActive[p]
+}
+
+// PlaneBackup returns the number of backup EVs left for plane p (0 for a plane out of range).
+func (s *EVSet) PlaneBackup(p int) int {
+	if p < 0 || p >= len(s.backup) {
+		return 0
+	}
+	return len(s.backup[p])
+}
+
+// PlanesInUse returns the number of planes with at least one EV in the active set.
+func (s *EVSet) PlanesInUse() int {
+	n := 0
+	for _, a := range s.nActive {
+		if a > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// Stats returns the transition totals so far.
+func (s *EVSet) Stats() EVStats { return s.stats }
+
+// Audit checks the table's invariants (see EVState and evEntry) and returns the first violation,
+// or nil. It costs O(Len()) and allocates; it is meant for tests and the end-of-run audit.
+func (s *EVSet) Audit() error {
+	var count [numEVStates]int
+	active := make([]int, len(s.target))
+	inBackup := make([]bool, len(s.evs))
+	inProbe := make([]bool, len(s.evs))
+	if s.pos < 0 || s.pos > len(s.order) {
+		return fmt.Errorf("rotation position %d outside the active set of %d", s.pos, len(s.order))
+	}
+	for i, ev := range s.order {
+		if ev < 0 || int(ev) >= len(s.evs) || s.evs[ev].slot != int32(i) {
+			return fmt.Errorf("active slot %d holds EV %d, whose slot disagrees", i, ev)
+		}
+	}
+	for p, pool := range s.backup {
+		for _, ev := range pool {
+			if ev < 0 || int(ev) >= len(s.evs) || inBackup[ev] || int(s.evs[ev].plane) != p {
+				return fmt.Errorf("backup pool of plane %d holds EV %d twice, out of range or of another plane", p, ev)
+			}
+			inBackup[ev] = true
+		}
+	}
+	for _, ev := range s.probing {
+		if ev < 0 || int(ev) >= len(s.evs) || inProbe[ev] {
+			return fmt.Errorf("probe list holds EV %d twice or out of range", ev)
+		}
+		inProbe[ev] = true
+	}
+	for ev := range s.evs {
+		e := &s.evs[ev]
+		if e.state >= numEVStates {
+			return fmt.Errorf("EV %d has state %v", ev, e.state)
+		}
+		count[e.state]++
+		isActive := e.slot >= 0
+		if isActive {
+			if int(e.slot) >= len(s.order) || s.order[e.slot] != int32(ev) {
+				return fmt.Errorf("EV %d claims active slot %d it does not hold", ev, e.slot)
+			}
+			active[e.plane]++
+		}
+		var ok bool
+		switch e.state {
+		case Good:
+			ok = isActive != inBackup[ev] && !inProbe[ev]
+		case Skip:
+			ok = isActive && !inBackup[ev] && !inProbe[ev]
+		case AssumedBad:
+			ok = !isActive && !inBackup[ev] && inProbe[ev]
+		case Denied:
+			ok = !isActive && !inBackup[ev] && !inProbe[ev] && !e.outstanding
+		}
+		if !ok {
+			return fmt.Errorf("EV %d is %v but active=%v, backup=%v, probing=%v", ev, e.state, isActive, inBackup[ev], inProbe[ev])
+		}
+		if e.state != AssumedBad && e.nextProbe != sim.MaxTime {
+			return fmt.Errorf("EV %d is %v with a probe due at %v", ev, e.state, e.nextProbe)
+		}
+	}
+	if count != s.nState {
+		return fmt.Errorf("state counts %v, table holds %v", s.nState, count)
+	}
+	for p := range s.target {
+		if active[p] != s.nActive[p] {
+			return fmt.Errorf("plane %d counts %d active EVs, table holds %d", p, s.nActive[p], active[p])
+		}
+		if s.nActive[p] > s.target[p] {
+			return fmt.Errorf("plane %d has %d active EVs, above its share %d", p, s.nActive[p], s.target[p])
+		}
+		if s.nActive[p] < s.target[p] && len(s.backup[p]) > 0 {
+			return fmt.Errorf("plane %d is %d active EVs short of its share with %d backups unused", p, s.target[p]-s.nActive[p], len(s.backup[p]))
+		}
+	}
+	return nil
+}
+
+// entry returns EV ev's entry, or nil (counting the call as invalid) if ev is out of range.
+func (s *EVSet) entry(ev int) *evEntry {
+	if ev < 0 || ev >= len(s.evs) {
+		s.stats.Invalid++
+		return nil
+	}
+	return &s.evs[ev]
+}
+
+func (s *EVSet) setState(e *evEntry, st EVState) {
+	s.nState[e.state]--
+	s.nState[st]++
+	e.state = st
+}
+
+func (s *EVSet) clearProbe(e *evEntry) {
+	e.okProbes, e.outstanding, e.probes = 0, false, 0
+	e.nextProbe = sim.MaxTime
+}
+
+// place puts EV ev at position i of the rotation.
+func (s *EVSet) place(i int, ev int32) {
+	s.order[i] = ev
+	s.evs[ev].slot = int32(i)
+}
+
+func (s *EVSet) swap(i, j int) {
+	a, b := s.order[i], s.order[j]
+	s.place(i, b)
+	s.place(j, a)
+}
+
+// replace gives active EV e's place in the rotation to the first backup of its plane, if any.
+func (s *EVSet) replace(e *evEntry) bool {
+	pool := s.backup[e.plane]
+	if len(pool) == 0 {
+		return false
+	}
+	b := pool[0]
+	copy(pool, pool[1:])
+	s.backup[e.plane] = pool[:len(pool)-1]
+	s.place(int(e.slot), b)
+	e.slot = -1
+	s.stats.Replacements++
+	return true
+}
+
+// removeActive takes e out of the rotation, keeping order[:pos] the visited EVs.
+func (s *EVSet) removeActive(e *evEntry) {
+	i, n := int(e.slot), len(s.order)
+	if i < s.pos {
+		v := s.pos - 1 // last visited position: move its EV into the hole, then an unvisited one into it
+		if i != v {
+			s.place(i, s.order[v])
+		}
+		if v != n-1 {
+			s.place(v, s.order[n-1])
+		}
+		s.pos--
+	} else if i != n-1 {
+		s.place(i, s.order[n-1])
+	}
+	s.order = s.order[:n-1]
+	e.slot = -1
+	s.nActive[e.plane]--
+}
+
+// admit puts Good EV ev (in no set) into the active set if its plane is short of its
+// share, at a random unvisited point of the current rotation, and into its backup pool
+// otherwise.
+func (s *EVSet) admit(ev int) {
+	e := &s.evs[ev]
+	p := e.plane
+	if s.nActive[p] >= s.target[p] {
+		s.backup[p] = append(s.backup[p], int32(ev))
+		return
+	}
+	n := len(s.order)
+	s.order = append(s.order, int32(ev))
+	e.slot = int32(n)
+	s.swap(n, s.pos+s.rng.IntN(n+1-s.pos))
+	s.nActive[p]++
+}
+
+func (s *EVSet) removeBackup(ev int) {
+	e := &s.evs[ev]
+	pool := s.backup[e.plane]
+	for i, b := range pool {
+		if int(b) == ev {
+			copy(pool[i:], pool[i+1:])
+			s.backup[e.plane] = pool[:len(pool)-1]
+			return
+		}
+	}
+}
+
+func (s *EVSet) removeProbing(ev int) {
+	for i, p := range s.probing {
+		if int(p) == ev {
+			copy(s.probing[i:], s.probing[i+1:])
+			s.probing = s.probing[:len(s.probing)-1]
+			return
+		}
+	}
+}
+
+// evAddSat returns t + d, saturating at MaxTime.
+func evAddSat(t, d sim.Time) sim.Time {
+	if d >= sim.MaxTime-t {
+		return sim.MaxTime
+	}
+	return t + d
+}

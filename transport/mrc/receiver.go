@@ -1,0 +1,199 @@
+package mrc
+
+import "github.com/lockstepsim/lockstep/sim"
+
+// ReceiverStats counts what a Receiver did.
+type ReceiverStats struct {
+	DataPackets   int64 // data packets received whole (duplicates included)
+	Duplicates    int64 // whole data packets for PSNs already placed
+	Trimmed       int64 // trimmed data headers received (each NACKed)
+	OutOfWindow   int64 // data packets beyond the receive window (each NACKed)
+	SACKs, NACKs  int64 // answers sent
+	Probes        int64 // probes answered
+	PlacedBytes   int64 // payload bytes placed (each byte once)
+	CEPackets     int64 // data packets that arrived with CE
+	LastHopTrims  int64 // of Trimmed, trimmed at the last hop
+	ReorderedPkts int64 // data packets that arrived above the cumulative PSN (out of order)
+}
+
+// Receiver is the responder side of one MRC connection: it places packets by address in any
+// order, acknowledges with SACKs, NACKs trimmed and out-of-window packets, answers probes, and
+// completes transfers in order when every byte is placed [MRC §2.1; API].
+type Receiver struct {
+	cfg     Config
+	qp      uint32
+	cum     uint32 // every PSN below cum is placed
+	wnd     uint32
+	got     []uint64 // bitset over PSN & (len*64-1) for PSNs in [cum, cum+wnd)
+	mask    uint32
+	pending int // data packets not yet acknowledged
+
+	lastPSN []uint32 // per transfer: LastPSN+1, 0 while unknown
+	bytes   []int64  // per transfer: payload bytes placed
+	posted  []sim.Time
+	first   []sim.Time // per transfer: first packet seen
+	doneMsg int
+
+	out  []Header
+	done []Completion
+
+	Stats ReceiverStats
+}
+
+// NewReceiver makes the responder side of connection qp. cfg must be valid (the sender's
+// config).
+func NewReceiver(cfg Config, qp uint32) *Receiver {
+	cfg = cfg.WithDefaults()
+	wnd := uint32(cfg.WindowMPR * 128)
+	n := uint32(64)
+	for n < 2*wnd {
+		n <<= 1
+	}
+	return &Receiver{cfg: cfg, qp: qp, wnd: wnd, got: make([]uint64, n/64), mask: n - 1}
+}
+
+// Out returns the answers to send; the caller sends them and calls ClearOut.
+func (r *Receiver) Out() []Header { return r.out }
+
+// ClearOut empties the outbox, keeping its memory.
+func (r *Receiver) ClearOut() { r.out = r.out[:0] }
+
+// Completions returns transfers fully placed since the last ClearCompletions, in order. Posted
+// is when the first packet of the transfer arrived (the receiver does not see posting).
+func (r *Receiver) Completions() []Completion { return r.done }
+
+// ClearCompletions empties the completion list.
+func (r *Receiver) ClearCompletions() { r.done = r.done[:0] }
+
+// CumPSN returns the cumulative PSN: every PSN below it is placed.
+func (r *Receiver) CumPSN() uint32 { return r.cum }
+
+func (r *Receiver) has(psn uint32) bool {
+	i := psn & r.mask
+	return r.got[i>>6]&(1<<(i&63)) != 0
+}
+
+func (r *Receiver) set(psn uint32, v bool) {
+	i := psn & r.mask
+	if v {
+		r.got[i>>6] |= 1 << (i & 63)
+	} else {
+		r.got[i>>6] &^= 1 << (i & 63)
+	}
+}
+
+// OnData takes a data packet. trimmed says it arrived cut to its header (lastHop: cut at the
+// port facing this host); ce says it carried a CE mark.
+func (r *Receiver) OnData(now sim.Time, h *Header, trimmed, lastHop, ce bool) {
+	if trimmed {
+		r.Stats.Trimmed++
+		reason := NackTrimmed
+		if lastHop {
+			reason = NackTrimmedLastHop
+			r.Stats.LastHopTrims++
+		}
+		r.nack(h, reason, ce)
+		return
+	}
+	r.Stats.DataPackets++
+	if ce {
+		r.Stats.CEPackets++
+	}
+	psn := h.PSN
+	switch {
+	case int32(psn-r.cum) < 0 || r.has(psn):
+		r.Stats.Duplicates++
+		r.sack(h, ce) // the sender missed our answer: tell it again at once
+		return
+	case psn-r.cum >= r.wnd:
+		r.Stats.OutOfWindow++
+		r.nack(h, NackOutOfWindow, ce)
+		return
+	}
+	// Place the payload and learn the transfer's extent.
+	m := int(h.Msg)
+	for len(r.lastPSN) <= m {
+		r.lastPSN = append(r.lastPSN, 0)
+		r.bytes = append(r.bytes, 0)
+		r.first = append(r.first, 0)
+	}
+	if r.lastPSN[m] == 0 {
+		r.lastPSN[m] = h.LastPSN + 1
+		r.first[m] = now
+	}
+	r.bytes[m] += int64(h.Len)
+	r.Stats.PlacedBytes += int64(h.Len)
+	outOfOrder := psn != r.cum
+	if outOfOrder {
+		r.Stats.ReorderedPkts++
+	}
+	r.set(psn, true)
+	before := r.cum
+	for r.has(r.cum) {
+		r.set(r.cum, false)
+		r.cum++
+	}
+	completed := r.complete(now)
+	r.pending++
+	// Answer at once on a CE mark (the sender must hear about that EV [MRC §2.1]), a completed
+	// transfer, a hole just filled, or a gap the bitmap is about to lose track of; otherwise
+	// every AckEvery packets. Lockstep reading of "at once on gaps": with spraying, packets
+	// arrive out of order all the time, and answering each at once would multiply SACKs by
+	// AckEvery for no gain, since losses are found by time (RACK), not by the first gap.
+	farGap := psn-r.cum >= BitmapPSNs-uint32(r.cfg.AckEvery)
+	if ce || completed || r.cum-before > 1 || farGap || r.pending >= r.cfg.AckEvery {
+		r.sack(h, ce)
+	}
+}
+
+// complete reports transfers whose every PSN is below cum, in order.
+func (r *Receiver) complete(now sim.Time) bool {
+	any := false
+	for r.doneMsg < len(r.lastPSN) {
+		end := r.lastPSN[r.doneMsg]
+		if end == 0 || int32(r.cum-end) < 0 {
+			break
+		}
+		r.done = append(r.done, Completion{Msg: uint32(r.doneMsg), Bytes: r.bytes[r.doneMsg], Posted: r.first[r.doneMsg], Done: now})
+		r.doneMsg++
+		any = true
+	}
+	return any
+}
+
+// OnProbe answers a probe with a SACK that echoes its EV and timestamp [API].
+func (r *Receiver) OnProbe(now sim.Time, h *Header, ce bool) {
+	r.Stats.Probes++
+	a := r.answer(SACK, h, ce)
+	a.ForProbe = true
+	r.out = append(r.out, a)
+	r.Stats.SACKs++
+}
+
+func (r *Receiver) sack(h *Header, ce bool) {
+	r.pending = 0
+	r.out = append(r.out, r.answer(SACK, h, ce))
+	r.Stats.SACKs++
+}
+
+func (r *Receiver) nack(h *Header, reason NackReason, ce bool) {
+	a := r.answer(NACK, h, ce)
+	a.Reason = reason
+	a.NackPSN = h.PSN
+	r.out = append(r.out, a)
+	r.Stats.NACKs++
+}
+
+// answer builds a SACK or NACK for h: cumulative PSN, the bitmap of the 64 PSNs above it, and
+// the echoes.
+func (r *Receiver) answer(k Kind, h *Header, ce bool) Header {
+	// The bitset holds only PSNs in [cum, cum+wnd) and is at least 2 x wnd >= 128 bits, so
+	// the 64 bits after cum can be read straight out of it.
+	start := (r.cum + 1) & r.mask
+	w, off := start>>6, start&63
+	bm := r.got[w] >> off
+	if off != 0 {
+		bm |= r.got[(int(w)+1)%len(r.got)] << (64 - off)
+	}
+	return Header{Kind: k, QP: r.qp, CumPSN: r.cum, Bitmap: bm, EchoEV: h.EV, EchoTS: h.TS, CE: ce}
+}

@@ -1,0 +1,602 @@
+package mrc
+
+import (
+	"fmt"
+	"math/bits"
+	"math/rand/v2"
+
+	"github.com/lockstepsim/lockstep/sim"
+)
+
+// Packet states in the sender's PSN ring.
+const (
+	stFree     uint8 = iota // not sent, or acknowledged and released
+	stInFlight              // sent, not acknowledged, counted in flight
+	stLost                  // declared lost or NACKed; waiting in the retransmit queue
+	stAcked                 // acknowledged (by SACK bitmap before the cumulative PSN passed it)
+)
+
+// RetxCause says why a PSN was sent again.
+type RetxCause uint8
+
+// Retransmission causes.
+const (
+	RetxTrimNack    RetxCause = iota // a NACK for a trimmed packet [MRC §2.1]
+	RetxSackGap                      // RACK: later packets were acknowledged and this one is overdue
+	RetxTimeout                      // the ACK timeout fired
+	RetxOutOfWindow                  // the receiver NACKed it as outside its window
+	NumRetxCauses
+)
+
+var retxNames = [NumRetxCauses]string{"trim_nack", "sack_gap", "timeout", "out_of_window"}
+
+// String returns the cause's snake_case name, as used in summary keys.
+func (c RetxCause) String() string {
+	if c < NumRetxCauses {
+		return retxNames[c]
+	}
+	return "cause?"
+}
+
+type pktState struct {
+	sentAt sim.Time
+	offset int64
+	len    int32
+	msg    uint32
+	ev     uint16
+	state  uint8
+}
+
+type message struct {
+	bytes    int64
+	posted   sim.Time
+	firstPSN uint32
+	lastPSN  uint32
+	cut      int64 // bytes already cut into packets
+}
+
+// Completion reports a finished transfer: Bytes of payload posted at Posted, done at Done. On a
+// Sender, Done is when the last byte was acknowledged (the requester's completion); on a
+// Receiver, when the last byte was placed.
+type Completion struct {
+	Msg    uint32
+	Bytes  int64
+	Posted sim.Time
+	Done   sim.Time
+}
+
+// SenderStats counts what a Sender did. Bytes are wire bytes.
+type SenderStats struct {
+	DataPackets, DataBytes int64 // data packets sent, retransmissions included
+	Retx                   [NumRetxCauses]int64
+	Timeouts               int64 // ACK timeout expiries
+	SACKs, NACKs           int64 // answers received
+	ProbesSent, ProbeAcks  int64
+	ProbeLosses            int64
+	NoEVStalls             int64    // times the window had room but no EV was usable
+	RTTSum                 sim.Time // sum of RTT samples (SACK arrival - echoed send time)
+	RTTSamples             int64
+}
+
+// Sender is the requester side of one MRC connection: it cuts posted RDMA Write transfers into
+// packets, sprays them over its EV set, and recovers losses. Not safe for concurrent use.
+type Sender struct {
+	cfg     Config
+	qp      uint32
+	evs     *EVSet
+	cc      *NSCC
+	baseRTT sim.Time
+	reo     sim.Time // RACK reordering window
+	rto0    sim.Time // ACK timeout before backoff
+
+	wnd, mask uint32
+	ring      []pktState
+	una, next uint32 // oldest unacknowledged PSN; next new PSN
+	highAck   uint32 // one past the highest PSN acknowledged
+	inflight  int64  // wire bytes in flight
+	retxq     []uint32
+	retxHead  int
+
+	msgs    []message
+	msgDone int // first transfer not yet acknowledged completely
+	msgCut  int // transfer being cut into packets
+
+	rackXmit sim.Time // send time of the latest-sent packet acknowledged (RACK)
+	rackRTT  sim.Time // its RTT
+	rackAt   sim.Time // earliest RACK expiry among candidates, or MaxTime
+
+	retries   int
+	rtoAt     sim.Time // ACK timeout deadline while data is in flight
+	probeOut  []sim.Time
+	probesOut []uint16 // EVs with an outstanding probe
+
+	out     []Header
+	done    []Completion
+	err     error
+	stalled bool // the window had room but no EV was usable at the last Pump
+	backlog func(plane int) int64
+	planes  int
+	planeRR int // rotating start for ties in quietestPlane
+
+	Stats SenderStats
+}
+
+// NewSender makes the requester side of connection qp over path. rng seeds the EV set (draws
+// and rotation). Errors: invalid config, or a path with no usable plane.
+func NewSender(cfg Config, qp uint32, path Path, rng *rand.Rand) (*Sender, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate("transport"); err != nil {
+		return nil, err
+	}
+	if path.BaseRTT <= 0 || path.NICRate <= 0 {
+		return nil, fmt.Errorf("mrc: qp %d: base RTT %v and NIC rate %v must be positive", qp, path.BaseRTT, path.NICRate)
+	}
+	evs, err := NewEVSet(cfg.EV, path.Planes, path.PathsPerPlane, rng)
+	if err != nil {
+		return nil, fmt.Errorf("mrc: qp %d: %w", qp, err)
+	}
+	cc, err := NewNSCC(NSCCConfig{
+		BaseRTT: path.BaseRTT, LinkRate: path.NICRate, MTU: int64(cfg.WireBytes(cfg.PayloadBytes)),
+		TargetFactor: cfg.CC.TargetFactor, MaxWindowFactor: cfg.CC.MaxWindowFactor, Gamma: cfg.CC.Gamma,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mrc: qp %d: %w", qp, err)
+	}
+	wnd := uint32(cfg.WindowMPR * 128)
+	t := cfg.AckTimeoutExp
+	if t == 0 {
+		t = autoTimeoutExp(path.BaseRTT)
+	}
+	reo := cfg.ReorderWindow
+	if reo == 0 {
+		reo = path.BaseRTT + path.MaxQueueDelay
+	}
+	s := &Sender{
+		cfg: cfg, qp: qp, evs: evs, cc: cc, baseRTT: path.BaseRTT, reo: reo, rto0: ackTimeout(t),
+		wnd: wnd, mask: wnd - 1, ring: make([]pktState, wnd),
+		rackAt: sim.MaxTime, rtoAt: sim.MaxTime,
+		probeOut: make([]sim.Time, evs.Len()),
+	}
+	if wnd&(wnd-1) != 0 { // window_mpr not a power of two: round the ring up
+		n := uint32(1)
+		for n < wnd {
+			n <<= 1
+		}
+		s.mask = n - 1
+		s.ring = make([]pktState, n)
+	}
+	return s, nil
+}
+
+// SetPlaneBacklog tells the sender how to read each plane's NIC transmit backlog (bytes queued
+// at that port). With it, each packet goes to the plane with the least backlog, on that plane's
+// next EV in the rotation (EVSet.NextOn); without it, to the rotation's next EV whatever its
+// plane. Lockstep's model of a NIC arbitrating across its ports: a plane that drains slower or
+// got more packets by chance does not hold the others idle.
+func (s *Sender) SetPlaneBacklog(planes int, fn func(plane int) int64) {
+	s.planes, s.backlog = planes, fn
+}
+
+// quietestPlane returns the plane with the least NIC backlog; ties go round robin.
+func (s *Sender) quietestPlane() int {
+	best, bestB := 0, int64(-1)
+	for i := 0; i < s.planes; i++ {
+		p := (s.planeRR + i) % s.planes
+		if b := s.backlog(p); bestB < 0 || b < bestB {
+			best, bestB = p, b
+		}
+	}
+	s.planeRR = (best + 1) % s.planes
+	return best
+}
+
+// EVs returns the sender's EV set, for reports and the operator's denylist.
+func (s *Sender) EVs() *EVSet { return s.evs }
+
+// CC returns the sender's congestion controller, for reports.
+func (s *Sender) CC() *NSCC { return s.cc }
+
+// Err returns the QP error that stopped the sender (retries exhausted), or nil.
+func (s *Sender) Err() error { return s.err }
+
+// InFlight returns the wire bytes sent and not yet acknowledged or declared lost.
+func (s *Sender) InFlight() int64 { return s.inflight }
+
+// Idle reports whether every posted transfer has been acknowledged.
+func (s *Sender) Idle() bool { return s.msgDone == len(s.msgs) }
+
+// Outstanding describes what the sender still waits for, for stall reports: the oldest
+// unacknowledged PSN, the next PSN, bytes in flight, the window, retries in a row.
+func (s *Sender) Outstanding() string {
+	return fmt.Sprintf("una %d, next %d, in flight %d B, window %d B, retries %d, transfers done %d of %d",
+		s.una, s.next, s.inflight, s.cc.Window(), s.retries, s.msgDone, len(s.msgs))
+}
+
+// Out returns the headers to send, in order; the caller sends them and calls ClearOut.
+func (s *Sender) Out() []Header { return s.out }
+
+// ClearOut empties the outbox, keeping its memory.
+func (s *Sender) ClearOut() { s.out = s.out[:0] }
+
+// Completions returns transfers acknowledged completely since the last ClearCompletions, in
+// posting order.
+func (s *Sender) Completions() []Completion { return s.done }
+
+// ClearCompletions empties the completion list.
+func (s *Sender) ClearCompletions() { s.done = s.done[:0] }
+
+// Post queues an RDMA Write of bytes (> 0) and returns its transfer number. Call Pump after.
+func (s *Sender) Post(now sim.Time, bytes int64) uint32 {
+	id := uint32(len(s.msgs))
+	pay := int64(s.cfg.PayloadBytes)
+	npkts := (bytes + pay - 1) / pay
+	var first uint32
+	if len(s.msgs) > 0 {
+		first = s.msgs[len(s.msgs)-1].lastPSN + 1
+	}
+	s.msgs = append(s.msgs, message{bytes: bytes, posted: now, firstPSN: first, lastPSN: first + uint32(npkts) - 1})
+	return id
+}
+
+// Pump sends what the window allows: retransmissions first, then new data, then due probes.
+func (s *Sender) Pump(now sim.Time) {
+	if s.err != nil {
+		return
+	}
+	s.probe(now)
+	for {
+		psn, fresh, ok := s.nextPSN()
+		if !ok {
+			break
+		}
+		var p *pktState
+		var wire int64
+		if fresh {
+			m := &s.msgs[s.msgCut]
+			n := min(int64(s.cfg.PayloadBytes), m.bytes-m.cut)
+			wire = int64(s.cfg.WireBytes(int(n)))
+			if !s.fits(wire) {
+				break
+			}
+			p = &s.ring[psn&s.mask]
+			*p = pktState{offset: m.cut, len: int32(n), msg: uint32(s.msgCut)}
+		} else {
+			p = &s.ring[psn&s.mask]
+			wire = int64(s.cfg.WireBytes(int(p.len)))
+			if !s.fits(wire) {
+				break
+			}
+		}
+		var ev int
+		if s.backlog != nil {
+			ev, ok = s.evs.NextOn(s.quietestPlane())
+		} else {
+			ev, ok = s.evs.Next()
+		}
+		if !ok {
+			// Every EV is assumed bad or denied: wait for probes, but keep the ACK timeout
+			// running so a QP that never recovers errors instead of hanging.
+			if !s.stalled {
+				s.Stats.NoEVStalls++
+			}
+			s.stalled = true
+			if s.rtoAt == sim.MaxTime {
+				s.rtoAt = now + s.rto()
+			}
+			break
+		}
+		s.stalled = false
+		if fresh {
+			m := &s.msgs[s.msgCut]
+			m.cut += int64(p.len)
+			s.next++
+			if m.cut == m.bytes {
+				s.msgCut++
+			}
+		} else {
+			s.retxHead++
+		}
+		if s.inflight == 0 {
+			s.rtoAt = now + s.rto()
+		}
+		p.sentAt = now
+		p.ev = uint16(ev)
+		p.state = stInFlight
+		s.inflight += wire
+		s.Stats.DataPackets++
+		s.Stats.DataBytes += wire
+		m := &s.msgs[p.msg]
+		s.out = append(s.out, Header{
+			Kind: Data, QP: s.qp, EV: uint16(ev), PSN: psn, Msg: p.msg, Offset: p.offset, Len: p.len,
+			LastPSN: m.lastPSN, TS: now,
+		})
+	}
+	if s.retxHead == len(s.retxq) {
+		s.retxq, s.retxHead = s.retxq[:0], 0
+	}
+}
+
+// nextPSN picks the next PSN to send: a pending retransmission (skipping ones acknowledged
+// meanwhile), else a new PSN if the receive window and the posted data allow.
+func (s *Sender) nextPSN() (psn uint32, fresh, ok bool) {
+	for s.retxHead < len(s.retxq) {
+		psn = s.retxq[s.retxHead]
+		if s.ring[psn&s.mask].state == stLost && psn-s.una < s.wnd {
+			return psn, false, true
+		}
+		s.retxHead++ // acknowledged after all (spurious loss), or released
+	}
+	if s.msgCut < len(s.msgs) && s.next-s.una < s.wnd {
+		return s.next, true, true
+	}
+	return 0, false, false
+}
+
+// fits reports whether wire more bytes fit in the congestion window (one packet always may go
+// when nothing is in flight).
+func (s *Sender) fits(wire int64) bool {
+	return s.inflight == 0 || s.inflight+wire <= s.cc.Window()
+}
+
+// rto returns the current ACK timeout: fixed for the first FixedRetries, then doubling [API].
+func (s *Sender) rto() sim.Time {
+	if s.retries <= s.cfg.FixedRetries {
+		return s.rto0
+	}
+	shift := min(s.retries-s.cfg.FixedRetries, 24)
+	return s.rto0 << uint(shift)
+}
+
+// probe sends probes on assumed-bad EVs that are due [API: probes consume no PSN].
+func (s *Sender) probe(now sim.Time) {
+	for {
+		ev, ok := s.evs.ProbeDue(now)
+		if !ok {
+			return
+		}
+		if s.probeOut[ev] == 0 {
+			s.probesOut = append(s.probesOut, uint16(ev))
+		}
+		s.probeOut[ev] = now
+		s.Stats.ProbesSent++
+		s.out = append(s.out, Header{Kind: Probe, QP: s.qp, EV: uint16(ev), TS: now})
+	}
+}
+
+// OnSACK processes a selective acknowledgement, then pumps.
+func (s *Sender) OnSACK(now sim.Time, h *Header) {
+	s.Stats.SACKs++
+	if h.ForProbe {
+		s.onProbeAnswer(now, h)
+		s.Pump(now)
+		return
+	}
+	if h.CE {
+		s.evs.OnCE(int(h.EchoEV))
+	}
+	var acked int64
+	// Cumulative part.
+	for ; int32(h.CumPSN-s.una) > 0 && s.una != s.next; s.una++ {
+		acked += s.ackPSN(now, s.una)
+	}
+	// Bitmap part: bit i is PSN CumPSN+1+i.
+	for b := h.Bitmap; b != 0; b &= b - 1 {
+		i := uint32(bits.TrailingZeros64(b))
+		psn := h.CumPSN + 1 + i
+		if int32(psn-s.una) >= 0 && int32(s.next-psn) > 0 {
+			acked += s.ackPSN(now, psn)
+		}
+	}
+	if acked > 0 {
+		s.retries = 0
+		s.Stats.RTTSum += now - h.EchoTS
+		s.Stats.RTTSamples++
+		delay := now - h.EchoTS - s.baseRTT
+		if delay < 0 {
+			delay = 0
+		}
+		s.cc.OnAck(now, acked, delay, h.CE)
+		s.rtoAt = now + s.rto()
+	}
+	s.complete(now)
+	s.detectLoss(now)
+	s.Pump(now)
+}
+
+// ackPSN marks psn acknowledged and returns the wire bytes it frees from flight (0 if it was
+// already acknowledged or declared lost).
+func (s *Sender) ackPSN(now sim.Time, psn uint32) int64 {
+	p := &s.ring[psn&s.mask]
+	var freed int64
+	switch p.state {
+	case stInFlight:
+		freed = int64(s.cfg.WireBytes(int(p.len)))
+		s.inflight -= freed
+	case stLost:
+		// Acknowledged after being declared lost: the retransmit queue skips it.
+	default:
+		return 0
+	}
+	if p.sentAt > s.rackXmit {
+		s.rackXmit, s.rackRTT = p.sentAt, now-p.sentAt
+	}
+	if d := psn + 1; int32(d-s.highAck) > 0 {
+		s.highAck = d
+	}
+	if psn == s.una {
+		p.state = stFree
+	} else {
+		p.state = stAcked
+	}
+	return freed
+}
+
+// complete advances una over acknowledged PSNs and reports finished transfers in order.
+func (s *Sender) complete(now sim.Time) {
+	for s.una != s.next && s.ring[s.una&s.mask].state == stAcked {
+		s.ring[s.una&s.mask].state = stFree
+		s.una++
+	}
+	for s.msgDone < len(s.msgs) {
+		m := &s.msgs[s.msgDone]
+		if m.cut < m.bytes || int32(s.una-m.lastPSN) <= 0 {
+			break
+		}
+		s.done = append(s.done, Completion{Msg: uint32(s.msgDone), Bytes: m.bytes, Posted: m.posted, Done: now})
+		s.msgDone++
+	}
+	if s.inflight == 0 && !s.stalled {
+		s.rtoAt = sim.MaxTime
+	}
+}
+
+// detectLoss is RACK (RFC 8985 §6.2, by time): a packet in flight that was sent before the
+// latest-sent packet to be acknowledged, and has been out longer than that packet's RTT plus
+// the reordering window, is lost. With trimming, congestion does not lose packets, so such a
+// loss blames the path: its EV becomes ASSUMED_BAD [MRC §2.1]. It also sets rackAt, the
+// earliest time a candidate will expire.
+func (s *Sender) detectLoss(now sim.Time) {
+	s.rackAt = sim.MaxTime
+	if s.rackXmit == 0 {
+		return
+	}
+	for psn := s.una; int32(s.highAck-psn) > 0; psn++ {
+		p := &s.ring[psn&s.mask]
+		if p.state != stInFlight || p.sentAt >= s.rackXmit {
+			continue
+		}
+		deadline := p.sentAt + s.rackRTT + s.reo
+		if now >= deadline {
+			s.lose(psn, p, RetxSackGap)
+			s.evs.OnLoss(int(p.ev))
+		} else if deadline < s.rackAt {
+			s.rackAt = deadline
+		}
+	}
+}
+
+// lose moves an in-flight packet to the retransmit queue.
+func (s *Sender) lose(psn uint32, p *pktState, cause RetxCause) {
+	if p.state == stInFlight {
+		s.inflight -= int64(s.cfg.WireBytes(int(p.len)))
+	}
+	p.state = stLost
+	s.retxq = append(s.retxq, psn)
+	s.Stats.Retx[cause]++
+}
+
+// OnNACK processes a NACK: the PSN is resent at once [MRC §2.1]. A trim NACK not at the last
+// hop moves the EV to SKIP; every trim NACK reduces the window (NSCC quick adapt).
+func (s *Sender) OnNACK(now sim.Time, h *Header) {
+	s.Stats.NACKs++
+	psn := h.NackPSN
+	if int32(psn-s.una) < 0 || int32(s.next-psn) <= 0 {
+		return // stale
+	}
+	p := &s.ring[psn&s.mask]
+	if p.state != stInFlight {
+		return
+	}
+	wire := int64(s.cfg.WireBytes(int(p.len)))
+	switch h.Reason {
+	case NackTrimmed, NackTrimmedLastHop:
+		s.evs.OnTrimNack(int(p.ev), h.Reason == NackTrimmedLastHop)
+		s.lose(psn, p, RetxTrimNack)
+		s.cc.OnNack(now, wire)
+	default:
+		s.lose(psn, p, RetxOutOfWindow)
+	}
+	// A NACK is progress: the receiver is alive and the path answered.
+	s.retries = 0
+	if s.inflight == 0 {
+		s.rtoAt = sim.MaxTime
+	} else {
+		s.rtoAt = now + s.rto()
+	}
+	s.Pump(now)
+}
+
+// onProbeAnswer credits a probe answered cleanly.
+func (s *Sender) onProbeAnswer(now sim.Time, h *Header) {
+	ev := int(h.EchoEV)
+	if ev >= len(s.probeOut) || s.probeOut[ev] == 0 {
+		return
+	}
+	s.probeOut[ev] = 0
+	s.Stats.ProbeAcks++
+	s.evs.OnProbeAck(now, ev)
+}
+
+// Deadline returns when OnTimer must next be called: the earliest of the ACK timeout, the RACK
+// expiry, a probe answer's timeout and the next probe; MaxTime if none.
+func (s *Sender) Deadline() sim.Time {
+	d := s.rackAt
+	if s.inflight > 0 && s.rtoAt < d {
+		d = s.rtoAt
+	}
+	if s.err != nil {
+		return sim.MaxTime
+	}
+	if t := s.evs.NextProbeAt(); t < d {
+		d = t
+	}
+	for _, ev := range s.probesOut {
+		if t := s.probeOut[ev]; t != 0 && t+s.rto0 < d {
+			d = t + s.rto0
+		}
+	}
+	if s.stalled && s.rtoAt < d {
+		d = s.rtoAt
+	}
+	return d
+}
+
+// OnTimer handles whatever is due at now: RACK expiries, the ACK timeout (retransmit what has
+// been out longer than the timeout, back off, count the retry; exhausted retries are a QP
+// error), probe answers that never came, and probes to send.
+func (s *Sender) OnTimer(now sim.Time) {
+	if s.err != nil {
+		return
+	}
+	if now >= s.rackAt {
+		s.detectLoss(now)
+	}
+	// Probe answers that did not come back within the ACK timeout.
+	keep := s.probesOut[:0]
+	for _, ev := range s.probesOut {
+		t := s.probeOut[ev]
+		if t == 0 {
+			continue
+		}
+		if now >= t+s.rto0 {
+			s.probeOut[ev] = 0
+			s.Stats.ProbeLosses++
+			s.evs.OnProbeLoss(int(ev))
+			continue
+		}
+		keep = append(keep, ev)
+	}
+	s.probesOut = keep
+	if (s.inflight > 0 || s.stalled) && now >= s.rtoAt {
+		s.Stats.Timeouts++
+		s.retries++
+		if s.cfg.MaxRetries != UnlimitedRetries && s.retries > s.cfg.MaxRetries {
+			s.err = fmt.Errorf("mrc: qp %d: %d ACK timeouts in a row without progress (%s)", s.qp, s.retries-1, s.Outstanding())
+			return
+		}
+		rto := s.rto()
+		for psn := s.una; psn != s.next; psn++ {
+			p := &s.ring[psn&s.mask]
+			if p.state == stInFlight && now-p.sentAt >= s.rto0 {
+				s.lose(psn, p, RetxTimeout)
+				s.evs.OnLoss(int(p.ev))
+			}
+		}
+		s.cc.OnTimeout(now)
+		s.rtoAt = now + rto
+	}
+	s.Pump(now)
+	if s.inflight == 0 && !s.stalled {
+		s.rtoAt = sim.MaxTime
+	}
+}
