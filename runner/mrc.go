@@ -22,10 +22,11 @@ type mrcFlow struct {
 	routes    []fabric.Route // by EV: the forward source route
 	ackRoutes []fabric.Route // by EV: the reverse route its answers take
 	planes    []uint8        // by EV: plane
-	timer     sim.TimerID
-	done      sim.Time // sender completion (last byte acknowledged), 0 while running
-	placed    sim.Time // receiver completion (last byte placed)
-	lossRetx  int64    // SACK-gap + timeout retransmissions seen so far
+	timer     sim.TimerID    // the sender's deadline
+	rtimer    sim.TimerID    // the receiver's delayed SACK
+	done      sim.Time       // sender completion (last byte acknowledged), 0 while running
+	placed    sim.Time       // receiver completion (last byte placed)
+	lossRetx  int64          // SACK-gap + timeout retransmissions seen so far
 }
 
 // mrcNet drives MRC engines over the fabric: it turns engine Headers into fabric packets and
@@ -37,6 +38,7 @@ type mrcNet struct {
 	flows    []*mrcFlow
 	kStart   sim.Kind
 	kTimer   sim.Kind
+	kRTimer  sim.Kind
 	baseRTT  sim.Time
 	maxQueue sim.Time // most queueing the longest path's switch queues can add
 	nicRate  sim.Rate
@@ -93,6 +95,7 @@ func newMRCNet(s *sim.Sim, net *fabric.Network, l *topo.Layout, cfg mrc.Config, 
 	m.maxQueue = sim.Time(hops-1)*hold(fq.SwitchQueue, c.FabricLink) + hold(lh, c.HostLink)
 	m.kStart = s.Register("mrc.start", m.onStart)
 	m.kTimer = s.Register("mrc.timer", m.onTimer)
+	m.kRTimer = s.Register("mrc.ack_delay", m.onRTimer)
 	net.SetReceiver(fabric.ProtoMRC, m.onPacket)
 	return m
 }
@@ -132,6 +135,7 @@ func (m *mrcNet) addFlow(l *topo.Layout, src, dst int, bytes int64, start sim.Ti
 		f.routes[ev], f.ackRoutes[ev], f.planes[ev] = topo.FabricRoute(r), topo.FabricRoute(back), uint8(plane)
 	}
 	f.timer = m.s.NewTimer(m.kTimer, int32(qp))
+	f.rtimer = m.s.NewTimer(m.kRTimer, int32(qp))
 	m.flows = append(m.flows, f)
 	m.running++
 	m.s.At(start, m.kStart, int32(qp), 0)
@@ -149,6 +153,38 @@ func (m *mrcNet) onTimer(now sim.Time, obj int32, _ uint64) {
 	f := m.flows[obj]
 	f.snd.OnTimer(now)
 	m.flushSender(now, f)
+}
+
+func (m *mrcNet) onRTimer(now sim.Time, obj int32, _ uint64) {
+	f := m.flows[obj]
+	f.rcv.OnTimer(now)
+	m.flushReceiver(now, f)
+}
+
+// flushReceiver sends the receiver's answers, records its completions and re-arms its
+// delayed-SACK timer.
+func (m *mrcNet) flushReceiver(now sim.Time, f *mrcFlow) {
+	if m.quiet {
+		f.rcv.ClearOut()
+		f.rcv.ClearCompletions()
+		return
+	}
+	for i := range f.rcv.Out() {
+		a := &f.rcv.Out()[i]
+		m.send(now, f, a, f.dst, f.ackRoutes[a.EchoEV], int(f.planes[a.EchoEV]))
+	}
+	f.rcv.ClearOut()
+	for _, c := range f.rcv.Completions() {
+		if f.placed == 0 {
+			f.placed = c.Done
+		}
+	}
+	f.rcv.ClearCompletions()
+	if d := f.rcv.Deadline(); d != sim.MaxTime {
+		m.s.Reset(f.rtimer, d)
+	} else {
+		m.s.StopTimer(f.rtimer)
+	}
 }
 
 // flushSender sends the sender's outbox, records completions and errors, and re-arms its timer.
@@ -198,7 +234,7 @@ func (m *mrcNet) flushSender(now sim.Time, f *mrcFlow) {
 //
 // Word layout (the fabric's transport-owned words): Data and Probe: Seq = PSN | Msg<<32,
 // Ack = Offset, Bitmap = LastPSN, Aux = Len. SACK and NACK: Seq = CumPSN | NackPSN<<32,
-// Bitmap = bitmap, Ack = EchoTS, Aux = Reason | CE<<8 | ForProbe<<9. Op = Kind, Flow = QP,
+// Bitmap = bitmap, Ack = EchoTS, Aux = Reason | CE<<8 | ForProbe<<9 | BitmapBase<<32. Op = Kind, Flow = QP,
 // Entropy = EV (answers: the echoed EV). SentAt carries TS.
 func (m *mrcNet) send(now sim.Time, f *mrcFlow, h *mrc.Header, host int32, r fabric.Route, plane int) {
 	p := m.net.NewPacket()
@@ -231,7 +267,7 @@ func (m *mrcNet) send(now sim.Time, f *mrcFlow, h *mrc.Header, host int32, r fab
 		p.Seq = uint64(h.CumPSN) | uint64(h.NackPSN)<<32
 		p.Bitmap = h.Bitmap
 		p.Ack = uint64(h.EchoTS)
-		p.Aux = uint64(h.Reason)
+		p.Aux = uint64(h.Reason) | uint64(h.BitmapBase)<<32
 		if h.CE {
 			p.Aux |= 1 << 8
 		}
@@ -247,6 +283,9 @@ func (m *mrcNet) send(now sim.Time, f *mrcFlow, h *mrc.Header, host int32, r fab
 
 // onPacket decodes an MRC packet at its destination and hands it to the engine.
 func (m *mrcNet) onPacket(now sim.Time, p *fabric.Packet) {
+	if debugPacket != nil {
+		debugPacket(now, p)
+	}
 	if p.Flow < 0 || int(p.Flow) >= len(m.flows) {
 		return
 	}
@@ -264,27 +303,12 @@ func (m *mrcNet) onPacket(now sim.Time, p *fabric.Packet) {
 		} else {
 			f.rcv.OnProbe(now, &h, ce)
 		}
-		if m.quiet {
-			f.rcv.ClearOut()
-			f.rcv.ClearCompletions()
-			return
-		}
-		for i := range f.rcv.Out() {
-			a := &f.rcv.Out()[i]
-			m.send(now, f, a, f.dst, f.ackRoutes[a.EchoEV], int(f.planes[a.EchoEV]))
-		}
-		f.rcv.ClearOut()
-		for _, c := range f.rcv.Completions() {
-			if f.placed == 0 {
-				f.placed = c.Done
-			}
-		}
-		f.rcv.ClearCompletions()
+		m.flushReceiver(now, f)
 	case mrc.SACK, mrc.NACK:
 		h := mrc.Header{
 			Kind: kind, QP: uint32(p.Flow), CumPSN: uint32(p.Seq), NackPSN: uint32(p.Seq >> 32), Bitmap: p.Bitmap,
 			EchoEV: uint16(p.Entropy), EchoTS: sim.Time(p.Ack), Reason: mrc.NackReason(p.Aux & 0xff),
-			CE: p.Aux&(1<<8) != 0, ForProbe: p.Aux&(1<<9) != 0,
+			CE: p.Aux&(1<<8) != 0, ForProbe: p.Aux&(1<<9) != 0, BitmapBase: uint32(p.Aux >> 32),
 		}
 		if kind == mrc.SACK {
 			f.snd.OnSACK(now, &h)
@@ -401,6 +425,7 @@ func (m *mrcNet) quiesce() {
 	m.quiet = true
 	for _, f := range m.flows {
 		m.s.StopTimer(f.timer)
+		m.s.StopTimer(f.rtimer)
 	}
 }
 
@@ -453,3 +478,5 @@ func applyMRCProfile(sc *scenario.Scenario) {
 }
 
 var debugSample func(now sim.Time, m *mrcNet)
+
+var debugPacket func(now sim.Time, p *fabric.Packet)

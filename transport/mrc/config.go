@@ -38,6 +38,10 @@ type Config struct {
 	// lockstep default 4 ([API] leaves coalescing to the implementation; 4 keeps SACK overhead
 	// under 1% of a link with 4 KiB packets).
 	AckEvery int `yaml:"ack_every"`
+	// AckDelay bounds coalescing: a placed packet is acknowledged at most this long after it
+	// arrived even if no further packet comes; lockstep default 1us (a fraction of a base RTT,
+	// so a sender's last packets never wait for a timeout).
+	AckDelay sim.Time `yaml:"ack_delay"`
 	// AckTimeoutExp is t in the ACK timeout 1.024 us x 2^t, 1..24 [API]. 0 means automatic:
 	// the smallest t whose timeout covers 4 base RTTs (lockstep default).
 	AckTimeoutExp int `yaml:"ack_timeout_exp"`
@@ -79,6 +83,7 @@ type NSCCParams struct {
 const (
 	DefaultPayloadBytes = 4096
 	DefaultAckEvery     = 4
+	DefaultAckDelay     = sim.Microsecond
 	DefaultFixedRetries = 7
 	DefaultMaxRetries   = 15
 	UnlimitedRetries    = 25
@@ -101,6 +106,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.AckEvery == 0 {
 		c.AckEvery = DefaultAckEvery
+	}
+	if c.AckDelay == 0 {
+		c.AckDelay = DefaultAckDelay
 	}
 	if c.FixedRetries == 0 {
 		c.FixedRetries = DefaultFixedRetries
@@ -138,6 +146,8 @@ func (c Config) Validate(prefix string) error {
 		return bad("ack_bytes", "%d is out of range; allowed 64..4096 (a trimmed header is 64 B)", c.AckBytes)
 	case c.AckEvery < 1 || c.AckEvery > 64:
 		return bad("ack_every", "%d is out of range; allowed 1..64", c.AckEvery)
+	case c.AckDelay < 0 || c.AckDelay > sim.Millisecond:
+		return bad("ack_delay", "%v is out of range; allowed 0..1ms", c.AckDelay)
 	case c.AckTimeoutExp < 0 || c.AckTimeoutExp > 24:
 		return bad("ack_timeout_exp", "%d is out of range; allowed 1..24 (timeout 1.024us x 2^t) or 0 (automatic)", c.AckTimeoutExp)
 	case c.FixedRetries < 0 || c.FixedRetries > 25:

@@ -27,6 +27,11 @@ type Receiver struct {
 	got     []uint64 // bitset over PSN & (len*64-1) for PSNs in [cum, cum+wnd)
 	mask    uint32
 	pending int // data packets not yet acknowledged
+	// pendingSince is when the oldest unacknowledged packet arrived; the delayed SACK is due
+	// AckDelay later.
+	pendingSince sim.Time
+	lastData     Header // the latest data packet's header, echoed by a delayed SACK
+	lastCE       bool
 
 	lastPSN []uint32 // per transfer: LastPSN+1, 0 while unknown
 	bytes   []int64  // per transfer: payload bytes placed
@@ -134,14 +139,16 @@ func (r *Receiver) OnData(now sim.Time, h *Header, trimmed, lastHop, ce bool) {
 		r.cum++
 	}
 	completed := r.complete(now)
+	if r.pending == 0 {
+		r.pendingSince = now
+	}
 	r.pending++
+	r.lastData, r.lastCE = *h, ce
 	// Answer at once on a CE mark (the sender must hear about that EV [MRC §2.1]), a completed
-	// transfer, a hole just filled, or a gap the bitmap is about to lose track of; otherwise
-	// every AckEvery packets. Lockstep reading of "at once on gaps": with spraying, packets
+	// transfer or a hole just filled; otherwise every AckEvery packets (and AckDelay at most). Lockstep reading of "at once on gaps": with spraying, packets
 	// arrive out of order all the time, and answering each at once would multiply SACKs by
 	// AckEvery for no gain, since losses are found by time (RACK), not by the first gap.
-	farGap := psn-r.cum >= BitmapPSNs-uint32(r.cfg.AckEvery)
-	if ce || completed || r.cum-before > 1 || farGap || r.pending >= r.cfg.AckEvery {
+	if ce || completed || r.cum-before > 1 || r.pending >= r.cfg.AckEvery {
 		r.sack(h, ce)
 	}
 }
@@ -161,6 +168,23 @@ func (r *Receiver) complete(now sim.Time) bool {
 	return any
 }
 
+// Deadline returns when the delayed SACK for coalesced packets is due (MaxTime if none is
+// pending): AckDelay after the oldest unacknowledged packet, so a sender whose last packets
+// were placed hears of them even when nothing else arrives.
+func (r *Receiver) Deadline() sim.Time {
+	if r.pending == 0 {
+		return sim.MaxTime
+	}
+	return r.pendingSince + r.cfg.AckDelay
+}
+
+// OnTimer sends the delayed SACK if it is due.
+func (r *Receiver) OnTimer(now sim.Time) {
+	if r.pending > 0 && now >= r.pendingSince+r.cfg.AckDelay {
+		r.sack(&r.lastData, r.lastCE)
+	}
+}
+
 // OnProbe answers a probe with a SACK that echoes its EV and timestamp [API].
 func (r *Receiver) OnProbe(now sim.Time, h *Header, ce bool) {
 	r.Stats.Probes++
@@ -177,6 +201,7 @@ func (r *Receiver) sack(h *Header, ce bool) {
 }
 
 func (r *Receiver) nack(h *Header, reason NackReason, ce bool) {
+	r.pending = 0 // the NACK's cumulative PSN and bitmap acknowledge too
 	a := r.answer(NACK, h, ce)
 	a.Reason = reason
 	a.NackPSN = h.PSN
@@ -188,12 +213,16 @@ func (r *Receiver) nack(h *Header, reason NackReason, ce bool) {
 // the echoes.
 func (r *Receiver) answer(k Kind, h *Header, ce bool) Header {
 	// The bitset holds only PSNs in [cum, cum+wnd) and is at least 2 x wnd >= 128 bits, so
-	// the 64 bits after cum can be read straight out of it.
-	start := (r.cum + 1) & r.mask
+	// any 64 bits can be read straight out of it.
+	base := r.cum + 1
+	if k == SACK && h.Kind == Data && int32(h.PSN-r.cum) >= BitmapPSNs {
+		base = h.PSN - h.PSN%BitmapPSNs // the block holding the answered packet
+	}
+	start := base & r.mask
 	w, off := start>>6, start&63
 	bm := r.got[w] >> off
 	if off != 0 {
 		bm |= r.got[(int(w)+1)%len(r.got)] << (64 - off)
 	}
-	return Header{Kind: k, QP: r.qp, CumPSN: r.cum, Bitmap: bm, EchoEV: h.EV, EchoTS: h.TS, CE: ce}
+	return Header{Kind: k, QP: r.qp, CumPSN: r.cum, Bitmap: bm, BitmapBase: base, EchoEV: h.EV, EchoTS: h.TS, CE: ce}
 }

@@ -91,11 +91,10 @@ type Sender struct {
 
 	wnd, mask uint32
 	ring      []pktState
-	una, next uint32 // oldest unacknowledged PSN; next new PSN
-	highAck   uint32 // one past the highest PSN acknowledged
-	inflight  int64  // wire bytes in flight
-	retxq     []uint32
-	retxHead  int
+	una, next uint32   // oldest unacknowledged PSN; next new PSN
+	highAck   uint32   // one past the highest PSN acknowledged
+	inflight  int64    // wire bytes in flight
+	retxq     []uint32 // PSNs to resend: a min-heap by PSN distance from una, lowest first
 
 	msgs    []message
 	msgDone int // first transfer not yet acknowledged completely
@@ -294,7 +293,7 @@ func (s *Sender) Pump(now sim.Time) {
 				s.msgCut++
 			}
 		} else {
-			s.retxHead++
+			s.popRetx()
 		}
 		if s.inflight == 0 {
 			s.rtoAt = now + s.rto()
@@ -311,20 +310,62 @@ func (s *Sender) Pump(now sim.Time) {
 			LastPSN: m.lastPSN, TS: now,
 		})
 	}
-	if s.retxHead == len(s.retxq) {
-		s.retxq, s.retxHead = s.retxq[:0], 0
-	}
 }
 
-// nextPSN picks the next PSN to send: a pending retransmission (skipping ones acknowledged
-// meanwhile), else a new PSN if the receive window and the posted data allow.
+// pushRetx adds psn to the retransmit heap (ordered by distance from una, wrap-safe).
+func (s *Sender) pushRetx(psn uint32) {
+	s.retxq = append(s.retxq, psn)
+	h := s.retxq
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if h[p]-s.una <= psn-s.una {
+			break
+		}
+		h[i] = h[p]
+		i = p
+	}
+	h[i] = psn
+}
+
+// popRetx removes the lowest PSN from the retransmit heap.
+func (s *Sender) popRetx() {
+	h := s.retxq
+	n := len(h) - 1
+	last := h[n]
+	s.retxq = h[:n]
+	if n == 0 {
+		return
+	}
+	h = s.retxq
+	i := 0
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if c+1 < n && h[c+1]-s.una < h[c]-s.una {
+			c++
+		}
+		if last-s.una <= h[c]-s.una {
+			break
+		}
+		h[i] = h[c]
+		i = c
+	}
+	h[i] = last
+}
+
+// nextPSN picks the next PSN to send: the lowest pending retransmission (skipping ones
+// acknowledged meanwhile), so the cumulative PSN moves first; else a new PSN if the receive
+// window and the posted data allow.
 func (s *Sender) nextPSN() (psn uint32, fresh, ok bool) {
-	for s.retxHead < len(s.retxq) {
-		psn = s.retxq[s.retxHead]
+	for len(s.retxq) > 0 {
+		psn = s.retxq[0]
 		if s.ring[psn&s.mask].state == stLost && psn-s.una < s.wnd {
 			return psn, false, true
 		}
-		s.retxHead++ // acknowledged after all (spurious loss), or released
+		s.popRetx() // acknowledged after all (spurious loss), or released
 	}
 	if s.msgCut < len(s.msgs) && s.next-s.una < s.wnd {
 		return s.next, true, true
@@ -374,15 +415,22 @@ func (s *Sender) OnSACK(now sim.Time, h *Header) {
 	if h.CE {
 		s.evs.OnCE(int(h.EchoEV))
 	}
+	s.absorb(now, h)
+	s.Pump(now)
+}
+
+// absorb takes the cumulative PSN and bitmap every answer carries (SACKs and NACKs alike):
+// marks what they acknowledge, feeds NSCC, completes transfers and runs loss detection.
+func (s *Sender) absorb(now sim.Time, h *Header) {
 	var acked int64
 	// Cumulative part.
 	for ; int32(h.CumPSN-s.una) > 0 && s.una != s.next; s.una++ {
 		acked += s.ackPSN(now, s.una)
 	}
-	// Bitmap part: bit i is PSN CumPSN+1+i.
+	// Bitmap part: bit i is PSN BitmapBase+i.
 	for b := h.Bitmap; b != 0; b &= b - 1 {
 		i := uint32(bits.TrailingZeros64(b))
-		psn := h.CumPSN + 1 + i
+		psn := h.BitmapBase + i
 		if int32(psn-s.una) >= 0 && int32(s.next-psn) > 0 {
 			acked += s.ackPSN(now, psn)
 		}
@@ -400,7 +448,6 @@ func (s *Sender) OnSACK(now sim.Time, h *Header) {
 	}
 	s.complete(now)
 	s.detectLoss(now)
-	s.Pump(now)
 }
 
 // ackPSN marks psn acknowledged and returns the wire bytes it frees from flight (0 if it was
@@ -481,7 +528,7 @@ func (s *Sender) lose(psn uint32, p *pktState, cause RetxCause) {
 		s.inflight -= int64(s.cfg.WireBytes(int(p.len)))
 	}
 	p.state = stLost
-	s.retxq = append(s.retxq, psn)
+	s.pushRetx(psn)
 	s.Stats.Retx[cause]++
 }
 
@@ -491,10 +538,14 @@ func (s *Sender) OnNACK(now sim.Time, h *Header) {
 	s.Stats.NACKs++
 	psn := h.NackPSN
 	if int32(psn-s.una) < 0 || int32(s.next-psn) <= 0 {
+		s.absorb(now, h)
+		s.Pump(now)
 		return // stale
 	}
 	p := &s.ring[psn&s.mask]
 	if p.state != stInFlight {
+		s.absorb(now, h)
+		s.Pump(now)
 		return
 	}
 	wire := int64(s.cfg.WireBytes(int(p.len)))
@@ -506,6 +557,9 @@ func (s *Sender) OnNACK(now sim.Time, h *Header) {
 	default:
 		s.lose(psn, p, RetxOutOfWindow)
 	}
+	// The NACK's cumulative PSN and bitmap acknowledge like a SACK's. The NACKed PSN is not in
+	// them (the receiver has only its header), so this cannot undo the loss just recorded.
+	s.absorb(now, h)
 	// A NACK is progress: the receiver is alive and the path answered.
 	s.retries = 0
 	if s.inflight == 0 {

@@ -89,12 +89,17 @@ type Header struct {
 	TS      sim.Time // Data, Probe: send time, echoed by the answer
 
 	// Answers (SACK, NACK). A SACK answering a probe has Probe set.
-	CumPSN   uint32 // every PSN below CumPSN has been received
-	Bitmap   uint64 // bit i set: PSN CumPSN+1+i received
-	EchoEV   uint16 // EV of the packet this answers
-	EchoTS   sim.Time
-	CE       bool // the answered packet arrived with CE (forward-path congestion)
-	ForProbe bool
-	Reason   NackReason
-	NackPSN  uint32
+	CumPSN uint32 // every PSN below CumPSN has been received
+	// Bitmap bit i set: PSN BitmapBase+i received. The base is the SACK's offset [API: SACK =
+	// cumulative PSN + offset + bitmap]: CumPSN+1 normally, or the 64-PSN block holding the
+	// answered packet when that lies beyond CumPSN+64, so packets far above a hole are still
+	// acknowledged and do not clog the sender's window.
+	Bitmap     uint64
+	BitmapBase uint32
+	EchoEV     uint16 // EV of the packet this answers
+	EchoTS     sim.Time
+	CE         bool // the answered packet arrived with CE (forward-path congestion)
+	ForProbe   bool
+	Reason     NackReason
+	NackPSN    uint32
 }
