@@ -16,6 +16,9 @@ type FaultEvent struct {
 	Name   string
 	Action string
 	Loss   float64
+	// Entropy limits a loss to one entropy value when HasEntropy.
+	Entropy    uint32
+	HasEntropy bool
 }
 
 // scheduleFaults resolves each fault's link pattern to ports and schedules the actions. A
@@ -32,7 +35,11 @@ func scheduleFaults(s *sim.Sim, net *fabric.Network, faults []scenario.Fault) ([
 			if f.Action != scenario.FaultLoss && net.Ports[pid].Peer < fabric.PortID(pid) && matchesPeer(f.Link, net, pid) {
 				continue // down/up act on the whole link once, even when both ends match
 			}
-			evs = append(evs, FaultEvent{At: f.At, Port: fabric.PortID(pid), Name: name, Action: f.Action, Loss: f.Loss})
+			e := FaultEvent{At: f.At, Port: fabric.PortID(pid), Name: name, Action: f.Action, Loss: f.Loss}
+			if f.Entropy != nil {
+				e.Entropy, e.HasEntropy = *f.Entropy, true
+			}
+			evs = append(evs, e)
 			n++
 		}
 		if n == 0 {
@@ -51,7 +58,11 @@ func scheduleFaults(s *sim.Sim, net *fabric.Network, faults []scenario.Fault) ([
 		case scenario.FaultUp:
 			err = net.SetLinkDown(now, e.Port, false)
 		case scenario.FaultLoss:
-			err = net.SetLoss(e.Port, e.Loss)
+			if e.HasEntropy {
+				err = net.SetEntropyLoss(e.Port, e.Entropy, e.Loss)
+			} else {
+				err = net.SetLoss(e.Port, e.Loss)
+			}
 		}
 		if err != nil {
 			s.Stop(fmt.Errorf("fault at %v on %s: %w", now, e.Name, err))

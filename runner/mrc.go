@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -40,7 +41,7 @@ type mrcNet struct {
 	kTimer   sim.Kind
 	kRTimer  sim.Kind
 	baseRTT  sim.Time
-	maxQueue sim.Time // most queueing the longest path's switch queues can add
+	maxQueue sim.Time // most queueing one switch hop can add (trim threshold or limit / rate)
 	nicRate  sim.Rate
 	fct      *hdrhistogram.Histogram // sender FCT, ns
 	running  int
@@ -78,8 +79,8 @@ func newMRCNet(s *sim.Sim, net *fabric.Network, l *topo.Layout, cfg mrc.Config, 
 		nicRate: c.HostLink * sim.Rate(c.Planes),
 		fct:     hdrhistogram.New(1, int64(sim.Hour/sim.Nanosecond), 3),
 	}
-	// Queueing bound: every switch hop of the longest path but the last at the switch queue's
-	// trim threshold (or limit), the last hop at the last-hop queue's.
+	// Queueing bound of the worst single hop: the switch queue's trim threshold (or limit) at
+	// the fabric rate, or the last-hop queue's at the host rate.
 	hold := func(q fabric.QueueConfig, r sim.Rate) sim.Time {
 		b := q.Limit
 		if q.Trim.Enabled && q.Trim.Threshold > 0 && q.Trim.Threshold < b {
@@ -87,12 +88,11 @@ func newMRCNet(s *sim.Sim, net *fabric.Network, l *topo.Layout, cfg mrc.Config, 
 		}
 		return r.TxTime(int64(b))
 	}
-	hops := l.Sizing().MaxSwitchHops
 	lh := fq.SwitchQueue
 	if fq.LastHopQueue != nil {
 		lh = *fq.LastHopQueue
 	}
-	m.maxQueue = sim.Time(hops-1)*hold(fq.SwitchQueue, c.FabricLink) + hold(lh, c.HostLink)
+	m.maxQueue = max(hold(fq.SwitchQueue, c.FabricLink), hold(lh, c.HostLink))
 	m.kStart = s.Register("mrc.start", m.onStart)
 	m.kTimer = s.Register("mrc.timer", m.onTimer)
 	m.kRTimer = s.Register("mrc.ack_delay", m.onRTimer)
@@ -116,7 +116,13 @@ func (m *mrcNet) addFlow(l *topo.Layout, src, dst int, bytes int64, start sim.Ti
 	}
 	f := &mrcFlow{src: int32(src), dst: int32(dst), bytes: bytes, start: start, snd: snd, rcv: mrc.NewReceiver(m.cfg, qp)}
 	nic := m.net.Nodes[src].Ports
-	snd.SetPlaneBacklog(c.Planes, func(plane int) int64 { return m.net.Ports[nic[plane]].QueueBytes() })
+	snd.SetPlaneBacklog(c.Planes, func(plane int) int64 {
+		pt := &m.net.Ports[nic[plane]]
+		if pt.Down {
+			return math.MaxInt64 // the NIC knows its own port is down: never the quietest
+		}
+		return pt.QueueBytes()
+	})
 	evs := snd.EVs()
 	n := evs.Len()
 	f.routes = make([]fabric.Route, n)
@@ -283,9 +289,6 @@ func (m *mrcNet) send(now sim.Time, f *mrcFlow, h *mrc.Header, host int32, r fab
 
 // onPacket decodes an MRC packet at its destination and hands it to the engine.
 func (m *mrcNet) onPacket(now sim.Time, p *fabric.Packet) {
-	if debugPacket != nil {
-		debugPacket(now, p)
-	}
 	if p.Flow < 0 || int(p.Flow) >= len(m.flows) {
 		return
 	}
@@ -341,12 +344,20 @@ type MRCRun struct {
 	DoneAt sim.Time
 	// EVSeries samples EV states summed over all QPs every run.sample_interval.
 	EVSeries []EVSample
+	// FlowPlaced samples each flow's placed payload bytes at EVSeries' times:
+	// FlowPlaced[sample][flow]. Kept for runs of at most maxFlowSeries flows.
+	FlowPlaced [][]int64
 }
+
+// maxFlowSeries bounds the flows whose per-flow progress is sampled.
+const maxFlowSeries = 1024
 
 // EVSample is the EV state counts over all QPs at one time.
 type EVSample struct {
 	At                             sim.Time
 	Good, Skip, AssumedBad, Denied int
+	// PlacedBytes is the payload placed at receivers so far, all flows: its slope is goodput.
+	PlacedBytes int64
 }
 
 // Flow returns flow i's sender, receiver and completion times (zero while not complete).
@@ -385,8 +396,12 @@ func runMRC(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
 	smp := newSampler(s, net, layout.Config().Planes, sc.Run.SampleInterval, sc.Run.Duration)
 	smp.extra = func(now sim.Time) {
 		run.EVSeries = append(run.EVSeries, m.evSample(now))
-		if debugSample != nil {
-			debugSample(now, m)
+		if len(m.flows) <= maxFlowSeries {
+			row := make([]int64, len(m.flows))
+			for i, f := range m.flows {
+				row[i] = f.rcv.Stats.PlacedBytes
+			}
+			run.FlowPlaced = append(run.FlowPlaced, row)
 		}
 	}
 	m.onDone = func(now sim.Time) {
@@ -438,6 +453,7 @@ func (m *mrcNet) evSample(now sim.Time) EVSample {
 		e.Skip += skip
 		e.AssumedBad += bad
 		e.Denied += denied
+		e.PlacedBytes += f.rcv.Stats.PlacedBytes
 	}
 	return e
 }
@@ -476,7 +492,3 @@ func applyMRCProfile(sc *scenario.Scenario) {
 		*q = q.WithDefaults()
 	}
 }
-
-var debugSample func(now sim.Time, m *mrcNet)
-
-var debugPacket func(now sim.Time, p *fabric.Packet)

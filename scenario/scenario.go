@@ -65,6 +65,9 @@ type Fault struct {
 	Action string   `yaml:"action"`
 	// Loss is the per-packet drop probability for action loss, in [0, 1].
 	Loss float64 `yaml:"loss,omitempty"`
+	// Entropy, when set, limits action loss to packets carrying this entropy value (one EV's
+	// path: a gray failure of one route only). Without it every packet on the port is at risk.
+	Entropy *uint32 `yaml:"entropy,omitempty"`
 }
 
 // Topology is a one-of: exactly one builder key is set. Only Clos exists today; later kinds
@@ -597,6 +600,9 @@ func (f *Fault) resolve(path string, duration sim.Time) error {
 	case FaultDown, FaultUp:
 		if f.Loss != 0 {
 			return Errorf(path+".loss", "applies to action loss only")
+		}
+		if f.Entropy != nil {
+			return Errorf(path+".entropy", "applies to action loss only")
 		}
 	case FaultLoss:
 		if !(f.Loss >= 0 && f.Loss <= 1) {

@@ -542,10 +542,37 @@ func (s *EVSet) OnLoss(ev int) {
 	if e == nil || e.slot < 0 {
 		return
 	}
-	if !s.replace(e) {
+	s.retire(ev, e, false)
+}
+
+// OnPathLoss is OnLoss for the route ev travels: every active EV on the same (plane, path) is
+// the same path [MRC §2.2: an EV is a static source route], so all are retired at once rather
+// than each losing a packet before the sender learns it, and their replacements are taken from
+// backups on routes not known bad. The sender calls it for untrimmed losses.
+func (s *EVSet) OnPathLoss(ev int) {
+	e := s.entry(ev)
+	if e == nil || e.slot < 0 {
+		return
+	}
+	s.retire(ev, e, true)
+	for i := 0; i < len(s.order); i++ {
+		o := s.order[i]
+		if oe := &s.evs[o]; oe.plane == e.plane && oe.path == e.path && oe.slot >= 0 {
+			if s.retire(int(o), oe, true) {
+				i = -1 // the rotation was reordered: rescan
+			}
+		}
+	}
+}
+
+// retire makes active EV e AssumedBad and replaces it from its plane's backups (or, with no
+// backup, takes it out of the rotation unless that would go below MinActive). It reports
+// whether it retired the EV.
+func (s *EVSet) retire(ev int, e *evEntry, avoidBad bool) bool {
+	if !s.replace(e, avoidBad) {
 		if len(s.order)-1 < s.cfg.MinActive {
 			s.stats.Suppressed++
-			return
+			return false
 		}
 		s.removeActive(e)
 	}
@@ -557,6 +584,17 @@ func (s *EVSet) OnLoss(ev int) {
 	}
 	s.probing = append(s.probing, int32(ev))
 	s.stats.Retirements++
+	return true
+}
+
+// pathBad reports whether an AssumedBad EV holds the route (plane, path).
+func (s *EVSet) pathBad(plane, path int32) bool {
+	for _, p := range s.probing {
+		if e := &s.evs[p]; e.plane == plane && e.path == path && e.state == AssumedBad {
+			return true
+		}
+	}
+	return false
 }
 
 // ProbeDue returns an AssumedBad EV whose probe is due at now, and records the probe as sent:
@@ -648,7 +686,7 @@ func (s *EVSet) Deny(ev int) {
 	}
 	switch {
 	case e.slot >= 0:
-		if !s.replace(e) {
+		if !s.replace(e, false) {
 			s.removeActive(e)
 		}
 	case e.state == AssumedBad:
@@ -858,13 +896,24 @@ func (s *EVSet) swap(i, j int) {
 }
 
 // replace gives active EV e's place in the rotation to the first backup of its plane, if any.
-func (s *EVSet) replace(e *evEntry) bool {
+func (s *EVSet) replace(e *evEntry, avoidBad bool) bool {
 	pool := s.backup[e.plane]
 	if len(pool) == 0 {
 		return false
 	}
-	b := pool[0]
-	copy(pool, pool[1:])
+	// The first backup, or with avoidBad the first not on a route known bad (the one being
+	// retired included), keeping the pool's order.
+	k := 0
+	if avoidBad {
+		for i, b := range pool {
+			if be := &s.evs[b]; be.path != e.path && !s.pathBad(be.plane, be.path) {
+				k = i
+				break
+			}
+		}
+	}
+	b := pool[k]
+	copy(pool[k:], pool[k+1:])
 	s.backup[e.plane] = pool[:len(pool)-1]
 	s.place(int(e.slot), b)
 	e.slot = -1

@@ -30,8 +30,11 @@ type Receiver struct {
 	// pendingSince is when the oldest unacknowledged packet arrived; the delayed SACK is due
 	// AckDelay later.
 	pendingSince sim.Time
-	lastData     Header // the latest data packet's header, echoed by a delayed SACK
-	lastCE       bool
+	// pendLo, pendHi bound the PSNs placed since the last answer; the answer's bitmap must
+	// cover them.
+	pendLo, pendHi uint32
+	lastData       Header // the latest data packet's header, echoed by a delayed SACK
+	lastCE         bool
 
 	lastPSN []uint32 // per transfer: LastPSN+1, 0 while unknown
 	bytes   []int64  // per transfer: payload bytes placed
@@ -132,6 +135,20 @@ func (r *Receiver) OnData(now sim.Time, h *Header, trimmed, lastHop, ce bool) {
 	if outOfOrder {
 		r.Stats.ReorderedPkts++
 	}
+	// One SACK's bitmap spans 64 PSNs: if this packet and the ones waiting for an answer no
+	// longer fit one span above the cumulative PSN, answer those first.
+	if r.pending > 0 {
+		lo, hi := r.pendLo, r.pendHi
+		if int32(psn-lo) < 0 {
+			lo = psn
+		}
+		if int32(psn-hi) > 0 {
+			hi = psn
+		}
+		if int32(hi-r.cum) > BitmapPSNs && int32(hi-lo) >= BitmapPSNs {
+			r.sack(&r.lastData, r.lastCE)
+		}
+	}
 	r.set(psn, true)
 	before := r.cum
 	for r.has(r.cum) {
@@ -141,13 +158,21 @@ func (r *Receiver) OnData(now sim.Time, h *Header, trimmed, lastHop, ce bool) {
 	completed := r.complete(now)
 	if r.pending == 0 {
 		r.pendingSince = now
+		r.pendLo, r.pendHi = psn, psn
+	}
+	if int32(psn-r.pendLo) < 0 {
+		r.pendLo = psn
+	}
+	if int32(psn-r.pendHi) > 0 {
+		r.pendHi = psn
 	}
 	r.pending++
 	r.lastData, r.lastCE = *h, ce
 	// Answer at once on a CE mark (the sender must hear about that EV [MRC §2.1]), a completed
-	// transfer or a hole just filled; otherwise every AckEvery packets (and AckDelay at most). Lockstep reading of "at once on gaps": with spraying, packets
-	// arrive out of order all the time, and answering each at once would multiply SACKs by
-	// AckEvery for no gain, since losses are found by time (RACK), not by the first gap.
+	// transfer or a hole just filled; otherwise every AckEvery packets (and AckDelay at most).
+	// Lockstep reading of "at once on gaps": with spraying, packets arrive out of order all
+	// the time, and answering each at once would multiply SACKs by AckEvery for no gain, since
+	// losses are found by time (RACK), not by the first gap.
 	if ce || completed || r.cum-before > 1 || r.pending >= r.cfg.AckEvery {
 		r.sack(h, ce)
 	}
@@ -195,14 +220,14 @@ func (r *Receiver) OnProbe(now sim.Time, h *Header, ce bool) {
 }
 
 func (r *Receiver) sack(h *Header, ce bool) {
-	r.pending = 0
 	r.out = append(r.out, r.answer(SACK, h, ce))
+	r.pending = 0
 	r.Stats.SACKs++
 }
 
 func (r *Receiver) nack(h *Header, reason NackReason, ce bool) {
-	r.pending = 0 // the NACK's cumulative PSN and bitmap acknowledge too
 	a := r.answer(NACK, h, ce)
+	r.pending = 0 // the NACK's cumulative PSN and bitmap acknowledge too
 	a.Reason = reason
 	a.NackPSN = h.PSN
 	r.out = append(r.out, a)
@@ -214,9 +239,15 @@ func (r *Receiver) nack(h *Header, reason NackReason, ce bool) {
 func (r *Receiver) answer(k Kind, h *Header, ce bool) Header {
 	// The bitset holds only PSNs in [cum, cum+wnd) and is at least 2 x wnd >= 128 bits, so
 	// any 64 bits can be read straight out of it.
+	// The bitmap covers [cum+1, cum+64] unless packets waiting for this answer lie beyond;
+	// then it starts at the lowest of them above cum (OnData keeps them within one span).
 	base := r.cum + 1
-	if k == SACK && h.Kind == Data && int32(h.PSN-r.cum) >= BitmapPSNs {
-		base = h.PSN - h.PSN%BitmapPSNs // the block holding the answered packet
+	if r.pending > 0 && int32(r.pendHi-r.cum) > BitmapPSNs {
+		if int32(r.pendLo-base) > 0 {
+			base = r.pendLo
+		} else {
+			base = r.pendHi - (BitmapPSNs - 1)
+		}
 	}
 	start := base & r.mask
 	w, off := start>>6, start&63

@@ -45,6 +45,7 @@ type pktState struct {
 	msg    uint32
 	ev     uint16
 	state  uint8
+	retx   bool // sent more than once: its ACK cannot tell which copy arrived (Karn)
 }
 
 type message struct {
@@ -137,6 +138,7 @@ func NewSender(cfg Config, qp uint32, path Path, rng *rand.Rand) (*Sender, error
 	cc, err := NewNSCC(NSCCConfig{
 		BaseRTT: path.BaseRTT, LinkRate: path.NICRate, MTU: int64(cfg.WireBytes(cfg.PayloadBytes)),
 		TargetFactor: cfg.CC.TargetFactor, MaxWindowFactor: cfg.CC.MaxWindowFactor, Gamma: cfg.CC.Gamma,
+		FairIncrease: cfg.CC.FairIncrease, PropIncrease: cfg.CC.PropIncrease,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mrc: qp %d: %w", qp, err)
@@ -298,6 +300,7 @@ func (s *Sender) Pump(now sim.Time) {
 		if s.inflight == 0 {
 			s.rtoAt = now + s.rto()
 		}
+		p.retx = !fresh
 		p.sentAt = now
 		p.ev = uint16(ev)
 		p.state = stInFlight
@@ -464,7 +467,10 @@ func (s *Sender) ackPSN(now sim.Time, psn uint32) int64 {
 	default:
 		return 0
 	}
-	if p.sentAt > s.rackXmit {
+	// RACK learns only from packets sent once: the ACK of a retransmitted packet may answer
+	// its first copy, and the tiny RTT that suggests would mark everything older lost (Karn's
+	// rule, RFC 8985 §6.1).
+	if !p.retx && p.sentAt > s.rackXmit {
 		s.rackXmit, s.rackRTT = p.sentAt, now-p.sentAt
 	}
 	if d := psn + 1; int32(d-s.highAck) > 0 {
@@ -515,7 +521,7 @@ func (s *Sender) detectLoss(now sim.Time) {
 		deadline := p.sentAt + s.rackRTT + s.reo
 		if now >= deadline {
 			s.lose(psn, p, RetxSackGap)
-			s.evs.OnLoss(int(p.ev))
+			s.evs.OnPathLoss(int(p.ev))
 		} else if deadline < s.rackAt {
 			s.rackAt = deadline
 		}
@@ -643,7 +649,7 @@ func (s *Sender) OnTimer(now sim.Time) {
 			p := &s.ring[psn&s.mask]
 			if p.state == stInFlight && now-p.sentAt >= s.rto0 {
 				s.lose(psn, p, RetxTimeout)
-				s.evs.OnLoss(int(p.ev))
+				s.evs.OnPathLoss(int(p.ev))
 			}
 		}
 		s.cc.OnTimeout(now)
