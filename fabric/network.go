@@ -100,16 +100,16 @@ func (t *RouteTable) lookup(dst int32) []uint16 {
 // Port is one end of a link: the egress queue and transmitter of its node toward Peer, and the
 // link itself (packets in flight toward Peer).
 type Port struct {
-	Name  string
-	Node  NodeID
-	Local uint16 // index in Node.Ports
-	Peer  PortID // the port at the other end; -1 until connected
-	Rate  sim.Rate
-	Delay sim.Time // propagation plus the next switch's forwarding latency
-	// LastHop: the peer is a host, so this is the last queue before the receiver: trims here are
-	// flagged TrimmedLastHop, and builders give these ports their own queue config (MRC: no ECN
-	// marking on the last hop [MRC §2.1]; trimming at 1.5 BDP there [UEC sim defaults]).
-	LastHop bool
+	// Hot fields first: every packet event on this port reads them.
+	busy   bool     // serialising txPkt
+	nic    bool     // a host's NIC port: it stamps SentAt when it starts sending a packet
+	txPkt  *Packet  // the packet on the transmitter
+	txEnd  sim.Time // when txPkt's last bit leaves
+	flight fifo     // on the link toward Peer, ordered by arriveAt
+	Rate   sim.Rate
+	Delay  sim.Time // propagation plus the next switch's forwarding latency
+	Peer   PortID   // the port at the other end; -1 until connected
+	Node   NodeID
 	// Down: this direction of the link is failed. Change it with Network.SetLinkDown, which
 	// fails both directions at once, flushes both egress queues, loses the packets on the wire
 	// and keeps the down-time counters (see there). A direct write still takes effect (the
@@ -117,12 +117,12 @@ type Port struct {
 	// only, is not counted, and a packet on the wire survives a direct down-then-up before it
 	// arrives.
 	Down bool
-
-	nic    bool // a host's NIC port: it stamps SentAt when it starts sending a packet
-	q      portQueue
-	busy   bool    // serialising txPkt
-	txPkt  *Packet // the packet on the transmitter
-	flight fifo    // on the link toward Peer, ordered by arriveAt
+	// LastHop: the peer is a host, so this is the last queue before the receiver: trims here are
+	// flagged TrimmedLastHop, and builders give these ports their own queue config (MRC: no ECN
+	// marking on the last hop [MRC §2.1]; trimming at 1.5 BDP there [UEC sim defaults]).
+	LastHop bool
+	Local   uint16 // index in Node.Ports
+	q       portQueue
 
 	// Link state kept by SetLinkDown. epoch is the number of down transitions, stamped on each
 	// packet when its serialisation starts (Packet.epoch): a packet whose stamp differs from
@@ -132,6 +132,7 @@ type Port struct {
 	downSince sim.Time    // start of the current outage
 	downTime  sim.Time    // completed outages, summed
 	faults    *linkFaults // random loss, bit errors, entropy filters; nil when none
+	Name      string
 }
 
 // Stats returns the port's per-class queue statistics and its header-queue statistics.
@@ -178,6 +179,17 @@ func (p *Port) Totals() QueueStats {
 		area(&p.q.stats[c])
 	}
 	area(&p.q.hdrStats)
+	return t
+}
+
+// SentBytes returns the bytes the port has put on the wire by now: its transmitted bytes, less
+// the part of the packet on the transmitter not yet serialised (counters count a packet when
+// its serialisation starts). Utilisation over an interval uses it so it never exceeds 100%.
+func (p *Port) SentBytes(now sim.Time) int64 {
+	t := p.Totals().TxBytes
+	if p.txPkt != nil && p.txEnd > now {
+		t -= p.Rate.BytesIn(p.txEnd - now)
+	}
 	return t
 }
 
@@ -455,7 +467,8 @@ func (n *Network) startTx(now sim.Time, pid PortID, port *Port) {
 	if port.nic {
 		p.SentAt = now // the NIC's transmit timestamp: host queueing is not network delay
 	}
-	n.sim.At(now+port.Rate.TxTime(int64(p.Size)), n.kTx, int32(pid), 0)
+	port.txEnd = now + port.Rate.TxTime(int64(p.Size))
+	n.sim.At(port.txEnd, n.kTx, int32(pid), 0)
 }
 
 // onTxDone: the last bit of txPkt left the port; put it on the link (unless the link failed

@@ -173,10 +173,10 @@ func (q *QueueStats) setDepth(now sim.Time, d int64) {
 // portQueue is one egress port's queues: strict-priority data classes plus the header queue.
 type portQueue struct {
 	cfg     QueueConfig
-	classes [MaxClasses]fifo
+	classes []fifo // one per class, cfg.Classes long
 	hdr     fifo
 	// Stats per data class; HdrStats for the header queue.
-	stats    [MaxClasses]QueueStats
+	stats    []QueueStats // one per class
 	hdrStats QueueStats
 	// WDRR between the header queue and the data block, in bytes.
 	hdrQuantum, dataQuantum int64
@@ -194,6 +194,10 @@ const drrRound = 8192
 
 func (q *portQueue) init(cfg QueueConfig) {
 	q.cfg = cfg
+	// Sized to the classes in use, not MaxClasses: a port is touched on every packet, and a
+	// small one keeps a large fabric's ports in cache.
+	q.classes = make([]fifo, cfg.Classes)
+	q.stats = make([]QueueStats, cfg.Classes)
 	q.hdrQuantum = int64(float64(drrRound) * cfg.Trim.HeaderShare)
 	if q.hdrQuantum < HeaderBytes {
 		q.hdrQuantum = HeaderBytes

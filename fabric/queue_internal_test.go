@@ -34,6 +34,9 @@ func TestECNMarkFraction(t *testing.T) {
 		marked, counted := 0, int64(0)
 		for range draws {
 			q := *tmpl
+			// Deep copy: the class queues and stats are slices shared with tmpl.
+			q.classes = append([]fifo(nil), tmpl.classes...)
+			q.stats = append([]QueueStats(nil), tmpl.stats...)
 			p := &Packet{Size: 64, Flags: ECT}
 			if res, _ := q.enqueue(0, p, false, false); res != admitted {
 				t.Fatal("probe refused")

@@ -148,11 +148,11 @@ func groupPairs(g *scenario.Traffic, hosts int, perm func(int) []int) []pair {
 		}
 	case scenario.PatternIncast:
 		for _, s := range g.Senders {
-			pairs = append(pairs, pair{src: s, dst: g.Receiver})
+			pairs = append(pairs, pair{src: s, dst: *g.Receiver})
 		}
 	case scenario.PatternFlows:
 		for _, f := range g.Flows {
-			pairs = append(pairs, pair{src: f.Src, dst: f.Dst, rate: f.Rate, bytes: int64(f.Bytes)})
+			pairs = append(pairs, pair{src: *f.Src, dst: *f.Dst, rate: f.Rate, bytes: int64(f.Bytes)})
 		}
 	}
 	return pairs

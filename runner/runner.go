@@ -117,9 +117,10 @@ type portSnap struct {
 
 func snapshot(net *fabric.Network) []portSnap {
 	out := make([]portSnap, len(net.Ports))
+	now := net.Sim().Now()
 	for i := range net.Ports {
 		t := net.Ports[i].Totals()
-		out[i] = portSnap{txBytes: t.TxBytes, offeredBytes: t.EnqBytes + t.DropBytes}
+		out[i] = portSnap{txBytes: net.Ports[i].SentBytes(now), offeredBytes: t.EnqBytes + t.DropBytes}
 	}
 	return out
 }

@@ -97,14 +97,23 @@ func depths(h *hdrhistogram.Histogram) QueueDepths {
 
 // rawFigures fills the raw-traffic figures: offered and delivered rates over the offered-load
 // interval, the delivered fraction and the one-way latency percentiles.
+//
+// Offered counts each flow's sent bytes up to its configured rate x active time (a paced flow
+// sends whole packets, so its last one may reach past Stop); delivered is the offered rate
+// times the delivered fraction of bytes, so neither exceeds what the sources could send.
 func rawFigures(s *Summary, raw *traffic.Raw, dur sim.Time) {
 	t := raw.Totals()
-	if secs := dur.Seconds(); secs > 0 {
-		s.OfferedGbps = round3(float64(t.SentBytes) * 8 / secs / 1e9)
-		s.DeliveredGbps = round3(float64(t.RecvBytes) * 8 / secs / 1e9)
+	var offered float64
+	for i := range raw.Flows {
+		f := &raw.Flows[i]
+		offered += min(float64(raw.Stats[i].SentBytes)*8, float64(f.Rate)*(f.Stop-f.Start).Seconds())
 	}
 	if t.SentBytes > 0 {
 		s.DeliveredFraction = round3(float64(t.RecvBytes) / float64(t.SentBytes))
+	}
+	if secs := dur.Seconds(); secs > 0 {
+		s.OfferedGbps = round3(offered / secs / 1e9)
+		s.DeliveredGbps = round3(offered / secs / 1e9 * float64(t.RecvBytes) / max(1, float64(t.SentBytes)))
 	}
 	us := func(ns int64) float64 { return round3(float64(ns) / 1e3) }
 	s.LatencyP50Us = us(raw.Latency.ValueAtQuantile(50))

@@ -346,7 +346,7 @@ func TestDecodeForms(t *testing.T) {
 		{"empty pointer mapping", "faults: {}\n", tScenario{Faults: &tFaults{}}},
 		{"strings from other scalars", "name: 12\nlabels: {a: true, b: 1.5, c: '', 1: x}\n",
 			tScenario{Name: "12", Labels: map[string]string{"a": "true", "b": "1.5", "c": "", "1": "x"}}},
-		{"zero time and rate as number", "run: {duration: 0}\ntopology: {link: 400e9}\n",
+		{"zero time and rate as number", "run: {duration: 0}\ntopology: {link: 400e9bps}\n",
 			tScenario{Run: tRun{Duration: 0}, Topology: tTopology{Link: 400 * sim.Gbps}}},
 		{"anchors and aliases", "topology: &t {hosts: 4, link: 100G}\ntraffic:\n  - &tr {load: 0.5, size: 1KiB}\n  - *tr\nname: &n x\nlabels: {a: *n}\n",
 			tScenario{Name: "x", Topology: tTopology{Hosts: 4, Link: 100 * sim.Gbps},

@@ -144,7 +144,7 @@ type Traffic struct {
 	Trimmable bool `yaml:"trimmable"`
 	// Senders and Receiver define an incast: host indices.
 	Senders  []int `yaml:"senders,omitempty"`
-	Receiver int   `yaml:"receiver,omitempty"`
+	Receiver *int  `yaml:"receiver,omitempty"`
 	// Flows is the explicit list for pattern "flows".
 	Flows []FlowSpec `yaml:"flows,omitempty"`
 	// Bytes is the size of the one RDMA Write transfer each flow carries (transports only;
@@ -152,10 +152,11 @@ type Traffic struct {
 	Bytes sim.Size `yaml:"bytes,omitempty"`
 }
 
-// FlowSpec is one explicit flow: host indices and an optional per-flow rate (all planes).
+// FlowSpec is one explicit flow: host indices and an optional per-flow rate (all planes), which
+// overrides the group's load or rate for this flow.
 type FlowSpec struct {
-	Src  int      `yaml:"src"`
-	Dst  int      `yaml:"dst"`
+	Src  *int     `yaml:"src"` // required
+	Dst  *int     `yaml:"dst"` // required
 	Rate sim.Rate `yaml:"rate,omitempty"`
 	// Bytes overrides the group's transfer size for this flow (transports only).
 	Bytes sim.Size `yaml:"bytes,omitempty"`
@@ -176,9 +177,10 @@ type Run struct {
 	SampleInterval sim.Time `yaml:"sample_interval"`
 	// Out is the results folder (default results/<name>).
 	Out string `yaml:"out"`
-	// MaxPackets bounds the packets the traffic may offer (default 100 million, a few minutes
-	// of wall time): a scenario estimated beyond it is rejected before it starts instead of
-	// running for hours. Raise it deliberately for long runs.
+	// MaxPackets bounds the packets the traffic may offer (default 20 million: a packet costs
+	// about 7 to 12 events, and lockstep dispatches 1 to 4 million events per second on one
+	// core, so about one to four minutes): a scenario estimated beyond it is rejected before it
+	// starts instead of running for hours. Raise it deliberately for long runs.
 	MaxPackets int64 `yaml:"max_packets"`
 }
 
@@ -191,7 +193,7 @@ const (
 	DefaultSampleInterval = sim.Microsecond
 	DefaultPacketSize     = 4096 + 64
 	DefaultNICQueueLimit  = 16 << 20
-	DefaultMaxPackets     = 100_000_000
+	DefaultMaxPackets     = 20_000_000
 	// MaxDrain bounds run.drain: any fabric empties in far less unless it is stuck.
 	MaxDrain = 10 * sim.Second
 	// MaxLinks bounds the links of a packet-level run (all planes): each port holds its queues'
@@ -223,6 +225,28 @@ func Load(path string) (*Scenario, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return sc, nil
+}
+
+// LoadTopology reads a scenario file and returns its topology only, resolved, without the
+// run-time checks (packet budget, traffic, link limits) a run needs: for sizing any fabric.
+func LoadTopology(path string) (*topo.Clos, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	var sc Scenario
+	if err := Decode(data, &sc); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if sc.Topology.Clos == nil {
+		return nil, fmt.Errorf("%s: %w", path, Errorf("topology", "missing; set topology.clos"))
+	}
+	l, err := sc.Topology.Clos.Layout()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, closError(err))
+	}
+	c := l.Config()
+	return &c, nil
 }
 
 // Parse decodes YAML, fills defaults and validates. Errors are one line naming the field path,
@@ -372,7 +396,10 @@ func (sc *Scenario) Resolve() error {
 		packets += t.estimatePackets(sc.Transport, hosts, c.Planes, c.HostLink)
 	}
 	if packets > float64(r.MaxPackets) {
-		return Errorf("run.duration", "%v of this traffic is about %.3g packets, beyond run.max_packets (%d, a few minutes of wall time); shorten the run or raise run.max_packets", r.Duration, packets, r.MaxPackets)
+		return Errorf("run.duration", "%v of this traffic is about %.3g packets, beyond run.max_packets (%d, one to four minutes of wall time at 7-12 events per packet and 1-4 million events/s); shorten the run or raise run.max_packets", r.Duration, packets, r.MaxPackets)
+	}
+	if err := sc.checkQueues(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -529,14 +556,17 @@ func (t *Traffic) checkHosts(path string, hosts int) error {
 		if hosts < 2 {
 			return Errorf(path+".pattern", "permutation needs at least 2 hosts; the topology has %d", hosts)
 		}
-		if len(t.Senders) > 0 || len(t.Flows) > 0 {
-			return Errorf(path, "senders and flows are not used by pattern permutation")
+		if len(t.Senders) > 0 || len(t.Flows) > 0 || t.Receiver != nil {
+			return Errorf(path, "senders, receiver and flows are not used by pattern permutation")
 		}
 	case PatternIncast:
 		if len(t.Senders) == 0 {
 			return Errorf(path+".senders", "missing; incast needs at least one sender host")
 		}
-		if err := host(path+".receiver", t.Receiver); err != nil {
+		if t.Receiver == nil {
+			return Errorf(path+".receiver", "missing; incast needs the receiving host")
+		}
+		if err := host(path+".receiver", *t.Receiver); err != nil {
 			return err
 		}
 		seen := map[int]bool{}
@@ -545,7 +575,7 @@ func (t *Traffic) checkHosts(path string, hosts int) error {
 			if err := host(p, s); err != nil {
 				return err
 			}
-			if s == t.Receiver {
+			if s == *t.Receiver {
 				return Errorf(p, "host %d is also the receiver", s)
 			}
 			if seen[s] {
@@ -559,14 +589,20 @@ func (t *Traffic) checkHosts(path string, hosts int) error {
 		}
 		for j, f := range t.Flows {
 			p := fmt.Sprintf("%s.flows[%d]", path, j)
-			if err := host(p+".src", f.Src); err != nil {
+			if f.Src == nil {
+				return Errorf(p+".src", "missing; give the sending host")
+			}
+			if f.Dst == nil {
+				return Errorf(p+".dst", "missing; give the receiving host")
+			}
+			if err := host(p+".src", *f.Src); err != nil {
 				return err
 			}
-			if err := host(p+".dst", f.Dst); err != nil {
+			if err := host(p+".dst", *f.Dst); err != nil {
 				return err
 			}
-			if f.Src == f.Dst {
-				return Errorf(p, "src and dst are both host %d", f.Src)
+			if *f.Src == *f.Dst {
+				return Errorf(p, "src and dst are both host %d", *f.Src)
 			}
 			if f.Rate < 0 {
 				return Errorf(p+".rate", "%v must be positive", f.Rate)
@@ -614,4 +650,36 @@ func (f *Fault) resolve(path string, duration sim.Time) error {
 		return Errorf(path+".action", "%q is not an action; allowed down, up, loss", f.Action)
 	}
 	return nil
+}
+
+// checkQueues rejects queue settings that cannot work with this traffic: a queue limit below
+// the largest packet (every packet would be dropped) and ECN thresholds at or above the limit
+// (nothing would ever be marked).
+func (sc *Scenario) checkQueues() error {
+	var pkt int64
+	if sc.Transport.Kind == TransportMRC {
+		pkt = int64(sc.Transport.MRC.WireBytes(sc.Transport.MRC.PayloadBytes))
+	} else {
+		for _, t := range sc.Traffic {
+			pkt = max(pkt, int64(t.PacketSize))
+		}
+	}
+	check := func(path string, q fabric.QueueConfig) error {
+		if int64(q.Limit) < pkt {
+			return Errorf(path+".limit", "%v is below the largest packet (%dB); every packet would be dropped", q.Limit, pkt)
+		}
+		if q.ECN.Enabled && q.ECN.Kmin >= q.Limit {
+			return Errorf(path+".ecn.kmin", "%v is at or above the queue limit %v; nothing would ever be marked", q.ECN.Kmin, q.Limit)
+		}
+		return nil
+	}
+	if err := check("fabric.switch_queue", sc.Fabric.SwitchQueue); err != nil {
+		return err
+	}
+	if sc.Fabric.LastHopQueue != nil {
+		if err := check("fabric.last_hop_queue", *sc.Fabric.LastHopQueue); err != nil {
+			return err
+		}
+	}
+	return check("fabric.nic_queue", sc.Fabric.NICQueue)
 }

@@ -94,10 +94,11 @@ func (r Rate) String() string {
 	return s
 }
 
-// ParseRate parses a data rate: a positive number followed by a unit. Units (case-insensitive
-// prefix, optional "bps", "b/s" or "bit/s" after it): "" or "bps" = bit/s, K, M, G, T (decimal,
-// 1000). Examples: "100Gbps", "800G", "1.6Tbps", "25Gb/s", "400e9". A byte unit ("GB/s",
-// "GBps") is rejected rather than guessed at.
+// ParseRate parses a data rate: a positive number followed by a unit, which is required (a
+// bare "100" is ambiguous). Units (case-insensitive prefix, optional "bps", "b/s" or "bit/s"
+// after it): "bps" = bit/s, K, M, G, T, P (decimal, 1000). Examples: "100Gbps", "800G",
+// "1.6Tbps", "25Gb/s", "400e9bps". A byte unit ("GB/s", "GBps") is rejected rather than
+// guessed at.
 //
 // Errors: empty input, malformed number, unknown unit, zero, negative, or beyond int64.
 func ParseRate(s string) (Rate, error) {
@@ -114,6 +115,10 @@ func ParseRate(s string) (Rate, error) {
 		return 0, fmt.Errorf("rate %q: %q is not a number", s, num)
 	}
 	u := strings.TrimSpace(unit)
+	if u == "" {
+		// "100" could mean 100 Gb/s to a reader and 100 b/s to the parser: ask.
+		return 0, fmt.Errorf("rate %q has no unit; want bps, Kbps, Mbps, Gbps, Tbps or Pbps (e.g. \"100Gbps\", \"800G\")", s)
+	}
 	if strings.HasSuffix(u, "Bps") || strings.HasSuffix(u, "B/s") {
 		return 0, fmt.Errorf("rate %q is in bytes per second; lockstep rates are bits per second (e.g. \"800Gbps\")", s)
 	}

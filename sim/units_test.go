@@ -26,10 +26,10 @@ func TestParseRate(t *testing.T) {
 		{"800G", 800e9},
 		{"1.6Tbps", 1.6e12},
 		{"25Gb/s", 25e9},
-		{"400e9", 400e9},
+		{"400e9bps", 400e9},
 		{"1Mbps", 1e6},
 		{"1bps", 1},
-		{"3", 3},
+		{"3bps", 3},
 		{"1.5bps", 2}, // rounds to the nearest bit per second
 		{"10Kbps", 10e3},
 		{"10k", 10e3},
@@ -57,6 +57,7 @@ func TestParseRateErrors(t *testing.T) {
 		"  ",
 		"-1Gbps",  // negative
 		"-100G",   //
+		"100",     // no unit: ambiguous
 		"0",       // zero
 		"0Gbps",   //
 		"0.4bps",  // below 1 bit/s

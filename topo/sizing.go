@@ -32,7 +32,10 @@ type Sizing struct {
 	// levels that traffic between hosts crosses in the built fabric: host links, T0 uplinks
 	// (when there is more than one T0), T1 uplinks (when there is more than one pod). It is
 	// the cut-based estimate: exact for the symmetric, full builds it is meant for.
-	BisectionBandwidth sim.Rate `json:"bisection_bandwidth_bps"`
+	BisectionBandwidth sim.Rate `json:"-"`
+	// BisectionGbps is BisectionBandwidth in Gb/s as a float64, exact where the bit/s figure
+	// saturates; JSON carries this one.
+	BisectionGbps float64 `json:"bisection_bandwidth_gbps"`
 	// MaxSwitchHops is the diameter of the built fabric in switches: 3 for a 2-tier Clos, 5
 	// for a 3-tier one (fewer when a partial build has one T0, or one pod).
 	MaxSwitchHops int `json:"max_switch_hops"`
@@ -85,6 +88,16 @@ func (l *Layout) Sizing() Sizing {
 		s.MaxSwitchHops = 5
 	}
 	s.BisectionBandwidth = bis / 2
+	// The same in floating point, which does not saturate: 8-plane 3-tier fabrics of 800G
+	// links exceed the int64 bit/s range (9.2 Eb/s).
+	fb := float64(c.HostLink) * float64(d.Planes) * float64(d.Hosts)
+	if d.T0s > 1 {
+		fb = min(fb, float64(c.FabricLink)*float64(d.T0Up*d.Planes)*float64(d.T0s))
+	}
+	if d.Tiers == 3 && d.Pods > 1 {
+		fb = min(fb, float64(c.FabricLink)*float64(d.T1Up*d.Planes)*float64(d.T1s))
+	}
+	s.BisectionGbps = fb / 2 / 1e9
 
 	hopLinks := s.MaxSwitchHops + 1
 	lat := timeMul(c.HopLatency, hopLinks)
@@ -120,8 +133,7 @@ func (s Sizing) MarshalJSON() ([]byte, error) {
 	type plain Sizing // same fields, no methods
 	return json.Marshal(struct {
 		plain
-		NICBandwidth       int64 `json:"nic_bandwidth_bps"`
-		BisectionBandwidth int64 `json:"bisection_bandwidth_bps"`
-		WorstCaseLatency   int64 `json:"worst_case_latency_ps"`
-	}{plain(s), int64(s.NICBandwidth), int64(s.BisectionBandwidth), int64(s.WorstCaseLatency)})
+		NICBandwidth     int64 `json:"nic_bandwidth_bps"`
+		WorstCaseLatency int64 `json:"worst_case_latency_ps"`
+	}{plain(s), int64(s.NICBandwidth), int64(s.WorstCaseLatency)})
 }

@@ -115,6 +115,14 @@ func makeDir(dir string) (undo func(), err error) {
 		undo()
 		return func() {}, err
 	}
+	// Prove the folder is writable now, not after a run of minutes.
+	f, err := os.CreateTemp(dir, ".lockstep-write-check-*")
+	if err != nil {
+		undo()
+		return func() {}, fmt.Errorf("cannot write there: %w", err)
+	}
+	f.Close()
+	os.Remove(f.Name())
 	return undo, nil
 }
 

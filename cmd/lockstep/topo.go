@@ -40,11 +40,11 @@ Examples:
 				if cmd.Flags().NFlag() > 0 && !(cmd.Flags().NFlag() == 1 && asJSON) {
 					return badInput(fmt.Errorf("give either a scenario file or topology flags, not both"))
 				}
-				sc, err := scenario.Load(args[0])
+				tc, err := scenario.LoadTopology(args[0])
 				if err != nil {
 					return badInput(err)
 				}
-				c = *sc.Topology.Clos
+				c = *tc
 			} else {
 				var err error
 				if c.HostLink, err = sim.ParseRate(link); err != nil {
@@ -162,7 +162,7 @@ func printSizing(w io.Writer, c topo.Clos, s topo.Sizing) {
 	fmt.Fprintf(tw, "switches\t%s\n", commas(s.Switches))
 	fmt.Fprintf(tw, "links\t%s (%s)\n", commas(s.Links), strings.Join(links, ", "))
 	fmt.Fprintf(tw, "optics\t%s (two per link)\n", commas(s.Optics))
-	fmt.Fprintf(tw, "bisection bandwidth\t%v\n", s.BisectionBandwidth)
+	fmt.Fprintf(tw, "bisection bandwidth\t%s\n", gbpsStr(s.BisectionGbps))
 	fmt.Fprintf(tw, "max switch hops\t%d\n", s.MaxSwitchHops)
 	fmt.Fprintf(tw, "worst-case latency\t%v (unloaded, one %d B packet)\n", s.WorstCaseLatency, topo.SizingPacketBytes)
 	tw.Flush()
@@ -184,4 +184,17 @@ func commas(n int) string {
 		return "-" + b.String()
 	}
 	return b.String()
+}
+
+// gbpsStr formats a rate given in Gb/s with a readable unit: "400Gbps", "51.2Tbps",
+// "13421.773Pbps".
+func gbpsStr(g float64) string {
+	switch {
+	case g >= 1e6:
+		return strconv.FormatFloat(g/1e6, 'f', -1, 64) + "Pbps"
+	case g >= 1e3:
+		return strconv.FormatFloat(g/1e3, 'f', -1, 64) + "Tbps"
+	default:
+		return strconv.FormatFloat(g, 'f', -1, 64) + "Gbps"
+	}
 }
