@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/lockstepsim/lockstep/runner"
@@ -34,7 +35,7 @@ permutation at 90% load for 1 ms. The results folder defaults to results/<name>.
 				err error
 			)
 			if len(args) == 1 {
-				sc, err = scenario.Load(args[0])
+				sc, err = loadScenarioArg(args[0])
 			} else {
 				sc, err = scenario.Default()
 			}
@@ -151,12 +152,30 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	if secs := res.Wall.Seconds(); secs > 0 {
 		rate = float64(s.Events) / secs
 	}
-	fmt.Fprintf(w, "simulated %v (+ drain to %.3fus) in %.2fs wall, %d events (%.1fM events/s)\n",
-		sc.Run.Duration, s.EndUs, res.Wall.Seconds(), s.Events, rate/1e6)
+	fmt.Fprintf(w, "simulated %.3fus of traffic (+ drain to %.3fus) in %.2fs wall, %d events (%.1fM events/s)\n",
+		s.DurationUs, s.EndUs, res.Wall.Seconds(), s.Events, rate/1e6)
 	fmt.Fprintf(w, "offered %.1f Gb/s, delivered %.1f Gb/s (%.2f%% of bytes sent); packets sent %d, delivered %d, trimmed %d, dropped %d\n",
 		s.OfferedGbps, s.DeliveredGbps, 100*s.DeliveredFraction, s.SentPackets, s.DeliveredPackets, s.TrimmedPackets, s.DroppedPackets)
-	fmt.Fprintf(w, "one-way latency us: p50 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n\n",
-		s.LatencyP50Us, s.LatencyP99Us, s.LatencyP999Us, s.LatencyMaxUs)
+	if m := s.MRC; m != nil {
+		fmt.Fprintf(w, "MRC: %d of %d transfers done, JCT %.1f us; FCT us p50 %.1f  p99 %.1f  max %.1f (ideal %.1f; mean %.3fx, worst %.3fx); base RTT %.2f us\n",
+			m.FlowsCompleted, m.Flows, m.JCTUs, m.FCTP50Us, m.FCTP99Us, m.FCTMaxUs, m.IdealFCTUs, m.FCTOverIdealMean, m.FCTOverIdealMax, m.BaseRTTUs)
+		fmt.Fprintf(w, "MRC: retransmissions %v, timeouts %d, trims NACKed %d, probes %d, QP errors %d; EVs at end good %d, skip %d, assumed bad %d\n",
+			m.RetxPackets, m.Timeouts, m.TrimsNACKed, m.ProbesSent, m.QPErrors, m.EVGood, m.EVSkip, m.EVAssumedBad)
+		for _, f := range res.Faults {
+			fmt.Fprintf(w, "fault: %s %s at %v", f.Action, f.Name, f.At)
+			if m.FaultToLastLossRetxUs > 0 {
+				fmt.Fprintf(w, "; loss-driven retransmissions from %.1f us to %.1f us (%.1f us after the fault)", m.FirstLossRetxUs, m.LastLossRetxUs, m.FaultToLastLossRetxUs)
+			}
+			fmt.Fprintln(w)
+		}
+		for _, e := range m.QPErrorList {
+			fmt.Fprintf(w, "QP error: %s\n", e)
+		}
+		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintf(w, "one-way latency us: p50 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n\n",
+			s.LatencyP50Us, s.LatencyP99Us, s.LatencyP999Us, s.LatencyMaxUs)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "plane\tnic util%\tuplink util% min/mean/max\tuplinks idle/over\tdownlinks over\tqueue p50\tp99\tp99.9\tmax\tdrops\ttrims\tCE\t")
 	for _, p := range s.PerPlane {
@@ -182,4 +201,17 @@ func bytesStr(b int64) string {
 	default:
 		return fmt.Sprintf("%.1fMiB", float64(b)/(1<<20))
 	}
+}
+
+// loadScenarioArg loads a scenario file, or an embedded preset when the argument names one and
+// no such file exists (lockstep bench --list shows them).
+func loadScenarioArg(arg string) (*scenario.Scenario, error) {
+	if _, err := os.Stat(arg); err != nil && !strings.ContainsAny(arg, "/.") {
+		for _, p := range scenario.Presets() {
+			if p == arg {
+				return scenario.Preset(arg)
+			}
+		}
+	}
+	return scenario.Load(arg)
 }
