@@ -79,8 +79,9 @@ type RouteEntry struct {
 	Ports          []uint16
 }
 
-// lookup returns the ECMP group for dst, or nil.
-func (t *RouteTable) lookup(dst int32) []uint16 {
+// Lookup returns the ECMP group for destination host dst: the ports of the entry holding dst,
+// else Up (nil when neither). It does not allocate.
+func (t *RouteTable) Lookup(dst int32) []uint16 {
 	e := t.Entries
 	lo, hi := 0, len(e)
 	for lo < hi {
@@ -544,7 +545,7 @@ func (n *Network) forward(now sim.Time, node *Node, p *Packet) {
 		local = int(p.Route[p.Hop])
 		p.Hop++
 	} else {
-		g := node.Routes.lookup(p.Dst)
+		g := node.Routes.Lookup(p.Dst)
 		if len(g) == 0 {
 			n.dropAt(node, p, DropNoRoute)
 			return

@@ -58,11 +58,7 @@ func Build(net *fabric.Network, c Clos, opt BuildOptions) (*Layout, error) {
 		if err != nil {
 			return nil, err
 		}
-		ft := fabric.RouteTable{Up: rt.Up, Entries: make([]fabric.RouteEntry, len(rt.Entries))}
-		for i, e := range rt.Entries {
-			ft.Entries[i] = fabric.RouteEntry{HostLo: e.HostLo, HostHi: e.HostHi, Ports: e.Ports}
-		}
-		net.Nodes[n].Routes = ft
+		net.Nodes[n].Routes = rt
 	}
 	return l, nil
 }

@@ -1,42 +1,18 @@
 package topo
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/lockstepsim/lockstep/fabric"
+)
 
 // RouteTable is a node's up/down ECMP forwarding table: destination host ranges below the
 // node, each with its group of equal-cost local egress ports, and an Up group for every other
-// destination. It has the same shape as the fabric's table, field for field.
-type RouteTable struct {
-	// Entries are disjoint half-open host ranges [HostLo, HostHi), sorted by HostLo.
-	Entries []RouteEntry
-	// Up is the group for destinations not in Entries: all up ports, parallel links
-	// included. It is empty at the top tier, where Entries cover every host.
-	Up []uint16
-}
+// destination (the fabric's own type, so Build installs it as is).
+type RouteTable = fabric.RouteTable
 
 // RouteEntry is one range of destination hosts and its ECMP group of local egress ports.
-type RouteEntry struct {
-	HostLo, HostHi int32
-	Ports          []uint16
-}
-
-// Lookup returns the ECMP group for destination host dst: the ports of the entry holding dst,
-// else Up. It does not allocate.
-func (t *RouteTable) Lookup(dst int32) []uint16 {
-	e := t.Entries
-	lo, hi := 0, len(e)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if e[m].HostHi <= dst {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo < len(e) && e[lo].HostLo <= dst {
-		return e[lo].Ports
-	}
-	return t.Up
-}
+type RouteEntry = fabric.RouteEntry
 
 // Routes returns node n's up/down routing table: minimal paths only, so a packet climbs
 // until the destination is below it, then descends [Al-Fares et al., SIGCOMM 2008 §3].
