@@ -17,7 +17,29 @@ func holdDeltas(seed uint64) []Time {
 	return d
 }
 
+// mixDeltas returns a precomputed table of future offsets drawn from the mix a packet-level run
+// produces: 70% serialisation-like (50-400 ns), 25% link-delay-like (0.5-2 us), 5% timer-like
+// (10-50 us).
+func mixDeltas(seed uint64) []Time {
+	rng := rand.New(rand.NewPCG(seed, 0x3e41))
+	d := make([]Time, 1<<16)
+	for i := range d {
+		switch p := rng.IntN(100); {
+		case p < 70:
+			d[i] = 50*Nanosecond + Time(rng.Int64N(int64(350*Nanosecond)))
+		case p < 95:
+			d[i] = 500*Nanosecond + Time(rng.Int64N(int64(1500*Nanosecond)))
+		default:
+			d[i] = 10*Microsecond + Time(rng.Int64N(int64(40*Microsecond)))
+		}
+	}
+	return d
+}
+
 const benchPending = 1_000_000
+
+// realisticPending is the pending-event count of a mid-sized fabric run.
+const realisticPending = 20_000
 
 // BenchmarkEventQueue measures the 4-ary heap alone in the classic hold model: the queue holds
 // 1,000,000 pending events and each op pops the earliest and pushes one at a random later time.
@@ -51,6 +73,78 @@ func BenchmarkEventQueue(b *testing.B) {
 	if q.len() != benchPending {
 		b.Fatalf("queue length %d, want %d", q.len(), benchPending)
 	}
+}
+
+// BenchmarkEventQueueRealistic is BenchmarkEventQueue with 20,000 pending events and the offsets
+// of mixDeltas instead of uniform 0-2 us.
+func BenchmarkEventQueueRealistic(b *testing.B) {
+	deltas := mixDeltas(3)
+	mask := len(deltas) - 1
+	var q eventQueue
+	var key uint64
+	for i := range realisticPending {
+		key++
+		q.push(Event{At: deltas[i&mask], key: mix64(key)})
+	}
+	i := 0
+	hold := func() {
+		ev := q.pop()
+		ev.At += deltas[i&mask]
+		key++
+		ev.key = mix64(key)
+		q.push(ev)
+		i++
+	}
+	// Warm up to the steady state: 50 times the pending count, so the slow 5% have cycled too.
+	for range 50 * realisticPending {
+		hold()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		hold()
+	}
+	if q.len() != realisticPending {
+		b.Fatalf("queue length %d, want %d", q.len(), realisticPending)
+	}
+}
+
+// BenchmarkSimRealistic is BenchmarkSimDispatch with 20,000 pending events and the offsets of
+// mixDeltas: the whole kernel under the load of a mid-sized fabric run.
+func BenchmarkSimRealistic(b *testing.B) {
+	deltas := mixDeltas(4)
+	mask := len(deltas) - 1
+	s := New(1)
+	s.Grow(realisticPending + 1)
+	var n, i int
+	var counting bool
+	var k Kind
+	k = s.Register("hold", func(_ Time, obj int32, arg uint64) {
+		i++
+		s.After(deltas[i&mask], k, obj, arg)
+		if counting {
+			if n++; n == b.N {
+				s.Stop(nil)
+			}
+		}
+	})
+	for j := range realisticPending {
+		s.At(deltas[j&mask], k, int32(j), 0)
+	}
+	// Warm up to the steady state: about 50 cycles of the mean offset (~2 us).
+	if err := s.Run(100 * Microsecond); err != nil {
+		b.Fatal(err)
+	}
+	counting = true
+	b.ReportAllocs()
+	b.ResetTimer()
+	if err := s.Run(MaxTime); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	if n != b.N || s.Pending() != realisticPending {
+		b.Fatalf("dispatched %d of %d, pending %d", n, b.N, s.Pending())
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
 
 // BenchmarkSimDispatch measures the whole kernel: Run pops an event, dispatches it by kind, and
