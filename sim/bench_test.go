@@ -41,13 +41,14 @@ const benchPending = 1_000_000
 // realisticPending is the pending-event count of a mid-sized fabric run.
 const realisticPending = 20_000
 
-// BenchmarkEventQueue measures the 4-ary heap alone in the classic hold model: the queue holds
+// BenchmarkEventQueue measures the event queue alone in the classic hold model: the queue holds
 // 1,000,000 pending events and each op pops the earliest and pushes one at a random later time.
-// Events are plain values in a pre-grown slice, so allocs/op must be 0.
+// Events are plain values in slices the queue reuses, so allocs/op must be 0.
 func BenchmarkEventQueue(b *testing.B) {
 	deltas := holdDeltas(1)
 	mask := len(deltas) - 1
-	q := eventQueue{h: make([]Event, 0, benchPending+1)}
+	var q eventQueue
+	q.grow(benchPending + 1)
 	var key uint64
 	for i := range benchPending {
 		key++
