@@ -127,13 +127,13 @@ func (c Config) WithDefaults() Config {
 		c.WindowMPR = DefaultWindowMPR
 	}
 	if c.CC.TargetFactor == 0 {
-		c.CC.TargetFactor = 0.75
+		c.CC.TargetFactor = NSCCTargetFactorTrimming
 	}
 	if c.CC.MaxWindowFactor == 0 {
-		c.CC.MaxWindowFactor = 1.5
+		c.CC.MaxWindowFactor = NSCCMaxWindowFactor
 	}
 	if c.CC.Gamma == 0 {
-		c.CC.Gamma = 0.8
+		c.CC.Gamma = NSCCGamma
 	}
 	if c.CC.FairIncrease == 0 {
 		c.CC.FairIncrease = DefaultNSCCFairIncrease
