@@ -107,7 +107,10 @@ func runRaw(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
 // InputError marks an error caused by the scenario rather than by the run.
 type InputError struct{ Err error }
 
+// Error returns the wrapped error's message.
 func (e *InputError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error, for errors.Is and errors.As.
 func (e *InputError) Unwrap() error { return e.Err }
 
 // portSnap is one port's counters at the end of the offered-load interval.

@@ -21,7 +21,10 @@ type exitError struct {
 	err  error
 }
 
+// Error returns the wrapped error's message.
 func (e *exitError) Error() string { return e.err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e *exitError) Unwrap() error { return e.err }
 
 // badInput wraps err as exit code 2.
