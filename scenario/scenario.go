@@ -372,7 +372,10 @@ func (sc *Scenario) Resolve() error {
 		}
 		m = m.WithDefaults()
 		if err := m.Validate("transport.mrc"); err != nil {
-			return Errorf("transport.mrc", "%s", strings.TrimPrefix(err.Error(), "transport.mrc."))
+			return err // already "transport.mrc.<field>: ..."
+		}
+		if m.EV.Active < c.Planes {
+			return Errorf("transport.mrc.ev.active", "%d EVs cannot cover the %d planes; want at least one per plane", m.EV.Active, c.Planes)
 		}
 		sc.Transport.MRC = &m
 	} else if sc.Transport.MRC != nil {

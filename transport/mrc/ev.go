@@ -87,8 +87,8 @@ const (
 )
 
 // EVConfig configures a QP's entropy values [MRC §2.1, §2.4]. The zero value of a field means
-// its default; WithDefaults writes them out. The YAML keys carry an "ev_" prefix, after mrc.h's
-// ev_min_active, so the struct can be inlined into a transport configuration.
+// its default; WithDefaults writes them out. In a scenario it sits under transport.mrc.ev, so
+// mrc.h's ev_min_active is transport.mrc.ev.min_active.
 type EVConfig struct {
 	// Active is the number of EVs in the active set, a count; default 128
 	// (DefaultEVActive), 1 to MaxEVs. It is split over the planes as evenly as possible: each
@@ -142,7 +142,7 @@ func (c EVConfig) WithDefaults() EVConfig {
 }
 
 // Validate reports whether c (with defaults applied) is usable. It returns nil or an error
-// naming the first bad field by its YAML key ("ev_min_active: 0 is out of range; ..."), so a
+// naming the first bad field by its YAML key ("min_active: 0 is out of range; ..."), so a
 // caller can prefix its own path ("transport.ev."). The plane split (Active >= planes) is
 // checked by NewEVSet, which knows the planes.
 func (c EVConfig) Validate() error {
@@ -151,17 +151,17 @@ func (c EVConfig) Validate() error {
 	}
 	switch {
 	case c.Active < 1 || c.Active > MaxEVs:
-		return bad("ev_active", "%d is out of range; want 1 to %d (lockstep default %d)", c.Active, MaxEVs, DefaultEVActive)
+		return bad("active", "%d is out of range; want 1 to %d (lockstep default %d)", c.Active, MaxEVs, DefaultEVActive)
 	case c.Backup < NoEVBackup:
-		return bad("ev_backup", "%d is negative; want a count, 0 for the default (ev_active/2) or -1 for none", c.Backup)
+		return bad("backup", "%d is negative; want a count, 0 for the default (active/2) or -1 for none", c.Backup)
 	case c.Active+c.Backup > MaxEVs:
-		return bad("ev_backup", "%d backup + %d active EVs exceed %d per QP", c.Backup, c.Active, MaxEVs)
+		return bad("backup", "%d backup + %d active EVs exceed %d per QP", c.Backup, c.Active, MaxEVs)
 	case c.MinActive < 1 || c.MinActive > c.Active:
-		return bad("ev_min_active", "%d is out of range; want 1 to ev_active (%d)", c.MinActive, c.Active)
+		return bad("min_active", "%d is out of range; want 1 to active (%d)", c.MinActive, c.Active)
 	case c.ProbeInterval <= 0:
-		return bad("ev_probe_interval", "%v is not positive; want a duration such as \"50us\", or \"never\" to disable probing", c.ProbeInterval)
+		return bad("probe_interval", "%v is not positive; want a duration such as \"50us\", or \"never\" to disable probing", c.ProbeInterval)
 	case c.ProbeSuccesses < 1 || c.ProbeSuccesses > MaxEVProbeSuccesses:
-		return bad("ev_probe_successes", "%d is out of range; want 1 to %d (lockstep default %d)", c.ProbeSuccesses, MaxEVProbeSuccesses, DefaultEVProbeSuccesses)
+		return bad("probe_successes", "%d is out of range; want 1 to %d (lockstep default %d)", c.ProbeSuccesses, MaxEVProbeSuccesses, DefaultEVProbeSuccesses)
 	}
 	return nil
 }
@@ -287,7 +287,7 @@ func NewEVSet(cfg EVConfig, planes int, pathsPerPlane []int, rng *rand.Rand) (*E
 		}
 	}
 	if cfg.Active < planes {
-		return nil, fmt.Errorf("ev_active: %d EVs cannot cover %d planes; want at least one per plane", cfg.Active, planes)
+		return nil, fmt.Errorf("active: %d EVs cannot cover %d planes; want at least one per plane", cfg.Active, planes)
 	}
 	nBackup := max(cfg.Backup, 0)
 	total := cfg.Active + nBackup

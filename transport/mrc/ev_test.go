@@ -97,16 +97,16 @@ func TestEVConfigValidate(t *testing.T) {
 		{"no backup", with(func(c *EVConfig) { c.Backup = NoEVBackup }), ""},
 		{"probing off", with(func(c *EVConfig) { c.ProbeInterval = sim.MaxTime }), ""},
 		{"most EVs", with(func(c *EVConfig) { c.Active, c.Backup = MaxEVs-10, 10 }), ""},
-		{"active negative", with(func(c *EVConfig) { c.Active = -1 }), "ev_active"},
-		{"active too many", with(func(c *EVConfig) { c.Active = MaxEVs + 1 }), "ev_active"},
-		{"backup below -1", with(func(c *EVConfig) { c.Backup = -2 }), "ev_backup"},
-		{"active+backup too many", with(func(c *EVConfig) { c.Active, c.Backup = MaxEVs-10, 11 }), "ev_backup"},
-		{"min active zero", with(func(c *EVConfig) { c.MinActive = 0 }), "ev_min_active"},
-		{"min active above active", with(func(c *EVConfig) { c.MinActive = 129 }), "ev_min_active"},
-		{"probe interval negative", with(func(c *EVConfig) { c.ProbeInterval = -sim.Microsecond }), "ev_probe_interval"},
-		{"probe interval zero", with(func(c *EVConfig) { c.ProbeInterval = 0 }), "ev_probe_interval"},
-		{"probe successes zero", with(func(c *EVConfig) { c.ProbeSuccesses = 0 }), "ev_probe_successes"},
-		{"probe successes too many", with(func(c *EVConfig) { c.ProbeSuccesses = MaxEVProbeSuccesses + 1 }), "ev_probe_successes"},
+		{"active negative", with(func(c *EVConfig) { c.Active = -1 }), "active"},
+		{"active too many", with(func(c *EVConfig) { c.Active = MaxEVs + 1 }), "active"},
+		{"backup below -1", with(func(c *EVConfig) { c.Backup = -2 }), "backup"},
+		{"active+backup too many", with(func(c *EVConfig) { c.Active, c.Backup = MaxEVs-10, 11 }), "backup"},
+		{"min active zero", with(func(c *EVConfig) { c.MinActive = 0 }), "min_active"},
+		{"min active above active", with(func(c *EVConfig) { c.MinActive = 129 }), "min_active"},
+		{"probe interval negative", with(func(c *EVConfig) { c.ProbeInterval = -sim.Microsecond }), "probe_interval"},
+		{"probe interval zero", with(func(c *EVConfig) { c.ProbeInterval = 0 }), "probe_interval"},
+		{"probe successes zero", with(func(c *EVConfig) { c.ProbeSuccesses = 0 }), "probe_successes"},
+		{"probe successes too many", with(func(c *EVConfig) { c.ProbeSuccesses = MaxEVProbeSuccesses + 1 }), "probe_successes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,13 +135,13 @@ func TestNewEVSetErrors(t *testing.T) {
 		rng    *rand.Rand
 		want   string
 	}{
-		{"bad config", EVConfig{MinActive: -3}, 1, []int{4}, rng, "ev_min_active"},
+		{"bad config", EVConfig{MinActive: -3}, 1, []int{4}, rng, "min_active"},
 		{"nil rng", EVConfig{}, 1, []int{4}, nil, "random source"},
 		{"no planes", EVConfig{}, 0, nil, rng, "0 planes"},
 		{"path counts mismatch", EVConfig{}, 2, []int{4}, rng, "1 path counts for 2 planes"},
 		{"dead plane", EVConfig{}, 2, []int{4, 0}, rng, "plane 1 has 0 paths"},
 		{"negative paths", EVConfig{}, 1, []int{-1}, rng, "plane 0 has -1 paths"},
-		{"fewer EVs than planes", EVConfig{Active: 3}, 4, []int{4, 4, 4, 4}, rng, "ev_active"},
+		{"fewer EVs than planes", EVConfig{Active: 3}, 4, []int{4, 4, 4, 4}, rng, "active"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
