@@ -468,9 +468,9 @@ func applyMRCProfile(sc *scenario.Scenario) {
 		cfg = *sc.Transport.MRC
 	}
 	cfg = cfg.WithDefaults()
-	hops := 3
-	if c.Tiers == 3 {
-		hops = 5
+	hops := 3 // a Clos that does not lay out fails in topo.Build right after, naming the field
+	if l, err := c.Layout(); err == nil {
+		hops = l.Sizing().MaxSwitchHops
 	}
 	rtt := baseRTT(c, hops, cfg.WireBytes(cfg.PayloadBytes), cfg.AckBytes)
 	bdp := c.FabricLink.BytesIn(rtt)

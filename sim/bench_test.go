@@ -45,45 +45,26 @@ const realisticPending = 20_000
 // 1,000,000 pending events and each op pops the earliest and pushes one at a random later time.
 // Events are plain values in slices the queue reuses, so allocs/op must be 0.
 func BenchmarkEventQueue(b *testing.B) {
-	deltas := holdDeltas(1)
-	mask := len(deltas) - 1
-	var q eventQueue
-	q.grow(benchPending + 1)
-	var key uint64
-	for i := range benchPending {
-		key++
-		q.push(Event{At: deltas[i&mask], key: mix64(key)})
-	}
-	i := 0
-	hold := func() {
-		ev := q.pop()
-		ev.At += deltas[i&mask]
-		key++
-		ev.key = mix64(key)
-		q.push(ev)
-		i++
-	}
-	// Warm up to the steady state: every prefilled event popped and pushed back at least once.
-	for range 2 * benchPending {
-		hold()
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		hold()
-	}
-	if q.len() != benchPending {
-		b.Fatalf("queue length %d, want %d", q.len(), benchPending)
-	}
+	// Warm up: every prefilled event popped and pushed back at least once.
+	benchQueueHold(b, benchPending, holdDeltas(1), 2)
 }
 
 // BenchmarkEventQueueRealistic is BenchmarkEventQueue with 20,000 pending events and the offsets
 // of mixDeltas instead of uniform 0-2 us.
 func BenchmarkEventQueueRealistic(b *testing.B) {
-	deltas := mixDeltas(3)
+	// Warm up 50 times the pending count, so the slow 5% have cycled too.
+	benchQueueHold(b, realisticPending, mixDeltas(3), 50)
+}
+
+// benchQueueHold runs the hold model on a bare queue: pending events, each op popping the
+// earliest and pushing it back by the next of deltas (a power-of-two long table), after
+// warm x pending untimed ops.
+func benchQueueHold(b *testing.B, pending int, deltas []Time, warm int) {
 	mask := len(deltas) - 1
 	var q eventQueue
+	q.grow(pending + 1)
 	var key uint64
-	for i := range realisticPending {
+	for i := range pending {
 		key++
 		q.push(Event{At: deltas[i&mask], key: mix64(key)})
 	}
@@ -96,16 +77,15 @@ func BenchmarkEventQueueRealistic(b *testing.B) {
 		q.push(ev)
 		i++
 	}
-	// Warm up to the steady state: 50 times the pending count, so the slow 5% have cycled too.
-	for range 50 * realisticPending {
+	for range warm * pending {
 		hold()
 	}
 	b.ReportAllocs()
 	for b.Loop() {
 		hold()
 	}
-	if q.len() != realisticPending {
-		b.Fatalf("queue length %d, want %d", q.len(), realisticPending)
+	if q.len() != pending {
+		b.Fatalf("queue length %d, want %d", q.len(), pending)
 	}
 }
 
