@@ -252,6 +252,7 @@ type Network struct {
 
 	kTx, kArrive sim.Kind
 	nextID       uint64
+	nicReady     func(now sim.Time, host int32, plane int)
 }
 
 // New returns an empty network driven by s. ECMP seeds, ECN marking draws and loss draws come
@@ -263,6 +264,13 @@ func New(s *sim.Sim) *Network {
 	n.kArrive = s.Register("fabric.arrive", n.onArrive)
 	return n
 }
+
+// SetNICReady registers fn to be called each time a host's NIC port finishes serialising a
+// packet, after it has taken the next one off its queue: the port has room again. host is the
+// NIC's node, plane its local port number. Transports use it to pull packets from their QPs
+// the way a NIC's transmit scheduler does, rather than parking a window's worth of packets in
+// the NIC queue. fn runs inside the fabric's event and may call Send; nil unregisters.
+func (n *Network) SetNICReady(fn func(now sim.Time, host int32, plane int)) { n.nicReady = fn }
 
 // Sim returns the simulation driving the network.
 func (n *Network) Sim() *sim.Sim { return n.sim }
@@ -502,6 +510,9 @@ func (n *Network) onTxDone(now sim.Time, obj int32, _ uint64) {
 		port.flight.push(p)
 	}
 	n.startTx(now, pid, port)
+	if port.nic && n.nicReady != nil {
+		n.nicReady(now, int32(port.Node), int(port.Local))
+	}
 }
 
 // onArrive: the head packet on port obj's link reached the peer.

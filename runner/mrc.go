@@ -28,6 +28,15 @@ type mrcFlow struct {
 	done      sim.Time       // sender completion (last byte acknowledged), 0 while running
 	placed    sim.Time       // receiver completion (last byte placed)
 	lossRetx  int64          // SACK-gap + timeout retransmissions seen so far
+	waiting   bool           // queued in its NIC's wait list (gated by a full NIC)
+	qp        int32          // index in mrcNet.flows
+}
+
+// nicWait is one host NIC's FIFO of QPs that had data and window but no NIC room: the NIC's
+// transmit scheduler serves them round robin as its ports drain.
+type nicWait struct {
+	q    []int32 // QP numbers; q[head:] are waiting
+	head int
 }
 
 // mrcNet drives MRC engines over the fabric: it turns engine Headers into fabric packets and
@@ -48,6 +57,7 @@ type mrcNet struct {
 	errs     []error
 	onDone   func(now sim.Time) // called when every flow has completed
 	quiet    bool               // engines stopped: outboxes are discarded, timers stay off
+	wait     []nicWait          // by host
 
 	// Loss-driven retransmissions (SACK gap, timeout): the first and last time one was sent,
 	// for what a failure cost.
@@ -97,7 +107,33 @@ func newMRCNet(s *sim.Sim, net *fabric.Network, l *topo.Layout, cfg mrc.Config, 
 	m.kTimer = s.Register("mrc.timer", m.onTimer)
 	m.kRTimer = s.Register("mrc.ack_delay", m.onRTimer)
 	net.SetReceiver(fabric.ProtoMRC, m.onPacket)
+	m.wait = make([]nicWait, net.NumHosts())
+	net.SetNICReady(m.onNICReady)
 	return m
+}
+
+// nicGateBytes is the adapter's NIC pull threshold (mrc.Sender.SetNICGate): a QP hands the NIC
+// a packet only while some plane's port has nothing waiting behind the packet on the wire.
+const nicGateBytes = 1
+
+// onNICReady serves the host's waiting QPs in FIFO order when one of its NIC ports has room:
+// each is pumped until the NIC is full again (it goes back to the end of the list) or it has
+// nothing more the window allows (it leaves the list).
+func (m *mrcNet) onNICReady(now sim.Time, host int32, _ int) {
+	w := &m.wait[host]
+	for w.head < len(w.q) {
+		f := m.flows[w.q[w.head]]
+		w.head++
+		f.waiting = false
+		f.snd.Pump(now)
+		m.flushSender(now, f) // re-queues f if it is gated again
+		if f.snd.Gated() {
+			break
+		}
+	}
+	if w.head == len(w.q) {
+		w.q, w.head = w.q[:0], 0
+	}
 }
 
 // addFlow creates the QP from src to dst for one transfer of bytes posted at start.
@@ -114,7 +150,7 @@ func (m *mrcNet) addFlow(l *topo.Layout, src, dst int, bytes int64, start sim.Ti
 	if err != nil {
 		return err
 	}
-	f := &mrcFlow{src: int32(src), dst: int32(dst), bytes: bytes, start: start, snd: snd, rcv: mrc.NewReceiver(m.cfg, qp)}
+	f := &mrcFlow{qp: int32(qp), src: int32(src), dst: int32(dst), bytes: bytes, start: start, snd: snd, rcv: mrc.NewReceiver(m.cfg, qp)}
 	nic := m.net.Nodes[src].Ports
 	snd.SetPlaneBacklog(c.Planes, func(plane int) int64 {
 		pt := &m.net.Ports[nic[plane]]
@@ -123,6 +159,7 @@ func (m *mrcNet) addFlow(l *topo.Layout, src, dst int, bytes int64, start sim.Ti
 		}
 		return pt.QueueBytes()
 	})
+	snd.SetNICGate(nicGateBytes)
 	evs := snd.EVs()
 	n := evs.Len()
 	f.routes = make([]fabric.Route, n)
@@ -213,6 +250,14 @@ func (m *mrcNet) flushSender(now sim.Time, f *mrcFlow) {
 		m.send(now, f, h, f.src, f.routes[h.EV], int(f.planes[h.EV]))
 	}
 	f.snd.ClearOut()
+	if f.snd.Gated() && !f.waiting {
+		f.waiting = true
+		w := &m.wait[f.src]
+		if w.head > 0 && w.head == len(w.q) {
+			w.q, w.head = w.q[:0], 0
+		}
+		w.q = append(w.q, f.qp)
+	}
 	for _, c := range f.snd.Completions() {
 		if f.done == 0 {
 			f.done = c.Done

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/lockstepsim/lockstep/sim"
@@ -201,22 +202,35 @@ func TestMRCPermutation(t *testing.T) {
 	if m.FlowsCompleted != 128 || m.Timeouts != 0 {
 		t.Fatalf("completed %d, timeouts %d", m.FlowsCompleted, m.Timeouts)
 	}
-	if m.FCTOverIdealMean > 1.10 || m.FCTOverIdealMax > 1.20 {
-		t.Errorf("FCT/ideal mean %.3f, max %.3f; want <= 1.10 and <= 1.20", m.FCTOverIdealMean, m.FCTOverIdealMax)
+	// The issue asks for mean <= 1.03 and worst <= 1.05. With the PROTOCOLS.md NSCC defaults
+	// (max window 1.5 BDP, ECN 0.2-0.8 BDP) lockstep gives 1.048 and 1.073: every flow sits at
+	// the window ceiling and random spraying at full load queues about 2 us per RTT, so the
+	// ceiling allows 96% of line rate (see docs/design-notes.md, "MRC permutation"). These
+	// bounds pin that against regressions.
+	if m.FCTOverIdealMean > 1.06 || m.FCTOverIdealMax > 1.09 {
+		t.Errorf("FCT/ideal mean %.3f, max %.3f; want <= 1.06 and <= 1.09", m.FCTOverIdealMean, m.FCTOverIdealMax)
 	}
 	if m.FCTOverIdealMean < 1 {
 		t.Errorf("FCT below the ideal (%.3f): the ideal is wrong", m.FCTOverIdealMean)
 	}
 }
 
-// A T0-T1 link failing under permutation load. The issue's target is that no flow falls
-// below 0.95 of its goodput in steady state [MRC §3]. Today the flows whose traffic must
-// squeeze through the plane's remaining links see ECN there and NSCC cuts their whole window
-// (all planes), so the worst keeps about 0.72 (see the closing note of issue 3); this pins
-// that against regressions while the gap is open, and checks that every flow completes.
+// A T0-T1 link failing under permutation load: no flow falls below 0.95 of its goodput in
+// steady state [MRC §3: a T0-T1 link costs a node a fraction of one plane's share]. The flows
+// whose packets must squeeze through the plane's remaining links see ECN there; MRC moves off
+// those EVs, and NSCC, deciding on the filtered delay, does not cut the whole multi-plane
+// window for one plane's transient queue.
 func TestMRCFabricLinkDown(t *testing.T) {
 	tr := "  - {pattern: permutation, bytes: 16MiB}"
-	res := mustRun(t, fmt.Sprintf(mrcYAML, 64, tr, "faults:\n  - {at: 60us, link: p2.t0-1.up4, action: down}"))
+	for seed := 1; seed <= 3; seed++ {
+		y := fmt.Sprintf(mrcYAML, 64, tr, "faults:\n  - {at: 60us, link: p2.t0-1.up4, action: down}")
+		res := mustRun(t, strings.Replace(y, "run: {", fmt.Sprintf("run: {seed: %d, ", seed), 1))
+		mrcLinkDownCheck(t, seed, res)
+	}
+}
+
+func mrcLinkDownCheck(t *testing.T, seed int, res *Result) {
+	t.Helper()
 	m := res.Summary.MRC
 	if m.FlowsCompleted != m.Flows || m.QPErrors != 0 {
 		t.Fatalf("completed %d of %d, QP errors %d", m.FlowsCompleted, m.Flows, m.QPErrors)
@@ -242,8 +256,8 @@ func TestMRCFabricLinkDown(t *testing.T) {
 			worst, worstFlow = r, f
 		}
 	}
-	t.Logf("T0-T1 down: worst flow %d keeps %.3f of its goodput; mean FCT %.1f us", worstFlow, worst, m.FCTMeanUs)
-	if worst < 0.65 {
-		t.Errorf("flow %d keeps %.3f of its goodput after the failure; want >= 0.65 (target 0.95)", worstFlow, worst)
+	t.Logf("seed %d: T0-T1 down: worst flow %d keeps %.3f of its goodput; mean FCT %.1f us", seed, worstFlow, worst, m.FCTMeanUs)
+	if worst < 0.95 {
+		t.Errorf("seed %d: flow %d keeps %.3f of its goodput after the failure; want >= 0.95", seed, worstFlow, worst)
 	}
 }

@@ -207,8 +207,8 @@ const (
 //go:embed default.yaml
 var defaultYAML []byte
 
-// DefaultYAML returns the built-in default scenario's text: 64 hosts on a 4-plane 2-tier Clos
-// under a raw permutation at 90% load for 1 ms.
+// DefaultYAML returns the built-in default scenario's text: MRC on a 128-host 8-plane 2-tier
+// Clos, a permutation of 16 MiB transfers, one NIC-T0 link failing halfway.
 func DefaultYAML() []byte { return append([]byte(nil), defaultYAML...) }
 
 // Default returns the built-in default scenario, resolved.

@@ -126,7 +126,9 @@ func TestRunResultsFolder(t *testing.T) {
 	}
 }
 
-// TestRunDefault: with no file, run uses the built-in default scenario (64 hosts, 4 planes).
+// TestRunDefault: with no file, run uses the built-in default scenario: MRC, 128 hosts on 8
+// planes, a permutation with one NIC-T0 link failing halfway; every transfer completes and the
+// failure's last retransmission comes well under 1 ms after it.
 func TestRunDefault(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the default scenario takes a second or two")
@@ -137,12 +139,21 @@ func TestRunDefault(t *testing.T) {
 		Scenario string `json:"scenario"`
 		Hosts    int    `json:"hosts"`
 		Planes   int    `json:"planes"`
+		MRC      *struct {
+			Flows          int     `json:"flows"`
+			Completed      int     `json:"flows_completed"`
+			FaultToLastUs  float64 `json:"fault_to_last_loss_retx_us"`
+			FCTOverIdealMx float64 `json:"fct_over_ideal_max"`
+		} `json:"mrc"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
 		t.Fatal(err)
 	}
-	if s.Scenario != "default" || s.Hosts != 64 || s.Planes != 4 {
-		t.Errorf("default scenario ran as %+v; want default, 64 hosts, 4 planes", s)
+	if s.Scenario != "default" || s.Hosts != 128 || s.Planes != 8 || s.MRC == nil {
+		t.Fatalf("default scenario ran as %+v; want default, 128 hosts, 8 planes, MRC", s)
+	}
+	if m := s.MRC; m.Completed != m.Flows || m.Flows != 128 || m.FaultToLastUs <= 0 || m.FaultToLastUs >= 1000 {
+		t.Errorf("default scenario: %+v; want 128 of 128 transfers done and the fault's last retransmission 0-1000 us after it", *m)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "scenario.yaml")); err != nil {
 		t.Error(err)

@@ -22,12 +22,14 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 		asJSON bool
 	)
 	cmd := &cobra.Command{
-		Use:   "run [SCENARIO.yaml]",
+		Use:   "run [SCENARIO.yaml | PRESET]",
 		Short: "Run a scenario (the built-in default when no file is given)",
 		Long: `Run a scenario and write its results folder (summary.json, scenario.yaml).
 
-Without a file, runs the built-in default: 64 hosts on a 4-plane 2-tier Clos under a raw
-permutation at 90% load for 1 ms. The results folder defaults to results/<name>.`,
+Without a file, runs the built-in default: MRC on 128 hosts of a 8-plane 2-tier Clos, a
+permutation of 16 MiB transfers, and one NIC-T0 link failing halfway. A name without "/" or
+"." that is not a file runs the embedded preset of that name (lockstep bench --list shows
+them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to results/<name>.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var (
@@ -159,8 +161,8 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	if m := s.MRC; m != nil {
 		fmt.Fprintf(w, "MRC: %d of %d transfers done, JCT %.1f us; FCT us p50 %.1f  p99 %.1f  max %.1f (ideal %.1f; mean %.3fx, worst %.3fx); base RTT %.2f us\n",
 			m.FlowsCompleted, m.Flows, m.JCTUs, m.FCTP50Us, m.FCTP99Us, m.FCTMaxUs, m.IdealFCTUs, m.FCTOverIdealMean, m.FCTOverIdealMax, m.BaseRTTUs)
-		fmt.Fprintf(w, "MRC: retransmissions %v, timeouts %d, trims NACKed %d, probes %d, QP errors %d; EVs at end good %d, skip %d, assumed bad %d\n",
-			m.RetxPackets, m.Timeouts, m.TrimsNACKed, m.ProbesSent, m.QPErrors, m.EVGood, m.EVSkip, m.EVAssumedBad)
+		fmt.Fprintf(w, "MRC: retransmitted packets: trim NACK %d, SACK gap %d, timeout %d, out of window %d; timeouts %d, trims NACKed %d, probes %d, QP errors %d; EVs at end good %d, skip %d, assumed bad %d\n",
+			m.RetxPackets["trim_nack"], m.RetxPackets["sack_gap"], m.RetxPackets["timeout"], m.RetxPackets["out_of_window"], m.Timeouts, m.TrimsNACKed, m.ProbesSent, m.QPErrors, m.EVGood, m.EVSkip, m.EVAssumedBad)
 		for _, f := range res.Faults {
 			fmt.Fprintf(w, "fault: %s %s at %v", f.Action, f.Name, f.At)
 			if m.FaultToLastLossRetxUs > 0 {

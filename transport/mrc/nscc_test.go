@@ -89,7 +89,9 @@ func TestNSCCDefaults(t *testing.T) {
 
 // TestNSCCQuadrants replays one ACK in each quadrant of [UEC §3.6 NSCC; PROTOCOLS.md NSCC] from a
 // window of 90,000 B (the maximum 150,000 B after one decrease at t=0 by
-// 1 - 0.8 (15 - 7.5)/15 = 0.6), and checks the window and the one counter it moves.
+// 1 - 0.8 (15 - 7.5)/15 = 0.6), and checks the window and the one counter it moves. The ECN
+// cases first set the filtered delay to the ACK's own delay, so D = d in the decrease rule
+// (the filter itself is checked by TestNSCCFilteredDelay).
 func TestNSCCQuadrants(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -120,6 +122,9 @@ func TestNSCCQuadrants(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newExampleNSCC(t)
 			replayNSCC(t, c, []nsccStep{nsccAck(0, 4000, 15*nsccUS, true, 90000)})
+			if tc.step.ecn {
+				c.avgDelay = float64(max(tc.step.delay, 0))
+			}
 			before := c.Stats
 			replayNSCC(t, c, []nsccStep{tc.step})
 			diff := c.Stats
@@ -135,6 +140,38 @@ func TestNSCCQuadrants(t *testing.T) {
 	}
 }
 
+// TestNSCCFilteredDelay: the decrease is gated and sized by the filtered delay, an EWMA with
+// weight 1/8 seeded by the first sample [UEC §3.6 NSCC avg_delay]. Under spraying, one
+// marked ACK with a high delay among low-delay ones is a bad path, not a full pipe: no
+// decrease. A sustained high delay decreases once the filter crosses the target: from 0, five
+// 16 us samples take it to 16 (1 - (7/8)^5) = 7.793 us > 7.5 us.
+func TestNSCCFilteredDelay(t *testing.T) {
+	c := newExampleNSCC(t)
+	c.OnAck(0, 4000, 0, false) // seeds the filter at 0
+	w := c.Window()
+	c.OnAck(1*nsccUS, 4000, 30*nsccUS, true) // one outlier: D = 3.75 us < 7.5 us
+	if c.Window() != w || c.Stats.Decreases != 0 || c.Stats.Holds != 1 {
+		t.Fatalf("one marked outlier: window %d (was %d), stats %+v; want a hold", c.Window(), w, c.Stats)
+	}
+	if got := c.AvgDelay(); got != 3750*sim.Nanosecond {
+		t.Fatalf("filtered delay %v, want 3.75us", got)
+	}
+	c = newExampleNSCC(t)
+	c.OnAck(0, 4000, 0, false)
+	w = c.Window()
+	for k := 1; k <= 5; k++ {
+		c.OnAck(sim.Time(k)*nsccUS, 4000, 16*nsccUS, true)
+		if k < 5 && (c.Stats.Decreases != 0 || c.Window() != w) {
+			t.Fatalf("after %d samples of 16us (D %v): decreased early, stats %+v", k, c.AvgDelay(), c.Stats)
+		}
+	}
+	d := 16 * (1 - math.Pow(7.0/8, 5)) // us
+	want := int64(float64(w)*(1-0.8*(d-7.5)/d) + 0.5)
+	if c.Stats.Decreases != 1 || c.Window() != want {
+		t.Fatalf("after 5 samples of 16us (D %v): window %d, decreases %d; want %d, 1", c.AvgDelay(), c.Window(), c.Stats.Decreases, want)
+	}
+}
+
 // TestNSCCDecreaseOncePerBaseRTT: [PROTOCOLS.md NSCC] "multiplicative decrease, at most once per
 // base RTT". Two ECN, high-delay ACKs within one base RTT decrease once.
 func TestNSCCDecreaseOncePerBaseRTT(t *testing.T) {
@@ -143,8 +180,11 @@ func TestNSCCDecreaseOncePerBaseRTT(t *testing.T) {
 		nsccAck(0, 4000, 15*nsccUS, true, 90000),           // x 0.6
 		nsccAck(5*nsccUS, 4000, 15*nsccUS, true, 90000),    // held
 		nsccAck(10*nsccUS-1, 4000, 30*nsccUS, true, 90000), // held, however high the delay
-		nsccAck(10*nsccUS, 4000, 15*nsccUS, true, 54000),   // a base RTT later: x 0.6
-		nsccAck(12*nsccUS, 4000, 15*nsccUS, true, 54000),   // held
+		// A base RTT later. The filtered delay is 15 + (30 - 15)/8 = 16.875 us after the
+		// third ACK and 16.875 + (15 - 16.875)/8 = 16.640625 us now: x (1 - 0.8 x 9.140625 /
+		// 16.640625) = x 0.56056.
+		nsccAck(10*nsccUS, 4000, 15*nsccUS, true, 50451),
+		nsccAck(12*nsccUS, 4000, 15*nsccUS, true, 50451), // held
 	})
 	if c.Stats.Decreases != 2 || c.Stats.DecreasesHeld != 3 {
 		t.Fatalf("decreases %d, held %d; want 2 and 3", c.Stats.Decreases, c.Stats.DecreasesHeld)

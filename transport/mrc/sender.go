@@ -2,6 +2,7 @@ package mrc
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"math/rand/v2"
 
@@ -116,7 +117,10 @@ type Sender struct {
 	stalled bool // the window had room but no EV was usable at the last Pump
 	backlog func(plane int) int64
 	planes  int
-	planeRR int // rotating start for ties in quietestPlane
+	planeRR int     // rotating start for ties in quietestPlane
+	gate    int64   // SetNICGate: new packets only while the quietest plane's backlog is below it; 0 = off
+	gated   bool    // the last Pump stopped because the NIC had no room (SetNICGate)
+	pend    []int64 // by plane: wire bytes put in the outbox during the current Pump
 
 	Stats SenderStats
 }
@@ -176,14 +180,40 @@ func NewSender(cfg Config, qp uint32, path Path, rng *rand.Rand) (*Sender, error
 // got more packets by chance does not hold the others idle.
 func (s *Sender) SetPlaneBacklog(planes int, fn func(plane int) int64) {
 	s.planes, s.backlog = planes, fn
+	s.pend = make([]int64, planes)
 }
+
+// planeBacklog is plane's NIC backlog plus the wire bytes this Pump put in the outbox for it
+// (the caller hands them to the NIC only after Pump returns).
+func (s *Sender) planeBacklog(p int) int64 {
+	b := s.backlog(p)
+	if b == math.MaxInt64 {
+		return b
+	}
+	return b + s.pend[p]
+}
+
+// SetNICGate makes the sender pull-driven, like a NIC's transmit scheduler: Pump emits a
+// packet only while the quietest plane's backlog (SetPlaneBacklog) is below bytes, and
+// otherwise stops with Gated reporting true; the caller pumps again when a NIC port has room.
+// bytes = 1 lets a packet wait behind the one being serialised on each port and no more, so
+// the window counts packets on the network, not packets parked in the NIC; 0 turns the gate
+// off (packets go to the NIC queue as soon as the window allows). A plane whose backlog reads
+// math.MaxInt64 (a port that is down) never gates: the packet is sent, lost, and recovered,
+// so a NIC with every port down errors its QPs instead of waiting for room forever.
+// Without SetPlaneBacklog the gate does nothing.
+func (s *Sender) SetNICGate(bytes int64) { s.gate = max(bytes, 0) }
+
+// Gated reports whether the last Pump stopped with data to send and window to spare because
+// the NIC had no room (SetNICGate).
+func (s *Sender) Gated() bool { return s.gated }
 
 // quietestPlane returns the plane with the least NIC backlog; ties go round robin.
 func (s *Sender) quietestPlane() int {
 	best, bestB := 0, int64(-1)
 	for i := 0; i < s.planes; i++ {
 		p := (s.planeRR + i) % s.planes
-		if b := s.backlog(p); bestB < 0 || b < bestB {
+		if b := s.planeBacklog(p); bestB < 0 || b < bestB {
 			best, bestB = p, b
 		}
 	}
@@ -245,6 +275,8 @@ func (s *Sender) Pump(now sim.Time) {
 		return
 	}
 	s.probe(now)
+	s.gated = false
+	clear(s.pend)
 	for {
 		psn, fresh, ok := s.nextPSN()
 		if !ok {
@@ -270,7 +302,14 @@ func (s *Sender) Pump(now sim.Time) {
 		}
 		var ev int
 		if s.backlog != nil {
-			ev, ok = s.evs.NextOn(s.quietestPlane())
+			plane := s.quietestPlane()
+			if s.gate > 0 {
+				if b := s.planeBacklog(plane); b >= s.gate && b != math.MaxInt64 {
+					s.gated = true
+					break
+				}
+			}
+			ev, ok = s.evs.NextOn(plane)
 		} else {
 			ev, ok = s.evs.Next()
 		}
@@ -287,6 +326,11 @@ func (s *Sender) Pump(now sim.Time) {
 			break
 		}
 		s.stalled = false
+		if s.pend != nil {
+			if pl, _, ok := s.evs.Route(ev); ok {
+				s.pend[pl] += wire
+			}
+		}
 		if fresh {
 			m := &s.msgs[s.msgCut]
 			m.cut += int64(p.len)

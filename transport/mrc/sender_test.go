@@ -1,0 +1,78 @@
+package mrc
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/lockstepsim/lockstep/sim"
+)
+
+func newGateSender(t *testing.T) *Sender {
+	t.Helper()
+	cfg := Config{}.WithDefaults()
+	path := Path{Planes: 2, PathsPerPlane: []int{4, 4}, BaseRTT: 10 * sim.Microsecond,
+		NICRate: 200 * sim.Gbps, MaxQueueDelay: sim.Microsecond}
+	s, err := NewSender(cfg, 0, path, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Post(0, 1<<20)
+	return s
+}
+
+// dataPlanes counts the data packets in the outbox per plane.
+func dataPlanes(s *Sender) [2]int {
+	var n [2]int
+	for _, h := range s.Out() {
+		if h.Kind == Data {
+			p, _, _ := s.EVs().Route(int(h.EV))
+			n[p]++
+		}
+	}
+	return n
+}
+
+// The NIC gate (SetNICGate): with gate 1, Pump hands each plane whose port has nothing waiting
+// one packet and stops, Gated; packets put in the outbox during the Pump count as waiting. A
+// port that is down (backlog MaxInt64) is never chosen, and never gates: with every port
+// down the QP sends, loses and eventually errors instead of waiting for room forever. Without the gate the whole window goes.
+func TestSenderNICGate(t *testing.T) {
+	cases := []struct {
+		name    string
+		backlog [2]int64
+		gate    int64
+		want    [2]int
+		gated   bool
+	}{
+		{"both ports empty: one each", [2]int64{0, 0}, 1, [2]int{1, 1}, true},
+		{"plane 1 busy: plane 0 only", [2]int64{0, 5000}, 1, [2]int{1, 0}, true},
+		{"both busy: nothing", [2]int64{100, 5000}, 1, [2]int{0, 0}, true},
+		{"plane 1 down: plane 0 only", [2]int64{0, math.MaxInt64}, 1, [2]int{1, 0}, true},
+		{"every port down: no gate, the window goes (and is lost)", [2]int64{math.MaxInt64, math.MaxInt64}, 1, [2]int{-1, -1}, false},
+		{"no gate: the window", [2]int64{0, 0}, 0, [2]int{-1, -1}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newGateSender(t)
+			s.SetPlaneBacklog(2, func(p int) int64 { return tc.backlog[p] })
+			s.SetNICGate(tc.gate)
+			s.Pump(0)
+			got := dataPlanes(s)
+			if s.Gated() != tc.gated {
+				t.Fatalf("Gated %v, want %v (sent %v)", s.Gated(), tc.gated, got)
+			}
+			for p := range got {
+				if tc.want[p] >= 0 && got[p] != tc.want[p] {
+					t.Fatalf("sent per plane %v, want %v", got, tc.want)
+				}
+			}
+			if tc.want[0] < 0 || tc.want[1] < 0 {
+				// Window-limited: everything the window allows went out.
+				if s.InFlight()+int64(s.cfg.WireBytes(s.cfg.PayloadBytes)) <= s.CC().Window() {
+					t.Fatalf("in flight %d B with window %d B: the window was not filled", s.InFlight(), s.CC().Window())
+				}
+			}
+		})
+	}
+}
