@@ -32,8 +32,9 @@ const MaxEntropyFilters = 4
 //     down; this is simpler to reason about than draining the queue at line rate into a dead
 //     link (drops happen at the failure, not spread over a drain time that depends on the
 //     queue), and an outage costs no events however much traffic is still sent at the port;
-//   - the packet being serialised is lost: it is dropped as link_down when its serialisation
-//     would have ended (the transmitter stays busy until then);
+//   - the packet being serialised is lost: it is dropped as link_down when it would have
+//     arrived (a packet goes on the link when its serialisation starts; the transmitter stays
+//     busy until that serialisation would have ended);
 //   - the packets on the wire are lost: each is dropped as link_down at its arrival time, even
 //     if the link is up again by then, since it was on the wire when the link failed. (Each
 //     packet carries the port's down-transition count from the start of its serialisation,
@@ -90,9 +91,9 @@ func (p *Port) DownTime(now sim.Time) sim.Time {
 // SetLoss makes port p's link lose each packet sent on it (in p's direction only) with
 // probability prob in [0, 1], independently per packet; 0 turns random loss off. Lost packets
 // are dropped as loss, counted in p's queue statistics. The draw is made when the packet's
-// last bit leaves the port (it is counted as sent); the receiving MAC would discard it one
-// link delay later, which nothing in the fabric can observe, so the packet does not occupy
-// the wire. Draws come from a per-port splitmix64 stream seeded from the network's seed and
+// serialisation starts (it is counted as sent and keeps the transmitter busy); the receiving
+// MAC would discard it later, which nothing in the fabric can observe, so the packet does not
+// occupy the wire. Draws come from a per-port splitmix64 stream seeded from the network's seed and
 // p's index, separate from the ECN marking stream, and are taken only for packets whose loss
 // probability is strictly between 0 and 1. Random loss composes with SetBER and
 // SetEntropyLoss as independent causes. Errors: an unknown port, prob outside [0, 1] or NaN.

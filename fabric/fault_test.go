@@ -546,3 +546,37 @@ func TestLossStreamPerPort(t *testing.T) {
 		t.Errorf("s1.p1 lost %d packets alone and %d with other activity, or different ones", len(quiet), len(busy))
 	}
 }
+
+// The transmitter costs an event only when something waits for it: one packet over
+// h0 - s0 - s1 - s2 - h1 takes 4 arrivals and the NIC port's end-of-serialisation event (NIC
+// ports always report it, for SetNICReady). Two packets sent together take 8 arrivals and 2 NIC
+// events: the second waits behind the first at the NIC only, then trails it by exactly one
+// serialisation and finds each switch port free the moment the first has left it.
+func TestTransmitterEvents(t *testing.T) {
+	for _, c := range []struct {
+		packets int
+		want    uint64
+	}{{1, 5}, {2, 10}} {
+		h := newLine(t, 1, lineOpts{delay: testDelay})
+		got := 0
+		h.n.SetReceiver(fabric.ProtoRaw, func(sim.Time, *fabric.Packet) { got++ })
+		for i := 0; i < c.packets; i++ {
+			p := h.n.NewPacket()
+			p.Dst, p.Size = 1, mtu
+			p.SetRoute(lineRoute(1, 0, 0))
+			if err := h.n.Send(0, 0, 0, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.s.Run(sim.Second)
+		if got != c.packets {
+			t.Fatalf("%d packets: delivered %d", c.packets, got)
+		}
+		if ev := h.s.Events(); ev != c.want {
+			t.Errorf("%d packets: %d events, want %d", c.packets, ev, c.want)
+		}
+		if err := h.n.Audit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -3,10 +3,15 @@
 // trimming into a WDRR-scheduled header queue, strict-priority classes) and switches that
 // forward by per-packet source route or by ECMP hash.
 //
-// Event model (STYLE §1, after htsim's Queue + Pipe): an egress port has at most one pending
-// event for the packet it is serialising (tx), and its link is a FIFO of packets in flight
-// with at most one pending event for the head's arrival. The event set grows with busy ports,
-// not with packets in flight. Switch forwarding latency is folded into each link's delay.
+// Event model (STYLE §1, after htsim's Queue + Pipe): a port's link is a FIFO of packets in
+// flight with at most one pending event for the head's arrival, and the port has at most one
+// pending transmitter event, only while something waits for the transmitter: a packet that
+// starts serialising is put on the link at once with its arrival time (end of serialisation
+// plus link delay), so a hop through an empty queue costs one event, not two. The transmitter
+// event fires at the end of a serialisation only when packets are queued behind it (or on a
+// NIC port, whose transports want to know it has room: SetNICReady). The event set grows with
+// busy ports, not with packets in flight. Switch forwarding latency is folded into each link's
+// delay.
 //
 // A packet's path: Network.Send enqueues it at the source host's NIC port for a plane; the port
 // serialises it (Rate.TxTime), puts it on the link, and after the link delay the peer receives
@@ -102,15 +107,14 @@ func (t *RouteTable) Lookup(dst int32) []uint16 {
 // link itself (packets in flight toward Peer).
 type Port struct {
 	// Hot fields first: every packet event on this port reads them.
-	busy   bool     // serialising txPkt
-	nic    bool     // a host's NIC port: it stamps SentAt when it starts sending a packet
-	txPkt  *Packet  // the packet on the transmitter
-	txEnd  sim.Time // when txPkt's last bit leaves
-	flight fifo     // on the link toward Peer, ordered by arriveAt
-	Rate   sim.Rate
-	Delay  sim.Time // propagation plus the next switch's forwarding latency
-	Peer   PortID   // the port at the other end; -1 until connected
-	Node   NodeID
+	txEvent bool     // a transmitter event is pending at txEnd
+	nic     bool     // a host's NIC port: it stamps SentAt when it starts sending a packet
+	txEnd   sim.Time // when the last serialisation ends: the port is busy while now < txEnd
+	flight  fifo     // on the link toward Peer, ordered by arriveAt; includes the packet being serialised
+	Rate    sim.Rate
+	Delay   sim.Time // propagation plus the next switch's forwarding latency
+	Peer    PortID   // the port at the other end; -1 until connected
+	Node    NodeID
 	// Down: this direction of the link is failed. Change it with Network.SetLinkDown, which
 	// fails both directions at once, flushes both egress queues, loses the packets on the wire
 	// and keeps the down-time counters (see there). A direct write still takes effect (the
@@ -188,7 +192,7 @@ func (p *Port) Totals() QueueStats {
 // its serialisation starts). Utilisation over an interval uses it so it never exceeds 100%.
 func (p *Port) SentBytes(now sim.Time) int64 {
 	t := p.Totals().TxBytes
-	if p.txPkt != nil && p.txEnd > now {
+	if p.txEnd > now {
 		t -= p.Rate.BytesIn(p.txEnd - now)
 	}
 	return t
@@ -266,7 +270,8 @@ func New(s *sim.Sim) *Network {
 }
 
 // SetNICReady registers fn to be called each time a host's NIC port finishes serialising a
-// packet, after it has taken the next one off its queue: the port has room again. host is the
+// packet and has nothing left waiting (the next packet, if any, is on the transmitter): the
+// port has room again. host is the
 // NIC's node, plane its local port number. Transports use it to pull packets from their QPs
 // the way a NIC's transmit scheduler does, rather than parking a window's worth of packets in
 // the NIC queue. fn runs inside the fabric's event and may call Send; nil unregisters.
@@ -454,63 +459,78 @@ func (n *Network) enqueue(now sim.Time, pid PortID, p *Packet) {
 		n.dropLinkDown(port, p)
 		return
 	}
-	if res, why := port.q.enqueue(now, p, port.LastHop, !port.busy); res == dropped {
+	idle := now >= port.txEnd
+	if res, why := port.q.enqueue(now, p, port.LastHop, idle); res == dropped {
 		n.drop(p, why)
 		return
 	}
-	if !port.busy {
+	if idle {
 		n.startTx(now, pid, port)
+	} else if !port.txEvent {
+		port.txEvent = true
+		n.sim.At(port.txEnd, n.kTx, int32(pid), 0)
 	}
 }
 
-// startTx takes the next packet off port's queues and schedules the end of its serialisation.
+// startTx takes the next packet off port's idle transmitter's queues, if any, and puts it on
+// the link at once: it arrives at the end of its serialisation plus the link delay. The link
+// may lose it (random loss, bit errors, an entropy filter: the draw is made here, in
+// transmission order), and a link failure before it arrives drops it then (its epoch stamp).
+// A transmitter event is scheduled at the end of the serialisation if packets wait behind it
+// or the port is a NIC's.
 func (n *Network) startTx(now sim.Time, pid PortID, port *Port) {
 	p := port.q.dequeue(now)
 	if p == nil {
-		port.busy = false
 		return
 	}
-	port.busy = true
-	port.txPkt = p
 	p.epoch = port.epoch
 	if port.nic {
 		p.SentAt = now // the NIC's transmit timestamp: host queueing is not network delay
 	}
 	port.txEnd = now + port.Rate.TxTime(int64(p.Size))
-	n.sim.At(port.txEnd, n.kTx, int32(pid), 0)
-}
-
-// onTxDone: the last bit of txPkt left the port; put it on the link (unless the link failed
-// during its serialisation or loses it) and start the next one. A port that went down by a
-// direct write of Down flushes its queues here and goes idle.
-func (n *Network) onTxDone(now sim.Time, obj int32, _ uint64) {
-	pid := PortID(obj)
-	port := &n.Ports[pid]
-	p := port.txPkt
-	port.txPkt = nil
-	switch {
-	case port.Down || p.epoch != port.epoch:
-		n.dropLinkDown(port, p)
-		if port.Down {
-			n.flush(now, port)
-		}
-	case port.faults != nil && port.faults.lost(p):
+	if port.faults != nil && port.faults.lost(p) {
 		s := port.q.statsFor(p)
 		s.Drops[DropLoss]++
 		s.DropBytes += int64(p.Size)
 		n.drop(p, DropLoss)
-	default:
-		p.arriveAt = now + port.Delay
+	} else {
+		p.arriveAt = port.txEnd + port.Delay
 		if t := port.flight.tail; t != nil && t.arriveAt > p.arriveAt {
 			p.arriveAt = t.arriveAt // Delay was lowered mid-run: the link stays a FIFO
 		}
 		if port.flight.n == 0 {
-			n.sim.At(p.arriveAt, n.kArrive, obj, 0)
+			n.sim.At(p.arriveAt, n.kArrive, int32(pid), 0)
 		}
 		port.flight.push(p)
 	}
-	n.startTx(now, pid, port)
-	if port.nic && n.nicReady != nil {
+	if !port.txEvent && (port.nic || !port.q.empty()) {
+		port.txEvent = true
+		n.sim.At(port.txEnd, n.kTx, int32(pid), 0)
+	}
+}
+
+// onTxDone: a serialisation ended; start the next one. A port that went down by a direct
+// write of Down flushes its queues here instead. A NIC port then tells the transports it has
+// room (SetNICReady).
+func (n *Network) onTxDone(now sim.Time, obj int32, _ uint64) {
+	pid := PortID(obj)
+	port := &n.Ports[pid]
+	port.txEvent = false
+	switch {
+	case now < port.txEnd:
+		// A same-time enqueue found the transmitter free and started the next packet before
+		// this event ran: wait for that one.
+		if port.nic || !port.q.empty() {
+			port.txEvent = true
+			n.sim.At(port.txEnd, n.kTx, obj, 0)
+		}
+		return
+	case port.Down:
+		n.flush(now, port)
+	default:
+		n.startTx(now, pid, port)
+	}
+	if port.nic && n.nicReady != nil && port.q.empty() {
 		n.nicReady(now, int32(port.Node), int(port.Local))
 	}
 }
@@ -641,14 +661,12 @@ func (n *Network) InFlight() int64 {
 	return k
 }
 
-// held counts the packets port p holds: queued, on its transmitter, or on its link.
+// held counts the packets port p holds: queued, or on its link (the packet being serialised is
+// on the link already).
 func (p *Port) held() int {
 	k := p.flight.n + p.q.hdr.n
 	for c := 0; c < p.q.cfg.Classes; c++ {
 		k += p.q.classes[c].n
-	}
-	if p.txPkt != nil {
-		k++
 	}
 	return k
 }
@@ -686,8 +704,8 @@ func (n *Network) Occupied(max int) []Occupancy {
 // Audit checks packet conservation: injected = delivered whole + delivered trimmed + dropped +
 // in flight. It returns an error with the books when they do not balance. It also checks the
 // invariants behind those books, naming the first port that breaks one: each queue's Depth is
-// the sum of its packets' sizes and EnqPackets = TxPackets + Flushed + queued; a port is busy
-// exactly when a packet is on its transmitter, and an idle port has empty queues; a link's
+// the sum of its packets' sizes and EnqPackets = TxPackets + Flushed + queued; a port with
+// packets queued has its transmitter event pending (nothing waits forever); a link's
 // packets arrive in order; and every drop was also counted where it happened: for each reason,
 // the ports' queue counts (Port.Totals) plus the nodes' own counts (Node.Drops) equal the
 // network's.
@@ -752,11 +770,8 @@ func (p *Port) audit() error {
 	if err := check("header", &q.hdr, &q.hdrStats); err != nil {
 		return err
 	}
-	if p.busy != (p.txPkt != nil) {
-		return fmt.Errorf("busy is %v with packet on the transmitter %v", p.busy, p.txPkt != nil)
-	}
-	if !p.busy && !q.empty() {
-		return fmt.Errorf("idle with %d B queued", p.QueueBytes())
+	if !p.txEvent && !q.empty() {
+		return fmt.Errorf("%d B queued with no transmitter event pending", p.QueueBytes())
 	}
 	k := 0
 	for x := p.flight.head; x != nil; x = x.next {

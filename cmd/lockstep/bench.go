@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"syscall"
 	"text/tabwriter"
 
@@ -13,7 +15,10 @@ import (
 )
 
 func newBenchCmd(stdout io.Writer) *cobra.Command {
-	var list bool
+	var (
+		list    bool
+		cpuProf string
+	)
 	cmd := &cobra.Command{
 		Use:   "bench [PRESET...]",
 		Short: "Run the embedded benchmark scenarios and report speed and memory",
@@ -32,6 +37,17 @@ Presets: perm-1024 (3-tier k=16 fat-tree, 1,024-flow permutation of 2 MB, MRC) a
 			}
 			if len(args) == 0 {
 				args = []string{"perm-1024"}
+			}
+			if cpuProf != "" {
+				f, err := os.Create(cpuProf)
+				if err != nil {
+					return badInput(fmt.Errorf("--cpuprofile: %w", err))
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return runFailed(fmt.Errorf("--cpuprofile: %w", err))
+				}
+				defer pprof.StopCPUProfile()
 			}
 			tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintln(tw, "preset\thosts\tflows\twall s\tevents\tevents/s\tpackets/s\tpeak RSS MB\tFCT p50 us\tp99 us\tmax us\t")
@@ -58,6 +74,7 @@ Presets: perm-1024 (3-tier k=16 fat-tree, 1,024-flow permutation of 2 MB, MRC) a
 		},
 	}
 	cmd.Flags().BoolVar(&list, "list", false, "list the presets")
+	cmd.Flags().StringVar(&cpuProf, "cpuprofile", "", "write a Go CPU profile of the runs to this file (go tool pprof)")
 	return cmd
 }
 
