@@ -1,0 +1,293 @@
+package roce
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/lockstepsim/lockstep/sim"
+)
+
+// ConfigPath is the YAML path of the RoCEv2 block in a scenario, the prefix NewSender and
+// NewReceiver give Validate.
+const ConfigPath = "transport.roce"
+
+// Config holds every RoCEv2 parameter a scenario may set (transport: {kind: roce, roce: {...}}).
+// Defaults returns the full default configuration; WithDefaults fills the zero fields of a
+// partial one, so a block decoded from YAML over a zero value and one decoded over Defaults()
+// resolve alike. QPs per peer are not here: the runner stripes a transfer over QPs (Stripe).
+type Config struct {
+	// PayloadBytes is the RDMA payload per data packet, the path MTU: one of 256, 512, 1024,
+	// 2048, 4096 [IBTA: path MTU]; default 4096 (what AI fabrics configure).
+	PayloadBytes int `yaml:"payload_bytes"`
+	// HeaderBytes is the overhead every packet pays on the wire (Ethernet + IP + UDP + BTH +
+	// ICRC); default DefaultHeaderBytes (82, IPv6). A data packet that opens a transfer adds
+	// RETHBytes (16), an ACK or NAK AETHBytes (4), a CNP CNPPayloadBytes (16).
+	HeaderBytes int `yaml:"header_bytes"`
+	// AckEvery: the responder acknowledges every this many in-order data packets, and at once
+	// on a packet with AckReq (the last of each transfer, or one that fills the sender's
+	// window). Lockstep default 1: an ACK per packet, as the HPCC ns-3 RoCE/DCQCN simulator
+	// (L2_ACK_INTERVAL 1) and the simulators built on it run; NIC coalescing is unpublished.
+	AckEvery int `yaml:"ack_every"`
+	// Window bounds the wire bytes in flight (sent, not acknowledged); 0 (default) means no
+	// bound beyond DCQCN's rate and IBTA's 2^23 outstanding PSNs: RoCEv2 NICs pace by rate and
+	// keep no congestion window [DCQCN §3].
+	Window sim.Size `yaml:"window"`
+	// RTO is the local ACK timeout: with data outstanding and no progress for this long, the
+	// requester resends from the oldest unacknowledged PSN [IBTA §9.7, requester: transport timer]. Default
+	// DefaultRTO = LocalAckTimeout(8) = 1.048576 ms (lockstep default, see DefaultRTO).
+	// Allowed 1us .. LocalAckTimeout(31) (about 2.4 h).
+	RTO sim.Time `yaml:"rto"`
+	// RetryCount is how many times the requester retries after a timeout (or a sequence NAK
+	// that brought no progress) before the QP errors, 1..7 [IBTA §9.7: 3-bit retry count; ibv_modify_qp(3): retry_cnt];
+	// default 7, the IBTA maximum that NCCL (NCCL_IB_RETRY_CNT) and perftest use. IBTA's 0 is
+	// not offered: it turns any tail loss into a QP error.
+	RetryCount int `yaml:"retry_count"`
+	// CNPInterval: the notification point sends at most one CNP per QP per this interval
+	// [DCQCN §3.1: N = 50 us; PROTOCOLS.md]; default 50us.
+	CNPInterval sim.Time `yaml:"cnp_interval"`
+	// DCQCN configures the reaction point (the sender's rate control).
+	DCQCN DCQCNConfig `yaml:"dcqcn"`
+}
+
+// DCQCNConfig holds the DCQCN reaction-point parameters [DCQCN §3.1, with the values the paper
+// recommends for its 40 Gb/s NICs; PROTOCOLS.md]. Rates given as 0 scale with the line rate
+// (see each field), so one default serves 100G and 800G NICs.
+type DCQCNConfig struct {
+	// Disabled turns DCQCN off: the sender paces at line rate and ignores CNPs (a RoCEv2
+	// fabric relying on PFC alone). Default false.
+	Disabled bool `yaml:"disabled"`
+	// G is the alpha gain g: alpha = (1-g) alpha + g on a CNP, (1-g) alpha per AlphaTimer
+	// without one; default 1/256 [DCQCN §3.1 and its recommended values; PROTOCOLS.md]. Allowed (0, 1].
+	G float64 `yaml:"g"`
+	// InitialAlpha is alpha before the first CNP; default 1 [DCQCN §3.1], so the first CNP
+	// halves the rate. Allowed (0, 1].
+	InitialAlpha float64 `yaml:"initial_alpha"`
+	// AlphaTimer is K: alpha decays once per this interval without a CNP; default 55us, longer
+	// than the CNP interval as [DCQCN §3.1] requires.
+	AlphaTimer sim.Time `yaml:"alpha_timer"`
+	// RateIncreaseTimer is T: the rate increases once per this interval since the last CNP;
+	// default 55us [DCQCN §3.1 and its recommended values].
+	RateIncreaseTimer sim.Time `yaml:"rate_increase_timer"`
+	// ByteCounter is B: the rate also increases once per this many bytes sent since the last
+	// CNP; default 10 MB (10,000,000 B) [DCQCN §3.1 and its recommended values].
+	ByteCounter sim.Size `yaml:"byte_counter"`
+	// FastRecoverySteps is F: the first F increases after a CNP are fast recovery
+	// (Rc = (Rt + Rc) / 2); after F timer or byte-counter events additive increase, after F of
+	// both hyper increase; default 5 [DCQCN §3.1; PROTOCOLS.md]. Allowed 1..64.
+	FastRecoverySteps int `yaml:"fast_recovery_steps"`
+	// RateAI is R_AI, the target rate's additive step. 0 (default) means line rate / 1000: the
+	// paper's 40 Mb/s on its 40 Gb/s NICs [DCQCN recommended value], 800 Mb/s at 800 Gb/s (lockstep scaling;
+	// a fixed 40 Mb/s step would take seconds to matter at 800G).
+	RateAI sim.Rate `yaml:"rate_ai"`
+	// RateHAI is R_HAI, the hyper-increase step. 0 (default) means 10 x RateAI, the ratio of
+	// the QCN reference (IEEE 802.1Qau: 5 and 50 Mb/s) that DCQCN's RP descends from and of the
+	// ConnectX defaults (rpg_ai_rate 5, rpg_hai_rate 50 Mb/s).
+	RateHAI sim.Rate `yaml:"rate_hai"`
+	// MinRate is the floor a CNP cannot cut below; default 100 Mb/s (the HPCC ns-3 DCQCN
+	// default MIN_RATE). Must not exceed the line rate.
+	MinRate sim.Rate `yaml:"min_rate"`
+}
+
+// Lockstep defaults and the constants they come from.
+const (
+	// DefaultPayloadBytes is the default path MTU payload [IBTA: largest path MTU].
+	DefaultPayloadBytes = 4096
+	// DefaultAckEvery: one ACK per in-order packet (see Config.AckEvery).
+	DefaultAckEvery = 1
+	// DefaultRTOExp is the IBTA timeout exponent of DefaultRTO.
+	DefaultRTOExp = 8
+	// DefaultRTO is LocalAckTimeout(8) = 1.048576 ms, a lockstep default. RoCEv2 recovers a
+	// lost tail (no later packet to trigger a NAK), a lost NAK and a blackholed path only by
+	// this timeout, so it sets what such a loss costs. Deployments vary by three orders of
+	// magnitude: NCCL_IB_TIMEOUT defaults to 18-20 (1.07-4.3 s), perftest to 14 (67 ms), and
+	// NICs with adaptive retransmission resend after far less. About a millisecond keeps a tail
+	// loss visibly costly against microsecond RTTs without a single loss swallowing a whole
+	// simulated step, and with 7 retries a blackholed QP errors after about 8.4 ms. Set rto to
+	// the deployment's value (e.g. LocalAckTimeout(18)) to reproduce it.
+	DefaultRTO = LocalAckTimeoutUnit << DefaultRTOExp
+	// DefaultRetryCount is the IBTA maximum retry count [IBTA §9.7, requester: transport timer].
+	DefaultRetryCount = 7
+	// MaxRetryCount is the largest retry_cnt a 3-bit field holds.
+	MaxRetryCount = 7
+	// DefaultCNPInterval is the notification point's CNP spacing [DCQCN §3.1; PROTOCOLS.md].
+	DefaultCNPInterval = 50 * sim.Microsecond
+
+	// DCQCNG is the alpha gain g [DCQCN §3.1; PROTOCOLS.md].
+	DCQCNG = 1.0 / 256
+	// DCQCNAlphaTimer is K [DCQCN §3.1; PROTOCOLS.md: 55 us].
+	DCQCNAlphaTimer = 55 * sim.Microsecond
+	// DCQCNRateIncreaseTimer is T [DCQCN recommended value].
+	DCQCNRateIncreaseTimer = 55 * sim.Microsecond
+	// DCQCNByteCounter is B in bytes [DCQCN recommended value: 10 MB].
+	DCQCNByteCounter = 10_000_000
+	// DCQCNFastRecoverySteps is F [DCQCN §3.1; PROTOCOLS.md].
+	DCQCNFastRecoverySteps = 5
+	// DCQCNRateAIDivisor: RateAI 0 means line rate / this (see DCQCNConfig.RateAI).
+	DCQCNRateAIDivisor = 1000
+	// DCQCNHAIFactor: RateHAI 0 means RateAI x this (see DCQCNConfig.RateHAI).
+	DCQCNHAIFactor = 10
+	// DCQCNMinRate is the default rate floor (see DCQCNConfig.MinRate).
+	DCQCNMinRate = 100 * sim.Mbps
+)
+
+// Defaults returns the default configuration, every field set (rates that scale with the
+// line rate stay 0, meaning "scaled"; see DCQCNConfig).
+func Defaults() Config {
+	return Config{}.WithDefaults()
+}
+
+// WithDefaults returns c with every zero field set to its default. Window 0 (unbounded),
+// DCQCN.Disabled false and DCQCN.RateAI/RateHAI 0 (scaled with the line rate) are meaningful
+// zeros and stay.
+func (c Config) WithDefaults() Config {
+	if c.PayloadBytes == 0 {
+		c.PayloadBytes = DefaultPayloadBytes
+	}
+	if c.HeaderBytes == 0 {
+		c.HeaderBytes = DefaultHeaderBytes
+	}
+	if c.AckEvery == 0 {
+		c.AckEvery = DefaultAckEvery
+	}
+	if c.RTO == 0 {
+		c.RTO = DefaultRTO
+	}
+	if c.RetryCount == 0 {
+		c.RetryCount = DefaultRetryCount
+	}
+	if c.CNPInterval == 0 {
+		c.CNPInterval = DefaultCNPInterval
+	}
+	c.DCQCN = c.DCQCN.WithDefaults()
+	return c
+}
+
+// WithDefaults returns d with every zero field set to its default; RateAI and RateHAI stay 0
+// (scaled with the line rate when a sender is made).
+func (d DCQCNConfig) WithDefaults() DCQCNConfig {
+	if d.G == 0 {
+		d.G = DCQCNG
+	}
+	if d.InitialAlpha == 0 {
+		d.InitialAlpha = 1
+	}
+	if d.AlphaTimer == 0 {
+		d.AlphaTimer = DCQCNAlphaTimer
+	}
+	if d.RateIncreaseTimer == 0 {
+		d.RateIncreaseTimer = DCQCNRateIncreaseTimer
+	}
+	if d.ByteCounter == 0 {
+		d.ByteCounter = DCQCNByteCounter
+	}
+	if d.FastRecoverySteps == 0 {
+		d.FastRecoverySteps = DCQCNFastRecoverySteps
+	}
+	if d.MinRate == 0 {
+		d.MinRate = DCQCNMinRate
+	}
+	return d
+}
+
+// Resolve returns d with RateAI and RateHAI scaled from line (bits/s) where they are 0: RateAI
+// = line / 1000 (at least 1 bit/s), RateHAI = 10 x RateAI. The result is the effective
+// configuration a sender at that line rate runs.
+func (d DCQCNConfig) Resolve(line sim.Rate) DCQCNConfig {
+	if d.RateAI == 0 {
+		d.RateAI = max(line/DCQCNRateAIDivisor, 1)
+	}
+	if d.RateHAI == 0 {
+		d.RateHAI = d.RateAI * DCQCNHAIFactor
+	}
+	return d
+}
+
+// Validate names the first bad field of a configuration with defaults applied, as
+// "prefix.field: value is out of range; allowed ..." (prefix is the block's YAML path,
+// normally ConfigPath; "" leaves the bare field name).
+func (c Config) Validate(prefix string) error {
+	bad := func(f, format string, a ...any) error {
+		if prefix != "" {
+			f = prefix + "." + f
+		}
+		return fmt.Errorf("%s: %s", f, fmt.Sprintf(format, a...))
+	}
+	switch c.PayloadBytes {
+	case 256, 512, 1024, 2048, 4096:
+	default:
+		return bad("payload_bytes", "%d is not an IBTA path MTU; allowed 256, 512, 1024, 2048, 4096", c.PayloadBytes)
+	}
+	switch {
+	case c.HeaderBytes < 1 || c.HeaderBytes > 1024:
+		return bad("header_bytes", "%d is out of range; allowed 1..1024", c.HeaderBytes)
+	case c.AckEvery < 1 || c.AckEvery > 1024:
+		return bad("ack_every", "%d is out of range; allowed 1..1024", c.AckEvery)
+	case c.Window < 0 || c.Window > 1<<40:
+		return bad("window", "%v is out of range; allowed 0 (unbounded) or up to 1TiB", c.Window)
+	case c.Window != 0 && int64(c.Window) < int64(c.PayloadBytes+c.HeaderBytes+RETHBytes):
+		return bad("window", "%v is below one full packet (%d B); allowed 0 (unbounded) or at least one packet",
+			c.Window, c.PayloadBytes+c.HeaderBytes+RETHBytes)
+	case c.RTO < sim.Microsecond || c.RTO > LocalAckTimeout(31):
+		return bad("rto", "%v is out of range; allowed 1us..%v (4.096us x 2^31)", c.RTO, LocalAckTimeout(31))
+	case c.RetryCount < 1 || c.RetryCount > MaxRetryCount:
+		return bad("retry_count", "%d is out of range; allowed 1..7 (IBTA retry_cnt)", c.RetryCount)
+	case c.CNPInterval < 0 || c.CNPInterval > sim.Second:
+		return bad("cnp_interval", "%v is out of range; allowed 0..1s", c.CNPInterval)
+	}
+	if err := c.DCQCN.validate(); err != nil {
+		return bad("dcqcn."+err.field, "%s", err.msg)
+	}
+	return nil
+}
+
+type fieldErr struct{ field, msg string }
+
+// validate checks a DCQCNConfig with defaults applied; line-rate checks happen in NewDCQCN.
+func (d DCQCNConfig) validate() *fieldErr {
+	bad := func(f, format string, a ...any) *fieldErr {
+		return &fieldErr{f, fmt.Sprintf(format, a...)}
+	}
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	switch {
+	case !(d.G > 0 && d.G <= 1) || !finite(d.G):
+		return bad("g", "%v is out of range; allowed (0, 1]", d.G)
+	case !(d.InitialAlpha > 0 && d.InitialAlpha <= 1) || !finite(d.InitialAlpha):
+		return bad("initial_alpha", "%v is out of range; allowed (0, 1]", d.InitialAlpha)
+	case d.AlphaTimer < sim.Nanosecond || d.AlphaTimer > sim.Second:
+		return bad("alpha_timer", "%v is out of range; allowed 1ns..1s", d.AlphaTimer)
+	case d.RateIncreaseTimer < sim.Nanosecond || d.RateIncreaseTimer > sim.Second:
+		return bad("rate_increase_timer", "%v is out of range; allowed 1ns..1s", d.RateIncreaseTimer)
+	case d.ByteCounter < 1 || d.ByteCounter > 1<<40:
+		return bad("byte_counter", "%v is out of range; allowed 1B..1TiB", d.ByteCounter)
+	case d.FastRecoverySteps < 1 || d.FastRecoverySteps > 64:
+		return bad("fast_recovery_steps", "%d is out of range; allowed 1..64", d.FastRecoverySteps)
+	case d.RateAI < 0 || d.RateAI > sim.Pbps:
+		return bad("rate_ai", "%v is out of range; allowed 0 (line rate / 1000) up to 1Pbps", d.RateAI)
+	case d.RateHAI < 0 || d.RateHAI > sim.Pbps:
+		return bad("rate_hai", "%v is out of range; allowed 0 (10 x rate_ai) up to 1Pbps", d.RateHAI)
+	case d.MinRate < sim.Kbps || d.MinRate > sim.Pbps:
+		return bad("min_rate", "%v is out of range; allowed 1Kbps..1Pbps (and at most the line rate)", d.MinRate)
+	}
+	return nil
+}
+
+// dataWire is the wire size of a data packet with payload n; opens says it carries RETH.
+func (c *Config) dataWire(n int64, opens bool) int64 {
+	w := n + int64(c.HeaderBytes)
+	if opens {
+		w += RETHBytes
+	}
+	return w
+}
+
+// AckWire is the wire size of an ACK or NAK: HeaderBytes + AETH (86 B by default).
+func (c *Config) AckWire() int { return c.HeaderBytes + AETHBytes }
+
+// CNPWire is the wire size of a CNP: HeaderBytes + 16 reserved bytes (98 B by default).
+func (c *Config) CNPWire() int { return c.HeaderBytes + CNPPayloadBytes }
+
+// DataWire is the wire size of a data packet carrying payload bytes; first says it opens its
+// transfer (RETH): 4178 B for a full 4 KiB packet by default, 4194 B for a first one.
+func (c *Config) DataWire(payload int, first bool) int {
+	return int(c.dataWire(int64(payload), first))
+}

@@ -1,0 +1,168 @@
+package roce
+
+import (
+	"fmt"
+
+	"github.com/lockstepsim/lockstep/sim"
+)
+
+// ReceiverStats counts what a Receiver did.
+type ReceiverStats struct {
+	DataPackets    int64 // data packets received (duplicates and out-of-order ones included)
+	PlacedBytes    int64 // payload bytes placed (each byte once)
+	Duplicates     int64 // data packets below the expected PSN (each re-ACKed)
+	OutOfOrder     int64 // data packets above the expected PSN (dropped; the first of a gap NAKed)
+	Malformed      int64 // packets dropped as inconsistent (wrong kind, a segment out of place)
+	ACKs, NAKs     int64 // answers sent
+	CEPackets      int64 // data packets that arrived with a CE mark
+	CNPs           int64 // CNPs sent
+	CNPsSuppressed int64 // CE marks that found a CNP sent less than CNPInterval before
+}
+
+// Receiver is the responder side of one RC QP [IBTA §9.7, responder] and DCQCN's notification point
+// [DCQCN §3.1]. It accepts data packets in PSN order only:
+//
+//   - the expected PSN: placed; acknowledged every AckEvery packets, and at once when the
+//     packet asks (AckReq) [IBTA §9.7, responder: duplicate requests];
+//   - a PSN below it (a duplicate): dropped and acknowledged again at once, so a sender whose
+//     ACK was lost learns where the responder is [IBTA §9.7, responder: duplicate requests];
+//   - a PSN above it (a gap): dropped; the first such packet since the expected PSN last
+//     arrived gets a sequence-error NAK carrying the expected PSN, later ones nothing, so one
+//     loss costs one NAK [IBTA §9.7, responder: out-of-sequence requests];
+//   - any of these with a CE mark: a CNP back to the sender, at most one per CNPInterval
+//     [DCQCN §3.1: the NP sends a CNP at once if none went out in the last N = 50 us].
+//
+// A transfer completes when its Last (or Only) packet is placed. Every answer is triggered by
+// an arrival, so a Receiver keeps no timer and has no Deadline. Not safe for concurrent use.
+type Receiver struct {
+	cfg     Config
+	qp      uint32
+	srcPort uint16
+
+	epsn    uint32 // expected PSN: every PSN below it was placed
+	nakSent bool   // a NAK for epsn went out; no other until epsn arrives
+	pending int    // in-order packets placed since the last answer
+
+	open    bool     // a transfer is being placed
+	msgLen  int64    // its RETH DMA length
+	placed  int64    // its payload bytes placed so far
+	firstAt sim.Time // when its first packet arrived
+	msgs    uint32   // transfers completed
+
+	cnpSent bool     // a CNP has been sent
+	lastCNP sim.Time // when the latest CNP was sent
+
+	out  []Header
+	done []Completion
+
+	// Stats counts what the receiver did.
+	Stats ReceiverStats
+}
+
+// NewReceiver makes the responder side of QP c.QP (c.LineRate is not used). cfg's zero fields
+// take their defaults. Errors: an invalid configuration, named by its YAML path under
+// ConfigPath.
+func NewReceiver(cfg Config, c Conn) (*Receiver, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(ConfigPath); err != nil {
+		return nil, err
+	}
+	return &Receiver{cfg: cfg, qp: c.QP, srcPort: c.srcPort()}, nil
+}
+
+// QP returns the connection number.
+func (r *Receiver) QP() uint32 { return r.qp }
+
+// SrcPort returns the UDP source port the responder's answers carry: the QP's, as Linux's
+// symmetric flow label gives both ends the same port.
+func (r *Receiver) SrcPort() uint16 { return r.srcPort }
+
+// ExpectedPSN returns the PSN the responder waits for: every PSN below it was placed.
+func (r *Receiver) ExpectedPSN() uint32 { return r.epsn }
+
+// Out returns the answers (ACKs, NAKs, CNPs) to send, in order; the caller sends them and calls
+// ClearOut.
+func (r *Receiver) Out() []Header { return r.out }
+
+// ClearOut empties the outbox, keeping its memory.
+func (r *Receiver) ClearOut() { r.out = r.out[:0] }
+
+// Completions returns transfers placed completely since the last ClearCompletions, in order.
+func (r *Receiver) Completions() []Completion { return r.done }
+
+// ClearCompletions empties the completion list.
+func (r *Receiver) ClearCompletions() { r.done = r.done[:0] }
+
+// Outstanding describes the responder's state, for stall reports.
+func (r *Receiver) Outstanding() string {
+	return fmt.Sprintf("qp %d responder: expected PSN %d, NAK outstanding %v, transfer open %v (%d of %d B), transfers done %d",
+		r.qp, r.epsn, r.nakSent, r.open, r.placed, r.msgLen, r.msgs)
+}
+
+// OnData takes a data packet that arrived at now; ce says it carried a CE mark.
+func (r *Receiver) OnData(now sim.Time, h *Header, ce bool) {
+	if h.Kind != Data {
+		r.Stats.Malformed++
+		return
+	}
+	r.Stats.DataPackets++
+	if ce {
+		r.Stats.CEPackets++
+		if !r.cnpSent || now-r.lastCNP >= r.cfg.CNPInterval {
+			r.cnpSent, r.lastCNP = true, now
+			r.Stats.CNPs++
+			r.out = append(r.out, Header{Kind: CNP, QP: r.qp, Wire: int32(r.cfg.CNPWire())})
+		} else {
+			r.Stats.CNPsSuppressed++
+		}
+	}
+	switch {
+	case before(h.PSN, r.epsn):
+		r.Stats.Duplicates++
+		r.answer(Ack)
+		return
+	case after(h.PSN, r.epsn):
+		r.Stats.OutOfOrder++
+		if !r.nakSent {
+			r.nakSent = true
+			r.answer(Nak)
+		}
+		return
+	}
+	// The expected PSN: place it.
+	if h.Seg.opens() == r.open || h.Len < 0 || int(h.Len) > r.cfg.PayloadBytes {
+		// First/Only while a transfer is open, Middle/Last while none is, or a length no
+		// sender of this QP would send: not this QP's stream. Dropped, so the sender's
+		// timeout, not a wrong completion, deals with it.
+		r.Stats.Malformed++
+		return
+	}
+	if h.Seg.opens() {
+		r.open, r.msgLen, r.placed, r.firstAt = true, h.MsgBytes, 0, now
+	}
+	r.placed += int64(h.Len)
+	r.Stats.PlacedBytes += int64(h.Len)
+	r.epsn++
+	r.nakSent = false
+	r.pending++
+	if h.Seg.closes() {
+		r.done = append(r.done, Completion{Msg: r.msgs, Bytes: r.placed, Posted: r.firstAt, Done: now})
+		r.msgs++
+		r.open = false
+	}
+	if h.AckReq || r.pending >= r.cfg.AckEvery {
+		r.answer(Ack)
+	}
+}
+
+// answer sends an ACK or NAK carrying the expected PSN; either acknowledges everything below
+// it, so coalesced packets are answered too.
+func (r *Receiver) answer(k Kind) {
+	r.out = append(r.out, Header{Kind: k, QP: r.qp, PSN: r.epsn, Wire: int32(r.cfg.AckWire())})
+	r.pending = 0
+	if k == Ack {
+		r.Stats.ACKs++
+	} else {
+		r.Stats.NAKs++
+	}
+}
