@@ -1,0 +1,327 @@
+package collective
+
+import (
+	"fmt"
+	"math/bits"
+	"strings"
+)
+
+// Collective names an operation: what the ranks compute, independent of how (Algorithm).
+// Semantics follow NCCL (docs.nvidia.com/deeplearning/nccl, "Collective Operations").
+type Collective uint8
+
+// Collectives. The size S (Spec.Bytes) means, per operation (nccl-tests convention,
+// doc/PERFORMANCE.md):
+//   - AllReduce: the buffer every rank holds, S bytes in and S bytes out.
+//   - ReduceScatter: the total input buffer; each rank ends with its S/n segment reduced.
+//   - AllGather: the total output buffer; each rank contributes its S/n segment.
+//   - Broadcast, Reduce: the root's buffer.
+//   - AllToAll: the bytes each rank sends, its own share included (S/n to every rank); with a
+//     Matrix, the largest row sum.
+//   - SendRecv: the message from Root to Peer.
+const (
+	AllReduce Collective = iota
+	ReduceScatter
+	AllGather
+	Broadcast
+	Reduce
+	AllToAll
+	SendRecv
+	numCollectives
+)
+
+var collectiveNames = [numCollectives]string{
+	"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all", "send_recv",
+}
+
+// String returns the snake_case name used in reports and scenarios ("all_reduce").
+func (c Collective) String() string {
+	if c < numCollectives {
+		return collectiveNames[c]
+	}
+	return fmt.Sprintf("collective(%d)", c)
+}
+
+// Reduces reports whether the operation combines data (and so pays Exec's reduce cost and has
+// a reduction operator, "sum", in reports).
+func (c Collective) Reduces() bool { return c == AllReduce || c == ReduceScatter || c == Reduce }
+
+// ParseCollective parses a name as String prints it; "allreduce" and "all-reduce" are accepted
+// too. Errors name the input and list the valid names.
+func ParseCollective(s string) (Collective, error) {
+	k := normName(s)
+	for i, n := range collectiveNames {
+		if k == strings.ReplaceAll(n, "_", "") {
+			return Collective(i), nil
+		}
+	}
+	return 0, fmt.Errorf("collective: unknown operation %q; want one of %s", s, strings.Join(collectiveNames[:], ", "))
+}
+
+// Algorithm names how a collective is expanded into point-to-point steps.
+type Algorithm uint8
+
+// Algorithms. Which operation each supports is listed in the package documentation.
+const (
+	// Auto picks an algorithm from the operation, size and rank count by the rule in the package
+	// documentation (AutoAlgorithm).
+	Auto Algorithm = iota
+	// Ring: NCCL's ring, chunked and pipelined, over Channels independent rings.
+	Ring
+	// Tree: NCCL's double binary tree (two complementary trees, each carrying half the data;
+	// Sanders, Speck, Träff 2009), reduce up then broadcast down, pipelined by chunks.
+	Tree
+	// HalvingDoubling: Rabenseifner's all-reduce (recursive-halving reduce-scatter, then
+	// recursive-doubling all-gather; Rabenseifner 2004, Thakur et al. 2005 §4.4).
+	HalvingDoubling
+	// RecursiveDoubling: log2 n steps each exchanging the whole buffer (Thakur et al. 2005 §4.4),
+	// for small all-reduces.
+	RecursiveDoubling
+	// Pairwise: all-to-all in n-1 steps; at step k rank i sends to i+k and receives from i-k
+	// (Thakur et al. 2005 §3.4).
+	Pairwise
+	// Hierarchical: 2-D ring of rings: reduce-scatter in inner groups, all-reduce across them,
+	// all-gather in inner groups (layout Spec.Inner x Spec.Outer).
+	Hierarchical
+	// Direct: one message (pipelined by chunks) from Root to Peer; the SendRecv algorithm.
+	Direct
+	numAlgorithms
+)
+
+var algorithmNames = [numAlgorithms]string{
+	"auto", "ring", "tree", "halving_doubling", "recursive_doubling", "pairwise", "hierarchical", "direct",
+}
+
+// String returns the snake_case name used in reports and scenarios ("halving_doubling").
+func (a Algorithm) String() string {
+	if a < numAlgorithms {
+		return algorithmNames[a]
+	}
+	return fmt.Sprintf("algorithm(%d)", a)
+}
+
+// ParseAlgorithm parses a name as String prints it ("halving-doubling" and "halvingdoubling"
+// are accepted too).
+func ParseAlgorithm(s string) (Algorithm, error) {
+	k := normName(s)
+	for i, n := range algorithmNames {
+		if k == strings.ReplaceAll(n, "_", "") {
+			return Algorithm(i), nil
+		}
+	}
+	return 0, fmt.Errorf("collective: unknown algorithm %q; want one of %s", s, strings.Join(algorithmNames[:], ", "))
+}
+
+func normName(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	return strings.NewReplacer("_", "", "-", "", " ", "").Replace(s)
+}
+
+// DefaultChunkBytes is the chunk size NewSpec fills in: 512 KiB, NCCL's default ring step
+// (NCCL_BUFFSIZE 4 MiB / NCCL_STEPS 8).
+const DefaultChunkBytes = 512 << 10
+
+// Spec describes one collective to expand. Build validates it; NewSpec fills the defaults.
+//
+// Ranks are positions 0..Ranks-1 in a communicator (Comm maps them to fabric hosts), so one
+// Schedule can run on any communicator of the same size.
+type Spec struct {
+	Op    Collective // what to compute
+	Algo  Algorithm  // how; Auto picks by AutoAlgorithm
+	Ranks int        // n >= 1
+	Bytes int64      // S in bytes, >= 0; its meaning per operation is documented on Collective
+
+	// Matrix, for AllToAll only (optional): Matrix[i][j] is the bytes rank i sends to rank j,
+	// shape [Ranks][Ranks], entries >= 0; the diagonal is a local copy and costs nothing. When
+	// set, Bytes must be 0 or the largest row sum; Build reports the largest row sum as Bytes.
+	Matrix [][]int64
+
+	Root int // Broadcast and Reduce: the root rank; SendRecv: the sender. In [0, Ranks).
+	Peer int // SendRecv: the receiver, in [0, Ranks), != Root.
+
+	// ChunkBytes (> 0) is the pipelining unit. Ring: loops of Ranks chunks, one chunk per
+	// message. Tree, chain (broadcast, reduce), recursive doubling, pairwise, direct: one chunk
+	// per piece and message. Halving-doubling: loops of p chunks (p the largest power of two
+	// <= Ranks), messages of 1 to p/2 chunks. Hierarchical: loops of Inner chunks. Pieces of a
+	// buffer are independent and pipeline. NCCL's ring step is 512 KiB (DefaultChunkBytes).
+	ChunkBytes int64
+	// Channels (>= 1) splits the data into that many independent instances of the algorithm
+	// (NCCL channels; e.g. one per plane or NIC); Message.Channel tells the transport which.
+	// The tree uses 2 x Channels logical channels (tree t of channel c is 2c+t). All share
+	// each host's NIC on Ideal.
+	Channels int
+
+	// Inner x Outer is the Hierarchical layout: rank r is member r%Inner of inner group
+	// r/Inner. Inner*Outer must equal Ranks. Ignored by other algorithms.
+	Inner, Outer int
+}
+
+// NewSpec returns a Spec for op over n ranks of S bytes with the defaults: Algo Auto,
+// ChunkBytes DefaultChunkBytes, one channel, root 0.
+func NewSpec(op Collective, n int, bytes int64) Spec {
+	return Spec{Op: op, Algo: Auto, Ranks: n, Bytes: bytes, ChunkBytes: DefaultChunkBytes, Channels: 1}
+}
+
+// fieldError is a validation error naming the field, the value and what is allowed.
+func fieldError(field string, val any, allowed string) error {
+	return fmt.Errorf("collective: %s = %v: %s", field, val, allowed)
+}
+
+// isPow2 reports whether n is a power of two (n >= 1).
+func isPow2(n int) bool { return n > 0 && n&(n-1) == 0 }
+
+// log2Floor returns floor(log2 n) for n >= 1.
+func log2Floor(n int) int { return bits.Len(uint(n)) - 1 }
+
+// supported lists the algorithms each operation accepts (Auto aside).
+var supported = [numCollectives][]Algorithm{
+	AllReduce:     {Ring, Tree, HalvingDoubling, RecursiveDoubling, Hierarchical},
+	ReduceScatter: {Ring, HalvingDoubling},
+	AllGather:     {Ring, HalvingDoubling},
+	Broadcast:     {Ring},
+	Reduce:        {Ring},
+	AllToAll:      {Pairwise},
+	SendRecv:      {Direct},
+}
+
+// Validate checks s and returns the first problem, naming the field, the bad value and what
+// is allowed. Auto is resolved by Resolve, not here.
+func (s Spec) Validate() error {
+	if s.Op >= numCollectives {
+		return fieldError("op", s.Op, "want one of "+strings.Join(collectiveNames[:], ", "))
+	}
+	if s.Algo >= numAlgorithms {
+		return fieldError("algorithm", s.Algo, "want one of "+strings.Join(algorithmNames[:], ", "))
+	}
+	if s.Ranks < 1 {
+		return fieldError("ranks", s.Ranks, "must be >= 1")
+	}
+	if s.Ranks > 1<<24 {
+		return fieldError("ranks", s.Ranks, "must be <= 16777216")
+	}
+	if s.Bytes < 0 {
+		return fieldError("bytes", s.Bytes, "must be >= 0")
+	}
+	if s.ChunkBytes <= 0 {
+		return fieldError("chunk_bytes", s.ChunkBytes, fmt.Sprintf("must be > 0 (NCCL's ring step is %d)", DefaultChunkBytes))
+	}
+	if s.Channels < 1 || s.Channels > 1024 {
+		return fieldError("channels", s.Channels, "must be in [1, 1024]")
+	}
+	if s.Algo != Auto {
+		ok := false
+		for _, a := range supported[s.Op] {
+			ok = ok || a == s.Algo
+		}
+		if !ok {
+			names := make([]string, 0, len(supported[s.Op]))
+			for _, a := range supported[s.Op] {
+				names = append(names, a.String())
+			}
+			return fieldError("algorithm", s.Algo, fmt.Sprintf("%s supports auto, %s", s.Op, strings.Join(names, ", ")))
+		}
+	}
+	switch s.Op {
+	case Broadcast, Reduce:
+		if s.Root < 0 || s.Root >= s.Ranks {
+			return fieldError("root", s.Root, fmt.Sprintf("must be a rank in [0, %d)", s.Ranks))
+		}
+	case SendRecv:
+		if s.Ranks < 2 {
+			return fieldError("ranks", s.Ranks, "send_recv needs >= 2 ranks")
+		}
+		if s.Root < 0 || s.Root >= s.Ranks {
+			return fieldError("root", s.Root, fmt.Sprintf("the sender must be a rank in [0, %d)", s.Ranks))
+		}
+		if s.Peer < 0 || s.Peer >= s.Ranks || s.Peer == s.Root {
+			return fieldError("peer", s.Peer, fmt.Sprintf("the receiver must be a rank in [0, %d) other than root %d", s.Ranks, s.Root))
+		}
+	}
+	if s.Matrix != nil {
+		if s.Op != AllToAll {
+			return fieldError("matrix", "set", "only all_to_all takes a matrix")
+		}
+		if len(s.Matrix) != s.Ranks {
+			return fieldError("matrix", fmt.Sprintf("%d rows", len(s.Matrix)), fmt.Sprintf("want shape [%d][%d]", s.Ranks, s.Ranks))
+		}
+		var most int64
+		for i, row := range s.Matrix {
+			if len(row) != s.Ranks {
+				return fieldError(fmt.Sprintf("matrix[%d]", i), fmt.Sprintf("%d columns", len(row)), fmt.Sprintf("want shape [%d][%d]", s.Ranks, s.Ranks))
+			}
+			var sum int64
+			for j, v := range row {
+				if v < 0 {
+					return fieldError(fmt.Sprintf("matrix[%d][%d]", i, j), v, "must be >= 0")
+				}
+				if sum+v < sum {
+					return fieldError(fmt.Sprintf("matrix[%d]", i), "row sum", "overflows int64")
+				}
+				sum += v
+			}
+			most = max(most, sum)
+		}
+		if s.Bytes != 0 && s.Bytes != most {
+			return fieldError("bytes", s.Bytes, fmt.Sprintf("must be 0 or the largest matrix row sum (%d) when matrix is set", most))
+		}
+	}
+	algo := s.Algo
+	if algo == Auto {
+		algo = AutoAlgorithm(s.Op, s.Ranks, s.Bytes)
+	}
+	if algo == HalvingDoubling && s.Op != AllReduce && !isPow2(s.Ranks) {
+		return fieldError("ranks", s.Ranks, fmt.Sprintf("halving_doubling %s needs a power-of-two rank count; use ring", s.Op))
+	}
+	if algo == Hierarchical {
+		if s.Inner < 1 || s.Outer < 1 || s.Inner > s.Ranks || s.Outer > s.Ranks || s.Inner*s.Outer != s.Ranks {
+			return fieldError("inner x outer", fmt.Sprintf("%dx%d", s.Inner, s.Outer), fmt.Sprintf("must be >= 1 each with inner*outer = ranks = %d", s.Ranks))
+		}
+	}
+	return nil
+}
+
+// Auto-selection thresholds (see AutoAlgorithm).
+const (
+	// AutoRecursiveDoublingMax is the largest all-reduce Auto runs with recursive doubling.
+	AutoRecursiveDoublingMax = 64 << 10
+	// AutoTreePerRankMax: Auto uses the tree for all-reduces with S/n below this (the ring's
+	// per-rank block is then under one default chunk, so the ring cannot pipeline and pays
+	// 2(n-1) latencies where the tree pays about 2 log2 n).
+	AutoTreePerRankMax = DefaultChunkBytes
+)
+
+// AutoAlgorithm is the rule Auto follows, a simplification of NCCL's tuner (latency-bound
+// sizes take the algorithm with the fewest sequential steps, bandwidth-bound sizes the ring):
+//
+//   - n == 1: Ring (no messages).
+//   - AllReduce: S <= 64 KiB: RecursiveDoubling (log2 n steps); S/n < 512 KiB: Tree
+//     (about 2 log2 n steps); otherwise Ring (bandwidth-optimal, 2(n-1)/n S per rank).
+//   - ReduceScatter, AllGather, Broadcast, Reduce: Ring.
+//   - AllToAll: Pairwise. SendRecv: Direct.
+func AutoAlgorithm(op Collective, n int, bytes int64) Algorithm {
+	switch {
+	case op == AllToAll:
+		return Pairwise
+	case op == SendRecv:
+		return Direct
+	case n <= 1 || op != AllReduce:
+		return Ring
+	case bytes <= AutoRecursiveDoublingMax:
+		return RecursiveDoubling
+	case bytes/int64(n) < AutoTreePerRankMax:
+		return Tree
+	default:
+		return Ring
+	}
+}
+
+// Resolve validates s and returns it with Auto replaced by the algorithm AutoAlgorithm picks.
+func (s Spec) Resolve() (Spec, error) {
+	if err := s.Validate(); err != nil {
+		return s, err
+	}
+	if s.Algo == Auto {
+		s.Algo = AutoAlgorithm(s.Op, s.Ranks, s.Bytes)
+	}
+	return s, nil
+}
