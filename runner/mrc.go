@@ -11,6 +11,7 @@ import (
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
 	"github.com/lockstepsim/lockstep/transport/mrc"
+	"github.com/lockstepsim/lockstep/workload/collective"
 )
 
 // mrcFlow is one MRC connection (QP) carrying one transfer from Src to Dst.
@@ -25,11 +26,15 @@ type mrcFlow struct {
 	planes    []uint8        // by EV: plane
 	timer     sim.TimerID    // the sender's deadline
 	rtimer    sim.TimerID    // the receiver's delayed SACK
-	done      sim.Time       // sender completion (last byte acknowledged), 0 while running
-	placed    sim.Time       // receiver completion (last byte placed)
+	done      sim.Time       // latest sender completion (last byte acknowledged), 0 before the first
+	placed    sim.Time       // latest receiver completion (last byte placed)
 	lossRetx  int64          // SACK-gap + timeout retransmissions seen so far
 	waiting   bool           // queued in its NIC's wait list (gated by a full NIC)
 	qp        int32          // index in mrcNet.flows
+	posts     int            // transfers posted on the QP
+	tokens    []uint64       // collective messages (Send): tokens in posting order; tokens[tokHead:] not yet placed
+	tokHead   int
+	acked     int // transfers acknowledged
 }
 
 // nicWait is one host NIC's FIFO of QPs that had data and window but no NIC room: the NIC's
@@ -57,6 +62,11 @@ type mrcNet struct {
 	errs     []error
 	onDone   func(now sim.Time) // called when every flow has completed
 	quiet    bool               // engines stopped: outboxes are discarded, timers stay off
+	// Collective messages (Send): QPs by (src, dst), and who hears of placements.
+	layout    *topo.Layout
+	seed      uint64
+	pairs     map[int64]int32
+	delivered func(now sim.Time, token uint64)
 	wait     []nicWait          // by host
 
 	// Loss-driven retransmissions (SACK gap, timeout): the first and last time one was sent,
@@ -88,6 +98,8 @@ func newMRCNet(s *sim.Sim, net *fabric.Network, l *topo.Layout, cfg mrc.Config, 
 		baseRTT: baseRTT(c, l.Sizing().MaxSwitchHops, cfg.WireBytes(cfg.PayloadBytes), cfg.AckBytes),
 		nicRate: c.HostLink * sim.Rate(c.Planes),
 		fct:     hdrhistogram.New(1, int64(sim.Hour/sim.Nanosecond), 3),
+		layout:  l,
+		pairs:   map[int64]int32{},
 	}
 	// Queueing bound of the worst single hop: the switch queue's trim threshold (or limit) at
 	// the fabric rate, or the last-hop queue's at the host rate.
@@ -138,6 +150,18 @@ func (m *mrcNet) onNICReady(now sim.Time, host int32, _ int) {
 
 // addFlow creates the QP from src to dst for one transfer of bytes posted at start.
 func (m *mrcNet) addFlow(l *topo.Layout, src, dst int, bytes int64, start sim.Time, seed uint64) error {
+	f, err := m.newQP(l, src, dst, seed)
+	if err != nil {
+		return err
+	}
+	f.bytes, f.start, f.posts = bytes, start, 1
+	m.running++
+	m.s.At(start, m.kStart, f.qp, 0)
+	return nil
+}
+
+// newQP opens the QP from src to dst: sender, receiver, EV routes and timers; nothing posted.
+func (m *mrcNet) newQP(l *topo.Layout, src, dst int, seed uint64) (*mrcFlow, error) {
 	c := l.Config()
 	qp := uint32(len(m.flows))
 	per := l.NumPaths(src, dst) / c.Planes
@@ -148,9 +172,9 @@ func (m *mrcNet) addFlow(l *topo.Layout, src, dst int, bytes int64, start sim.Ti
 	rng := sim.Stream(seed, fmt.Sprintf("mrc.qp%d", qp))
 	snd, err := mrc.NewSender(m.cfg, qp, mrc.Path{Planes: c.Planes, PathsPerPlane: pp, BaseRTT: m.baseRTT, NICRate: m.nicRate, MaxQueueDelay: m.maxQueue}, rng)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	f := &mrcFlow{qp: int32(qp), src: int32(src), dst: int32(dst), bytes: bytes, start: start, snd: snd, rcv: mrc.NewReceiver(m.cfg, qp)}
+	f := &mrcFlow{qp: int32(qp), src: int32(src), dst: int32(dst), snd: snd, rcv: mrc.NewReceiver(m.cfg, qp)}
 	nic := m.net.Nodes[src].Ports
 	snd.SetPlaneBacklog(c.Planes, func(plane int) int64 {
 		pt := &m.net.Ports[nic[plane]]
@@ -169,19 +193,55 @@ func (m *mrcNet) addFlow(l *topo.Layout, src, dst int, bytes int64, start sim.Ti
 		plane, path, _ := evs.Route(ev)
 		r, err := l.Path(src, dst, path*c.Planes+plane)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		back, err := l.Path(dst, src, path*c.Planes+plane)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		f.routes[ev], f.ackRoutes[ev], f.planes[ev] = topo.FabricRoute(r), topo.FabricRoute(back), uint8(plane)
 	}
 	f.timer = m.s.NewTimer(m.kTimer, int32(qp))
 	f.rtimer = m.s.NewTimer(m.kRTimer, int32(qp))
 	m.flows = append(m.flows, f)
+	return f, nil
+}
+
+// Send carries one collective message (collective.Transport): the pair's QP is opened on
+// first use and keeps its EV set across messages; the message is posted on it as one RDMA
+// Write (a zero-byte message as one byte, so it still costs a packet and an RTT), and the
+// executor hears of it when the receiver has placed every byte (placement completes in
+// posting order per QP, which is how tokens are matched). msg.Channel is ignored: MRC sprays
+// every message over all planes.
+func (m *mrcNet) Send(now sim.Time, msg collective.Message) error {
+	hosts := m.net.NumHosts()
+	if msg.Src < 0 || msg.Src >= hosts || msg.Dst < 0 || msg.Dst >= hosts || msg.Src == msg.Dst {
+		return fmt.Errorf("mrc: message from host %d to host %d: want two distinct hosts of %d", msg.Src, msg.Dst, hosts)
+	}
+	key := int64(msg.Src)*int64(hosts) + int64(msg.Dst)
+	qi, ok := m.pairs[key]
+	var f *mrcFlow
+	if ok {
+		f = m.flows[qi]
+	} else {
+		var err error
+		if f, err = m.newQP(m.layout, msg.Src, msg.Dst, m.seed); err != nil {
+			return err
+		}
+		m.pairs[key] = f.qp
+		f.start = now
+	}
+	if err := f.snd.Err(); err != nil {
+		return err
+	}
+	bytes := max(msg.Bytes, 1)
+	f.snd.Post(now, bytes)
+	f.bytes += bytes
+	f.posts++
+	f.tokens = append(f.tokens, msg.Token)
 	m.running++
-	m.s.At(start, m.kStart, int32(qp), 0)
+	f.snd.Pump(now)
+	m.flushSender(now, f)
 	return nil
 }
 
@@ -218,8 +278,13 @@ func (m *mrcNet) flushReceiver(now sim.Time, f *mrcFlow) {
 	}
 	f.rcv.ClearOut()
 	for _, c := range f.rcv.Completions() {
-		if f.placed == 0 {
-			f.placed = c.Done
+		f.placed = c.Done
+		if f.tokHead < len(f.tokens) {
+			tok := f.tokens[f.tokHead]
+			f.tokHead++
+			if m.delivered != nil {
+				m.delivered(now, tok) // may post more on this or other QPs
+			}
 		}
 	}
 	f.rcv.ClearCompletions()
@@ -259,13 +324,12 @@ func (m *mrcNet) flushSender(now sim.Time, f *mrcFlow) {
 		w.q = append(w.q, f.qp)
 	}
 	for _, c := range f.snd.Completions() {
-		if f.done == 0 {
-			f.done = c.Done
-			_ = m.fct.RecordValue(int64((c.Done - c.Posted) / sim.Nanosecond))
-			m.running--
-			if m.running == 0 && m.onDone != nil {
-				m.onDone(now)
-			}
+		f.done = c.Done
+		f.acked++
+		_ = m.fct.RecordValue(int64((c.Done - c.Posted) / sim.Nanosecond))
+		m.running--
+		if m.running == 0 && m.onDone != nil {
+			m.onDone(now)
 		}
 	}
 	f.snd.ClearCompletions()
@@ -371,7 +435,7 @@ func (m *mrcNet) onPacket(now sim.Time, p *fabric.Packet) {
 func (m *mrcNet) stuck(max int) string {
 	var out []string
 	for i, f := range m.flows {
-		if f.done == 0 {
+		if f.acked < f.posts {
 			out = append(out, fmt.Sprintf("qp %d (h%d->h%d): %s", i, f.src, f.dst, f.snd.Outstanding()))
 		}
 	}

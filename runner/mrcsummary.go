@@ -84,6 +84,7 @@ func (m *mrcNet) summary(end sim.Time, faults []FaultEvent) *MRCSummary {
 	ideal := func(b int64) sim.Time { return m.nicRate.TxTime(wire(b)) + m.baseRTT }
 	s.IdealFCTUs = us(ideal(maxBytes))
 	var last sim.Time
+	single := 0 // completed flows of one transfer: the per-flow FCT figures are over them
 	for _, f := range m.flows {
 		st := &f.snd.Stats
 		s.DataPackets += st.DataPackets
@@ -109,10 +110,14 @@ func (m *mrcNet) summary(end sim.Time, faults []FaultEvent) *MRCSummary {
 				s.QPErrorList = append(s.QPErrorList, err.Error())
 			}
 		}
-		if f.done == 0 {
+		if f.posts == 0 || f.acked < f.posts {
 			continue
 		}
 		s.FlowsCompleted++
+		if f.posts > 1 {
+			continue // a QP carrying many messages: its per-message FCTs are in the histogram
+		}
+		single++
 		fct := f.done - f.start
 		sumFCT += int64(fct)
 		sumRatio += float64(fct) / float64(ideal(f.bytes))
@@ -128,7 +133,7 @@ func (m *mrcNet) summary(end sim.Time, faults []FaultEvent) *MRCSummary {
 			last = f.done
 		}
 	}
-	if n := s.FlowsCompleted; n > 0 {
+	if n := single; n > 0 {
 		s.FCTMeanUs = us(sim.Time(sumFCT / int64(n)))
 		s.FCTOverIdealMean = round3(sumRatio / float64(n))
 		s.ThroughputMeanOfLine = round3(sumTput / float64(n))

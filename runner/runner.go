@@ -31,6 +31,8 @@ type Result struct {
 	Net     *fabric.Network
 	Raw     *traffic.Raw
 	MRC     *MRCRun // when transport.kind is mrc
+	// Collective holds the report rows of a collective workload (workload.collective).
+	Collective *CollectiveRun
 	Faults  []FaultEvent
 	// Wall is the wall-clock time the simulation took. It is not part of Summary, which must be
 	// byte-identical across runs.
@@ -57,8 +59,10 @@ func Run(sc *scenario.Scenario) (*Result, error) {
 		return nil, &InputError{Err: err}
 	}
 	res := &Result{Sim: s, Net: net, Faults: faults}
-	switch sc.Transport.Kind {
-	case scenario.TransportMRC:
+	switch {
+	case sc.Workload.Collective != nil:
+		err = runCollective(sc, layout, res)
+	case sc.Transport.Kind == scenario.TransportMRC:
 		err = runMRC(sc, layout, res)
 	default:
 		err = runRaw(sc, layout, res)

@@ -51,6 +51,8 @@ type Summary struct {
 
 	// MRC holds the transport's figures when transport.kind is mrc.
 	MRC *MRCSummary `json:"mrc,omitempty"`
+	// Collectives holds one nccl-tests style row per size of a collective workload.
+	Collectives []CollectiveRow `json:"collectives,omitempty"`
 }
 
 // QueueDepths are percentiles of switch egress queue depth sampled every run.sample_interval

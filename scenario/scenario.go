@@ -26,7 +26,9 @@ type Scenario struct {
 	Fabric   Fabric   `yaml:"fabric"`
 	// Transport carries the traffic: raw paced packets (default) or a reliable transport.
 	Transport Transport `yaml:"transport"`
-	Traffic   []Traffic `yaml:"traffic"`
+	// Traffic is raw flow groups; Workload is a collective. Exactly one of them is given.
+	Traffic  []Traffic `yaml:"traffic,omitempty"`
+	Workload Workload  `yaml:"workload,omitempty"`
 	// Faults act on named links during the run.
 	Faults []Fault `yaml:"faults,omitempty"`
 	Run    Run     `yaml:"run"`
@@ -36,16 +38,21 @@ type Scenario struct {
 const (
 	TransportRaw = "raw" // paced packets, no reliability: traffic gives load or rate
 	TransportMRC = "mrc" // MRC [MRC §2]: traffic gives bytes per transfer
+	// TransportIdeal is no packet fabric at all: workload messages cross an ideal network
+	// (per-host NIC serialisation and a fixed latency; workloads only).
+	TransportIdeal = "ideal"
 )
 
 // Transport selects the transport and holds its parameters. Each kind's parameters sit in a
 // block of its own name (transport: {kind: mrc, mrc: {ev: {active: 128}}}), so a block for a
 // kind not selected is an error rather than silently ignored.
 type Transport struct {
-	// Kind: "raw" (default) or "mrc".
+	// Kind: "raw" (default), "mrc" or "ideal" (workloads only).
 	Kind string `yaml:"kind"`
 	// MRC parameters (kind mrc); defaults filled on resolve.
 	MRC *mrc.Config `yaml:"mrc,omitempty"`
+	// Ideal parameters (kind ideal).
+	Ideal *Ideal `yaml:"ideal,omitempty"`
 }
 
 // Fault actions.
@@ -307,17 +314,24 @@ func (sc *Scenario) Resolve() error {
 	}
 
 	r := &sc.Run
+	wl := sc.Workload.Collective != nil
 	if r.Seed == 0 {
 		r.Seed = DefaultSeed
 	}
 	if r.Duration == 0 {
 		r.Duration = DefaultDuration
+		if wl {
+			r.Duration = DefaultWorkloadDuration
+		}
 	}
 	if r.Drain == 0 {
 		r.Drain = DefaultDrain
 	}
 	if r.SampleInterval == 0 {
 		r.SampleInterval = DefaultSampleInterval
+		if wl && r.Duration/20000 > r.SampleInterval {
+			r.SampleInterval = r.Duration / 20000 // at most 20,000 samples over a workload's bound
+		}
 	}
 	if r.Duration > sim.Hour {
 		return Errorf("run.duration", "%v is too long for a packet-level run; allowed up to 1h", r.Duration)
@@ -351,9 +365,27 @@ func (sc *Scenario) Resolve() error {
 	switch sc.Transport.Kind {
 	case "":
 		sc.Transport.Kind = TransportRaw
-	case TransportRaw, TransportMRC:
+	case TransportRaw, TransportMRC, TransportIdeal:
 	default:
-		return Errorf("transport.kind", "%q is not a transport; allowed raw, mrc", sc.Transport.Kind)
+		return Errorf("transport.kind", "%q is not a transport; allowed raw, mrc, ideal", sc.Transport.Kind)
+	}
+	if sc.Transport.Kind == TransportIdeal {
+		if !wl {
+			return Errorf("transport.kind", "ideal carries workload messages only; give workload.collective or use raw or mrc for traffic")
+		}
+		id := Ideal{}
+		if sc.Transport.Ideal != nil {
+			id = *sc.Transport.Ideal
+		}
+		if id.Latency == 0 {
+			id.Latency = DefaultIdealLatency
+		}
+		if id.Latency < 0 || id.Latency > sim.Second {
+			return Errorf("transport.ideal.latency", "%v is out of range; allowed 0..1s", id.Latency)
+		}
+		sc.Transport.Ideal = &id
+	} else if sc.Transport.Ideal != nil {
+		return Errorf("transport.ideal", "set, but transport.kind is %q; use kind: ideal or remove the block", sc.Transport.Kind)
 	}
 	switch sc.Fabric.Profile {
 	case "":
@@ -386,11 +418,30 @@ func (sc *Scenario) Resolve() error {
 			return err
 		}
 	}
-	if len(sc.Traffic) == 0 {
-		return Errorf("traffic", "empty; give at least one traffic group (e.g. pattern: permutation)")
-	}
 	hosts := l.NumHosts()
 	var packets float64
+	if wl {
+		if len(sc.Traffic) > 0 {
+			return Errorf("traffic", "given with workload.collective; a scenario runs traffic groups or a workload, not both")
+		}
+		if sc.Transport.Kind == TransportRaw {
+			return Errorf("transport.kind", "raw cannot carry a collective's messages; allowed mrc (packet level) or ideal")
+		}
+		moved, err := sc.Workload.Collective.resolve("workload.collective", hosts)
+		if err != nil {
+			return err
+		}
+		if sc.Transport.Kind == TransportMRC {
+			packets = moved / float64(sc.Transport.MRC.PayloadBytes)
+			if packets > float64(r.MaxPackets) {
+				return Errorf("workload.collective", "moves about %.3g packets, beyond run.max_packets (%d, one to four minutes of wall time); use smaller sizes, fewer ranks or iterations, transport ideal, or raise run.max_packets", packets, r.MaxPackets)
+			}
+		}
+		return sc.checkQueues()
+	}
+	if len(sc.Traffic) == 0 {
+		return Errorf("traffic", "empty; give at least one traffic group (e.g. pattern: permutation) or a workload (workload.collective)")
+	}
 	for i := range sc.Traffic {
 		t := &sc.Traffic[i]
 		if err := t.resolve(fmt.Sprintf("traffic[%d]", i), sc.Transport, hosts, r.Duration); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/lockstepsim/lockstep/runner"
 	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/lockstepsim/lockstep/workload/collective"
 	"github.com/spf13/cobra"
 )
 
@@ -77,7 +79,7 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 				return runFailed(err)
 			}
 			js = append(js, '\n')
-			if err := writeResults(sc, js); err != nil {
+			if err := writeResults(sc, js, res); err != nil {
 				return runFailed(err)
 			}
 			if asJSON {
@@ -129,8 +131,9 @@ func makeDir(dir string) (undo func(), err error) {
 	return undo, nil
 }
 
-// writeResults creates the results folder with summary.json and the resolved scenario.yaml.
-func writeResults(sc *scenario.Scenario, summary []byte) error {
+// writeResults creates the results folder with summary.json, the resolved scenario.yaml and,
+// for a collective workload, collectives.csv (one nccl-tests row per size).
+func writeResults(sc *scenario.Scenario, summary []byte, res *runner.Result) error {
 	dir := sc.Run.Out
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("results folder: %w", err)
@@ -142,11 +145,46 @@ func writeResults(sc *scenario.Scenario, summary []byte) error {
 	if err != nil {
 		return fmt.Errorf("scenario.yaml: %w", err)
 	}
-	return os.WriteFile(filepath.Join(dir, "scenario.yaml"), y, 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "scenario.yaml"), y, 0o644); err != nil {
+		return err
+	}
+	if res.Collective != nil {
+		var b bytes.Buffer
+		if err := collective.WriteCSV(&b, res.Collective.Rows); err != nil {
+			return fmt.Errorf("collectives.csv: %w", err)
+		}
+		return os.WriteFile(filepath.Join(dir, "collectives.csv"), b.Bytes(), 0o644)
+	}
+	return nil
 }
 
-// printSummary writes the human summary: totals, then one row per plane.
+// printCollectives writes a collective workload's nccl-tests style table and its model.
+func printCollectives(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
+	s := &res.Summary
+	var rate float64
+	if secs := res.Wall.Seconds(); secs > 0 {
+		rate = float64(s.Events) / secs
+	}
+	wc := sc.Workload.Collective
+	cr := res.Collective
+	fmt.Fprintf(w, "scenario %s (seed %d): %s on %d ranks over %s, %d iteration(s) per size\n",
+		s.Scenario, s.Seed, wc.Op, wc.Ranks, sc.Transport.Kind, wc.Iterations)
+	fmt.Fprintf(w, "simulated %.3fus in %.2fs wall, %d events (%.1fM events/s); model: alpha %.3f us, B %.1f Gb/s per rank\n\n",
+		s.EndUs, res.Wall.Seconds(), s.Events, rate/1e6, cr.Model.Latency.Micros(), float64(cr.Model.Rate)/1e9)
+	collective.WriteTable(w, cr.Rows)
+	fmt.Fprintln(w)
+}
+
+// printSummary writes the human summary: a collective workload's table, or totals; then, for
+// packet-level runs, one row per plane.
 func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
+	if res.Collective != nil {
+		printCollectives(w, sc, res)
+		if sc.Transport.Kind == scenario.TransportIdeal {
+			fmt.Fprintf(w, "results: %s\n", filepath.Join(sc.Run.Out, "summary.json"))
+			return
+		}
+	}
 	s := &res.Summary
 	fmt.Fprintf(w, "scenario %s (seed %d): %d hosts, %d planes, %d switches, %d links, %d flows\n",
 		s.Scenario, s.Seed, s.Hosts, s.Planes, s.Switches, s.Links, s.Flows)

@@ -243,6 +243,7 @@ type EVSet struct {
 	// order is the active set in this rotation's order: order[:pos] were visited.
 	order []int32
 	pos   int
+	left  []int // per plane: active EVs in order[pos:] (not yet visited this rotation)
 
 	target  []int     // per plane: active share (Active split over the planes)
 	nActive []int     // per plane: EVs in the active set; <= target, and < target only with an empty backup pool
@@ -300,6 +301,7 @@ func NewEVSet(cfg EVConfig, planes int, pathsPerPlane []int, rng *rand.Rand) (*E
 		order:   make([]int32, 0, total),
 		target:  evSplit(cfg.Active, planes, rng),
 		nActive: make([]int, planes),
+		left:    make([]int, planes),
 		backup:  make([][]int32, planes),
 		probing: make([]int32, 0, total),
 	}
@@ -437,6 +439,7 @@ func (s *EVSet) Next() (ev int, ok bool) {
 			s.setState(ent, Good)
 			s.stats.SkipsPassed++
 			s.pos++
+			s.left[ent.plane]--
 			continue
 		}
 		if e == s.last && n > 1 {
@@ -445,11 +448,13 @@ func (s *EVSet) Next() (ev int, ok bool) {
 			if s.pos+1 < n {
 				s.swap(s.pos, s.pos+1+s.rng.IntN(n-s.pos-1))
 			} else {
-				s.pos = n
+				s.pos = n // e is skipped this rotation: the rotation is over
+				s.left[ent.plane]--
 			}
 			continue
 		}
 		s.pos++
+		s.left[ent.plane]--
 		s.last = e
 		return int(e), true
 	}
@@ -479,6 +484,7 @@ func (s *EVSet) NextOn(plane int) (ev int, ok bool) {
 		}
 		s.swap(s.pos, i)
 		s.pos++
+		s.left[ent.plane]--
 		if ent.state == Skip {
 			s.setState(ent, Good)
 			s.stats.SkipsPassed++
@@ -490,6 +496,20 @@ func (s *EVSet) NextOn(plane int) (ev int, ok bool) {
 	return s.Next()
 }
 
+// LeftOn returns how many active EVs of plane p the current rotation has not used yet (all of
+// the plane's active EVs when the rotation is over: the next call starts a new one). A sender
+// choosing a plane for its next packet picks among planes with EVs left, so NextOn keeps to
+// the plane asked for. 0 for a plane out of range.
+func (s *EVSet) LeftOn(p int) int {
+	if p < 0 || p >= len(s.left) {
+		return 0
+	}
+	if s.pos >= len(s.order) {
+		return s.nActive[p]
+	}
+	return s.left[p]
+}
+
 // newRound starts a rotation: a Fisher-Yates shuffle of the active set.
 func (s *EVSet) newRound() {
 	for i := len(s.order) - 1; i > 0; i-- {
@@ -499,6 +519,7 @@ func (s *EVSet) newRound() {
 	for i, e := range s.order {
 		s.evs[e].slot = int32(i)
 	}
+	copy(s.left, s.nActive)
 	s.pos = 0
 	s.stats.Rounds++
 }
@@ -796,9 +817,20 @@ func (s *EVSet) Audit() error {
 	if s.pos < 0 || s.pos > len(s.order) {
 		return fmt.Errorf("rotation position %d outside the active set of %d", s.pos, len(s.order))
 	}
+	left := make([]int, len(s.target))
 	for i, ev := range s.order {
 		if ev < 0 || int(ev) >= len(s.evs) || s.evs[ev].slot != int32(i) {
 			return fmt.Errorf("active slot %d holds EV %d, whose slot disagrees", i, ev)
+		}
+		if i >= s.pos {
+			left[s.evs[ev].plane]++
+		}
+	}
+	if s.pos < len(s.order) {
+		for p := range left {
+			if left[p] != s.left[p] {
+				return fmt.Errorf("plane %d has %d EVs left in the rotation, count says %d", p, left[p], s.left[p])
+			}
 		}
 	}
 	for p, pool := range s.backup {
@@ -933,8 +965,11 @@ func (s *EVSet) removeActive(e *evEntry) {
 			s.place(v, s.order[n-1])
 		}
 		s.pos--
-	} else if i != n-1 {
-		s.place(i, s.order[n-1])
+	} else {
+		s.left[e.plane]--
+		if i != n-1 {
+			s.place(i, s.order[n-1])
+		}
 	}
 	s.order = s.order[:n-1]
 	e.slot = -1
@@ -956,6 +991,7 @@ func (s *EVSet) admit(ev int) {
 	e.slot = int32(n)
 	s.swap(n, s.pos+s.rng.IntN(n+1-s.pos))
 	s.nActive[p]++
+	s.left[p]++
 }
 
 func (s *EVSet) removeBackup(ev int) {

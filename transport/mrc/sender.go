@@ -208,13 +208,21 @@ func (s *Sender) SetNICGate(bytes int64) { s.gate = max(bytes, 0) }
 // the NIC had no room (SetNICGate).
 func (s *Sender) Gated() bool { return s.gated }
 
-// quietestPlane returns the plane with the least NIC backlog; ties go round robin.
+// quietestPlane returns the plane with the least NIC backlog among those with EVs left in the
+// EV rotation (so NextOn keeps to it and the NIC gate judges the port the packet will use);
+// ties go round robin. With no plane left (cannot happen while the active set is not empty),
+// the least backlogged of all.
 func (s *Sender) quietestPlane() int {
-	best, bestB := 0, int64(-1)
-	for i := 0; i < s.planes; i++ {
-		p := (s.planeRR + i) % s.planes
-		if b := s.planeBacklog(p); bestB < 0 || b < bestB {
-			best, bestB = p, b
+	best, bestB := -1, int64(-1)
+	for pass := 0; pass < 2 && best < 0; pass++ {
+		for i := 0; i < s.planes; i++ {
+			p := (s.planeRR + i) % s.planes
+			if pass == 0 && s.evs.LeftOn(p) == 0 {
+				continue
+			}
+			if b := s.planeBacklog(p); bestB < 0 || b < bestB {
+				best, bestB = p, b
+			}
 		}
 	}
 	s.planeRR = (best + 1) % s.planes

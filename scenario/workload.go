@@ -1,0 +1,240 @@
+package scenario
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/workload/collective"
+)
+
+// Workload is what the ranks do, as an alternative to raw traffic groups: today one collective
+// on one communicator, at one size or over an nccl-tests style size sweep. A scenario has
+// either traffic or a workload, not both.
+type Workload struct {
+	Collective *Collective `yaml:"collective,omitempty"`
+}
+
+// Collective describes the collective a workload runs (package workload/collective). Sizes
+// follow nccl-tests: Bytes is the buffer size S (all-reduce, broadcast, reduce: every rank's
+// buffer; reduce-scatter: the input, S/n out per rank; all-gather: the output, S/n in per
+// rank; all-to-all: what each rank sends, S/n to each peer; sendrecv: the message).
+type Collective struct {
+	// Op: all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all or sendrecv.
+	Op string `yaml:"op"`
+	// Algorithm: auto (default; the rule in the collective package), ring, tree,
+	// halving_doubling, recursive_doubling, pairwise, hierarchical or direct.
+	Algorithm string `yaml:"algorithm"`
+	// Ranks is the communicator size; rank r runs on host r. Default: every host. Hosts, when
+	// given, places rank r on Hosts[r] instead (distinct hosts) and sets Ranks.
+	Ranks int   `yaml:"ranks"`
+	Hosts []int `yaml:"hosts,omitempty"`
+	// Bytes is the size (nccl-tests -b). With MaxBytes, a sweep Bytes, Bytes x Factor, ... up
+	// to MaxBytes (-e, -f); Factor defaults to 2. Required unless MoE sets the all-to-all.
+	Bytes    sim.Size `yaml:"bytes"`
+	MaxBytes sim.Size `yaml:"max_bytes,omitempty"`
+	Factor   int      `yaml:"factor,omitempty"`
+	// Iterations per size, back to back (nccl-tests -n); the reported time is their mean.
+	// Default 1.
+	Iterations int `yaml:"iterations"`
+	// Chunk is the pipelining unit (default 512 KiB, NCCL's ring step); Channels splits the
+	// data over that many independent instances of the algorithm (default 1).
+	Chunk    sim.Size `yaml:"chunk"`
+	Channels int      `yaml:"channels"`
+	// Root (broadcast, reduce, sendrecv sender) and Peer (sendrecv receiver), as ranks.
+	Root int `yaml:"root,omitempty"`
+	Peer int `yaml:"peer,omitempty"`
+	// Inner x Outer is the hierarchical (2-D ring of rings) layout; Inner x Outer = Ranks.
+	Inner int `yaml:"inner,omitempty"`
+	Outer int `yaml:"outer,omitempty"`
+	// DType sets the element size for the report's count column: float32 (default), bf16,
+	// float16, float64, int8...
+	DType string `yaml:"dtype"`
+	// ReduceRate is each GPU's reduction throughput in bits/s (e.g. 1600Gbps = 200 GB/s); a
+	// reduction of B bytes costs B x 8 / ReduceRate before the data it produces can be sent.
+	// 0 (default) makes reductions free.
+	ReduceRate sim.Rate `yaml:"reduce_rate,omitempty"`
+	// MoE, with op all_to_all, sets the per-pair byte matrix of a mixture-of-experts token
+	// dispatch (uniform routing) instead of Bytes.
+	MoE *MoE `yaml:"moe,omitempty"`
+}
+
+// MoE is a mixture-of-experts dispatch: Tokens tokens in the batch, spread evenly over the
+// ranks, each routed to TopK experts spread uniformly over the ranks, each Hidden elements of
+// DType.
+type MoE struct {
+	Tokens int64  `yaml:"tokens"`
+	TopK   int    `yaml:"top_k"`
+	Hidden int64  `yaml:"hidden"`
+	DType  string `yaml:"dtype"` // default bf16
+}
+
+// Ideal is the transport-free network model (transport kind ideal): each host's NIC sends and
+// receives at the topology's NIC rate (host_link x planes), one message at a time in FIFO
+// order each way, and every message pays Latency first (package workload/collective, Ideal).
+type Ideal struct {
+	// Latency is the per-message latency (alpha), default 5us.
+	Latency sim.Time `yaml:"latency"`
+}
+
+// DefaultIdealLatency is the ideal transport's default per-message latency.
+const DefaultIdealLatency = 5 * sim.Microsecond
+
+// DefaultWorkloadDuration bounds a workload run when run.duration is not given: the run stops
+// with an error naming the waiting ranks if the workload is not done by then.
+const DefaultWorkloadDuration = sim.Second
+
+// CollectiveSpec returns the collective's base spec (at its first size) and the sizes of its
+// sweep. The scenario must be resolved.
+func (c *Collective) CollectiveSpec() (collective.Spec, []int64, error) {
+	op, err := collective.ParseCollective(c.Op)
+	if err != nil {
+		return collective.Spec{}, nil, err
+	}
+	algo, err := collective.ParseAlgorithm(c.Algorithm)
+	if err != nil {
+		return collective.Spec{}, nil, err
+	}
+	sp := collective.NewSpec(op, c.Ranks, int64(c.Bytes))
+	sp.Algo, sp.ChunkBytes, sp.Channels = algo, int64(c.Chunk), c.Channels
+	sp.Root, sp.Peer, sp.Inner, sp.Outer = c.Root, c.Peer, c.Inner, c.Outer
+	if c.MoE != nil {
+		dt, err := collective.ParseDType(c.MoE.DType)
+		if err != nil {
+			return collective.Spec{}, nil, err
+		}
+		m := collective.MoE{Ranks: c.Ranks, Tokens: c.MoE.Tokens, TopK: c.MoE.TopK, Hidden: c.MoE.Hidden, DTypeBytes: int64(dt.Size())}
+		mx, err := m.Matrix()
+		if err != nil {
+			return collective.Spec{}, nil, err
+		}
+		sp.Matrix, sp.Bytes = mx, 0
+		return sp, []int64{0}, nil
+	}
+	if c.MaxBytes == 0 {
+		return sp, []int64{int64(c.Bytes)}, nil
+	}
+	sizes, err := collective.Sizes(int64(c.Bytes), int64(c.MaxBytes), c.Factor)
+	return sp, sizes, err
+}
+
+// collectiveErr turns the collective package's "collective: field = value: rule" errors into
+// scenario errors under path.
+func collectiveErr(path string, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "collective: ")
+	field, rest, ok := strings.Cut(msg, " = ")
+	if !ok || strings.ContainsAny(field, " :") {
+		return Errorf(path, "%s", msg)
+	}
+	if field == "chunk_bytes" {
+		field = "chunk"
+	}
+	return Errorf(path+"."+field, "%s", rest)
+}
+
+// resolve fills the collective's defaults and validates it against hosts; it returns the
+// payload bytes the workload moves over the network (for the packet budget).
+func (c *Collective) resolve(path string, hosts int) (float64, error) {
+	if c.Op == "" {
+		return 0, Errorf(path+".op", "missing; allowed all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, sendrecv")
+	}
+	if _, err := collective.ParseCollective(c.Op); err != nil {
+		return 0, Errorf(path+".op", "%q is not a collective; allowed all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, sendrecv", c.Op)
+	}
+	if c.Algorithm == "" {
+		c.Algorithm = "auto"
+	}
+	if _, err := collective.ParseAlgorithm(c.Algorithm); err != nil {
+		return 0, Errorf(path+".algorithm", "%q is not an algorithm; allowed auto, ring, tree, halving_doubling, recursive_doubling, pairwise, hierarchical, direct", c.Algorithm)
+	}
+	if len(c.Hosts) > 0 {
+		if c.Ranks != 0 && c.Ranks != len(c.Hosts) {
+			return 0, Errorf(path+".ranks", "%d, but hosts lists %d; give one or make them agree", c.Ranks, len(c.Hosts))
+		}
+		seen := make(map[int]int, len(c.Hosts))
+		for i, h := range c.Hosts {
+			if h < 0 || h >= hosts {
+				return 0, Errorf(fmt.Sprintf("%s.hosts[%d]", path, i), "%d is out of range; the topology has hosts 0..%d", h, hosts-1)
+			}
+			if j, dup := seen[h]; dup {
+				return 0, Errorf(fmt.Sprintf("%s.hosts[%d]", path, i), "host %d is also rank %d; ranks need distinct hosts", h, j)
+			}
+			seen[h] = i
+		}
+		c.Ranks = len(c.Hosts)
+	}
+	if c.Ranks == 0 {
+		c.Ranks = hosts
+	}
+	if c.Ranks < 1 || c.Ranks > hosts {
+		return 0, Errorf(path+".ranks", "%d is out of range; allowed 1..%d (the topology's hosts)", c.Ranks, hosts)
+	}
+	if c.Iterations == 0 {
+		c.Iterations = 1
+	}
+	if c.Iterations < 0 || c.Iterations > 1000 {
+		return 0, Errorf(path+".iterations", "%d is out of range; allowed 1..1000", c.Iterations)
+	}
+	if c.Chunk == 0 {
+		c.Chunk = collective.DefaultChunkBytes
+	}
+	if c.Channels == 0 {
+		c.Channels = 1
+	}
+	if c.DType == "" {
+		c.DType = "float32"
+	}
+	if _, err := collective.ParseDType(c.DType); err != nil {
+		return 0, Errorf(path+".dtype", "%q is not a data type: %v", c.DType, err)
+	}
+	if c.ReduceRate < 0 {
+		return 0, Errorf(path+".reduce_rate", "%v must not be negative", c.ReduceRate)
+	}
+	if c.MoE != nil {
+		if c.Op != "all_to_all" {
+			return 0, Errorf(path+".moe", "set, but op is %q; a MoE dispatch is an all_to_all", c.Op)
+		}
+		if c.Bytes != 0 || c.MaxBytes != 0 {
+			return 0, Errorf(path+".bytes", "%v is set with moe; the dispatch matrix sets the bytes", c.Bytes)
+		}
+		if c.MoE.DType == "" {
+			c.MoE.DType = "bf16"
+		}
+		if _, err := collective.ParseDType(c.MoE.DType); err != nil {
+			return 0, Errorf(path+".moe.dtype", "%q is not a data type: %v", c.MoE.DType, err)
+		}
+	} else {
+		if c.Bytes <= 0 {
+			return 0, Errorf(path+".bytes", "%v; want a size > 0 (e.g. 64MiB)", c.Bytes)
+		}
+		if c.MaxBytes != 0 && c.Factor == 0 {
+			c.Factor = 2
+		}
+		if c.MaxBytes == 0 && c.Factor != 0 {
+			return 0, Errorf(path+".factor", "%d is set without max_bytes; a sweep needs both", c.Factor)
+		}
+	}
+	sp, sizes, err := c.CollectiveSpec()
+	if err != nil {
+		return 0, collectiveErr(path, err)
+	}
+	if len(sizes) > 64 {
+		return 0, Errorf(path+".max_bytes", "%v from %v by x%d is %d sizes; allowed up to 64", c.MaxBytes, c.Bytes, c.Factor, len(sizes))
+	}
+	var moved float64
+	for _, sz := range sizes {
+		s := sp
+		if sz > 0 {
+			s.Bytes = sz
+		}
+		r, err := s.Resolve()
+		if err != nil {
+			return 0, collectiveErr(path, err)
+		}
+		if err := r.Validate(); err != nil {
+			return 0, collectiveErr(path, err)
+		}
+		moved += float64(r.Bytes) * 2 * float64(c.Ranks) * float64(c.Iterations)
+	}
+	return moved, nil
+}
