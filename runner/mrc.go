@@ -67,7 +67,7 @@ type mrcNet struct {
 	seed      uint64
 	pairs     map[int64]int32
 	delivered func(now sim.Time, token uint64)
-	wait     []nicWait          // by host
+	wait      []nicWait // by host
 
 	// Loss-driven retransmissions (SACK gap, timeout): the first and last time one was sent,
 	// for what a failure cost.

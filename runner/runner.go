@@ -33,7 +33,7 @@ type Result struct {
 	MRC     *MRCRun // when transport.kind is mrc
 	// Collective holds the report rows of a collective workload (workload.collective).
 	Collective *CollectiveRun
-	Faults  []FaultEvent
+	Faults     []FaultEvent
 	// Wall is the wall-clock time the simulation took. It is not part of Summary, which must be
 	// byte-identical across runs.
 	Wall time.Duration
