@@ -15,6 +15,7 @@ import (
 // form for the same size on the transport's alpha-beta model (see CollectiveRun.Model), 0
 // when there is none; TimeOverModel is time / model.
 type CollectiveRow struct {
+	Name          string  `json:"name"`
 	Op            string  `json:"op"`
 	Algorithm     string  `json:"algorithm"`
 	Ranks         int     `json:"ranks"`
@@ -35,43 +36,63 @@ type CollectiveRow struct {
 // CollectiveRun is what a collective workload leaves beyond the summary: one nccl-tests row per
 // size, and the alpha-beta model the rows' model column uses.
 type CollectiveRun struct {
-	Rows []collective.Row
+	Rows  []collective.Row
+	Names []string // Rows[i] belongs to collective Names[i]
 	// Model: the ideal transport's latency and NIC rate; under MRC, alpha = half the base RTT
 	// and B = the NIC rate x payload / wire bytes of a full packet (the payload rate).
 	Model collective.Model
 }
 
-// runCollective runs the scenario's collective at each size of its sweep, iterations times
-// back to back, on the MRC fabric or the ideal network, and records one row per size. A
-// collective that does not finish by run.duration, or that leaves nothing to wait for, stops
-// the run with the executor's report of which ranks wait on what.
+// collGroup is one collective of the workload, ready to launch.
+type collGroup struct {
+	name  string
+	base  collective.Spec
+	sizes []int64
+	comm  collective.Comm
+	dt    collective.DType
+}
+
+// runCollective runs the scenario's collectives step by step through their size sweeps: at
+// step k every collective is launched at its k-th size together, iterations times back to
+// back, on the MRC fabric or the ideal network, and each records one row per size. A step that
+// does not finish by run.duration, or that leaves nothing to wait for, stops the run with the
+// executor's report of which ranks wait on what.
 func runCollective(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
-	wc := sc.Workload.Collective
-	base, sizes, err := wc.CollectiveSpec()
-	if err != nil {
-		return &InputError{Err: fmt.Errorf("workload.collective: %w", err)}
-	}
-	var comm collective.Comm
-	if len(wc.Hosts) > 0 {
-		comm, err = collective.NewComm(wc.Hosts)
-	} else {
-		comm, err = collective.RangeComm(0, wc.Ranks, 1)
-	}
-	if err != nil {
-		return &InputError{Err: fmt.Errorf("workload.collective: %w", err)}
-	}
-	dt, err := collective.ParseDType(wc.DType)
-	if err != nil {
-		return &InputError{Err: fmt.Errorf("workload.collective.dtype: %w", err)}
+	var groups []collGroup
+	iters := 1
+	for i := range sc.Workload.Collectives {
+		wc := &sc.Workload.Collectives[i]
+		path := fmt.Sprintf("workload.collectives[%d]", i)
+		base, sizes, err := wc.CollectiveSpec()
+		if err != nil {
+			return &InputError{Err: fmt.Errorf("%s: %w", path, err)}
+		}
+		var comm collective.Comm
+		if len(wc.Hosts) > 0 {
+			comm, err = collective.NewComm(wc.Hosts)
+		} else {
+			comm, err = collective.RangeComm(0, wc.Ranks, 1)
+		}
+		if err != nil {
+			return &InputError{Err: fmt.Errorf("%s: %w", path, err)}
+		}
+		dt, err := collective.ParseDType(wc.DType)
+		if err != nil {
+			return &InputError{Err: fmt.Errorf("%s.dtype: %w", path, err)}
+		}
+		groups = append(groups, collGroup{name: wc.Name, base: base, sizes: sizes, comm: comm, dt: dt})
+		iters = max(iters, wc.Iterations)
 	}
 	s, net := res.Sim, res.Net
 	c := layout.Config()
 	nicRate := c.HostLink * sim.Rate(c.Planes)
-	model := collective.Model{ReduceBytesPerSec: float64(wc.ReduceRate) / 8}
+	// Reductions share one engine per host across collectives: the first collective's rate.
+	model := collective.Model{ReduceBytesPerSec: float64(sc.Workload.Collectives[0].ReduceRate) / 8}
 	var (
 		tr    collective.Transport
 		ideal *collective.Ideal
 		m     *mrcNet
+		err   error
 	)
 	switch sc.Transport.Kind {
 	case scenario.TransportIdeal:
@@ -92,13 +113,14 @@ func runCollective(sc *scenario.Scenario, layout *topo.Layout, res *Result) erro
 	default:
 		return &InputError{Err: fmt.Errorf("transport.kind: %q cannot carry a collective", sc.Transport.Kind)}
 	}
-	done := -1
+	running := 0
 	ex, err := collective.NewExecutor(s, tr, collective.ExecConfig{
 		Hosts:             net.NumHosts(),
 		ReduceBytesPerSec: model.ReduceBytesPerSec,
 		OnDone: func(now sim.Time, id int) {
-			done = id
-			s.Pause()
+			if running--; running == 0 {
+				s.Pause()
+			}
 		},
 	})
 	if err != nil {
@@ -119,20 +141,32 @@ func runCollective(sc *scenario.Scenario, layout *topo.Layout, res *Result) erro
 	}
 	limit := sc.Run.Duration
 	var rowsOut []CollectiveRow
-	for _, size := range sizes {
-		sp := base
-		if size > 0 {
-			sp.Bytes = size
+	scheds := make([]*collective.Schedule, len(groups))
+	ids := make([]int, len(groups))
+	totals := make([]sim.Time, len(groups))
+	for step := range groups[0].sizes {
+		for g := range groups {
+			sp := groups[g].base
+			if sz := groups[g].sizes[step]; sz > 0 {
+				sp.Bytes = sz
+			}
+			if scheds[g], err = collective.Build(sp); err != nil {
+				return &InputError{Err: fmt.Errorf("workload.collectives[%d] at %d B: %w", g, sp.Bytes, err)}
+			}
+			totals[g] = 0
 		}
-		sched, err := collective.Build(sp)
-		if err != nil {
-			return &InputError{Err: fmt.Errorf("workload.collective at %d B: %w", size, err)}
-		}
-		var total sim.Time
-		for it := 0; it < wc.Iterations; it++ {
-			id, err := ex.Launch(s.Now(), sched, comm, fmt.Sprintf("%s-%dB-%d", sp.Op, sp.Bytes, it))
-			if err != nil {
-				return &InputError{Err: err}
+		for it := 0; it < iters; it++ {
+			running = 0
+			for g := range groups {
+				if it >= sc.Workload.Collectives[g].Iterations {
+					ids[g] = -1
+					continue
+				}
+				name := fmt.Sprintf("%s/%dB/%d", groups[g].name, scheds[g].Spec().Bytes, it)
+				if ids[g], err = ex.Launch(s.Now(), scheds[g], groups[g].comm, name); err != nil {
+					return &InputError{Err: err}
+				}
+				running++
 			}
 			if err := s.Run(limit); err != nil {
 				return fmt.Errorf("run stopped at %v: %w", s.Now(), err)
@@ -140,27 +174,36 @@ func runCollective(sc *scenario.Scenario, layout *topo.Layout, res *Result) erro
 			if err := ex.Err(); err != nil {
 				return fmt.Errorf("collective stopped at %v: %w", s.Now(), err)
 			}
-			if done != id {
+			if running > 0 {
 				why := "run.duration reached"
 				if s.NextAt() == sim.MaxTime {
 					why = "no event pending"
 				}
-				return fmt.Errorf("collective %s not done at %v (%s): %s", sched.Spec().Op, s.Now(), why, ex.Stuck(10))
+				return fmt.Errorf("%d collective(s) not done at %v (%s): %s", running, s.Now(), why, ex.Stuck(10))
 			}
-			r, err := ex.Result(id)
-			if err != nil {
-				return err
+			for g := range groups {
+				if ids[g] < 0 {
+					continue
+				}
+				r, err := ex.Result(ids[g])
+				if err != nil {
+					return err
+				}
+				totals[g] += r.Time()
 			}
-			total += r.Time()
 		}
-		row := collective.NewRow(sched.Spec(), total/sim.Time(wc.Iterations), dt)
-		if t, err := collective.Pipelined(sched.Spec(), model); err == nil {
-			row.Model = t
-		} else if t, err := collective.AlphaBeta(sched.Spec(), model); err == nil {
-			row.Model = t
+		for g := range groups {
+			n := sc.Workload.Collectives[g].Iterations
+			row := collective.NewRow(scheds[g].Spec(), totals[g]/sim.Time(n), groups[g].dt)
+			if t, err := collective.Pipelined(scheds[g].Spec(), model); err == nil {
+				row.Model = t
+			} else if t, err := collective.AlphaBeta(scheds[g].Spec(), model); err == nil {
+				row.Model = t
+			}
+			run.Rows = append(run.Rows, row)
+			run.Names = append(run.Names, groups[g].name)
+			rowsOut = append(rowsOut, collectiveRow(groups[g].name, row, n, scheds[g]))
 		}
-		run.Rows = append(run.Rows, row)
-		rowsOut = append(rowsOut, collectiveRow(row, wc.Iterations, sched))
 	}
 	end := s.Now()
 	if m != nil {
@@ -189,9 +232,9 @@ func runCollective(sc *scenario.Scenario, layout *topo.Layout, res *Result) erro
 }
 
 // collectiveRow turns a report row into its summary form.
-func collectiveRow(r collective.Row, iters int, sched *collective.Schedule) CollectiveRow {
+func collectiveRow(name string, r collective.Row, iters int, sched *collective.Schedule) CollectiveRow {
 	out := CollectiveRow{
-		Op: r.Op.String(), Algorithm: r.Algo.String(), Ranks: r.Ranks, SizeBytes: r.Bytes, Count: r.Count,
+		Name: name, Op: r.Op.String(), Algorithm: r.Algo.String(), Ranks: r.Ranks, SizeBytes: r.Bytes, Count: r.Count,
 		DType: r.Type.String(), Iterations: iters, TimeUs: us(r.Time),
 		AlgBWGBps: round3(r.AlgBW), BusBWGBps: round3(r.BusBW),
 	}

@@ -31,7 +31,7 @@ type Result struct {
 	Net     *fabric.Network
 	Raw     *traffic.Raw
 	MRC     *MRCRun // when transport.kind is mrc
-	// Collective holds the report rows of a collective workload (workload.collective).
+	// Collective holds the report rows of a collective workload (workload.collectives).
 	Collective *CollectiveRun
 	Faults     []FaultEvent
 	// Wall is the wall-clock time the simulation took. It is not part of Summary, which must be
@@ -60,7 +60,7 @@ func Run(sc *scenario.Scenario) (*Result, error) {
 	}
 	res := &Result{Sim: s, Net: net, Faults: faults}
 	switch {
-	case sc.Workload.Collective != nil:
+	case len(sc.Workload.Collectives) > 0:
 		err = runCollective(sc, layout, res)
 	case sc.Transport.Kind == scenario.TransportMRC:
 		err = runMRC(sc, layout, res)

@@ -314,7 +314,7 @@ func (sc *Scenario) Resolve() error {
 	}
 
 	r := &sc.Run
-	wl := sc.Workload.Collective != nil
+	wl := len(sc.Workload.Collectives) > 0
 	if r.Seed == 0 {
 		r.Seed = DefaultSeed
 	}
@@ -327,6 +327,7 @@ func (sc *Scenario) Resolve() error {
 	if r.Drain == 0 {
 		r.Drain = DefaultDrain
 	}
+	sampleGiven := r.SampleInterval != 0
 	if r.SampleInterval == 0 {
 		r.SampleInterval = DefaultSampleInterval
 		if wl && r.Duration/20000 > r.SampleInterval {
@@ -355,7 +356,13 @@ func (sc *Scenario) Resolve() error {
 		return Errorf("topology.clos", "%d links in all planes is beyond the packet-level limit of %d; use fewer hosts, planes or tiers (lockstep topo sizes any fabric)", links, MaxLinks)
 	}
 	switchPorts := int64(2*l.NumLinks() - l.NumHosts()*c.Planes)
-	if samples := int64(r.Duration/r.SampleInterval) * switchPorts; samples > MaxQueueSamples {
+	if wl && switchPorts > 0 && !sampleGiven {
+		// A workload's duration is only a bound: keep its default sampling within the cap.
+		if min := sim.Time(float64(r.Duration) * float64(switchPorts) / MaxQueueSamples); r.SampleInterval < min {
+			r.SampleInterval = min + 1
+		}
+	}
+	if samples := int64(r.Duration/r.SampleInterval) * switchPorts; samples > MaxQueueSamples && sc.Transport.Kind != TransportIdeal {
 		return Errorf("run.sample_interval", "%v over %v on %d switch ports is %d queue samples; allowed up to %d: use a longer interval", r.SampleInterval, r.Duration, switchPorts, samples, int64(MaxQueueSamples))
 	}
 	if r.Out == "" {
@@ -371,7 +378,7 @@ func (sc *Scenario) Resolve() error {
 	}
 	if sc.Transport.Kind == TransportIdeal {
 		if !wl {
-			return Errorf("transport.kind", "ideal carries workload messages only; give workload.collective or use raw or mrc for traffic")
+			return Errorf("transport.kind", "ideal carries workload messages only; give workload.collectives or use raw or mrc for traffic")
 		}
 		id := Ideal{}
 		if sc.Transport.Ideal != nil {
@@ -422,25 +429,25 @@ func (sc *Scenario) Resolve() error {
 	var packets float64
 	if wl {
 		if len(sc.Traffic) > 0 {
-			return Errorf("traffic", "given with workload.collective; a scenario runs traffic groups or a workload, not both")
+			return Errorf("traffic", "given with workload.collectives; a scenario runs traffic groups or a workload, not both")
 		}
 		if sc.Transport.Kind == TransportRaw {
 			return Errorf("transport.kind", "raw cannot carry a collective's messages; allowed mrc (packet level) or ideal")
 		}
-		moved, err := sc.Workload.Collective.resolve("workload.collective", hosts)
+		moved, err := sc.Workload.resolve(hosts)
 		if err != nil {
 			return err
 		}
 		if sc.Transport.Kind == TransportMRC {
 			packets = moved / float64(sc.Transport.MRC.PayloadBytes)
 			if packets > float64(r.MaxPackets) {
-				return Errorf("workload.collective", "moves about %.3g packets, beyond run.max_packets (%d, one to four minutes of wall time); use smaller sizes, fewer ranks or iterations, transport ideal, or raise run.max_packets", packets, r.MaxPackets)
+				return Errorf("workload.collectives", "moves about %.3g packets, beyond run.max_packets (%d, one to four minutes of wall time); use smaller sizes, fewer ranks or iterations, transport ideal, or raise run.max_packets", packets, r.MaxPackets)
 			}
 		}
 		return sc.checkQueues()
 	}
 	if len(sc.Traffic) == 0 {
-		return Errorf("traffic", "empty; give at least one traffic group (e.g. pattern: permutation) or a workload (workload.collective)")
+		return Errorf("traffic", "empty; give at least one traffic group (e.g. pattern: permutation) or a workload (workload.collectives)")
 	}
 	for i := range sc.Traffic {
 		t := &sc.Traffic[i]

@@ -8,18 +8,28 @@ import (
 	"github.com/lockstepsim/lockstep/workload/collective"
 )
 
-// Workload is what the ranks do, as an alternative to raw traffic groups: today one collective
-// on one communicator, at one size or over an nccl-tests style size sweep. A scenario has
+// Workload is what the ranks do, as an alternative to raw traffic groups: collectives, each on
+// its own communicator, at one size or over an nccl-tests style size sweep. A scenario has
 // either traffic or a workload, not both.
+//
+// Several collectives run concurrently on one fabric (their communicators may overlap): step k
+// of the sweep launches every collective at its k-th size together, and the step ends when all
+// of them are done, so every collective needs the same number of sizes.
 type Workload struct {
-	Collective *Collective `yaml:"collective,omitempty"`
+	Collectives []Collective `yaml:"collectives,omitempty"`
 }
+
+// MaxCollectives bounds workload.collectives.
+const MaxCollectives = 64
 
 // Collective describes the collective a workload runs (package workload/collective). Sizes
 // follow nccl-tests: Bytes is the buffer size S (all-reduce, broadcast, reduce: every rank's
 // buffer; reduce-scatter: the input, S/n out per rank; all-gather: the output, S/n in per
 // rank; all-to-all: what each rank sends, S/n to each peer; sendrecv: the message).
 type Collective struct {
+	// Name labels the collective's rows in reports; default "<op>" (with the index when
+	// several collectives share an op).
+	Name string `yaml:"name"`
 	// Op: all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all or sendrecv.
 	Op string `yaml:"op"`
 	// Algorithm: auto (default; the rule in the collective package), ring, tree,
@@ -77,6 +87,13 @@ type Ideal struct {
 	Latency sim.Time `yaml:"latency"`
 }
 
+// MaxCollectiveOps bounds the operations of one collective's schedule at its largest size
+// (about 50-75 bytes of memory each): 20 million ops is about 1.5 GB while building.
+const MaxCollectiveOps = 20_000_000
+
+// MaxMoERanks bounds the ranks of a MoE dispatch: its byte matrix is ranks x ranks.
+const MaxMoERanks = 4096
+
 // DefaultIdealLatency is the ideal transport's default per-message latency.
 const DefaultIdealLatency = 5 * sim.Microsecond
 
@@ -132,8 +149,48 @@ func collectiveErr(path string, err error) error {
 	return Errorf(path+"."+field, "%s", rest)
 }
 
-// resolve fills the collective's defaults and validates it against hosts; it returns the
+// resolve fills the workload's defaults and validates it against hosts; it returns the
 // payload bytes the workload moves over the network (for the packet budget).
+func (w *Workload) resolve(hosts int) (float64, error) {
+	if len(w.Collectives) > MaxCollectives {
+		return 0, Errorf("workload.collectives", "%d collectives; allowed up to %d", len(w.Collectives), MaxCollectives)
+	}
+	var moved float64
+	steps := -1
+	names := map[string]int{}
+	ops := map[string]int{}
+	for i := range w.Collectives {
+		ops[w.Collectives[i].Op]++
+	}
+	for i := range w.Collectives {
+		c := &w.Collectives[i]
+		path := fmt.Sprintf("workload.collectives[%d]", i)
+		b, err := c.resolve(path, hosts)
+		if err != nil {
+			return 0, err
+		}
+		moved += b
+		if c.Name == "" {
+			c.Name = c.Op
+			if ops[c.Op] > 1 {
+				c.Name = fmt.Sprintf("%s-%d", c.Op, i)
+			}
+		}
+		if j, dup := names[c.Name]; dup {
+			return 0, Errorf(path+".name", "%q is also collectives[%d]'s name; names must differ", c.Name, j)
+		}
+		names[c.Name] = i
+		_, sizes, _ := c.CollectiveSpec()
+		if steps >= 0 && len(sizes) != steps {
+			return 0, Errorf(path+".max_bytes", "a sweep of %d sizes, but collectives[0] has %d; concurrent collectives step through their sweeps together", len(sizes), steps)
+		}
+		steps = len(sizes)
+	}
+	return moved, nil
+}
+
+// resolve fills the collective's defaults and validates it against hosts; it returns the
+// payload bytes it moves over the network.
 func (c *Collective) resolve(path string, hosts int) (float64, error) {
 	if c.Op == "" {
 		return 0, Errorf(path+".op", "missing; allowed all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, sendrecv")
@@ -191,6 +248,9 @@ func (c *Collective) resolve(path string, hosts int) (float64, error) {
 		return 0, Errorf(path+".reduce_rate", "%v must not be negative", c.ReduceRate)
 	}
 	if c.MoE != nil {
+		if c.Ranks > MaxMoERanks {
+			return 0, Errorf(path+".ranks", "%d ranks for a MoE dispatch; allowed up to %d (its byte matrix is ranks x ranks)", c.Ranks, MaxMoERanks)
+		}
 		if c.Op != "all_to_all" {
 			return 0, Errorf(path+".moe", "set, but op is %q; a MoE dispatch is an all_to_all", c.Op)
 		}
@@ -233,6 +293,13 @@ func (c *Collective) resolve(path string, hosts int) (float64, error) {
 		}
 		if err := r.Validate(); err != nil {
 			return 0, collectiveErr(path, err)
+		}
+		ops, err := collective.EstimateOps(s)
+		if err != nil {
+			return 0, collectiveErr(path, err)
+		}
+		if ops > MaxCollectiveOps {
+			return 0, Errorf(path+".chunk", "%v: %s of %d B on %d ranks would be about %.3g operations, beyond %d (about 1.5 GB); raise chunk, or use fewer ranks, channels or a smaller size", c.Chunk, c.Op, r.Bytes, c.Ranks, ops, MaxCollectiveOps)
 		}
 		moved += float64(r.Bytes) * 2 * float64(c.Ranks) * float64(c.Iterations)
 	}

@@ -7,10 +7,13 @@ package main
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -228,6 +231,11 @@ func TestBadInput(t *testing.T) {
 		{"mrc with load", []string{"run", bad("mrc-load"), "--out", out}, []string{"traffic[0].load", "raw only"}},
 		{"fault matches nothing", []string{"run", bad("fault-no-match"), "--out", out}, []string{"faults[0].link", "p9.t0-*", "matches no port"}},
 		{"planes 9", []string{"run", bad("planes-9"), "--out", out}, []string{"topology.clos.planes", "9", "1 to 8"}},
+		{"collective op", []string{"run", bad("coll-op"), "--out", out}, []string{"workload.collectives[0].op", "all_reduse", "all_reduce"}},
+		{"collective ranks", []string{"run", bad("coll-ranks"), "--out", out}, []string{"workload.collectives[0].ranks", "32", "1..16"}},
+		{"collective with traffic", []string{"run", bad("coll-with-traffic"), "--out", out}, []string{"traffic", "not both"}},
+		{"collective on raw", []string{"run", bad("coll-raw"), "--out", out}, []string{"transport.kind", "raw", "mrc", "ideal"}},
+		{"halving-doubling on 12 ranks", []string{"run", bad("coll-hd-odd"), "--out", out}, []string{"workload.collectives[0].ranks", "12", "power-of-two"}},
 		{"tiers 4", []string{"run", bad("tiers-4"), "--out", out}, []string{"topology.clos.tiers", "4", "2 or 3"}},
 		{"missing file", []string{"run", bad("no-such-file"), "--out", out}, []string{"no-such-file.yaml", "no such file"}},
 		{"comment-only file", []string{"run", bad("empty"), "--out", out}, []string{"empty.yaml", "empty scenario"}},
@@ -459,5 +467,50 @@ func TestTestdataComments(t *testing.T) {
 		if !strings.HasPrefix(first, "# ") || len(first) < 20 {
 			t.Errorf("%s: first line %q is not a comment saying what the scenario shows", f, first)
 		}
+	}
+}
+
+// TestRunCollectivesCSV: a collective workload writes collectives.csv, one row per size with
+// the nccl-tests columns, agreeing with summary.json; the terminal shows the same table.
+func TestRunCollectivesCSV(t *testing.T) {
+	dir, js := runTo(t, filepath.Join("testdata", "coll-ideal.yaml"))
+	var s struct {
+		Collectives []struct {
+			SizeBytes int64   `json:"size_bytes"`
+			TimeUs    float64 `json:"time_us"`
+			BusBW     float64 `json:"busbw_GBps"`
+		} `json:"collectives"`
+	}
+	if err := json.Unmarshal(js, &s); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(readFile(t, filepath.Join(dir, "collectives.csv")))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1+len(s.Collectives) || len(s.Collectives) != 4 {
+		t.Fatalf("collectives.csv has %d lines for %d summary rows; want a header and 4 rows", len(rows), len(s.Collectives))
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	for _, h := range []string{"size_bytes", "time_us", "algbw_GBps", "busbw_GBps"} {
+		if _, ok := col[h]; !ok {
+			t.Fatalf("collectives.csv header %v lacks %s", rows[0], h)
+		}
+	}
+	for i, r := range s.Collectives {
+		line := rows[i+1]
+		if line[col["size_bytes"]] != strconv.FormatInt(r.SizeBytes, 10) {
+			t.Errorf("row %d: csv size %s, summary %d", i, line[col["size_bytes"]], r.SizeBytes)
+		}
+		if got, _ := strconv.ParseFloat(line[col["busbw_GBps"]], 64); math.Abs(got-r.BusBW) > 0.01 {
+			t.Errorf("row %d: csv busbw %v, summary %v", i, got, r.BusBW)
+		}
+	}
+	out := mustRun(t, "run", filepath.Join("testdata", "coll-ideal.yaml"), "--out", t.TempDir())
+	if !strings.Contains(out, "busbw(GB/s)") || !strings.Contains(out, "Avg bus bandwidth") {
+		t.Errorf("terminal output lacks the nccl-tests table:\n%s", out)
 	}
 }

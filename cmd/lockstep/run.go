@@ -165,14 +165,26 @@ func printCollectives(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	if secs := res.Wall.Seconds(); secs > 0 {
 		rate = float64(s.Events) / secs
 	}
-	wc := sc.Workload.Collective
 	cr := res.Collective
-	fmt.Fprintf(w, "scenario %s (seed %d): %s on %d ranks over %s, %d iteration(s) per size\n",
-		s.Scenario, s.Seed, wc.Op, wc.Ranks, sc.Transport.Kind, wc.Iterations)
+	for _, wc := range sc.Workload.Collectives {
+		fmt.Fprintf(w, "scenario %s (seed %d): %s: %s (%s) on %d ranks over %s, %d iteration(s) per size\n",
+			s.Scenario, s.Seed, wc.Name, wc.Op, wc.Algorithm, wc.Ranks, sc.Transport.Kind, wc.Iterations)
+	}
 	fmt.Fprintf(w, "simulated %.3fus in %.2fs wall, %d events (%.1fM events/s); model: alpha %.3f us, B %.1f Gb/s per rank\n\n",
 		s.EndUs, res.Wall.Seconds(), s.Events, rate/1e6, cr.Model.Latency.Micros(), float64(cr.Model.Rate)/1e9)
-	collective.WriteTable(w, cr.Rows)
-	fmt.Fprintln(w)
+	for _, wc := range sc.Workload.Collectives {
+		var rows []collective.Row
+		for i, r := range cr.Rows {
+			if cr.Names[i] == wc.Name {
+				rows = append(rows, r)
+			}
+		}
+		if len(sc.Workload.Collectives) > 1 {
+			fmt.Fprintf(w, "# %s\n", wc.Name)
+		}
+		collective.WriteTable(w, rows)
+		fmt.Fprintln(w)
+	}
 }
 
 // printSummary writes the human summary: a collective workload's table, or totals; then, for

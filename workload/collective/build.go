@@ -58,6 +58,27 @@ func Build(spec Spec) (*Schedule, error) {
 	return b.finish(), nil
 }
 
+// EstimateOps returns about how many operations Build(spec) would emit, without building
+// (an upper estimate; a schedule takes 50-75 bytes per op). Callers use it to bound memory
+// before building. Errors: spec's Resolve errors.
+func EstimateOps(spec Spec) (float64, error) {
+	sp, err := spec.Resolve()
+	if err != nil {
+		return 0, err
+	}
+	if sp.Matrix != nil {
+		sp.Bytes = 0
+		for _, row := range sp.Matrix {
+			var sum int64
+			for _, v := range row {
+				sum += v
+			}
+			sp.Bytes = max(sp.Bytes, sum)
+		}
+	}
+	return estimateOps(sp), nil
+}
+
 // estimateOps returns about how many ops Build will emit (an upper estimate for the
 // int32 guard and the initial capacity).
 func estimateOps(sp Spec) float64 {
