@@ -92,6 +92,7 @@ func runCollective(sc *scenario.Scenario, layout *topo.Layout, res *Result) erro
 		tr    collective.Transport
 		ideal *collective.Ideal
 		m     *mrcNet
+		rn    *roceNet
 		err   error
 	)
 	switch sc.Transport.Kind {
@@ -110,6 +111,13 @@ func runCollective(sc *scenario.Scenario, layout *topo.Layout, res *Result) erro
 		cfg := m.cfg
 		model.Latency = m.baseRTT / 2
 		model.Rate = sim.Rate(float64(nicRate) * float64(cfg.PayloadBytes) / float64(cfg.WireBytes(cfg.PayloadBytes)))
+	case scenario.TransportRoCE:
+		rn = newRoCENet(s, net, layout, *sc.Transport.RoCE)
+		rn.seed = sc.Run.Seed
+		tr = rn
+		cfg := rn.cfg
+		model.Latency = rn.baseRTT / 2
+		model.Rate = sim.Rate(float64(nicRate) * float64(cfg.PayloadBytes) / float64(cfg.HeaderBytes+cfg.PayloadBytes))
 	default:
 		return &InputError{Err: fmt.Errorf("transport.kind: %q cannot carry a collective", sc.Transport.Kind)}
 	}
@@ -126,16 +134,23 @@ func runCollective(sc *scenario.Scenario, layout *topo.Layout, res *Result) erro
 	if err != nil {
 		return &InputError{Err: err}
 	}
-	if ideal != nil {
+	switch {
+	case ideal != nil:
 		ideal.SetSink(ex.Delivered)
-	} else {
+	case m != nil:
 		m.delivered = ex.Delivered
+	default:
+		rn.delivered = ex.Delivered
 	}
 	run := &CollectiveRun{Model: model}
 	res.Collective = run
 	var smp *sampler
-	if m != nil {
-		res.MRC = &MRCRun{m: m, DoneAt: sim.MaxTime}
+	if m != nil || rn != nil {
+		if m != nil {
+			res.MRC = &MRCRun{m: m, DoneAt: sim.MaxTime}
+		} else {
+			res.RoCE = &RoCERun{r: rn, DoneAt: sim.MaxTime}
+		}
 		smp = newSampler(s, net, c.Planes, sc.Run.SampleInterval, sc.Run.Duration)
 		smp.start()
 	}
@@ -206,11 +221,19 @@ func runCollective(sc *scenario.Scenario, layout *topo.Layout, res *Result) erro
 		}
 	}
 	end := s.Now()
-	if m != nil {
-		res.MRC.DoneAt = end
+	if m != nil || rn != nil {
 		smp.until = end
 		snap := snapshot(net)
-		m.quiesce()
+		flows := 0
+		if m != nil {
+			res.MRC.DoneAt = end
+			m.quiesce()
+			flows = len(m.flows)
+		} else {
+			res.RoCE.DoneAt = end
+			rn.quiesce()
+			flows = len(rn.qps)
+		}
 		if err := s.Drain(end + sc.Run.Drain); err != nil {
 			return fmt.Errorf("run stopped during drain at %v: %w", s.Now(), err)
 		}
@@ -220,9 +243,14 @@ func runCollective(sc *scenario.Scenario, layout *topo.Layout, res *Result) erro
 		if left := net.InFlight(); left > 0 {
 			return notDrained(net, left, sc.Run.Drain)
 		}
-		res.Summary = summarise(sc, net, len(m.flows), smp, snap, end)
-		res.Summary.MRC = m.summary(end, res.Faults)
-		mrcGoodput(&res.Summary, m, end)
+		res.Summary = summarise(sc, net, flows, smp, snap, end)
+		if m != nil {
+			res.Summary.MRC = m.summary(end, res.Faults)
+			mrcGoodput(&res.Summary, m, end)
+		} else {
+			res.Summary.RoCE = rn.summary(end, res.Faults)
+			roceGoodput(&res.Summary, rn, end)
+		}
 	} else {
 		res.Summary = Summary{Scenario: sc.Name, Seed: sc.Run.Seed, Hosts: net.NumHosts(), Planes: c.Planes,
 			DurationUs: us(end), EndUs: us(end), Events: s.Events()}

@@ -30,7 +30,8 @@ type Result struct {
 	Sim     *sim.Sim
 	Net     *fabric.Network
 	Raw     *traffic.Raw
-	MRC     *MRCRun // when transport.kind is mrc
+	MRC     *MRCRun  // when transport.kind is mrc
+	RoCE    *RoCERun // when transport.kind is roce
 	// Collective holds the report rows of a collective workload (workload.collectives).
 	Collective *CollectiveRun
 	Faults     []FaultEvent
@@ -47,8 +48,11 @@ func Run(sc *scenario.Scenario) (*Result, error) {
 	s := sim.New(sc.Run.Seed)
 	net := fabric.New(s)
 	clos := *sc.Topology.Clos
-	if sc.Fabric.Profile == scenario.ProfileMRC {
+	switch sc.Fabric.Profile {
+	case scenario.ProfileMRC:
 		applyMRCProfile(sc)
+	case scenario.ProfileRoCE:
+		applyRoCEProfile(sc)
 	}
 	layout, err := topo.Build(net, clos, topo.BuildOptions{SwitchQueue: sc.Fabric.SwitchQueue, LastHopQueue: sc.Fabric.LastHopQueue, NICQueue: sc.Fabric.NICQueue})
 	if err != nil {
@@ -64,6 +68,8 @@ func Run(sc *scenario.Scenario) (*Result, error) {
 		err = runCollective(sc, layout, res)
 	case sc.Transport.Kind == scenario.TransportMRC:
 		err = runMRC(sc, layout, res)
+	case sc.Transport.Kind == scenario.TransportRoCE:
+		err = runRoCE(sc, layout, res)
 	default:
 		err = runRaw(sc, layout, res)
 	}

@@ -51,6 +51,8 @@ type Summary struct {
 
 	// MRC holds the transport's figures when transport.kind is mrc.
 	MRC *MRCSummary `json:"mrc,omitempty"`
+	// RoCE holds the transport's figures when transport.kind is roce.
+	RoCE *RoCESummary `json:"roce,omitempty"`
 	// Collectives holds one nccl-tests style row per size of a collective workload.
 	Collectives []CollectiveRow `json:"collectives,omitempty"`
 }

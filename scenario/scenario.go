@@ -13,6 +13,7 @@ import (
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
 	"github.com/lockstepsim/lockstep/transport/mrc"
+	"github.com/lockstepsim/lockstep/transport/roce"
 )
 
 // Scenario is one simulation input: the fabric, the load and how to run it. Zero fields take
@@ -38,6 +39,9 @@ type Scenario struct {
 const (
 	TransportRaw = "raw" // paced packets, no reliability: traffic gives load or rate
 	TransportMRC = "mrc" // MRC [MRC §2]: traffic gives bytes per transfer
+	// TransportRoCE is RoCEv2 [PROTOCOLS.md RoCEv2]: RC QPs hashed by ECMP, go-back-N, DCQCN;
+	// traffic gives bytes per transfer.
+	TransportRoCE = "roce"
 	// TransportIdeal is no packet fabric at all: workload messages cross an ideal network
 	// (per-host NIC serialisation and a fixed latency; workloads only).
 	TransportIdeal = "ideal"
@@ -47,10 +51,12 @@ const (
 // block of its own name (transport: {kind: mrc, mrc: {ev: {active: 128}}}), so a block for a
 // kind not selected is an error rather than silently ignored.
 type Transport struct {
-	// Kind: "raw" (default), "mrc" or "ideal" (workloads only).
+	// Kind: "raw" (default), "mrc", "roce" or "ideal" (workloads only).
 	Kind string `yaml:"kind"`
 	// MRC parameters (kind mrc); defaults filled on resolve.
 	MRC *mrc.Config `yaml:"mrc,omitempty"`
+	// RoCE parameters (kind roce); defaults filled on resolve.
+	RoCE *roce.Config `yaml:"roce,omitempty"`
 	// Ideal parameters (kind ideal).
 	Ideal *Ideal `yaml:"ideal,omitempty"`
 }
@@ -93,6 +99,11 @@ const (
 	// fabric link rate x the transport's base RTT. It overrides the ecn and trim settings of
 	// switch_queue and last_hop_queue; limits and classes stay as configured.
 	ProfileMRC = "mrc"
+	// ProfileRoCE: RED/ECN marking for DCQCN on every switch port, the last hop included:
+	// Kmin 100 KB, Kmax 400 KB, Pmax 0.2 per 25 Gb/s of link rate (at 100G: 400 KB, 1.6 MB)
+	// [PROTOCOLS.md RoCEv2; DCQCN], no trimming; limits and classes stay as configured (a
+	// Kmin at or above the limit is rejected, so raise the limit for fast links).
+	ProfileRoCE = "roce"
 )
 
 // Fabric holds the queue configuration of switch and NIC egress ports.
@@ -372,9 +383,25 @@ func (sc *Scenario) Resolve() error {
 	switch sc.Transport.Kind {
 	case "":
 		sc.Transport.Kind = TransportRaw
-	case TransportRaw, TransportMRC, TransportIdeal:
+	case TransportRaw, TransportMRC, TransportRoCE, TransportIdeal:
 	default:
-		return Errorf("transport.kind", "%q is not a transport; allowed raw, mrc, ideal", sc.Transport.Kind)
+		return Errorf("transport.kind", "%q is not a transport; allowed raw, mrc, roce, ideal", sc.Transport.Kind)
+	}
+	if sc.Transport.Kind == TransportRoCE {
+		rc := roce.Config{}
+		if sc.Transport.RoCE != nil {
+			rc = *sc.Transport.RoCE
+		}
+		rc = rc.WithDefaults()
+		if err := rc.Validate("transport.roce"); err != nil {
+			return err // already "transport.roce.<field>: ..."
+		}
+		if rc.DCQCN.MinRate > c.HostLink {
+			return Errorf("transport.roce.dcqcn.min_rate", "%v is above the NIC port rate %v", rc.DCQCN.MinRate, c.HostLink)
+		}
+		sc.Transport.RoCE = &rc
+	} else if sc.Transport.RoCE != nil {
+		return Errorf("transport.roce", "set, but transport.kind is %q; use kind: roce or remove the block", sc.Transport.Kind)
 	}
 	if sc.Transport.Kind == TransportIdeal {
 		if !wl {
@@ -397,12 +424,15 @@ func (sc *Scenario) Resolve() error {
 	switch sc.Fabric.Profile {
 	case "":
 		sc.Fabric.Profile = ProfileNone
-		if sc.Transport.Kind == TransportMRC {
+		switch sc.Transport.Kind {
+		case TransportMRC:
 			sc.Fabric.Profile = ProfileMRC
+		case TransportRoCE:
+			sc.Fabric.Profile = ProfileRoCE
 		}
-	case ProfileNone, ProfileMRC:
+	case ProfileNone, ProfileMRC, ProfileRoCE:
 	default:
-		return Errorf("fabric.profile", "%q is not a profile; allowed mrc, none", sc.Fabric.Profile)
+		return Errorf("fabric.profile", "%q is not a profile; allowed mrc, roce, none", sc.Fabric.Profile)
 	}
 	if sc.Transport.Kind == TransportMRC {
 		m := mrc.Config{}
@@ -432,14 +462,14 @@ func (sc *Scenario) Resolve() error {
 			return Errorf("traffic", "given with workload.collectives; a scenario runs traffic groups or a workload, not both")
 		}
 		if sc.Transport.Kind == TransportRaw {
-			return Errorf("transport.kind", "raw cannot carry a collective's messages; allowed mrc (packet level) or ideal")
+			return Errorf("transport.kind", "raw cannot carry a collective's messages; allowed mrc or roce (packet level) or ideal")
 		}
 		moved, err := sc.Workload.resolve(hosts)
 		if err != nil {
 			return err
 		}
-		if sc.Transport.Kind == TransportMRC {
-			packets = moved / float64(sc.Transport.MRC.PayloadBytes)
+		if pay := sc.Transport.payloadBytes(); pay > 0 {
+			packets = moved / pay
 			if packets > float64(r.MaxPackets) {
 				return Errorf("workload.collectives", "moves about %.3g packets, beyond run.max_packets (%d, one to four minutes of wall time); use smaller sizes, fewer ranks or iterations, transport ideal, or raise run.max_packets", packets, r.MaxPackets)
 			}
@@ -468,7 +498,7 @@ func (sc *Scenario) Resolve() error {
 // estimatePackets is the number of packets the group offers: flows x rate x time / size (raw),
 // or total bytes / payload per packet (transports).
 func (t *Traffic) estimatePackets(tr Transport, hosts, planes int, hostLink sim.Rate) float64 {
-	if tr.Kind == TransportMRC {
+	if pay := tr.payloadBytes(); pay > 0 {
 		var bytes float64
 		switch t.Pattern {
 		case PatternPermutation:
@@ -480,7 +510,7 @@ func (t *Traffic) estimatePackets(tr Transport, hosts, planes int, hostLink sim.
 				bytes += float64(f.Bytes)
 			}
 		}
-		return bytes / float64(tr.MRC.PayloadBytes)
+		return bytes / pay
 	}
 	secs := (t.Stop - t.Start).Seconds()
 	perFlow := t.Load * float64(hostLink) * float64(planes) // bits/s across planes
@@ -713,14 +743,28 @@ func (f *Fault) resolve(path string, duration sim.Time) error {
 	return nil
 }
 
+// payloadBytes is the payload per data packet of a reliable transport, 0 for raw and ideal.
+func (tr Transport) payloadBytes() float64 {
+	switch {
+	case tr.Kind == TransportMRC && tr.MRC != nil:
+		return float64(tr.MRC.PayloadBytes)
+	case tr.Kind == TransportRoCE && tr.RoCE != nil:
+		return float64(tr.RoCE.PayloadBytes)
+	}
+	return 0
+}
+
 // checkQueues rejects queue settings that cannot work with this traffic: a queue limit below
 // the largest packet (every packet would be dropped) and ECN thresholds at or above the limit
 // (nothing would ever be marked).
 func (sc *Scenario) checkQueues() error {
 	var pkt int64
-	if sc.Transport.Kind == TransportMRC {
+	switch sc.Transport.Kind {
+	case TransportMRC:
 		pkt = int64(sc.Transport.MRC.WireBytes(sc.Transport.MRC.PayloadBytes))
-	} else {
+	case TransportRoCE:
+		pkt = int64(sc.Transport.RoCE.HeaderBytes + sc.Transport.RoCE.PayloadBytes + 16)
+	default:
 		for _, t := range sc.Traffic {
 			pkt = max(pkt, int64(t.PacketSize))
 		}

@@ -14,8 +14,12 @@ const ConfigPath = "transport.roce"
 // Config holds every RoCEv2 parameter a scenario may set (transport: {kind: roce, roce: {...}}).
 // Defaults returns the full default configuration; WithDefaults fills the zero fields of a
 // partial one, so a block decoded from YAML over a zero value and one decoded over Defaults()
-// resolve alike. QPs per peer are not here: the runner stripes a transfer over QPs (Stripe).
+// resolve alike.
 type Config struct {
+	// QPsPerPeer is how many QPs each (source, destination) host pair opens on each plane; a
+	// transfer is striped across them (Stripe), each QP hashed onto its own ECMP path (QP
+	// scaling). Default 1; allowed 1..MaxQPsPerPeer. Used by the runner, not by one engine.
+	QPsPerPeer int `yaml:"qps_per_peer"`
 	// PayloadBytes is the RDMA payload per data packet, the path MTU: one of 256, 512, 1024,
 	// 2048, 4096 [IBTA: path MTU]; default 4096 (what AI fabrics configure).
 	PayloadBytes int `yaml:"payload_bytes"`
@@ -105,6 +109,8 @@ const (
 	// simulated step, and with 7 retries a blackholed QP errors after about 8.4 ms. Set rto to
 	// the deployment's value (e.g. LocalAckTimeout(18)) to reproduce it.
 	DefaultRTO = LocalAckTimeoutUnit << DefaultRTOExp
+	// MaxQPsPerPeer bounds Config.QPsPerPeer (gains from QP scaling stop near 8 [PROTOCOLS.md]).
+	MaxQPsPerPeer = 64
 	// DefaultRetryCount is the IBTA maximum retry count [IBTA §9.7, requester: transport timer].
 	DefaultRetryCount = 7
 	// MaxRetryCount is the largest retry_cnt a 3-bit field holds.
@@ -140,6 +146,9 @@ func Defaults() Config {
 // DCQCN.Disabled false and DCQCN.RateAI/RateHAI 0 (scaled with the line rate) are meaningful
 // zeros and stay.
 func (c Config) WithDefaults() Config {
+	if c.QPsPerPeer == 0 {
+		c.QPsPerPeer = 1
+	}
 	if c.PayloadBytes == 0 {
 		c.PayloadBytes = DefaultPayloadBytes
 	}
@@ -211,6 +220,9 @@ func (c Config) Validate(prefix string) error {
 			f = prefix + "." + f
 		}
 		return fmt.Errorf("%s: %s", f, fmt.Sprintf(format, a...))
+	}
+	if c.QPsPerPeer < 1 || c.QPsPerPeer > MaxQPsPerPeer {
+		return bad("qps_per_peer", "%d is out of range; allowed 1..%d", c.QPsPerPeer, MaxQPsPerPeer)
 	}
 	switch c.PayloadBytes {
 	case 256, 512, 1024, 2048, 4096:

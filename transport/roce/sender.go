@@ -102,6 +102,9 @@ type Sender struct {
 	done []Completion
 	err  error
 
+	gate  func() bool // SetNICGate: whether the NIC port has room for a packet; nil = always
+	gated bool        // the last Pump stopped with a packet due because the NIC had no room
+
 	// Stats counts what the sender did.
 	Stats SenderStats
 }
@@ -292,15 +295,30 @@ func (s *Sender) nextWire() int64 {
 	return s.cfg.dataWire(s.payloadOf(m, s.next), s.next == m.first)
 }
 
+// SetNICGate makes the sender pull-driven, like a NIC's transmit scheduler arbitrating among
+// QPs on one port: Pump sends a due packet only while room() reports the NIC port has room,
+// and otherwise stops with Gated true; Deadline then leaves the pacer out (the caller pumps
+// again when the port drains). nil removes the gate. Without it, QPs sharing a port each pace
+// at up to the line rate and together overfill the port's queue.
+func (s *Sender) SetNICGate(room func() bool) { s.gate = room }
+
+// Gated reports whether the last Pump stopped with a packet due because the NIC had no room.
+func (s *Sender) Gated() bool { return s.gated }
+
 // Pump sends what the pacer, the window and the posted data allow at now: at most one packet,
 // since the pacer spaces packets by their serialisation at the current rate. Call it after
 // Post; the On* methods and OnTimer call it themselves.
 func (s *Sender) Pump(now sim.Time) {
+	s.gated = false
 	if s.err != nil {
 		return
 	}
 	s.cc.Advance(now)
 	for s.next != s.end && now >= s.NextSendAt() {
+		if s.gate != nil && s.canSend() && !s.gate() {
+			s.gated = true
+			return
+		}
 		if !s.canSend() {
 			if s.next-s.una < MaxOutstandingPSNs {
 				s.Stats.WindowStalls++
@@ -470,7 +488,7 @@ func (s *Sender) Deadline() sim.Time {
 	if s.una != s.high {
 		d = s.rtoAt
 	}
-	if s.canSend() {
+	if s.canSend() && !s.gated {
 		at := s.NextSendAt()
 		if inc := s.cc.NextEvent(); inc < at {
 			at = inc

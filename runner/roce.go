@@ -1,0 +1,466 @@
+package runner
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/lockstepsim/lockstep/fabric"
+	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/transport/roce"
+	"github.com/lockstepsim/lockstep/workload/collective"
+)
+
+// roceQP is one RoCEv2 RC connection: a sender at src, a receiver at dst, one NIC port (plane)
+// and one UDP source port, so every packet of the QP takes one ECMP path each way.
+type roceQP struct {
+	qp       int32
+	src, dst int32
+	plane    uint8
+	srcPort  uint16
+	snd      *roce.Sender
+	rcv      *roce.Receiver
+	timer    sim.TimerID
+	waiting  bool  // in its NIC port's wait list
+	flow     int32 // traffic flow it carries a stripe of; -1 for collective messages
+	posts    int
+	acked    int
+	tokens   []uint64 // collective messages in posting order; tokens[tokHead:] not yet placed
+	tokHead  int
+	done     sim.Time // latest sender completion
+	lastRetx int64    // resent packets seen so far (for the loss-recovery span)
+}
+
+// roceFlow is one traffic transfer striped over QPs.
+type roceFlow struct {
+	src, dst  int32
+	bytes     int64
+	start     sim.Time
+	qps       []int32
+	parts     int // stripes with bytes
+	partsDone int
+	done      sim.Time
+}
+
+// roceNet drives RoCEv2 engines over the fabric: QPs hashed by ECMP (no source route), NIC
+// transmit arbitration across the QPs of a port (SetNICGate), one timer per sender.
+type roceNet struct {
+	s         *sim.Sim
+	net       *fabric.Network
+	cfg       roce.Config
+	planes    int
+	portRate  sim.Rate // one NIC port
+	qps       []*roceQP
+	flows     []*roceFlow
+	kStart    sim.Kind
+	kTimer    sim.Kind
+	baseRTT   sim.Time
+	fct       *hdrhistogram.Histogram // per traffic flow, ns
+	running   int                     // transfers (flows or messages) not yet acknowledged
+	errs      []error
+	quiet     bool
+	wait      [][]nicWait // by host, plane
+	seed      uint64
+	pairs     map[int64][]int32 // collective messages: the QPs of (src, dst)
+	nextQP    map[int64]int     // round robin over a pair's QPs for messages
+	delivered func(now sim.Time, token uint64)
+	onDone    func(now sim.Time)
+
+	lossRetx                    int64
+	firstLossRetx, lastLossRetx sim.Time
+}
+
+func newRoCENet(s *sim.Sim, net *fabric.Network, l *topo.Layout, cfg roce.Config) *roceNet {
+	c := l.Config()
+	cfg = cfg.WithDefaults()
+	r := &roceNet{
+		s: s, net: net, cfg: cfg, planes: c.Planes, portRate: c.HostLink,
+		fct:    hdrhistogram.New(1, int64(sim.Hour/sim.Nanosecond), 3),
+		pairs:  map[int64][]int32{},
+		nextQP: map[int64]int{},
+	}
+	r.baseRTT = baseRTT(c, l.Sizing().MaxSwitchHops, cfg.HeaderBytes+cfg.PayloadBytes, cfg.AckWire())
+	r.kStart = s.Register("roce.start", r.onStart)
+	r.kTimer = s.Register("roce.timer", r.onTimer)
+	net.SetReceiver(fabric.ProtoRoCE, r.onPacket)
+	r.wait = make([][]nicWait, net.NumHosts())
+	for h := range r.wait {
+		r.wait[h] = make([]nicWait, c.Planes)
+	}
+	net.SetNICReady(r.onNICReady)
+	return r
+}
+
+// newQP opens a QP from src to dst on plane.
+func (r *roceNet) newQP(src, dst, plane int, flow int32) (*roceQP, error) {
+	id := uint32(len(r.qps))
+	conn := roce.Conn{QP: id, LineRate: r.portRate, SrcPort: roce.UDPSourcePort(r.seed, id)}
+	snd, err := roce.NewSender(r.cfg, conn)
+	if err != nil {
+		return nil, err
+	}
+	rcv, err := roce.NewReceiver(r.cfg, conn)
+	if err != nil {
+		return nil, err
+	}
+	q := &roceQP{qp: int32(id), src: int32(src), dst: int32(dst), plane: uint8(plane), srcPort: snd.SrcPort(), snd: snd, rcv: rcv, flow: flow}
+	port := &r.net.Ports[r.net.Nodes[src].Ports[plane]]
+	snd.SetNICGate(func() bool { return port.Down || port.QueueBytes() == 0 })
+	q.timer = r.s.NewTimer(r.kTimer, int32(id))
+	r.qps = append(r.qps, q)
+	return q, nil
+}
+
+// addFlow stripes one transfer of bytes from src to dst, posted at start, over the pair's
+// QPs: QPsPerPeer on each plane.
+func (r *roceNet) addFlow(src, dst int, bytes int64, start sim.Time) error {
+	f := &roceFlow{src: int32(src), dst: int32(dst), bytes: bytes, start: start}
+	fi := int32(len(r.flows))
+	n := r.cfg.QPsPerPeer * r.planes
+	for i := 0; i < n; i++ {
+		q, err := r.newQP(src, dst, i%r.planes, fi)
+		if err != nil {
+			return err
+		}
+		f.qps = append(f.qps, q.qp)
+	}
+	r.flows = append(r.flows, f)
+	r.running++
+	r.s.At(start, r.kStart, fi, 0)
+	return nil
+}
+
+func (r *roceNet) onStart(now sim.Time, obj int32, _ uint64) {
+	f := r.flows[obj]
+	parts, err := roce.Stripe(f.bytes, len(f.qps), int64(r.cfg.PayloadBytes))
+	if err != nil {
+		r.s.Stop(err)
+		return
+	}
+	for i, b := range parts {
+		if b == 0 {
+			continue
+		}
+		q := r.qps[f.qps[i]]
+		if _, err := q.snd.Post(now, b); err != nil {
+			r.s.Stop(err)
+			return
+		}
+		q.posts++
+		f.parts++
+		q.snd.Pump(now)
+		r.flushSender(now, q)
+	}
+}
+
+// Send carries one collective message (collective.Transport) on the (src, dst) pair's QPs:
+// QPsPerPeer per plane, opened on first use, used round robin message by message (a message is
+// not striped: NCCL posts each chunk on one QP of the channel). The executor hears of it when
+// the receiver has placed every byte. A zero-byte message is sent as one byte.
+func (r *roceNet) Send(now sim.Time, msg collective.Message) error {
+	hosts := r.net.NumHosts()
+	if msg.Src < 0 || msg.Src >= hosts || msg.Dst < 0 || msg.Dst >= hosts || msg.Src == msg.Dst {
+		return fmt.Errorf("roce: message from host %d to host %d: want two distinct hosts of %d", msg.Src, msg.Dst, hosts)
+	}
+	key := int64(msg.Src)*int64(hosts) + int64(msg.Dst)
+	list, ok := r.pairs[key]
+	if !ok {
+		for i := 0; i < r.cfg.QPsPerPeer*r.planes; i++ {
+			q, err := r.newQP(msg.Src, msg.Dst, i%r.planes, -1)
+			if err != nil {
+				return err
+			}
+			list = append(list, q.qp)
+		}
+		r.pairs[key] = list
+	}
+	k := r.nextQP[key]
+	r.nextQP[key] = (k + 1) % len(list)
+	q := r.qps[list[k]]
+	if err := q.snd.Err(); err != nil {
+		return err
+	}
+	if _, err := q.snd.Post(now, max(msg.Bytes, 1)); err != nil {
+		return err
+	}
+	q.posts++
+	q.tokens = append(q.tokens, msg.Token)
+	r.running++
+	q.snd.Pump(now)
+	r.flushSender(now, q)
+	return nil
+}
+
+func (r *roceNet) onTimer(now sim.Time, obj int32, _ uint64) {
+	q := r.qps[obj]
+	q.snd.OnTimer(now)
+	r.flushSender(now, q)
+}
+
+// onNICReady serves the port's waiting QPs in FIFO order: each is pumped; one that the port
+// still cannot take goes back to the end and stops the round.
+func (r *roceNet) onNICReady(now sim.Time, host int32, plane int) {
+	w := &r.wait[host][plane]
+	for w.head < len(w.q) {
+		q := r.qps[w.q[w.head]]
+		w.head++
+		q.waiting = false
+		q.snd.Pump(now)
+		r.flushSender(now, q)
+		if q.snd.Gated() {
+			break
+		}
+	}
+	if w.head == len(w.q) {
+		w.q, w.head = w.q[:0], 0
+	}
+}
+
+// flushSender sends the sender's outbox, records completions and errors, queues a gated QP on
+// its port and re-arms the timer.
+func (r *roceNet) flushSender(now sim.Time, q *roceQP) {
+	if r.quiet {
+		q.snd.ClearOut()
+		q.snd.ClearCompletions()
+		return
+	}
+	if n := q.snd.Stats.RetxPackets; n > q.lastRetx {
+		q.lastRetx = n
+		r.lossRetx++
+		if r.firstLossRetx == 0 {
+			r.firstLossRetx = now
+		}
+		r.lastLossRetx = now
+	}
+	for i := range q.snd.Out() {
+		r.send(now, q, &q.snd.Out()[i], q.src, q.dst)
+	}
+	q.snd.ClearOut()
+	if q.snd.Gated() && !q.waiting {
+		q.waiting = true
+		w := &r.wait[q.src][q.plane]
+		if w.head > 0 && w.head == len(w.q) {
+			w.q, w.head = w.q[:0], 0
+		}
+		w.q = append(w.q, q.qp)
+	}
+	for _, c := range q.snd.Completions() {
+		q.done = c.Done
+		q.acked++
+		r.complete(now, q, c)
+	}
+	q.snd.ClearCompletions()
+	if err := q.snd.Err(); err != nil {
+		r.errs = append(r.errs, err)
+		r.s.StopTimer(q.timer)
+		return
+	}
+	if d := q.snd.Deadline(); d != sim.MaxTime {
+		r.s.Reset(q.timer, max(d, now))
+	} else {
+		r.s.StopTimer(q.timer)
+	}
+}
+
+// complete accounts one acknowledged transfer of q.
+func (r *roceNet) complete(now sim.Time, q *roceQP, c roce.Completion) {
+	if q.flow >= 0 {
+		f := r.flows[q.flow]
+		if f.partsDone++; f.partsDone < f.parts {
+			return
+		}
+		f.done = c.Done
+		_ = r.fct.RecordValue(int64((c.Done - f.start) / sim.Nanosecond))
+	} else {
+		_ = r.fct.RecordValue(int64((c.Done - c.Posted) / sim.Nanosecond))
+	}
+	r.running--
+	if r.running == 0 && r.onDone != nil {
+		r.onDone(now)
+	}
+}
+
+// flushReceiver sends the receiver's answers and hands placed collective messages on.
+func (r *roceNet) flushReceiver(now sim.Time, q *roceQP) {
+	if r.quiet {
+		q.rcv.ClearOut()
+		q.rcv.ClearCompletions()
+		return
+	}
+	for i := range q.rcv.Out() {
+		r.send(now, q, &q.rcv.Out()[i], q.dst, q.src)
+	}
+	q.rcv.ClearOut()
+	for range q.rcv.Completions() {
+		if q.tokHead < len(q.tokens) {
+			tok := q.tokens[q.tokHead]
+			q.tokHead++
+			if r.delivered != nil {
+				r.delivered(now, tok)
+			}
+		}
+	}
+	q.rcv.ClearCompletions()
+}
+
+// send encodes h as a fabric packet from host to peer on the QP's plane. No source route:
+// switches hash the 5-tuple (the QP's UDP source port, port 4791). Data is ECN-capable in class
+// 1; ACKs, NAKs and CNPs travel in class 0. Word layout: roce.Words in Op, Seq and Ack; the QP
+// in Flow.
+func (r *roceNet) send(now sim.Time, q *roceQP, h *roce.Header, host, peer int32) {
+	p := r.net.NewPacket()
+	p.Proto = fabric.ProtoRoCE
+	p.Flow = q.qp
+	p.Src, p.Dst = host, peer
+	p.SrcPort, p.DstPort = q.srcPort, roce.UDPPort
+	w := h.Pack()
+	p.Op, p.Seq, p.Ack = w.Op, w.Seq, w.Ack
+	p.Size = h.Wire
+	if h.Kind == roce.Data {
+		p.Class = 1
+		p.Flags = fabric.ECT
+	}
+	if err := r.net.Send(now, host, int(q.plane), p); err != nil {
+		r.s.Stop(err)
+	}
+}
+
+// onPacket decodes a RoCE packet at its destination and hands it to the engine.
+func (r *roceNet) onPacket(now sim.Time, p *fabric.Packet) {
+	if p.Flow < 0 || int(p.Flow) >= len(r.qps) {
+		return
+	}
+	q := r.qps[p.Flow]
+	h, err := roce.Unpack(uint32(p.Flow), roce.Words{Op: p.Op, Seq: p.Seq, Ack: p.Ack})
+	if err != nil {
+		r.s.Stop(err)
+		return
+	}
+	switch h.Kind {
+	case roce.Data:
+		q.rcv.OnData(now, &h, p.Flags&fabric.CE != 0)
+		r.flushReceiver(now, q)
+	case roce.Ack:
+		q.snd.OnAck(now, &h)
+		r.flushSender(now, q)
+	case roce.Nak:
+		q.snd.OnNak(now, &h)
+		r.flushSender(now, q)
+	case roce.CNP:
+		q.snd.OnCNP(now, &h)
+		r.flushSender(now, q)
+	}
+}
+
+// quiesce stops every engine so the fabric can drain.
+func (r *roceNet) quiesce() {
+	r.quiet = true
+	for _, q := range r.qps {
+		r.s.StopTimer(q.timer)
+	}
+}
+
+// stuck describes QPs with transfers outstanding.
+func (r *roceNet) stuck(max int) string {
+	var out []string
+	for _, q := range r.qps {
+		if q.acked < q.posts {
+			out = append(out, fmt.Sprintf("qp %d (h%d->h%d plane %d): %s", q.qp, q.src, q.dst, q.plane, q.snd.Outstanding()))
+		}
+	}
+	sort.Strings(out)
+	if len(out) > max {
+		out = append(out[:max], fmt.Sprintf("and %d more", len(out)-max))
+	}
+	return fmt.Sprint(out)
+}
+
+// RoCERun is what a RoCE run leaves beyond the summary.
+type RoCERun struct {
+	r *roceNet
+	// DoneAt is when the last transfer was acknowledged (MaxTime if some never were).
+	DoneAt sim.Time
+}
+
+// QP returns QP i's engines and ends.
+func (x *RoCERun) QP(i int) (snd *roce.Sender, rcv *roce.Receiver, src, dst, plane int) {
+	q := x.r.qps[i]
+	return q.snd, q.rcv, int(q.src), int(q.dst), int(q.plane)
+}
+
+// QPs returns the number of QPs.
+func (x *RoCERun) QPs() int { return len(x.r.qps) }
+
+// FlowDone returns when traffic flow i's last stripe was acknowledged (0 if never).
+func (x *RoCERun) FlowDone(i int) sim.Time { return x.r.flows[i].done }
+
+// runRoCE posts every traffic flow's transfer, runs until all are acknowledged (or
+// run.duration), then stops the engines and drains the fabric.
+func runRoCE(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
+	s, net := res.Sim, res.Net
+	r := newRoCENet(s, net, layout, *sc.Transport.RoCE)
+	r.seed = sc.Run.Seed
+	hosts := net.NumHosts()
+	for gi := range sc.Traffic {
+		g := &sc.Traffic[gi]
+		rng := sim.Stream(sc.Run.Seed, fmt.Sprintf("traffic[%d]", gi))
+		for _, p := range groupPairs(g, hosts, rng.Perm) {
+			bytes := p.bytes
+			if bytes == 0 {
+				bytes = int64(g.Bytes)
+			}
+			if err := r.addFlow(p.src, p.dst, bytes, g.Start); err != nil {
+				return &InputError{Err: fmt.Errorf("traffic[%d]: %w", gi, err)}
+			}
+		}
+	}
+	run := &RoCERun{r: r, DoneAt: sim.MaxTime}
+	res.RoCE = run
+	smp := newSampler(s, net, layout.Config().Planes, sc.Run.SampleInterval, sc.Run.Duration)
+	r.onDone = func(now sim.Time) {
+		run.DoneAt = now
+		smp.until = now
+		s.Pause()
+	}
+	smp.start()
+	if err := s.Run(sc.Run.Duration); err != nil {
+		return fmt.Errorf("run stopped at %v: %w", s.Now(), err)
+	}
+	end := s.Now()
+	if run.DoneAt == sim.MaxTime && r.running > 0 && len(r.errs) == 0 && s.NextAt() == sim.MaxTime {
+		return fmt.Errorf("stuck at %v: no event pending with %d transfers outstanding: %s", end, r.running, r.stuck(5))
+	}
+	snap := snapshot(net)
+	r.quiesce()
+	if err := s.Drain(end + sc.Run.Drain); err != nil {
+		return fmt.Errorf("run stopped during drain at %v: %w", s.Now(), err)
+	}
+	if err := net.Audit(); err != nil {
+		return err
+	}
+	if left := net.InFlight(); left > 0 {
+		return notDrained(net, left, sc.Run.Drain)
+	}
+	res.Summary = summarise(sc, net, len(r.flows), smp, snap, end)
+	res.Summary.RoCE = r.summary(end, res.Faults)
+	roceGoodput(&res.Summary, r, end)
+	return nil
+}
+
+// applyRoCEProfile sets RED/ECN marking for DCQCN on every switch queue, the last hop
+// included (scenario.ProfileRoCE): Kmin 100 KB, Kmax 400 KB and Pmax 0.2 per 25 Gb/s of the
+// port's link rate [PROTOCOLS.md RoCEv2; DCQCN §5], no trimming.
+func applyRoCEProfile(sc *scenario.Scenario) {
+	c := *sc.Topology.Clos
+	set := func(q *fabric.QueueConfig, rate sim.Rate) {
+		scale := float64(rate) / 25e9
+		q.ECN = fabric.ECNConfig{Enabled: true, Kmin: sim.Size(100e3 * scale), Kmax: sim.Size(400e3 * scale), Pmax: 0.2}
+		q.Trim.Enabled = false
+	}
+	set(&sc.Fabric.SwitchQueue, c.FabricLink)
+	if sc.Fabric.LastHopQueue != nil {
+		set(sc.Fabric.LastHopQueue, c.HostLink)
+	}
+}

@@ -1,0 +1,105 @@
+package runner
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+const roceYAML = `
+name: roce
+topology:
+  clos: {tiers: 2, planes: %d, radix: 16, hosts: %d, host_link: 100G, hop_latency: 500ns}
+transport: {kind: roce, roce: {qps_per_peer: %d}}
+traffic:
+%s
+%s
+run: {duration: 50ms, sample_interval: 5us}
+`
+
+func runRoCEScenario(t *testing.T, planes, hosts, qps int, traffic, extra string) *Result {
+	t.Helper()
+	return mustRun(t, fmt.Sprintf(roceYAML, planes, hosts, qps, traffic, extra))
+}
+
+// One transfer alone on an idle fabric: each plane's QP runs at line rate on its own path, so
+// the FCT is within 2% of wire bytes / NIC rate + base RTT, with no retransmission and no CNP.
+func TestRoCESingleFlow(t *testing.T) {
+	res := runRoCEScenario(t, 8, 16, 1, "  - {pattern: flows, flows: [{src: 0, dst: 9, bytes: 16MiB}]}", "")
+	r := res.Summary.RoCE
+	t.Logf("single flow: FCT %.1f us vs ideal %.1f us (%.3fx), %d QPs", r.FCTMaxUs, r.IdealFCTUs, r.FCTOverIdealMax, r.QPs)
+	if r.FlowsCompleted != 1 || r.QPs != 8 {
+		t.Fatalf("completed %d, QPs %d; want 1 and 8 (one per plane)", r.FlowsCompleted, r.QPs)
+	}
+	// The ideal counts the first hop's serialisation twice (in bytes / rate and in the base
+	// RTT), so a perfect run sits a hair below 1.
+	if r.FCTOverIdealMax > 1.02 || r.FCTOverIdealMax < 0.99 {
+		t.Errorf("FCT/ideal %.3f; want 0.99-1.02", r.FCTOverIdealMax)
+	}
+	if r.RetxPackets != 0 || r.CNPsSent != 0 {
+		t.Errorf("an idle fabric caused %d resends and %d CNPs", r.RetxPackets, r.CNPsSent)
+	}
+}
+
+// ECMP hash collisions: a permutation on one plane with one QP per peer puts several QPs on
+// some uplinks, so flows finish well behind the ideal; 8 QPs per peer spread each transfer
+// over 8 hashed paths and the worst flow improves [PROTOCOLS.md RoCEv2: QP scaling].
+func TestRoCEQPScaling(t *testing.T) {
+	fct := map[int]float64{}
+	for _, qps := range []int{1, 8} {
+		res := runRoCEScenario(t, 1, 64, qps, "  - {pattern: permutation, bytes: 4MiB}", "")
+		r := res.Summary.RoCE
+		t.Logf("qps_per_peer %d: FCT/ideal mean %.3f worst %.3f, resent %d packets, CNPs %d, drops %v",
+			qps, r.FCTOverIdealMean, r.FCTOverIdealMax, r.RetxPackets, r.CNPsSent, res.Summary.Drops)
+		if r.FlowsCompleted != 64 || r.QPErrors != 0 {
+			t.Fatalf("qps %d: completed %d of 64, QP errors %d", qps, r.FlowsCompleted, r.QPErrors)
+		}
+		fct[qps] = r.FCTOverIdealMax
+	}
+	if fct[1] < 1.3 {
+		t.Errorf("one QP per peer: worst flow %.3fx the ideal; ECMP collisions should cost more than 30%%", fct[1])
+	}
+	if fct[8] >= fct[1] {
+		t.Errorf("8 QPs per peer: worst flow %.3fx, not better than 1 QP's %.3fx", fct[8], fct[1])
+	}
+}
+
+// Random loss on a collision-free transfer: go-back-N recovers it; resent packets and the FCT
+// grow with the loss rate.
+func TestRoCERandomLoss(t *testing.T) {
+	var prev int64 = -1
+	prevFCT := 0.0
+	for _, loss := range []string{"0", "0.001", "0.01"} {
+		extra := ""
+		if loss != "0" {
+			extra = "faults:\n  - {at: 0s, link: \"*\", action: loss, loss: " + loss + "}"
+		}
+		res := runRoCEScenario(t, 2, 16, 1, "  - {pattern: flows, flows: [{src: 0, dst: 9, bytes: 8MiB}]}", extra)
+		r := res.Summary.RoCE
+		t.Logf("loss %s: resent %d packets after %d NAKs and %d timeouts; FCT/ideal mean %.3f", loss, r.RetxPackets, r.NAKs, r.Timeouts, r.FCTOverIdealMean)
+		if r.FlowsCompleted != r.Flows || r.QPErrors != 0 {
+			t.Fatalf("loss %s: completed %d of %d, QP errors %d", loss, r.FlowsCompleted, r.Flows, r.QPErrors)
+		}
+		if r.RetxPackets <= prev && loss != "0" {
+			t.Errorf("loss %s: resent %d packets, not more than at the lower loss (%d)", loss, r.RetxPackets, prev)
+		}
+		if r.FCTOverIdealMean < prevFCT {
+			t.Errorf("loss %s: FCT/ideal %.3f, below the lower loss's %.3f", loss, r.FCTOverIdealMean, prevFCT)
+		}
+		prev, prevFCT = r.RetxPackets, r.FCTOverIdealMean
+	}
+}
+
+// Same scenario, same seed: byte-identical summaries.
+func TestRoCEDeterministic(t *testing.T) {
+	y := fmt.Sprintf(roceYAML, 2, 16, 2, "  - {pattern: permutation, bytes: 1MiB}", "")
+	a := mustRun(t, y).Summary
+	b := mustRun(t, y).Summary
+	if fmt.Sprintf("%+v", *a.RoCE) != fmt.Sprintf("%+v", *b.RoCE) {
+		t.Fatalf("two runs differ:\n%+v\n%+v", *a.RoCE, *b.RoCE)
+	}
+	c := mustRun(t, strings.Replace(y, "run: {", "run: {seed: 7, ", 1)).Summary
+	if fmt.Sprintf("%+v", *a.RoCE) == fmt.Sprintf("%+v", *c.RoCE) {
+		t.Errorf("seed 7 gave the same figures as seed 1: the seed reaches neither the permutation nor the hashing")
+	}
+}

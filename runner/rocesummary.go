@@ -1,0 +1,152 @@
+package runner
+
+import (
+	"github.com/lockstepsim/lockstep/sim"
+)
+
+// RoCESummary is the RoCEv2 transport's headline figures (units in the keys).
+type RoCESummary struct {
+	Flows          int      `json:"flows"`
+	FlowsCompleted int      `json:"flows_completed"`
+	QPs            int      `json:"qps"`
+	QPsPerPeer     int      `json:"qps_per_peer"`
+	QPErrors       int      `json:"qp_errors"`
+	QPErrorList    []string `json:"qp_error_list,omitempty"` // the first few, verbatim
+
+	BaseRTTUs float64 `json:"base_rtt_us"`
+	// JCTUs is when the last traffic flow was acknowledged.
+	JCTUs float64 `json:"jct_us"`
+	// FCT: a traffic flow's post to the acknowledgement of its last stripe (collective
+	// messages: each message's post to its acknowledgement).
+	FCTMeanUs float64 `json:"fct_mean_us"`
+	FCTP50Us  float64 `json:"fct_p50_us"`
+	FCTP99Us  float64 `json:"fct_p99_us"`
+	FCTMaxUs  float64 `json:"fct_max_us"`
+	// IdealFCTUs is wire bytes / NIC line rate (all planes) + base RTT for the largest flow.
+	IdealFCTUs       float64 `json:"ideal_fct_us"`
+	FCTOverIdealMean float64 `json:"fct_over_ideal_mean"`
+	FCTOverIdealMax  float64 `json:"fct_over_ideal_max"`
+	// HeaderOverheadPct is header / wire bytes of a full data packet.
+	HeaderOverheadPct float64 `json:"header_overhead_pct"`
+
+	DataPackets int64 `json:"data_packets"`
+	// Go-back-N: packets and wire bytes sent again, and what triggered it.
+	RetxPackets int64 `json:"retx_packets"`
+	RetxBytes   int64 `json:"retx_bytes"`
+	NAKs        int64 `json:"naks_received"`
+	Timeouts    int64 `json:"timeouts"`
+	// DCQCN: CE-marked data packets received, CNPs sent (at most one per cnp_interval per QP)
+	// and received, and the senders' rates at the end (min and mean over QPs that sent).
+	CEPackets      int64   `json:"ce_packets"`
+	CNPsSent       int64   `json:"cnps_sent"`
+	CNPsReceived   int64   `json:"cnps_received"`
+	RateMinGbps    float64 `json:"rate_min_gbps_at_end"`
+	RateMeanGbps   float64 `json:"rate_mean_gbps_at_end"`
+	OutOfOrderRecv int64   `json:"out_of_order_received"`
+
+	// Loss-driven retransmissions (go-back-N after a NAK or a timeout): the first and last
+	// time one was sent; with a failure in the run, the span from it to the last.
+	FirstLossRetxUs       float64 `json:"first_loss_retx_us,omitempty"`
+	LastLossRetxUs        float64 `json:"last_loss_retx_us,omitempty"`
+	FaultToLastLossRetxUs float64 `json:"fault_to_last_loss_retx_us,omitempty"`
+}
+
+// summary gathers the RoCE figures over the run that ended at end.
+func (r *roceNet) summary(end sim.Time, faults []FaultEvent) *RoCESummary {
+	cfg := &r.cfg
+	s := &RoCESummary{Flows: len(r.flows), QPs: len(r.qps), QPsPerPeer: cfg.QPsPerPeer, BaseRTTUs: us(r.baseRTT)}
+	full := cfg.HeaderBytes + cfg.PayloadBytes
+	s.HeaderOverheadPct = round3(100 * float64(cfg.HeaderBytes) / float64(full))
+	nicRate := r.portRate * sim.Rate(r.planes)
+	wire := func(b int64) int64 {
+		pay := int64(cfg.PayloadBytes)
+		n := (b + pay - 1) / pay
+		return b + n*int64(cfg.HeaderBytes) + 16 // one RETH per transfer
+	}
+	ideal := func(b int64) sim.Time { return nicRate.TxTime(wire(b)) + r.baseRTT }
+	var maxBytes int64
+	for _, f := range r.flows {
+		maxBytes = max(maxBytes, f.bytes)
+	}
+	s.IdealFCTUs = us(ideal(maxBytes))
+	var sumRatio float64
+	var sumFCT int64
+	var last sim.Time
+	for _, f := range r.flows {
+		if f.done == 0 {
+			continue
+		}
+		s.FlowsCompleted++
+		fct := f.done - f.start
+		sumFCT += int64(fct)
+		ratio := float64(fct) / float64(ideal(f.bytes))
+		sumRatio += ratio
+		s.FCTOverIdealMax = max(s.FCTOverIdealMax, round3(ratio))
+		last = max(last, f.done)
+	}
+	if n := s.FlowsCompleted; n > 0 {
+		s.FCTMeanUs = us(sim.Time(sumFCT / int64(n)))
+		s.FCTOverIdealMean = round3(sumRatio / float64(n))
+		s.JCTUs = us(last)
+	}
+	var rates []float64
+	for _, q := range r.qps {
+		st := &q.snd.Stats
+		s.DataPackets += st.DataPackets
+		s.RetxPackets += st.RetxPackets
+		s.RetxBytes += st.RetxBytes
+		s.NAKs += st.NAKs
+		s.Timeouts += st.Timeouts
+		s.CNPsReceived += st.CNPs
+		rs := &q.rcv.Stats
+		s.CEPackets += rs.CEPackets
+		s.CNPsSent += rs.CNPs
+		s.OutOfOrderRecv += rs.OutOfOrder
+		if err := q.snd.Err(); err != nil {
+			s.QPErrors++
+			if len(s.QPErrorList) < 5 {
+				s.QPErrorList = append(s.QPErrorList, err.Error())
+			}
+		}
+		if st.DataPackets > 0 {
+			rates = append(rates, float64(q.snd.Rate(end))/1e9)
+		}
+	}
+	if len(rates) > 0 {
+		lo, sum := rates[0], 0.0
+		for _, x := range rates {
+			lo = min(lo, x)
+			sum += x
+		}
+		s.RateMinGbps, s.RateMeanGbps = round3(lo), round3(sum/float64(len(rates)))
+	}
+	ns := func(q float64) float64 { return round3(float64(r.fct.ValueAtQuantile(q)) / 1e3) }
+	s.FCTP50Us, s.FCTP99Us = ns(50), ns(99)
+	s.FCTMaxUs = round3(float64(r.fct.Max()) / 1e3)
+	if r.lossRetx > 0 {
+		s.FirstLossRetxUs, s.LastLossRetxUs = us(r.firstLossRetx), us(r.lastLossRetx)
+		if len(faults) > 0 && r.lastLossRetx > faults[0].At {
+			s.FaultToLastLossRetxUs = us(r.lastLossRetx - faults[0].At)
+		}
+	}
+	return s
+}
+
+// roceGoodput fills the generic rate figures for a RoCE run over [0, end].
+func roceGoodput(s *Summary, r *roceNet, end sim.Time) {
+	var sent, placed, posted int64
+	for _, q := range r.qps {
+		sent += q.snd.Stats.DataBytes
+		placed += q.rcv.Stats.PlacedBytes
+	}
+	for _, f := range r.flows {
+		posted += f.bytes
+	}
+	if secs := end.Seconds(); secs > 0 {
+		s.OfferedGbps = round3(float64(sent) * 8 / secs / 1e9)
+		s.DeliveredGbps = round3(float64(placed) * 8 / secs / 1e9)
+	}
+	if posted > 0 {
+		s.DeliveredFraction = round3(float64(placed) / float64(posted))
+	}
+}
