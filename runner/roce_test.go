@@ -103,3 +103,33 @@ func TestRoCEDeterministic(t *testing.T) {
 		t.Errorf("seed 7 gave the same figures as seed 1: the seed reaches neither the permutation nor the hashing")
 	}
 }
+
+// A T0-T1 link failing under RoCE: ECMP keeps hashing QPs onto it until routing reconverges
+// (fabric.reconvergence). With a 200 us reconvergence the blackholed QPs' later packets take
+// the new paths, the receiver NAKs the gap and go-back-N resends it, and every flow finishes;
+// with the default 1 s, past the run, they exhaust their retries and error, and the run
+// reports them [PROTOCOLS.md RoCEv2].
+func TestRoCELinkDownReconvergence(t *testing.T) {
+	const fault = "faults:\n  - {at: 20us, link: p0.t0-0.up0, action: down}"
+	for _, c := range []struct {
+		reconv    string
+		wantError bool
+	}{{"200us", false}, {"1s", true}} {
+		y := fmt.Sprintf(roceYAML, 1, 16, 1, "  - {pattern: permutation, bytes: 4MiB}", fault)
+		y = strings.Replace(y, "transport:", "fabric: {reconvergence: "+c.reconv+"}\ntransport:", 1)
+		res := mustRun(t, y)
+		r := res.Summary.RoCE
+		t.Logf("reconvergence %s: done %d of %d, QP errors %d, timeouts %d, drops %v, JCT %.0f us",
+			c.reconv, r.FlowsCompleted, r.Flows, r.QPErrors, r.Timeouts, res.Summary.Drops, r.JCTUs)
+		if res.Summary.Drops["link_down"] == 0 {
+			t.Fatalf("reconvergence %s: nothing was lost on the failed link; wrong link or no QP hashed onto it", c.reconv)
+		}
+		if c.wantError {
+			if r.QPErrors == 0 || r.FlowsCompleted == r.Flows {
+				t.Errorf("reconvergence %s: %d QP errors, %d of %d done; want blackholed QPs to error", c.reconv, r.QPErrors, r.FlowsCompleted, r.Flows)
+			}
+		} else if r.QPErrors != 0 || r.FlowsCompleted != r.Flows || r.NAKs+r.Timeouts == 0 {
+			t.Errorf("reconvergence %s: %d QP errors, %d of %d done, %d NAKs, %d timeouts; want every flow done after go-back-N", c.reconv, r.QPErrors, r.FlowsCompleted, r.Flows, r.NAKs, r.Timeouts)
+		}
+	}
+}

@@ -35,6 +35,9 @@ type Result struct {
 	// Collective holds the report rows of a collective workload (workload.collectives).
 	Collective *CollectiveRun
 	Faults     []FaultEvent
+	// Reconverge lists when the ECMP tables were due to be recomputed after link faults
+	// (fabric.reconvergence after each); those past the run's end never happened.
+	Reconverge []sim.Time
 	// Wall is the wall-clock time the simulation took. It is not part of Summary, which must be
 	// byte-identical across runs.
 	Wall time.Duration
@@ -63,6 +66,7 @@ func Run(sc *scenario.Scenario) (*Result, error) {
 		return nil, &InputError{Err: err}
 	}
 	res := &Result{Sim: s, Net: net, Faults: faults}
+	res.Reconverge = scheduleReconvergence(s, net, faults, sc.Fabric.Reconvergence)
 	switch {
 	case len(sc.Workload.Collectives) > 0:
 		err = runCollective(sc, layout, res)

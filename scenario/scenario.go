@@ -120,7 +120,15 @@ type Fabric struct {
 	LastHopQueue *fabric.QueueConfig `yaml:"last_hop_queue"`
 	// NICQueue configures every host NIC port's egress (default: 2 classes, 16 MiB).
 	NICQueue fabric.QueueConfig `yaml:"nic_queue"`
+	// Reconvergence is how long after a link fails or comes back the switches' ECMP tables
+	// are recomputed from the links that are up (the routing protocol's convergence: hundreds
+	// of ms to seconds [PROTOCOLS.md RoCEv2]). Until then ECMP keeps hashing flows onto a dead
+	// link and they are blackholed. Default 1s; source-routed traffic (MRC) is not affected.
+	Reconvergence sim.Time `yaml:"reconvergence"`
 }
+
+// DefaultReconvergence is the default routing reconvergence delay.
+const DefaultReconvergence = sim.Second
 
 // Traffic patterns.
 const (
@@ -304,6 +312,12 @@ func (sc *Scenario) Resolve() error {
 	sc.Topology.Clos = &c
 
 	sc.Fabric.SwitchQueue = sc.Fabric.SwitchQueue.WithDefaults()
+	if sc.Fabric.Reconvergence == 0 {
+		sc.Fabric.Reconvergence = DefaultReconvergence
+	}
+	if sc.Fabric.Reconvergence < 0 || sc.Fabric.Reconvergence > sim.Hour {
+		return Errorf("fabric.reconvergence", "%v is out of range; allowed 0 (default 1s) to 1h", sc.Fabric.Reconvergence)
+	}
 	if sc.Fabric.NICQueue.Limit == 0 {
 		sc.Fabric.NICQueue.Limit = DefaultNICQueueLimit
 	}

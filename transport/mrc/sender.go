@@ -121,6 +121,7 @@ type Sender struct {
 	gate    int64   // SetNICGate: new packets only while the quietest plane's backlog is below it; 0 = off
 	gated   bool    // the last Pump stopped because the NIC had no room (SetNICGate)
 	pend    []int64 // by plane: wire bytes put in the outbox during the current Pump
+	nicDown []bool  // by plane: the NIC port was down at the last Pump (its EVs denied)
 
 	Stats SenderStats
 }
@@ -181,6 +182,26 @@ func NewSender(cfg Config, qp uint32, path Path, rng *rand.Rand) (*Sender, error
 func (s *Sender) SetPlaneBacklog(planes int, fn func(plane int) int64) {
 	s.planes, s.backlog = planes, fn
 	s.pend = make([]int64, planes)
+	s.nicDown = make([]bool, planes)
+}
+
+// syncNICPorts denies the EVs of a plane whose NIC port is down (its backlog reads
+// math.MaxInt64) and allows them again when it is back: a NIC knows its own port status at
+// once, so it never sprays onto a dead port [MRC §2.1: DENIED]. (Peers learn of it only by
+// losses, then by a port-status update.) Allowing a plane allows every denied EV of it.
+func (s *Sender) syncNICPorts() {
+	for p := 0; p < s.planes; p++ {
+		down := s.backlog(p) == math.MaxInt64
+		if down == s.nicDown[p] {
+			continue
+		}
+		s.nicDown[p] = down
+		if down {
+			s.evs.DenyPlane(p)
+		} else {
+			s.evs.AllowPlane(p)
+		}
+	}
 }
 
 // planeBacklog is plane's NIC backlog plus the wire bytes this Pump put in the outbox for it
@@ -199,8 +220,9 @@ func (s *Sender) planeBacklog(p int) int64 {
 // bytes = 1 lets a packet wait behind the one being serialised on each port and no more, so
 // the window counts packets on the network, not packets parked in the NIC; 0 turns the gate
 // off (packets go to the NIC queue as soon as the window allows). A plane whose backlog reads
-// math.MaxInt64 (a port that is down) never gates: the packet is sent, lost, and recovered,
-// so a NIC with every port down errors its QPs instead of waiting for room forever.
+// math.MaxInt64 is a port that is down: its EVs are denied while it is (syncNICPorts), and
+// with every port down the sender stalls with its ACK timeout running, so its QP errors
+// instead of waiting for room forever.
 // Without SetPlaneBacklog the gate does nothing.
 func (s *Sender) SetNICGate(bytes int64) { s.gate = max(bytes, 0) }
 
@@ -281,6 +303,9 @@ func (s *Sender) Post(now sim.Time, bytes int64) uint32 {
 func (s *Sender) Pump(now sim.Time) {
 	if s.err != nil {
 		return
+	}
+	if s.backlog != nil {
+		s.syncNICPorts()
 	}
 	s.probe(now)
 	s.gated = false

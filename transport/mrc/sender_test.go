@@ -35,8 +35,8 @@ func dataPlanes(s *Sender) [2]int {
 
 // The NIC gate (SetNICGate): with gate 1, Pump hands each plane whose port has nothing waiting
 // one packet and stops, Gated; packets put in the outbox during the Pump count as waiting. A
-// port that is down (backlog MaxInt64) is never chosen, and never gates: with every port
-// down the QP sends, loses and eventually errors instead of waiting for room forever. Without the gate the whole window goes.
+// port that is down (backlog MaxInt64) has its EVs denied: with every port down nothing is
+// sent and the ACK timeout runs, so the QP errors instead of waiting for room forever. Without the gate the whole window goes.
 func TestSenderNICGate(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -49,7 +49,7 @@ func TestSenderNICGate(t *testing.T) {
 		{"plane 1 busy: plane 0 only", [2]int64{0, 5000}, 1, [2]int{1, 0}, true},
 		{"both busy: nothing", [2]int64{100, 5000}, 1, [2]int{0, 0}, true},
 		{"plane 1 down: plane 0 only", [2]int64{0, math.MaxInt64}, 1, [2]int{1, 0}, true},
-		{"every port down: no gate, the window goes (and is lost)", [2]int64{math.MaxInt64, math.MaxInt64}, 1, [2]int{-1, -1}, false},
+		{"every port down: every EV denied, nothing sent, the ACK timeout armed", [2]int64{math.MaxInt64, math.MaxInt64}, 1, [2]int{0, 0}, false},
 		{"no gate: the window", [2]int64{0, 0}, 0, [2]int{-1, -1}, false},
 	}
 	for _, tc := range cases {
@@ -65,6 +65,11 @@ func TestSenderNICGate(t *testing.T) {
 			for p := range got {
 				if tc.want[p] >= 0 && got[p] != tc.want[p] {
 					t.Fatalf("sent per plane %v, want %v", got, tc.want)
+				}
+			}
+			if tc.backlog[0] == math.MaxInt64 && tc.backlog[1] == math.MaxInt64 {
+				if s.Stats.NoEVStalls != 1 || s.Deadline() == sim.MaxTime {
+					t.Fatalf("all ports down: %d no-EV stalls, deadline %v; want 1 and an armed timeout", s.Stats.NoEVStalls, s.Deadline())
 				}
 			}
 			if tc.want[0] < 0 || tc.want[1] < 0 {
