@@ -209,8 +209,13 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	fmt.Fprintf(w, "offered %.1f Gb/s, delivered %.1f Gb/s (%.2f%% of bytes sent); packets sent %d, delivered %d, trimmed %d, dropped %d\n",
 		s.OfferedGbps, s.DeliveredGbps, 100*s.DeliveredFraction, s.SentPackets, s.DeliveredPackets, s.TrimmedPackets, s.DroppedPackets)
 	if r := s.RoCE; r != nil {
-		fmt.Fprintf(w, "RoCE: %d of %d transfers done over %d QPs (%d per peer per plane), JCT %.1f us; FCT us p50 %.1f  p99 %.1f  max %.1f (ideal %.1f; mean %.3fx, worst %.3fx); base RTT %.2f us\n",
-			r.FlowsCompleted, r.Flows, r.QPs, r.QPsPerPeer, r.JCTUs, r.FCTP50Us, r.FCTP99Us, r.FCTMaxUs, r.IdealFCTUs, r.FCTOverIdealMean, r.FCTOverIdealMax, r.BaseRTTUs)
+		if res.Collective != nil {
+			fmt.Fprintf(w, "RoCE: %d QPs (%d per peer per plane) carried the messages; message FCT us p50 %.1f  p99 %.1f  max %.1f; base RTT %.2f us\n",
+				r.QPs, r.QPsPerPeer, r.FCTP50Us, r.FCTP99Us, r.FCTMaxUs, r.BaseRTTUs)
+		} else {
+			fmt.Fprintf(w, "RoCE: %d of %d transfers done over %d QPs (%d per peer per plane), JCT %.1f us; FCT us p50 %.1f  p99 %.1f  max %.1f (ideal %.1f; mean %.3fx, worst %.3fx); base RTT %.2f us\n",
+				r.FlowsCompleted, r.Flows, r.QPs, r.QPsPerPeer, r.JCTUs, r.FCTP50Us, r.FCTP99Us, r.FCTMaxUs, r.IdealFCTUs, r.FCTOverIdealMean, r.FCTOverIdealMax, r.BaseRTTUs)
+		}
 		fmt.Fprintf(w, "RoCE: go-back-N resent %d packets (%d B) after %d NAKs and %d timeouts; CE %d, CNPs %d sent / %d received, rate at end min %.1f mean %.1f Gb/s; QP errors %d\n",
 			r.RetxPackets, r.RetxBytes, r.NAKs, r.Timeouts, r.CEPackets, r.CNPsSent, r.CNPsReceived, r.RateMinGbps, r.RateMeanGbps, r.QPErrors)
 		for _, f := range res.Faults {
@@ -225,8 +230,13 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 		}
 		fmt.Fprintln(w)
 	} else if m := s.MRC; m != nil {
-		fmt.Fprintf(w, "MRC: %d of %d transfers done, JCT %.1f us; FCT us p50 %.1f  p99 %.1f  max %.1f (ideal %.1f; mean %.3fx, worst %.3fx); base RTT %.2f us\n",
-			m.FlowsCompleted, m.Flows, m.JCTUs, m.FCTP50Us, m.FCTP99Us, m.FCTMaxUs, m.IdealFCTUs, m.FCTOverIdealMean, m.FCTOverIdealMax, m.BaseRTTUs)
+		if res.Collective != nil {
+			fmt.Fprintf(w, "MRC: %d QPs carried the messages; message FCT us p50 %.1f  p99 %.1f  max %.1f; base RTT %.2f us\n",
+				m.Flows, m.FCTP50Us, m.FCTP99Us, m.FCTMaxUs, m.BaseRTTUs)
+		} else {
+			fmt.Fprintf(w, "MRC: %d of %d transfers done, JCT %.1f us; FCT us p50 %.1f  p99 %.1f  max %.1f (ideal %.1f; mean %.3fx, worst %.3fx); base RTT %.2f us\n",
+				m.FlowsCompleted, m.Flows, m.JCTUs, m.FCTP50Us, m.FCTP99Us, m.FCTMaxUs, m.IdealFCTUs, m.FCTOverIdealMean, m.FCTOverIdealMax, m.BaseRTTUs)
+		}
 		fmt.Fprintf(w, "MRC: retransmitted packets: trim NACK %d, SACK gap %d, timeout %d, out of window %d; timeouts %d, trims NACKed %d, probes %d, QP errors %d; EVs at end good %d, skip %d, assumed bad %d\n",
 			m.RetxPackets["trim_nack"], m.RetxPackets["sack_gap"], m.RetxPackets["timeout"], m.RetxPackets["out_of_window"], m.Timeouts, m.TrimsNACKed, m.ProbesSent, m.QPErrors, m.EVGood, m.EVSkip, m.EVAssumedBad)
 		for _, f := range res.Faults {
