@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
@@ -17,6 +18,8 @@ import (
 type CollectiveRow struct {
 	Name          string  `json:"name"`
 	Op            string  `json:"op"`
+	Root          int     `json:"root"`  // -1 when the operation has no root
+	RedOp         string  `json:"redop"` // sum or none
 	Algorithm     string  `json:"algorithm"`
 	Ranks         int     `json:"ranks"`
 	SizeBytes     int64   `json:"size_bytes"`
@@ -121,6 +124,16 @@ func runCollective(sc *scenario.Scenario, layout *topo.Layout, res *Result) erro
 	default:
 		return &InputError{Err: fmt.Errorf("transport.kind: %q cannot carry a collective", sc.Transport.Kind)}
 	}
+	// Each collective keeps its own connections, as NCCL opens QPs per communicator: the
+	// transports key QPs by (src, dst, group), the group found from the message's instance.
+	instGroup := map[int]int{}
+	group := func(instance int) int { return instGroup[instance] }
+	if m != nil {
+		m.group = group
+	}
+	if rn != nil {
+		rn.group = group
+	}
 	running := 0
 	ex, err := collective.NewExecutor(s, tr, collective.ExecConfig{
 		Hosts:             net.NumHosts(),
@@ -181,20 +194,26 @@ func runCollective(sc *scenario.Scenario, layout *topo.Layout, res *Result) erro
 				if ids[g], err = ex.Launch(s.Now(), scheds[g], groups[g].comm, name); err != nil {
 					return &InputError{Err: err}
 				}
+				instGroup[ids[g]] = g
 				running++
 			}
-			if err := s.Run(limit); err != nil {
+			// Drain, not Run: on a stall the clock stays at the last event, not at the limit.
+			if err := s.Drain(limit); err != nil {
 				return fmt.Errorf("run stopped at %v: %w", s.Now(), err)
 			}
 			if err := ex.Err(); err != nil {
 				return fmt.Errorf("collective stopped at %v: %w", s.Now(), err)
 			}
 			if running > 0 {
-				why := "run.duration reached"
+				why := fmt.Sprintf("run.duration (%v) reached; raise it if they were still progressing", limit)
 				if s.NextAt() == sim.MaxTime {
-					why = "no event pending"
+					why = "nothing left to happen"
 				}
-				return fmt.Errorf("%d collective(s) not done at %v (%s): %s", running, s.Now(), why, ex.Stuck(10))
+				if errs := transportErrs(m, rn); len(errs) > 0 {
+					why = fmt.Sprintf("%d QP(s) gave up, the first: %v", len(errs), errs[0])
+				}
+				return fmt.Errorf("%d collective(s) not done at %v (%s); waiting: %s", running, s.Now(), why,
+					strings.ReplaceAll(ex.Stuck(12), "\n", "; "))
 			}
 			for g := range groups {
 				if ids[g] < 0 {
@@ -210,10 +229,15 @@ func runCollective(sc *scenario.Scenario, layout *topo.Layout, res *Result) erro
 		for g := range groups {
 			n := sc.Workload.Collectives[g].Iterations
 			row := collective.NewRow(scheds[g].Spec(), totals[g]/sim.Time(n), groups[g].dt)
+			row.Name = groups[g].name
 			if t, err := collective.Pipelined(scheds[g].Spec(), model); err == nil {
 				row.Model = t
-			} else if t, err := collective.AlphaBeta(scheds[g].Spec(), model); err == nil {
-				row.Model = t
+			} else if model.ReduceBytesPerSec == 0 {
+				// The textbook form ignores pipelining; with a reduction cost it would also
+				// charge every reduction in series, which the executor overlaps: no model then.
+				if t, err := collective.AlphaBeta(scheds[g].Spec(), model); err == nil {
+					row.Model = t
+				}
 			}
 			run.Rows = append(run.Rows, row)
 			run.Names = append(run.Names, groups[g].name)
@@ -259,10 +283,21 @@ func runCollective(sc *scenario.Scenario, layout *topo.Layout, res *Result) erro
 	return nil
 }
 
+// transportErrs returns the QP errors of whichever packet transport ran.
+func transportErrs(m *mrcNet, rn *roceNet) []error {
+	switch {
+	case m != nil:
+		return m.errs
+	case rn != nil:
+		return rn.errs
+	}
+	return nil
+}
+
 // collectiveRow turns a report row into its summary form.
 func collectiveRow(name string, r collective.Row, iters int, sched *collective.Schedule) CollectiveRow {
 	out := CollectiveRow{
-		Name: name, Op: r.Op.String(), Algorithm: r.Algo.String(), Ranks: r.Ranks, SizeBytes: r.Bytes, Count: r.Count,
+		Name: name, Op: r.Op.String(), Root: r.Root, RedOp: r.RedOp(), Algorithm: r.Algo.String(), Ranks: r.Ranks, SizeBytes: r.Bytes, Count: r.Count,
 		DType: r.Type.String(), Iterations: iters, TimeUs: us(r.Time),
 		AlgBWGBps: round3(r.AlgBW), BusBWGBps: round3(r.BusBW),
 	}

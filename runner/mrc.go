@@ -65,7 +65,8 @@ type mrcNet struct {
 	// Collective messages (Send): QPs by (src, dst), and who hears of placements.
 	layout    *topo.Layout
 	seed      uint64
-	pairs     map[int64]int32
+	pairs     map[[3]int32]int32     // (src, dst, group) -> QP
+	group     func(instance int) int // a message's connection group (collective); nil: one group
 	delivered func(now sim.Time, token uint64)
 	wait      []nicWait // by host
 
@@ -99,7 +100,7 @@ func newMRCNet(s *sim.Sim, net *fabric.Network, l *topo.Layout, cfg mrc.Config, 
 		nicRate: c.HostLink * sim.Rate(c.Planes),
 		fct:     hdrhistogram.New(1, int64(sim.Hour/sim.Nanosecond), 3),
 		layout:  l,
-		pairs:   map[int64]int32{},
+		pairs:   map[[3]int32]int32{},
 	}
 	// Queueing bound of the worst single hop: the switch queue's trim threshold (or limit) at
 	// the fabric rate, or the last-hop queue's at the host rate.
@@ -207,8 +208,9 @@ func (m *mrcNet) newQP(l *topo.Layout, src, dst int, seed uint64) (*mrcFlow, err
 	return f, nil
 }
 
-// Send carries one collective message (collective.Transport): the pair's QP is opened on
-// first use and keeps its EV set across messages; the message is posted on it as one RDMA
+// Send carries one collective message (collective.Transport): the QP of the pair (and of the
+// message's collective, as NCCL connects each communicator apart) is opened on first use and
+// keeps its EV set across messages; the message is posted on it as one RDMA
 // Write (a zero-byte message as one byte, so it still costs a packet and an RTT), and the
 // executor hears of it when the receiver has placed every byte (placement completes in
 // posting order per QP, which is how tokens are matched). msg.Channel is ignored: MRC sprays
@@ -218,7 +220,10 @@ func (m *mrcNet) Send(now sim.Time, msg collective.Message) error {
 	if msg.Src < 0 || msg.Src >= hosts || msg.Dst < 0 || msg.Dst >= hosts || msg.Src == msg.Dst {
 		return fmt.Errorf("mrc: message from host %d to host %d: want two distinct hosts of %d", msg.Src, msg.Dst, hosts)
 	}
-	key := int64(msg.Src)*int64(hosts) + int64(msg.Dst)
+	key := [3]int32{int32(msg.Src), int32(msg.Dst), 0}
+	if m.group != nil {
+		key[2] = int32(m.group(msg.Instance))
+	}
 	qi, ok := m.pairs[key]
 	var f *mrcFlow
 	if ok {

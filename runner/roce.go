@@ -63,8 +63,9 @@ type roceNet struct {
 	quiet     bool
 	wait      [][]nicWait // by host, plane
 	seed      uint64
-	pairs     map[int64][]int32 // collective messages: the QPs of (src, dst)
-	nextQP    map[int64]int     // round robin over a pair's QPs for messages
+	pairs     map[[3]int32][]int32   // collective messages: the QPs of (src, dst, group)
+	nextQP    map[[3]int32]int       // round robin over a pair's QPs for messages
+	group     func(instance int) int // a message's connection group (collective); nil: one group
 	delivered func(now sim.Time, token uint64)
 	onDone    func(now sim.Time)
 
@@ -78,8 +79,8 @@ func newRoCENet(s *sim.Sim, net *fabric.Network, l *topo.Layout, cfg roce.Config
 	r := &roceNet{
 		s: s, net: net, cfg: cfg, planes: c.Planes, portRate: c.HostLink,
 		fct:    hdrhistogram.New(1, int64(sim.Hour/sim.Nanosecond), 3),
-		pairs:  map[int64][]int32{},
-		nextQP: map[int64]int{},
+		pairs:  map[[3]int32][]int32{},
+		nextQP: map[[3]int32]int{},
 	}
 	r.baseRTT = baseRTT(c, l.Sizing().MaxSwitchHops, cfg.HeaderBytes+cfg.PayloadBytes, cfg.AckWire())
 	r.kStart = s.Register("roce.start", r.onStart)
@@ -155,7 +156,8 @@ func (r *roceNet) onStart(now sim.Time, obj int32, _ uint64) {
 	}
 }
 
-// Send carries one collective message (collective.Transport) on the (src, dst) pair's QPs:
+// Send carries one collective message (collective.Transport) on the QPs of the (src, dst)
+// pair and the message's collective (NCCL connects each communicator apart):
 // QPsPerPeer per plane, opened on first use, used round robin message by message (a message is
 // not striped: NCCL posts each chunk on one QP of the channel). The executor hears of it when
 // the receiver has placed every byte. A zero-byte message is sent as one byte.
@@ -164,7 +166,10 @@ func (r *roceNet) Send(now sim.Time, msg collective.Message) error {
 	if msg.Src < 0 || msg.Src >= hosts || msg.Dst < 0 || msg.Dst >= hosts || msg.Src == msg.Dst {
 		return fmt.Errorf("roce: message from host %d to host %d: want two distinct hosts of %d", msg.Src, msg.Dst, hosts)
 	}
-	key := int64(msg.Src)*int64(hosts) + int64(msg.Dst)
+	key := [3]int32{int32(msg.Src), int32(msg.Dst), 0}
+	if r.group != nil {
+		key[2] = int32(r.group(msg.Instance))
+	}
 	list, ok := r.pairs[key]
 	if !ok {
 		for i := 0; i < r.cfg.QPsPerPeer*r.planes; i++ {

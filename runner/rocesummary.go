@@ -4,7 +4,10 @@ import (
 	"github.com/lockstepsim/lockstep/sim"
 )
 
-// RoCESummary is the RoCEv2 transport's headline figures (units in the keys).
+// RoCESummary is the RoCEv2 transport's headline figures (units in the keys). Under a
+// collective workload Flows counts QPs and FlowsCompleted those whose every message was
+// placed, JCT is the workload's end, the FCT figures are per message and the per-flow ideal
+// figures are left out.
 type RoCESummary struct {
 	Flows          int      `json:"flows"`
 	FlowsCompleted int      `json:"flows_completed"`
@@ -23,9 +26,9 @@ type RoCESummary struct {
 	FCTP99Us  float64 `json:"fct_p99_us"`
 	FCTMaxUs  float64 `json:"fct_max_us"`
 	// IdealFCTUs is wire bytes / NIC line rate (all planes) + base RTT for the largest flow.
-	IdealFCTUs       float64 `json:"ideal_fct_us"`
-	FCTOverIdealMean float64 `json:"fct_over_ideal_mean"`
-	FCTOverIdealMax  float64 `json:"fct_over_ideal_max"`
+	IdealFCTUs       float64 `json:"ideal_fct_us,omitempty"`
+	FCTOverIdealMean float64 `json:"fct_over_ideal_mean,omitempty"`
+	FCTOverIdealMax  float64 `json:"fct_over_ideal_max,omitempty"`
 	// HeaderOverheadPct is header / wire bytes of a full data packet.
 	HeaderOverheadPct float64 `json:"header_overhead_pct"`
 
@@ -119,6 +122,16 @@ func (r *roceNet) summary(end sim.Time, faults []FaultEvent) *RoCESummary {
 			sum += x
 		}
 		s.RateMinGbps, s.RateMeanGbps = round3(lo), round3(sum/float64(len(rates)))
+	}
+	if r.delivered != nil {
+		s.Flows, s.FlowsCompleted, s.IdealFCTUs = len(r.qps), 0, 0
+		for _, q := range r.qps {
+			if q.tokHead == len(q.tokens) {
+				s.FlowsCompleted++
+			}
+		}
+		s.JCTUs = us(end)
+		s.FCTMeanUs = round3(r.fct.Mean() / 1e3)
 	}
 	ns := func(q float64) float64 { return round3(float64(r.fct.ValueAtQuantile(q)) / 1e3) }
 	s.FCTP50Us, s.FCTP99Us = ns(50), ns(99)

@@ -397,6 +397,9 @@ func (sc *Scenario) Resolve() error {
 	switch sc.Transport.Kind {
 	case "":
 		sc.Transport.Kind = TransportRaw
+		if wl {
+			sc.Transport.Kind = TransportMRC // a workload needs a reliable transport
+		}
 	case TransportRaw, TransportMRC, TransportRoCE, TransportIdeal:
 	default:
 		return Errorf("transport.kind", "%q is not a transport; allowed raw, mrc, roce, ideal", sc.Transport.Kind)
@@ -420,6 +423,9 @@ func (sc *Scenario) Resolve() error {
 	if sc.Transport.Kind == TransportIdeal {
 		if !wl {
 			return Errorf("transport.kind", "ideal carries workload messages only; give workload.collectives or use raw or mrc for traffic")
+		}
+		if len(sc.Faults) > 0 {
+			return Errorf("faults", "given with transport ideal, which has no links to fail; use transport mrc or roce")
 		}
 		id := Ideal{}
 		if sc.Transport.Ideal != nil {

@@ -143,8 +143,15 @@ func collectiveErr(path string, err error) error {
 	if !ok || strings.ContainsAny(field, " :") {
 		return Errorf(path, "%s", msg)
 	}
-	if field == "chunk_bytes" {
+	switch field {
+	case "chunk_bytes":
 		field = "chunk"
+	case "sweep.min_bytes":
+		field = "bytes"
+	case "sweep.max_bytes":
+		field = "max_bytes"
+	case "sweep.factor":
+		field = "factor"
 	}
 	return Errorf(path+"."+field, "%s", rest)
 }
@@ -160,7 +167,9 @@ func (w *Workload) resolve(hosts int) (float64, error) {
 	names := map[string]int{}
 	ops := map[string]int{}
 	for i := range w.Collectives {
-		ops[w.Collectives[i].Op]++
+		if op, err := collective.ParseCollective(w.Collectives[i].Op); err == nil {
+			ops[op.String()]++
+		}
 	}
 	for i := range w.Collectives {
 		c := &w.Collectives[i]
@@ -170,16 +179,26 @@ func (w *Workload) resolve(hosts int) (float64, error) {
 			return 0, err
 		}
 		moved += b
+		if c.Name != "" {
+			if j, dup := names[c.Name]; dup {
+				return 0, Errorf(path+".name", "%q is also collectives[%d]'s name; names must differ", c.Name, j)
+			}
+			names[c.Name] = i
+		}
+	}
+	for i := range w.Collectives {
+		c := &w.Collectives[i]
+		path := fmt.Sprintf("workload.collectives[%d]", i)
 		if c.Name == "" {
 			c.Name = c.Op
 			if ops[c.Op] > 1 {
 				c.Name = fmt.Sprintf("%s-%d", c.Op, i)
 			}
+			if j, dup := names[c.Name]; dup {
+				return 0, Errorf(path+".name", "missing, and the default %q is collectives[%d]'s name; give this one a name", c.Name, j)
+			}
+			names[c.Name] = i
 		}
-		if j, dup := names[c.Name]; dup {
-			return 0, Errorf(path+".name", "%q is also collectives[%d]'s name; names must differ", c.Name, j)
-		}
-		names[c.Name] = i
 		_, sizes, _ := c.CollectiveSpec()
 		if steps >= 0 && len(sizes) != steps {
 			return 0, Errorf(path+".max_bytes", "a sweep of %d sizes, but collectives[0] has %d; concurrent collectives step through their sweeps together", len(sizes), steps)
@@ -192,17 +211,33 @@ func (w *Workload) resolve(hosts int) (float64, error) {
 // resolve fills the collective's defaults and validates it against hosts; it returns the
 // payload bytes it moves over the network.
 func (c *Collective) resolve(path string, hosts int) (float64, error) {
+	const ops = "all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, send_recv"
 	if c.Op == "" {
-		return 0, Errorf(path+".op", "missing; allowed all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, sendrecv")
+		return 0, Errorf(path+".op", "missing; allowed %s", ops)
 	}
-	if _, err := collective.ParseCollective(c.Op); err != nil {
-		return 0, Errorf(path+".op", "%q is not a collective; allowed all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, sendrecv", c.Op)
+	op, err := collective.ParseCollective(c.Op)
+	if err != nil {
+		return 0, Errorf(path+".op", "%q is not a collective; allowed %s", c.Op, ops)
 	}
+	c.Op = op.String() // the canonical spelling in reports and the resolved scenario
 	if c.Algorithm == "" {
 		c.Algorithm = "auto"
 	}
-	if _, err := collective.ParseAlgorithm(c.Algorithm); err != nil {
+	algo, err := collective.ParseAlgorithm(c.Algorithm)
+	if err != nil {
 		return 0, Errorf(path+".algorithm", "%q is not an algorithm; allowed auto, ring, tree, halving_doubling, recursive_doubling, pairwise, hierarchical, direct", c.Algorithm)
+	}
+	c.Algorithm = algo.String()
+	// Fields that apply to some operations only are errors elsewhere, not silently ignored.
+	rooted := op == collective.Broadcast || op == collective.Reduce || op == collective.SendRecv
+	if c.Root != 0 && !rooted {
+		return 0, Errorf(path+".root", "%d is set, but %s has no root; root applies to broadcast, reduce and send_recv", c.Root, op)
+	}
+	if c.Peer != 0 && op != collective.SendRecv {
+		return 0, Errorf(path+".peer", "%d is set, but peer applies to send_recv only", c.Peer)
+	}
+	if (c.Inner != 0 || c.Outer != 0) && algo != collective.Hierarchical {
+		return 0, Errorf(path+".inner", "inner/outer (%d x %d) are set, but they apply to algorithm hierarchical only (this is %s)", c.Inner, c.Outer, algo)
 	}
 	if len(c.Hosts) > 0 {
 		if c.Ranks != 0 && c.Ranks != len(c.Hosts) {
@@ -226,6 +261,9 @@ func (c *Collective) resolve(path string, hosts int) (float64, error) {
 	if c.Ranks < 1 || c.Ranks > hosts {
 		return 0, Errorf(path+".ranks", "%d is out of range; allowed 1..%d (the topology's hosts)", c.Ranks, hosts)
 	}
+	if op == collective.SendRecv && c.Peer == 0 && c.Root == 0 && c.Ranks > 1 {
+		c.Peer = 1 // rank 0 sends to rank 1 unless told otherwise
+	}
 	if c.Iterations == 0 {
 		c.Iterations = 1
 	}
@@ -240,9 +278,17 @@ func (c *Collective) resolve(path string, hosts int) (float64, error) {
 	}
 	if c.DType == "" {
 		c.DType = "float32"
+		if c.MoE != nil && c.MoE.DType != "" {
+			c.DType = c.MoE.DType // the dispatch's element type
+		}
 	}
-	if _, err := collective.ParseDType(c.DType); err != nil {
+	dt, err := collective.ParseDType(c.DType)
+	if err != nil {
 		return 0, Errorf(path+".dtype", "%q is not a data type: %v", c.DType, err)
+	}
+	c.DType = dt.String()
+	if sz := sim.Size(dt.Size()); c.MoE == nil && c.Bytes%sz != 0 {
+		return 0, Errorf(path+".bytes", "%v is not a whole number of %s elements (%d B each)", c.Bytes, dt, sz)
 	}
 	if c.ReduceRate < 0 {
 		return 0, Errorf(path+".reduce_rate", "%v must not be negative", c.ReduceRate)
@@ -254,8 +300,14 @@ func (c *Collective) resolve(path string, hosts int) (float64, error) {
 		if c.Op != "all_to_all" {
 			return 0, Errorf(path+".moe", "set, but op is %q; a MoE dispatch is an all_to_all", c.Op)
 		}
-		if c.Bytes != 0 || c.MaxBytes != 0 {
+		if c.Bytes != 0 {
 			return 0, Errorf(path+".bytes", "%v is set with moe; the dispatch matrix sets the bytes", c.Bytes)
+		}
+		if c.MaxBytes != 0 || c.Factor != 0 {
+			return 0, Errorf(path+".max_bytes", "%v is set with moe; a MoE dispatch has one size, no sweep", c.MaxBytes)
+		}
+		if c.MoE.Tokens < 1 {
+			return 0, Errorf(path+".moe.tokens", "%d; want at least 1 token", c.MoE.Tokens)
 		}
 		if c.MoE.DType == "" {
 			c.MoE.DType = "bf16"
@@ -299,7 +351,7 @@ func (c *Collective) resolve(path string, hosts int) (float64, error) {
 			return 0, collectiveErr(path, err)
 		}
 		if ops > MaxCollectiveOps {
-			return 0, Errorf(path+".chunk", "%v: %s of %d B on %d ranks would be about %.3g operations, beyond %d (about 1.5 GB); raise chunk, or use fewer ranks, channels or a smaller size", c.Chunk, c.Op, r.Bytes, c.Ranks, ops, MaxCollectiveOps)
+			return 0, Errorf(path, "%s %s of %d B on %d ranks would be about %.3g schedule operations, beyond lockstep's bound of %d (about 1.5 GB of memory); use fewer ranks or channels or a smaller size, or a larger chunk where the algorithm pipelines by chunks", r.Algo, c.Op, r.Bytes, c.Ranks, ops, MaxCollectiveOps)
 		}
 		moved += float64(r.Bytes) * 2 * float64(c.Ranks) * float64(c.Iterations)
 	}

@@ -94,13 +94,14 @@ func (r Rate) String() string {
 	return s
 }
 
-// ParseRate parses a data rate: a positive number followed by a unit, which is required (a
-// bare "100" is ambiguous). Units (case-insensitive prefix, optional "bps", "b/s" or "bit/s"
+// ParseRate parses a data rate: a number followed by a unit, which is required (a bare "100"
+// is ambiguous) except for zero ("0" is 0 bit/s; fields that need a positive rate say so). Units (case-insensitive prefix, optional "bps", "b/s" or "bit/s"
 // after it): "bps" = bit/s, K, M, G, T, P (decimal, 1000). Examples: "100Gbps", "800G",
 // "1.6Tbps", "25Gb/s", "400e9bps". A byte unit ("GB/s", "GBps") is rejected rather than
 // guessed at.
 //
-// Errors: empty input, malformed number, unknown unit, zero, negative, or beyond int64.
+// Errors: empty input, malformed number, unknown unit, negative, between 0 and 1 bit/s, or
+// beyond int64.
 func ParseRate(s string) (Rate, error) {
 	in := strings.TrimSpace(s)
 	if in == "" {
@@ -115,6 +116,9 @@ func ParseRate(s string) (Rate, error) {
 		return 0, fmt.Errorf("rate %q: %q is not a number", s, num)
 	}
 	u := strings.TrimSpace(unit)
+	if u == "" && v == 0 {
+		return 0, nil
+	}
 	if u == "" {
 		// "100" could mean 100 Gb/s to a reader and 100 b/s to the parser: ask.
 		return 0, fmt.Errorf("rate %q has no unit; want bps, Kbps, Mbps, Gbps, Tbps or Pbps (e.g. \"100Gbps\", \"800G\")", s)
@@ -146,8 +150,11 @@ func ParseRate(s string) (Rate, error) {
 	default:
 		return 0, fmt.Errorf("rate %q has unknown unit %q; want bps, Kbps, Mbps, Gbps, Tbps or Pbps (or K, M, G, T, P)", s, unit)
 	}
-	if v <= 0 {
-		return 0, fmt.Errorf("rate %q must be positive", s)
+	if v == 0 {
+		return 0, nil
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("rate %q must not be negative", s)
 	}
 	b := v * float64(mult)
 	if b < 1 {

@@ -51,6 +51,16 @@ func TestParseRate(t *testing.T) {
 	}
 }
 
+// TestParseRateZero: zero needs no unit ("0" is unambiguous) and may have one; fields that
+// need a positive rate check that themselves.
+func TestParseRateZero(t *testing.T) {
+	for _, in := range []string{"0", "0bps", "0Gbps", "0.0G", " 0 "} {
+		if r, err := ParseRate(in); err != nil || r != 0 {
+			t.Errorf("ParseRate(%q) = %v, %v; want 0", in, r, err)
+		}
+	}
+}
+
 func TestParseRateErrors(t *testing.T) {
 	for _, in := range []string{
 		"",
@@ -58,9 +68,8 @@ func TestParseRateErrors(t *testing.T) {
 		"-1Gbps",  // negative
 		"-100G",   //
 		"100",     // no unit: ambiguous
-		"0",       // zero
-		"0Gbps",   //
 		"0.4bps",  // below 1 bit/s
+		"0Xbps",   // zero, but an unknown unit
 		"100GB/s", // bytes per second are rejected, not guessed at
 		"100GBps",
 		"100MB/s",

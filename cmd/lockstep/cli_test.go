@@ -235,6 +235,8 @@ func TestBadInput(t *testing.T) {
 		{"collective ranks", []string{"run", bad("coll-ranks"), "--out", out}, []string{"workload.collectives[0].ranks", "32", "1..16"}},
 		{"collective with traffic", []string{"run", bad("coll-with-traffic"), "--out", out}, []string{"traffic", "not both"}},
 		{"collective on raw", []string{"run", bad("coll-raw"), "--out", out}, []string{"transport.kind", "raw", "mrc", "ideal"}},
+		{"root on all_reduce", []string{"run", bad("coll-root"), "--out", out}, []string{"workload.collectives[0].root", "3", "broadcast"}},
+		{"faults on ideal", []string{"run", bad("coll-ideal-faults"), "--out", out}, []string{"faults", "ideal", "mrc or roce"}},
 		{"halving-doubling on 12 ranks", []string{"run", bad("coll-hd-odd"), "--out", out}, []string{"workload.collectives[0].ranks", "12", "power-of-two"}},
 		{"tiers 4", []string{"run", bad("tiers-4"), "--out", out}, []string{"topology.clos.tiers", "4", "2 or 3"}},
 		{"missing file", []string{"run", bad("no-such-file"), "--out", out}, []string{"no-such-file.yaml", "no such file"}},

@@ -182,6 +182,15 @@ func printCollectives(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 		if len(sc.Workload.Collectives) > 1 {
 			fmt.Fprintf(w, "# %s\n", wc.Name)
 		}
+		if wc.MoE != nil {
+			for _, r := range s.Collectives {
+				if r.Name == wc.Name {
+					fmt.Fprintf(w, "# MoE dispatch: %d tokens, top-%d, hidden %d, %s: each rank sends %d B to the other ranks\n",
+						wc.MoE.Tokens, wc.MoE.TopK, wc.MoE.Hidden, wc.MoE.DType, r.SentBytesPerRankMax)
+					break
+				}
+			}
+		}
 		collective.WriteTable(w, rows)
 		fmt.Fprintln(w)
 	}

@@ -43,9 +43,10 @@
 //
 // Auto picks (AutoAlgorithm), a simplification of NCCL's tuner: for all-reduce with n > 1,
 // recursive doubling when S <= 64 KiB (log2 n steps, each a full-buffer exchange: latency
-// wins), the double binary tree when S/n < 512 KiB (the ring's per-rank block would be under
-// one chunk, so the ring pays 2(n-1) unpipelined latencies where the tree pays about
-// 2 log2 n), and the ring otherwise (bandwidth-optimal: each rank sends 2(n-1)/n S). Every
+// wins); when S/n < 512 KiB (the ring's per-rank block would be under one chunk, so the ring
+// pays 2(n-1) unpipelined latencies) halving-doubling if n is a power of two (2 log2 n steps,
+// bandwidth-optimal) and the double binary tree otherwise (about 2 log2 n steps); and the ring
+// otherwise (bandwidth-optimal: each rank sends 2(n-1)/n S). Every
 // other operation has one algorithm, which Auto picks; n = 1 is always a ring of no messages.
 //
 // # Sizes and units

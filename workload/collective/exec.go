@@ -9,9 +9,13 @@ import (
 
 // Message is one transfer the Executor asks a Transport to carry.
 type Message struct {
-	Src, Dst int    // fabric host indexes, Src != Dst
-	Bytes    int64  // payload bytes, >= 0 (0 is a pure synchronisation message: it still pays latency)
-	Channel  int    // logical channel of the data (Schedule.BlockChannel), for transports that pin channels to planes or QPs
+	Src, Dst int   // fabric host indexes, Src != Dst
+	Bytes    int64 // payload bytes, >= 0 (0 is a pure synchronisation message: it still pays latency)
+	Channel  int   // logical channel of the data (Schedule.BlockChannel), for transports that pin channels to planes or QPs
+	// Instance is the id Launch returned for the collective the message belongs to, so a
+	// transport can keep each communicator's connections apart (NCCL opens QPs per
+	// communicator).
+	Instance int
 	Token    uint64 // opaque to the transport: hand it back to Executor.Delivered
 }
 
@@ -225,7 +229,7 @@ func (e *Executor) ready(now sim.Time, in *instance, i int32) {
 		e.Posted++
 		e.PostedBytes += b
 		m := Message{Src: in.comm.Host(int(o.Rank)), Dst: in.comm.Host(int(o.Peer)), Bytes: b,
-			Channel: int(in.sch.blkChan[o.Block]), Token: token(in.id, o.Match)}
+			Channel: int(in.sch.blkChan[o.Block]), Instance: in.id, Token: token(in.id, o.Match)}
 		if err := e.t.Send(now, m); err != nil {
 			e.fail(fmt.Errorf("collective: %s rank %d (host %d): %s: %w", in.name, o.Rank, m.Src, in.sch.describe(int(i), &in.comm), err))
 		}

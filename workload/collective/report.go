@@ -92,11 +92,12 @@ func BusFactor(op Collective, n int) float64 {
 // S / Time and BusBW = AlgBW x BusFactor, both in GB/s (1e9 bytes per second). Model is a
 // closed-form prediction to compare with (0 when none).
 type Row struct {
+	Name  string     // the collective's label (first CSV column; "" prints as the op)
 	Op    Collective // the operation
 	Algo  Algorithm  // resolved, never Auto
 	Ranks int        // n
 	Bytes int64      // S, bytes
-	Count int64      // elements of Type in S
+	Count int64      // elements per rank, nccl-tests' count column: S / type size, divided by n for all_gather, reduce_scatter and all_to_all
 	Type  DType      // element type for Count
 	Root  int        // -1 when the operation has no root; the sender for send/recv
 	Time  sim.Time   // simulated duration of the collective
@@ -111,6 +112,9 @@ func NewRow(spec Spec, t sim.Time, dt DType) Row {
 	r := Row{Op: spec.Op, Algo: spec.Algo, Ranks: spec.Ranks, Bytes: spec.Bytes, Type: dt, Root: -1, Time: t}
 	if sz := dt.Size(); sz > 0 {
 		r.Count = spec.Bytes / int64(sz)
+		if (spec.Op == AllGather || spec.Op == ReduceScatter || spec.Op == AllToAll) && spec.Ranks > 0 {
+			r.Count /= int64(spec.Ranks) // nccl-tests prints the per-rank count for these
+		}
 	}
 	if spec.Op == Broadcast || spec.Op == Reduce || spec.Op == SendRecv {
 		r.Root = spec.Root
@@ -147,7 +151,7 @@ func (r Row) fields() []string {
 var tableHeader = []string{"size(B)", "count(elems)", "type", "redop", "root", "op", "algorithm", "ranks", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "model(us)"}
 
 // CSVHeader is the header line WriteCSV writes; units are in the names.
-var CSVHeader = []string{"size_bytes", "count", "type", "redop", "root", "op", "algorithm", "ranks", "time_us", "algbw_GBps", "busbw_GBps", "model_us"}
+var CSVHeader = []string{"name", "size_bytes", "count", "type", "redop", "root", "op", "algorithm", "ranks", "time_us", "algbw_GBps", "busbw_GBps", "model_us"}
 
 // WriteTable renders rows as an aligned text table in nccl-tests' column order (size, count,
 // type, redop, root, then op, algorithm, ranks, time, algbw, busbw and the model time),
@@ -170,7 +174,8 @@ func WriteTable(w io.Writer, rows []Row) error {
 	return nil
 }
 
-// WriteCSV writes rows as CSV with the CSVHeader line first. Times are in microseconds,
+// WriteCSV writes rows as CSV with the CSVHeader line first: the row's name (its op when
+// unnamed), then the table's columns. Times are in microseconds,
 // bandwidths in GB/s, an empty model_us means no model. Errors: the writer's.
 func WriteCSV(w io.Writer, rows []Row) error {
 	cw := csv.NewWriter(w)
@@ -178,7 +183,11 @@ func WriteCSV(w io.Writer, rows []Row) error {
 		return err
 	}
 	for _, r := range rows {
-		if err := cw.Write(r.fields()); err != nil {
+		name := r.Name
+		if name == "" {
+			name = r.Op.String()
+		}
+		if err := cw.Write(append([]string{name}, r.fields()...)); err != nil {
 			return err
 		}
 	}

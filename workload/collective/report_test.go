@@ -60,7 +60,7 @@ func TestRowAndWriters(t *testing.T) {
 	if len(recs) != 3 || strings.Join(recs[0], ",") != strings.Join(CSVHeader, ",") {
 		t.Fatalf("csv %v", recs)
 	}
-	if got := strings.Join(recs[2], ","); got != "4096,1024,float,none,2,broadcast,ring,4,1.00,4.10,4.10," {
+	if got := strings.Join(recs[2], ","); got != "broadcast,4096,1024,float,none,2,broadcast,ring,4,1.00,4.10,4.10," {
 		t.Errorf("broadcast csv row %q", got)
 	}
 }
@@ -107,5 +107,19 @@ func TestSweepIdeal(t *testing.T) {
 	}
 	if last := rows[len(rows)-1].BusBW; last < 45 || last > 50 {
 		t.Errorf("busbw at 64 MiB is %.2f GB/s; want close to 50", last)
+	}
+}
+
+// TestRowCount: nccl-tests prints the per-rank element count for all_gather, reduce_scatter
+// and all_to_all (S / type size / n) and the whole buffer's for the others.
+func TestRowCount(t *testing.T) {
+	for _, c := range []struct {
+		op   Collective
+		want int64
+	}{{AllReduce, 262144}, {AllGather, 16384}, {ReduceScatter, 16384}, {AllToAll, 16384}, {Broadcast, 262144}} {
+		sp := NewSpec(c.op, 16, 1<<20)
+		if got := NewRow(sp, sim.Millisecond, Float32).Count; got != c.want {
+			t.Errorf("%s of 1 MiB float32 on 16 ranks: count %d, want %d", c.op, got, c.want)
+		}
 	}
 }

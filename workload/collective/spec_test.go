@@ -90,8 +90,11 @@ func TestAuto(t *testing.T) {
 	}{
 		{AllReduce, 1, 1 << 30, Ring},
 		{AllReduce, 64, 64 << 10, RecursiveDoubling},
-		{AllReduce, 64, 64<<10 + 1, Tree},
-		{AllReduce, 64, 32<<20 - 1, Tree},
+		{AllReduce, 64, 64<<10 + 1, HalvingDoubling},
+		{AllReduce, 64, 32<<20 - 1, HalvingDoubling},
+		{AllReduce, 48, 64<<10 + 1, Tree},
+		{AllReduce, 48, 24<<20 - 1, Tree},
+		{AllReduce, 48, 24 << 20, Ring},
 		{AllReduce, 64, 32 << 20, Ring},
 		{ReduceScatter, 64, 1 << 10, Ring},
 		{AllGather, 8, 1 << 30, Ring},

@@ -5,8 +5,9 @@ import (
 	"strings"
 )
 
-// Stuck describes, one line per rank, what the unfinished collectives wait for, at most max
-// lines (max <= 0: no limit), followed by "... and K more" when cut. It is meant for the
+// Stuck describes, one line per rank, what the unfinished collectives wait for. With max > 0
+// every unfinished collective gets an equal share of max lines (at least 2), followed by
+// "... and K more ranks of <name>" when cut, so none goes unnamed; max <= 0: no limit. It is meant for the
 // progress watchdog (DESIGN.md "Progress"): call it when the simulation stops or its event
 // queue empties with Done() false. For each rank with work left it names the first op in the
 // rank's program order that is under way, or else the first op still waiting for
@@ -18,18 +19,34 @@ import (
 // collective's ops.
 func (e *Executor) Stuck(max int) string {
 	var lines []string
-	more := 0
+	unfinished := 0
+	for _, in := range e.insts {
+		if !in.done {
+			unfinished++
+		}
+	}
+	// Every unfinished collective is named: each gets an equal share of max lines (at least 2).
+	quota := max
+	if max > 0 && unfinished > 0 {
+		quota = max / unfinished
+		if quota < 2 {
+			quota = 2
+		}
+	}
+	var used, more int
 	add := func(s string) {
-		if max > 0 && len(lines) >= max {
+		if quota > 0 && used >= quota {
 			more++
 			return
 		}
+		used++
 		lines = append(lines, s)
 	}
 	for _, in := range e.insts {
 		if in.done {
 			continue
 		}
+		used, more = 0, 0
 		if !in.started {
 			add(fmt.Sprintf("%s: not started (starts at %v)", in.name, in.at))
 			continue
@@ -81,9 +98,9 @@ func (e *Executor) Stuck(max int) string {
 			}
 			add(fmt.Sprintf("%s: %s waits%s; %s", who, in.sch.describe(int(i), &in.comm), dep, done))
 		}
-	}
-	if more > 0 {
-		lines = append(lines, fmt.Sprintf("... and %d more", more))
+		if more > 0 {
+			lines = append(lines, fmt.Sprintf("... and %d more ranks of %s", more, in.name))
+		}
 	}
 	return strings.Join(lines, "\n")
 }
