@@ -165,6 +165,7 @@ func runCollective(sc *scenario.Scenario, layout *topo.Layout, res *Result) erro
 			res.RoCE = &RoCERun{r: rn, DoneAt: sim.MaxTime}
 		}
 		smp = newSampler(s, net, c.Planes, sc.Run.SampleInterval, sc.Run.Duration)
+		res.Links = smp.links
 		smp.start()
 	}
 	limit := sc.Run.Duration
@@ -248,6 +249,7 @@ func runCollective(sc *scenario.Scenario, layout *topo.Layout, res *Result) erro
 	if m != nil || rn != nil {
 		smp.until = end
 		snap := snapshot(net)
+		smp.links.finish(net.Sim().Now())
 		flows := 0
 		if m != nil {
 			res.MRC.DoneAt = end

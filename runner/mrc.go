@@ -508,6 +508,7 @@ func runMRC(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
 	run := &MRCRun{m: m, DoneAt: sim.MaxTime}
 	res.MRC = run
 	smp := newSampler(s, net, layout.Config().Planes, sc.Run.SampleInterval, sc.Run.Duration)
+	res.Links = smp.links
 	smp.extra = func(now sim.Time) {
 		run.EVSeries = append(run.EVSeries, m.evSample(now))
 		if len(m.flows) <= maxFlowSeries {
@@ -532,6 +533,7 @@ func runMRC(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
 		return fmt.Errorf("stuck at %v: no event pending with %d transfers outstanding: %s", end, m.running, m.stuck(5))
 	}
 	snap := snapshot(net)
+	smp.links.finish(net.Sim().Now())
 	m.quiesce()
 	if err := s.Drain(end + sc.Run.Drain); err != nil {
 		return fmt.Errorf("run stopped during drain at %v: %w", s.Now(), err)

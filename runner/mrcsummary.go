@@ -61,6 +61,18 @@ type MRCSummary struct {
 
 func us(t sim.Time) float64 { return round3(t.Micros()) }
 
+// idealFCT is a transfer of b payload bytes alone on an idle fabric: its wire bytes at the
+// NIC line rate (all planes) plus the base RTT.
+func (m *mrcNet) idealFCT(b int64) sim.Time {
+	cfg := &m.cfg
+	pay := int64(cfg.PayloadBytes)
+	wb := b / pay * int64(cfg.WireBytes(cfg.PayloadBytes))
+	if rem := b % pay; rem > 0 {
+		wb += int64(cfg.WireBytes(int(rem)))
+	}
+	return m.nicRate.TxTime(wb) + m.baseRTT
+}
+
 // summary gathers the MRC figures over the run that ended at end.
 func (m *mrcNet) summary(end sim.Time, faults []FaultEvent) *MRCSummary {
 	cfg := &m.cfg
@@ -75,16 +87,7 @@ func (m *mrcNet) summary(end sim.Time, faults []FaultEvent) *MRCSummary {
 			maxBytes = f.bytes
 		}
 	}
-	wire := func(b int64) int64 {
-		pay := int64(cfg.PayloadBytes)
-		full := b / pay
-		wb := full * int64(cfg.WireBytes(cfg.PayloadBytes))
-		if rem := b % pay; rem > 0 {
-			wb += int64(cfg.WireBytes(int(rem)))
-		}
-		return wb
-	}
-	ideal := func(b int64) sim.Time { return m.nicRate.TxTime(wire(b)) + m.baseRTT }
+	ideal := m.idealFCT
 	s.IdealFCTUs = us(ideal(maxBytes))
 	var last sim.Time
 	single := 0 // completed flows of one transfer: the per-flow FCT figures are over them

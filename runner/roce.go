@@ -424,6 +424,7 @@ func runRoCE(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
 	run := &RoCERun{r: r, DoneAt: sim.MaxTime}
 	res.RoCE = run
 	smp := newSampler(s, net, layout.Config().Planes, sc.Run.SampleInterval, sc.Run.Duration)
+	res.Links = smp.links
 	r.onDone = func(now sim.Time) {
 		run.DoneAt = now
 		smp.until = now
@@ -438,6 +439,7 @@ func runRoCE(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
 		return fmt.Errorf("stuck at %v: no event pending with %d transfers outstanding: %s", end, r.running, r.stuck(5))
 	}
 	snap := snapshot(net)
+	smp.links.finish(net.Sim().Now())
 	r.quiesce()
 	if err := s.Drain(end + sc.Run.Drain); err != nil {
 		return fmt.Errorf("run stopped during drain at %v: %w", s.Now(), err)

@@ -54,19 +54,23 @@ type RoCESummary struct {
 	FaultToLastLossRetxUs float64 `json:"fault_to_last_loss_retx_us,omitempty"`
 }
 
+// idealFCT is a transfer of b payload bytes alone on an idle fabric: its wire bytes (one RETH
+// per transfer) at the NIC line rate (all planes) plus the base RTT.
+func (r *roceNet) idealFCT(b int64) sim.Time {
+	cfg := &r.cfg
+	pay := int64(cfg.PayloadBytes)
+	n := (b + pay - 1) / pay
+	wire := b + n*int64(cfg.HeaderBytes) + 16
+	return (r.portRate * sim.Rate(r.planes)).TxTime(wire) + r.baseRTT
+}
+
 // summary gathers the RoCE figures over the run that ended at end.
 func (r *roceNet) summary(end sim.Time, faults []FaultEvent) *RoCESummary {
 	cfg := &r.cfg
 	s := &RoCESummary{Flows: len(r.flows), QPs: len(r.qps), QPsPerPeer: cfg.QPsPerPeer, BaseRTTUs: us(r.baseRTT)}
 	full := cfg.HeaderBytes + cfg.PayloadBytes
 	s.HeaderOverheadPct = round3(100 * float64(cfg.HeaderBytes) / float64(full))
-	nicRate := r.portRate * sim.Rate(r.planes)
-	wire := func(b int64) int64 {
-		pay := int64(cfg.PayloadBytes)
-		n := (b + pay - 1) / pay
-		return b + n*int64(cfg.HeaderBytes) + 16 // one RETH per transfer
-	}
-	ideal := func(b int64) sim.Time { return nicRate.TxTime(wire(b)) + r.baseRTT }
+	ideal := r.idealFCT
 	var maxBytes int64
 	for _, f := range r.flows {
 		maxBytes = max(maxBytes, f.bytes)

@@ -35,6 +35,8 @@ type Result struct {
 	// Collective holds the report rows of a collective workload (workload.collectives).
 	Collective *CollectiveRun
 	Faults     []FaultEvent
+	// Links is every port's traffic per interval (links.csv); nil under transport ideal.
+	Links *LinkSeries
 	// Reconverge lists when the ECMP tables were due to be recomputed after link faults
 	// (fabric.reconvergence after each); those past the run's end never happened.
 	Reconverge []sim.Time
@@ -96,6 +98,7 @@ func runRaw(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
 		return &InputError{Err: err}
 	}
 	smp := newSampler(s, net, layout.Config().Planes, sc.Run.SampleInterval, sc.Run.Duration)
+	res.Links = smp.links
 	raw.Start()
 	smp.start()
 
@@ -103,6 +106,7 @@ func runRaw(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
 		return fmt.Errorf("run stopped at %v: %w", s.Now(), err)
 	}
 	snap := snapshot(net)
+	smp.links.finish(net.Sim().Now())
 	if err := s.Drain(sc.Run.Duration + sc.Run.Drain); err != nil {
 		return fmt.Errorf("run stopped during drain at %v: %w", s.Now(), err)
 	}
@@ -156,6 +160,8 @@ type sampler struct {
 	all      *hdrhistogram.Histogram
 	// extra, when set, runs at every sample (e.g. EV state counts).
 	extra func(now sim.Time)
+	// links records every port's traffic per interval (links.csv).
+	links *LinkSeries
 }
 
 // maxDepthTracked bounds the depth histograms (64 GiB); deeper samples are clamped.
@@ -174,6 +180,7 @@ func newSampler(s *sim.Sim, net *fabric.Network, planes int, interval, until sim
 		}
 	}
 	sm.kind = s.Register("runner.sample", sm.onSample)
+	sm.links = newLinkSeries(net, interval)
 	return sm
 }
 
@@ -191,6 +198,7 @@ func (sm *sampler) onSample(now sim.Time, _ int32, _ uint64) {
 	if sm.extra != nil {
 		sm.extra(now)
 	}
+	sm.links.sample(now)
 	if next := now + sm.interval; next <= sm.until {
 		sm.s.At(next, sm.kind, 0, 0)
 	}

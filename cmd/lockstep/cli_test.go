@@ -516,3 +516,67 @@ func TestRunCollectivesCSV(t *testing.T) {
 		t.Errorf("terminal output lacks the nccl-tests table:\n%s", out)
 	}
 }
+
+// TestResultsFolder: a packet-level run writes every file docs/outputs.md lists for it; each
+// parses, and flows.csv agrees with summary.json (its delivered bytes over the duration are the
+// delivered rate), links.csv with the NIC ports' traffic.
+func TestResultsFolder(t *testing.T) {
+	dir, js := runTo(t, filepath.Join("testdata", "mrc-incast-fail.yaml"))
+	var s struct {
+		DurationUs    float64 `json:"duration_us"`
+		DeliveredGbps float64 `json:"delivered_gbps"`
+		OfferedGbps   float64 `json:"offered_gbps"`
+	}
+	if err := json.Unmarshal(js, &s); err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) [][]string {
+		t.Helper()
+		rows, err := csv.NewReader(bytes.NewReader(readFile(t, filepath.Join(dir, name)))).ReadAll()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(rows) < 2 {
+			t.Fatalf("%s: %d lines; want a header and rows", name, len(rows))
+		}
+		return rows
+	}
+	col := func(rows [][]string, name string) int {
+		for i, h := range rows[0] {
+			if h == name {
+				return i
+			}
+		}
+		t.Fatalf("no column %s in %v", name, rows[0])
+		return -1
+	}
+	flows := read("flows.csv")
+	var placed float64
+	for _, r := range flows[1:] {
+		v, err := strconv.ParseFloat(r[col(flows, "delivered_bytes")], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		placed += v
+	}
+	if got := placed * 8 / (s.DurationUs * 1e-6) / 1e9; math.Abs(got-s.DeliveredGbps) > 0.01*s.DeliveredGbps {
+		t.Errorf("flows.csv delivers %.3f Gb/s over the duration; summary.json says %.3f", got, s.DeliveredGbps)
+	}
+	links := read("links.csv")
+	var nicTx float64
+	for _, r := range links[1:] {
+		if r[col(links, "tier")] == "-1" {
+			v, _ := strconv.ParseFloat(r[col(links, "tx_bytes")], 64)
+			nicTx += v
+		}
+	}
+	if nicTx <= 0 {
+		t.Errorf("links.csv shows no NIC traffic")
+	}
+	read("ev_states.csv")
+	for _, f := range []string{"summary.json", "scenario.yaml"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}

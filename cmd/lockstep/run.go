@@ -131,8 +131,9 @@ func makeDir(dir string) (undo func(), err error) {
 	return undo, nil
 }
 
-// writeResults creates the results folder with summary.json, the resolved scenario.yaml and,
-// for a collective workload, collectives.csv (one nccl-tests row per size).
+// writeResults creates the results folder: summary.json, the resolved scenario.yaml,
+// flows.csv, and where they apply links.csv (per port and interval), ev_states.csv (MRC) and
+// collectives.csv (one nccl-tests row per size). docs/outputs.md documents every column.
 func writeResults(sc *scenario.Scenario, summary []byte, res *runner.Result) error {
 	dir := sc.Run.Out
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -148,12 +149,38 @@ func writeResults(sc *scenario.Scenario, summary []byte, res *runner.Result) err
 	if err := os.WriteFile(filepath.Join(dir, "scenario.yaml"), y, 0o644); err != nil {
 		return err
 	}
+	files := []struct {
+		name  string
+		write func(io.Writer) error
+	}{
+		{"flows.csv", func(w io.Writer) error { return runner.WriteFlowsCSV(w, res) }},
+	}
 	if res.Collective != nil {
+		files = append(files, struct {
+			name  string
+			write func(io.Writer) error
+		}{"collectives.csv", func(w io.Writer) error { return collective.WriteCSV(w, res.Collective.Rows) }})
+	}
+	if res.Links != nil {
+		files = append(files, struct {
+			name  string
+			write func(io.Writer) error
+		}{"links.csv", res.Links.WriteCSV})
+	}
+	if res.MRC != nil {
+		files = append(files, struct {
+			name  string
+			write func(io.Writer) error
+		}{"ev_states.csv", func(w io.Writer) error { return runner.WriteEVStatesCSV(w, res) }})
+	}
+	for _, f := range files {
 		var b bytes.Buffer
-		if err := collective.WriteCSV(&b, res.Collective.Rows); err != nil {
-			return fmt.Errorf("collectives.csv: %w", err)
+		if err := f.write(&b); err != nil {
+			return fmt.Errorf("%s: %w", f.name, err)
 		}
-		return os.WriteFile(filepath.Join(dir, "collectives.csv"), b.Bytes(), 0o644)
+		if err := os.WriteFile(filepath.Join(dir, f.name), b.Bytes(), 0o644); err != nil {
+			return err
+		}
 	}
 	return nil
 }
