@@ -1,71 +1,91 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
-	"path"
 
 	"github.com/lockstepsim/lockstep/fabric"
+	"github.com/lockstepsim/lockstep/fault"
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 )
 
-// FaultEvent is one scheduled action on one port, as applied.
+// FaultEvent is one primitive fault action on one element of the fabric, as scheduled and
+// applied at At (a run that ends earlier never reaches the later ones). A scenario entry
+// expands to one event per element and instant: a switch failing is one down per link, a flap
+// a down and an up per cycle, a random process one event per failure and repair.
 type FaultEvent struct {
-	At     sim.Time
-	Port   fabric.PortID
-	Name   string
+	At sim.Time
+	// Port is the port acted on: the named end of the link for down, up, degrade and
+	// undegrade (which act on both directions), the port whose outgoing packets are lost for
+	// loss and ber; -1 for a switch's blackhole and unblackhole.
+	Port fabric.PortID
+	// Node is the switch of blackhole and unblackhole, -1 otherwise.
+	Node fabric.NodeID
+	// Name is the port's or the switch's name.
+	Name string
+	// Action is what happened: "down" and "up" change link state (so ECMP reconverges after
+	// them, see scheduleReconvergence); "degrade" and "undegrade" set both directions' rate to
+	// Rate; "loss" sets Loss (on one entropy value when HasEntropy; 0 clears); "ber" sets BER
+	// (0 clears); "blackhole" and "unblackhole" switch a blackhole on and off, with the links
+	// left up (no reconvergence).
 	Action string
-	Loss   float64
+	// Loss is the per-packet loss probability of a loss action.
+	Loss float64
 	// Entropy limits a loss to one entropy value when HasEntropy.
 	Entropy    uint32
 	HasEntropy bool
+	// BER is the bit error rate of a ber action.
+	BER float64
+	// Rate is the link's rate after a degrade or undegrade, bits/s.
+	Rate sim.Rate
+
+	// Entry is the index of the scenario's fault entry (faults[Entry]) this comes from,
+	// Cause its action ("flap", "heal", "down", ...), Target the element it named (a port,
+	// switch, NIC port or transceiver name).
+	Entry  int
+	Cause  string
+	Target string
+	// Cycle is the flap cycle, 0 for other actions.
+	Cycle int
+	// Restore marks the end of a failure the same entry started (after for, a flap cycle or
+	// a random repair); Random marks events drawn by a random process.
+	Restore, Random bool
 }
 
-// scheduleFaults resolves each fault's link pattern to ports and schedules the actions. A
-// pattern that matches no port is an error naming it (faults[i].link).
+// scheduleFaults expands the scenario's fault entries against the built network
+// (fault.Expand with run.seed, the simulation's seed, so the random processes draw exactly
+// what the resolved scenario shows) and schedules one event per primitive action. An entry
+// the expansion rejects (a target that matches nothing, a contradiction) is returned as an
+// error naming it; scenario.Resolve has already rejected them for a resolved scenario.
+//
+// Each action is a fabric call at its time: down and up SetLinkDown (both directions);
+// degrade and undegrade assign Port.Rate at both ends (serialisation reads it per packet, so
+// the packet being sent finishes at the old rate); loss SetLoss or SetEntropyLoss; ber
+// SetBER; blackhole SetBlackhole. A fabric error stops the run naming the event.
 func scheduleFaults(s *sim.Sim, net *fabric.Network, faults []scenario.Fault) ([]FaultEvent, error) {
-	var evs []FaultEvent
-	for i, f := range faults {
-		n := 0
-		for pid := range net.Ports {
-			name := net.Ports[pid].Name
-			if ok, _ := path.Match(f.Link, name); !ok {
-				continue
-			}
-			if f.Action != scenario.FaultLoss && net.Ports[pid].Peer < fabric.PortID(pid) && matchesPeer(f.Link, net, pid) {
-				continue // down/up act on the whole link once, even when both ends match
-			}
-			e := FaultEvent{At: f.At, Port: fabric.PortID(pid), Name: name, Action: f.Action, Loss: f.Loss}
-			if f.Entropy != nil {
-				e.Entropy, e.HasEntropy = *f.Entropy, true
-			}
-			evs = append(evs, e)
-			n++
-		}
-		if n == 0 {
-			return nil, scenario.Errorf(fmt.Sprintf("faults[%d].link", i), "%q matches no port; port names look like \"h3.p2\", \"p0.t0-1.up3\", \"p0.t1-2.down5\" (lockstep topo lists the shape)", f.Link)
-		}
-	}
-	if len(evs) == 0 {
+	if len(faults) == 0 {
 		return nil, nil
+	}
+	sch, err := fault.Expand(faults, fault.FromNetwork(net), fault.Options{Seed: s.Seed(), Path: "faults"})
+	if err != nil {
+		var fe *fault.Error
+		if errors.As(err, &fe) {
+			return nil, scenario.Errorf(fe.Path, "%s", fe.Msg)
+		}
+		return nil, err
+	}
+	if len(sch.Events) == 0 {
+		return nil, nil
+	}
+	evs := make([]FaultEvent, len(sch.Events))
+	for i, e := range sch.Events {
+		evs[i] = faultEvent(e)
 	}
 	kind := s.Register("runner.fault", func(now sim.Time, obj int32, _ uint64) {
 		e := &evs[obj]
-		var err error
-		switch e.Action {
-		case scenario.FaultDown:
-			err = net.SetLinkDown(now, e.Port, true)
-		case scenario.FaultUp:
-			err = net.SetLinkDown(now, e.Port, false)
-		case scenario.FaultLoss:
-			if e.HasEntropy {
-				err = net.SetEntropyLoss(e.Port, e.Entropy, e.Loss)
-			} else {
-				err = net.SetLoss(e.Port, e.Loss)
-			}
-		}
-		if err != nil {
-			s.Stop(fmt.Errorf("fault at %v on %s: %w", now, e.Name, err))
+		if err := applyFault(now, net, e); err != nil {
+			s.Stop(fmt.Errorf("fault at %v on %s (faults[%d]): %w", now, e.Name, e.Entry, err))
 		}
 	})
 	for i := range evs {
@@ -74,8 +94,48 @@ func scheduleFaults(s *sim.Sim, net *fabric.Network, faults []scenario.Fault) ([
 	return evs, nil
 }
 
-// matchesPeer reports whether the pattern also matches the other end of port pid's link.
-func matchesPeer(pattern string, net *fabric.Network, pid int) bool {
-	ok, _ := path.Match(pattern, net.Ports[net.Ports[pid].Peer].Name)
-	return ok
+// faultEvent converts a schedule's event to the record a run keeps.
+func faultEvent(e fault.Event) FaultEvent {
+	f := FaultEvent{
+		At: e.At, Port: fabric.PortID(e.Port), Node: fabric.NodeID(e.Node), Name: e.Name, Action: e.Op.String(),
+		Rate: e.Rate, Entropy: e.Entropy, HasEntropy: e.HasEntropy,
+		Entry: e.Entry, Cause: e.Action, Target: e.Target, Cycle: e.Cycle, Restore: e.Restore, Random: e.Random,
+	}
+	switch e.Op {
+	case fault.OpLoss:
+		f.Loss = e.Prob
+	case fault.OpBER:
+		f.BER = e.Prob
+	}
+	return f
+}
+
+// applyFault makes the fabric call for e at now.
+func applyFault(now sim.Time, net *fabric.Network, e *FaultEvent) error {
+	switch e.Action {
+	case fault.OpDown.String():
+		return net.SetLinkDown(now, e.Port, true)
+	case fault.OpUp.String():
+		return net.SetLinkDown(now, e.Port, false)
+	case fault.OpDegrade.String(), fault.OpUndegrade.String():
+		if e.Port < 0 || int(e.Port) >= len(net.Ports) || e.Rate <= 0 {
+			return fmt.Errorf("degrade: port %d rate %v", e.Port, e.Rate)
+		}
+		p := &net.Ports[e.Port]
+		p.Rate = e.Rate
+		net.Ports[p.Peer].Rate = e.Rate
+		return nil
+	case fault.OpLoss.String():
+		if e.HasEntropy {
+			return net.SetEntropyLoss(e.Port, e.Entropy, e.Loss)
+		}
+		return net.SetLoss(e.Port, e.Loss)
+	case fault.OpBER.String():
+		return net.SetBER(e.Port, e.BER)
+	case fault.OpBlackhole.String():
+		return net.SetBlackhole(e.Node, true)
+	case fault.OpUnblackhole.String():
+		return net.SetBlackhole(e.Node, false)
+	}
+	return fmt.Errorf("unknown fault action %q", e.Action)
 }

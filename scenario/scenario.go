@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	pathpkg "path"
 	"strings"
 
 	"github.com/lockstepsim/lockstep/fabric"
@@ -59,28 +58,6 @@ type Transport struct {
 	RoCE *roce.Config `yaml:"roce,omitempty"`
 	// Ideal parameters (kind ideal).
 	Ideal *Ideal `yaml:"ideal,omitempty"`
-}
-
-// Fault actions.
-const (
-	FaultDown = "down" // the link fails in both directions
-	FaultUp   = "up"   // the link is repaired
-	FaultLoss = "loss" // each packet sent on the named port is dropped with probability loss
-)
-
-// Fault is one timed action on the links whose port names match Link. Link is a port name
-// ("h3.p2", "p0.t0-1.up3", "p0.t1-2.down5") or a glob pattern over port names
-// ("p0.t0-*.up*", "*"), matched with path.Match. down and up act on both directions of each
-// matched link; loss acts on packets leaving the matched ports.
-type Fault struct {
-	At     sim.Time `yaml:"at"`
-	Link   string   `yaml:"link"`
-	Action string   `yaml:"action"`
-	// Loss is the per-packet drop probability for action loss, in [0, 1].
-	Loss float64 `yaml:"loss,omitempty"`
-	// Entropy, when set, limits action loss to packets carrying this entropy value (one EV's
-	// path: a gray failure of one route only). Without it every packet on the port is at risk.
-	Entropy *uint32 `yaml:"entropy,omitempty"`
 }
 
 // Topology is a one-of: exactly one builder key is set. Only Clos exists today; later kinds
@@ -470,10 +447,8 @@ func (sc *Scenario) Resolve() error {
 	} else if sc.Transport.MRC != nil {
 		return Errorf("transport.mrc", "set, but transport.kind is %q; use kind: mrc or remove the block", sc.Transport.Kind)
 	}
-	for i := range sc.Faults {
-		if err := sc.Faults[i].resolve(fmt.Sprintf("faults[%d]", i), r.Duration); err != nil {
-			return err
-		}
+	if err := sc.resolveFaults(l); err != nil {
+		return err
 	}
 	hosts := l.NumHosts()
 	var packets float64
@@ -731,36 +706,6 @@ func closError(err error) error {
 		return Errorf("topology.clos."+fe.Field, "%s", fe.Msg)
 	}
 	return Errorf("topology.clos", "%v", err)
-}
-
-func (f *Fault) resolve(path string, duration sim.Time) error {
-	if f.At < 0 || f.At >= duration {
-		return Errorf(path+".at", "%v is not inside the run (0 to %v)", f.At, duration)
-	}
-	if f.Link == "" {
-		return Errorf(path+".link", "missing; give a port name such as \"h3.p2\" or a pattern such as \"p0.t0-*.up*\"")
-	}
-	if _, err := pathpkg.Match(f.Link, ""); err != nil {
-		return Errorf(path+".link", "%q is not a valid pattern: %v", f.Link, err)
-	}
-	switch f.Action {
-	case FaultDown, FaultUp:
-		if f.Loss != 0 {
-			return Errorf(path+".loss", "applies to action loss only")
-		}
-		if f.Entropy != nil {
-			return Errorf(path+".entropy", "applies to action loss only")
-		}
-	case FaultLoss:
-		if !(f.Loss >= 0 && f.Loss <= 1) {
-			return Errorf(path+".loss", "%v is out of range; allowed 0..1", f.Loss)
-		}
-	case "":
-		return Errorf(path+".action", "missing; allowed down, up, loss")
-	default:
-		return Errorf(path+".action", "%q is not an action; allowed down, up, loss", f.Action)
-	}
-	return nil
 }
 
 // payloadBytes is the payload per data packet of a reliable transport, 0 for raw and ideal.
