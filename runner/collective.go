@@ -166,6 +166,11 @@ func runCollective(sc *scenario.Scenario, layout *topo.Layout, res *Result) erro
 		}
 		smp = newSampler(s, net, c.Planes, sc.Run.SampleInterval, sc.Run.Duration)
 		res.Links = smp.links
+		if m != nil {
+			smp.placed = m.placedBytes
+		} else {
+			smp.placed = rn.placedBytes
+		}
 		smp.start()
 	}
 	limit := sc.Run.Duration
@@ -270,11 +275,14 @@ func runCollective(sc *scenario.Scenario, layout *topo.Layout, res *Result) erro
 			return notDrained(net, left, sc.Run.Drain)
 		}
 		res.Summary = summarise(sc, net, flows, smp, snap, end)
+		res.progress, res.trafficEnd = smp.progress, end
 		if m != nil {
 			res.Summary.MRC = m.summary(end, res.Faults)
+			res.lossAt, res.errAt = m.lossAt, m.errAt
 			mrcGoodput(&res.Summary, m, end)
 		} else {
 			res.Summary.RoCE = rn.summary(end, res.Faults)
+			res.lossAt, res.errAt = rn.lossAt, rn.errAt
 			roceGoodput(&res.Summary, rn, end)
 		}
 	} else {

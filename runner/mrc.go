@@ -74,6 +74,8 @@ type mrcNet struct {
 	// for what a failure cost.
 	lossRetx                    int64
 	firstLossRetx, lastLossRetx sim.Time
+	lossAt                      []sim.Time // times of loss-driven retransmissions, ascending
+	errAt                       []sim.Time // times of QP errors
 }
 
 // baseRTT is the unloaded round trip of the longest path: data out over every link (host links
@@ -314,6 +316,9 @@ func (m *mrcNet) flushSender(now sim.Time, f *mrcFlow) {
 			m.firstLossRetx = now
 		}
 		m.lastLossRetx = now
+		if k := len(m.lossAt); k == 0 || m.lossAt[k-1] != now {
+			m.lossAt = append(m.lossAt, now)
+		}
 	}
 	for i := range f.snd.Out() {
 		h := &f.snd.Out()[i]
@@ -340,6 +345,7 @@ func (m *mrcNet) flushSender(now sim.Time, f *mrcFlow) {
 	f.snd.ClearCompletions()
 	if err := f.snd.Err(); err != nil {
 		m.errs = append(m.errs, err)
+		m.errAt = append(m.errAt, now)
 		m.s.StopTimer(f.timer)
 		return
 	}
@@ -524,6 +530,7 @@ func runMRC(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
 		smp.until = now
 		s.Pause()
 	}
+	smp.placed = m.placedBytes
 	smp.start()
 	if err := s.Run(sc.Run.Duration); err != nil {
 		return fmt.Errorf("run stopped at %v: %w", s.Now(), err)
@@ -546,8 +553,18 @@ func runMRC(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
 	}
 	res.Summary = summarise(sc, net, len(m.flows), smp, snap, end)
 	res.Summary.MRC = m.summary(end, res.Faults)
+	res.progress, res.trafficEnd, res.lossAt, res.errAt = smp.progress, end, m.lossAt, m.errAt
 	mrcGoodput(&res.Summary, m, end)
 	return nil
+}
+
+// placedBytes is the payload placed at every receiver so far.
+func (m *mrcNet) placedBytes() int64 {
+	var n int64
+	for _, f := range m.flows {
+		n += f.rcv.Stats.PlacedBytes
+	}
+	return n
 }
 
 // quiesce stops every engine: timers off, outboxes discarded from now on, so the fabric can

@@ -71,6 +71,8 @@ type roceNet struct {
 
 	lossRetx                    int64
 	firstLossRetx, lastLossRetx sim.Time
+	lossAt                      []sim.Time // times of go-back-N resends, ascending
+	errAt                       []sim.Time // times of QP errors
 }
 
 func newRoCENet(s *sim.Sim, net *fabric.Network, l *topo.Layout, cfg roce.Config) *roceNet {
@@ -238,6 +240,9 @@ func (r *roceNet) flushSender(now sim.Time, q *roceQP) {
 			r.firstLossRetx = now
 		}
 		r.lastLossRetx = now
+		if k := len(r.lossAt); k == 0 || r.lossAt[k-1] != now {
+			r.lossAt = append(r.lossAt, now)
+		}
 	}
 	for i := range q.snd.Out() {
 		r.send(now, q, &q.snd.Out()[i], q.src, q.dst)
@@ -259,6 +264,7 @@ func (r *roceNet) flushSender(now sim.Time, q *roceQP) {
 	q.snd.ClearCompletions()
 	if err := q.snd.Err(); err != nil {
 		r.errs = append(r.errs, err)
+		r.errAt = append(r.errAt, now)
 		r.s.StopTimer(q.timer)
 		return
 	}
@@ -359,6 +365,15 @@ func (r *roceNet) onPacket(now sim.Time, p *fabric.Packet) {
 	}
 }
 
+// placedBytes is the payload placed at every receiver so far.
+func (r *roceNet) placedBytes() int64 {
+	var n int64
+	for _, q := range r.qps {
+		n += q.rcv.Stats.PlacedBytes
+	}
+	return n
+}
+
 // quiesce stops every engine so the fabric can drain.
 func (r *roceNet) quiesce() {
 	r.quiet = true
@@ -430,6 +445,7 @@ func runRoCE(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
 		smp.until = now
 		s.Pause()
 	}
+	smp.placed = r.placedBytes
 	smp.start()
 	if err := s.Run(sc.Run.Duration); err != nil {
 		return fmt.Errorf("run stopped at %v: %w", s.Now(), err)
@@ -452,6 +468,7 @@ func runRoCE(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
 	}
 	res.Summary = summarise(sc, net, len(r.flows), smp, snap, end)
 	res.Summary.RoCE = r.summary(end, res.Faults)
+	res.progress, res.trafficEnd, res.lossAt, res.errAt = smp.progress, end, r.lossAt, r.errAt
 	roceGoodput(&res.Summary, r, end)
 	return nil
 }

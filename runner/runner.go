@@ -40,6 +40,13 @@ type Result struct {
 	// Reconverge lists when the ECMP tables were due to be recomputed after link faults
 	// (fabric.reconvergence after each); those past the run's end never happened.
 	Reconverge []sim.Time
+	// progress is the goodput series (payload delivered at each queue sample) and
+	// trafficEnd when the traffic or workload ended: a twin run's are the baseline of fault
+	// costs.
+	progress   []progressSample
+	trafficEnd sim.Time
+	lossAt     []sim.Time // loss-driven retransmission times (transports)
+	errAt      []sim.Time // QP error times (transports)
 	// Wall is the wall-clock time the simulation took. It is not part of Summary, which must be
 	// byte-identical across runs.
 	Wall time.Duration
@@ -50,6 +57,16 @@ type Result struct {
 // fails its conservation audit or stops with a kernel error returns a plain error (exit 1).
 func Run(sc *scenario.Scenario) (*Result, error) {
 	wallStart := time.Now()
+	var twin *Result
+	if len(sc.Faults) > 0 && sc.Run.FaultBaseline != scenario.FaultBaselineNone {
+		// The same run without its faults: the baseline each failure's cost is measured on.
+		tsc := *sc
+		tsc.Faults = nil
+		var err error
+		if twin, err = Run(&tsc); err != nil {
+			return nil, fmt.Errorf("fault baseline (the scenario without its faults): %w", err)
+		}
+	}
 	s := sim.New(sc.Run.Seed)
 	net := fabric.New(s)
 	clos := *sc.Topology.Clos
@@ -82,6 +99,15 @@ func Run(sc *scenario.Scenario) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(faults) > 0 {
+		var base []progressSample
+		if twin != nil {
+			base = twin.progress
+			res.Summary.FaultBaselineEndUs = us(twin.trafficEnd)
+			res.Summary.FaultSlowdownUs = us(res.trafficEnd - twin.trafficEnd)
+		}
+		res.Summary.Faults = faultCosts(net, faults, res.progress, base, res.lossAt, res.errAt, res.trafficEnd)
+	}
 	res.Wall = time.Since(wallStart)
 	return res, nil
 }
@@ -100,6 +126,7 @@ func runRaw(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
 	smp := newSampler(s, net, layout.Config().Planes, sc.Run.SampleInterval, sc.Run.Duration)
 	res.Links = smp.links
 	raw.Start()
+	smp.placed = func() int64 { return raw.Totals().RecvBytes }
 	smp.start()
 
 	if err := s.Run(sc.Run.Duration); err != nil {
@@ -118,6 +145,7 @@ func runRaw(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
 	}
 	res.Raw = raw
 	res.Summary = summarise(sc, net, len(raw.Flows), smp, snap, sc.Run.Duration)
+	res.progress, res.trafficEnd = smp.progress, sc.Run.Duration
 	rawFigures(&res.Summary, raw, sc.Run.Duration)
 	return nil
 }
@@ -162,6 +190,16 @@ type sampler struct {
 	extra func(now sim.Time)
 	// links records every port's traffic per interval (links.csv).
 	links *LinkSeries
+	// placed, when set, reads the payload delivered so far (all flows), recorded at every
+	// sample into progress: the goodput series fault costs are measured on.
+	placed   func() int64
+	progress []progressSample
+}
+
+// progressSample is the payload delivered by At.
+type progressSample struct {
+	At     sim.Time
+	Placed int64
 }
 
 // maxDepthTracked bounds the depth histograms (64 GiB); deeper samples are clamped.
@@ -199,6 +237,9 @@ func (sm *sampler) onSample(now sim.Time, _ int32, _ uint64) {
 		sm.extra(now)
 	}
 	sm.links.sample(now)
+	if sm.placed != nil {
+		sm.progress = append(sm.progress, progressSample{At: now, Placed: sm.placed()})
+	}
 	if next := now + sm.interval; next <= sm.until {
 		sm.s.At(next, sm.kind, 0, 0)
 	}

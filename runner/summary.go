@@ -53,6 +53,12 @@ type Summary struct {
 	MRC *MRCSummary `json:"mrc,omitempty"`
 	// RoCE holds the transport's figures when transport.kind is roce.
 	RoCE *RoCESummary `json:"roce,omitempty"`
+	// Faults holds what each failure cost (faults.csv), when the scenario has faults.
+	Faults []FaultCost `json:"faults,omitempty"`
+	// With run.fault_baseline twin: when the same run without faults ended its traffic, and
+	// how much later this one did (the job's slowdown from all its failures).
+	FaultBaselineEndUs float64 `json:"fault_baseline_end_us,omitempty"`
+	FaultSlowdownUs    float64 `json:"fault_slowdown_us,omitempty"`
 	// Collectives holds one nccl-tests style row per size of a collective workload.
 	Collectives []CollectiveRow `json:"collectives,omitempty"`
 }

@@ -185,7 +185,18 @@ type Run struct {
 	// core, so about one to four minutes): a scenario estimated beyond it is rejected before it
 	// starts instead of running for hours. Raise it deliberately for long runs.
 	MaxPackets int64 `yaml:"max_packets"`
+	// FaultBaseline says what a run with faults measures their cost against: "twin" (default)
+	// runs the same scenario and seed without faults first, so each failure's lost goodput and
+	// the job's slowdown are exact (the run takes about twice as long); "none" compares with
+	// the goodput just before each failure.
+	FaultBaseline string `yaml:"fault_baseline"`
 }
+
+// Fault baselines.
+const (
+	FaultBaselineTwin = "twin"
+	FaultBaselineNone = "none"
+)
 
 // Lockstep defaults for zero fields.
 const (
@@ -350,6 +361,13 @@ func (sc *Scenario) Resolve() error {
 	}
 	if r.MaxPackets == 0 {
 		r.MaxPackets = DefaultMaxPackets
+	}
+	switch r.FaultBaseline {
+	case "":
+		r.FaultBaseline = FaultBaselineTwin
+	case FaultBaselineTwin, FaultBaselineNone:
+	default:
+		return Errorf("run.fault_baseline", "%q is not a baseline; allowed twin, none", r.FaultBaseline)
 	}
 	if r.MaxPackets < 0 {
 		return Errorf("run.max_packets", "%d must be positive", r.MaxPackets)

@@ -161,6 +161,12 @@ func writeResults(sc *scenario.Scenario, summary []byte, res *runner.Result) err
 			write func(io.Writer) error
 		}{"collectives.csv", func(w io.Writer) error { return collective.WriteCSV(w, res.Collective.Rows) }})
 	}
+	if len(res.Summary.Faults) > 0 {
+		files = append(files, struct {
+			name  string
+			write func(io.Writer) error
+		}{"faults.csv", func(w io.Writer) error { return runner.WriteFaultsCSV(w, res.Summary.Faults) }})
+	}
 	if res.Links != nil {
 		files = append(files, struct {
 			name  string
@@ -254,13 +260,6 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 		}
 		fmt.Fprintf(w, "RoCE: go-back-N resent %d packets (%d B) after %d NAKs and %d timeouts; CE %d, CNPs %d sent / %d received, rate at end min %.1f mean %.1f Gb/s; QP errors %d\n",
 			r.RetxPackets, r.RetxBytes, r.NAKs, r.Timeouts, r.CEPackets, r.CNPsSent, r.CNPsReceived, r.RateMinGbps, r.RateMeanGbps, r.QPErrors)
-		for _, f := range res.Faults {
-			fmt.Fprintf(w, "fault: %s %s at %v", f.Action, f.Name, f.At)
-			if r.FaultToLastLossRetxUs > 0 {
-				fmt.Fprintf(w, "; loss-driven retransmissions from %.1f us to %.1f us (%.1f us after the fault)", r.FirstLossRetxUs, r.LastLossRetxUs, r.FaultToLastLossRetxUs)
-			}
-			fmt.Fprintln(w)
-		}
 		for _, e := range r.QPErrorList {
 			fmt.Fprintf(w, "QP error: %s\n", e)
 		}
@@ -275,13 +274,6 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 		}
 		fmt.Fprintf(w, "MRC: retransmitted packets: trim NACK %d, SACK gap %d, timeout %d, out of window %d; timeouts %d, trims NACKed %d, probes %d, QP errors %d; EVs at end good %d, skip %d, assumed bad %d\n",
 			m.RetxPackets["trim_nack"], m.RetxPackets["sack_gap"], m.RetxPackets["timeout"], m.RetxPackets["out_of_window"], m.Timeouts, m.TrimsNACKed, m.ProbesSent, m.QPErrors, m.EVGood, m.EVSkip, m.EVAssumedBad)
-		for _, f := range res.Faults {
-			fmt.Fprintf(w, "fault: %s %s at %v", f.Action, f.Name, f.At)
-			if m.FaultToLastLossRetxUs > 0 {
-				fmt.Fprintf(w, "; loss-driven retransmissions from %.1f us to %.1f us (%.1f us after the fault)", m.FirstLossRetxUs, m.LastLossRetxUs, m.FaultToLastLossRetxUs)
-			}
-			fmt.Fprintln(w)
-		}
 		for _, e := range m.QPErrorList {
 			fmt.Fprintf(w, "QP error: %s\n", e)
 		}
@@ -290,6 +282,7 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 		fmt.Fprintf(w, "one-way latency us: p50 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n\n",
 			s.LatencyP50Us, s.LatencyP99Us, s.LatencyP999Us, s.LatencyMaxUs)
 	}
+	printFaultCosts(w, s)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "plane\tnic util%\tuplink util% min/mean/max\tuplinks idle/over\tdownlinks over\tqueue p50\tp99\tp99.9\tmax\tdrops\ttrims\tCE\t")
 	for _, p := range s.PerPlane {
@@ -328,4 +321,35 @@ func loadScenarioArg(arg string) (*scenario.Scenario, error) {
 		}
 	}
 	return scenario.Load(arg)
+}
+
+// printFaultCosts writes one line per failure: when, what, and what it cost (empty figures
+// could not be measured; docs/outputs.md explains each).
+func printFaultCosts(w io.Writer, s *runner.Summary) {
+	costs := s.Faults
+	if len(costs) == 0 {
+		return
+	}
+	opt := func(x *float64, unit string) string {
+		if x == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f%s", *x, unit)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "fault\tat us\ttarget\tdetect\tlast retx\trecover\tgoodput during/before\tlost\tdropped\tQP errors\t")
+	for _, c := range costs {
+		frac := "-"
+		if c.DuringFraction > 0 {
+			frac = fmt.Sprintf("%.3f", c.DuringFraction)
+		}
+		fmt.Fprintf(tw, "faults[%d] %s\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t\n", c.Entry, c.Action, c.AtUs, c.Target,
+			opt(c.DetectUs, "us"), opt(c.LastRetxUs, "us"), opt(c.RecoverUs, "us"), frac, bytesStr(c.LostBytes), c.PacketsDropped, c.QPErrors)
+	}
+	tw.Flush()
+	if s.FaultBaselineEndUs > 0 {
+		fmt.Fprintf(w, "faults slowed the traffic by %.1f us (%.1f us without them, %.1f us with)\n",
+			s.FaultSlowdownUs, s.FaultBaselineEndUs, s.FaultBaselineEndUs+s.FaultSlowdownUs)
+	}
+	fmt.Fprintln(w)
 }

@@ -1,0 +1,118 @@
+package runner
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/lockstepsim/lockstep/sim"
+)
+
+// The same NIC-T0 link failure (down at 50 us, up 5 ms later) under the same ring all-reduce
+// on MRC and on RoCEv2, both over 4 planes: MRC moves the failed plane's share to the other
+// three and the job slows by well under 1 ms; RoCE's QP on that plane is stuck until the link
+// returns and its next retry (RTO 1 ms) gets through, so the job slows by the outage and more.
+func TestFaultCostMRCvsRoCE(t *testing.T) {
+	const y = `
+name: ar-fault
+topology:
+  clos: {tiers: 2, planes: 4, radix: 16, hosts: 16, host_link: 100Gbps, hop_latency: 500ns}
+transport: {kind: %s}
+workload:
+  collectives:
+    - {op: all_reduce, algorithm: ring, bytes: 64MiB}
+faults:
+  - {at: 50us, nic: h3.p1, action: down, for: 5ms}
+run: {duration: 100ms, sample_interval: 5us}
+`
+	slow := map[string]float64{}
+	for _, tr := range []string{"mrc", "roce"} {
+		res := mustRun(t, fmt.Sprintf(y, tr))
+		s := res.Summary
+		if len(s.Faults) != 1 {
+			t.Fatalf("%s: %d fault rows, want 1", tr, len(s.Faults))
+		}
+		f := s.Faults[0]
+		detect := "-"
+		if f.DetectUs != nil {
+			detect = fmt.Sprintf("%.1f us", *f.DetectUs)
+		}
+		t.Logf("%s: all-reduce %.1f us without the fault, slowed by %.1f us; detect %s, lost %d B, drops %d, QP errors %d",
+			tr, s.FaultBaselineEndUs, s.FaultSlowdownUs, detect, f.LostBytes, f.PacketsDropped, f.QPErrors)
+		slow[tr] = s.FaultSlowdownUs
+	}
+	if slow["mrc"] >= 1000 {
+		t.Errorf("MRC slowed by %.1f us; want under 1 ms", slow["mrc"])
+	}
+	if slow["roce"] < 4000 {
+		t.Errorf("RoCE slowed by %.1f us; want about the 5 ms outage", slow["roce"])
+	}
+}
+
+// A transceiver carrying a quarter of an 8-plane NIC's links (breakout 2: h0.p0, h0.p1) fails:
+// in steady state the NIC keeps 75% of its bandwidth (within 2%) under MRC.
+func TestFaultCostTransceiver(t *testing.T) {
+	res := mustRun(t, `
+name: xcvr
+topology:
+  clos: {tiers: 2, planes: 8, radix: 16, hosts: 16, host_link: 100Gbps, hop_latency: 500ns}
+transport: {kind: mrc}
+traffic:
+  - {pattern: flows, flows: [{src: 0, dst: 9, bytes: 32MiB}]}
+faults:
+  - {at: 60us, transceiver: h0.x0, breakout: 2, action: down}
+run: {duration: 5ms, sample_interval: 2us}
+`)
+	run := res.MRC
+	at := func(us int) int {
+		for i, s := range run.EVSeries {
+			if s.At >= sim.Time(us)*sim.Microsecond {
+				return i
+			}
+		}
+		return len(run.EVSeries) - 1
+	}
+	b0, b1, a0, a1 := at(20), at(60), at(120), at(220)
+	before := float64(run.FlowPlaced[b1][0]-run.FlowPlaced[b0][0]) / float64(b1-b0)
+	after := float64(run.FlowPlaced[a1][0]-run.FlowPlaced[a0][0]) / float64(a1-a0)
+	t.Logf("NIC goodput after losing 2 of 8 links: %.3f of before", after/before)
+	if r := after / before; r < 0.73 || r > 0.77 {
+		t.Errorf("goodput kept %.3f; want 0.75 +- 0.02", r)
+	}
+	if len(res.Summary.Faults) != 1 || res.Summary.Faults[0].Target != "h0.x0" {
+		t.Errorf("fault rows %+v; want one for h0.x0", res.Summary.Faults)
+	}
+}
+
+// A T1 that blackholes (links up, forwards nothing) under a permutation: MRC retires the EVs
+// through it and every transfer completes; RoCE keeps hashing QPs into it (routing sees no
+// failure), so those QPs exhaust their retries and error.
+func TestFaultCostBlackholeT1(t *testing.T) {
+	const y = `
+name: bh
+topology:
+  clos: {tiers: 2, planes: 1, radix: 16, hosts: 32, host_link: 400Gbps, hop_latency: 500ns}
+transport: {kind: %s}
+traffic:
+  - {pattern: permutation, bytes: 4MiB}
+faults:
+  - {at: 20us, switch: p0.t1-2, action: blackhole}
+run: {duration: 20ms, sample_interval: 5us, fault_baseline: none}
+`
+	mrc := mustRun(t, fmt.Sprintf(y, "mrc")).Summary
+	if mrc.MRC.FlowsCompleted != mrc.MRC.Flows || mrc.MRC.QPErrors != 0 {
+		t.Errorf("MRC: %d of %d done, %d QP errors; want all done", mrc.MRC.FlowsCompleted, mrc.MRC.Flows, mrc.MRC.QPErrors)
+	}
+	if mrc.Drops["blackhole"] == 0 {
+		t.Errorf("MRC: nothing reached the blackholed T1")
+	}
+	roce := mustRun(t, fmt.Sprintf(y, "roce")).Summary
+	t.Logf("MRC: %d of %d done, blackhole drops %d; RoCE: %d of %d done, %d QP errors, blackhole drops %d",
+		mrc.MRC.FlowsCompleted, mrc.MRC.Flows, mrc.Drops["blackhole"], roce.RoCE.FlowsCompleted, roce.RoCE.Flows, roce.RoCE.QPErrors, roce.Drops["blackhole"])
+	if roce.RoCE.QPErrors == 0 || roce.RoCE.FlowsCompleted == roce.RoCE.Flows {
+		t.Errorf("RoCE: %d QP errors, %d of %d done; want the QPs hashed through the blackhole to error", roce.RoCE.QPErrors, roce.RoCE.FlowsCompleted, roce.RoCE.Flows)
+	}
+	if !strings.Contains(strings.Join(roce.RoCE.QPErrorList, " "), "retr") {
+		t.Logf("QP errors: %v", roce.RoCE.QPErrorList)
+	}
+}
