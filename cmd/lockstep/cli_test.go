@@ -592,3 +592,18 @@ func TestResultsFolder(t *testing.T) {
 		}
 	}
 }
+
+// TestCompare: compare runs each scenario and prints one column per scenario with ratios to
+// the first; fewer than two scenarios is bad input.
+func TestCompare(t *testing.T) {
+	a, b := filepath.Join("testdata", "coll-ideal.yaml"), filepath.Join("testdata", "mrc-incast-fail.yaml")
+	out := mustRun(t, "compare", a, b)
+	for _, want := range []string{a, b, "x first", "transport", "ideal", "mrc", "traffic end us", "delivered Gb/s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("compare output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, _, stderr := cli(t, "compare", a); code != 2 || !strings.Contains(stderr, "2 arg") {
+		t.Errorf("compare with one scenario: exit %d, stderr %q; want 2 and a usage error", code, stderr)
+	}
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/lockstepsim/lockstep/runner"
+	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/spf13/cobra"
+)
+
+func newCompareCmd(stdout io.Writer) *cobra.Command {
+	var seed uint64
+	cmd := &cobra.Command{
+		Use:   "compare SCENARIO.yaml|PRESET SCENARIO.yaml|PRESET...",
+		Short: "Run several scenarios and print their headline figures side by side",
+		Long: `Run each scenario (a file or an embedded preset) and print one column per scenario with
+its headline figures (transport, when the traffic or workload ended, delivered goodput, FCT
+percentiles, drops, retransmissions, QP errors, what faults cost, collective bus bandwidth),
+and each figure's ratio to the first scenario's. Results folders are not written; run a
+scenario with lockstep run for its files.`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var sums []*runner.Summary
+			var kinds []string
+			for _, a := range args {
+				sc, err := loadScenarioArg(a)
+				if err != nil {
+					return badInput(err)
+				}
+				if cmd.Flags().Changed("seed") {
+					if seed == 0 {
+						return badInput(fmt.Errorf("--seed: 0 is not allowed; use a seed >= 1"))
+					}
+					sc.Run.Seed = seed
+				}
+				res, err := runner.Run(sc)
+				if err != nil {
+					var ie *runner.InputError
+					if errors.As(err, &ie) {
+						return badInput(fmt.Errorf("%s: %w", a, err))
+					}
+					return runFailed(fmt.Errorf("%s: %w", a, err))
+				}
+				sums = append(sums, &res.Summary)
+				kinds = append(kinds, transportOf(sc))
+			}
+			printComparison(stdout, args, kinds, sums)
+			return nil
+		},
+	}
+	cmd.Flags().Uint64Var(&seed, "seed", 0, "random seed for every scenario, overriding run.seed (>= 1)")
+	return cmd
+}
+
+func transportOf(sc *scenario.Scenario) string {
+	k := sc.Transport.Kind
+	if sc.Transport.RoCE != nil {
+		k = fmt.Sprintf("roce (%d QP/peer)", sc.Transport.RoCE.QPsPerPeer)
+	}
+	return k
+}
+
+// printComparison writes one row per figure, one column per scenario, and the ratio of each
+// later scenario's figure to the first's.
+func printComparison(w io.Writer, names, kinds []string, sums []*runner.Summary) {
+	type fig struct {
+		name string
+		get  func(s *runner.Summary) (float64, bool)
+	}
+	mrcOr := func(f func(m *runner.MRCSummary) float64, g func(r *runner.RoCESummary) float64) func(s *runner.Summary) (float64, bool) {
+		return func(s *runner.Summary) (float64, bool) {
+			switch {
+			case s.MRC != nil:
+				return f(s.MRC), true
+			case s.RoCE != nil:
+				return g(s.RoCE), true
+			}
+			return 0, false
+		}
+	}
+	figs := []fig{
+		{"traffic end us", func(s *runner.Summary) (float64, bool) { return s.DurationUs, true }},
+		{"delivered Gb/s", func(s *runner.Summary) (float64, bool) { return s.DeliveredGbps, true }},
+		{"FCT p50 us", mrcOr(func(m *runner.MRCSummary) float64 { return m.FCTP50Us }, func(r *runner.RoCESummary) float64 { return r.FCTP50Us })},
+		{"FCT p99 us", mrcOr(func(m *runner.MRCSummary) float64 { return m.FCTP99Us }, func(r *runner.RoCESummary) float64 { return r.FCTP99Us })},
+		{"FCT max us", mrcOr(func(m *runner.MRCSummary) float64 { return m.FCTMaxUs }, func(r *runner.RoCESummary) float64 { return r.FCTMaxUs })},
+		{"FCT/ideal mean", mrcOr(func(m *runner.MRCSummary) float64 { return m.FCTOverIdealMean }, func(r *runner.RoCESummary) float64 { return r.FCTOverIdealMean })},
+		{"dropped packets", func(s *runner.Summary) (float64, bool) { return float64(s.DroppedPackets), true }},
+		{"retransmitted packets", mrcOr(func(m *runner.MRCSummary) float64 {
+			var n int64
+			for _, v := range m.RetxPackets {
+				n += v
+			}
+			return float64(n)
+		}, func(r *runner.RoCESummary) float64 { return float64(r.RetxPackets) })},
+		{"QP errors", mrcOr(func(m *runner.MRCSummary) float64 { return float64(m.QPErrors) }, func(r *runner.RoCESummary) float64 { return float64(r.QPErrors) })},
+		{"fault slowdown us", func(s *runner.Summary) (float64, bool) { return s.FaultSlowdownUs, s.FaultBaselineEndUs > 0 }},
+		{"busbw GB/s (mean)", func(s *runner.Summary) (float64, bool) {
+			if len(s.Collectives) == 0 {
+				return 0, false
+			}
+			var t float64
+			for _, c := range s.Collectives {
+				t += c.BusBWGBps
+			}
+			return t / float64(len(s.Collectives)), true
+		}},
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "\t")
+	for i, n := range names {
+		fmt.Fprintf(tw, "%s\t", n)
+		if i > 0 {
+			fmt.Fprint(tw, "x first\t")
+		}
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprint(tw, "transport\t")
+	for i, k := range kinds {
+		fmt.Fprintf(tw, "%s\t", k)
+		if i > 0 {
+			fmt.Fprint(tw, "\t")
+		}
+	}
+	fmt.Fprintln(tw)
+	for _, f := range figs {
+		var vals []float64
+		any := false
+		for _, s := range sums {
+			v, ok := f.get(s)
+			if ok {
+				any = true
+			}
+			vals = append(vals, v)
+		}
+		if !any {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t", f.name)
+		for i, v := range vals {
+			fmt.Fprintf(tw, "%.3f\t", v)
+			if i > 0 {
+				if vals[0] != 0 {
+					fmt.Fprintf(tw, "%.3f\t", v/vals[0])
+				} else {
+					fmt.Fprint(tw, "-\t")
+				}
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+}
