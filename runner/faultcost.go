@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/lockstepsim/lockstep/fabric"
+	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 )
 
@@ -30,20 +31,21 @@ type FaultCost struct {
 	// LastRetxUs is the last loss-driven retransmission before the next failure or the end:
 	// when the transport stopped paying for it.
 	LastRetxUs *float64 `json:"last_retx_us,omitempty"`
-	// RecoverUs is when goodput, averaged over three samples, first came back to 95% of the
-	// baseline's (empty: never within the traffic, e.g. capacity lost for good).
+	// RecoverUs is when the run stopped falling behind its faultless twin: the deficit of
+	// delivered bytes reached 99% of its largest value before the next failure (twin baseline
+	// only).
 	RecoverUs *float64 `json:"recover_us,omitempty"`
 	// BaselineGbps is the goodput over the ten samples before the failure; DuringGbps the mean
-	// over the failure's span (start to end); DuringFraction its ratio to the baseline's over
-	// the span (the faultless twin's goodput then, or BaselineGbps).
+	// over the failure's span (start to end); DuringFraction its ratio to the faultless twin's
+	// over the same span (twin baseline only).
 	BaselineGbps   float64 `json:"baseline_gbps,omitempty"`
 	DuringGbps     float64 `json:"during_gbps"`
 	DuringFraction float64 `json:"during_fraction,omitempty"`
-	// LostBytes integrates the goodput shortfall below the baseline over the span, bytes (a
-	// faultless twin's goodput, or the rate before the failure).
+	// LostBytes is how much further behind its faultless twin the run fell, at worst, while
+	// the failure lasted (delivered bytes; twin baseline only, else 0).
 	LostBytes int64 `json:"throughput_lost_bytes"`
-	// PacketsDropped counts link_down and loss drops at the failed ports and blackhole drops
-	// at the failed switches over the whole run.
+	// PacketsDropped counts the link_down, loss, blackhole and no_route drops anywhere in the
+	// fabric while the failure lasted (failures that overlap share them).
 	PacketsDropped int64 `json:"packets_dropped"`
 	// LossRetxEvents counts loss-driven retransmission events (a QP resending, at one
 	// instant) within the span and until the next failure.
@@ -52,41 +54,68 @@ type FaultCost struct {
 	QPErrors int `json:"qp_errors"`
 }
 
-// faultCosts measures each failure of res.Faults on the goodput series progress, the
-// transport's loss-recovery times lossAt and QP error times errAt, over traffic that ended at
-// end. With twin (the same run without faults, sampled at the same times) the baseline at each
-// sample is the twin's goodput then; without, the mean goodput of the ten samples before the
-// failure.
-func faultCosts(net *fabric.Network, evs []FaultEvent, progress, twin []progressSample, lossAt, errAt []sim.Time, end sim.Time) []FaultCost {
-	type key struct{ entry, cycle int }
+// labels returns each fault entry's target as written (a name or a glob), for the rows.
+func labels(sc *scenario.Scenario) []string {
+	out := make([]string, len(sc.Faults))
+	for i := range sc.Faults {
+		_, out[i] = sc.Faults[i].Target()
+	}
+	return out
+}
+
+// faultCosts measures each failure of evs (those the run reached) on the goodput series
+// progress, the transport's loss-recovery times lossAt and QP error times errAt, over traffic
+// that ended at end. A failure is one entry's failure at one instant over every element it
+// names, or one cycle of a flap, or one failure of a random process on one element. With twin
+// (the same run with the faults inert, sampled at the same times) the goodput lost and the
+// recovery are measured against it; without, they are left out.
+func faultCosts(net *fabric.Network, evs []FaultEvent, targets []string, progress, twin []progressSample, lossAt, errAt []sim.Time, end sim.Time) []FaultCost {
+	type key struct {
+		entry, cycle int
+		elem         string // random processes: the element
+		n            int    // random processes: its failure number
+	}
 	type span struct {
-		start, end sim.Time
-		ev         FaultEvent
-		ports      map[fabric.PortID]bool
-		nodes      map[fabric.NodeID]bool
-		ended      bool
+		key
+		start, end   sim.Time
+		ev           FaultEvent
+		ended        bool
+		drops0, drop int64
 	}
 	spans := map[key]*span{}
 	var order []key
+	randomN := map[[2]string]int{} // (entry, element) -> failures so far
+	open := map[[2]string]key{}    // (entry, element) -> its open random failure
+	endDrops := faultDrops(net)
 	for _, e := range evs {
-		k := key{e.Entry, e.Cycle}
+		if !e.applied {
+			continue
+		}
+		restore := e.Restore || e.Action == "up" || e.Action == "undegrade" || e.Action == "unblackhole" ||
+			(e.Action == "loss" && e.Loss == 0) || (e.Action == "ber" && e.BER == 0)
+		k := key{entry: e.Entry, cycle: e.Cycle}
+		if e.Random {
+			re := [2]string{strconv.Itoa(e.Entry), e.Name}
+			if restore {
+				k = open[re]
+			} else {
+				randomN[re]++
+				k = key{entry: e.Entry, elem: e.Name, n: randomN[re]}
+				open[re] = k
+			}
+		}
 		sp := spans[k]
-		if e.Restore || e.Action == "up" || e.Action == "undegrade" || e.Action == "unblackhole" || (e.Action == "loss" && e.Loss == 0) || (e.Action == "ber" && e.BER == 0) {
+		if restore {
 			if sp != nil && !sp.ended {
 				sp.end, sp.ended = e.At, true
+				sp.drop = e.dropsBefore - sp.drops0
 			}
 			continue
 		}
 		if sp == nil {
-			sp = &span{start: e.At, ev: e, ports: map[fabric.PortID]bool{}, nodes: map[fabric.NodeID]bool{}}
+			sp = &span{key: k, start: e.At, ev: e, drops0: e.dropsBefore}
 			spans[k] = sp
 			order = append(order, k)
-		}
-		if e.Port >= 0 {
-			sp.ports[e.Port] = true
-		}
-		if e.Node >= 0 {
-			sp.nodes[e.Node] = true
 		}
 	}
 	sort.Slice(order, func(a, b int) bool {
@@ -94,31 +123,32 @@ func faultCosts(net *fabric.Network, evs []FaultEvent, progress, twin []progress
 		if sa.start != sb.start {
 			return sa.start < sb.start
 		}
-		return order[a].entry < order[b].entry || order[a].entry == order[b].entry && order[a].cycle < order[b].cycle
+		ka, kb := order[a], order[b]
+		if ka.entry != kb.entry {
+			return ka.entry < kb.entry
+		}
+		if ka.cycle != kb.cycle {
+			return ka.cycle < kb.cycle
+		}
+		if ka.elem != kb.elem {
+			return ka.elem < kb.elem
+		}
+		return ka.n < kb.n
 	})
-	// rate[i] is the goodput over (progress[i-1].At, progress[i].At], bits/s.
-	rate := make([]float64, len(progress))
-	for i := 1; i < len(progress); i++ {
-		if dt := progress[i].At - progress[i-1].At; dt > 0 {
-			rate[i] = float64(progress[i].Placed-progress[i-1].Placed) * 8 / dt.Seconds()
+	// cum and tcum: payload delivered by each sample, in the run and in its twin (the twin's
+	// last value holds once it ended).
+	cumAt := func(ps []progressSample, t sim.Time) int64 {
+		i := sort.Search(len(ps), func(i int) bool { return ps[i].At > t })
+		if i == 0 {
+			return 0
 		}
-	}
-	// twinRate[i]: the faultless run's goodput over the same interval as rate[i] (0 once it
-	// has ended).
-	var twinRate []float64
-	if twin != nil {
-		twinRate = make([]float64, len(progress))
-		for i := 1; i < len(progress) && i < len(twin); i++ {
-			if dt := twin[i].At - twin[i-1].At; dt > 0 && twin[i].At == progress[i].At {
-				twinRate[i] = float64(twin[i].Placed-twin[i-1].Placed) * 8 / dt.Seconds()
-			}
-		}
+		return ps[i-1].Placed
 	}
 	var out []FaultCost
 	for n, k := range order {
 		sp := spans[k]
 		if sp.start >= end {
-			continue // after the traffic: it cost nothing measurable
+			continue // after the traffic: nothing left to cost
 		}
 		stop := end
 		if sp.ended && sp.end < end {
@@ -128,73 +158,76 @@ func faultCosts(net *fabric.Network, evs []FaultEvent, progress, twin []progress
 		if n+1 < len(order) {
 			next = max(spans[order[n+1]].start, sp.start)
 		}
-		c := FaultCost{Entry: k.entry, Cycle: k.cycle, Action: sp.ev.Cause, Target: sp.ev.Target, AtUs: us(sp.start), EndUs: us(stop)}
+		target := sp.ev.Target
+		if sp.entry < len(targets) && !sp.ev.Random {
+			target = targets[sp.entry] // the name or glob as written: a glob fails every match
+		} else if sp.ev.Random {
+			target = sp.elem
+		}
+		c := FaultCost{Entry: sp.entry, Cycle: sp.cycle + sp.n, Action: sp.ev.Cause, Target: target, AtUs: us(sp.start), EndUs: us(stop)}
 		if c.Action == "" {
 			c.Action = sp.ev.Action
 		}
-		// Transport reactions.
+		// Transport reactions, from the failure until the next one.
+		limit := max(next, stop)
 		i := sort.Search(len(lossAt), func(i int) bool { return lossAt[i] >= sp.start })
-		if i < len(lossAt) && lossAt[i] < max(next, stop) {
+		if i < len(lossAt) && lossAt[i] < limit {
 			c.DetectUs = ptr(us(lossAt[i] - sp.start))
 		}
-		for j := i; j < len(lossAt) && lossAt[j] < max(next, stop); j++ {
+		for j := i; j < len(lossAt) && lossAt[j] < limit; j++ {
 			c.LossRetxEvents++
 			c.LastRetxUs = ptr(us(lossAt[j] - sp.start))
 		}
 		for _, t := range errAt {
-			if t >= sp.start && t < max(next, stop) {
+			if t >= sp.start && t < limit {
 				c.QPErrors++
 			}
 		}
-		// Drops at the failed elements.
-		for pid := range sp.ports {
-			for _, q := range []fabric.PortID{pid, net.Ports[pid].Peer} {
-				t := net.Ports[q].Totals()
-				c.PacketsDropped += t.Drops[fabric.DropLinkDown] + t.Drops[fabric.DropLoss]
-			}
+		// Drops in the fabric while it lasted.
+		if sp.ended {
+			c.PacketsDropped = sp.drop
+		} else {
+			c.PacketsDropped = endDrops - sp.drops0
 		}
-		for nd := range sp.nodes {
-			c.PacketsDropped += net.Nodes[nd].Drops[fabric.DropBlackhole]
-		}
-		// Goodput before, during, and the recovery.
+		// Goodput: the rate before (ten samples), during, and against the twin.
 		first := sort.Search(len(progress), func(i int) bool { return progress[i].At > sp.start })
-		var base float64
 		if nb := min(first-1, 10); nb >= 2 {
-			for j := first - nb; j < first; j++ {
-				base += rate[j]
-			}
-			base /= float64(nb)
-			c.BaselineGbps = round3(base / 1e9)
+			a, b := progress[first-1-nb], progress[first-1]
+			c.BaselineGbps = round3(float64(b.Placed-a.Placed) * 8 / (b.At - a.At).Seconds() / 1e9)
 		}
-		ref := func(j int) float64 { // the baseline goodput at sample j
-			if twinRate != nil {
-				return twinRate[j]
-			}
-			return base
+		if d := stop - sp.start; d > 0 {
+			c.DuringGbps = round3(float64(cumAt(progress, stop)-cumAt(progress, sp.start)) * 8 / d.Seconds() / 1e9)
 		}
-		var sum, refSum float64
-		var cnt int
-		var lost float64
-		for j := max(first, 1); j < len(progress) && progress[j].At <= stop; j++ {
-			sum += rate[j]
-			refSum += ref(j)
-			cnt++
-			if r := ref(j); r > rate[j] {
-				lost += (r - rate[j]) / 8 * (progress[j].At - progress[j-1].At).Seconds()
+		if twin == nil {
+			out = append(out, c)
+			continue
+		}
+		if tw := cumAt(twin, stop) - cumAt(twin, sp.start); tw > 0 {
+			c.DuringFraction = round3(float64(cumAt(progress, stop)-cumAt(progress, sp.start)) / float64(tw))
+		}
+		// The run's deficit against the twin: how far behind it fell. Goodput lost to this
+		// failure is the deficit's largest growth while it lasted (at the end of the traffic the
+		// run has caught up in bytes and the cost is its lateness, fault_slowdown_us); it has
+		// recovered when the deficit stopped growing, at 99% of its largest value up to the
+		// next failure.
+		deficit := func(t sim.Time) int64 { return cumAt(twin, t) - cumAt(progress, t) }
+		d0 := deficit(sp.start)
+		for j := first; j < len(progress) && progress[j].At <= stop; j++ {
+			c.LostBytes = max(c.LostBytes, deficit(progress[j].At)-d0)
+		}
+		var peak int64
+		var peakAt sim.Time
+		for j := first; j < len(progress) && progress[j].At <= limit; j++ {
+			if d := deficit(progress[j].At) - d0; d > peak {
+				peak, peakAt = d, progress[j].At
 			}
 		}
-		if cnt > 0 {
-			c.DuringGbps = round3(sum / float64(cnt) / 1e9)
-			if refSum > 0 {
-				c.DuringFraction = round3(sum / refSum)
-			}
-		}
-		c.LostBytes = int64(lost)
-		if base > 0 || twinRate != nil {
-			for j := max(first, 1); j+2 < len(progress) && progress[j].At <= end; j++ {
-				r := ref(j) + ref(j+1) + ref(j+2)
-				if r > 0 && rate[j]+rate[j+1]+rate[j+2] >= 0.95*r {
-					c.RecoverUs = ptr(max(us(progress[j-1].At-sp.start), 0))
+		if peak <= 0 {
+			c.RecoverUs = ptr(0)
+		} else {
+			for j := first; j < len(progress) && progress[j].At <= peakAt; j++ {
+				if deficit(progress[j].At)-d0 >= peak*99/100 {
+					c.RecoverUs = ptr(us(progress[j].At - sp.start))
 					break
 				}
 			}

@@ -51,6 +51,16 @@ type FaultEvent struct {
 	// Restore marks the end of a failure the same entry started (after for, a flap cycle or
 	// a random repair); Random marks events drawn by a random process.
 	Restore, Random bool
+
+	applied     bool  // the run reached it
+	dropsBefore int64 // faultDrops just before it was applied
+}
+
+// faultDrops counts the drops a failure can cause, fabric-wide: link_down, loss, blackhole
+// and no_route (a dead group after reconvergence).
+func faultDrops(net *fabric.Network) int64 {
+	c := &net.C.Dropped
+	return c[fabric.DropLinkDown] + c[fabric.DropLoss] + c[fabric.DropBlackhole] + c[fabric.DropNoRoute]
 }
 
 // scheduleFaults expands the scenario's fault entries against the built network
@@ -63,7 +73,12 @@ type FaultEvent struct {
 // degrade and undegrade assign Port.Rate at both ends (serialisation reads it per packet, so
 // the packet being sent finishes at the old rate); loss SetLoss or SetEntropyLoss; ber
 // SetBER; blackhole SetBlackhole. A fabric error stops the run naming the event.
-func scheduleFaults(s *sim.Sim, net *fabric.Network, faults []scenario.Fault) ([]FaultEvent, error) {
+//
+// With dry set, the events are scheduled but do nothing: the faultless twin of a run with
+// faults (run.fault_baseline twin) draws the same event keys and so stays identical to the
+// run until its first failure, which makes their difference the failures' cost and nothing
+// else.
+func scheduleFaults(s *sim.Sim, net *fabric.Network, faults []scenario.Fault, dry bool) ([]FaultEvent, error) {
 	if len(faults) == 0 {
 		return nil, nil
 	}
@@ -84,6 +99,11 @@ func scheduleFaults(s *sim.Sim, net *fabric.Network, faults []scenario.Fault) ([
 	}
 	kind := s.Register("runner.fault", func(now sim.Time, obj int32, _ uint64) {
 		e := &evs[obj]
+		if dry {
+			return
+		}
+		e.dropsBefore = faultDrops(net)
+		e.applied = true
 		if err := applyFault(now, net, e); err != nil {
 			s.Stop(fmt.Errorf("fault at %v on %s (faults[%d]): %w", now, e.Name, e.Entry, err))
 		}

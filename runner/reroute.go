@@ -119,7 +119,7 @@ func reconverge(net *fabric.Network) {
 // fault (down or up), reading the link states as they are then. A fault at t whose
 // reconvergence falls after the run ends never reroutes: traffic hashed onto the dead link is
 // blackholed for the whole run, as with a slow control plane.
-func scheduleReconvergence(s *sim.Sim, net *fabric.Network, faults []FaultEvent, delay sim.Time) []sim.Time {
+func scheduleReconvergence(s *sim.Sim, net *fabric.Network, faults []FaultEvent, delay sim.Time, dry bool) []sim.Time {
 	var at []sim.Time
 	for _, f := range faults {
 		if f.Action == scenario.FaultDown || f.Action == scenario.FaultUp {
@@ -132,7 +132,11 @@ func scheduleReconvergence(s *sim.Sim, net *fabric.Network, faults []FaultEvent,
 	if len(at) == 0 {
 		return nil
 	}
-	kind := s.Register("runner.reconverge", func(now sim.Time, _ int32, _ uint64) { reconverge(net) })
+	kind := s.Register("runner.reconverge", func(now sim.Time, _ int32, _ uint64) {
+		if !dry {
+			reconverge(net)
+		}
+	})
 	for _, t := range at {
 		s.At(t, kind, 0, 0)
 	}

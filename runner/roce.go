@@ -27,6 +27,7 @@ type roceQP struct {
 	flow     int32 // traffic flow it carries a stripe of; -1 for collective messages
 	posts    int
 	acked    int
+	posted   int64    // payload bytes posted
 	tokens   []uint64 // collective messages in posting order; tokens[tokHead:] not yet placed
 	tokHead  int
 	done     sim.Time // latest sender completion
@@ -152,6 +153,7 @@ func (r *roceNet) onStart(now sim.Time, obj int32, _ uint64) {
 			return
 		}
 		q.posts++
+		q.posted += b
 		f.parts++
 		q.snd.Pump(now)
 		r.flushSender(now, q)
@@ -193,6 +195,7 @@ func (r *roceNet) Send(now sim.Time, msg collective.Message) error {
 		return err
 	}
 	q.posts++
+	q.posted += max(msg.Bytes, 1)
 	q.tokens = append(q.tokens, msg.Token)
 	r.running++
 	q.snd.Pump(now)

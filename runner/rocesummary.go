@@ -155,9 +155,7 @@ func roceGoodput(s *Summary, r *roceNet, end sim.Time) {
 	for _, q := range r.qps {
 		sent += q.snd.Stats.DataBytes
 		placed += q.rcv.Stats.PlacedBytes
-	}
-	for _, f := range r.flows {
-		posted += f.bytes
+		posted += q.posted
 	}
 	if secs := end.Seconds(); secs > 0 {
 		s.OfferedGbps = round3(float64(sent) * 8 / secs / 1e9)

@@ -55,15 +55,18 @@ type Result struct {
 // Run executes sc, which must be resolved (scenario.Parse or Resolve). Errors: a scenario the
 // builders reject (bad input, exit code 2 in the CLI) are returned as *InputError; a run that
 // fails its conservation audit or stops with a kernel error returns a plain error (exit 1).
-func Run(sc *scenario.Scenario) (*Result, error) {
+func Run(sc *scenario.Scenario) (*Result, error) { return run(sc, false) }
+
+// run executes sc; with dryFaults its faults are scheduled but not applied (the faultless
+// twin of a run with faults).
+func run(sc *scenario.Scenario, dryFaults bool) (*Result, error) {
 	wallStart := time.Now()
 	var twin *Result
-	if len(sc.Faults) > 0 && sc.Run.FaultBaseline != scenario.FaultBaselineNone {
-		// The same run without its faults: the baseline each failure's cost is measured on.
+	if !dryFaults && len(sc.Faults) > 0 && sc.Run.FaultBaseline != scenario.FaultBaselineNone {
+		// The same run with its faults inert: the baseline each failure's cost is measured on.
 		tsc := *sc
-		tsc.Faults = nil
 		var err error
-		if twin, err = Run(&tsc); err != nil {
+		if twin, err = run(&tsc, true); err != nil {
 			return nil, fmt.Errorf("fault baseline (the scenario without its faults): %w", err)
 		}
 	}
@@ -80,12 +83,12 @@ func Run(sc *scenario.Scenario) (*Result, error) {
 	if err != nil {
 		return nil, &InputError{Err: err}
 	}
-	faults, err := scheduleFaults(s, net, sc.Faults)
+	faults, err := scheduleFaults(s, net, sc.Faults, dryFaults)
 	if err != nil {
 		return nil, &InputError{Err: err}
 	}
 	res := &Result{Sim: s, Net: net, Faults: faults}
-	res.Reconverge = scheduleReconvergence(s, net, faults, sc.Fabric.Reconvergence)
+	res.Reconverge = scheduleReconvergence(s, net, faults, sc.Fabric.Reconvergence, dryFaults)
 	switch {
 	case len(sc.Workload.Collectives) > 0:
 		err = runCollective(sc, layout, res)
@@ -99,14 +102,14 @@ func Run(sc *scenario.Scenario) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(faults) > 0 {
+	if len(faults) > 0 && !dryFaults {
 		var base []progressSample
 		if twin != nil {
 			base = twin.progress
 			res.Summary.FaultBaselineEndUs = us(twin.trafficEnd)
 			res.Summary.FaultSlowdownUs = us(res.trafficEnd - twin.trafficEnd)
 		}
-		res.Summary.Faults = faultCosts(net, faults, res.progress, base, res.lossAt, res.errAt, res.trafficEnd)
+		res.Summary.Faults = faultCosts(net, faults, labels(sc), res.progress, base, res.lossAt, res.errAt, res.trafficEnd)
 	}
 	res.Wall = time.Since(wallStart)
 	return res, nil
