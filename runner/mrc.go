@@ -525,31 +525,10 @@ func runMRC(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
 			run.FlowPlaced = append(run.FlowPlaced, row)
 		}
 	}
-	m.onDone = func(now sim.Time) {
-		run.DoneAt = now
-		smp.until = now
-		s.Pause()
-	}
 	smp.placed = m.placedBytes
-	smp.start()
-	if err := s.Run(sc.Run.Duration); err != nil {
-		return fmt.Errorf("run stopped at %v: %w", s.Now(), err)
-	}
-	end := s.Now()
-	if run.DoneAt == sim.MaxTime && m.running > 0 && len(m.errs) == 0 && s.NextAt() == sim.MaxTime {
-		return fmt.Errorf("stuck at %v: no event pending with %d transfers outstanding: %s", end, m.running, m.stuck(5))
-	}
-	snap := snapshot(net)
-	smp.links.finish(net.Sim().Now())
-	m.quiesce()
-	if err := s.Drain(end + sc.Run.Drain); err != nil {
-		return fmt.Errorf("run stopped during drain at %v: %w", s.Now(), err)
-	}
-	if err := net.Audit(); err != nil {
+	end, snap, err := driveTransport(sc, res, smp, &m.onDone, &run.DoneAt, m)
+	if err != nil {
 		return err
-	}
-	if left := net.InFlight(); left > 0 {
-		return notDrained(net, left, sc.Run.Drain)
 	}
 	res.Summary = summarise(sc, net, len(m.flows), smp, snap, end)
 	res.Summary.MRC = m.summary(end, res.Faults)
@@ -566,6 +545,9 @@ func (m *mrcNet) placedBytes() int64 {
 	}
 	return n
 }
+
+// outstanding returns the transfers not yet acknowledged and the QP errors so far.
+func (m *mrcNet) outstanding() (running, errs int) { return m.running, len(m.errs) }
 
 // quiesce stops every engine: timers off, outboxes discarded from now on, so the fabric can
 // drain (probes would otherwise go on forever).

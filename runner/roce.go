@@ -377,6 +377,9 @@ func (r *roceNet) placedBytes() int64 {
 	return n
 }
 
+// outstanding returns the transfers not yet acknowledged and the QP errors so far.
+func (r *roceNet) outstanding() (running, errs int) { return r.running, len(r.errs) }
+
 // quiesce stops every engine so the fabric can drain.
 func (r *roceNet) quiesce() {
 	r.quiet = true
@@ -443,31 +446,10 @@ func runRoCE(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
 	res.RoCE = run
 	smp := newSampler(s, net, layout.Config().Planes, sc.Run.SampleInterval, sc.Run.Duration)
 	res.Links = smp.links
-	r.onDone = func(now sim.Time) {
-		run.DoneAt = now
-		smp.until = now
-		s.Pause()
-	}
 	smp.placed = r.placedBytes
-	smp.start()
-	if err := s.Run(sc.Run.Duration); err != nil {
-		return fmt.Errorf("run stopped at %v: %w", s.Now(), err)
-	}
-	end := s.Now()
-	if run.DoneAt == sim.MaxTime && r.running > 0 && len(r.errs) == 0 && s.NextAt() == sim.MaxTime {
-		return fmt.Errorf("stuck at %v: no event pending with %d transfers outstanding: %s", end, r.running, r.stuck(5))
-	}
-	snap := snapshot(net)
-	smp.links.finish(net.Sim().Now())
-	r.quiesce()
-	if err := s.Drain(end + sc.Run.Drain); err != nil {
-		return fmt.Errorf("run stopped during drain at %v: %w", s.Now(), err)
-	}
-	if err := net.Audit(); err != nil {
+	end, snap, err := driveTransport(sc, res, smp, &r.onDone, &run.DoneAt, r)
+	if err != nil {
 		return err
-	}
-	if left := net.InFlight(); left > 0 {
-		return notDrained(net, left, sc.Run.Drain)
 	}
 	res.Summary = summarise(sc, net, len(r.flows), smp, snap, end)
 	res.Summary.RoCE = r.summary(end, res.Faults)

@@ -266,3 +266,45 @@ func notDrained(net *fabric.Network, left int64, drain sim.Time) error {
 	}
 	return errors.New(strings.TrimSuffix(b.String(), ";"))
 }
+
+// transportNet is what driveTransport needs of a transport adapter (mrcNet, roceNet).
+type transportNet interface {
+	outstanding() (running, errs int) // transfers not yet acknowledged, QP errors so far
+	stuck(max int) string             // the QPs still waiting, for a stalled run
+	quiesce()                         // stop every engine so the fabric can drain
+}
+
+// driveTransport runs a transport's traffic: it starts the sampler, runs until the adapter
+// reports every transfer done (its onDone hook, set here, pauses the run and records doneAt)
+// or run.duration, reports a run left with nothing to wait for, then stops the engines,
+// drains the fabric and audits it. It returns when the traffic ended and the port counters
+// then.
+func driveTransport(sc *scenario.Scenario, res *Result, smp *sampler, onDone *func(sim.Time), doneAt *sim.Time, tn transportNet) (sim.Time, []portSnap, error) {
+	s, net := res.Sim, res.Net
+	*onDone = func(now sim.Time) {
+		*doneAt = now
+		smp.until = now
+		s.Pause()
+	}
+	smp.start()
+	if err := s.Run(sc.Run.Duration); err != nil {
+		return 0, nil, fmt.Errorf("run stopped at %v: %w", s.Now(), err)
+	}
+	end := s.Now()
+	if running, errs := tn.outstanding(); *doneAt == sim.MaxTime && running > 0 && errs == 0 && s.NextAt() == sim.MaxTime {
+		return 0, nil, fmt.Errorf("stuck at %v: no event pending with %d transfers outstanding: %s", end, running, tn.stuck(5))
+	}
+	snap := snapshot(net)
+	smp.links.finish(end)
+	tn.quiesce()
+	if err := s.Drain(end + sc.Run.Drain); err != nil {
+		return 0, nil, fmt.Errorf("run stopped during drain at %v: %w", s.Now(), err)
+	}
+	if err := net.Audit(); err != nil {
+		return 0, nil, err
+	}
+	if left := net.InFlight(); left > 0 {
+		return 0, nil, notDrained(net, left, sc.Run.Drain)
+	}
+	return end, snap, nil
+}
