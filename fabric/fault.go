@@ -37,8 +37,8 @@ const MaxEntropyFilters = 4
 //     busy until that serialisation would have ended);
 //   - the packets on the wire are lost: each is dropped as link_down at its arrival time, even
 //     if the link is up again by then, since it was on the wire when the link failed. (Each
-//     packet carries the port's down-transition count from the start of its serialisation,
-//     and a mismatch at departure or arrival drops it.)
+//     packet on the link carries, in its slot, the port's down-transition count from the
+//     start of its serialisation, and a mismatch at arrival drops it.)
 //
 // All these drops are counted in the port's queue statistics (Port.Totals) under link_down.
 // When the link comes back up traffic flows again at once; routing does not change in either
@@ -187,6 +187,7 @@ func (n *Network) SetBlackhole(node NodeID, on bool) error {
 		return fmt.Errorf("fabric: SetBlackhole: %s is a host, not a switch; fail its links with SetLinkDown", nd.Name)
 	}
 	nd.blackhole = on
+	n.hot[node].blackhole = on
 	return nil
 }
 
@@ -207,6 +208,7 @@ func (n *Network) faults(p PortID) *linkFaults {
 	port := &n.Ports[p]
 	if port.faults == nil {
 		port.faults = &linkFaults{rng: sim.Mix64(n.lossSeed ^ uint64(p)*0x9e3779b97f4a7c15)}
+		port.lossy = true
 	}
 	return port.faults
 }

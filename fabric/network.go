@@ -32,6 +32,7 @@ import (
 	"math/bits"
 	"slices"
 	"sort"
+	"unsafe"
 
 	"github.com/lockstepsim/lockstep/sim"
 )
@@ -105,16 +106,28 @@ func (t *RouteTable) Lookup(dst int32) []uint16 {
 
 // Port is one end of a link: the egress queue and transmitter of its node toward Peer, and the
 // link itself (packets in flight toward Peer).
+//
+// Layout: a port is 256 bytes, 64-byte aligned in Network.Ports, and what a packet event
+// reads (the transmitter, the link, the queues' heads and flags, the next hop) fills its first
+// two cache lines, which the processor fetches as a pair; names, outage bookkeeping and the
+// per-queue statistics that change only on drops, trims and marks come after or live apart.
+// TestPortLayout pins it.
 type Port struct {
-	// Hot fields first: every packet event on this port reads them.
-	txEvent bool     // a transmitter event is pending at txEnd
-	nic     bool     // a host's NIC port: it stamps SentAt when it starts sending a packet
-	txEnd   sim.Time // when the last serialisation ends: the port is busy while now < txEnd
-	flight  fifo     // on the link toward Peer, ordered by arriveAt; includes the packet being serialised
-	Rate    sim.Rate
-	Delay   sim.Time // propagation plus the next switch's forwarding latency
-	Peer    PortID   // the port at the other end; -1 until connected
-	Node    NodeID
+	// Hot: every packet event on this port reads these.
+	txEnd sim.Time // when the last serialisation ends: the port is busy while now < txEnd
+	Rate  sim.Rate
+	Delay sim.Time // propagation plus the next switch's forwarding latency
+	// The link toward Peer: a list of q's slots in arrival order, first and last (-1 when
+	// empty). It includes the packet being serialised.
+	flHead, flTail int32
+	// The peer's node, copied here at Connect so that an arrival reads no other port or node.
+	peerNode NodeID
+	// Link state kept by SetLinkDown. epoch is the number of down transitions, stamped on each
+	// packet's slot when its serialisation starts (slot.epoch): a packet whose stamp differs
+	// from epoch when it arrives was on the transmitter or the wire when the link failed.
+	epoch   uint32
+	txEvent bool // a transmitter event is pending at txEnd
+	nic     bool // a host's NIC port: it stamps SentAt when it starts sending a packet
 	// Down: this direction of the link is failed. Change it with Network.SetLinkDown, which
 	// fails both directions at once, flushes both egress queues, loses the packets on the wire
 	// and keeps the down-time counters (see there). A direct write still takes effect (the
@@ -125,24 +138,33 @@ type Port struct {
 	// LastHop: the peer is a host, so this is the last queue before the receiver: trims here are
 	// flagged TrimmedLastHop, and builders give these ports their own queue config (MRC: no ECN
 	// marking on the last hop [MRC §2.1]; trimming at 1.5 BDP there [UEC sim defaults]).
-	LastHop bool
-	Local   uint16 // index in Node.Ports
-	q       portQueue
+	LastHop  bool
+	peerHost bool // the peer's node is a host
+	lossy    bool // faults != nil
+	// q's fields up to aux are hot too; its lines slice is not (see portQueue).
+	q portQueue
 
-	// Link state kept by SetLinkDown. epoch is the number of down transitions, stamped on each
-	// packet when its serialisation starts (Packet.epoch): a packet whose stamp differs from
-	// epoch when it leaves or arrives was on the transmitter or the wire when the link failed.
-	epoch     uint32
+	// Cold.
+	Node      NodeID
+	Peer      PortID      // the port at the other end; -1 until connected
+	Local     uint16      // index in Node.Ports
 	outage    bool        // in a counted outage since downSince
 	downSince sim.Time    // start of the current outage
 	downTime  sim.Time    // completed outages, summed
 	faults    *linkFaults // random loss, bit errors, entropy filters; nil when none
 	Name      string
+	_         [40]byte // pad to 256 bytes (TestPortLayout)
 }
 
 // Stats returns the port's per-class queue statistics and its header-queue statistics.
 func (p *Port) Stats() (classes []QueueStats, header QueueStats) {
-	return p.q.stats[:p.q.cfg.Classes], p.q.hdrStats
+	q := &p.q
+	k := q.p.classes
+	classes = make([]QueueStats, k)
+	for c := range classes {
+		classes[c] = queueStats(&q.lines[c], &q.aux.cold[c])
+	}
+	return classes, queueStats(&q.lines[k], &q.aux.cold[k])
 }
 
 // Totals sums the port's queues: transmitted bytes and packets, drops by reason (including
@@ -151,7 +173,13 @@ func (p *Port) Stats() (classes []QueueStats, header QueueStats) {
 // the maximum of their sum.
 func (p *Port) Totals() QueueStats {
 	var t QueueStats
-	add := func(s *QueueStats) {
+	q := &p.q
+	all := make([]QueueStats, 0, MaxClasses+1) // classes, then the header queue
+	for i := range q.lines {
+		all = append(all, queueStats(&q.lines[i], &q.aux.cold[i]))
+	}
+	for i := range all {
+		s := &all[i]
 		t.EnqPackets += s.EnqPackets
 		t.EnqBytes += s.EnqBytes
 		t.TxPackets += s.TxPackets
@@ -168,22 +196,14 @@ func (p *Port) Totals() QueueStats {
 			t.MaxDepth = s.MaxDepth
 		}
 	}
-	for c := 0; c < p.q.cfg.Classes; c++ {
-		add(&p.q.stats[c])
-	}
-	add(&p.q.hdrStats)
 	// Depth area, brought up to the latest change of any queue, so t.MeanDepth is the port's.
-	for c := 0; c < p.q.cfg.Classes; c++ {
-		t.lastChange = max(t.lastChange, p.q.stats[c].lastChange)
+	for i := range all {
+		t.lastChange = max(t.lastChange, all[i].lastChange)
 	}
-	t.lastChange = max(t.lastChange, p.q.hdrStats.lastChange)
-	area := func(s *QueueStats) {
+	for i := range all {
+		s := &all[i]
 		t.depthArea += s.depthArea + float64(s.Depth)*float64(t.lastChange-s.lastChange)
 	}
-	for c := 0; c < p.q.cfg.Classes; c++ {
-		area(&p.q.stats[c])
-	}
-	area(&p.q.hdrStats)
 	return t
 }
 
@@ -199,19 +219,15 @@ func (p *Port) SentBytes(now sim.Time) int64 {
 }
 
 // QueueBytes returns the bytes waiting in all of the port's queues (not the one on the wire).
-func (p *Port) QueueBytes() int64 {
-	n := p.q.hdrStats.Depth
-	for c := 0; c < p.q.cfg.Classes; c++ {
-		n += p.q.stats[c].Depth
-	}
-	return n
-}
+func (p *Port) QueueBytes() int64 { return p.q.bytes }
 
 // MeanDepth returns the time-averaged bytes queued at the port over [0, now], all classes.
 func (p *Port) MeanDepth(now sim.Time) float64 {
-	m := p.q.hdrStats.MeanDepth(now)
-	for c := 0; c < p.q.cfg.Classes; c++ {
-		m += p.q.stats[c].MeanDepth(now)
+	q := &p.q
+	k := q.p.classes
+	m := queueStats(&q.lines[k], &q.aux.cold[k]).MeanDepth(now)
+	for c := 0; c < k; c++ {
+		m += queueStats(&q.lines[c], &q.aux.cold[c]).MeanDepth(now)
 	}
 	return m
 }
@@ -245,10 +261,21 @@ type Network struct {
 	Nodes []Node
 	Ports []Port
 	hosts int32
+	// hot is, by node, what forwarding reads: a copy of Node.Ports' slice header and the
+	// blackhole flag, 32 bytes a node instead of the whole Node.
+	hot []nodeHot
+	// params holds the queue parameters shared by ports with the same QueueConfig.
+	params map[QueueConfig]*queueParams
+	// qlines holds every port's queue lines: port id has the block of linesPerPort lines at
+	// lineBlock(id), of which it uses its classes and header queue. Blocks are found from the
+	// id alone (see portQueue.enqueue), and chunks never move, so ports keep slices of them.
+	qlines [][]queueLine
+	slots  slotArena // the ports' slabs
 
 	recv     [1 << 8]Receiver // by Proto: any uint8 indexes it, so no Proto value can panic
 	free     *Packet
-	alloc    int64 // packets ever allocated (free list growth)
+	fresh    []Packet // allocated and never handed out yet; NewPacket takes them in order
+	alloc    int64    // packets ever handed out fresh (the free list's high-water mark)
 	C        Counters
 	seed     uint64 // ECMP seeds derive from it
 	ecnSeed  uint64 // per-port ECN marking streams derive from it
@@ -257,6 +284,32 @@ type Network struct {
 	kTx, kArrive sim.Kind
 	nextID       uint64
 	nicReady     func(now sim.Time, host int32, plane int)
+}
+
+// Queue line blocks (Network.qlines): chunk 0 holds the blocks of ports 0..firstChunk-1 and
+// chunk k >= 1 those of ports firstChunk<<(k-1) .. firstChunk<<k - 1, so a small network
+// allocates little and a large one a few chunks.
+const (
+	linesPerPort = MaxClasses + 1
+	firstChunk   = 64
+	logFirst     = 6 // log2(firstChunk)
+)
+
+// lineBlock returns port id's block of queue lines.
+func (n *Network) lineBlock(id PortID) []queueLine {
+	k := bits.Len32(uint32(id) >> logFirst)
+	start := 0
+	if k > 0 {
+		start = firstChunk << (k - 1)
+	}
+	o := (int(id) - start) * linesPerPort
+	return n.qlines[k][o : o+linesPerPort : o+linesPerPort]
+}
+
+// nodeHot is the part of a Node that forwarding reads.
+type nodeHot struct {
+	ports     []PortID // Node.Ports
+	blackhole bool
 }
 
 // New returns an empty network driven by s. ECMP seeds, ECN marking draws and loss draws come
@@ -302,6 +355,7 @@ func (n *Network) AddNode(name string, kind NodeKind, plane, tier int) (NodeID, 
 	}
 	seed := sim.Mix64(n.seed ^ uint64(id)*0x9e3779b97f4a7c15)
 	n.Nodes = append(n.Nodes, Node{Name: name, Kind: kind, Plane: int8(plane), Tier: int8(tier), seed: seed})
+	n.hot = append(n.hot, nodeHot{})
 	return id, nil
 }
 
@@ -310,9 +364,13 @@ func (n *Network) AddNode(name string, kind NodeKind, plane, tier int) (NodeID, 
 func (n *Network) Reserve(nodes, ports int) {
 	if nodes > 0 {
 		n.Nodes = slices.Grow(n.Nodes, nodes)
+		n.hot = slices.Grow(n.hot, nodes)
 	}
 	if ports > 0 {
 		n.Ports = slices.Grow(n.Ports, ports)
+		if c := n.Ports[:cap(n.Ports)]; len(c) > 0 {
+			adviseHuge(unsafe.Pointer(&c[0]), uintptr(len(c))*unsafe.Sizeof(Port{}))
+		}
 	}
 }
 
@@ -380,22 +438,48 @@ func (n *Network) Connect(a, b PortEnd, rate sim.Rate, delay sim.Time) (PortID, 
 		qc := qcs[i]
 		node := &n.Nodes[e.Node]
 		id := PortID(len(n.Ports))
-		n.Ports = append(n.Ports, Port{Name: e.Name, Node: e.Node, Local: uint16(locals[i]), Rate: rate, Delay: delay})
-		n.Ports[id].q.init(qc)
+		n.Ports = append(n.Ports, Port{Name: e.Name, Node: e.Node, Local: uint16(locals[i]), Rate: rate, Delay: delay, flHead: -1, flTail: -1})
+		if k := bits.Len32(uint32(id) >> logFirst); k == len(n.qlines) {
+			size := firstChunk
+			if k > 0 {
+				size = firstChunk << (k - 1)
+			}
+			c := make([]queueLine, size*linesPerPort)
+			adviseHuge(unsafe.Pointer(&c[0]), uintptr(len(c))*unsafe.Sizeof(queueLine{}))
+			n.qlines = append(n.qlines, c)
+		}
+		n.Ports[id].q.init(n.queueParams(qc), n.lineBlock(id))
+		n.Ports[id].q.arena = &n.slots
 		n.Ports[id].q.rng = sim.Mix64(n.ecnSeed ^ uint64(id)*0x9e3779b97f4a7c15)
 		for len(node.Ports) <= locals[i] {
 			node.Ports = append(node.Ports, -1)
 		}
 		node.Ports[locals[i]] = id
+		n.hot[e.Node].ports = node.Ports
 		ids[i] = id
 	}
-	n.Ports[ids[0]].Peer = ids[1]
-	n.Ports[ids[1]].Peer = ids[0]
-	n.Ports[ids[0]].LastHop = n.Nodes[b.Node].Kind == Host
-	n.Ports[ids[1]].LastHop = n.Nodes[a.Node].Kind == Host
-	n.Ports[ids[0]].nic = n.Nodes[a.Node].Kind == Host
-	n.Ports[ids[1]].nic = n.Nodes[b.Node].Kind == Host
+	for i, id := range ids {
+		pt, peer := &n.Ports[id], ends[1-i]
+		pt.Peer = ids[1-i]
+		pt.peerNode = peer.Node
+		pt.peerHost = n.Nodes[peer.Node].Kind == Host
+		pt.LastHop = pt.peerHost
+		pt.nic = n.Nodes[ends[i].Node].Kind == Host
+	}
 	return ids[0], ids[1], nil
+}
+
+// queueParams returns the shared parameters for cfg, creating them on first use.
+func (n *Network) queueParams(cfg QueueConfig) *queueParams {
+	if qp, ok := n.params[cfg]; ok {
+		return qp
+	}
+	if n.params == nil {
+		n.params = make(map[QueueConfig]*queueParams)
+	}
+	qp := newQueueParams(cfg)
+	n.params[cfg] = qp
+	return qp
 }
 
 // SetReceiver registers the callback for packets of proto arriving at their destination.
@@ -406,12 +490,29 @@ func (n *Network) SetReceiver(proto Proto, r Receiver) { n.recv[proto] = r }
 func (n *Network) NewPacket() *Packet {
 	p := n.free
 	if p == nil {
+		if len(n.fresh) == 0 {
+			n.morePackets()
+		}
+		p, n.fresh = &n.fresh[0], n.fresh[1:]
 		n.alloc++
-		return &Packet{}
+		return p
 	}
 	n.free = p.next
 	*p = Packet{}
 	return p
+}
+
+// Packets are allocated in chunks that double up to maxPacketChunk packets (8 MiB), so that a
+// large run's packets sit in a few big arrays (on huge pages where the kernel allows) rather
+// than scattered over the heap.
+const maxPacketChunk = 1 << 16
+
+// morePackets allocates the next chunk of fresh packets.
+func (n *Network) morePackets() {
+	size := int(min(max(n.alloc, 64), maxPacketChunk))
+	c := make([]Packet, size)
+	adviseHuge(unsafe.Pointer(&c[0]), uintptr(size)*unsafe.Sizeof(Packet{}))
+	n.fresh = c
 }
 
 // Free returns a packet that was never sent to the free list.
@@ -460,7 +561,7 @@ func (n *Network) enqueue(now sim.Time, pid PortID, p *Packet) {
 		return
 	}
 	idle := now >= port.txEnd
-	if res, why := port.q.enqueue(now, p, port.LastHop, idle); res == dropped {
+	if res, why := port.q.enqueue(now, p, port.LastHop, idle, n.lineBlock(pid)); res == dropped {
 		n.drop(p, why)
 		return
 	}
@@ -479,29 +580,37 @@ func (n *Network) enqueue(now sim.Time, pid PortID, p *Packet) {
 // A transmitter event is scheduled at the end of the serialisation if packets wait behind it
 // or the port is a NIC's.
 func (n *Network) startTx(now sim.Time, pid PortID, port *Port) {
-	p := port.q.dequeue(now)
-	if p == nil {
+	k := port.q.dequeue(now, n.lineBlock(pid))
+	if k < 0 {
 		return
 	}
-	p.epoch = port.epoch
+	sl := &port.q.s[k]
+	port.txEnd = now + port.Rate.TxTime(sl.v)
 	if port.nic {
-		p.SentAt = now // the NIC's transmit timestamp: host queueing is not network delay
+		sl.p.SentAt = now // the NIC's transmit timestamp: host queueing is not network delay
 	}
-	port.txEnd = now + port.Rate.TxTime(int64(p.Size))
-	if port.faults != nil && port.faults.lost(p) {
-		s := port.q.statsFor(p)
+	if port.lossy && port.faults.lost(sl.p) {
+		p := sl.p
+		port.q.release(k)
+		s := port.q.coldFor(p)
 		s.Drops[DropLoss]++
-		s.DropBytes += int64(p.Size)
+		s.dropBytes += int64(p.Size)
 		n.drop(p, DropLoss)
 	} else {
-		p.arriveAt = port.txEnd + port.Delay
-		if t := port.flight.tail; t != nil && t.arriveAt > p.arriveAt {
-			p.arriveAt = t.arriveAt // Delay was lowered mid-run: the link stays a FIFO
+		at := port.txEnd + port.Delay
+		sl.epoch = port.epoch
+		if t := port.flTail; t >= 0 {
+			tail := &port.q.s[t]
+			if t := sim.Time(tail.v); t > at {
+				at = t // Delay was lowered mid-run: the link stays a FIFO
+			}
+			tail.next, tail.v = k, int64(at)
+		} else {
+			port.flHead = k
+			n.sim.At(at, n.kArrive, int32(pid), 0)
 		}
-		if port.flight.n == 0 {
-			n.sim.At(p.arriveAt, n.kArrive, int32(pid), 0)
-		}
-		port.flight.push(p)
+		sl.v, sl.next = int64(at), -1
+		port.flTail = k
 	}
 	if !port.txEvent && (port.nic || !port.q.empty()) {
 		port.txEvent = true
@@ -538,44 +647,49 @@ func (n *Network) onTxDone(now sim.Time, obj int32, _ uint64) {
 // onArrive: the head packet on port obj's link reached the peer.
 func (n *Network) onArrive(now sim.Time, obj int32, _ uint64) {
 	port := &n.Ports[obj]
-	p := port.flight.pop()
-	if h := port.flight.head; h != nil {
-		n.sim.At(h.arriveAt, n.kArrive, obj, 0)
+	k := port.flHead
+	sl := &port.q.s[k]
+	p, epoch := sl.p, sl.epoch
+	if port.flHead = sl.next; port.flHead >= 0 {
+		n.sim.At(sim.Time(sl.v), n.kArrive, obj, 0)
+	} else {
+		port.flTail = -1
 	}
-	if port.Down || p.epoch != port.epoch {
+	port.q.release(k)
+	if port.Down || epoch != port.epoch {
 		n.dropLinkDown(port, p) // on the wire when the link failed, even if it is up again
 		return
 	}
-	peer := &n.Ports[port.Peer]
-	node := &n.Nodes[peer.Node]
-	if node.Kind == Host {
-		if NodeID(p.Dst) != peer.Node {
+	if port.peerHost {
+		if NodeID(p.Dst) != port.peerNode {
 			// Misrouted (a source route leading elsewhere): the receiver cannot tell which
 			// host it runs on, so handing it the packet would corrupt the Dst's transport.
-			n.dropAt(node, p, DropNoRoute)
+			n.dropAt(&n.Nodes[port.peerNode], p, DropNoRoute)
 			return
 		}
 		n.deliver(now, p)
 		return
 	}
-	if node.blackhole {
-		n.dropAt(node, p, DropBlackhole)
-		return
-	}
-	n.forward(now, node, p)
+	n.forward(now, port.peerNode, p)
 }
 
-// forward picks a switch egress for p and enqueues it there.
-func (n *Network) forward(now sim.Time, node *Node, p *Packet) {
+// forward picks an egress of switch id for p and enqueues it there.
+func (n *Network) forward(now sim.Time, id NodeID, p *Packet) {
+	hot := &n.hot[id]
+	if hot.blackhole {
+		n.dropAt(&n.Nodes[id], p, DropBlackhole)
+		return
+	}
 	var local int
 	if p.RouteLen > 0 {
 		if p.Hop >= p.RouteLen || int(p.Hop) >= MaxHops { // RouteLen may be set beyond MaxHops
-			n.dropAt(node, p, DropNoRoute)
+			n.dropAt(&n.Nodes[id], p, DropNoRoute)
 			return
 		}
 		local = int(p.Route[p.Hop])
 		p.Hop++
 	} else {
+		node := &n.Nodes[id]
 		g := node.Routes.Lookup(p.Dst)
 		if len(g) == 0 {
 			n.dropAt(node, p, DropNoRoute)
@@ -583,11 +697,11 @@ func (n *Network) forward(now sim.Time, node *Node, p *Packet) {
 		}
 		local = int(g[ecmpIndex(node.seed, p, len(g))])
 	}
-	if local >= len(node.Ports) || node.Ports[local] < 0 {
-		n.dropAt(node, p, DropNoRoute)
+	if local >= len(hot.ports) || hot.ports[local] < 0 {
+		n.dropAt(&n.Nodes[id], p, DropNoRoute)
 		return
 	}
-	n.enqueue(now, node.Ports[local], p)
+	n.enqueue(now, hot.ports[local], p)
 }
 
 // ecmpIndex hashes p's 5-tuple and entropy with a switch seed into [0, k): a splitmix64 chain
@@ -625,9 +739,9 @@ func (n *Network) deliver(now sim.Time, p *Packet) {
 // dropLinkDown drops p, which port sent onto its failed link, counting it in the port's
 // statistics under the queue it left.
 func (n *Network) dropLinkDown(port *Port, p *Packet) {
-	s := port.q.statsFor(p)
+	s := port.q.coldFor(p)
 	s.Drops[DropLinkDown]++
-	s.DropBytes += int64(p.Size)
+	s.dropBytes += int64(p.Size)
 	n.drop(p, DropLinkDown)
 }
 
@@ -664,9 +778,12 @@ func (n *Network) InFlight() int64 {
 // held counts the packets port p holds: queued, or on its link (the packet being serialised is
 // on the link already).
 func (p *Port) held() int {
-	k := p.flight.n + p.q.hdr.n
-	for c := 0; c < p.q.cfg.Classes; c++ {
-		k += p.q.classes[c].n
+	k := 0
+	for s := p.flHead; s >= 0; s = p.q.s[s].next {
+		k++
+	}
+	for i := range p.q.lines {
+		k += int(p.q.lines[i].n)
 	}
 	return k
 }
@@ -703,12 +820,14 @@ func (n *Network) Occupied(max int) []Occupancy {
 
 // Audit checks packet conservation: injected = delivered whole + delivered trimmed + dropped +
 // in flight. It returns an error with the books when they do not balance. It also checks the
-// invariants behind those books, naming the first port that breaks one: each queue's Depth is
-// the sum of its packets' sizes and EnqPackets = TxPackets + Flushed + queued; a port with
-// packets queued has its transmitter event pending (nothing waits forever); a link's
-// packets arrive in order; and every drop was also counted where it happened: for each reason,
-// the ports' queue counts (Port.Totals) plus the nodes' own counts (Node.Drops) equal the
-// network's.
+// invariants behind those books, naming the first port that breaks one: each queue's list
+// holds as many packets as its count and its Depth is the sum of their sizes (TxPackets and
+// TxBytes are derived: EnqPackets = TxPackets + Flushed + queued, likewise in bytes, and
+// neither may be negative); every slot of the port's slab is free or holds a queued packet or
+// one on the link; a port with packets queued has its transmitter event pending (nothing
+// waits forever); a link's packets arrive in order; and every drop was also counted where it
+// happened: for each reason, the ports' queue counts (Port.Totals) plus the nodes' own counts
+// (Node.Drops) equal the network's.
 func (n *Network) Audit() error {
 	c := &n.C
 	inflight := n.InFlight()
@@ -744,44 +863,65 @@ func (n *Network) Audit() error {
 // audit checks the port's queue and link invariants (see Network.Audit).
 func (p *Port) audit() error {
 	q := &p.q
-	check := func(name string, f *fifo, s *QueueStats) error {
-		var k, bytes int64
-		var last *Packet
-		for x := f.head; x != nil; x = x.next {
+	var bytes int64
+	used := 0 // slots in the queues and on the link
+	for i := range q.lines {
+		name := "header"
+		if i < q.p.classes {
+			name = fmt.Sprintf("class %d", i)
+		}
+		l, c := &q.lines[i], &q.aux.cold[i]
+		var k, b int64
+		last := int32(-1)
+		for x := l.head; x >= 0 && k <= int64(len(q.s)); x = q.s[x].next {
+			sl := &q.s[x]
+			if sl.p == nil || int64(sl.p.Size) != sl.v {
+				return fmt.Errorf("%s queue: slot %d holds no packet or a wrong size", name, x)
+			}
 			k++
-			bytes += int64(x.Size)
+			b += sl.v
 			last = x
 		}
 		switch {
-		case k != int64(f.n) || last != f.tail:
-			return fmt.Errorf("%s queue: list holds %d packets, count says %d", name, k, f.n)
-		case bytes != s.Depth:
-			return fmt.Errorf("%s queue: holds %d B, depth says %d B", name, bytes, s.Depth)
-		case s.EnqPackets != s.TxPackets+s.Flushed+k:
-			return fmt.Errorf("%s queue: enqueued %d != sent %d + flushed %d + queued %d", name, s.EnqPackets, s.TxPackets, s.Flushed, k)
+		case k != int64(l.n) || last != l.tail:
+			return fmt.Errorf("%s queue: list holds %d packets, count says %d", name, k, l.n)
+		case b != int64(l.depth):
+			return fmt.Errorf("%s queue: holds %d B, depth says %d B", name, b, l.depth)
+		case (k > 0) != (q.busy&(1<<i) != 0):
+			return fmt.Errorf("%s queue: holds %d packets, busy flag %v", name, k, q.busy&(1<<i) != 0)
+		case c.flushed > l.enqPackets-k || c.flushedBytes > l.enqBytes-b:
+			return fmt.Errorf("%s queue: enqueued %d (%d B), flushed %d (%d B), queued %d (%d B)", name, l.enqPackets, l.enqBytes, c.flushed, c.flushedBytes, k, b)
 		}
-		return nil
+		bytes += b
+		used += int(k)
 	}
-	for c := 0; c < q.cfg.Classes; c++ {
-		if err := check(fmt.Sprintf("class %d", c), &q.classes[c], &q.stats[c]); err != nil {
-			return err
-		}
-	}
-	if err := check("header", &q.hdr, &q.hdrStats); err != nil {
-		return err
+	if bytes != q.bytes {
+		return fmt.Errorf("queues hold %d B, port count says %d B", bytes, q.bytes)
 	}
 	if !p.txEvent && !q.empty() {
 		return fmt.Errorf("%d B queued with no transmitter event pending", p.QueueBytes())
 	}
-	k := 0
-	for x := p.flight.head; x != nil; x = x.next {
-		k++
-		if x.next != nil && x.next.arriveAt < x.arriveAt {
-			return fmt.Errorf("link out of order: %v then %v", x.arriveAt, x.next.arriveAt)
+	last := int32(-1)
+	for x := p.flHead; x >= 0 && used <= len(q.s); x = q.s[x].next {
+		if q.s[x].p == nil {
+			return fmt.Errorf("link slot %d holds no packet", x)
 		}
+		// Each slot but the last holds the next packet's arrival time; the last its own.
+		if nx := q.s[x].next; nx >= 0 && q.s[nx].v < q.s[x].v {
+			return fmt.Errorf("link out of order: %v then %v", sim.Time(q.s[x].v), sim.Time(q.s[nx].v))
+		}
+		used++
+		last = x
 	}
-	if k != p.flight.n {
-		return fmt.Errorf("link holds %d packets, count says %d", k, p.flight.n)
+	if last != p.flTail {
+		return fmt.Errorf("link list ends at slot %d, tail says %d", last, p.flTail)
+	}
+	free := 0
+	for x := q.free; x >= 0 && free <= len(q.s); x = q.s[x].next {
+		free++
+	}
+	if used+free != len(q.s) {
+		return fmt.Errorf("slab of %d slots: %d hold packets, %d free", len(q.s), used, free)
 	}
 	return nil
 }

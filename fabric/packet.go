@@ -49,20 +49,24 @@ const (
 // header words (Seq, Ack, Bitmap, Aux, Op) are opaque to it, and their meaning is defined by the
 // package of the packet's Proto (a PSN, a cumulative ACK, a SACK bitmap...). This keeps
 // per-transport fields inside their package without a per-packet interface or allocation.
+//
+// Layout: a packet is 128 bytes, so the allocator places it on two whole cache lines, and every
+// field a switch reads or writes comes first, in the first line; the second line (ID, SentAt,
+// the transport words) is touched only at the ends, by Send and the receiver. A packet is cold
+// in the cache at nearly every hop of a large run, so this halves what a hop brings in; and a
+// hop reads it once, when it arrives at a switch (route, class, flags): while it waits in a
+// queue and crosses the link, its size, link epoch and arrival time are in the port's slot.
 type Packet struct {
-	ID   uint64 // unique per injected packet, in injection order
-	Src  int32  // source host index
-	Dst  int32  // destination host index
-	Size int32  // bytes on the wire, all headers included; HeaderBytes once trimmed
-	Flow int32  // flow or QP index, owned by the source transport (for accounting)
+	next *Packet // free-list link (and the list of packets a flush drops)
 
-	SrcPort uint16 // UDP source port (RoCEv2 puts its ECMP entropy here)
-	DstPort uint16 // UDP destination port (4791 for RoCEv2)
+	Size int32 // bytes on the wire, all headers included; HeaderBytes once trimmed
+	Dst  int32 // destination host index
+	Src  int32 // source host index
+
 	Entropy uint32 // entropy value (EV): hashed by ECMP, or the index of a source route
-
-	Proto Proto
-	Class uint8 // strict-priority class at each queue, 0 = highest
-	Flags Flags
+	Flags   Flags
+	Proto   Proto
+	Class   uint8 // strict-priority class at each queue, 0 = highest
 
 	// Source route: Route[Hop] is the local egress port at the next switch. RouteLen 0 means
 	// the switches forward by ECMP hash instead [MRC §2.2: static SRv6 micro-SIDs].
@@ -70,18 +74,20 @@ type Packet struct {
 	RouteLen uint8
 	Hop      uint8
 
+	SrcPort uint16 // UDP source port (RoCEv2 puts its ECMP entropy here)
+	DstPort uint16 // UDP destination port (4791 for RoCEv2)
+	Op      uint8  // transport-owned header word; see the owning transport package
+	Flow    int32  // flow or QP index, owned by the source transport (for accounting)
+	_       [8]byte
+
+	// Second cache line: the ends only.
+	ID     uint64   // unique per injected packet, in injection order
 	SentAt sim.Time // when the source NIC began sending it (its transmit timestamp); Send sets it first
 
 	// Transport-owned header words; see the owning transport package.
 	Seq, Ack, Bitmap, Aux uint64
-	Op                    uint8
 
-	// epoch is the sending port's link epoch (its count of down transitions) when the packet
-	// started serialising there; a different epoch when it leaves or arrives means the link
-	// failed meanwhile, and the packet is lost even if the link is up again.
-	epoch    uint32
-	arriveAt sim.Time // on a link: when the last bit reaches the peer
-	next     *Packet  // intrusive FIFO / free-list link
+	_ [16]byte // pad to 128 bytes (TestPacketLayout)
 }
 
 // SetRoute copies a source route into the packet and resets its hop counter. Hops beyond
@@ -92,7 +98,8 @@ func (p *Packet) SetRoute(hops []uint16) {
 	p.Hop = 0
 }
 
-// fifo is an intrusive singly-linked packet queue: push and pop allocate nothing.
+// fifo is an intrusive singly-linked packet list (through Packet.next): push and pop allocate
+// nothing. Queues and links hold slots (see slot); a fifo carries the packets a flush drops.
 type fifo struct {
 	head, tail *Packet
 	n          int
@@ -135,4 +142,20 @@ func (p *Packet) UseRoute(r *Route) {
 	p.Route = r.Hops
 	p.RouteLen = r.Len
 	p.Hop = 0
+}
+
+// slot is one packet a port holds, queued in one of its queues or on its link. A port keeps
+// its slots in one slab (portQueue.s), and its queues and its link are lists of slot indices,
+// so moving a packet from a queue onto the link, and finding the size of the next packet to
+// send or the arrival time of the next to arrive, read the port's slab and not the packets,
+// which are cold in the cache by then in a large run.
+type slot struct {
+	p *Packet
+	// v is the packet's wire size while it is queued. On the link it is an arrival time (ps):
+	// the packet's own while it is the last on the link, then, once another follows it, that
+	// one's. So an arrival reads the next arrival time from the slot it frees, not the next
+	// slot, and the link's last arrival time (which keeps the link a FIFO) is in the last slot.
+	v     int64
+	next  int32  // the next slot in the same queue or link, or -1
+	epoch uint32 // on the link: the port's epoch when the packet started serialising
 }

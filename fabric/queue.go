@@ -2,6 +2,8 @@ package fabric
 
 import (
 	"fmt"
+	"math/bits"
+	"unsafe"
 
 	"github.com/lockstepsim/lockstep/sim"
 )
@@ -170,146 +172,305 @@ func (q *QueueStats) setDepth(now sim.Time, d int64) {
 	}
 }
 
-// portQueue is one egress port's queues: strict-priority data classes plus the header queue.
-type portQueue struct {
-	cfg     QueueConfig
-	classes []fifo // one per class, cfg.Classes long
-	hdr     fifo
-	// Stats per data class; HdrStats for the header queue.
-	stats    []QueueStats // one per class
-	hdrStats QueueStats
-	// WDRR between the header queue and the data block, in bytes.
+// queueParams is a QueueConfig with the values the hot path derives from it. Ports built with
+// the same configuration share one (Network keeps them by config), so a port carries a pointer
+// rather than a copy and the few distinct configurations of a fabric stay in the cache.
+type queueParams struct {
+	cfg      QueueConfig
+	classes  int
+	limit    int64 // per class, bytes
+	trimAt   int64 // effective trim threshold in bytes
+	hdrLimit int64
+	// WDRR quanta of the header queue and the data block, in bytes.
 	hdrQuantum, dataQuantum int64
-	hdrDeficit, dataDeficit int64
-	servingHdr              bool
-	trimAt                  int64 // effective trim threshold in bytes
-	// rng is this port's ECN marking stream (splitmix64 state): per port, so traffic on one
-	// port never shifts the marking draws of another and variants stay comparable.
-	rng uint64
+	ecn, trim               bool
 }
 
 // drrRound is the bytes both WDRR queues get per round together: two 4 KiB MTUs, so a data
 // packet fits its quantum at any share >= 0.5 and in a few rounds below it.
 const drrRound = 8192
 
-func (q *portQueue) init(cfg QueueConfig) {
-	q.cfg = cfg
-	// Sized to the classes in use, not MaxClasses: a port is touched on every packet, and a
-	// small one keeps a large fabric's ports in cache.
-	q.classes = make([]fifo, cfg.Classes)
-	q.stats = make([]QueueStats, cfg.Classes)
-	q.hdrQuantum = int64(float64(drrRound) * cfg.Trim.HeaderShare)
-	if q.hdrQuantum < HeaderBytes {
-		q.hdrQuantum = HeaderBytes
+func newQueueParams(cfg QueueConfig) *queueParams {
+	qp := &queueParams{cfg: cfg, classes: cfg.Classes, limit: int64(cfg.Limit), hdrLimit: int64(cfg.Trim.HeaderLimit),
+		ecn: cfg.ECN.Enabled, trim: cfg.Trim.Enabled}
+	qp.hdrQuantum = int64(float64(drrRound) * cfg.Trim.HeaderShare)
+	if qp.hdrQuantum < HeaderBytes {
+		qp.hdrQuantum = HeaderBytes
 	}
-	q.dataQuantum = drrRound - q.hdrQuantum
-	if q.dataQuantum < HeaderBytes {
-		q.dataQuantum = HeaderBytes
+	qp.dataQuantum = drrRound - qp.hdrQuantum
+	if qp.dataQuantum < HeaderBytes {
+		qp.dataQuantum = HeaderBytes
 	}
-	q.trimAt = int64(cfg.Trim.Threshold)
-	if q.trimAt == 0 || q.trimAt > int64(cfg.Limit) {
-		q.trimAt = int64(cfg.Limit)
+	qp.trimAt = int64(cfg.Trim.Threshold)
+	if qp.trimAt == 0 || qp.trimAt > int64(cfg.Limit) {
+		qp.trimAt = int64(cfg.Limit)
 	}
+	return qp
+}
+
+// queueLine is what every packet through one queue (a data class or the header queue) reads
+// and writes, in one 64-byte cache line: the FIFO (a list of the port's slots), the depth and
+// the counters that change per packet. The rest of the queue's statistics, which change only
+// on a drop, a trim or a mark, are in its queueCold. Sent packets and bytes are derived
+// (QueueStats): every packet accepted leaves by being sent or flushed.
+type queueLine struct {
+	head, tail int32 // slots of the first and last packet; -1 when empty
+	n          int32 // packets queued
+	depth      int32 // bytes queued now; <= the queue's limit (at most MaxQueueLimit)
+	maxDepth   int32 // largest depth seen
+	depthArea  float64
+	lastChange sim.Time
+	enqPackets int64
+	enqBytes   int64
+	ceMarks    int64 // packets marked CE on arrival here
+}
+
+// queueCold is the rest of one queue's statistics.
+type queueCold struct {
+	Drops        [NumDropReasons]int64
+	dropBytes    int64
+	flushed      int64
+	flushedBytes int64
+	trims        int64
+}
+
+func (l *queueLine) setDepth(now sim.Time, d int64) {
+	l.depthArea += float64(l.depth) * float64(now-l.lastChange)
+	l.lastChange = now
+	l.depth = int32(d)
+	if int32(d) > l.maxDepth {
+		l.maxDepth = int32(d)
+	}
+}
+
+// queueStats assembles the public statistics of a queue from its line and cold part.
+func queueStats(l *queueLine, c *queueCold) QueueStats {
+	return QueueStats{
+		EnqPackets: l.enqPackets, EnqBytes: l.enqBytes,
+		TxPackets: l.enqPackets - c.flushed - int64(l.n), TxBytes: l.enqBytes - c.flushedBytes - int64(l.depth),
+		Drops: c.Drops, DropBytes: c.dropBytes, Flushed: c.flushed, Trims: c.trims, CEMarks: l.ceMarks,
+		Depth: int64(l.depth), MaxDepth: int64(l.maxDepth), depthArea: l.depthArea, lastChange: l.lastChange,
+	}
+}
+
+// portQueue is one egress port's queues: strict-priority data classes plus the header queue.
+// lines[c] is data class c and lines[classes] the header queue; busy has bit i set while queue
+// i holds packets, so finding the next queue to serve reads no queue's line. The statistics
+// that change only on drops and trims are in aux.
+//
+// It also owns the port's slab of slots, s: every packet the port holds, queued or on its
+// link (Port.flHead), has one, and the free ones form a list from free. The slab doubles when
+// full and keeps its peak size; slots are reused last-freed-first, so it stays small and warm.
+//
+// The fields up to aux are the port's hot ones (Port). The hot path reaches the queue lines
+// through the network (Network.lineBlock), whose address does not depend on the port, so the
+// processor can load a queue's line while the port's are still on their way; lines is the
+// same memory for everything else.
+type portQueue struct {
+	p     *queueParams
+	s     []slot
+	bytes int64  // bytes waiting in all the queues
+	free  int32  // first free slot, or -1
+	busy  uint16 // bit i: lines[i] is not empty
+	// inRound: a WDRR round between the header queue and the data block is under way, so
+	// the deficits and turn may differ from a fresh round's (resetDRR).
+	inRound bool
+	// WDRR between the header queue and the data block: whose turn it is, and the deficits in
+	// bytes.
+	servingHdr              bool
+	hdrDeficit, dataDeficit int64
+	// rng is this port's ECN marking stream (splitmix64 state): per port, so traffic on one
+	// port never shifts the marking draws of another and variants stay comparable.
+	rng   uint64
+	aux   *queueAux
+	lines []queueLine // classes+1 of them, 64-byte aligned
+	arena *slotArena  // where growSlab takes slabs from; nil: the heap
+}
+
+// slotArena hands out the ports' slabs from large chunks, so that the slots of a big fabric
+// sit together (on huge pages where the kernel allows) rather than scattered over the heap. A
+// slab that grows leaves its old space unused, so a port's slabs take at most four times its
+// peak number of packets held (a slab is less than twice that peak, its outgrown
+// predecessors together smaller than it), plus the unused end of the current chunk.
+type slotArena struct {
+	chunk []slot // the unused rest of the current chunk
+	size  int    // the size of the current chunk
+}
+
+// Arena chunks double from 512 slots up to maxSlotChunk slots (6 MiB), so a small fabric takes
+// little.
+const maxSlotChunk = 1 << 18
+
+// take returns n zeroed slots.
+func (a *slotArena) take(n int) []slot {
+	if n > len(a.chunk) {
+		a.size = min(max(2*a.size, 512), maxSlotChunk)
+		size := max(n, a.size)
+		a.chunk = make([]slot, size)
+		adviseHuge(unsafe.Pointer(&a.chunk[0]), uintptr(size)*unsafe.Sizeof(slot{}))
+	}
+	s := a.chunk[:n:n]
+	a.chunk = a.chunk[n:]
+	return s
+}
+
+// queueAux is the part of a port's queues that only drops and trims touch.
+type queueAux struct {
+	cold []queueCold // by queue, as lines
+}
+
+// init sets the queues up with parameters p in lines, which must hold at least p.classes+1
+// zero queueLines (the port's block of the network's lines, or its own).
+func (q *portQueue) init(p *queueParams, lines []queueLine) {
+	q.p = p
+	q.lines = lines[: p.classes+1 : p.classes+1]
+	for i := range q.lines {
+		q.lines[i].head, q.lines[i].tail = -1, -1
+	}
+	q.free = -1
+	q.aux = &queueAux{cold: make([]queueCold, p.classes+1)}
+	q.inRound = true
 	q.resetDRR()
 }
+
+// alloc takes a free slot for p with value v (see slot) and returns its index.
+func (q *portQueue) alloc(p *Packet, v int64) int32 {
+	if q.free < 0 {
+		q.growSlab()
+	}
+	i := q.free
+	sl := &q.s[i]
+	q.free = sl.next
+	*sl = slot{p: p, v: v, next: -1}
+	return i
+}
+
+// release returns slot i to the free list.
+func (q *portQueue) release(i int32) {
+	q.s[i] = slot{next: q.free}
+	q.free = i
+}
+
+// growSlab doubles the slab (the free list is empty).
+func (q *portQueue) growSlab() {
+	n := len(q.s)
+	var s []slot
+	if q.arena != nil {
+		s = q.arena.take(max(8, 2*n))
+	} else {
+		s = make([]slot, max(8, 2*n))
+	}
+	copy(s, q.s)
+	for i := n; i < len(s); i++ {
+		s[i].next = int32(i + 1)
+	}
+	s[len(s)-1].next = -1
+	q.s, q.free = s, int32(n)
+}
+
+// hdr returns the header queue's line.
+func (q *portQueue) hdr() *queueLine { return &q.lines[q.p.classes] }
 
 // resetDRR starts a new WDRR round with the header queue's turn, its quantum granted: used
 // while at most one side is backlogged, so that when both are, headers go first.
 func (q *portQueue) resetDRR() {
+	if !q.inRound {
+		return // already a fresh round
+	}
 	q.servingHdr = true
-	q.hdrDeficit, q.dataDeficit = q.hdrQuantum, 0
+	q.hdrDeficit, q.dataDeficit = q.p.hdrQuantum, 0
+	q.inRound = false
 }
 
 // class returns the data class p is queued in here: its Class, clamped to the port's last
 // class. The packet keeps its own Class for the hops after this one.
 func (q *portQueue) class(p *Packet) int {
-	if c := int(p.Class); c < q.cfg.Classes {
+	if c := int(p.Class); c < q.p.classes {
 		return c
 	}
-	return q.cfg.Classes - 1
+	return q.p.classes - 1
 }
 
 // inHdr reports whether p belongs in the header queue here: it is a trimmed header and the
 // port trims (NDP, Handley et al. SIGCOMM 2017: trimmed headers take the priority queue at
 // every switch, not only where they were cut).
 func (q *portQueue) inHdr(p *Packet) bool {
-	return q.cfg.Trim.Enabled && p.Flags&Trimmed != 0
+	return q.p.trim && p.Flags&Trimmed != 0
 }
 
-// statsFor returns the statistics of the queue p was (or would be) queued in here.
-func (q *portQueue) statsFor(p *Packet) *QueueStats {
+// queueOf returns the index of the queue p was (or would be) queued in here.
+func (q *portQueue) queueOf(p *Packet) int {
 	if q.inHdr(p) {
-		return &q.hdrStats
+		return q.p.classes
 	}
-	return &q.stats[q.class(p)]
+	return q.class(p)
 }
+
+// coldFor returns the cold statistics of the queue p was (or would be) queued in here.
+func (q *portQueue) coldFor(p *Packet) *queueCold { return &q.aux.cold[q.queueOf(p)] }
 
 // empty reports whether nothing waits in any queue.
-func (q *portQueue) empty() bool {
-	if q.hdr.n > 0 {
-		return false
-	}
-	for c := 0; c < q.cfg.Classes; c++ {
-		if q.classes[c].n > 0 {
-			return false
-		}
-	}
-	return true
-}
+func (q *portQueue) empty() bool { return q.busy == 0 }
 
-// dataHead returns the highest-priority non-empty data class, or -1.
-func (q *portQueue) dataHead() int {
-	for c := 0; c < q.cfg.Classes; c++ {
-		if q.classes[c].n > 0 {
-			return c
-		}
-	}
-	return -1
-}
+// hdrBusy reports whether the header queue holds packets.
+func (q *portQueue) hdrBusy() bool { return q.busy>>q.p.classes != 0 }
 
 // dequeue picks the next packet to serialise: WDRR between the header queue and the data
-// block, strict priority inside the data block. Returns nil when all are empty.
-func (q *portQueue) dequeue(now sim.Time) *Packet {
-	dc := q.dataHead()
-	if q.hdr.n == 0 && dc < 0 {
-		return nil
+// block, strict priority inside the data block. It returns the packet's slot, which still
+// holds it (the caller moves it onto the link or releases it), or -1 when all are empty. The
+// packet itself is not read: its size is in the slot. block is q.lines, or the same lines
+// reached through the network (see portQueue).
+func (q *portQueue) dequeue(now sim.Time, block []queueLine) int32 {
+	if q.busy == 0 {
+		return -1
 	}
-	if q.hdr.n > 0 && dc >= 0 {
+	data := q.busy & (1<<q.p.classes - 1)
+	dc := bits.TrailingZeros16(data) // the highest-priority non-empty class, if data != 0
+	if q.hdrBusy() && data != 0 {
 		// Both backlogged: deficit round robin, the header queue's turn first.
+		q.inRound = true
 		for {
 			if q.servingHdr {
-				if h := q.hdr.head; h != nil && int64(h.Size) <= q.hdrDeficit {
-					q.hdrDeficit -= int64(h.Size)
-					return q.popHdr(now)
+				if h := q.s[block[q.p.classes].head].v; h <= q.hdrDeficit {
+					q.hdrDeficit -= h
+					return q.pop(now, q.p.classes, block)
 				}
 				q.servingHdr = false
-				q.dataDeficit += q.dataQuantum
+				q.dataDeficit += q.p.dataQuantum
 			} else {
-				if d := q.classes[dc].head; int64(d.Size) <= q.dataDeficit {
-					q.dataDeficit -= int64(d.Size)
-					return q.popData(now, dc)
+				if d := q.s[block[dc].head].v; d <= q.dataDeficit {
+					q.dataDeficit -= d
+					return q.pop(now, dc, block)
 				}
 				q.servingHdr = true
-				q.hdrDeficit += q.hdrQuantum
+				q.hdrDeficit += q.p.hdrQuantum
 			}
 		}
 	}
 	// Only one side is backlogged: serve it and reset the round (DRR: an idle queue keeps no
 	// credit), so the header queue has the first turn when both are backlogged again.
 	q.resetDRR()
-	if q.hdr.n > 0 {
-		return q.popHdr(now)
+	if data == 0 {
+		return q.pop(now, q.p.classes, block)
 	}
-	return q.popData(now, dc)
+	return q.pop(now, dc, block)
 }
 
-func (q *portQueue) popHdr(now sim.Time) *Packet {
-	p := q.hdr.pop()
-	s := &q.hdrStats
-	s.setDepth(now, s.Depth-int64(p.Size))
-	s.TxPackets++
-	s.TxBytes += int64(p.Size)
-	return p
+// pop takes the head of queue i, which must not be empty, to send it, and returns its slot.
+func (q *portQueue) pop(now sim.Time, i int, block []queueLine) int32 {
+	l := &block[i]
+	h := l.head
+	sl := &q.s[h]
+	l.head = sl.next
+	l.n--
+	if l.n == 0 {
+		l.tail = -1
+		q.busy &^= 1 << i
+	}
+	size := sl.v
+	l.setDepth(now, int64(l.depth)-size)
+	q.bytes -= size
+	return h
 }
 
 // flush empties every queue without sending anything (the link went down): each packet is
@@ -317,32 +478,26 @@ func (q *portQueue) popHdr(now sim.Time) *Packet {
 // whose packets the caller must drop.
 func (q *portQueue) flush(now sim.Time) fifo {
 	var out fifo
-	take := func(f *fifo, s *QueueStats) {
-		for p := f.pop(); p != nil; p = f.pop() {
-			s.Flushed++
-			s.Drops[DropLinkDown]++
-			s.DropBytes += int64(p.Size)
-			out.push(p)
+	for i := range q.lines {
+		l, c := &q.lines[i], &q.aux.cold[i]
+		for h := l.head; h >= 0; {
+			sl := q.s[h]
+			c.flushed++
+			c.flushedBytes += sl.v
+			c.Drops[DropLinkDown]++
+			c.dropBytes += sl.v
+			out.push(sl.p)
+			q.release(h)
+			h = sl.next
 		}
-		if s.Depth != 0 {
-			s.setDepth(now, 0)
+		l.head, l.tail, l.n = -1, -1, 0
+		if l.depth != 0 {
+			l.setDepth(now, 0)
 		}
 	}
-	for c := 0; c < q.cfg.Classes; c++ {
-		take(&q.classes[c], &q.stats[c])
-	}
-	take(&q.hdr, &q.hdrStats)
+	q.busy, q.bytes = 0, 0
 	q.resetDRR()
 	return out
-}
-
-func (q *portQueue) popData(now sim.Time, c int) *Packet {
-	p := q.classes[c].pop()
-	s := &q.stats[c]
-	s.setDepth(now, s.Depth-int64(p.Size))
-	s.TxPackets++
-	s.TxBytes += int64(p.Size)
-	return p
 }
 
 // admission is the outcome of offering a packet to a queue.
@@ -364,65 +519,79 @@ const (
 //
 // idle says the port's transmitter is free (so its queues are empty) and p will leave at
 // once: it is counted as enqueued but does not raise MaxDepth, which reports bytes that waited.
-func (q *portQueue) enqueue(now sim.Time, p *Packet, lastHop, idle bool) (admission, DropReason) {
+//
+// block is q.lines (or the same lines reached another way: Network passes the port's block
+// of its lines, whose address does not depend on the port, so that the processor can load
+// the class's line while the port's own lines are still on their way).
+func (q *portQueue) enqueue(now sim.Time, p *Packet, lastHop, idle bool, block []queueLine) (admission, DropReason) {
 	if q.inHdr(p) {
-		return q.pushHdr(now, p, idle)
+		return q.pushHdr(now, p, idle, block)
 	}
 	c := q.class(p)
-	s := &q.stats[c]
+	l := &block[c]
 	size := int64(p.Size)
-	over := s.Depth+size > int64(q.cfg.Limit)
-	if q.cfg.Trim.Enabled && p.Flags&Trimmable != 0 && p.Flags&Trimmed == 0 &&
-		(over || s.Depth+size > q.trimAt) {
-		s.Trims++
+	depth := int64(l.depth)
+	over := depth+size > q.p.limit
+	if q.p.trim && p.Flags&Trimmable != 0 && p.Flags&Trimmed == 0 &&
+		(over || depth+size > q.p.trimAt) {
+		q.aux.cold[c].trims++
 		p.Size = HeaderBytes
 		p.Flags |= Trimmed
 		if lastHop {
 			p.Flags |= TrimmedLastHop
 		}
-		return q.pushHdr(now, p, idle)
+		return q.pushHdr(now, p, idle, block)
 	}
 	if over {
-		s.Drops[DropQueueFull]++
-		s.DropBytes += size
+		cs := &q.aux.cold[c]
+		cs.Drops[DropQueueFull]++
+		cs.dropBytes += size
 		return dropped, DropQueueFull
 	}
 	// Mark only what is queued: a dropped or trimmed packet carries no CE and is not counted.
-	if q.cfg.ECN.Enabled && p.Flags&ECT != 0 && p.Flags&CE == 0 {
-		if mark(&q.cfg.ECN, s.Depth, &q.rng) {
+	if q.p.ecn && p.Flags&ECT != 0 && p.Flags&CE == 0 {
+		if mark(&q.p.cfg.ECN, depth, &q.rng) {
 			p.Flags |= CE
-			s.CEMarks++
+			l.ceMarks++
 		}
 	}
-	q.classes[c].push(p)
-	s.EnqPackets++
-	s.EnqBytes += size
-	prevMax := s.MaxDepth
-	s.setDepth(now, s.Depth+size)
-	if idle {
-		s.MaxDepth = prevMax
-	}
+	q.push(now, c, l, p, size, idle)
 	return admitted, 0
+}
+
+// push appends p (size bytes) to queue i, whose line is l, and counts it.
+func (q *portQueue) push(now sim.Time, i int, l *queueLine, p *Packet, size int64, idle bool) {
+	k := q.alloc(p, size)
+	if l.tail >= 0 {
+		q.s[l.tail].next = k
+	} else {
+		l.head = k
+	}
+	l.tail = k
+	l.n++
+	q.busy |= 1 << i
+	q.bytes += size
+	l.enqPackets++
+	l.enqBytes += size
+	prevMax := l.maxDepth
+	l.setDepth(now, int64(l.depth)+size)
+	if idle {
+		l.maxDepth = prevMax
+	}
 }
 
 // pushHdr queues the trimmed header p in the header queue, or drops it when the queue has no
 // room (DropHeaderOverflow).
-func (q *portQueue) pushHdr(now sim.Time, p *Packet, idle bool) (admission, DropReason) {
-	h := &q.hdrStats
+func (q *portQueue) pushHdr(now sim.Time, p *Packet, idle bool, block []queueLine) (admission, DropReason) {
+	i := q.p.classes
 	size := int64(p.Size)
-	if h.Depth+size > int64(q.cfg.Trim.HeaderLimit) {
-		h.Drops[DropHeaderOverflow]++
-		h.DropBytes += size
+	if int64(block[i].depth)+size > q.p.hdrLimit {
+		cs := &q.aux.cold[i]
+		cs.Drops[DropHeaderOverflow]++
+		cs.dropBytes += size
 		return dropped, DropHeaderOverflow
 	}
-	q.hdr.push(p)
-	h.EnqPackets++
-	h.EnqBytes += size
-	prevMax := h.MaxDepth
-	h.setDepth(now, h.Depth+size)
-	if idle {
-		h.MaxDepth = prevMax
-	}
+	q.push(now, i, &block[i], p, size, idle)
 	return admittedTrimmed, 0
 }
 

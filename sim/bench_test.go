@@ -36,6 +36,18 @@ func mixDeltas(seed uint64) []Time {
 	return d
 }
 
+// crowdDeltas returns offsets that are whole multiples (1-4) of one serialisation time (4,150 B
+// at 100 Gb/s), as in a fabric of equal links where every port works in step: the pending
+// events gather at a few instants, hundreds to each, which only their keys order.
+func crowdDeltas(seed uint64) []Time {
+	rng := rand.New(rand.NewPCG(seed, 0xc40d))
+	d := make([]Time, 1<<16)
+	for i := range d {
+		d[i] = Time(1+rng.IntN(4)) * 332 * Nanosecond
+	}
+	return d
+}
+
 const benchPending = 1_000_000
 
 // realisticPending is the pending-event count of a mid-sized fabric run.
@@ -54,6 +66,12 @@ func BenchmarkEventQueue(b *testing.B) {
 func BenchmarkEventQueueRealistic(b *testing.B) {
 	// Warm up 50 times the pending count, so the slow 5% have cycled too.
 	benchQueueHold(b, realisticPending, mixDeltas(3), 50)
+}
+
+// BenchmarkEventQueueCrowd is BenchmarkEventQueue with 4,096 pending events at the offsets of
+// crowdDeltas: about 1,600 simultaneous events per instant, the shape of perm-8192's queue.
+func BenchmarkEventQueueCrowd(b *testing.B) {
+	benchQueueHold(b, 4096, crowdDeltas(5), 50)
 }
 
 // benchQueueHold runs the hold model on a bare queue: pending events, each op popping the

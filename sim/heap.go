@@ -1,7 +1,8 @@
 package sim
 
 // A 4-ary min-heap of Events on a plain slice, ordered by (At, key). The event queue uses it for
-// the events beyond its calendar's span and for a front bucket too crowded to keep sorted.
+// the events beyond its calendar's span and for a front bucket into which insertions have moved
+// too many events to keep it sorted.
 //
 // A 4-ary heap does half the levels of a binary heap and keeps a node's children on one or two
 // cache lines, which is what dominates at a million elements. Push and pop are O(log n) and

@@ -55,9 +55,11 @@ func (a *Event) tieBefore(b *Event) bool {
 // recycled last-freed-first, so the memory just read by a pop is the memory the next push
 // writes. Events beyond the window wait in h, a 4-ary heap, and move into the ring when the
 // window reaches them. The earliest non-empty bucket, the front, is found with a two-level
-// bitmap and copied out into fr, where it is insertion-sorted in descending order so a pop
-// takes the last element, or made a heap if it holds more than sortMax events. A push into the
-// front is inserted in order.
+// bitmap and copied out into fr, where it is sorted in descending order so a pop takes the last
+// element: by insertion up to sortMax events, by radix on a key-order proxy beyond (a crowded
+// bucket is mostly simultaneous events, which only their random keys order). A push into the
+// front is inserted in order (binary search); a front whose insertions have moved more than
+// frMoveBudget events per event it holds becomes a heap.
 //
 // The queue sizes itself (tune): W so that a bucket holds about targetPerBucket events when it
 // reaches the front, from the rate at which events pass the front, and N so that the window
@@ -102,6 +104,12 @@ type eventQueue struct {
 	checkAt int
 	offTune bool
 	scratch []Event // reused by resize when small
+
+	// Sorting a crowded front bucket (radixSort): the key buffers, the spare event buffer that
+	// alternates with fr, and the events frontInsert has moved since the last load.
+	rkeys   []uint64
+	spare   []Event
+	frMoves int
 }
 
 // slot is one ring bucket: a chain of chunks, last first.
@@ -127,9 +135,12 @@ const (
 	spanFactor = 8
 	// chunkLen is the number of events in an arena chunk (a power of two).
 	chunkLen = 4
-	// sortMax is the largest front bucket kept sorted; larger ones are heaps, so a crowd of
-	// simultaneous events costs O(log n) per event, not O(n).
+	// sortMax is the largest front bucket sorted by insertion; larger ones are radix sorted.
 	sortMax = 32
+	// frMoveBudget bounds the events insertions into a sorted front may move, per event of the
+	// front (plus sortMax) since it was loaded; past it the front becomes a heap, so a crowd of
+	// simultaneous events scheduling more of them costs O(log n) per event, not O(n).
+	frMoveBudget = 4
 	// The ring has between 1<<minLogN and 1<<maxLogN buckets.
 	minLogN = 6
 	maxLogN = 20
@@ -283,7 +294,9 @@ func (q *eventQueue) takeSlot(s int64, buf []Event) []Event {
 
 // frontInsert adds ev to the front bucket, keeping its order.
 func (q *eventQueue) frontInsert(ev Event) {
-	if q.frMode == frSorted && len(q.fr) >= sortMax {
+	if q.frMode == frSorted && q.frMoves > frMoveBudget*len(q.fr)+sortMax {
+		// Insertions have moved more events than the bucket holds several times over (a crowd
+		// of simultaneous events scheduling more of them): a heap bounds each at O(log n).
 		heapify(q.fr)
 		q.frMode = frHeap
 	}
@@ -291,14 +304,35 @@ func (q *eventQueue) frontInsert(ev Event) {
 		q.fr = heapPush(q.fr, ev)
 		return
 	}
-	// Descending order: walk from the end, where the earliest events are.
-	fr := grow1(q.fr)
-	i := len(fr) - 1
-	for i > 0 && fr[i-1].before(&ev) {
-		fr[i] = fr[i-1]
-		i--
+	fr := q.fr
+	if len(fr) <= sortMax {
+		// Descending order: walk from the end, where the earliest events are.
+		fr = grow1(fr)
+		i := len(fr) - 1
+		for i > 0 && fr[i-1].before(&ev) {
+			fr[i] = fr[i-1]
+			i--
+		}
+		fr[i].set(&ev)
+		q.frMoves += len(fr) - 1 - i
+		q.fr = fr
+		return
 	}
-	fr[i].set(&ev)
+	// The events after the insertion point are the earlier ones. Binary search for the first
+	// of them, then shift them up by one.
+	lo, hi := 0, len(fr)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if fr[m].before(&ev) {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	fr = grow1(fr)
+	copy(fr[lo+1:], fr[lo:len(fr)-1])
+	fr[lo].set(&ev)
+	q.frMoves += len(fr) - 1 - lo
 	q.fr = fr
 }
 
@@ -320,22 +354,88 @@ func (q *eventQueue) load() {
 	q.frB = q.cur + (s-c)&q.mask
 	fr := q.takeSlot(s, q.fr[:0])
 	if len(fr) <= sortMax {
-		// Insertion sort, descending.
-		for i := 1; i < len(fr); i++ {
-			ev := fr[i]
-			j := i
-			for j > 0 && fr[j-1].before(&ev) {
-				fr[j] = fr[j-1]
-				j--
-			}
-			fr[j] = ev
-		}
-		q.frMode = frSorted
+		insertionSort(fr)
 	} else {
-		heapify(fr)
-		q.frMode = frHeap
+		fr = q.radixSort(fr)
 	}
+	q.frMode = frSorted
+	q.frMoves = 0
 	q.fr = fr
+}
+
+// insertionSort orders fr descending by before (the earliest event last).
+func insertionSort(fr []Event) {
+	for i := 1; i < len(fr); i++ {
+		ev := fr[i]
+		j := i
+		for j > 0 && fr[j-1].before(&ev) {
+			fr[j] = fr[j-1]
+			j--
+		}
+		fr[j] = ev
+	}
+}
+
+// radixSort orders fr descending by before and returns the sorted slice, which may be q's spare
+// front buffer (fr then becomes the spare).
+//
+// A crowded front bucket is mostly events at one instant, ordered by their random keys, where
+// comparison sorts and heaps pay a mispredicted branch per comparison. Each event gets a 64-bit
+// proxy that preserves (At, key) order: its time offset in the bucket in the top bits, then
+// the top bits of its key. The top 32 bits of the proxies are sorted by LSD radix (four 8-bit
+// passes, a pass skipped when all events share its digit), and a final insertion sort with the
+// exact order mends the rare events whose proxies agree in those bits. The result is the same
+// order a comparison sort gives: before is a total order.
+func (q *eventQueue) radixSort(fr []Event) []Event {
+	n := len(fr)
+	tmin, tmax := fr[0].At, fr[0].At
+	for i := 1; i < n; i++ {
+		tmin, tmax = min(tmin, fr[i].At), max(tmax, fr[i].At)
+	}
+	tb := uint(bits.Len64(uint64(tmax - tmin))) // bits of time offset in the proxy
+	if cap(q.rkeys) < 2*n {
+		q.rkeys = make([]uint64, 2*n)
+	}
+	a, b := q.rkeys[:n], q.rkeys[n:2*n]
+	for i := range fr {
+		proxy := fr[i].key >> tb
+		if tb > 0 {
+			proxy |= uint64(fr[i].At-tmin) << (64 - tb)
+		}
+		// Descending: sort the complement ascending. The index rides in the low 32 bits.
+		a[i] = ^proxy&^(1<<32-1) | uint64(i)
+	}
+	var count [256]int32
+	for shift := uint(32); shift < 64; shift += 8 {
+		count = [256]int32{}
+		for _, w := range a {
+			count[byte(w>>shift)]++
+		}
+		if count[byte(a[0]>>shift)] == int32(n) {
+			continue // every proxy has this digit
+		}
+		var sum int32
+		for d := range count {
+			sum, count[d] = sum+count[d], sum
+		}
+		for _, w := range a {
+			d := byte(w >> shift)
+			b[count[d]] = w
+			count[d]++
+		}
+		a, b = b, a
+	}
+	out := q.spare[:0]
+	if cap(out) < n {
+		out = make([]Event, 0, max(n, 2*cap(out)))
+	}
+	out = out[:n]
+	for i, w := range a {
+		out[i] = fr[uint32(w)]
+	}
+	q.spare = fr[:0]
+	insertionSort(out)
+	return out
 }
 
 // nextSlot returns the first non-empty ring slot at or after slot from, going round the ring;
