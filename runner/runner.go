@@ -55,22 +55,56 @@ type Result struct {
 // Run executes sc, which must be resolved (scenario.Parse or Resolve). Errors: a scenario the
 // builders reject (bad input, exit code 2 in the CLI) are returned as *InputError; a run that
 // fails its conservation audit or stops with a kernel error returns a plain error (exit 1).
-func Run(sc *scenario.Scenario) (*Result, error) { return run(sc, false) }
+func Run(sc *scenario.Scenario) (*Result, error) { return RunWith(sc, Options{}) }
+
+// Options adjusts how Run executes, never what it computes.
+type Options struct {
+	// Progress, when set, is called every ProgressEvents dispatched events (default 1<<20)
+	// from inside the run: for progress bars. It must not keep the Progress past the call.
+	Progress       func(Progress)
+	ProgressEvents uint64
+}
+
+// Progress is a running simulation's state, for progress reports.
+type Progress struct {
+	// Phase is "baseline" while the faultless twin of a run with faults runs, else "run".
+	Phase  string
+	Now    sim.Time // simulated time
+	Bound  sim.Time // run.duration: traffic stops, or a workload must be done, by then
+	Events uint64   // events dispatched so far in this phase
+	Wall   time.Duration
+}
+
+// RunWith is Run with options.
+func RunWith(sc *scenario.Scenario, opt Options) (*Result, error) { return run(sc, false, opt) }
 
 // run executes sc; with dryFaults its faults are scheduled but not applied (the faultless
 // twin of a run with faults).
-func run(sc *scenario.Scenario, dryFaults bool) (*Result, error) {
+func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	wallStart := time.Now()
 	var twin *Result
 	if !dryFaults && len(sc.Faults) > 0 && sc.Run.FaultBaseline != scenario.FaultBaselineNone {
 		// The same run with its faults inert: the baseline each failure's cost is measured on.
 		tsc := *sc
 		var err error
-		if twin, err = run(&tsc, true); err != nil {
+		if twin, err = run(&tsc, true, opt); err != nil {
 			return nil, fmt.Errorf("fault baseline (the scenario without its faults): %w", err)
 		}
 	}
 	s := sim.New(sc.Run.Seed)
+	if opt.Progress != nil {
+		every := opt.ProgressEvents
+		if every == 0 {
+			every = 1 << 20
+		}
+		phase := "run"
+		if dryFaults {
+			phase = "baseline"
+		}
+		s.SetProgress(every, func(now sim.Time) {
+			opt.Progress(Progress{Phase: phase, Now: now, Bound: sc.Run.Duration, Events: s.Events(), Wall: time.Since(wallStart)})
+		})
+	}
 	net := fabric.New(s)
 	clos := *sc.Topology.Clos
 	switch sc.Fabric.Profile {

@@ -244,3 +244,28 @@ run: {duration: 100us}
 		t.Errorf("ECMP permutation: no CE marks on congested uplinks")
 	}
 }
+
+// RunWith's progress reports change nothing in the run.
+func TestRunWithProgress(t *testing.T) {
+	sc, err := scenario.Parse([]byte(fmt.Sprintf(mrcYAML, 16, "  - {pattern: permutation, bytes: 1MiB}", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Run(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	b, err := RunWith(sc, Options{ProgressEvents: 1000, Progress: func(p Progress) {
+		if p.Phase != "run" || p.Events == 0 || p.Bound != sc.Run.Duration {
+			t.Errorf("progress %+v", p)
+		}
+		calls++
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls == 0 || a.Summary.Events != b.Summary.Events || a.Summary.MRC.FCTMaxUs != b.Summary.MRC.FCTMaxUs {
+		t.Errorf("%d reports; events %d vs %d, max FCT %v vs %v: progress must not change the run", calls, a.Summary.Events, b.Summary.Events, a.Summary.MRC.FCTMaxUs, b.Summary.MRC.FCTMaxUs)
+	}
+}

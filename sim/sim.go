@@ -41,6 +41,22 @@ type Sim struct {
 	stopped  bool
 	paused   bool
 	stopErr  error
+
+	progEvery, progNext uint64     // SetProgress: call progFn every progEvery events
+	progFn              func(Time) // nil: no progress reports
+}
+
+// SetProgress makes the simulation call fn(now) every `every` dispatched events (0 or a nil fn
+// turns it off), from inside the dispatch loop between two events. It schedules nothing, so
+// it never changes a run's events or their order; use it for progress bars. fn must not
+// schedule events or touch the simulation's state.
+func (s *Sim) SetProgress(every uint64, fn func(now Time)) {
+	if every == 0 || fn == nil {
+		s.progEvery, s.progFn = 0, nil
+		return
+	}
+	s.progEvery, s.progFn = every, fn
+	s.progNext = s.events + every
 }
 
 const timerKind Kind = 0
@@ -167,6 +183,10 @@ func (s *Sim) dispatch(limit Time) error {
 			s.events++
 		}
 		s.handlers[k](at, obj, arg)
+		if s.progEvery != 0 && s.events >= s.progNext {
+			s.progNext = s.events + s.progEvery
+			s.progFn(s.now)
+		}
 	}
 	return s.stopErr
 }

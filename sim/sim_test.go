@@ -406,3 +406,30 @@ func TestIndependentSims(t *testing.T) {
 		}
 	}
 }
+
+// SetProgress reports every N events without changing the run.
+func TestSetProgress(t *testing.T) {
+	run := func(progress bool) (uint64, int) {
+		s := New(3)
+		var k Kind
+		n := 0
+		k = s.Register("tick", func(now Time, obj int32, _ uint64) {
+			if now < 1000 {
+				s.After(1, k, obj, 0)
+			}
+		})
+		s.At(0, k, 0, 0)
+		if progress {
+			s.SetProgress(100, func(Time) { n++ })
+		}
+		if err := s.Run(MaxTime); err != nil {
+			t.Fatal(err)
+		}
+		return s.Events(), n
+	}
+	plain, _ := run(false)
+	with, calls := run(true)
+	if plain != with || calls != int(with/100) {
+		t.Fatalf("events %d without and %d with progress, %d reports; want equal counts and %d reports", plain, with, calls, with/100)
+	}
+}

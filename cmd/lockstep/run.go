@@ -10,11 +10,14 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/lockstepsim/lockstep/runner"
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/workload/collective"
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -22,6 +25,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 		out    string
 		seed   uint64
 		asJSON bool
+		quiet  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run [SCENARIO.yaml | PRESET]",
@@ -62,7 +66,27 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 			if err != nil {
 				return badInput(fmt.Errorf("%s: %q cannot be the results folder: %w", outField, sc.Run.Out, err))
 			}
-			res, err := runner.Run(sc)
+			var opt runner.Options
+			var bar *progressbar.ProgressBar
+			if !quiet && !asJSON && stdoutIsTerminal() {
+				opt.Progress = func(p runner.Progress) {
+					if bar == nil {
+						if p.Wall < 2*time.Second {
+							return // short runs stay quiet
+						}
+						bar = progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr),
+							progressbar.OptionSpinnerType(14), progressbar.OptionThrottle(200*time.Millisecond),
+							progressbar.OptionClearOnFinish())
+					}
+					rate := float64(p.Events) / p.Wall.Seconds()
+					bar.Describe(fmt.Sprintf("%s: simulated %v of at most %v, %.1fs wall, %.2fM events/s", p.Phase, p.Now, p.Bound, p.Wall.Seconds(), rate/1e6))
+					_ = bar.Add(1)
+				}
+			}
+			res, err := runner.RunWith(sc, opt)
+			if bar != nil {
+				_ = bar.Finish()
+			}
 			if err != nil {
 				undo() // a failed run leaves no empty results folder behind
 				var ie *runner.InputError
@@ -93,6 +117,7 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 	cmd.Flags().StringVar(&out, "out", "", "results folder (default results/<scenario name>)")
 	cmd.Flags().Uint64Var(&seed, "seed", 0, "random seed, overriding run.seed (>= 1)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print summary.json to stdout instead of the table")
+	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress bar (there is none either when stdout is not a terminal, or for runs under 2 s)")
 	return cmd
 }
 
@@ -365,3 +390,7 @@ func printFaultCosts(w io.Writer, s *runner.Summary) {
 	}
 	fmt.Fprintln(w)
 }
+
+// stdoutIsTerminal reports whether stdout is a terminal (a progress bar would only clutter a
+// pipe or a file).
+func stdoutIsTerminal() bool { return term.IsTerminal(int(os.Stdout.Fd())) }
