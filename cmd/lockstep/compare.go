@@ -87,7 +87,10 @@ func printComparison(w io.Writer, names, kinds []string, sums []*runner.Summary)
 		{"FCT p50 us", mrcOr(func(m *runner.MRCSummary) float64 { return m.FCTP50Us }, func(r *runner.RoCESummary) float64 { return r.FCTP50Us })},
 		{"FCT p99 us", mrcOr(func(m *runner.MRCSummary) float64 { return m.FCTP99Us }, func(r *runner.RoCESummary) float64 { return r.FCTP99Us })},
 		{"FCT max us", mrcOr(func(m *runner.MRCSummary) float64 { return m.FCTMaxUs }, func(r *runner.RoCESummary) float64 { return r.FCTMaxUs })},
-		{"FCT/ideal mean", mrcOr(func(m *runner.MRCSummary) float64 { return m.FCTOverIdealMean }, func(r *runner.RoCESummary) float64 { return r.FCTOverIdealMean })},
+		{"FCT/ideal mean", func(s *runner.Summary) (float64, bool) { // traffic runs only
+			v, ok := mrcOr(func(m *runner.MRCSummary) float64 { return m.FCTOverIdealMean }, func(r *runner.RoCESummary) float64 { return r.FCTOverIdealMean })(s)
+			return v, ok && v > 0
+		}},
 		{"dropped packets", func(s *runner.Summary) (float64, bool) { return float64(s.DroppedPackets), true }},
 		{"retransmitted packets", mrcOr(func(m *runner.MRCSummary) float64 {
 			var n int64
