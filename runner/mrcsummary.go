@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/transport/mrc"
 )
@@ -51,12 +52,47 @@ type MRCSummary struct {
 	EVAssumedBad int              `json:"ev_assumed_bad_at_end"`
 	EVDenied     int              `json:"ev_denied_at_end"`
 
-	// Loss-driven retransmissions (SACK gap or timeout): the first and last time one was sent.
-	// With one failure in the run, the span from the failure to the last is its recovery time.
-	FirstLossRetxUs float64 `json:"first_loss_retx_us,omitempty"`
-	LastLossRetxUs  float64 `json:"last_loss_retx_us,omitempty"`
-	// FaultToLastLossRetxUs is LastLossRetxUs minus the first fault's time, when there was one.
+	// Loss-driven retransmissions (SACK gap or timeout).
+	LossSpan
+}
+
+// LossSpan is when a transport's loss-driven retransmissions happened: the first and last
+// time one was sent and, with faults, the span from the first fault to the last one (its
+// recovery time when there was one failure).
+type LossSpan struct {
+	FirstLossRetxUs       float64 `json:"first_loss_retx_us,omitempty"`
+	LastLossRetxUs        float64 `json:"last_loss_retx_us,omitempty"`
 	FaultToLastLossRetxUs float64 `json:"fault_to_last_loss_retx_us,omitempty"`
+}
+
+// lossSpan fills a LossSpan from n loss-driven retransmissions between first and last.
+func lossSpan(n int64, first, last sim.Time, faults []FaultEvent) LossSpan {
+	var l LossSpan
+	if n > 0 {
+		l.FirstLossRetxUs, l.LastLossRetxUs = us(first), us(last)
+		if len(faults) > 0 && last > faults[0].At {
+			l.FaultToLastLossRetxUs = us(last - faults[0].At)
+		}
+	}
+	return l
+}
+
+// fctPercentiles reads p50, p99 and max from an FCT histogram in nanoseconds, as microseconds.
+func fctPercentiles(h *hdrhistogram.Histogram) (p50, p99, max float64) {
+	ns := func(q float64) float64 { return round3(float64(h.ValueAtQuantile(q)) / 1e3) }
+	return ns(50), ns(99), round3(float64(h.Max()) / 1e3)
+}
+
+// rateFigures fills the generic rate figures of a transport run over [0, end]: data wire
+// bytes sent and payload placed per second, and placed over posted payload.
+func rateFigures(s *Summary, sent, placed, posted int64, end sim.Time) {
+	if secs := end.Seconds(); secs > 0 {
+		s.OfferedGbps = round3(float64(sent) * 8 / secs / 1e9)
+		s.DeliveredGbps = round3(float64(placed) * 8 / secs / 1e9)
+	}
+	if posted > 0 {
+		s.DeliveredFraction = round3(float64(placed) / float64(posted))
+	}
 }
 
 func us(t sim.Time) float64 { return round3(t.Micros()) }
@@ -156,15 +192,8 @@ func (m *mrcNet) summary(end sim.Time, faults []FaultEvent) *MRCSummary {
 		s.JCTUs = us(end)
 		s.FCTMeanUs = round3(m.fct.Mean() / 1e3)
 	}
-	ns := func(q float64) float64 { return round3(float64(m.fct.ValueAtQuantile(q)) / 1e3) }
-	s.FCTP50Us, s.FCTP99Us = ns(50), ns(99)
-	s.FCTMaxUs = round3(float64(m.fct.Max()) / 1e3)
-	if m.lossRetx > 0 {
-		s.FirstLossRetxUs, s.LastLossRetxUs = us(m.firstLossRetx), us(m.lastLossRetx)
-		if len(faults) > 0 && m.lastLossRetx > faults[0].At {
-			s.FaultToLastLossRetxUs = us(m.lastLossRetx - faults[0].At)
-		}
-	}
+	s.FCTP50Us, s.FCTP99Us, s.FCTMaxUs = fctPercentiles(m.fct)
+	s.LossSpan = lossSpan(m.lossRetx, m.firstLossRetx, m.lastLossRetx, faults)
 	return s
 }
 
@@ -176,11 +205,5 @@ func mrcGoodput(s *Summary, m *mrcNet, end sim.Time) {
 		placed += f.rcv.Stats.PlacedBytes
 		posted += f.bytes
 	}
-	if secs := end.Seconds(); secs > 0 {
-		s.OfferedGbps = round3(float64(sent) * 8 / secs / 1e9)
-		s.DeliveredGbps = round3(float64(placed) * 8 / secs / 1e9)
-	}
-	if posted > 0 {
-		s.DeliveredFraction = round3(float64(placed) / float64(posted))
-	}
+	rateFigures(s, sent, placed, posted, end)
 }

@@ -47,11 +47,8 @@ type RoCESummary struct {
 	RateMeanGbps   float64 `json:"rate_mean_gbps_at_end"`
 	OutOfOrderRecv int64   `json:"out_of_order_received"`
 
-	// Loss-driven retransmissions (go-back-N after a NAK or a timeout): the first and last
-	// time one was sent; with a failure in the run, the span from it to the last.
-	FirstLossRetxUs       float64 `json:"first_loss_retx_us,omitempty"`
-	LastLossRetxUs        float64 `json:"last_loss_retx_us,omitempty"`
-	FaultToLastLossRetxUs float64 `json:"fault_to_last_loss_retx_us,omitempty"`
+	// Loss-driven retransmissions (go-back-N after a NAK or a timeout).
+	LossSpan
 }
 
 // idealFCT is a transfer of b payload bytes alone on an idle fabric: its wire bytes (one RETH
@@ -137,15 +134,8 @@ func (r *roceNet) summary(end sim.Time, faults []FaultEvent) *RoCESummary {
 		s.JCTUs = us(end)
 		s.FCTMeanUs = round3(r.fct.Mean() / 1e3)
 	}
-	ns := func(q float64) float64 { return round3(float64(r.fct.ValueAtQuantile(q)) / 1e3) }
-	s.FCTP50Us, s.FCTP99Us = ns(50), ns(99)
-	s.FCTMaxUs = round3(float64(r.fct.Max()) / 1e3)
-	if r.lossRetx > 0 {
-		s.FirstLossRetxUs, s.LastLossRetxUs = us(r.firstLossRetx), us(r.lastLossRetx)
-		if len(faults) > 0 && r.lastLossRetx > faults[0].At {
-			s.FaultToLastLossRetxUs = us(r.lastLossRetx - faults[0].At)
-		}
-	}
+	s.FCTP50Us, s.FCTP99Us, s.FCTMaxUs = fctPercentiles(r.fct)
+	s.LossSpan = lossSpan(r.lossRetx, r.firstLossRetx, r.lastLossRetx, faults)
 	return s
 }
 
@@ -157,11 +147,5 @@ func roceGoodput(s *Summary, r *roceNet, end sim.Time) {
 		placed += q.rcv.Stats.PlacedBytes
 		posted += q.posted
 	}
-	if secs := end.Seconds(); secs > 0 {
-		s.OfferedGbps = round3(float64(sent) * 8 / secs / 1e9)
-		s.DeliveredGbps = round3(float64(placed) * 8 / secs / 1e9)
-	}
-	if posted > 0 {
-		s.DeliveredFraction = round3(float64(placed) / float64(posted))
-	}
+	rateFigures(s, sent, placed, posted, end)
 }
