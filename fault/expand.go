@@ -721,6 +721,13 @@ func (c *checker) step(p pending) error {
 		case !on && s.on:
 			s.on, s.clr = false, j
 			c.span(k, s.openAt, ev.At)
+		case !on && !ev.Restore && !ev.Random:
+			// An explicit zero that clears nothing: most likely a loss: or ber: left out.
+			field := "loss"
+			if ev.Op == OpBER {
+				field = "ber"
+			}
+			return errorf(c.x.path(ev.Entry)+"."+field, "0 at %v clears %s, which is not set then; give %s > 0 to lose packets (0 only clears an earlier entry's)", ev.At, what, field)
 		}
 	case OpBlackhole, OpUnblackhole:
 		k := akey{a: aHole, id: ev.Node}
