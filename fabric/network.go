@@ -141,6 +141,8 @@ type Port struct {
 	LastHop  bool
 	peerHost bool // the peer's node is a host
 	lossy    bool // faults != nil
+	// paused: PFC classes paused at this egress by its peer (bit c: class c); not served.
+	paused uint16
 	// q's fields up to aux are hot too; its lines slice is not (see portQueue).
 	q portQueue
 
@@ -152,8 +154,9 @@ type Port struct {
 	downSince sim.Time    // start of the current outage
 	downTime  sim.Time    // completed outages, summed
 	faults    *linkFaults // random loss, bit errors, entropy filters; nil when none
+	pfc       *pfcState   // PFC state; nil when PFC is off
 	Name      string
-	_         [40]byte // pad to 256 bytes (TestPortLayout)
+	_         [32]byte // pad to 256 bytes (TestPortLayout)
 }
 
 // Stats returns the port's per-class queue statistics and its header-queue statistics.
@@ -282,6 +285,11 @@ type Network struct {
 	lossSeed uint64 // per-port loss streams derive from it
 
 	kTx, kArrive sim.Kind
+	// PFC (SetPFC): on, its configuration, the lossless classes (bit c: class c), the pause event.
+	pfcOn       bool
+	pfcCfg      PFCConfig
+	pfcLossless uint16
+	kPFC        sim.Kind
 	nextID       uint64
 	nicReady     func(now sim.Time, host int32, plane int)
 }
@@ -319,6 +327,7 @@ func New(s *sim.Sim) *Network {
 		lossSeed: s.RNG("fabric.loss").Uint64()}
 	n.kTx = s.Register("fabric.tx", n.onTxDone)
 	n.kArrive = s.Register("fabric.arrive", n.onArrive)
+	n.kPFC = s.Register("fabric.pfc", n.onPFC)
 	return n
 }
 
@@ -565,6 +574,9 @@ func (n *Network) enqueue(now sim.Time, pid PortID, p *Packet) {
 		n.drop(p, why)
 		return
 	}
+	if p.ingress != 0 {
+		n.pfcIn(now, PortID(p.ingress-1), p)
+	}
 	if idle {
 		n.startTx(now, pid, port)
 	} else if !port.txEvent {
@@ -580,11 +592,14 @@ func (n *Network) enqueue(now sim.Time, pid PortID, p *Packet) {
 // A transmitter event is scheduled at the end of the serialisation if packets wait behind it
 // or the port is a NIC's.
 func (n *Network) startTx(now sim.Time, pid PortID, port *Port) {
-	k := port.q.dequeue(now, n.lineBlock(pid))
+	k := port.q.dequeue(now, n.lineBlock(pid), port.paused)
 	if k < 0 {
 		return
 	}
 	sl := &port.q.s[k]
+	if n.pfcOn {
+		n.pfcOut(now, sl.p)
+	}
 	port.txEnd = now + port.Rate.TxTime(sl.v)
 	if port.nic {
 		sl.p.SentAt = now // the NIC's transmit timestamp: host queueing is not network delay
@@ -612,7 +627,7 @@ func (n *Network) startTx(now sim.Time, pid PortID, port *Port) {
 		sl.v, sl.next = int64(at), -1
 		port.flTail = k
 	}
-	if !port.txEvent && (port.nic || !port.q.empty()) {
+	if !port.txEvent && (port.nic || port.q.sendable(port.paused)) {
 		port.txEvent = true
 		n.sim.At(port.txEnd, n.kTx, int32(pid), 0)
 	}
@@ -629,7 +644,7 @@ func (n *Network) onTxDone(now sim.Time, obj int32, _ uint64) {
 	case now < port.txEnd:
 		// A same-time enqueue found the transmitter free and started the next packet before
 		// this event ran: wait for that one.
-		if port.nic || !port.q.empty() {
+		if port.nic || port.q.sendable(port.paused) {
 			port.txEvent = true
 			n.sim.At(port.txEnd, n.kTx, obj, 0)
 		}
@@ -669,6 +684,9 @@ func (n *Network) onArrive(now sim.Time, obj int32, _ uint64) {
 		}
 		n.deliver(now, p)
 		return
+	}
+	if n.pfcOn && n.pfcClass(p) >= 0 {
+		p.ingress = int32(port.Peer) + 1 // accounted at the egress it is queued at
 	}
 	n.forward(now, port.peerNode, p)
 }
@@ -749,6 +767,9 @@ func (n *Network) dropLinkDown(port *Port, p *Packet) {
 func (n *Network) flush(now sim.Time, port *Port) {
 	out := port.q.flush(now)
 	for p := out.pop(); p != nil; p = out.pop() {
+		if n.pfcOn {
+			n.pfcOut(now, p)
+		}
 		n.drop(p, DropLinkDown)
 	}
 }
@@ -898,7 +919,7 @@ func (p *Port) audit() error {
 	if bytes != q.bytes {
 		return fmt.Errorf("queues hold %d B, port count says %d B", bytes, q.bytes)
 	}
-	if !p.txEvent && !q.empty() {
+	if !p.txEvent && q.sendable(p.paused) {
 		return fmt.Errorf("%d B queued with no transmitter event pending", p.QueueBytes())
 	}
 	last := int32(-1)

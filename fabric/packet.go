@@ -78,7 +78,8 @@ type Packet struct {
 	DstPort uint16 // UDP destination port (4791 for RoCEv2)
 	Op      uint8  // transport-owned header word; see the owning transport package
 	Flow    int32  // flow or QP index, owned by the source transport (for accounting)
-	_       [8]byte
+	ingress int32  // PFC: the switch ingress port it is accounted to, plus one; 0 = none
+	_       [4]byte
 
 	// Second cache line: the ends only.
 	ID     uint64   // unique per injected packet, in injection order

@@ -412,6 +412,12 @@ func (q *portQueue) coldFor(p *Packet) *queueCold { return &q.aux.cold[q.queueOf
 // empty reports whether nothing waits in any queue.
 func (q *portQueue) empty() bool { return q.busy == 0 }
 
+// sendable reports whether a queue not paused (PFC: bit c of paused stops class c; the header
+// queue is never paused) holds a packet.
+func (q *portQueue) sendable(paused uint16) bool {
+	return q.busy&^(paused&(1<<q.p.classes-1)) != 0
+}
+
 // hdrBusy reports whether the header queue holds packets.
 func (q *portQueue) hdrBusy() bool { return q.busy>>q.p.classes != 0 }
 
@@ -420,11 +426,12 @@ func (q *portQueue) hdrBusy() bool { return q.busy>>q.p.classes != 0 }
 // holds it (the caller moves it onto the link or releases it), or -1 when all are empty. The
 // packet itself is not read: its size is in the slot. block is q.lines, or the same lines
 // reached through the network (see portQueue).
-func (q *portQueue) dequeue(now sim.Time, block []queueLine) int32 {
-	if q.busy == 0 {
+func (q *portQueue) dequeue(now sim.Time, block []queueLine, paused uint16) int32 {
+	paused &= 1<<q.p.classes - 1 // the header queue is never paused
+	if q.busy&^paused == 0 {
 		return -1
 	}
-	data := q.busy & (1<<q.p.classes - 1)
+	data := q.busy & (1<<q.p.classes - 1) &^ paused
 	dc := bits.TrailingZeros16(data) // the highest-priority non-empty class, if data != 0
 	if q.hdrBusy() && data != 0 {
 		// Both backlogged: deficit round robin, the header queue's turn first.

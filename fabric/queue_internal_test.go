@@ -20,7 +20,7 @@ func newQueue(t *testing.T, cfg QueueConfig) *portQueue {
 
 // deq dequeues the next packet to send from q and frees its slot, or returns nil.
 func deq(q *portQueue) *Packet {
-	k := q.dequeue(0, q.lines)
+	k := q.dequeue(0, q.lines, 0)
 	if k < 0 {
 		return nil
 	}

@@ -1,0 +1,217 @@
+package fabric
+
+import (
+	"fmt"
+
+	"github.com/lockstepsim/lockstep/sim"
+)
+
+// PFCConfig is priority flow control (IEEE 802.1Qbb) on every switch ingress port: each
+// ingress counts, per lossless class, the bytes it brought in that still wait in the switch;
+// when they reach XOFF it pauses that class at the upstream port (the peer's egress: a switch
+// port or a host NIC), one link delay later; when they fall to XON it resumes it. A paused
+// class is not served; the packet being serialised finishes. Lossless classes still obey the
+// egress queue limits, so a lossless fabric needs limits above what the ingresses can hold
+// (the runner's RoCE profile raises them); Headroom is what an ingress must absorb after XOFF
+// (what is in flight while the pause travels and takes effect): a port holding more than
+// XOFF + Headroom shows the configuration cannot be lossless (PFCStats.HeadroomExceeded).
+// [PROTOCOLS.md RoCEv2: PFC; IEEE 802.1Qbb.]
+type PFCConfig struct {
+	Enabled bool `yaml:"enabled"`
+	// Classes lists the lossless classes (default [1], the data class; class 0 carries ACKs,
+	// NAKs and CNPs and is not paused, as NIC vendors put CNPs on a separate priority).
+	Classes []int `yaml:"classes"`
+	// XOFF is the ingress bytes per class at which a pause is sent (default 128 KiB); XON the
+	// level at which it is lifted (default XOFF - 8 KiB, two MTUs).
+	XOFF sim.Size `yaml:"xoff"`
+	XON  sim.Size `yaml:"xon"`
+	// Headroom is the room reserved above XOFF per ingress and class; 0 (default) sizes it per
+	// link: 2 x link delay x rate + 2 x 4160 B [PROTOCOLS.md RoCEv2: about 2 x link delay x
+	// rate + 2 MTU].
+	Headroom sim.Size `yaml:"headroom"`
+}
+
+// PFC defaults.
+const (
+	DefaultPFCXOFF = 128 << 10
+	pfcMTU         = 4160
+)
+
+// WithDefaults fills the zero fields.
+func (c PFCConfig) WithDefaults() PFCConfig {
+	if len(c.Classes) == 0 {
+		c.Classes = []int{1}
+	}
+	if c.XOFF == 0 {
+		c.XOFF = DefaultPFCXOFF
+	}
+	if c.XON == 0 && c.XOFF > 2*pfcMTU {
+		c.XON = c.XOFF - 2*pfcMTU
+	}
+	return c
+}
+
+// Validate names the first bad field under prefix (e.g. "fabric.pfc").
+func (c PFCConfig) Validate(prefix string) error {
+	for i, k := range c.Classes {
+		if k < 0 || k >= MaxClasses {
+			return fmt.Errorf("%s.classes[%d]: %d is out of range; allowed 0..%d", prefix, i, k, MaxClasses-1)
+		}
+	}
+	if c.XOFF <= 0 || c.XOFF > MaxQueueLimit {
+		return fmt.Errorf("%s.xoff: %v is out of range; allowed 1B..%v", prefix, c.XOFF, sim.Size(MaxQueueLimit))
+	}
+	if c.XON < 0 || c.XON >= c.XOFF {
+		return fmt.Errorf("%s.xon: %v must be below xoff (%v)", prefix, c.XON, c.XOFF)
+	}
+	if c.Headroom < 0 {
+		return fmt.Errorf("%s.headroom: %v must not be negative", prefix, c.Headroom)
+	}
+	return nil
+}
+
+// pfcState is one port's PFC state: as a switch ingress (the bytes it brought in, by class,
+// and the classes it has paused upstream) and as an egress (the time its classes spent paused).
+type pfcState struct {
+	in       [MaxClasses]int64
+	peak     [MaxClasses]int64 // the most bytes in, by class
+	xoff     uint16            // classes this ingress has paused upstream
+	since    [MaxClasses]sim.Time
+	paused   [MaxClasses]sim.Time // completed pauses of this egress, by class
+	pauses   int64                // pauses this egress received
+	xoffSent int64                // pauses this ingress sent
+	headroom int64                // XOFF + headroom for this ingress
+}
+
+// PFCStats is one port's PFC record: as an egress, the pauses it received and the time its
+// classes spent paused (summed over classes, the current pause included up to now); as a
+// switch ingress, the pauses it sent and the most bytes it held for one class, and whether that
+// went past XOFF + headroom (the configuration could not be lossless there).
+type PFCStats struct {
+	PausesReceived   int64
+	PausedTime       sim.Time
+	PausesSent       int64
+	PeakIngressBytes int64
+	HeadroomExceeded bool
+}
+
+// SetPFC turns PFC on for every switch ingress with cfg (defaults applied); call it after the
+// fabric is built and before the run. Errors: an invalid cfg.
+func (n *Network) SetPFC(cfg PFCConfig) error {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate("pfc"); err != nil {
+		return err
+	}
+	n.pfcOn = true
+	n.pfcCfg = cfg
+	n.pfcLossless = 0
+	for _, k := range cfg.Classes {
+		n.pfcLossless |= 1 << k
+	}
+	for i := range n.Ports {
+		p := &n.Ports[i]
+		st := &pfcState{}
+		head := int64(cfg.Headroom)
+		if head == 0 {
+			head = 2*p.Rate.BytesIn(p.Delay) + 2*pfcMTU
+		}
+		st.headroom = int64(cfg.XOFF) + head
+		p.pfc = st
+	}
+	return nil
+}
+
+// PFCStats returns port p's PFC record at now (zero when PFC is off).
+func (n *Network) PFCStats(p PortID, now sim.Time) PFCStats {
+	port := &n.Ports[p]
+	st := port.pfc
+	if st == nil {
+		return PFCStats{}
+	}
+	s := PFCStats{PausesReceived: st.pauses, PausesSent: st.xoffSent}
+	for c := 0; c < MaxClasses; c++ {
+		s.PausedTime += st.paused[c]
+		if port.paused&(1<<c) != 0 && now > st.since[c] {
+			s.PausedTime += now - st.since[c]
+		}
+		s.PeakIngressBytes = max(s.PeakIngressBytes, st.peak[c])
+		if st.peak[c] > st.headroom {
+			s.HeadroomExceeded = true
+		}
+	}
+	return s
+}
+
+// pfcClass is the class index PFC accounts p under (its queue class), or -1 when p is not
+// lossless.
+func (n *Network) pfcClass(p *Packet) int {
+	c := int(p.Class)
+	if c >= MaxClasses || n.pfcLossless&(1<<c) == 0 {
+		return -1
+	}
+	return c
+}
+
+// pfcIn accounts p, just queued at a switch egress, to the ingress port in it arrived by,
+// and pauses the class upstream at XOFF.
+func (n *Network) pfcIn(now sim.Time, in PortID, p *Packet) {
+	c := n.pfcClass(p)
+	if c < 0 {
+		return
+	}
+	p.ingress = int32(in) + 1
+	port := &n.Ports[in]
+	st := port.pfc
+	st.in[c] += int64(p.Size)
+	st.peak[c] = max(st.peak[c], st.in[c])
+	if st.in[c] >= int64(n.pfcCfg.XOFF) && st.xoff&(1<<c) == 0 {
+		st.xoff |= 1 << c
+		st.xoffSent++
+		n.sim.At(now+port.Delay, n.kPFC, int32(port.Peer), uint64(c)|1<<8)
+	}
+}
+
+// pfcOut releases p, leaving a switch egress, from its ingress's count, and resumes the class
+// upstream at XON.
+func (n *Network) pfcOut(now sim.Time, p *Packet) {
+	if p.ingress == 0 {
+		return
+	}
+	in := PortID(p.ingress - 1)
+	p.ingress = 0
+	c := n.pfcClass(p)
+	if c < 0 {
+		return
+	}
+	port := &n.Ports[in]
+	st := port.pfc
+	st.in[c] -= int64(p.Size)
+	if st.xoff&(1<<c) != 0 && st.in[c] <= int64(n.pfcCfg.XON) {
+		st.xoff &^= 1 << c
+		n.sim.At(now+port.Delay, n.kPFC, int32(port.Peer), uint64(c))
+	}
+}
+
+// onPFC: a pause (arg bit 8) or resume for class arg&0xff reaches egress port obj.
+func (n *Network) onPFC(now sim.Time, obj int32, arg uint64) {
+	pid := PortID(obj)
+	port := &n.Ports[pid]
+	c := int(arg & 0xff)
+	st := port.pfc
+	if arg&(1<<8) != 0 {
+		if port.paused&(1<<c) == 0 {
+			port.paused |= 1 << c
+			st.since[c] = now
+			st.pauses++
+		}
+		return
+	}
+	if port.paused&(1<<c) == 0 {
+		return
+	}
+	port.paused &^= 1 << c
+	st.paused[c] += now - st.since[c]
+	if now >= port.txEnd && !port.Down {
+		n.startTx(now, pid, port)
+	}
+}

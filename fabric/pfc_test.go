@@ -1,0 +1,91 @@
+package fabric_test
+
+import (
+	"testing"
+
+	"github.com/lockstepsim/lockstep/fabric"
+	"github.com/lockstepsim/lockstep/sim"
+)
+
+// PFC makes an incast lossless: 8 senders at line rate into one egress of a switch whose queue
+// holds less than what they send. Without PFC the queue drops; with PFC each ingress pauses its
+// sender at XOFF, nothing is dropped, every packet arrives, the senders' NIC ports record
+// pauses and paused time, and no ingress goes past XOFF + headroom. [IEEE 802.1Qbb]
+func TestPFCIncastLossless(t *testing.T) {
+	const n, per = 8, 200
+	for _, pfc := range []bool{false, true} {
+		nic := fabric.QueueConfig{Limit: bigLimit}
+		h := newStar(t, 1, n, rate800, testDelay, nic, fabric.QueueConfig{Limit: 2 << 20})
+		if pfc {
+			if err := h.n.SetPFC(fabric.PFCConfig{Enabled: true, XOFF: 64 << 10}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for src := range int32(n) {
+			h.sendN(0, per, pkt{src: src, dst: n, route: []uint16{uint16(n)}, class: 1})
+		}
+		h.run(sim.MaxTime)
+		h.audit()
+		drops := h.n.C.DroppedTotal()
+		var pauses int64
+		var paused sim.Time
+		exceeded := false
+		for i := range h.n.Ports {
+			st := h.n.PFCStats(fabric.PortID(i), h.s.Now())
+			pauses += st.PausesReceived
+			paused += st.PausedTime
+			exceeded = exceeded || st.HeadroomExceeded
+		}
+		t.Logf("pfc %v: drops %d, delivered %d of %d, pauses %d, paused %v", pfc, drops, len(h.got), n*per, pauses, paused)
+		if !pfc {
+			if drops == 0 {
+				t.Fatalf("without PFC the 2 MiB queue took %d packets of 4 KiB from 8 line-rate senders without a drop", n*per)
+			}
+			continue
+		}
+		if drops != 0 || len(h.got) != n*per {
+			t.Errorf("PFC: %d drops, %d of %d delivered; want lossless", drops, len(h.got), n*per)
+		}
+		if pauses == 0 || paused <= 0 {
+			t.Errorf("PFC: %d pauses, paused %v; want the senders paused", pauses, paused)
+		}
+		if exceeded {
+			t.Errorf("an ingress went past XOFF + headroom with the default headroom")
+		}
+	}
+}
+
+// Headroom too small for the link: the ingress holds more than XOFF + headroom (what arrives
+// while the pause travels), and PFCStats says the configuration could not be lossless.
+func TestPFCHeadroomFlagged(t *testing.T) {
+	nic := fabric.QueueConfig{Limit: bigLimit}
+	h := newStar(t, 1, 4, rate800, 10*sim.Microsecond, nic, fabric.QueueConfig{Limit: 8 << 20})
+	if err := h.n.SetPFC(fabric.PFCConfig{Enabled: true, XOFF: 32 << 10, Headroom: 4 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	for src := range int32(4) {
+		h.sendN(0, 400, pkt{src: src, dst: 4, route: []uint16{4}, class: 1})
+	}
+	h.run(sim.MaxTime)
+	h.audit()
+	exceeded := false
+	for i := range h.n.Ports {
+		exceeded = exceeded || h.n.PFCStats(fabric.PortID(i), h.s.Now()).HeadroomExceeded
+	}
+	if !exceeded {
+		t.Errorf("4 KiB of headroom on a 10 us 800G link was not flagged")
+	}
+}
+
+func TestPFCConfigErrors(t *testing.T) {
+	for _, c := range []fabric.PFCConfig{
+		{XOFF: 64 << 10, XON: 64 << 10},
+		{XOFF: -1},
+		{Classes: []int{9}},
+		{XOFF: 64 << 10, Headroom: -1},
+	} {
+		if err := c.WithDefaults().Validate("fabric.pfc"); err == nil {
+			t.Errorf("%+v: no error", c)
+		}
+	}
+}
