@@ -290,8 +290,8 @@ type Network struct {
 	pfcCfg      PFCConfig
 	pfcLossless uint16
 	kPFC        sim.Kind
-	nextID       uint64
-	nicReady     func(now sim.Time, host int32, plane int)
+	nextID      uint64
+	nicReady    func(now sim.Time, host int32, plane int)
 }
 
 // Queue line blocks (Network.qlines): chunk 0 holds the blocks of ports 0..firstChunk-1 and
