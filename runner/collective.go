@@ -282,6 +282,7 @@ func runCollective(sc *scenario.Scenario, layout *topo.Layout, res *Result) erro
 			mrcGoodput(&res.Summary, m, end)
 		} else {
 			res.Summary.RoCE = rn.summary(end, res.Faults)
+			res.Summary.PFC = pfcSummary(sc, net, end)
 			res.lossAt, res.errAt = rn.lossAt, rn.errAt
 			roceGoodput(&res.Summary, rn, end)
 		}

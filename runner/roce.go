@@ -453,6 +453,7 @@ func runRoCE(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
 	}
 	res.Summary = summarise(sc, net, len(r.flows), smp, snap, end)
 	res.Summary.RoCE = r.summary(end, res.Faults)
+	res.Summary.PFC = pfcSummary(sc, net, end)
 	res.progress, res.trafficEnd, res.lossAt, res.errAt = smp.progress, end, r.lossAt, r.errAt
 	roceGoodput(&res.Summary, r, end)
 	return nil
@@ -460,7 +461,8 @@ func runRoCE(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
 
 // applyRoCEProfile sets RED/ECN marking for DCQCN on every switch queue, the last hop
 // included (scenario.ProfileRoCE): Kmin 100 KB, Kmax 400 KB and Pmax 0.2 per 25 Gb/s of the
-// port's link rate [PROTOCOLS.md RoCEv2; DCQCN §5], no trimming.
+// port's link rate [PROTOCOLS.md RoCEv2; DCQCN §5], no trimming; under PFC, queue limits of
+// a shared buffer (64 MiB) so the pauses, not drop-tail, bound the queues.
 func applyRoCEProfile(sc *scenario.Scenario) {
 	c := *sc.Topology.Clos
 	set := func(q *fabric.QueueConfig, rate sim.Rate) {
@@ -472,4 +474,17 @@ func applyRoCEProfile(sc *scenario.Scenario) {
 	if sc.Fabric.LastHopQueue != nil {
 		set(sc.Fabric.LastHopQueue, c.HostLink)
 	}
+	if pfc := sc.Fabric.PFC; pfc != nil && pfc.Enabled {
+		// Lossless: the ingresses' pauses, not the egress limits, bound the buffer; give each
+		// switch queue a shared-buffer-sized limit so drop-tail never acts first.
+		for _, q := range []*fabric.QueueConfig{&sc.Fabric.SwitchQueue, sc.Fabric.LastHopQueue} {
+			if q != nil && q.Limit < pfcQueueLimit {
+				q.Limit = pfcQueueLimit
+			}
+		}
+	}
 }
+
+// pfcQueueLimit is the switch queue limit the RoCE profile sets under PFC: a switch's shared
+// buffer (tens of MiB on current ASICs).
+const pfcQueueLimit = 64 << 20

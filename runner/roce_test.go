@@ -133,3 +133,29 @@ func TestRoCELinkDownReconvergence(t *testing.T) {
 		}
 	}
 }
+
+// RoCE is lossless by default (fabric.pfc on under RoCE): a 64-host one-plane permutation with
+// one QP per peer drops nothing, pauses upstream ports, and hash-colliding flows share their
+// links (flows at about 1, 1/2, 1/3 of line rate: mean throughput well under line rate);
+// turning PFC off (lossy RoCE) drops packets and goes back N [PROTOCOLS.md RoCEv2].
+func TestRoCEPFC(t *testing.T) {
+	lossless := runRoCEScenario(t, 1, 64, 1, "  - {pattern: permutation, bytes: 4MiB}", "")
+	s := lossless.Summary
+	if s.PFC == nil {
+		t.Fatal("no pfc block: PFC is not on by default under RoCE")
+	}
+	t.Logf("PFC on: drops %d, pauses %d on %d ports, FCT/ideal mean %.3f worst %.3f, resent %d",
+		s.DroppedPackets, s.PFC.Pauses, s.PFC.PortsPaused, s.RoCE.FCTOverIdealMean, s.RoCE.FCTOverIdealMax, s.RoCE.RetxPackets)
+	if s.DroppedPackets != 0 || s.RoCE.RetxPackets != 0 || s.PFC.Pauses == 0 || s.PFC.HeadroomExceeded != 0 {
+		t.Errorf("PFC on: %d drops, %d resent, %d pauses, %d headroom violations; want lossless with pauses", s.DroppedPackets, s.RoCE.RetxPackets, s.PFC.Pauses, s.PFC.HeadroomExceeded)
+	}
+	if tput := 1 / s.RoCE.FCTOverIdealMean; tput > 0.8 || tput < 0.2 {
+		t.Errorf("mean throughput %.2f of line with hash collisions; want well under 1 and above 0.2", tput)
+	}
+	y := fmt.Sprintf(roceYAML, 1, 64, 1, "  - {pattern: permutation, bytes: 4MiB}", "")
+	lossy := mustRun(t, strings.Replace(y, "transport:", "fabric: {pfc: {enabled: false}}\ntransport:", 1)).Summary
+	t.Logf("PFC off: drops %d, resent %d", lossy.DroppedPackets, lossy.RoCE.RetxPackets)
+	if lossy.PFC != nil || lossy.DroppedPackets == 0 || lossy.RoCE.RetxPackets == 0 {
+		t.Errorf("PFC off: pfc block %v, %d drops, %d resent; want drops and go-back-N", lossy.PFC, lossy.DroppedPackets, lossy.RoCE.RetxPackets)
+	}
+}

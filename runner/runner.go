@@ -117,6 +117,11 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, &InputError{Err: err}
 	}
+	if pfc := sc.Fabric.PFC; pfc != nil && pfc.Enabled {
+		if err := net.SetPFC(*pfc); err != nil {
+			return nil, &InputError{Err: fmt.Errorf("fabric.pfc: %w", err)}
+		}
+	}
 	faults, err := scheduleFaults(s, net, sc.Faults, dryFaults)
 	if err != nil {
 		return nil, &InputError{Err: err}
@@ -182,6 +187,7 @@ func runRaw(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
 	}
 	res.Raw = raw
 	res.Summary = summarise(sc, net, len(raw.Flows), smp, snap, sc.Run.Duration)
+	res.Summary.PFC = pfcSummary(sc, net, sc.Run.Duration)
 	res.progress, res.trafficEnd = smp.progress, sc.Run.Duration
 	rawFigures(&res.Summary, raw, sc.Run.Duration)
 	return nil

@@ -53,6 +53,8 @@ type Summary struct {
 	MRC *MRCSummary `json:"mrc,omitempty"`
 	// RoCE holds the transport's figures when transport.kind is roce.
 	RoCE *RoCESummary `json:"roce,omitempty"`
+	// PFC, when fabric.pfc is on: pauses and paused time over every port.
+	PFC *PFCSummary `json:"pfc,omitempty"`
 	// Faults holds what each failure cost (faults.csv), when the scenario has faults.
 	Faults []FaultCost `json:"faults,omitempty"`
 	// With run.fault_baseline twin: when the same run without faults ended its traffic, and
@@ -235,5 +237,48 @@ func summarise(sc *scenario.Scenario, net *fabric.Network, flows int, smp *sampl
 		a.ps.Queue = depths(smp.hist[p])
 		s.PerPlane = append(s.PerPlane, a.ps)
 	}
+	return s
+}
+
+// PFCSummary is what priority flow control did over the run (units in the keys): pauses
+// received by egress ports, the time egress classes spent paused (summed over ports and
+// classes), how many ports were ever paused, the most-paused port, and the ingresses that held
+// more than XOFF + headroom (where the configuration could not be lossless).
+type PFCSummary struct {
+	Pauses             int64    `json:"pauses"`
+	PausedUsTotal      float64  `json:"paused_us_total"`
+	PortsPaused        int      `json:"ports_paused"`
+	MostPausedPort     string   `json:"most_paused_port,omitempty"`
+	MostPausedUs       float64  `json:"most_paused_us,omitempty"`
+	HeadroomExceeded   int      `json:"headroom_exceeded_ports"`
+	HeadroomPortsFirst []string `json:"headroom_exceeded_first,omitempty"`
+}
+
+// pfcSummary gathers the PFC record of every port at now, or nil when PFC is off.
+func pfcSummary(sc *scenario.Scenario, net *fabric.Network, now sim.Time) *PFCSummary {
+	if sc.Fabric.PFC == nil || !sc.Fabric.PFC.Enabled {
+		return nil
+	}
+	s := &PFCSummary{}
+	var most sim.Time
+	for i := range net.Ports {
+		st := net.PFCStats(fabric.PortID(i), now)
+		s.Pauses += st.PausesReceived
+		s.PausedUsTotal += st.PausedTime.Micros()
+		if st.PausesReceived > 0 {
+			s.PortsPaused++
+		}
+		if st.PausedTime > most {
+			most, s.MostPausedPort = st.PausedTime, net.Ports[i].Name
+		}
+		if st.HeadroomExceeded {
+			s.HeadroomExceeded++
+			if len(s.HeadroomPortsFirst) < 5 {
+				s.HeadroomPortsFirst = append(s.HeadroomPortsFirst, net.Ports[i].Name)
+			}
+		}
+	}
+	s.PausedUsTotal = round3(s.PausedUsTotal)
+	s.MostPausedUs = us(most)
 	return s
 }

@@ -97,6 +97,10 @@ type Fabric struct {
 	LastHopQueue *fabric.QueueConfig `yaml:"last_hop_queue"`
 	// NICQueue configures every host NIC port's egress (default: 2 classes, 16 MiB).
 	NICQueue fabric.QueueConfig `yaml:"nic_queue"`
+	// PFC is priority flow control on the switches (fabric.PFCConfig: enabled, classes, xoff,
+	// xon, headroom). Default: on under transport roce (lossless RoCE, as deployed), off
+	// otherwise; `pfc: {enabled: false}` runs RoCE lossy.
+	PFC *fabric.PFCConfig `yaml:"pfc,omitempty"`
 	// Reconvergence is how long after a link fails or comes back the switches' ECMP tables
 	// are recomputed from the links that are up (the routing protocol's convergence: hundreds
 	// of ms to seconds [PROTOCOLS.md RoCEv2]). Until then ECMP keeps hashing flows onto a dead
@@ -415,6 +419,9 @@ func (sc *Scenario) Resolve() error {
 	} else if sc.Transport.RoCE != nil {
 		return Errorf("transport.roce", "set, but transport.kind is %q; use kind: roce or remove the block", sc.Transport.Kind)
 	}
+	if err := sc.resolvePFC(); err != nil {
+		return err
+	}
 	if sc.Transport.Kind == TransportIdeal {
 		if !wl {
 			return Errorf("transport.kind", "ideal carries workload messages only; give workload.collectives or use raw or mrc for traffic")
@@ -724,6 +731,34 @@ func closError(err error) error {
 		return Errorf("topology.clos."+fe.Field, "%s", fe.Msg)
 	}
 	return Errorf("topology.clos", "%v", err)
+}
+
+// resolvePFC fills fabric.pfc's defaults (on under RoCE) and validates it: lossless classes
+// must exist in the switch queues.
+func (sc *Scenario) resolvePFC() error {
+	if sc.Fabric.PFC == nil {
+		if sc.Transport.Kind != TransportRoCE {
+			return nil
+		}
+		sc.Fabric.PFC = &fabric.PFCConfig{Enabled: true}
+	}
+	c := sc.Fabric.PFC.WithDefaults()
+	sc.Fabric.PFC = &c
+	if !c.Enabled {
+		return nil
+	}
+	if sc.Transport.Kind != TransportRoCE && sc.Transport.Kind != TransportRaw {
+		return Errorf("fabric.pfc.enabled", "true under transport %s; PFC applies to RoCE (and raw traffic), MRC and the ideal network run without it", sc.Transport.Kind)
+	}
+	if err := c.Validate("fabric.pfc"); err != nil {
+		return err
+	}
+	for i, k := range c.Classes {
+		if k >= sc.Fabric.SwitchQueue.Classes {
+			return Errorf(fmt.Sprintf("fabric.pfc.classes[%d]", i), "class %d, but the switch queues have %d classes (0..%d)", k, sc.Fabric.SwitchQueue.Classes, sc.Fabric.SwitchQueue.Classes-1)
+		}
+	}
+	return nil
 }
 
 // payloadBytes is the payload per data packet of a reliable transport, 0 for raw and ideal.

@@ -247,6 +247,7 @@ func TestBadInput(t *testing.T) {
 		{"collective ranks", []string{"run", bad("coll-ranks"), "--out", out}, []string{"workload.collectives[0].ranks", "32", "1..16"}},
 		{"collective with traffic", []string{"run", bad("coll-with-traffic"), "--out", out}, []string{"traffic", "not both"}},
 		{"collective on raw", []string{"run", bad("coll-raw"), "--out", out}, []string{"transport.kind", "raw", "mrc", "ideal"}},
+		{"PFC class beyond the queues", []string{"run", bad("pfc-class"), "--out", out}, []string{"fabric.pfc.classes[0]", "class 5", "2 classes"}},
 		{"loss without a probability", []string{"run", bad("fault-loss-missing"), "--out", out}, []string{"faults[0].loss", "not set", "loss > 0"}},
 		{"root on all_reduce", []string{"run", bad("coll-root"), "--out", out}, []string{"workload.collectives[0].root", "3", "broadcast"}},
 		{"faults on ideal", []string{"run", bad("coll-ideal-faults"), "--out", out}, []string{"faults", "ideal", "mrc or roce"}},

@@ -307,6 +307,13 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 		fmt.Fprintf(w, "one-way latency us: p50 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n\n",
 			s.LatencyP50Us, s.LatencyP99Us, s.LatencyP999Us, s.LatencyMaxUs)
 	}
+	if p := s.PFC; p != nil {
+		fmt.Fprintf(w, "PFC: %d pauses on %d ports, %.1f us paused in all (most: %s, %.1f us)", p.Pauses, p.PortsPaused, p.PausedUsTotal, p.MostPausedPort, p.MostPausedUs)
+		if p.HeadroomExceeded > 0 {
+			fmt.Fprintf(w, "; NOT LOSSLESS: %d ingresses held more than XOFF + headroom (first: %v)", p.HeadroomExceeded, p.HeadroomPortsFirst)
+		}
+		fmt.Fprintln(w)
+	}
 	printFaultCosts(w, s)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "plane\tnic util%\tuplink util% min/mean/max\tuplinks idle/over\tdownlinks over\tqueue p50\tp99\tp99.9\tmax\tdrops\ttrims\tCE\t")
