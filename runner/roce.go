@@ -474,7 +474,7 @@ func applyRoCEProfile(sc *scenario.Scenario) {
 	if sc.Fabric.LastHopQueue != nil {
 		set(sc.Fabric.LastHopQueue, c.HostLink)
 	}
-	if pfc := sc.Fabric.PFC; pfc != nil && pfc.Enabled {
+	if sc.Fabric.PFC.Config().Enabled {
 		// Lossless: the ingresses' pauses, not the egress limits, bound the buffer; give each
 		// switch queue a shared-buffer-sized limit so drop-tail never acts first.
 		for _, q := range []*fabric.QueueConfig{&sc.Fabric.SwitchQueue, sc.Fabric.LastHopQueue} {

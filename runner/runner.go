@@ -117,8 +117,8 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, &InputError{Err: err}
 	}
-	if pfc := sc.Fabric.PFC; pfc != nil && pfc.Enabled {
-		if err := net.SetPFC(*pfc); err != nil {
+	if pfc := sc.Fabric.PFC.Config(); pfc.Enabled {
+		if err := net.SetPFC(pfc); err != nil {
 			return nil, &InputError{Err: fmt.Errorf("fabric.pfc: %w", err)}
 		}
 	}

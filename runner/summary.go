@@ -256,7 +256,7 @@ type PFCSummary struct {
 
 // pfcSummary gathers the PFC record of every port at now, or nil when PFC is off.
 func pfcSummary(sc *scenario.Scenario, net *fabric.Network, now sim.Time) *PFCSummary {
-	if sc.Fabric.PFC == nil || !sc.Fabric.PFC.Enabled {
+	if !sc.Fabric.PFC.Config().Enabled {
 		return nil
 	}
 	s := &PFCSummary{}

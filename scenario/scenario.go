@@ -100,7 +100,7 @@ type Fabric struct {
 	// PFC is priority flow control on the switches (fabric.PFCConfig: enabled, classes, xoff,
 	// xon, headroom). Default: on under transport roce (lossless RoCE, as deployed), off
 	// otherwise; `pfc: {enabled: false}` runs RoCE lossy.
-	PFC *fabric.PFCConfig `yaml:"pfc,omitempty"`
+	PFC *PFC `yaml:"pfc,omitempty"`
 	// Reconvergence is how long after a link fails or comes back the switches' ECMP tables
 	// are recomputed from the links that are up (the routing protocol's convergence: hundreds
 	// of ms to seconds [PROTOCOLS.md RoCEv2]). Until then ECMP keeps hashing flows onto a dead
@@ -733,6 +733,24 @@ func closError(err error) error {
 	return Errorf("topology.clos", "%v", err)
 }
 
+// PFC is fabric.pfc: fabric.PFCConfig's fields, with enabled defaulting to true under RoCE
+// (so a block that only tunes thresholds keeps PFC on) and false otherwise.
+type PFC struct {
+	Enabled  *bool    `yaml:"enabled"`
+	Classes  []int    `yaml:"classes"`
+	XOFF     sim.Size `yaml:"xoff"`
+	XON      sim.Size `yaml:"xon"`
+	Headroom sim.Size `yaml:"headroom"`
+}
+
+// Config returns the fabric configuration (Enabled false when p is nil).
+func (p *PFC) Config() fabric.PFCConfig {
+	if p == nil {
+		return fabric.PFCConfig{}
+	}
+	return fabric.PFCConfig{Enabled: p.Enabled != nil && *p.Enabled, Classes: p.Classes, XOFF: p.XOFF, XON: p.XON, Headroom: p.Headroom}
+}
+
 // resolvePFC fills fabric.pfc's defaults (on under RoCE) and validates it: lossless classes
 // must exist in the switch queues.
 func (sc *Scenario) resolvePFC() error {
@@ -740,10 +758,15 @@ func (sc *Scenario) resolvePFC() error {
 		if sc.Transport.Kind != TransportRoCE {
 			return nil
 		}
-		sc.Fabric.PFC = &fabric.PFCConfig{Enabled: true}
+		sc.Fabric.PFC = &PFC{}
 	}
-	c := sc.Fabric.PFC.WithDefaults()
-	sc.Fabric.PFC = &c
+	p := sc.Fabric.PFC
+	if p.Enabled == nil {
+		on := sc.Transport.Kind == TransportRoCE
+		p.Enabled = &on
+	}
+	c := p.Config().WithDefaults()
+	p.Classes, p.XOFF, p.XON = c.Classes, c.XOFF, c.XON
 	if !c.Enabled {
 		return nil
 	}
