@@ -18,6 +18,7 @@ func FuzzParse(f *testing.F) {
 		"topology: {clos: {tiers: 2, radix: 8, host_link: 100G, parallel_links: [2]}}\ntraffic: [{pattern: flows, flows: [{src: 0, dst: 3, rate: 10G}]}]\nrun: {duration: 5us, seed: 9}\n",
 		"topology: {clos: {tiers: 2, radix: 7}}\n",
 		"name: x\n",
+		"topology: {clos: {tiers: 2, planes: 2, radix: 8, host_link: 100G}}\nfabric: {pfc: {xoff: 64KiB, classes: [1]}, reconvergence: 200us}\ntransport: {kind: roce, roce: {qps_per_peer: 4, dcqcn: {g: 0.01}}}\ntraffic: [{pattern: permutation, bytes: 1MiB}]\n",
 		"topology: {clos: {tiers: 2, planes: 4, radix: 16, hosts: 16, host_link: 100G}}\ntransport: {kind: ideal, ideal: {latency: 2us}}\nworkload: {collectives: [{op: all_reduce, algorithm: ring, bytes: 1MiB, max_bytes: 4MiB, chunk: 64KiB, channels: 2}]}\n",
 		"topology: {clos: {tiers: 2, planes: 8, radix: 16, hosts: 16, host_link: 100G}}\ntransport: {kind: mrc}\nworkload: {collectives: [{name: a, op: all_gather, hosts: [0, 2, 4], bytes: 96KiB}, {op: all_to_all, ranks: 4, moe: {tokens: 4096, top_k: 2, hidden: 64}}]}\n",
 		"topology: {clos: {tiers: 2, planes: 4, radix: 16, hosts: 16, host_link: 100G}}\ntransport: {kind: ideal}\nworkload: {collectives: [{op: broadcast, root: 3, bytes: 1MiB, dtype: bf16, reduce_rate: 1Tbps, iterations: 3}, {op: sendrecv, root: 1, peer: 2, bytes: 1MiB}, {op: all_reduce, algorithm: hierarchical, ranks: 16, inner: 4, outer: 4, bytes: 1MiB}]}\n",
