@@ -2,6 +2,8 @@ package fabric
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/lockstepsim/lockstep/sim"
 )
@@ -29,6 +31,10 @@ type PFCConfig struct {
 	// link: 2 x link delay x rate + 2 x 4160 B [PROTOCOLS.md RoCEv2: about 2 x link delay x
 	// rate + 2 MTU].
 	Headroom sim.Size `yaml:"headroom"`
+	// Watchdog, when > 0, is the PFC watchdog: an egress class paused that long with packets
+	// waiting stops honouring pauses for the same time again (NIC and switch vendors' "PFC
+	// storm" protection; losslessness is given up there to keep traffic moving). 0: off.
+	Watchdog sim.Time `yaml:"watchdog"`
 }
 
 // PFC defaults.
@@ -67,6 +73,9 @@ func (c PFCConfig) Validate(prefix string) error {
 	if c.Headroom < 0 {
 		return fmt.Errorf("%s.headroom: %v must not be negative", prefix, c.Headroom)
 	}
+	if c.Watchdog < 0 {
+		return fmt.Errorf("%s.watchdog: %v must not be negative (0: off)", prefix, c.Watchdog)
+	}
 	return nil
 }
 
@@ -81,6 +90,8 @@ type pfcState struct {
 	pauses   int64                // pauses this egress received
 	xoffSent int64                // pauses this ingress sent
 	headroom int64                // XOFF + headroom for this ingress
+	ignore   [MaxClasses]sim.Time // watchdog: pauses of the class are ignored until then
+	wdFired  int64                // watchdog triggers on this egress
 }
 
 // PFCStats is one port's PFC record: as an egress, the pauses it received and the time its
@@ -88,6 +99,7 @@ type pfcState struct {
 // switch ingress, the pauses it sent and the most bytes it held for one class, and whether that
 // went past XOFF + headroom (the configuration could not be lossless there).
 type PFCStats struct {
+	WatchdogFired    int64 // times the watchdog stopped honouring pauses here
 	PausesReceived   int64
 	PausedTime       sim.Time
 	PausesSent       int64
@@ -121,6 +133,9 @@ func (n *Network) SetPFC(cfg PFCConfig) error {
 	return nil
 }
 
+// PFCOn reports whether SetPFC turned PFC on.
+func (n *Network) PFCOn() bool { return n.pfcOn }
+
 // PFCStats returns port p's PFC record at now (zero when PFC is off).
 func (n *Network) PFCStats(p PortID, now sim.Time) PFCStats {
 	port := &n.Ports[p]
@@ -128,7 +143,7 @@ func (n *Network) PFCStats(p PortID, now sim.Time) PFCStats {
 	if st == nil {
 		return PFCStats{}
 	}
-	s := PFCStats{PausesReceived: st.pauses, PausesSent: st.xoffSent}
+	s := PFCStats{PausesReceived: st.pauses, PausesSent: st.xoffSent, WatchdogFired: st.wdFired}
 	for c := 0; c < MaxClasses; c++ {
 		s.PausedTime += st.paused[c]
 		if port.paused&(1<<c) != 0 && now > st.since[c] {
@@ -199,6 +214,9 @@ func (n *Network) onPFC(now sim.Time, obj int32, arg uint64) {
 	c := int(arg & 0xff)
 	st := port.pfc
 	if arg&(1<<8) != 0 {
+		if now < st.ignore[c] {
+			return // the watchdog is ignoring pauses of this class here
+		}
 		if port.paused&(1<<c) == 0 {
 			port.paused |= 1 << c
 			st.since[c] = now
@@ -214,4 +232,93 @@ func (n *Network) onPFC(now sim.Time, obj int32, arg uint64) {
 	if now >= port.txEnd && !port.Down {
 		n.startTx(now, pid, port)
 	}
+}
+
+// PFCCheck runs the PFC watchdog and the deadlock check at now (the runner calls it
+// periodically while PFC is on). Watchdog: an egress class paused longer than the configured
+// time with packets waiting resumes and ignores pauses for as long again. Deadlock: the
+// switches whose egress toward another switch is paused with lossless packets waiting form a
+// wait-for graph (switch -> the switch that paused it); a cycle in it can never clear by
+// itself (a cyclic buffer dependency), and PFCCheck returns it: the switches and ports in
+// order. "" when there is none.
+func (n *Network) PFCCheck(now sim.Time) string {
+	if !n.pfcOn {
+		return ""
+	}
+	wd := n.pfcCfg.Watchdog
+	// waits[node] = the egress ports of node paused with lossless packets waiting, toward a switch.
+	next := make(map[NodeID][]PortID)
+	for i := range n.Ports {
+		p := &n.Ports[i]
+		if p.paused == 0 || p.pfc == nil {
+			continue
+		}
+		blocked := p.q.busy & p.paused & (1<<p.q.p.classes - 1)
+		if blocked == 0 {
+			continue
+		}
+		if wd > 0 {
+			for c := 0; c < MaxClasses; c++ {
+				if blocked&(1<<c) != 0 && now-p.pfc.since[c] >= wd {
+					p.paused &^= 1 << c
+					p.pfc.paused[c] += now - p.pfc.since[c]
+					p.pfc.ignore[c] = now + wd
+					p.pfc.wdFired++
+					if now >= p.txEnd && !p.Down {
+						n.startTx(now, PortID(i), p)
+					}
+				}
+			}
+			continue
+		}
+		if n.Nodes[p.Node].Kind == Switch && !p.peerHost {
+			next[p.Node] = append(next[p.Node], PortID(i))
+		}
+	}
+	// Find a cycle by depth-first search over the wait-for edges, in node order (stable).
+	nodes := make([]NodeID, 0, len(next))
+	for nd := range next {
+		nodes = append(nodes, nd)
+	}
+	sort.Slice(nodes, func(a, b int) bool { return nodes[a] < nodes[b] })
+	color := map[NodeID]uint8{} // 0 new, 1 on the stack, 2 done
+	var stack []PortID
+	var found []PortID
+	var visit func(nd NodeID) bool
+	visit = func(nd NodeID) bool {
+		color[nd] = 1
+		for _, pid := range next[nd] {
+			to := n.Ports[pid].peerNode
+			stack = append(stack, pid)
+			switch color[to] {
+			case 1: // back edge: the cycle is the stack from to's first egress
+				for k, q := range stack {
+					if n.Ports[q].Node == to {
+						found = append([]PortID(nil), stack[k:]...)
+						return true
+					}
+				}
+			case 0:
+				if visit(to) {
+					return true
+				}
+			}
+			stack = stack[:len(stack)-1]
+		}
+		color[nd] = 2
+		return false
+	}
+	for _, nd := range nodes {
+		if color[nd] == 0 && visit(nd) {
+			var b strings.Builder
+			for k, pid := range found {
+				if k > 0 {
+					b.WriteString(" -> ")
+				}
+				fmt.Fprintf(&b, "%s (egress %s paused)", n.Nodes[n.Ports[pid].Node].Name, n.Ports[pid].Name)
+			}
+			return b.String()
+		}
+	}
+	return ""
 }

@@ -1,6 +1,7 @@
 package fabric_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/lockstepsim/lockstep/fabric"
@@ -86,6 +87,57 @@ func TestPFCConfigErrors(t *testing.T) {
 	} {
 		if err := c.WithDefaults().Validate("fabric.pfc"); err == nil {
 			t.Errorf("%+v: no error", c)
+		}
+	}
+}
+
+// A cyclic buffer dependency deadlocks under PFC and PFCCheck names the cycle: three switches
+// in a ring, each with a host, and three flows that each cross two ring links, so every ring
+// egress carries two line-rate flows, fills, and is paused by the next switch, whose own ring
+// egress is paused in turn. The watchdog variant breaks the deadlock: everything arrives.
+func TestPFCDeadlock(t *testing.T) {
+	for _, wd := range []sim.Time{0, 20 * sim.Microsecond} {
+		h := newHarness(t, 1)
+		hs := []fabric.NodeID{h.node("h0", fabric.Host), h.node("h1", fabric.Host), h.node("h2", fabric.Host)}
+		ss := []fabric.NodeID{h.node("s0", fabric.Switch), h.node("s1", fabric.Switch), h.node("s2", fabric.Switch)}
+		big := fabric.QueueConfig{Limit: bigLimit}
+		for i := range 3 {
+			h.link(ss[i], hs[i], rate800, testDelay, big, big) // s<i>.p0 - h<i>
+		}
+		for i := range 3 {
+			h.link(ss[i], ss[(i+1)%3], rate800, testDelay, big, big)
+		}
+		// Ports toward the next switch of the ring: s0.p1 (-> s1), s1.p2 (-> s2), s2.p2 (-> s0).
+		nextPort := []uint16{1, 2, 2}
+		if err := h.n.SetPFC(fabric.PFCConfig{Enabled: true, XOFF: 32 << 10, Watchdog: wd}); err != nil {
+			t.Fatal(err)
+		}
+		// Flow i: h<i> -> s<i> -> s<i+1> -> s<i+2> -> h<i+2>.
+		const per = 400
+		for i := range 3 {
+			route := []uint16{nextPort[i], nextPort[(i+1)%3], 0}
+			h.sendN(0, per, pkt{src: int32(i), dst: int32((i + 2) % 3), route: route, class: 1})
+		}
+		cycle := ""
+		for t0 := sim.Time(0); t0 < 5*sim.Millisecond && cycle == ""; t0 += 50 * sim.Microsecond {
+			h.run(t0 + 50*sim.Microsecond)
+			cycle = h.n.PFCCheck(h.s.Now())
+		}
+		t.Logf("watchdog %v: delivered %d of %d; deadlock: %q", wd, len(h.got), 3*per, cycle)
+		if wd == 0 {
+			if cycle == "" || len(h.got) == 3*per {
+				t.Fatalf("no deadlock reported (%d of %d delivered)", len(h.got), 3*per)
+			}
+			for _, sw := range []string{"s0", "s1", "s2"} {
+				if !strings.Contains(cycle, sw) {
+					t.Errorf("cycle %q does not name %s", cycle, sw)
+				}
+			}
+			continue
+		}
+		h.run(sim.MaxTime)
+		if cycle != "" || len(h.got) != 3*per {
+			t.Errorf("watchdog on: cycle %q, %d of %d delivered; want the deadlock broken", cycle, len(h.got), 3*per)
 		}
 	}
 }

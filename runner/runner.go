@@ -237,6 +237,10 @@ type sampler struct {
 	// sample into progress: the goodput series fault costs are measured on.
 	placed   func() int64
 	progress []progressSample
+	// pfc: run the PFC watchdog and deadlock check at every sample; deadlock holds the cycle
+	// the last check found (a cycle found twice in a row stops the run).
+	pfc      bool
+	deadlock string
 }
 
 // progressSample is the payload delivered by At.
@@ -262,6 +266,7 @@ func newSampler(s *sim.Sim, net *fabric.Network, planes int, interval, until sim
 	}
 	sm.kind = s.Register("runner.sample", sm.onSample)
 	sm.links = newLinkSeries(net, interval)
+	sm.pfc = net.PFCOn()
 	return sm
 }
 
@@ -280,6 +285,14 @@ func (sm *sampler) onSample(now sim.Time, _ int32, _ uint64) {
 		sm.extra(now)
 	}
 	sm.links.sample(now)
+	if sm.pfc {
+		cycle := sm.net.PFCCheck(now)
+		if cycle != "" && cycle == sm.deadlock {
+			sm.s.Stop(fmt.Errorf("PFC deadlock at %v: a cyclic buffer dependency, every egress in it paused with packets waiting: %s (fabric.pfc.watchdog breaks such cycles at the cost of losslessness)", now, cycle))
+			return
+		}
+		sm.deadlock = cycle
+	}
 	if sm.placed != nil {
 		sm.progress = append(sm.progress, progressSample{At: now, Placed: sm.placed()})
 	}

@@ -251,6 +251,7 @@ type PFCSummary struct {
 	MostPausedPort     string   `json:"most_paused_port,omitempty"`
 	MostPausedUs       float64  `json:"most_paused_us,omitempty"`
 	HeadroomExceeded   int      `json:"headroom_exceeded_ports"`
+	WatchdogFired      int64    `json:"watchdog_fired"`
 	HeadroomPortsFirst []string `json:"headroom_exceeded_first,omitempty"`
 }
 
@@ -264,6 +265,7 @@ func pfcSummary(sc *scenario.Scenario, net *fabric.Network, now sim.Time) *PFCSu
 	for i := range net.Ports {
 		st := net.PFCStats(fabric.PortID(i), now)
 		s.Pauses += st.PausesReceived
+		s.WatchdogFired += st.WatchdogFired
 		s.PausedUsTotal += st.PausedTime.Micros()
 		if st.PausesReceived > 0 {
 			s.PortsPaused++

@@ -741,6 +741,7 @@ type PFC struct {
 	XOFF     sim.Size `yaml:"xoff"`
 	XON      sim.Size `yaml:"xon"`
 	Headroom sim.Size `yaml:"headroom"`
+	Watchdog sim.Time `yaml:"watchdog"`
 }
 
 // Config returns the fabric configuration (Enabled false when p is nil).
@@ -748,7 +749,7 @@ func (p *PFC) Config() fabric.PFCConfig {
 	if p == nil {
 		return fabric.PFCConfig{}
 	}
-	return fabric.PFCConfig{Enabled: p.Enabled != nil && *p.Enabled, Classes: p.Classes, XOFF: p.XOFF, XON: p.XON, Headroom: p.Headroom}
+	return fabric.PFCConfig{Enabled: p.Enabled != nil && *p.Enabled, Classes: p.Classes, XOFF: p.XOFF, XON: p.XON, Headroom: p.Headroom, Watchdog: p.Watchdog}
 }
 
 // resolvePFC fills fabric.pfc's defaults (on under RoCE) and validates it: lossless classes
