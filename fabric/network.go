@@ -331,6 +331,21 @@ func New(s *sim.Sim) *Network {
 	return n
 }
 
+// SetECMPSharedSeed gives every switch the same ECMP hash seed (shared true) or its own
+// (false, the default, as each switch gets at AddNode). A shared seed is the classic
+// misconfiguration that polarises multi-stage ECMP: a switch picks the same group index as the
+// switch before it, so the flows that reached it by index i all leave by index i and most of
+// its uplinks stay idle [e.g. Cisco, "ECMP load-sharing polarization"].
+func (n *Network) SetECMPSharedSeed(shared bool) {
+	for id := range n.Nodes {
+		if shared {
+			n.Nodes[id].seed = n.seed
+		} else {
+			n.Nodes[id].seed = sim.Mix64(n.seed ^ uint64(id)*0x9e3779b97f4a7c15)
+		}
+	}
+}
+
 // SetNICReady registers fn to be called each time a host's NIC port finishes serialising a
 // packet and has nothing left waiting (the next packet, if any, is on the transmitter): the
 // port has room again. host is the

@@ -117,6 +117,9 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, &InputError{Err: err}
 	}
+	if sc.Fabric.ECMPSeed == "shared" {
+		net.SetECMPSharedSeed(true)
+	}
 	if pfc := sc.Fabric.PFC.Config(); pfc.Enabled {
 		if err := net.SetPFC(pfc); err != nil {
 			return nil, &InputError{Err: fmt.Errorf("fabric.pfc: %w", err)}

@@ -269,3 +269,51 @@ func TestRunWithProgress(t *testing.T) {
 		t.Errorf("%d reports; events %d vs %d, max FCT %v vs %v: progress must not change the run", calls, a.Summary.Events, b.Summary.Events, a.Summary.MRC.FCTMaxUs, b.Summary.MRC.FCTMaxUs)
 	}
 }
+
+// ECMP polarisation: on a 3-tier fat-tree (k = 8), independent per-switch hash seeds spread a
+// permutation's inter-pod flows over the T1 uplinks as independent hashing does; one shared
+// seed makes every T1 pick the same group index its T0 picked, so each T1 sends everything up
+// one uplink of its four.
+func TestECMPPolarisation(t *testing.T) {
+	const y = `
+name: polar
+topology:
+  clos: {tiers: 3, planes: 1, radix: 8, host_link: 100G}
+fabric: {ecmp_seed: %s}
+traffic:
+  - {pattern: permutation, load: 0.2, path: ecmp}
+run: {duration: 200us, sample_interval: 5us}
+`
+	used := map[string]float64{}
+	for _, seeding := range []string{"per_switch", "shared"} {
+		res := mustRun(t, fmt.Sprintf(y, seeding))
+		var up, busy int
+		perT1 := map[fabric.NodeID]int{}
+		for i := range res.Net.Ports {
+			p := &res.Net.Ports[i]
+			n := &res.Net.Nodes[p.Node]
+			if n.Kind != fabric.Switch || n.Tier != 1 || !strings.Contains(p.Name, ".up") {
+				continue
+			}
+			up++
+			if p.Totals().TxBytes > 0 {
+				busy++
+				perT1[p.Node]++
+			}
+		}
+		maxPerT1 := 0
+		for _, k := range perT1 {
+			maxPerT1 = max(maxPerT1, k)
+		}
+		used[seeding] = float64(busy) / float64(up)
+		t.Logf("%s seeds: %d of %d T1 uplinks carry traffic; at most %d per T1", seeding, busy, up, maxPerT1)
+		if seeding == "shared" && maxPerT1 != 1 {
+			t.Errorf("shared seed: a T1 used %d uplinks; polarisation leaves one", maxPerT1)
+		}
+	}
+	// About 3.5 inter-pod flows cross each T1; hashed independently over 4 uplinks they use
+	// 1 - (3/4)^3.5 = 0.63 of them; a shared seed uses at most 1 in 4.
+	if used["per_switch"] < 0.5 || used["shared"] > 0.25 {
+		t.Errorf("uplinks used: per-switch seeds %.2f (want about 0.63), shared seed %.2f (want <= 0.25)", used["per_switch"], used["shared"])
+	}
+}

@@ -97,6 +97,10 @@ type Fabric struct {
 	LastHopQueue *fabric.QueueConfig `yaml:"last_hop_queue"`
 	// NICQueue configures every host NIC port's egress (default: 2 classes, 16 MiB).
 	NICQueue fabric.QueueConfig `yaml:"nic_queue"`
+	// ECMPSeed is "per_switch" (default: each switch hashes with its own seed, as deployed) or
+	// "shared" (every switch the same seed: the misconfiguration that polarises multi-stage
+	// ECMP, for comparison).
+	ECMPSeed string `yaml:"ecmp_seed"`
 	// PFC is priority flow control on the switches (fabric.PFCConfig: enabled, classes, xoff,
 	// xon, headroom). Default: on under transport roce (lossless RoCE, as deployed), off
 	// otherwise; `pfc: {enabled: false}` runs RoCE lossy.
@@ -304,6 +308,13 @@ func (sc *Scenario) Resolve() error {
 	sc.Topology.Clos = &c
 
 	sc.Fabric.SwitchQueue = sc.Fabric.SwitchQueue.WithDefaults()
+	switch sc.Fabric.ECMPSeed {
+	case "":
+		sc.Fabric.ECMPSeed = "per_switch"
+	case "per_switch", "shared":
+	default:
+		return Errorf("fabric.ecmp_seed", "%q is not a seeding; allowed per_switch, shared", sc.Fabric.ECMPSeed)
+	}
 	if sc.Fabric.Reconvergence == 0 {
 		sc.Fabric.Reconvergence = DefaultReconvergence
 	}
