@@ -159,3 +159,26 @@ func TestRoCEPFC(t *testing.T) {
 		t.Errorf("PFC off: pfc block %v, %d drops, %d resent; want drops and go-back-N", lossy.PFC, lossy.DroppedPackets, lossy.RoCE.RetxPackets)
 	}
 }
+
+// Lossless incast of 64 senders under RoCE with PFC: no drop and no ingress past XOFF +
+// headroom when headroom is sized from the links (the default); a headroom smaller than what
+// is in flight while a pause travels is flagged (the configuration cannot be lossless).
+func TestRoCELosslessIncast64(t *testing.T) {
+	senders := make([]string, 64)
+	for i := range senders {
+		senders[i] = fmt.Sprint(i + 1)
+	}
+	tr := "  - {pattern: incast, receiver: 0, senders: [" + strings.Join(senders, ", ") + "], bytes: 256KiB}"
+	ok := runRoCEScenario(t, 1, 80, 1, tr, "").Summary
+	t.Logf("default headroom: drops %d, pauses %d, headroom exceeded on %d ports, done %d of %d",
+		ok.DroppedPackets, ok.PFC.Pauses, ok.PFC.HeadroomExceeded, ok.RoCE.FlowsCompleted, ok.RoCE.Flows)
+	if ok.DroppedPackets != 0 || ok.PFC.HeadroomExceeded != 0 || ok.RoCE.FlowsCompleted != 64 || ok.PFC.Pauses == 0 {
+		t.Errorf("default headroom: %d drops, %d ports past headroom, %d of 64 done, %d pauses; want lossless", ok.DroppedPackets, ok.PFC.HeadroomExceeded, ok.RoCE.FlowsCompleted, ok.PFC.Pauses)
+	}
+	y := strings.Replace(fmt.Sprintf(roceYAML, 1, 80, 1, tr, ""), "transport:", "fabric: {pfc: {headroom: 1KiB}}\ntransport:", 1)
+	bad := mustRun(t, y).Summary
+	t.Logf("1 KiB headroom: headroom exceeded on %d ports (first %v)", bad.PFC.HeadroomExceeded, bad.PFC.HeadroomPortsFirst)
+	if bad.PFC.HeadroomExceeded == 0 {
+		t.Errorf("1 KiB of headroom was not flagged")
+	}
+}
