@@ -70,12 +70,8 @@ type mrcNet struct {
 	delivered func(now sim.Time, token uint64)
 	wait      []nicWait // by host
 
-	// Loss-driven retransmissions (SACK gap, timeout): the first and last time one was sent,
-	// for what a failure cost.
-	lossRetx                    int64
-	firstLossRetx, lastLossRetx sim.Time
-	lossAt                      []sim.Time // times of loss-driven retransmissions, ascending
-	errAt                       []sim.Time // times of QP errors
+	// Loss-driven retransmissions (SACK gap, timeout) and QP errors, for what a failure cost.
+	lossLog
 }
 
 // baseRTT is the unloaded round trip of the longest path: data out over every link (host links
@@ -311,14 +307,7 @@ func (m *mrcNet) flushSender(now sim.Time, f *mrcFlow) {
 	}
 	if n := f.snd.Stats.Retx[mrc.RetxSackGap] + f.snd.Stats.Retx[mrc.RetxTimeout]; n > f.lossRetx {
 		f.lossRetx = n
-		m.lossRetx++
-		if m.firstLossRetx == 0 {
-			m.firstLossRetx = now
-		}
-		m.lastLossRetx = now
-		if k := len(m.lossAt); k == 0 || m.lossAt[k-1] != now {
-			m.lossAt = append(m.lossAt, now)
-		}
+		m.retx(now)
 	}
 	for i := range f.snd.Out() {
 		h := &f.snd.Out()[i]
@@ -345,7 +334,7 @@ func (m *mrcNet) flushSender(now sim.Time, f *mrcFlow) {
 	f.snd.ClearCompletions()
 	if err := f.snd.Err(); err != nil {
 		m.errs = append(m.errs, err)
-		m.errAt = append(m.errAt, now)
+		m.qpError(now)
 		m.s.StopTimer(f.timer)
 		return
 	}

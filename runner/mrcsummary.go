@@ -65,16 +65,35 @@ type LossSpan struct {
 	FaultToLastLossRetxUs float64 `json:"fault_to_last_loss_retx_us,omitempty"`
 }
 
-// lossSpan fills a LossSpan from n loss-driven retransmissions between first and last.
-func lossSpan(n int64, first, last sim.Time, faults []FaultEvent) LossSpan {
-	var l LossSpan
-	if n > 0 {
-		l.FirstLossRetxUs, l.LastLossRetxUs = us(first), us(last)
+// lossLog records when a transport adapter resent after a loss (one entry per instant, in
+// order) and when its QPs errored: the summary's LossSpan and the fault costs read it.
+type lossLog struct {
+	lossAt []sim.Time // loss-driven retransmission times, ascending, one per instant
+	errAt  []sim.Time // QP error times
+}
+
+// retx records a loss-driven retransmission at now.
+func (l *lossLog) retx(now sim.Time) {
+	if k := len(l.lossAt); k == 0 || l.lossAt[k-1] != now {
+		l.lossAt = append(l.lossAt, now)
+	}
+}
+
+// qpError records a QP error at now.
+func (l *lossLog) qpError(now sim.Time) { l.errAt = append(l.errAt, now) }
+
+// span is the LossSpan of the log: its first and last retransmission and, with faults, the
+// time from the first fault to the last one.
+func (l *lossLog) span(faults []FaultEvent) LossSpan {
+	var s LossSpan
+	if len(l.lossAt) > 0 {
+		first, last := l.lossAt[0], l.lossAt[len(l.lossAt)-1]
+		s.FirstLossRetxUs, s.LastLossRetxUs = us(first), us(last)
 		if len(faults) > 0 && last > faults[0].At {
-			l.FaultToLastLossRetxUs = us(last - faults[0].At)
+			s.FaultToLastLossRetxUs = us(last - faults[0].At)
 		}
 	}
-	return l
+	return s
 }
 
 // fctPercentiles reads p50, p99 and max from an FCT histogram in nanoseconds, as microseconds.
@@ -193,7 +212,7 @@ func (m *mrcNet) summary(end sim.Time, faults []FaultEvent) *MRCSummary {
 		s.FCTMeanUs = round3(m.fct.Mean() / 1e3)
 	}
 	s.FCTP50Us, s.FCTP99Us, s.FCTMaxUs = fctPercentiles(m.fct)
-	s.LossSpan = lossSpan(m.lossRetx, m.firstLossRetx, m.lastLossRetx, faults)
+	s.LossSpan = m.span(faults)
 	return s
 }
 

@@ -70,10 +70,8 @@ type roceNet struct {
 	delivered func(now sim.Time, token uint64)
 	onDone    func(now sim.Time)
 
-	lossRetx                    int64
-	firstLossRetx, lastLossRetx sim.Time
-	lossAt                      []sim.Time // times of go-back-N resends, ascending
-	errAt                       []sim.Time // times of QP errors
+	// Go-back-N resends and QP errors, for what a failure cost.
+	lossLog
 }
 
 func newRoCENet(s *sim.Sim, net *fabric.Network, l *topo.Layout, cfg roce.Config) *roceNet {
@@ -238,14 +236,7 @@ func (r *roceNet) flushSender(now sim.Time, q *roceQP) {
 	}
 	if n := q.snd.Stats.RetxPackets; n > q.lastRetx {
 		q.lastRetx = n
-		r.lossRetx++
-		if r.firstLossRetx == 0 {
-			r.firstLossRetx = now
-		}
-		r.lastLossRetx = now
-		if k := len(r.lossAt); k == 0 || r.lossAt[k-1] != now {
-			r.lossAt = append(r.lossAt, now)
-		}
+		r.retx(now)
 	}
 	for i := range q.snd.Out() {
 		r.send(now, q, &q.snd.Out()[i], q.src, q.dst)
@@ -267,7 +258,7 @@ func (r *roceNet) flushSender(now sim.Time, q *roceQP) {
 	q.snd.ClearCompletions()
 	if err := q.snd.Err(); err != nil {
 		r.errs = append(r.errs, err)
-		r.errAt = append(r.errAt, now)
+		r.qpError(now)
 		r.s.StopTimer(q.timer)
 		return
 	}

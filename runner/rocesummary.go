@@ -135,7 +135,7 @@ func (r *roceNet) summary(end sim.Time, faults []FaultEvent) *RoCESummary {
 		s.FCTMeanUs = round3(r.fct.Mean() / 1e3)
 	}
 	s.FCTP50Us, s.FCTP99Us, s.FCTMaxUs = fctPercentiles(r.fct)
-	s.LossSpan = lossSpan(r.lossRetx, r.firstLossRetx, r.lastLossRetx, faults)
+	s.LossSpan = r.span(faults)
 	return s
 }
 
