@@ -42,7 +42,7 @@ type Port struct {
 // FromLayout lists a Clos layout's nodes and ports in the order topo.Build creates them in a
 // fabric.Network: nodes by index, ports two per link of Layout.Links (its A end, then its B
 // end).
-func FromLayout(l *topo.Layout) *Inventory {
+func FromLayout(l topo.Topology) *Inventory {
 	nodes := l.Nodes()
 	links := l.Links()
 	inv := &Inventory{Nodes: make([]Node, len(nodes)), Ports: make([]Port, 0, 2*len(links))}

@@ -60,7 +60,7 @@ type collGroup struct {
 // back, on the MRC fabric or the ideal network, and each records one row per size. A step that
 // does not finish by run.duration, or that leaves nothing to wait for, stops the run with the
 // executor's report of which ranks wait on what.
-func runCollective(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
+func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 	var groups []collGroup
 	iters := 1
 	for i := range sc.Workload.Collectives {
@@ -87,7 +87,7 @@ func runCollective(sc *scenario.Scenario, layout *topo.Layout, res *Result) erro
 		iters = max(iters, wc.Iterations)
 	}
 	s, net := res.Sim, res.Net
-	c := layout.Config()
+	c := layout.Params()
 	nicRate := c.HostLink * sim.Rate(c.Planes)
 	// Reductions share one engine per host across collectives: the first collective's rate.
 	model := collective.Model{ReduceBytesPerSec: float64(sc.Workload.Collectives[0].ReduceRate) / 8}

@@ -23,8 +23,8 @@ type pair struct {
 }
 
 // expandTraffic turns the scenario's traffic groups into per-plane raw flows.
-func expandTraffic(sc *scenario.Scenario, l *topo.Layout, net *fabric.Network) ([]traffic.Flow, error) {
-	c := l.Config()
+func expandTraffic(sc *scenario.Scenario, l topo.Topology, net *fabric.Network) ([]traffic.Flow, error) {
+	c := l.Params()
 	var flows []traffic.Flow
 	hosts := net.NumHosts()
 	for gi := range sc.Traffic {
@@ -46,8 +46,12 @@ func expandTraffic(sc *scenario.Scenario, l *topo.Layout, net *fabric.Network) (
 			for i, p := range pairs {
 				pp[i] = [2]int{p.src, p.dst}
 			}
+			cl, ok := l.(*topo.Layout)
+			if !ok {
+				return nil, fmt.Errorf("%s.path: spread needs a clos topology (link-disjoint routes by edge colouring of the Clos), not %s; use ecmp or spray", path, l.Params().Kind)
+			}
 			var err error
-			if spread, err = l.SpreadRoutes(0, pp); err != nil {
+			if spread, err = cl.SpreadRoutes(0, pp); err != nil {
 				return nil, fmt.Errorf("%s.path: spread: %w", path, err)
 			}
 		}
@@ -94,8 +98,8 @@ func expandTraffic(sc *scenario.Scenario, l *topo.Layout, net *fabric.Network) (
 // planeRoutes lists the source routes from src to dst in one plane (path indices with that
 // plane in the lowest digit), sampled down to maxSprayRoutes, in a seeded random order so
 // consecutive packets take unrelated paths.
-func planeRoutes(l *topo.Layout, src, dst, plane int, intn func(int) int) ([]fabric.Route, error) {
-	planes := l.Config().Planes
+func planeRoutes(l topo.Topology, src, dst, plane int, intn func(int) int) ([]fabric.Route, error) {
+	planes := l.Params().Planes
 	perPlane := l.NumPaths(src, dst) / planes
 	idx := make([]int, perPlane)
 	for j := range idx {

@@ -63,7 +63,7 @@ type mrcNet struct {
 	onDone   func(now sim.Time) // called when every flow has completed
 	quiet    bool               // engines stopped: outboxes are discarded, timers stay off
 	// Collective messages (Send): QPs by (src, dst), and who hears of placements.
-	layout    *topo.Layout
+	layout    topo.Topology
 	seed      uint64
 	pairs     map[[3]int32]int32     // (src, dst, group) -> QP
 	group     func(instance int) int // a message's connection group (collective); nil: one group
@@ -76,7 +76,7 @@ type mrcNet struct {
 
 // baseRTT is the unloaded round trip of the longest path: data out over every link (host links
 // at the host rate, the rest at the fabric rate), store-and-forward, and an ACK back.
-func baseRTT(c topo.Clos, hops int, dataWire, ackWire int) sim.Time {
+func baseRTT(c topo.Params, hops int, dataWire, ackWire int) sim.Time {
 	links := hops + 1
 	var rtt sim.Time
 	for i := 0; i < links; i++ {
@@ -89,8 +89,8 @@ func baseRTT(c topo.Clos, hops int, dataWire, ackWire int) sim.Time {
 	return rtt
 }
 
-func newMRCNet(s *sim.Sim, net *fabric.Network, l *topo.Layout, cfg mrc.Config, fq scenario.Fabric) *mrcNet {
-	c := l.Config()
+func newMRCNet(s *sim.Sim, net *fabric.Network, l topo.Topology, cfg mrc.Config, fq scenario.Fabric) *mrcNet {
+	c := l.Params()
 	cfg = cfg.WithDefaults()
 	m := &mrcNet{
 		s: s, net: net, cfg: cfg,
@@ -148,7 +148,7 @@ func (m *mrcNet) onNICReady(now sim.Time, host int32, _ int) {
 }
 
 // addFlow creates the QP from src to dst for one transfer of bytes posted at start.
-func (m *mrcNet) addFlow(l *topo.Layout, src, dst int, bytes int64, start sim.Time, seed uint64) error {
+func (m *mrcNet) addFlow(l topo.Topology, src, dst int, bytes int64, start sim.Time, seed uint64) error {
 	f, err := m.newQP(l, src, dst, seed)
 	if err != nil {
 		return err
@@ -160,8 +160,8 @@ func (m *mrcNet) addFlow(l *topo.Layout, src, dst int, bytes int64, start sim.Ti
 }
 
 // newQP opens the QP from src to dst: sender, receiver, EV routes and timers; nothing posted.
-func (m *mrcNet) newQP(l *topo.Layout, src, dst int, seed uint64) (*mrcFlow, error) {
-	c := l.Config()
+func (m *mrcNet) newQP(l topo.Topology, src, dst int, seed uint64) (*mrcFlow, error) {
+	c := l.Params()
 	qp := uint32(len(m.flows))
 	per := l.NumPaths(src, dst) / c.Planes
 	pp := make([]int, c.Planes)
@@ -483,7 +483,7 @@ func (r *MRCRun) BaseRTT() sim.Time { return r.m.baseRTT }
 
 // runMRC posts every flow's transfer, runs until all are acknowledged (or run.duration), then
 // stops the engines and drains the fabric.
-func runMRC(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
+func runMRC(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 	s, net := res.Sim, res.Net
 	m := newMRCNet(s, net, layout, *sc.Transport.MRC, sc.Fabric)
 	hosts := net.NumHosts()
@@ -502,7 +502,7 @@ func runMRC(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
 	}
 	run := &MRCRun{m: m, DoneAt: sim.MaxTime}
 	res.MRC = run
-	smp := newSampler(s, net, layout.Config().Planes, sc.Run.SampleInterval, sc.Run.Duration)
+	smp := newSampler(s, net, layout.Params().Planes, sc.Run.SampleInterval, sc.Run.Duration)
 	res.Links = smp.links
 	smp.extra = func(now sim.Time) {
 		run.EVSeries = append(run.EVSeries, m.evSample(now))
@@ -565,17 +565,14 @@ func (m *mrcNet) evSample(now sim.Time) EVSample {
 // applyMRCProfile sets switch ECN and trimming from the BDP (scenario.ProfileMRC): marking from
 // 0.2 to 0.8 BDP on fabric hops, none on the last hop, trimming above 1 BDP (1.5 BDP at the
 // last hop). BDP = fabric link rate x base RTT of the MRC packet sizes.
-func applyMRCProfile(sc *scenario.Scenario) {
-	c := *sc.Topology.Clos
+func applyMRCProfile(sc *scenario.Scenario, l topo.Topology) {
+	c := l.Params()
 	cfg := mrc.Config{}
 	if sc.Transport.MRC != nil {
 		cfg = *sc.Transport.MRC
 	}
 	cfg = cfg.WithDefaults()
-	hops := 3 // a Clos that does not lay out fails in topo.Build right after, naming the field
-	if l, err := c.Layout(); err == nil {
-		hops = l.Sizing().MaxSwitchHops
-	}
+	hops := l.Sizing().MaxSwitchHops
 	rtt := baseRTT(c, hops, cfg.WireBytes(cfg.PayloadBytes), cfg.AckBytes)
 	bdp := c.FabricLink.BytesIn(rtt)
 	sw := &sc.Fabric.SwitchQueue

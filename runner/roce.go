@@ -74,8 +74,8 @@ type roceNet struct {
 	lossLog
 }
 
-func newRoCENet(s *sim.Sim, net *fabric.Network, l *topo.Layout, cfg roce.Config) *roceNet {
-	c := l.Config()
+func newRoCENet(s *sim.Sim, net *fabric.Network, l topo.Topology, cfg roce.Config) *roceNet {
+	c := l.Params()
 	cfg = cfg.WithDefaults()
 	r := &roceNet{
 		s: s, net: net, cfg: cfg, planes: c.Planes, portRate: c.HostLink,
@@ -415,7 +415,7 @@ func (x *RoCERun) FlowDone(i int) sim.Time { return x.r.flows[i].done }
 
 // runRoCE posts every traffic flow's transfer, runs until all are acknowledged (or
 // run.duration), then stops the engines and drains the fabric.
-func runRoCE(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
+func runRoCE(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 	s, net := res.Sim, res.Net
 	r := newRoCENet(s, net, layout, *sc.Transport.RoCE)
 	r.seed = sc.Run.Seed
@@ -435,7 +435,7 @@ func runRoCE(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
 	}
 	run := &RoCERun{r: r, DoneAt: sim.MaxTime}
 	res.RoCE = run
-	smp := newSampler(s, net, layout.Config().Planes, sc.Run.SampleInterval, sc.Run.Duration)
+	smp := newSampler(s, net, layout.Params().Planes, sc.Run.SampleInterval, sc.Run.Duration)
 	res.Links = smp.links
 	smp.placed = r.placedBytes
 	end, snap, err := driveTransport(sc, res, smp, &r.onDone, &run.DoneAt, r)
@@ -454,8 +454,8 @@ func runRoCE(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
 // included (scenario.ProfileRoCE): Kmin 100 KB, Kmax 400 KB and Pmax 0.2 per 25 Gb/s of the
 // port's link rate [PROTOCOLS.md RoCEv2; DCQCN §5], no trimming; under PFC, queue limits of
 // a shared buffer (64 MiB) so the pauses, not drop-tail, bound the queues.
-func applyRoCEProfile(sc *scenario.Scenario) {
-	c := *sc.Topology.Clos
+func applyRoCEProfile(sc *scenario.Scenario, l topo.Topology) {
+	c := l.Params()
 	set := func(q *fabric.QueueConfig, rate sim.Rate) {
 		scale := float64(rate) / 25e9
 		q.ECN = fabric.ECNConfig{Enabled: true, Kmin: sim.Size(100e3 * scale), Kmax: sim.Size(400e3 * scale), Pmax: 0.2}

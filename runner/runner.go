@@ -106,15 +106,17 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 		})
 	}
 	net := fabric.New(s)
-	clos := *sc.Topology.Clos
+	layout, err := sc.Topology.Describe()
+	if err != nil {
+		return nil, &InputError{Err: err}
+	}
 	switch sc.Fabric.Profile {
 	case scenario.ProfileMRC:
-		applyMRCProfile(sc)
+		applyMRCProfile(sc, layout)
 	case scenario.ProfileRoCE:
-		applyRoCEProfile(sc)
+		applyRoCEProfile(sc, layout)
 	}
-	layout, err := topo.Build(net, clos, topo.BuildOptions{SwitchQueue: sc.Fabric.SwitchQueue, LastHopQueue: sc.Fabric.LastHopQueue, NICQueue: sc.Fabric.NICQueue})
-	if err != nil {
+	if err := topo.BuildTopology(net, layout, topo.BuildOptions{SwitchQueue: sc.Fabric.SwitchQueue, LastHopQueue: sc.Fabric.LastHopQueue, NICQueue: sc.Fabric.NICQueue}); err != nil {
 		return nil, &InputError{Err: err}
 	}
 	if sc.Fabric.ECMPSeed == "shared" {
@@ -158,7 +160,7 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 }
 
 // runRaw offers paced raw traffic over [0, run.duration], then drains the fabric.
-func runRaw(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
+func runRaw(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 	s, net := res.Sim, res.Net
 	flows, err := expandTraffic(sc, layout, net)
 	if err != nil {
@@ -168,7 +170,7 @@ func runRaw(sc *scenario.Scenario, layout *topo.Layout, res *Result) error {
 	if err != nil {
 		return &InputError{Err: err}
 	}
-	smp := newSampler(s, net, layout.Config().Planes, sc.Run.SampleInterval, sc.Run.Duration)
+	smp := newSampler(s, net, layout.Params().Planes, sc.Run.SampleInterval, sc.Run.Duration)
 	res.Links = smp.links
 	raw.Start()
 	smp.placed = func() int64 { return raw.Totals().RecvBytes }

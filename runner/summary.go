@@ -137,10 +137,13 @@ func rawFigures(s *Summary, raw *traffic.Raw, dur sim.Time) {
 // summarise fills the fabric-wide figures: packet books, queue depths and per-plane
 // utilisation over the measured interval dur (port counters snapshotted at its end).
 func summarise(sc *scenario.Scenario, net *fabric.Network, flows int, smp *sampler, snap []portSnap, dur sim.Time) Summary {
-	c := sc.Topology.Clos
+	planes := 1 // a host's NIC ports, one per plane
+	if net.NumHosts() > 0 {
+		planes = len(net.Nodes[0].Ports)
+	}
 	s := Summary{
 		Scenario: sc.Name, Seed: sc.Run.Seed,
-		Hosts: net.NumHosts(), Planes: c.Planes, Switches: len(net.Nodes) - net.NumHosts(),
+		Hosts: net.NumHosts(), Planes: planes, Switches: len(net.Nodes) - net.NumHosts(),
 		Links: len(net.Ports) / 2, Flows: flows,
 		DurationUs: round3(dur.Micros()), EndUs: round3(net.Sim().Now().Micros()), Events: net.Sim().Events(),
 		SentPackets: net.C.Injected, DeliveredPackets: net.C.DeliveredWhole, TrimmedPackets: net.C.DeliveredTrimmed,
@@ -161,7 +164,8 @@ func summarise(sc *scenario.Scenario, net *fabric.Network, flows int, smp *sampl
 		upN                   int
 		upMinSet              bool
 	}
-	planes := make([]acc, c.Planes)
+	perPlane := make([]acc, planes)
+
 	util := func(bytes int64, r sim.Rate) float64 {
 		if r <= 0 || secs <= 0 {
 			return 0
@@ -180,10 +184,10 @@ func summarise(sc *scenario.Scenario, net *fabric.Network, flows int, smp *sampl
 		} else {
 			plane = int(own.Plane)
 		}
-		if plane < 0 || plane >= len(planes) {
+		if plane < 0 || plane >= len(perPlane) {
 			continue
 		}
-		a := &planes[plane]
+		a := &perPlane[plane]
 		u := util(snap[i].txBytes, pt.Rate)
 		offered := util(snap[i].offeredBytes, pt.Rate)
 		if own.Kind == fabric.Host {
@@ -222,7 +226,7 @@ func summarise(sc *scenario.Scenario, net *fabric.Network, flows int, smp *sampl
 		}
 	}
 	for p := range planes {
-		a := &planes[p]
+		a := &perPlane[p]
 		a.ps.Plane = p
 		if a.nicN > 0 {
 			a.ps.NICUtilMeanPct = round3(a.nicSum / float64(a.nicN))

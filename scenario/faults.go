@@ -30,7 +30,7 @@ const (
 // resolveFaults fills each fault's defaults in place (so the resolved scenario shows them)
 // and expands the list against the topology l with the run's seed and duration, which checks
 // every field, target and contradiction. Errors are *FieldError naming faults[i].<field>.
-func (sc *Scenario) resolveFaults(l *topo.Layout) error {
+func (sc *Scenario) resolveFaults(l topo.Topology) error {
 	if len(sc.Faults) == 0 {
 		return nil
 	}
@@ -51,12 +51,9 @@ func (sc *Scenario) faultOptions() fault.Options {
 // It builds only the topology's names, not the fabric, so it is cheap; call it on a scenario
 // that Parse or Resolve returned. Errors are *FieldError, as from Resolve.
 func (sc *Scenario) FaultSchedule() (*fault.Schedule, error) {
-	if sc.Topology.Clos == nil {
-		return nil, Errorf("topology", "missing; set topology.clos")
-	}
-	l, err := sc.Topology.Clos.Layout()
+	l, err := sc.Topology.Describe()
 	if err != nil {
-		return nil, closError(err)
+		return nil, err
 	}
 	s, err := fault.Expand(sc.Faults, fault.FromLayout(l), sc.faultOptions())
 	return s, faultError(err)

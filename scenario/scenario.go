@@ -60,11 +60,24 @@ type Transport struct {
 	Ideal *Ideal `yaml:"ideal,omitempty"`
 }
 
-// Topology is a one-of: exactly one builder key is set. Only Clos exists today; later kinds
-// (rail, torus, mesh) add sibling keys.
+// Topology is a one-of: exactly one builder key is set.
 type Topology struct {
 	// Clos is a multi-plane 2- or 3-tier Clos (package topo).
 	Clos *topo.Clos `yaml:"clos"`
+}
+
+// Describe validates the topology section and returns its description (nodes, links, routes,
+// paths), without building a fabric. Errors are *FieldError naming topology.<kind>.<field>,
+// or "topology" when no kind (or more than one) is set.
+func (t *Topology) Describe() (topo.Topology, error) {
+	if t.Clos == nil {
+		return nil, Errorf("topology", "missing; set topology.clos")
+	}
+	l, err := t.Clos.Layout()
+	if err != nil {
+		return nil, closError(err)
+	}
+	return l, nil
 }
 
 // Switch queue profiles.
@@ -297,15 +310,15 @@ func (sc *Scenario) Resolve() error {
 	if strings.HasPrefix(sc.Name, ".") {
 		return Errorf("name", "%q must not start with '.'", sc.Name)
 	}
-	if sc.Topology.Clos == nil {
-		return Errorf("topology", "missing; set topology.clos")
-	}
-	l, err := sc.Topology.Clos.Layout()
+	l, err := sc.Topology.Describe()
 	if err != nil {
-		return closError(err)
+		return err
 	}
-	c := l.Config()
-	sc.Topology.Clos = &c
+	if cl, ok := l.(*topo.Layout); ok {
+		c := cl.Config()
+		sc.Topology.Clos = &c
+	}
+	c := l.Params()
 
 	sc.Fabric.SwitchQueue = sc.Fabric.SwitchQueue.WithDefaults()
 	switch sc.Fabric.ECMPSeed {
@@ -388,7 +401,7 @@ func (sc *Scenario) Resolve() error {
 		return Errorf("run.max_packets", "%d must be positive", r.MaxPackets)
 	}
 	if links := l.NumLinks(); links > MaxLinks {
-		return Errorf("topology.clos", "%d links in all planes is beyond the packet-level limit of %d; use fewer hosts, planes or tiers (lockstep topo sizes any fabric)", links, MaxLinks)
+		return Errorf("topology", "%d links in all planes is beyond the packet-level limit of %d; use fewer hosts, planes or tiers (lockstep topo sizes any fabric)", links, MaxLinks)
 	}
 	switchPorts := int64(2*l.NumLinks() - l.NumHosts()*c.Planes)
 	if wl && switchPorts > 0 && !sampleGiven {
