@@ -69,6 +69,11 @@ type roceNet struct {
 	group     func(instance int) int // a message's connection group (collective); nil: one group
 	delivered func(now sim.Time, token uint64)
 	onDone    func(now sim.Time)
+	// activeAt is when the first traffic flow completed, and activeTput each flow's payload
+	// placed by then over its time active, as a fraction of the NIC line rate: throughput
+	// while all flows are active.
+	activeAt   sim.Time
+	activeTput []float64
 
 	// Go-back-N resends and QP errors, for what a failure cost.
 	lossLog
@@ -277,6 +282,9 @@ func (r *roceNet) complete(now sim.Time, q *roceQP, c roce.Completion) {
 			return
 		}
 		f.done = c.Done
+		if r.activeAt == 0 && len(r.flows) > 1 {
+			r.snapshotActive(c.Done)
+		}
 		_ = r.fct.RecordValue(int64((c.Done - f.start) / sim.Nanosecond))
 	} else {
 		_ = r.fct.RecordValue(int64((c.Done - c.Posted) / sim.Nanosecond))
@@ -284,6 +292,23 @@ func (r *roceNet) complete(now sim.Time, q *roceQP, c roce.Completion) {
 	r.running--
 	if r.running == 0 && r.onDone != nil {
 		r.onDone(now)
+	}
+}
+
+// snapshotActive records, at the first flow completion, each started flow's placed payload
+// over its time active as a fraction of the NIC line rate (all planes).
+func (r *roceNet) snapshotActive(now sim.Time) {
+	r.activeAt = now
+	line := float64(r.portRate) * float64(r.planes)
+	for _, f := range r.flows {
+		if f.start >= now {
+			continue
+		}
+		var placed int64
+		for _, qi := range f.qps {
+			placed += r.qps[qi].rcv.Stats.PlacedBytes
+		}
+		r.activeTput = append(r.activeTput, float64(placed)*8/(now-f.start).Seconds()/line)
 	}
 }
 

@@ -29,6 +29,15 @@ type RoCESummary struct {
 	IdealFCTUs       float64 `json:"ideal_fct_us,omitempty"`
 	FCTOverIdealMean float64 `json:"fct_over_ideal_mean,omitempty"`
 	FCTOverIdealMax  float64 `json:"fct_over_ideal_max,omitempty"`
+	// Throughput while all flows are active: each traffic flow's payload placed from its
+	// start to the first flow's completion (ActiveUntilUs), as a fraction of the NIC line
+	// rate (all planes); mean and min over the flows, and how many ran at about 1, 1/2, 1/3
+	// or less than 1/3 of line (nearest share, the quantisation ECMP collisions produce).
+	ActiveUntilUs              float64 `json:"active_until_us,omitempty"`
+	ActiveThroughputMeanOfLine float64 `json:"active_throughput_mean_of_line,omitempty"`
+	ActiveThroughputMinOfLine  float64 `json:"active_throughput_min_of_line,omitempty"`
+	// ActiveShares counts flows by nearest share: [about 1, about 1/2, about 1/3, below].
+	ActiveShares []int `json:"active_shares_1_half_third_less,omitempty"`
 	// HeaderOverheadPct is header / wire bytes of a full data packet.
 	HeaderOverheadPct float64 `json:"header_overhead_pct"`
 
@@ -92,6 +101,26 @@ func (r *roceNet) summary(end sim.Time, faults []FaultEvent) *RoCESummary {
 		s.FCTMeanUs = us(sim.Time(sumFCT / int64(n)))
 		s.FCTOverIdealMean = round3(sumRatio / float64(n))
 		s.JCTUs = us(last)
+	}
+	if n := len(r.activeTput); n > 0 {
+		s.ActiveUntilUs = us(r.activeAt)
+		lo, sum := r.activeTput[0], 0.0
+		s.ActiveShares = make([]int, 4)
+		for _, x := range r.activeTput {
+			lo = min(lo, x)
+			sum += x
+			switch {
+			case x >= 0.75:
+				s.ActiveShares[0]++
+			case x >= 5.0/12:
+				s.ActiveShares[1]++
+			case x >= 0.29:
+				s.ActiveShares[2]++
+			default:
+				s.ActiveShares[3]++
+			}
+		}
+		s.ActiveThroughputMeanOfLine, s.ActiveThroughputMinOfLine = round3(sum/float64(n)), round3(lo)
 	}
 	var rates []float64
 	for _, q := range r.qps {
