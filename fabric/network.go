@@ -290,6 +290,8 @@ type Network struct {
 	pfcCfg      PFCConfig
 	pfcLossless uint16
 	kPFC        sim.Kind
+	kPFCTimer   sim.Kind
+	pfcShared   []int64 // per node: lossless bytes its ingresses hold in the shared buffer (Alpha > 0)
 	nextID      uint64
 	nicReady    func(now sim.Time, host int32, plane int)
 }
@@ -328,6 +330,7 @@ func New(s *sim.Sim) *Network {
 	n.kTx = s.Register("fabric.tx", n.onTxDone)
 	n.kArrive = s.Register("fabric.arrive", n.onArrive)
 	n.kPFC = s.Register("fabric.pfc", n.onPFC)
+	n.kPFCTimer = s.Register("fabric.pfc.timer", n.onPFCTimer)
 	return n
 }
 

@@ -12,7 +12,20 @@ import (
 // ingress counts, per lossless class, the bytes it brought in that still wait in the switch;
 // when they reach XOFF it pauses that class at the upstream port (the peer's egress: a switch
 // port or a host NIC), one link delay later; when they fall to XON it resumes it. A paused
-// class is not served; the packet being serialised finishes. Lossless classes still obey the
+// class is not served; the packet being serialised finishes.
+//
+// PAUSE frames carry a pause time in quanta of 512 bit times at the link's rate (IEEE
+// 802.1Qbb §36.1.3.2; Quanta, default the maximum 65535: 335 us at 100 Gb/s): the upstream
+// egress resumes by itself when it runs out, so the ingress sends the pause again every half
+// pause time while it stays above XON, and XON is a PAUSE frame of zero quanta.
+//
+// Thresholds are static (XOFF, XON per ingress and class) unless Alpha > 0, which makes them
+// dynamic over a shared buffer, as switch ASICs do (Choudhury & Hahne, "Dynamic queue length
+// thresholds for shared-memory packet switches", IEEE/ACM ToN 1998): each ingress and class
+// has Reserved bytes of its own; what it holds above that comes from the switch's
+// SharedBuffer, and it pauses when that share reaches Alpha x (SharedBuffer - the switch's
+// shared bytes in use), resuming two MTUs below the threshold. A busy switch so pauses its
+// ingresses earlier than an idle one. Lossless classes still obey the
 // egress queue limits, so a lossless fabric needs limits above what the ingresses can hold
 // (the runner's RoCE profile raises them); Headroom is what an ingress must absorb after XOFF
 // (what is in flight while the pause travels and takes effect): a port holding more than
@@ -31,6 +44,20 @@ type PFCConfig struct {
 	// link: 2 x link delay x rate + 2 x 4160 B [PROTOCOLS.md RoCEv2: about 2 x link delay x
 	// rate + 2 MTU].
 	Headroom sim.Size `yaml:"headroom"`
+	// Quanta is the pause time each PAUSE frame asks for, in quanta of 512 bit times
+	// (1..65535; default 65535, the IEEE 802.1Qbb maximum).
+	Quanta int `yaml:"quanta"`
+	// Alpha > 0 turns on dynamic thresholds (see the type's doc): an ingress class pauses
+	// when its bytes above Reserved reach Alpha x the switch's free shared buffer. Typical
+	// ASIC settings are 1/128 .. 8; 0 (default) keeps the static XOFF and XON.
+	Alpha float64 `yaml:"alpha"`
+	// SharedBuffer is each switch's shared buffer for lossless traffic in bytes, used when
+	// Alpha > 0; default 32 MiB (lockstep default, the order of a 12.8-25.6 Tb/s ASIC's
+	// packet buffer less its headroom pool).
+	SharedBuffer sim.Size `yaml:"shared_buffer"`
+	// Reserved is each ingress class's guaranteed buffer outside the shared pool, used when
+	// Alpha > 0; default 2 MTU (8,320 B).
+	Reserved sim.Size `yaml:"reserved"`
 	// Watchdog, when > 0, is the PFC watchdog: an egress class paused that long with packets
 	// waiting stops honouring pauses for the same time again (NIC and switch vendors' "PFC
 	// storm" protection; losslessness is given up there to keep traffic moving). 0: off.
@@ -39,8 +66,10 @@ type PFCConfig struct {
 
 // PFC defaults.
 const (
-	DefaultPFCXOFF = 128 << 10
-	pfcMTU         = 4160
+	DefaultPFCXOFF         = 128 << 10
+	DefaultPFCQuanta       = 65535
+	DefaultPFCSharedBuffer = 32 << 20
+	pfcMTU                 = 4160
 )
 
 // WithDefaults fills the zero fields.
@@ -53,6 +82,17 @@ func (c PFCConfig) WithDefaults() PFCConfig {
 	}
 	if c.XON == 0 && c.XOFF > 2*pfcMTU {
 		c.XON = c.XOFF - 2*pfcMTU
+	}
+	if c.Quanta == 0 {
+		c.Quanta = DefaultPFCQuanta
+	}
+	if c.Alpha > 0 {
+		if c.SharedBuffer == 0 {
+			c.SharedBuffer = DefaultPFCSharedBuffer
+		}
+		if c.Reserved == 0 {
+			c.Reserved = 2 * pfcMTU
+		}
 	}
 	return c
 }
@@ -73,6 +113,18 @@ func (c PFCConfig) Validate(prefix string) error {
 	if c.Headroom < 0 {
 		return fmt.Errorf("%s.headroom: %v must not be negative", prefix, c.Headroom)
 	}
+	if c.Quanta < 1 || c.Quanta > 65535 {
+		return fmt.Errorf("%s.quanta: %d is out of range; allowed 1..65535 (units of 512 bit times)", prefix, c.Quanta)
+	}
+	if !(c.Alpha >= 0 && c.Alpha <= 64) {
+		return fmt.Errorf("%s.alpha: %v is out of range; allowed 0 (static thresholds) .. 64", prefix, c.Alpha)
+	}
+	if c.Alpha > 0 && (c.SharedBuffer < 0 || c.SharedBuffer > MaxQueueLimit) {
+		return fmt.Errorf("%s.shared_buffer: %v is out of range; allowed 1B..%v", prefix, c.SharedBuffer, sim.Size(MaxQueueLimit))
+	}
+	if c.Reserved < 0 {
+		return fmt.Errorf("%s.reserved: %v must not be negative", prefix, c.Reserved)
+	}
 	if c.Watchdog < 0 {
 		return fmt.Errorf("%s.watchdog: %v must not be negative (0: off)", prefix, c.Watchdog)
 	}
@@ -92,6 +144,9 @@ type pfcState struct {
 	headroom int64                // XOFF + headroom for this ingress
 	ignore   [MaxClasses]sim.Time // watchdog: pauses of the class are ignored until then
 	wdFired  int64                // watchdog triggers on this egress
+	until    [MaxClasses]sim.Time // this egress's pause of the class runs out then (quanta)
+	quanta   sim.Time             // the pause time this ingress's PAUSE frames ask for
+	frames   int64                // PAUSE frames this ingress sent, refreshes and XONs included
 }
 
 // PFCStats is one port's PFC record: as an egress, the pauses it received and the time its
@@ -101,6 +156,7 @@ type pfcState struct {
 type PFCStats struct {
 	WatchdogFired    int64 // times the watchdog stopped honouring pauses here
 	PausesReceived   int64
+	PauseFramesSent  int64 // as an ingress: PAUSE frames sent (first XOFFs, refreshes, XONs)
 	PausedTime       sim.Time
 	PausesSent       int64
 	PeakIngressBytes int64
@@ -120,9 +176,10 @@ func (n *Network) SetPFC(cfg PFCConfig) error {
 	for _, k := range cfg.Classes {
 		n.pfcLossless |= 1 << k
 	}
+	n.pfcShared = make([]int64, len(n.Nodes))
 	for i := range n.Ports {
 		p := &n.Ports[i]
-		st := &pfcState{}
+		st := &pfcState{quanta: p.Rate.TxTime(int64(cfg.Quanta) * 64)} // 512 bits a quantum
 		head := int64(cfg.Headroom)
 		if head == 0 {
 			head = 2*p.Rate.BytesIn(p.Delay) + 2*pfcMTU
@@ -143,7 +200,7 @@ func (n *Network) PFCStats(p PortID, now sim.Time) PFCStats {
 	if st == nil {
 		return PFCStats{}
 	}
-	s := PFCStats{PausesReceived: st.pauses, PausesSent: st.xoffSent, WatchdogFired: st.wdFired}
+	s := PFCStats{PausesReceived: st.pauses, PausesSent: st.xoffSent, WatchdogFired: st.wdFired, PauseFramesSent: st.frames}
 	for c := 0; c < MaxClasses; c++ {
 		s.PausedTime += st.paused[c]
 		if port.paused&(1<<c) != 0 && now > st.since[c] {
@@ -177,13 +234,54 @@ func (n *Network) pfcIn(now sim.Time, in PortID, p *Packet) {
 	p.ingress = int32(in) + 1
 	port := &n.Ports[in]
 	st := port.pfc
+	old := st.in[c]
 	st.in[c] += int64(p.Size)
 	st.peak[c] = max(st.peak[c], st.in[c])
-	if st.in[c] >= int64(n.pfcCfg.XOFF) && st.xoff&(1<<c) == 0 {
+	if st.xoff&(1<<c) != 0 {
+		n.pfcShare(port, old, st.in[c])
+		return
+	}
+	var over bool
+	if n.pfcCfg.Alpha > 0 {
+		over = n.pfcShare(port, old, st.in[c]) >= n.pfcDynamic(port.Node)
+	} else {
+		over = st.in[c] >= int64(n.pfcCfg.XOFF)
+	}
+	if over {
 		st.xoff |= 1 << c
 		st.xoffSent++
-		n.sim.At(now+port.Delay, n.kPFC, int32(port.Peer), uint64(c)|1<<8)
+		n.pfcFrame(now, port, c, true)
+		n.sim.At(now+st.quanta/2, n.kPFCTimer, int32(in), uint64(c)|1<<8)
 	}
+}
+
+// pfcShare moves ingress port's share of its switch's shared buffer from bytes held old to
+// new and returns its new share (bytes above Reserved); 0 under static thresholds.
+func (n *Network) pfcShare(port *Port, old, new int64) int64 {
+	if n.pfcCfg.Alpha == 0 {
+		return 0
+	}
+	res := int64(n.pfcCfg.Reserved)
+	a, b := max(old-res, 0), max(new-res, 0)
+	n.pfcShared[port.Node] += b - a
+	return b
+}
+
+// pfcDynamic is the dynamic XOFF threshold at switch node: Alpha x its free shared buffer.
+func (n *Network) pfcDynamic(node NodeID) int64 {
+	free := int64(n.pfcCfg.SharedBuffer) - n.pfcShared[node]
+	return int64(n.pfcCfg.Alpha * float64(max(free, 0)))
+}
+
+// pfcFrame sends a PAUSE frame for class c from ingress port to its upstream egress, arriving
+// one link delay later: with the configured quanta (pause) or zero quanta (XON).
+func (n *Network) pfcFrame(now sim.Time, port *Port, c int, pause bool) {
+	port.pfc.frames++
+	arg := uint64(c)
+	if pause {
+		arg |= 1 << 8
+	}
+	n.sim.At(now+port.Delay, n.kPFC, int32(port.Peer), arg)
 }
 
 // pfcOut releases p, leaving a switch egress, from its ingress's count, and resumes the class
@@ -200,10 +298,40 @@ func (n *Network) pfcOut(now sim.Time, p *Packet) {
 	}
 	port := &n.Ports[in]
 	st := port.pfc
+	old := st.in[c]
 	st.in[c] -= int64(p.Size)
-	if st.xoff&(1<<c) != 0 && st.in[c] <= int64(n.pfcCfg.XON) {
+	share := n.pfcShare(port, old, st.in[c])
+	if st.xoff&(1<<c) == 0 {
+		return
+	}
+	var under bool
+	if n.pfcCfg.Alpha > 0 {
+		under = share <= max(n.pfcDynamic(port.Node)-2*pfcMTU, 0)
+	} else {
+		under = st.in[c] <= int64(n.pfcCfg.XON)
+	}
+	if under {
 		st.xoff &^= 1 << c
-		n.sim.At(now+port.Delay, n.kPFC, int32(port.Peer), uint64(c))
+		n.pfcFrame(now, port, c, false)
+	}
+}
+
+// onPFCTimer: arg bit 8 set, ingress port obj refreshes its pause of class arg&0xff if it
+// still holds it (every half pause time); clear, the pause of egress port obj runs out if no
+// later frame extended it.
+func (n *Network) onPFCTimer(now sim.Time, obj int32, arg uint64) {
+	port := &n.Ports[obj]
+	st := port.pfc
+	c := int(arg & 0xff)
+	if arg&(1<<8) != 0 {
+		if st.xoff&(1<<c) != 0 {
+			n.pfcFrame(now, port, c, true)
+			n.sim.At(now+st.quanta/2, n.kPFCTimer, obj, arg)
+		}
+		return
+	}
+	if port.paused&(1<<c) != 0 && now >= st.until[c] {
+		n.resume(now, PortID(obj), port, c)
 	}
 }
 
@@ -222,13 +350,21 @@ func (n *Network) onPFC(now sim.Time, obj int32, arg uint64) {
 			st.since[c] = now
 			st.pauses++
 		}
+		// The pause time is the sender's quanta at this link's rate (both ends share it).
+		st.until[c] = now + st.quanta
+		n.sim.At(st.until[c], n.kPFCTimer, obj, uint64(c))
 		return
 	}
 	if port.paused&(1<<c) == 0 {
 		return
 	}
+	n.resume(now, pid, port, c)
+}
+
+// resume lifts egress port's pause of class c and restarts its transmitter.
+func (n *Network) resume(now sim.Time, pid PortID, port *Port, c int) {
 	port.paused &^= 1 << c
-	st.paused[c] += now - st.since[c]
+	port.pfc.paused[c] += now - port.pfc.since[c]
 	if now >= port.txEnd && !port.Down {
 		n.startTx(now, pid, port)
 	}

@@ -141,3 +141,70 @@ func TestPFCDeadlock(t *testing.T) {
 		}
 	}
 }
+
+// incastPeak runs n line-rate senders of per packets into one egress under cfg and returns the
+// largest ingress occupancy, the pauses received, the PAUSE frames sent and the drops.
+func incastPeak(t *testing.T, n, per int, cfg fabric.PFCConfig) (peak, pauses, frames, drops int64) {
+	t.Helper()
+	h := newStar(t, 1, n, rate800, testDelay, fabric.QueueConfig{Limit: bigLimit}, fabric.QueueConfig{Limit: 16 << 20})
+	if err := h.n.SetPFC(cfg); err != nil {
+		t.Fatal(err)
+	}
+	for src := range int32(n) {
+		h.sendN(0, per, pkt{src: src, dst: int32(n), route: []uint16{uint16(n)}, class: 1})
+	}
+	h.run(sim.MaxTime)
+	h.audit()
+	for i := range h.n.Ports {
+		st := h.n.PFCStats(fabric.PortID(i), h.s.Now())
+		peak = max(peak, st.PeakIngressBytes)
+		pauses += st.PausesReceived
+		frames += st.PauseFramesSent
+	}
+	if len(h.got) != n*per {
+		t.Errorf("%d of %d delivered", len(h.got), n*per)
+	}
+	return peak, pauses, frames, h.n.C.DroppedTotal()
+}
+
+// Dynamic thresholds [Choudhury & Hahne 1998]: an ingress pauses when its share of the
+// switch's shared buffer reaches Alpha x the free shared buffer, so with alpha 1 and 1 MiB
+// shared, 2 busy ingresses each reach about 1/3 MiB before pausing and 8 about 1/9 MiB: the
+// per-ingress peak falls as more ingresses share the buffer, and nothing is dropped.
+func TestPFCDynamicThreshold(t *testing.T) {
+	cfg := fabric.PFCConfig{Enabled: true, Alpha: 1, SharedBuffer: 1 << 20}
+	peak2, p2, _, d2 := incastPeak(t, 2, 600, cfg)
+	peak8, p8, _, d8 := incastPeak(t, 8, 300, cfg)
+	t.Logf("alpha 1, 1 MiB shared: 2 senders peak %d B per ingress (%d pauses), 8 senders %d B (%d pauses)", peak2, p2, peak8, p8)
+	if d2+d8 != 0 || p2 == 0 || p8 == 0 {
+		t.Fatalf("drops %d/%d, pauses %d/%d; want lossless with pauses", d2, d8, p2, p8)
+	}
+	// Thresholds (1 MiB - reserved share)/3 and /9 plus the headroom in flight.
+	if peak2 < 2*peak8 {
+		t.Errorf("2 ingresses peaked at %d B, 8 at %d B; want the dynamic threshold to fall with load (about 3x)", peak2, peak8)
+	}
+	if peak2 < 300<<10 || peak8 > 200<<10 {
+		t.Errorf("peaks %d and %d B; want about 1/3 MiB and 1/9 MiB plus headroom", peak2, peak8)
+	}
+}
+
+// PAUSE quanta [IEEE 802.1Qbb]: each frame pauses the upstream for its quanta only, so a
+// pause longer than that is held by refresh frames every half pause time. With a tiny quanta
+// (64 x 512 bits, 41 ns at 800G) the incast stays lossless, and the ingresses send many more
+// frames than pauses start.
+func TestPFCQuantaRefresh(t *testing.T) {
+	_, pauses, frames, drops := incastPeak(t, 8, 300, fabric.PFCConfig{Enabled: true, XOFF: 64 << 10, Quanta: 64})
+	t.Logf("quanta 64: %d pauses, %d PAUSE frames, %d drops", pauses, frames, drops)
+	if drops != 0 || pauses == 0 {
+		t.Fatalf("%d drops, %d pauses; want lossless with pauses", drops, pauses)
+	}
+	if frames < 4*pauses {
+		t.Errorf("%d frames for %d pauses; want refreshes to hold the pauses", frames, pauses)
+	}
+	if err := (fabric.PFCConfig{Quanta: 70000}).WithDefaults().Validate("fabric.pfc"); err == nil || !strings.Contains(err.Error(), "quanta") {
+		t.Errorf("quanta 70000: %v; want an error naming quanta", err)
+	}
+	if err := (fabric.PFCConfig{Alpha: -1}).WithDefaults().Validate("fabric.pfc"); err == nil || !strings.Contains(err.Error(), "alpha") {
+		t.Errorf("alpha -1: %v; want an error naming alpha", err)
+	}
+}

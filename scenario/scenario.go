@@ -766,6 +766,12 @@ type PFC struct {
 	XON      sim.Size `yaml:"xon"`
 	Headroom sim.Size `yaml:"headroom"`
 	Watchdog sim.Time `yaml:"watchdog"`
+	// Quanta, Alpha, SharedBuffer, Reserved: PAUSE frame quanta and dynamic thresholds
+	// (fabric.PFCConfig).
+	Quanta       int      `yaml:"quanta"`
+	Alpha        float64  `yaml:"alpha"`
+	SharedBuffer sim.Size `yaml:"shared_buffer"`
+	Reserved     sim.Size `yaml:"reserved"`
 }
 
 // Config returns the fabric configuration (Enabled false when p is nil).
@@ -773,7 +779,8 @@ func (p *PFC) Config() fabric.PFCConfig {
 	if p == nil {
 		return fabric.PFCConfig{}
 	}
-	return fabric.PFCConfig{Enabled: p.Enabled != nil && *p.Enabled, Classes: p.Classes, XOFF: p.XOFF, XON: p.XON, Headroom: p.Headroom, Watchdog: p.Watchdog}
+	return fabric.PFCConfig{Enabled: p.Enabled != nil && *p.Enabled, Classes: p.Classes, XOFF: p.XOFF, XON: p.XON, Headroom: p.Headroom, Watchdog: p.Watchdog,
+		Quanta: p.Quanta, Alpha: p.Alpha, SharedBuffer: p.SharedBuffer, Reserved: p.Reserved}
 }
 
 // resolvePFC fills fabric.pfc's defaults (on under RoCE) and validates it: lossless classes
@@ -791,7 +798,7 @@ func (sc *Scenario) resolvePFC() error {
 		p.Enabled = &on
 	}
 	c := p.Config().WithDefaults()
-	p.Classes, p.XOFF, p.XON = c.Classes, c.XOFF, c.XON
+	p.Classes, p.XOFF, p.XON, p.Quanta, p.SharedBuffer, p.Reserved = c.Classes, c.XOFF, c.XON, c.Quanta, c.SharedBuffer, c.Reserved
 	if !c.Enabled {
 		return nil
 	}
