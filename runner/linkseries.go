@@ -30,6 +30,12 @@ type LinkSeries struct {
 	qmax     []int64 // deepest queue (bytes) at the samples
 	lastTx   []int64
 	lastDrop []int64
+	// PFC (nil when it is off): picoseconds each egress spent paused and the pauses it
+	// received, per interval, for pauses.csv.
+	paused     []int64
+	pauses     []int64
+	lastPaused []int64
+	lastPauses []int64
 }
 
 func newLinkSeries(net *fabric.Network, interval sim.Time) *LinkSeries {
@@ -37,6 +43,9 @@ func newLinkSeries(net *fabric.Network, interval sim.Time) *LinkSeries {
 	// Bytes are read every 8 samples at most: a finer series would cost more than the run.
 	ls := &LinkSeries{net: net, ports: n, interval: 8 * interval, lastTx: make([]int64, n), lastDrop: make([]int64, n)}
 	ls.cap = max(16, maxLinkCells/max(n, 1))
+	if net.PFCOn() {
+		ls.lastPaused, ls.lastPauses = make([]int64, n), make([]int64, n)
+	}
 	return ls
 }
 
@@ -60,6 +69,10 @@ func (ls *LinkSeries) sample(now sim.Time) {
 		ls.tx = append(ls.tx, make([]int64, ls.ports)...)
 		ls.drops = append(ls.drops, make([]int64, ls.ports)...)
 		ls.qmax = append(ls.qmax, make([]int64, ls.ports)...)
+		if ls.lastPaused != nil {
+			ls.paused = append(ls.paused, make([]int64, ls.ports)...)
+			ls.pauses = append(ls.pauses, make([]int64, ls.ports)...)
+		}
 	}
 	base := k * ls.ports
 	for i := range ls.net.Ports {
@@ -83,6 +96,12 @@ func (ls *LinkSeries) settle(now sim.Time, k int) {
 		ls.tx[base+i] += tx - ls.lastTx[i]
 		ls.drops[base+i] += d - ls.lastDrop[i]
 		ls.lastTx[i], ls.lastDrop[i] = tx, d
+		if ls.lastPaused != nil {
+			st := ls.net.PFCStats(fabric.PortID(i), now)
+			ls.paused[base+i] += int64(st.PausedTime) - ls.lastPaused[i]
+			ls.pauses[base+i] += st.PausesReceived - ls.lastPauses[i]
+			ls.lastPaused[i], ls.lastPauses[i] = int64(st.PausedTime), st.PausesReceived
+		}
 	}
 }
 
@@ -110,11 +129,61 @@ func (ls *LinkSeries) merge() {
 				ls.drops[a] += ls.drops[c]
 				ls.qmax[a] = max(ls.qmax[a], ls.qmax[c])
 			}
+			if ls.paused != nil {
+				ls.paused[a], ls.pauses[a] = ls.paused[b], ls.pauses[b]
+				if j+1 < n {
+					c := (j+1)*ls.ports + i
+					ls.paused[a] += ls.paused[c]
+					ls.pauses[a] += ls.pauses[c]
+				}
+			}
 		}
 		k++
 	}
 	ls.starts = ls.starts[:k]
 	ls.tx, ls.drops, ls.qmax = ls.tx[:k*ls.ports], ls.drops[:k*ls.ports], ls.qmax[:k*ls.ports]
+	if ls.paused != nil {
+		ls.paused, ls.pauses = ls.paused[:k*ls.ports], ls.pauses[:k*ls.ports]
+	}
+}
+
+// HasPauses reports whether the series recorded PFC pauses (PFC on): pauses.csv applies.
+func (ls *LinkSeries) HasPauses() bool { return ls.lastPaused != nil }
+
+// PausesCSVHeader is the header of pauses.csv: one row per egress port and interval in which
+// it was paused.
+var PausesCSVHeader = []string{"time_us", "port", "node", "paused_frac", "pause_events"}
+
+// WritePausesCSV writes pauses.csv (PFC runs): for each interval (time_us is its start; the
+// intervals are links.csv's), every egress port paused at some point in it, with the
+// fraction of the interval it spent paused (all classes summed, so up to the number of
+// paused classes) and the pauses it received (XOFFs that began a pause; refreshes not
+// counted). Errors: the writer's.
+func (ls *LinkSeries) WritePausesCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(PausesCSVHeader); err != nil {
+		return err
+	}
+	f := func(x float64) string { return strconv.FormatFloat(round3(x), 'f', -1, 64) }
+	for k, start := range ls.starts {
+		if ls.paused == nil {
+			break
+		}
+		for i := range ls.net.Ports {
+			c := k*ls.ports + i
+			if ls.paused[c] == 0 && ls.pauses[c] == 0 {
+				continue
+			}
+			p := &ls.net.Ports[i]
+			row := []string{f(start.Micros()), p.Name, ls.net.Nodes[p.Node].Name,
+				strconv.FormatFloat(float64(ls.paused[c])/float64(ls.interval), 'f', 4, 64), strconv.FormatInt(ls.pauses[c], 10)}
+			if err := cw.Write(row); err != nil {
+				return err
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
 }
 
 // Interval returns the series' interval length (it doubles as the series merges).

@@ -157,8 +157,8 @@ func makeDir(dir string) (undo func(), err error) {
 }
 
 // writeResults creates the results folder: summary.json, the resolved scenario.yaml,
-// flows.csv, and where they apply links.csv (per port and interval), ev_states.csv (MRC) and
-// collectives.csv (one nccl-tests row per size). docs/outputs.md documents every column.
+// flows.csv, and where they apply links.csv (per port and interval), pauses.csv (PFC),
+// ev_states.csv (MRC), faults.csv and collectives.csv (one nccl-tests row per size). docs/outputs.md documents every column.
 func writeResults(sc *scenario.Scenario, summary []byte, res *runner.Result) error {
 	dir := sc.Run.Out
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -174,35 +174,25 @@ func writeResults(sc *scenario.Scenario, summary []byte, res *runner.Result) err
 	if err := os.WriteFile(filepath.Join(dir, "scenario.yaml"), y, 0o644); err != nil {
 		return err
 	}
-	files := []struct {
+	type resultFile struct {
 		name  string
 		write func(io.Writer) error
-	}{
-		{"flows.csv", func(w io.Writer) error { return runner.WriteFlowsCSV(w, res) }},
 	}
+	files := []resultFile{{"flows.csv", func(w io.Writer) error { return runner.WriteFlowsCSV(w, res) }}}
 	if res.Collective != nil {
-		files = append(files, struct {
-			name  string
-			write func(io.Writer) error
-		}{"collectives.csv", func(w io.Writer) error { return collective.WriteCSV(w, res.Collective.Rows) }})
+		files = append(files, resultFile{"collectives.csv", func(w io.Writer) error { return collective.WriteCSV(w, res.Collective.Rows) }})
 	}
 	if len(res.Summary.Faults) > 0 {
-		files = append(files, struct {
-			name  string
-			write func(io.Writer) error
-		}{"faults.csv", func(w io.Writer) error { return runner.WriteFaultsCSV(w, res.Summary.Faults) }})
+		files = append(files, resultFile{"faults.csv", func(w io.Writer) error { return runner.WriteFaultsCSV(w, res.Summary.Faults) }})
 	}
 	if res.Links != nil {
-		files = append(files, struct {
-			name  string
-			write func(io.Writer) error
-		}{"links.csv", res.Links.WriteCSV})
+		files = append(files, resultFile{"links.csv", res.Links.WriteCSV})
+		if res.Links.HasPauses() {
+			files = append(files, resultFile{"pauses.csv", res.Links.WritePausesCSV})
+		}
 	}
 	if res.MRC != nil {
-		files = append(files, struct {
-			name  string
-			write func(io.Writer) error
-		}{"ev_states.csv", func(w io.Writer) error { return runner.WriteEVStatesCSV(w, res) }})
+		files = append(files, resultFile{"ev_states.csv", func(w io.Writer) error { return runner.WriteEVStatesCSV(w, res) }})
 	}
 	for _, f := range files {
 		var b bytes.Buffer
