@@ -370,6 +370,68 @@ func (n *Network) resume(now sim.Time, pid PortID, port *Port, c int) {
 	}
 }
 
+// PFCLosslessCheck reports, before a run, why the PFC configuration cannot keep the lossless
+// classes lossless, one line per problem (at most max; nil when there is none):
+//   - a switch ingress whose headroom is below what arrives while its pause travels and takes
+//     effect, 2 x link delay x rate + 2 MTU [PROTOCOLS.md RoCEv2: PFC headroom];
+//   - a switch egress whose class queue limit is below what the switch's ingresses may hold
+//     for it before they all pause (ingress ports x (XOFF + headroom); with dynamic
+//     thresholds, the shared buffer plus every ingress's reserve and headroom), so drop-tail
+//     can act before PFC does.
+func (n *Network) PFCLosslessCheck(max int) []string {
+	if !n.pfcOn {
+		return nil
+	}
+	var out []string
+	add := func(format string, args ...any) bool {
+		if len(out) < max {
+			out = append(out, fmt.Sprintf(format, args...))
+		}
+		return len(out) < max
+	}
+	xoff := int64(n.pfcCfg.XOFF)
+	if n.pfcCfg.Alpha > 0 {
+		xoff = int64(n.pfcCfg.Reserved)
+	}
+	for i := range n.Ports {
+		p := &n.Ports[i]
+		if n.Nodes[p.Node].Kind != Switch || p.pfc == nil {
+			continue
+		}
+		need := 2*p.Rate.BytesIn(p.Delay) + 2*pfcMTU
+		if have := p.pfc.headroom - int64(n.pfcCfg.XOFF); have < need && !add("ingress %s: headroom %v is below the %v that arrive while a pause travels (2 x delay x rate + 2 MTU)", p.Name, sim.Size(have), sim.Size(need)) {
+			return out
+		}
+	}
+	for id := range n.Nodes {
+		nd := &n.Nodes[id]
+		if nd.Kind != Switch {
+			continue
+		}
+		var hold int64 // what the switch's ingresses may hold before all are paused
+		for _, pid := range nd.Ports {
+			if pid >= 0 {
+				hold += xoff + n.Ports[pid].pfc.headroom - int64(n.pfcCfg.XOFF)
+			}
+		}
+		if n.pfcCfg.Alpha > 0 {
+			hold += int64(n.pfcCfg.SharedBuffer)
+		}
+		for _, pid := range nd.Ports {
+			if pid < 0 {
+				continue
+			}
+			if lim := int64(n.Ports[pid].q.p.limit); lim < hold {
+				if !add("egress %s: queue limit %v is below the %v the switch's ingresses may hold for it before all pause; drop-tail can act first", n.Ports[pid].Name, sim.Size(lim), sim.Size(hold)) {
+					return out
+				}
+				break // one line per switch
+			}
+		}
+	}
+	return out
+}
+
 // PFCCheck runs the PFC watchdog and the deadlock check at now (the runner calls it
 // periodically while PFC is on). Watchdog: an egress class paused longer than the configured
 // time with packets waiting resumes and ignores pauses for as long again. Deadlock: the

@@ -181,4 +181,11 @@ func TestRoCELosslessIncast64(t *testing.T) {
 	if bad.PFC.HeadroomExceeded == 0 {
 		t.Errorf("1 KiB of headroom was not flagged")
 	}
+	if len(ok.PFC.ConfigProblems) != 0 || len(bad.PFC.ConfigProblems) == 0 || !strings.Contains(bad.PFC.ConfigProblems[0], "headroom") {
+		t.Errorf("configuration check: default %q, 1 KiB headroom %q; want none, then the headroom named", ok.PFC.ConfigProblems, bad.PFC.ConfigProblems)
+	}
+	lim := strings.Replace(fmt.Sprintf(roceYAML, 1, 80, 1, tr, ""), "transport:", "fabric: {profile: none, switch_queue: {limit: 256KiB}}\ntransport:", 1)
+	if p := mustRun(t, lim).Summary.PFC.ConfigProblems; len(p) == 0 || !strings.Contains(p[len(p)-1], "queue limit") {
+		t.Errorf("256 KiB egress limits: %q; want the queue limit named", p)
+	}
 }

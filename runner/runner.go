@@ -63,6 +63,9 @@ type Options struct {
 	// from inside the run: for progress bars. It must not keep the Progress past the call.
 	Progress       func(Progress)
 	ProgressEvents uint64
+	// Warn, when set, receives warnings found before the simulation starts (a PFC
+	// configuration that cannot be lossless), one line each; they are in the summary too.
+	Warn func(string)
 }
 
 // Progress is a running simulation's state, for progress reports.
@@ -125,6 +128,11 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	if pfc := sc.Fabric.PFC.Config(); pfc.Enabled {
 		if err := net.SetPFC(pfc); err != nil {
 			return nil, &InputError{Err: fmt.Errorf("fabric.pfc: %w", err)}
+		}
+		if opt.Warn != nil && !dryFaults {
+			for _, w := range net.PFCLosslessCheck(maxPFCProblems) {
+				opt.Warn("fabric.pfc: cannot be lossless: " + w)
+			}
 		}
 	}
 	faults, err := scheduleFaults(s, net, sc.Faults, dryFaults)

@@ -257,14 +257,20 @@ type PFCSummary struct {
 	HeadroomExceeded   int      `json:"headroom_exceeded_ports"`
 	WatchdogFired      int64    `json:"watchdog_fired"`
 	HeadroomPortsFirst []string `json:"headroom_exceeded_first,omitempty"`
+	// ConfigProblems says, before the run, why the configuration cannot be lossless
+	// (fabric.Network.PFCLosslessCheck; at most maxPFCProblems lines).
+	ConfigProblems []string `json:"lossless_config_problems,omitempty"`
 }
+
+// maxPFCProblems bounds the PFC configuration problems reported.
+const maxPFCProblems = 5
 
 // pfcSummary gathers the PFC record of every port at now, or nil when PFC is off.
 func pfcSummary(sc *scenario.Scenario, net *fabric.Network, now sim.Time) *PFCSummary {
 	if !sc.Fabric.PFC.Config().Enabled {
 		return nil
 	}
-	s := &PFCSummary{}
+	s := &PFCSummary{ConfigProblems: net.PFCLosslessCheck(maxPFCProblems)}
 	var most sim.Time
 	for i := range net.Ports {
 		st := net.PFCStats(fabric.PortID(i), now)

@@ -83,6 +83,7 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 					_ = bar.Add(1)
 				}
 			}
+			opt.Warn = func(w string) { fmt.Fprintln(stderr, "warning:", w) }
 			res, err := runner.RunWith(sc, opt)
 			if bar != nil {
 				_ = bar.Finish()
@@ -299,6 +300,9 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	}
 	if p := s.PFC; p != nil {
 		fmt.Fprintf(w, "PFC: %d pauses on %d ports, %.1f us paused in all (most: %s, %.1f us)", p.Pauses, p.PortsPaused, p.PausedUsTotal, p.MostPausedPort, p.MostPausedUs)
+		if len(p.ConfigProblems) > 0 {
+			fmt.Fprintf(w, "; configuration cannot be lossless: %s", p.ConfigProblems[0])
+		}
 		if p.HeadroomExceeded > 0 {
 			fmt.Fprintf(w, "; NOT LOSSLESS: %d ingresses held more than XOFF + headroom (first: %v)", p.HeadroomExceeded, p.HeadroomPortsFirst)
 		}
