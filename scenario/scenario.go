@@ -287,6 +287,9 @@ func LoadTopology(path string) (*topo.Clos, error) {
 // Parse decodes YAML, fills defaults and validates. Errors are one line naming the field path,
 // the bad value and what is allowed.
 func Parse(data []byte) (*Scenario, error) {
+	if HasVariants(data) {
+		return nil, Errorf("variants", "this file describes several scenarios; run or compare it as a file (lockstep run FILE, lockstep compare FILE), which expand the variants")
+	}
 	var sc Scenario
 	if err := Decode(data, &sc); err != nil {
 		return nil, err

@@ -605,7 +605,39 @@ func TestCompare(t *testing.T) {
 			t.Errorf("compare output lacks %q:\n%s", want, out)
 		}
 	}
-	if code, _, stderr := cli(t, "compare", a); code != 2 || !strings.Contains(stderr, "2 arg") {
+	if code, _, stderr := cli(t, "compare", a); code != 2 || !strings.Contains(stderr, "at least two") {
 		t.Errorf("compare with one scenario: exit %d, stderr %q; want 2 and a usage error", code, stderr)
 	}
+}
+
+// A file with variants: run writes one results folder per variant and prints the comparison;
+// compare takes the file alone; run --json prints the summaries by variant name.
+func TestVariants(t *testing.T) {
+	file := filepath.Join("testdata", "variants", "perm-transports.yaml")
+	dir := t.TempDir()
+	out := mustRun(t, "run", file, "--out", dir, "--quiet")
+	for _, want := range []string{"perm-mrc", "perm-roce", "x first", "FCT/ideal mean", "transport.kind=roce"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("run with variants lacks %q:\n%s", want, out)
+		}
+	}
+	for _, v := range []string{"perm-mrc", "perm-roce"} {
+		if _, err := os.Stat(filepath.Join(dir, v, "summary.json")); err != nil {
+			t.Errorf("variant %s: %v", v, err)
+		}
+	}
+	if out := mustRun(t, "compare", file); !strings.Contains(out, "perm-roce") || !strings.Contains(out, "roce (1 QP/peer)") {
+		t.Errorf("compare FILE:\n%s", out)
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(mustRun(t, "run", file, "--out", t.TempDir(), "--json")), &all); err != nil || len(all) != 2 {
+		t.Errorf("run --json with variants: %v, %d summaries; want 2", err, len(all))
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte(strings.Replace(string(readFile(t, file)), "[mrc, roce]", "[mrc, warp]", 1)), 0o644)
+	code, _, stderr := cli(t, "run", bad)
+	if code != 2 || !strings.Contains(stderr, "transport.kind=warp") {
+		t.Errorf("bad variant: exit %d, %q; want 2 naming the variant", code, stderr)
+	}
+	checkOneLine(t, stderr)
 }

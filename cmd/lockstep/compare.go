@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/lockstepsim/lockstep/runner"
@@ -19,17 +20,40 @@ func newCompareCmd(stdout io.Writer) *cobra.Command {
 		Long: `Run each scenario (a file or an embedded preset) and print one column per scenario with
 its headline figures (transport, when the traffic or workload ended, delivered goodput, FCT
 percentiles, drops, retransmissions, QP errors, what faults cost, collective bus bandwidth),
-and each figure's ratio to the first scenario's. Results folders are not written; run a
-scenario with lockstep run for its files.`,
-		Args: cobra.MinimumNArgs(2),
+and each figure's ratio to the first scenario's. A file with a variants: section counts as
+its variants (e.g. variants: {transport: [mrc, roce]}). Results folders are not written; run
+a scenario with lockstep run for its files (run FILE with variants writes one per variant).`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var sums []*runner.Summary
-			var kinds []string
+			var kinds, names []string
+			type named struct {
+				name string
+				sc   *scenario.Scenario
+			}
+			var scs []named
 			for _, a := range args {
+				vs, err := loadVariantsArg(a)
+				if err != nil {
+					return badInput(err)
+				}
+				for _, v := range vs {
+					scs = append(scs, named{v.Scenario.Name, v.Scenario})
+				}
+				if vs != nil {
+					continue
+				}
 				sc, err := loadScenarioArg(a)
 				if err != nil {
 					return badInput(err)
 				}
+				scs = append(scs, named{a, sc})
+			}
+			if len(scs) < 2 {
+				return badInput(fmt.Errorf("compare needs at least two scenarios; %s gives %d", strings.Join(args, ", "), len(scs)))
+			}
+			for _, ns := range scs {
+				a, sc := ns.name, ns.sc
 				if cmd.Flags().Changed("seed") {
 					if seed == 0 {
 						return badInput(fmt.Errorf("--seed: 0 is not allowed; use a seed >= 1"))
@@ -46,8 +70,9 @@ scenario with lockstep run for its files.`,
 				}
 				sums = append(sums, &res.Summary)
 				kinds = append(kinds, transportOf(sc))
+				names = append(names, a)
 			}
-			printComparison(stdout, args, kinds, sums)
+			printComparison(stdout, names, kinds, sums)
 			return nil
 		},
 	}

@@ -38,6 +38,19 @@ permutation of 16 MiB transfers, and one NIC-T0 link failing halfway. A name wit
 them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to results/<name>.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("seed") && seed == 0 {
+				return badInput(fmt.Errorf("--seed: 0 is not allowed; use a seed >= 1"))
+			}
+			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet || asJSON, stderr: stderr}
+			if len(args) == 1 {
+				vs, err := loadVariantsArg(args[0])
+				if err != nil {
+					return badInput(err)
+				}
+				if vs != nil {
+					return runVariants(stdout, vs, out, asJSON, ro)
+				}
+			}
 			var (
 				sc  *scenario.Scenario
 				err error
@@ -50,62 +63,16 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 			if err != nil {
 				return badInput(err)
 			}
-			if cmd.Flags().Changed("seed") {
-				if seed == 0 {
-					return badInput(fmt.Errorf("--seed: 0 is not allowed; use a seed >= 1"))
-				}
-				sc.Run.Seed = seed
-			}
 			outField := "run.out"
 			if out != "" {
 				sc.Run.Out, outField = out, "--out"
 			}
-			// Create the results folder before the run, so an unusable one is bad input
-			// reported at once rather than after a long simulation.
-			undo, err := makeDir(sc.Run.Out)
+			if len(args) == 1 {
+				ro.arg = args[0]
+			}
+			res, js, err := runAndWrite(sc, outField, ro)
 			if err != nil {
-				return badInput(fmt.Errorf("%s: %q cannot be the results folder: %w", outField, sc.Run.Out, err))
-			}
-			var opt runner.Options
-			var bar *progressbar.ProgressBar
-			if !quiet && !asJSON && stdoutIsTerminal() {
-				opt.Progress = func(p runner.Progress) {
-					if bar == nil {
-						if p.Wall < 2*time.Second {
-							return // short runs stay quiet
-						}
-						bar = progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr),
-							progressbar.OptionSpinnerType(14), progressbar.OptionThrottle(200*time.Millisecond),
-							progressbar.OptionClearOnFinish())
-					}
-					rate := float64(p.Events) / p.Wall.Seconds()
-					bar.Describe(fmt.Sprintf("%s: simulated %v of at most %v, %.1fs wall, %.2fM events/s", p.Phase, p.Now, p.Bound, p.Wall.Seconds(), rate/1e6))
-					_ = bar.Add(1)
-				}
-			}
-			opt.Warn = func(w string) { fmt.Fprintln(stderr, "warning:", w) }
-			res, err := runner.RunWith(sc, opt)
-			if bar != nil {
-				_ = bar.Finish()
-			}
-			if err != nil {
-				undo() // a failed run leaves no empty results folder behind
-				var ie *runner.InputError
-				if errors.As(err, &ie) {
-					if len(args) == 1 {
-						err = fmt.Errorf("%s: %w", args[0], err) // like scenario.Load's errors
-					}
-					return badInput(err)
-				}
-				return runFailed(err)
-			}
-			js, err := json.MarshalIndent(res.Summary, "", "  ")
-			if err != nil {
-				return runFailed(err)
-			}
-			js = append(js, '\n')
-			if err := writeResults(sc, js, res); err != nil {
-				return runFailed(err)
+				return err
 			}
 			if asJSON {
 				_, err = stdout.Write(js)
@@ -120,6 +87,128 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print summary.json to stdout instead of the table")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress bar (there is none either when stdout is not a terminal, or for runs under 2 s)")
 	return cmd
+}
+
+// runOpts are the run command's flags that apply to every scenario it runs.
+type runOpts struct {
+	seeded bool   // --seed given
+	seed   uint64 // its value (>= 1)
+	quiet  bool   // no progress bar
+	stderr io.Writer
+	arg    string // the scenario argument, prefixed to input errors ("" for the default)
+}
+
+// runAndWrite runs sc (seed overridden when --seed was given) into its results folder
+// sc.Run.Out (outField names where that came from, for errors), with a progress bar on a
+// terminal, and returns the result and summary.json's bytes. Errors are already wrapped with
+// the exit code (badInput, runFailed).
+func runAndWrite(sc *scenario.Scenario, outField string, ro runOpts) (*runner.Result, []byte, error) {
+	if ro.seeded {
+		sc.Run.Seed = ro.seed
+	}
+	// Create the results folder before the run, so an unusable one is bad input reported at
+	// once rather than after a long simulation.
+	undo, err := makeDir(sc.Run.Out)
+	if err != nil {
+		return nil, nil, badInput(fmt.Errorf("%s: %q cannot be the results folder: %w", outField, sc.Run.Out, err))
+	}
+	var opt runner.Options
+	var bar *progressbar.ProgressBar
+	if !ro.quiet && stdoutIsTerminal() {
+		opt.Progress = func(p runner.Progress) {
+			if bar == nil {
+				if p.Wall < 2*time.Second {
+					return // short runs stay quiet
+				}
+				bar = progressbar.NewOptions(-1, progressbar.OptionSetWriter(ro.stderr),
+					progressbar.OptionSpinnerType(14), progressbar.OptionThrottle(200*time.Millisecond),
+					progressbar.OptionClearOnFinish())
+			}
+			rate := float64(p.Events) / p.Wall.Seconds()
+			bar.Describe(fmt.Sprintf("%s: simulated %v of at most %v, %.1fs wall, %.2fM events/s", p.Phase, p.Now, p.Bound, p.Wall.Seconds(), rate/1e6))
+			_ = bar.Add(1)
+		}
+	}
+	opt.Warn = func(w string) { fmt.Fprintln(ro.stderr, "warning:", w) }
+	res, err := runner.RunWith(sc, opt)
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	if err != nil {
+		undo() // a failed run leaves no empty results folder behind
+		var ie *runner.InputError
+		if errors.As(err, &ie) {
+			if ro.arg != "" {
+				err = fmt.Errorf("%s: %w", ro.arg, err) // like scenario.Load's errors
+			}
+			return nil, nil, badInput(err)
+		}
+		return nil, nil, runFailed(err)
+	}
+	js, err := json.MarshalIndent(res.Summary, "", "  ")
+	if err != nil {
+		return nil, nil, runFailed(err)
+	}
+	js = append(js, '\n')
+	if err := writeResults(sc, js, res); err != nil {
+		return nil, nil, runFailed(err)
+	}
+	return res, js, nil
+}
+
+// loadVariantsArg returns the variants of a scenario file with a variants section, or nil
+// (no error) for a preset or a file without one.
+func loadVariantsArg(arg string) ([]scenario.Variant, error) {
+	data, err := os.ReadFile(arg)
+	if err != nil || !scenario.HasVariants(data) {
+		return nil, nil // loadScenarioArg reports a missing file or a bad one
+	}
+	vs, err := scenario.ParseVariants(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", arg, err)
+	}
+	return vs, nil
+}
+
+// runVariants runs each variant of a file into its own results folder (out/<variant name>,
+// or the variant's run.out) and prints their headline figures side by side (or, with
+// asJSON, a JSON object of the summaries by variant name).
+func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro runOpts) error {
+	var (
+		names, kinds []string
+		sums         []*runner.Summary
+		all          = map[string]json.RawMessage{}
+	)
+	for _, v := range vs {
+		sc := v.Scenario
+		field := "run.out"
+		if out != "" {
+			sc.Run.Out, field = filepath.Join(out, sc.Name), "--out"
+		}
+		ro.arg = v.Label
+		res, js, err := runAndWrite(sc, field, ro)
+		if err != nil {
+			return err
+		}
+		names = append(names, sc.Name)
+		kinds = append(kinds, transportOf(sc))
+		sums = append(sums, &res.Summary)
+		all[sc.Name] = js
+		if !asJSON {
+			fmt.Fprintf(w, "%s (%s): results in %s\n", sc.Name, v.Label, sc.Run.Out)
+		}
+	}
+	if asJSON {
+		js, err := json.MarshalIndent(all, "", "  ")
+		if err != nil {
+			return runFailed(err)
+		}
+		_, err = w.Write(append(js, '\n'))
+		return err
+	}
+	fmt.Fprintln(w)
+	printComparison(w, names, kinds, sums)
+	return nil
 }
 
 // makeDir creates dir and any missing parents. undo removes the folders it created, deepest

@@ -1,0 +1,233 @@
+package scenario
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// MaxVariants bounds the variants one file may expand to (the product of every list's
+// length), so a typo cannot start thousands of runs.
+const MaxVariants = 64
+
+// Variant is one scenario of a file whose top level has a variants: section.
+type Variant struct {
+	// Label names what this variant sets, "transport.kind=roce qps=8" style: each variants
+	// key with its value (a mapping value shows as its position, "#2").
+	Label string
+	// Scenario is the parsed, resolved scenario: the file without its variants section,
+	// with this variant's values set and its name suffixed with the values
+	// ("perm-mrc", "perm-roce-8").
+	Scenario *Scenario
+}
+
+// A variants: section maps YAML paths (dotted, e.g. "transport.kind",
+// "transport.roce.qps_per_peer", "fabric.pfc") to lists of values; the file expands to one
+// scenario per combination (the cross product, in key order, the first key varying slowest).
+// Each value replaces the node at its path (creating missing mappings), so a value can be a
+// scalar or a whole mapping. Shorthand: "transport: [mrc, roce]" sets transport.kind.
+//
+//	name: perm
+//	variants:
+//	  transport: [mrc, roce]
+//	  traffic.0.bytes: [4MiB, 16MiB]     # a list element by its index
+//
+// gives perm-mrc-4MiB, perm-mrc-16MiB, perm-roce-4MiB, perm-roce-16MiB.
+
+// LoadVariants reads a scenario file. Without a variants section it returns (nil, nil): load
+// it with Load. Otherwise it returns every variant, parsed and resolved. Errors name the file
+// and the variants path, or the variant whose scenario is invalid.
+func LoadVariants(path string) ([]Variant, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	vs, err := ParseVariants(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return vs, nil
+}
+
+// HasVariants reports whether data is a YAML mapping with a top-level variants key. Invalid
+// YAML reports false (Parse then names the syntax error).
+func HasVariants(data []byte) bool {
+	root, err := parseDocument(data)
+	return err == nil && root.Kind == yaml.MappingNode && keyIndex(root, "variants") >= 0
+}
+
+// ParseVariants expands data's variants section (see LoadVariants); (nil, nil) without one.
+func ParseVariants(data []byte) ([]Variant, error) {
+	root, err := parseDocument(data)
+	if err != nil {
+		return nil, err
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	vi := keyIndex(root, "variants")
+	if vi < 0 {
+		return nil, nil
+	}
+	sec := root.Content[vi+1]
+	if sec.Kind != yaml.MappingNode || len(sec.Content) == 0 {
+		return nil, &FieldError{Path: "variants", Line: sec.Line, Msg: "want a mapping of YAML paths to lists of values, e.g. {transport: [mrc, roce]}"}
+	}
+	type axis struct {
+		path   []string
+		key    string
+		values []*yaml.Node
+	}
+	var axes []axis
+	total := 1
+	for i := 0; i < len(sec.Content); i += 2 {
+		k, v := sec.Content[i], sec.Content[i+1]
+		field := "variants." + k.Value
+		if k.Kind != yaml.ScalarNode || k.Value == "" {
+			return nil, &FieldError{Path: "variants", Line: k.Line, Msg: "keys are dotted YAML paths such as transport.kind"}
+		}
+		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+			return nil, &FieldError{Path: field, Line: v.Line, Msg: "want a non-empty list of values, e.g. [mrc, roce]"}
+		}
+		p := strings.Split(k.Value, ".")
+		for _, part := range p {
+			if part == "" {
+				return nil, &FieldError{Path: field, Line: k.Line, Msg: fmt.Sprintf("%q has an empty path element", k.Value)}
+			}
+		}
+		if p[0] == "variants" || p[0] == "name" {
+			return nil, &FieldError{Path: field, Line: k.Line, Msg: "cannot vary " + p[0] + "; variants are named after their values"}
+		}
+		if len(p) == 1 && p[0] == "transport" && v.Content[0].Kind == yaml.ScalarNode {
+			p = []string{"transport", "kind"} // shorthand: transport: [mrc, roce]
+		}
+		axes = append(axes, axis{path: p, key: strings.Join(p, "."), values: v.Content})
+		total *= len(v.Content)
+		if total > MaxVariants {
+			return nil, &FieldError{Path: "variants", Line: sec.Line, Msg: fmt.Sprintf("expands to more than %d scenarios; split the file or shorten the lists", MaxVariants)}
+		}
+	}
+	base := copyNode(root)
+	base.Content = append(base.Content[:vi:vi], base.Content[vi+2:]...)
+	name := DefaultName
+	if ni := keyIndex(base, "name"); ni >= 0 && base.Content[ni+1].Kind == yaml.ScalarNode {
+		name = base.Content[ni+1].Value
+	}
+	out := make([]Variant, 0, total)
+	pick := make([]int, len(axes))
+	for n := 0; n < total; n++ {
+		rest := n
+		for a := len(axes) - 1; a >= 0; a-- {
+			pick[a] = rest % len(axes[a].values)
+			rest /= len(axes[a].values)
+		}
+		doc := copyNode(base)
+		var labels, suffix []string
+		for a, ax := range axes {
+			val := ax.values[pick[a]]
+			if err := setPath(doc, ax.path, copyNode(val)); err != nil {
+				return nil, &FieldError{Path: "variants." + ax.key, Line: val.Line, Msg: err.Error()}
+			}
+			text := "#" + strconv.Itoa(pick[a]+1)
+			if val.Kind == yaml.ScalarNode {
+				text = val.Value
+			}
+			labels = append(labels, ax.key+"="+text)
+			suffix = append(suffix, nameSafe(text))
+		}
+		vname := name + "-" + strings.Join(suffix, "-")
+		setPath(doc, []string{"name"}, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: vname})
+		data, err := yaml.Marshal(doc)
+		if err != nil {
+			return nil, fmt.Errorf("variants: %s: %w", strings.Join(labels, " "), err)
+		}
+		sc, err := Parse(data)
+		if err != nil {
+			return nil, fmt.Errorf("variant %s: %w", strings.Join(labels, " "), err)
+		}
+		out = append(out, Variant{Label: strings.Join(labels, " "), Scenario: sc})
+	}
+	return out, nil
+}
+
+// keyIndex returns the index in m.Content of mapping m's key k, or -1.
+func keyIndex(m *yaml.Node, k string) int {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == k {
+			return i
+		}
+	}
+	return -1
+}
+
+// setPath replaces the node at path under root with v, creating mappings where keys are
+// missing; a numeric element indexes a sequence. Errors: a path through a scalar, or a
+// sequence index out of range.
+func setPath(root *yaml.Node, path []string, v *yaml.Node) error {
+	n := root
+	for i, part := range path {
+		last := i == len(path)-1
+		switch n.Kind {
+		case yaml.MappingNode:
+			k := keyIndex(n, part)
+			if k < 0 {
+				child := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+				if last {
+					child = v
+				}
+				n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: part}, child)
+				n = child
+				continue
+			}
+			if last {
+				n.Content[k+1] = v
+				return nil
+			}
+			n = n.Content[k+1]
+			if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+				*n = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+			}
+		case yaml.SequenceNode:
+			j, err := strconv.Atoi(part)
+			if err != nil || j < 0 || j >= len(n.Content) {
+				return fmt.Errorf("%s: %q is not an index of the %d-element list", strings.Join(path[:i+1], "."), part, len(n.Content))
+			}
+			if last {
+				n.Content[j] = v
+				return nil
+			}
+			n = n.Content[j]
+		default:
+			return fmt.Errorf("%s is a value, not a mapping or list, so %s cannot be set", strings.Join(path[:i], "."), strings.Join(path, "."))
+		}
+	}
+	return nil
+}
+
+// copyNode deep-copies a YAML node tree (aliases keep pointing at copies made on the way or
+// at the original anchors, which are never modified).
+func copyNode(n *yaml.Node) *yaml.Node {
+	if n == nil {
+		return nil
+	}
+	c := *n
+	c.Content = make([]*yaml.Node, len(n.Content))
+	for i, ch := range n.Content {
+		c.Content[i] = copyNode(ch)
+	}
+	return &c
+}
+
+// nameSafe keeps the characters a scenario name allows, replacing others with '_'.
+func nameSafe(s string) string {
+	b := []byte(s)
+	for i, r := range b {
+		if !(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,98 @@
+package scenario
+
+import (
+	"strings"
+	"testing"
+)
+
+const variantBase = `
+name: perm
+topology:
+  clos: {tiers: 2, planes: 1, radix: 16, hosts: 32, host_link: 100G}
+transport: {kind: mrc}
+traffic:
+  - {pattern: permutation, bytes: 1MiB}
+`
+
+func TestParseVariants(t *testing.T) {
+	vs, err := ParseVariants([]byte(variantBase + `variants:
+  transport: [mrc, roce]
+  traffic.0.bytes: [1MiB, 2MiB]
+  transport.roce: [{qps_per_peer: 4}]
+`))
+	if err == nil {
+		t.Fatalf("transport.roce under kind mrc should fail in the mrc variants")
+	}
+	vs, err = ParseVariants([]byte(variantBase + `variants:
+  transport: [mrc, roce]
+  traffic.0.bytes: [1MiB, 2MiB]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ name, kind string }{{"perm-mrc-1MiB", "mrc"}, {"perm-mrc-2MiB", "mrc"}, {"perm-roce-1MiB", "roce"}, {"perm-roce-2MiB", "roce"}}
+	if len(vs) != len(want) {
+		t.Fatalf("%d variants; want %d", len(vs), len(want))
+	}
+	for i, w := range want {
+		sc := vs[i].Scenario
+		if sc.Name != w.name || sc.Transport.Kind != w.kind {
+			t.Errorf("variant %d: %s (%s); want %s (%s)", i, sc.Name, sc.Transport.Kind, w.name, w.kind)
+		}
+		if bytes := int64(sc.Traffic[0].Bytes); (i%2 == 0) != (bytes == 1<<20) {
+			t.Errorf("variant %d: %d bytes", i, bytes)
+		}
+	}
+	if vs[0].Label != "transport.kind=mrc traffic.0.bytes=1MiB" {
+		t.Errorf("label %q", vs[0].Label)
+	}
+	// A mapping value replaces the node; it is labelled by position.
+	vs, err = ParseVariants([]byte(variantBase + `variants:
+  transport: [{kind: roce, roce: {qps_per_peer: 1}}, {kind: roce, roce: {qps_per_peer: 8}}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vs[1].Scenario.Transport.RoCE.QPsPerPeer != 8 || vs[1].Scenario.Name != "perm-#2" && vs[1].Scenario.Name != "perm-_2" {
+		t.Errorf("mapping variant: %s with %d QPs", vs[1].Scenario.Name, vs[1].Scenario.Transport.RoCE.QPsPerPeer)
+	}
+	if vs, err := ParseVariants([]byte(variantBase)); vs != nil || err != nil {
+		t.Errorf("no variants: %v, %v; want nil, nil", vs, err)
+	}
+}
+
+func TestParseVariantsErrors(t *testing.T) {
+	for _, c := range []struct{ variants, want string }{
+		{"variants: [mrc]", "variants"},
+		{"variants: {}", "variants"},
+		{"variants: {transport: []}", "variants.transport"},
+		{"variants: {transport: mrc}", "variants.transport"},
+		{"variants: {traffic.5.bytes: [1MiB]}", "not an index"},
+		{"variants: {name: [a, b]}", "cannot vary name"},
+		{"variants: {transport.kind.x: [a]}", "is a value"},
+		{"variants: {transport..kind: [a]}", "empty path element"},
+		{"variants: {transport: [mrc, warp]}", "warp"},
+		{"variants: {a: [1, 2, 3, 4], b: [1, 2, 3, 4], c: [1, 2, 3, 4, 5]}", "more than 64"},
+	} {
+		_, err := ParseVariants([]byte(variantBase + c.variants + "\n"))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v; want one containing %q", c.variants, err, c.want)
+		}
+	}
+	if _, err := Parse([]byte(variantBase + "variants: {transport: [mrc, roce]}\n")); err == nil || !strings.Contains(err.Error(), "lockstep run FILE") {
+		t.Errorf("Parse of a file with variants: %v; want the run/compare hint", err)
+	}
+}
+
+func FuzzParseVariants(f *testing.F) {
+	f.Add([]byte(variantBase + "variants: {transport: [mrc, roce]}\n"))
+	f.Add([]byte(variantBase + "variants: {traffic.0: [{pattern: incast, receiver: 0, senders: [1, 2], bytes: 1KiB}]}\n"))
+	f.Add([]byte("variants: {a.b.c: [1]}\n"))
+	f.Add([]byte("variants: &x {a: *x}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		vs, err := ParseVariants(data)
+		if err == nil && len(vs) > MaxVariants {
+			t.Fatalf("%d variants", len(vs))
+		}
+	})
+}
