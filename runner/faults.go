@@ -109,7 +109,7 @@ func scheduleFaults(s *sim.Sim, net *fabric.Network, faults []scenario.Fault, dr
 		}
 	})
 	for i := range evs {
-		s.At(evs[i].At, kind, int32(i), 0)
+		s.AtOwnKey(evs[i].At, kind, int32(i), 0) // the run is the faultless one until the first fault
 	}
 	return evs, nil
 }

@@ -138,7 +138,7 @@ func scheduleReconvergence(s *sim.Sim, net *fabric.Network, faults []FaultEvent,
 		}
 	})
 	for _, t := range at {
-		s.At(t, kind, 0, 0)
+		s.AtOwnKey(t, kind, 0, 0) // like the faults: no shift of the model's event keys
 	}
 	return at
 }

@@ -116,6 +116,21 @@ func (s *Sim) At(at Time, k Kind, obj int32, arg uint64) {
 	s.q.push(Event{At: at, key: mix64(s.keyState), Arg: arg, Obj: obj, Kind: k})
 }
 
+// AtOwnKey schedules kind k like At, but takes its tiebreak key from (k, obj, arg, at) and
+// the seed instead of the shared key sequence, so scheduling it does not shift the keys of
+// events scheduled after it. Use it for events injected from outside the model, such as a
+// fault schedule: a run with a fault at 4 ms is then event for event the run without it up
+// to 4 ms. Events with equal (k, obj, arg, at) tie on their key and fall back to the
+// queue's deterministic order.
+func (s *Sim) AtOwnKey(at Time, k Kind, obj int32, arg uint64) {
+	if at < s.now {
+		s.Stop(fmt.Errorf("sim: event %q scheduled at %v, before now (%v)", s.KindName(k), at, s.now))
+		return
+	}
+	key := mix64(s.seed ^ mix64(uint64(k)<<32^uint64(uint32(obj))) ^ mix64(arg+0x51a7e) ^ mix64(uint64(at)))
+	s.q.push(Event{At: at, key: key, Arg: arg, Obj: obj, Kind: k})
+}
+
 // After schedules kind k with obj and arg at Now()+d. The sum saturates at MaxTime, so
 // After(MaxTime, ...) means "never" rather than wrapping into the past.
 func (s *Sim) After(d Time, k Kind, obj int32, arg uint64) {

@@ -433,3 +433,33 @@ func TestSetProgress(t *testing.T) {
 		t.Fatalf("events %d without and %d with progress, %d reports; want equal counts and %d reports", plain, with, calls, with/100)
 	}
 }
+
+// An event scheduled with AtOwnKey does not shift the tiebreak keys of the events scheduled
+// after it: the order of simultaneous events before it is the same as without it.
+func TestAtOwnKeyKeepsOrder(t *testing.T) {
+	order := func(extra bool) []int32 {
+		s := New(7)
+		var got []int32
+		k := s.Register("x", func(now Time, obj int32, _ uint64) {
+			if obj >= 0 {
+				got = append(got, obj)
+			}
+		})
+		if extra {
+			s.AtOwnKey(5*Microsecond, k, -1, 0)
+		}
+		for i := range int32(64) {
+			s.At(Microsecond, k, i, 0)
+		}
+		if err := s.Run(MaxTime); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	a, b := order(false), order(true)
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("order differs at %d: %v vs %v", i, a, b)
+		}
+	}
+}
