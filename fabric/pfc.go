@@ -2,7 +2,6 @@ package fabric
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/lockstepsim/lockstep/sim"
@@ -435,29 +434,33 @@ func (n *Network) PFCLosslessCheck(max int) []string {
 // PFCCheck runs the PFC watchdog and the deadlock check at now (the runner calls it
 // periodically while PFC is on). Watchdog: an egress class paused longer than the configured
 // time with packets waiting resumes and ignores pauses for as long again. Deadlock: the
-// switches whose egress toward another switch is paused with lossless packets waiting form a
-// wait-for graph (switch -> the switch that paused it); a cycle in it can never clear by
-// itself (a cyclic buffer dependency), and PFCCheck returns it: the switches and ports in
-// order. "" when there is none.
+// egresses toward another switch that are paused with lossless packets waiting form a
+// wait-for graph, e -> f when f is at the switch e leads to and its paused queue holds
+// packets that came in through the ingress whose pause blocks e (so f must send before e
+// can); a cycle in it can never clear by itself (a cyclic buffer dependency, Hu et al.,
+// "Deadlocks in datacenter networks: why do they form, and how to avoid them", HotNets 2016),
+// and PFCCheck returns it: the switches and ports in order. Two switches pausing each other
+// over one link without such a dependency (traffic up one way, down the other) is not a
+// cycle. "" when there is none.
 func (n *Network) PFCCheck(now sim.Time) string {
 	if !n.pfcOn {
 		return ""
 	}
 	wd := n.pfcCfg.Watchdog
-	// waits[node] = the egress ports of node paused with lossless packets waiting, toward a switch.
-	next := make(map[NodeID][]PortID)
+	// The blocked egresses: paused with lossless packets waiting, toward a switch.
+	var blocked []PortID
 	for i := range n.Ports {
 		p := &n.Ports[i]
 		if p.paused == 0 || p.pfc == nil {
 			continue
 		}
-		blocked := p.q.busy & p.paused & (1<<p.q.p.classes - 1)
-		if blocked == 0 {
+		b := p.q.busy & p.paused & (1<<p.q.p.classes - 1)
+		if b == 0 {
 			continue
 		}
 		if wd > 0 {
 			for c := 0; c < MaxClasses; c++ {
-				if blocked&(1<<c) != 0 && now-p.pfc.since[c] >= wd {
+				if b&(1<<c) != 0 && now-p.pfc.since[c] >= wd {
 					p.paused &^= 1 << c
 					p.pfc.paused[c] += now - p.pfc.since[c]
 					p.pfc.ignore[c] = now + wd
@@ -470,44 +473,63 @@ func (n *Network) PFCCheck(now sim.Time) string {
 			continue
 		}
 		if n.Nodes[p.Node].Kind == Switch && !p.peerHost {
-			next[p.Node] = append(next[p.Node], PortID(i))
+			blocked = append(blocked, PortID(i))
 		}
 	}
-	// Find a cycle by depth-first search over the wait-for edges, in node order (stable).
-	nodes := make([]NodeID, 0, len(next))
-	for nd := range next {
-		nodes = append(nodes, nd)
+	if len(blocked) == 0 {
+		return ""
 	}
-	sort.Slice(nodes, func(a, b int) bool { return nodes[a] < nodes[b] })
-	color := map[NodeID]uint8{} // 0 new, 1 on the stack, 2 done
-	var stack []PortID
-	var found []PortID
-	var visit func(nd NodeID) bool
-	visit = func(nd NodeID) bool {
-		color[nd] = 1
-		for _, pid := range next[nd] {
-			to := n.Ports[pid].peerNode
-			stack = append(stack, pid)
-			switch color[to] {
-			case 1: // back edge: the cycle is the stack from to's first egress
+	// Wait-for edges between blocked egresses: e -> f when f is at the switch e leads to and
+	// holds, in a paused class, packets that arrived through e's peer port (the ingress whose
+	// pause blocks e). Such an f must send before e can: a cycle of these never clears.
+	byNode := make(map[NodeID][]PortID)
+	for _, e := range blocked {
+		byNode[n.Ports[e].Node] = append(byNode[n.Ports[e].Node], e)
+	}
+	from := make(map[PortID][]PortID, len(blocked)) // f -> the ingresses its paused queues hold packets from
+	for _, f := range blocked {
+		from[f] = n.pausedIngresses(f)
+	}
+	next := func(e PortID) []PortID {
+		in := n.Ports[e].Peer
+		var out []PortID
+		for _, f := range byNode[n.Ports[e].peerNode] {
+			for _, g := range from[f] {
+				if g == in {
+					out = append(out, f)
+					break
+				}
+			}
+		}
+		return out
+	}
+	color := make(map[PortID]uint8, len(blocked)) // 0 new, 1 on the stack, 2 done
+	var stack, found []PortID
+	var visit func(e PortID) bool
+	visit = func(e PortID) bool {
+		color[e] = 1
+		stack = append(stack, e)
+		for _, f := range next(e) {
+			switch color[f] {
+			case 1: // back edge: the cycle is the stack from f
 				for k, q := range stack {
-					if n.Ports[q].Node == to {
+					if q == f {
 						found = append([]PortID(nil), stack[k:]...)
 						return true
 					}
 				}
 			case 0:
-				if visit(to) {
+				if visit(f) {
 					return true
 				}
 			}
-			stack = stack[:len(stack)-1]
 		}
-		color[nd] = 2
+		stack = stack[:len(stack)-1]
+		color[e] = 2
 		return false
 	}
-	for _, nd := range nodes {
-		if color[nd] == 0 && visit(nd) {
+	for _, e := range blocked { // port order: stable
+		if color[e] == 0 && visit(e) {
 			var b strings.Builder
 			for k, pid := range found {
 				if k > 0 {
@@ -519,4 +541,34 @@ func (n *Network) PFCCheck(now sim.Time) string {
 		}
 	}
 	return ""
+}
+
+// pausedIngresses lists the ingress ports that the lossless packets waiting in egress pid's
+// paused classes arrived through (each once, in queue order).
+func (n *Network) pausedIngresses(pid PortID) []PortID {
+	p := &n.Ports[pid]
+	lines := n.lineBlock(pid)
+	var out []PortID
+	for c := 0; c < int(p.q.p.classes); c++ {
+		if p.paused&(1<<c) == 0 {
+			continue
+		}
+		for k := lines[c].head; k >= 0; k = p.q.s[k].next {
+			in := p.q.s[k].p.ingress - 1
+			if in < 0 {
+				continue
+			}
+			seen := false
+			for _, g := range out {
+				if g == PortID(in) {
+					seen = true
+					break
+				}
+			}
+			if !seen {
+				out = append(out, PortID(in))
+			}
+		}
+	}
+	return out
 }
