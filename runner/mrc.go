@@ -575,19 +575,28 @@ func applyMRCProfile(sc *scenario.Scenario, l topo.Topology) {
 	hops := l.Sizing().MaxSwitchHops
 	rtt := baseRTT(c, hops, cfg.WireBytes(cfg.PayloadBytes), cfg.AckBytes)
 	bdp := c.FabricLink.BytesIn(rtt)
+	given := sc.Fabric.Given()
 	sw := &sc.Fabric.SwitchQueue
-	sw.ECN = fabric.ECNConfig{Enabled: true, Kmin: sim.Size(bdp / 5), Kmax: sim.Size(bdp * 4 / 5), Pmax: 1}
-	sw.Trim = fabric.TrimConfig{Enabled: true, Threshold: sim.Size(bdp), HeaderLimit: sw.Trim.HeaderLimit, HeaderShare: sw.Trim.HeaderShare}
+	if !given.SwitchECN {
+		sw.ECN = fabric.ECNConfig{Enabled: true, Kmin: sim.Size(bdp / 5), Kmax: sim.Size(bdp * 4 / 5), Pmax: 1}
+	}
+	if !given.SwitchTrim {
+		sw.Trim = fabric.TrimConfig{Enabled: true, Threshold: sim.Size(bdp), HeaderLimit: sw.Trim.HeaderLimit, HeaderShare: sw.Trim.HeaderShare}
+	}
 	lh := sc.Fabric.LastHopQueue
 	if lh == nil {
 		q := *sw
 		lh = &q
 		sc.Fabric.LastHopQueue = lh
 	}
-	lh.ECN = fabric.ECNConfig{}
-	lh.Trim = fabric.TrimConfig{Enabled: true, Threshold: sim.Size(bdp * 3 / 2), HeaderLimit: lh.Trim.HeaderLimit, HeaderShare: lh.Trim.HeaderShare}
-	for _, q := range []*fabric.QueueConfig{sw, lh} {
-		if q.Limit < sim.Size(2*bdp) {
+	if !given.LastECN {
+		lh.ECN = fabric.ECNConfig{}
+	}
+	if !given.LastTrim {
+		lh.Trim = fabric.TrimConfig{Enabled: true, Threshold: sim.Size(bdp * 3 / 2), HeaderLimit: lh.Trim.HeaderLimit, HeaderShare: lh.Trim.HeaderShare}
+	}
+	for i, q := range []*fabric.QueueConfig{sw, lh} {
+		if given := [2]bool{given.SwitchLimit, given.LastLimit}[i]; !given && q.Limit < sim.Size(2*bdp) {
 			q.Limit = sim.Size(2 * bdp) // room above the trim threshold for headers' data to drain
 		}
 		*q = q.WithDefaults()

@@ -477,27 +477,34 @@ func runRoCE(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 
 // applyRoCEProfile sets RED/ECN marking for DCQCN on every switch queue, the last hop
 // included (scenario.ProfileRoCE): Kmin 100 KB, Kmax 400 KB and Pmax 0.2 per 25 Gb/s of the
-// port's link rate [PROTOCOLS.md RoCEv2; DCQCN §5], no trimming; under PFC, queue limits of
-// a shared buffer (64 MiB) so the pauses, not drop-tail, bound the queues.
+// port's link rate [PROTOCOLS.md RoCEv2; DCQCN §5] (within a smaller queue limit the scenario
+// sets: Kmin limit/4, Kmax the limit), no trimming; under PFC, queue limits of a shared
+// buffer (64 MiB) so the pauses, not drop-tail, bound the queues. Settings the scenario gives
+// explicitly (scenario.Fabric.Given) are kept.
 func applyRoCEProfile(sc *scenario.Scenario, l topo.Topology) {
 	c := l.Params()
-	set := func(q *fabric.QueueConfig, rate sim.Rate) {
-		scale := float64(rate) / 25e9
-		q.ECN = fabric.ECNConfig{Enabled: true, Kmin: sim.Size(100e3 * scale), Kmax: sim.Size(400e3 * scale), Pmax: 0.2}
-		q.Trim.Enabled = false
-	}
-	set(&sc.Fabric.SwitchQueue, c.FabricLink)
-	if sc.Fabric.LastHopQueue != nil {
-		set(sc.Fabric.LastHopQueue, c.HostLink)
-	}
-	if sc.Fabric.PFC.Config().Enabled {
-		// Lossless: the ingresses' pauses, not the egress limits, bound the buffer; give each
-		// switch queue a shared-buffer-sized limit so drop-tail never acts first.
-		for _, q := range []*fabric.QueueConfig{&sc.Fabric.SwitchQueue, sc.Fabric.LastHopQueue} {
-			if q != nil && q.Limit < pfcQueueLimit {
-				q.Limit = pfcQueueLimit
+	given := sc.Fabric.Given()
+	lossless := sc.Fabric.PFC.Config().Enabled
+	set := func(q *fabric.QueueConfig, rate sim.Rate, limitGiven, ecnGiven, trimGiven bool) {
+		if lossless && !limitGiven && q.Limit < pfcQueueLimit {
+			// Lossless: the ingresses' pauses, not the egress limits, bound the buffer; a
+			// shared-buffer-sized limit keeps drop-tail from acting first.
+			q.Limit = pfcQueueLimit
+		}
+		if !ecnGiven {
+			scale := float64(rate) / 25e9
+			q.ECN = fabric.ECNConfig{Enabled: true, Kmin: sim.Size(100e3 * scale), Kmax: sim.Size(400e3 * scale), Pmax: 0.2}
+			if q.ECN.Kmax > q.Limit { // a small queue the user set: mark within it
+				q.ECN.Kmin, q.ECN.Kmax = q.Limit/4, q.Limit
 			}
 		}
+		if !trimGiven {
+			q.Trim.Enabled = false
+		}
+	}
+	set(&sc.Fabric.SwitchQueue, c.FabricLink, given.SwitchLimit, given.SwitchECN, given.SwitchTrim)
+	if sc.Fabric.LastHopQueue != nil {
+		set(sc.Fabric.LastHopQueue, c.HostLink, given.LastLimit, given.LastECN, given.LastTrim)
 	}
 }
 

@@ -98,8 +98,10 @@ const (
 
 // Fabric holds the queue configuration of switch and NIC egress ports.
 type Fabric struct {
-	// Profile derives switch ECN and trimming settings for a transport: "mrc" or "none".
-	// Default: "mrc" under transport mrc, "none" otherwise.
+	// Profile derives switch ECN, trimming and queue limits for a transport: "mrc", "roce"
+	// or "none" (queues exactly as configured). Default: the transport's own ("mrc" under
+	// mrc, "roce" under roce), "none" otherwise. A profile fills in only what the scenario
+	// does not set: a switch_queue limit, ecn or trim block given explicitly is kept.
 	Profile string `yaml:"profile"`
 	// SwitchQueue configures every switch egress port (default: 2 classes, 1 MiB drop-tail,
 	// no ECN, no trimming).
@@ -123,7 +125,19 @@ type Fabric struct {
 	// of ms to seconds [PROTOCOLS.md RoCEv2]). Until then ECMP keeps hashing flows onto a dead
 	// link and they are blackholed. Default 1s; source-routed traffic (MRC) is not affected.
 	Reconvergence sim.Time `yaml:"reconvergence"`
+
+	given QueueGiven // what the YAML set explicitly (Resolve records it before defaults)
 }
+
+// QueueGiven records which queue settings a scenario set explicitly, so a profile (mrc, roce)
+// fills in only the rest: a queue limit, ECN marking or trimming the user wrote is kept.
+type QueueGiven struct {
+	SwitchLimit, SwitchECN, SwitchTrim bool // fabric.switch_queue
+	LastLimit, LastECN, LastTrim       bool // fabric.last_hop_queue (or switch_queue, copied)
+}
+
+// Given returns which queue settings the scenario set explicitly (all false before Resolve).
+func (f *Fabric) Given() QueueGiven { return f.given }
 
 // DefaultReconvergence is the default routing reconvergence delay.
 const DefaultReconvergence = sim.Second
@@ -323,6 +337,17 @@ func (sc *Scenario) Resolve() error {
 	}
 	c := l.Params()
 
+	sc.Fabric.given = QueueGiven{
+		SwitchLimit: sc.Fabric.SwitchQueue.Limit != 0,
+		SwitchECN:   sc.Fabric.SwitchQueue.ECN != (fabric.ECNConfig{}),
+		SwitchTrim:  sc.Fabric.SwitchQueue.Trim.Enabled || sc.Fabric.SwitchQueue.Trim.Threshold != 0,
+	}
+	sc.Fabric.given.LastLimit, sc.Fabric.given.LastECN, sc.Fabric.given.LastTrim = sc.Fabric.given.SwitchLimit, sc.Fabric.given.SwitchECN, sc.Fabric.given.SwitchTrim
+	if lh := sc.Fabric.LastHopQueue; lh != nil {
+		sc.Fabric.given.LastLimit = lh.Limit != 0
+		sc.Fabric.given.LastECN = lh.ECN != (fabric.ECNConfig{})
+		sc.Fabric.given.LastTrim = lh.Trim.Enabled || lh.Trim.Threshold != 0
+	}
 	sc.Fabric.SwitchQueue = sc.Fabric.SwitchQueue.WithDefaults()
 	switch sc.Fabric.ECMPSeed {
 	case "":
