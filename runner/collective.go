@@ -44,6 +44,9 @@ type CollectiveRun struct {
 	// Model: the ideal transport's latency and NIC rate; under MRC, alpha = half the base RTT
 	// and B = the NIC rate x payload / wire bytes of a full packet (the payload rate).
 	Model collective.Model
+	// Instances are every launched collective's result (each iteration and size), in launch
+	// order: per-rank end times for traces.
+	Instances []collective.Result
 }
 
 // collGroup is one collective of the workload, ready to launch.
@@ -230,6 +233,7 @@ func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 					return err
 				}
 				totals[g] += r.Time()
+				run.Instances = append(run.Instances, r)
 			}
 		}
 		for g := range groups {

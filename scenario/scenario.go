@@ -225,6 +225,10 @@ type Run struct {
 	// the job's slowdown are exact (the run takes about twice as long); "none" compares with
 	// the goodput just before each failure.
 	FaultBaseline string `yaml:"fault_baseline"`
+	// Trace writes trace.json into the results folder: a Chrome/Perfetto trace with, per
+	// host, its part of each collective and its traffic transfers, and the failures (open it
+	// at ui.perfetto.dev). Default false.
+	Trace bool `yaml:"trace"`
 }
 
 // Fault baselines.

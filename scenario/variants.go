@@ -18,6 +18,8 @@ type Variant struct {
 	// Label names what this variant sets, "transport.kind=roce qps=8" style: each variants
 	// key with its value (a mapping value shows as its position, "#2").
 	Label string
+	// Base is the file's scenario name, before the variant's suffix.
+	Base string
 	// Scenario is the parsed, resolved scenario: the file without its variants section,
 	// with this variant's values set and its name suffixed with the values
 	// ("perm-mrc", "perm-roce-8").
@@ -148,7 +150,7 @@ func ParseVariants(data []byte) ([]Variant, error) {
 		if err != nil {
 			return nil, fmt.Errorf("variant %s: %w", strings.Join(labels, " "), err)
 		}
-		out = append(out, Variant{Label: strings.Join(labels, " "), Scenario: sc})
+		out = append(out, Variant{Label: strings.Join(labels, " "), Base: name, Scenario: sc})
 	}
 	return out, nil
 }

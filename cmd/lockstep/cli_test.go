@@ -599,10 +599,16 @@ func TestResultsFolder(t *testing.T) {
 // the first; fewer than two scenarios is bad input.
 func TestCompare(t *testing.T) {
 	a, b := filepath.Join("testdata", "coll-ideal.yaml"), filepath.Join("testdata", "mrc-incast-fail.yaml")
-	out := mustRun(t, "compare", a, b)
-	for _, want := range []string{a, b, "x first", "transport", "ideal", "mrc", "traffic end us", "delivered Gb/s"} {
+	dir := t.TempDir()
+	out := mustRun(t, "compare", a, b, "--out", dir)
+	for _, want := range []string{a, b, "x first", "transport", "ideal", "mrc", "traffic end us", "delivered Gb/s", "compare.html"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("compare output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, f := range []string{"compare.html", "coll-ideal/summary.json", "coll-ideal/report.html", "mrc-incast-fail/report.html"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("compare --out: %v", err)
 		}
 	}
 	if code, _, stderr := cli(t, "compare", a); code != 2 || !strings.Contains(stderr, "at least two") {
@@ -621,12 +627,12 @@ func TestVariants(t *testing.T) {
 			t.Errorf("run with variants lacks %q:\n%s", want, out)
 		}
 	}
-	for _, v := range []string{"perm-mrc", "perm-roce"} {
-		if _, err := os.Stat(filepath.Join(dir, v, "summary.json")); err != nil {
-			t.Errorf("variant %s: %v", v, err)
+	for _, f := range []string{"perm-mrc/summary.json", "perm-roce/report.html", "compare.html"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("run with variants: %v", err)
 		}
 	}
-	if out := mustRun(t, "compare", file); !strings.Contains(out, "perm-roce") || !strings.Contains(out, "roce (1 QP/peer)") {
+	if out := mustRun(t, "compare", file, "--out", t.TempDir()); !strings.Contains(out, "perm-roce") || !strings.Contains(out, "roce (1 QP/peer)") {
 		t.Errorf("compare FILE:\n%s", out)
 	}
 	var all map[string]json.RawMessage
@@ -640,4 +646,37 @@ func TestVariants(t *testing.T) {
 		t.Errorf("bad variant: exit %d, %q; want 2 naming the variant", code, stderr)
 	}
 	checkOneLine(t, stderr)
+}
+
+// --trace writes trace.json: Chrome trace events with one span per rank and collective, named
+// processes, loadable as JSON; report.html is in every results folder.
+func TestRunTrace(t *testing.T) {
+	dir := t.TempDir()
+	mustRun(t, "run", filepath.Join("testdata", "coll-ideal.yaml"), "--out", dir, "--trace", "--quiet")
+	var tr struct {
+		TraceEvents []struct {
+			Ph   string  `json:"ph"`
+			Name string  `json:"name"`
+			Pid  int     `json:"pid"`
+			Dur  float64 `json:"dur"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(readFile(t, filepath.Join(dir, "trace.json")), &tr); err != nil {
+		t.Fatal(err)
+	}
+	spans, procs := 0, 0
+	for _, e := range tr.TraceEvents {
+		switch {
+		case e.Ph == "X" && e.Dur > 0:
+			spans++
+		case e.Ph == "M" && e.Name == "process_name":
+			procs++
+		}
+	}
+	if spans == 0 || procs == 0 {
+		t.Errorf("trace.json: %d spans, %d named processes; want both", spans, procs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "report.html")); err != nil {
+		t.Error(err)
+	}
 }

@@ -1,19 +1,24 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/lockstepsim/lockstep/report"
 	"github.com/lockstepsim/lockstep/runner"
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/spf13/cobra"
 )
 
-func newCompareCmd(stdout io.Writer) *cobra.Command {
-	var seed uint64
+func newCompareCmd(stdout, stderr io.Writer) *cobra.Command {
+	var (
+		seed  uint64
+		out   string
+		quiet bool
+	)
 	cmd := &cobra.Command{
 		Use:   "compare SCENARIO.yaml|PRESET SCENARIO.yaml|PRESET...",
 		Short: "Run several scenarios and print their headline figures side by side",
@@ -21,12 +26,14 @@ func newCompareCmd(stdout io.Writer) *cobra.Command {
 its headline figures (transport, when the traffic or workload ended, delivered goodput, FCT
 percentiles, drops, retransmissions, QP errors, what faults cost, collective bus bandwidth),
 and each figure's ratio to the first scenario's. A file with a variants: section counts as
-its variants (e.g. variants: {transport: [mrc, roce]}). Results folders are not written; run
-a scenario with lockstep run for its files (run FILE with variants writes one per variant).`,
+its variants (e.g. variants: {transport: [mrc, roce]}). Each run's results folder goes into
+--out (default results/compare), one folder per scenario, with compare.html, the combined
+report, beside them.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var sums []*runner.Summary
-			var kinds, names []string
+			if cmd.Flags().Changed("seed") && seed == 0 {
+				return badInput(fmt.Errorf("--seed: 0 is not allowed; use a seed >= 1"))
+			}
 			type named struct {
 				name string
 				sc   *scenario.Scenario
@@ -52,31 +59,41 @@ a scenario with lockstep run for its files (run FILE with variants writes one pe
 			if len(scs) < 2 {
 				return badInput(fmt.Errorf("compare needs at least two scenarios; %s gives %d", strings.Join(args, ", "), len(scs)))
 			}
+			var (
+				sums               []*runner.Summary
+				kinds, names, dirs []string
+				used               = map[string]int{}
+			)
+			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet, stderr: stderr}
 			for _, ns := range scs {
-				a, sc := ns.name, ns.sc
-				if cmd.Flags().Changed("seed") {
-					if seed == 0 {
-						return badInput(fmt.Errorf("--seed: 0 is not allowed; use a seed >= 1"))
-					}
-					sc.Run.Seed = seed
+				sc := ns.sc
+				folder := sc.Name
+				if used[folder]++; used[folder] > 1 {
+					folder = fmt.Sprintf("%s-%d", folder, used[folder]) // the same scenario twice
 				}
-				res, err := runner.Run(sc)
+				sc.Run.Out = filepath.Join(out, folder)
+				ro.arg = ns.name
+				res, _, err := runAndWrite(sc, "--out", ro)
 				if err != nil {
-					var ie *runner.InputError
-					if errors.As(err, &ie) {
-						return badInput(fmt.Errorf("%s: %w", a, err))
-					}
-					return runFailed(fmt.Errorf("%s: %w", a, err))
+					return err
 				}
 				sums = append(sums, &res.Summary)
 				kinds = append(kinds, transportOf(sc))
-				names = append(names, a)
+				names = append(names, ns.name)
+				dirs = append(dirs, sc.Run.Out)
 			}
 			printComparison(stdout, names, kinds, sums)
+			html := filepath.Join(out, "compare.html")
+			if err := report.WriteCompare(html, names, dirs); err != nil {
+				return runFailed(fmt.Errorf("compare.html: %w", err))
+			}
+			fmt.Fprintf(stdout, "\nresults: %s (one folder per scenario); combined report: %s\n", out, html)
 			return nil
 		},
 	}
 	cmd.Flags().Uint64Var(&seed, "seed", 0, "random seed for every scenario, overriding run.seed (>= 1)")
+	cmd.Flags().StringVar(&out, "out", filepath.Join("results", "compare"), "folder for each scenario's results folder and compare.html")
+	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
 	return cmd
 }
 

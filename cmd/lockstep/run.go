@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lockstepsim/lockstep/report"
 	"github.com/lockstepsim/lockstep/runner"
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/workload/collective"
@@ -26,6 +27,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 		seed   uint64
 		asJSON bool
 		quiet  bool
+		trace  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run [SCENARIO.yaml | PRESET]",
@@ -41,7 +43,7 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 			if cmd.Flags().Changed("seed") && seed == 0 {
 				return badInput(fmt.Errorf("--seed: 0 is not allowed; use a seed >= 1"))
 			}
-			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet || asJSON, stderr: stderr}
+			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet || asJSON, stderr: stderr, trace: trace}
 			if len(args) == 1 {
 				vs, err := loadVariantsArg(args[0])
 				if err != nil {
@@ -85,6 +87,7 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 	cmd.Flags().StringVar(&out, "out", "", "results folder (default results/<scenario name>)")
 	cmd.Flags().Uint64Var(&seed, "seed", 0, "random seed, overriding run.seed (>= 1)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print summary.json to stdout instead of the table")
+	cmd.Flags().BoolVar(&trace, "trace", false, "also write trace.json (Chrome/Perfetto trace events; same as run.trace: true)")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress bar (there is none either when stdout is not a terminal, or for runs under 2 s)")
 	return cmd
 }
@@ -96,6 +99,7 @@ type runOpts struct {
 	quiet  bool   // no progress bar
 	stderr io.Writer
 	arg    string // the scenario argument, prefixed to input errors ("" for the default)
+	trace  bool   // --trace: write trace.json whatever run.trace says
 }
 
 // runAndWrite runs sc (seed overridden when --seed was given) into its results folder
@@ -105,6 +109,9 @@ type runOpts struct {
 func runAndWrite(sc *scenario.Scenario, outField string, ro runOpts) (*runner.Result, []byte, error) {
 	if ro.seeded {
 		sc.Run.Seed = ro.seed
+	}
+	if ro.trace {
+		sc.Run.Trace = true
 	}
 	// Create the results folder before the run, so an unusable one is bad input reported at
 	// once rather than after a long simulation.
@@ -170,33 +177,39 @@ func loadVariantsArg(arg string) ([]scenario.Variant, error) {
 	return vs, nil
 }
 
-// runVariants runs each variant of a file into its own results folder (out/<variant name>,
-// or the variant's run.out) and prints their headline figures side by side (or, with
-// asJSON, a JSON object of the summaries by variant name).
+// runVariants runs each variant of a file into its own results folder, out/<variant name>
+// (out defaults to results/<the file's name>), prints their headline figures side by side
+// (or, with asJSON, a JSON object of the summaries by variant name) and writes the combined
+// report out/compare.html.
 func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro runOpts) error {
 	var (
-		names, kinds []string
-		sums         []*runner.Summary
-		all          = map[string]json.RawMessage{}
+		names, kinds, dirs []string
+		sums               []*runner.Summary
+		all                = map[string]json.RawMessage{}
 	)
+	field := "--out"
+	if out == "" {
+		out, field = filepath.Join("results", vs[0].Base), "results folder"
+	}
 	for _, v := range vs {
 		sc := v.Scenario
-		field := "run.out"
-		if out != "" {
-			sc.Run.Out, field = filepath.Join(out, sc.Name), "--out"
-		}
+		sc.Run.Out = filepath.Join(out, sc.Name)
 		ro.arg = v.Label
 		res, js, err := runAndWrite(sc, field, ro)
 		if err != nil {
 			return err
 		}
 		names = append(names, sc.Name)
+		dirs = append(dirs, sc.Run.Out)
 		kinds = append(kinds, transportOf(sc))
 		sums = append(sums, &res.Summary)
 		all[sc.Name] = js
 		if !asJSON {
 			fmt.Fprintf(w, "%s (%s): results in %s\n", sc.Name, v.Label, sc.Run.Out)
 		}
+	}
+	if err := report.WriteCompare(filepath.Join(out, "compare.html"), names, dirs); err != nil {
+		return runFailed(fmt.Errorf("compare.html: %w", err))
 	}
 	if asJSON {
 		js, err := json.MarshalIndent(all, "", "  ")
@@ -208,6 +221,7 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 	}
 	fmt.Fprintln(w)
 	printComparison(w, names, kinds, sums)
+	fmt.Fprintf(w, "\ncombined report: %s\n", filepath.Join(out, "compare.html"))
 	return nil
 }
 
@@ -284,6 +298,11 @@ func writeResults(sc *scenario.Scenario, summary []byte, res *runner.Result) err
 	if res.MRC != nil {
 		files = append(files, resultFile{"ev_states.csv", func(w io.Writer) error { return runner.WriteEVStatesCSV(w, res) }})
 	}
+	if sc.Run.Trace {
+		if t := runner.BuildTrace(res); t != nil {
+			files = append(files, resultFile{"trace.json", func(w io.Writer) error { _, err := t.WriteTo(w); return err }})
+		}
+	}
 	for _, f := range files {
 		var b bytes.Buffer
 		if err := f.write(&b); err != nil {
@@ -292,6 +311,10 @@ func writeResults(sc *scenario.Scenario, summary []byte, res *runner.Result) err
 		if err := os.WriteFile(filepath.Join(dir, f.name), b.Bytes(), 0o644); err != nil {
 			return err
 		}
+	}
+	// The report reads the files above; written last so it shows all of them.
+	if err := report.Write(dir); err != nil {
+		return fmt.Errorf("report.html: %w", err)
 	}
 	return nil
 }

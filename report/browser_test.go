@@ -1,0 +1,265 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+)
+
+// chromiumPath is where Debian's chromium package installs the browser.
+const chromiumPath = "/usr/bin/chromium"
+
+// browser is a headless Chromium driven over the DevTools protocol (chromedp).
+type browser struct {
+	ctx context.Context
+}
+
+// newBrowser starts headless Chromium for the test, with the flags that work in CI's sandbox
+// and a fresh profile, and stops it when the test ends. The whole browser lives at most limit.
+// Without /usr/bin/chromium the test is skipped, saying which package to install.
+func newBrowser(t *testing.T, limit time.Duration) *browser {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Skipf("headless browser test needs %s: install Debian package chromium (apt-get install -y chromium)", chromiumPath)
+	}
+	// The allocator's context bounds the browser's life: a hung page cannot hang the test.
+	limitCtx, cancelLimit := context.WithTimeout(context.Background(), limit)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(limitCtx,
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 1000),
+	)
+	ctx, cancelCtx := chromedp.NewContext(allocCtx)
+	t.Cleanup(func() { cancelCtx(); cancelAlloc(); cancelLimit() })
+	if err := chromedp.Do(ctx); err != nil { // starts the browser, tied to ctx
+		t.Fatalf("starting %s: %v", chromiumPath, err)
+	}
+	return &browser{ctx: ctx}
+}
+
+// plotInfo is what the page says about one expected plot element.
+type plotInfo struct {
+	ID       string  `json:"id"`
+	Found    bool    `json:"found"`
+	Tag      string  `json:"tag"`
+	Class    string  `json:"cls"`
+	Elements int     `json:"elements"` // descendants
+	Width    float64 `json:"w"`        // CSS pixels on screen
+	Height   float64 `json:"h"`
+}
+
+// visit is what loading a page gave: the console's messages, the URLs it requested, each
+// expected plot's element and screenshot, and a screenshot of the whole page.
+type visit struct {
+	console  []string // "type: text" of errors, exceptions and warnings
+	requests []string // every URL the page asked for
+	plots    []plotInfo
+	shots    map[string]image.Image // by plot id
+	page     image.Image
+}
+
+// open loads the file at path, waits for it, and reads it. Console messages come from the
+// DevTools Runtime.consoleAPICalled, Runtime.exceptionThrown and Log.entryAdded events (so a
+// script error, a console.error and a refused load all count); requests from
+// Network.requestWillBeSent.
+func (b *browser) open(t *testing.T, path string, plotIDs []string) *visit {
+	t.Helper()
+	subCtx, stop := context.WithCancel(b.ctx)
+	msgs := chromedp.Console(subCtx)
+	reqs := chromedp.Events(subCtx, network.RequestWillBeSent)
+	v := &visit{shots: map[string]image.Image{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for m, err := range msgs {
+			if err != nil {
+				return
+			}
+			switch m.Type {
+			case chromedp.ConsoleError, chromedp.ConsoleException, chromedp.ConsoleWarning, "assert":
+				mu.Lock()
+				v.console = append(v.console, m.String())
+				mu.Unlock()
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for ev, err := range reqs {
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			v.requests = append(v.requests, ev.Request.URL)
+			mu.Unlock()
+		}
+	}()
+
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(b.ctx, chromedp.Navigate("file://"+abs)); err != nil {
+		t.Fatalf("loading %s: %v", path, err)
+	}
+	idsJSON, _ := json.Marshal(plotIDs)
+	v.plots, err = chromedp.Run(b.ctx, chromedp.Evaluate[[]plotInfo](fmt.Sprintf(`(() => %s.map(id => {
+		const el = document.getElementById(id);
+		if (!el) return {id: id, found: false};
+		const r = el.getBoundingClientRect();
+		return {id: id, found: true, tag: el.tagName.toLowerCase(), cls: el.getAttribute("class") || "",
+			elements: el.querySelectorAll("*").length, w: r.width, h: r.height};
+	}))()`, idsJSON)))
+	if err != nil {
+		t.Fatalf("inspecting %s: %v", path, err)
+	}
+	for _, p := range v.plots {
+		if !p.Found || p.Width == 0 || p.Height == 0 {
+			continue
+		}
+		shot, err := chromedp.Run(b.ctx, chromedp.Screenshot(chromedp.ID(p.ID)))
+		if err != nil {
+			t.Fatalf("screenshot of #%s: %v", p.ID, err)
+		}
+		v.shots[p.ID] = decodePNG(t, shot)
+	}
+	full, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot of %s: %v", path, err)
+	}
+	v.page = decodePNG(t, full)
+	if dir := os.Getenv("REPORT_SCREENSHOTS"); dir != "" { // for a person to look at
+		os.WriteFile(filepath.Join(dir, strings.TrimSuffix(filepath.Base(path), ".html")+".png"), full, 0o644)
+	}
+	// Every event of the load was sent before the screenshots came back; end the streams.
+	stop()
+	wg.Wait()
+	return v
+}
+
+func decodePNG(t *testing.T, b []byte) image.Image {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("screenshot is not a PNG: %v", err)
+	}
+	return img
+}
+
+// inked is the fraction of img's pixels that are not (nearly) white.
+func inked(img image.Image) float64 {
+	r := img.Bounds()
+	if r.Empty() {
+		return 0
+	}
+	n := 0
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			cr, cg, cb, _ := img.At(x, y).RGBA()
+			if cr < 0xf000 || cg < 0xf000 || cb < 0xf000 {
+				n++
+			}
+		}
+	}
+	return float64(n) / float64(r.Dx()*r.Dy())
+}
+
+// check fails the test for console errors, fetches other than the page itself, missing or
+// empty plots, and blank screenshots.
+func (v *visit) check(t *testing.T, page string) {
+	t.Helper()
+	for _, m := range v.console {
+		t.Errorf("%s: console: %s", page, m)
+	}
+	for _, u := range v.requests {
+		if !strings.HasPrefix(u, "file://") {
+			t.Errorf("%s: fetched %s: the page must be self-contained", page, u)
+		}
+	}
+	for _, p := range v.plots {
+		switch {
+		case !p.Found:
+			t.Errorf("%s: no element #%s", page, p.ID)
+		case p.Tag != "svg" || p.Class != "plot":
+			t.Errorf("%s: #%s is <%s class=%q>, want <svg class=\"plot\">", page, p.ID, p.Tag, p.Class)
+		case p.Elements < 20:
+			t.Errorf("%s: #%s has %d elements: empty plot", page, p.ID, p.Elements)
+		case p.Width < 400 || p.Height < 100:
+			t.Errorf("%s: #%s is %.0fx%.0f px on screen: not visible", page, p.ID, p.Width, p.Height)
+		}
+		if shot, ok := v.shots[p.ID]; ok {
+			if f := inked(shot); f < 0.02 {
+				t.Errorf("%s: screenshot of #%s is blank (%.2f%% of pixels inked)", page, p.ID, 100*f)
+			}
+		}
+	}
+	if f := inked(v.page); f < 0.02 {
+		t.Errorf("%s: page screenshot is blank (%.2f%% of pixels inked)", page, 100*f)
+	}
+}
+
+// TestReportInChromium opens a report and a comparison in headless Chromium: no console
+// errors, nothing fetched, every plot present and drawn, screenshots not blank. A negative
+// control first shows that the checks catch a broken page.
+func TestReportInChromium(t *testing.T) {
+	start := time.Now()
+	b := newBrowser(t, 60*time.Second)
+
+	// Negative control: a script error, a console.error, a refused external image and a blank
+	// body must all be seen.
+	bad := filepath.Join(t.TempDir(), "bad.html")
+	writeFiles(t, filepath.Dir(bad), map[string]string{"bad.html": `<!DOCTYPE html><html><head>
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'">
+</head><body><img src="http://127.0.0.1:9/x.png" alt="">
+<script>console.error("logged error"); throw new Error("boom");</script></body></html>`})
+	v := b.open(t, bad, []string{idFCT})
+	all := strings.Join(v.console, "\n")
+	for _, want := range []string{"logged error", "boom", "Content Security Policy"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("negative control: console lacks %q; got:\n%s", want, all)
+		}
+	}
+	if len(v.plots) != 1 || v.plots[0].Found {
+		t.Errorf("negative control: #%s found on a page without it", idFCT)
+	}
+	if f := inked(v.page); f > 0.02 {
+		t.Errorf("negative control: blank page has %.2f%% of pixels inked", 100*f)
+	}
+
+	dir := synthDir(t, defaultSynth())
+	if err := Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	b.open(t, filepath.Join(dir, ReportFile), allPlotIDs).check(t, ReportFile)
+
+	other := defaultSynth()
+	other.scale, other.name = 1.5, "slower"
+	cmp := filepath.Join(t.TempDir(), "compare.html")
+	if err := WriteCompare(cmp, nil, []string{dir, synthDir(t, other)}); err != nil {
+		t.Fatal(err)
+	}
+	b.open(t, cmp, []string{idFCT, idThroughput}).check(t, "compare.html")
+
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("browser test took %v, budget 20s", d)
+	}
+}

@@ -1,0 +1,192 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// WriteCompare reads the results folders dirs (each as [Write] reads one) and writes out, one
+// self-contained HTML page comparing the runs: their headline figures side by side with each
+// later run's ratio to the first, their FCT CDFs overlaid, and the throughput of each run's
+// NIC ports (all planes) over time. names[i] labels dirs[i]; names may be nil, and an empty
+// name falls back to the scenario name in summary.json, then to the folder's name.
+//
+// A run lacking a file is named in the plot's caption; a plot no run has data for becomes a
+// "no data" note. Errors: no dirs, names and dirs of different lengths, a folder that cannot
+// be read, a malformed file (a *FileError naming the file, line and column), or out that
+// cannot be written. The same inputs give a byte-identical page.
+func WriteCompare(out string, names []string, dirs []string) error {
+	if len(dirs) == 0 {
+		return errors.New("report: compare: no results folders")
+	}
+	if names != nil && len(names) != len(dirs) {
+		return fmt.Errorf("report: compare: %d names for %d results folders", len(names), len(dirs))
+	}
+	runs := make([]*runData, len(dirs))
+	for i, d := range dirs {
+		name := ""
+		if names != nil {
+			name = names[i]
+		}
+		r, err := loadRun(d, name)
+		if err != nil {
+			return err
+		}
+		runs[i] = r
+	}
+	pg, err := comparePage(runs)
+	if err != nil {
+		return fmt.Errorf("report: compare: %w", err)
+	}
+	return writePage(out, pg)
+}
+
+// comparePage builds the page comparing runs.
+func comparePage(runs []*runData) (*page, error) {
+	names := make([]string, len(runs))
+	for i, r := range runs {
+		names[i] = r.name
+	}
+	pg := &page{
+		Title:    "lockstep comparison: " + strings.Join(names, " vs "),
+		Subtitle: fmt.Sprintf("%d runs; ratios are to the first, %s.", len(runs), names[0]),
+	}
+	for _, r := range runs {
+		pg.Sources = append(pg.Sources, source{Run: r.name, Files: r.files})
+	}
+	pg.Headline, pg.Note = compareTable(runs)
+	fct, err := compareFCT(runs)
+	if err != nil {
+		return nil, err
+	}
+	tp, err := compareThroughput(runs)
+	if err != nil {
+		return nil, err
+	}
+	pg.Figures = []figure{fct, tp}
+	return pg, nil
+}
+
+// compareTable is the headline figures of every run side by side: for each run after the
+// first, its value and its ratio to the first run's (when both are numbers and the first is
+// not zero).
+func compareTable(runs []*runData) (*htmlTable, string) {
+	sums := make([]*summaryData, len(runs))
+	var missing []string
+	for i, r := range runs {
+		sums[i] = r.summary
+		if r.summary == nil {
+			missing = append(missing, r.name)
+		}
+	}
+	paths := headline(sums...)
+	if len(paths) == 0 {
+		return nil, "no data: " + absent(fileSummary)
+	}
+	t := &htmlTable{ID: "headline-table", Head: []string{"figure", runs[0].name},
+		Caption: "Units are in the names (docs/outputs.md). Ratio: the run's figure over " + runs[0].name + "'s."}
+	for _, r := range runs[1:] {
+		t.Head = append(t.Head, r.name, "ratio")
+	}
+	for _, p := range paths {
+		row := []cell{{Text: p}}
+		base, baseOK := sums[0].number(p)
+		for i, s := range sums {
+			f, ok := s.get(p)
+			if !ok {
+				row = append(row, cell{Text: "-"})
+			} else {
+				row = append(row, cell{Text: f.value, Num: f.num})
+			}
+			if i == 0 {
+				continue
+			}
+			v, vOK := s.number(p)
+			if baseOK && vOK && base != 0 {
+				row = append(row, cell{Text: fmtRatio(v / base), Num: true})
+			} else {
+				row = append(row, cell{})
+			}
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	if len(missing) > 0 {
+		t.Note = "No summary.json: " + strings.Join(missing, ", ") + "."
+	}
+	return t, ""
+}
+
+// fmtRatio formats a ratio with three significant digits ("1.05x", "0.333x", "12.4x").
+func fmtRatio(r float64) string {
+	return strconv.FormatFloat(r, 'g', 3, 64) + "x"
+}
+
+// compareFCT overlays the FCT CDFs of the runs.
+func compareFCT(runs []*runData) (figure, error) {
+	const title = "Flow completion time (CDF)"
+	pn := newPanel("", "flow completion time (us)", "fraction of flows").grid()
+	var without, stats []string
+	lo, hi := 0.0, 0.0
+	for i, r := range runs {
+		if r.flows == nil || len(r.flows.fct) == 0 {
+			without = append(without, r.name)
+			continue
+		}
+		f := r.flows.fct
+		if len(stats) == 0 || f[0] < lo {
+			lo = f[0]
+		}
+		hi = max(hi, f[len(f)-1])
+		if err := pn.line(i, r.name, cdfPoints(f, maxLinePts/2)); err != nil {
+			return figure{}, err
+		}
+		stats = append(stats, fmt.Sprintf("%s p50 %s us, p99 %s us", r.name, fmtNum(quantile(f, 0.5)), fmtNum(quantile(f, 0.99))))
+	}
+	if len(stats) == 0 {
+		return noData(idFCT, title, "no run has a flows.csv with completed flows (workload runs leave it empty; raw traffic has no completion time)"), nil
+	}
+	if lo > 0 && hi/lo > 100 {
+		pn.logX()
+	}
+	pn.p.Y.Min, pn.p.Y.Max = 0, 1
+	svg, err := figureSVG(idFCT, title, 0, pn)
+	caption := strings.Join(stats, "; ") + "."
+	if len(without) > 0 {
+		caption += " No completed flows: " + strings.Join(without, ", ") + "."
+	}
+	return figure{ID: idFCT, Title: title, Caption: caption, SVG: svg}, err
+}
+
+// compareThroughput overlays each run's NIC throughput (all planes) over time.
+func compareThroughput(runs []*runData) (figure, error) {
+	const title = "Throughput per run"
+	pn := newPanel("", "time (us)", "sent by NIC ports, all planes (Gb/s)").grid()
+	var without []string
+	tMax, drawn := 0.0, 0
+	for i, r := range runs {
+		l := r.links
+		if l == nil || len(l.planes) == 0 {
+			without = append(without, r.name)
+			continue
+		}
+		tMax = max(tMax, r.tMax())
+		groups := colGroups(len(l.intervals), maxLinePts/2)
+		if err := pn.line(i, r.name, stepPoints(l.intervals, groups, l.totalGbps)); err != nil {
+			return figure{}, err
+		}
+		drawn++
+	}
+	if drawn == 0 {
+		return noData(idThroughput, title, "no run has a links.csv with host NIC ports ("+whyAbsent[fileLinks]+")"), nil
+	}
+	pn.timeAxis(tMax)
+	pn.zeroY()
+	svg, err := figureSVG(idThroughput, title, 0, pn)
+	caption := "Wire bytes all host NIC ports of each run put on their links per interval of its links.csv."
+	if len(without) > 0 {
+		caption += " No links.csv: " + strings.Join(without, ", ") + "."
+	}
+	return figure{ID: idThroughput, Title: title, Caption: caption, SVG: svg}, err
+}

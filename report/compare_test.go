@@ -1,0 +1,109 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestWriteCompare(t *testing.T) {
+	base := defaultSynth()
+	slow := defaultSynth()
+	slow.scale, slow.name = 2, "slow"
+	a, b := synthDir(t, base), synthDir(t, slow)
+	out := filepath.Join(t.TempDir(), "compare.html")
+	if err := WriteCompare(out, []string{"base", "twice"}, []string{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(raw)
+	for _, want := range []string{
+		"<title>lockstep comparison: base vs twice</title>",
+		`<svg class="plot" id="fct-cdf"`, `<svg class="plot" id="throughput"`,
+		"<th>base</th><th>twice</th><th>ratio</th>",
+		// end_us doubles: 80 -> 160, ratio 2x; seed stays: ratio 1x.
+		`<td>end_us</td><td class="num">80</td><td class="num">160</td><td class="num">2x</td>`,
+		`<td>seed</td><td class="num">1</td><td class="num">1</td><td class="num">1x</td>`,
+		// A string has no ratio.
+		`<td>scenario</td><td>synth</td><td>slow</td><td></td>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("compare page lacks %q", want)
+		}
+	}
+	checkSelfContained(t, page)
+
+	// Deterministic.
+	out2 := filepath.Join(t.TempDir(), "again.html")
+	if err := WriteCompare(out2, []string{"base", "twice"}, []string{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.ReadFile(out2); string(again) != page {
+		t.Error("two WriteCompare calls on the same inputs differ")
+	}
+}
+
+// TestWriteCompareGaps: runs lacking files are named in the captions; names default to the
+// scenario name, then the folder's name.
+func TestWriteCompareGaps(t *testing.T) {
+	a := synthDir(t, defaultSynth())
+	b := t.TempDir() // nothing at all
+	c := synthDir(t, defaultSynth())
+	os.Remove(filepath.Join(c, fileFlows))
+	out := filepath.Join(t.TempDir(), "c.html")
+	if err := WriteCompare(out, nil, []string{a, b, c}); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(out)
+	page := string(raw)
+	for _, want := range []string{
+		"No completed flows: " + filepath.Base(b) + ", synth.",
+		"No links.csv: " + filepath.Base(b) + ".",
+		"No summary.json: " + filepath.Base(b) + ".",
+		`<td>end_us</td><td class="num">80</td><td>-</td><td></td><td class="num">80</td><td class="num">1x</td>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("compare page lacks %q", want)
+		}
+	}
+
+	// No run with any data: notes, not errors.
+	if err := WriteCompare(out, []string{"x"}, []string{t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = os.ReadFile(out)
+	for _, id := range []string{"headline", idFCT, idThroughput} {
+		if !strings.Contains(string(raw), `id="`+id+`-nodata"`) {
+			t.Errorf("empty comparison lacks the note %s-nodata", id)
+		}
+	}
+}
+
+func TestWriteCompareErrors(t *testing.T) {
+	dir := synthDir(t, defaultSynth())
+	bad := synthDir(t, defaultSynth())
+	writeFiles(t, bad, map[string]string{fileEV: "time_us,good\n1,2\n"})
+	out := filepath.Join(t.TempDir(), "c.html")
+	for _, tc := range []struct {
+		name  string
+		names []string
+		dirs  []string
+		want  string
+	}{
+		{"no folders", nil, nil, "no results folders"},
+		{"names mismatch", []string{"a"}, []string{dir, dir}, "1 names for 2 results folders"},
+		{"missing folder", nil, []string{dir, filepath.Join(dir, "nope")}, "nope"},
+		{"malformed file", nil, []string{dir, bad}, `ev_states.csv line 1 (skip): header lacks column "skip"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := WriteCompare(out, tc.names, tc.dirs)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}

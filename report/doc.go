@@ -1,0 +1,34 @@
+// Package report turns a results folder into a self-contained HTML report and writes
+// Chrome/Perfetto trace files.
+//
+// # The HTML report
+//
+// [Write] reads the files `lockstep run` leaves in a results folder (docs/outputs.md:
+// summary.json, flows.csv, links.csv, pauses.csv, ev_states.csv, faults.csv, collectives.csv)
+// and writes report.html beside them: the headline figures, an FCT CDF, throughput per plane,
+// a queue-depth heatmap over links x time, PFC pauses and MRC EV states over time, and a fault
+// timeline whose spans also shade the time plots. [WriteCompare] writes one page for several
+// runs: their headline figures side by side with ratios to the first, FCT CDFs overlaid and
+// throughput per run.
+//
+// A page is one file that works offline: CSS and the SVG plots are inline, there is no script,
+// and a Content-Security-Policy forbids fetching anything. Plots are drawn on the server with
+// gonum.org/v1/plot (docs/dependencies.md says why). The same inputs give a byte-identical page.
+// A file a run did not write turns its plot into a note ("no data: pauses.csv not written by
+// this run (runs with PFC write it)"); a malformed file is an error naming the file, the line
+// and the column ([FileError]).
+//
+// # Traces
+//
+// [Trace] collects Chrome trace-event format events (the JSON Object Format of "Trace Event
+// Format", Google, 2016: https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMXGEd9d-rjeBPy1TTA):
+// complete events ("X") for spans such as a rank's compute and collective phases or a
+// transfer, instant events ("i") for failures, counter events ("C") and the metadata events
+// ("M") that name processes and threads. Times are given in simulator picoseconds and written
+// in microseconds, the format's unit, with exact decimals.
+//
+// To look at a trace, open https://ui.perfetto.dev in a browser, choose "Open trace file" and
+// pick the file (Perfetto reads it locally; nothing is uploaded). chrome://tracing (Load)
+// reads the same file. Processes are listed by pid with the names given to [Trace.Process],
+// their threads by tid with the names given to [Trace.Thread].
+package report

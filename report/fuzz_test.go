@@ -1,0 +1,190 @@
+package report
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Every reader either parses its input or returns a *FileError naming the file; none panics,
+// and what it parses holds the readers' invariants. Seeds: the synthetic run's files (as the
+// runner writes them), the real runs' headers, and a few broken ones.
+
+// checkReadErr fails unless err is nil or a *FileError naming file.
+func checkReadErr(t *testing.T, file string, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	var fe *FileError
+	if !errors.As(err, &fe) || fe.File != file {
+		t.Fatalf("error %v (%T) is not a *FileError naming %s", err, err, file)
+	}
+	if fe.Err == nil {
+		t.Fatal("FileError without a cause")
+	}
+}
+
+func seed(f *testing.F, file string, extra ...string) {
+	f.Add(defaultSynth().files()[file])
+	body := defaultSynth().files()[file]
+	if head, rest, ok := strings.Cut(body, "\n"); ok {
+		f.Add(head + "\n")
+		if line, _, ok := strings.Cut(rest, "\n"); ok {
+			f.Add(head + "\n" + line + "\n" + line) // no final newline
+			f.Add(head + "\n" + strings.Replace(line, ",", ",\"", 1))
+		}
+	}
+	for _, e := range extra {
+		f.Add(e)
+	}
+}
+
+func FuzzReadFlows(f *testing.F) {
+	seed(f, fileFlows, "fct_us\n1e308\n-0\n", "fct_us\nNaN\n", "fct_us,fct_us\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		d, err := readFlows(fileFlows, strings.NewReader(in))
+		checkReadErr(t, fileFlows, err)
+		if err != nil {
+			return
+		}
+		if !slices.IsSorted(d.fct) || len(d.fct)+d.unfinished != d.rows {
+			t.Fatalf("flows: %d fct (sorted %v) + %d unfinished != %d rows", len(d.fct), slices.IsSorted(d.fct), d.unfinished, d.rows)
+		}
+		for _, v := range d.fct {
+			if v < 0 {
+				t.Fatalf("negative fct %v accepted", v)
+			}
+		}
+		pts := cdfPoints(d.fct, 16)
+		for i := 1; i < len(pts); i++ {
+			if pts[i].Y < pts[i-1].Y || pts[i].X < pts[i-1].X {
+				t.Fatalf("CDF not monotone at %d: %v", i, pts)
+			}
+		}
+	})
+}
+
+func FuzzReadLinks(f *testing.F) {
+	seed(f, fileLinks, "start_us,end_us,port,plane,tier,tx_bytes,queue_max_bytes\n0,1,a,0,-1,5,0\n0,2,a,0,-1,5,7\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		d, err := readLinks(fileLinks, strings.NewReader(in))
+		checkReadErr(t, fileLinks, err)
+		if err != nil {
+			return
+		}
+		if !slices.IsSortedFunc(d.intervals, func(a, b interval) int { return cmp.Compare(a.start, b.start) }) {
+			t.Fatal("intervals not in time order")
+		}
+		for _, iv := range d.intervals {
+			if !(iv.end > iv.start) {
+				t.Fatalf("interval %+v", iv)
+			}
+		}
+		if len(d.nicTx) != len(d.planes) || len(d.tierQ) != len(d.tiers) || len(d.top) > topQueuePorts {
+			t.Fatal("series and their keys disagree")
+		}
+		for _, p := range d.top {
+			if len(p.q) != len(d.intervals) || p.peak > d.maxQueue {
+				t.Fatalf("port %s: %d cells for %d intervals, peak %v of %v", p.name, len(p.q), len(d.intervals), p.peak, d.maxQueue)
+			}
+		}
+		// Drawing what was read never fails.
+		if _, err := throughputFigure(d, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := queueFigure(d, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func FuzzReadPauses(f *testing.F) {
+	seed(f, filePauses, "time_us,port,node,paused_frac,pause_events\n0,x,,1,0\n0,x,,1,0\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		d, err := readPauses(filePauses, strings.NewReader(in))
+		checkReadErr(t, filePauses, err)
+		if err != nil {
+			return
+		}
+		if !slices.IsSorted(d.times) || len(d.total) != len(d.times) || len(d.events) != len(d.times) || len(d.paused) != len(d.tiers) {
+			t.Fatal("pause series and their times disagree")
+		}
+		if _, err := pausesFigure(d, nil, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func FuzzReadEVStates(f *testing.F) {
+	seed(f, fileEV)
+	f.Fuzz(func(t *testing.T, in string) {
+		d, err := readEVStates(fileEV, strings.NewReader(in))
+		checkReadErr(t, fileEV, err)
+		if err != nil {
+			return
+		}
+		for _, c := range d.counts {
+			if len(c) != len(d.times) {
+				t.Fatal("EV counts and times disagree")
+			}
+		}
+		if _, err := evFigure(d, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func FuzzReadFaults(f *testing.F) {
+	seed(f, fileFaults, "action,target,at_us,end_us\ndown,x,5,5\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		d, err := readFaults(fileFaults, strings.NewReader(in))
+		checkReadErr(t, fileFaults, err)
+		if err != nil {
+			return
+		}
+		for _, s := range d.spans {
+			if s.at < 0 || s.end < s.at {
+				t.Fatalf("span %+v", s)
+			}
+		}
+		if _, err := faultFigure(d, 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func FuzzReadCollectives(f *testing.F) {
+	seed(f, fileCollectives)
+	f.Fuzz(func(t *testing.T, in string) {
+		rt, err := readRawTable(fileCollectives, strings.NewReader(in), 3)
+		checkReadErr(t, fileCollectives, err)
+		if err == nil && len(rt.Rows) > 3 {
+			t.Fatalf("%d rows past the limit of 3", len(rt.Rows))
+		}
+	})
+}
+
+func FuzzReadSummary(f *testing.F) {
+	seed(f, fileSummary, "{}", "[]", "", "{\"a\":{\"b\":[1,{\"c\":null}]}}", "{\"a\":1,\"a\":2}", "{\"a\" 1}")
+	f.Fuzz(func(t *testing.T, in string) {
+		s, err := readSummary(fileSummary, strings.NewReader(in))
+		checkReadErr(t, fileSummary, err)
+		if err != nil {
+			var fe *FileError
+			errors.As(err, &fe)
+			if fe.Line < 1 || fe.Column < 1 {
+				t.Fatalf("summary error without a place: %v", err)
+			}
+			return
+		}
+		for i, f := range s.figs {
+			if s.at[f.path] != i {
+				t.Fatalf("index of %s is %d, want %d", f.path, s.at[f.path], i)
+			}
+		}
+		_ = headline(s)
+	})
+}

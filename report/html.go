@@ -1,0 +1,247 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"strings"
+)
+
+// page is what the HTML template renders: one run's report or a comparison of several.
+type page struct {
+	Title    string
+	Subtitle string
+	Headline *htmlTable // nil when summary.json is absent (HeadlineNote says so)
+	Note     string     // headline note
+	Figures  []figure
+	Tables   []*htmlTable // faults.csv, collectives.csv
+	All      *htmlTable   // every leaf of summary.json, folded
+	Sources  []source
+}
+
+// source is one results folder's files, listed at the end of the page.
+type source struct {
+	Run   string
+	Files []fileStatus
+}
+
+// htmlTable is a table of text cells.
+type htmlTable struct {
+	ID      string
+	Title   string
+	Caption string
+	Head    []string
+	Rows    [][]cell
+	Note    string // under the table, e.g. rows left out
+}
+
+// cell is one table cell; numbers are right-aligned.
+type cell struct {
+	Text string
+	Num  bool
+}
+
+// runPage builds the page of one run.
+func runPage(r *runData) (*page, error) {
+	tMax := r.tMax()
+	faults := r.faultSpans()
+	pg := &page{
+		Title:    "lockstep report: " + r.name,
+		Subtitle: subtitle(r.summary),
+		Sources:  []source{{Run: r.name, Files: r.files}},
+	}
+	if r.summary == nil {
+		pg.Note = "no data: " + absent(fileSummary)
+	} else {
+		t := &htmlTable{ID: "headline-table", Head: []string{"figure", "value"},
+			Caption: "Units are in the names: _us microseconds, _bytes bytes, _gbps Gb/s, _GBps GB/s, _pct percent (docs/outputs.md)."}
+		for _, p := range headline(r.summary) {
+			f, _ := r.summary.get(p)
+			t.Rows = append(t.Rows, []cell{{Text: p}, {Text: f.value, Num: f.num}})
+		}
+		pg.Headline = t
+		all := &htmlTable{ID: "summary-table", Title: "Every figure of summary.json", Head: []string{"figure", "value"}}
+		for _, f := range r.summary.figs {
+			all.Rows = append(all.Rows, []cell{{Text: f.path}, {Text: f.value, Num: f.num}})
+		}
+		pg.All = all
+	}
+	builders := []func() (figure, error){
+		func() (figure, error) { return fctFigure(r.flows) },
+		func() (figure, error) { return throughputFigure(r.links, faults, tMax) },
+		func() (figure, error) { return queueFigure(r.links, faults, tMax) },
+		func() (figure, error) { return pausesFigure(r.pauses, faults, tMax, r.interval()) },
+		func() (figure, error) { return evFigure(r.ev, faults, tMax) },
+		func() (figure, error) { return faultFigure(r.faults, tMax) },
+	}
+	for _, b := range builders {
+		f, err := b()
+		if err != nil {
+			return nil, err
+		}
+		pg.Figures = append(pg.Figures, f)
+	}
+	if r.faults != nil {
+		pg.Tables = append(pg.Tables, textTable("faults-table", "What each failure cost (faults.csv)",
+			"Times relative to the failure's start except at_us and end_us; empty cells could not be measured.", fileFaults, r.faults.table))
+	}
+	if r.colls != nil {
+		pg.Tables = append(pg.Tables, textTable("collectives-table", "Collectives (collectives.csv)",
+			"nccl-tests' columns: algbw = size / time, busbw = algbw x the bus factor; model_us is the closed form.", fileCollectives, r.colls))
+	} else {
+		pg.Tables = append(pg.Tables, &htmlTable{ID: "collectives-table", Title: "Collectives (collectives.csv)", Note: "no data: " + absent(fileCollectives)})
+	}
+	return pg, nil
+}
+
+// textTable shows a CSV file as read.
+func textTable(id, title, caption, file string, rt *rawTable) *htmlTable {
+	t := &htmlTable{ID: id, Title: title, Caption: caption, Head: rt.Head}
+	for _, row := range rt.Rows {
+		cs := make([]cell, len(row))
+		for i, v := range row {
+			cs[i] = cell{Text: v, Num: isNumber(v)}
+		}
+		t.Rows = append(t.Rows, cs)
+	}
+	switch {
+	case len(rt.Rows) == 0:
+		t.Note = "no data: " + file + " has no rows"
+	case rt.More > 0:
+		t.Note = fmt.Sprintf("%d more rows in %s are not shown.", rt.More, file)
+	}
+	return t
+}
+
+// isNumber reports whether s reads as a decimal number (for right alignment).
+func isNumber(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if !(c >= '0' && c <= '9' || c == '.' || (c == '-' && i == 0) || c == 'e' || c == 'E' || c == '+') {
+			return false
+		}
+	}
+	return true
+}
+
+// subtitle is one line naming the run from summary.json.
+func subtitle(s *summaryData) string {
+	if s == nil {
+		return ""
+	}
+	var parts []string
+	for _, k := range []struct{ path, unit string }{
+		{"seed", "seed "}, {"hosts", " hosts"}, {"planes", " planes"}, {"switches", " switches"},
+		{"links", " links"}, {"flows", " flows"}, {"end_us", " us simulated"},
+	} {
+		f, ok := s.get(k.path)
+		if !ok {
+			continue
+		}
+		if strings.HasSuffix(k.unit, " ") {
+			parts = append(parts, k.unit+f.value)
+		} else {
+			parts = append(parts, f.value+k.unit)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// pageTmpl renders a page. The Content-Security-Policy forbids every fetch and every script,
+// so a page that tried to load anything from outside would show the browser's refusal (and the
+// headless test, which fails on console errors, would catch it).
+var pageTmpl = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="lockstep report">
+<title>{{.Title}}</title>
+<style>
+body { font-family: "Liberation Sans", Arial, Helvetica, sans-serif; color: #222; background: #fff; margin: 0 auto; padding: 1em 1.5em 3em; max-width: 1040px; line-height: 1.4; }
+h1 { font-size: 1.5em; margin: 0.2em 0; }
+h2 { font-size: 1.15em; margin: 1.6em 0 0.4em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
+.sub { color: #555; margin: 0 0 1em; }
+nav { font-size: 0.9em; margin-bottom: 1em; }
+nav a { margin-right: 0.9em; color: #2a5d9f; text-decoration: none; }
+svg.plot { display: block; width: 100%; height: auto; max-width: 1000px; }
+.caption { color: #444; font-size: 0.9em; margin: 0.3em 0 0; }
+.nodata { color: #7a5b00; background: #fff8e1; border-left: 4px solid #f0b400; padding: 0.5em 0.8em; font-size: 0.95em; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.4em 0; }
+th, td { border: 1px solid #ddd; padding: 0.2em 0.6em; text-align: left; vertical-align: top; }
+th { background: #f3f5f8; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; font-family: "Liberation Mono", Menlo, Consolas, monospace; }
+td.ratio { color: #555; }
+.wide { overflow-x: auto; }
+details { margin-top: 1.5em; }
+summary { cursor: pointer; font-weight: bold; }
+</style>
+</head>
+<body>
+<header>
+<h1>{{.Title}}</h1>
+{{- if .Subtitle}}
+<p class="sub">{{.Subtitle}}</p>
+{{- end}}
+<nav><a href="#headline">headline</a>{{range .Figures}}<a href="#sec-{{.ID}}">{{.Title}}</a>{{end}}{{range .Tables}}<a href="#sec-{{.ID}}">{{.Title}}</a>{{end}}</nav>
+</header>
+<section id="headline">
+<h2>Headline</h2>
+{{- if .Headline}}{{template "table" .Headline}}{{else}}
+<p class="nodata" id="headline-nodata">{{.Note}}</p>
+{{- end}}
+</section>
+{{- range .Figures}}
+<section class="figure" id="sec-{{.ID}}">
+<h2>{{.Title}}</h2>
+{{- if .Note}}
+<p class="nodata" id="{{.ID}}-nodata">{{.Note}}</p>
+{{- else}}
+{{.SVG}}
+<p class="caption">{{.Caption}}</p>
+{{- end}}
+</section>
+{{- end}}
+{{- range .Tables}}
+<section id="sec-{{.ID}}">
+<h2>{{.Title}}</h2>
+{{- if .Rows}}{{template "table" .}}{{else}}
+<p class="nodata" id="{{.ID}}-nodata">{{.Note}}</p>
+{{- end}}
+</section>
+{{- end}}
+{{- if .All}}
+<details id="summary-all">
+<summary>{{.All.Title}}</summary>
+{{template "table" .All}}
+</details>
+{{- end}}
+<section id="sources">
+<h2>Files read</h2>
+<ul>
+{{- range .Sources}}
+<li>{{.Run}}: {{range $i, $f := .Files}}{{if $i}}, {{end}}{{$f.Name}} {{if $f.Found}}({{$f.Size}} bytes){{else}}(absent){{end}}{{end}}</li>
+{{- end}}
+</ul>
+</section>
+</body>
+</html>
+{{define "table"}}
+{{- if .Caption}}
+<p class="caption">{{.Caption}}</p>
+{{- end}}
+<div class="wide"><table id="{{.ID}}">
+<thead><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>
+{{- range .Rows}}
+<tr>{{range .}}<td{{if .Num}} class="num"{{end}}>{{.Text}}</td>{{end}}</tr>
+{{- end}}
+</tbody>
+</table></div>
+{{- if .Note}}
+<p class="caption">{{.Note}}</p>
+{{- end}}
+{{- end}}
+`))

@@ -1,0 +1,189 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// The files of a results folder the report reads (docs/outputs.md), and the one it writes.
+const (
+	fileSummary     = "summary.json"
+	fileFlows       = "flows.csv"
+	fileLinks       = "links.csv"
+	fileEV          = "ev_states.csv"
+	filePauses      = "pauses.csv"
+	fileFaults      = "faults.csv"
+	fileCollectives = "collectives.csv"
+
+	// ReportFile is the name Write gives the page inside the results folder.
+	ReportFile = "report.html"
+)
+
+// runData is one results folder as the report sees it; a nil field is a file the run did not
+// write.
+type runData struct {
+	name    string
+	summary *summaryData
+	flows   *flowsData
+	links   *linksData
+	pauses  *pausesData
+	ev      *evData
+	faults  *faultsData
+	colls   *rawTable
+	files   []fileStatus
+}
+
+// fileStatus says whether a file of the folder was read, for the page's list of sources.
+type fileStatus struct {
+	Name  string
+	Found bool
+	Size  int64 // bytes
+}
+
+// readIn opens dir/name and parses it with read. found is false when the file does not exist;
+// any other failure is an error naming the file.
+func readIn[T any](dir, name string, read func(string, io.Reader) (T, error)) (v T, st fileStatus, err error) {
+	st.Name = name
+	f, err := os.Open(filepath.Join(dir, name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return v, st, nil
+	}
+	if err != nil {
+		return v, st, &FileError{File: name, Err: err}
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil {
+		st.Size = fi.Size()
+	}
+	st.Found = true
+	v, err = read(name, f)
+	return v, st, err
+}
+
+// loadRun reads every file of the results folder dir that the report uses. name labels the run
+// (compare pages); it defaults to the scenario name in summary.json, then to the folder's name.
+func loadRun(dir, name string) (*runData, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("report: results folder: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("report: results folder %s is not a directory", dir)
+	}
+	r := &runData{name: name}
+	var st fileStatus
+	readColls := func(file string, rd io.Reader) (*rawTable, error) { return readRawTable(file, rd, maxTableRows) }
+	for _, read := range []func() error{
+		func() (err error) { r.summary, st, err = readIn(dir, fileSummary, readSummary); return err },
+		func() (err error) { r.flows, st, err = readIn(dir, fileFlows, readFlows); return err },
+		func() (err error) { r.links, st, err = readIn(dir, fileLinks, readLinks); return err },
+		func() (err error) { r.pauses, st, err = readIn(dir, filePauses, readPauses); return err },
+		func() (err error) { r.ev, st, err = readIn(dir, fileEV, readEVStates); return err },
+		func() (err error) { r.faults, st, err = readIn(dir, fileFaults, readFaults); return err },
+		func() (err error) { r.colls, st, err = readIn(dir, fileCollectives, readColls); return err },
+	} {
+		if err := read(); err != nil {
+			return nil, fmt.Errorf("report: %s: %w", dir, err)
+		}
+		r.files = append(r.files, st)
+	}
+	if r.name == "" {
+		if f, ok := r.summary.get("scenario"); ok && f.value != "" {
+			r.name = f.value
+		} else {
+			r.name = filepath.Base(filepath.Clean(dir))
+		}
+	}
+	return r, nil
+}
+
+// tMax is the end of the run's time axis (us): the latest time any of its files mentions.
+func (r *runData) tMax() float64 {
+	t, _ := r.summary.number("end_us")
+	if r.links != nil && len(r.links.intervals) > 0 {
+		t = max(t, r.links.intervals[len(r.links.intervals)-1].end)
+	}
+	if r.ev != nil && len(r.ev.times) > 0 {
+		t = max(t, r.ev.times[len(r.ev.times)-1])
+	}
+	if r.pauses != nil && len(r.pauses.times) > 0 {
+		t = max(t, r.pauses.times[len(r.pauses.times)-1]+minGap(r.pauses.times, 0))
+	}
+	for _, s := range r.faultSpans() {
+		t = max(t, s.at)
+		if !math.IsNaN(s.end) {
+			t = max(t, s.end)
+		}
+	}
+	return t
+}
+
+// interval is the length of links.csv's intervals (us), which pauses.csv shares; 0 without
+// links.csv.
+func (r *runData) interval() float64 {
+	if r.links == nil || len(r.links.intervals) == 0 {
+		return 0
+	}
+	iv := r.links.intervals[0]
+	return iv.end - iv.start
+}
+
+// faultSpans is the run's failures, or none.
+func (r *runData) faultSpans() []faultSpan {
+	if r.faults == nil {
+		return nil
+	}
+	return r.faults.spans
+}
+
+// Write reads the results folder dir written by `lockstep run` and writes dir/report.html: one
+// self-contained page (inline CSS and SVG plots, no script, nothing fetched) with the headline
+// figures of summary.json, the FCT CDF (flows.csv), throughput per plane and a queue-depth
+// heatmap over links x time (links.csv), PFC pauses (pauses.csv), MRC EV states
+// (ev_states.csv), a fault timeline whose spans also shade every time plot (faults.csv), and
+// the tables of faults.csv and collectives.csv.
+//
+// Every file may be absent: its plot is then replaced by a note "no data: <file> not written
+// by this run (why)". A file that is present but malformed is an error (a *FileError in the
+// chain, naming the file, line and column); so is a folder that cannot be read or a page that
+// cannot be written. The same folder gives a byte-identical page. Large inputs are reduced
+// (curves downsampled, the heatmap limited to the deepest ports plus one row per tier), so the
+// page stays small (under 100 KB for 4,096 ports x 130 intervals of links.csv).
+func Write(dir string) error {
+	r, err := loadRun(dir, "")
+	if err != nil {
+		return err
+	}
+	pg, err := runPage(r)
+	if err != nil {
+		return fmt.Errorf("report: %s: %w", dir, err)
+	}
+	return writePage(filepath.Join(dir, ReportFile), pg)
+}
+
+// writePage renders pg into the file out.
+func writePage(out string, pg *page) error {
+	var buf bytes.Buffer
+	if err := pageTmpl.Execute(&buf, pg); err != nil {
+		return fmt.Errorf("report: rendering %s: %w", out, err)
+	}
+	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
+}
+
+// fmtNum formats v rounded to three decimals, without trailing zeros ("186.879", "12", "0.5").
+func fmtNum(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "n/a"
+	}
+	return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64)
+}

@@ -1,0 +1,222 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// leaf is one leaf of summary.json: its path ("mrc.fct_p99_us", "planes_detail[2].trims")
+// and its value as written in the file (numbers keep their digits).
+type leaf struct {
+	path  string
+	value string
+	num   bool // value is a JSON number
+}
+
+// summaryData is summary.json flattened to its leaves, in file order.
+type summaryData struct {
+	figs []leaf
+	at   map[string]int // path -> index in figs
+}
+
+// get returns the leaf at path.
+func (s *summaryData) get(path string) (leaf, bool) {
+	if s == nil {
+		return leaf{}, false
+	}
+	i, ok := s.at[path]
+	if !ok {
+		return leaf{}, false
+	}
+	return s.figs[i], true
+}
+
+// number returns the leaf at path as a float64 when it is a number.
+func (s *summaryData) number(path string) (float64, bool) {
+	f, ok := s.get(path)
+	if !ok || !f.num {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(f.value, 64)
+	return v, err == nil
+}
+
+// readSummary reads summary.json: one JSON object, flattened to its leaves in file order.
+// Errors are *FileError values naming the file and the line and column of the fault.
+func readSummary(file string, r io.Reader) (*summaryData, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, &FileError{File: file, Err: err}
+	}
+	if !json.Valid(data) {
+		// Unmarshal reports where the syntax breaks: the offset just past the offending byte,
+		// or the length of the input when it ends early (then the end is the place).
+		off := int64(len(data))
+		var se *json.SyntaxError
+		if err = json.Unmarshal(data, new(any)); errors.As(err, &se) && se.Offset < off {
+			off = se.Offset - 1
+		}
+		line, col := lineCol(data, off)
+		return nil, &FileError{File: file, Line: line, Column: col, Err: err}
+	}
+	body := bytes.TrimLeft(data, " \t\r\n")
+	if len(body) == 0 || body[0] != '{' {
+		line, col := lineCol(data, int64(len(data)-len(body)))
+		return nil, &FileError{File: file, Line: line, Column: col, Err: errors.New("summary.json must hold one JSON object")}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	s := &summaryData{at: map[string]int{}}
+	if _, err := dec.Token(); err != nil { // the '{' seen above
+		return nil, &FileError{File: file, Err: err}
+	}
+	if err := s.object(dec, ""); err != nil {
+		line, col := lineCol(data, dec.InputOffset())
+		return nil, &FileError{File: file, Line: line, Column: col, Err: err}
+	}
+	return s, nil
+}
+
+// object flattens the members of an object whose '{' was read, then reads its '}'.
+func (s *summaryData) object(dec *json.Decoder, path string) error {
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return fmt.Errorf("object key is %v, not a string", tok)
+		}
+		p := key
+		if path != "" {
+			p = path + "." + key
+		}
+		if err := s.value(dec, p); err != nil {
+			return err
+		}
+	}
+	_, err := dec.Token()
+	return err
+}
+
+// value flattens the next JSON value at path.
+func (s *summaryData) value(dec *json.Decoder, path string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch v := tok.(type) {
+	case json.Delim:
+		if v == '{' {
+			return s.object(dec, path)
+		}
+		for i := 0; dec.More(); i++ {
+			if err := s.value(dec, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		_, err := dec.Token()
+		return err
+	case json.Number:
+		s.add(leaf{path: path, value: v.String(), num: true})
+	case string:
+		s.add(leaf{path: path, value: v})
+	case bool:
+		s.add(leaf{path: path, value: strconv.FormatBool(v)})
+	case nil:
+		s.add(leaf{path: path, value: "null"})
+	}
+	return nil
+}
+
+func (s *summaryData) add(f leaf) {
+	if _, dup := s.at[f.path]; dup {
+		return // a repeated key: the first one stands, as the table shows one row per path
+	}
+	s.at[f.path] = len(s.figs)
+	s.figs = append(s.figs, f)
+}
+
+// lineCol converts a byte offset in data to a 1-based line and byte column.
+func lineCol(data []byte, off int64) (line, col int) {
+	off = min(max(off, 0), int64(len(data)))
+	before := data[:off]
+	line = 1 + bytes.Count(before, []byte("\n"))
+	col = int(off) - (bytes.LastIndexByte(before, '\n') + 1) + 1
+	return line, col
+}
+
+// headlinePatterns choose the figures of the headline table, in this order. A pattern is a
+// path of summary.json with "[*]" for any array index and a final ".*" for any one key; the
+// figures a pattern matches keep their order in the file.
+var headlinePatterns = []string{
+	"scenario", "seed", "hosts", "planes", "switches", "links", "flows",
+	"duration_us", "end_us", "offered_gbps", "delivered_gbps", "delivered_fraction",
+	"sent_packets", "delivered_packets", "trimmed_packets", "dropped_packets", "drops_packets.*",
+	"in_flight_packets_at_end", "ce_marks",
+	"latency_p50_us", "latency_p99_us", "latency_p999_us", "latency_max_us",
+	"queue_depth.p50_bytes", "queue_depth.p99_bytes", "queue_depth.max_bytes",
+	"mrc.jct_us", "mrc.fct_p50_us", "mrc.fct_p99_us", "mrc.fct_max_us", "mrc.fct_over_ideal_mean",
+	"mrc.fct_over_ideal_max", "mrc.retx_packets.*", "mrc.timeouts", "mrc.qp_errors",
+	"mrc.ev_good_at_end", "mrc.ev_assumed_bad_at_end", "mrc.ev_denied_at_end",
+	"roce.jct_us", "roce.fct_p50_us", "roce.fct_p99_us", "roce.fct_max_us", "roce.fct_over_ideal_mean",
+	"roce.fct_over_ideal_max", "roce.retx_packets", "roce.timeouts", "roce.cnps_sent", "roce.qp_errors",
+	"pfc.pauses", "pfc.paused_us_total", "pfc.ports_paused", "pfc.most_paused_port",
+	"pfc.headroom_exceeded_ports",
+	"fault_baseline_end_us", "fault_slowdown_us",
+	"collectives[*].name", "collectives[*].op", "collectives[*].size_bytes", "collectives[*].time_us",
+	"collectives[*].busbw_GBps", "collectives[*].time_over_model",
+}
+
+// pathPattern is path with every array index replaced by "[*]".
+func pathPattern(path string) string {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(path, '[')
+		j := strings.IndexByte(path, ']')
+		if i < 0 || j < i {
+			b.WriteString(path)
+			return b.String()
+		}
+		b.WriteString(path[:i])
+		b.WriteString("[*]")
+		path = path[j+1:]
+	}
+}
+
+// matchHeadline reports whether path matches pattern (see headlinePatterns).
+func matchHeadline(pattern, path string) bool {
+	p := pathPattern(path)
+	if parent, ok := strings.CutSuffix(pattern, ".*"); ok {
+		rest, ok := strings.CutPrefix(p, parent+".")
+		return ok && rest != "" && !strings.ContainsAny(rest, ".[")
+	}
+	return p == pattern
+}
+
+// headline returns the paths of the headline figures present in any of sums, in the order of
+// headlinePatterns and, within a pattern, of the first summary that has them.
+func headline(sums ...*summaryData) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, pat := range headlinePatterns {
+		for _, s := range sums {
+			if s == nil {
+				continue
+			}
+			for _, f := range s.figs {
+				if !seen[f.path] && matchHeadline(pat, f.path) {
+					seen[f.path] = true
+					out = append(out, f.path)
+				}
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,152 @@
+package report
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// synthRun is a small but complete results folder: every file the report reads, in the formats
+// of docs/outputs.md, with values made up by formula (2 planes, 4 hosts, 40 intervals of 2 us,
+// a link failure from 30 to 50 us).
+type synthRun struct {
+	intervals int
+	flows     int
+	ports     int     // switch ports per tier (host NIC ports: 4 per plane)
+	scale     float64 // multiplies FCTs and rates, to tell two runs apart
+	name      string
+}
+
+func defaultSynth() synthRun {
+	return synthRun{intervals: 40, flows: 50, ports: 8, scale: 1, name: "synth"}
+}
+
+// files returns the folder's files by name.
+func (s synthRun) files() map[string]string {
+	f := map[string]string{}
+	f[fileSummary] = fmt.Sprintf(`{
+  "scenario": %q,
+  "seed": 1,
+  "hosts": 4,
+  "planes": 2,
+  "switches": 4,
+  "links": 16,
+  "flows": %d,
+  "duration_us": 80,
+  "end_us": %g,
+  "offered_gbps": %g,
+  "delivered_gbps": %g,
+  "drops_packets": {"link_down": 3, "queue_full": 0},
+  "queue_depth": {"p50_bytes": 4231, "p99_bytes": 25391, "max_bytes": 46687},
+  "planes_detail": [{"plane": 0, "trims": 1}, {"plane": 1, "trims": 2}],
+  "mrc": {"jct_us": %g, "fct_p50_us": 40.5, "fct_p99_us": 79, "retx_packets": {"sack_gap": 7, "timeout": 0}, "qp_errors": 0},
+  "pfc": {"pauses": 12, "paused_us_total": 3.5, "ports_paused": 3, "most_paused_port": "p0.t0-0.down1"},
+  "fault_slowdown_us": 2.5,
+  "collectives": [{"name": "dp", "op": "all_reduce", "busbw_GBps": 55.648}]
+}
+`, s.name, s.flows, 80*s.scale, 400*s.scale, 380*s.scale, 80*s.scale)
+
+	var b strings.Builder
+	b.WriteString("flow,transport,src,dst,plane,bytes,delivered_bytes,start_us,done_us,fct_us,ideal_us,fct_over_ideal,goodput_gbps,retx_packets\n")
+	for i := range s.flows {
+		fct := (10 + float64(i*i%97)) * s.scale
+		if i == s.flows-1 {
+			fmt.Fprintf(&b, "%d,mrc,%d,%d,,1048576,524288,0,,,10,,,0\n", i, i%4, (i+1)%4) // never finished
+			continue
+		}
+		fmt.Fprintf(&b, "%d,mrc,%d,%d,,1048576,1048576,0,%g,%g,10,%g,%g,%d\n", i, i%4, (i+1)%4, fct, fct, fct/10, 8*1048576/fct/1e3, i%3)
+	}
+	f[fileFlows] = b.String()
+
+	b.Reset()
+	b.WriteString("start_us,end_us,port,node,plane,tier,rate_gbps,util_pct,tx_bytes,queue_max_bytes,drops\n")
+	for k := range s.intervals {
+		t0, t1 := float64(2*k), float64(2*k+2)
+		for plane := range 2 {
+			for h := range 4 {
+				tx := int(float64(20000+1000*((k+h)%5)) * s.scale)
+				fmt.Fprintf(&b, "%g,%g,h%d.p%d,h%d,%d,-1,100,%g,%d,%d,0\n", t0, t1, h, plane, h, plane, float64(tx)/250, tx, 4230*(h%2))
+			}
+			for tier := range 2 {
+				for p := range s.ports {
+					q := ((k*7 + p*13 + tier*5) % 11) * 4096
+					if k > 15 && k < 25 && p == 1 {
+						q = 0 // a quiet spell
+					}
+					node := fmt.Sprintf("p%d.t%d-0", plane, tier)
+					fmt.Fprintf(&b, "%g,%g,%s.down%d,%s,%d,%d,100,50,%d,%d,%d\n", t0, t1, node, p, node, plane, tier, 12500*p, q, k%2)
+				}
+			}
+		}
+	}
+	f[fileLinks] = b.String()
+
+	b.Reset()
+	b.WriteString("time_us,port,node,paused_frac,pause_events\n")
+	for k := 5; k < s.intervals; k += 3 {
+		fmt.Fprintf(&b, "%d,p0.t0-0.down1,p0.t0-0,%g,%d\n", 2*k, float64(k%4)/4, k%4)
+		fmt.Fprintf(&b, "%d,h2.p0,h2,%g,1\n", 2*k, 0.5)
+	}
+	f[filePauses] = b.String()
+
+	b.Reset()
+	b.WriteString("time_us,good,skip,assumed_bad,denied,placed_bytes\n")
+	for k := 1; k <= s.intervals; k++ {
+		bad := 0
+		if k > 15 && k < 25 {
+			bad = 24
+		}
+		fmt.Fprintf(&b, "%d,%d,%d,%d,%d,%d\n", 2*k, 1024-bad, k%3, bad, bad/2, k*100000)
+	}
+	f[fileEV] = b.String()
+
+	f[fileFaults] = "entry,cycle,action,target,at_us,end_us,detect_us,last_retx_us,recover_us,baseline_gbps,during_gbps,during_fraction,throughput_lost_bytes,packets_dropped,loss_retx_events,qp_errors\n" +
+		"0,0,down,h0.p1,30,50,1.5,10,12,400,300,0.75,10000,3,4,0\n" +
+		"1,0,flap,p0.t0-0.down3,60,,,,,400,,,,0,0,0\n"
+	f[fileCollectives] = "name,size_bytes,count,type,redop,root,op,algorithm,ranks,time_us,algbw_GBps,busbw_GBps,model_us\n" +
+		"dp,4194304,1048576,float,sum,-1,all_reduce,ring,8,131.90,31.80,55.65,113.61\n"
+	return f
+}
+
+// writeFiles writes files into dir.
+func writeFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// synthDir writes s into a new temporary folder and returns it.
+func synthDir(t testing.TB, s synthRun) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeFiles(t, dir, s.files())
+	return dir
+}
+
+// readReport returns dir/report.html.
+func readReport(t testing.TB, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// allPlotIDs are the plots of a complete run's page.
+var allPlotIDs = []string{idFCT, idThroughput, idQueue, idPauses, idEV, idFaults}
+
+// readFileString returns the file at path.
+func readFileString(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

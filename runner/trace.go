@@ -1,0 +1,88 @@
+package runner
+
+import (
+	"fmt"
+
+	"github.com/lockstepsim/lockstep/report"
+	"github.com/lockstepsim/lockstep/sim"
+)
+
+// MaxTraceSpans bounds the spans a trace holds (about 150 bytes each in trace.json): a run with
+// more collectives x ranks or flows keeps the first ones in time and says how many it left
+// out in a final instant event.
+const MaxTraceSpans = 500_000
+
+// Trace threads (tid) within each host's process.
+const (
+	traceTidCollectives = 1 // a rank's part of each collective: launch to its last op
+	traceTidFlows       = 2 // traffic transfers sent by the host: post to last byte acknowledged
+)
+
+// BuildTrace returns the run's Chrome/Perfetto trace (package report): one process per host
+// (pid = host index) with a "collectives" thread holding, for each collective it takes part
+// in, a span from the launch to the rank's last op, and a "flows" thread with each traffic
+// transfer it sends (post to the acknowledgement of its last byte); failures are global
+// instant events. Times are simulated picoseconds. nil when the run has nothing to trace.
+func BuildTrace(res *Result) *report.Trace {
+	t := report.NewTrace()
+	spans, dropped := 0, 0
+	named := map[int]bool{}
+	host := func(h int, tid int, thread string) {
+		if !named[h] {
+			named[h] = true
+			t.Process(h, fmt.Sprintf("h%d", h))
+		}
+		t.Thread(h, tid, thread)
+	}
+	span := func(h, tid int, thread, name, cat string, start, end sim.Time, args map[string]any) {
+		if spans >= MaxTraceSpans {
+			dropped++
+			return
+		}
+		spans++
+		host(h, tid, thread)
+		t.Span(h, tid, name, cat, int64(start), int64(end-start), args)
+	}
+	if c := res.Collective; c != nil {
+		for _, r := range c.Instances {
+			for rank, h := range r.Hosts {
+				end := r.End
+				if rank < len(r.RankEnd) && r.RankEnd[rank] > 0 {
+					end = r.RankEnd[rank]
+				}
+				span(h, traceTidCollectives, "collectives", r.Name, r.Spec.Op.String(), r.Start, end,
+					map[string]any{"rank": rank, "bytes": r.Spec.Bytes, "algorithm": r.Spec.Algo.String(), "ranks": r.Spec.Ranks})
+			}
+		}
+	} else {
+		switch {
+		case res.MRC != nil:
+			for i, f := range res.MRC.m.flows {
+				if f.done > 0 {
+					span(int(f.src), traceTidFlows, "flows", fmt.Sprintf("flow %d -> h%d", i, f.dst), "mrc", f.start, f.done,
+						map[string]any{"flow": i, "dst": int(f.dst), "bytes": f.bytes})
+				}
+			}
+		case res.RoCE != nil:
+			for i, f := range res.RoCE.r.flows {
+				if f.done > 0 {
+					span(int(f.src), traceTidFlows, "flows", fmt.Sprintf("flow %d -> h%d", i, f.dst), "roce", f.start, f.done,
+						map[string]any{"flow": i, "dst": int(f.dst), "bytes": f.bytes, "qps": len(f.qps)})
+				}
+			}
+		}
+	}
+	for _, f := range res.Faults {
+		if f.applied {
+			t.Instant(0, 0, f.Action+" "+f.Name, "fault", int64(f.At), report.ScopeGlobal, map[string]any{"entry": f.Entry})
+		}
+	}
+	if dropped > 0 {
+		t.Instant(0, 0, fmt.Sprintf("trace truncated: %d spans left out (MaxTraceSpans %d)", dropped, MaxTraceSpans), "lockstep",
+			int64(res.Sim.Now()), report.ScopeGlobal, nil)
+	}
+	if t.Len() == 0 {
+		return nil
+	}
+	return t
+}
