@@ -680,3 +680,58 @@ func TestRunTrace(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// Every file of a results folder is byte-identical across two runs with the same seed
+// (report.html and trace.json included), and pauses.csv adds up to summary.json's paused time.
+func TestOutputsIdentical(t *testing.T) {
+	file := filepath.Join("testdata", "roce-incast-victim.yaml")
+	a, b := t.TempDir(), t.TempDir()
+	mustRun(t, "run", file, "--out", a, "--trace", "--quiet")
+	mustRun(t, "run", file, "--out", b, "--trace", "--quiet")
+	entries, err := os.ReadDir(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, e := range entries {
+		names[e.Name()] = true
+		x, y := readFile(t, filepath.Join(a, e.Name())), readFile(t, filepath.Join(b, e.Name()))
+		if e.Name() == "scenario.yaml" { // it records the results folder, which differs here
+			x, y = bytes.ReplaceAll(x, []byte(a), nil), bytes.ReplaceAll(y, []byte(b), nil)
+		}
+		if !bytes.Equal(x, y) {
+			t.Errorf("%s differs between two runs with the same seed", e.Name())
+		}
+	}
+	for _, want := range []string{"summary.json", "scenario.yaml", "flows.csv", "links.csv", "pauses.csv", "report.html", "trace.json"} {
+		if !names[want] {
+			t.Errorf("results folder lacks %s", want)
+		}
+	}
+	var s struct {
+		PFC struct {
+			PausedUsTotal float64 `json:"paused_us_total"`
+		} `json:"pfc"`
+	}
+	if err := json.Unmarshal(readFile(t, filepath.Join(a, "summary.json")), &s); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(readFile(t, filepath.Join(a, "pauses.csv")))).ReadAll()
+	if err != nil || len(rows) < 2 {
+		t.Fatalf("pauses.csv: %v, %d rows", err, len(rows))
+	}
+	links, err := csv.NewReader(bytes.NewReader(readFile(t, filepath.Join(a, "links.csv")))).ReadAll()
+	if err != nil || len(links) < 2 {
+		t.Fatalf("links.csv: %v", err)
+	}
+	start, _ := strconv.ParseFloat(links[1][0], 64)
+	end, _ := strconv.ParseFloat(links[1][1], 64)
+	var paused float64
+	for _, r := range rows[1:] {
+		f, _ := strconv.ParseFloat(r[3], 64)
+		paused += f * (end - start)
+	}
+	if math.Abs(paused-s.PFC.PausedUsTotal) > 0.01*s.PFC.PausedUsTotal+1 {
+		t.Errorf("pauses.csv adds up to %.1f us paused; summary.json says %.1f", paused, s.PFC.PausedUsTotal)
+	}
+}
