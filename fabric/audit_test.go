@@ -75,7 +75,7 @@ func TestConservationMixed(t *testing.T) {
 	}
 	c := h.n.C
 	for r := fabric.DropReason(0); r < fabric.NumDropReasons; r++ {
-		if c.Dropped[r] == 0 {
+		if c.Dropped[r] == 0 && r != fabric.DropHeadroom { // PFC: TestPFCHeadroomDrops
 			t.Errorf("no %s drops: the test does not exercise every reason", r)
 		}
 	}

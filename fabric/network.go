@@ -587,6 +587,10 @@ func (n *Network) enqueue(now sim.Time, pid PortID, p *Packet) {
 		n.dropLinkDown(port, p)
 		return
 	}
+	if p.ingress != 0 && n.pfcOverflow(PortID(p.ingress-1), p) {
+		n.dropAt(&n.Nodes[port.Node], p, DropHeadroom)
+		return
+	}
 	idle := now >= port.txEnd
 	if res, why := port.q.enqueue(now, p, port.LastHop, idle, n.lineBlock(pid)); res == dropped {
 		n.drop(p, why)

@@ -27,8 +27,10 @@ import (
 // ingresses earlier than an idle one. Lossless classes still obey the
 // egress queue limits, so a lossless fabric needs limits above what the ingresses can hold
 // (the runner's RoCE profile raises them); Headroom is what an ingress must absorb after XOFF
-// (what is in flight while the pause travels and takes effect): a port holding more than
-// XOFF + Headroom shows the configuration cannot be lossless (PFCStats.HeadroomExceeded).
+// (what is in flight while the pause travels and takes effect): a lossless packet that would
+// take its ingress past XOFF + Headroom finds no buffer and is dropped (drop reason
+// pfc_headroom, PFCStats.HeadroomDrops): the configuration cannot be lossless. Network.
+// PFCLosslessCheck says so before a run.
 // [PROTOCOLS.md RoCEv2: PFC; IEEE 802.1Qbb.]
 type PFCConfig struct {
 	Enabled bool `yaml:"enabled"`
@@ -146,6 +148,8 @@ type pfcState struct {
 	until    [MaxClasses]sim.Time // this egress's pause of the class runs out then (quanta)
 	quanta   sim.Time             // the pause time this ingress's PAUSE frames ask for
 	frames   int64                // PAUSE frames this ingress sent, refreshes and XONs included
+	overflow int64                // lossless packets dropped here past XOFF + headroom
+	xoffAt   [MaxClasses]int64    // bytes this ingress held when it paused the class
 }
 
 // PFCStats is one port's PFC record: as an egress, the pauses it received and the time its
@@ -159,7 +163,8 @@ type PFCStats struct {
 	PausedTime       sim.Time
 	PausesSent       int64
 	PeakIngressBytes int64
-	HeadroomExceeded bool
+	HeadroomExceeded bool  // the ingress had to drop lossless packets past XOFF + headroom
+	HeadroomDrops    int64 // how many (counted as drops_packets.pfc_headroom)
 }
 
 // SetPFC turns PFC on for every switch ingress with cfg (defaults applied); call it after the
@@ -206,9 +211,9 @@ func (n *Network) PFCStats(p PortID, now sim.Time) PFCStats {
 			s.PausedTime += now - st.since[c]
 		}
 		s.PeakIngressBytes = max(s.PeakIngressBytes, st.peak[c])
-		if st.peak[c] > st.headroom {
-			s.HeadroomExceeded = true
-		}
+	}
+	if st.overflow > 0 {
+		s.HeadroomExceeded, s.HeadroomDrops = true, st.overflow
 	}
 	return s
 }
@@ -248,10 +253,32 @@ func (n *Network) pfcIn(now sim.Time, in PortID, p *Packet) {
 	}
 	if over {
 		st.xoff |= 1 << c
+		st.xoffAt[c] = st.in[c]
 		st.xoffSent++
 		n.pfcFrame(now, port, c, true)
 		n.sim.At(now+st.quanta/2, n.kPFCTimer, int32(in), uint64(c)|1<<8)
 	}
+}
+
+// pfcOverflow reports whether lossless packet p, arriving at an ingress that has paused its
+// class upstream, would take it past the headroom: the bytes it held when it paused plus
+// Headroom (what is in flight while the pause travels and takes effect). A switch has no
+// room for it, so it is dropped (DropHeadroom): a headroom smaller than that loses packets,
+// as on a real switch. An ingress that has not paused never overflows (it pauses first).
+func (n *Network) pfcOverflow(in PortID, p *Packet) bool {
+	c := n.pfcClass(p)
+	if c < 0 {
+		return false
+	}
+	st := n.Ports[in].pfc
+	if st.xoff&(1<<c) == 0 {
+		return false
+	}
+	if st.in[c]+int64(p.Size) > st.xoffAt[c]+st.headroom-int64(n.pfcCfg.XOFF) {
+		st.overflow++
+		return true
+	}
+	return false
 }
 
 // pfcShare moves ingress port's share of its switch's shared buffer from bytes held old to

@@ -56,8 +56,8 @@ func TestPFCIncastLossless(t *testing.T) {
 	}
 }
 
-// Headroom too small for the link: the ingress holds more than XOFF + headroom (what arrives
-// while the pause travels), and PFCStats says the configuration could not be lossless.
+// Headroom too small for the link: what arrives while the pause travels does not fit, the
+// ingress drops it (pfc_headroom), and PFCStats says the configuration could not be lossless.
 func TestPFCHeadroomFlagged(t *testing.T) {
 	nic := fabric.QueueConfig{Limit: bigLimit}
 	h := newStar(t, 1, 4, rate800, 10*sim.Microsecond, nic, fabric.QueueConfig{Limit: 8 << 20})
@@ -73,8 +73,11 @@ func TestPFCHeadroomFlagged(t *testing.T) {
 	for i := range h.n.Ports {
 		exceeded = exceeded || h.n.PFCStats(fabric.PortID(i), h.s.Now()).HeadroomExceeded
 	}
-	if !exceeded {
-		t.Errorf("4 KiB of headroom on a 10 us 800G link was not flagged")
+	if !exceeded || h.n.C.Dropped[fabric.DropHeadroom] == 0 {
+		t.Errorf("4 KiB of headroom on a 10 us 800G link: flagged %v, %d dropped; want drops, flagged", exceeded, h.n.C.Dropped[fabric.DropHeadroom])
+	}
+	if w := h.n.PFCLosslessCheck(5); len(w) == 0 || !strings.Contains(w[0], "headroom") {
+		t.Errorf("lossless check before the run: %q; want the headroom named", w)
 	}
 }
 
@@ -136,8 +139,9 @@ func TestPFCDeadlock(t *testing.T) {
 			continue
 		}
 		h.run(sim.MaxTime)
-		if cycle != "" || len(h.got) != 3*per {
-			t.Errorf("watchdog on: cycle %q, %d of %d delivered; want the deadlock broken", cycle, len(h.got), 3*per)
+		// The watchdog gives up losslessness: what it lets in past the headroom is dropped.
+		if lost := h.n.C.Dropped[fabric.DropHeadroom]; cycle != "" || int64(len(h.got))+lost != 3*per || h.n.InFlight() != 0 {
+			t.Errorf("watchdog on: cycle %q, %d of %d delivered, %d dropped past the headroom; want the deadlock broken", cycle, len(h.got), 3*per, lost)
 		}
 	}
 }

@@ -22,10 +22,11 @@ const (
 	DropNoRoute                          // no usable route: bad source route or no ECMP entry
 	DropLoss                             // lost on the link: SetLoss, SetBER or SetEntropyLoss
 	DropBlackhole                        // received by a switch that forwards nothing (SetBlackhole)
+	DropHeadroom                         // PFC: a lossless ingress past XOFF + headroom (the pause came too late)
 	NumDropReasons
 )
 
-var dropNames = [NumDropReasons]string{"queue_full", "header_overflow", "link_down", "no_route", "loss", "blackhole"}
+var dropNames = [NumDropReasons]string{"queue_full", "header_overflow", "link_down", "no_route", "loss", "blackhole", "pfc_headroom"}
 
 // String returns the reason's snake_case name, as used in summary.json keys.
 func (r DropReason) String() string {

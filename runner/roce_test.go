@@ -161,8 +161,9 @@ func TestRoCEPFC(t *testing.T) {
 }
 
 // Lossless incast of 64 senders under RoCE with PFC: no drop and no ingress past XOFF +
-// headroom when headroom is sized from the links (the default); a headroom smaller than what
-// is in flight while a pause travels is flagged (the configuration cannot be lossless).
+// headroom when headroom is sized from the links (the default); with a headroom smaller than
+// what is in flight while a pause travels, packets are dropped, the configuration is flagged
+// (before the run and after), and go-back-N recovers.
 func TestRoCELosslessIncast64(t *testing.T) {
 	senders := make([]string, 64)
 	for i := range senders {
@@ -178,8 +179,9 @@ func TestRoCELosslessIncast64(t *testing.T) {
 	y := strings.Replace(fmt.Sprintf(roceYAML, 1, 80, 1, tr, ""), "transport:", "fabric: {pfc: {headroom: 1KiB}}\ntransport:", 1)
 	bad := mustRun(t, y).Summary
 	t.Logf("1 KiB headroom: headroom exceeded on %d ports (first %v)", bad.PFC.HeadroomExceeded, bad.PFC.HeadroomPortsFirst)
-	if bad.PFC.HeadroomExceeded == 0 {
-		t.Errorf("1 KiB of headroom was not flagged")
+	if bad.PFC.HeadroomExceeded == 0 || bad.Drops["pfc_headroom"] == 0 || bad.RoCE.FlowsCompleted != 64 {
+		t.Errorf("1 KiB of headroom: %d ports flagged, %d packets dropped past the headroom, %d of 64 done; want drops, flagged, recovered by go-back-N",
+			bad.PFC.HeadroomExceeded, bad.Drops["pfc_headroom"], bad.RoCE.FlowsCompleted)
 	}
 	if len(ok.PFC.ConfigProblems) != 0 || len(bad.PFC.ConfigProblems) == 0 || !strings.Contains(bad.PFC.ConfigProblems[0], "headroom") {
 		t.Errorf("configuration check: default %q, 1 KiB headroom %q; want none, then the headroom named", ok.PFC.ConfigProblems, bad.PFC.ConfigProblems)

@@ -254,7 +254,7 @@ type PFCSummary struct {
 	PortsPaused        int      `json:"ports_paused"`
 	MostPausedPort     string   `json:"most_paused_port,omitempty"`
 	MostPausedUs       float64  `json:"most_paused_us,omitempty"`
-	HeadroomExceeded   int      `json:"headroom_exceeded_ports"`
+	HeadroomExceeded   int      `json:"headroom_exceeded_ports"` // ingresses that dropped lossless packets past XOFF + headroom
 	WatchdogFired      int64    `json:"watchdog_fired"`
 	HeadroomPortsFirst []string `json:"headroom_exceeded_first,omitempty"`
 	// ConfigProblems says, before the run, why the configuration cannot be lossless

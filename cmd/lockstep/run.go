@@ -416,7 +416,7 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 			fmt.Fprintf(w, "; configuration cannot be lossless: %s", p.ConfigProblems[0])
 		}
 		if p.HeadroomExceeded > 0 {
-			fmt.Fprintf(w, "; NOT LOSSLESS: %d ingresses held more than XOFF + headroom (first: %v)", p.HeadroomExceeded, p.HeadroomPortsFirst)
+			fmt.Fprintf(w, "; NOT LOSSLESS: %d ingresses dropped packets past XOFF + headroom (first: %v)", p.HeadroomExceeded, p.HeadroomPortsFirst)
 		}
 		fmt.Fprintln(w)
 	}
