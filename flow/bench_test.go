@@ -1,0 +1,200 @@
+package flow
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/workload/collective"
+)
+
+// clos is a synthetic multi-plane 2-tier Clos for benchmarks and tests: hosts H, planes P;
+// per plane, T0 switches of d down ports and u up ports, and u T1 switches each linked to
+// every T0 of the plane. Directed links, per plane: host->T0 (H), T0->host (H), T0->T1
+// (T0s x u), T1->T0 (T0s x u). All at one rate, one latency per link.
+type clos struct {
+	H, P, d, u int
+	t0s        int
+	perPlane   int
+	hopLat     sim.Time
+	scratch    [][4]int32
+}
+
+func newClos(hosts, planes, down, up int, hopLat sim.Time) *clos {
+	t0s := (hosts + down - 1) / down
+	return &clos{H: hosts, P: planes, d: down, u: up, t0s: t0s, perPlane: 2*hosts + 2*t0s*up, hopLat: hopLat}
+}
+
+func (c *clos) numLinks() int { return c.P * c.perPlane }
+
+func (c *clos) hostUp(p, h int) int32   { return int32(p*c.perPlane + h) }
+func (c *clos) hostDown(p, h int) int32 { return int32(p*c.perPlane + c.H + h) }
+func (c *clos) t0Up(p, t0, j int) int32 { return int32(p*c.perPlane + 2*c.H + t0*c.u + j) }
+func (c *clos) t1Down(p, j, t0 int) int32 {
+	return int32(p*c.perPlane + 2*c.H + c.t0s*c.u + j*c.t0s + t0)
+}
+
+// Paths sprays over every minimal path of every plane (MRC-style): P x u paths across T0s,
+// P within one T0, equal weights. key is ignored.
+func (c *clos) Paths(src, dst int, _ uint64, buf []Path) ([]Path, sim.Time, error) {
+	if src < 0 || dst < 0 || src >= c.H || dst >= c.H || src == dst {
+		return buf, 0, fmt.Errorf("clos: bad pair %d -> %d", src, dst)
+	}
+	buf = buf[:0]
+	ts, td := src/c.d, dst/c.d
+	need := c.P * c.u
+	if cap(c.scratch) < need {
+		c.scratch = make([][4]int32, need)
+	}
+	c.scratch = c.scratch[:need]
+	k := 0
+	for p := 0; p < c.P; p++ {
+		if ts == td {
+			c.scratch[k] = [4]int32{c.hostUp(p, src), c.hostDown(p, dst)}
+			buf = append(buf, Path{Links: c.scratch[k][:2], Weight: 1})
+			k++
+			continue
+		}
+		for j := 0; j < c.u; j++ {
+			c.scratch[k] = [4]int32{c.hostUp(p, src), c.t0Up(p, ts, j), c.t1Down(p, j, td), c.hostDown(p, dst)}
+			buf = append(buf, Path{Links: c.scratch[k][:], Weight: 1})
+			k++
+		}
+	}
+	lat := 2 * c.hopLat
+	if ts != td {
+		lat = 4 * c.hopLat
+	}
+	return buf, lat, nil
+}
+
+// benchNet builds a Net on a clos of `flows` hosts (8 planes x 16 uplinks, 32 hosts per T0,
+// 400 Gb/s links) with one sprayed flow per host to a random other host (a permutation),
+// every flow active and rated.
+func benchNet(tb testing.TB, flows int) (*sim.Sim, *Net) {
+	c := newClos(flows, 8, 32, 16, 500*sim.Nanosecond)
+	caps := make([]float64, c.numLinks())
+	for i := range caps {
+		caps[i] = 400e9
+	}
+	s := sim.New(1)
+	n, err := New(s, caps, Config{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	perm := rng.Perm(flows)
+	var buf []Path
+	for src, dst := range perm {
+		if dst == src {
+			dst = (dst + 1) % flows
+		}
+		buf, _, err = c.Paths(src, dst, 0, buf)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := n.AddFlow(0, Flow{Src: src, Dst: dst, Bytes: 1 << 40, Paths: buf}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := s.Run(1); err != nil {
+		tb.Fatal(err)
+	}
+	if n.Active() != flows {
+		tb.Fatalf("%d active, want %d", n.Active(), flows)
+	}
+	return s, n
+}
+
+func benchRecompute(b *testing.B, flows int) {
+	s, n := benchNet(b, flows)
+	ents := 0
+	for _, sl := range n.active {
+		ents += len(n.flows[sl].ents)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		n.recompute(s.Now())
+	}
+	b.ReportMetric(float64(ents)/float64(flows), "entries/flow")
+}
+
+// BenchmarkRecompute1k: one full max-min recomputation of 1,000 concurrent flows (1,024
+// hosts, a random permutation), each sprayed over 8 planes x 16 paths: 272 (link,
+// coefficient) entries per flow across T0s.
+func BenchmarkRecompute1k(b *testing.B) { benchRecompute(b, 1024) }
+
+// BenchmarkRecompute10k is BenchmarkRecompute1k with 10,240 hosts and flows.
+func BenchmarkRecompute10k(b *testing.B) { benchRecompute(b, 10240) }
+
+// BenchmarkAllToAllRun simulates, end to end, 4,096 sprayed flows of random sizes
+// (64 KiB-4 MiB) between random hosts of a 1,024-host clos, all starting at 0: every
+// completion recomputes the rates. One op is the whole run.
+func BenchmarkAllToAllRun(b *testing.B) {
+	c := newClos(1024, 8, 32, 16, 500*sim.Nanosecond)
+	caps := make([]float64, c.numLinks())
+	for i := range caps {
+		caps[i] = 400e9
+	}
+	b.ReportAllocs()
+	var recs int64
+	for b.Loop() {
+		s := sim.New(1)
+		n, _ := New(s, caps, Config{})
+		rng := rand.New(rand.NewPCG(3, 4))
+		var buf []Path
+		for range 4096 {
+			src, dst := rng.IntN(1024), rng.IntN(1023)
+			if dst >= src {
+				dst++
+			}
+			buf, _, _ = c.Paths(src, dst, 0, buf)
+			if _, err := n.AddFlow(0, Flow{Src: src, Dst: dst, Bytes: 64<<10 + rng.Int64N(4<<20), Paths: buf}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := s.Drain(sim.MaxTime); err != nil {
+			b.Fatal(err)
+		}
+		recs = n.Stats().Recomputes
+	}
+	b.ReportMetric(float64(recs), "recomputes")
+}
+
+// BenchmarkRingAllReduce8k runs, end to end, a 1 GiB ring all-reduce over 8,192 ranks of a
+// sprayed 8-plane clos (8,192 flows of 272 entries): routing, two recomputations, delivery.
+// One op is the whole run.
+func BenchmarkRingAllReduce8k(b *testing.B) {
+	const hosts = 8192
+	c := newClos(hosts, 8, 32, 16, 500*sim.Nanosecond)
+	caps := make([]float64, c.numLinks())
+	for i := range caps {
+		caps[i] = 400e9
+	}
+	comm, err := collective.RangeComm(0, hosts, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sp := collective.NewSpec(collective.AllReduce, hosts, 1<<30)
+	sp.Algo = collective.Ring
+	b.ReportAllocs()
+	var took sim.Time
+	for b.Loop() {
+		s := sim.New(1)
+		n, _ := New(s, caps, Config{})
+		co, _ := NewCollectives(n, c, CollConfig{})
+		if err := co.Launch(0, sp, comm, "", nil); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Drain(sim.MaxTime); err != nil {
+			b.Fatal(err)
+		}
+		if err := co.Incomplete(); err != nil {
+			b.Fatal(err)
+		}
+		took = co.Results()[0].Time()
+	}
+	b.ReportMetric(took.Seconds()*1e3, "sim-ms")
+}

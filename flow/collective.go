@@ -1,0 +1,391 @@
+package flow
+
+import (
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/workload/collective"
+)
+
+// Router tells Collectives how flows cross the fabric.
+//
+// Paths returns the weighted paths (directed link indexes of the Net, see Path) that a flow
+// from host src to host dst with the given key takes, and its one-way latency (propagation
+// plus switch hops; the latency of one message between the two hosts). key identifies the
+// connection (QP, NCCL channel): a RoCE-like router hashes (src, dst, key) to pick one ECMP
+// path of weight 1; an MRC-like router ignores it and returns every minimal path with equal
+// weights. Weights need not be normalised. The result is appended to buf[:0] (which may be
+// returned grown); the Links slices need only stay valid until the next call. Errors: no
+// path (a host out of range, a partitioned fabric); Collectives reports them with the
+// collective's name.
+type Router interface {
+	Paths(src, dst int, key uint64, buf []Path) ([]Path, sim.Time, error)
+}
+
+// CollConfig configures Collectives.
+type CollConfig struct {
+	// FlowCap is every collective flow's rate ceiling in bits per second (a NIC line rate or a
+	// transport's ceiling); 0 means none (the links alone limit the flows).
+	FlowCap float64
+	// OnError, if set, is called with every asynchronous error: a Router error when a phase
+	// starts (the collective then never completes) and a Net stall (Config.OnStall). A runner
+	// typically stops the simulation with it.
+	OnError func(now sim.Time, err error)
+}
+
+// Collectives runs collectives (collective.Spec on a collective.Comm) as flows on a Net. Each
+// collective is expanded into phases of concurrent flows, phases one after another (the model
+// of each algorithm is in expand.go); flows of one phase with the same (src, dst) host pair
+// are one flow. Several collectives may run at once, from independent Launch calls; they
+// share the links. Not safe for concurrent use.
+type Collectives struct {
+	net   *Net
+	s     *sim.Sim
+	r     Router
+	cfg   CollConfig
+	kind  sim.Kind
+	insts []*coll
+
+	running int
+	err     error
+
+	// Scratch for expanding a phase; reused.
+	dem   []demand
+	pbuf  []Path
+	slots []int32
+	lats  []sim.Time
+	gsum  []int64
+	gcnt  []int32
+}
+
+// coll is one launched collective.
+type coll struct {
+	id      int
+	name    string
+	spec    collective.Spec // resolved
+	comm    collective.Comm
+	key     uint64 // base of the Router keys: a hash of the communicator's hosts
+	done    func(now sim.Time)
+	cb      func(now sim.Time) // every flow's Done: one closure per collective
+	phase   int
+	nphase  int
+	left    int // flows of the current phase not yet delivered
+	start   sim.Time
+	end     sim.Time
+	started bool
+	fin     bool
+	err     error
+	flows   int
+	bytes   int64
+}
+
+// NewCollectives returns a collective runner on net routed by r. It chains itself into
+// net's stall hook (the previous Config.OnStall still runs first). Errors: a nil Net or
+// Router, a negative or NaN FlowCap.
+func NewCollectives(net *Net, r Router, cfg CollConfig) (*Collectives, error) {
+	if net == nil || r == nil {
+		return nil, fmt.Errorf("flow: NewCollectives needs a Net and a Router")
+	}
+	if !(cfg.FlowCap >= 0) {
+		return nil, fmt.Errorf("flow: flow cap %v bits/s: must be >= 0 (0 = none)", cfg.FlowCap)
+	}
+	c := &Collectives{net: net, s: net.s, r: r, cfg: cfg}
+	c.kind = c.s.Register("flow.collective", c.onStart)
+	prev := net.cfg.OnStall
+	net.cfg.OnStall = func(now sim.Time, err error) {
+		if prev != nil {
+			prev(now, err)
+		}
+		if c.cfg.OnError != nil {
+			c.cfg.OnError(now, err)
+		}
+	}
+	return c, nil
+}
+
+// maxPhaseFlows bounds the flows one phase may create (an all-to-all over n ranks creates
+// n(n-1)): beyond it Launch fails rather than exhausting memory.
+const maxPhaseFlows = 1 << 26
+
+// Launch schedules the collective spec on comm to start at time at (>= now); done, if not
+// nil, is called once when it completes, from inside the simulation event that completed it.
+// name labels it in errors and results ("" gives "<op>#<index>"). Routing happens when each
+// phase starts, so a link failure before then is seen by the Router. Errors (nothing is
+// launched): an invalid spec (collective.Spec.Resolve), a communicator whose size is not
+// spec.Ranks, a start in the past, an all-to-all of more than 2^26 flows.
+func (c *Collectives) Launch(at sim.Time, spec collective.Spec, comm collective.Comm, name string, done func(now sim.Time)) error {
+	sp, err := spec.Resolve()
+	if err != nil {
+		return err
+	}
+	if comm.Size() != sp.Ranks {
+		return fmt.Errorf("flow: launch %q: communicator has %d ranks, spec has %d", name, comm.Size(), sp.Ranks)
+	}
+	if now := c.s.Now(); at < now {
+		return fmt.Errorf("flow: launch %q: start %v is before now (%v)", name, at, now)
+	}
+	if sp.Op == collective.AllToAll && int64(sp.Ranks)*int64(sp.Ranks-1) > maxPhaseFlows {
+		return fmt.Errorf("flow: launch %q: all_to_all over %d ranks is %d flows; the flow engine takes at most %d per phase",
+			name, sp.Ranks, int64(sp.Ranks)*int64(sp.Ranks-1), maxPhaseFlows)
+	}
+	id := len(c.insts)
+	if id >= 1<<31-1 {
+		return fmt.Errorf("flow: too many collectives launched")
+	}
+	if name == "" {
+		name = fmt.Sprintf("%s#%d", sp.Op, id)
+	}
+	h := fnv.New64a()
+	var b [4]byte
+	for r := 0; r < comm.Size(); r++ {
+		x := comm.Host(r)
+		b = [4]byte{byte(x), byte(x >> 8), byte(x >> 16), byte(x >> 24)}
+		h.Write(b[:])
+	}
+	in := &coll{id: id, name: name, spec: sp, comm: comm, key: sim.Mix64(h.Sum64()), done: done,
+		nphase: numPhases(sp), start: at, end: sim.MaxTime}
+	in.cb = func(now sim.Time) { c.flowDone(now, in) }
+	c.insts = append(c.insts, in)
+	c.running++
+	c.s.At(at, c.kind, int32(id), 0)
+	return nil
+}
+
+func (c *Collectives) onStart(now sim.Time, obj int32, _ uint64) {
+	in := c.insts[obj]
+	in.started = true
+	in.start = now
+	c.startPhase(now, in)
+}
+
+// flowDone is every flow's delivery callback.
+func (c *Collectives) flowDone(now sim.Time, in *coll) {
+	in.left--
+	if in.left == 0 && in.err == nil {
+		in.phase++
+		c.startPhase(now, in)
+	}
+}
+
+// startPhase expands and adds the flows of in's current phase, skipping empty phases, or
+// finishes the collective after its last.
+func (c *Collectives) startPhase(now sim.Time, in *coll) {
+	for ; in.phase < in.nphase; in.phase++ {
+		ph := c.expand(in, in.phase)
+		if len(c.dem) == 0 {
+			continue
+		}
+		if ph.tree {
+			c.mergeDemands()
+		}
+		if err := c.addFlows(now, in, ph); err != nil {
+			c.fail(now, in, err)
+		}
+		return
+	}
+	in.fin = true
+	in.end = now
+	c.running--
+	if in.done != nil {
+		in.done(now)
+	}
+}
+
+// addFlows routes the demands of one phase and adds them to the Net as flows starting now,
+// then sets their latencies (phase.K x the group mean, or x their own).
+func (c *Collectives) addFlows(now sim.Time, in *coll, ph phase) error {
+	C := in.spec.Channels
+	ng := 0
+	c.slots, c.lats = c.slots[:0], c.lats[:0]
+	for di := range c.dem {
+		d := &c.dem[di]
+		src, dst := in.comm.Host(int(d.src)), in.comm.Host(int(d.dst))
+		total := d.b[0] + d.b[1]
+		c.net.beginFlow()
+		var lat sim.Time
+		trees := 1
+		if ph.tree {
+			trees = 2
+		}
+		for t := 0; t < trees; t++ {
+			if d.trees&(1<<t) == 0 {
+				continue
+			}
+			share := 1.0
+			if ph.tree && total > 0 {
+				share = float64(d.b[t]) / float64(total)
+			} else if ph.tree && d.trees == 3 {
+				share = 0.5
+			}
+			if share == 0 {
+				continue
+			}
+			for ch := 0; ch < C; ch++ {
+				logical := ch
+				if ph.tree {
+					logical = 2*ch + t
+				}
+				paths, l, err := c.r.Paths(src, dst, in.key+uint64(logical), c.pbuf[:0])
+				c.pbuf = paths
+				if err != nil {
+					return fmt.Errorf("flow: collective %q rank %d (host %d) -> rank %d (host %d), channel %d: %w",
+						in.name, d.src, src, d.dst, dst, logical, err)
+				}
+				if l < 0 {
+					return fmt.Errorf("flow: collective %q host %d -> %d: router latency %v is negative", in.name, src, dst, l)
+				}
+				lat = max(lat, l)
+				var wsum float64
+				for i := range paths {
+					wsum += paths[i].Weight
+				}
+				if len(paths) > 0 && !(wsum > 0) {
+					return fmt.Errorf("flow: collective %q host %d -> %d: router path weights sum to %v", in.name, src, dst, wsum)
+				}
+				scale := share / float64(C) / wsum
+				for i := range paths {
+					if err := c.net.addPath(paths[i].Links, paths[i].Weight*scale); err != nil {
+						return fmt.Errorf("flow: collective %q host %d -> %d: router path %d: %w", in.name, src, dst, i, err)
+					}
+				}
+			}
+		}
+		slot, err := c.net.commitFlow(now, Flow{Src: src, Dst: dst, Bytes: total, Cap: c.cfg.FlowCap, Done: in.cb})
+		if err != nil {
+			return fmt.Errorf("flow: collective %q: %w", in.name, err)
+		}
+		in.left++
+		in.flows++
+		in.bytes += total
+		c.slots = append(c.slots, slot)
+		c.lats = append(c.lats, lat)
+		ng = max(ng, int(d.group)+1)
+	}
+	if !ph.mean {
+		for i, s := range c.slots {
+			c.net.flows[s].lat = mulTime(c.lats[i], ph.k)
+		}
+		return nil
+	}
+	c.gsum = slices.Grow(c.gsum[:0], ng)[:ng]
+	c.gcnt = slices.Grow(c.gcnt[:0], ng)[:ng]
+	clear(c.gsum)
+	clear(c.gcnt)
+	for i := range c.slots {
+		g := c.dem[i].group
+		c.gsum[g] += int64(c.lats[i])
+		c.gcnt[g]++
+	}
+	for i, s := range c.slots {
+		g := c.dem[i].group
+		c.net.flows[s].lat = meanTimes(c.gsum[g], int64(c.gcnt[g]), ph.k)
+	}
+	return nil
+}
+
+// mulTime returns t x k, saturating at MaxTime.
+func mulTime(t sim.Time, k int64) sim.Time {
+	if t == 0 || k == 0 {
+		return 0
+	}
+	if int64(t) > int64(sim.MaxTime)/k {
+		return sim.MaxTime
+	}
+	return t * sim.Time(k)
+}
+
+// meanTimes returns k x sum / cnt, rounded down, saturating at MaxTime.
+func meanTimes(sum, cnt, k int64) sim.Time {
+	q, r := sum/cnt, sum%cnt
+	return mulTime(sim.Time(q), k) + sim.Time(mulDiv(r, k, cnt))
+}
+
+func (c *Collectives) fail(now sim.Time, in *coll, err error) {
+	in.err = err
+	if c.err == nil {
+		c.err = err
+	}
+	if c.cfg.OnError != nil {
+		c.cfg.OnError(now, err)
+	}
+}
+
+// Running returns how many launched collectives have not completed (failed ones included).
+func (c *Collectives) Running() int { return c.running }
+
+// Err returns the first Router error a phase start met, else the Net's current stall
+// (Net.Err), else nil.
+func (c *Collectives) Err() error {
+	if c.err != nil {
+		return c.err
+	}
+	return c.net.Err()
+}
+
+// Incomplete returns nil when every launched collective has completed, else an error naming
+// up to 10 of those that have not (phase reached, flows outstanding, their error), followed
+// by Err(): what a runner returns when the simulation empties with collectives outstanding.
+func (c *Collectives) Incomplete() error {
+	if c.running == 0 {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "flow: %d collective(s) did not complete", c.running)
+	shown := 0
+	for _, in := range c.insts {
+		if in.fin {
+			continue
+		}
+		if shown == 10 {
+			b.WriteString("\n  ...")
+			break
+		}
+		shown++
+		switch {
+		case !in.started:
+			fmt.Fprintf(&b, "\n  %s: not started (starts at %v)", in.name, in.start)
+		case in.err != nil:
+			fmt.Fprintf(&b, "\n  %s: phase %d of %d failed: %v", in.name, in.phase+1, in.nphase, in.err)
+		default:
+			fmt.Fprintf(&b, "\n  %s: phase %d of %d, %d flow(s) outstanding", in.name, in.phase+1, in.nphase, in.left)
+		}
+	}
+	if err := c.net.Err(); err != nil {
+		fmt.Fprintf(&b, "\n  %v", err)
+	}
+	return fmt.Errorf("%s", b.String())
+}
+
+// CollResult is the outcome of one launched collective.
+type CollResult struct {
+	Name   string
+	Spec   collective.Spec // resolved (Auto replaced)
+	Start  sim.Time        // when it started
+	End    sim.Time        // when its last flow was delivered; MaxTime while not done
+	Done   bool
+	Phases int   // phases of its flow-level expansion
+	Flows  int   // flows added so far
+	Bytes  int64 // payload bytes of those flows
+	Err    error // the Router error that stopped it, if any
+}
+
+// Time returns End-Start, or MaxTime if not done.
+func (r CollResult) Time() sim.Time {
+	if !r.Done {
+		return sim.MaxTime
+	}
+	return r.End - r.Start
+}
+
+// Results returns every launched collective's outcome, in launch order.
+func (c *Collectives) Results() []CollResult {
+	out := make([]CollResult, len(c.insts))
+	for i, in := range c.insts {
+		out[i] = CollResult{Name: in.name, Spec: in.spec, Start: in.start, End: in.end, Done: in.fin,
+			Phases: in.nphase, Flows: in.flows, Bytes: in.bytes, Err: in.err}
+	}
+	return out
+}

@@ -1,0 +1,320 @@
+package flow
+
+import "math"
+
+// Progressive filling (water-filling) for weighted max-min fair rates: Bertsekas & Gallager,
+// Data Networks, 2nd ed., §6.5.2. Every unfrozen flow's rate rises together (the level t);
+// link l saturates at
+//
+//	t_l = (capacity_l - frozen load on l) / (sum of c(f,l) over the unfrozen flows f on l)
+//
+// and the flows crossing the link with the smallest t_l freeze at that level; a capped flow
+// freezes when t reaches its cap. Repeat until every flow is frozen.
+//
+// Implementation. Per used link: rem (capacity minus frozen load), w (sum of the unfrozen
+// coefficients), cnt (unfrozen flows). The links sit in a 4-ary heap keyed by t_l. Freezing
+// a flow at level t <= t_l lowers rem by c t and w by c, which can only raise t_l:
+// (R - c t)/(W - c) >= R/W when t <= R/W. So the heap is lazy: a key is a lower bound, and
+// the top is re-keyed (and sifted down) when its key is found stale, instead of re-keying
+// every link a freeze touches; when half the entries are dead (links whose flows are all
+// frozen) the heap is rebuilt without them in O(size). A link crossed by a single flow
+// saturates exactly when that flow reaches capacity/coefficient, a fixed level, so it is not
+// a heap entry: it is folded with the flow's cap into one heap entry for the flow (its "solo"
+// limit). Host links of permutations and rings are such links; folding them keeps the heap
+// to the shared links. Each flow freezes once, touching its entries once:
+// O(E + L log L + R log L) per fill (package doc, "Cost").
+//
+// Float guards: w is not trusted once cnt reaches 0 (the link leaves the heap), and a key is
+// never below the current level (rounding can make R - c t slightly negative on a link that
+// saturates together with the bottleneck; mathematically t_l >= t).
+
+// linkFill is the per-link scratch of one fill.
+type linkFill struct {
+	rem float64 // capacity minus the load of the frozen flows
+	w   float64 // sum of the coefficients of the unfrozen flows
+	cnt int32   // number of unfrozen flows
+	// heaped: the link has a heap entry (it has more than one flow); once its cnt is 0 the
+	// entry is dead.
+	heaped bool
+}
+
+// fillState is the scratch the fill (and flow construction) reuses; nothing is allocated per
+// recomputation once the slices have grown.
+type fillState struct {
+	ls   []linkFill
+	mark []uint32 // per flow slot: the epoch of the fill in which it froze
+
+	// Per flow slot: the flow's own limit, the least of its cap and capacity/coefficient over
+	// the links it alone crosses, and that link (-1: the cap).
+	solo     []float64
+	soloLink []int32
+	dead     int // heap entries of links with no unfrozen flow left
+	heap     linkHeap
+	epoch    uint32
+
+	// Flow construction (beginFlow, addPath, commitFlow).
+	acc      []float64 // per internal link: accumulated weight of the flow being built
+	touched  []int32   // links with acc != 0
+	wtotal   float64
+	sawLinks bool // a path has links
+}
+
+// fill assigns every active flow its max-min fair rate and bottleneck, sets each used link's
+// load, and updates the stall count. It reports whether a flow became stalled (rate 0) that
+// was not before.
+func (n *Net) fill() bool {
+	fs := &n.fs
+	fs.epoch++
+	if fs.epoch == 0 { // wrapped: clear the marks so no flow looks frozen
+		clear(fs.mark)
+		fs.epoch = 1
+	}
+	ep := fs.epoch
+	ls := fs.ls
+	h := &fs.heap
+	h.reset()
+	for _, s := range n.active {
+		fs.solo[s] = n.flows[s].cap
+		fs.soloLink[s] = -1
+	}
+	if 4*len(n.used) > len(n.capa) {
+		// Most links are in use: visit them in index order (sequential memory access).
+		for l := range n.lists {
+			if k := len(n.lists[l]); k > 0 {
+				n.initLink(int32(l), k)
+			}
+		}
+	} else {
+		for _, l := range n.used {
+			n.initLink(l, len(n.lists[l]))
+		}
+	}
+	for _, s := range n.active {
+		if !math.IsInf(fs.solo[s], 1) {
+			h.key = append(h.key, fs.solo[s])
+			h.link = append(h.link, -1-s)
+		}
+	}
+	h.heapify()
+
+	level := 0.0
+	left := len(n.active)
+	newStall := false
+	marks := fs.mark
+	fs.dead = 0
+	for left > 0 {
+		if 2*fs.dead > h.len() && h.len() > 64 {
+			n.rebuildHeap(level)
+		}
+		// The next event: a link saturating or a flow reaching its own limit.
+		found := false
+		for h.len() > 0 {
+			id := h.link[0]
+			if id < 0 {
+				if marks[-1-id] == ep {
+					h.pop()
+					continue
+				}
+				found = true
+				break
+			}
+			lf := &ls[id]
+			if lf.cnt == 0 {
+				h.pop()
+				fs.dead--
+				continue
+			}
+			k := lf.rem / lf.w
+			if k < level {
+				k = level
+			}
+			if k > h.key[0] {
+				h.key[0] = k
+				h.siftDown(0)
+				continue
+			}
+			h.key[0] = k
+			found = true
+			break
+		}
+		if !found {
+			// Only flows crossing no link and without a cap are left: unconstrained.
+			for _, s := range n.active {
+				if marks[s] != ep {
+					newStall = n.freeze(s, math.Inf(1), -2) || newStall
+					left--
+				}
+			}
+			break
+		}
+		level = max(level, h.key[0])
+		id := h.link[0]
+		h.pop()
+		if id < 0 {
+			s := -1 - id
+			newStall = n.freeze(s, level, fs.soloLink[s]) || newStall
+			left--
+			continue
+		}
+		for _, ref := range n.lists[id] {
+			if marks[ref.slot] != ep {
+				newStall = n.freeze(ref.slot, level, id) || newStall
+				left--
+			}
+		}
+	}
+	for _, l := range n.used {
+		n.load[l] = max(0, n.capa[l]-ls[l].rem)
+	}
+	return newStall
+}
+
+// rebuildHeap drops the dead entries (links without unfrozen flows, frozen flows) and
+// re-keys the rest to their current levels (at least level), in O(heap size): cheaper than
+// popping the dead one by one once they are half the heap.
+func (n *Net) rebuildHeap(level float64) {
+	fs := &n.fs
+	h := &fs.heap
+	ep := fs.epoch
+	k := 0
+	for i, id := range h.link {
+		key := h.key[i]
+		if id < 0 {
+			if fs.mark[-1-id] == ep {
+				continue
+			}
+		} else {
+			lf := &fs.ls[id]
+			if lf.cnt == 0 {
+				continue
+			}
+			key = max(lf.rem/lf.w, level)
+		}
+		h.key[k], h.link[k] = key, id
+		k++
+	}
+	h.key, h.link = h.key[:k], h.link[:k]
+	h.heapify()
+	fs.dead = 0
+}
+
+// initLink starts link l, crossed by k > 0 active flows, for a fill: nothing frozen. A link
+// crossed by one flow saturates exactly when that flow reaches capacity/coefficient, so it
+// becomes a limit of the flow (solo, soloLink) instead of a heap entry: most host links of a
+// permutation or a ring are such links, and they would otherwise fill the heap.
+func (n *Net) initLink(l int32, k int) {
+	fs := &n.fs
+	lf := &fs.ls[l]
+	lf.rem = n.capa[l]
+	lf.w = n.wsum[l]
+	lf.cnt = int32(k)
+	lf.heaped = k > 1
+	if k == 1 {
+		// w is the one flow's coefficient.
+		s := n.lists[l][0].slot
+		if lim := lf.rem / lf.w; lim < fs.solo[s] {
+			fs.solo[s] = lim
+			fs.soloLink[s] = l
+		}
+		return
+	}
+	h := &fs.heap
+	h.key = append(h.key, lf.rem/lf.w)
+	h.link = append(h.link, l)
+}
+
+// freeze fixes the rate of the flow in slot at r (its bottleneck bott: a link, -1 its cap,
+// -2 none) and takes it out of its links' unfrozen sums. It reports whether the flow became
+// stalled (rate 0) just now.
+func (n *Net) freeze(slot int32, r float64, bott int32) bool {
+	f := &n.flows[slot]
+	n.fs.mark[slot] = n.fs.epoch
+	f.rate = r
+	f.bott = bott
+	ls := n.fs.ls
+	for i := range f.ents {
+		e := &f.ents[i]
+		lf := &ls[e.link]
+		lf.rem -= e.coef * r
+		lf.cnt--
+		if lf.cnt == 0 {
+			lf.w = 0
+			if lf.heaped {
+				n.fs.dead++
+			}
+		} else {
+			lf.w -= e.coef
+		}
+	}
+	if stalled := r == 0; stalled != f.stalled {
+		f.stalled = stalled
+		if stalled {
+			n.nStalled++
+			return true
+		}
+		n.nStalled--
+	}
+	return false
+}
+
+// The link heap is 4-ary (half the levels of a binary heap; a node's four children's keys
+// share a cache line) on two parallel slices, keys and links, so comparisons read keys only.
+// Ties between equal keys pop in an order fixed by the inputs (deterministic), not by index.
+
+// linkHeap is a 4-ary min-heap of links keyed by a lower bound of their saturation level.
+type linkHeap struct {
+	key  []float64
+	link []int32
+}
+
+func (h *linkHeap) reset() { h.key, h.link = h.key[:0], h.link[:0] }
+
+func (h *linkHeap) len() int { return len(h.key) }
+
+// heapify orders the heap in O(n) (Floyd).
+func (h *linkHeap) heapify() {
+	n := len(h.key)
+	if n < 2 {
+		return
+	}
+	for i := (n - 2) / 4; i >= 0; i-- {
+		h.siftDown(i)
+	}
+}
+
+// siftDown moves the entry at i down to its place.
+func (h *linkHeap) siftDown(i int) {
+	keys, links := h.key, h.link
+	n := len(keys)
+	k, l := keys[i], links[i]
+	for {
+		c := 4*i + 1
+		if c >= n {
+			break
+		}
+		m := c
+		mk := keys[c]
+		end := min(c+4, n)
+		for j := c + 1; j < end; j++ {
+			if keys[j] < mk {
+				m, mk = j, keys[j]
+			}
+		}
+		if mk >= k {
+			break
+		}
+		keys[i], links[i] = mk, links[m]
+		i = m
+	}
+	keys[i], links[i] = k, l
+}
+
+// pop removes the top entry of the non-empty heap.
+func (h *linkHeap) pop() {
+	n := len(h.key) - 1
+	h.key[0], h.link[0] = h.key[n], h.link[n]
+	h.key, h.link = h.key[:n], h.link[:n]
+	if n > 0 {
+		h.siftDown(0)
+	}
+}

@@ -1,0 +1,802 @@
+package flow
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/lockstepsim/lockstep/sim"
+)
+
+// Path is one route of a flow: the directed link indexes it crosses, in order, and the share
+// of the flow's rate it carries. Weights need not sum to exactly 1; AddFlow normalises them.
+type Path struct {
+	Links  []int32 // directed link indexes in [0, NumLinks()); may be empty (a loopback)
+	Weight float64 // > 0; paths of weight 0 are ignored
+}
+
+// FlowID identifies a flow: its creation order on its Net, from 0.
+type FlowID int64
+
+// Flow describes a flow to add with Net.AddFlow.
+type Flow struct {
+	// Src and Dst are the hosts the flow runs between. The Net does not interpret them; they
+	// name the flow in errors and in FlowInfo. Use -1 when there are none.
+	Src, Dst int
+	// Bytes is the payload, >= 0. A flow of 0 bytes loads no link and is delivered after its
+	// latency.
+	Bytes int64
+	// Paths are the weighted paths the flow's rate splits over (see the package doc). The
+	// Links slices are copied; the caller may reuse them.
+	Paths []Path
+	// Latency (>= 0) is added once: the flow is delivered Latency after its last byte is sent.
+	Latency sim.Time
+	// Cap is the flow's rate ceiling in bits per second (a NIC line rate, a transport's
+	// ceiling); 0 means none.
+	Cap float64
+	// Done, if not nil, is called when the flow is delivered, from inside a simulation event
+	// at that instant. It may add flows and change capacities.
+	Done func(now sim.Time)
+}
+
+// Config configures a Net.
+type Config struct {
+	// OnStall, if set, is called from inside the recomputation that leaves at least one
+	// active flow at rate 0 which was not at rate 0 before (a path through a link of capacity
+	// 0), with Err() as err. A fluid model cannot otherwise stall; a runner typically stops
+	// the simulation with err.
+	OnStall func(now sim.Time, err error)
+}
+
+// Stats are a Net's counters.
+type Stats struct {
+	FlowsAdded     int64         // flows passed to AddFlow
+	FlowsCompleted int64         // flows whose last byte was sent
+	FlowsDelivered int64         // flows delivered (Done called)
+	Recomputes     int64         // rate recomputations
+	Deferred       int64         // recomputations postponed within an instant to batch changes
+	MaxActive      int           // largest number of flows sending at once
+	BytesSent      float64       // payload bytes sent by every flow so far (fluid; fractional)
+	RecomputeWall  time.Duration // wall-clock time spent recomputing rates (not deterministic)
+}
+
+// Flow states.
+const (
+	stFree    uint8 = iota // slot unused
+	stPending              // waiting for its start (in the start heap)
+	stActive               // sending
+	stSent                 // last byte sent, waiting for its delivery (in the delivery heap)
+)
+
+// entry is one (link, coefficient) pair of a flow.
+type entry struct {
+	link int32
+	pos  int32   // index of this flow's linkRef in the link's list, while active
+	coef float64 // sum of the weights of the flow's paths through link, > 0
+}
+
+// linkRef is one active flow crossing a link: the flow's slot and the index of its entry.
+type linkRef struct {
+	slot int32
+	ent  int32
+}
+
+// flowState is one slot of the flow table. Slots are reused after delivery.
+type flowState struct {
+	id        FlowID
+	ents      []entry // sorted by link; capacity kept across reuse of the slot
+	bytes     int64
+	remaining float64 // bytes left to send, as of Net.last
+	rate      float64 // bits per second, from the last recomputation; +Inf for an unconstrained flow
+	cap       float64 // +Inf for none
+	lat       sim.Time
+	start     sim.Time
+	sent      sim.Time // when the last byte left (stSent)
+	src, dst  int32
+	bott      int32 // link that froze the flow at the last recomputation; -1 its cap, -2 none
+	apos      int32 // index in Net.active while active
+	state     uint8
+	stalled   bool // rate 0 at the last recomputation
+	done      func(now sim.Time)
+}
+
+// pend is an entry of a time-ordered heap of flows (starts, deliveries), ordered by (at, id).
+type pend struct {
+	at   sim.Time
+	id   FlowID
+	slot int32
+}
+
+// maxDefers bounds how often one instant's recomputation is postponed behind other events of
+// that instant.
+const maxDefers = 32
+
+// Net is a flow-level network: directed links with capacities and the flows crossing them,
+// run on a *sim.Sim (see the package doc for the model). Not safe for concurrent use; all
+// calls happen inside one simulation (or before it runs).
+type Net struct {
+	s     *sim.Sim
+	cfg   Config
+	kind  sim.Kind
+	timer sim.TimerID
+
+	// Links are numbered internally in order of first use, so that the links of one flow,
+	// and of flows between nearby hosts, sit close in memory whatever the caller's numbering:
+	// the fill's cost is mostly random access to per-link state. Entries, lists and every
+	// per-link slice below use internal numbers; the API uses the caller's.
+	capExt  []float64 // by the caller's index: capacity, bits per second, finite, >= 0
+	ext2int []int32   // caller's index -> internal number, -1 until first used
+	int2ext []int32   // internal number -> caller's index
+
+	// Per internal link.
+	capa  []float64   // capacity (a copy of capExt)
+	lists [][]linkRef // active flows crossing the link
+	wsum  []float64   // sum of the coefficients of lists[l]; exactly 0 when the list is empty
+	load  []float64   // bits per second carried, from the last recomputation
+	bytes []float64   // bytes carried so far
+	upos  []int32     // index in used, or -1
+	used  []int32     // links with at least one active flow, in no particular order
+
+	flows  []flowState
+	free   []int32 // free slots
+	active []int32 // slots of active flows (swap-removed)
+	nextID FlowID
+
+	starts []pend // flows waiting to start
+	deliv  []pend // flows waiting for delivery
+
+	last     sim.Time // remaining bytes are as of this instant
+	nextDone sim.Time // earliest completion under the current rates (MaxTime: none)
+	wakeAt   sim.Time // the timer's deadline (MaxTime: stopped)
+	inWake   bool
+	dirty    bool // rates need recomputing
+	needScan bool // rates changed at last: scan for completions even if no time passed
+	deferAt  sim.Time
+	defers   int
+
+	fs      fillState
+	doneBuf []int32
+
+	stats    Stats
+	nStalled int // active flows at rate 0 after the last recomputation
+}
+
+// New returns a Net on s with len(capacity) directed links, link i of capacity[i] bits per
+// second. Errors: a nil simulation, more than 2^31-1 links, a capacity that is negative, NaN
+// or infinite.
+func New(s *sim.Sim, capacity []float64, cfg Config) (*Net, error) {
+	if s == nil {
+		return nil, fmt.Errorf("flow: New needs a simulation")
+	}
+	if len(capacity) > math.MaxInt32 {
+		return nil, fmt.Errorf("flow: %d links; at most %d", len(capacity), math.MaxInt32)
+	}
+	for i, c := range capacity {
+		if err := checkCap(i, c); err != nil {
+			return nil, err
+		}
+	}
+	n := &Net{
+		s: s, cfg: cfg,
+		capExt:   slices.Clone(capacity),
+		ext2int:  make([]int32, len(capacity)),
+		nextDone: sim.MaxTime, wakeAt: sim.MaxTime, deferAt: -1,
+		last: s.Now(),
+	}
+	for i := range n.ext2int {
+		n.ext2int[i] = -1
+	}
+	n.kind = s.Register("flow.net", n.wake)
+	n.timer = s.NewTimer(n.kind, 0)
+	return n, nil
+}
+
+func checkCap(link int, c float64) error {
+	if !(c >= 0) || math.IsInf(c, 0) {
+		return fmt.Errorf("flow: link %d capacity %v bits/s: must be a finite number >= 0", link, c)
+	}
+	return nil
+}
+
+// NumLinks returns the number of directed links.
+func (n *Net) NumLinks() int { return len(n.capExt) }
+
+// intern returns the internal number of the caller's link l (in range), assigning the next
+// one on first use.
+func (n *Net) intern(l int32) int32 {
+	if i := n.ext2int[l]; i >= 0 {
+		return i
+	}
+	i := int32(len(n.int2ext))
+	n.ext2int[l] = i
+	n.int2ext = append(n.int2ext, l)
+	n.capa = append(n.capa, n.capExt[l])
+	n.lists = append(n.lists, nil)
+	n.wsum = append(n.wsum, 0)
+	n.load = append(n.load, 0)
+	n.bytes = append(n.bytes, 0)
+	n.upos = append(n.upos, -1)
+	n.fs.ls = append(n.fs.ls, linkFill{})
+	n.fs.acc = append(n.fs.acc, 0)
+	return i
+}
+
+// extLink returns the caller's index of internal link i, or i itself when negative (-1 a
+// cap, -2 none).
+func (n *Net) extLink(i int32) int {
+	if i < 0 {
+		return int(i)
+	}
+	return int(n.int2ext[i])
+}
+
+// Capacity returns link's capacity in bits per second (0 for an index out of range).
+func (n *Net) Capacity(link int) float64 {
+	if link < 0 || link >= len(n.capExt) {
+		return 0
+	}
+	return n.capExt[link]
+}
+
+// SetCapacity sets link's capacity to bitsPerSec from the current instant on (0 for a failed
+// link) and recomputes the rates at this instant. Existing flows keep their paths; a flow
+// crossing a link of capacity 0 stalls at rate 0 until it is restored (see Err). Errors: a
+// link out of range, a capacity that is negative, NaN or infinite.
+func (n *Net) SetCapacity(link int, bitsPerSec float64) error {
+	if link < 0 || link >= len(n.capExt) {
+		return fmt.Errorf("flow: SetCapacity: link %d out of range [0, %d)", link, len(n.capExt))
+	}
+	if err := checkCap(link, bitsPerSec); err != nil {
+		return err
+	}
+	n.capExt[link] = bitsPerSec
+	i := n.ext2int[link]
+	if i < 0 || n.capa[i] == bitsPerSec {
+		return nil
+	}
+	n.capa[i] = bitsPerSec
+	if len(n.lists[i]) > 0 {
+		n.dirty = true
+		n.armAt(n.s.Now())
+	}
+	return nil
+}
+
+// AddFlow adds a flow that starts at time at (>= now) and returns its id. Its paths are
+// copied and merged into per-link coefficients now; Done runs at delivery. Errors (nothing is
+// added): a start in the past, negative bytes, a negative latency, a cap that is negative or
+// NaN, a path weight that is negative or NaN or infinite, paths whose weights sum to 0 while
+// some path has links, a link out of range.
+func (n *Net) AddFlow(at sim.Time, f Flow) (FlowID, error) {
+	n.beginFlow()
+	for i := range f.Paths {
+		if err := n.addPath(f.Paths[i].Links, f.Paths[i].Weight); err != nil {
+			return -1, fmt.Errorf("flow: flow %d -> %d: paths[%d]: %w", f.Src, f.Dst, i, err)
+		}
+	}
+	slot, err := n.commitFlow(at, f)
+	if err != nil {
+		return -1, err
+	}
+	return n.flows[slot].id, nil
+}
+
+// beginFlow starts accumulating the paths of a new flow in the fill scratch.
+func (n *Net) beginFlow() {
+	fs := &n.fs
+	for _, l := range fs.touched {
+		fs.acc[l] = 0
+	}
+	fs.touched = fs.touched[:0]
+	fs.wtotal = 0
+	fs.sawLinks = false
+}
+
+// addPath adds one weighted path to the flow being built.
+func (n *Net) addPath(links []int32, w float64) error {
+	if !(w >= 0) || math.IsInf(w, 0) {
+		return fmt.Errorf("weight %v: must be a finite number >= 0", w)
+	}
+	fs := &n.fs
+	for _, l := range links {
+		if l < 0 || int(l) >= len(n.capExt) {
+			return fmt.Errorf("link %d out of range [0, %d)", l, len(n.capExt))
+		}
+	}
+	if len(links) > 0 {
+		fs.sawLinks = true
+	}
+	if w == 0 {
+		return nil
+	}
+	fs.wtotal += w
+	for _, x := range links {
+		l := n.intern(x)
+		if fs.acc[l] == 0 {
+			fs.touched = append(fs.touched, l)
+		}
+		fs.acc[l] += w
+	}
+	return nil
+}
+
+// commitFlow validates f (its Paths are ignored: they were added by addPath) and creates the
+// flow from the accumulated paths. It returns the flow's slot.
+func (n *Net) commitFlow(at sim.Time, f Flow) (int32, error) {
+	now := n.s.Now()
+	switch {
+	case at < now:
+		return -1, fmt.Errorf("flow: flow %d -> %d: start %v is before now (%v)", f.Src, f.Dst, at, now)
+	case f.Bytes < 0:
+		return -1, fmt.Errorf("flow: flow %d -> %d: bytes %d: must be >= 0", f.Src, f.Dst, f.Bytes)
+	case f.Latency < 0:
+		return -1, fmt.Errorf("flow: flow %d -> %d: latency %v: must be >= 0", f.Src, f.Dst, f.Latency)
+	case !(f.Cap >= 0):
+		return -1, fmt.Errorf("flow: flow %d -> %d: cap %v bits/s: must be >= 0 (0 = none)", f.Src, f.Dst, f.Cap)
+	}
+	fs := &n.fs
+	if fs.sawLinks && !(fs.wtotal > 0) {
+		return -1, fmt.Errorf("flow: flow %d -> %d: path weights sum to %v; want > 0", f.Src, f.Dst, fs.wtotal)
+	}
+	var slot int32
+	if k := len(n.free); k > 0 {
+		slot = n.free[k-1]
+		n.free = n.free[:k-1]
+	} else {
+		if len(n.flows) >= math.MaxInt32 {
+			return -1, fmt.Errorf("flow: too many flows in flight (%d)", len(n.flows))
+		}
+		n.flows = append(n.flows, flowState{})
+		n.fs.mark = append(n.fs.mark, 0)
+		n.fs.solo = append(n.fs.solo, 0)
+		n.fs.soloLink = append(n.fs.soloLink, 0)
+		slot = int32(len(n.flows) - 1)
+	}
+	st := &n.flows[slot]
+	ents := st.ents[:0]
+	slices.Sort(fs.touched)
+	inv := 1 / fs.wtotal
+	for _, l := range fs.touched {
+		ents = append(ents, entry{link: l, coef: fs.acc[l] * inv})
+		fs.acc[l] = 0
+	}
+	fs.touched = fs.touched[:0]
+	c := f.Cap
+	if c == 0 {
+		c = math.Inf(1)
+	}
+	*st = flowState{
+		id: n.nextID, ents: ents, bytes: f.Bytes, cap: c, lat: f.Latency, start: at,
+		src: int32(f.Src), dst: int32(f.Dst), bott: -2, apos: -1, state: stPending, done: f.Done,
+	}
+	n.nextID++
+	n.stats.FlowsAdded++
+	n.starts = pushPend(n.starts, pend{at: at, id: st.id, slot: slot})
+	n.armAt(at)
+	return slot, nil
+}
+
+// armAt makes sure the timer fires no later than at. Inside wake the timer is re-armed at
+// the end, so nothing is done.
+func (n *Net) armAt(at sim.Time) {
+	if n.inWake || at >= n.wakeAt {
+		return
+	}
+	n.wakeAt = at
+	n.s.Reset(n.timer, at)
+}
+
+// wake is the Net's only event: it starts due flows, advances the fluid state to now,
+// completes and delivers flows, recomputes the rates if anything changed, and re-arms the
+// timer for the next of these.
+func (n *Net) wake(now sim.Time, _ int32, _ uint64) {
+	n.inWake = true
+	n.wakeAt = sim.MaxTime
+	if now != n.deferAt {
+		n.deferAt, n.defers = now, 0
+	}
+	n.advance(now)
+	for {
+		progress := false
+		for len(n.starts) > 0 && n.starts[0].at <= now {
+			p := n.starts[0]
+			n.starts = popPend(n.starts)
+			n.activate(p.slot)
+			progress = true
+		}
+		if len(n.doneBuf) > 0 {
+			n.complete(now)
+			progress = true
+		}
+		for len(n.deliv) > 0 && n.deliv[0].at <= now {
+			p := n.deliv[0]
+			n.deliv = popPend(n.deliv)
+			n.deliver(now, p.slot)
+			progress = true
+		}
+		if !progress {
+			break
+		}
+	}
+	if n.dirty {
+		if n.defers < maxDefers && n.s.NextAt() == now {
+			// Other events at this instant may change the flows too: recompute after them.
+			n.defers++
+			n.stats.Deferred++
+			n.inWake = false
+			n.wakeAt = now
+			n.s.Reset(n.timer, now)
+			return
+		}
+		n.recompute(now)
+	}
+	n.inWake = false
+	next := n.nextDone
+	if len(n.starts) > 0 {
+		next = min(next, n.starts[0].at)
+	}
+	if len(n.deliv) > 0 {
+		next = min(next, n.deliv[0].at)
+	}
+	if next == sim.MaxTime {
+		n.s.StopTimer(n.timer)
+		return
+	}
+	n.wakeAt = next
+	n.s.Reset(n.timer, next)
+}
+
+// advance moves the fluid state from n.last to now: every active flow sends rate x elapsed,
+// every used link carries load x elapsed. Flows left with less than a byte (or less than half
+// a picosecond of sending) are queued in doneBuf, in no particular order.
+func (n *Net) advance(now sim.Time) {
+	dt := now - n.last
+	if dt <= 0 && !n.needScan {
+		return
+	}
+	n.needScan = false
+	sec := float64(dt) * 1e-12
+	if dt > 0 {
+		var sent float64
+		for _, l := range n.used {
+			b := n.load[l] * sec / 8
+			n.bytes[l] += b
+		}
+		for _, s := range n.active {
+			f := &n.flows[s]
+			before := f.remaining
+			if math.IsInf(f.rate, 1) {
+				f.remaining = 0
+			} else {
+				f.remaining -= f.rate * sec / 8
+			}
+			if f.remaining < 0 {
+				f.remaining = 0
+			}
+			sent += before - f.remaining
+		}
+		n.stats.BytesSent += sent
+		n.last = now
+	}
+	for _, s := range n.active {
+		f := &n.flows[s]
+		if finished(f) {
+			n.doneBuf = append(n.doneBuf, s)
+		}
+	}
+}
+
+// finished reports whether an active flow counts as sent: less than one byte left, or its
+// last byte leaves within half a picosecond (see the package doc, "Events and rounding").
+func finished(f *flowState) bool {
+	if f.remaining < 1 || math.IsInf(f.rate, 1) {
+		return true
+	}
+	return f.rate > 0 && f.remaining*8e12/f.rate < 0.5
+}
+
+// activate starts the flow in slot: it joins its links and the active set.
+func (n *Net) activate(slot int32) {
+	f := &n.flows[slot]
+	f.state = stActive
+	f.remaining = float64(f.bytes)
+	f.rate = 0
+	if f.bytes == 0 {
+		// Nothing to send: delivered after its latency, without touching a link.
+		n.doneBuf = append(n.doneBuf, slot)
+		return
+	}
+	f.apos = int32(len(n.active))
+	n.active = append(n.active, slot)
+	n.stats.MaxActive = max(n.stats.MaxActive, len(n.active))
+	for i := range f.ents {
+		e := &f.ents[i]
+		l := e.link
+		if len(n.lists[l]) == 0 {
+			n.upos[l] = int32(len(n.used))
+			n.used = append(n.used, l)
+			n.load[l] = 0
+		}
+		e.pos = int32(len(n.lists[l]))
+		n.lists[l] = append(n.lists[l], linkRef{slot: slot, ent: int32(i)})
+		n.wsum[l] += e.coef
+	}
+	n.dirty = true
+}
+
+// deactivate removes the active flow in slot from its links and the active set.
+func (n *Net) deactivate(slot int32) {
+	f := &n.flows[slot]
+	if f.apos < 0 {
+		return // a 0-byte flow never joined
+	}
+	last := n.active[len(n.active)-1]
+	n.active[f.apos] = last
+	n.flows[last].apos = f.apos
+	n.active = n.active[:len(n.active)-1]
+	f.apos = -1
+	for i := range f.ents {
+		e := &f.ents[i]
+		l := e.link
+		list := n.lists[l]
+		k := len(list) - 1
+		if int(e.pos) != k {
+			moved := list[k]
+			list[e.pos] = moved
+			n.flows[moved.slot].ents[moved.ent].pos = e.pos
+		}
+		n.lists[l] = list[:k]
+		if k == 0 {
+			n.wsum[l] = 0
+			n.load[l] = 0
+			u := n.upos[l]
+			lu := n.used[len(n.used)-1]
+			n.used[u] = lu
+			n.upos[lu] = u
+			n.used = n.used[:len(n.used)-1]
+			n.upos[l] = -1
+		} else {
+			n.wsum[l] -= e.coef
+		}
+	}
+	if f.stalled {
+		f.stalled = false
+		n.nStalled--
+	}
+	n.dirty = true
+}
+
+// complete finishes the flows queued in doneBuf, in id order: they leave their links and
+// wait for delivery.
+func (n *Net) complete(now sim.Time) {
+	buf := n.doneBuf
+	slices.SortFunc(buf, func(a, b int32) int {
+		ia, ib := n.flows[a].id, n.flows[b].id
+		if ia < ib {
+			return -1
+		}
+		if ia > ib {
+			return 1
+		}
+		return 0
+	})
+	for _, s := range buf {
+		f := &n.flows[s]
+		n.deactivate(s)
+		f.remaining = 0
+		f.state = stSent
+		f.sent = now
+		n.stats.FlowsCompleted++
+		at := now + f.lat
+		if at < now {
+			at = sim.MaxTime
+		}
+		n.deliv = pushPend(n.deliv, pend{at: at, id: f.id, slot: s})
+	}
+	n.doneBuf = buf[:0]
+}
+
+// deliver runs the Done callback of the flow in slot and frees the slot.
+func (n *Net) deliver(now sim.Time, slot int32) {
+	f := &n.flows[slot]
+	done := f.done
+	f.done = nil
+	f.state = stFree
+	n.free = append(n.free, slot)
+	n.stats.FlowsDelivered++
+	if done != nil {
+		done(now)
+	}
+}
+
+// recompute assigns max-min fair rates to the active flows and finds the next completion.
+func (n *Net) recompute(now sim.Time) {
+	t0 := time.Now()
+	n.dirty = false
+	n.needScan = true
+	n.stats.Recomputes++
+	newStall := n.fill()
+	next := sim.MaxTime
+	for _, s := range n.active {
+		f := &n.flows[s]
+		if f.rate == 0 {
+			continue
+		}
+		d := sendTime(f.remaining, f.rate)
+		if d < next-now {
+			next = now + d
+		}
+	}
+	n.nextDone = next
+	n.stats.RecomputeWall += time.Since(t0)
+	if newStall && n.cfg.OnStall != nil {
+		n.cfg.OnStall(now, n.Err())
+	}
+}
+
+// sendTime returns the time to send remaining bytes at rate bits per second (> 0), rounded up
+// to a picosecond (a value within 0.001 ps above a whole number rounds down), at least 1 ps
+// for a finite rate, saturating at MaxTime.
+func sendTime(remaining, rate float64) sim.Time {
+	if math.IsInf(rate, 1) {
+		return 0
+	}
+	x := remaining * 8e12 / rate
+	if x >= 9e18 {
+		return sim.MaxTime
+	}
+	d := sim.Time(math.Ceil(x - 1e-3))
+	return max(d, 1)
+}
+
+// Err returns nil when no active flow is stalled, else an error naming the lowest-id flow at
+// rate 0 (its id and hosts) and the link of capacity 0 that stopped it, with the number of
+// stalled flows. It reflects the last recomputation.
+func (n *Net) Err() error {
+	if n.nStalled == 0 {
+		return nil
+	}
+	var best *flowState
+	for _, s := range n.active {
+		f := &n.flows[s]
+		if f.stalled && (best == nil || f.id < best.id) {
+			best = f
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return &StallError{Flow: best.id, Src: int(best.src), Dst: int(best.dst), Link: n.extLink(best.bott), Stalled: n.nStalled}
+}
+
+// StallError reports flows stuck at rate 0: their path crosses a link of capacity 0.
+type StallError struct {
+	Flow     FlowID // the lowest-id stalled flow
+	Src, Dst int    // its hosts
+	Link     int    // the link of capacity 0 that stopped it
+	Stalled  int    // number of stalled flows
+}
+
+// Error describes the stall.
+func (e *StallError) Error() string {
+	return fmt.Sprintf("flow: flow %d (host %d -> host %d) is stalled at rate 0: its path crosses link %d of capacity 0 (%d flow(s) stalled)",
+		e.Flow, e.Src, e.Dst, e.Link, e.Stalled)
+}
+
+// Active returns the number of flows sending now.
+func (n *Net) Active() int { return len(n.active) }
+
+// InFlight returns the number of flows added and not yet delivered (pending, sending, or
+// waiting out their latency).
+func (n *Net) InFlight() int { return len(n.flows) - len(n.free) }
+
+// Stats returns the Net's counters.
+func (n *Net) Stats() Stats { return n.stats }
+
+// FlowInfo is a snapshot of one sending flow.
+type FlowInfo struct {
+	ID        FlowID
+	Src, Dst  int
+	Bytes     int64    // payload
+	Remaining float64  // bytes left to send now
+	Rate      float64  // bits per second, from the last recomputation
+	Start     sim.Time // when it started
+	// Bottleneck is the link that limits the flow (saturated, and no flow on it runs faster),
+	// -1 when its cap does, -2 when nothing does (no links, no cap: infinite rate).
+	Bottleneck int
+}
+
+// Flows appends a snapshot of every sending flow to buf[:0], in id order, and returns it.
+func (n *Net) Flows(buf []FlowInfo) []FlowInfo {
+	buf = buf[:0]
+	sec := float64(n.s.Now()-n.last) * 1e-12
+	for _, s := range n.active {
+		f := &n.flows[s]
+		rem := f.remaining
+		if sec > 0 && f.rate > 0 {
+			rem = max(0, rem-f.rate*sec/8)
+		}
+		buf = append(buf, FlowInfo{ID: f.id, Src: int(f.src), Dst: int(f.dst), Bytes: f.bytes, Remaining: rem,
+			Rate: f.rate, Start: f.start, Bottleneck: n.extLink(f.bott)})
+	}
+	slices.SortFunc(buf, func(a, b FlowInfo) int {
+		if a.ID < b.ID {
+			return -1
+		}
+		if a.ID > b.ID {
+			return 1
+		}
+		return 0
+	})
+	return buf
+}
+
+// LinkLoad returns the bits per second link carries under the current rates (0 for an
+// index out of range).
+func (n *Net) LinkLoad(link int) float64 {
+	if link < 0 || link >= len(n.capExt) || n.ext2int[link] < 0 {
+		return 0
+	}
+	return n.load[n.ext2int[link]]
+}
+
+// LinkBytes appends to buf[:0] the bytes each link has carried up to now (fluid, fractional),
+// indexed by link, and returns it. A link's utilisation over [t0, t1] is the difference of
+// two snapshots x 8 / (capacity x (t1-t0)).
+func (n *Net) LinkBytes(buf []float64) []float64 {
+	buf = append(buf[:0], make([]float64, len(n.capExt))...)
+	sec := float64(n.s.Now()-n.last) * 1e-12
+	for i, b := range n.bytes {
+		if sec > 0 {
+			b += n.load[i] * sec / 8
+		}
+		buf[n.int2ext[i]] = b
+	}
+	return buf
+}
+
+// pushPend adds p to the heap h, ordered by (at, id).
+func pushPend(h []pend, p pend) []pend {
+	h = append(h, p)
+	i := len(h) - 1
+	for i > 0 {
+		j := (i - 1) / 2
+		if !pendLess(&p, &h[j]) {
+			break
+		}
+		h[i] = h[j]
+		i = j
+	}
+	h[i] = p
+	return h
+}
+
+// popPend removes h[0] from the non-empty heap h.
+func popPend(h []pend) []pend {
+	k := len(h) - 1
+	last := h[k]
+	h = h[:k]
+	if k == 0 {
+		return h
+	}
+	i := 0
+	for {
+		c := 2*i + 1
+		if c >= k {
+			break
+		}
+		if c+1 < k && pendLess(&h[c+1], &h[c]) {
+			c++
+		}
+		if !pendLess(&h[c], &last) {
+			break
+		}
+		h[i] = h[c]
+		i = c
+	}
+	h[i] = last
+	return h
+}
+
+func pendLess(a, b *pend) bool { return a.at < b.at || (a.at == b.at && a.id < b.id) }

@@ -1,0 +1,345 @@
+package training
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/lockstepsim/lockstep/sim"
+)
+
+// ConfigPath is the YAML path of a training configuration in a scenario; Config's errors
+// start with it ("workload.training.plan.tp: ...").
+const ConfigPath = "workload.training"
+
+// DefaultPowerInterval is the power series' default sampling interval.
+const DefaultPowerInterval = 100 * sim.Microsecond
+
+// Config is a scenario's training workload, `workload: training: {...}`:
+//
+//	workload:
+//	  training:
+//	    model: {preset: llama3-70b}        # or inline fields (Model); inline fields override the preset's
+//	    gpu: {preset: h100}                # or inline (GPU)
+//	    gpus: 1024                         # world size; 0: every host of the fabric
+//	    plan: {tp: 8, pp: 4, order: "tp,dp,pp"}   # dp derived (Plan)
+//	    steps: 1000                        # iterations reported; default 1
+//	    sim_steps: 1                       # iterations simulated (the rest repeat the last); default 1
+//	    exact: false                       # simulate every microbatch (no steady-round reuse)
+//	    overlap: true                      # overlap gradient reduction with backward; default true
+//	    bucket_bytes: 80MB                 # default: Megatron-Core's max(40M, 1M x dp) parameters
+//	    chunk_bytes: 512KiB                # collective chunk; default 512 KiB
+//	    power: {interval: 100us}
+//	    goodput: {checkpoint_write: 60s, restart: 600s, gpu_mtbf: 5000h}
+//
+// Decode it with the scenario decoder (or go.yaml.in/yaml/v3); zero fields take the defaults
+// above. Validate checks it without the fabric; Job builds the job for a fabric of a given
+// host count; Run simulates it and returns the Result.
+type Config struct {
+	Model       Model       `yaml:"model"`                  // preset and/or inline shape and batch
+	GPU         GPU         `yaml:"gpu"`                    // preset and/or inline accelerator
+	GPUs        int         `yaml:"gpus,omitempty"`         // world size; 0: every host of the fabric
+	Plan        Plan        `yaml:"plan"`                   // parallelism
+	Steps       int         `yaml:"steps,omitempty"`        // iterations reported; default 1
+	SimSteps    int         `yaml:"sim_steps,omitempty"`    // iterations simulated (<= steps); default 1
+	Exact       bool        `yaml:"exact,omitempty"`        // simulate every microbatch (RunOptions.Exact)
+	Overlap     *bool       `yaml:"overlap,omitempty"`      // overlap gradient reduction with backward; default true
+	BucketBytes sim.Size    `yaml:"bucket_bytes,omitempty"` // gradient bucket; 0: Megatron-Core's default
+	ChunkBytes  sim.Size    `yaml:"chunk_bytes,omitempty"`  // network collectives' chunk; 0: 512 KiB
+	Power       PowerConfig `yaml:"power,omitempty"`        // power series sampling
+	Goodput     Goodput     `yaml:"goodput,omitempty"`      // reliability inputs
+}
+
+// PowerConfig configures the power series.
+type PowerConfig struct {
+	Interval sim.Time `yaml:"interval,omitempty"` // sampling interval; default 100us
+}
+
+// MaxSteps bounds Config.Steps.
+const MaxSteps = 100_000_000
+
+// Validate checks everything that does not need the fabric: model, GPU, plan (against GPUs
+// when it is set), steps, sizes, power and goodput fields. Errors are *FieldError values whose
+// paths start with ConfigPath and name the field, the value and what is allowed:
+//
+//	workload.training.plan.tp: tp=3 does not divide world size 32 (32 = tp x pp x dp needs 32 % (3x2) == 0)
+func (c *Config) Validate() error {
+	return under(ConfigPath, c.validate(c.GPUs))
+}
+
+func (c *Config) validate(world int) error {
+	m, err := c.Model.Resolve()
+	if err != nil {
+		return under("model", err)
+	}
+	g, err := c.GPU.Resolve()
+	if err != nil {
+		return under("gpu", err)
+	}
+	if m.bytesPerElem() == 1 && g.PeakFP8TFLOPS <= 0 {
+		return errorf("gpu.peak_fp8_tflops", "0 but the model's dtype is fp8; give the GPU's dense fp8 peak")
+	}
+	if c.GPUs < 0 || c.GPUs > 1<<24 {
+		return errorf("gpus", "%d: want 0 (every host) or a world size of 1 to %d", c.GPUs, 1<<24)
+	}
+	if world > 0 {
+		if _, err := c.Plan.Resolve(world, m); err != nil {
+			return err
+		}
+	}
+	switch {
+	case c.Steps < 0 || c.Steps > MaxSteps:
+		return errorf("steps", "%d: want 0 (1) to %d iterations", c.Steps, MaxSteps)
+	case c.SimSteps < 0 || c.SimSteps > 1000:
+		return errorf("sim_steps", "%d: want 0 (1) to 1000 simulated iterations", c.SimSteps)
+	case c.BucketBytes < 0:
+		return errorf("bucket_bytes", "%v: want 0 (Megatron-Core's default) or a positive size", c.BucketBytes)
+	case c.ChunkBytes < 0:
+		return errorf("chunk_bytes", "%v: want 0 (512KiB) or a positive size", c.ChunkBytes)
+	case c.Power.Interval < 0:
+		return errorf("power.interval", "%v: want a sampling interval > 0 (default 100us)", c.Power.Interval)
+	}
+	return under("goodput", c.Goodput.validate())
+}
+
+// Job builds the job for a fabric of hosts hosts (GPUs): the world is GPUs, or every host
+// when GPUs is 0. Errors: as Validate, with paths under ConfigPath, and a world larger than
+// the fabric.
+func (c *Config) Job(hosts int) (*Job, error) {
+	world := c.GPUs
+	if world == 0 {
+		world = hosts
+	}
+	if world > hosts {
+		return nil, errorf(ConfigPath+".gpus", "%d is more than the fabric's %d hosts", world, hosts)
+	}
+	if err := c.validate(world); err != nil {
+		return nil, under(ConfigPath, err)
+	}
+	m, _ := c.Model.Resolve()
+	g, _ := c.GPU.Resolve()
+	p, _ := c.Plan.Resolve(world, m)
+	pl, err := NewPlacement(p, g.ScaleUpGPUs)
+	if err != nil {
+		return nil, under(ConfigPath, err)
+	}
+	o := Options{Overlap: c.Overlap == nil || *c.Overlap, BucketBytes: int64(c.BucketBytes), ChunkBytes: int64(c.ChunkBytes)}
+	j, err := NewJob(m, g, p, pl, o)
+	return j, under(ConfigPath, err)
+}
+
+// Env is what the runner knows that the configuration does not.
+type Env struct {
+	NICs  int // NIC ports in the fabric (for NIC failures)
+	Links int // links in the fabric (for link failures)
+	// LinkFailureRestarts is the transport's fraction of link failures that restart the
+	// job, used when goodput.link_failure_restarts is not given: 0 under MRC (absorbed by
+	// spraying), 1 under RoCE (a QP breaks once its retry budget is spent).
+	LinkFailureRestarts float64
+}
+
+// Result is every headline figure of a training run, units in the names. Times are means
+// over ranks unless named max; the step is the last simulated one (later iterations repeat
+// it).
+type Result struct {
+	Model                 string   `json:"model"`                     // model name
+	GPU                   string   `json:"gpu"`                       // GPU name
+	GPUs                  int      `json:"gpus"`                      // world size
+	TP                    int      `json:"tp"`                        // tensor-parallel size
+	PP                    int      `json:"pp"`                        // pipeline stages
+	DP                    int      `json:"dp"`                        // data-parallel replicas
+	EP                    int      `json:"ep"`                        // expert-parallel size
+	Microbatches          int      `json:"microbatches"`              // per pipeline per step
+	SimulatedMicrobatches int      `json:"simulated_microbatches"`    // of which simulated (Trace)
+	Steps                 int      `json:"steps"`                     // iterations reported
+	SimulatedSteps        int      `json:"simulated_steps"`           // of which simulated
+	BucketBytes           int64    `json:"bucket_bytes"`              // gradient bucket in use
+	StepTimeUs            float64  `json:"step_time_us"`              // step time
+	ComputeUs             float64  `json:"compute_us"`                // compute per rank (mean)
+	ExposedCommUs         float64  `json:"exposed_comm_us"`           // TP + PP + DP + EP waits per rank (mean)
+	ExposedCommMaxUs      float64  `json:"exposed_comm_max_us"`       // the same, the most any rank saw
+	TPExposedUs           float64  `json:"tp_exposed_us"`             // tensor-parallel communication (mean)
+	PPWaitUs              float64  `json:"pp_wait_us"`                // pipeline transfers (mean)
+	DPExposedUs           float64  `json:"dp_exposed_us"`             // gradient reduction and ZeRO all-gather (mean)
+	EPExposedUs           float64  `json:"ep_exposed_us"`             // expert all-to-alls (mean)
+	BubbleUs              float64  `json:"bubble_us"`                 // pipeline bubble and end-of-step wait (mean)
+	SyncUs                float64  `json:"sync_us"`                   // waiting for group members (mean)
+	SlowestRank           int      `json:"slowest_rank"`              // the rank that finished the step last
+	SlowestRankCoord      string   `json:"slowest_rank_coord"`        // its coordinates, "tp=0 dp=3 pp=0"
+	SlowestWait           string   `json:"slowest_wait"`              // the category it waited on most
+	SlowestWaitUs         float64  `json:"slowest_wait_us"`           // how long
+	IdealStepUs           float64  `json:"ideal_step_us"`             // compute (incl. NVLink TP) and optimizer of the busiest stage: no bubble, no network
+	MFU                   float64  `json:"mfu"`                       // model FLOPs / (step time x GPUs x dense peak)
+	TokensPerS            float64  `json:"tokens_per_s"`              // global batch tokens / step time
+	RunTimeS              float64  `json:"run_time_s"`                // steps x step time (no failures)
+	PowerIntervalUs       float64  `json:"power_interval_us"`         // power sampling interval
+	PowerMeanMW           float64  `json:"power_mean_mw"`             // mean cluster power over the step
+	PowerMinMW            float64  `json:"power_min_mw"`              // lowest sample
+	PowerMaxMW            float64  `json:"power_max_mw"`              // highest sample
+	PowerSwingMW          float64  `json:"power_swing_mw"`            // max - min over the step
+	SlewMWPerMs           float64  `json:"slew_mw_per_ms"`            // steepest change between samples
+	BatteryMJ             float64  `json:"battery_mj"`                // ∫ max(0, P - mean) dt per step
+	BatteryMWh            float64  `json:"battery_mwh"`               // the same in MWh
+	BatteryRangeMJ        float64  `json:"battery_range_mj"`          // range of ∫ (P - mean) dt per step
+	EnergyPerStepMJ       float64  `json:"energy_per_step_mj"`        // GPU energy per step
+	GoodputFrac           float64  `json:"goodput_frac"`              // Daly's efficiency at the checkpoint interval
+	GoodputMCFrac         float64  `json:"goodput_mc_frac"`           // the Monte Carlo's
+	GoodputMCStdErr       float64  `json:"goodput_mc_stderr"`         // its standard error
+	CkptIntervalS         float64  `json:"ckpt_interval_s"`           // checkpoint interval evaluated (given, else Daly's)
+	CkptYoungS            float64  `json:"ckpt_young_s"`              // Young's optimum
+	CkptDalyS             float64  `json:"ckpt_daly_s"`               // Daly's optimum
+	JobMTBFS              float64  `json:"job_mtbf_s"`                // mean time between restarting failures
+	RestartsPerDay        float64  `json:"restarts_per_day"`          // restarting failures per day
+	AbsorbedPerDay        float64  `json:"absorbed_failures_per_day"` // link failures the transport absorbs, per day
+	Periodic              bool     `json:"periodic"`                  // the reused 1F1B rounds were identical (Trace)
+	Notes                 []string `json:"notes,omitempty"`           // warnings
+
+	trace *Trace
+	power *PowerSeries
+}
+
+// Run simulates the job (built by c.Job) on s with backend b and evaluates power and
+// goodput. Errors: the run's (a stuck rank, a backend refusing a collective) and the power
+// and goodput inputs' (paths under ConfigPath).
+func (c *Config) Run(j *Job, s *sim.Sim, b Backend, env Env) (*Result, error) {
+	steps := max(c.Steps, 1)
+	simSteps := min(max(c.SimSteps, 1), steps)
+	tr, err := j.Run(s, b, RunOptions{Steps: simSteps, Exact: c.Exact})
+	if err != nil {
+		return nil, err
+	}
+	return c.Evaluate(tr, env)
+}
+
+// Evaluate turns a trace (from Job.Run, or Run.Trace for a runner driving the simulation
+// itself) into the Result: headline figures from the last simulated step, the power series
+// and the goodput. Errors: as Run.
+func (c *Config) Evaluate(tr *Trace, env Env) (*Result, error) {
+	if len(tr.Steps) == 0 {
+		return nil, fmt.Errorf("training: the trace has no steps")
+	}
+	j := tr.Job
+	interval := c.Power.Interval
+	if interval == 0 {
+		interval = DefaultPowerInterval
+	}
+	ps, err := tr.Power(interval)
+	if err != nil {
+		return nil, under(ConfigPath, err)
+	}
+	gr, err := c.Goodput.Evaluate(j.World(), env.NICs, env.Links, env.LinkFailureRestarts)
+	if err != nil {
+		return nil, under(ConfigPath+".goodput", err)
+	}
+	st := tr.Steps[len(tr.Steps)-1]
+	pw := ps.Steps[len(ps.Steps)-1]
+	us := func(t sim.Time) float64 { return t.Micros() }
+	steps := max(c.Steps, 1)
+	r := &Result{
+		Model: j.Model.Name, GPU: j.GPU.Name, GPUs: j.World(), TP: j.Plan.TP, PP: j.Plan.PP, DP: j.Plan.DP, EP: j.Plan.EP,
+		Microbatches: j.micro, SimulatedMicrobatches: tr.SimulatedMicrobatches, Steps: steps, SimulatedSteps: len(tr.Steps),
+		BucketBytes: j.bucket,
+		StepTimeUs:  us(st.Time), ComputeUs: us(st.Mean[CatCompute]), ExposedCommUs: us(st.Mean.Exposed()),
+		TPExposedUs: us(st.Mean[CatTP]), PPWaitUs: us(st.Mean[CatPP]), DPExposedUs: us(st.Mean[CatDP]), EPExposedUs: us(st.Mean[CatEP]),
+		BubbleUs: us(st.Mean[CatBubble]), SyncUs: us(st.Mean[CatSync]),
+		SlowestRank: st.Slowest, SlowestRankCoord: j.Placement.Coord(st.Slowest).String(),
+		SlowestWait: st.SlowestWait.String(), SlowestWaitUs: us(st.Ranks[st.Slowest][st.SlowestWait]),
+		IdealStepUs:     us(j.ideal()),
+		MFU:             j.StepFLOPs() / (st.Time.Seconds() * float64(j.World()) * j.GPU.flopsPerSec(j.Model.bytesPerElem()) / j.GPU.Efficiency),
+		TokensPerS:      float64(j.Model.Tokens()) / st.Time.Seconds(),
+		PowerIntervalUs: us(interval), PowerMeanMW: pw.MeanMW, PowerMinMW: pw.MinMW, PowerMaxMW: pw.MaxMW,
+		PowerSwingMW: pw.SwingMW, SlewMWPerMs: pw.SlewMWPerMs, BatteryMJ: pw.BatteryMJ, BatteryMWh: pw.BatteryMWh,
+		BatteryRangeMJ: pw.BatteryRangeMJ, EnergyPerStepMJ: pw.EnergyMJ,
+		GoodputFrac: gr.Efficiency, GoodputMCFrac: gr.MonteCarlo, GoodputMCStdErr: gr.MonteCarloStdErr,
+		CkptIntervalS: gr.Interval, CkptYoungS: gr.Young, CkptDalyS: gr.Daly, JobMTBFS: gr.JobMTBF,
+		RestartsPerDay: gr.RestartsPerDay, AbsorbedPerDay: gr.AbsorbedPerDay,
+		Periodic: tr.Periodic, Notes: tr.Notes,
+		trace: tr, power: ps,
+	}
+	var total sim.Time
+	for _, s := range tr.Steps {
+		total += s.Time
+	}
+	r.RunTimeS = total.Seconds() + float64(steps-len(tr.Steps))*st.Time.Seconds()
+	for _, ex := range st.Ranks {
+		r.ExposedCommMaxUs = max(r.ExposedCommMaxUs, us(ex.Exposed()))
+	}
+	return r, nil
+}
+
+// Trace returns the simulated trace behind the result.
+func (r *Result) Trace() *Trace { return r.trace }
+
+// Power returns the power series behind the result.
+func (r *Result) Power() *PowerSeries { return r.power }
+
+func ftoa(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// WritePowerCSV writes the power series as CSV with the header time_us,power_mw: one row per
+// sample, at the sample's start, over the simulated steps.
+func (r *Result) WritePowerCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write([]string{"time_us", "power_mw"}); err != nil {
+		return err
+	}
+	for i, p := range r.power.MW {
+		t := sim.Time(i) * r.power.Interval
+		if err := cw.Write([]string{ftoa(t.Micros()), strconv.FormatFloat(p, 'f', 6, 64)}); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteStepsCSV writes one row per iteration (Steps rows; iterations after the simulated
+// ones repeat the last, simulated = 0) with the header
+//
+//	step,start_us,step_time_us,compute_us,tp_us,pp_us,dp_us,ep_us,bubble_us,sync_us,exposed_comm_us,slowest_rank,slowest_wait,power_mean_mw,power_swing_mw,slew_mw_per_ms,battery_mwh,simulated
+//
+// Category times are means over ranks.
+func (r *Result) WriteStepsCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write([]string{"step", "start_us", "step_time_us", "compute_us", "tp_us", "pp_us", "dp_us", "ep_us", "bubble_us", "sync_us",
+		"exposed_comm_us", "slowest_rank", "slowest_wait", "power_mean_mw", "power_swing_mw", "slew_mw_per_ms", "battery_mwh", "simulated"}); err != nil {
+		return err
+	}
+	tr := r.trace
+	var start sim.Time
+	for i := 0; i < r.Steps; i++ {
+		k, simd := i, "1"
+		if k >= len(tr.Steps) {
+			k, simd = len(tr.Steps)-1, "0"
+		}
+		st, pw := &tr.Steps[k], r.power.Steps[k]
+		row := []string{strconv.Itoa(i), ftoa(start.Micros()), ftoa(st.Time.Micros())}
+		for c := CatCompute; c < NumCategories; c++ {
+			row = append(row, ftoa(st.Mean[c].Micros()))
+		}
+		row = append(row, ftoa(st.Mean.Exposed().Micros()), strconv.Itoa(st.Slowest), st.SlowestWait.String(),
+			ftoa(pw.MeanMW), ftoa(pw.SwingMW), ftoa(pw.SlewMWPerMs), ftoa(pw.BatteryMWh), simd)
+		if err := cw.Write(row); err != nil {
+			return err
+		}
+		start += st.Time
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// Summary returns a short human summary of the result (a few lines).
+func (r *Result) Summary() string {
+	s := fmt.Sprintf("training %s on %d %s (tp %d pp %d dp %d ep %d, %d microbatches): step %.3f ms (ideal %.3f), MFU %.1f%%, %.0f tokens/s\n",
+		r.Model, r.GPUs, r.GPU, r.TP, r.PP, r.DP, r.EP, r.Microbatches, r.StepTimeUs/1e3, r.IdealStepUs/1e3, 100*r.MFU, r.TokensPerS)
+	s += fmt.Sprintf("  per rank (mean): compute %.3f ms, exposed comm %.3f ms (tp %.3f, pp %.3f, dp %.3f, ep %.3f), bubble %.3f ms, sync %.3f ms\n",
+		r.ComputeUs/1e3, r.ExposedCommUs/1e3, r.TPExposedUs/1e3, r.PPWaitUs/1e3, r.DPExposedUs/1e3, r.EPExposedUs/1e3, r.BubbleUs/1e3, r.SyncUs/1e3)
+	s += fmt.Sprintf("  slowest rank %d (%s): mostly waiting on %s (%.3f ms)\n", r.SlowestRank, r.SlowestRankCoord, r.SlowestWait, r.SlowestWaitUs/1e3)
+	s += fmt.Sprintf("  power: mean %.3f MW, swing %.3f MW, slew %.3f MW/ms, battery %.4g MWh per step\n", r.PowerMeanMW, r.PowerSwingMW, r.SlewMWPerMs, r.BatteryMWh)
+	s += fmt.Sprintf("  goodput %.1f%% (Monte Carlo %.1f%% ± %.1f%%), checkpoint every %.0f s (Young %.0f s, Daly %.0f s), job MTBF %.0f s, %.2f restarts/day, %.2f absorbed link failures/day",
+		100*r.GoodputFrac, 100*r.GoodputMCFrac, 100*r.GoodputMCStdErr, r.CkptIntervalS, r.CkptYoungS, r.CkptDalyS, r.JobMTBFS, r.RestartsPerDay, r.AbsorbedPerDay)
+	for _, n := range r.Notes {
+		s += "\n  note: " + n
+	}
+	return s
+}

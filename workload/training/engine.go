@@ -1,0 +1,455 @@
+package training
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/workload/collective"
+)
+
+// RunOptions controls a simulation of a job.
+type RunOptions struct {
+	// Steps is how many optimizer steps to simulate (default 1). Steps start from the same
+	// state (every rank at the step barrier, no collective in flight), so on a backend without
+	// memory (AnalyticBackend, Ideal) every step is identical and one is enough; the Config
+	// repeats the last simulated step for the remaining iterations.
+	Steps int
+	// Exact simulates every microbatch of each step. Otherwise a step with more than 2PP+2
+	// microbatches is simulated with 2PP+2 and the steady 1F1B round PP is repeated for the
+	// rest (see Trace).
+	Exact bool
+	// Limit bounds the simulated time of Job.Run (0: no bound).
+	Limit sim.Time
+}
+
+// span is an interval of a rank's compute stream: a compute pattern (pat >= 0) or a wait.
+type span struct {
+	start, end sim.Time
+	pat        int32
+	cat        Category
+}
+
+type mark struct {
+	span int32
+	at   sim.Time
+}
+
+type rankState struct {
+	stage     int32
+	pc        int32
+	str       [numRoles]int32
+	waitStart sim.Time
+	spans     []span
+	marks     []mark
+	arrive    sim.Time
+	atBarrier bool
+}
+
+type callState struct {
+	spec, label     int32
+	arrived         int32
+	allAt, launchAt sim.Time
+	doneAt          sim.Time
+	launched, done  bool
+	waiters         []int32
+}
+
+// stream is a group's communication stream: its collectives run one at a time, in order,
+// each launching when every member has posted it and the previous one is done (NCCL: one
+// communicator, one CUDA stream).
+type stream struct {
+	name    string
+	comm    collective.Comm
+	members []int32
+	calls   []callState
+	next    int32
+}
+
+// Run is a job in progress on a simulation (Job.Start). Job.Run drives it to the end; a
+// runner with its own event loop calls Start, runs the simulation until Done, then Trace.
+type Run struct {
+	j        *Job
+	s        *sim.Sim
+	b        Backend
+	opts     RunOptions
+	kCompute sim.Kind
+	kStart   sim.Kind
+	progs    [][]op
+	ranks    []rankState
+	streams  []stream
+	simM     int // microbatches simulated per step
+	kc, rep  int // round repeated and how many extra times
+	step     int
+	start    sim.Time // simulated start of the current step
+	arrived  int
+	finished bool
+	err      error
+	trace    *Trace
+}
+
+// Start prepares the job's programs and communicators on s, with b carrying network
+// collectives, and schedules the first step at s.Now(). The caller then runs the simulation;
+// the run pauses it (sim.Pause) when the last step ends, and stops it (sim.Stop, with the
+// error) if the backend refuses a collective. Errors: invalid options.
+func (j *Job) Start(s *sim.Sim, b Backend, opts RunOptions) (*Run, error) {
+	if s == nil || b == nil {
+		return nil, fmt.Errorf("training: a run needs a simulation and a backend")
+	}
+	if opts.Steps == 0 {
+		opts.Steps = 1
+	}
+	if opts.Steps < 1 || opts.Steps > 1<<20 {
+		return nil, errorf("sim_steps", "%d: want 1 to %d steps to simulate", opts.Steps, 1<<20)
+	}
+	r := &Run{j: j, s: s, b: b, opts: opts, simM: j.micro}
+	P := j.Plan.PP
+	if !opts.Exact && j.micro > 2*P+3 {
+		r.simM, r.kc, r.rep = 2*P+2, P, j.micro-(2*P+2)
+	}
+	r.progs = make([][]op, P)
+	for st := range r.progs {
+		r.progs[st] = j.program(st, r.simM)
+	}
+	pl := j.Placement
+	r.ranks = make([]rankState, pl.World)
+	for i := range r.ranks {
+		r.ranks[i].stage = int32(pl.Coord(i).PP)
+		for k := range r.ranks[i].str {
+			r.ranks[i].str[k] = -1
+		}
+	}
+	// newStream adds a stream of ranks; member i takes it as role rls[i] (or rls[0] for all).
+	newStream := func(name string, ranks []int, rls ...role) {
+		hosts := make([]int, len(ranks))
+		members := make([]int32, len(ranks))
+		for i, x := range ranks {
+			hosts[i], members[i] = pl.Host(x), int32(x)
+			rl := rls[0]
+			if len(rls) > 1 {
+				rl = rls[i]
+			}
+			r.ranks[x].str[rl] = int32(len(r.streams))
+		}
+		comm, err := collective.NewComm(hosts)
+		if err != nil && r.err == nil {
+			r.err = fmt.Errorf("training: %s: %w", name, err) // cannot happen: ranks are distinct hosts
+		}
+		r.streams = append(r.streams, stream{name: name, comm: comm, members: members})
+	}
+	p := j.Plan
+	if p.TP > 1 && !j.tpInDomain {
+		for _, g := range pl.groups(func(x int) []int { return pl.Group(DimTP, x) }) {
+			c := pl.Coord(g[0])
+			newStream(fmt.Sprintf("tp[dp=%d pp=%d]", c.DP, c.PP), g, roleTP)
+		}
+	}
+	if p.EP > 1 {
+		for _, g := range pl.groups(pl.EPGroup) {
+			c := pl.Coord(g[0])
+			newStream(fmt.Sprintf("ep[tp=%d dp=%d-%d pp=%d]", c.TP, c.DP, c.DP+p.EP-1, c.PP), g, roleEP)
+		}
+	}
+	if P > 1 {
+		for _, g := range pl.groups(func(x int) []int { return pl.Group(DimPP, x) }) {
+			c := pl.Coord(g[0])
+			for st := 0; st+1 < P; st++ {
+				newStream(fmt.Sprintf("pp.fwd[tp=%d dp=%d %d->%d]", c.TP, c.DP, st, st+1), []int{g[st], g[st+1]}, rolePPFwdOut, rolePPFwdIn)
+				newStream(fmt.Sprintf("pp.bwd[tp=%d dp=%d %d->%d]", c.TP, c.DP, st+1, st), []int{g[st+1], g[st]}, rolePPBwdOut, rolePPBwdIn)
+			}
+		}
+	}
+	if p.DP > 1 {
+		for _, g := range pl.groups(func(x int) []int { return pl.Group(DimDP, x) }) {
+			c := pl.Coord(g[0])
+			newStream(fmt.Sprintf("dp[tp=%d pp=%d]", c.TP, c.PP), g, roleDP)
+		}
+	}
+	if p.EP > 1 && p.DP/p.EP > 1 {
+		for _, g := range pl.groups(pl.ExpertDPGroup) {
+			c := pl.Coord(g[0])
+			if j.stages[c.PP].hasExpertGrads {
+				newStream(fmt.Sprintf("expert dp[tp=%d dp=%d+%dk pp=%d]", c.TP, c.DP, p.EP, c.PP), g, roleEDP)
+			}
+		}
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	r.trace = &Trace{Job: j, SimulatedMicrobatches: r.simM, Periodic: true}
+	r.kCompute = s.Register("training.compute", r.onCompute)
+	r.kStart = s.Register("training.step", r.onStart)
+	s.At(s.Now(), r.kStart, 0, 0)
+	return r, nil
+}
+
+// Run simulates opts.Steps steps of the job on s with backend b and returns the trace. It
+// drains the simulation up to opts.Limit. Errors: invalid options, a backend error, or a run
+// that stops with ranks not done (the watchdog: the simulation emptied or hit the limit),
+// naming the stuck ranks and the collective each waits on.
+func (j *Job) Run(s *sim.Sim, b Backend, opts RunOptions) (*Trace, error) {
+	r, err := j.Start(s, b, opts)
+	if err != nil {
+		return nil, err
+	}
+	limit := opts.Limit
+	if limit == 0 {
+		limit = sim.MaxTime
+	}
+	if err := s.Drain(limit); err != nil && r.err == nil {
+		return nil, err
+	}
+	return r.Trace()
+}
+
+// Done reports whether every step has finished.
+func (r *Run) Done() bool { return r.finished }
+
+// Trace returns the run's trace once Done. Errors: the error that stopped the run, or the
+// watchdog's report when it has not finished (Stuck).
+func (r *Run) Trace() (*Trace, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	if !r.finished {
+		msg := fmt.Sprintf("training: step %d did not finish by %v: %d of %d ranks have not reached the step barrier:\n%s",
+			r.step, r.s.Now(), len(r.ranks)-r.arrived, len(r.ranks), r.Stuck(12))
+		if eb, ok := r.b.(*ExecutorBackend); ok {
+			if st := eb.Stuck(12); st != "" {
+				msg += "\nnetwork collectives in flight:\n" + st
+			}
+		}
+		return nil, fmt.Errorf("%s", msg)
+	}
+	return r.trace, nil
+}
+
+// Stuck describes, one line per rank (at most max lines, then a count), what each rank that
+// has not reached the step barrier is doing: the collective it waits on, how many members
+// posted it and which are missing, or the compute it is in.
+func (r *Run) Stuck(max int) string {
+	var lines []string
+	more := 0
+	pl := r.j.Placement
+	for i := range r.ranks {
+		rs := &r.ranks[i]
+		if rs.atBarrier {
+			continue
+		}
+		if max > 0 && len(lines) >= max {
+			more++
+			continue
+		}
+		who := fmt.Sprintf("rank %d (%v, host %d)", i, pl.Coord(i), pl.Host(i))
+		prog := r.progs[rs.stage]
+		if int(rs.pc) >= len(prog) {
+			lines = append(lines, who+": past the end of its program")
+			continue
+		}
+		o := prog[rs.pc]
+		if o.kind != opWait {
+			lines = append(lines, fmt.Sprintf("%s: computing (op %d of %d)", who, rs.pc, len(prog)))
+			continue
+		}
+		si := rs.str[o.role]
+		st := &r.streams[si]
+		desc := fmt.Sprintf("%s call #%d", st.name, o.seq)
+		if int(o.seq) >= len(st.calls) {
+			lines = append(lines, fmt.Sprintf("%s: waits for %s, which no member has posted", who, desc))
+			continue
+		}
+		c := &st.calls[o.seq]
+		desc = fmt.Sprintf("%s call #%d %s (%s %s)", st.name, o.seq, r.labelOf(c.label), r.j.specs[c.spec].Op, sim.FormatSize(r.j.specs[c.spec].Bytes))
+		switch {
+		case c.launched:
+			lines = append(lines, fmt.Sprintf("%s: waits for %s, launched at %v, not done", who, desc, c.launchAt))
+		case int(c.arrived) < len(st.members):
+			var missing []string
+			posted := r.postedBy(si, o.seq)
+			for _, m := range st.members {
+				if !posted[m] {
+					missing = append(missing, fmt.Sprint(m))
+				}
+			}
+			lines = append(lines, fmt.Sprintf("%s: waits for %s: %d of %d members posted it; missing rank(s) %s", who, desc, c.arrived, len(st.members), strings.Join(missing, " ")))
+		default:
+			lines = append(lines, fmt.Sprintf("%s: waits for %s: every member posted it; queued behind call #%d on the stream", who, desc, st.next))
+		}
+	}
+	if more > 0 {
+		lines = append(lines, fmt.Sprintf("... and %d more ranks", more))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// postedBy returns which members of stream si have posted call seq (their program counter
+// is past the post).
+func (r *Run) postedBy(si, seq int32) map[int32]bool {
+	out := map[int32]bool{}
+	st := &r.streams[si]
+	for _, m := range st.members {
+		rs := &r.ranks[m]
+		for k, o := range r.progs[rs.stage][:min(int(rs.pc)+1, len(r.progs[rs.stage]))] {
+			if o.kind == opPost && rs.str[o.role] == si && o.seq == seq && (int32(k) < rs.pc || rs.atBarrier) {
+				out[m] = true
+			}
+		}
+	}
+	return out
+}
+
+func (r *Run) labelOf(l int32) string {
+	if l < 0 {
+		return "activations"
+	}
+	return r.j.labels[l]
+}
+
+func (r *Run) fail(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+	r.s.Stop(err)
+}
+
+func (r *Run) onStart(now sim.Time, _ int32, _ uint64) {
+	r.start = now
+	r.arrived = 0
+	for i := range r.streams {
+		r.streams[i].calls = r.streams[i].calls[:0]
+		r.streams[i].next = 0
+	}
+	for i := range r.ranks {
+		rs := &r.ranks[i]
+		rs.pc, rs.atBarrier = 0, false
+		rs.spans, rs.marks = nil, rs.marks[:0]
+	}
+	for i := range r.ranks {
+		r.advance(now, int32(i))
+	}
+}
+
+func (r *Run) onCompute(now sim.Time, rank int32, _ uint64) { r.advance(now, rank) }
+
+// advance runs rank ri's program from its program counter until it blocks.
+func (r *Run) advance(now sim.Time, ri int32) {
+	rs := &r.ranks[ri]
+	prog := r.progs[rs.stage]
+	for r.err == nil {
+		o := &prog[rs.pc]
+		switch o.kind {
+		case opCompute:
+			d := r.j.patterns[o.arg].dur
+			rs.spans = append(rs.spans, span{start: now, end: now + d, pat: o.arg})
+			rs.pc++
+			if d > 0 {
+				r.s.At(now+d, r.kCompute, ri, 0)
+				return
+			}
+		case opPost:
+			si := rs.str[o.role]
+			if si < 0 {
+				r.fail(fmt.Errorf("training: rank %d posts on role %d with no stream (program bug)", ri, o.role))
+				return
+			}
+			st := &r.streams[si]
+			for int(o.seq) >= len(st.calls) {
+				st.calls = append(st.calls, callState{spec: -1})
+			}
+			c := &st.calls[o.seq]
+			if c.spec < 0 {
+				c.spec, c.label = o.arg, o.label
+			}
+			c.arrived++
+			rs.pc++
+			if int(c.arrived) == len(st.members) {
+				c.allAt = now
+				r.tryLaunch(now, si)
+			}
+		case opWait:
+			st := &r.streams[rs.str[o.role]]
+			if int(o.seq) < len(st.calls) && st.calls[o.seq].done {
+				rs.pc++
+				continue
+			}
+			for int(o.seq) >= len(st.calls) {
+				st.calls = append(st.calls, callState{spec: -1})
+			}
+			c := &st.calls[o.seq]
+			c.waiters = append(c.waiters, ri)
+			rs.waitStart = now
+			return
+		case opMark:
+			rs.marks = append(rs.marks, mark{span: int32(len(rs.spans)), at: now})
+			rs.pc++
+		case opBarrier:
+			rs.arrive, rs.atBarrier = now, true
+			r.arrived++
+			if r.arrived == len(r.ranks) {
+				r.endStep(now)
+			}
+			return
+		}
+	}
+}
+
+// tryLaunch launches the next call on stream si if every member posted it (the previous one
+// is done: next only advances on completion).
+func (r *Run) tryLaunch(now sim.Time, si int32) {
+	st := &r.streams[si]
+	if int(st.next) >= len(st.calls) {
+		return
+	}
+	seq := st.next
+	c := &st.calls[seq]
+	if c.launched || int(c.arrived) < len(st.members) {
+		return
+	}
+	c.launched, c.launchAt = true, now
+	name := fmt.Sprintf("%s %s #%d step %d", st.name, r.labelOf(c.label), seq, r.step)
+	if err := r.b.Launch(now, r.j.specs[c.spec], st.comm, name, func(t sim.Time) { r.callDone(t, si, seq) }); err != nil {
+		r.fail(err)
+	}
+}
+
+// callDone completes call seq of stream si: wakes its waiters and launches the next call.
+func (r *Run) callDone(now sim.Time, si, seq int32) {
+	st := &r.streams[si]
+	c := &st.calls[seq]
+	if c.done {
+		r.fail(fmt.Errorf("training: %s call #%d completed twice", st.name, seq))
+		return
+	}
+	c.done, c.doneAt = true, now
+	st.next++
+	waiters, allAt := c.waiters, c.allAt
+	c.waiters = nil
+	for _, w := range waiters {
+		rs := &r.ranks[w]
+		o := r.progs[rs.stage][rs.pc]
+		net, peer := roleCat[o.role][0], roleCat[o.role][1]
+		t0 := rs.waitStart
+		pe := min(max(allAt, t0), now)
+		if pe > t0 {
+			rs.spans = append(rs.spans, span{start: t0, end: pe, pat: -1, cat: peer})
+		}
+		if now > pe {
+			rs.spans = append(rs.spans, span{start: pe, end: now, pat: -1, cat: net})
+		}
+		rs.pc++
+		r.advance(now, w)
+	}
+	r.tryLaunch(now, si)
+}
+
+// endStep closes the step when the last rank reaches the barrier.
+func (r *Run) endStep(now sim.Time) {
+	r.finishStep(now)
+	r.step++
+	if r.step < r.opts.Steps {
+		r.s.At(now, r.kStart, 0, 0)
+		return
+	}
+	r.finished = true
+	r.s.Pause()
+}

@@ -1,0 +1,191 @@
+package training
+
+import (
+	"fmt"
+
+	"github.com/lockstepsim/lockstep/sim"
+)
+
+// Trace is what a run measured: one StepTrace per simulated step, each rank's time by
+// category, and the timelines the power trace is computed from.
+//
+// # Reuse of identical rounds
+//
+// A step with m > 2PP+3 microbatches is simulated with m' = 2PP+2 (unless RunOptions.Exact):
+// Megatron's 1F1B steady loop then runs on every stage through round PP+2, and rounds PP and
+// PP+1 of every rank lie in the part of the schedule where all stages are in steady state
+// (round k of stage p consumes activations stage 0 produced in its round k-p >= 1, past the
+// start-up transient, and stage 0's rounds PP and PP+1 are not its last). Each rank's
+// timeline is then extended by inserting m - m' copies of its round PP (from the mark at the
+// start of the round to the next) after that round and shifting everything after it by
+// (m - m') x period. Times, categories and the power trace are computed from the extended
+// timelines; the gradient reduction, optimizer and barrier that follow the steady loop are
+// simulated, not extrapolated. The run checks that rounds PP and PP+1 are identical on every
+// rank (same spans, durations within max(10 ns, 1e-4 x period)) and that every rank has the
+// same period; if not, Periodic is false, Notes says by how much they differed, and
+// RunOptions.Exact gives the exact answer.
+//
+// Identical steps are not simulated either: every step starts from the same state, so the
+// Config simulates RunOptions.Steps (default 1) and repeats the last for the remaining
+// iterations.
+type Trace struct {
+	Job                   *Job        // the job that ran
+	Steps                 []StepTrace // one per simulated step
+	SimulatedMicrobatches int         // m' microbatches simulated per step (m when exact)
+	Periodic              bool        // the repeated rounds were identical (or none were repeated)
+	PeriodDeviation       sim.Time    // largest difference seen between the compared rounds
+	Notes                 []string    // warnings
+}
+
+// StepTrace is one step: its (extended) time, and per rank its time by category, which sums
+// to Time on every rank.
+type StepTrace struct {
+	Index   int         // step number, from 0
+	Start   sim.Time    // start in the extended timeline (the sum of the previous steps' times)
+	Time    sim.Time    // step time: first rank starts to last rank reaches the barrier
+	SimTime sim.Time    // the simulated duration (with m' microbatches)
+	Ranks   []Breakdown // per rank
+	Mean    Breakdown   // mean over ranks
+	Max     Breakdown   // maximum over ranks, per category
+	// Slowest is the rank that reached the end of the step last (ties: the lowest rank).
+	Slowest int
+	// SlowestWait is the category that dominated the slowest rank's waiting (its largest
+	// non-compute category).
+	SlowestWait Category
+	tl          []rankTL
+}
+
+// rankTL is one rank's simulated timeline in a step and how it is extended.
+type rankTL struct {
+	spans  []span   // simulated, absolute times
+	lo, hi int32    // repeated window [lo, hi) (lo == hi: none)
+	period sim.Time // the window's duration
+	rep    int      // extra copies
+	arrive sim.Time // extended arrival at the barrier, relative to the step start
+	base   sim.Time // simulated step start
+}
+
+// each calls f for every span of the extended timeline, in order, with times relative to
+// the step start; the barrier wait is not included.
+func (tl *rankTL) each(f func(s span)) {
+	shift := func(s span, d sim.Time) span {
+		s.start += d - tl.base
+		s.end += d - tl.base
+		return s
+	}
+	for i := int32(0); i < int32(len(tl.spans)); i++ {
+		if i == tl.hi && tl.rep > 0 {
+			for k := 1; k <= tl.rep; k++ {
+				for w := tl.lo; w < tl.hi; w++ {
+					f(shift(tl.spans[w], sim.Time(k)*tl.period))
+				}
+			}
+		}
+		d := sim.Time(0)
+		if i >= tl.hi {
+			d = sim.Time(tl.rep) * tl.period
+		}
+		f(shift(tl.spans[i], d))
+	}
+}
+
+// finishStep turns the ranks' simulated spans into a StepTrace.
+func (r *Run) finishStep(end sim.Time) {
+	j := r.j
+	n := len(r.ranks)
+	st := StepTrace{Index: r.step, SimTime: end - r.start, Ranks: make([]Breakdown, n), tl: make([]rankTL, n)}
+	if k := len(r.trace.Steps); k > 0 {
+		prev := r.trace.Steps[k-1]
+		st.Start = prev.Start + prev.Time
+	}
+	var period0 sim.Time = -1
+	sum := func(b *Breakdown, s span) {
+		if s.pat >= 0 {
+			for c, v := range j.patterns[s.pat].sums {
+				b[c] += v
+			}
+			return
+		}
+		b[s.cat] += s.end - s.start
+	}
+	for i := range r.ranks {
+		rs := &r.ranks[i]
+		tl := rankTL{spans: rs.spans, base: r.start, arrive: rs.arrive - r.start}
+		if r.rep > 0 {
+			if len(rs.marks) < r.kc+3 {
+				r.fail(fmt.Errorf("training: rank %d has %d steady-round marks, want %d (program bug)", i, len(rs.marks), r.kc+3))
+				return
+			}
+			a, b, c := rs.marks[r.kc], rs.marks[r.kc+1], rs.marks[r.kc+2]
+			tl.lo, tl.hi, tl.period, tl.rep = a.span, b.span, b.at-a.at, r.rep
+			tol := max(10*sim.Nanosecond, tl.period/10000)
+			dev := absTime((c.at - b.at) - tl.period)
+			if b.span-a.span != c.span-b.span {
+				dev = max(dev, tl.period)
+			} else {
+				for k := int32(0); k < b.span-a.span; k++ {
+					x, y := rs.spans[a.span+k], rs.spans[b.span+k]
+					if x.pat != y.pat || x.cat != y.cat {
+						dev = max(dev, tl.period)
+						break
+					}
+					dev = max(dev, absTime((x.end-x.start)-(y.end-y.start)))
+				}
+			}
+			if period0 < 0 {
+				period0 = tl.period
+			}
+			dev = max(dev, absTime(tl.period-period0))
+			r.trace.PeriodDeviation = max(r.trace.PeriodDeviation, dev)
+			if dev > tol && r.trace.Periodic {
+				r.trace.Periodic = false
+				r.trace.Notes = append(r.trace.Notes, fmt.Sprintf("step %d: the repeated 1F1B rounds are not periodic on rank %d (rounds %d and %d differ by %v of a %v period); the %d extrapolated microbatches are approximate: simulate exactly for an exact answer",
+					r.step, i, r.kc, r.kc+1, dev, tl.period, r.rep))
+			}
+			tl.arrive += sim.Time(r.rep) * tl.period
+		}
+		st.tl[i] = tl
+		b := &st.Ranks[i]
+		for _, s := range rs.spans {
+			sum(b, s)
+		}
+		if tl.rep > 0 {
+			var w Breakdown
+			for _, s := range rs.spans[tl.lo:tl.hi] {
+				sum(&w, s)
+			}
+			for c := range w {
+				b[c] += sim.Time(tl.rep) * w[c]
+			}
+		}
+		if tl.arrive > st.Time {
+			st.Time, st.Slowest = tl.arrive, i
+		}
+	}
+	for i := range st.Ranks {
+		st.Ranks[i][CatBubble] += st.Time - st.tl[i].arrive
+		for c, v := range st.Ranks[i] {
+			st.Mean[c] += v
+			st.Max[c] = max(st.Max[c], v)
+		}
+	}
+	for c := range st.Mean {
+		st.Mean[c] /= sim.Time(n)
+	}
+	slow := st.Ranks[st.Slowest]
+	best := Category(CatTP)
+	for c := CatTP; c < NumCategories; c++ {
+		if slow[c] > slow[best] {
+			best = c
+		}
+	}
+	st.SlowestWait = best
+	r.trace.Steps = append(r.trace.Steps, st)
+}
+
+func absTime(t sim.Time) sim.Time {
+	if t < 0 {
+		return -t
+	}
+	return t
+}
