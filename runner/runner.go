@@ -34,7 +34,9 @@ type Result struct {
 	RoCE    *RoCERun // when transport.kind is roce
 	// Collective holds the report rows of a collective workload (workload.collectives).
 	Collective *CollectiveRun
-	Faults     []FaultEvent
+	// Training holds a training workload's result (workload.training).
+	Training *TrainingRun
+	Faults   []FaultEvent
 	// Links is every port's traffic per interval (links.csv); nil under transport ideal.
 	Links *LinkSeries
 	// Reconverge lists when the ECMP tables were due to be recomputed after link faults
@@ -142,6 +144,8 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	res := &Result{Sim: s, Net: net, Faults: faults}
 	res.Reconverge = scheduleReconvergence(s, net, faults, sc.Fabric.Reconvergence, dryFaults)
 	switch {
+	case sc.Workload.Training != nil:
+		err = runTraining(sc, layout, res)
 	case len(sc.Workload.Collectives) > 0:
 		err = runCollective(sc, layout, res)
 	case sc.Transport.Kind == scenario.TransportMRC:

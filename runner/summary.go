@@ -6,6 +6,7 @@ import (
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/traffic"
+	"github.com/lockstepsim/lockstep/workload/training"
 )
 
 // Summary is every headline figure of a run, with the unit in each JSON key. It contains
@@ -63,6 +64,11 @@ type Summary struct {
 	FaultSlowdownUs    float64 `json:"fault_slowdown_us,omitempty"`
 	// Collectives holds one nccl-tests style row per size of a collective workload.
 	Collectives []CollectiveRow `json:"collectives,omitempty"`
+	// Engine says how a training workload's collectives ran: analytic, flow or packet.
+	Engine string `json:"engine,omitempty"`
+	// Training holds a training workload's figures (step time, exposed communication,
+	// power, goodput; units in the keys).
+	Training *training.Result `json:"training,omitempty"`
 }
 
 // QueueDepths are percentiles of switch egress queue depth sampled every run.sample_interval

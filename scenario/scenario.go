@@ -225,11 +225,21 @@ type Run struct {
 	// the job's slowdown are exact (the run takes about twice as long); "none" compares with
 	// the goodput just before each failure.
 	FaultBaseline string `yaml:"fault_baseline"`
+	// Engine is "packet" (default: every packet through the fabric) or "flow" (the flow-level
+	// engine, package flow: max-min fair rates over the same topology; the default for
+	// workload.training, whose steps move terabytes).
+	Engine string `yaml:"engine"`
 	// Trace writes trace.json into the results folder: a Chrome/Perfetto trace with, per
 	// host, its part of each collective and its traffic transfers, and the failures (open it
 	// at ui.perfetto.dev). Default false.
 	Trace bool `yaml:"trace"`
 }
+
+// Engines (run.engine).
+const (
+	EnginePacket = "packet"
+	EngineFlow   = "flow"
+)
 
 // Fault baselines.
 const (
@@ -387,7 +397,20 @@ func (sc *Scenario) Resolve() error {
 	}
 
 	r := &sc.Run
-	wl := len(sc.Workload.Collectives) > 0
+	wl := len(sc.Workload.Collectives) > 0 || sc.Workload.Training != nil
+	switch r.Engine {
+	case "":
+		r.Engine = EnginePacket
+		if sc.Workload.Training != nil {
+			r.Engine = EngineFlow // a training step at packet level is hours of wall time
+		}
+	case EnginePacket, EngineFlow:
+	default:
+		return Errorf("run.engine", "%q is not an engine; allowed packet, flow", r.Engine)
+	}
+	if r.Engine == EngineFlow && sc.Workload.Training == nil {
+		return Errorf("run.engine", "flow runs workload.training only (so far); traffic and collectives run at packet level")
+	}
 	if r.Seed == 0 {
 		r.Seed = DefaultSeed
 	}
@@ -533,6 +556,15 @@ func (sc *Scenario) Resolve() error {
 	}
 	hosts := l.NumHosts()
 	var packets float64
+	if sc.Workload.Training != nil {
+		if sc.Transport.Kind == TransportRaw {
+			return Errorf("transport.kind", "raw cannot carry a training job's collectives; allowed mrc, roce or ideal")
+		}
+		if err := sc.resolveTraining(hosts); err != nil {
+			return err
+		}
+		return sc.checkQueues()
+	}
 	if wl {
 		if len(sc.Traffic) > 0 {
 			return Errorf("traffic", "given with workload.collectives; a scenario runs traffic groups or a workload, not both")

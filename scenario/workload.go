@@ -1,11 +1,13 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/workload/collective"
+	"github.com/lockstepsim/lockstep/workload/training"
 )
 
 // Workload is what the ranks do, as an alternative to raw traffic groups: collectives, each on
@@ -17,6 +19,37 @@ import (
 // of them are done, so every collective needs the same number of sizes.
 type Workload struct {
 	Collectives []Collective `yaml:"collectives,omitempty"`
+	// Training runs whole training steps of a model under a parallelism plan (package
+	// workload/training): compute, TP/PP/DP/EP communication in lockstep, power, goodput.
+	Training *training.Config `yaml:"training,omitempty"`
+}
+
+// resolveTraining checks workload.training against a fabric of hosts hosts: the model, GPU
+// and plan (the plan's arithmetic against the world size), and that nothing else runs
+// beside it.
+func (sc *Scenario) resolveTraining(hosts int) error {
+	if len(sc.Workload.Collectives) > 0 {
+		return Errorf("workload.training", "given with workload.collectives; a scenario runs one workload")
+	}
+	if len(sc.Traffic) > 0 {
+		return Errorf("traffic", "given with workload.training; a scenario runs traffic groups or a workload, not both")
+	}
+	if len(sc.Faults) > 0 {
+		return Errorf("faults", "not supported with workload.training yet; workload.training.goodput models failures (MTBF, checkpoints, restarts)")
+	}
+	if _, err := sc.Workload.Training.Job(hosts); err != nil {
+		return trainingError(err)
+	}
+	return nil
+}
+
+// trainingError turns a *training.FieldError into a *FieldError with the same path.
+func trainingError(err error) error {
+	var fe *training.FieldError
+	if errors.As(err, &fe) {
+		return Errorf(fe.Path, "%s", fe.Msg)
+	}
+	return Errorf("workload.training", "%v", err)
 }
 
 // MaxCollectives bounds workload.collectives.

@@ -295,6 +295,9 @@ func writeResults(sc *scenario.Scenario, summary []byte, res *runner.Result) err
 			files = append(files, resultFile{"pauses.csv", res.Links.WritePausesCSV})
 		}
 	}
+	if t := res.Training; t != nil {
+		files = append(files, resultFile{"power.csv", t.WritePowerCSV}, resultFile{"steps.csv", t.WriteStepsCSV})
+	}
 	if res.MRC != nil {
 		files = append(files, resultFile{"ev_states.csv", func(w io.Writer) error { return runner.WriteEVStatesCSV(w, res) }})
 	}
@@ -360,6 +363,17 @@ func printCollectives(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 // printSummary writes the human summary: a collective workload's table, or totals; then, for
 // packet-level runs, one row per plane.
 func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
+	if t := res.Training; t != nil {
+		fmt.Fprintln(w, t.Job)
+		how := map[string]string{"analytic": "closed forms at the NIC rate (transport ideal)",
+			"flow": "the flow-level engine over the topology (" + sc.Transport.Kind + " routing)", "packet": "packet level"}[t.Engine]
+		fmt.Fprintf(w, "network collectives: %s; simulated in %.2fs wall", how, res.Wall.Seconds())
+		if f := t.Flow; f != nil {
+			fmt.Fprintf(w, ", %d flows, %d rate recomputes", f.FlowsCompleted, f.Recomputes)
+		}
+		fmt.Fprintf(w, "\n%s\nresults: %s\n", t.Result.Summary(), filepath.Join(sc.Run.Out, "summary.json"))
+		return
+	}
 	if res.Collective != nil {
 		printCollectives(w, sc, res)
 		if sc.Transport.Kind == scenario.TransportIdeal {

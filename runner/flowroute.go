@@ -1,0 +1,140 @@
+package runner
+
+import (
+	"fmt"
+
+	"github.com/lockstepsim/lockstep/flow"
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/topo"
+)
+
+// maxFlowSpray bounds the paths one sprayed flow uses at flow level: MRC's active EV set
+// (128, split equally over the planes), sampled evenly from the minimal paths.
+const maxFlowSpray = 128
+
+// flowRouter routes the flow-level engine's flows over a topology, as the packet-level
+// transports would: "mrc" sprays each flow equally over (up to maxFlowSpray of) its minimal
+// paths in every plane; "roce" puts each (src, dst, key) on one ECMP-hashed path per plane,
+// the plane's QP, with the planes weighted equally; hosts in one scale-up domain talk over
+// their NVLink-like links instead. Directed link 2k is link k of Topology.Links from its A
+// end to its B end, 2k+1 the other way; each host h has two more, its scale-up transmit
+// (nvl + 2h) and receive (nvl + 2h + 1) links.
+type flowRouter struct {
+	t       topo.Topology
+	links   []topo.Link
+	planes  int
+	spray   bool
+	seed    uint64
+	domain  int // scale-up domain size (hosts h/domain share one); <= 1: none
+	nvl     int // first scale-up link
+	nvlLat  sim.Time
+	scratch []int32
+}
+
+// newFlowRouter returns the router and the directed link capacities in bits/s (fabric links
+// at their rate; scale-up links at upRate when domain > 1).
+func newFlowRouter(t topo.Topology, kind string, seed uint64, domain int, upRate sim.Rate, upLat sim.Time) (*flowRouter, []float64) {
+	r := &flowRouter{t: t, links: t.Links(), planes: t.Params().Planes, spray: kind != "roce", seed: seed, domain: domain, nvlLat: upLat}
+	caps := make([]float64, 2*len(r.links), 2*len(r.links)+2*t.NumHosts())
+	for k, l := range r.links {
+		caps[2*k], caps[2*k+1] = float64(l.Rate), float64(l.Rate)
+	}
+	r.nvl = len(caps)
+	if domain > 1 {
+		for range 2 * t.NumHosts() {
+			caps = append(caps, float64(upRate))
+		}
+	}
+	return r, caps
+}
+
+// Paths implements flow.Router.
+func (r *flowRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Path, sim.Time, error) {
+	r.scratch = r.scratch[:0]
+	if r.domain > 1 && src/r.domain == dst/r.domain {
+		r.scratch = append(r.scratch, int32(r.nvl+2*src), int32(r.nvl+2*dst+1))
+		return append(buf[:0], flow.Path{Links: r.scratch, Weight: 1}), r.nvlLat, nil
+	}
+	n := r.t.NumPaths(src, dst)
+	if n == 0 {
+		return nil, 0, fmt.Errorf("no path from h%d to h%d in the topology", src, dst)
+	}
+	per := n / r.planes
+	var idx []int
+	if r.spray {
+		m := max(1, min(per, maxFlowSpray/r.planes))
+		for plane := range r.planes {
+			for k := range m {
+				idx = append(idx, (k*per/m)*r.planes+plane)
+			}
+		}
+	} else {
+		for plane := range r.planes {
+			h := mix(r.seed ^ uint64(src)<<40 ^ uint64(dst)<<16 ^ key*0x9e3779b97f4a7c15 ^ uint64(plane))
+			idx = append(idx, int(h%uint64(per))*r.planes+plane)
+		}
+	}
+	buf = buf[:0]
+	var lat sim.Time
+	// Carve every path's links from one scratch array; grow it first so slices stay valid.
+	need := len(idx) * (topo.MaxHops + 1)
+	if cap(r.scratch) < need {
+		r.scratch = make([]int32, 0, need)
+	}
+	for _, i := range idx {
+		start := len(r.scratch)
+		l, err := r.walk(src, dst, i)
+		if err != nil {
+			return nil, 0, err
+		}
+		lat = max(lat, l)
+		buf = append(buf, flow.Path{Links: r.scratch[start:len(r.scratch):len(r.scratch)], Weight: 1})
+	}
+	return buf, lat, nil
+}
+
+// walk appends path i from src to dst as directed links to r.scratch and returns its one-way
+// latency.
+func (r *flowRouter) walk(src, dst, i int) (sim.Time, error) {
+	rt, err := r.t.Path(src, dst, i)
+	if err != nil {
+		return 0, err
+	}
+	var lat sim.Time
+	step := func(node, port int) (int, error) {
+		k, ok := r.t.LinkOf(node, port)
+		peer, ok2 := r.t.Peer(node, port)
+		if !ok || !ok2 {
+			return 0, fmt.Errorf("path %d from h%d to h%d leaves %s by unconnected port %d", i, src, dst, r.t.NodeName(node), port)
+		}
+		d := int32(2 * k)
+		if r.links[k].A.Node != node {
+			d++
+		}
+		r.scratch = append(r.scratch, d)
+		lat += r.links[k].Delay
+		return peer.Node, nil
+	}
+	node, err := step(src, int(rt.Plane))
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range rt.Ports() {
+		if node, err = step(node, int(p)); err != nil {
+			return 0, err
+		}
+	}
+	if node != dst {
+		return 0, fmt.Errorf("path %d from h%d ends at %s, not h%d", i, src, r.t.NodeName(node), dst)
+	}
+	return lat, nil
+}
+
+// mix is splitmix64's finaliser: a hash of x.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}

@@ -1,0 +1,99 @@
+package runner
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/lockstepsim/lockstep/flow"
+	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/workload/collective"
+	"github.com/lockstepsim/lockstep/workload/training"
+)
+
+// TrainingRun is a training workload's outcome (workload.training).
+type TrainingRun struct {
+	Result *training.Result
+	// Job describes the job: model, plan, stages, placement (for the terminal).
+	Job string
+	// Engine says how the network collectives ran: "analytic" (transport ideal: closed
+	// forms), "flow" (the flow-level engine over the topology) or "packet".
+	Engine string
+	// Flow holds the flow-level engine's counters (engine flow).
+	Flow *flow.Stats
+}
+
+// WritePowerCSV writes power.csv (time_us, power_mw: the cluster's GPU power per sample).
+func (t *TrainingRun) WritePowerCSV(w io.Writer) error { return t.Result.WritePowerCSV(w) }
+
+// WriteStepsCSV writes steps.csv (one row per simulated step).
+func (t *TrainingRun) WriteStepsCSV(w io.Writer) error { return t.Result.WriteStepsCSV(w) }
+
+// runTraining runs workload.training: the job's per-rank programs in lockstep, its network
+// collectives carried by the transport's model. Transport ideal uses the closed forms
+// (collective.Pipelined at the NIC rate); run.engine flow the flow-level engine over the
+// topology, MRC spraying every flow over its minimal paths and RoCE hashing each onto one
+// path per plane; run.engine packet the packet-level transport, with NVLink traffic inside a
+// scale-up domain on an ideal link of the GPU's scale-up rate.
+func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
+	cfg := sc.Workload.Training
+	s, net := res.Sim, res.Net
+	hosts := net.NumHosts()
+	job, err := cfg.Job(hosts)
+	if err != nil {
+		return &InputError{Err: err}
+	}
+	p := layout.Params()
+	nicRate := p.HostLink * sim.Rate(p.Planes)
+	env := training.Env{NICs: hosts * p.Planes, Links: layout.NumLinks()}
+	if sc.Transport.Kind == scenario.TransportRoCE {
+		env.LinkFailureRestarts = 1
+	}
+	run := &TrainingRun{Job: job.Summary()}
+	var (
+		backend training.Backend
+		fnet    *flow.Net
+		fc      *flow.Collectives
+	)
+	switch {
+	case sc.Transport.Kind == scenario.TransportIdeal:
+		run.Engine = "analytic"
+		backend, err = training.NewAnalyticBackend(s, collective.Model{Latency: sc.Transport.Ideal.Latency, Rate: nicRate})
+	case sc.Run.Engine == scenario.EngineFlow:
+		run.Engine = "flow"
+		g := job.GPU
+		router, caps := newFlowRouter(layout, sc.Transport.Kind, sc.Run.Seed, job.Placement.Domain, g.ScaleUpRate, g.ScaleUpLatency)
+		stop := func(now sim.Time, err error) { s.Stop(err) }
+		if fnet, err = flow.New(s, caps, flow.Config{OnStall: stop}); err != nil {
+			return err
+		}
+		fc, err = flow.NewCollectives(fnet, router, flow.CollConfig{OnError: stop})
+		backend = fc
+	default:
+		return &InputError{Err: fmt.Errorf("run.engine: packet-level training is not available yet; use run.engine: flow (the default) or transport ideal")}
+	}
+	if err != nil {
+		return &InputError{Err: err}
+	}
+	tr, err := cfg.Run(job, s, backend, env)
+	if err != nil {
+		if fc != nil {
+			if inc := fc.Incomplete(); inc != nil {
+				return fmt.Errorf("training stopped at %v: %w (%v)", s.Now(), err, inc)
+			}
+		}
+		return fmt.Errorf("training stopped at %v: %w", s.Now(), err)
+	}
+	run.Result = tr
+	if fnet != nil {
+		st := fnet.Stats()
+		run.Flow = &st
+	}
+	res.Training = run
+	res.trafficEnd = s.Now()
+	res.Summary = Summary{Scenario: sc.Name, Seed: sc.Run.Seed, Hosts: hosts, Planes: p.Planes,
+		Switches: len(net.Nodes) - hosts, Links: len(net.Ports) / 2,
+		DurationUs: us(s.Now()), EndUs: us(s.Now()), Events: s.Events(), Training: tr, Engine: run.Engine}
+	return nil
+}

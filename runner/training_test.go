@@ -1,0 +1,86 @@
+package runner
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/lockstepsim/lockstep/scenario"
+)
+
+// trainYAML: Llama-3-70B on 1,024 H100s (TP 8, PP 4, DP 32) over a 2-tier Clos of 4 planes x
+// %s links, radix 64; %s is the transport kind.
+const trainYAML = `
+name: train
+topology:
+  clos: {tiers: 2, planes: 4, radix: 64, hosts: 1024, host_link: %s}
+transport: {kind: %s}
+workload:
+  training:
+    model: {preset: llama3-70b}
+    gpu: {preset: h100}
+    plan: {tp: 8, pp: 4}
+    overlap: %v
+`
+
+// A Llama-3-70B-class step on 1,024 GPUs runs on a 2-tier MRC fabric and on RoCEv2 at flow
+// level [issue 9]: both report step time and exposed communication; ECMP collisions make
+// RoCE's gradient all-reduce slower, so its exposed communication is higher; halving the
+// link rate raises exposed communication; turning overlap off raises it too.
+func TestTraining70B(t *testing.T) {
+	run := func(rate, kind string, overlap bool) *Summary {
+		t.Helper()
+		s := &mustRun(t, fmt.Sprintf(trainYAML, rate, kind, overlap)).Summary
+		if s.Training == nil || s.Engine != "flow" {
+			t.Fatalf("%s %s: no training result (engine %q)", kind, rate, s.Engine)
+		}
+		tr := s.Training
+		t.Logf("%-4s %s overlap %-5v: step %.1f ms, exposed comm %.1f ms (dp %.1f, pp %.1f, tp %.1f), bubble %.1f ms, MFU %.1f%%",
+			kind, rate, overlap, tr.StepTimeUs/1e3, tr.ExposedCommUs/1e3, tr.DPExposedUs/1e3, tr.PPWaitUs/1e3, tr.TPExposedUs/1e3, tr.BubbleUs/1e3, 100*tr.MFU)
+		if tr.GPUs != 1024 || tr.TP != 8 || tr.PP != 4 || tr.DP != 32 {
+			t.Fatalf("plan %d GPUs tp %d pp %d dp %d; want 1024, 8, 4, 32", tr.GPUs, tr.TP, tr.PP, tr.DP)
+		}
+		return s
+	}
+	mrc := run("100G", "mrc", true)
+	roce := run("100G", "roce", true)
+	half := run("50G", "mrc", true)
+	noOverlap := run("100G", "mrc", false)
+	if roce.Training.ExposedCommUs <= mrc.Training.ExposedCommUs {
+		t.Errorf("RoCE exposed comm %.1f ms not above MRC's %.1f ms", roce.Training.ExposedCommUs/1e3, mrc.Training.ExposedCommUs/1e3)
+	}
+	if half.Training.ExposedCommUs <= mrc.Training.ExposedCommUs {
+		t.Errorf("halving the link rate: exposed comm %.1f ms, not above %.1f ms", half.Training.ExposedCommUs/1e3, mrc.Training.ExposedCommUs/1e3)
+	}
+	if noOverlap.Training.DPExposedUs <= 2*mrc.Training.DPExposedUs {
+		t.Errorf("overlap off: DP exposed %.1f ms vs %.1f ms with overlap; want much more", noOverlap.Training.DPExposedUs/1e3, mrc.Training.DPExposedUs/1e3)
+	}
+	if mrc.Training.PowerSwingMW <= 0 || mrc.Training.GoodputFrac <= 0 || mrc.Training.GoodputFrac >= 1 {
+		t.Errorf("power swing %.3f MW, goodput %.3f; want both reported", mrc.Training.PowerSwingMW, mrc.Training.GoodputFrac)
+	}
+}
+
+// Scenario errors for training name the field and show the arithmetic.
+func TestTrainingScenarioErrors(t *testing.T) {
+	base := `
+topology: {clos: {tiers: 2, planes: 1, radix: 16, hosts: 32, host_link: 100G}}
+transport: {kind: %s}
+workload: {training: {model: {preset: llama3-8b, global_batch: 32}, gpu: {preset: h100}, plan: %s}}
+%s`
+	for _, c := range []struct{ kind, plan, extra, want string }{
+		{"mrc", "{tp: 3}", "", "workload.training.plan.tp: tp=3 does not divide world size 32"},
+		{"raw", "{tp: 4, pp: 2}", "", "transport.kind"},
+		{"mrc", "{tp: 4, pp: 2}", "traffic: [{pattern: permutation, bytes: 1MiB}]", "traffic"},
+		{"mrc", "{tp: 4, pp: 2}", "run: {engine: warp}", "run.engine"},
+	} {
+		_, err := scenario.Parse([]byte(fmt.Sprintf(base, c.kind, c.plan, c.extra)))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %s %s: %v; want %q", c.kind, c.plan, c.extra, err, c.want)
+		}
+	}
+	// 32 GPUs with TP 4, PP 2 give DP 4.
+	s := mustRun(t, fmt.Sprintf(base, "ideal", "{tp: 4, pp: 2}", "")).Summary
+	if s.Training.DP != 4 || s.Engine != "analytic" {
+		t.Errorf("32 GPUs, tp 4, pp 2: dp %d (engine %s); want 4", s.Training.DP, s.Engine)
+	}
+}
