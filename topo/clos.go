@@ -59,6 +59,9 @@ type Clos struct {
 	// index 0 for T0-T1 pairs, index 1 for T1-T2 pairs. Missing entries are 1. Each must divide
 	// the uplink count of the lower tier.
 	ParallelLinks []int `yaml:"parallel_links"`
+	// ScaleUp, when set, groups hosts into scale-up (NVLink) domains of ScaleUp.GPUs
+	// consecutive hosts, carried outside the packet fabric (see ScaleUp).
+	ScaleUp *ScaleUp `yaml:"scale_up,omitempty"`
 }
 
 // FieldError is a configuration error about one field, named by its YAML key (with an index
@@ -79,8 +82,9 @@ func fieldErr(field, format string, args ...any) error {
 
 // WithDefaults returns a copy of c with the defaults written out: FabricLink = HostLink when
 // zero, HopLatency = DefaultHopLatency when zero, and (for 2 or 3 tiers) Oversubscription and
-// ParallelLinks padded with 1s to one entry per level below the top. Hosts = 0 is resolved by
-// Layout (Layout.Config). Slices are copied, never shared with c.
+// ParallelLinks padded with 1s to one entry per level below the top; a ScaleUp gets its
+// Latency and LinksPerGPU defaults. Hosts = 0 is resolved by Layout (Layout.Config). Slices
+// and ScaleUp are copied, never shared with c.
 func (c Clos) WithDefaults() Clos {
 	if c.FabricLink == 0 {
 		c.FabricLink = c.HostLink
@@ -90,6 +94,7 @@ func (c Clos) WithDefaults() Clos {
 	}
 	c.Oversubscription = append([]float64(nil), c.Oversubscription...)
 	c.ParallelLinks = append([]int(nil), c.ParallelLinks...)
+	c.ScaleUp = c.ScaleUp.withDefaults()
 	if c.Tiers == 2 || c.Tiers == 3 {
 		for len(c.Oversubscription) < c.Tiers-1 {
 			c.Oversubscription = append(c.Oversubscription, 1)
@@ -158,7 +163,7 @@ func (c Clos) checkFields() []error {
 			errs = append(errs, fieldErr(fmt.Sprintf("parallel_links[%d]", i), "%d is out of range; want a count >= 1 that divides the uplinks", p))
 		}
 	}
-	return errs
+	return append(errs, c.ScaleUp.check()...)
 }
 
 func levelNames(tiers int) string {
@@ -335,7 +340,8 @@ type Dims struct {
 // Layout is a validated Clos with its derived numbering. Get one from Clos.Layout. It holds
 // no per-node state, so it is cheap for any size; Nodes and Links allocate what they return.
 type Layout struct {
-	cfg           Clos // effective configuration, defaults applied and Hosts resolved
+	cfg           Clos   // effective configuration, defaults applied and Hosts resolved
+	kindName      string // "" for "clos"; "fat_tree" when built by FatTree
 	d             Dims
 	perPlane      int // switches per plane
 	linksPerPlane int
@@ -347,7 +353,16 @@ func (l *Layout) Config() Clos {
 	c := l.cfg
 	c.Oversubscription = append([]float64(nil), c.Oversubscription...)
 	c.ParallelLinks = append([]int(nil), c.ParallelLinks...)
+	c.ScaleUp = copyScaleUp(c.ScaleUp)
 	return c
+}
+
+// kind returns the Params.Kind of the layout: "clos", or "fat_tree" for a FatTree.
+func (l *Layout) kind() string {
+	if l.kindName == "" {
+		return "clos"
+	}
+	return l.kindName
 }
 
 // Dims returns the derived dimensions.

@@ -27,9 +27,9 @@ func (k Kind) String() string {
 // hosts first (host h is node h), then for each plane its T0s, T1s and T2s in index order.
 type Node struct {
 	Name  string // "h17", "p3.t0-17", "p3.t1-5", "p3.t2-2"
-	Kind  Kind
-	Plane int // switch plane; -1 for hosts, which have a port in every plane
-	Tier  int // 0 (T0), 1 (T1) or 2 (T2); -1 for hosts
+	Kind  Kind   // host or switch
+	Plane int    // switch plane; -1 for hosts, which have a port in every plane
+	Tier  int    // 0 (T0), 1 (T1) or 2 (T2); -1 for hosts
 	// Index is the host ID, or the switch's index within its tier and plane.
 	Index int
 	// NumPorts is the number of local ports: Planes for a host, Radix for a switch. In a
@@ -39,15 +39,15 @@ type Node struct {
 
 // Endpoint is one end of a link: a node index and a local port number on it.
 type Endpoint struct {
-	Node, Port int
+	Node, Port int // node index, local port number
 }
 
 // Link is a full-duplex link. A is the lower end (host, or the lower-tier switch), B the
 // upper end; the link is named after A's port.
 type Link struct {
-	Name  string // A's port name: "h17.p3", "p3.t0-17.up5", "p3.t1-5.up2"
-	A, B  Endpoint
-	Plane int
+	Name  string   // A's port name: "h17.p3", "p3.t0-17.up5", "p3.t1-5.up2"
+	A, B  Endpoint // lower end, upper end
+	Plane int      // the plane, 0 for a link of a switchless chip
 	// Level is 0 for host-T0 links, 1 for T0-T1, 2 for T1-T2.
 	Level int
 	Rate  sim.Rate // bits/s, each direction

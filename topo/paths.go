@@ -11,9 +11,9 @@ const MaxHops = 8
 // laid out like the fabric's route (Hops, Len), so it can be copied into a packet without
 // allocation.
 type Route struct {
-	Hops  [MaxHops]uint16
-	Len   uint8 // number of switches, 1, 3 or 5
-	Plane uint8
+	Hops  [MaxHops]uint16 // egress port at each switch; Hops[:Len] are used
+	Len   uint8           // number of switches: 1, 3 or 5 in a Clos; d+1 in a torus of d hops
+	Plane uint8           // the source NIC port
 }
 
 // Ports returns the egress ports, r.Hops[:r.Len].

@@ -9,8 +9,8 @@ import (
 
 // Topology is what the simulator needs from any fabric description: the nodes and links to
 // instantiate, each switch's forwarding table, and the minimal source routes between hosts.
-// *Layout (multi-plane Clos) implements it; the other kinds (fat-tree, rail-optimised, torus,
-// full mesh) are built as a *Graph, which implements it from explicit node and link lists.
+// *Layout (multi-plane Clos, and the k-ary fat-tree built on it) implements it; the other kinds
+// (rail-optimised, torus, full mesh, or any explicit node and link lists) are a *Graph.
 //
 // Conventions every implementation keeps:
 //   - Node indices: hosts first (host h is node h, 0 <= h < NumHosts), then switches.
@@ -53,8 +53,21 @@ type Topology interface {
 	// Path returns minimal source route i of NumPaths(src, dst). Errors: i out of range,
 	// bad hosts.
 	Path(src, dst, i int) (Route, error)
+	// LinkPath appends to buf[:0] the directed links of minimal path i from host src to host
+	// dst and returns them with the path's one-way unloaded latency (the sum of the links'
+	// delays, no serialisation). Directed link id 2k is link k of Links() from A to B, 2k+1
+	// from B to A. There is no MaxHops limit: the flow-level engine follows paths of any
+	// length. i is taken modulo the number of minimal paths (NumPaths when that is not 0), so
+	// an entropy value can be passed as is; i % Planes is still the plane. Errors: src == dst,
+	// a host out of range, i < 0, or no path between the hosts (a rail-only fabric across
+	// rails).
+	LinkPath(src, dst, i int, buf []int32) ([]int32, sim.Time, error)
 	// Sizing returns the bill of materials and headline capacity.
 	Sizing() Sizing
+	// BlastRadius returns, for one failure of each kind of element (NIC port, link of each
+	// level, switch of each tier, torus chip, OCS, scale-up link), the share of a host's or a
+	// switch's bandwidth that it takes away and how many hosts or switches lose that share.
+	BlastRadius() []Blast
 }
 
 // Params are the parameters of a topology that the transports and reports need, whatever its
@@ -72,11 +85,25 @@ type Params struct {
 	// HopLatency is the latency of one link, propagation plus forwarding at the receiving
 	// node, in ps (the largest when links differ).
 	HopLatency sim.Time
+
+	// ScaleUpGPUs is the size of a scale-up (NVLink) domain: hosts h and h' share one when
+	// h/ScaleUpGPUs == h'/ScaleUpGPUs. 0 means no scale-up domain. Scale-up traffic is not
+	// in the packet fabric: the runner carries it on its own model at ScaleUpRate.
+	ScaleUpGPUs int
+	// ScaleUpRate is each GPU's scale-up bandwidth, bits/s per direction (NVLink4 on H100:
+	// 450 GB/s = 3.6 Tb/s; NVLink5: 900 GB/s = 7.2 Tb/s). 0 when ScaleUpGPUs is 0.
+	ScaleUpRate sim.Rate
+	// ScaleUpLatency is the one-way latency of a scale-up transfer between two GPUs of a
+	// domain, in ps. 0 when ScaleUpGPUs is 0.
+	ScaleUpLatency sim.Time
 }
 
-// Params returns the Clos's kind ("clos"), planes, link rates and hop latency.
+// Params returns the Clos's kind ("clos", or "fat_tree" for a FatTree), planes, link rates,
+// hop latency and scale-up domain.
 func (l *Layout) Params() Params {
-	return Params{Kind: "clos", Planes: l.cfg.Planes, HostLink: l.cfg.HostLink, FabricLink: l.cfg.FabricLink, HopLatency: l.cfg.HopLatency}
+	p := Params{Kind: l.kind(), Planes: l.cfg.Planes, HostLink: l.cfg.HostLink, FabricLink: l.cfg.FabricLink, HopLatency: l.cfg.HopLatency}
+	l.cfg.ScaleUp.params(&p)
+	return p
 }
 
 var _ Topology = (*Layout)(nil)
