@@ -60,22 +60,61 @@ type Transport struct {
 	Ideal *Ideal `yaml:"ideal,omitempty"`
 }
 
-// Topology is a one-of: exactly one builder key is set.
+// Topology is a one-of: exactly one builder key is set (package topo documents each).
 type Topology struct {
-	// Clos is a multi-plane 2- or 3-tier Clos (package topo).
-	Clos *topo.Clos `yaml:"clos"`
+	// Clos is a multi-plane 2- or 3-tier Clos.
+	Clos *topo.Clos `yaml:"clos,omitempty"`
+	// FatTree is a k-ary 3-tier fat-tree (pods), single- or multi-plane.
+	FatTree *topo.FatTree `yaml:"fat_tree,omitempty"`
+	// Rail is a rail-optimised GPU cluster: GPU i of every server on rail i (its own T0s),
+	// a spine above (or rail_only), one or two NIC ports per GPU.
+	Rail *topo.Rail `yaml:"rail,omitempty"`
+	// Torus is a 3D torus of chips (wrap-around links, optionally twisted, OCS cubes).
+	Torus *topo.Torus `yaml:"torus,omitempty"`
+	// Mesh is a 1-tier full mesh: every node linked to every other.
+	Mesh *topo.Mesh `yaml:"mesh,omitempty"`
+}
+
+// Spec returns the one topology kind that is set, with its YAML key. Errors: none or more
+// than one set.
+func (t *Topology) Spec() (topo.Spec, string, error) {
+	var specs []topo.Spec
+	var keys []string
+	if t.Clos != nil {
+		specs, keys = append(specs, *t.Clos), append(keys, "clos")
+	}
+	if t.FatTree != nil {
+		specs, keys = append(specs, *t.FatTree), append(keys, "fat_tree")
+	}
+	if t.Rail != nil {
+		specs, keys = append(specs, *t.Rail), append(keys, "rail")
+	}
+	if t.Torus != nil {
+		specs, keys = append(specs, *t.Torus), append(keys, "torus")
+	}
+	if t.Mesh != nil {
+		specs, keys = append(specs, *t.Mesh), append(keys, "mesh")
+	}
+	switch len(specs) {
+	case 0:
+		return nil, "", Errorf("topology", "missing; set one of topology.clos, fat_tree, rail, torus, mesh")
+	case 1:
+		return specs[0], keys[0], nil
+	}
+	return nil, "", Errorf("topology", "sets %s; a scenario has one topology", strings.Join(keys, " and "))
 }
 
 // Describe validates the topology section and returns its description (nodes, links, routes,
 // paths), without building a fabric. Errors are *FieldError naming topology.<kind>.<field>,
 // or "topology" when no kind (or more than one) is set.
 func (t *Topology) Describe() (topo.Topology, error) {
-	if t.Clos == nil {
-		return nil, Errorf("topology", "missing; set topology.clos")
-	}
-	l, err := t.Clos.Layout()
+	spec, key, err := t.Spec()
 	if err != nil {
-		return nil, closError(err)
+		return nil, err
+	}
+	l, err := spec.Topology()
+	if err != nil {
+		return nil, kindError(key, err)
 	}
 	return l, nil
 }
@@ -290,9 +329,10 @@ func Load(path string) (*Scenario, error) {
 	return sc, nil
 }
 
-// LoadTopology reads a scenario file and returns its topology only, resolved, without the
-// run-time checks (packet budget, traffic, link limits) a run needs: for sizing any fabric.
-func LoadTopology(path string) (*topo.Clos, error) {
+// LoadTopology reads a scenario file and returns its topology section only, validated (the
+// kind that is set), without the run-time checks (packet budget, traffic, link limits) a run
+// needs: for sizing any fabric. A Clos comes back resolved (defaults and hosts filled in).
+func LoadTopology(path string) (topo.Spec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
@@ -301,15 +341,21 @@ func LoadTopology(path string) (*topo.Clos, error) {
 	if err := Decode(data, &sc); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if sc.Topology.Clos == nil {
-		return nil, fmt.Errorf("%s: %w", path, Errorf("topology", "missing; set topology.clos"))
-	}
-	l, err := sc.Topology.Clos.Layout()
+	spec, key, err := sc.Topology.Spec()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, closError(err))
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	c := l.Config()
-	return &c, nil
+	if err := spec.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, kindError(key, err))
+	}
+	if c, ok := spec.(topo.Clos); ok {
+		l, err := c.Layout()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, closError(err))
+		}
+		return l.Config(), nil
+	}
+	return spec, nil
 }
 
 // Parse decodes YAML, fills defaults and validates. Errors are one line naming the field path,
@@ -345,9 +391,19 @@ func (sc *Scenario) Resolve() error {
 	if err != nil {
 		return err
 	}
-	if cl, ok := l.(*topo.Layout); ok {
+	if cl, ok := l.(*topo.Layout); ok && sc.Topology.Clos != nil {
 		c := cl.Config()
 		sc.Topology.Clos = &c
+	}
+	// Show every default in the resolved scenario.
+	if t := sc.Topology.Rail; t != nil {
+		*t = t.WithDefaults()
+	}
+	if t := sc.Topology.Torus; t != nil {
+		*t = t.WithDefaults()
+	}
+	if t := sc.Topology.Mesh; t != nil {
+		*t = t.WithDefaults()
 	}
 	c := l.Params()
 
@@ -811,14 +867,18 @@ func (t *Traffic) checkHosts(path string, hosts int) error {
 	return nil
 }
 
-// closError prefixes the topology's field errors with their scenario path. Validate may join
-// several; the first is reported, so the message stays one line.
-func closError(err error) error {
+// closError prefixes the Clos's field errors with their scenario path.
+func closError(err error) error { return kindError("clos", err) }
+
+// kindError prefixes a topology kind's field errors with their scenario path
+// (topology.<key>.<field>). Validate may join several; the first is reported, so the message
+// stays one line.
+func kindError(key string, err error) error {
 	var fe *topo.FieldError
 	if errors.As(err, &fe) {
-		return Errorf("topology.clos."+fe.Field, "%s", fe.Msg)
+		return Errorf("topology."+key+"."+fe.Field, "%s", fe.Msg)
 	}
-	return Errorf("topology.clos", "%v", err)
+	return Errorf("topology."+key, "%v", err)
 }
 
 // PFC is fabric.pfc: fabric.PFCConfig's fields, with enabled defaulting to true under RoCE

@@ -345,7 +345,7 @@ Examples:
 				if err != nil {
 					return badInput(err)
 				}
-				spec = *tc
+				spec = tc
 			} else {
 				var err error
 				if spec, err = o.spec(fs); err != nil {
