@@ -28,6 +28,7 @@ type mrcFlow struct {
 	rtimer    sim.TimerID    // the receiver's delayed SACK
 	done      sim.Time       // latest sender completion (last byte acknowledged), 0 before the first
 	placed    sim.Time       // latest receiver completion (last byte placed)
+	rtt       sim.Time       // the pair's unloaded round trip (its paths' length), for the ideal FCT
 	lossRetx  int64          // SACK-gap + timeout retransmissions seen so far
 	waiting   bool           // queued in its NIC's wait list (gated by a full NIC)
 	qp        int32          // index in mrcNet.flows
@@ -58,6 +59,7 @@ type mrcNet struct {
 	maxQueue sim.Time // most queueing one switch hop can add (trim threshold or limit / rate)
 	nicRate  sim.Rate
 	fct      *hdrhistogram.Histogram // sender FCT, ns
+	fctMax   int64                   // the largest FCT recorded, ns, exact
 	running  int
 	errs     []error
 	onDone   func(now sim.Time) // called when every flow has completed
@@ -72,6 +74,15 @@ type mrcNet struct {
 
 	// Loss-driven retransmissions (SACK gap, timeout) and QP errors, for what a failure cost.
 	lossLog
+}
+
+// pairHops is the number of switches on the minimal paths from src to dst (all have the same
+// length), or the topology's diameter when it cannot say.
+func pairHops(l topo.Topology, src, dst int) int {
+	if r, err := l.Path(src, dst, 0); err == nil {
+		return int(r.Len)
+	}
+	return l.Sizing().MaxSwitchHops
 }
 
 // baseRTT is the unloaded round trip of the longest path: data out over every link (host links
@@ -154,6 +165,7 @@ func (m *mrcNet) addFlow(l topo.Topology, src, dst int, bytes int64, start sim.T
 		return err
 	}
 	f.bytes, f.start, f.posts = bytes, start, 1
+	f.rtt = baseRTT(l.Params(), pairHops(l, src, dst), m.cfg.WireBytes(m.cfg.PayloadBytes), m.cfg.AckBytes)
 	m.running++
 	m.s.At(start, m.kStart, f.qp, 0)
 	return nil
@@ -325,7 +337,9 @@ func (m *mrcNet) flushSender(now sim.Time, f *mrcFlow) {
 	for _, c := range f.snd.Completions() {
 		f.done = c.Done
 		f.acked++
-		_ = m.fct.RecordValue(int64((c.Done - c.Posted) / sim.Nanosecond))
+		ns := int64((c.Done - c.Posted) / sim.Nanosecond)
+		_ = m.fct.RecordValue(ns)
+		m.fctMax = max(m.fctMax, ns)
 		m.running--
 		if m.running == 0 && m.onDone != nil {
 			m.onDone(now)

@@ -96,10 +96,13 @@ func (l *lossLog) span(faults []FaultEvent) LossSpan {
 	return s
 }
 
-// fctPercentiles reads p50, p99 and max from an FCT histogram in nanoseconds, as microseconds.
-func fctPercentiles(h *hdrhistogram.Histogram) (p50, p99, max float64) {
-	ns := func(q float64) float64 { return round3(float64(h.ValueAtQuantile(q)) / 1e3) }
-	return ns(50), ns(99), round3(float64(h.Max()) / 1e3)
+// fctPercentiles reads p50 and p99 from an FCT histogram in nanoseconds, as microseconds, with
+// the exact maximum maxNs (the histogram's own is rounded up to its bucket); p50 and p99 are
+// capped at it.
+func fctPercentiles(h *hdrhistogram.Histogram, maxNs int64) (p50, p99, max float64) {
+	max = round3(float64(maxNs) / 1e3)
+	ns := func(q float64) float64 { return min(round3(float64(h.ValueAtQuantile(q))/1e3), max) }
+	return ns(50), ns(99), max
 }
 
 // rateFigures fills the generic rate figures of a transport run over [0, end]: data wire
@@ -116,16 +119,16 @@ func rateFigures(s *Summary, sent, placed, posted int64, end sim.Time) {
 
 func us(t sim.Time) float64 { return round3(t.Micros()) }
 
-// idealFCT is a transfer of b payload bytes alone on an idle fabric: its wire bytes at the
-// NIC line rate (all planes) plus the base RTT.
-func (m *mrcNet) idealFCT(b int64) sim.Time {
+// idealFCT is a transfer of b payload bytes alone on an idle fabric over a path of round trip
+// rtt: its wire bytes at the NIC line rate (all planes) plus rtt.
+func (m *mrcNet) idealFCT(b int64, rtt sim.Time) sim.Time {
 	cfg := &m.cfg
 	pay := int64(cfg.PayloadBytes)
 	wb := b / pay * int64(cfg.WireBytes(cfg.PayloadBytes))
 	if rem := b % pay; rem > 0 {
 		wb += int64(cfg.WireBytes(int(rem)))
 	}
-	return m.nicRate.TxTime(wb) + m.baseRTT
+	return m.nicRate.TxTime(wb) + rtt
 }
 
 // summary gathers the MRC figures over the run that ended at end.
@@ -142,8 +145,7 @@ func (m *mrcNet) summary(end sim.Time, faults []FaultEvent) *MRCSummary {
 			maxBytes = f.bytes
 		}
 	}
-	ideal := m.idealFCT
-	s.IdealFCTUs = us(ideal(maxBytes))
+	s.IdealFCTUs = us(m.idealFCT(maxBytes, m.baseRTT))
 	var last sim.Time
 	single := 0 // completed flows of one transfer: the per-flow FCT figures are over them
 	for _, f := range m.flows {
@@ -181,8 +183,8 @@ func (m *mrcNet) summary(end sim.Time, faults []FaultEvent) *MRCSummary {
 		single++
 		fct := f.done - f.start
 		sumFCT += int64(fct)
-		sumRatio += float64(fct) / float64(ideal(f.bytes))
-		if r := float64(fct) / float64(ideal(f.bytes)); r > s.FCTOverIdealMax {
+		sumRatio += float64(fct) / float64(m.idealFCT(f.bytes, f.rtt))
+		if r := float64(fct) / float64(m.idealFCT(f.bytes, f.rtt)); r > s.FCTOverIdealMax {
 			s.FCTOverIdealMax = round3(r)
 		}
 		tput := float64(f.bytes) * 8 / fct.Seconds() / float64(m.nicRate)
@@ -211,7 +213,7 @@ func (m *mrcNet) summary(end sim.Time, faults []FaultEvent) *MRCSummary {
 		s.JCTUs = us(end)
 		s.FCTMeanUs = round3(m.fct.Mean() / 1e3)
 	}
-	s.FCTP50Us, s.FCTP99Us, s.FCTMaxUs = fctPercentiles(m.fct)
+	s.FCTP50Us, s.FCTP99Us, s.FCTMaxUs = fctPercentiles(m.fct, m.fctMax)
 	s.LossSpan = m.span(faults)
 	return s
 }

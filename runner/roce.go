@@ -43,6 +43,7 @@ type roceFlow struct {
 	parts     int // stripes with bytes
 	partsDone int
 	done      sim.Time
+	rtt       sim.Time // the pair's unloaded round trip, for the ideal FCT
 }
 
 // roceNet drives RoCEv2 engines over the fabric: QPs hashed by ECMP (no source route), NIC
@@ -58,8 +59,10 @@ type roceNet struct {
 	kStart    sim.Kind
 	kTimer    sim.Kind
 	baseRTT   sim.Time
-	fct       *hdrhistogram.Histogram // per traffic flow, ns
-	running   int                     // transfers (flows or messages) not yet acknowledged
+	fct       *hdrhistogram.Histogram     // per traffic flow, ns
+	fctMax    int64                       // the largest FCT recorded, ns, exact
+	pairRTT   func(src, dst int) sim.Time // the unloaded round trip between two hosts
+	running   int                         // transfers (flows or messages) not yet acknowledged
 	errs      []error
 	quiet     bool
 	wait      [][]nicWait // by host, plane
@@ -89,6 +92,9 @@ func newRoCENet(s *sim.Sim, net *fabric.Network, l topo.Topology, cfg roce.Confi
 		nextQP: map[[3]int32]int{},
 	}
 	r.baseRTT = baseRTT(c, l.Sizing().MaxSwitchHops, cfg.HeaderBytes+cfg.PayloadBytes, cfg.AckWire())
+	r.pairRTT = func(src, dst int) sim.Time {
+		return baseRTT(c, pairHops(l, src, dst), cfg.HeaderBytes+cfg.PayloadBytes, cfg.AckWire())
+	}
 	r.kStart = s.Register("roce.start", r.onStart)
 	r.kTimer = s.Register("roce.timer", r.onTimer)
 	net.SetReceiver(fabric.ProtoRoCE, r.onPacket)
@@ -123,7 +129,7 @@ func (r *roceNet) newQP(src, dst, plane int, flow int32) (*roceQP, error) {
 // addFlow stripes one transfer of bytes from src to dst, posted at start, over the pair's
 // QPs: QPsPerPeer on each plane.
 func (r *roceNet) addFlow(src, dst int, bytes int64, start sim.Time) error {
-	f := &roceFlow{src: int32(src), dst: int32(dst), bytes: bytes, start: start}
+	f := &roceFlow{src: int32(src), dst: int32(dst), bytes: bytes, start: start, rtt: r.pairRTT(src, dst)}
 	fi := int32(len(r.flows))
 	n := r.cfg.QPsPerPeer * r.planes
 	for i := 0; i < n; i++ {
@@ -285,14 +291,21 @@ func (r *roceNet) complete(now sim.Time, q *roceQP, c roce.Completion) {
 		if r.activeAt == 0 && len(r.flows) > 1 {
 			r.snapshotActive(c.Done)
 		}
-		_ = r.fct.RecordValue(int64((c.Done - f.start) / sim.Nanosecond))
+		r.recordFCT(c.Done - f.start)
 	} else {
-		_ = r.fct.RecordValue(int64((c.Done - c.Posted) / sim.Nanosecond))
+		r.recordFCT(c.Done - c.Posted)
 	}
 	r.running--
 	if r.running == 0 && r.onDone != nil {
 		r.onDone(now)
 	}
+}
+
+// recordFCT adds one FCT to the histogram (ns) and the exact maximum.
+func (r *roceNet) recordFCT(d sim.Time) {
+	ns := int64(d / sim.Nanosecond)
+	_ = r.fct.RecordValue(ns)
+	r.fctMax = max(r.fctMax, ns)
 }
 
 // snapshotActive records, at the first flow completion, each started flow's placed payload

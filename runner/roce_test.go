@@ -187,7 +187,7 @@ func TestRoCELosslessIncast64(t *testing.T) {
 		t.Errorf("configuration check: default %q, 1 KiB headroom %q; want none, then the headroom named", ok.PFC.ConfigProblems, bad.PFC.ConfigProblems)
 	}
 	lim := strings.Replace(fmt.Sprintf(roceYAML, 1, 80, 1, tr, ""), "transport:", "fabric: {profile: none, switch_queue: {limit: 256KiB}}\ntransport:", 1)
-	if p := mustRun(t, lim).Summary.PFC.ConfigProblems; len(p) == 0 || !strings.Contains(p[len(p)-1], "queue limit") {
+	if p := mustRun(t, lim).Summary.PFC.ConfigProblems; len(p) == 0 || !strings.Contains(strings.Join(p, " "), "queue limit") {
 		t.Errorf("256 KiB egress limits: %q; want the queue limit named", p)
 	}
 }

@@ -62,12 +62,12 @@ type RoCESummary struct {
 
 // idealFCT is a transfer of b payload bytes alone on an idle fabric: its wire bytes (one RETH
 // per transfer) at the NIC line rate (all planes) plus the base RTT.
-func (r *roceNet) idealFCT(b int64) sim.Time {
+func (r *roceNet) idealFCT(b int64, rtt sim.Time) sim.Time {
 	cfg := &r.cfg
 	pay := int64(cfg.PayloadBytes)
 	n := (b + pay - 1) / pay
 	wire := b + n*int64(cfg.HeaderBytes) + 16
-	return (r.portRate * sim.Rate(r.planes)).TxTime(wire) + r.baseRTT
+	return (r.portRate * sim.Rate(r.planes)).TxTime(wire) + rtt
 }
 
 // summary gathers the RoCE figures over the run that ended at end.
@@ -76,12 +76,11 @@ func (r *roceNet) summary(end sim.Time, faults []FaultEvent) *RoCESummary {
 	s := &RoCESummary{Flows: len(r.flows), QPs: len(r.qps), QPsPerPeer: cfg.QPsPerPeer, BaseRTTUs: us(r.baseRTT)}
 	full := cfg.HeaderBytes + cfg.PayloadBytes
 	s.HeaderOverheadPct = round3(100 * float64(cfg.HeaderBytes) / float64(full))
-	ideal := r.idealFCT
 	var maxBytes int64
 	for _, f := range r.flows {
 		maxBytes = max(maxBytes, f.bytes)
 	}
-	s.IdealFCTUs = us(ideal(maxBytes))
+	s.IdealFCTUs = us(r.idealFCT(maxBytes, r.baseRTT))
 	var sumRatio float64
 	var sumFCT int64
 	var last sim.Time
@@ -92,7 +91,7 @@ func (r *roceNet) summary(end sim.Time, faults []FaultEvent) *RoCESummary {
 		s.FlowsCompleted++
 		fct := f.done - f.start
 		sumFCT += int64(fct)
-		ratio := float64(fct) / float64(ideal(f.bytes))
+		ratio := float64(fct) / float64(r.idealFCT(f.bytes, f.rtt))
 		sumRatio += ratio
 		s.FCTOverIdealMax = max(s.FCTOverIdealMax, round3(ratio))
 		last = max(last, f.done)
@@ -163,7 +162,7 @@ func (r *roceNet) summary(end sim.Time, faults []FaultEvent) *RoCESummary {
 		s.JCTUs = us(end)
 		s.FCTMeanUs = round3(r.fct.Mean() / 1e3)
 	}
-	s.FCTP50Us, s.FCTP99Us, s.FCTMaxUs = fctPercentiles(r.fct)
+	s.FCTP50Us, s.FCTP99Us, s.FCTMaxUs = fctPercentiles(r.fct, r.fctMax)
 	s.LossSpan = r.span(faults)
 	return s
 }

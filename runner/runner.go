@@ -132,7 +132,7 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 			return nil, &InputError{Err: fmt.Errorf("fabric.pfc: %w", err)}
 		}
 		if opt.Warn != nil && !dryFaults {
-			for _, w := range net.PFCLosslessCheck(maxPFCProblems) {
+			for _, w := range pfcProblems(net) {
 				opt.Warn("fabric.pfc: cannot be lossless: " + w)
 			}
 		}

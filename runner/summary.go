@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/lockstepsim/lockstep/fabric"
 	"github.com/lockstepsim/lockstep/scenario"
@@ -271,12 +272,22 @@ type PFCSummary struct {
 // maxPFCProblems bounds the PFC configuration problems reported.
 const maxPFCProblems = 5
 
+// pfcProblems is the fabric's PFC configuration check, the first maxPFCProblems lines and, if
+// there are more, a last line saying how many.
+func pfcProblems(net *fabric.Network) []string {
+	all := net.PFCLosslessCheck(1 << 30)
+	if len(all) <= maxPFCProblems {
+		return all
+	}
+	return append(all[:maxPFCProblems:maxPFCProblems], fmt.Sprintf("and %d more like these", len(all)-maxPFCProblems))
+}
+
 // pfcSummary gathers the PFC record of every port at now, or nil when PFC is off.
 func pfcSummary(sc *scenario.Scenario, net *fabric.Network, now sim.Time) *PFCSummary {
 	if !sc.Fabric.PFC.Config().Enabled {
 		return nil
 	}
-	s := &PFCSummary{ConfigProblems: net.PFCLosslessCheck(maxPFCProblems)}
+	s := &PFCSummary{ConfigProblems: pfcProblems(net)}
 	var most sim.Time
 	for i := range net.Ports {
 		st := net.PFCStats(fabric.PortID(i), now)

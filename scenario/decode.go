@@ -289,6 +289,22 @@ func (d *nodeDecoder) decode(n *yaml.Node, v reflect.Value, p *fieldPath, expand
 	return nil
 }
 
+// misplaced points fields written at a plausible but wrong place to where they go.
+var misplaced = map[string]string{
+	"transport.qps_per_peer": "RoCE settings go under transport.roce: transport: {kind: roce, roce: {qps_per_peer: 4}}",
+	"transport.dcqcn":        "DCQCN settings go under transport.roce: transport: {kind: roce, roce: {dcqcn: {...}}}",
+	"transport.rto":          "RoCE settings go under transport.roce: transport: {kind: roce, roce: {rto: 1ms}}",
+	"transport.retry_count":  "RoCE settings go under transport.roce: transport: {kind: roce, roce: {retry_count: 7}}",
+	"transport.pfc":          "PFC is a switch setting: fabric: {pfc: {...}}",
+	"transport.ev":           "MRC settings go under transport.mrc: transport: {kind: mrc, mrc: {ev: {...}}}",
+	"transport.cc":           "MRC settings go under transport.mrc: transport: {kind: mrc, mrc: {cc: ...}}",
+	"fabric.dcqcn":           "DCQCN is the sender's rate control: transport: {kind: roce, roce: {dcqcn: {...}}}",
+	"fabric.ecn":             "ECN marking is per queue: fabric: {switch_queue: {ecn: {enabled: true, kmin: 100KB, kmax: 400KB, pmax: 0.2}}}",
+	"topology.tiers":         "Clos settings go under topology.clos: topology: {clos: {tiers: 2, ...}}",
+	"topology.radix":         "Clos settings go under topology.clos: topology: {clos: {radix: 64, ...}}",
+	"topology.planes":        "Clos settings go under topology.clos: topology: {clos: {planes: 8, ...}}",
+}
+
 func (d *nodeDecoder) decodeStruct(n *yaml.Node, v reflect.Value, p *fieldPath, expanded bool) error {
 	if n.Kind != yaml.MappingNode {
 		return fieldErr(p, n, "want a mapping, got %s", describeNode(n))
@@ -304,6 +320,9 @@ func (d *nodeDecoder) decodeStruct(n *yaml.Node, v reflect.Value, p *fieldPath, 
 		if !ok {
 			if len(info.fields) == 0 {
 				return fieldErr(fp, e.key, "unknown field; this mapping takes no fields")
+			}
+			if hint, ok := misplaced[fp.String()]; ok {
+				return fieldErr(fp, e.key, "unknown field here; %s", hint)
 			}
 			return fieldErr(fp, e.key, "unknown field; allowed: %s", info.allowed)
 		}

@@ -465,7 +465,12 @@ func (sc *Scenario) Resolve() error {
 		return Errorf("run.engine", "%q is not an engine; allowed packet, flow", r.Engine)
 	}
 	if r.Engine == EngineFlow && sc.Workload.Training == nil {
-		return Errorf("run.engine", "flow runs workload.training only (so far); traffic and collectives run at packet level")
+		if len(sc.Workload.Collectives) == 0 {
+			return Errorf("run.engine", "flow runs workloads only (workload.collectives or workload.training); traffic groups run at packet level (run.engine: packet)")
+		}
+		if len(sc.Faults) > 0 {
+			return Errorf("faults", "not supported with run.engine flow yet; run the collectives at packet level (run.engine: packet) to fail links")
+		}
 	}
 	if r.Seed == 0 {
 		r.Seed = DefaultSeed
@@ -546,6 +551,12 @@ func (sc *Scenario) Resolve() error {
 		rc = rc.WithDefaults()
 		if err := rc.Validate("transport.roce"); err != nil {
 			return err // already "transport.roce.<field>: ..."
+		}
+		if rc.DCQCN.RateAI > c.HostLink {
+			return Errorf("transport.roce.dcqcn.rate_ai", "%v is above the NIC port rate %v; an additive step is a small fraction of it (default line/1000)", rc.DCQCN.RateAI, c.HostLink)
+		}
+		if rc.DCQCN.RateHAI > c.HostLink {
+			return Errorf("transport.roce.dcqcn.rate_hai", "%v is above the NIC port rate %v; the hyper-increase step is a small fraction of it (default 10 x rate_ai)", rc.DCQCN.RateHAI, c.HostLink)
 		}
 		if rc.DCQCN.MinRate > c.HostLink {
 			return Errorf("transport.roce.dcqcn.min_rate", "%v is above the NIC port rate %v", rc.DCQCN.MinRate, c.HostLink)
@@ -628,7 +639,7 @@ func (sc *Scenario) Resolve() error {
 		if sc.Transport.Kind == TransportRaw {
 			return Errorf("transport.kind", "raw cannot carry a collective's messages; allowed mrc or roce (packet level) or ideal")
 		}
-		moved, err := sc.Workload.resolve(hosts)
+		moved, err := sc.Workload.resolve(workloadEnv{hosts: hosts, domain: c.ScaleUpGPUs, flow: r.Engine == EngineFlow && sc.Transport.Kind != TransportIdeal})
 		if err != nil {
 			return err
 		}
@@ -921,6 +932,15 @@ func (sc *Scenario) resolvePFC() error {
 		on := sc.Transport.Kind == TransportRoCE
 		p.Enabled = &on
 	}
+	// The class that carries the transport's data: RoCE puts data in class 1 (ACKs, NAKs
+	// and CNPs in class 0), raw traffic in class 0.
+	data, what := 1, "RoCE data"
+	if sc.Transport.Kind == TransportRaw {
+		data, what = 0, "raw traffic"
+	}
+	if len(p.Classes) == 0 {
+		p.Classes = []int{data}
+	}
 	c := p.Config().WithDefaults()
 	p.Classes, p.XOFF, p.XON, p.Quanta, p.SharedBuffer, p.Reserved = c.Classes, c.XOFF, c.XON, c.Quanta, c.SharedBuffer, c.Reserved
 	if !c.Enabled {
@@ -932,10 +952,18 @@ func (sc *Scenario) resolvePFC() error {
 	if err := c.Validate("fabric.pfc"); err != nil {
 		return err
 	}
+	seen := map[int]bool{}
 	for i, k := range c.Classes {
 		if k >= sc.Fabric.SwitchQueue.Classes {
 			return Errorf(fmt.Sprintf("fabric.pfc.classes[%d]", i), "class %d, but the switch queues have %d classes (0..%d)", k, sc.Fabric.SwitchQueue.Classes, sc.Fabric.SwitchQueue.Classes-1)
 		}
+		if seen[k] {
+			return Errorf(fmt.Sprintf("fabric.pfc.classes[%d]", i), "class %d is listed twice", k)
+		}
+		seen[k] = true
+	}
+	if !seen[data] {
+		return Errorf("fabric.pfc.classes", "%v leaves class %d, which carries %s, lossy (nothing would pause); include %d", c.Classes, data, what, data)
 	}
 	return nil
 }

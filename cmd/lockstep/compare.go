@@ -10,6 +10,7 @@ import (
 	"github.com/lockstepsim/lockstep/report"
 	"github.com/lockstepsim/lockstep/runner"
 	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/lockstepsim/lockstep/workload/training"
 	"github.com/spf13/cobra"
 )
 
@@ -123,9 +124,24 @@ func printComparison(w io.Writer, names, kinds []string, sums []*runner.Summary)
 			return 0, false
 		}
 	}
+	train := func(f func(t *training.Result) float64) func(s *runner.Summary) (float64, bool) {
+		return func(s *runner.Summary) (float64, bool) {
+			if s.Training == nil {
+				return 0, false
+			}
+			return f(s.Training), true
+		}
+	}
 	figs := []fig{
 		{"traffic end us", func(s *runner.Summary) (float64, bool) { return s.DurationUs, true }},
-		{"delivered Gb/s", func(s *runner.Summary) (float64, bool) { return s.DeliveredGbps, true }},
+		{"delivered Gb/s", func(s *runner.Summary) (float64, bool) { return s.DeliveredGbps, s.Training == nil }},
+		{"transfers done", mrcOr(func(m *runner.MRCSummary) float64 { return float64(m.FlowsCompleted) }, func(r *runner.RoCESummary) float64 { return float64(r.FlowsCompleted) })},
+		{"step time ms", train(func(t *training.Result) float64 { return t.StepTimeUs / 1e3 })},
+		{"exposed comm ms", train(func(t *training.Result) float64 { return t.ExposedCommUs / 1e3 })},
+		{"DP exposed ms", train(func(t *training.Result) float64 { return t.DPExposedUs / 1e3 })},
+		{"MFU %", train(func(t *training.Result) float64 { return 100 * t.MFU })},
+		{"power swing MW", train(func(t *training.Result) float64 { return t.PowerSwingMW })},
+		{"goodput %", train(func(t *training.Result) float64 { return 100 * t.GoodputFrac })},
 		{"FCT p50 us", mrcOr(func(m *runner.MRCSummary) float64 { return m.FCTP50Us }, func(r *runner.RoCESummary) float64 { return r.FCTP50Us })},
 		{"FCT p99 us", mrcOr(func(m *runner.MRCSummary) float64 { return m.FCTP99Us }, func(r *runner.RoCESummary) float64 { return r.FCTP99Us })},
 		{"FCT max us", mrcOr(func(m *runner.MRCSummary) float64 { return m.FCTMaxUs }, func(r *runner.RoCESummary) float64 { return r.FCTMaxUs })},

@@ -390,8 +390,24 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	}
 	fmt.Fprintf(w, "simulated %.3fus of traffic (+ drain to %.3fus) in %.2fs wall, %d events (%.1fM events/s)\n",
 		s.DurationUs, s.EndUs, res.Wall.Seconds(), s.Events, rate/1e6)
-	fmt.Fprintf(w, "offered %.1f Gb/s, delivered %.1f Gb/s (%.2f%% of bytes sent); packets sent %d, delivered %d, trimmed %d, dropped %d\n",
-		s.OfferedGbps, s.DeliveredGbps, 100*s.DeliveredFraction, s.SentPackets, s.DeliveredPackets, s.TrimmedPackets, s.DroppedPackets)
+	frac := "of bytes sent delivered"
+	if s.MRC != nil || s.RoCE != nil {
+		frac = "of the payload posted placed"
+	}
+	fmt.Fprintf(w, "offered %.1f Gb/s, delivered %.1f Gb/s (%.2f%% %s); packets sent %d, delivered %d, trimmed %d, dropped %d\n",
+		s.OfferedGbps, s.DeliveredGbps, 100*s.DeliveredFraction, frac, s.SentPackets, s.DeliveredPackets, s.TrimmedPackets, s.DroppedPackets)
+	unfinished := 0
+	switch {
+	case res.Collective != nil:
+	case s.MRC != nil:
+		unfinished = s.MRC.Flows - s.MRC.FlowsCompleted
+	case s.RoCE != nil:
+		unfinished = s.RoCE.Flows - s.RoCE.FlowsCompleted
+	}
+	if unfinished > 0 {
+		fmt.Fprintf(w, "note: %d transfers had not finished when the run stopped at run.duration (%v): JCT and FCT figures cover the finished ones only; raise run.duration, or see the QP errors below\n",
+			unfinished, sc.Run.Duration)
+	}
 	if r := s.RoCE; r != nil {
 		if res.Collective != nil {
 			fmt.Fprintf(w, "RoCE: %d QPs (%d per peer per plane) carried the messages; message FCT us p50 %.1f  p99 %.1f  max %.1f; base RTT %.2f us\n",
@@ -425,7 +441,13 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 			s.LatencyP50Us, s.LatencyP99Us, s.LatencyP999Us, s.LatencyMaxUs)
 	}
 	if p := s.PFC; p != nil {
-		fmt.Fprintf(w, "PFC: %d pauses on %d ports, %.1f us paused in all (most: %s, %.1f us)", p.Pauses, p.PortsPaused, p.PausedUsTotal, p.MostPausedPort, p.MostPausedUs)
+		fmt.Fprintf(w, "PFC: %d pauses on %d ports, %.1f us paused in all", p.Pauses, p.PortsPaused, p.PausedUsTotal)
+		if p.MostPausedPort != "" {
+			fmt.Fprintf(w, " (most: %s, %.1f us)", p.MostPausedPort, p.MostPausedUs)
+		}
+		if p.WatchdogFired > 0 {
+			fmt.Fprintf(w, "; watchdog fired %d times (losslessness given up there)", p.WatchdogFired)
+		}
 		if len(p.ConfigProblems) > 0 {
 			fmt.Fprintf(w, "; configuration cannot be lossless: %s", p.ConfigProblems[0])
 		}
