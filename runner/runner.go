@@ -88,7 +88,10 @@ func RunWith(sc *scenario.Scenario, opt Options) (*Result, error) { return run(s
 func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	wallStart := time.Now()
 	var twin *Result
-	if !dryFaults && len(sc.Faults) > 0 && sc.Run.FaultBaseline != scenario.FaultBaselineNone {
+	// A training job's faults are failure processes for its goodput (flapProcesses), not
+	// events in the simulated step: no twin, nothing scheduled.
+	training := sc.Workload.Training != nil
+	if !dryFaults && !training && len(sc.Faults) > 0 && sc.Run.FaultBaseline != scenario.FaultBaselineNone {
 		// The same run with its faults inert: the baseline each failure's cost is measured on.
 		tsc := *sc
 		var err error
@@ -137,7 +140,11 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 			}
 		}
 	}
-	faults, err := scheduleFaults(s, net, sc.Faults, dryFaults)
+	specs := sc.Faults
+	if training {
+		specs = nil
+	}
+	faults, err := scheduleFaults(s, net, specs, dryFaults)
 	if err != nil {
 		return nil, &InputError{Err: err}
 	}

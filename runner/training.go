@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/lockstepsim/lockstep/fault"
 	"github.com/lockstepsim/lockstep/flow"
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
@@ -30,6 +31,37 @@ func (t *TrainingRun) WritePowerCSV(w io.Writer) error { return t.Result.WritePo
 // WriteStepsCSV writes steps.csv (one row per simulated step).
 func (t *TrainingRun) WriteStepsCSV(w io.Writer) error { return t.Result.WriteStepsCSV(w) }
 
+// flapProcesses turns a training scenario's flapping links (faults with action flap; the
+// scenario admits no other) into failure processes for the goodput model: each matched link
+// fails once per period. Under MRC every flap is absorbed (spraying moves off the failed
+// paths within microseconds). Under RoCE a flap restarts the job when its down time outlasts
+// the QPs' retry budget, RTO x (retry_count + 1), before routing reconverges (then the QPs
+// hashed onto the link break); a shorter one stalls them, and they resume.
+func flapProcesses(sc *scenario.Scenario, layout topo.Topology) ([]training.FailureProcess, error) {
+	var out []training.FailureProcess
+	inv := fault.FromLayout(layout)
+	for i, f := range sc.Faults {
+		one := f
+		one.Action, one.At, one.DownFor, one.Period, one.Count, one.For = scenario.FaultDown, 0, 0, 0, 0, 0
+		sch, err := fault.Expand([]fault.Spec{one}, inv, fault.Options{Seed: sc.Run.Seed, Duration: sc.Run.Duration, Path: fmt.Sprintf("faults[%d]", i)})
+		if err != nil {
+			return nil, err
+		}
+		links := len(sch.Events)
+		restarts := 0.0
+		if sc.Transport.Kind == scenario.TransportRoCE {
+			rc := sc.Transport.RoCE.WithDefaults()
+			budget := rc.RTO * sim.Time(rc.RetryCount+1)
+			if f.DownFor > budget && sc.Fabric.Reconvergence > budget {
+				restarts = 1
+			}
+		}
+		out = append(out, training.FailureProcess{Name: fmt.Sprintf("faults[%d]: %s flaps", i, f.Link),
+			Rate: float64(links) / f.Period.Seconds(), Restarts: restarts})
+	}
+	return out, nil
+}
+
 // runTraining runs workload.training: the job's per-rank programs in lockstep, its network
 // collectives carried by the transport's model. Transport ideal uses the closed forms
 // (collective.Pipelined at the NIC rate); run.engine flow the flow-level engine over the
@@ -49,6 +81,9 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 	env := training.Env{NICs: hosts * p.Planes, Links: layout.NumLinks()}
 	if sc.Transport.Kind == scenario.TransportRoCE {
 		env.LinkFailureRestarts = 1
+	}
+	if env.Extra, err = flapProcesses(sc, layout); err != nil {
+		return &InputError{Err: err}
 	}
 	run := &TrainingRun{Job: job.Summary()}
 	var (

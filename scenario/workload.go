@@ -34,8 +34,12 @@ func (sc *Scenario) resolveTraining(hosts int) error {
 	if len(sc.Traffic) > 0 {
 		return Errorf("traffic", "given with workload.training; a scenario runs traffic groups or a workload, not both")
 	}
-	if len(sc.Faults) > 0 {
-		return Errorf("faults", "not supported with workload.training yet; workload.training.goodput models failures (MTBF, checkpoints, restarts)")
+	for i, f := range sc.Faults {
+		// A training job's faults are failure processes over its horizon (goodput), not
+		// events inside the simulated step: a flapping link, down for down_for every period.
+		if f.Link == "" || f.Action != FaultFlap || f.Random != nil || f.Period <= 0 {
+			return Errorf(fmt.Sprintf("faults[%d]", i), "under workload.training only a flapping link is modelled (link: NAME, action: flap, down_for, period: how often it flaps); random failures are workload.training.goodput's MTBFs")
+		}
 	}
 	if _, err := sc.Workload.Training.Job(hosts); err != nil {
 		return trainingError(err)

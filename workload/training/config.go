@@ -137,6 +137,9 @@ type Env struct {
 	// job, used when goodput.link_failure_restarts is not given: 0 under MRC (absorbed by
 	// spraying), 1 under RoCE (a QP breaks once its retry budget is spent).
 	LinkFailureRestarts float64
+	// Extra are failure processes from the scenario (a flapping link), with whether the
+	// transport absorbs them.
+	Extra []FailureProcess
 }
 
 // Result is every headline figure of a training run, units in the names. Times are means
@@ -228,7 +231,7 @@ func (c *Config) Evaluate(tr *Trace, env Env) (*Result, error) {
 	if err != nil {
 		return nil, under(ConfigPath, err)
 	}
-	gr, err := c.Goodput.Evaluate(j.World(), env.NICs, env.Links, env.LinkFailureRestarts)
+	gr, err := c.Goodput.Evaluate(j.World(), env.NICs, env.Links, env.LinkFailureRestarts, env.Extra...)
 	if err != nil {
 		return nil, under(ConfigPath+".goodput", err)
 	}

@@ -29,6 +29,16 @@ const (
 	DefaultRestart         Seconds = 600
 )
 
+// FailureProcess is a failure process beyond the MTBF inputs, such as a flapping link from a
+// scenario's fault schedule: Rate failures per second (treated as a Poisson process of that
+// rate by the efficiency model and the Monte Carlo), of which the fraction Restarts restarts
+// the job and the rest the transport absorbs.
+type FailureProcess struct {
+	Name     string
+	Rate     float64 // failures per second
+	Restarts float64 // fraction in [0, 1] that restart the job
+}
+
 // Goodput is the reliability part of a training configuration: failure rates, checkpoint
 // and restart costs, and the Monte Carlo's horizon.
 //
@@ -202,7 +212,7 @@ func (g Goodput) validate() error {
 // ports and links links (the fields Links and NICs, when set, win), where restarts is the
 // transport's default fraction of link failures that restart the job. Errors: a field out of
 // range (paths relative to the goodput block), or no failure source at all.
-func (g Goodput) Evaluate(gpus, nics, links int, restarts float64) (GoodputResult, error) {
+func (g Goodput) Evaluate(gpus, nics, links int, restarts float64, extra ...FailureProcess) (GoodputResult, error) {
 	if err := g.validate(); err != nil {
 		return GoodputResult{}, err
 	}
@@ -220,12 +230,17 @@ func (g Goodput) Evaluate(gpus, nics, links int, restarts float64) (GoodputResul
 	linkRate := float64(links) / float64(g.LinkMTBF)
 	f := *g.LinkFailureRestarts
 	rate += f * linkRate
+	absorbed := (1 - f) * linkRate
+	for _, x := range extra {
+		rate += x.Rate * x.Restarts
+		absorbed += x.Rate * (1 - x.Restarts)
+	}
 	if !(rate > 0) {
 		return GoodputResult{}, errorf("gpu_mtbf", "%v with %d GPUs gives no failures; want a finite MTBF", g.GPUMTBF, gpus)
 	}
 	M := 1 / rate
 	d, R := float64(g.CheckpointWrite), float64(g.Restart)
-	res := GoodputResult{JobMTBF: M, RestartsPerDay: rate * 86400, AbsorbedPerDay: (1 - f) * linkRate * 86400,
+	res := GoodputResult{JobMTBF: M, RestartsPerDay: rate * 86400, AbsorbedPerDay: absorbed * 86400,
 		Young: YoungInterval(d, M), Daly: DalyInterval(d, M)}
 	res.Interval = float64(g.CheckpointInterval)
 	if res.Interval == 0 {
