@@ -84,3 +84,40 @@ workload: {training: {model: {preset: llama3-8b, global_batch: 32}, gpu: {preset
 		t.Errorf("32 GPUs, tp 4, pp 2: dp %d (engine %s); want 4", s.Training.DP, s.Engine)
 	}
 }
+
+// The same job with one flapping link [issue 9]: under MRC every flap is absorbed and goodput
+// is unchanged (within 1%); under RoCEv2 each flap (down 30 s) outlasts the QPs' retry budget
+// (about 8.4 ms, well before routing reconverges after 1 s), restarts the job, and goodput
+// falls with the restarts it reports.
+func TestTrainingFlappingLink(t *testing.T) {
+	const y = `
+topology: {clos: {tiers: 2, planes: 4, radix: 64, hosts: 256, host_link: 100G}}
+transport: {kind: %s}
+workload:
+  training:
+    model: {preset: llama3-8b, global_batch: 128}
+    gpu: {preset: h100}
+    plan: {tp: 8, pp: 2}
+%s`
+	flap := "faults: [{link: p1.t0-3.up5, action: flap, at: 0s, down_for: 30s, period: 1h, count: 1}]\n"
+	good := map[string][2]float64{}
+	for _, kind := range []string{"mrc", "roce"} {
+		base := mustRun(t, fmt.Sprintf(y, kind, "")).Summary.Training
+		flapped := mustRun(t, fmt.Sprintf(y, kind, flap)).Summary.Training
+		t.Logf("%s: goodput %.4f -> %.4f with the flapping link; restarts/day %.2f -> %.2f, absorbed/day %.2f -> %.2f",
+			kind, base.GoodputFrac, flapped.GoodputFrac, base.RestartsPerDay, flapped.RestartsPerDay, base.AbsorbedPerDay, flapped.AbsorbedPerDay)
+		good[kind] = [2]float64{base.GoodputFrac, flapped.GoodputFrac}
+		if kind == "mrc" && (flapped.RestartsPerDay != base.RestartsPerDay || flapped.AbsorbedPerDay < base.AbsorbedPerDay+23) {
+			t.Errorf("mrc: restarts/day %.2f -> %.2f, absorbed %.2f -> %.2f; want the 24 flaps a day absorbed", base.RestartsPerDay, flapped.RestartsPerDay, base.AbsorbedPerDay, flapped.AbsorbedPerDay)
+		}
+		if kind == "roce" && flapped.RestartsPerDay < base.RestartsPerDay+23 {
+			t.Errorf("roce: restarts/day %.2f -> %.2f; want the 24 flaps a day to restart the job", base.RestartsPerDay, flapped.RestartsPerDay)
+		}
+	}
+	if g := good["mrc"]; g[1] < 0.99*g[0] {
+		t.Errorf("mrc goodput %.4f -> %.4f; want unchanged within 1%%", g[0], g[1])
+	}
+	if g := good["roce"]; g[1] > 0.9*g[0] {
+		t.Errorf("roce goodput %.4f -> %.4f; want a clear loss from the restarts", g[0], g[1])
+	}
+}
