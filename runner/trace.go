@@ -5,6 +5,7 @@ import (
 
 	"github.com/lockstepsim/lockstep/report"
 	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/workload/training"
 )
 
 // MaxTraceSpans bounds the spans a trace holds (about 150 bytes each in trace.json): a run with
@@ -16,10 +17,12 @@ const MaxTraceSpans = 500_000
 const (
 	traceTidCollectives = 1 // a rank's part of each collective: launch to its last op
 	traceTidFlows       = 2 // traffic transfers sent by the host: post to last byte acknowledged
+	traceTidPhases      = 3 // a training rank's phases: compute, waits on TP/PP/DP/EP, bubble
 )
 
 // BuildTrace returns the run's Chrome/Perfetto trace (package report): one process per host
-// (pid = host index) with a "collectives" thread holding, for each collective it takes part
+// (pid = host index) with, for a training workload, a "phases" thread (each span a phase of
+// its rank: compute, or waiting on TP, PP, DP or EP communication, the bubble), a "collectives" thread holding, for each collective it takes part
 // in, a span from the launch to the rank's last op, and a "flows" thread with each traffic
 // transfer it sends (post to the acknowledgement of its last byte); failures are global
 // instant events. Times are simulated picoseconds. nil when the run has nothing to trace.
@@ -42,6 +45,19 @@ func BuildTrace(res *Result) *report.Trace {
 		spans++
 		host(h, tid, thread)
 		t.Span(h, tid, name, cat, int64(start), int64(end-start), args)
+	}
+	if tr := res.Training; tr != nil && tr.Result != nil && tr.Result.Trace() != nil {
+		// Per rank (one process per GPU host): its phases in every simulated step.
+		t2 := tr.Result.Trace()
+		pl := t2.Job.Placement
+		for _, st := range t2.Steps {
+			for rank := range pl.World {
+				h := pl.Host(rank)
+				st.Spans(rank, func(a, b sim.Time, c training.Category) {
+					span(h, traceTidPhases, "phases", c.String(), "training", a, b, map[string]any{"rank": rank, "step": st.Index})
+				})
+			}
+		}
 	}
 	if c := res.Collective; c != nil {
 		for _, r := range c.Instances {

@@ -65,6 +65,18 @@ type rankTL struct {
 	base   sim.Time // simulated step start
 }
 
+// Spans calls f for every phase of rank's timeline in the step, in order: start and end in
+// the extended timeline (absolute: the step's Start plus the offset in the step) and the
+// category the rank spent it on (compute, or waiting on TP, PP, DP, EP communication, the
+// bubble, a group member). The barrier wait at the step's end is not included. Repeated
+// 1F1B rounds are reported as the copies they stand for. Ranks out of range report nothing.
+func (st *StepTrace) Spans(rank int, f func(start, end sim.Time, c Category)) {
+	if rank < 0 || rank >= len(st.tl) {
+		return
+	}
+	st.tl[rank].each(func(s span) { f(st.Start+s.start, st.Start+s.end, s.cat) })
+}
+
 // each calls f for every span of the extended timeline, in order, with times relative to
 // the step start; the barrier wait is not included.
 func (tl *rankTL) each(f func(s span)) {
