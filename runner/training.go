@@ -90,6 +90,10 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 		backend training.Backend
 		fnet    *flow.Net
 		fc      *flow.Collectives
+		m       *mrcNet
+		rn      *roceNet
+		eb      *training.ExecutorBackend
+		smp     *sampler
 	)
 	switch {
 	case sc.Transport.Kind == scenario.TransportIdeal:
@@ -106,7 +110,51 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 		fc, err = flow.NewCollectives(fnet, router, flow.CollConfig{OnError: stop})
 		backend = fc
 	default:
-		return &InputError{Err: fmt.Errorf("run.engine: packet-level training is not available yet; use run.engine: flow (the default) or transport ideal")}
+		// Packet level: the transport's engines over the fabric, and the scale-up domain's
+		// traffic on an ideal link at the GPU's scale-up rate (NVLink is not in the fabric).
+		run.Engine = "packet"
+		var fabricT collective.Transport
+		if sc.Transport.Kind == scenario.TransportMRC {
+			m = newMRCNet(s, net, layout, *sc.Transport.MRC, sc.Fabric)
+			m.seed = sc.Run.Seed
+			fabricT = m
+			res.MRC = &MRCRun{m: m, DoneAt: sim.MaxTime}
+		} else {
+			rn = newRoCENet(s, net, layout, *sc.Transport.RoCE)
+			rn.seed = sc.Run.Seed
+			fabricT = rn
+			res.RoCE = &RoCERun{r: rn, DoneAt: sim.MaxTime}
+		}
+		tr := fabricT
+		var nvl *collective.Ideal
+		if d := job.Placement.Domain; d > 1 {
+			if nvl, err = collective.NewIdeal(s, collective.IdealConfig{Hosts: hosts, Rate: job.GPU.ScaleUpRate, Latency: job.GPU.ScaleUpLatency}); err != nil {
+				return &InputError{Err: err}
+			}
+			if tr, err = training.NewSplitTransport(d, nvl, fabricT); err != nil {
+				return &InputError{Err: err}
+			}
+		}
+		if eb, err = training.NewExecutorBackend(s, tr, hosts, 0); err != nil {
+			return &InputError{Err: err}
+		}
+		if nvl != nil {
+			nvl.SetSink(eb.Delivered)
+		}
+		if m != nil {
+			m.delivered, m.group = eb.Delivered, eb.Group
+		} else {
+			rn.delivered, rn.group = eb.Delivered, eb.Group
+		}
+		smp = newSampler(s, net, p.Planes, sc.Run.SampleInterval, sc.Run.Duration)
+		res.Links = smp.links
+		if m != nil {
+			smp.placed = m.placedBytes
+		} else {
+			smp.placed = rn.placedBytes
+		}
+		smp.start()
+		backend = eb
 	}
 	if err != nil {
 		return &InputError{Err: err}
@@ -118,6 +166,12 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 				return fmt.Errorf("training stopped at %v: %w (%v)", s.Now(), err, inc)
 			}
 		}
+		if eb != nil {
+			if errs := transportErrs(m, rn); len(errs) > 0 {
+				return fmt.Errorf("training stopped at %v: %w (%d QP(s) gave up, the first: %v; waiting: %s)", s.Now(), err, len(errs), errs[0], eb.Stuck(8))
+			}
+			return fmt.Errorf("training stopped at %v: %w (waiting: %s)", s.Now(), err, eb.Stuck(8))
+		}
 		return fmt.Errorf("training stopped at %v: %w", s.Now(), err)
 	}
 	run.Result = tr
@@ -126,9 +180,17 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 		run.Flow = &st
 	}
 	res.Training = run
-	res.trafficEnd = s.Now()
-	res.Summary = Summary{Scenario: sc.Name, Seed: sc.Run.Seed, Hosts: hosts, Planes: p.Planes,
-		Switches: len(net.Nodes) - hosts, Links: len(net.Ports) / 2,
-		DurationUs: us(s.Now()), EndUs: us(s.Now()), Events: s.Events(), Training: tr, Engine: run.Engine}
+	end := s.Now()
+	res.trafficEnd = end
+	if eb != nil {
+		if err := finishTransport(sc, res, m, rn, smp, end); err != nil {
+			return err
+		}
+	} else {
+		res.Summary = Summary{Scenario: sc.Name, Seed: sc.Run.Seed, Hosts: hosts, Planes: p.Planes,
+			Switches: len(net.Nodes) - hosts, Links: len(net.Ports) / 2,
+			DurationUs: us(end), EndUs: us(end), Events: s.Events()}
+	}
+	res.Summary.Training, res.Summary.Engine = tr, run.Engine
 	return nil
 }
