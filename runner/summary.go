@@ -70,6 +70,9 @@ type Summary struct {
 	// Training holds a training workload's figures (step time, exposed communication,
 	// power, goodput; units in the keys).
 	Training *training.Result `json:"training,omitempty"`
+	// OCS lists chip failures on a torus with optical circuit switches: the cube swapped for
+	// a spare, the pause, the step time before and after.
+	OCS []OCSEvent `json:"ocs,omitempty"`
 }
 
 // QueueDepths are percentiles of switch egress queue depth sampled every run.sample_interval

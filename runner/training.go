@@ -23,6 +23,13 @@ type TrainingRun struct {
 	Engine string
 	// Flow holds the flow-level engine's counters (engine flow).
 	Flow *flow.Stats
+	// OCS lists the chip failures a torus with optical circuit switches routed around.
+	OCS []OCSEvent
+}
+
+// idealModel is the closed-form network of transport ideal: its latency, the NIC rate.
+func idealModel(sc *scenario.Scenario, p topo.Params) collective.Model {
+	return collective.Model{Latency: sc.Transport.Ideal.Latency, Rate: p.HostLink * sim.Rate(p.Planes)}
 }
 
 // WritePowerCSV writes power.csv (time_us, power_mw: the cluster's GPU power per sample).
@@ -41,6 +48,9 @@ func flapProcesses(sc *scenario.Scenario, layout topo.Topology) ([]training.Fail
 	var out []training.FailureProcess
 	inv := fault.FromLayout(layout)
 	for i, f := range sc.Faults {
+		if f.Action != scenario.FaultFlap {
+			continue // a chip failure on a torus with OCS (ocsRemaps)
+		}
 		one := f
 		one.Action, one.At, one.DownFor, one.Period, one.Count, one.For = scenario.FaultDown, 0, 0, 0, 0, 0
 		sch, err := fault.Expand([]fault.Spec{one}, inv, fault.Options{Seed: sc.Run.Seed, Duration: sc.Run.Duration, Path: fmt.Sprintf("faults[%d]", i)})
@@ -77,7 +87,6 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 		return &InputError{Err: err}
 	}
 	p := layout.Params()
-	nicRate := p.HostLink * sim.Rate(p.Planes)
 	env := training.Env{NICs: hosts * p.Planes, Links: layout.NumLinks()}
 	if sc.Transport.Kind == scenario.TransportRoCE {
 		env.LinkFailureRestarts = 1
@@ -98,7 +107,7 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 	switch {
 	case sc.Transport.Kind == scenario.TransportIdeal:
 		run.Engine = "analytic"
-		backend, err = training.NewAnalyticBackend(s, collective.Model{Latency: sc.Transport.Ideal.Latency, Rate: nicRate})
+		backend, err = training.NewAnalyticBackend(s, idealModel(sc, p))
 	case sc.Run.Engine == scenario.EngineFlow:
 		run.Engine = "flow"
 		g := job.GPU
@@ -192,5 +201,15 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 			DurationUs: us(end), EndUs: us(end), Events: s.Events()}
 	}
 	res.Summary.Training, res.Summary.Engine = tr, run.Engine
+	if sc.Topology.Torus != nil && sc.Topology.Torus.OCS {
+		if run.Engine == "packet" && len(sc.Faults) > 0 {
+			return &InputError{Err: fmt.Errorf("faults: an OCS remap reruns the job at flow level; use run.engine: flow")}
+		}
+		ev, err := ocsRemaps(sc, layout, tr)
+		if err != nil {
+			return &InputError{Err: err}
+		}
+		run.OCS, res.Summary.OCS = ev, ev
+	}
 	return nil
 }

@@ -154,3 +154,39 @@ run: {engine: %s, duration: 100ms}
 		}
 	}
 }
+
+// A failed chip in a torus with OCS spares [issue 8]: the OCSes swap its 4x4x4 cube for the
+// spare, the job pauses for the switching time and continues on the remapped shape (the same
+// torus, so the same step time); a second failure with no spare left is an error naming
+// spare_cubes.
+func TestTrainingTorusOCS(t *testing.T) {
+	const y = `
+topology: {torus: {dims: 4x4x8, link_rate: 100G, ocs: true, spare_cubes: 1, ocs_switch_time: 10ms}}
+transport: {kind: mrc}
+workload:
+  training:
+    model: {name: small, layers: 8, hidden: 2048, heads: 16, kv_heads: 16, ffn: 8192, vocab: 32000, seq_len: 2048, global_batch: 64, micro_batch: 1}
+    gpu: {preset: h100, scale_up_gpus: 1}
+    plan: {tp: 1, pp: 2}
+faults:
+%s`
+	s := mustRun(t, fmt.Sprintf(y, "  - {at: 1ms, switch: x1y2z3.r, action: down}\n")).Summary
+	if len(s.OCS) != 1 {
+		t.Fatalf("%d OCS events; want 1", len(s.OCS))
+	}
+	o := s.OCS[0]
+	t.Logf("OCS: %+v", o)
+	if o.PauseUs != 10000 || o.MovedHosts != 64 || o.SpareCube != 2 || o.StepWithPause != o.StepBeforeUs+10000 {
+		t.Errorf("OCS event %+v; want a 10 ms pause, 64 ranks moved to spare cube 2", o)
+	}
+	if d := o.StepAfterUs / o.StepBeforeUs; d < 0.99 || d > 1.01 {
+		t.Errorf("step %.1f us after the remap vs %.1f before; want the same shape's time", o.StepAfterUs, o.StepBeforeUs)
+	}
+	sc, err := scenario.Parse([]byte(fmt.Sprintf(y, "  - {at: 1ms, switch: x1y2z3.r, action: down}\n  - {at: 2ms, switch: x0y0z5.r, action: down}\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(sc); err == nil || !strings.Contains(err.Error(), "spare_cubes") {
+		t.Errorf("two failures, one spare: %v; want an error naming spare_cubes", err)
+	}
+}

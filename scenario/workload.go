@@ -34,9 +34,14 @@ func (sc *Scenario) resolveTraining(hosts int) error {
 	if len(sc.Traffic) > 0 {
 		return Errorf("traffic", "given with workload.training; a scenario runs traffic groups or a workload, not both")
 	}
+	ocs := sc.Topology.Torus != nil && sc.Topology.Torus.OCS
 	for i, f := range sc.Faults {
 		// A training job's faults are failure processes over its horizon (goodput), not
-		// events inside the simulated step: a flapping link, down for down_for every period.
+		// events inside the simulated step: a flapping link, down for down_for every period;
+		// on a torus with OCS, a failed chip, which the OCSes route around.
+		if ocs && f.Switch != "" && f.Action == FaultDown && f.Random == nil {
+			continue
+		}
 		if f.Link == "" || f.Action != FaultFlap || f.Random != nil || f.Period <= 0 {
 			return Errorf(fmt.Sprintf("faults[%d]", i), "under workload.training only a flapping link is modelled (link: NAME, action: flap, down_for, period: how often it flaps); random failures are workload.training.goodput's MTBFs")
 		}
