@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lockstepsim/lockstep/flow"
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
 	"github.com/lockstepsim/lockstep/workload/collective"
+	"github.com/lockstepsim/lockstep/workload/training"
 )
 
 // CollectiveRow is one size of a collective workload, nccl-tests style (units in the keys):
@@ -42,10 +44,21 @@ type CollectiveRun struct {
 	Rows  []collective.Row
 	Names []string // Rows[i] belongs to collective Names[i]
 	// Model: the ideal transport's latency and NIC rate; under MRC, alpha = half the base RTT
-	// and B = the NIC rate x payload / wire bytes of a full packet (the payload rate).
+	// and B = the NIC rate x payload / wire bytes of a full packet (the payload rate); at flow
+	// level, alpha = the one-way latency of the longest minimal path and B = the NIC rate.
 	Model collective.Model
+	// ScaleUp, when the topology has scale-up domains (Params.ScaleUpGPUs > 1), is their
+	// model: alpha = the scale-up latency, B = each GPU's scale-up rate. Messages between
+	// hosts of one domain travel on it, not on the fabric; the model column of a hierarchical
+	// all-reduce whose inner groups are the domains charges its inner phases to it.
+	ScaleUp *collective.Model
+	// Engine is "flow" when the flow-level engine ran the collectives (run.engine flow), else
+	// "packet" (the packet-level transports or the ideal network).
+	Engine string
+	// Flow holds the flow-level engine's counters (engine flow).
+	Flow *flow.Stats
 	// Instances are every launched collective's result (each iteration and size), in launch
-	// order: per-rank end times for traces.
+	// order: per-rank end times for traces (at flow level every rank ends with the collective).
 	Instances []collective.Result
 }
 
@@ -58,12 +71,9 @@ type collGroup struct {
 	dt    collective.DType
 }
 
-// runCollective runs the scenario's collectives step by step through their size sweeps: at
-// step k every collective is launched at its k-th size together, iterations times back to
-// back, on the MRC fabric or the ideal network, and each records one row per size. A step that
-// does not finish by run.duration, or that leaves nothing to wait for, stops the run with the
-// executor's report of which ranks wait on what.
-func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
+// collGroups returns the scenario's collectives ready to launch (each spec's Domain set when
+// its ranks are whole scale-up domains) and the most iterations any of them runs.
+func collGroups(sc *scenario.Scenario, layout topo.Topology) ([]collGroup, int, error) {
 	var groups []collGroup
 	iters := 1
 	for i := range sc.Workload.Collectives {
@@ -71,8 +81,9 @@ func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 		path := fmt.Sprintf("workload.collectives[%d]", i)
 		base, sizes, err := wc.CollectiveSpec()
 		if err != nil {
-			return &InputError{Err: fmt.Errorf("%s: %w", path, err)}
+			return nil, 0, &InputError{Err: fmt.Errorf("%s: %w", path, err)}
 		}
+		base.Domain = wc.Domain(layout.Params().ScaleUpGPUs)
 		var comm collective.Comm
 		if len(wc.Hosts) > 0 {
 			comm, err = collective.NewComm(wc.Hosts)
@@ -80,14 +91,41 @@ func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 			comm, err = collective.RangeComm(0, wc.Ranks, 1)
 		}
 		if err != nil {
-			return &InputError{Err: fmt.Errorf("%s: %w", path, err)}
+			return nil, 0, &InputError{Err: fmt.Errorf("%s: %w", path, err)}
 		}
 		dt, err := collective.ParseDType(wc.DType)
 		if err != nil {
-			return &InputError{Err: fmt.Errorf("%s.dtype: %w", path, err)}
+			return nil, 0, &InputError{Err: fmt.Errorf("%s.dtype: %w", path, err)}
 		}
 		groups = append(groups, collGroup{name: wc.Name, base: base, sizes: sizes, comm: comm, dt: dt})
 		iters = max(iters, wc.Iterations)
+	}
+	return groups, iters, nil
+}
+
+// scaleUpModel returns the topology's scale-up domain model (its latency and per-GPU rate), or
+// nil when it has no domains of more than one host.
+func scaleUpModel(p topo.Params) *collective.Model {
+	if p.ScaleUpGPUs <= 1 {
+		return nil
+	}
+	return &collective.Model{Latency: p.ScaleUpLatency, Rate: p.ScaleUpRate}
+}
+
+// runCollective runs the scenario's collectives step by step through their size sweeps: at
+// step k every collective is launched at its k-th size together, iterations times back to
+// back, on the MRC or RoCE fabric or the ideal network (or, under run.engine flow, on the
+// flow-level engine: runCollectiveFlow), and each records one row per size. Messages between
+// hosts of one scale-up domain travel on an ideal network at the scale-up rate and latency,
+// not on the fabric. A step that does not finish by run.duration, or that leaves nothing to
+// wait for, stops the run with the executor's report of which ranks wait on what.
+func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
+	groups, iters, err := collGroups(sc, layout)
+	if err != nil {
+		return err
+	}
+	if sc.Run.Engine == scenario.EngineFlow && sc.Transport.Kind != scenario.TransportIdeal {
+		return runCollectiveFlow(sc, layout, res, groups, iters)
 	}
 	s, net := res.Sim, res.Net
 	c := layout.Params()
@@ -99,7 +137,6 @@ func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 		ideal *collective.Ideal
 		m     *mrcNet
 		rn    *roceNet
-		err   error
 	)
 	switch sc.Transport.Kind {
 	case scenario.TransportIdeal:
@@ -126,6 +163,20 @@ func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 		model.Rate = sim.Rate(float64(nicRate) * float64(cfg.PayloadBytes) / float64(cfg.HeaderBytes+cfg.PayloadBytes))
 	default:
 		return &InputError{Err: fmt.Errorf("transport.kind: %q cannot carry a collective", sc.Transport.Kind)}
+	}
+	// Inside a scale-up domain messages bypass the fabric: an ideal network at the domain's
+	// per-GPU rate and latency carries them (training.SplitTransport).
+	up := scaleUpModel(c)
+	var nvl *collective.Ideal
+	if up != nil {
+		if nvl, err = collective.NewIdeal(s, collective.IdealConfig{Hosts: net.NumHosts(), Rate: up.Rate, Latency: up.Latency}); err != nil {
+			return &InputError{Err: fmt.Errorf("topology scale_up: %w", err)}
+		}
+		split, err := training.NewSplitTransport(c.ScaleUpGPUs, nvl, tr)
+		if err != nil {
+			return &InputError{Err: err}
+		}
+		tr = split
 	}
 	// Each collective keeps its own connections, as NCCL opens QPs per communicator: the
 	// transports key QPs by (src, dst, group), the group found from the message's instance.
@@ -158,7 +209,10 @@ func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 	default:
 		rn.delivered = ex.Delivered
 	}
-	run := &CollectiveRun{Model: model}
+	if nvl != nil {
+		nvl.SetSink(ex.Delivered)
+	}
+	run := &CollectiveRun{Model: model, ScaleUp: up, Engine: "packet"}
 	res.Collective = run
 	var smp *sampler
 	if m != nil || rn != nil {
@@ -238,20 +292,12 @@ func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 		}
 		for g := range groups {
 			n := sc.Workload.Collectives[g].Iterations
-			row := collective.NewRow(scheds[g].Spec(), totals[g]/sim.Time(n), groups[g].dt)
-			row.Name = groups[g].name
-			if t, err := collective.Pipelined(scheds[g].Spec(), model); err == nil {
-				row.Model = t
-			} else if model.ReduceBytesPerSec == 0 {
-				// The textbook form ignores pipelining; with a reduction cost it would also
-				// charge every reduction in series, which the executor overlaps: no model then.
-				if t, err := collective.AlphaBeta(scheds[g].Spec(), model); err == nil {
-					row.Model = t
-				}
+			sp := scheds[g].Spec()
+			var sent int64
+			for rank := 0; rank < scheds[g].Ranks(); rank++ {
+				sent = max(sent, scheds[g].SentBytes(rank))
 			}
-			run.Rows = append(run.Rows, row)
-			run.Names = append(run.Names, groups[g].name)
-			rowsOut = append(rowsOut, collectiveRow(groups[g].name, row, n, scheds[g]))
+			rowsOut = append(rowsOut, run.addRow(groups[g], sp, totals[g]/sim.Time(n), n, sent))
 		}
 	}
 	end := s.Now()
@@ -309,8 +355,63 @@ func transportErrs(m *mrcNet, rn *roceNet) []error {
 	return nil
 }
 
-// collectiveRow turns a report row into its summary form.
-func collectiveRow(name string, r collective.Row, iters int, sched *collective.Schedule) CollectiveRow {
+// addRow appends collective g's row for one size (spec resolved, t the mean time over iters
+// iterations, sent the most payload one rank sends) to the run and returns its summary form.
+func (run *CollectiveRun) addRow(g collGroup, spec collective.Spec, t sim.Time, iters int, sent int64) CollectiveRow {
+	row := collective.NewRow(spec, t, g.dt)
+	row.Name = g.name
+	row.Model = modelTime(spec, run.Model, run.ScaleUp)
+	run.Rows = append(run.Rows, row)
+	run.Names = append(run.Names, g.name)
+	out := collectiveRow(g.name, row, iters)
+	out.SentBytesPerRankMax = sent
+	return out
+}
+
+// modelTime returns the model column for spec (resolved) on the network model m, 0 when
+// there is none: collective.Pipelined where it has a form, else collective.AlphaBeta when
+// reductions are free (the textbook form ignores pipelining; with a reduction cost it would
+// also charge every reduction in series, which the executor overlaps: no model then). A
+// hierarchical all-reduce whose inner groups are the scale-up domains (Inner = Domain) with
+// up set is charged its inner ring reduce-scatter and all-gather on up and its outer ring
+// all-reduce of S/Inner on m, one after the other:
+//
+//	2 [(I-1) a_up + (I-1)/I S b_up] + 2(O-1) a + 2(O-1)/O (S/I) b
+//
+// (with Pipelined's forms for the rings), the flow-level engine's barrier-separated phases;
+// the packet-level schedule pipelines the phases of successive loops and can beat it.
+func modelTime(spec collective.Spec, m collective.Model, up *collective.Model) sim.Time {
+	form := func(sp collective.Spec, m collective.Model) sim.Time {
+		if t, err := collective.Pipelined(sp, m); err == nil {
+			return t
+		}
+		if m.ReduceBytesPerSec == 0 {
+			if t, err := collective.AlphaBeta(sp, m); err == nil {
+				return t
+			}
+		}
+		return 0
+	}
+	if up == nil || spec.Algo != collective.Hierarchical || spec.Domain <= 1 || spec.Inner != spec.Domain {
+		return form(spec, m)
+	}
+	upM := *up
+	upM.ReduceBytesPerSec = m.ReduceBytesPerSec
+	ring := func(op collective.Collective, n int, bytes int64) collective.Spec {
+		sp := collective.NewSpec(op, n, bytes)
+		sp.Algo, sp.ChunkBytes, sp.Channels = collective.Ring, spec.ChunkBytes, spec.Channels
+		return sp
+	}
+	inner := form(ring(collective.ReduceScatter, spec.Inner, spec.Bytes), upM)
+	outer := form(ring(collective.AllReduce, spec.Outer, (spec.Bytes+int64(spec.Inner)-1)/int64(spec.Inner)), m)
+	if inner == 0 || outer == 0 {
+		return 0
+	}
+	return 2*inner + outer
+}
+
+// collectiveRow turns a report row into its summary form (SentBytesPerRankMax left 0).
+func collectiveRow(name string, r collective.Row, iters int) CollectiveRow {
 	out := CollectiveRow{
 		Name: name, Op: r.Op.String(), Root: r.Root, RedOp: r.RedOp(), Algorithm: r.Algo.String(), Ranks: r.Ranks, SizeBytes: r.Bytes, Count: r.Count,
 		DType: r.Type.String(), Iterations: iters, TimeUs: us(r.Time),
@@ -319,9 +420,6 @@ func collectiveRow(name string, r collective.Row, iters int, sched *collective.S
 	if r.Model > 0 {
 		out.ModelUs = us(r.Model)
 		out.TimeOverModel = round3(float64(r.Time) / float64(r.Model))
-	}
-	for rank := 0; rank < sched.Ranks(); rank++ {
-		out.SentBytesPerRankMax = max(out.SentBytesPerRankMax, sched.SentBytes(rank))
 	}
 	return out
 }

@@ -30,6 +30,7 @@ type LinkSeries struct {
 	qmax     []int64 // deepest queue (bytes) at the samples
 	lastTx   []int64
 	lastDrop []int64
+	settled  sim.Time // the time the last settle read the counters at
 	// PFC (nil when it is off): picoseconds each egress spent paused and the pauses it
 	// received, per interval, for pauses.csv.
 	paused     []int64
@@ -56,8 +57,11 @@ func newLinkSeries(net *fabric.Network, interval sim.Time) *LinkSeries {
 func (ls *LinkSeries) sample(now sim.Time) {
 	t := max(now-1, 0) // a sample at now covers the time just before it
 	k := int(t / ls.interval)
-	if k >= len(ls.starts) && len(ls.starts) > 0 {
-		ls.settle(now, len(ls.starts)-1)
+	// Credit the last open interval with the bytes up to its end: at the sample that lands on
+	// its end (samples fall on interval boundaries), or else the first one past it.
+	if n := len(ls.starts); n > 0 && now >= ls.starts[n-1]+ls.interval && ls.settled < ls.starts[n-1]+ls.interval {
+		ls.settle(now, n-1)
+		ls.settled = now
 	}
 	for k >= len(ls.starts) {
 		if len(ls.starts) == ls.cap {

@@ -100,6 +100,7 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 		}
 	}
 	s := sim.New(sc.Run.Seed)
+	phaseStart := time.Now() // this simulation's own start: events/s per phase
 	if opt.Progress != nil {
 		every := opt.ProgressEvents
 		if every == 0 {
@@ -110,7 +111,7 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 			phase = "baseline"
 		}
 		s.SetProgress(every, func(now sim.Time) {
-			opt.Progress(Progress{Phase: phase, Now: now, Bound: sc.Run.Duration, Events: s.Events(), Wall: time.Since(wallStart)})
+			opt.Progress(Progress{Phase: phase, Now: now, Bound: sc.Run.Duration, Events: s.Events(), Wall: time.Since(phaseStart)})
 		})
 	}
 	net := fabric.New(s)
@@ -253,6 +254,8 @@ type sampler struct {
 	plane    []int // plane of each sampled port
 	hist     []*hdrhistogram.Histogram
 	all      *hdrhistogram.Histogram
+	maxPlane []int64 // the deepest sample per plane, exact (the histograms round up)
+	maxAll   int64
 	// extra, when set, runs at every sample (e.g. EV state counts).
 	extra func(now sim.Time)
 	// links records every port's traffic per interval (links.csv).
@@ -280,6 +283,7 @@ func newSampler(s *sim.Sim, net *fabric.Network, planes int, interval, until sim
 	sm := &sampler{s: s, net: net, interval: interval, until: until, all: hdrhistogram.New(1, maxDepthTracked, 3)}
 	for p := 0; p < planes; p++ {
 		sm.hist = append(sm.hist, hdrhistogram.New(1, maxDepthTracked, 3))
+		sm.maxPlane = append(sm.maxPlane, 0)
 	}
 	for i := range net.Ports {
 		n := &net.Nodes[net.Ports[i].Node]
@@ -304,6 +308,10 @@ func (sm *sampler) onSample(now sim.Time, _ int32, _ uint64) {
 		}
 		_ = sm.hist[sm.plane[i]].RecordValue(d)
 		_ = sm.all.RecordValue(d)
+		sm.maxAll = max(sm.maxAll, d)
+		if pl := sm.plane[i]; pl < len(sm.maxPlane) {
+			sm.maxPlane[pl] = max(sm.maxPlane[pl], d)
+		}
 	}
 	if sm.extra != nil {
 		sm.extra(now)

@@ -65,7 +65,8 @@ type Summary struct {
 	FaultSlowdownUs    float64 `json:"fault_slowdown_us,omitempty"`
 	// Collectives holds one nccl-tests style row per size of a collective workload.
 	Collectives []CollectiveRow `json:"collectives,omitempty"`
-	// Engine says how a training workload's collectives ran: analytic, flow or packet.
+	// Engine says how a workload's collectives ran when not simply at packet level:
+	// analytic (closed forms), flow (the flow-level engine) or packet (training).
 	Engine string `json:"engine,omitempty"`
 	// Training holds a training workload's figures (step time, exposed communication,
 	// power, goodput; units in the keys).
@@ -110,10 +111,10 @@ type PlaneSummary struct {
 	Queue QueueDepths `json:"queue_depth"`
 }
 
-func depths(h *hdrhistogram.Histogram) QueueDepths {
+func depths(h *hdrhistogram.Histogram, maxBytes int64) QueueDepths {
+	q := func(p float64) int64 { return min(h.ValueAtQuantile(p), maxBytes) }
 	return QueueDepths{
-		P50Bytes: h.ValueAtQuantile(50), P90Bytes: h.ValueAtQuantile(90), P99Bytes: h.ValueAtQuantile(99),
-		P999Bytes: h.ValueAtQuantile(99.9), MaxBytes: h.Max(), Samples: h.TotalCount(),
+		P50Bytes: q(50), P90Bytes: q(90), P99Bytes: q(99), P999Bytes: q(99.9), MaxBytes: maxBytes, Samples: h.TotalCount(),
 	}
 }
 
@@ -164,7 +165,7 @@ func summarise(sc *scenario.Scenario, net *fabric.Network, flows int, smp *sampl
 	for r := fabric.DropReason(0); r < fabric.NumDropReasons; r++ {
 		s.Drops[r.String()] = net.C.Dropped[r]
 	}
-	s.Queue = depths(smp.all)
+	s.Queue = depths(smp.all, smp.maxAll)
 
 	type acc struct {
 		ps                    PlaneSummary
@@ -248,7 +249,7 @@ func summarise(sc *scenario.Scenario, net *fabric.Network, flows int, smp *sampl
 		a.ps.UplinkUtilMinPct = round3(a.upMin)
 		a.ps.UplinkUtilMaxPct = round3(a.upMax)
 		a.ps.DownlinkUtilMaxPct = round3(a.downMax)
-		a.ps.Queue = depths(smp.hist[p])
+		a.ps.Queue = depths(smp.hist[p], smp.maxPlane[p])
 		s.PerPlane = append(s.PerPlane, a.ps)
 	}
 	return s

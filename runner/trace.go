@@ -16,7 +16,7 @@ const MaxTraceSpans = 500_000
 // Trace threads (tid) within each host's process.
 const (
 	traceTidCollectives = 1 // a rank's part of each collective: launch to its last op
-	traceTidFlows       = 2 // traffic transfers sent by the host: post to last byte acknowledged
+	traceTidFlows       = 2 // traffic sent by the host: a transfer's post to its last byte acknowledged (raw: start to stop)
 	traceTidPhases      = 3 // a training rank's phases: compute, waits on TP/PP/DP/EP, bubble
 )
 
@@ -71,20 +71,30 @@ func BuildTrace(res *Result) *report.Trace {
 			}
 		}
 	} else {
+		end := res.Sim.Now()
+		// A transfer that never finished spans to the run's end, named so.
+		flowSpan := func(i int, src, dst int32, bytes int64, start, done sim.Time, cat string, args map[string]any) {
+			name := fmt.Sprintf("flow %d -> h%d", i, dst)
+			if done == 0 {
+				name, done = name+" (unfinished)", end
+			}
+			args["flow"], args["dst"], args["bytes"] = i, int(dst), bytes
+			span(int(src), traceTidFlows, "flows", name, cat, start, done, args)
+		}
 		switch {
 		case res.MRC != nil:
 			for i, f := range res.MRC.m.flows {
-				if f.done > 0 {
-					span(int(f.src), traceTidFlows, "flows", fmt.Sprintf("flow %d -> h%d", i, f.dst), "mrc", f.start, f.done,
-						map[string]any{"flow": i, "dst": int(f.dst), "bytes": f.bytes})
-				}
+				flowSpan(i, f.src, f.dst, f.bytes, f.start, f.done, "mrc", map[string]any{})
 			}
 		case res.RoCE != nil:
 			for i, f := range res.RoCE.r.flows {
-				if f.done > 0 {
-					span(int(f.src), traceTidFlows, "flows", fmt.Sprintf("flow %d -> h%d", i, f.dst), "roce", f.start, f.done,
-						map[string]any{"flow": i, "dst": int(f.dst), "bytes": f.bytes, "qps": len(f.qps)})
-				}
+				flowSpan(i, f.src, f.dst, f.bytes, f.start, f.done, "roce", map[string]any{"qps": len(f.qps)})
+			}
+		case res.Raw != nil:
+			for i, f := range res.Raw.Flows {
+				stop := min(f.Stop, end)
+				span(int(f.Src), traceTidFlows, "flows", fmt.Sprintf("raw flow %d -> h%d (plane %d)", i, f.Dst, f.Plane), "raw", f.Start, stop,
+					map[string]any{"flow": i, "dst": int(f.Dst), "plane": f.Plane, "sent_bytes": res.Raw.Stats[i].SentBytes})
 			}
 		}
 	}

@@ -198,7 +198,7 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 	} else {
 		res.Summary = Summary{Scenario: sc.Name, Seed: sc.Run.Seed, Hosts: hosts, Planes: p.Planes,
 			Switches: len(net.Nodes) - hosts, Links: len(net.Ports) / 2,
-			DurationUs: us(end), EndUs: us(end), Events: s.Events()}
+			DurationUs: us(end), EndUs: us(end), Events: s.Events(), Drops: map[string]int64{}}
 	}
 	res.Summary.Training, res.Summary.Engine = tr, run.Engine
 	if sc.Topology.Torus != nil && sc.Topology.Torus.OCS {

@@ -465,7 +465,12 @@ func (sc *Scenario) Resolve() error {
 		return Errorf("run.engine", "%q is not an engine; allowed packet, flow", r.Engine)
 	}
 	if r.Engine == EngineFlow && sc.Workload.Training == nil {
-		return Errorf("run.engine", "flow runs workload.training only (so far); traffic and collectives run at packet level")
+		if len(sc.Workload.Collectives) == 0 {
+			return Errorf("run.engine", "flow runs workloads only (workload.collectives or workload.training); traffic groups run at packet level (run.engine: packet)")
+		}
+		if len(sc.Faults) > 0 {
+			return Errorf("faults", "not supported with run.engine flow yet; run the collectives at packet level (run.engine: packet) to fail links")
+		}
 	}
 	if r.Seed == 0 {
 		r.Seed = DefaultSeed
@@ -634,7 +639,7 @@ func (sc *Scenario) Resolve() error {
 		if sc.Transport.Kind == TransportRaw {
 			return Errorf("transport.kind", "raw cannot carry a collective's messages; allowed mrc or roce (packet level) or ideal")
 		}
-		moved, err := sc.Workload.resolve(hosts)
+		moved, err := sc.Workload.resolve(workloadEnv{hosts: hosts, domain: c.ScaleUpGPUs, flow: r.Engine == EngineFlow && sc.Transport.Kind != TransportIdeal})
 		if err != nil {
 			return err
 		}

@@ -120,6 +120,7 @@ func ParseVariants(data []byte) ([]Variant, error) {
 	}
 	out := make([]Variant, 0, total)
 	pick := make([]int, len(axes))
+	seen := map[string]int{}
 	for n := 0; n < total; n++ {
 		rest := n
 		for a := len(axes) - 1; a >= 0; a-- {
@@ -141,6 +142,9 @@ func ParseVariants(data []byte) ([]Variant, error) {
 			suffix = append(suffix, nameSafe(text))
 		}
 		vname := name + "-" + strings.Join(suffix, "-")
+		if seen[vname]++; seen[vname] > 1 {
+			vname = fmt.Sprintf("%s-%d", vname, seen[vname]) // two values that print alike
+		}
 		setPath(doc, []string{"name"}, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: vname})
 		data, err := yaml.Marshal(doc)
 		if err != nil {

@@ -198,9 +198,17 @@ func collectiveErr(path string, err error) error {
 	return Errorf(path+"."+field, "%s", rest)
 }
 
-// resolve fills the workload's defaults and validates it against hosts; it returns the
-// payload bytes the workload moves over the network (for the packet budget).
-func (w *Workload) resolve(hosts int) (float64, error) {
+// workloadEnv is what resolving collectives needs to know of the run.
+type workloadEnv struct {
+	hosts  int  // the topology's hosts
+	domain int  // its scale-up domain size (topo.Params.ScaleUpGPUs; 0: none)
+	flow   bool // run.engine flow over a transport (not ideal): no schedule, no packet budget
+}
+
+// resolve fills the workload's defaults and validates it against env; it returns the
+// payload bytes the workload moves over the network (for the packet budget; 0 under
+// run.engine flow).
+func (w *Workload) resolve(env workloadEnv) (float64, error) {
 	if len(w.Collectives) > MaxCollectives {
 		return 0, Errorf("workload.collectives", "%d collectives; allowed up to %d", len(w.Collectives), MaxCollectives)
 	}
@@ -216,7 +224,7 @@ func (w *Workload) resolve(hosts int) (float64, error) {
 	for i := range w.Collectives {
 		c := &w.Collectives[i]
 		path := fmt.Sprintf("workload.collectives[%d]", i)
-		b, err := c.resolve(path, hosts)
+		b, err := c.resolve(path, env)
 		if err != nil {
 			return 0, err
 		}
@@ -250,9 +258,31 @@ func (w *Workload) resolve(hosts int) (float64, error) {
 	return moved, nil
 }
 
-// resolve fills the collective's defaults and validates it against hosts; it returns the
-// payload bytes it moves over the network.
-func (c *Collective) resolve(path string, hosts int) (float64, error) {
+// Domain returns g when the collective's ranks (resolved) are whole scale-up domains of g
+// hosts, rank blocks of g on one domain each, over at least two domains
+// (collective.WholeDomains), else 0: the collective.Spec Domain that lets algorithm auto
+// (and hierarchical without inner and outer) use the domains.
+func (c *Collective) Domain(g int) int {
+	if g <= 1 || c.Ranks < 2*g {
+		return 0
+	}
+	hosts := c.Hosts
+	if len(hosts) == 0 {
+		hosts = make([]int, c.Ranks)
+		for r := range hosts {
+			hosts[r] = r
+		}
+	}
+	if !collective.WholeDomains(hosts, g) {
+		return 0
+	}
+	return g
+}
+
+// resolve fills the collective's defaults and validates it against env; it returns the
+// payload bytes it moves over the network (0 under run.engine flow).
+func (c *Collective) resolve(path string, env workloadEnv) (float64, error) {
+	hosts := env.hosts
 	const ops = "all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, send_recv"
 	if c.Op == "" {
 		return 0, Errorf(path+".op", "missing; allowed %s", ops)
@@ -335,6 +365,9 @@ func (c *Collective) resolve(path string, hosts int) (float64, error) {
 	if c.ReduceRate < 0 {
 		return 0, Errorf(path+".reduce_rate", "%v must not be negative", c.ReduceRate)
 	}
+	if c.ReduceRate > 0 && env.flow {
+		return 0, Errorf(path+".reduce_rate", "%v is set, but the flow-level engine models reductions as free; remove it, or run at packet level (run.engine: packet)", c.ReduceRate)
+	}
 	if c.MoE != nil {
 		if c.Ranks > MaxMoERanks {
 			return 0, Errorf(path+".ranks", "%d ranks for a MoE dispatch; allowed up to %d (its byte matrix is ranks x ranks)", c.Ranks, MaxMoERanks)
@@ -372,6 +405,7 @@ func (c *Collective) resolve(path string, hosts int) (float64, error) {
 	if err != nil {
 		return 0, collectiveErr(path, err)
 	}
+	sp.Domain = c.Domain(env.domain)
 	if len(sizes) > 64 {
 		return 0, Errorf(path+".max_bytes", "%v from %v by x%d is %d sizes; allowed up to 64", c.MaxBytes, c.Bytes, c.Factor, len(sizes))
 	}
@@ -387,6 +421,9 @@ func (c *Collective) resolve(path string, hosts int) (float64, error) {
 		}
 		if err := r.Validate(); err != nil {
 			return 0, collectiveErr(path, err)
+		}
+		if env.flow {
+			continue // the flow engine builds no schedule and counts no packets
 		}
 		ops, err := collective.EstimateOps(s)
 		if err != nil {

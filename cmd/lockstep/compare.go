@@ -106,6 +106,17 @@ func transportOf(sc *scenario.Scenario) string {
 	return k
 }
 
+// unfinishedAll reports whether a transport run finished none of its transfers.
+func unfinishedAll(s *runner.Summary) bool {
+	switch {
+	case s.MRC != nil:
+		return s.MRC.FlowsCompleted == 0
+	case s.RoCE != nil:
+		return s.RoCE.FlowsCompleted == 0
+	}
+	return false
+}
+
 // printComparison writes one row per figure, one column per scenario, and the ratio of each
 // later scenario's figure to the first's.
 func printComparison(w io.Writer, names, kinds []string, sums []*runner.Summary) {
@@ -149,7 +160,9 @@ func printComparison(w io.Writer, names, kinds []string, sums []*runner.Summary)
 			v, ok := mrcOr(func(m *runner.MRCSummary) float64 { return m.FCTOverIdealMean }, func(r *runner.RoCESummary) float64 { return r.FCTOverIdealMean })(s)
 			return v, ok && v > 0
 		}},
-		{"dropped packets", func(s *runner.Summary) (float64, bool) { return float64(s.DroppedPackets), true }},
+		{"dropped packets", func(s *runner.Summary) (float64, bool) {
+			return float64(s.DroppedPackets), s.Training == nil || s.Engine == "packet"
+		}},
 		{"retransmitted packets", mrcOr(func(m *runner.MRCSummary) float64 {
 			var n int64
 			for _, v := range m.RetxPackets {
@@ -189,22 +202,34 @@ func printComparison(w io.Writer, names, kinds []string, sums []*runner.Summary)
 	fmt.Fprintln(tw)
 	for _, f := range figs {
 		var vals []float64
-		any := false
+		var has []bool
+		any, whole := false, true
 		for _, s := range sums {
 			v, ok := f.get(s)
-			if ok {
-				any = true
+			// FCT figures of a run where nothing finished are not measurements.
+			if ok && strings.HasPrefix(f.name, "FCT") && unfinishedAll(s) {
+				ok = false
 			}
-			vals = append(vals, v)
+			any = any || ok
+			whole = whole && v == float64(int64(v))
+			vals, has = append(vals, v), append(has, ok)
 		}
 		if !any {
 			continue
 		}
+		counts := whole && (strings.Contains(f.name, "packets") || strings.Contains(f.name, "errors") || strings.Contains(f.name, "done"))
 		fmt.Fprintf(tw, "%s\t", f.name)
 		for i, v := range vals {
-			fmt.Fprintf(tw, "%.3f\t", v)
+			switch {
+			case !has[i]:
+				fmt.Fprint(tw, "-\t") // does not apply to this run
+			case counts:
+				fmt.Fprintf(tw, "%d\t", int64(v))
+			default:
+				fmt.Fprintf(tw, "%.3f\t", v)
+			}
 			if i > 0 {
-				if vals[0] != 0 {
+				if has[0] && has[i] && vals[0] != 0 {
 					fmt.Fprintf(tw, "%.3f\t", v/vals[0])
 				} else {
 					fmt.Fprint(tw, "-\t")

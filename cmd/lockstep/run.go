@@ -186,6 +186,7 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 		names, kinds, dirs []string
 		sums               []*runner.Summary
 		all                = map[string]json.RawMessage{}
+		failed             error
 	)
 	field := "--out"
 	if out == "" {
@@ -194,10 +195,16 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 	for _, v := range vs {
 		sc := v.Scenario
 		sc.Run.Out = filepath.Join(out, sc.Name)
-		ro.arg = v.Label
+		ro.arg = "variant " + sc.Name + " (" + v.Label + ")"
 		res, js, err := runAndWrite(sc, field, ro)
 		if err != nil {
-			return err
+			// Keep going: the other variants still compare; the first failure decides the
+			// exit code at the end.
+			fmt.Fprintf(ro.stderr, "lockstep: %v\n", err)
+			if failed == nil {
+				failed = err
+			}
+			continue
 		}
 		names = append(names, sc.Name)
 		dirs = append(dirs, sc.Run.Out)
@@ -208,6 +215,9 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 			fmt.Fprintf(w, "%s (%s): results in %s\n", sc.Name, v.Label, sc.Run.Out)
 		}
 	}
+	if len(names) == 0 {
+		return failed
+	}
 	if err := report.WriteCompare(filepath.Join(out, "compare.html"), names, dirs); err != nil {
 		return runFailed(fmt.Errorf("compare.html: %w", err))
 	}
@@ -216,13 +226,15 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 		if err != nil {
 			return runFailed(err)
 		}
-		_, err = w.Write(append(js, '\n'))
-		return err
+		if _, err = w.Write(append(js, '\n')); err != nil {
+			return err
+		}
+		return failed
 	}
 	fmt.Fprintln(w)
 	printComparison(w, names, kinds, sums)
 	fmt.Fprintf(w, "\ncombined report: %s\n", filepath.Join(out, "compare.html"))
-	return nil
+	return failed
 }
 
 // makeDir creates dir and any missing parents. undo removes the folders it created, deepest
@@ -267,6 +279,11 @@ func writeResults(sc *scenario.Scenario, summary []byte, res *runner.Result) err
 	dir := sc.Run.Out
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("results folder: %w", err)
+	}
+	for _, f := range resultFiles {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("results folder: cannot replace the previous run's %s: %w", f, err)
+		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "summary.json"), summary, 0o644); err != nil {
 		return err
@@ -381,7 +398,7 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	}
 	if res.Collective != nil {
 		printCollectives(w, sc, res)
-		if sc.Transport.Kind == scenario.TransportIdeal {
+		if sc.Transport.Kind == scenario.TransportIdeal || res.Collective.Engine == "flow" {
 			fmt.Fprintf(w, "results: %s\n", filepath.Join(sc.Run.Out, "summary.json"))
 			return
 		}
@@ -417,6 +434,8 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 		if res.Collective != nil {
 			fmt.Fprintf(w, "RoCE: %d QPs (%d per peer per plane) carried the messages; message FCT us p50 %.1f  p99 %.1f  max %.1f; base RTT %.2f us\n",
 				r.QPs, r.QPsPerPeer, r.FCTP50Us, r.FCTP99Us, r.FCTMaxUs, r.BaseRTTUs)
+		} else if r.FlowsCompleted == 0 {
+			fmt.Fprintf(w, "RoCE: none of %d transfers finished over %d QPs (%d per peer per plane): no JCT or FCT; base RTT %.2f us\n", r.Flows, r.QPs, r.QPsPerPeer, r.BaseRTTUs)
 		} else {
 			fmt.Fprintf(w, "RoCE: %d of %d transfers done over %d QPs (%d per peer per plane), JCT %.1f us; FCT us p50 %.1f  p99 %.1f  max %.1f (ideal %.1f; mean %.3fx, worst %.3fx); base RTT %.2f us\n",
 				r.FlowsCompleted, r.Flows, r.QPs, r.QPsPerPeer, r.JCTUs, r.FCTP50Us, r.FCTP99Us, r.FCTMaxUs, r.IdealFCTUs, r.FCTOverIdealMean, r.FCTOverIdealMax, r.BaseRTTUs)
@@ -431,6 +450,8 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 		if res.Collective != nil {
 			fmt.Fprintf(w, "MRC: %d QPs carried the messages; message FCT us p50 %.1f  p99 %.1f  max %.1f; base RTT %.2f us\n",
 				m.Flows, m.FCTP50Us, m.FCTP99Us, m.FCTMaxUs, m.BaseRTTUs)
+		} else if m.FlowsCompleted == 0 {
+			fmt.Fprintf(w, "MRC: none of %d transfers finished: no JCT or FCT; base RTT %.2f us\n", m.Flows, m.BaseRTTUs)
 		} else {
 			fmt.Fprintf(w, "MRC: %d of %d transfers done, JCT %.1f us; FCT us p50 %.1f  p99 %.1f  max %.1f (ideal %.1f; mean %.3fx, worst %.3fx); base RTT %.2f us\n",
 				m.FlowsCompleted, m.Flows, m.JCTUs, m.FCTP50Us, m.FCTP99Us, m.FCTMaxUs, m.IdealFCTUs, m.FCTOverIdealMean, m.FCTOverIdealMax, m.BaseRTTUs)
@@ -498,9 +519,15 @@ func loadScenarioArg(arg string) (*scenario.Scenario, error) {
 				return scenario.Preset(arg)
 			}
 		}
+		return nil, fmt.Errorf("%q is neither a scenario file nor a preset; presets: %s", arg, strings.Join(scenario.Presets(), ", "))
 	}
 	return scenario.Load(arg)
 }
+
+// resultFiles are the files a run may write into its results folder; writeResults removes
+// the ones a previous run left, so the folder and its report describe this run only.
+var resultFiles = []string{"summary.json", "scenario.yaml", "flows.csv", "links.csv", "pauses.csv", "ev_states.csv",
+	"faults.csv", "collectives.csv", "power.csv", "steps.csv", "trace.json", "report.html"}
 
 // printFaultCosts writes one line per failure: when, what, and what it cost (empty figures
 // could not be measured; docs/outputs.md explains each).

@@ -48,6 +48,11 @@
 // bandwidth-optimal) and the double binary tree otherwise (about 2 log2 n steps); and the ring
 // otherwise (bandwidth-optimal: each rank sends 2(n-1)/n S). Every
 // other operation has one algorithm, which Auto picks; n = 1 is always a ring of no messages.
+// When the ranks are whole scale-up (NVLink) domains of G (Spec.Domain, WholeDomains), an
+// all-reduce over O >= 2 domains above 64 KiB with S/O >= 512 KiB runs hierarchical with
+// Inner = G (AutoAlgorithmDomain): reduce-scatter in the domain, all-reduce across domains,
+// all-gather in the domain, so the network carries 1/G of the ring's bytes and G times fewer
+// latencies.
 //
 // # Sizes and units
 //

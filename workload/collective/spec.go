@@ -152,8 +152,16 @@ type Spec struct {
 	Channels int
 
 	// Inner x Outer is the Hierarchical layout: rank r is member r%Inner of inner group
-	// r/Inner. Inner*Outer must equal Ranks. Ignored by other algorithms.
+	// r/Inner. Inner*Outer must equal Ranks; both 0 with Domain > 1 means Domain x
+	// Ranks/Domain. Ignored by other algorithms.
 	Inner, Outer int
+
+	// Domain, when > 1, says the ranks are laid out in whole scale-up (NVLink) domains of
+	// Domain ranks: ranks b*Domain..b*Domain+Domain-1 share one domain (see WholeDomains),
+	// and Ranks is a multiple of Domain. Auto then picks Hierarchical with Inner = Domain for
+	// large enough all-reduces (AutoAlgorithmDomain), and Hierarchical without Inner and Outer
+	// takes Inner = Domain. 0 or 1: no domains.
+	Domain int
 }
 
 // NewSpec returns a Spec for op over n ranks of S bytes with the defaults: Algo Auto,
@@ -265,19 +273,32 @@ func (s Spec) Validate() error {
 			return fieldError("bytes", s.Bytes, fmt.Sprintf("must be 0 or the largest matrix row sum (%d) when matrix is set", most))
 		}
 	}
+	if s.Domain < 0 || s.Domain > 1 && s.Ranks%s.Domain != 0 {
+		return fieldError("domain", s.Domain, fmt.Sprintf("must be 0 (none) or a scale-up domain size dividing ranks = %d", s.Ranks))
+	}
 	algo := s.Algo
 	if algo == Auto {
-		algo = AutoAlgorithm(s.Op, s.Ranks, s.Bytes)
+		algo = AutoAlgorithmDomain(s.Op, s.Ranks, s.Bytes, s.Domain)
 	}
 	if algo == HalvingDoubling && s.Op != AllReduce && !isPow2(s.Ranks) {
 		return fieldError("ranks", s.Ranks, fmt.Sprintf("halving_doubling %s needs a power-of-two rank count; use ring", s.Op))
 	}
 	if algo == Hierarchical {
-		if s.Inner < 1 || s.Outer < 1 || s.Inner > s.Ranks || s.Outer > s.Ranks || s.Inner*s.Outer != s.Ranks {
+		in, out := s.layout()
+		if in < 1 || out < 1 || in > s.Ranks || out > s.Ranks || in*out != s.Ranks {
 			return fieldError("inner x outer", fmt.Sprintf("%dx%d", s.Inner, s.Outer), fmt.Sprintf("must be >= 1 each with inner*outer = ranks = %d", s.Ranks))
 		}
 	}
 	return nil
+}
+
+// layout returns the Hierarchical layout: Inner x Outer, or Domain x Ranks/Domain when both
+// are 0 and Domain > 1.
+func (s Spec) layout() (inner, outer int) {
+	if s.Inner == 0 && s.Outer == 0 && s.Domain > 1 {
+		return s.Domain, s.Ranks / s.Domain
+	}
+	return s.Inner, s.Outer
 }
 
 // Auto-selection thresholds (see AutoAlgorithm).
@@ -323,13 +344,56 @@ func AutoAlgorithm(op Collective, n int, bytes int64) Algorithm {
 	}
 }
 
-// Resolve validates s and returns it with Auto replaced by the algorithm AutoAlgorithm picks.
+// AutoAlgorithmDomain is AutoAlgorithm for ranks laid out in whole scale-up domains of
+// domain ranks (Spec.Domain): an all-reduce over O = n/domain >= 2 whole domains, above the
+// recursive-doubling band, with each domain's share S/O >= 512 KiB (AutoTreePerRankMax) runs
+// Hierarchical with Inner = domain: ring reduce-scatter inside each domain, ring all-reduce
+// across domains among equal members, ring all-gather inside each domain (the hierarchical
+// all-reduce of Jia et al., "Highly Scalable Deep Learning Training System with
+// Mixed-Precision", 2018). Each GPU then sends 2(O-1)/O S/domain over the network instead of
+// the ring's 2(n-1)/n S, the rest over the far faster scale-up links, and pays 2(O-1) network
+// latencies instead of 2(n-1): so the band where it beats halving-doubling and the tree starts
+// domain times lower than the ring's (S/O rather than S/n >= 512 KiB). Anything else, and
+// domain <= 1 or n not a multiple of it, is AutoAlgorithm.
+func AutoAlgorithmDomain(op Collective, n int, bytes int64, domain int) Algorithm {
+	if op == AllReduce && domain > 1 && n%domain == 0 && n/domain >= 2 &&
+		bytes > AutoRecursiveDoublingMax && bytes/int64(n/domain) >= AutoTreePerRankMax {
+		return Hierarchical
+	}
+	return AutoAlgorithm(op, n, bytes)
+}
+
+// WholeDomains reports whether a communicator whose rank r runs on hosts[r] is laid out in
+// whole scale-up domains of g hosts (hosts h and h' share one when h/g == h'/g), as
+// Spec.Domain requires: g > 1, at least two domains, and every block of g consecutive ranks
+// (b*g..b*g+g-1) on the g hosts of one domain.
+func WholeDomains(hosts []int, g int) bool {
+	n := len(hosts)
+	if g <= 1 || n < 2*g || n%g != 0 {
+		return false
+	}
+	for b := 0; b < n; b += g {
+		d := hosts[b] / g
+		for _, h := range hosts[b+1 : b+g] {
+			if h/g != d {
+				return false
+			}
+		}
+	}
+	return true // g distinct hosts of one domain are all of it
+}
+
+// Resolve validates s and returns it with Auto replaced by the algorithm AutoAlgorithmDomain
+// picks, and a Hierarchical layout taken from Domain filled in.
 func (s Spec) Resolve() (Spec, error) {
 	if err := s.Validate(); err != nil {
 		return s, err
 	}
 	if s.Algo == Auto {
-		s.Algo = AutoAlgorithm(s.Op, s.Ranks, s.Bytes)
+		s.Algo = AutoAlgorithmDomain(s.Op, s.Ranks, s.Bytes, s.Domain)
+	}
+	if s.Algo == Hierarchical {
+		s.Inner, s.Outer = s.layout()
 	}
 	return s, nil
 }

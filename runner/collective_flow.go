@@ -1,0 +1,391 @@
+package runner
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+
+	"github.com/lockstepsim/lockstep/flow"
+	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/workload/collective"
+)
+
+// runCollectiveFlow runs workload.collectives on the flow-level engine (run.engine flow)
+// over the scenario's topology, as the packet-level path runs them: step k of the sweeps
+// launches every collective at its k-th size together, iterations times back to back, and
+// records one nccl-tests row per size. Flows are routed as the transport would route its
+// packets (MRC sprays each flow over its minimal paths, RoCE hashes it onto one path per
+// plane: newFlowRouter), and hosts of one scale-up domain talk over their scale-up links at
+// the domain's rate. The flow model of each algorithm is package flow's (flow/expand.go):
+// phases separated by barriers, reductions free, chunking immaterial. A collective not done
+// by run.duration, or a stall (a flow at rate 0), stops the run naming the unfinished ones.
+// It uses the topology only, never res.Net (the packet fabric).
+func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result, groups []collGroup, iters int) error {
+	s := res.Sim
+	p := layout.Params()
+	hosts := layout.NumHosts()
+	up := scaleUpModel(p)
+	var upRate sim.Rate
+	var upLat sim.Time
+	if up != nil {
+		upRate, upLat = up.Rate, up.Latency
+	}
+	base, caps := newFlowRouter(layout, sc.Transport.Kind, sc.Run.Seed, p.ScaleUpGPUs, upRate, upLat)
+	router := &collRouter{flowRouter: base}
+	stop := func(now sim.Time, err error) { s.Stop(err) }
+	fnet, err := flow.New(s, caps, flow.Config{OnStall: stop})
+	if err != nil {
+		return &InputError{Err: err}
+	}
+	fc, err := flow.NewCollectives(fnet, router, flow.CollConfig{OnError: stop})
+	if err != nil {
+		return &InputError{Err: err}
+	}
+	run := &CollectiveRun{Model: collective.Model{Latency: flowBaseLatency(layout), Rate: p.HostLink * sim.Rate(p.Planes)},
+		ScaleUp: up, Engine: "flow"}
+	res.Collective = run
+
+	limit := sc.Run.Duration
+	running := 0
+	var rowsOut []CollectiveRow
+	specs := make([]collective.Spec, len(groups))
+	totals := make([]sim.Time, len(groups))
+	done := make([]collective.Result, len(groups))
+	for step := range groups[0].sizes {
+		for g := range groups {
+			sp := groups[g].base
+			if sz := groups[g].sizes[step]; sz > 0 {
+				sp.Bytes = sz
+			}
+			if specs[g], err = flowSpec(sp); err != nil {
+				return &InputError{Err: fmt.Errorf("workload.collectives[%d] at %d B: %w", g, sp.Bytes, err)}
+			}
+			totals[g] = 0
+		}
+		for it := 0; it < iters; it++ {
+			running = 0
+			for g := range groups {
+				done[g] = collective.Result{ID: -1}
+				if it >= sc.Workload.Collectives[g].Iterations {
+					continue
+				}
+				name := fmt.Sprintf("%s/%dB/%d", groups[g].name, specs[g].Bytes, it)
+				start := s.Now()
+				done[g] = collective.Result{ID: len(run.Instances) + running, Name: name, Spec: specs[g], Hosts: groups[g].comm.Hosts(),
+					Start: start, End: sim.MaxTime}
+				r := &done[g]
+				err := fc.Launch(start, specs[g], groups[g].comm, name, func(now sim.Time) {
+					r.End, r.Done = now, true
+					if running--; running == 0 {
+						s.Pause()
+					}
+				})
+				if err != nil {
+					return &InputError{Err: fmt.Errorf("workload.collectives[%d]: %w", g, err)}
+				}
+				running++
+			}
+			if err := s.Drain(limit); err != nil {
+				return fmt.Errorf("run stopped at %v: %w (%v)", s.Now(), err, fc.Incomplete())
+			}
+			if running > 0 {
+				why := fmt.Sprintf("run.duration (%v) reached; raise it if they were still progressing", limit)
+				if s.NextAt() == sim.MaxTime {
+					why = "nothing left to happen"
+				}
+				return fmt.Errorf("%d collective(s) not done at %v (%s): %v", running, s.Now(), why, fc.Incomplete())
+			}
+			for g := range groups {
+				if done[g].ID >= 0 {
+					totals[g] += done[g].Time()
+					run.Instances = append(run.Instances, done[g])
+				}
+			}
+		}
+		for g := range groups {
+			n := sc.Workload.Collectives[g].Iterations
+			sent, err := flowSentMax(specs[g])
+			if err != nil {
+				return &InputError{Err: fmt.Errorf("workload.collectives[%d]: %w", g, err)}
+			}
+			rowsOut = append(rowsOut, run.addRow(groups[g], specs[g], totals[g]/sim.Time(n), n, sent))
+		}
+	}
+	end := s.Now()
+	st := fnet.Stats()
+	run.Flow = &st
+	res.trafficEnd = end
+	res.Summary = Summary{Scenario: sc.Name, Seed: sc.Run.Seed, Hosts: hosts, Planes: p.Planes,
+		Switches: layout.NumNodes() - hosts, Links: layout.NumLinks(), Flows: int(st.FlowsAdded),
+		DurationUs: us(end), EndUs: us(end), Events: s.Events(), Engine: "flow", Collectives: rowsOut}
+	return nil
+}
+
+// flowSpec resolves sp for the flow engine; an all-to-all with a byte matrix gets Bytes = its
+// largest row sum, as collective.Build reports it.
+func flowSpec(sp collective.Spec) (collective.Spec, error) {
+	if sp.Matrix != nil {
+		sp.Bytes = 0
+		for _, row := range sp.Matrix {
+			var sum int64
+			for _, b := range row {
+				sum += b
+			}
+			sp.Bytes = max(sp.Bytes, sum)
+		}
+	}
+	return sp.Resolve()
+}
+
+// flowBaseLatency is the one-way latency of the longest minimal path between two hosts,
+// propagation and forwarding only: topo.Sizing.WorstCaseLatency without its serialisation of
+// one SizingPacketBytes packet on the two host links and on every fabric hop. It is what
+// the flow engine charges a flow on that path (the sum of its links' delays), and the alpha
+// of the flow-level rows' model column.
+func flowBaseLatency(t topo.Topology) sim.Time {
+	z := t.Sizing()
+	p := t.Params()
+	lat := z.WorstCaseLatency - 2*p.HostLink.TxTime(topo.SizingPacketBytes) - sim.Time(z.DiameterHops)*p.FabricLink.TxTime(topo.SizingPacketBytes)
+	return max(lat, 0)
+}
+
+// flowSentMax returns the most payload one rank sends in sp's flow-level expansion (sp
+// resolved; flow/expand.go): the flow engine's counterpart of the schedule's SentBytes.
+// With n ranks and S bytes: ring all-reduce 2(n-1)/n S; reduce-scatter and all-gather
+// (n-1)/n S; chain broadcast and reduce, send/recv S; all-to-all the largest row sum
+// without the diagonal; halving-doubling sum over its phases of S d/p (plus S for a folded
+// rank); recursive doubling lg p x S (plus S); hierarchical 2(I-1)/I S + 2(O-1)/O S/I; the
+// double binary tree from its one-chunk schedule (about 2n ops).
+func flowSentMax(sp collective.Spec) (int64, error) {
+	n, S := sp.Ranks, sp.Bytes
+	if n <= 1 {
+		return 0, nil
+	}
+	frac := func(b int64, num, den int) int64 { return int64(math.Round(float64(b) * float64(num) / float64(den))) }
+	p := 1 << (bits.Len(uint(n)) - 1)
+	lg := bits.Len(uint(p)) - 1
+	fold := int64(0)
+	if p < n {
+		fold = S
+	}
+	switch sp.Algo {
+	case collective.Ring:
+		switch sp.Op {
+		case collective.AllReduce:
+			return frac(S, 2*(n-1), n), nil
+		case collective.ReduceScatter, collective.AllGather:
+			return frac(S, n-1, n), nil
+		}
+		return S, nil // a chain: every rank but one end sends the buffer once
+	case collective.Direct:
+		return S, nil
+	case collective.Pairwise:
+		var most int64
+		for i := 0; i < n; i++ {
+			var w int64
+			if sp.Matrix != nil {
+				for j, b := range sp.Matrix[i] {
+					if j != i {
+						w += b
+					}
+				}
+			} else {
+				w = S - (S/int64(n) + boolInt64(int64(i) < S%int64(n))) // every share but its own
+			}
+			most = max(most, w)
+		}
+		return most, nil
+	case collective.HalvingDoubling:
+		var w int64
+		for d := 1; d < p; d <<= 1 {
+			w += frac(S, d, p)
+		}
+		if sp.Op == collective.AllReduce {
+			return 2*w + fold, nil
+		}
+		return w, nil
+	case collective.RecursiveDoubling:
+		return int64(lg)*S + fold, nil
+	case collective.Hierarchical:
+		I, O := sp.Inner, sp.Outer
+		return 2*frac(S, I-1, I) + frac((S+int64(I)-1)/int64(I), 2*(O-1), O), nil
+	}
+	one := sp
+	one.ChunkBytes = max(S, 1)
+	sch, err := collective.Build(one)
+	if err != nil {
+		return 0, err
+	}
+	var most int64
+	for r := 0; r < sch.Ranks(); r++ {
+		most = max(most, sch.SentBytes(r))
+	}
+	return most, nil
+}
+
+func boolInt64(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// collRouter is the flow router of a collective workload: newFlowRouter's, which follows
+// source routes and so knows no path between hosts whose minimal paths cross more than
+// topo.MaxHops switches (NumPaths 0: a regular 4x4x8 torus's farthest chips are 8 hops and
+// 9 routers apart), and for those pairs the same choice over Topology.LinkPath, which has no
+// length limit: MRC sprays over up to maxFlowSpray minimal paths sampled evenly, RoCE hashes
+// one per plane. LinkPath takes a path index modulo the pair's path count, which the
+// topology does not report beyond MaxHops; collRouter counts the minimal paths itself by a
+// breadth-first search toward the destination, as topo.Graph does (saturating at
+// topo.MaxPathsPerPair), caching the counts of recent destinations.
+type collRouter struct {
+	*flowRouter
+	nbr     [][]int32 // node -> the node at the far end of each of its links (built on first use)
+	counts  map[int][]uint32
+	fifo    []int
+	dist    []int32
+	queue   []int32
+	lbuf    []int32
+	longBuf []int32
+}
+
+// collRouterCacheBytes bounds the memory of collRouter's path counts.
+const collRouterCacheBytes = 64 << 20
+
+// Paths implements flow.Router.
+func (r *collRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Path, sim.Time, error) {
+	if r.domain > 1 && src/r.domain == dst/r.domain || r.t.NumPaths(src, dst) > 0 {
+		return r.flowRouter.Paths(src, dst, key, buf)
+	}
+	if src < 0 || dst < 0 || src >= r.t.NumHosts() || dst >= r.t.NumHosts() || src == dst {
+		return nil, 0, fmt.Errorf("no path from h%d to h%d in the topology", src, dst)
+	}
+	per := r.perPlane(src, dst)
+	if per == 0 {
+		return nil, 0, fmt.Errorf("no path from h%d to h%d in the topology", src, dst)
+	}
+	var idx []int
+	if r.spray {
+		m := max(1, min(per, maxFlowSpray/r.planes))
+		for plane := range r.planes {
+			for k := range m {
+				idx = append(idx, (k*per/m)*r.planes+plane)
+			}
+		}
+	} else {
+		for plane := range r.planes {
+			h := mix(r.seed ^ uint64(src)<<40 ^ uint64(dst)<<16 ^ key*0x9e3779b97f4a7c15 ^ uint64(plane))
+			idx = append(idx, int(h%uint64(per))*r.planes+plane)
+		}
+	}
+	// Carve every path from one array, grown first so that the slices stay valid.
+	r.longBuf = r.longBuf[:0]
+	starts := make([]int, 0, len(idx)+1)
+	var lat sim.Time
+	for _, i := range idx {
+		links, l, err := r.t.LinkPath(src, dst, i, r.lbuf)
+		if err != nil {
+			return nil, 0, err
+		}
+		r.lbuf = links
+		starts = append(starts, len(r.longBuf))
+		r.longBuf = append(r.longBuf, links...)
+		lat = max(lat, l)
+	}
+	starts = append(starts, len(r.longBuf))
+	buf = buf[:0]
+	for k := range idx {
+		seg := r.longBuf[starts[k]:starts[k+1]:starts[k+1]]
+		buf = append(buf, flow.Path{Links: seg, Weight: 1})
+	}
+	return buf, lat, nil
+}
+
+// perPlane returns the number of minimal paths from src to dst in each plane (the smallest
+// over planes, capped so all planes together stay within topo.MaxPathsPerPair), 0 when they
+// are not connected.
+func (r *collRouter) perPlane(src, dst int) int {
+	cnt := r.pathCounts(dst)
+	per := topo.MaxPathsPerPair / r.planes
+	for plane := range r.planes {
+		e, ok := r.t.Peer(src, plane)
+		switch {
+		case !ok:
+			return 0
+		case e.Node == dst:
+			per = min(per, 1)
+		case cnt[e.Node] == 0:
+			return 0
+		default:
+			per = min(per, int(cnt[e.Node]))
+		}
+	}
+	return per
+}
+
+// pathCounts returns, for every node, its number of minimal paths to host dst through
+// switches (hosts do not forward; 0 for hosts and unreachable switches), saturating at
+// topo.MaxPathsPerPair: the count of a switch at distance d is the sum over its links to
+// switches at distance d-1 of theirs, a switch next to dst counting its links to it.
+func (r *collRouter) pathCounts(dst int) []uint32 {
+	if c, ok := r.counts[dst]; ok {
+		return c
+	}
+	nodes, hosts := r.t.NumNodes(), r.t.NumHosts()
+	if r.nbr == nil {
+		r.nbr = make([][]int32, nodes)
+		for _, l := range r.links {
+			r.nbr[l.A.Node] = append(r.nbr[l.A.Node], int32(l.B.Node))
+			r.nbr[l.B.Node] = append(r.nbr[l.B.Node], int32(l.A.Node))
+		}
+		r.dist = make([]int32, nodes)
+		r.counts = map[int][]uint32{}
+	}
+	cnt := make([]uint32, nodes)
+	for i := range r.dist {
+		r.dist[i] = -1
+	}
+	r.queue = r.queue[:0]
+	for _, y := range r.nbr[dst] {
+		if int(y) < hosts {
+			continue
+		}
+		if r.dist[y] < 0 {
+			r.dist[y] = 1
+			r.queue = append(r.queue, y)
+		}
+		cnt[y] = min(cnt[y]+1, topo.MaxPathsPerPair)
+	}
+	for q := 0; q < len(r.queue); q++ { // breadth first: distances in order
+		x := r.queue[q]
+		for _, y := range r.nbr[x] {
+			if int(y) >= hosts && r.dist[y] < 0 {
+				r.dist[y] = r.dist[x] + 1
+				r.queue = append(r.queue, y)
+			}
+		}
+	}
+	for _, x := range r.queue {
+		if r.dist[x] == 1 {
+			continue
+		}
+		var c uint32
+		for _, y := range r.nbr[x] {
+			if int(y) >= hosts && r.dist[y] == r.dist[x]-1 {
+				c = min(c+cnt[y], topo.MaxPathsPerPair)
+			}
+		}
+		cnt[x] = c
+	}
+	limit := max(16, collRouterCacheBytes/(4*nodes))
+	for len(r.fifo) >= limit {
+		delete(r.counts, r.fifo[0])
+		r.fifo = r.fifo[1:]
+	}
+	r.counts[dst] = cnt
+	r.fifo = append(r.fifo, dst)
+	return cnt
+}
