@@ -81,7 +81,7 @@ func flapProcesses(sc *scenario.Scenario, layout topo.Topology) ([]training.Fail
 func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 	cfg := sc.Workload.Training
 	s, net := res.Sim, res.Net
-	hosts := net.NumHosts()
+	hosts := layout.NumHosts() // net is empty at flow level (fluid)
 	job, err := cfg.Job(hosts)
 	if err != nil {
 		return &InputError{Err: err}
@@ -197,7 +197,7 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 		}
 	} else {
 		res.Summary = Summary{Scenario: sc.Name, Seed: sc.Run.Seed, Hosts: hosts, Planes: p.Planes,
-			Switches: len(net.Nodes) - hosts, Links: len(net.Ports) / 2,
+			Switches: layout.NumNodes() - hosts, Links: layout.NumLinks(),
 			DurationUs: us(end), EndUs: us(end), Events: s.Events(), Drops: map[string]int64{}}
 	}
 	res.Summary.Training, res.Summary.Engine = tr, run.Engine

@@ -516,7 +516,8 @@ func (sc *Scenario) Resolve() error {
 	if r.MaxPackets < 0 {
 		return Errorf("run.max_packets", "%d must be positive", r.MaxPackets)
 	}
-	if links := l.NumLinks(); links > MaxLinks {
+	flowLevel := r.Engine == EngineFlow && sc.Transport.Kind != TransportIdeal || sc.Workload.Training != nil && sc.Transport.Kind == TransportIdeal
+	if links := l.NumLinks(); links > MaxLinks && !flowLevel {
 		return Errorf("topology", "%d links in all planes is beyond the packet-level limit of %d; use fewer hosts, planes or tiers (lockstep topo sizes any fabric)", links, MaxLinks)
 	}
 	switchPorts := int64(2*l.NumLinks() - l.NumHosts()*c.Planes)
@@ -526,7 +527,7 @@ func (sc *Scenario) Resolve() error {
 			r.SampleInterval = min + 1
 		}
 	}
-	if samples := int64(r.Duration/r.SampleInterval) * switchPorts; samples > MaxQueueSamples && sc.Transport.Kind != TransportIdeal {
+	if samples := int64(r.Duration/r.SampleInterval) * switchPorts; samples > MaxQueueSamples && sc.Transport.Kind != TransportIdeal && !flowLevel {
 		return Errorf("run.sample_interval", "%v over %v on %d switch ports is %d queue samples; allowed up to %d: use a longer interval", r.SampleInterval, r.Duration, switchPorts, samples, int64(MaxQueueSamples))
 	}
 	if r.Out == "" {
