@@ -277,7 +277,14 @@ func (r *Result) Trace() *Trace { return r.trace }
 // Power returns the power series behind the result.
 func (r *Result) Power() *PowerSeries { return r.power }
 
-func ftoa(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+// ftoa formats v with 6 significant digits (enough for microseconds of multi-second steps
+// and MW to the watt), without exponent clutter for ordinary magnitudes.
+func ftoa(v float64) string {
+	if v == 0 {
+		return "0"
+	}
+	return strconv.FormatFloat(v, 'g', 9, 64)
+}
 
 // WritePowerCSV writes the power series as CSV with the header time_us,power_mw: one row per
 // sample, at the sample's start, over the simulated steps.
@@ -296,32 +303,33 @@ func (r *Result) WritePowerCSV(w io.Writer) error {
 	return cw.Error()
 }
 
-// WriteStepsCSV writes one row per iteration (Steps rows; iterations after the simulated
-// ones repeat the last, simulated = 0) with the header
+// WriteStepsCSV writes one row per simulated step (the last stands for every later iteration,
+// which repeat it: iterations says how many each row is) with the header
 //
-//	step,start_us,step_time_us,compute_us,tp_us,pp_us,dp_us,ep_us,bubble_us,sync_us,exposed_comm_us,slowest_rank,slowest_wait,power_mean_mw,power_swing_mw,slew_mw_per_ms,battery_mwh,simulated
+//	step,start_us,step_time_us,compute_us,tp_us,pp_us,dp_us,ep_us,bubble_us,sync_us,exposed_comm_us,slowest_rank,slowest_wait,power_mean_mw,power_swing_mw,slew_mw_per_ms,battery_mwh,iterations
 //
 // Category times are means over ranks.
 func (r *Result) WriteStepsCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write([]string{"step", "start_us", "step_time_us", "compute_us", "tp_us", "pp_us", "dp_us", "ep_us", "bubble_us", "sync_us",
-		"exposed_comm_us", "slowest_rank", "slowest_wait", "power_mean_mw", "power_swing_mw", "slew_mw_per_ms", "battery_mwh", "simulated"}); err != nil {
+		"exposed_comm_us", "slowest_rank", "slowest_wait", "power_mean_mw", "power_swing_mw", "slew_mw_per_ms", "battery_mwh", "iterations"}); err != nil {
 		return err
 	}
 	tr := r.trace
 	var start sim.Time
-	for i := 0; i < r.Steps; i++ {
-		k, simd := i, "1"
-		if k >= len(tr.Steps) {
-			k, simd = len(tr.Steps)-1, "0"
+	for k := range tr.Steps {
+		// The last simulated step stands for every later iteration too (they repeat it).
+		iters := 1
+		if k == len(tr.Steps)-1 {
+			iters = max(r.Steps-k, 1)
 		}
 		st, pw := &tr.Steps[k], r.power.Steps[k]
-		row := []string{strconv.Itoa(i), ftoa(start.Micros()), ftoa(st.Time.Micros())}
+		row := []string{strconv.Itoa(k), ftoa(start.Micros()), ftoa(st.Time.Micros())}
 		for c := CatCompute; c < NumCategories; c++ {
 			row = append(row, ftoa(st.Mean[c].Micros()))
 		}
 		row = append(row, ftoa(st.Mean.Exposed().Micros()), strconv.Itoa(st.Slowest), st.SlowestWait.String(),
-			ftoa(pw.MeanMW), ftoa(pw.SwingMW), ftoa(pw.SlewMWPerMs), ftoa(pw.BatteryMWh), simd)
+			ftoa(pw.MeanMW), ftoa(pw.SwingMW), ftoa(pw.SlewMWPerMs), ftoa(pw.BatteryMWh), strconv.Itoa(iters))
 		if err := cw.Write(row); err != nil {
 			return err
 		}
