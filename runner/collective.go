@@ -302,39 +302,8 @@ func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 	}
 	end := s.Now()
 	if m != nil || rn != nil {
-		smp.until = end
-		snap := snapshot(net)
-		smp.links.finish(net.Sim().Now())
-		flows := 0
-		if m != nil {
-			res.MRC.DoneAt = end
-			m.quiesce()
-			flows = len(m.flows)
-		} else {
-			res.RoCE.DoneAt = end
-			rn.quiesce()
-			flows = len(rn.qps)
-		}
-		if err := s.Drain(end + sc.Run.Drain); err != nil {
-			return fmt.Errorf("run stopped during drain at %v: %w", s.Now(), err)
-		}
-		if err := net.Audit(); err != nil {
+		if err := finishTransport(sc, res, m, rn, smp, end); err != nil {
 			return err
-		}
-		if left := net.InFlight(); left > 0 {
-			return notDrained(net, left, sc.Run.Drain)
-		}
-		res.Summary = summarise(sc, net, flows, smp, snap, end)
-		res.progress, res.trafficEnd = smp.progress, end
-		if m != nil {
-			res.Summary.MRC = m.summary(end, res.Faults)
-			res.lossAt, res.errAt = m.lossAt, m.errAt
-			mrcGoodput(&res.Summary, m, end)
-		} else {
-			res.Summary.RoCE = rn.summary(end, res.Faults)
-			res.Summary.PFC = pfcSummary(sc, net, end)
-			res.lossAt, res.errAt = rn.lossAt, rn.errAt
-			roceGoodput(&res.Summary, rn, end)
 		}
 	} else {
 		res.Summary = Summary{Scenario: sc.Name, Seed: sc.Run.Seed, Hosts: net.NumHosts(), Planes: c.Planes,

@@ -232,7 +232,7 @@ func boolInt64(b bool) int64 {
 	return 0
 }
 
-// collRouter is the flow router of a collective workload: newFlowRouter's, which follows
+// collRouter is the flow router of workloads (collectives, training): newFlowRouter's, which follows
 // source routes and so knows no path between hosts whose minimal paths cross more than
 // topo.MaxHops switches (NumPaths 0: a regular 4x4x8 torus's farthest chips are 8 hops and
 // 9 routers apart), and for those pairs the same choice over Topology.LinkPath, which has no
@@ -267,20 +267,7 @@ func (r *collRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Pa
 	if per == 0 {
 		return nil, 0, fmt.Errorf("no path from h%d to h%d in the topology", src, dst)
 	}
-	var idx []int
-	if r.spray {
-		m := max(1, min(per, maxFlowSpray/r.planes))
-		for plane := range r.planes {
-			for k := range m {
-				idx = append(idx, (k*per/m)*r.planes+plane)
-			}
-		}
-	} else {
-		for plane := range r.planes {
-			h := mix(r.seed ^ uint64(src)<<40 ^ uint64(dst)<<16 ^ key*0x9e3779b97f4a7c15 ^ uint64(plane))
-			idx = append(idx, int(h%uint64(per))*r.planes+plane)
-		}
-	}
+	idx := r.pick(src, dst, per, key)
 	// Carve every path from one array, grown first so that the slices stay valid.
 	r.longBuf = r.longBuf[:0]
 	starts := make([]int, 0, len(idx)+1)

@@ -59,21 +59,7 @@ func (r *flowRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Pa
 	if n == 0 {
 		return nil, 0, fmt.Errorf("no path from h%d to h%d in the topology", src, dst)
 	}
-	per := n / r.planes
-	var idx []int
-	if r.spray {
-		m := max(1, min(per, maxFlowSpray/r.planes))
-		for plane := range r.planes {
-			for k := range m {
-				idx = append(idx, (k*per/m)*r.planes+plane)
-			}
-		}
-	} else {
-		for plane := range r.planes {
-			h := mix(r.seed ^ uint64(src)<<40 ^ uint64(dst)<<16 ^ key*0x9e3779b97f4a7c15 ^ uint64(plane))
-			idx = append(idx, int(h%uint64(per))*r.planes+plane)
-		}
-	}
+	idx := r.pick(src, dst, n/r.planes, key)
 	buf = buf[:0]
 	var lat sim.Time
 	// Carve every path's links from one scratch array; grow it first so slices stay valid.
@@ -91,6 +77,27 @@ func (r *flowRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Pa
 		buf = append(buf, flow.Path{Links: r.scratch[start:len(r.scratch):len(r.scratch)], Weight: 1})
 	}
 	return buf, lat, nil
+}
+
+// pick chooses the path indices a flow from src to dst (per paths in each plane) uses: MRC
+// up to maxFlowSpray/planes evenly spaced in every plane, RoCE one hashed by (src, dst, key)
+// in every plane.
+func (r *flowRouter) pick(src, dst, per int, key uint64) []int {
+	var idx []int
+	if r.spray {
+		m := max(1, min(per, maxFlowSpray/r.planes))
+		for plane := range r.planes {
+			for k := range m {
+				idx = append(idx, (k*per/m)*r.planes+plane)
+			}
+		}
+		return idx
+	}
+	for plane := range r.planes {
+		h := mix(r.seed ^ uint64(src)<<40 ^ uint64(dst)<<16 ^ key*0x9e3779b97f4a7c15 ^ uint64(plane))
+		idx = append(idx, int(h%uint64(per))*r.planes+plane)
+	}
+	return idx
 }
 
 // walk appends path i from src to dst as directed links to r.scratch and returns its one-way

@@ -111,12 +111,12 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 	case sc.Run.Engine == scenario.EngineFlow:
 		run.Engine = "flow"
 		g := job.GPU
-		router, caps := newFlowRouter(layout, sc.Transport.Kind, sc.Run.Seed, job.Placement.Domain, g.ScaleUpRate, g.ScaleUpLatency)
+		base, caps := newFlowRouter(layout, sc.Transport.Kind, sc.Run.Seed, job.Placement.Domain, g.ScaleUpRate, g.ScaleUpLatency)
 		stop := func(now sim.Time, err error) { s.Stop(err) }
 		if fnet, err = flow.New(s, caps, flow.Config{OnStall: stop}); err != nil {
 			return err
 		}
-		fc, err = flow.NewCollectives(fnet, router, flow.CollConfig{OnError: stop})
+		fc, err = flow.NewCollectives(fnet, &collRouter{flowRouter: base}, flow.CollConfig{OnError: stop})
 		backend = fc
 	default:
 		// Packet level: the transport's engines over the fabric, and the scale-up domain's
