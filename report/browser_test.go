@@ -8,6 +8,7 @@ import (
 	"image"
 	"image/png"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -56,13 +57,15 @@ func newBrowser(t *testing.T, limit time.Duration) *browser {
 
 // plotInfo is what the page says about one expected plot element.
 type plotInfo struct {
-	ID       string  `json:"id"`
-	Found    bool    `json:"found"`
-	Tag      string  `json:"tag"`
-	Class    string  `json:"cls"`
-	Elements int     `json:"elements"` // descendants
-	Width    float64 `json:"w"`        // CSS pixels on screen
-	Height   float64 `json:"h"`
+	ID       string   `json:"id"`
+	Found    bool     `json:"found"`
+	Tag      string   `json:"tag"`
+	Class    string   `json:"cls"`
+	Elements int      `json:"elements"` // descendants
+	Width    float64  `json:"w"`        // CSS pixels on screen
+	Height   float64  `json:"h"`
+	Texts    int      `json:"texts"`   // <text> elements
+	Clipped  []string `json:"clipped"` // the text of those reaching past the plot's edges
 }
 
 // visit is what loading a page gave: the console's messages, the URLs it requested, each
@@ -73,6 +76,7 @@ type visit struct {
 	plots    []plotInfo
 	shots    map[string]image.Image // by plot id
 	page     image.Image
+	fontOK   bool // the plots' font is installed: text positions can be checked
 }
 
 // open loads the file at path, waits for it, and reads it. Console messages come from the
@@ -84,7 +88,7 @@ func (b *browser) open(t *testing.T, path string, plotIDs []string) *visit {
 	subCtx, stop := context.WithCancel(b.ctx)
 	msgs := chromedp.Console(subCtx)
 	reqs := chromedp.Events(subCtx, network.RequestWillBeSent)
-	v := &visit{shots: map[string]image.Image{}}
+	v := &visit{shots: map[string]image.Image{}, fontOK: plotFontInstalled()}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -126,8 +130,24 @@ func (b *browser) open(t *testing.T, path string, plotIDs []string) *visit {
 		const el = document.getElementById(id);
 		if (!el) return {id: id, found: false};
 		const r = el.getBoundingClientRect();
+		const texts = Array.from(el.querySelectorAll("text"));
+		const clipped = texts.filter(tx => {
+			const b = tx.getBoundingClientRect();
+			// Across its lines, a text's box holds its font's whole ascent and descent, blank
+			// space mostly: a few pixels past the edge there are not yet ink (the y axis
+			// label, turned on its side, reaches past the left edge so).
+			const across = 3, along = 0.5;
+			const turned = b.height > b.width;
+			return b.width > 0 && (
+				b.left < r.left - (turned ? across : along) || b.right > r.right + (turned ? across : along) ||
+				b.top < r.top - (turned ? along : across) || b.bottom > r.bottom + (turned ? along : across));
+		}).map(tx => {
+			const b = tx.getBoundingClientRect();
+			return tx.textContent + " (px past the left, right, top, bottom edge: " +
+				[r.left - b.left, b.right - r.right, r.top - b.top, b.bottom - r.bottom].map(x => x.toFixed(1)).join(", ") + ")";
+		});
 		return {id: id, found: true, tag: el.tagName.toLowerCase(), cls: el.getAttribute("class") || "",
-			elements: el.querySelectorAll("*").length, w: r.width, h: r.height};
+			elements: el.querySelectorAll("*").length, w: r.width, h: r.height, texts: texts.length, clipped: clipped};
 	}))()`, idsJSON)))
 	if err != nil {
 		t.Fatalf("inspecting %s: %v", path, err)
@@ -183,8 +203,16 @@ func inked(img image.Image) float64 {
 	return float64(n) / float64(r.Dx()*r.Dy())
 }
 
+// plotFontInstalled reports whether fontconfig resolves the plots' font, Liberation Sans, to
+// itself: the SVG text is laid out with its metrics, so only then does the browser draw it
+// exactly where the report measured it.
+func plotFontInstalled() bool {
+	out, err := exec.Command("fc-match", "Liberation Sans").Output()
+	return err == nil && strings.Contains(string(out), "Liberation")
+}
+
 // check fails the test for console errors, fetches other than the page itself, missing or
-// empty plots, and blank screenshots.
+// empty plots, text past a plot's edges (a clipped legend), and blank screenshots.
 func (v *visit) check(t *testing.T, page string) {
 	t.Helper()
 	for _, m := range v.console {
@@ -205,6 +233,10 @@ func (v *visit) check(t *testing.T, page string) {
 			t.Errorf("%s: #%s has %d elements: empty plot", page, p.ID, p.Elements)
 		case p.Width < 400 || p.Height < 100:
 			t.Errorf("%s: #%s is %.0fx%.0f px on screen: not visible", page, p.ID, p.Width, p.Height)
+		case p.Texts == 0:
+			t.Errorf("%s: #%s has no text", page, p.ID)
+		case len(p.Clipped) > 0 && v.fontOK:
+			t.Errorf("%s: #%s: text past the plot's edges, clipped: %q", page, p.ID, p.Clipped)
 		}
 		if shot, ok := v.shots[p.ID]; ok {
 			if f := inked(shot); f < 0.02 {
@@ -251,6 +283,13 @@ func TestReportInChromium(t *testing.T) {
 	}
 	b.open(t, filepath.Join(dir, ReportFile), allPlotIDs).check(t, ReportFile)
 
+	// A training run: the power trace and the step breakdown.
+	train := copyDir(t, filepath.Join("testdata", "runs", "train-llama8b"))
+	if err := Write(train); err != nil {
+		t.Fatal(err)
+	}
+	b.open(t, filepath.Join(train, ReportFile), []string{idPower, idSteps}).check(t, "training "+ReportFile)
+
 	other := defaultSynth()
 	other.scale, other.name = 1.5, "slower"
 	cmp := filepath.Join(t.TempDir(), "compare.html")
@@ -258,6 +297,19 @@ func TestReportInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.open(t, cmp, []string{idFCT, idThroughput}).check(t, "compare.html")
+
+	// Many runs with long names: the legends go below the plots, every entry on the page.
+	var dirs []string
+	for i := range 26 {
+		s := defaultSynth()
+		s.scale, s.name = 1+0.1*float64(i), fmt.Sprintf("incast-variant-with-a-long-name-%02d", i)
+		dirs = append(dirs, synthDir(t, s))
+	}
+	many := filepath.Join(t.TempDir(), "many.html")
+	if err := WriteCompare(many, nil, dirs); err != nil {
+		t.Fatal(err)
+	}
+	b.open(t, many, []string{idFCT, idThroughput}).check(t, "compare.html of 26 runs")
 
 	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("browser test took %v, budget 20s", d)

@@ -3,15 +3,20 @@ package report
 import (
 	"errors"
 	"fmt"
+	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
 
 // WriteCompare reads the results folders dirs (each as [Write] reads one) and writes out, one
-// self-contained HTML page comparing the runs: their headline figures side by side with each
-// later run's ratio to the first, their FCT CDFs overlaid, and the throughput of each run's
-// NIC ports (all planes) over time. names[i] labels dirs[i]; names may be nil, and an empty
-// name falls back to the scenario name in summary.json, then to the folder's name.
+// self-contained HTML page comparing the runs: a link to each run's report.html (relative to
+// out's folder), their headline figures side by side with each later run's ratio to the first,
+// their FCT CDFs overlaid (the caption says, run by run, how many transfers never finished),
+// and the throughput of each run's NIC ports (all planes) over time. Every run is in the
+// legends: when they do not fit beside a plot they go below it. names[i] labels dirs[i]; names
+// may be nil, and an empty name falls back to the scenario name in summary.json, then to the
+// folder's name.
 //
 // A run lacking a file is named in the plot's caption; a plot no run has data for becomes a
 // "no data" note. Errors: no dirs, names and dirs of different lengths, a folder that cannot
@@ -36,15 +41,34 @@ func WriteCompare(out string, names []string, dirs []string) error {
 		}
 		runs[i] = r
 	}
-	pg, err := comparePage(runs)
+	pg, err := comparePage(runs, out)
 	if err != nil {
 		return fmt.Errorf("report: compare: %w", err)
 	}
 	return writePage(out, pg)
 }
 
-// comparePage builds the page comparing runs.
-func comparePage(runs []*runData) (*page, error) {
+// reportHref is the relative URL of dir's report.html from the folder of the page out, or ""
+// when there is no relative path between them (another volume, say).
+func reportHref(out, dir string) string {
+	from, err := filepath.Abs(filepath.Dir(out))
+	if err != nil {
+		return ""
+	}
+	to, err := filepath.Abs(filepath.Join(dir, ReportFile))
+	if err != nil {
+		return ""
+	}
+	rel, err := filepath.Rel(from, to)
+	if err != nil {
+		return ""
+	}
+	u := url.URL{Path: filepath.ToSlash(rel)}
+	return u.String()
+}
+
+// comparePage builds the page comparing runs, to be written to out.
+func comparePage(runs []*runData, out string) (*page, error) {
 	names := make([]string, len(runs))
 	for i, r := range runs {
 		names[i] = r.name
@@ -55,6 +79,7 @@ func comparePage(runs []*runData) (*page, error) {
 	}
 	for _, r := range runs {
 		pg.Sources = append(pg.Sources, source{Run: r.name, Files: r.files})
+		pg.Runs = append(pg.Runs, runLink{Name: r.name, Dir: r.dir, Href: reportHref(out, r.dir)})
 	}
 	pg.Headline, pg.Note = compareTable(runs)
 	fct, err := compareFCT(runs)
@@ -123,38 +148,58 @@ func fmtRatio(r float64) string {
 	return strconv.FormatFloat(r, 'g', 3, 64) + "x"
 }
 
-// compareFCT overlays the FCT CDFs of the runs.
+// compareFCT overlays the FCT CDFs of the runs; the caption says, run by run, how many
+// transfers never finished, and why a run has no curve.
 func compareFCT(runs []*runData) (figure, error) {
 	const title = "Flow completion time (CDF)"
 	pn := newPanel("", "flow completion time (us)", "fraction of flows").grid()
 	var without, stats []string
 	lo, hi := 0.0, 0.0
 	for i, r := range runs {
-		if r.flows == nil || len(r.flows.fct) == 0 {
-			without = append(without, r.name)
+		f := r.flows
+		switch {
+		case f == nil:
+			without = append(without, r.name+" (no flows.csv)")
+			continue
+		case f.rows == 0 && r.isTraining():
+			without = append(without, r.name+" (flows.csv has no rows: a training run's steps are in steps.csv)")
+			continue
+		case f.rows == 0:
+			without = append(without, r.name+" (flows.csv has no rows)")
+			continue
+		case len(f.fct) == 0 && f.raw == f.rows:
+			without = append(without, fmt.Sprintf("%s (%d raw flows: raw traffic has no completion time)", r.name, f.raw))
+			continue
+		case len(f.fct) == 0:
+			without = append(without, fmt.Sprintf("%s (none of its %d transfers finished)", r.name, f.unfinished))
 			continue
 		}
-		f := r.flows.fct
-		if len(stats) == 0 || f[0] < lo {
-			lo = f[0]
+		if len(stats) == 0 || f.fct[0] < lo {
+			lo = f.fct[0]
 		}
-		hi = max(hi, f[len(f)-1])
-		if err := pn.line(i, r.name, cdfPoints(f, maxLinePts/2)); err != nil {
+		hi = max(hi, f.fct[len(f.fct)-1])
+		if err := pn.line(i, r.name, cdfPoints(f.fct, maxLinePts/2)); err != nil {
 			return figure{}, err
 		}
-		stats = append(stats, fmt.Sprintf("%s p50 %s us, p99 %s us", r.name, fmtNum(quantile(f, 0.5)), fmtNum(quantile(f, 0.99))))
+		st := fmt.Sprintf("%s p50 %s us, p99 %s us", r.name, fmtNum(quantile(f.fct, 0.5)), fmtNum(quantile(f.fct, 0.99)))
+		if f.unfinished > 0 {
+			st += fmt.Sprintf(", %d of %d never finished", f.unfinished, f.rows-f.raw)
+		} else {
+			st += fmt.Sprintf(", all %d finished", len(f.fct))
+		}
+		stats = append(stats, st)
 	}
 	if len(stats) == 0 {
-		return noData(idFCT, title, "no run has a flows.csv with completed flows (workload runs leave it empty; raw traffic has no completion time)"), nil
+		return noData(idFCT, title, "no run has a completed transfer in flows.csv: "+strings.Join(without, "; ")), nil
 	}
 	if lo > 0 && hi/lo > 100 {
 		pn.logX()
 	}
 	pn.p.Y.Min, pn.p.Y.Max = 0, 1
 	svg, err := figureSVG(idFCT, title, 0, pn)
-	caption := strings.Join(stats, "; ") + "."
+	caption := "Completed transfers only: " + strings.Join(stats, "; ") + "."
 	if len(without) > 0 {
-		caption += " No completed flows: " + strings.Join(without, ", ") + "."
+		caption += " No curve: " + strings.Join(without, "; ") + "."
 	}
 	return figure{ID: idFCT, Title: title, Caption: caption, SVG: svg}, err
 }
@@ -173,7 +218,7 @@ func compareThroughput(runs []*runData) (figure, error) {
 		}
 		tMax = max(tMax, r.tMax())
 		groups := colGroups(len(l.intervals), maxLinePts/2)
-		if err := pn.line(i, r.name, stepPoints(l.intervals, groups, l.totalGbps)); err != nil {
+		if err := pn.line(i, r.name, tailZero(stepPoints(l.intervals, groups, l.totalGbps), r.tMax())); err != nil {
 			return figure{}, err
 		}
 		drawn++
@@ -184,7 +229,7 @@ func compareThroughput(runs []*runData) (figure, error) {
 	pn.timeAxis(tMax)
 	pn.zeroY()
 	svg, err := figureSVG(idThroughput, title, 0, pn)
-	caption := "Wire bytes all host NIC ports of each run put on their links per interval of its links.csv."
+	caption := "Wire bytes all host NIC ports of each run put on their links per interval of its links.csv (0 where links.csv has no row: nothing was sent)."
 	if len(without) > 0 {
 		caption += " No links.csv: " + strings.Join(without, ", ") + "."
 	}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,7 +62,9 @@ func TestWriteCompareGaps(t *testing.T) {
 	raw, _ := os.ReadFile(out)
 	page := string(raw)
 	for _, want := range []string{
-		"No completed flows: " + filepath.Base(b) + ", synth.",
+		"No curve: " + filepath.Base(b) + " (no flows.csv); synth (no flows.csv).",
+		"Completed transfers only: synth p50 ",
+		", 1 of 50 never finished.",
 		"No links.csv: " + filepath.Base(b) + ".",
 		"No summary.json: " + filepath.Base(b) + ".",
 		`<td>end_us</td><td class="num">80</td><td>-</td><td></td><td class="num">80</td><td class="num">1x</td>`,
@@ -105,5 +108,75 @@ func TestWriteCompareErrors(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// svgOf returns the <svg> element with id from page.
+func svgOf(t *testing.T, page, id string) string {
+	t.Helper()
+	i := strings.Index(page, `<svg class="plot" id="`+id+`"`)
+	if i < 0 {
+		t.Fatalf("no plot %s", id)
+	}
+	svg, _, _ := strings.Cut(page[i:], "</svg>")
+	return svg
+}
+
+// TestWriteCompareManyRuns: every run is in the legends, however many there are (they move
+// below the plot when they do not fit beside it), and each run links to its report.html.
+func TestWriteCompareManyRuns(t *testing.T) {
+	parent := t.TempDir()
+	const n = 30
+	var dirs []string
+	for i := range n {
+		s := defaultSynth()
+		s.name, s.scale = fmt.Sprintf("run-%02d", i), 1+0.05*float64(i)
+		dir := filepath.Join(parent, s.name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFiles(t, dir, s.files())
+		dirs = append(dirs, dir)
+	}
+	out := filepath.Join(parent, "compare.html")
+	if err := WriteCompare(out, nil, dirs); err != nil {
+		t.Fatal(err)
+	}
+	page := readFileString(t, out)
+	for _, id := range []string{idFCT, idThroughput} {
+		svg := svgOf(t, page, id)
+		for i := range n {
+			if name := fmt.Sprintf(">run-%02d</text>", i); !strings.Contains(svg, name) {
+				t.Errorf("plot %s: the legend lacks run-%02d", id, i)
+			}
+		}
+	}
+	for i := range n {
+		if want := fmt.Sprintf(`<li>run-%02d: %s (<a href="run-%02d/report.html">report.html</a>)</li>`, i, dirs[i], i); !strings.Contains(page, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	checkSelfContained(t, page)
+
+	// From another folder the links climb out of it; a relative dir works as well.
+	sub := filepath.Join(parent, "pages", "cmp")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteCompare(filepath.Join(sub, "c.html"), nil, dirs[:2]); err != nil {
+		t.Fatal(err)
+	}
+	if want := `<a href="../../run-01/report.html">`; !strings.Contains(readFileString(t, filepath.Join(sub, "c.html")), want) {
+		t.Errorf("page lacks %s", want)
+	}
+	for _, tc := range []struct{ out, dir, want string }{
+		{"/a/b/compare.html", "/a/b/run 1", "run%201/report.html"},
+		{"/a/b/compare.html", "/a/c", "../c/report.html"},
+		{"compare.html", "x:y", "./x:y/report.html"},
+		{"cmp/compare.html", "runs/r1", "../runs/r1/report.html"},
+	} {
+		if got := reportHref(tc.out, tc.dir); got != tc.want {
+			t.Errorf("reportHref(%q, %q) = %q, want %q", tc.out, tc.dir, got, tc.want)
+		}
 	}
 }

@@ -4,15 +4,23 @@
 // # The HTML report
 //
 // [Write] reads the files `lockstep run` leaves in a results folder (docs/outputs.md:
-// summary.json, flows.csv, links.csv, pauses.csv, ev_states.csv, faults.csv, collectives.csv)
-// and writes report.html beside them: the headline figures, an FCT CDF, throughput per plane,
-// a queue-depth heatmap over links x time, PFC pauses and MRC EV states over time, and a fault
-// timeline whose spans also shade the time plots. [WriteCompare] writes one page for several
-// runs: their headline figures side by side with ratios to the first, FCT CDFs overlaid and
-// throughput per run.
+// summary.json, flows.csv, links.csv, pauses.csv, ev_states.csv, faults.csv, collectives.csv,
+// power.csv, steps.csv) and writes report.html beside them: the headline figures, an FCT CDF
+// (for raw traffic, which has no completion time, a CDF of per-flow goodput), throughput per
+// plane, a queue-depth heatmap over links x time, PFC pauses and MRC EV states over time, and a
+// fault timeline whose spans also shade the time plots. links.csv has no row for an interval
+// where nothing happened: the plots show those intervals as zero. A training run's page leads
+// with its figures (step time and where it went, MFU, power, goodput, OCS events), the cluster's
+// power over time with the steps marked, and each step's time by category; the network's plots
+// follow when the run was simulated packet by packet. [WriteCompare] writes one page for
+// several runs: links to each run's report.html, their headline figures side by side with
+// ratios to the first, FCT CDFs overlaid (with, per run, the transfers that never finished) and
+// throughput per run. A legend too long for the column beside its plot goes below it, so every
+// run is named.
 //
 // A page is one file that works offline: CSS and the SVG plots are inline, there is no script,
-// and a Content-Security-Policy forbids fetching anything. Plots are drawn on the server with
+// and a Content-Security-Policy forbids fetching anything (a compare page's links to the runs'
+// reports are followed only when clicked). Plots are drawn on the server with
 // gonum.org/v1/plot (docs/dependencies.md says why). The same inputs give a byte-identical page.
 // A file a run did not write turns its plot into a note ("no data: pauses.csv not written by
 // this run (runs with PFC write it)"); a malformed file is an error naming the file, the line

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/palette"
@@ -17,6 +18,7 @@ import (
 // <p class="nodata" id=...-nodata>.
 const (
 	idFCT        = "fct-cdf"
+	idGoodput    = "goodput-cdf"
 	idThroughput = "throughput"
 	idQueue      = "queue-heatmap"
 	idPauses     = "pauses"
@@ -47,6 +49,8 @@ var whyAbsent = map[string]string{
 	filePauses:      "runs with PFC write it",
 	fileFaults:      "runs with faults write it",
 	fileCollectives: "collective workloads write it",
+	filePower:       "training workloads write it",
+	fileSteps:       "training workloads write it",
 }
 
 // absent is the note for a file the run did not write.
@@ -54,24 +58,33 @@ func absent(file string) string {
 	return fmt.Sprintf("%s not written by this run (%s)", file, whyAbsent[file])
 }
 
-// fctFigure is the CDF of flow completion times.
-func fctFigure(f *flowsData) (figure, error) {
+// fctFigure is the CDF of flow completion times or, for raw traffic (which has no completion
+// time), of per-flow goodput. empty says why flows.csv may have no rows in this run; s gives
+// raw traffic's latency percentiles (may be nil).
+func fctFigure(f *flowsData, s *summaryData, empty string) (figure, error) {
 	const title = "Flow completion time (CDF)"
 	switch {
 	case f == nil:
 		return noData(idFCT, title, absent(fileFlows)), nil
 	case f.rows == 0:
-		return noData(idFCT, title, "flows.csv has no rows (a workload run lists its transfers in collectives.csv)"), nil
+		return noData(idFCT, title, "flows.csv has no rows"+empty), nil
+	case len(f.fct) == 0 && f.raw == f.rows:
+		return goodputFigure(f, s)
 	case len(f.fct) == 0:
-		return noData(idFCT, title, fmt.Sprintf("flows.csv has no completed flow (%d rows; raw traffic has no completion time)", f.rows)), nil
+		note := fmt.Sprintf("none of the %d transfers in flows.csv finished (%s): %s", f.unfinished,
+			strings.Join(nonRaw(f.transports), ", "), neverFinished(f.unfinished))
+		if f.raw > 0 {
+			note += fmt.Sprintf("; %d raw flows have no completion time", f.raw)
+		}
+		return noData(idFCT, title, note), nil
 	}
 	pn := newPanel("", "flow completion time (us)", "fraction of flows").grid()
 	if f.fct[0] > 0 && f.fct[len(f.fct)-1]/f.fct[0] > 100 {
 		pn.logX()
 	}
 	name := "all flows"
-	if len(f.transports) == 1 {
-		name = f.transports[0]
+	if tr := nonRaw(f.transports); len(tr) == 1 {
+		name = tr[0]
 	}
 	if err := pn.line(0, name, cdfPoints(f.fct, maxLinePts/2)); err != nil {
 		return figure{}, err
@@ -81,9 +94,77 @@ func fctFigure(f *flowsData) (figure, error) {
 	caption := fmt.Sprintf("%d flows completed: p50 %s us, p99 %s us, max %s us.", len(f.fct),
 		fmtNum(quantile(f.fct, 0.5)), fmtNum(quantile(f.fct, 0.99)), fmtNum(f.fct[len(f.fct)-1]))
 	if f.unfinished > 0 {
-		caption += fmt.Sprintf(" %d of %d never finished and are not in the curve.", f.unfinished, f.rows)
+		caption += fmt.Sprintf(" %d of %d never finished and are not in the curve.", f.unfinished, f.rows-f.raw)
+	}
+	if f.raw > 0 {
+		caption += fmt.Sprintf(" %d raw flows have no completion time and are not in the curve.", f.raw)
 	}
 	return figure{ID: idFCT, Title: title, Caption: caption, SVG: svg}, err
+}
+
+// neverFinished says what n transfers with an empty done_us and fct_us mean.
+func neverFinished(n int) string {
+	if n == 1 {
+		return "it never finished (done_us and fct_us are empty: it was still in flight or stuck when the run ended)"
+	}
+	return fmt.Sprintf("all %d never finished (done_us and fct_us are empty: they were still in flight or stuck when the run ended)", n)
+}
+
+// nonRaw is transports without raw.
+func nonRaw(transports []string) []string {
+	var out []string
+	for _, t := range transports {
+		if t != transportRaw {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// goodputFigure is the CDF of raw flows' goodput: raw traffic is paced packets with no
+// transport, so it has no completion time, but each flow's delivered bytes over its sending
+// time say how well the fabric carried it.
+func goodputFigure(f *flowsData, s *summaryData) (figure, error) {
+	const title = "Per-flow goodput of raw traffic (CDF)"
+	if len(f.goodput) == 0 {
+		return noData(idGoodput, title, fmt.Sprintf("flows.csv has %d raw flows (no completion time) and no goodput_gbps values", f.raw)), nil
+	}
+	pn := newPanel("", "per-flow goodput (Gb/s)", "fraction of flows").grid()
+	if err := pn.line(0, "raw flows", cdfPoints(f.goodput, maxLinePts/2)); err != nil {
+		return figure{}, err
+	}
+	pn.p.X.Min = 0
+	pn.p.Y.Min, pn.p.Y.Max = 0, 1
+	svg, err := figureSVG(idGoodput, title, 0, pn)
+	g := f.goodput
+	caption := fmt.Sprintf("Raw traffic has no completion time, so this is the goodput of each of its %d flows (goodput_gbps: wire bytes delivered whole over the flow's sending time): min %s, p50 %s, p99 %s, max %s Gb/s.",
+		len(g), fmtNum(g[0]), fmtNum(quantile(g, 0.5)), fmtNum(quantile(g, 0.99)), fmtNum(g[len(g)-1]))
+	if n := f.raw - len(g); n > 0 {
+		caption += fmt.Sprintf(" %d raw flows give no goodput_gbps and are not in the curve.", n)
+	}
+	if lat := latencyText(s); lat != "" {
+		caption += " One-way packet latency (summary.json): " + lat + "."
+	}
+	return figure{ID: idGoodput, Title: title, Caption: caption, SVG: svg}, err
+}
+
+// latencyText lists summary.json's latency percentiles ("p50 3.331 us, p99 12.175 us, ..."), or
+// "" when it has none.
+func latencyText(s *summaryData) string {
+	if s == nil {
+		return ""
+	}
+	var parts []string
+	for _, f := range s.figs {
+		name, ok := strings.CutPrefix(f.path, "latency_")
+		if !ok || !f.num || strings.ContainsAny(name, ".[") {
+			continue
+		}
+		name = strings.TrimSuffix(name, "_us")
+		v, _ := s.number(f.path)
+		parts = append(parts, name+" "+fmtNum(v)+" us")
+	}
+	return strings.Join(parts, ", ")
 }
 
 // quantile is the q-quantile of the ascending xs by the nearest rank.
@@ -101,6 +182,15 @@ func stepPoints(ivs []interval, groups [][2]int, v func(lo, hi int) float64) plo
 	for _, g := range groups {
 		y := v(g[0], g[1])
 		pts = append(pts, plotter.XY{X: ivs[g[0]].start, Y: y}, plotter.XY{X: ivs[g[1]-1].end, Y: y})
+	}
+	return pts
+}
+
+// tailZero ends a per-interval step line at zero and holds it there until tMax: links.csv has
+// no rows after the last interval in which something happened.
+func tailZero(pts plotter.XYs, tMax float64) plotter.XYs {
+	if n := len(pts); n > 0 && tMax > pts[n-1].X {
+		pts = append(pts, plotter.XY{X: pts[n-1].X, Y: 0}, plotter.XY{X: tMax, Y: 0})
 	}
 	return pts
 }
@@ -137,7 +227,7 @@ func throughputFigure(l *linksData, faults []faultSpan, tMax float64) (figure, e
 	pn.faults(faults, false)
 	groups := colGroups(len(l.intervals), maxLinePts/2)
 	for pi, plane := range l.planes {
-		pts := stepPoints(l.intervals, groups, func(lo, hi int) float64 { return l.planeGbps(pi, lo, hi) })
+		pts := tailZero(stepPoints(l.intervals, groups, func(lo, hi int) float64 { return l.planeGbps(pi, lo, hi) }), tMax)
 		if err := pn.line(pi, fmt.Sprintf("plane %d", plane), pts); err != nil {
 			return figure{}, err
 		}
@@ -145,8 +235,8 @@ func throughputFigure(l *linksData, faults []faultSpan, tMax float64) (figure, e
 	pn.timeAxis(tMax)
 	pn.zeroY()
 	svg, err := figureSVG(idThroughput, title, 0, pn)
-	caption := fmt.Sprintf("Wire bytes the host NIC ports of each plane put on their links, per interval of %s us (links.csv).",
-		fmtNum(l.intervals[0].end-l.intervals[0].start))
+	caption := fmt.Sprintf("Wire bytes the host NIC ports of each plane put on their links, per interval of %s us (links.csv); an interval without a row in links.csv sent nothing and shows as 0.",
+		fmtNum(l.step))
 	if len(groups) < len(l.intervals) {
 		caption += fmt.Sprintf(" %d intervals averaged into %d steps.", len(l.intervals), len(groups))
 	}
@@ -225,8 +315,9 @@ func queueFigure(l *linksData, faults []faultSpan, tMax float64) (figure, error)
 	svg, err := renderSVG(idQueue, title, figWidth, height, func(dc draw.Canvas) {
 		top := draw.Crop(dc, 0, -legendW, barH, 0)
 		p.p.Draw(top)
-		lc := draw.Crop(dc, figWidth-legendW+vg.Points(8), 0, height-vg.Inch, -vg.Points(18))
-		p.leg.Draw(lc)
+		lc := draw.Crop(dc, figWidth-legendW+vg.Points(8), -vg.Points(2), height-vg.Inch, -vg.Points(18))
+		size, _ := p.leg.fitColumn(lc.Max.X-lc.Min.X, lc.Max.Y-lc.Min.Y)
+		p.leg.drawColumn(lc, size)
 		bar.Draw(draw.Crop(dc, legendW, -legendW-vg.Inch, 0, -(height - barH)))
 	})
 	caption := fmt.Sprintf("Deepest egress queue per interval (KiB): one row per tier (the deepest of its ports) and the %d ports with the deepest peaks, deepest first.", len(l.top))

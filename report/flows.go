@@ -7,17 +7,25 @@ import (
 	"gonum.org/v1/plot/plotter"
 )
 
-// flowsData is what the report takes from flows.csv: the completion times of the flows that
-// finished, and how many did not.
+// flowsData is what the report takes from flows.csv: the completion times of the transfers
+// that finished, how many did not, and the goodput of raw flows (raw traffic has no completion
+// time).
 type flowsData struct {
 	rows       int       // data rows
-	fct        []float64 // fct_us of the flows that finished, ascending
-	unfinished int       // rows with an empty fct_us
+	fct        []float64 // fct_us of the transfers that finished, ascending
+	unfinished int       // transfers (not raw) with an empty fct_us: they never finished
+	raw        int       // rows whose transport is raw
+	goodput    []float64 // goodput_gbps of the raw rows that give one, ascending
 	transports []string  // distinct values of the transport column, sorted
 }
 
-// readFlows reads flows.csv (docs/outputs.md): only fct_us is required; transport is used when
-// present. Errors are *FileError values naming file, line and column.
+// transportRaw is flows.csv's transport of raw traffic: paced packets with no transport, so no
+// completion time.
+const transportRaw = "raw"
+
+// readFlows reads flows.csv (docs/outputs.md): only fct_us is required; transport and
+// goodput_gbps are used when present. Errors are *FileError values naming file, line and
+// column.
 func readFlows(file string, r io.Reader) (*flowsData, error) {
 	t, err := newCSVTable(file, r, "fct_us")
 	if err != nil {
@@ -34,9 +42,24 @@ func readFlows(file string, r io.Reader) (*flowsData, error) {
 			break
 		}
 		d.rows++
-		if tr := t.str("transport"); tr != "" && !seen[tr] {
+		tr := t.str("transport")
+		if tr != "" && !seen[tr] {
 			seen[tr] = true
 			d.transports = append(d.transports, tr)
+		}
+		if tr == transportRaw {
+			d.raw++
+			g, ok, err := t.optFloat("goodput_gbps")
+			if err != nil {
+				return nil, err
+			}
+			if ok && g < 0 {
+				return nil, t.cellErr("goodput_gbps", errNegative(t.str("goodput_gbps")))
+			}
+			if ok {
+				d.goodput = append(d.goodput, g)
+			}
+			continue
 		}
 		v, ok, err := t.optFloat("fct_us")
 		if err != nil {
@@ -52,6 +75,7 @@ func readFlows(file string, r io.Reader) (*flowsData, error) {
 		d.fct = append(d.fct, v)
 	}
 	slices.Sort(d.fct)
+	slices.Sort(d.goodput)
 	slices.Sort(d.transports)
 	return d, nil
 }

@@ -50,8 +50,8 @@ func FuzzReadFlows(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !slices.IsSorted(d.fct) || len(d.fct)+d.unfinished != d.rows {
-			t.Fatalf("flows: %d fct (sorted %v) + %d unfinished != %d rows", len(d.fct), slices.IsSorted(d.fct), d.unfinished, d.rows)
+		if !slices.IsSorted(d.fct) || len(d.fct)+d.unfinished+d.raw != d.rows || len(d.goodput) > d.raw || !slices.IsSorted(d.goodput) {
+			t.Fatalf("flows: %d fct (sorted %v) + %d unfinished + %d raw != %d rows", len(d.fct), slices.IsSorted(d.fct), d.unfinished, d.raw, d.rows)
 		}
 		for _, v := range d.fct {
 			if v < 0 {
@@ -186,5 +186,36 @@ func FuzzReadSummary(f *testing.F) {
 			}
 		}
 		_ = headline(s)
+	})
+}
+
+func FuzzReadPowerSteps(f *testing.F) {
+	f.Add(trainingFiles()[filePower], trainingFiles()[fileSteps])
+	f.Add("time_us,power_mw\n0,0\n", "step,start_us,step_time_us\n0,0,0\n")
+	f.Add("time_us,power_mw\n5,1\n5,2\n", "step,start_us,step_time_us,simulated,compute_us\n0,1e300,1e300,0,1e300\n")
+	f.Fuzz(func(t *testing.T, power, steps string) {
+		p, err := readPower(filePower, strings.NewReader(power))
+		checkReadErr(t, filePower, err)
+		s, err2 := readSteps(fileSteps, strings.NewReader(steps))
+		checkReadErr(t, fileSteps, err2)
+		if err2 == nil {
+			if s.simulated > s.rows || len(s.steps) > s.rows {
+				t.Fatalf("steps: %d simulated, %d kept of %d rows", s.simulated, len(s.steps), s.rows)
+			}
+			if _, err := stepsFigure(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err == nil {
+			if !slices.IsSorted(p.times) || len(p.mw) != len(p.times) {
+				t.Fatal("power samples out of order")
+			}
+			if err2 != nil {
+				s = nil
+			}
+			if _, err := powerFigure(p, s, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
 	})
 }

@@ -98,6 +98,11 @@ func TestMatchHeadline(t *testing.T) {
 		{"collectives[*].busbw_GBps", "collectives[12].busbw_GBps", true},
 		{"collectives[*].busbw_GBps", "collectives[1].algbw_GBps", false},
 		{"drops_packets.*", "drops_packets[0]", false},
+		{"latency_*", "latency_p90_us", true},
+		{"latency_*", "latency_", false},
+		{"latency_*", "latency_x.y", false},
+		{"latency_*", "mrc.latency_p50_us", false},
+		{"ocs[*].*", "ocs[3].pause_us", true},
 	} {
 		if got := matchHeadline(tc.pattern, tc.path); got != tc.want {
 			t.Errorf("matchHeadline(%q, %q) = %v, want %v", tc.pattern, tc.path, got, tc.want)

@@ -10,12 +10,20 @@ import (
 type page struct {
 	Title    string
 	Subtitle string
+	Runs     []runLink  // compare pages: each run and a link to its report
+	Lead     []string   // a few sentences above the headline table (a training run's figures)
 	Headline *htmlTable // nil when summary.json is absent (HeadlineNote says so)
 	Note     string     // headline note
 	Figures  []figure
 	Tables   []*htmlTable // faults.csv, collectives.csv
 	All      *htmlTable   // every leaf of summary.json, folded
 	Sources  []source
+}
+
+// runLink is one run of a compare page: its name, its folder as given, and the relative URL
+// of its report.html from the page ("" when there is none).
+type runLink struct {
+	Name, Dir, Href string
 }
 
 // source is one results folder's files, listed at the end of the page.
@@ -43,7 +51,6 @@ type cell struct {
 // runPage builds the page of one run.
 func runPage(r *runData) (*page, error) {
 	tMax := r.tMax()
-	faults := r.faultSpans()
 	pg := &page{
 		Title:    "lockstep report: " + r.name,
 		Subtitle: subtitle(r.summary),
@@ -52,8 +59,12 @@ func runPage(r *runData) (*page, error) {
 	if r.summary == nil {
 		pg.Note = "no data: " + absent(fileSummary)
 	} else {
+		units := "_us microseconds, _bytes bytes, _gbps Gb/s, _GBps GB/s, _pct percent"
+		if r.summary.isTraining() {
+			units = "_us microseconds, _s seconds, _mw megawatts, _mj megajoules, _mwh megawatt-hours, _frac a fraction of 1 (mfu too), _bytes bytes"
+		}
 		t := &htmlTable{ID: "headline-table", Head: []string{"figure", "value"},
-			Caption: "Units are in the names: _us microseconds, _bytes bytes, _gbps Gb/s, _GBps GB/s, _pct percent (docs/outputs.md)."}
+			Caption: "Units are in the names: " + units + " (docs/outputs.md)."}
 		for _, p := range headline(r.summary) {
 			f, _ := r.summary.get(p)
 			t.Rows = append(t.Rows, []cell{{Text: p}, {Text: f.value, Num: f.num}})
@@ -65,15 +76,49 @@ func runPage(r *runData) (*page, error) {
 		}
 		pg.All = all
 	}
-	builders := []func() (figure, error){
-		func() (figure, error) { return fctFigure(r.flows) },
-		func() (figure, error) { return throughputFigure(r.links, faults, tMax) },
-		func() (figure, error) { return queueFigure(r.links, faults, tMax) },
-		func() (figure, error) { return pausesFigure(r.pauses, faults, tMax, r.interval()) },
-		func() (figure, error) { return evFigure(r.ev, faults, tMax) },
-		func() (figure, error) { return faultFigure(r.faults, tMax) },
+	var figs []func() (figure, error)
+	if r.isTraining() {
+		pg.Lead = trainingLead(r.summary)
+		figs = append(figs,
+			func() (figure, error) { return powerFigure(r.power, r.steps, r.summary) },
+			func() (figure, error) { return stepsFigure(r.steps) })
+		if r.links != nil || r.flows != nil && r.flows.rows > 0 {
+			// A packet-level run: the network's plots as for any run.
+			figs = append(figs, networkFigures(r, " (a training run lists its steps in steps.csv)")...)
+		} else {
+			// No packets (the flow-level engine, the closed forms): one note for the network's
+			// plots rather than a "no data" note each.
+			var missing []string
+			for _, f := range []struct {
+				file  string
+				found bool
+			}{{fileFlows, r.flows != nil}, {fileLinks, false}, {filePauses, r.pauses != nil}, {fileEV, r.ev != nil}} {
+				if f.found {
+					missing = append(missing, f.file+" has no rows")
+				} else {
+					missing = append(missing, f.file+" not written")
+				}
+			}
+			engine := "this training run"
+			if e, ok := r.summary.get("engine"); ok && e.value != "" {
+				engine += " (engine " + e.value + ")"
+			}
+			figs = append(figs, func() (figure, error) {
+				return noData(idNetwork, "Network", fmt.Sprintf("the plots of the network's packets (FCT, throughput, queue depth, PFC pauses, EV states) come from the files a packet-level run writes, and %s sent no packets: %s. Its communication is summed up per step in steps.csv; run.engine packet simulates it packet by packet.",
+					engine, strings.Join(missing, ", "))), nil
+			})
+			if r.faults != nil {
+				figs = append(figs, func() (figure, error) { return faultFigure(r.faults, tMax) })
+			}
+		}
+	} else {
+		empty := ""
+		if r.colls != nil {
+			empty = " (a collective workload lists its transfers in collectives.csv)"
+		}
+		figs = networkFigures(r, empty)
 	}
-	for _, b := range builders {
+	for _, b := range figs {
 		f, err := b()
 		if err != nil {
 			return nil, err
@@ -87,10 +132,26 @@ func runPage(r *runData) (*page, error) {
 	if r.colls != nil {
 		pg.Tables = append(pg.Tables, textTable("collectives-table", "Collectives (collectives.csv)",
 			"nccl-tests' columns: algbw = size / time, busbw = algbw x the bus factor; model_us is the closed form.", fileCollectives, r.colls))
-	} else {
+	} else if !r.isTraining() {
 		pg.Tables = append(pg.Tables, &htmlTable{ID: "collectives-table", Title: "Collectives (collectives.csv)", Note: "no data: " + absent(fileCollectives)})
 	}
 	return pg, nil
+}
+
+// networkFigures are the builders of the plots of a run's packets: FCT (or raw goodput),
+// throughput, queue depth, PFC pauses, EV states and the fault timeline. empty says why
+// flows.csv may have no rows.
+func networkFigures(r *runData, empty string) []func() (figure, error) {
+	tMax := r.tMax()
+	faults := r.faultSpans()
+	return []func() (figure, error){
+		func() (figure, error) { return fctFigure(r.flows, r.summary, empty) },
+		func() (figure, error) { return throughputFigure(r.links, faults, tMax) },
+		func() (figure, error) { return queueFigure(r.links, faults, tMax) },
+		func() (figure, error) { return pausesFigure(r.pauses, faults, tMax, r.interval()) },
+		func() (figure, error) { return evFigure(r.ev, faults, tMax) },
+		func() (figure, error) { return faultFigure(r.faults, tMax) },
+	}
 }
 
 // textTable shows a CSV file as read.
@@ -136,7 +197,7 @@ func subtitle(s *summaryData) string {
 		{"links", " links"}, {"flows", " flows"}, {"end_us", " us simulated"},
 	} {
 		f, ok := s.get(k.path)
-		if !ok {
+		if !ok || k.path == "flows" && f.value == "0" && s.isTraining() {
 			continue
 		}
 		if strings.HasSuffix(k.unit, " ") {
@@ -164,6 +225,7 @@ body { font-family: "Liberation Sans", Arial, Helvetica, sans-serif; color: #222
 h1 { font-size: 1.5em; margin: 0.2em 0; }
 h2 { font-size: 1.15em; margin: 1.6em 0 0.4em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
 .sub { color: #555; margin: 0 0 1em; }
+.lead { margin: 0.3em 0; }
 nav { font-size: 0.9em; margin-bottom: 1em; }
 nav a { margin-right: 0.9em; color: #2a5d9f; text-decoration: none; }
 svg.plot { display: block; width: 100%; height: auto; max-width: 1000px; }
@@ -185,10 +247,23 @@ summary { cursor: pointer; font-weight: bold; }
 {{- if .Subtitle}}
 <p class="sub">{{.Subtitle}}</p>
 {{- end}}
-<nav><a href="#headline">headline</a>{{range .Figures}}<a href="#sec-{{.ID}}">{{.Title}}</a>{{end}}{{range .Tables}}<a href="#sec-{{.ID}}">{{.Title}}</a>{{end}}</nav>
+<nav>{{if .Runs}}<a href="#runs">runs</a>{{end}}<a href="#headline">headline</a>{{range .Figures}}<a href="#sec-{{.ID}}">{{.Title}}</a>{{end}}{{range .Tables}}<a href="#sec-{{.ID}}">{{.Title}}</a>{{end}}</nav>
 </header>
+{{- if .Runs}}
+<section id="runs">
+<h2>Runs</h2>
+<ol>
+{{- range .Runs}}
+<li>{{.Name}}: {{.Dir}}{{if .Href}} (<a href="{{.Href}}">report.html</a>){{end}}</li>
+{{- end}}
+</ol>
+</section>
+{{- end}}
 <section id="headline">
 <h2>Headline</h2>
+{{- range .Lead}}
+<p class="lead">{{.}}</p>
+{{- end}}
 {{- if .Headline}}{{template "table" .Headline}}{{else}}
 <p class="nodata" id="headline-nodata">{{.Note}}</p>
 {{- end}}

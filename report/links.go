@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 )
@@ -19,7 +20,8 @@ type interval struct{ start, end float64 }
 // million (port, interval) rows costs memory only for the ports that queued.
 type linksData struct {
 	rows      int
-	intervals []interval  // ascending start
+	step      float64     // the interval's length (us): end_us - start_us of the first row
+	intervals []interval  // ascending start, without holes: silent intervals filled in
 	planes    []int       // planes of the host NIC ports (tier -1), ascending
 	nicTx     [][]float64 // [plane index][interval]: wire bytes the plane's NIC ports sent
 	tiers     []int       // tiers seen (-1 = host NIC ports), ascending
@@ -37,8 +39,9 @@ type portQueue struct {
 }
 
 // readLinks reads links.csv (docs/outputs.md). Required columns: start_us, end_us, port,
-// plane, tier, tx_bytes, queue_max_bytes. Errors are *FileError values naming file, line and
-// column.
+// plane, tier, tx_bytes, queue_max_bytes. The file has no row for a port in an interval where
+// it did nothing: such cells are zero, and intervals with no row at all are filled in (see
+// intervalSlots). Errors are *FileError values naming file, line and column.
 func readLinks(file string, r io.Reader) (*linksData, error) {
 	t, err := newCSVTable(file, r, "start_us", "end_us", "port", "plane", "tier", "tx_bytes", "queue_max_bytes")
 	if err != nil {
@@ -137,16 +140,11 @@ func readLinks(file string, r io.Reader) (*linksData, error) {
 		}
 	}
 
-	// Intervals in time order, and each raw index's place in it.
-	order := make([]int, len(rawIvs))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(rawIvs[a].start, rawIvs[b].start) })
-	pos := make([]int, len(rawIvs))
-	for k, i := range order {
-		pos[i] = k
-		d.intervals = append(d.intervals, rawIvs[i])
+	// Intervals in time order with the silent ones filled in, and each raw index's place.
+	var pos []int
+	d.intervals, pos = intervalSlots(rawIvs)
+	if len(rawIvs) > 0 {
+		d.step = rawIvs[0].end - rawIvs[0].start
 	}
 	n := len(d.intervals)
 	reorder := func(raw []float64) []float64 {
@@ -185,6 +183,101 @@ func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
 	}
 	slices.Sort(ks)
 	return ks
+}
+
+// maxSlots bounds the intervals readLinks fills in on links.csv's grid: the runner keeps at
+// most about a million (port, interval) cells, so no file it writes has more intervals.
+const maxSlots = 1 << 20
+
+// intervalSlots puts the intervals links.csv has rows for (raw, in file order) on a time line
+// without holes, and returns it with each raw interval's index in it. links.csv leaves out
+// the (port, interval) rows where nothing happened, so an interval where no port did anything
+// has no row at all: the intervals in between are restored as slots with every value zero, so
+// a plot drops to zero over silence instead of joining the busy intervals either side of it.
+//
+// The runner's intervals are a regular grid from time 0 (every row's end_us - start_us is the
+// interval). When the rows fit such a grid, the missing intervals are filled in one by one
+// (times rounded as the file rounds them); otherwise (a hand-made or irregular file), each
+// hole between consecutive intervals, and the one before the first, becomes one slot.
+func intervalSlots(raw []interval) ([]interval, []int) {
+	order := make([]int, len(raw))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(raw[a].start, raw[b].start) })
+	pos := make([]int, len(raw))
+	if len(raw) == 0 {
+		return nil, pos
+	}
+	if slots, ok := gridSlots(raw, order, pos); ok {
+		return slots, pos
+	}
+	// Irregular: the intervals as they are, and one slot for each hole.
+	var slots []interval
+	const tol = 0.002 // us: two roundings of links.csv's 3 decimals
+	prevEnd := 0.0
+	for _, i := range order {
+		iv := raw[i]
+		if iv.start > prevEnd+tol {
+			slots = append(slots, interval{prevEnd, iv.start})
+		}
+		pos[i] = len(slots)
+		slots = append(slots, iv)
+		prevEnd = max(prevEnd, iv.end)
+	}
+	return slots, pos
+}
+
+// gridSlots fills in raw's intervals (sorted by order) on the regular grid of their common
+// length, writing each one's slot into pos; ok is false when they are not on one grid or it
+// would exceed maxSlots.
+func gridSlots(raw []interval, order, pos []int) (slots []interval, ok bool) {
+	dt := raw[order[0]].end - raw[order[0]].start
+	// Starts and ends carry 3 decimals, so a length may be off by 0.001 us and a gap of k
+	// intervals by k x that.
+	same := func(a, b float64) bool { return math.Abs(a-b) <= 0.0021+1e-9*math.Abs(b) }
+	steps := make([]int, len(order)) // slots from the previous interval's start (the first: from 0)
+	total := 0
+	for j, i := range order {
+		iv := raw[i]
+		if !same(iv.end-iv.start, dt) {
+			return nil, false
+		}
+		from := 0.0
+		if j > 0 {
+			from = raw[order[j-1]].start
+		}
+		gap := iv.start - from
+		k := math.Round(gap / dt)
+		if j > 0 && k < 1 || !same(gap, k*dt) && math.Abs(gap/dt-k) > 0.01 {
+			return nil, false
+		}
+		if total += int(k); total >= maxSlots {
+			return nil, false
+		}
+		steps[j] = int(k)
+	}
+	slots = make([]interval, 0, total+1)
+	from := 0.0
+	for j, i := range order {
+		iv := raw[i]
+		if k := steps[j]; j == 0 && k > 0 || k > 1 {
+			// k-1 silent intervals between the previous start and this one (k before the
+			// first), evenly spaced.
+			first := 1
+			if j == 0 {
+				first = 0
+			}
+			w := (iv.start - from) / float64(k)
+			for m := first; m < k; m++ {
+				slots = append(slots, interval{from + float64(m)*w, from + float64(m+1)*w})
+			}
+		}
+		pos[i] = len(slots)
+		slots = append(slots, iv)
+		from = iv.start
+	}
+	return slots, true
 }
 
 // colGroups splits n consecutive columns into at most maxCols groups of equal width (the last

@@ -62,11 +62,11 @@ func sans(size vg.Length) font.Font {
 	return font.Font{Typeface: "Liberation", Variant: "Sans", Size: size}
 }
 
-// panel is one plot of a figure and its legend, drawn in a column right of the data so it never
-// hides a line.
+// panel is one plot of a figure and its legend, drawn in a column right of the data (or, when
+// it does not fit there, below the plot) so it never hides a line.
 type panel struct {
 	p   *plot.Plot
-	leg plot.Legend
+	leg legend
 }
 
 // newPanel returns a panel with the report's fonts and the given title and axis labels (and
@@ -79,10 +79,7 @@ func newPanel(title, xLabel, yLabel string) *panel {
 	p.X.Label.TextStyle.Font, p.Y.Label.TextStyle.Font = sans(9.5), sans(9.5)
 	p.X.Tick.Label.Font, p.Y.Tick.Label.Font = sans(8.5), sans(8.5)
 	p.X.Tick.Marker, p.Y.Tick.Marker = plainTicks{}, plainTicks{}
-	leg := plot.NewLegend()
-	leg.TextStyle.Font = sans(8.5)
-	leg.Top, leg.Left = true, true
-	return &panel{p: p, leg: leg}
+	return &panel{p: p}
 }
 
 // grid adds light grid lines behind what is added next.
@@ -183,27 +180,60 @@ func (pn *panel) zeroY() {
 
 // figureSVG draws panels stacked top to bottom (x axes aligned, each panel panelH tall unless
 // height says otherwise) with their legends in a right-hand column, and returns the inline
-// <svg class="plot" id=id> element.
+// <svg class="plot" id=id> element. A legend that does not fit beside its panel (many entries,
+// long names), even wrapped and in a smaller font, moves below: then every panel takes the
+// full width and the legends follow the last one, in columns, each entry shown.
 func figureSVG(id, label string, height vg.Length, panels ...*panel) (template.HTML, error) {
 	if height == 0 {
 		height = panelH * vg.Length(len(panels))
 	}
-	return renderSVG(id, label, figWidth, height, func(dc draw.Canvas) {
-		left := draw.Crop(dc, 0, -legendW, 0, 0)
+	sizes := make([]float64, len(panels))
+	beside := true
+	for i, pn := range panels {
+		var ok bool
+		sizes[i], ok = pn.leg.fitColumn(legendW-vg.Points(8), height/vg.Length(len(panels))-vg.Points(26))
+		beside = beside && ok
+	}
+	drawPanels := func(dc, area draw.Canvas, legends bool) {
 		rows := make([][]*plot.Plot, len(panels))
 		for i, pn := range panels {
 			rows[i] = []*plot.Plot{pn.p}
 		}
 		tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadY: vg.Points(6), PadTop: vg.Points(2), PadBottom: vg.Points(2)}
-		cs := plot.Align(rows, tiles, left)
+		cs := plot.Align(rows, tiles, area)
 		for i, pn := range panels {
 			c := cs[i][0]
 			pn.p.Draw(c)
-			lc := draw.Canvas{Canvas: dc.Canvas, Rectangle: vg.Rectangle{
-				Min: vg.Point{X: dc.Max.X - legendW + vg.Points(8), Y: c.Min.Y},
-				Max: vg.Point{X: dc.Max.X, Y: c.Max.Y - vg.Points(18)},
-			}}
-			pn.leg.Draw(lc)
+			if legends {
+				pn.leg.drawColumn(draw.Canvas{Canvas: dc.Canvas, Rectangle: vg.Rectangle{
+					Min: vg.Point{X: dc.Max.X - legendW + vg.Points(8), Y: c.Min.Y},
+					Max: vg.Point{X: dc.Max.X - vg.Points(2), Y: c.Max.Y - vg.Points(18)},
+				}}, sizes[i])
+			}
+		}
+	}
+	if beside {
+		return renderSVG(id, label, figWidth, height, func(dc draw.Canvas) {
+			drawPanels(dc, draw.Crop(dc, 0, -legendW, 0, 0), true)
+		})
+	}
+	margin := vg.Points(36) // the legend starts under the data area, roughly past the y axis
+	legW := figWidth - margin - vg.Points(12)
+	var below vg.Length
+	for _, pn := range panels {
+		below += pn.leg.gridHeight(legW)
+	}
+	below += vg.Points(8)
+	return renderSVG(id, label, figWidth, height+below, func(dc draw.Canvas) {
+		drawPanels(dc, draw.Crop(dc, 0, -vg.Points(12), below, 0), false)
+		top := dc.Min.Y + below - vg.Points(4)
+		for _, pn := range panels {
+			h := pn.leg.gridHeight(legW)
+			pn.leg.drawGrid(draw.Canvas{Canvas: dc.Canvas, Rectangle: vg.Rectangle{
+				Min: vg.Point{X: dc.Min.X + margin, Y: top - h},
+				Max: vg.Point{X: dc.Min.X + margin + legW, Y: top},
+			}})
+			top -= h
 		}
 	})
 }

@@ -12,7 +12,8 @@ import (
 	"strconv"
 )
 
-// The files of a results folder the report reads (docs/outputs.md), and the one it writes.
+// The files of a results folder the report reads (docs/outputs.md; a training run's power.csv
+// and steps.csv are in training.go), and the one it writes.
 const (
 	fileSummary     = "summary.json"
 	fileFlows       = "flows.csv"
@@ -30,6 +31,7 @@ const (
 // write.
 type runData struct {
 	name    string
+	dir     string // the results folder, as given
 	summary *summaryData
 	flows   *flowsData
 	links   *linksData
@@ -37,6 +39,8 @@ type runData struct {
 	ev      *evData
 	faults  *faultsData
 	colls   *rawTable
+	power   *powerData
+	steps   *stepsData
 	files   []fileStatus
 }
 
@@ -77,7 +81,7 @@ func loadRun(dir, name string) (*runData, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("report: results folder %s is not a directory", dir)
 	}
-	r := &runData{name: name}
+	r := &runData{name: name, dir: dir}
 	var st fileStatus
 	readColls := func(file string, rd io.Reader) (*rawTable, error) { return readRawTable(file, rd, maxTableRows) }
 	for _, read := range []func() error{
@@ -88,6 +92,8 @@ func loadRun(dir, name string) (*runData, error) {
 		func() (err error) { r.ev, st, err = readIn(dir, fileEV, readEVStates); return err },
 		func() (err error) { r.faults, st, err = readIn(dir, fileFaults, readFaults); return err },
 		func() (err error) { r.colls, st, err = readIn(dir, fileCollectives, readColls); return err },
+		func() (err error) { r.power, st, err = readIn(dir, filePower, readPower); return err },
+		func() (err error) { r.steps, st, err = readIn(dir, fileSteps, readSteps); return err },
 	} {
 		if err := read(); err != nil {
 			return nil, fmt.Errorf("report: %s: %w", dir, err)
@@ -128,11 +134,16 @@ func (r *runData) tMax() float64 {
 // interval is the length of links.csv's intervals (us), which pauses.csv shares; 0 without
 // links.csv.
 func (r *runData) interval() float64 {
-	if r.links == nil || len(r.links.intervals) == 0 {
+	if r.links == nil {
 		return 0
 	}
-	iv := r.links.intervals[0]
-	return iv.end - iv.start
+	return r.links.step
+}
+
+// isTraining reports whether the run is a training workload's: summary.json has a training
+// block, or the folder has power.csv or steps.csv.
+func (r *runData) isTraining() bool {
+	return r.summary.isTraining() || r.power != nil || r.steps != nil
 }
 
 // faultSpans is the run's failures, or none.
@@ -145,10 +156,14 @@ func (r *runData) faultSpans() []faultSpan {
 
 // Write reads the results folder dir written by `lockstep run` and writes dir/report.html: one
 // self-contained page (inline CSS and SVG plots, no script, nothing fetched) with the headline
-// figures of summary.json, the FCT CDF (flows.csv), throughput per plane and a queue-depth
-// heatmap over links x time (links.csv), PFC pauses (pauses.csv), MRC EV states
-// (ev_states.csv), a fault timeline whose spans also shade every time plot (faults.csv), and
-// the tables of faults.csv and collectives.csv.
+// figures of summary.json, the FCT CDF (flows.csv; raw traffic: the CDF of per-flow goodput),
+// throughput per plane and a queue-depth heatmap over links x time (links.csv, its silent
+// intervals as zero), PFC pauses (pauses.csv), MRC EV states (ev_states.csv), a fault timeline
+// whose spans also shade every time plot (faults.csv), and the tables of faults.csv and
+// collectives.csv. A training run (summary.json's training block) gets its training figures
+// instead of the packet counters it did not use, the cluster's power over time (power.csv) with
+// the steps marked and each step's time by category (steps.csv); the network's plots follow
+// when it sent packets.
 //
 // Every file may be absent: its plot is then replaced by a note "no data: <file> not written
 // by this run (why)". A file that is present but malformed is an error (a *FileError in the

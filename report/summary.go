@@ -153,14 +153,39 @@ func lineCol(data []byte, off int64) (line, col int) {
 }
 
 // headlinePatterns choose the figures of the headline table, in this order. A pattern is a
-// path of summary.json with "[*]" for any array index and a final ".*" for any one key; the
-// figures a pattern matches keep their order in the file.
-var headlinePatterns = []string{
-	"scenario", "seed", "hosts", "planes", "switches", "links", "flows",
-	"duration_us", "end_us", "offered_gbps", "delivered_gbps", "delivered_fraction",
+// path of summary.json with "[*]" for any array index, a final ".*" for any one key and a
+// final "*" after other text for any key starting with it ("latency_*"); the figures a pattern
+// matches keep their order in the file.
+//
+// The run's identity comes first; then a training run's figures (trainingPatterns); then the
+// network's (networkPatterns), which a training run that sent no packets (the flow-level
+// engine, the closed forms) leaves out, as they are all zero there.
+var headlinePatterns = []string{"scenario", "seed", "hosts", "planes", "switches", "links"}
+
+// trainingPatterns are the headline figures of a training workload: summary.json's training
+// block (step time and where it went, MFU, tokens/s, power, goodput) and its ocs events.
+var trainingPatterns = []string{
+	"engine", "training.model", "training.gpu", "training.gpus", "training.tp", "training.pp", "training.dp",
+	"training.ep", "training.microbatches", "training.steps", "training.simulated_steps",
+	"training.step_time_us", "training.ideal_step_us", "training.compute_us", "training.exposed_comm_us",
+	"training.exposed_comm_max_us", "training.tp_exposed_us", "training.pp_wait_us", "training.dp_exposed_us",
+	"training.ep_exposed_us", "training.bubble_us", "training.sync_us", "training.slowest_rank",
+	"training.slowest_rank_coord", "training.slowest_wait", "training.slowest_wait_us",
+	"training.mfu", "training.tokens_per_s",
+	"training.power_mean_mw", "training.power_min_mw", "training.power_max_mw", "training.power_swing_mw",
+	"training.slew_mw_per_ms", "training.battery_mj", "training.battery_mwh", "training.energy_per_step_mj",
+	"training.goodput_frac", "training.goodput_mc_frac", "training.ckpt_interval_s", "training.ckpt_young_s",
+	"training.ckpt_daly_s", "training.job_mtbf_s", "training.restarts_per_day", "training.absorbed_failures_per_day",
+	"ocs[*].*",
+}
+
+// networkPatterns are the headline figures of the traffic: rates, packets, latency, queues,
+// the transports, PFC, faults and collectives.
+var networkPatterns = []string{
+	"flows", "duration_us", "end_us", "offered_gbps", "delivered_gbps", "delivered_fraction",
 	"sent_packets", "delivered_packets", "trimmed_packets", "dropped_packets", "drops_packets.*",
 	"in_flight_packets_at_end", "ce_marks",
-	"latency_p50_us", "latency_p99_us", "latency_p999_us", "latency_max_us",
+	"latency_*",
 	"queue_depth.p50_bytes", "queue_depth.p99_bytes", "queue_depth.max_bytes",
 	"mrc.jct_us", "mrc.fct_p50_us", "mrc.fct_p99_us", "mrc.fct_max_us", "mrc.fct_over_ideal_mean",
 	"mrc.fct_over_ideal_max", "mrc.retx_packets.*", "mrc.timeouts", "mrc.qp_errors",
@@ -193,6 +218,10 @@ func pathPattern(path string) string {
 // matchHeadline reports whether path matches pattern (see headlinePatterns).
 func matchHeadline(pattern, path string) bool {
 	p := pathPattern(path)
+	if prefix, ok := strings.CutSuffix(pattern, "*"); ok && !strings.HasSuffix(prefix, ".") {
+		rest, ok := strings.CutPrefix(p, prefix)
+		return ok && rest != "" && !strings.ContainsAny(rest, ".[")
+	}
 	if parent, ok := strings.CutSuffix(pattern, ".*"); ok {
 		rest, ok := strings.CutPrefix(p, parent+".")
 		return ok && rest != "" && !strings.ContainsAny(rest, ".[")
@@ -201,22 +230,32 @@ func matchHeadline(pattern, path string) bool {
 }
 
 // headline returns the paths of the headline figures present in any of sums, in the order of
-// headlinePatterns and, within a pattern, of the first summary that has them.
+// the patterns and, within a pattern, of the first summary that has them. A training run's
+// network figures are left out when it sent no packets.
 func headline(sums ...*summaryData) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, pat := range headlinePatterns {
-		for _, s := range sums {
-			if s == nil {
-				continue
-			}
-			for _, f := range s.figs {
-				if !seen[f.path] && matchHeadline(pat, f.path) {
-					seen[f.path] = true
-					out = append(out, f.path)
+	add := func(patterns []string, want []bool) {
+		for _, pat := range patterns {
+			for i, s := range sums {
+				if s == nil || !want[i] {
+					continue
+				}
+				for _, f := range s.figs {
+					if !seen[f.path] && matchHeadline(pat, f.path) {
+						seen[f.path] = true
+						out = append(out, f.path)
+					}
 				}
 			}
 		}
 	}
+	all, network := make([]bool, len(sums)), make([]bool, len(sums))
+	for i, s := range sums {
+		all[i], network[i] = true, !s.isTraining() || s.hasTraffic()
+	}
+	add(headlinePatterns, all)
+	add(trainingPatterns, all)
+	add(networkPatterns, network)
 	return out
 }

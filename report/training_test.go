@@ -1,0 +1,293 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// trainingSummary is summary.json of a training run on the flow-level engine, as the runner
+// writes it (the packet counters all zero), with an OCS event.
+const trainingSummary = `{
+  "scenario": "train-synth",
+  "seed": 1,
+  "hosts": 128,
+  "planes": 1,
+  "switches": 128,
+  "links": 512,
+  "flows": 0,
+  "duration_us": 2000,
+  "end_us": 2000,
+  "offered_gbps": 0,
+  "delivered_gbps": 0,
+  "sent_packets": 0,
+  "delivered_packets": 0,
+  "queue_depth": {"p50_bytes": 0, "max_bytes": 0},
+  "engine": "flow",
+  "training": {
+    "model": "Llama-3-8B", "gpu": "H100 SXM5", "gpus": 128, "tp": 8, "pp": 2, "dp": 8, "ep": 1,
+    "microbatches": 4, "steps": 6, "simulated_steps": 3,
+    "step_time_us": 402454.817825, "compute_us": 244044.297435,
+    "exposed_comm_us": 70310.378496, "tp_exposed_us": 67066.602496, "pp_wait_us": 890.80384,
+    "dp_exposed_us": 2352.97216, "ep_exposed_us": 0, "bubble_us": 88100.141894, "sync_us": 0,
+    "slowest_rank": 0, "slowest_rank_coord": "tp=0 dp=0 pp=0", "slowest_wait": "bubble", "slowest_wait_us": 99573.9675,
+    "ideal_step_us": 324165.168577, "mfu": 0.2979829988263947, "tokens_per_s": 1302725.1178987673,
+    "power_mean_mw": 0.12589726419318117, "power_min_mw": 0.04608, "power_max_mw": 0.1792,
+    "power_swing_mw": 0.13312, "slew_mw_per_ms": 1.11887913984, "battery_mj": 0.00718640590232256,
+    "battery_mwh": 0.0000019962238617562667, "energy_per_step_mj": 0.05066796052553262,
+    "goodput_frac": 0.9862489721852691, "goodput_mc_frac": 0.9843934000874364,
+    "ckpt_interval_s": 9207.607340783738, "job_mtbf_s": 712645.3460620525,
+    "restarts_per_day": 0.12123842592592592, "absorbed_failures_per_day": 0.077824
+  },
+  "ocs": [
+    {"at_us": 1000, "chip": "x1y2z3", "cube": 0, "failed_cube": 0, "spare_cube": 2, "moved_hosts": 64,
+     "pause_us": 10000, "step_before_us": 141351.075, "step_after_us": 141351.075, "step_with_pause_us": 151351.075}
+  ]
+}
+`
+
+// trainingFiles is a training run's folder: summary.json, power.csv over three simulated
+// steps of 400 ms (sampled every 5 ms, swinging between 0.05 and 0.18 MW within each step),
+// steps.csv with the three steps (the last standing for four: the job has six) and an empty
+// flows.csv.
+func trainingFiles() map[string]string {
+	var p strings.Builder
+	p.WriteString("time_us,power_mw\n")
+	for t := 0; t < 3*400000; t += 5000 {
+		mw := 0.18
+		if t%400000 >= 300000 {
+			mw = 0.05 // the bubble and the gradient reduction
+		}
+		fmt.Fprintf(&p, "%d,%g\n", t, mw)
+	}
+	var s strings.Builder
+	s.WriteString("step,start_us,step_time_us,compute_us,tp_us,pp_us,dp_us,ep_us,bubble_us,sync_us,exposed_comm_us,slowest_rank,slowest_wait,power_mean_mw,power_swing_mw,slew_mw_per_ms,battery_mwh,iterations\n")
+	for i, iters := range []int{1, 1, 4} {
+		fmt.Fprintf(&s, "%d,%d,400000,250000,60000,1000,2000,0,87000,0,63000,0,bubble,0.14,0.13,1.1,2e-06,%d\n", i, 400000*i, iters)
+	}
+	return map[string]string{
+		fileSummary: trainingSummary,
+		filePower:   p.String(),
+		fileSteps:   s.String(),
+		fileFlows:   "flow,transport,src,dst,plane,bytes,delivered_bytes,start_us,done_us,fct_us,ideal_us,fct_over_ideal,goodput_gbps,retx_packets\n",
+	}
+}
+
+// headlineRows returns the figure names of the page's headline table.
+func headlineRows(t *testing.T, page string) []string {
+	t.Helper()
+	i := strings.Index(page, `<table id="headline-table">`)
+	if i < 0 {
+		t.Fatal("no headline table")
+	}
+	table, _, _ := strings.Cut(page[i:], "</table>")
+	var names []string
+	for _, row := range strings.Split(table, "<tr>")[2:] {
+		name, _, _ := strings.Cut(strings.TrimPrefix(row, "<td>"), "</td>")
+		names = append(names, name)
+	}
+	return names
+}
+
+// TestWriteTraining: a training run on the flow-level engine gets its training figures in the
+// headline (not the zero packet counters), a power plot with the steps marked, the step
+// breakdown, and one note for the network's plots that says why they are missing.
+func TestWriteTraining(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, trainingFiles())
+	if err := Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	page := readReport(t, dir)
+	for _, id := range []string{idPower, idSteps} {
+		if !strings.Contains(page, `<svg class="plot" id="`+id+`"`) {
+			t.Errorf("plot %s missing", id)
+		}
+	}
+	for _, want := range []string{
+		`<p class="nodata" id="network-nodata">no data: the plots of the network&#39;s packets`,
+		"this training run (engine flow) sent no packets: flows.csv has no rows, links.csv not written",
+		// The lead sentences.
+		"Training Llama-3-8B on 128 H100 SXM5 (tp 8, pp 2, dp 8, ep 1), collectives on the flow engine; 6 steps reported, 3 simulated.",
+		"Step time 402.455 ms, ideal 324.165 ms, MFU 29.8%, 1302725 tokens/s.",
+		"exposed communication 70.31 ms (TP 67.067, PP 0.891, DP 2.353, EP 0 ms), pipeline bubble 88.1 ms",
+		"Slowest rank 0 (tp=0 dp=0 pp=0), mostly waiting on bubble (99.574 ms).",
+		"Power: mean 0.1259 MW, min 0.04608 MW, max 0.1792 MW, swing 0.1331 MW, slew 1.119 MW/ms",
+		"Goodput 98.6% (Daly&#39;s model; Monte Carlo 98.4%), checkpoint every 9208 s, job MTBF 712645 s (8.248 days), 0.1212 restarts/day",
+		"OCS: chip x1y2z3 failed at 1000 us; the optical circuit switches moved the job&#39;s cube 0 from physical cube 0 to spare cube 2 (64 ranks on new chips) and the job paused 10 ms. Step 141.351 ms before, 141.351 ms on the remapped torus (151.351 ms for the step with the pause).",
+		// The plots' captions.
+		"(every 5000 us, 240 samples)", "From 0.05 to 0.18 MW", "The 3 steps of steps.csv in this span are shaded every other one",
+		"The 3 simulated steps stand for the job&#39;s 6: the last is repeated for the 3 after it.",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	rows := strings.Join(headlineRows(t, page), " ")
+	for _, want := range []string{"engine", "training.step_time_us", "training.tp_exposed_us", "training.mfu", "training.power_swing_mw",
+		"training.goodput_frac", "training.job_mtbf_s", "ocs[0].chip", "ocs[0].pause_us"} {
+		if !strings.Contains(" "+rows+" ", " "+want+" ") {
+			t.Errorf("headline lacks %s (rows: %s)", want, rows)
+		}
+	}
+	for _, bad := range []string{"offered_gbps", "sent_packets", "delivered_gbps", "queue_depth.max_bytes", "flows"} {
+		if strings.Contains(" "+rows+" ", " "+bad+" ") {
+			t.Errorf("headline of a run that sent no packets shows %s", bad)
+		}
+	}
+	for _, bad := range []string{"collectives-table", "a workload run", "raw traffic", `id="fct-cdf`, `id="throughput`, ", 0 flows"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("training page has %q", bad)
+		}
+	}
+	checkSelfContained(t, page)
+	if err := Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	if again := readReport(t, dir); again != page {
+		t.Error("the same training folder gives another page")
+	}
+
+	// Without power.csv and steps.csv (an older run), the plots are notes saying so.
+	os.Remove(filepath.Join(dir, filePower))
+	os.Remove(filepath.Join(dir, fileSteps))
+	if err := Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	page = readReport(t, dir)
+	for _, id := range []string{idPower, idSteps} {
+		if !strings.Contains(page, `id="`+id+`-nodata">no data: `) {
+			t.Errorf("no note for %s", id)
+		}
+	}
+}
+
+// TestWriteTrainingPacketLevel: a training run at the packet level has packets to show: the
+// network's figures and plots join the training ones.
+func TestWriteTrainingPacketLevel(t *testing.T) {
+	dir := synthDir(t, defaultSynth())
+	files := trainingFiles()
+	sum := strings.Replace(files[fileSummary], `"sent_packets": 0`, `"sent_packets": 815552`, 1)
+	sum = strings.Replace(sum, `"engine": "flow"`, `"engine": "packet"`, 1)
+	writeFiles(t, dir, map[string]string{fileSummary: sum, filePower: files[filePower], fileSteps: files[fileSteps]})
+	if err := Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	page := readReport(t, dir)
+	for _, id := range append([]string{idPower, idSteps}, allPlotIDs...) {
+		if !strings.Contains(page, `<svg class="plot" id="`+id+`"`) {
+			t.Errorf("plot %s missing", id)
+		}
+	}
+	if strings.Contains(page, idNetwork+"-nodata") {
+		t.Error("a packet-level training run has the note for runs without packets")
+	}
+	rows := " " + strings.Join(headlineRows(t, page), " ") + " "
+	for _, want := range []string{"training.step_time_us", "sent_packets", "queue_depth.max_bytes"} {
+		if !strings.Contains(rows, " "+want+" ") {
+			t.Errorf("headline lacks %s", want)
+		}
+	}
+}
+
+// TestStepsAndPowerEdges: steps.csv of the earlier format (a row per reported step, simulated 0
+// for the repeats: bars only for the simulated ones, marks bounded), a flat power trace, steps
+// without the category columns.
+func TestStepsAndPowerEdges(t *testing.T) {
+	var s strings.Builder
+	s.WriteString("step,start_us,step_time_us,simulated\n")
+	for i := range 1000 {
+		sim := 0
+		if i < 60 {
+			sim = 1
+		}
+		fmt.Fprintf(&s, "%d,%d,100,%d\n", i, 100*i, sim)
+	}
+	st, err := readSteps(fileSteps, strings.NewReader(s.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.rows != 1000 || st.simulated != 60 {
+		t.Fatalf("%d rows, %d simulated", st.rows, st.simulated)
+	}
+	f, err := stepsFigure(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"60 of the 1000 steps were simulated", fmt.Sprintf("The first %d simulated steps are drawn.", maxStepBars), "other (not in"} {
+		if !strings.Contains(f.Caption+string(f.SVG), want) {
+			t.Errorf("steps figure lacks %q", want)
+		}
+	}
+	pw, err := readPower(filePower, strings.NewReader("time_us,power_mw\n200,1.5\n0,1.5\n100,1.5\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pw.times[0] != 0 || pw.times[2] != 200 {
+		t.Errorf("power samples not in time order: %v", pw.times)
+	}
+	f, err = powerFigure(pw, st, nil)
+	if err != nil || f.SVG == "" {
+		t.Fatalf("flat power: %v %+v", err, f)
+	}
+	if !strings.Contains(f.Caption, "The 3 steps of steps.csv in this span") {
+		t.Errorf("caption %q", f.Caption)
+	}
+	// Too many steps in the span to shade: said, not drawn.
+	var many strings.Builder
+	many.WriteString("step,start_us,step_time_us\n")
+	for i := range maxStepBands + 5 {
+		fmt.Fprintf(&many, "%d,%d,1\n", i, i)
+	}
+	st, _ = readSteps(fileSteps, strings.NewReader(many.String()))
+	pw, _ = readPower(filePower, strings.NewReader("time_us,power_mw\n0,1\n1000,2\n"))
+	if f, err = powerFigure(pw, st, nil); err != nil || !strings.Contains(f.Caption, "too many to mark") {
+		t.Errorf("many steps: %v, %q", err, f.Caption)
+	}
+}
+
+func TestTrainingMalformed(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, body string
+		line             int
+		field, want      string
+	}{
+		{"negative power", filePower, "time_us,power_mw\n0,1\n100,-2\n", 3, "power_mw", "-2 is negative"},
+		{"power lacks a column", filePower, "time_us\n0\n", 1, "power_mw", "header lacks"},
+		{"step not an integer", fileSteps, "step,start_us,step_time_us\nx,0,1\n", 2, "step", "not an integer"},
+		{"simulated neither 0 nor 1", fileSteps, "step,start_us,step_time_us,simulated\n0,0,1,2\n", 2, "simulated", "want 1"},
+		{"negative category", fileSteps, "step,start_us,step_time_us,dp_us\n0,0,1,-1\n", 2, "dp_us", "negative"},
+		{"no iterations", fileSteps, "step,start_us,step_time_us,iterations\n0,0,1,0\n", 2, "iterations", "out of range"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, trainingFiles())
+			writeFiles(t, dir, map[string]string{tc.file: tc.body})
+			err := Write(dir)
+			var fe *FileError
+			if !errors.As(err, &fe) || fe.File != tc.file || fe.Line != tc.line || fe.Field != tc.field || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v; want %s line %d (%s): %s", err, tc.file, tc.line, tc.field, tc.want)
+			}
+		})
+	}
+}
+
+// TestTrainingLeadPartial: a summary with only some training figures gives sentences with those
+// and no empty parts.
+func TestTrainingLeadPartial(t *testing.T) {
+	s, err := readSummary(fileSummary, strings.NewReader(`{"training": {"step_time_us": 1500, "power_swing_mw": 0.5, "goodput_frac": 0.9}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(trainingLead(s), "|")
+	want := "Training.|Step time 1.5 ms.|Power: swing 0.5 MW.|Goodput 90.0% (Daly's model)."
+	if got != want {
+		t.Errorf("lead %q\nwant %q", got, want)
+	}
+	if trainingLead(nil) != nil {
+		t.Error("lead without a summary")
+	}
+}
