@@ -67,6 +67,9 @@ func expandTraffic(sc *scenario.Scenario, l topo.Topology, net *fabric.Network) 
 				if rate <= 0 {
 					return nil, fmt.Errorf("%s: flow %d->%d: per-plane rate rounds to 0", path, p.src, p.dst)
 				}
+				if err := pairRouteError(l, p.src, p.dst, g.Path != scenario.PathECMP); err != nil {
+					return nil, fmt.Errorf("%s: %w", path, err)
+				}
 				f := traffic.Flow{
 					Src: int32(p.src), Dst: int32(p.dst), Plane: plane, Rate: rate,
 					PacketSize: int32(g.PacketSize), Start: g.Start, Stop: g.Stop,

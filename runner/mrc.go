@@ -173,6 +173,9 @@ func (m *mrcNet) addFlow(l topo.Topology, src, dst int, bytes int64, start sim.T
 
 // newQP opens the QP from src to dst: sender, receiver, EV routes and timers; nothing posted.
 func (m *mrcNet) newQP(l topo.Topology, src, dst int, seed uint64) (*mrcFlow, error) {
+	if err := pairRouteError(l, src, dst, true); err != nil {
+		return nil, err
+	}
 	c := l.Params()
 	qp := uint32(len(m.flows))
 	per := l.NumPaths(src, dst) / c.Planes

@@ -62,7 +62,8 @@ type roceNet struct {
 	fct       *hdrhistogram.Histogram     // per traffic flow, ns
 	fctMax    int64                       // the largest FCT recorded, ns, exact
 	pairRTT   func(src, dst int) sim.Time // the unloaded round trip between two hosts
-	running   int                         // transfers (flows or messages) not yet acknowledged
+	layout    topo.Topology
+	running   int // transfers (flows or messages) not yet acknowledged
 	errs      []error
 	quiet     bool
 	wait      [][]nicWait // by host, plane
@@ -92,6 +93,7 @@ func newRoCENet(s *sim.Sim, net *fabric.Network, l topo.Topology, cfg roce.Confi
 		nextQP: map[[3]int32]int{},
 	}
 	r.baseRTT = baseRTT(c, l.Sizing().MaxSwitchHops, cfg.HeaderBytes+cfg.PayloadBytes, cfg.AckWire())
+	r.layout = l
 	r.pairRTT = func(src, dst int) sim.Time {
 		return baseRTT(c, pairHops(l, src, dst), cfg.HeaderBytes+cfg.PayloadBytes, cfg.AckWire())
 	}
@@ -108,6 +110,9 @@ func newRoCENet(s *sim.Sim, net *fabric.Network, l topo.Topology, cfg roce.Confi
 
 // newQP opens a QP from src to dst on plane.
 func (r *roceNet) newQP(src, dst, plane int, flow int32) (*roceQP, error) {
+	if err := pairRouteError(r.layout, src, dst, false); err != nil {
+		return nil, err
+	}
 	id := uint32(len(r.qps))
 	conn := roce.Conn{QP: id, LineRate: r.portRate, SrcPort: roce.UDPSourcePort(r.seed, id)}
 	snd, err := roce.NewSender(r.cfg, conn)

@@ -150,6 +150,9 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 			for _, w := range pfcProblems(net) {
 				opt.Warn("fabric.pfc: cannot be lossless: " + w)
 			}
+			if layout.Params().Kind == "torus" {
+				opt.Warn("fabric.pfc: on a torus, routes around the wrap-around rings form cyclic buffer dependencies (no virtual channels are modelled), so PFC can deadlock under load; the run stops and names the cycle if it does (fabric.pfc.watchdog breaks it)")
+			}
 		}
 	}
 	specs := sc.Faults

@@ -624,7 +624,19 @@ func (sc *Scenario) Resolve() error {
 	}
 	hosts := l.NumHosts()
 	var packets float64
+	if t := sc.Topology.Torus; t != nil && t.OCS && sc.Workload.Training == nil {
+		for i, f := range sc.Faults {
+			if f.Switch != "" && f.Action == FaultDown {
+				return Errorf(fmt.Sprintf("faults[%d]", i), "a failed chip on a torus with OCS is remapped onto a spare cube (the job pauses, then continues) only under workload.training; traffic and collectives would just lose the router: set topology.torus.ocs: false to fail it as a dead router")
+			}
+		}
+	}
 	if sc.Workload.Training != nil {
+		if (sc.Topology.Torus != nil || sc.Topology.Mesh != nil) && sc.Workload.Training.GPU.ScaleUpGPUs == 0 {
+			// Torus chips and mesh nodes have no NVLink domain: unless the scenario gives
+			// one, TP goes over the fabric rather than an HGX preset's 8-GPU NVLink.
+			sc.Workload.Training.GPU.ScaleUpGPUs = 1
+		}
 		if sc.Transport.Kind == TransportRaw {
 			return Errorf("transport.kind", "raw cannot carry a training job's collectives; allowed mrc, roce or ideal")
 		}

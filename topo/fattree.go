@@ -47,6 +47,15 @@ func (f FatTree) Clos() Clos {
 // fatTreeFields renames the Clos fields a FatTree sets differently.
 var fatTreeFields = map[string]string{"radix": "k", "oversubscription[0]": "oversubscription"}
 
+// maxFatTreeK is the largest even k whose fat-tree fits MaxHostCount hosts.
+func maxFatTreeK() int {
+	k := 4
+	for (k+2)*(k+2)*(k+2)/4 <= MaxHostCount {
+		k += 2
+	}
+	return k
+}
+
 // Layout validates f and returns its Layout (kind "fat_tree"). Errors: *FieldError per
 // problem, named by FatTree's keys ("k", "oversubscription", ...).
 func (f FatTree) Layout() (*Layout, error) {
@@ -56,6 +65,9 @@ func (f FatTree) Layout() (*Layout, error) {
 			what = "missing"
 		}
 		return nil, errors.Join(append([]error{fieldErr("k", "%s; want an even radix from 4 to %d (k pods, k^3/4 hosts), e.g. 64", what, MaxRadix)}, f.ScaleUp.withDefaults().check()...)...)
+	}
+	if hosts := f.K * f.K * f.K / 4; hosts > MaxHostCount {
+		return nil, fieldErr("k", "%d gives k^3/4 = %d hosts, beyond the %d lockstep supports; want k <= %d", f.K, hosts, MaxHostCount, maxFatTreeK())
 	}
 	l, err := f.Clos().Layout()
 	if err != nil {
