@@ -145,7 +145,9 @@ func printComparison(w io.Writer, names, kinds []string, sums []*runner.Summary)
 	}
 	figs := []fig{
 		{"traffic end us", func(s *runner.Summary) (float64, bool) { return s.DurationUs, true }},
-		{"delivered Gb/s", func(s *runner.Summary) (float64, bool) { return s.DeliveredGbps, s.Training == nil && s.Engine != "flow" }},
+		{"delivered Gb/s", func(s *runner.Summary) (float64, bool) {
+			return s.DeliveredGbps, s.Training == nil && s.Engine != "flow"
+		}},
 		{"transfers done", mrcOr(func(m *runner.MRCSummary) float64 { return float64(m.FlowsCompleted) }, func(r *runner.RoCESummary) float64 { return float64(r.FlowsCompleted) })},
 		{"step time ms", train(func(t *training.Result) float64 { return t.StepTimeUs / 1e3 })},
 		{"exposed comm ms", train(func(t *training.Result) float64 { return t.ExposedCommUs / 1e3 })},
