@@ -112,6 +112,9 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 		every := opt.ProgressEvents
 		if every == 0 {
 			every = 1 << 20
+			if fluid(sc) {
+				every = 1 << 8 // few events, each a whole rate recompute
+			}
 		}
 		phase := "run"
 		if dryFaults {

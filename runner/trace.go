@@ -53,9 +53,14 @@ func BuildTrace(res *Result) *report.Trace {
 		for _, st := range t2.Steps {
 			for rank := range pl.World {
 				h := pl.Host(rank)
+				last := st.Start
 				st.Spans(rank, func(a, b sim.Time, c training.Category) {
 					span(h, traceTidPhases, "phases", c.String(), "training", a, b, map[string]any{"rank": rank, "step": st.Index})
+					last = max(last, b)
 				})
+				if end := st.Start + st.Time; end > last { // waiting at the step's end for the slowest rank
+					span(h, traceTidPhases, "phases", "barrier", "training", last, end, map[string]any{"rank": rank, "step": st.Index})
+				}
 			}
 		}
 	}

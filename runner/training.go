@@ -27,6 +27,53 @@ type TrainingRun struct {
 	OCS []OCSEvent
 }
 
+// domainAnalytic is transport ideal's closed forms for a training job: a collective whose
+// ranks all sit in one scale-up domain runs at the domain's (NVLink) rate and latency, any
+// other at the NIC rate, so the ideal network is a lower bound on every engine.
+type domainAnalytic struct {
+	nic, nvl *training.AnalyticBackend
+	domain   int
+}
+
+func newDomainAnalytic(s *sim.Sim, nic collective.Model, job *training.Job) (training.Backend, error) {
+	b, err := training.NewAnalyticBackend(s, nic)
+	if err != nil {
+		return nil, err
+	}
+	d := job.Placement.Domain
+	if d <= 1 || job.GPU.ScaleUpRate <= 0 {
+		return b, nil
+	}
+	nvl, err := training.NewAnalyticBackend(s, collective.Model{Rate: job.GPU.ScaleUpRate, Latency: job.GPU.ScaleUpLatency})
+	if err != nil {
+		return nil, err
+	}
+	return &domainAnalytic{nic: b, nvl: nvl, domain: d}, nil
+}
+
+// Launch implements training.Backend.
+func (a *domainAnalytic) Launch(at sim.Time, spec collective.Spec, comm collective.Comm, name string, done func(now sim.Time)) error {
+	first := comm.Host(0) / a.domain
+	for r := 1; r < comm.Size(); r++ {
+		if comm.Host(r)/a.domain != first {
+			return a.nic.Launch(at, spec, comm, name, done)
+		}
+	}
+	return a.nvl.Launch(at, spec, comm, name, done)
+}
+
+// packetEstimate is a rough count of the packets one step of job moves over the fabric: the
+// DP gradient all-reduce (twice the gradient bytes each rank holds) and the PP activations (two
+// per microbatch per stage boundary, forward and backward), at 4 KiB per packet.
+func packetEstimate(job *training.Job, sc *scenario.Scenario) float64 {
+	var bytes float64
+	for _, st := range job.Stages() {
+		bytes += 2 * float64(st.GradBytes+st.ExpertGradBytes) * float64(job.Plan.TP*job.Plan.DP)
+	}
+	bytes += 4 * float64(job.Microbatches()) * float64(job.Model.ActivationBytes()) * float64(job.Plan.DP*job.Plan.TP) * float64(max(job.Plan.PP-1, 0))
+	return bytes / 4096
+}
+
 // idealModel is the closed-form network of transport ideal: its latency, the NIC rate.
 func idealModel(sc *scenario.Scenario, p topo.Params) collective.Model {
 	return collective.Model{Latency: sc.Transport.Ideal.Latency, Rate: p.HostLink * sim.Rate(p.Planes)}
@@ -59,6 +106,17 @@ func flapProcesses(sc *scenario.Scenario, layout topo.Topology) ([]training.Fail
 		}
 		links := len(sch.Events)
 		restarts := 0.0
+		if sc.Transport.Kind == scenario.TransportMRC && layout.Params().Planes == 1 && f.DownFor > 100*sim.Millisecond {
+			// One plane: a host link is the GPU's only way out; MRC has no other path to
+			// spray onto, so an outage longer than its ACK-timeout retries (7 fixed plus
+			// exponential ones, tens of ms at the defaults) errors the QPs: a restart.
+			all := layout.Links()
+			for _, e := range sch.Events {
+				if k := int(e.Port) / 2; k < len(all) && all[k].Level == 0 {
+					restarts = 1
+				}
+			}
+		}
 		if sc.Transport.Kind == scenario.TransportRoCE {
 			rc := sc.Transport.RoCE.WithDefaults()
 			budget := rc.RTO * sim.Time(rc.RetryCount+1)
@@ -94,7 +152,7 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 	if env.Extra, err = flapProcesses(sc, layout); err != nil {
 		return &InputError{Err: err}
 	}
-	run := &TrainingRun{Job: job.Summary()}
+	run := &TrainingRun{Job: job.Summary() + "\nplacement: " + job.Placement.String()}
 	var (
 		backend training.Backend
 		fnet    *flow.Net
@@ -107,7 +165,7 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 	switch {
 	case sc.Transport.Kind == scenario.TransportIdeal:
 		run.Engine = "analytic"
-		backend, err = training.NewAnalyticBackend(s, idealModel(sc, p))
+		backend, err = newDomainAnalytic(s, idealModel(sc, p), job)
 	case sc.Run.Engine == scenario.EngineFlow:
 		run.Engine = "flow"
 		g := job.GPU
@@ -143,6 +201,9 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 			if tr, err = training.NewSplitTransport(d, nvl, fabricT); err != nil {
 				return &InputError{Err: err}
 			}
+		}
+		if est := packetEstimate(job, sc); est > float64(sc.Run.MaxPackets) {
+			return &InputError{Err: fmt.Errorf("run.engine: packet: a step of this job moves about %.3g packets, beyond run.max_packets (%d, minutes of wall time); use run.engine: flow (the default), a smaller job, or raise run.max_packets", est, sc.Run.MaxPackets)}
 		}
 		if eb, err = training.NewExecutorBackend(s, tr, hosts, 0); err != nil {
 			return &InputError{Err: err}

@@ -632,6 +632,15 @@ func (sc *Scenario) Resolve() error {
 		}
 	}
 	if sc.Workload.Training != nil {
+		if g := &sc.Workload.Training.GPU; c.ScaleUpGPUs > 0 {
+			// The topology's scale-up domain is the GPUs' NVLink: one source of truth.
+			switch {
+			case g.ScaleUpGPUs == 0:
+				g.ScaleUpGPUs, g.ScaleUpRate, g.ScaleUpLatency = c.ScaleUpGPUs, c.ScaleUpRate, c.ScaleUpLatency
+			case g.ScaleUpGPUs != c.ScaleUpGPUs:
+				return Errorf("workload.training.gpu.scale_up_gpus", "%d, but the topology's scale_up.gpus is %d; give the domain once (the topology's is used when this is left out)", g.ScaleUpGPUs, c.ScaleUpGPUs)
+			}
+		}
 		if (sc.Topology.Torus != nil || sc.Topology.Mesh != nil) && sc.Workload.Training.GPU.ScaleUpGPUs == 0 {
 			// Torus chips and mesh nodes have no NVLink domain: unless the scenario gives
 			// one, TP goes over the fabric rather than an HGX preset's 8-GPU NVLink.

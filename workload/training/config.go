@@ -59,6 +59,9 @@ type PowerConfig struct {
 // MaxSteps bounds Config.Steps.
 const MaxSteps = 100_000_000
 
+// MinBucketBytes is the smallest gradient bucket accepted: 64 KiB.
+const MinBucketBytes = 64 << 10
+
 // Validate checks everything that does not need the fabric: model, GPU, plan (against GPUs
 // when it is set), steps, sizes, power and goodput fields. Errors are *FieldError values whose
 // paths start with ConfigPath and name the field, the value and what is allowed:
@@ -93,12 +96,14 @@ func (c *Config) validate(world int) error {
 		return errorf("steps", "%d: want 0 (1) to %d iterations", c.Steps, MaxSteps)
 	case c.SimSteps < 0 || c.SimSteps > 1000:
 		return errorf("sim_steps", "%d: want 0 (1) to 1000 simulated iterations", c.SimSteps)
-	case c.BucketBytes < 0:
-		return errorf("bucket_bytes", "%v: want 0 (Megatron-Core's default) or a positive size", c.BucketBytes)
+	case c.SimSteps > max(c.Steps, 1):
+		return errorf("sim_steps", "%d is more than steps (%d); simulated iterations are among the reported ones", c.SimSteps, max(c.Steps, 1))
+	case c.BucketBytes < 0 || c.BucketBytes > 0 && c.BucketBytes < MinBucketBytes:
+		return errorf("bucket_bytes", "%v: want 0 (Megatron-Core's default) or at least %v (smaller buckets launch a collective per few parameters)", c.BucketBytes, sim.Size(MinBucketBytes))
 	case c.ChunkBytes < 0:
 		return errorf("chunk_bytes", "%v: want 0 (512KiB) or a positive size", c.ChunkBytes)
-	case c.Power.Interval < 0:
-		return errorf("power.interval", "%v: want a sampling interval > 0 (default 100us)", c.Power.Interval)
+	case c.Power.Interval < 0 || c.Power.Interval > 0 && c.Power.Interval < sim.Microsecond:
+		return errorf("power.interval", "%v: want a sampling interval of at least 1us (default 100us)", c.Power.Interval)
 	}
 	return under("goodput", c.Goodput.validate())
 }

@@ -29,6 +29,10 @@ const (
 	DefaultRestart         Seconds = 600
 )
 
+// MaxMonteCarloDraws bounds the failures the goodput Monte Carlo draws (about a second of
+// work).
+const MaxMonteCarloDraws = 5e7
+
 // FailureProcess is a failure process beyond the MTBF inputs, such as a flapping link from a
 // scenario's fault schedule: Rate failures per second (treated as a Poisson process of that
 // rate by the efficiency model and the Monte Carlo), of which the fraction Restarts restarts
@@ -250,6 +254,12 @@ func (g Goodput) Evaluate(gpus, nics, links int, restarts float64, extra ...Fail
 		return GoodputResult{}, fmt.Errorf("training: checkpoint interval %g s: want > 0", res.Interval)
 	}
 	res.Efficiency = DalyEfficiency(res.Interval, d, R, M)
+	// The Monte Carlo draws about horizon/M failures per trial (more when restarts keep
+	// failing): bound the work so a tiny MTBF or a huge horizon is an error, not a hang.
+	if draws := float64(g.Horizon) / min(M, res.Interval+d) * float64(g.Trials); draws > MaxMonteCarloDraws {
+		return GoodputResult{}, errorf("horizon", "%v over %d trials with a job MTBF of %.3g s is about %.3g failures to draw; at most %.0g: shorten the horizon, fewer trials, or longer MTBFs",
+			g.Horizon, g.Trials, M, draws, float64(MaxMonteCarloDraws))
+	}
 	res.MonteCarlo, res.MonteCarloStdErr = MonteCarloEfficiency(res.Interval, d, R, M, float64(g.Horizon), g.Trials, g.Seed)
 	return res, nil
 }

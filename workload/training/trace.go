@@ -49,7 +49,8 @@ type StepTrace struct {
 	Max     Breakdown   // maximum over ranks, per category
 	// Slowest is the rank that reached the end of the step last (ties: the lowest rank).
 	Slowest int
-	// SlowestWait is the category that dominated the slowest rank's waiting (its largest
+	// SlowestWait is the waiting category in which the slowest rank exceeds the mean rank the
+	// most: what made it late (formerly its largest
 	// non-compute category).
 	SlowestWait Category
 	tl          []rankTL
@@ -184,10 +185,12 @@ func (r *Run) finishStep(end sim.Time) {
 	for c := range st.Mean {
 		st.Mean[c] /= sim.Time(n)
 	}
+	// Why the slowest rank was late: the waiting category in which it exceeds the mean rank
+	// the most (the bubble every pipeline rank has is not the cause unless it is larger).
 	slow := st.Ranks[st.Slowest]
 	best := Category(CatTP)
 	for c := CatTP; c < NumCategories; c++ {
-		if slow[c] > slow[best] {
+		if slow[c]-st.Mean[c] > slow[best]-st.Mean[best] {
 			best = c
 		}
 	}
