@@ -1,8 +1,12 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/lockstepsim/lockstep/scenario"
 )
 
 // Every topology kind runs with the raw source, MRC and RoCEv2 [issue 8]: a small permutation
@@ -42,5 +46,31 @@ func TestTopologyKindsRun(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Pairs a transport cannot route are named at load [issue 8 review]: a regular 4x4x8 torus's
+// farthest chips are 9 routers apart, beyond a source route's 8 switches (MRC, raw spray);
+// GPUs on different rails of a rail-only fabric have no path at all (every transport).
+func TestUnroutablePairsNamed(t *testing.T) {
+	for _, c := range []struct{ topo, tr, traffic, want string }{
+		{"torus: {dims: 4x4x8, link_rate: 100G}", "mrc", "{pattern: flows, flows: [{src: 0, dst: 74}], bytes: 1MiB}", "more than the 8 a source route holds"},
+		{"rail: {servers: 8, gpus_per_server: 8, radix: 16, host_link: 100G, rail_only: true}", "roce", "{pattern: flows, flows: [{src: 0, dst: 9}], bytes: 1MiB}", "different rails"},
+		{"rail: {servers: 8, gpus_per_server: 8, radix: 16, host_link: 100G, rail_only: true}", "raw", "{pattern: flows, flows: [{src: 0, dst: 9}], load: 0.5}", "different rails"},
+	} {
+		sc, err := scenario.Parse([]byte(fmt.Sprintf("topology: {%s}\ntransport: {kind: %s}\ntraffic: [%s]\n", c.topo, c.tr, c.traffic)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Run(sc)
+		var ie *InputError
+		if err == nil || !errors.As(err, &ie) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s, %s: %v; want an input error containing %q", c.topo, c.tr, err, c.want)
+		}
+	}
+	// RoCE routes the far torus pair by the switches' tables.
+	s := mustRun(t, "topology: {torus: {dims: 4x4x8, link_rate: 100G}}\ntransport: {kind: roce}\ntraffic: [{pattern: flows, flows: [{src: 0, dst: 74}], bytes: 1MiB}]\n").Summary
+	if s.RoCE.FlowsCompleted != 1 {
+		t.Errorf("RoCE on the far torus pair: %d of 1 done", s.RoCE.FlowsCompleted)
 	}
 }

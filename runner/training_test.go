@@ -190,3 +190,27 @@ faults:
 		t.Errorf("two failures, one spare: %v; want an error naming spare_cubes", err)
 	}
 }
+
+// Training inputs the review found unchecked are refused with the field named.
+func TestTrainingInputBounds(t *testing.T) {
+	const y = `
+topology: {clos: {tiers: 2, planes: 1, radix: 16, hosts: 32, host_link: 100G%s}}
+transport: {kind: mrc}
+workload: {training: {model: {preset: llama3-8b, global_batch: 32}, gpu: {preset: h100%s}, plan: {tp: 8}%s}}
+`
+	for _, c := range []struct{ topo, gpu, extra, want string }{
+		{"", "", ", bucket_bytes: 1B", "bucket_bytes"},
+		{"", "", ", steps: 2, sim_steps: 5", "sim_steps"},
+		{"", "", ", power: {interval: 1ps}", "power.interval"},
+		{"", "", ", goodput: {gpu_mtbf: 1s}", "horizon"},
+		{", scale_up: {gpus: 4, rate: 1T}", ", scale_up_gpus: 8", "", "scale_up_gpus"},
+	} {
+		sc, err := scenario.Parse([]byte(fmt.Sprintf(y, c.topo, c.gpu, c.extra)))
+		if err == nil {
+			_, err = Run(sc)
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s%s%s: %v; want an error naming %s", c.topo, c.gpu, c.extra, err, c.want)
+		}
+	}
+}
