@@ -46,9 +46,14 @@ func (sc *Scenario) resolveTraining(hosts int) error {
 			return Errorf(fmt.Sprintf("faults[%d]", i), "under workload.training only a flapping link is modelled (link: NAME, action: flap, down_for, period: how often it flaps); random failures are workload.training.goodput's MTBFs")
 		}
 	}
-	if _, err := sc.Workload.Training.Job(hosts); err != nil {
+	job, err := sc.Workload.Training.Job(hosts)
+	if err != nil {
 		return trainingError(err)
 	}
+	// Show the resolved plan (dp derived, order) and step counts in the resolved scenario.
+	cfg := sc.Workload.Training
+	cfg.Plan = job.Plan
+	cfg.Steps, cfg.SimSteps = max(cfg.Steps, 1), min(max(cfg.SimSteps, 1), max(cfg.Steps, 1))
 	return nil
 }
 

@@ -144,7 +144,7 @@ func printComparison(w io.Writer, names, kinds []string, sums []*runner.Summary)
 		}
 	}
 	figs := []fig{
-		{"traffic end us", func(s *runner.Summary) (float64, bool) { return s.DurationUs, true }},
+		{"traffic end us", func(s *runner.Summary) (float64, bool) { return s.DurationUs, s.Training == nil }},
 		{"delivered Gb/s", func(s *runner.Summary) (float64, bool) {
 			return s.DeliveredGbps, s.Training == nil && s.Engine != "flow"
 		}},
