@@ -361,7 +361,10 @@ func modelTime(spec collective.Spec, m collective.Model, up *collective.Model) s
 		}
 		return 0
 	}
-	if up == nil || spec.Algo != collective.Hierarchical || spec.Domain <= 1 || spec.Inner != spec.Domain {
+	// Inner groups that each sit inside one domain (Inner divides the domain size) run their
+	// phases at the scale-up rate; the outer ring is charged at the NIC rate (some of its hops
+	// may stay in a domain when Inner < Domain: an upper bound then).
+	if up == nil || spec.Algo != collective.Hierarchical || spec.Domain <= 1 || spec.Inner < 1 || spec.Domain%spec.Inner != 0 {
 		return form(spec, m)
 	}
 	upM := *up
