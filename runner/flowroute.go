@@ -80,15 +80,19 @@ func (r *flowRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Pa
 }
 
 // pick chooses the path indices a flow from src to dst (per paths in each plane) uses: MRC
-// up to maxFlowSpray/planes evenly spaced in every plane, RoCE one hashed by (src, dst, key)
-// in every plane.
+// up to maxFlowSpray/planes evenly spaced (from a hashed offset) in every plane, RoCE one
+// hashed by (src, dst, key) in every plane.
 func (r *flowRouter) pick(src, dst, per int, key uint64) []int {
 	var idx []int
 	if r.spray {
+		// Evenly spaced from an offset of the flow's own, so that flows sampling fewer paths
+		// than there are still cover every uplink together (a fixed offset would leave the
+		// paths between the samples unused by every flow).
 		m := max(1, min(per, maxFlowSpray/r.planes))
+		off := int(mix(r.seed^uint64(src)<<40^uint64(dst)<<16^key*0x9e3779b97f4a7c15) % uint64(per))
 		for plane := range r.planes {
 			for k := range m {
-				idx = append(idx, (k*per/m)*r.planes+plane)
+				idx = append(idx, ((k*per/m+off)%per)*r.planes+plane)
 			}
 		}
 		return idx
