@@ -137,7 +137,7 @@ func (c *Collectives) expand(in *coll, ph int) phase {
 			half := split(S, 2, t)
 			var b [2]int64
 			b[t] = half
-			for r, p := range treeParents(n, t) {
+			for r, p := range collective.TreeParents(n, t) {
 				if p < 0 {
 					continue
 				}
@@ -249,51 +249,6 @@ func (c *Collectives) mergeDemands() {
 		out = append(out, d)
 	}
 	c.dem = out
-}
-
-// treeParents returns the parent of every rank in tree t (0 or 1) of NCCL's double binary
-// tree over n ranks, -1 for the root: tree 0 is NCCL's in-order binary tree rooted at rank 0
-// (src/graph/trees.cc ncclGetBtree), tree 1 its mirror for even n and its shift by one for
-// odd n; the same trees as the collective package's Tree algorithm.
-func treeParents(n, t int) []int32 {
-	par := make([]int32, n)
-	for r := 0; r < n; r++ {
-		var p int
-		switch {
-		case t == 0:
-			p = btreeParent(n, r)
-		case n%2 == 1:
-			if u := btreeParent(n, (r-1+n)%n); u < 0 {
-				p = -1
-			} else {
-				p = (u + 1) % n
-			}
-		default:
-			if u := btreeParent(n, n-1-r); u < 0 {
-				p = -1
-			} else {
-				p = n - 1 - u
-			}
-		}
-		par[r] = int32(p)
-	}
-	return par
-}
-
-// btreeParent returns rank r's parent in NCCL's binary tree over n ranks (-1 for the root 0).
-func btreeParent(n, r int) int {
-	if r == 0 {
-		return -1
-	}
-	bit := 1
-	for bit < n && bit&r == 0 {
-		bit <<= 1
-	}
-	up := (r ^ bit) | (bit << 1)
-	if up >= n {
-		up = r ^ bit
-	}
-	return up
 }
 
 // split returns part i of total bytes cut into k near-equal parts (the first total%k get one

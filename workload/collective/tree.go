@@ -41,34 +41,39 @@ type dtree struct {
 	down   []int32 // ranks shallowest first (parents before children)
 }
 
+// TreeParents returns the parent of every rank (shape [n]) in tree t (0 or 1) of NCCL's
+// double binary tree over n ranks, -1 for the root: tree 0 is NCCL's binary tree rooted at
+// rank 0 (src/graph/trees.cc ncclGetBtree), tree 1 its mirror (rank r plays n-1-r) for even n
+// and its shift by one rank for odd n. The Tree algorithm uses these trees; the flow-level
+// engine reuses them.
+func TreeParents(n, t int) []int32 {
+	par := make([]int32, n)
+	for r := 0; r < n; r++ {
+		var p int
+		switch {
+		case t == 0:
+			p = btreeParent(n, r)
+		case n%2 == 1: // shift
+			if u := btreeParent(n, (r-1+n)%n); u < 0 {
+				p = -1
+			} else {
+				p = (u + 1) % n
+			}
+		default: // mirror
+			if u := btreeParent(n, n-1-r); u < 0 {
+				p = -1
+			} else {
+				p = n - 1 - u
+			}
+		}
+		par[r] = int32(p)
+	}
+	return par
+}
+
 // doubleTree returns NCCL's two trees over n ranks.
 func doubleTree(n int) [2]*dtree {
-	var ts [2]*dtree
-	for t := 0; t < 2; t++ {
-		par := make([]int32, n)
-		for r := 0; r < n; r++ {
-			var p int
-			switch {
-			case t == 0:
-				p = btreeParent(n, r)
-			case n%2 == 1: // shift
-				if u := btreeParent(n, (r-1+n)%n); u < 0 {
-					p = -1
-				} else {
-					p = (u + 1) % n
-				}
-			default: // mirror
-				if u := btreeParent(n, n-1-r); u < 0 {
-					p = -1
-				} else {
-					p = n - 1 - u
-				}
-			}
-			par[r] = int32(p)
-		}
-		ts[t] = newDtree(par)
-	}
-	return ts
+	return [2]*dtree{newDtree(TreeParents(n, 0)), newDtree(TreeParents(n, 1))}
 }
 
 func newDtree(par []int32) *dtree {
