@@ -83,13 +83,6 @@ type Progress struct {
 // RunWith is Run with options.
 func RunWith(sc *scenario.Scenario, opt Options) (*Result, error) { return run(sc, false, opt) }
 
-// fluid reports whether sc runs without the packet fabric: a workload at flow level, or a
-// training job on the closed forms of transport ideal.
-func fluid(sc *scenario.Scenario) bool {
-	return sc.Run.Engine == scenario.EngineFlow && sc.Transport.Kind != scenario.TransportIdeal ||
-		sc.Workload.Training != nil && sc.Transport.Kind == scenario.TransportIdeal
-}
-
 // run executes sc; with dryFaults its faults are scheduled but not applied (the faultless
 // twin of a run with faults).
 func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
@@ -112,7 +105,7 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 		every := opt.ProgressEvents
 		if every == 0 {
 			every = 1 << 20
-			if fluid(sc) {
+			if sc.Fluid() {
 				every = 1 << 8 // few events, each a whole rate recompute
 			}
 		}
@@ -137,7 +130,7 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	}
 	// Flow level and closed forms use the topology only: no packet fabric to build, so any
 	// size runs (131k GPUs).
-	if !fluid(sc) {
+	if !sc.Fluid() {
 		if err := topo.BuildTopology(net, layout, topo.BuildOptions{SwitchQueue: sc.Fabric.SwitchQueue, LastHopQueue: sc.Fabric.LastHopQueue, NICQueue: sc.Fabric.NICQueue}); err != nil {
 			return nil, &InputError{Err: err}
 		}

@@ -274,6 +274,15 @@ type Run struct {
 	Trace bool `yaml:"trace"`
 }
 
+// Fluid reports whether the scenario runs without the packet fabric: a workload at flow
+// level (run.engine flow, not under transport ideal), or a training job on the closed forms
+// of transport ideal. Such runs build no packet fabric, so the packet-level limits do not
+// apply.
+func (sc *Scenario) Fluid() bool {
+	return sc.Run.Engine == EngineFlow && sc.Transport.Kind != TransportIdeal ||
+		sc.Workload.Training != nil && sc.Transport.Kind == TransportIdeal
+}
+
 // Engines (run.engine).
 const (
 	EnginePacket = "packet"
@@ -516,7 +525,7 @@ func (sc *Scenario) Resolve() error {
 	if r.MaxPackets < 0 {
 		return Errorf("run.max_packets", "%d must be positive", r.MaxPackets)
 	}
-	flowLevel := r.Engine == EngineFlow && sc.Transport.Kind != TransportIdeal || sc.Workload.Training != nil && sc.Transport.Kind == TransportIdeal
+	flowLevel := sc.Fluid()
 	if links := l.NumLinks(); links > MaxLinks && !flowLevel {
 		return Errorf("topology", "%d links in all planes is beyond the packet-level limit of %d; use fewer hosts, planes or tiers (lockstep topo sizes any fabric)", links, MaxLinks)
 	}
