@@ -65,11 +65,11 @@ func TestEVConfigDefaults(t *testing.T) {
 	tests := []struct {
 		in, want EVConfig
 	}{
-		{EVConfig{}, EVConfig{Active: 128, Backup: 64, MinActive: 32, ProbeInterval: 50 * sim.Microsecond, ProbeSuccesses: 3}},
-		{EVConfig{Active: 10}, EVConfig{Active: 10, Backup: 5, MinActive: 2, ProbeInterval: 50 * sim.Microsecond, ProbeSuccesses: 3}},
-		{EVConfig{Active: 2}, EVConfig{Active: 2, Backup: 1, MinActive: 1, ProbeInterval: 50 * sim.Microsecond, ProbeSuccesses: 3}},
-		{EVConfig{Active: 256, Backup: NoEVBackup, MinActive: 7, ProbeInterval: sim.Millisecond, ProbeSuccesses: 1},
-			EVConfig{Active: 256, Backup: NoEVBackup, MinActive: 7, ProbeInterval: sim.Millisecond, ProbeSuccesses: 1}},
+		{EVConfig{}, EVConfig{Active: 128, Backup: 64, MinActive: 32, ProbeInterval: 50 * sim.Microsecond, ProbeSuccesses: 3, Rotation: RotationFixed}},
+		{EVConfig{Active: 10}, EVConfig{Active: 10, Backup: 5, MinActive: 2, ProbeInterval: 50 * sim.Microsecond, ProbeSuccesses: 3, Rotation: RotationFixed}},
+		{EVConfig{Active: 2}, EVConfig{Active: 2, Backup: 1, MinActive: 1, ProbeInterval: 50 * sim.Microsecond, ProbeSuccesses: 3, Rotation: RotationFixed}},
+		{EVConfig{Active: 256, Backup: NoEVBackup, MinActive: 7, ProbeInterval: sim.Millisecond, ProbeSuccesses: 1, Rotation: RotationShuffle},
+			EVConfig{Active: 256, Backup: NoEVBackup, MinActive: 7, ProbeInterval: sim.Millisecond, ProbeSuccesses: 1, Rotation: RotationShuffle}},
 	}
 	for _, tt := range tests {
 		got := tt.in.WithDefaults()
@@ -258,20 +258,25 @@ func TestEVUnevenSplit(t *testing.T) {
 }
 
 // TestEVNextRotation [MRC §2.1, §2.4]: with every EV Good, Next visits each active EV exactly
-// once per rotation, in a new pseudo-random order each rotation, and never gives two
-// consecutive packets the same EV, across rotation boundaries included.
+// once per rotation and never gives two consecutive packets the same EV, across rotation
+// boundaries included; with RotationShuffle in a new pseudo-random order each rotation, with
+// RotationFixed in the same order every rotation.
 func TestEVNextRotation(t *testing.T) {
 	for _, tt := range []struct {
-		name   string
-		active int
-		paths  []int
+		name     string
+		active   int
+		paths    []int
+		rotation string
+		orders   int // distinct rotation orders expected in 200 rotations
 	}{
-		{"32 over 4 planes", 32, []int{64, 64, 64, 64}},
-		{"3 EVs", 3, []int{8}},
-		{"2 EVs", 2, []int{8}},
+		{"32 over 4 planes", 32, []int{64, 64, 64, 64}, RotationShuffle, 200},
+		{"3 EVs", 3, []int{8}, RotationShuffle, 6}, // all 3! orders occur
+		{"2 EVs", 2, []int{8}, RotationShuffle, 1}, // no repeat across the boundary forces a b, a b, ...
+		{"32 over 4 planes fixed", 32, []int{64, 64, 64, 64}, RotationFixed, 1},
+		{"3 EVs fixed", 3, []int{8}, RotationFixed, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s := evNew(t, EVConfig{Active: tt.active}, tt.paths, 3)
+			s := evNew(t, EVConfig{Active: tt.active, Rotation: tt.rotation}, tt.paths, 3)
 			want := evActiveIn(s, -1)
 			const rounds = 200
 			orders := map[string]bool{}
@@ -298,11 +303,8 @@ func TestEVNextRotation(t *testing.T) {
 					t.Fatalf("round %d visited %v; want each of %v once", r, got, want)
 				}
 			}
-			// 32 EVs: every order new; 3 EVs: all 3! orders occur; 2 EVs: no repeat across the
-			// boundary forces a b, a b, ...
-			wantOrders := map[int]int{32: rounds, 3: 6, 2: 1}[tt.active]
-			if len(orders) != wantOrders {
-				t.Errorf("%d distinct orders in %d rounds; want %d", len(orders), rounds, wantOrders)
+			if len(orders) != tt.orders {
+				t.Errorf("%d distinct orders in %d rounds; want %d", len(orders), rounds, tt.orders)
 			}
 			evAudit(t, s)
 		})
@@ -749,14 +751,16 @@ func TestEVBadIndex(t *testing.T) {
 	evAudit(t, s)
 }
 
-// TestEVDeterminism: the same seed and calls give the same EVs; another seed differs.
+// TestEVDeterminism: the same seed and calls give the same EVs and routes; another seed
+// differs.
 func TestEVDeterminism(t *testing.T) {
 	run := func(seed uint64) []int {
 		s := evNew(t, EVConfig{}, []int{40, 40, 40, 40}, seed)
 		var out []int
 		for i := range 2000 {
 			ev, _ := s.Next()
-			out = append(out, ev)
+			_, path, _ := s.Route(ev)
+			out = append(out, ev, path)
 			switch i % 7 {
 			case 0:
 				s.OnCE(ev)
@@ -1203,5 +1207,47 @@ func TestEVRotationSurvivesChanges(t *testing.T) {
 		if s.Stats().Rounds != rounds+1 {
 			t.Fatalf("seed %d: rotation did not end after its %d remaining EVs", seed, len(want))
 		}
+	}
+}
+
+// TestEVFixedRotationSpreadsPaths: with RotationFixed, each plane's packets visit every path of
+// the plane once before any path a second time, rotation after rotation, even when the sender
+// picks planes in an irregular order with NextOn (the NIC's least-backlog choice) and with
+// Skip EVs passed over. This is what keeps a sender's load on each T0 uplink evenly spaced.
+func TestEVFixedRotationSpreadsPaths(t *testing.T) {
+	const planes, pathsPer = 4, 8
+	for seed := uint64(1); seed <= 5; seed++ {
+		s := evNew(t, EVConfig{Active: 64}, []int{pathsPer, pathsPer, pathsPer, pathsPer}, seed) // 16 EVs, 2 per path
+		rng := evRand(seed + 100)
+		seq := make([][]int, planes) // per plane: paths in sending order
+		for i := range 64 * 50 {
+			p := rng.IntN(planes)
+			for s.LeftOn(p) == 0 {
+				p = (p + 1) % planes
+			}
+			ev, ok := s.NextOn(p)
+			if !ok {
+				t.Fatal("NextOn not ok with every EV Good")
+			}
+			pl, path, _ := s.Route(ev)
+			if pl != p {
+				t.Fatalf("seed %d packet %d: NextOn(%d) gave plane %d with EVs left on %d", seed, i, p, pl, p)
+			}
+			seq[p] = append(seq[p], path)
+		}
+		for p := range planes {
+			// Every window of pathsPer consecutive packets of the plane covers every path once.
+			for i := 0; i+pathsPer <= len(seq[p]); i++ {
+				seen := map[int]bool{}
+				for _, x := range seq[p][i : i+pathsPer] {
+					seen[x] = true
+				}
+				if len(seen) != pathsPer {
+					t.Fatalf("seed %d plane %d: packets %d..%d took paths %v; want all %d distinct",
+						seed, p, i, i+pathsPer-1, seq[p][i:i+pathsPer], pathsPer)
+				}
+			}
+		}
+		evAudit(t, s)
 	}
 }
