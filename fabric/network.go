@@ -635,7 +635,7 @@ func (n *Network) startTx(now sim.Time, pid PortID, port *Port) {
 		n.drop(p, DropLoss)
 	} else {
 		at := port.txEnd + port.Delay
-		sl.epoch = port.epoch
+		sl.epoch = uint16(port.epoch)
 		if t := port.flTail; t >= 0 {
 			tail := &port.q.s[t]
 			if t := sim.Time(tail.v); t > at {
@@ -686,14 +686,14 @@ func (n *Network) onArrive(now sim.Time, obj int32, _ uint64) {
 	port := &n.Ports[obj]
 	k := port.flHead
 	sl := &port.q.s[k]
-	p, epoch := sl.p, sl.epoch
+	p, epoch, hop := sl.p, sl.epoch, sl.hop
 	if port.flHead = sl.next; port.flHead >= 0 {
 		n.sim.At(sim.Time(sl.v), n.kArrive, obj, 0)
 	} else {
 		port.flTail = -1
 	}
 	port.q.release(k)
-	if port.Down || epoch != port.epoch {
+	if port.Down || epoch != uint16(port.epoch) {
 		n.dropLinkDown(port, p) // on the wire when the link failed, even if it is up again
 		return
 	}
@@ -709,6 +709,15 @@ func (n *Network) onArrive(now sim.Time, obj int32, _ uint64) {
 	}
 	if n.pfcOn && n.pfcClass(p) >= 0 {
 		p.ingress = int32(port.Peer) + 1 // accounted at the egress it is queued at
+	}
+	if hop != 0 {
+		// The next source-route hop, read when the packet was queued here (slot.hop).
+		hot := &n.hot[port.peerNode]
+		if local := int(hop - 1); !hot.blackhole && local < len(hot.ports) && hot.ports[local] >= 0 {
+			p.Hop++
+			n.enqueue(now, hot.ports[local], p)
+			return
+		}
 	}
 	n.forward(now, port.peerNode, p)
 }

@@ -156,7 +156,14 @@ type slot struct {
 	// the packet's own while it is the last on the link, then, once another follows it, that
 	// one's. So an arrival reads the next arrival time from the slot it frees, not the next
 	// slot, and the link's last arrival time (which keeps the link a FIFO) is in the last slot.
-	v     int64
-	next  int32  // the next slot in the same queue or link, or -1
-	epoch uint32 // on the link: the port's epoch when the packet started serialising
+	v    int64
+	next int32 // the next slot in the same queue or link, or -1
+	// epoch is, on the link, the low 16 bits of the port's epoch when the packet started
+	// serialising (a packet on the wire for 65,536 link failures would be needed to alias).
+	epoch uint16
+	// hop is the packet's next egress at the switch this port leads to, plus one, read from
+	// its source route when it was queued (the packet is in the cache then); 0 when it has no
+	// next source-route hop. The arrival then finds its egress port without first reading the
+	// packet, so the two cache misses (packet and egress port) overlap instead of queueing.
+	hop uint16
 }

@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"unsafe"
 
@@ -343,6 +344,9 @@ func (q *portQueue) alloc(p *Packet, v int64) int32 {
 	sl := &q.s[i]
 	q.free = sl.next
 	*sl = slot{p: p, v: v, next: -1}
+	if h := int(p.Hop); h < int(p.RouteLen) && h < MaxHops && p.Route[h] < math.MaxUint16 {
+		sl.hop = p.Route[h] + 1
+	}
 	return i
 }
 
