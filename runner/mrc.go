@@ -36,6 +36,10 @@ type mrcFlow struct {
 	tokens    []uint64       // collective messages (Send): tokens in posting order; tokens[tokHead:] not yet placed
 	tokHead   int
 	acked     int // transfers acknowledged
+	// activeOfLine is the payload placed from the flow's start to the first traffic flow's
+	// completion over that time, as a fraction of the NIC line rate (all planes); -1 when not
+	// measured (one flow, collective messages, or it started after the first completion).
+	activeOfLine float64
 }
 
 // nicWait is one host NIC's FIFO of QPs that had data and window but no NIC room: the NIC's
@@ -60,6 +64,7 @@ type mrcNet struct {
 	nicRate  sim.Rate
 	fct      *hdrhistogram.Histogram // sender FCT, ns
 	fctMax   int64                   // the largest FCT recorded, ns, exact
+	activeAt sim.Time                // the first traffic flow's completion, 0 before it
 	running  int
 	errs     []error
 	onDone   func(now sim.Time) // called when every flow has completed
@@ -188,7 +193,7 @@ func (m *mrcNet) newQP(l topo.Topology, src, dst int, seed uint64) (*mrcFlow, er
 	if err != nil {
 		return nil, err
 	}
-	f := &mrcFlow{qp: int32(qp), src: int32(src), dst: int32(dst), snd: snd, rcv: mrc.NewReceiver(m.cfg, qp)}
+	f := &mrcFlow{qp: int32(qp), src: int32(src), dst: int32(dst), snd: snd, rcv: mrc.NewReceiver(m.cfg, qp), activeOfLine: -1}
 	nic := m.net.Nodes[src].Ports
 	snd.SetPlaneBacklog(c.Planes, func(plane int) int64 {
 		pt := &m.net.Ports[nic[plane]]
@@ -340,6 +345,9 @@ func (m *mrcNet) flushSender(now sim.Time, f *mrcFlow) {
 	for _, c := range f.snd.Completions() {
 		f.done = c.Done
 		f.acked++
+		if m.activeAt == 0 && m.delivered == nil && f.posts == 1 && len(m.flows) > 1 {
+			m.snapshotActive(c.Done)
+		}
 		ns := int64((c.Done - c.Posted) / sim.Nanosecond)
 		_ = m.fct.RecordValue(ns)
 		m.fctMax = max(m.fctMax, ns)
@@ -617,5 +625,17 @@ func applyMRCProfile(sc *scenario.Scenario, l topo.Topology) {
 			q.Limit = sim.Size(2 * bdp) // room above the trim threshold for headers' data to drain
 		}
 		*q = q.WithDefaults()
+	}
+}
+
+// snapshotActive records, at the first traffic flow's completion, each started flow's payload
+// placed so far over its time active, as a fraction of the NIC line rate (all planes): the
+// throughput while all flows are active.
+func (m *mrcNet) snapshotActive(now sim.Time) {
+	m.activeAt = now
+	for _, f := range m.flows {
+		if f.posts == 1 && f.start < now {
+			f.activeOfLine = float64(f.rcv.Stats.PlacedBytes) * 8 / (now - f.start).Seconds() / float64(m.nicRate)
+		}
 	}
 }

@@ -212,6 +212,16 @@ func TestMRCPermutation(t *testing.T) {
 	if m.FCTOverIdealMean < 1 {
 		t.Errorf("FCT below the ideal (%.3f): the ideal is wrong", m.FCTOverIdealMean)
 	}
+	// Throughput while all flows are active, payload over line rate: below the share headers
+	// leave, and near it (the start-up RTT and spraying's queueing take the rest).
+	payloadShare := 1 - m.HeaderOverheadPct/100
+	t.Logf("while all active (to %.1f us): mean %.3f min %.3f of line; payload share %.3f",
+		m.ActiveUntilUs, m.ActiveThroughputMeanOfLine, m.ActiveThroughputMinOfLine, payloadShare)
+	if m.ActiveUntilUs <= 0 || m.ActiveThroughputMinOfLine > m.ActiveThroughputMeanOfLine ||
+		m.ActiveThroughputMeanOfLine > payloadShare || m.ActiveThroughputMinOfLine < 0.9*payloadShare {
+		t.Errorf("active throughput mean %.3f min %.3f until %.1f us; want min <= mean <= %.3f and min >= 0.9 x that",
+			m.ActiveThroughputMeanOfLine, m.ActiveThroughputMinOfLine, m.ActiveUntilUs, payloadShare)
+	}
 }
 
 // A T0-T1 link failing under permutation load: no flow falls below 0.95 of its goodput in

@@ -34,6 +34,13 @@ type MRCSummary struct {
 	// Per-flow throughput, payload bytes / FCT, as a fraction of the NIC line rate.
 	ThroughputMeanOfLine float64 `json:"throughput_mean_of_line,omitempty"`
 	ThroughputMinOfLine  float64 `json:"throughput_min_of_line,omitempty"`
+	// Throughput while all flows are active: each traffic flow's payload placed from its
+	// start to the first flow's completion (ActiveUntilUs), over that time, as a fraction of
+	// the NIC line rate (all planes); mean and min over the flows (flows.csv: active_of_line).
+	// Payload only: HeaderOverheadPct of the wire is headers.
+	ActiveUntilUs              float64 `json:"active_until_us,omitempty"`
+	ActiveThroughputMeanOfLine float64 `json:"active_throughput_mean_of_line,omitempty"`
+	ActiveThroughputMinOfLine  float64 `json:"active_throughput_min_of_line,omitempty"`
 	// HeaderOverheadPct is header / wire bytes of a full data packet: the share of line rate
 	// that can never be payload.
 	HeaderOverheadPct float64 `json:"header_overhead_pct"`
@@ -202,6 +209,24 @@ func (m *mrcNet) summary(end sim.Time, faults []FaultEvent) *MRCSummary {
 		s.ThroughputMeanOfLine = round3(sumTput / float64(n))
 		s.ThroughputMinOfLine = round3(minTput)
 		s.JCTUs = us(last)
+	}
+	if m.activeAt > 0 {
+		var sum float64
+		n := 0
+		for _, f := range m.flows {
+			if x := f.activeOfLine; x >= 0 {
+				if n == 0 || x < s.ActiveThroughputMinOfLine {
+					s.ActiveThroughputMinOfLine = x
+				}
+				sum += x
+				n++
+			}
+		}
+		if n > 0 {
+			s.ActiveUntilUs = us(m.activeAt)
+			s.ActiveThroughputMeanOfLine = round3(sum / float64(n))
+			s.ActiveThroughputMinOfLine = round3(s.ActiveThroughputMinOfLine)
+		}
 	}
 	if m.delivered != nil {
 		s.FlowsCompleted, s.IdealFCTUs = 0, 0

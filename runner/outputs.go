@@ -14,7 +14,7 @@ import (
 // raw packets have no payload/header split), rates in Gb/s. docs/outputs.md explains each
 // column.
 var FlowsCSVHeader = []string{"flow", "transport", "src", "dst", "plane", "bytes", "delivered_bytes",
-	"start_us", "done_us", "fct_us", "ideal_us", "fct_over_ideal", "goodput_gbps", "retx_packets"}
+	"start_us", "done_us", "fct_us", "ideal_us", "fct_over_ideal", "goodput_gbps", "retx_packets", "active_of_line"}
 
 // WriteFlowsCSV writes flows.csv for res: a header and one row per flow, in flow order.
 // Errors: the writer's.
@@ -39,7 +39,7 @@ func WriteFlowsCSV(w io.Writer, res *Result) error {
 			st := res.Raw.Stats[i]
 			stop := min(f.Stop, end)
 			row := []string{strconv.Itoa(i), "raw", i64(int64(f.Src)), i64(int64(f.Dst)), strconv.Itoa(f.Plane),
-				i64(st.SentBytes), i64(st.RecvBytes), t(f.Start), "", "", "", "", gbps(st.RecvBytes, stop-f.Start), "0"}
+				i64(st.SentBytes), i64(st.RecvBytes), t(f.Start), "", "", "", "", gbps(st.RecvBytes, stop-f.Start), "0", ""}
 			if err := cw.Write(row); err != nil {
 				return err
 			}
@@ -48,7 +48,7 @@ func WriteFlowsCSV(w io.Writer, res *Result) error {
 		m := res.MRC.m
 		for i, fl := range m.flows {
 			row := []string{strconv.Itoa(i), "mrc", i64(int64(fl.src)), i64(int64(fl.dst)), "", i64(fl.bytes),
-				i64(fl.rcv.Stats.PlacedBytes), t(fl.start), "", "", "", "", "", i64(mrcRetx(fl))}
+				i64(fl.rcv.Stats.PlacedBytes), t(fl.start), "", "", "", "", "", i64(mrcRetx(fl)), ofLine(fl.activeOfLine)}
 			ideal := m.idealFCT(fl.bytes, fl.rtt)
 			row[10] = t(ideal)
 			if fl.posts > 0 && fl.acked == fl.posts {
@@ -69,7 +69,7 @@ func WriteFlowsCSV(w io.Writer, res *Result) error {
 			}
 			ideal := r.idealFCT(fl.bytes, fl.rtt)
 			row := []string{strconv.Itoa(i), "roce", i64(int64(fl.src)), i64(int64(fl.dst)), "", i64(fl.bytes),
-				i64(placed), t(fl.start), "", "", t(ideal), "", "", i64(retx)}
+				i64(placed), t(fl.start), "", "", t(ideal), "", "", i64(retx), ofLine(fl.activeOfLine)}
 			if fl.done > 0 {
 				fct := fl.done - fl.start
 				row[8], row[9], row[11], row[12] = t(fl.done), t(fct), f64(float64(fct)/float64(ideal)), gbps(fl.bytes, fct)
@@ -105,6 +105,14 @@ func WriteEVStatesCSV(w io.Writer, res *Result) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// ofLine formats a fraction of line rate for flows.csv: empty when negative (not measured).
+func ofLine(x float64) string {
+	if x < 0 {
+		return ""
+	}
+	return strconv.FormatFloat(round3(x), 'f', -1, 64)
 }
 
 // mrcRetx is a flow's retransmitted packets, every cause.

@@ -44,6 +44,10 @@ type roceFlow struct {
 	partsDone int
 	done      sim.Time
 	rtt       sim.Time // the pair's unloaded round trip, for the ideal FCT
+	// activeOfLine is the payload placed from the flow's start to the first flow's completion
+	// over that time, as a fraction of the NIC line rate (all planes); -1 when not measured
+	// (one flow, or it started after the first completion).
+	activeOfLine float64
 }
 
 // roceNet drives RoCEv2 engines over the fabric: QPs hashed by ECMP (no source route), NIC
@@ -134,7 +138,7 @@ func (r *roceNet) newQP(src, dst, plane int, flow int32) (*roceQP, error) {
 // addFlow stripes one transfer of bytes from src to dst, posted at start, over the pair's
 // QPs: QPsPerPeer on each plane.
 func (r *roceNet) addFlow(src, dst int, bytes int64, start sim.Time) error {
-	f := &roceFlow{src: int32(src), dst: int32(dst), bytes: bytes, start: start, rtt: r.pairRTT(src, dst)}
+	f := &roceFlow{src: int32(src), dst: int32(dst), bytes: bytes, start: start, rtt: r.pairRTT(src, dst), activeOfLine: -1}
 	fi := int32(len(r.flows))
 	n := r.cfg.QPsPerPeer * r.planes
 	for i := 0; i < n; i++ {
@@ -326,7 +330,8 @@ func (r *roceNet) snapshotActive(now sim.Time) {
 		for _, qi := range f.qps {
 			placed += r.qps[qi].rcv.Stats.PlacedBytes
 		}
-		r.activeTput = append(r.activeTput, float64(placed)*8/(now-f.start).Seconds()/line)
+		f.activeOfLine = float64(placed) * 8 / (now - f.start).Seconds() / line
+		r.activeTput = append(r.activeTput, f.activeOfLine)
 	}
 }
 

@@ -440,6 +440,7 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 			fmt.Fprintf(w, "RoCE: %d of %d transfers done over %d QPs (%d per peer per plane), JCT %.1f us; FCT us p50 %.1f  p99 %.1f  max %.1f (ideal %.1f; mean %.3fx, worst %.3fx); base RTT %.2f us\n",
 				r.FlowsCompleted, r.Flows, r.QPs, r.QPsPerPeer, r.JCTUs, r.FCTP50Us, r.FCTP99Us, r.FCTMaxUs, r.IdealFCTUs, r.FCTOverIdealMean, r.FCTOverIdealMax, r.BaseRTTUs)
 		}
+		printActive(w, r.ActiveUntilUs, r.ActiveThroughputMeanOfLine, r.ActiveThroughputMinOfLine, r.HeaderOverheadPct)
 		fmt.Fprintf(w, "RoCE: go-back-N resent %d packets (%d B) after %d NAKs and %d timeouts; CE %d, CNPs %d sent / %d received, rate at end min %.1f mean %.1f Gb/s; QP errors %d\n",
 			r.RetxPackets, r.RetxBytes, r.NAKs, r.Timeouts, r.CEPackets, r.CNPsSent, r.CNPsReceived, r.RateMinGbps, r.RateMeanGbps, r.QPErrors)
 		for _, e := range r.QPErrorList {
@@ -456,6 +457,7 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 			fmt.Fprintf(w, "MRC: %d of %d transfers done, JCT %.1f us; FCT us p50 %.1f  p99 %.1f  max %.1f (ideal %.1f; mean %.3fx, worst %.3fx); base RTT %.2f us\n",
 				m.FlowsCompleted, m.Flows, m.JCTUs, m.FCTP50Us, m.FCTP99Us, m.FCTMaxUs, m.IdealFCTUs, m.FCTOverIdealMean, m.FCTOverIdealMax, m.BaseRTTUs)
 		}
+		printActive(w, m.ActiveUntilUs, m.ActiveThroughputMeanOfLine, m.ActiveThroughputMinOfLine, m.HeaderOverheadPct)
 		fmt.Fprintf(w, "MRC: retransmitted packets: trim NACK %d, SACK gap %d, timeout %d, out of window %d; timeouts %d, trims NACKed %d, probes %d, QP errors %d; EVs at end good %d, skip %d, assumed bad %d\n",
 			m.RetxPackets["trim_nack"], m.RetxPackets["sack_gap"], m.RetxPackets["timeout"], m.RetxPackets["out_of_window"], m.Timeouts, m.TrimsNACKed, m.ProbesSent, m.QPErrors, m.EVGood, m.EVSkip, m.EVAssumedBad)
 		for _, e := range m.QPErrorList {
@@ -494,6 +496,15 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nresults: %s\n", filepath.Join(sc.Run.Out, "summary.json"))
+}
+
+// printActive prints the throughput while all flows were active, if it was measured.
+func printActive(w io.Writer, until, mean, lo, hdrPct float64) {
+	if until <= 0 {
+		return
+	}
+	fmt.Fprintf(w, "throughput while all flows were active (to %.1f us): mean %.3f, min %.3f of line rate (payload; headers are %.2f%% of the wire)\n",
+		until, mean, lo, hdrPct)
 }
 
 // bytesStr prints a queue depth compactly ("0", "12.3KiB").
