@@ -33,11 +33,14 @@ type FaultCost struct {
 	LastRetxUs *float64 `json:"last_retx_us,omitempty"`
 	// RecoverUs is when the run stopped falling behind its faultless twin: the deficit of
 	// delivered bytes reached 99% of its largest value before the next failure (twin baseline
-	// only).
+	// only). Absent when the failure was still on when the twin finished its traffic and the
+	// deficit reached that 99% only in the last tenth of the time from the failure to then: a
+	// permanent failure that costs goodput to the end never recovers.
 	RecoverUs *float64 `json:"recover_us,omitempty"`
 	// BaselineGbps is the goodput over the ten samples before the failure; DuringGbps the mean
-	// over the failure's span (start to end); DuringFraction its ratio to the faultless twin's
-	// over the same span (twin baseline only).
+	// over the failure's span (start to end); DuringFraction the run's delivered bytes over the
+	// faultless twin's from the failure to the span's end or the twin's last delivery,
+	// whichever is first (twin baseline only).
 	BaselineGbps   float64 `json:"baseline_gbps,omitempty"`
 	DuringGbps     float64 `json:"during_gbps"`
 	DuringFraction float64 `json:"during_fraction,omitempty"`
@@ -104,11 +107,16 @@ func faultCosts(net *fabric.Network, evs []FaultEvent, targets []string, progres
 				open[re] = k
 			}
 		}
+		// One failure's events at one instant (one per element) run in the simulator's
+		// tiebreak order, not this list's: its drops count from the first applied (the least
+		// dropsBefore) to the last restore applied (the largest).
 		sp := spans[k]
 		if restore {
 			if sp != nil && !sp.ended {
 				sp.end, sp.ended = e.At, true
 				sp.drop = e.dropsBefore - sp.drops0
+			} else if sp != nil && e.At == sp.end {
+				sp.drop = max(sp.drop, e.dropsBefore-sp.drops0)
 			}
 			continue
 		}
@@ -116,6 +124,8 @@ func faultCosts(net *fabric.Network, evs []FaultEvent, targets []string, progres
 			sp = &span{key: k, start: e.At, ev: e, drops0: e.dropsBefore}
 			spans[k] = sp
 			order = append(order, k)
+		} else if !sp.ended && e.At == sp.start {
+			sp.drops0 = min(sp.drops0, e.dropsBefore)
 		}
 	}
 	sort.Slice(order, func(a, b int) bool {
@@ -143,6 +153,15 @@ func faultCosts(net *fabric.Network, evs []FaultEvent, targets []string, progres
 			return 0
 		}
 		return ps[i-1].Placed
+	}
+	// twinDone is when the twin delivered its last byte: past it the twin's goodput is 0, so
+	// spans and deficits are compared up to it (a failure lasting to the end of the traffic
+	// would otherwise compare equal totals and read as no loss).
+	twinDone := end
+	if len(twin) > 0 {
+		last := twin[len(twin)-1].Placed
+		i := sort.Search(len(twin), func(i int) bool { return twin[i].Placed >= last })
+		twinDone = twin[i].At
 	}
 	var out []FaultCost
 	for n, k := range order {
@@ -202,8 +221,9 @@ func faultCosts(net *fabric.Network, evs []FaultEvent, targets []string, progres
 			out = append(out, c)
 			continue
 		}
-		if tw := cumAt(twin, stop) - cumAt(twin, sp.start); tw > 0 {
-			c.DuringFraction = round3(float64(cumAt(progress, stop)-cumAt(progress, sp.start)) / float64(tw))
+		cmp := min(stop, twinDone) // the span compared with the twin: while the twin still sent
+		if tw := cumAt(twin, cmp) - cumAt(twin, sp.start); cmp > sp.start && tw > 0 {
+			c.DuringFraction = round3(float64(cumAt(progress, cmp)-cumAt(progress, sp.start)) / float64(tw))
 		}
 		// The run's deficit against the twin: how far behind it fell. Goodput lost to this
 		// failure is the deficit's largest growth while it lasted (at the end of the traffic the
@@ -227,7 +247,13 @@ func faultCosts(net *fabric.Network, evs []FaultEvent, targets []string, progres
 		} else {
 			for j := first; j < len(progress) && progress[j].At <= peakAt; j++ {
 				if deficit(progress[j].At)-d0 >= peak*99/100 {
-					c.RecoverUs = ptr(us(progress[j].At - sp.start))
+					// A failure still on when the twin finished, whose deficit was still
+					// growing in the last tenth of that time, never recovered within the
+					// traffic: the run only caught up once the twin was idle.
+					on := !sp.ended || sp.end >= twinDone
+					if at := progress[j].At; !on || 10*(twinDone-at) > twinDone-sp.start {
+						c.RecoverUs = ptr(us(at - sp.start))
+					}
 					break
 				}
 			}

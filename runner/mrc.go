@@ -28,7 +28,7 @@ type mrcFlow struct {
 	rtimer    sim.TimerID    // the receiver's delayed SACK
 	done      sim.Time       // latest sender completion (last byte acknowledged), 0 before the first
 	placed    sim.Time       // latest receiver completion (last byte placed)
-	rtt       sim.Time       // the pair's unloaded round trip (its paths' length), for the ideal FCT
+	hops      int            // the pair's switch hops (its paths' length), for the ideal FCT
 	lossRetx  int64          // SACK-gap + timeout retransmissions seen so far
 	waiting   bool           // queued in its NIC's wait list (gated by a full NIC)
 	qp        int32          // index in mrcNet.flows
@@ -105,6 +105,19 @@ func baseRTT(c topo.Params, hops int, dataWire, ackWire int) sim.Time {
 	return rtt
 }
 
+// idealTransfer is the FCT of a transfer alone on an idle fabric: its wire bytes at the NIC
+// line rate nic (all planes), or one packet at one port's rate if that is longer, then the
+// round trip of its last packet, less that packet's serialisation onto the first link, which
+// the first term already counts. pkt is the transfer's largest packet on the wire (a full
+// packet, or the whole transfer when it fits in one): a 1-byte transfer's round trip is that
+// of a small packet, not of a full one. hops is the pair's switch hops. It is a lower bound:
+// the last packet cannot leave the NIC before wire / nic, nor before one packet's
+// serialisation on its port, and then crosses the rest of its path and the ACK comes back.
+func idealTransfer(c topo.Params, nic sim.Rate, hops int, wire, pkt int64, ackWire int) sim.Time {
+	first := c.HostLink.TxTime(pkt)
+	return max(nic.TxTime(wire), first) + baseRTT(c, hops, int(pkt), ackWire) - first
+}
+
 func newMRCNet(s *sim.Sim, net *fabric.Network, l topo.Topology, cfg mrc.Config, fq scenario.Fabric) *mrcNet {
 	c := l.Params()
 	cfg = cfg.WithDefaults()
@@ -170,7 +183,7 @@ func (m *mrcNet) addFlow(l topo.Topology, src, dst int, bytes int64, start sim.T
 		return err
 	}
 	f.bytes, f.start, f.posts = bytes, start, 1
-	f.rtt = baseRTT(l.Params(), pairHops(l, src, dst), m.cfg.WireBytes(m.cfg.PayloadBytes), m.cfg.AckBytes)
+	f.hops = pairHops(l, src, dst)
 	m.running++
 	m.s.At(start, m.kStart, f.qp, 0)
 	return nil
@@ -585,6 +598,26 @@ func (m *mrcNet) evSample(now sim.Time) EVSample {
 		e.PlacedBytes += f.rcv.Stats.PlacedBytes
 	}
 	return e
+}
+
+// checkMRCTiming rejects MRC timers the fabric makes meaningless: a probe interval below the
+// base RTT of the longest path, which would count every probe lost before its answer could
+// return (so a retired EV never comes back).
+func checkMRCTiming(sc *scenario.Scenario, l topo.Topology) error {
+	if sc.Transport.Kind != scenario.TransportMRC || sc.Fluid() {
+		return nil
+	}
+	cfg := mrc.Config{}
+	if sc.Transport.MRC != nil {
+		cfg = *sc.Transport.MRC
+	}
+	cfg = cfg.WithDefaults()
+	rtt := baseRTT(l.Params(), l.Sizing().MaxSwitchHops, cfg.WireBytes(cfg.PayloadBytes), cfg.AckBytes)
+	if pi := cfg.EV.ProbeInterval; pi < rtt {
+		return fmt.Errorf("transport.mrc.ev.probe_interval: %v is shorter than the fabric's base RTT %v: an unanswered probe counts as lost when the next is due, so every probe would be lost; use at least %v (default %v)",
+			pi, rtt, rtt, mrc.DefaultEVProbeInterval)
+	}
+	return nil
 }
 
 // applyMRCProfile sets switch ECN and trimming from the BDP (scenario.ProfileMRC): marking from

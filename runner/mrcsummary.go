@@ -18,8 +18,9 @@ type MRCSummary struct {
 
 	BaseRTTUs float64 `json:"base_rtt_us"`
 	// JCTUs is when the last transfer was acknowledged (all transfers start at their group's
-	// start; the run's clock starts at 0).
-	JCTUs float64 `json:"jct_us"`
+	// start; the run's clock starts at 0); absent when a transfer never finished (the job did
+	// not complete in the run).
+	JCTUs float64 `json:"jct_us,omitempty"`
 	// Flow completion time: post to the acknowledgement of the last byte.
 	FCTMeanUs float64 `json:"fct_mean_us"`
 	FCTP50Us  float64 `json:"fct_p50_us"`
@@ -126,16 +127,18 @@ func rateFigures(s *Summary, sent, placed, posted int64, end sim.Time) {
 
 func us(t sim.Time) float64 { return round3(t.Micros()) }
 
-// idealFCT is a transfer of b payload bytes alone on an idle fabric over a path of round trip
-// rtt: its wire bytes at the NIC line rate (all planes) plus rtt.
-func (m *mrcNet) idealFCT(b int64, rtt sim.Time) sim.Time {
+// idealFCT is a transfer of b payload bytes alone on an idle fabric over a path of hops switch
+// hops (idealTransfer): wire bytes at the NIC line rate (all planes) plus the last packet's
+// round trip less its first serialisation.
+func (m *mrcNet) idealFCT(b int64, hops int) sim.Time {
 	cfg := &m.cfg
 	pay := int64(cfg.PayloadBytes)
-	wb := b / pay * int64(cfg.WireBytes(cfg.PayloadBytes))
+	full := int64(cfg.WireBytes(cfg.PayloadBytes))
+	wb := b / pay * full
 	if rem := b % pay; rem > 0 {
 		wb += int64(cfg.WireBytes(int(rem)))
 	}
-	return m.nicRate.TxTime(wb) + rtt
+	return idealTransfer(m.layout.Params(), m.nicRate, hops, wb, min(full, wb), cfg.AckBytes)
 }
 
 // summary gathers the MRC figures over the run that ended at end.
@@ -152,7 +155,7 @@ func (m *mrcNet) summary(end sim.Time, faults []FaultEvent) *MRCSummary {
 			maxBytes = f.bytes
 		}
 	}
-	s.IdealFCTUs = us(m.idealFCT(maxBytes, m.baseRTT))
+	s.IdealFCTUs = us(m.idealFCT(maxBytes, m.layout.Sizing().MaxSwitchHops))
 	var last sim.Time
 	single := 0 // completed flows of one transfer: the per-flow FCT figures are over them
 	for _, f := range m.flows {
@@ -190,8 +193,8 @@ func (m *mrcNet) summary(end sim.Time, faults []FaultEvent) *MRCSummary {
 		single++
 		fct := f.done - f.start
 		sumFCT += int64(fct)
-		sumRatio += float64(fct) / float64(m.idealFCT(f.bytes, f.rtt))
-		if r := float64(fct) / float64(m.idealFCT(f.bytes, f.rtt)); r > s.FCTOverIdealMax {
+		sumRatio += float64(fct) / float64(m.idealFCT(f.bytes, f.hops))
+		if r := float64(fct) / float64(m.idealFCT(f.bytes, f.hops)); r > s.FCTOverIdealMax {
 			s.FCTOverIdealMax = round3(r)
 		}
 		tput := float64(f.bytes) * 8 / fct.Seconds() / float64(m.nicRate)
@@ -208,7 +211,9 @@ func (m *mrcNet) summary(end sim.Time, faults []FaultEvent) *MRCSummary {
 		s.FCTOverIdealMean = round3(sumRatio / float64(n))
 		s.ThroughputMeanOfLine = round3(sumTput / float64(n))
 		s.ThroughputMinOfLine = round3(minTput)
-		s.JCTUs = us(last)
+		if s.FlowsCompleted == s.Flows {
+			s.JCTUs = us(last)
+		}
 	}
 	if m.activeAt > 0 {
 		var sum float64

@@ -49,7 +49,7 @@ func WriteFlowsCSV(w io.Writer, res *Result) error {
 		for i, fl := range m.flows {
 			row := []string{strconv.Itoa(i), "mrc", i64(int64(fl.src)), i64(int64(fl.dst)), "", i64(fl.bytes),
 				i64(fl.rcv.Stats.PlacedBytes), t(fl.start), "", "", "", "", "", i64(mrcRetx(fl)), ofLine(fl.activeOfLine)}
-			ideal := m.idealFCT(fl.bytes, fl.rtt)
+			ideal := m.idealFCT(fl.bytes, fl.hops)
 			row[10] = t(ideal)
 			if fl.posts > 0 && fl.acked == fl.posts {
 				fct := fl.done - fl.start
@@ -67,7 +67,7 @@ func WriteFlowsCSV(w io.Writer, res *Result) error {
 				placed += r.qps[q].rcv.Stats.PlacedBytes
 				retx += r.qps[q].snd.Stats.RetxPackets
 			}
-			ideal := r.idealFCT(fl.bytes, fl.rtt)
+			ideal := r.idealFCT(fl.bytes, fl.hops)
 			row := []string{strconv.Itoa(i), "roce", i64(int64(fl.src)), i64(int64(fl.dst)), "", i64(fl.bytes),
 				i64(placed), t(fl.start), "", "", t(ideal), "", "", i64(retx), ofLine(fl.activeOfLine)}
 			if fl.done > 0 {

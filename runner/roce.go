@@ -43,7 +43,7 @@ type roceFlow struct {
 	parts     int // stripes with bytes
 	partsDone int
 	done      sim.Time
-	rtt       sim.Time // the pair's unloaded round trip, for the ideal FCT
+	hops      int // the pair's switch hops, for the ideal FCT
 	// activeOfLine is the payload placed from the flow's start to the first flow's completion
 	// over that time, as a fraction of the NIC line rate (all planes); -1 when not measured
 	// (one flow, or it started after the first completion).
@@ -63,9 +63,8 @@ type roceNet struct {
 	kStart    sim.Kind
 	kTimer    sim.Kind
 	baseRTT   sim.Time
-	fct       *hdrhistogram.Histogram     // per traffic flow, ns
-	fctMax    int64                       // the largest FCT recorded, ns, exact
-	pairRTT   func(src, dst int) sim.Time // the unloaded round trip between two hosts
+	fct       *hdrhistogram.Histogram // per traffic flow, ns
+	fctMax    int64                   // the largest FCT recorded, ns, exact
 	layout    topo.Topology
 	running   int // transfers (flows or messages) not yet acknowledged
 	errs      []error
@@ -98,9 +97,6 @@ func newRoCENet(s *sim.Sim, net *fabric.Network, l topo.Topology, cfg roce.Confi
 	}
 	r.baseRTT = baseRTT(c, l.Sizing().MaxSwitchHops, cfg.HeaderBytes+cfg.PayloadBytes, cfg.AckWire())
 	r.layout = l
-	r.pairRTT = func(src, dst int) sim.Time {
-		return baseRTT(c, pairHops(l, src, dst), cfg.HeaderBytes+cfg.PayloadBytes, cfg.AckWire())
-	}
 	r.kStart = s.Register("roce.start", r.onStart)
 	r.kTimer = s.Register("roce.timer", r.onTimer)
 	net.SetReceiver(fabric.ProtoRoCE, r.onPacket)
@@ -138,7 +134,7 @@ func (r *roceNet) newQP(src, dst, plane int, flow int32) (*roceQP, error) {
 // addFlow stripes one transfer of bytes from src to dst, posted at start, over the pair's
 // QPs: QPsPerPeer on each plane.
 func (r *roceNet) addFlow(src, dst int, bytes int64, start sim.Time) error {
-	f := &roceFlow{src: int32(src), dst: int32(dst), bytes: bytes, start: start, rtt: r.pairRTT(src, dst), activeOfLine: -1}
+	f := &roceFlow{src: int32(src), dst: int32(dst), bytes: bytes, start: start, hops: pairHops(r.layout, src, dst), activeOfLine: -1}
 	fi := int32(len(r.flows))
 	n := r.cfg.QPsPerPeer * r.planes
 	for i := 0; i < n; i++ {

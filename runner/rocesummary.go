@@ -17,8 +17,9 @@ type RoCESummary struct {
 	QPErrorList    []string `json:"qp_error_list,omitempty"` // the first few, verbatim
 
 	BaseRTTUs float64 `json:"base_rtt_us"`
-	// JCTUs is when the last traffic flow was acknowledged.
-	JCTUs float64 `json:"jct_us"`
+	// JCTUs is when the last traffic flow was acknowledged; absent when a flow never finished
+	// (the job did not complete in the run).
+	JCTUs float64 `json:"jct_us,omitempty"`
 	// FCT: a traffic flow's post to the acknowledgement of its last stripe (collective
 	// messages: each message's post to its acknowledgement).
 	FCTMeanUs float64 `json:"fct_mean_us"`
@@ -60,14 +61,16 @@ type RoCESummary struct {
 	LossSpan
 }
 
-// idealFCT is a transfer of b payload bytes alone on an idle fabric: its wire bytes (one RETH
-// per transfer) at the NIC line rate (all planes) plus the base RTT.
-func (r *roceNet) idealFCT(b int64, rtt sim.Time) sim.Time {
+// idealFCT is a transfer of b payload bytes alone on an idle fabric over a path of hops switch
+// hops (idealTransfer): its wire bytes (one RETH per transfer) at the NIC line rate (all
+// planes) plus the last packet's round trip less its first serialisation.
+func (r *roceNet) idealFCT(b int64, hops int) sim.Time {
 	cfg := &r.cfg
 	pay := int64(cfg.PayloadBytes)
 	n := (b + pay - 1) / pay
 	wire := b + n*int64(cfg.HeaderBytes) + 16
-	return (r.portRate * sim.Rate(r.planes)).TxTime(wire) + rtt
+	full := int64(cfg.HeaderBytes + cfg.PayloadBytes)
+	return idealTransfer(r.layout.Params(), r.portRate*sim.Rate(r.planes), hops, wire, min(full, wire), cfg.AckWire())
 }
 
 // summary gathers the RoCE figures over the run that ended at end.
@@ -80,7 +83,7 @@ func (r *roceNet) summary(end sim.Time, faults []FaultEvent) *RoCESummary {
 	for _, f := range r.flows {
 		maxBytes = max(maxBytes, f.bytes)
 	}
-	s.IdealFCTUs = us(r.idealFCT(maxBytes, r.baseRTT))
+	s.IdealFCTUs = us(r.idealFCT(maxBytes, r.layout.Sizing().MaxSwitchHops))
 	var sumRatio float64
 	var sumFCT int64
 	var last sim.Time
@@ -91,7 +94,7 @@ func (r *roceNet) summary(end sim.Time, faults []FaultEvent) *RoCESummary {
 		s.FlowsCompleted++
 		fct := f.done - f.start
 		sumFCT += int64(fct)
-		ratio := float64(fct) / float64(r.idealFCT(f.bytes, f.rtt))
+		ratio := float64(fct) / float64(r.idealFCT(f.bytes, f.hops))
 		sumRatio += ratio
 		s.FCTOverIdealMax = max(s.FCTOverIdealMax, round3(ratio))
 		last = max(last, f.done)
@@ -99,7 +102,9 @@ func (r *roceNet) summary(end sim.Time, faults []FaultEvent) *RoCESummary {
 	if n := s.FlowsCompleted; n > 0 {
 		s.FCTMeanUs = us(sim.Time(sumFCT / int64(n)))
 		s.FCTOverIdealMean = round3(sumRatio / float64(n))
-		s.JCTUs = us(last)
+		if s.FlowsCompleted == s.Flows {
+			s.JCTUs = us(last)
+		}
 	}
 	if n := len(r.activeTput); n > 0 {
 		s.ActiveUntilUs = us(r.activeAt)

@@ -122,6 +122,9 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, &InputError{Err: err}
 	}
+	if err := checkMRCTiming(sc, layout); err != nil {
+		return nil, &InputError{Err: err}
+	}
 	switch sc.Fabric.Profile {
 	case scenario.ProfileMRC:
 		applyMRCProfile(sc, layout)

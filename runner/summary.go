@@ -104,7 +104,7 @@ type PlaneSummary struct {
 	DownlinksOverload  int     `json:"downlinks_overloaded"`
 
 	TxBytes int64 `json:"tx_bytes"` // all switch ports of the plane
-	Drops   int64 `json:"drops_packets"`
+	Drops   int64 `json:"drops_packets"` // at the plane's switch ports and its NIC ports
 	Trims   int64 `json:"trims"`
 	CEMarks int64 `json:"ce_marks"`
 
@@ -201,6 +201,9 @@ func summarise(sc *scenario.Scenario, net *fabric.Network, flows int, smp *sampl
 		a := &perPlane[plane]
 		u := util(snap[i].txBytes, pt.Rate)
 		offered := util(snap[i].offeredBytes, pt.Rate)
+		for _, d := range tot.Drops {
+			a.ps.Drops += d // NIC ports too: a failed NIC link drops at its host
+		}
 		if own.Kind == fabric.Host {
 			a.nicSum += u
 			a.nicN++
@@ -209,9 +212,6 @@ func summarise(sc *scenario.Scenario, net *fabric.Network, flows int, smp *sampl
 		a.ps.TxBytes += tot.TxBytes
 		a.ps.Trims += tot.Trims
 		a.ps.CEMarks += tot.CEMarks
-		for _, d := range tot.Drops {
-			a.ps.Drops += d
-		}
 		if peer.Kind == fabric.Switch && peer.Tier > own.Tier {
 			a.upSum += u
 			a.upN++

@@ -436,6 +436,9 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 				r.QPs, r.QPsPerPeer, r.FCTP50Us, r.FCTP99Us, r.FCTMaxUs, r.BaseRTTUs)
 		} else if r.FlowsCompleted == 0 {
 			fmt.Fprintf(w, "RoCE: none of %d transfers finished over %d QPs (%d per peer per plane): no JCT or FCT; base RTT %.2f us\n", r.Flows, r.QPs, r.QPsPerPeer, r.BaseRTTUs)
+		} else if r.FlowsCompleted < r.Flows {
+			fmt.Fprintf(w, "RoCE: %d of %d transfers done over %d QPs (%d per peer per plane), JCT not reached (%d unfinished); finished FCT us p50 %.1f  p99 %.1f  max %.1f (mean %.3fx, worst %.3fx their ideal); base RTT %.2f us\n",
+				r.FlowsCompleted, r.Flows, r.QPs, r.QPsPerPeer, r.Flows-r.FlowsCompleted, r.FCTP50Us, r.FCTP99Us, r.FCTMaxUs, r.FCTOverIdealMean, r.FCTOverIdealMax, r.BaseRTTUs)
 		} else {
 			fmt.Fprintf(w, "RoCE: %d of %d transfers done over %d QPs (%d per peer per plane), JCT %.1f us; FCT us p50 %.1f  p99 %.1f  max %.1f (ideal %.1f; mean %.3fx, worst %.3fx); base RTT %.2f us\n",
 				r.FlowsCompleted, r.Flows, r.QPs, r.QPsPerPeer, r.JCTUs, r.FCTP50Us, r.FCTP99Us, r.FCTMaxUs, r.IdealFCTUs, r.FCTOverIdealMean, r.FCTOverIdealMax, r.BaseRTTUs)
@@ -453,13 +456,16 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 				m.Flows, m.FCTP50Us, m.FCTP99Us, m.FCTMaxUs, m.BaseRTTUs)
 		} else if m.FlowsCompleted == 0 {
 			fmt.Fprintf(w, "MRC: none of %d transfers finished: no JCT or FCT; base RTT %.2f us\n", m.Flows, m.BaseRTTUs)
+		} else if m.FlowsCompleted < m.Flows {
+			fmt.Fprintf(w, "MRC: %d of %d transfers done, JCT not reached (%d unfinished); finished FCT us p50 %.1f  p99 %.1f  max %.1f (mean %.3fx, worst %.3fx their ideal); base RTT %.2f us\n",
+				m.FlowsCompleted, m.Flows, m.Flows-m.FlowsCompleted, m.FCTP50Us, m.FCTP99Us, m.FCTMaxUs, m.FCTOverIdealMean, m.FCTOverIdealMax, m.BaseRTTUs)
 		} else {
 			fmt.Fprintf(w, "MRC: %d of %d transfers done, JCT %.1f us; FCT us p50 %.1f  p99 %.1f  max %.1f (ideal %.1f; mean %.3fx, worst %.3fx); base RTT %.2f us\n",
 				m.FlowsCompleted, m.Flows, m.JCTUs, m.FCTP50Us, m.FCTP99Us, m.FCTMaxUs, m.IdealFCTUs, m.FCTOverIdealMean, m.FCTOverIdealMax, m.BaseRTTUs)
 		}
 		printActive(w, m.ActiveUntilUs, m.ActiveThroughputMeanOfLine, m.ActiveThroughputMinOfLine, m.HeaderOverheadPct)
-		fmt.Fprintf(w, "MRC: retransmitted packets: trim NACK %d, SACK gap %d, timeout %d, out of window %d; timeouts %d, trims NACKed %d, probes %d, QP errors %d; EVs at end good %d, skip %d, assumed bad %d\n",
-			m.RetxPackets["trim_nack"], m.RetxPackets["sack_gap"], m.RetxPackets["timeout"], m.RetxPackets["out_of_window"], m.Timeouts, m.TrimsNACKed, m.ProbesSent, m.QPErrors, m.EVGood, m.EVSkip, m.EVAssumedBad)
+		fmt.Fprintf(w, "MRC: retransmitted packets: trim NACK %d, SACK gap %d, timeout %d, out of window %d; timeouts %d, trims NACKed %d, probes %d, QP errors %d; EVs at end good %d, skip %d, assumed bad %d, denied %d\n",
+			m.RetxPackets["trim_nack"], m.RetxPackets["sack_gap"], m.RetxPackets["timeout"], m.RetxPackets["out_of_window"], m.Timeouts, m.TrimsNACKed, m.ProbesSent, m.QPErrors, m.EVGood, m.EVSkip, m.EVAssumedBad, m.EVDenied)
 		for _, e := range m.QPErrorList {
 			fmt.Fprintf(w, "QP error: %s\n", e)
 		}

@@ -76,6 +76,11 @@ const (
 	// slipping through a lossy one; three in a row at 50us spacing show the path has held for
 	// 100us.
 	DefaultEVProbeSuccesses = 3
+	// MinEVProbeInterval is the shortest probe interval accepted. An unanswered probe counts
+	// as lost when the next is due, so an interval below the base RTT (a few microseconds in a
+	// Clos) loses every probe, and sub-nanosecond intervals schedule billions of probes; the
+	// runner also rejects an interval below the fabric's base RTT.
+	MinEVProbeInterval = sim.Microsecond
 	// NoEVBackup as EVConfig.Backup means no backup EVs at all (0 means the default).
 	NoEVBackup = -1
 	// MaxEVs bounds Active + Backup per QP: an entropy value fits a 16-bit field (the UDP source
@@ -180,8 +185,8 @@ func (c EVConfig) Validate() error {
 		return bad("backup", "%d backup + %d active EVs exceed %d per QP", c.Backup, c.Active, MaxEVs)
 	case c.MinActive < 1 || c.MinActive > c.Active:
 		return bad("min_active", "%d is out of range; want 1 to active (%d)", c.MinActive, c.Active)
-	case c.ProbeInterval <= 0:
-		return bad("probe_interval", "%v is not positive; want a duration such as \"50us\", or \"never\" to disable probing", c.ProbeInterval)
+	case c.ProbeInterval < MinEVProbeInterval:
+		return bad("probe_interval", "%v is below %v; want a duration such as \"50us\" (at least a base RTT), or \"never\" to disable probing", c.ProbeInterval, MinEVProbeInterval)
 	case c.ProbeSuccesses < 1 || c.ProbeSuccesses > MaxEVProbeSuccesses:
 		return bad("probe_successes", "%d is out of range; want 1 to %d (lockstep default %d)", c.ProbeSuccesses, MaxEVProbeSuccesses, DefaultEVProbeSuccesses)
 	case c.Rotation != RotationFixed && c.Rotation != RotationShuffle:

@@ -105,6 +105,9 @@ func TestEVConfigValidate(t *testing.T) {
 		{"min active above active", with(func(c *EVConfig) { c.MinActive = 129 }), "min_active"},
 		{"probe interval negative", with(func(c *EVConfig) { c.ProbeInterval = -sim.Microsecond }), "probe_interval"},
 		{"probe interval zero", with(func(c *EVConfig) { c.ProbeInterval = 0 }), "probe_interval"},
+		{"probe interval 1ps", with(func(c *EVConfig) { c.ProbeInterval = 1 }), "probe_interval"},
+		{"probe interval 999ns", with(func(c *EVConfig) { c.ProbeInterval = 999 * sim.Nanosecond }), "probe_interval"},
+		{"rotation unknown", with(func(c *EVConfig) { c.Rotation = "random" }), "rotation"},
 		{"probe successes zero", with(func(c *EVConfig) { c.ProbeSuccesses = 0 }), "probe_successes"},
 		{"probe successes too many", with(func(c *EVConfig) { c.ProbeSuccesses = MaxEVProbeSuccesses + 1 }), "probe_successes"},
 	}
