@@ -103,7 +103,7 @@ type PlaneSummary struct {
 	DownlinkUtilMaxPct float64 `json:"downlink_util_max_pct"` // switch ports toward a lower tier or a host
 	DownlinksOverload  int     `json:"downlinks_overloaded"`
 
-	TxBytes int64 `json:"tx_bytes"` // all switch ports of the plane
+	TxBytes int64 `json:"tx_bytes"`      // all switch ports of the plane
 	Drops   int64 `json:"drops_packets"` // at the plane's switch ports and its NIC ports
 	Trims   int64 `json:"trims"`
 	CEMarks int64 `json:"ce_marks"`
