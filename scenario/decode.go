@@ -305,8 +305,36 @@ var misplaced = map[string]string{
 	"topology.planes":        "Clos settings go under topology.clos: topology: {clos: {planes: 8, ...}}",
 }
 
+// mappingHints suggest, for a mapping written as a single value, the mapping meant, given the
+// value when it is a plain word ("" otherwise): "transport: mrc" -> "want a mapping such as
+// {kind: mrc}".
+var mappingHints = map[string]func(word string) string{
+	"transport": func(w string) string {
+		if w == "" {
+			w = "mrc"
+		}
+		return "{kind: " + w + "}"
+	},
+}
+
+// presenceRecorder is implemented (on the pointer) by scenario structs that must tell a value
+// written explicitly from one left out, where the zero value is also meaningful (`enabled:
+// false` against no enabled key at all, `bytes: 0` against no bytes). After decoding a mapping
+// into such a struct, Decode calls recordPresence with a function reporting whether the mapping
+// gives a non-null value at a key path below it (aliases and merge keys resolved).
+type presenceRecorder interface {
+	recordPresence(given func(path ...string) bool)
+}
+
 func (d *nodeDecoder) decodeStruct(n *yaml.Node, v reflect.Value, p *fieldPath, expanded bool) error {
 	if n.Kind != yaml.MappingNode {
+		if hint, ok := mappingHints[p.String()]; ok {
+			word := ""
+			if n.Kind == yaml.ScalarNode && isWord(n.Value) {
+				word = n.Value
+			}
+			return fieldErr(p, n, "want a mapping such as %s, got %s", hint(word), describeNode(n))
+		}
 		return fieldErr(p, n, "want a mapping, got %s", describeNode(n))
 	}
 	info := structInfoOf(v.Type())
@@ -330,7 +358,56 @@ func (d *nodeDecoder) decodeStruct(n *yaml.Node, v reflect.Value, p *fieldPath, 
 			return err
 		}
 	}
+	if v.CanAddr() {
+		if r, ok := v.Addr().Interface().(presenceRecorder); ok {
+			r.recordPresence(func(path ...string) bool { return d.given(n, path) })
+		}
+	}
 	return nil
+}
+
+// given reports whether mapping n holds a non-null value at the key path (aliases and merge
+// keys resolved, as decoding sees them).
+func (d *nodeDecoder) given(n *yaml.Node, path []string) bool {
+	for _, k := range path {
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			n = n.Alias
+		}
+		if n.Kind != yaml.MappingNode {
+			return false
+		}
+		ents, err := d.entries(n, nil)
+		if err != nil {
+			return false
+		}
+		var next *yaml.Node
+		for _, e := range ents {
+			if e.key.Value == k {
+				next = e.val
+				break
+			}
+		}
+		if next == nil {
+			return false
+		}
+		n = next
+	}
+	return !isNull(n)
+}
+
+// isWord reports whether s is a short plain word (letters, digits, '_', '-'), safe to show
+// inside a suggested YAML mapping.
+func isWord(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 func (d *nodeDecoder) decodeSlice(n *yaml.Node, v reflect.Value, p *fieldPath, expanded bool) error {

@@ -125,8 +125,9 @@ const (
 	// ProfileMRC: ECN marking between 0.2 and 0.8 BDP of queue (probability 0 to 1) on every
 	// switch hop except the last, trimming above 1 BDP (1.5 BDP at the last hop), as in the
 	// UEC reference simulator's defaults for MRC/NSCC fabrics [PROTOCOLS.md NSCC]. BDP is the
-	// fabric link rate x the transport's base RTT. It overrides the ecn and trim settings of
-	// switch_queue and last_hop_queue; limits and classes stay as configured.
+	// fabric link rate x the transport's base RTT. It sets the ecn and trim blocks of
+	// switch_queue and last_hop_queue, and raises a queue limit below 2 BDP, wherever the
+	// scenario leaves them out (see Fabric.Profile); classes stay as configured.
 	ProfileMRC = "mrc"
 	// ProfileRoCE: RED/ECN marking for DCQCN on every switch port, the last hop included:
 	// Kmin 100 KB, Kmax 400 KB, Pmax 0.2 per 25 Gb/s of link rate (at 100G: 400 KB, 1.6 MB)
@@ -140,14 +141,23 @@ type Fabric struct {
 	// Profile derives switch ECN, trimming and queue limits for a transport: "mrc", "roce"
 	// or "none" (queues exactly as configured). Default: the transport's own ("mrc" under
 	// mrc, "roce" under roce), "none" otherwise. A profile fills in only what the scenario
-	// does not set: a switch_queue limit, ecn or trim block given explicitly is kept.
+	// does not set, queue by queue: a limit, ecn or trim block given explicitly is kept,
+	// `enabled: false` included (ecn: {enabled: false} turns marking off). A block that
+	// gives thresholds (ecn kmin, kmax, pmax; trim threshold) but no enabled is on where the
+	// profile turns the feature on (switch_queue: {ecn: {kmin: 20KB, kmax: 80KB}} marks under
+	// mrc and roce) and an error elsewhere (profile none, the mrc last hop's ECN, roce
+	// trimming), and a left-out ecn.pmax is the profile's (1 under mrc, 0.2 under roce);
+	// enabled: true alone where the profile turns the feature on leaves every threshold to
+	// the profile.
 	Profile string `yaml:"profile"`
 	// SwitchQueue configures every switch egress port (default: 2 classes, 1 MiB drop-tail,
 	// no ECN, no trimming).
 	SwitchQueue fabric.QueueConfig `yaml:"switch_queue"`
 	// LastHopQueue configures T0 egress ports toward hosts, the last queue before a receiver
 	// (MRC: no ECN marking there, trimming at a higher threshold [MRC §2.1]). Default: a copy
-	// of SwitchQueue.
+	// of SwitchQueue, except that under the mrc profile, which sets the last hop apart, its
+	// ecn and trim are the profile's unless last_hop_queue gives them (switch_queue's limit
+	// and classes are still copied).
 	LastHopQueue *fabric.QueueConfig `yaml:"last_hop_queue"`
 	// NICQueue configures every host NIC port's egress (default: 2 classes, 16 MiB).
 	NICQueue fabric.QueueConfig `yaml:"nic_queue"`
@@ -165,18 +175,156 @@ type Fabric struct {
 	// link and they are blackholed. Default 1s; source-routed traffic (MRC) is not affected.
 	Reconvergence sim.Time `yaml:"reconvergence"`
 
-	given QueueGiven // what the YAML set explicitly (Resolve records it before defaults)
+	given QueueGiven // what the profile must keep (Resolve derives it from keys)
+	keys  fabricKeys // what the YAML wrote (recordPresence, while decoding)
 }
 
 // QueueGiven records which queue settings a scenario set explicitly, so a profile (mrc, roce)
-// fills in only the rest: a queue limit, ECN marking or trimming the user wrote is kept.
+// fills in only the rest: a queue limit, ECN marking or trimming the user wrote is kept,
+// enabled: false included. A block that gives only enabled: true where the profile turns the
+// feature on is not given: the profile fills its thresholds.
 type QueueGiven struct {
 	SwitchLimit, SwitchECN, SwitchTrim bool // fabric.switch_queue
-	LastLimit, LastECN, LastTrim       bool // fabric.last_hop_queue (or switch_queue, copied)
+	// fabric.last_hop_queue; without one, switch_queue's (copied), except ECN and trimming
+	// under the mrc profile, which sets the last hop apart.
+	LastLimit, LastECN, LastTrim bool
 }
 
 // Given returns which queue settings the scenario set explicitly (all false before Resolve).
 func (f *Fabric) Given() QueueGiven { return f.given }
+
+// queueKeys records which settings of one queue block a scenario wrote (a null counts as left
+// out).
+type queueKeys struct {
+	block         bool // the block itself (last_hop_queue: a copy of switch_queue without it)
+	limit         bool
+	ecnEnabled    bool // ecn.enabled
+	ecnThresholds bool // ecn.kmin, kmax or pmax
+	ecnPmax       bool // ecn.pmax
+	trimEnabled   bool // trim.enabled
+	trimThreshold bool // trim.threshold (header_limit and header_share every profile keeps)
+}
+
+// fabricKeys records which queue settings a scenario's YAML wrote.
+type fabricKeys struct {
+	recorded bool // by recordPresence or, for a scenario built in Go, from its values
+	sw, last queueKeys
+}
+
+// recordPresence notes which queue settings the fabric mapping gives (see presenceRecorder).
+func (f *Fabric) recordPresence(given func(path ...string) bool) {
+	q := func(name string) queueKeys {
+		return queueKeys{
+			block:         given(name),
+			limit:         given(name, "limit"),
+			ecnEnabled:    given(name, "ecn", "enabled"),
+			ecnThresholds: given(name, "ecn", "kmin") || given(name, "ecn", "kmax") || given(name, "ecn", "pmax"),
+			ecnPmax:       given(name, "ecn", "pmax"),
+			trimEnabled:   given(name, "trim", "enabled"),
+			trimThreshold: given(name, "trim", "threshold"),
+		}
+	}
+	f.keys = fabricKeys{recorded: true, sw: q("switch_queue"), last: q("last_hop_queue")}
+}
+
+// valueKeys judges which settings of q were given by their values, for a scenario built in Go
+// rather than decoded: a non-zero limit, ECN or trim block counts as given, enabled included.
+func valueKeys(q *fabric.QueueConfig) queueKeys {
+	if q == nil {
+		return queueKeys{}
+	}
+	ecn := q.ECN != (fabric.ECNConfig{})
+	trim := q.Trim.Enabled || q.Trim.Threshold != 0
+	return queueKeys{block: true, limit: q.Limit != 0, ecnEnabled: ecn, ecnThresholds: ecn, ecnPmax: ecn, trimEnabled: trim, trimThreshold: trim}
+}
+
+// Marking probability at kmax (ecn.pmax) of the fabric profiles, which fill it in an ecn block
+// that gives thresholds but no pmax.
+const (
+	ProfileMRCPmax  = 1.0 // ProfileMRC: marking rises from 0 at 0.2 BDP to 1 at 0.8 BDP
+	ProfileRoCEPmax = 0.2 // ProfileRoCE: DCQCN's RED profile [DCQCN §5]
+)
+
+// profileOn says whether profile turns ECN marking and trimming on at a queue (last: the last
+// hop), and the pmax it marks with; ok is false for ProfileNone, which fills nothing.
+func profileOn(profile string, last bool) (ecn, trim bool, pmax float64, ok bool) {
+	switch profile {
+	case ProfileMRC:
+		return !last, true, ProfileMRCPmax, true // MRC marks every hop but the last [MRC §2.1]
+	case ProfileRoCE:
+		return true, false, ProfileRoCEPmax, true
+	}
+	return false, false, 0, false
+}
+
+// resolveQueues finishes fabric.switch_queue and last_hop_queue once the profile is known:
+// it decides which settings the profile must keep (Given), fills a left-out enabled or pmax
+// of a block the scenario gave with the profile's, copies switch_queue to a missing
+// last_hop_queue, applies the queue defaults and validates both.
+func (f *Fabric) resolveQueues() error {
+	k := f.keys
+	// fill completes one queue's ECN and trim blocks from the profile and says which of its
+	// settings the profile must keep.
+	fill := func(path string, q *fabric.QueueConfig, qk queueKeys, last bool) (limit, ecn, trim bool, err error) {
+		onECN, onTrim, pmax, ok := profileOn(f.Profile, last)
+		// A block with thresholds but no enabled: the profile's choice when it turns the
+		// feature on here; otherwise the thresholds would be silently unused.
+		what := func() string {
+			switch {
+			case !ok:
+				return "profile none turns nothing on"
+			case last:
+				return "the " + f.Profile + " profile turns it off at the last hop"
+			}
+			return "the " + f.Profile + " profile turns it off"
+		}
+		if qk.ecnThresholds && !qk.ecnEnabled {
+			if !ok || !onECN {
+				return false, false, false, Errorf(path+".ecn.enabled", "missing, but kmin, kmax or pmax is given and %s; set enabled: true to mark at them (or remove them)", what())
+			}
+			q.ECN.Enabled = true
+		}
+		if qk.trimThreshold && !qk.trimEnabled {
+			if !ok || !onTrim {
+				return false, false, false, Errorf(path+".trim.enabled", "missing, but threshold is given and %s; set enabled: true to trim above it (or remove it)", what())
+			}
+			q.Trim.Enabled = true
+		}
+		if ok && qk.ecnThresholds && !qk.ecnPmax && q.ECN.Enabled {
+			q.ECN.Pmax = pmax
+		}
+		// enabled: true alone where the profile marks (trims) anyway: the profile's block.
+		ecn = qk.ecnThresholds || qk.ecnEnabled && !(ok && onECN && q.ECN.Enabled)
+		trim = qk.trimThreshold || qk.trimEnabled && !(ok && onTrim && q.Trim.Enabled)
+		if !ecn {
+			q.ECN = fabric.ECNConfig{} // the profile's block replaces it (no thresholds to check yet)
+		}
+		return qk.limit, ecn, trim, nil
+	}
+	g := &f.given
+	var err error
+	if g.SwitchLimit, g.SwitchECN, g.SwitchTrim, err = fill("fabric.switch_queue", &f.SwitchQueue, k.sw, false); err != nil {
+		return err
+	}
+	if err := f.SwitchQueue.Validate("fabric.switch_queue"); err != nil {
+		return err
+	}
+	if f.LastHopQueue == nil || !k.last.block {
+		q := f.SwitchQueue
+		f.LastHopQueue = &q
+		g.LastLimit, g.LastECN, g.LastTrim = g.SwitchLimit, g.SwitchECN, g.SwitchTrim
+		if f.Profile == ProfileMRC {
+			// The mrc profile's last hop differs from the fabric hops (no marking, trimming
+			// at 1.5 BDP): switch_queue's ECN and trimming are not the last hop's.
+			g.LastECN, g.LastTrim = false, false
+		}
+	} else if g.LastLimit, g.LastECN, g.LastTrim, err = fill("fabric.last_hop_queue", f.LastHopQueue, k.last, true); err != nil {
+		return err
+	}
+	lq := f.LastHopQueue.WithDefaults()
+	f.LastHopQueue = &lq
+	return lq.Validate("fabric.last_hop_queue")
+}
 
 // DefaultReconvergence is the default routing reconvergence delay.
 const DefaultReconvergence = sim.Second
@@ -215,10 +363,12 @@ type Traffic struct {
 	// Start and Stop bound when packets leave; Stop defaults to run.duration.
 	Start sim.Time `yaml:"start"`
 	Stop  sim.Time `yaml:"stop"`
-	// ECN marks packets ECN-capable (ECT) so switch queues with ECN enabled mark them.
-	ECN bool `yaml:"ecn"`
-	// Trimmable lets switch queues with trimming enabled trim these packets.
-	Trimmable bool `yaml:"trimmable"`
+	// ECN marks packets ECN-capable (ECT) so switch queues with ECN enabled mark them (raw
+	// traffic only: a transport's packets are always ECN-capable).
+	ECN bool `yaml:"ecn,omitempty"`
+	// Trimmable lets switch queues with trimming enabled trim these packets (raw traffic
+	// only: MRC's data packets are always trimmable, RoCE's never).
+	Trimmable bool `yaml:"trimmable,omitempty"`
 	// Senders and Receiver define an incast: host indices.
 	Senders  []int `yaml:"senders,omitempty"`
 	Receiver *int  `yaml:"receiver,omitempty"`
@@ -227,6 +377,19 @@ type Traffic struct {
 	// Bytes is the size of the one RDMA Write transfer each flow carries (transports only;
 	// raw flows are paced by load or rate instead).
 	Bytes sim.Size `yaml:"bytes,omitempty"`
+
+	given trafficKeys // what the YAML wrote (recordPresence)
+}
+
+// trafficKeys records which of a traffic group's fields whose zero value is also a value the
+// YAML wrote: ecn: false and trimmable: false (raw only), bytes: 0 (not a size).
+type trafficKeys struct {
+	ecn, trimmable, bytes bool
+}
+
+// recordPresence notes which fields the traffic group's mapping gives (see presenceRecorder).
+func (t *Traffic) recordPresence(given func(path ...string) bool) {
+	t.given = trafficKeys{ecn: given("ecn"), trimmable: given("trimmable"), bytes: given("bytes")}
 }
 
 // FlowSpec is one explicit flow: host indices and an optional per-flow rate (all planes), which
@@ -237,7 +400,12 @@ type FlowSpec struct {
 	Rate sim.Rate `yaml:"rate,omitempty"`
 	// Bytes overrides the group's transfer size for this flow (transports only).
 	Bytes sim.Size `yaml:"bytes,omitempty"`
+
+	bytesGiven bool // the YAML wrote bytes (bytes: 0 is an error, not "the group's")
 }
+
+// recordPresence notes whether the flow's mapping gives bytes (see presenceRecorder).
+func (f *FlowSpec) recordPresence(given func(path ...string) bool) { f.bytesGiven = given("bytes") }
 
 // Run configures execution.
 type Run struct {
@@ -416,16 +584,9 @@ func (sc *Scenario) Resolve() error {
 	}
 	c := l.Params()
 
-	sc.Fabric.given = QueueGiven{
-		SwitchLimit: sc.Fabric.SwitchQueue.Limit != 0,
-		SwitchECN:   sc.Fabric.SwitchQueue.ECN != (fabric.ECNConfig{}),
-		SwitchTrim:  sc.Fabric.SwitchQueue.Trim.Enabled || sc.Fabric.SwitchQueue.Trim.Threshold != 0,
-	}
-	sc.Fabric.given.LastLimit, sc.Fabric.given.LastECN, sc.Fabric.given.LastTrim = sc.Fabric.given.SwitchLimit, sc.Fabric.given.SwitchECN, sc.Fabric.given.SwitchTrim
-	if lh := sc.Fabric.LastHopQueue; lh != nil {
-		sc.Fabric.given.LastLimit = lh.Limit != 0
-		sc.Fabric.given.LastECN = lh.ECN != (fabric.ECNConfig{})
-		sc.Fabric.given.LastTrim = lh.Trim.Enabled || lh.Trim.Threshold != 0
+	if !sc.Fabric.keys.recorded {
+		// Built in Go, not decoded: judge what was given by the values, before defaults.
+		sc.Fabric.keys = fabricKeys{recorded: true, sw: valueKeys(&sc.Fabric.SwitchQueue), last: valueKeys(sc.Fabric.LastHopQueue)}
 	}
 	sc.Fabric.SwitchQueue = sc.Fabric.SwitchQueue.WithDefaults()
 	switch sc.Fabric.ECMPSeed {
@@ -445,18 +606,6 @@ func (sc *Scenario) Resolve() error {
 		sc.Fabric.NICQueue.Limit = DefaultNICQueueLimit
 	}
 	sc.Fabric.NICQueue = sc.Fabric.NICQueue.WithDefaults()
-	if err := sc.Fabric.SwitchQueue.Validate("fabric.switch_queue"); err != nil {
-		return err
-	}
-	if sc.Fabric.LastHopQueue == nil {
-		q := sc.Fabric.SwitchQueue
-		sc.Fabric.LastHopQueue = &q
-	}
-	lq := sc.Fabric.LastHopQueue.WithDefaults()
-	sc.Fabric.LastHopQueue = &lq
-	if err := lq.Validate("fabric.last_hop_queue"); err != nil {
-		return err
-	}
 	if err := sc.Fabric.NICQueue.Validate("fabric.nic_queue"); err != nil {
 		return err
 	}
@@ -612,17 +761,20 @@ func (sc *Scenario) Resolve() error {
 	default:
 		return Errorf("fabric.profile", "%q is not a profile; allowed mrc, roce, none", sc.Fabric.Profile)
 	}
+	if err := sc.Fabric.resolveQueues(); err != nil {
+		return err
+	}
 	if sc.Transport.Kind == TransportMRC {
 		m := mrc.Config{}
 		if sc.Transport.MRC != nil {
 			m = *sc.Transport.MRC
 		}
+		if err := resolveEVSplit(&m.EV, c.Planes); err != nil {
+			return err
+		}
 		m = m.WithDefaults()
 		if err := m.Validate("transport.mrc"); err != nil {
 			return err // already "transport.mrc.<field>: ..."
-		}
-		if m.EV.Active < c.Planes {
-			return Errorf("transport.mrc.ev.active", "%d EVs cannot cover the %d planes; want at least one per plane", m.EV.Active, c.Planes)
 		}
 		sc.Transport.MRC = &m
 	} else if sc.Transport.MRC != nil {
@@ -701,6 +853,41 @@ func (sc *Scenario) Resolve() error {
 	return nil
 }
 
+// resolveEVSplit checks that transport.mrc.ev's active set and backup pool split equally over
+// the topology's planes [MRC §2.1: the active set is split across the planes], so every plane
+// carries the same share of each QP's packets and each plane's EVs are one contiguous block
+// of EV numbers (active, then backup). Left out, active is the largest multiple of planes up
+// to mrc.DefaultEVActive (128; 126 on 6 planes), and backup is active/2 (mrc's default) when
+// that is a multiple of planes, otherwise half of each plane's active share rounded up, on
+// every plane (active 8 on 8 planes: 8 backups, not 4 on half the planes).
+func resolveEVSplit(ev *mrc.EVConfig, planes int) error {
+	if planes < 1 {
+		return nil // Describe rejects such a topology first
+	}
+	eg := func(n int) string { // two multiples of planes near n, for the error's example
+		lo := max(planes, n/planes*planes)
+		return fmt.Sprintf("e.g. %d or %d", lo, lo+planes)
+	}
+	switch {
+	case ev.Active == 0:
+		ev.Active = max(planes, mrc.DefaultEVActive/planes*planes)
+	case ev.Active > 0 && ev.Active < planes:
+		return Errorf("transport.mrc.ev.active", "%d EVs cannot cover the %d planes of the topology; want at least one per plane, a multiple of %d (%s)", ev.Active, planes, planes, eg(ev.Active))
+	case ev.Active > 0 && ev.Active%planes != 0:
+		return Errorf("transport.mrc.ev.active", "%d does not split equally over the %d planes of the topology; use a multiple of %d (%s)", ev.Active, planes, planes, eg(ev.Active))
+	}
+	switch {
+	case ev.Backup == 0 && ev.Active > 0:
+		ev.Backup = ev.Active / 2 // mrc's default, when it splits
+		if ev.Backup%planes != 0 {
+			ev.Backup = planes * ((ev.Active/planes + 1) / 2)
+		}
+	case ev.Backup > 0 && ev.Backup%planes != 0:
+		return Errorf("transport.mrc.ev.backup", "%d does not split equally over the %d planes of the topology; use a multiple of %d (%s), 0 for the default (active/2, or half of each plane's active share rounded up when that does not split) or -1 for none", ev.Backup, planes, planes, eg(ev.Backup))
+	}
+	return nil
+}
+
 // estimatePackets is the number of packets the group offers: flows x rate x time / size (raw),
 // or total bytes / payload per packet (transports).
 func (t *Traffic) estimatePackets(tr Transport, hosts, planes int, hostLink sim.Rate) float64 {
@@ -752,7 +939,7 @@ func (t *Traffic) resolve(path string, tr Transport, hosts int, duration sim.Tim
 	if tr.Kind != TransportRaw {
 		return t.resolveTransfers(path, tr, hosts, duration)
 	}
-	if t.Bytes != 0 {
+	if t.Bytes != 0 || t.given.bytes {
 		return Errorf(path+".bytes", "%v is set, but transport raw paces flows by load or rate; use transport.kind: mrc for transfers", t.Bytes)
 	}
 	switch t.Path {
@@ -808,9 +995,24 @@ func (t *Traffic) resolveTransfers(path string, tr Transport, hosts int, duratio
 		f   string
 		set bool
 	}{{"load", t.Load != 0}, {"rate", t.Rate != 0}, {"path", t.Path != ""}, {"packet_size", t.PacketSize != 0},
-		{"stop", t.Stop != 0}, {"ecn", t.ECN}, {"trimmable", t.Trimmable}} {
+		{"stop", t.Stop != 0}} {
 		if err := rawOnly(c.f, c.set); err != nil {
 			return err
+		}
+	}
+	// ecn and trimmable say how a raw flow's packets are flagged; a transport flags its own
+	// (MRC data: ECN-capable and trimmable; RoCE data: ECN-capable), so even false is unused.
+	what := map[string]string{
+		TransportMRC:  "MRC marks every data packet ECN-capable and trimmable",
+		TransportRoCE: "RoCE marks every data packet ECN-capable (DCQCN) and never trimmable",
+	}[tr.Kind]
+	for _, c := range []struct {
+		f, switchOff string
+		set          bool
+		v            bool
+	}{{"ecn", "fabric.switch_queue.ecn: {enabled: false}", t.ECN || t.given.ecn, t.ECN}, {"trimmable", "fabric.switch_queue.trim: {enabled: false}", t.Trimmable || t.given.trimmable, t.Trimmable}} {
+		if c.set {
+			return Errorf(path+"."+c.f, "%v applies to transport raw only; %s (to change what switches do, set %s and likewise last_hop_queue)", c.v, what, c.switchOff)
 		}
 	}
 	if t.Start < 0 || t.Start >= duration {
@@ -818,6 +1020,9 @@ func (t *Traffic) resolveTransfers(path string, tr Transport, hosts int, duratio
 	}
 	if t.Bytes < 0 {
 		return Errorf(path+".bytes", "%v must be positive", t.Bytes)
+	}
+	if t.Bytes == 0 && t.given.bytes {
+		return Errorf(path+".bytes", "%v is not a transfer size; want a positive size such as 4MiB", t.Bytes)
 	}
 	if t.Bytes == 0 && t.Pattern != PatternFlows {
 		return Errorf(path+".bytes", "missing; give the transfer size of each flow, e.g. 16MiB")
@@ -829,6 +1034,9 @@ func (t *Traffic) resolveTransfers(path string, tr Transport, hosts int, duratio
 		}
 		if f.Bytes < 0 {
 			return Errorf(fmt.Sprintf("%s.flows[%d].bytes", path, j), "%v must be positive", f.Bytes)
+		}
+		if f.Bytes == 0 && f.bytesGiven {
+			return Errorf(fmt.Sprintf("%s.flows[%d].bytes", path, j), "%v is not a transfer size; want a positive size such as 4MiB (or leave it out for the group's bytes)", f.Bytes)
 		}
 		if f.Bytes == 0 {
 			if t.Bytes == 0 {

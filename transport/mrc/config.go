@@ -46,7 +46,9 @@ type Config struct {
 	// the smallest t whose timeout covers 4 base RTTs (lockstep default).
 	AckTimeoutExp int `yaml:"ack_timeout_exp"`
 	// FixedRetries are the retries at the fixed ACK timeout before exponential backoff; default
-	// 7 [API].
+	// 7 [API], or MaxRetries when that is lower (and not unlimited). At most MaxRetries unless
+	// MaxRetries is 25 (unlimited): the QP errors after MaxRetries timeouts, so more fixed
+	// retries would never happen.
 	FixedRetries int `yaml:"fixed_retries"`
 	// MaxRetries is the number of ACK timeouts in a row without progress before the QP errors;
 	// 25 means unlimited [API]. Lockstep default 15 (7 fixed + 8 doubling: about 2^8 x the
@@ -117,11 +119,14 @@ func (c Config) WithDefaults() Config {
 	if c.AckDelay == 0 {
 		c.AckDelay = DefaultAckDelay
 	}
-	if c.FixedRetries == 0 {
-		c.FixedRetries = DefaultFixedRetries
-	}
 	if c.MaxRetries == 0 {
 		c.MaxRetries = DefaultMaxRetries
+	}
+	if c.FixedRetries == 0 {
+		c.FixedRetries = DefaultFixedRetries
+		if c.MaxRetries >= 1 && c.MaxRetries < UnlimitedRetries {
+			c.FixedRetries = min(c.FixedRetries, c.MaxRetries) // max_retries: 3 alone is valid
+		}
 	}
 	if c.WindowMPR == 0 {
 		c.WindowMPR = DefaultWindowMPR
@@ -167,6 +172,8 @@ func (c Config) Validate(prefix string) error {
 		return bad("fixed_retries", "%d is out of range; allowed 0..25", c.FixedRetries)
 	case c.MaxRetries < 1 || c.MaxRetries > UnlimitedRetries:
 		return bad("max_retries", "%d is out of range; allowed 1..25 (25 = unlimited)", c.MaxRetries)
+	case c.FixedRetries > c.MaxRetries && c.MaxRetries != UnlimitedRetries:
+		return bad("fixed_retries", "%d is above %s.max_retries (%d): the QP errors after max_retries timeouts, so only %d fixed retries could happen; want fixed_retries <= max_retries, or max_retries 25 (unlimited)", c.FixedRetries, prefix, c.MaxRetries, c.MaxRetries)
 	case c.ReorderWindow < 0 || c.ReorderWindow > sim.Second:
 		return bad("reorder_window", "%v is out of range; allowed 0..1s (0 = one base RTT)", c.ReorderWindow)
 	case c.WindowMPR < 1 || c.WindowMPR > 512:
