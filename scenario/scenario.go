@@ -412,8 +412,9 @@ type Run struct {
 	// Seed drives every random stream (default 1). The same scenario and seed give
 	// byte-identical summary.json.
 	Seed uint64 `yaml:"seed"`
-	// Duration is the simulated time traffic is offered (default 1ms); utilisation is
-	// measured over it.
+	// Duration is the simulated time traffic is offered (default 1ms; for MRC or RoCE
+	// transfers, which end the run when they complete, at least 4 x the busiest NIC's bytes at
+	// line rate plus 100us, up to 1h); utilisation is measured over it.
 	Duration sim.Time `yaml:"duration"`
 	// Drain is how long the run may continue after Duration for packets in flight to land
 	// (default 10ms; the run ends as soon as the fabric is empty).
@@ -633,6 +634,7 @@ func (sc *Scenario) Resolve() error {
 	if r.Seed == 0 {
 		r.Seed = DefaultSeed
 	}
+	durationGiven := r.Duration != 0
 	if r.Duration == 0 {
 		r.Duration = DefaultDuration
 		if wl {
@@ -679,14 +681,20 @@ func (sc *Scenario) Resolve() error {
 		return Errorf("topology", "%d links in all planes is beyond the packet-level limit of %d; use fewer hosts, planes or tiers (lockstep topo sizes any fabric)", links, MaxLinks)
 	}
 	switchPorts := int64(2*l.NumLinks() - l.NumHosts()*c.Planes)
-	if wl && switchPorts > 0 && !sampleGiven {
-		// A workload's duration is only a bound: keep its default sampling within the cap.
-		if min := sim.Time(float64(r.Duration) * float64(switchPorts) / MaxQueueSamples); r.SampleInterval < min {
-			r.SampleInterval = min + 1
+	fitSampling := func() error {
+		if switchPorts > 0 && !sampleGiven {
+			// Left out, the sampling period grows with a long run to keep within the cap.
+			if min := sim.Time(float64(r.Duration) * float64(switchPorts) / MaxQueueSamples); r.SampleInterval < min {
+				r.SampleInterval = min + 1
+			}
 		}
+		if samples := int64(r.Duration/r.SampleInterval) * switchPorts; samples > MaxQueueSamples && sc.Transport.Kind != TransportIdeal && !flowLevel {
+			return Errorf("run.sample_interval", "%v over %v on %d switch ports is %d queue samples; allowed up to %d: use a longer interval", r.SampleInterval, r.Duration, switchPorts, samples, int64(MaxQueueSamples))
+		}
+		return nil
 	}
-	if samples := int64(r.Duration/r.SampleInterval) * switchPorts; samples > MaxQueueSamples && sc.Transport.Kind != TransportIdeal && !flowLevel {
-		return Errorf("run.sample_interval", "%v over %v on %d switch ports is %d queue samples; allowed up to %d: use a longer interval", r.SampleInterval, r.Duration, switchPorts, samples, int64(MaxQueueSamples))
+	if err := fitSampling(); err != nil {
+		return err
 	}
 	if r.Out == "" {
 		r.Out = "results/" + sc.Name
@@ -842,7 +850,20 @@ func (sc *Scenario) Resolve() error {
 		if err := t.resolve(fmt.Sprintf("traffic[%d]", i), sc.Transport, hosts, r.Duration); err != nil {
 			return err
 		}
-		packets += t.estimatePackets(sc.Transport, hosts, c.Planes, c.HostLink)
+	}
+	nic := c.HostLink * sim.Rate(c.Planes)
+	if need := transferBound(sc.Traffic, sc.Transport, hosts, nic); need > 0 && !durationGiven {
+		// Transfers end the run when they complete; the duration only bounds it. Left out, it
+		// is long enough for the busiest NIC's bytes at a quarter of line rate.
+		if d := 4*need + 100*sim.Microsecond; d > r.Duration {
+			r.Duration = min(d, sim.Hour)
+			if err := fitSampling(); err != nil {
+				return err
+			}
+		}
+	}
+	for i := range sc.Traffic {
+		packets += sc.Traffic[i].estimatePackets(sc.Transport, hosts, c.Planes, c.HostLink, r.Duration)
 	}
 	if packets > float64(r.MaxPackets) {
 		return Errorf("run.duration", "%v of this traffic is about %.3g packets, beyond run.max_packets (%d, one to four minutes of wall time at 7-12 events per packet and 1-4 million events/s); shorten the run or raise run.max_packets", r.Duration, packets, r.MaxPackets)
@@ -888,19 +909,66 @@ func resolveEVSplit(ev *mrc.EVConfig, planes int) error {
 	return nil
 }
 
+// transferBound is the time the busiest host NIC needs for its transfers at line rate nic (the
+// larger of the bytes it sends and receives, from its groups' start): a lower bound on the
+// transfers' completion. 0 when the transport carries no transfers (raw, ideal).
+func transferBound(groups []Traffic, tr Transport, hosts int, nic sim.Rate) sim.Time {
+	if tr.payloadBytes() <= 0 || nic <= 0 {
+		return 0
+	}
+	out := make([]float64, hosts)
+	in := make([]float64, hosts)
+	var start sim.Time
+	add := func(src, dst *int, b sim.Size) {
+		if src != nil && dst != nil && *src >= 0 && *src < hosts && *dst >= 0 && *dst < hosts {
+			out[*src] += float64(b)
+			in[*dst] += float64(b)
+		}
+	}
+	for i := range groups {
+		t := &groups[i]
+		start = max(start, t.Start)
+		switch t.Pattern {
+		case PatternPermutation:
+			for h := range hosts {
+				out[h] += float64(t.Bytes)
+				in[h] += float64(t.Bytes)
+			}
+		case PatternIncast:
+			for _, s := range t.Senders {
+				add(&s, t.Receiver, t.Bytes)
+			}
+		case PatternFlows:
+			for _, f := range t.Flows {
+				add(f.Src, f.Dst, f.Bytes)
+			}
+		}
+	}
+	var most float64
+	for h := range hosts {
+		most = max(most, out[h], in[h])
+	}
+	return start + nic.TxTime(int64(min(most, 1<<62)))
+}
+
 // estimatePackets is the number of packets the group offers: flows x rate x time / size (raw),
-// or total bytes / payload per packet (transports).
-func (t *Traffic) estimatePackets(tr Transport, hosts, planes int, hostLink sim.Rate) float64 {
+// or total bytes / payload per packet (transports), each transfer's bytes capped at what its
+// sender's NIC can send at line rate (all planes) before duration ends.
+func (t *Traffic) estimatePackets(tr Transport, hosts, planes int, hostLink sim.Rate, duration sim.Time) float64 {
 	if pay := tr.payloadBytes(); pay > 0 {
+		sendable := func(b sim.Size) float64 {
+			line := float64(hostLink) * float64(planes) / 8 * max(0, (duration - t.Start).Seconds())
+			return min(float64(b), line)
+		}
 		var bytes float64
 		switch t.Pattern {
 		case PatternPermutation:
-			bytes = float64(hosts) * float64(t.Bytes)
+			bytes = float64(hosts) * sendable(t.Bytes)
 		case PatternIncast:
-			bytes = float64(len(t.Senders)) * float64(t.Bytes)
+			bytes = float64(len(t.Senders)) * sendable(t.Bytes)
 		case PatternFlows:
 			for _, f := range t.Flows {
-				bytes += float64(f.Bytes)
+				bytes += sendable(f.Bytes)
 			}
 		}
 		return bytes / pay

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lockstepsim/lockstep/fabric"
+	"github.com/lockstepsim/lockstep/sim"
 )
 
 // valYAML is a small scenario: an 8-plane Clos of 16 hosts; %s the fabric block (may be
@@ -361,5 +362,52 @@ func TestResolvedRoundTripAfterFixes(t *testing.T) {
 		if string(out) != string(out2) {
 			t.Errorf("not a fixed point:\n%s\n---\n%s", out, out2)
 		}
+	}
+}
+
+// Transfers end the run when they complete, so run.duration is only a bound: left out, it
+// covers the busiest NIC's bytes (here 64 x 4 MiB into one receiver, about 2.7 ms at 800
+// Gb/s) rather than the 1 ms default; given, it caps the packet estimate at what each sender
+// can send before it ends (100 GiB in 10 us is about 2,400 packets, not 26 million); and a
+// long run's default sampling period grows to stay within the sample cap.
+func TestRunDurationForTransfers(t *testing.T) {
+	const base = `
+topology: {clos: {tiers: 2, planes: 8, radix: 16, hosts: 128, host_link: 100G}}
+transport: {kind: mrc}
+traffic:
+  - %s
+%s`
+	senders := make([]string, 64)
+	for i := range senders {
+		senders[i] = fmt.Sprint(i + 1)
+	}
+	incast := fmt.Sprintf("{pattern: incast, senders: [%s], receiver: 0, bytes: 4MiB}", strings.Join(senders, ", "))
+	for _, c := range []struct {
+		name, traffic, run string
+		minDur, maxDur     sim.Time
+		err                string
+	}{
+		{"incast default duration", incast, "", 4 * 2700 * sim.Microsecond, 20 * sim.Millisecond, ""},
+		{"small transfer keeps 1ms", "{pattern: permutation, bytes: 64KiB}", "", sim.Millisecond, sim.Millisecond, ""},
+		{"given duration kept", incast, "run: {duration: 500us}", 500 * sim.Microsecond, 500 * sim.Microsecond, ""},
+		{"huge bytes, short run", "{pattern: flows, bytes: 100GiB, flows: [{src: 0, dst: 9}]}", "run: {duration: 10us}", 10 * sim.Microsecond, 10 * sim.Microsecond, ""},
+		{"huge bytes, long run", "{pattern: flows, bytes: 100GiB, flows: [{src: 0, dst: 9}]}", "run: {duration: 2s}", 0, 0, "run.max_packets"},
+		{"long run, default sampling", "{pattern: permutation, bytes: 16MiB}", "run: {duration: 2s}", 2 * sim.Second, 2 * sim.Second, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sc, err := Parse([]byte(fmt.Sprintf(base, c.traffic, c.run)))
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err = %v; want one naming %s", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := sc.Run.Duration; d < c.minDur || d > c.maxDur {
+				t.Errorf("run.duration %v; want %v to %v", d, c.minDur, c.maxDur)
+			}
+		})
 	}
 }
