@@ -957,7 +957,7 @@ func transferBound(groups []Traffic, tr Transport, hosts int, nic sim.Rate) sim.
 func (t *Traffic) estimatePackets(tr Transport, hosts, planes int, hostLink sim.Rate, duration sim.Time) float64 {
 	if pay := tr.payloadBytes(); pay > 0 {
 		sendable := func(b sim.Size) float64 {
-			line := float64(hostLink) * float64(planes) / 8 * max(0, (duration - t.Start).Seconds())
+			line := float64(hostLink) * float64(planes) / 8 * max(0, (duration-t.Start).Seconds())
 			return min(float64(b), line)
 		}
 		var bytes float64
