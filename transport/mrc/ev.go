@@ -99,7 +99,8 @@ type EVConfig struct {
 	// (DefaultEVActive), 1 to MaxEVs. It is split over the planes as evenly as possible: each
 	// plane gets Active/planes, and the Active%planes left over go one each to planes the QP's
 	// rng picks, so over many QPs no plane is favoured. It must be at least the number of
-	// planes.
+	// planes. A scenario requires a multiple of the planes (package scenario,
+	// resolveEVSplit), so every plane carries the same share of each QP's packets.
 	Active int `yaml:"active"`
 	// Backup is the number of backup EVs, a count, split over the planes like Active; default
 	// Active/2, NoEVBackup (-1) for none. A retired active EV is replaced by a backup of the
