@@ -29,6 +29,59 @@ type flowRouter struct {
 	nvl     int // first scale-up link
 	nvlLat  sim.Time
 	scratch []int32
+	// bundle maps a directed fabric link of a Clos or fat-tree to its bundle link (see
+	// bundleLinks), -1 for host links; nil when MRC flows are not bundled.
+	bundle []int32
+}
+
+// MRC on a Clos or fat-tree is modelled at flow level as perfect spraying: each flow's rate
+// splits equally over the planes, and within a plane equally over every minimal path. Every
+// T0 then loads each of its uplinks equally, and every pod each of its T1-T2 links, so the
+// uplinks of a T0 (and the links into it from above, the T1-T2 links out of a pod, and those
+// into it) act as one link of their summed capacity: a bundle. A flow crosses, per plane, its
+// host link, up to four bundles and the peer's host link, about 6 entries instead of the 34
+// of 16 sampled paths, and flows between like pairs get like rates and finish together, so a
+// training step batches them into few recomputations. This is exact for the fluid model
+// without faults (the flow level applies none) and is what MRC converges to: it moves off EVs
+// that see ECN, evening out what per-packet spraying leaves uneven [MRC §2.1]. RoCE keeps one
+// ECMP-hashed path per plane, and other topologies the sampled paths.
+
+// bundleLinks gives every directed fabric link of Clos or fat-tree l its bundle, numbered from
+// first, and returns the map and the bundles' capacities in bits/s: the uplinks of each T0 and
+// the links down into it (per plane), and in three tiers the T1-T2 links out of each pod and
+// into it.
+func bundleLinks(l *topo.Layout, links []topo.Link, first int) ([]int32, []float64) {
+	d := l.Dims()
+	type key struct{ plane, level, group, dir int }
+	ids := map[key]int32{}
+	var caps []float64
+	out := make([]int32, 2*len(links))
+	for k, lk := range links {
+		out[2*k], out[2*k+1] = -1, -1
+		if lk.Level == 0 {
+			continue
+		}
+		_, _, idx, ok := l.Locate(lk.A.Node) // the lower end: a T0 (level 1) or a T1 (level 2)
+		if !ok {
+			continue
+		}
+		group := idx
+		if lk.Level == 2 && d.T1PerPod > 0 {
+			group = idx / d.T1PerPod
+		}
+		for dir := range 2 {
+			kk := key{lk.Plane, lk.Level, group, dir}
+			id, seen := ids[kk]
+			if !seen {
+				id = int32(first + len(caps))
+				ids[kk] = id
+				caps = append(caps, 0)
+			}
+			caps[int(id)-first] += float64(lk.Rate)
+			out[2*k+dir] = id
+		}
+	}
+	return out, caps
 }
 
 // newFlowRouter returns the router and the directed link capacities in bits/s (fabric links
@@ -45,6 +98,11 @@ func newFlowRouter(t topo.Topology, kind string, seed uint64, domain int, upRate
 			caps = append(caps, float64(upRate))
 		}
 	}
+	if l, ok := t.(*topo.Layout); ok && r.spray {
+		var bcaps []float64
+		r.bundle, bcaps = bundleLinks(l, r.links, len(caps))
+		caps = append(caps, bcaps...)
+	}
 	return r, caps
 }
 
@@ -58,6 +116,9 @@ func (r *flowRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Pa
 	n := r.t.NumPaths(src, dst)
 	if n == 0 {
 		return nil, 0, fmt.Errorf("no path from h%d to h%d in the topology", src, dst)
+	}
+	if r.bundle != nil {
+		return r.bundled(src, dst, buf)
 	}
 	idx := r.pick(src, dst, n/r.planes, key)
 	buf = buf[:0]
@@ -74,6 +135,34 @@ func (r *flowRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Pa
 			return nil, 0, err
 		}
 		lat = max(lat, l)
+		buf = append(buf, flow.Path{Links: r.scratch[start:len(r.scratch):len(r.scratch)], Weight: 1})
+	}
+	return buf, lat, nil
+}
+
+// bundled routes an MRC flow from src to dst as perfect spraying: one path per plane, of
+// weight 1, over its host links and the bundles its plane's minimal paths cross (the first
+// minimal path's links mapped to their bundles; every minimal path of the plane crosses the
+// same bundles).
+func (r *flowRouter) bundled(src, dst int, buf []flow.Path) ([]flow.Path, sim.Time, error) {
+	need := r.planes * (topo.MaxHops + 1)
+	if cap(r.scratch) < need {
+		r.scratch = make([]int32, 0, need)
+	}
+	buf = buf[:0]
+	var lat sim.Time
+	for plane := range r.planes {
+		start := len(r.scratch)
+		l, err := r.walk(src, dst, plane)
+		if err != nil {
+			return nil, 0, err
+		}
+		lat = max(lat, l)
+		for i := start; i < len(r.scratch); i++ {
+			if b := r.bundle[r.scratch[i]]; b >= 0 {
+				r.scratch[i] = b
+			}
+		}
 		buf = append(buf, flow.Path{Links: r.scratch[start:len(r.scratch):len(r.scratch)], Weight: 1})
 	}
 	return buf, lat, nil

@@ -101,6 +101,11 @@ func (l *Layout) locate(n int) (plane, tier, index int, ok bool) {
 	}
 }
 
+// Locate returns the plane, tier and index within its tier and plane of node n (tier and plane
+// -1 and index the host ID for a host) without building the Node; ok is false when n is out of
+// range.
+func (l *Layout) Locate(n int) (plane, tier, index int, ok bool) { return l.locate(n) }
+
 // Node returns node n; ok is false when n is out of range.
 func (l *Layout) Node(n int) (Node, bool) {
 	plane, tier, index, ok := l.locate(n)

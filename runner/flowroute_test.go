@@ -1,0 +1,115 @@
+package runner
+
+import (
+	"math"
+	"testing"
+
+	"github.com/lockstepsim/lockstep/flow"
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/topo"
+)
+
+// MRC flows on a Clos or fat-tree are perfect spraying over bundles: a T0's uplinks (and the
+// links down into it), and a pod's T1-T2 links, act as one link of their summed capacity.
+// Checked: the number of bundles and their capacities; a flow's entries (one path per plane
+// over host links and bundles); and the rates max-min fairness then gives: line rate on a
+// non-blocking fabric, and the oversubscription share when every host of a T0 sends across.
+func TestFlowBundles(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		layout    func() (*topo.Layout, error)
+		pairLinks int     // entries per plane of a flow from the first host to the last
+		share     float64 // rate of each cross-T0 flow when a whole T0 sends, of host line
+	}{
+		{"2-tier", func() (*topo.Layout, error) {
+			return topo.Clos{Tiers: 2, Planes: 4, Radix: 16, Hosts: 128, HostLink: 100e9}.Layout()
+		}, 4, 1},
+		{"2-tier 2:1", func() (*topo.Layout, error) {
+			return topo.Clos{Tiers: 2, Planes: 2, Radix: 24, Hosts: 64, HostLink: 100e9, Oversubscription: []float64{2}}.Layout()
+		}, 4, 0.5},
+		{"fat-tree k=8", func() (*topo.Layout, error) { return topo.FatTree{K: 8, HostLink: 100e9}.Layout() }, 6, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l, err := c.layout()
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := l.Dims()
+			r, caps := newFlowRouter(l, "mrc", 1, 0, 0, 0)
+			if r.bundle == nil {
+				t.Fatal("MRC on a Clos is not bundled")
+			}
+			fabric := 2 * len(r.links)
+			nb := len(caps) - fabric
+			wantB := d.Planes * 2 * d.T0s
+			if d.Tiers == 3 {
+				wantB += d.Planes * 2 * d.Pods
+			}
+			if nb != wantB {
+				t.Errorf("%d bundles; want %d (2 per T0 and per pod, per plane)", nb, wantB)
+			}
+			k0 := firstUplink(r.links)
+			_, _, t0, _ := l.Locate(r.links[k0].A.Node)
+			var upT0 float64 // that T0's uplinks' rates summed
+			for _, lk := range r.links {
+				if _, _, idx, _ := l.Locate(lk.A.Node); lk.Level == 1 && lk.Plane == 0 && idx == t0 {
+					upT0 += float64(lk.Rate)
+				}
+			}
+			up, down := r.bundle[2*k0], r.bundle[2*k0+1]
+			if caps[up] != upT0 || caps[down] != upT0 || up == down || upT0 == 0 {
+				t.Errorf("T0 %d bundles %d up %g b/s, %d down %g b/s; want two bundles of its uplinks' %g", t0, up, caps[up], down, caps[down], upT0)
+			}
+
+			// A flow between hosts in different pods (or T0s): one path per plane.
+			src, dst := 0, d.Hosts-1
+			paths, _, err := r.Paths(src, dst, 0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(paths) != d.Planes {
+				t.Fatalf("%d paths; want one per plane (%d)", len(paths), d.Planes)
+			}
+			for _, p := range paths {
+				if len(p.Links) != c.pairLinks {
+					t.Errorf("path %v has %d links; want %d (host, bundles, host)", p.Links, len(p.Links), c.pairLinks)
+				}
+			}
+
+			// Every host of T0 0 sends to a host of the last T0: each gets its share of the
+			// T0's uplinks (line rate when non-blocking).
+			s := sim.New(1)
+			net, err := flow.New(s, caps, flow.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			line := float64(l.Params().HostLink) * float64(d.Planes)
+			lastT0 := (d.Hosts - 1) / d.T0Down * d.T0Down
+			for h := range d.T0Down {
+				ps, _, err := r.Paths(h, lastT0+h, 0, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := net.AddFlow(0, flow.Flow{Src: h, Dst: lastT0 + h, Bytes: 1 << 30, Paths: ps}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.Run(sim.Microsecond)
+			for _, f := range net.Flows(nil) {
+				if math.Abs(f.Rate/line-c.share) > 1e-9 {
+					t.Errorf("flow %d -> %d at %.4f of line; want %.4f", f.Src, f.Dst, f.Rate/line, c.share)
+				}
+			}
+		})
+	}
+}
+
+// firstUplink is the index of the first T0-T1 link of plane 0.
+func firstUplink(links []topo.Link) int {
+	for k, lk := range links {
+		if lk.Level == 1 && lk.Plane == 0 {
+			return k
+		}
+	}
+	return 0
+}
