@@ -45,8 +45,8 @@ type FaultCost struct {
 	DuringGbps     float64 `json:"during_gbps"`
 	DuringFraction float64 `json:"during_fraction,omitempty"`
 	// LostBytes is how much further behind its faultless twin the run fell, at worst, while
-	// the failure lasted (delivered bytes; twin baseline only, else 0).
-	LostBytes int64 `json:"throughput_lost_bytes"`
+	// the failure lasted (delivered bytes; twin baseline only, else absent).
+	LostBytes *int64 `json:"throughput_lost_bytes,omitempty"`
 	// PacketsDropped counts the link_down, loss, blackhole and no_route drops anywhere in the
 	// fabric while the failure lasted (failures that overlap share them).
 	PacketsDropped int64 `json:"packets_dropped"`
@@ -232,9 +232,11 @@ func faultCosts(net *fabric.Network, evs []FaultEvent, targets []string, progres
 		// next failure.
 		deficit := func(t sim.Time) int64 { return cumAt(twin, t) - cumAt(progress, t) }
 		d0 := deficit(sp.start)
+		var lost int64
 		for j := first; j < len(progress) && progress[j].At <= stop; j++ {
-			c.LostBytes = max(c.LostBytes, deficit(progress[j].At)-d0)
+			lost = max(lost, deficit(progress[j].At)-d0)
 		}
+		c.LostBytes = &lost
 		var peak int64
 		var peakAt sim.Time
 		for j := first; j < len(progress) && progress[j].At <= limit; j++ {
@@ -268,6 +270,14 @@ var FaultsCSVHeader = []string{"entry", "cycle", "action", "target", "at_us", "e
 	"recover_us", "baseline_gbps", "during_gbps", "during_fraction", "throughput_lost_bytes", "packets_dropped",
 	"loss_retx_events", "qp_errors"}
 
+// optInt formats an optional count: empty when absent.
+func optInt(x *int64) string {
+	if x == nil {
+		return ""
+	}
+	return strconv.FormatInt(*x, 10)
+}
+
 // WriteFaultsCSV writes faults.csv from the summary's fault costs. Errors: the writer's.
 func WriteFaultsCSV(w io.Writer, costs []FaultCost) error {
 	cw := csv.NewWriter(w)
@@ -290,7 +300,7 @@ func WriteFaultsCSV(w io.Writer, costs []FaultCost) error {
 	for _, c := range costs {
 		row := []string{strconv.Itoa(c.Entry), strconv.Itoa(c.Cycle), c.Action, c.Target, f(c.AtUs), f(c.EndUs),
 			optp(c.DetectUs), optp(c.LastRetxUs), optp(c.RecoverUs), opt(c.BaselineGbps), f(c.DuringGbps), opt(c.DuringFraction),
-			strconv.FormatInt(c.LostBytes, 10), strconv.FormatInt(c.PacketsDropped, 10), strconv.Itoa(c.LossRetxEvents), strconv.Itoa(c.QPErrors)}
+			optInt(c.LostBytes), strconv.FormatInt(c.PacketsDropped, 10), strconv.Itoa(c.LossRetxEvents), strconv.Itoa(c.QPErrors)}
 		if err := cw.Write(row); err != nil {
 			return err
 		}

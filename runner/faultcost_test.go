@@ -38,7 +38,7 @@ run: {duration: 100ms, sample_interval: 5us}
 			detect = fmt.Sprintf("%.1f us", *f.DetectUs)
 		}
 		t.Logf("%s: all-reduce %.1f us without the fault, slowed by %.1f us; detect %s, lost %d B, drops %d, QP errors %d",
-			tr, s.FaultBaselineEndUs, s.FaultSlowdownUs, detect, f.LostBytes, f.PacketsDropped, f.QPErrors)
+			tr, s.FaultBaselineEndUs, s.FaultSlowdownUs, detect, *f.LostBytes, f.PacketsDropped, f.QPErrors)
 		slow[tr] = s.FaultSlowdownUs
 	}
 	if slow["mrc"] >= 1000 {
@@ -137,7 +137,10 @@ run: {duration: 50ms, sample_interval: 5us}
 	s := res.Summary
 	var lost int64
 	for _, f := range s.Faults {
-		lost += f.LostBytes
+		if f.LostBytes == nil {
+			t.Fatalf("fault row without lost bytes under the twin baseline: %+v", f)
+		}
+		lost += *f.LostBytes
 	}
 	total := float64(s.MRC.Flows) * 64 * (1 << 20)
 	t.Logf("MRC: %d flap cycles cost %d B of goodput (%.3f%% of %.0f B), slowed by %.1f us of %.1f us",

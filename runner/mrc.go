@@ -93,16 +93,7 @@ func pairHops(l topo.Topology, src, dst int) int {
 // baseRTT is the unloaded round trip of the longest path: data out over every link (host links
 // at the host rate, the rest at the fabric rate), store-and-forward, and an ACK back.
 func baseRTT(c topo.Params, hops int, dataWire, ackWire int) sim.Time {
-	links := hops + 1
-	var rtt sim.Time
-	for i := 0; i < links; i++ {
-		r := c.FabricLink
-		if i == 0 || i == links-1 {
-			r = c.HostLink
-		}
-		rtt += 2*c.HopLatency + r.TxTime(int64(dataWire)) + r.TxTime(int64(ackWire))
-	}
-	return rtt
+	return c.RoundTrip(hops, dataWire, ackWire)
 }
 
 // idealTransfer is the FCT of a transfer alone on an idle fabric: its wire bytes at the NIC
@@ -600,8 +591,9 @@ func (m *mrcNet) evSample(now sim.Time) EVSample {
 	return e
 }
 
-// checkMRCTiming rejects MRC timers the fabric makes meaningless: a probe interval below the
-// base RTT of the longest path, which would count every probe lost before its answer could
+// checkMRCTiming rejects MRC timers the fabric makes meaningless: an ACK timeout below the base
+// RTT of the longest path, which would time out every packet before its SACK could return,
+// and a probe interval below it, which would count every probe lost before its answer could
 // return (so a retired EV never comes back).
 func checkMRCTiming(sc *scenario.Scenario, l topo.Topology) error {
 	if sc.Transport.Kind != scenario.TransportMRC || sc.Fluid() {
@@ -613,11 +605,24 @@ func checkMRCTiming(sc *scenario.Scenario, l topo.Topology) error {
 	}
 	cfg = cfg.WithDefaults()
 	rtt := baseRTT(l.Params(), l.Sizing().MaxSwitchHops, cfg.WireBytes(cfg.PayloadBytes), cfg.AckBytes)
+	if t := cfg.AckTimeoutExp; t > 0 && mrc.AckTimeoutUnit<<uint(t) < rtt {
+		return fmt.Errorf("transport.mrc.ack_timeout_exp: %d gives an ACK timeout of %v, shorter than the fabric's base RTT %v: every packet would time out before its SACK could return; want at least %d, or 0 (automatic: the smallest covering 4 base RTTs)",
+			t, mrc.AckTimeoutUnit<<uint(t), rtt, minExp(rtt))
+	}
 	if pi := cfg.EV.ProbeInterval; pi < rtt {
 		return fmt.Errorf("transport.mrc.ev.probe_interval: %v is shorter than the fabric's base RTT %v: an unanswered probe counts as lost when the next is due, so every probe would be lost; use at least %v (default %v)",
 			pi, rtt, rtt, mrc.DefaultEVProbeInterval)
 	}
 	return nil
+}
+
+// minExp is the smallest ACK timeout exponent whose timeout (1.024 us x 2^t) covers rtt.
+func minExp(rtt sim.Time) int {
+	t := 1
+	for t < 24 && mrc.AckTimeoutUnit<<uint(t) < rtt {
+		t++
+	}
+	return t
 }
 
 // applyMRCProfile sets switch ECN and trimming from the BDP (scenario.ProfileMRC): marking from

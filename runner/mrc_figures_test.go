@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/lockstepsim/lockstep/sim"
 )
 
 // oneYAML is one transfer 9 -> 0 of %s bytes on a 16-host 8-plane 2-tier Clos under
@@ -90,5 +91,60 @@ func TestFaultCostPermanent(t *testing.T) {
 	res = mustRun(t, strings.Replace(fmt.Sprintf(oneYAML, "mrc", "4MiB", "faults:\n  - {at: 0s, link: \"*\", action: loss, loss: 0.01}"), "hosts: 16", "hosts: 32", 1))
 	if got, want := res.Summary.Faults[0].PacketsDropped, res.Summary.Drops["loss"]; got != want || want == 0 {
 		t.Errorf("fault row counts %d drops, the fabric %d loss drops; want equal and > 0", got, want)
+	}
+}
+
+// Sampling only observes: the queue-sampling interval (and a long run.duration, which
+// lengthens the default one) leave every packet and completion where they were.
+func TestSamplingDoesNotPerturb(t *testing.T) {
+	const y = `
+name: samp
+topology:
+  clos: {tiers: 2, planes: 8, radix: 16, hosts: 16, host_link: 100G}
+transport: {kind: mrc}
+traffic:
+  - {pattern: flows, bytes: 4MiB, flows: [{src: 0, dst: 9}, {src: 1, dst: 9}, {src: 2, dst: 9}]}
+faults:
+  - {at: 20us, link: h9.p2, action: flap, down_for: 5us, period: 30us, count: 2}
+run: {%s}
+`
+	var ref *Summary
+	for _, run := range []string{"sample_interval: 1us", "sample_interval: 7us", "duration: 2s"} {
+		res := mustRun(t, fmt.Sprintf(y, run))
+		s := &res.Summary
+		if ref == nil {
+			ref = s
+			continue
+		}
+		if s.SentPackets != ref.SentPackets || s.MRC.FCTMaxUs != ref.MRC.FCTMaxUs || s.MRC.FCTMeanUs != ref.MRC.FCTMeanUs || s.DroppedPackets != ref.DroppedPackets {
+			t.Errorf("%s: sent %d, dropped %d, FCT mean %.3f max %.3f us; with 1us sampling %d, %d, %.3f, %.3f",
+				run, s.SentPackets, s.DroppedPackets, s.MRC.FCTMeanUs, s.MRC.FCTMaxUs, ref.SentPackets, ref.DroppedPackets, ref.MRC.FCTMeanUs, ref.MRC.FCTMaxUs)
+		}
+	}
+}
+
+// An ACK timeout below the base RTT would time out every packet: rejected before the run. Left
+// out, the probe interval rises to twice the base RTT on a fabric whose round trip passes the
+// 50us default, instead of rejecting the default.
+func TestMRCTimersAgainstRTT(t *testing.T) {
+	sc, err := scenario.Parse([]byte(fmt.Sprintf(oneYAML, "mrc", "1MiB", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Transport.MRC.AckTimeoutExp = 1 // 2.048 us, below the 5.4 us base RTT
+	if _, err = Run(sc); err == nil || !strings.Contains(err.Error(), "transport.mrc.ack_timeout_exp") {
+		t.Fatalf("err = %v; want an ack_timeout_exp error", err)
+	}
+	slow := strings.Replace(fmt.Sprintf(oneYAML, "mrc", "1MiB", ""), "hop_latency: 500ns", "hop_latency: 10us", 1)
+	sc, err = scenario.Parse([]byte(slow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(sc)
+	if err != nil {
+		t.Fatalf("a fabric of 10us hops: %v", err)
+	}
+	if pi, rtt := sc.Transport.MRC.EV.ProbeInterval, res.MRC.BaseRTT(); pi < 2*rtt || rtt < 50*sim.Microsecond {
+		t.Errorf("default probe interval %v on a fabric of base RTT %v; want at least twice that", pi, rtt)
 	}
 }

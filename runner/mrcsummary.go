@@ -22,10 +22,10 @@ type MRCSummary struct {
 	// not complete in the run).
 	JCTUs float64 `json:"jct_us,omitempty"`
 	// Flow completion time: post to the acknowledgement of the last byte.
-	FCTMeanUs float64 `json:"fct_mean_us"`
-	FCTP50Us  float64 `json:"fct_p50_us"`
-	FCTP99Us  float64 `json:"fct_p99_us"`
-	FCTMaxUs  float64 `json:"fct_max_us"`
+	FCTMeanUs float64 `json:"fct_mean_us,omitempty"`
+	FCTP50Us  float64 `json:"fct_p50_us,omitempty"`
+	FCTP99Us  float64 `json:"fct_p99_us,omitempty"`
+	FCTMaxUs  float64 `json:"fct_max_us,omitempty"`
 	// IdealFCTUs is wire bytes / NIC line rate + base RTT for the largest transfer: what one
 	// flow alone on an idle fabric would take.
 	IdealFCTUs float64 `json:"ideal_fct_us,omitempty"`

@@ -22,10 +22,10 @@ type RoCESummary struct {
 	JCTUs float64 `json:"jct_us,omitempty"`
 	// FCT: a traffic flow's post to the acknowledgement of its last stripe (collective
 	// messages: each message's post to its acknowledgement).
-	FCTMeanUs float64 `json:"fct_mean_us"`
-	FCTP50Us  float64 `json:"fct_p50_us"`
-	FCTP99Us  float64 `json:"fct_p99_us"`
-	FCTMaxUs  float64 `json:"fct_max_us"`
+	FCTMeanUs float64 `json:"fct_mean_us,omitempty"`
+	FCTP50Us  float64 `json:"fct_p50_us,omitempty"`
+	FCTP99Us  float64 `json:"fct_p99_us,omitempty"`
+	FCTMaxUs  float64 `json:"fct_max_us,omitempty"`
 	// IdealFCTUs is wire bytes / NIC line rate (all planes) + base RTT for the largest flow.
 	IdealFCTUs       float64 `json:"ideal_fct_us,omitempty"`
 	FCTOverIdealMean float64 `json:"fct_over_ideal_mean,omitempty"`

@@ -311,7 +311,10 @@ func newSampler(s *sim.Sim, net *fabric.Network, planes int, interval, until sim
 	return sm
 }
 
-func (sm *sampler) start() { sm.s.At(sm.interval, sm.kind, 0, 0) }
+// start schedules the first sample. Samples only observe, so they take their own tiebreak
+// keys (sim.AtOwnKey): the sampling interval, or a run.duration that changes the default one,
+// never reorders the model's same-instant events.
+func (sm *sampler) start() { sm.s.AtOwnKey(sm.interval, sm.kind, 0, 0) }
 
 func (sm *sampler) onSample(now sim.Time, _ int32, _ uint64) {
 	for i, pid := range sm.ports {
@@ -342,7 +345,7 @@ func (sm *sampler) onSample(now sim.Time, _ int32, _ uint64) {
 		sm.progress = append(sm.progress, progressSample{At: now, Placed: sm.placed()})
 	}
 	if next := now + sm.interval; next <= sm.until {
-		sm.s.At(next, sm.kind, 0, 0)
+		sm.s.AtOwnKey(next, sm.kind, 0, 0)
 	}
 }
 

@@ -780,6 +780,13 @@ func (sc *Scenario) Resolve() error {
 		if err := resolveEVSplit(&m.EV, c.Planes); err != nil {
 			return err
 		}
+		if m.EV.ProbeInterval == 0 {
+			// Left out: the default, or twice the base RTT on a fabric whose round trip is
+			// longer (an unanswered probe counts as lost when the next is due).
+			d := m.WithDefaults()
+			rtt := c.RoundTrip(l.Sizing().MaxSwitchHops, d.WireBytes(d.PayloadBytes), d.AckBytes)
+			m.EV.ProbeInterval = max(mrc.DefaultEVProbeInterval, 2*rtt)
+		}
 		m = m.WithDefaults()
 		if err := m.Validate("transport.mrc"); err != nil {
 			return err // already "transport.mrc.<field>: ..."
@@ -847,7 +854,11 @@ func (sc *Scenario) Resolve() error {
 	}
 	for i := range sc.Traffic {
 		t := &sc.Traffic[i]
-		if err := t.resolve(fmt.Sprintf("traffic[%d]", i), sc.Transport, hosts, r.Duration); err != nil {
+		dur := r.Duration
+		if !durationGiven && sc.Transport.payloadBytes() > 0 {
+			dur = sim.Hour // transfers: the duration left out is derived below, after their start
+		}
+		if err := t.resolve(fmt.Sprintf("traffic[%d]", i), sc.Transport, hosts, dur); err != nil {
 			return err
 		}
 	}
@@ -1307,6 +1318,11 @@ func (sc *Scenario) checkQueues() error {
 		}
 		if q.ECN.Enabled && q.ECN.Kmin >= q.Limit {
 			return Errorf(path+".ecn.kmin", "%v is at or above the queue limit %v; nothing would ever be marked", q.ECN.Kmin, q.Limit)
+		}
+		if q.Trim.Threshold > 0 && int64(q.Trim.Threshold) < pkt {
+			// A packet is trimmed when the queue with it would pass the threshold: below one
+			// packet, every packet is trimmed at an empty queue and nothing gets through.
+			return Errorf(path+".trim.threshold", "%v is below the largest data packet (%dB): every packet would be trimmed, even at an empty queue, and no transfer could finish; want at least %dB", q.Trim.Threshold, pkt, pkt)
 		}
 		return nil
 	}

@@ -411,3 +411,23 @@ traffic:
 		})
 	}
 }
+
+// A trim threshold below one data packet trims every packet even at an empty queue, so no
+// transfer could finish: rejected. A transfer starting at or after the 1ms default duration is
+// fine when run.duration is left out (it is derived from the transfers).
+func TestTrimThresholdAndLateStart(t *testing.T) {
+	_, err := valScenario("fabric: {last_hop_queue: {trim: {enabled: true, threshold: 1B}}}", "{kind: mrc}",
+		"[{pattern: incast, senders: [1, 2, 3], receiver: 0, bytes: 1MiB}]", "")
+	wantErr(t, err, []string{"fabric.last_hop_queue.trim.threshold", "1B", "4230B"})
+	sc, err := Parse([]byte(`
+topology: {clos: {tiers: 2, planes: 8, radix: 16, hosts: 16, host_link: 100G}}
+transport: {kind: mrc}
+traffic: [{pattern: flows, bytes: 1MiB, start: 2ms, flows: [{src: 0, dst: 9}]}]
+`))
+	if err != nil {
+		t.Fatalf("a transfer starting at 2ms with run.duration left out: %v", err)
+	}
+	if sc.Run.Duration <= 2*sim.Millisecond {
+		t.Errorf("derived run.duration %v; want past the 2ms start", sc.Run.Duration)
+	}
+}

@@ -98,6 +98,24 @@ type Params struct {
 	ScaleUpLatency sim.Time
 }
 
+// RoundTrip is the unloaded round trip over a path through hops switches: a dataWire-byte
+// packet out over hops+1 links (the first and last at HostLink, the rest at FabricLink),
+// store-and-forward, and an ackWire-byte answer back, each link adding HopLatency each way.
+// It is the transports' base RTT [PROTOCOLS.md NSCC: base RTT = unloaded RTT of the longest
+// path].
+func (p Params) RoundTrip(hops, dataWire, ackWire int) sim.Time {
+	links := hops + 1
+	var rtt sim.Time
+	for i := 0; i < links; i++ {
+		r := p.FabricLink
+		if i == 0 || i == links-1 {
+			r = p.HostLink
+		}
+		rtt += 2*p.HopLatency + r.TxTime(int64(dataWire)) + r.TxTime(int64(ackWire))
+	}
+	return rtt
+}
+
 // Params returns the Clos's kind ("clos", or "fat_tree" for a FatTree), planes, link rates,
 // hop latency and scale-up domain.
 func (l *Layout) Params() Params {

@@ -418,17 +418,25 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	}
 	fmt.Fprintf(w, "offered %.1f Gb/s, delivered %.1f Gb/s (%.2f%% %s); packets sent %d, delivered %d, trimmed %d, dropped %d\n",
 		s.OfferedGbps, s.DeliveredGbps, 100*s.DeliveredFraction, frac, s.SentPackets, s.DeliveredPackets, s.TrimmedPackets, s.DroppedPackets)
-	unfinished := 0
+	unfinished, qpErrs := 0, 0
 	switch {
 	case res.Collective != nil:
 	case s.MRC != nil:
-		unfinished = s.MRC.Flows - s.MRC.FlowsCompleted
+		unfinished, qpErrs = s.MRC.Flows-s.MRC.FlowsCompleted, s.MRC.QPErrors
 	case s.RoCE != nil:
-		unfinished = s.RoCE.Flows - s.RoCE.FlowsCompleted
+		unfinished, qpErrs = s.RoCE.Flows-s.RoCE.FlowsCompleted, s.RoCE.QPErrors
 	}
 	if unfinished > 0 {
-		fmt.Fprintf(w, "note: %d transfers had not finished when the run stopped at run.duration (%v): JCT and FCT figures cover the finished ones only; raise run.duration, or see the QP errors below\n",
-			unfinished, sc.Run.Duration)
+		what := fmt.Sprintf("%d transfers had", unfinished)
+		if unfinished == 1 {
+			what = "1 transfer had"
+		}
+		why := "raise run.duration"
+		if qpErrs > 0 {
+			why = fmt.Sprintf("%d QP(s) gave up (see the QP errors below); otherwise raise run.duration", qpErrs)
+		}
+		fmt.Fprintf(w, "note: %s not finished when the run stopped at %.1f us (run.duration %v): JCT and FCT figures cover the finished ones only; %s\n",
+			what, s.EndUs, sc.Run.Duration, why)
 	}
 	if r := s.RoCE; r != nil {
 		if res.Collective != nil {
@@ -440,8 +448,8 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 			fmt.Fprintf(w, "RoCE: %d of %d transfers done over %d QPs (%d per peer per plane), JCT not reached (%d unfinished); finished FCT us p50 %.1f  p99 %.1f  max %.1f (mean %.3fx, worst %.3fx their ideal); base RTT %.2f us\n",
 				r.FlowsCompleted, r.Flows, r.QPs, r.QPsPerPeer, r.Flows-r.FlowsCompleted, r.FCTP50Us, r.FCTP99Us, r.FCTMaxUs, r.FCTOverIdealMean, r.FCTOverIdealMax, r.BaseRTTUs)
 		} else {
-			fmt.Fprintf(w, "RoCE: %d of %d transfers done over %d QPs (%d per peer per plane), JCT %.1f us; FCT us p50 %.1f  p99 %.1f  max %.1f (ideal %.1f; mean %.3fx, worst %.3fx); base RTT %.2f us\n",
-				r.FlowsCompleted, r.Flows, r.QPs, r.QPsPerPeer, r.JCTUs, r.FCTP50Us, r.FCTP99Us, r.FCTMaxUs, r.IdealFCTUs, r.FCTOverIdealMean, r.FCTOverIdealMax, r.BaseRTTUs)
+			fmt.Fprintf(w, "RoCE: %d of %d transfers done over %d QPs (%d per peer per plane), JCT %.1f us; FCT us p50 %.1f  p99 %.1f  max %.1f (FCT/ideal per flow mean %.3fx, worst %.3fx; the largest transfer's ideal on the longest path %.1f us); base RTT %.2f us\n",
+				r.FlowsCompleted, r.Flows, r.QPs, r.QPsPerPeer, r.JCTUs, r.FCTP50Us, r.FCTP99Us, r.FCTMaxUs, r.FCTOverIdealMean, r.FCTOverIdealMax, r.IdealFCTUs, r.BaseRTTUs)
 		}
 		printActive(w, r.ActiveUntilUs, r.ActiveThroughputMeanOfLine, r.ActiveThroughputMinOfLine, r.HeaderOverheadPct)
 		fmt.Fprintf(w, "RoCE: go-back-N resent %d packets (%d B) after %d NAKs and %d timeouts; CE %d, CNPs %d sent / %d received, rate at end min %.1f mean %.1f Gb/s; QP errors %d\n",
@@ -460,8 +468,8 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 			fmt.Fprintf(w, "MRC: %d of %d transfers done, JCT not reached (%d unfinished); finished FCT us p50 %.1f  p99 %.1f  max %.1f (mean %.3fx, worst %.3fx their ideal); base RTT %.2f us\n",
 				m.FlowsCompleted, m.Flows, m.Flows-m.FlowsCompleted, m.FCTP50Us, m.FCTP99Us, m.FCTMaxUs, m.FCTOverIdealMean, m.FCTOverIdealMax, m.BaseRTTUs)
 		} else {
-			fmt.Fprintf(w, "MRC: %d of %d transfers done, JCT %.1f us; FCT us p50 %.1f  p99 %.1f  max %.1f (ideal %.1f; mean %.3fx, worst %.3fx); base RTT %.2f us\n",
-				m.FlowsCompleted, m.Flows, m.JCTUs, m.FCTP50Us, m.FCTP99Us, m.FCTMaxUs, m.IdealFCTUs, m.FCTOverIdealMean, m.FCTOverIdealMax, m.BaseRTTUs)
+			fmt.Fprintf(w, "MRC: %d of %d transfers done, JCT %.1f us; FCT us p50 %.1f  p99 %.1f  max %.1f (FCT/ideal per flow mean %.3fx, worst %.3fx; the largest transfer's ideal on the longest path %.1f us); base RTT %.2f us\n",
+				m.FlowsCompleted, m.Flows, m.JCTUs, m.FCTP50Us, m.FCTP99Us, m.FCTMaxUs, m.FCTOverIdealMean, m.FCTOverIdealMax, m.IdealFCTUs, m.BaseRTTUs)
 		}
 		printActive(w, m.ActiveUntilUs, m.ActiveThroughputMeanOfLine, m.ActiveThroughputMinOfLine, m.HeaderOverheadPct)
 		fmt.Fprintf(w, "MRC: retransmitted packets: trim NACK %d, SACK gap %d, timeout %d, out of window %d; timeouts %d, trims NACKed %d, probes %d, QP errors %d; EVs at end good %d, skip %d, assumed bad %d, denied %d\n",
@@ -502,6 +510,14 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nresults: %s\n", filepath.Join(sc.Run.Out, "summary.json"))
+}
+
+// noNegZero maps values that print as -0.0 to 0.
+func noNegZero(x float64) float64 {
+	if x < 0 && x > -0.05 {
+		return 0
+	}
+	return x
 }
 
 // printActive prints the throughput while all flows were active, if it was measured.
@@ -566,8 +582,12 @@ func printFaultCosts(w io.Writer, s *runner.Summary) {
 		if c.DuringFraction > 0 {
 			frac = fmt.Sprintf("%.3f", c.DuringFraction)
 		}
+		lost := "-"
+		if c.LostBytes != nil {
+			lost = bytesStr(*c.LostBytes)
+		}
 		fmt.Fprintf(tw, "faults[%d] %s\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t\n", c.Entry, c.Action, c.AtUs, c.Target,
-			opt(c.DetectUs, "us"), opt(c.LastRetxUs, "us"), opt(c.RecoverUs, "us"), frac, bytesStr(c.LostBytes), c.PacketsDropped, c.QPErrors)
+			opt(c.DetectUs, "us"), opt(c.LastRetxUs, "us"), opt(c.RecoverUs, "us"), frac, lost, c.PacketsDropped, c.QPErrors)
 	}
 	tw.Flush()
 	if s.FaultBaselineEndUs > 0 {
@@ -583,7 +603,7 @@ func printFaultCosts(w io.Writer, s *runner.Summary) {
 				done, all, s.FaultBaselineEndUs+s.FaultSlowdownUs, s.FaultBaselineEndUs, s.FaultSlowdownUs)
 		} else {
 			fmt.Fprintf(w, "faults slowed the traffic by %.1f us (%.1f us without them, %.1f us with)\n",
-				s.FaultSlowdownUs, s.FaultBaselineEndUs, s.FaultBaselineEndUs+s.FaultSlowdownUs)
+				noNegZero(s.FaultSlowdownUs), s.FaultBaselineEndUs, s.FaultBaselineEndUs+s.FaultSlowdownUs)
 		}
 	}
 	fmt.Fprintln(w)

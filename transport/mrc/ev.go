@@ -117,7 +117,8 @@ type EVConfig struct {
 	// is the operator's word and ignores the floor.
 	MinActive int `yaml:"min_active"`
 	// ProbeInterval is the time between probes of each AssumedBad EV, in picoseconds (YAML: a
-	// duration such as "50us"); default DefaultEVProbeInterval (50us). "never" (sim.MaxTime)
+	// duration such as "50us"); default DefaultEVProbeInterval (50us; a scenario left without
+	// one gets twice the fabric's base RTT when that is longer), at least MinEVProbeInterval. "never" (sim.MaxTime)
 	// disables probing, so retired EVs never return.
 	ProbeInterval sim.Time `yaml:"probe_interval"`
 	// ProbeSuccesses is the number of consecutive clean probe answers that make an AssumedBad
