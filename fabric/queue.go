@@ -114,11 +114,11 @@ func (c QueueConfig) Validate(prefix string) error {
 		return fmt.Errorf("%s.limit: %v is out of range; allowed 1B..%v", prefix, c.Limit, sim.Size(MaxQueueLimit))
 	}
 	if c.ECN.Enabled {
-		if c.ECN.Kmin < 0 || c.ECN.Kmax <= c.ECN.Kmin {
-			return fmt.Errorf("%s.ecn: kmin %v, kmax %v; want 0 <= kmin < kmax", prefix, c.ECN.Kmin, c.ECN.Kmax)
-		}
 		if !(c.ECN.Pmax >= 0 && c.ECN.Pmax <= 1) {
 			return fmt.Errorf("%s.ecn.pmax: %v is out of range; allowed 0..1", prefix, c.ECN.Pmax)
+		}
+		if c.ECN.Kmin < 0 || c.ECN.Kmax <= c.ECN.Kmin {
+			return fmt.Errorf("%s.ecn: kmin %v, kmax %v; want 0 <= kmin < kmax, both given (an ECN block written in a scenario is taken whole; a transport profile fills only one left out)", prefix, c.ECN.Kmin, c.ECN.Kmax)
 		}
 	}
 	if c.Trim.Enabled {
