@@ -79,6 +79,10 @@ func (t *Trace) Power(interval sim.Time) (*PowerSeries, error) {
 		w[c] = j.GPU.watts(Category(c))
 	}
 	acc := make([]float64, n) // watt-picoseconds per bin
+	// full is a difference array of the watts drawn over whole bins (a span covering bins
+	// i0+1 .. i1-1 adds at i0+1 and takes away at i1), so a long span (a pipeline bubble over
+	// thousands of bins, on each of 131,072 ranks) costs O(1), not O(bins).
+	full := make([]float64, n+1)
 	I := int64(interval)
 	add := func(a, b sim.Time, watts float64) {
 		if b <= a {
@@ -91,8 +95,9 @@ func (t *Trace) Power(interval sim.Time) (*PowerSeries, error) {
 			return
 		}
 		acc[i0] += watts * float64((i0+1)*I-x)
-		for i := i0 + 1; i < i1; i++ {
-			acc[i] += watts * float64(I)
+		if i0+1 < i1 {
+			full[i0+1] += watts
+			full[i1] -= watts
 		}
 		acc[i1] += watts * float64(y-i1*I)
 	}
@@ -113,6 +118,11 @@ func (t *Trace) Power(interval sim.Time) (*PowerSeries, error) {
 			})
 			add(st.Start+tl.arrive, st.Start+st.Time, w[CatBubble])
 		}
+	}
+	var on float64 // watts drawn over whole bins at bin i
+	for i := range acc {
+		on += full[i]
+		acc[i] += on * float64(I)
 	}
 	ps := &PowerSeries{Interval: interval, MW: make([]float64, n)}
 	for i := range acc {
