@@ -877,6 +877,9 @@ func (sc *Scenario) Resolve() error {
 		packets += sc.Traffic[i].estimatePackets(sc.Transport, hosts, c.Planes, c.HostLink, r.Duration)
 	}
 	if packets > float64(r.MaxPackets) {
+		if !durationGiven && sc.Transport.payloadBytes() > 0 {
+			return Errorf("traffic", "the transfers are about %.3g packets, beyond run.max_packets (%d, one to four minutes of wall time at 7-12 events per packet and 1-4 million events/s); use smaller transfers, a run.duration that stops them early, or raise run.max_packets", packets, r.MaxPackets)
+		}
 		return Errorf("run.duration", "%v of this traffic is about %.3g packets, beyond run.max_packets (%d, one to four minutes of wall time at 7-12 events per packet and 1-4 million events/s); shorten the run or raise run.max_packets", r.Duration, packets, r.MaxPackets)
 	}
 	if err := sc.checkQueues(); err != nil {
@@ -1091,6 +1094,9 @@ func (t *Traffic) resolveTransfers(path string, tr Transport, hosts int, duratio
 		v            bool
 	}{{"ecn", "fabric.switch_queue.ecn: {enabled: false}", t.ECN || t.given.ecn, t.ECN}, {"trimmable", "fabric.switch_queue.trim: {enabled: false}", t.Trimmable || t.given.trimmable, t.Trimmable}} {
 		if c.set {
+			if tr.Kind == TransportRoCE && c.f == "trimmable" {
+				return Errorf(path+"."+c.f, "%v applies to transport raw only; %s", c.v, what)
+			}
 			return Errorf(path+"."+c.f, "%v applies to transport raw only; %s (to change what switches do, set %s and likewise last_hop_queue)", c.v, what, c.switchOff)
 		}
 	}

@@ -718,7 +718,7 @@ func (s *Sender) OnTimer(now sim.Time) {
 		s.Stats.Timeouts++
 		s.retries++
 		if s.cfg.MaxRetries != UnlimitedRetries && s.retries > s.cfg.MaxRetries {
-			s.err = fmt.Errorf("mrc: qp %d: %d ACK timeouts in a row without progress (%s)", s.qp, s.retries-1, s.Outstanding())
+			s.err = fmt.Errorf("mrc: qp %d: gave up at %v after %d ACK timeouts in a row without progress, beyond max_retries %d (%s)", s.qp, now, s.retries, s.cfg.MaxRetries, s.Outstanding())
 			return
 		}
 		rto := s.rto()
