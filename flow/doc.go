@@ -58,8 +58,12 @@
 //
 // Every change at one simulated instant (flows added by several events, flows completing,
 // SetCapacity) is folded into one recomputation: Net recomputes from its own timer event,
-// and when other events are still pending at the same instant it re-arms the timer at that
-// instant (up to 32 times) so that it runs after them.
+// and when other events are still pending at the same instant it defers to an event at the
+// end of that instant (sim.AtEndOfInstant: after every other event there, those the
+// instant's handlers schedule included), at most 32 times per instant. Re-arming its timer at
+// the instant instead placed the recomputation at a random point among those events: a
+// 131,072-GPU training step recomputed 8,760 times, 12 times fewer with the end-of-instant
+// event (734).
 //
 // Determinism: identical inputs give identical results. Flows get ids in creation order;
 // flows completing or delivered at the same instant are processed in id order; links that

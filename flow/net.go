@@ -119,6 +119,7 @@ type Net struct {
 	s     *sim.Sim
 	cfg   Config
 	kind  sim.Kind
+	kEnd  sim.Kind // the end-of-instant wake of a deferred recomputation
 	timer sim.TimerID
 
 	// Links are numbered internally in order of first use, so that the links of one flow,
@@ -154,6 +155,8 @@ type Net struct {
 	needScan bool // rates changed at last: scan for completions even if no time passed
 	deferAt  sim.Time
 	defers   int
+	// endPending: an end-of-instant wake is queued at deferAt.
+	endPending bool
 
 	fs      fillState
 	doneBuf []int32
@@ -188,6 +191,7 @@ func New(s *sim.Sim, capacity []float64, cfg Config) (*Net, error) {
 		n.ext2int[i] = -1
 	}
 	n.kind = s.Register("flow.net", n.wake)
+	n.kEnd = s.Register("flow.net.end", n.onEnd)
 	n.timer = s.NewTimer(n.kind, 0)
 	return n, nil
 }
@@ -387,7 +391,13 @@ func (n *Net) armAt(at sim.Time) {
 	n.s.Reset(n.timer, at)
 }
 
-// wake is the Net's only event: it starts due flows, advances the fluid state to now,
+// onEnd is the end-of-instant wake a deferred recomputation scheduled.
+func (n *Net) onEnd(now sim.Time, _ int32, _ uint64) {
+	n.endPending = false
+	n.wake(now, 0, 0)
+}
+
+// wake is the Net's main event: it starts due flows, advances the fluid state to now,
 // completes and delivers flows, recomputes the rates if anything changed, and re-arms the
 // timer for the next of these.
 func (n *Net) wake(now sim.Time, _ int32, _ uint64) {
@@ -421,12 +431,18 @@ func (n *Net) wake(now sim.Time, _ int32, _ uint64) {
 	}
 	if n.dirty {
 		if n.defers < maxDefers && n.s.NextAt() == now {
-			// Other events at this instant may change the flows too: recompute after them.
+			// Other events at this instant may change the flows too: recompute once, after
+			// all of them (sim.AtEndOfInstant). Re-arming the timer at now instead would put
+			// the recomputation at a random place among them, and a training step's cascades
+			// of completions and new flows then recomputed up to ten times per instant.
 			n.defers++
 			n.stats.Deferred++
 			n.inWake = false
 			n.wakeAt = now
-			n.s.Reset(n.timer, now)
+			if !n.endPending {
+				n.endPending = true
+				n.s.AtEndOfInstant(now, n.kEnd, 0, 0)
+			}
 			return
 		}
 		n.recompute(now)

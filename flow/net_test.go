@@ -329,3 +329,39 @@ func TestConservation(t *testing.T) {
 		}
 	}
 }
+
+// TestCascadeOneRecompute: at one instant, events that add flows schedule further events at
+// the same instant that add more, and flows completing together start new flows from their
+// Done callbacks: the rates are recomputed once per instant, after all of it
+// (sim.AtEndOfInstant), not once per wave of the cascade.
+func TestCascadeOneRecompute(t *testing.T) {
+	const n0 = 200
+	caps := make([]float64, 2*n0)
+	for i := range caps {
+		caps[i] = 100e9
+	}
+	s, n := newNet(t, caps, Config{})
+	add := func(now sim.Time, link int32, done func(sim.Time)) {
+		if _, err := n.AddFlow(now, Flow{Bytes: 1e6, Paths: []Path{{Links: []int32{link}, Weight: 1}}, Done: done}); err != nil {
+			t.Error(err)
+		}
+	}
+	var second sim.Kind
+	first := s.Register("first", func(now sim.Time, obj int32, _ uint64) {
+		add(now, obj, func(at sim.Time) { add(at, obj, nil) }) // on completion, another flow
+		s.At(now, second, obj+n0, 0)
+	})
+	second = s.Register("second", func(now sim.Time, obj int32, _ uint64) { add(now, obj, nil) })
+	for i := range n0 {
+		s.At(sim.Microsecond, first, int32(i), 0)
+	}
+	if err := s.Drain(sim.MaxTime); err != nil {
+		t.Fatal(err)
+	}
+	st := n.Stats()
+	// Instants: the start (400 flows), the completion of all 400 (200 new flows), the last
+	// completion; deliveries need no recomputation.
+	if st.FlowsCompleted != 3*n0 || st.Recomputes > 3 {
+		t.Errorf("stats %+v: want %d flows in at most 3 recomputations", st, 3*n0)
+	}
+}

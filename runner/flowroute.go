@@ -32,6 +32,16 @@ type flowRouter struct {
 	// bundle maps a directed fabric link of a Clos or fat-tree to its bundle link (see
 	// bundleLinks), -1 for host links; nil when MRC flows are not bundled.
 	bundle []int32
+	bt     *bundleTable // the same, indexed for routing without walking a path
+}
+
+// bundleTable is what routing a bundled flow needs: each host's directed links per plane, and
+// each T0's and pod's bundles per plane and direction (0 up, 1 down).
+type bundleTable struct {
+	d                 topo.Dims
+	hop               sim.Time // HopLatency, the same on every link of a Clos or fat-tree
+	hostUp, hostDown  []int32  // [host*planes + plane]
+	t0Bundle, podBndl []int32  // [(plane*T0s + t0)*2 + dir], [(plane*Pods + pod)*2 + dir]
 }
 
 // MRC on a Clos or fat-tree is modelled at flow level as perfect spraying: each flow's rate
@@ -50,15 +60,21 @@ type flowRouter struct {
 // first, and returns the map and the bundles' capacities in bits/s: the uplinks of each T0 and
 // the links down into it (per plane), and in three tiers the T1-T2 links out of each pod and
 // into it.
-func bundleLinks(l *topo.Layout, links []topo.Link, first int) ([]int32, []float64) {
+func bundleLinks(l *topo.Layout, links []topo.Link, first int) ([]int32, []float64, *bundleTable) {
 	d := l.Dims()
 	type key struct{ plane, level, group, dir int }
 	ids := map[key]int32{}
 	var caps []float64
 	out := make([]int32, 2*len(links))
+	bt := &bundleTable{d: d, hop: l.Params().HopLatency,
+		hostUp: make([]int32, d.Hosts*d.Planes), hostDown: make([]int32, d.Hosts*d.Planes),
+		t0Bundle: make([]int32, d.Planes*d.T0s*2), podBndl: make([]int32, d.Planes*max(d.Pods, 1)*2)}
 	for k, lk := range links {
 		out[2*k], out[2*k+1] = -1, -1
 		if lk.Level == 0 {
+			if h := lk.A.Node; h < d.Hosts && lk.Plane < d.Planes {
+				bt.hostUp[h*d.Planes+lk.Plane], bt.hostDown[h*d.Planes+lk.Plane] = int32(2*k), int32(2*k+1)
+			}
 			continue
 		}
 		_, _, idx, ok := l.Locate(lk.A.Node) // the lower end: a T0 (level 1) or a T1 (level 2)
@@ -79,9 +95,14 @@ func bundleLinks(l *topo.Layout, links []topo.Link, first int) ([]int32, []float
 			}
 			caps[int(id)-first] += float64(lk.Rate)
 			out[2*k+dir] = id
+			if lk.Level == 1 {
+				bt.t0Bundle[(lk.Plane*d.T0s+group)*2+dir] = id
+			} else {
+				bt.podBndl[(lk.Plane*max(d.Pods, 1)+group)*2+dir] = id
+			}
 		}
 	}
-	return out, caps
+	return out, caps, bt
 }
 
 // newFlowRouter returns the router and the directed link capacities in bits/s (fabric links
@@ -100,7 +121,7 @@ func newFlowRouter(t topo.Topology, kind string, seed uint64, domain int, upRate
 	}
 	if l, ok := t.(*topo.Layout); ok && r.spray {
 		var bcaps []float64
-		r.bundle, bcaps = bundleLinks(l, r.links, len(caps))
+		r.bundle, bcaps, r.bt = bundleLinks(l, r.links, len(caps))
 		caps = append(caps, bcaps...)
 	}
 	return r, caps
@@ -141,10 +162,44 @@ func (r *flowRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Pa
 }
 
 // bundled routes an MRC flow from src to dst as perfect spraying: one path per plane, of
-// weight 1, over its host links and the bundles its plane's minimal paths cross (the first
-// minimal path's links mapped to their bundles; every minimal path of the plane crosses the
-// same bundles).
+// weight 1, over its host links and the bundles its plane's minimal paths cross: the source's
+// T0 uplinks unless both hosts share a T0, in three tiers the source pod's T1-T2 links and the
+// destination pod's unless they share a pod, then the links down into the destination's T0.
+// Every minimal path of a plane crosses the same bundles (bundledWalk, which maps a walked
+// path, agrees: TestFlowBundles).
 func (r *flowRouter) bundled(src, dst int, buf []flow.Path) ([]flow.Path, sim.Time, error) {
+	bt := r.bt
+	d := &bt.d
+	if src < 0 || src >= d.Hosts || dst < 0 || dst >= d.Hosts || src == dst {
+		return r.bundledWalk(src, dst, buf) // the walk reports the error
+	}
+	need := r.planes * 6
+	if cap(r.scratch) < need {
+		r.scratch = make([]int32, 0, need)
+	}
+	buf = buf[:0]
+	t0s, t0d := src/d.T0Down, dst/d.T0Down
+	cross := d.Tiers == 3 && t0s/d.T0PerPod != t0d/d.T0PerPod
+	pods := max(d.Pods, 1)
+	for p := range r.planes {
+		start := len(r.scratch)
+		r.scratch = append(r.scratch, bt.hostUp[src*d.Planes+p])
+		if t0s != t0d {
+			r.scratch = append(r.scratch, bt.t0Bundle[(p*d.T0s+t0s)*2])
+			if cross {
+				r.scratch = append(r.scratch, bt.podBndl[(p*pods+t0s/d.T0PerPod)*2], bt.podBndl[(p*pods+t0d/d.T0PerPod)*2+1])
+			}
+			r.scratch = append(r.scratch, bt.t0Bundle[(p*d.T0s+t0d)*2+1])
+		}
+		r.scratch = append(r.scratch, bt.hostDown[dst*d.Planes+p])
+		buf = append(buf, flow.Path{Links: r.scratch[start:len(r.scratch):len(r.scratch)], Weight: 1})
+	}
+	return buf, sim.Time(len(buf[0].Links)) * bt.hop, nil
+}
+
+// bundledWalk is bundled by walking the first minimal path of each plane and mapping its
+// fabric links to their bundles.
+func (r *flowRouter) bundledWalk(src, dst int, buf []flow.Path) ([]flow.Path, sim.Time, error) {
 	need := r.planes * (topo.MaxHops + 1)
 	if cap(r.scratch) < need {
 		r.scratch = make([]int32, 0, need)

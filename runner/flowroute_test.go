@@ -2,6 +2,7 @@ package runner
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/lockstepsim/lockstep/flow"
@@ -73,6 +74,29 @@ func TestFlowBundles(t *testing.T) {
 			for _, p := range paths {
 				if len(p.Links) != c.pairLinks {
 					t.Errorf("path %v has %d links; want %d (host, bundles, host)", p.Links, len(p.Links), c.pairLinks)
+				}
+			}
+
+			// The table lookup agrees with walking a path and mapping its links, for every pair.
+			for a := 0; a < d.Hosts; a += 3 {
+				for b := 0; b < d.Hosts; b++ {
+					if a == b {
+						continue
+					}
+					got, lg, err1 := r.bundled(a, b, nil)
+					gl := make([][]int32, len(got))
+					for i := range got {
+						gl[i] = append([]int32(nil), got[i].Links...)
+					}
+					want, lw, err2 := r.bundledWalk(a, b, nil)
+					if err1 != nil || err2 != nil || lg != lw || len(got) != len(want) {
+						t.Fatalf("%d -> %d: table %v %v %v, walk %v %v %v", a, b, gl, lg, err1, want, lw, err2)
+					}
+					for i := range want {
+						if !slices.Equal(gl[i], want[i].Links) {
+							t.Fatalf("%d -> %d plane %d: table %v, walk %v", a, b, i, gl[i], want[i].Links)
+						}
+					}
 				}
 			}
 

@@ -131,6 +131,19 @@ func (s *Sim) AtOwnKey(at Time, k Kind, obj int32, arg uint64) {
 	s.q.push(Event{At: at, key: key, Arg: arg, Obj: obj, Kind: k})
 }
 
+// AtEndOfInstant schedules kind k like At, but after every other event at that instant,
+// including those scheduled later with At or AtOwnKey: its tiebreak key is the largest. Use it
+// for work that should see all an instant does, such as a flow network recomputing rates once
+// after every flow that starts or ends at that instant. Several such events at one instant run
+// in the order of (arg, obj, kind), deterministically.
+func (s *Sim) AtEndOfInstant(at Time, k Kind, obj int32, arg uint64) {
+	if at < s.now {
+		s.Stop(fmt.Errorf("sim: event %q scheduled at %v, before now (%v)", s.KindName(k), at, s.now))
+		return
+	}
+	s.q.push(Event{At: at, key: ^uint64(0), Arg: arg, Obj: obj, Kind: k})
+}
+
 // After schedules kind k with obj and arg at Now()+d. The sum saturates at MaxTime, so
 // After(MaxTime, ...) means "never" rather than wrapping into the past.
 func (s *Sim) After(d Time, k Kind, obj int32, arg uint64) {

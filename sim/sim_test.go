@@ -463,3 +463,31 @@ func TestAtOwnKeyKeepsOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestAtEndOfInstant: an end-of-instant event runs after every other event at its instant,
+// those scheduled after it (from handlers at that instant) included, and before any later one.
+func TestAtEndOfInstant(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		s := New(seed)
+		var order []string
+		var kA, kB, kEnd, kLate Kind
+		kA = s.Register("a", func(now Time, obj int32, _ uint64) {
+			order = append(order, "a")
+			s.At(now, kB, 0, 0) // scheduled after the end event, at the same instant
+		})
+		kB = s.Register("b", func(Time, int32, uint64) { order = append(order, "b") })
+		kEnd = s.Register("end", func(Time, int32, uint64) { order = append(order, "end") })
+		kLate = s.Register("late", func(Time, int32, uint64) { order = append(order, "late") })
+		s.AtEndOfInstant(10, kEnd, 0, 0)
+		s.At(11, kLate, 0, 0)
+		for range 5 {
+			s.At(10, kA, 0, 0)
+		}
+		if err := s.Run(MaxTime); err != nil {
+			t.Fatal(err)
+		}
+		if len(order) != 12 || order[10] != "end" || order[11] != "late" {
+			t.Fatalf("seed %d: order %v; want the end event last at its instant", seed, order)
+		}
+	}
+}
