@@ -29,77 +29,81 @@ type flowRouter struct {
 	nvl     int // first scale-up link
 	nvlLat  sim.Time
 	scratch []int32
-	// bundle maps a directed fabric link of a Clos or fat-tree to its bundle link (see
-	// bundleLinks), -1 for host links; nil when MRC flows are not bundled.
+	// bundle maps every directed link of a Clos or fat-tree to its bundle link (see
+	// bundleLinks); nil when MRC flows are not bundled.
 	bundle []int32
 	bt     *bundleTable // the same, indexed for routing without walking a path
 }
 
-// bundleTable is what routing a bundled flow needs: each host's directed links per plane, and
-// each T0's and pod's bundles per plane and direction (0 up, 1 down).
+// bundleTable is what routing a bundled flow needs: each host's, T0's and pod's bundle per
+// direction (0 up, 1 down).
 type bundleTable struct {
-	d                 topo.Dims
-	hop               sim.Time // HopLatency, the same on every link of a Clos or fat-tree
-	hostUp, hostDown  []int32  // [host*planes + plane]
-	t0Bundle, podBndl []int32  // [(plane*T0s + t0)*2 + dir], [(plane*Pods + pod)*2 + dir]
+	d                topo.Dims
+	hop              sim.Time // HopLatency, the same on every link of a Clos or fat-tree
+	hostB, t0B, podB []int32  // [host*2 + dir], [t0*2 + dir], [pod*2 + dir]
 }
 
 // MRC on a Clos or fat-tree is modelled at flow level as perfect spraying: each flow's rate
-// splits equally over the planes, and within a plane equally over every minimal path. Every
-// T0 then loads each of its uplinks equally, and every pod each of its T1-T2 links, so the
-// uplinks of a T0 (and the links into it from above, the T1-T2 links out of a pod, and those
-// into it) act as one link of their summed capacity: a bundle. A flow crosses, per plane, its
-// host link, up to four bundles and the peer's host link, about 6 entries instead of the 34
-// of 16 sampled paths, and flows between like pairs get like rates and finish together, so a
-// training step batches them into few recomputations. This is exact for the fluid model
-// without faults (the flow level applies none) and is what MRC converges to: it moves off EVs
-// that see ECN, evening out what per-packet spraying leaves uneven [MRC §2.1]. RoCE keeps one
-// ECMP-hashed path per plane, and other topologies the sampled paths.
+// splits equally over the planes and, within a plane, over every minimal path. The planes are
+// identical copies and every flow splits the same way, so each plane carries the same share
+// of every link's load; within a plane every T0 loads each of its uplinks equally, and every
+// pod each of its T1-T2 links. So a host's NIC ports (all planes), a T0's uplinks (all
+// planes), the links down into a T0, and in three tiers the T1-T2 links out of a pod and into
+// it each act as one link of their summed capacity: a bundle. A flow is then one path of at
+// most six bundles instead of 8 planes x 16 sampled paths (272 entries), and flows between
+// like pairs get like rates and finish together, so a training step batches them into few
+// recomputations. This is exact for the fluid model without faults (the flow level applies
+// none) and is what MRC converges to: it moves off EVs that see ECN, evening out what
+// per-packet spraying leaves uneven [MRC §2.1]. RoCE keeps one ECMP-hashed path per plane,
+// and other topologies the sampled paths.
 
-// bundleLinks gives every directed fabric link of Clos or fat-tree l its bundle, numbered from
-// first, and returns the map and the bundles' capacities in bits/s: the uplinks of each T0 and
-// the links down into it (per plane), and in three tiers the T1-T2 links out of each pod and
-// into it.
+// bundleLinks gives every directed link of Clos or fat-tree l its bundle, numbered from first,
+// and returns the map, the bundles' capacities in bits/s and the routing table: each host's
+// NIC ports, each T0's uplinks and the links down into it, and in three tiers the T1-T2 links
+// out of each pod and into it, each over all planes.
 func bundleLinks(l *topo.Layout, links []topo.Link, first int) ([]int32, []float64, *bundleTable) {
 	d := l.Dims()
-	type key struct{ plane, level, group, dir int }
-	ids := map[key]int32{}
-	var caps []float64
+	bt := &bundleTable{d: d, hop: l.Params().HopLatency}
+	pods := max(d.Pods, 1)
+	// Bundle ids: hosts, then T0s, then pods, each up (even) and down (odd).
+	bt.hostB = make([]int32, 2*d.Hosts)
+	bt.t0B = make([]int32, 2*d.T0s)
+	bt.podB = make([]int32, 2*pods)
+	caps := make([]float64, 2*(d.Hosts+d.T0s+pods))
+	for i := range bt.hostB {
+		bt.hostB[i] = int32(first + i)
+	}
+	for i := range bt.t0B {
+		bt.t0B[i] = int32(first + 2*d.Hosts + i)
+	}
+	for i := range bt.podB {
+		bt.podB[i] = int32(first + 2*(d.Hosts+d.T0s) + i)
+	}
 	out := make([]int32, 2*len(links))
-	bt := &bundleTable{d: d, hop: l.Params().HopLatency,
-		hostUp: make([]int32, d.Hosts*d.Planes), hostDown: make([]int32, d.Hosts*d.Planes),
-		t0Bundle: make([]int32, d.Planes*d.T0s*2), podBndl: make([]int32, d.Planes*max(d.Pods, 1)*2)}
 	for k, lk := range links {
-		out[2*k], out[2*k+1] = -1, -1
-		if lk.Level == 0 {
-			if h := lk.A.Node; h < d.Hosts && lk.Plane < d.Planes {
-				bt.hostUp[h*d.Planes+lk.Plane], bt.hostDown[h*d.Planes+lk.Plane] = int32(2*k), int32(2*k+1)
+		var base []int32
+		var group int
+		switch lk.Level {
+		case 0:
+			base, group = bt.hostB, lk.A.Node // the lower end is the host
+		case 1, 2:
+			_, _, idx, ok := l.Locate(lk.A.Node) // a T0 (level 1) or a T1 (level 2)
+			if !ok {
+				out[2*k], out[2*k+1] = -1, -1
+				continue
 			}
+			base, group = bt.t0B, idx
+			if lk.Level == 2 {
+				base, group = bt.podB, idx/max(d.T1PerPod, 1)
+			}
+		default:
+			out[2*k], out[2*k+1] = -1, -1
 			continue
-		}
-		_, _, idx, ok := l.Locate(lk.A.Node) // the lower end: a T0 (level 1) or a T1 (level 2)
-		if !ok {
-			continue
-		}
-		group := idx
-		if lk.Level == 2 && d.T1PerPod > 0 {
-			group = idx / d.T1PerPod
 		}
 		for dir := range 2 {
-			kk := key{lk.Plane, lk.Level, group, dir}
-			id, seen := ids[kk]
-			if !seen {
-				id = int32(first + len(caps))
-				ids[kk] = id
-				caps = append(caps, 0)
-			}
-			caps[int(id)-first] += float64(lk.Rate)
+			id := base[2*group+dir]
 			out[2*k+dir] = id
-			if lk.Level == 1 {
-				bt.t0Bundle[(lk.Plane*d.T0s+group)*2+dir] = id
-			} else {
-				bt.podBndl[(lk.Plane*max(d.Pods, 1)+group)*2+dir] = id
-			}
+			caps[int(id)-first] += float64(lk.Rate)
 		}
 	}
 	return out, caps, bt
@@ -161,44 +165,34 @@ func (r *flowRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Pa
 	return buf, lat, nil
 }
 
-// bundled routes an MRC flow from src to dst as perfect spraying: one path per plane, of
-// weight 1, over its host links and the bundles its plane's minimal paths cross: the source's
-// T0 uplinks unless both hosts share a T0, in three tiers the source pod's T1-T2 links and the
-// destination pod's unless they share a pod, then the links down into the destination's T0.
-// Every minimal path of a plane crosses the same bundles (bundledWalk, which maps a walked
-// path, agrees: TestFlowBundles).
+// bundled routes an MRC flow from src to dst as perfect spraying over bundles: one path of
+// the source's NIC ports, the source T0's uplinks unless both hosts share a T0, in three tiers
+// the source pod's T1-T2 links and the destination pod's unless they share a pod, the links
+// down into the destination's T0, and the destination's NIC ports. Every minimal path of
+// every plane crosses the same bundles (bundledWalk, which maps walked paths, agrees:
+// TestFlowBundles).
 func (r *flowRouter) bundled(src, dst int, buf []flow.Path) ([]flow.Path, sim.Time, error) {
 	bt := r.bt
 	d := &bt.d
 	if src < 0 || src >= d.Hosts || dst < 0 || dst >= d.Hosts || src == dst {
 		return r.bundledWalk(src, dst, buf) // the walk reports the error
 	}
-	need := r.planes * 6
-	if cap(r.scratch) < need {
-		r.scratch = make([]int32, 0, need)
-	}
-	buf = buf[:0]
 	t0s, t0d := src/d.T0Down, dst/d.T0Down
-	cross := d.Tiers == 3 && t0s/d.T0PerPod != t0d/d.T0PerPod
-	pods := max(d.Pods, 1)
-	for p := range r.planes {
-		start := len(r.scratch)
-		r.scratch = append(r.scratch, bt.hostUp[src*d.Planes+p])
-		if t0s != t0d {
-			r.scratch = append(r.scratch, bt.t0Bundle[(p*d.T0s+t0s)*2])
-			if cross {
-				r.scratch = append(r.scratch, bt.podBndl[(p*pods+t0s/d.T0PerPod)*2], bt.podBndl[(p*pods+t0d/d.T0PerPod)*2+1])
-			}
-			r.scratch = append(r.scratch, bt.t0Bundle[(p*d.T0s+t0d)*2+1])
+	r.scratch = append(r.scratch[:0], bt.hostB[2*src])
+	if t0s != t0d {
+		r.scratch = append(r.scratch, bt.t0B[2*t0s])
+		if ps, pd := t0s/d.T0PerPod, t0d/d.T0PerPod; d.Tiers == 3 && ps != pd {
+			r.scratch = append(r.scratch, bt.podB[2*ps], bt.podB[2*pd+1])
 		}
-		r.scratch = append(r.scratch, bt.hostDown[dst*d.Planes+p])
-		buf = append(buf, flow.Path{Links: r.scratch[start:len(r.scratch):len(r.scratch)], Weight: 1})
+		r.scratch = append(r.scratch, bt.t0B[2*t0d+1])
 	}
-	return buf, sim.Time(len(buf[0].Links)) * bt.hop, nil
+	r.scratch = append(r.scratch, bt.hostB[2*dst+1])
+	buf = append(buf[:0], flow.Path{Links: r.scratch, Weight: 1})
+	return buf, sim.Time(len(r.scratch)) * bt.hop, nil
 }
 
 // bundledWalk is bundled by walking the first minimal path of each plane and mapping its
-// fabric links to their bundles.
+// links to their bundles: one path per plane, each the same list.
 func (r *flowRouter) bundledWalk(src, dst int, buf []flow.Path) ([]flow.Path, sim.Time, error) {
 	need := r.planes * (topo.MaxHops + 1)
 	if cap(r.scratch) < need {
