@@ -225,6 +225,7 @@ func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 		res.Links = smp.links
 		if m != nil {
 			smp.placed = m.placedBytes
+			smp.extra = mrcEVSampler(res.MRC, m)
 		} else {
 			smp.placed = rn.placedBytes
 		}

@@ -168,6 +168,10 @@ workload:
 	if m.QPErrors != 0 || m.Timeouts != 0 || m.RetxPackets["sack_gap"] != 0 {
 		t.Errorf("a clean fabric had QP errors %d, timeouts %d, SACK-gap retransmissions %d", m.QPErrors, m.Timeouts, m.RetxPackets["sack_gap"])
 	}
+	// EV states are sampled under collectives too (ev_states.csv): every QP's EVs, all Good.
+	if len(res.MRC.EVSeries) == 0 || res.MRC.EVSeries[0].Good == 0 {
+		t.Errorf("EV series %v; want samples of the QPs' EV states", res.MRC.EVSeries)
+	}
 }
 
 // Two collectives on overlapping communicators run concurrently on one MRC fabric: both

@@ -577,6 +577,12 @@ func (m *mrcNet) quiesce() {
 	}
 }
 
+// mrcEVSampler returns the sampler hook that records the EV state counts of m's QPs in run
+// (ev_states.csv), for workloads whose QPs carry many messages.
+func mrcEVSampler(run *MRCRun, m *mrcNet) func(now sim.Time) {
+	return func(now sim.Time) { run.EVSeries = append(run.EVSeries, m.evSample(now)) }
+}
+
 // evSample sums EV state counts over all QPs.
 func (m *mrcNet) evSample(now sim.Time) EVSample {
 	e := EVSample{At: now}

@@ -220,6 +220,7 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 		res.Links = smp.links
 		if m != nil {
 			smp.placed = m.placedBytes
+			smp.extra = mrcEVSampler(res.MRC, m)
 		} else {
 			smp.placed = rn.placedBytes
 		}
