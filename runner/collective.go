@@ -221,15 +221,7 @@ func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 		} else {
 			res.RoCE = &RoCERun{r: rn, DoneAt: sim.MaxTime}
 		}
-		smp = newSampler(s, net, c.Planes, sc.Run.SampleInterval, sc.Run.Duration)
-		res.Links = smp.links
-		if m != nil {
-			smp.placed = m.placedBytes
-			smp.extra = mrcEVSampler(res.MRC, m)
-		} else {
-			smp.placed = rn.placedBytes
-		}
-		smp.start()
+		smp = startWorkloadSampler(sc, res, c.Planes, m, rn)
 	}
 	limit := sc.Run.Duration
 	var rowsOut []CollectiveRow

@@ -577,10 +577,21 @@ func (m *mrcNet) quiesce() {
 	}
 }
 
-// mrcEVSampler returns the sampler hook that records the EV state counts of m's QPs in run
-// (ev_states.csv), for workloads whose QPs carry many messages.
-func mrcEVSampler(run *MRCRun, m *mrcNet) func(now sim.Time) {
-	return func(now sim.Time) { run.EVSeries = append(run.EVSeries, m.evSample(now)) }
+// startWorkloadSampler starts the queue sampler of a packet-level workload (collectives, a
+// training step) carried by m (MRC) or rn (RoCE), whose run is already in res: links.csv,
+// the goodput series and, under MRC, the EV state counts (ev_states.csv).
+func startWorkloadSampler(sc *scenario.Scenario, res *Result, planes int, m *mrcNet, rn *roceNet) *sampler {
+	smp := newSampler(res.Sim, res.Net, planes, sc.Run.SampleInterval, sc.Run.Duration)
+	res.Links = smp.links
+	if m != nil {
+		smp.placed = m.placedBytes
+		run := res.MRC
+		smp.extra = func(now sim.Time) { run.EVSeries = append(run.EVSeries, m.evSample(now)) }
+	} else {
+		smp.placed = rn.placedBytes
+	}
+	smp.start()
+	return smp
 }
 
 // evSample sums EV state counts over all QPs.

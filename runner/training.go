@@ -216,15 +216,7 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 		} else {
 			rn.delivered, rn.group = eb.Delivered, eb.Group
 		}
-		smp = newSampler(s, net, p.Planes, sc.Run.SampleInterval, sc.Run.Duration)
-		res.Links = smp.links
-		if m != nil {
-			smp.placed = m.placedBytes
-			smp.extra = mrcEVSampler(res.MRC, m)
-		} else {
-			smp.placed = rn.placedBytes
-		}
-		smp.start()
+		smp = startWorkloadSampler(sc, res, p.Planes, m, rn)
 		backend = eb
 	}
 	if err != nil {
