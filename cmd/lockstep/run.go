@@ -498,7 +498,7 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 		}
 		fmt.Fprintln(w)
 	}
-	printFaultCosts(w, s)
+	printFaultCosts(w, sc, s)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "plane\tnic util%\tuplink util% min/mean/max\tuplinks idle/over\tdownlinks over\tqueue p50\tp99\tp99.9\tmax\tdrops\ttrims\tCE\t")
 	for _, p := range s.PerPlane {
@@ -564,7 +564,7 @@ var resultFiles = []string{"summary.json", "scenario.yaml", "flows.csv", "links.
 
 // printFaultCosts writes one line per failure: when, what, and what it cost (empty figures
 // could not be measured; docs/outputs.md explains each).
-func printFaultCosts(w io.Writer, s *runner.Summary) {
+func printFaultCosts(w io.Writer, sc *scenario.Scenario, s *runner.Summary) {
 	costs := s.Faults
 	if len(costs) == 0 {
 		return
@@ -590,6 +590,15 @@ func printFaultCosts(w io.Writer, s *runner.Summary) {
 			opt(c.DetectUs, "us"), opt(c.LastRetxUs, "us"), opt(c.RecoverUs, "us"), frac, lost, c.PacketsDropped, c.QPErrors)
 	}
 	tw.Flush()
+	for _, c := range costs {
+		// An entropy filter matches one EV number on one link; each QP draws its EVs' paths,
+		// so a QP may route that EV elsewhere. Say so rather than leave a fault that did
+		// nothing looking like a fault MRC shrugged off.
+		if c.Entry < len(sc.Faults) && sc.Faults[c.Entry].Entropy != nil && c.PacketsDropped == 0 {
+			fmt.Fprintf(w, "note: faults[%d] (entropy %d on %s) dropped no packet: no QP routed that EV over the link (each QP draws its EVs' paths; pick another EV of the link's plane)\n",
+				c.Entry, *sc.Faults[c.Entry].Entropy, c.Target)
+		}
+	}
 	if s.FaultBaselineEndUs > 0 {
 		done, all := 0, 0
 		switch {
