@@ -32,7 +32,7 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 	if up != nil {
 		upRate, upLat = up.Rate, up.Latency
 	}
-	base, caps := newFlowRouter(layout, sc.Transport.Kind, sc.Run.Seed, p.ScaleUpGPUs, upRate, upLat)
+	base, caps := scenarioFlowRouter(sc, layout, p.ScaleUpGPUs, upRate, upLat)
 	router := &collRouter{flowRouter: base}
 	stop := func(now sim.Time, err error) { s.Stop(err) }
 	fnet, err := flow.New(s, caps, flow.Config{OnStall: stop})

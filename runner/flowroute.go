@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/lockstepsim/lockstep/flow"
+	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
 )
@@ -29,6 +30,7 @@ type flowRouter struct {
 	nvl     int // first scale-up link
 	nvlLat  sim.Time
 	scratch []int32
+	qps     int // RoCE: QPs per peer per plane (transport.roce.qps_per_peer), each its own ECMP path
 	// bundle maps every directed link of a Clos or fat-tree to its bundle link (see
 	// bundleLinks); nil when MRC flows are not bundled.
 	bundle []int32
@@ -107,6 +109,15 @@ func bundleLinks(l *topo.Layout, links []topo.Link, first int) ([]int32, []float
 		}
 	}
 	return out, caps, bt
+}
+
+// scenarioFlowRouter is newFlowRouter for sc's transport, with RoCE's QPs per peer.
+func scenarioFlowRouter(sc *scenario.Scenario, t topo.Topology, domain int, upRate sim.Rate, upLat sim.Time) (*flowRouter, []float64) {
+	r, caps := newFlowRouter(t, sc.Transport.Kind, sc.Run.Seed, domain, upRate, upLat)
+	if sc.Transport.RoCE != nil {
+		r.qps = sc.Transport.RoCE.QPsPerPeer
+	}
+	return r, caps
 }
 
 // newFlowRouter returns the router and the directed link capacities in bits/s (fabric links
@@ -227,7 +238,7 @@ func (r *flowRouter) pick(src, dst, per int, key uint64) []int {
 		// than there are still cover every uplink together (a fixed offset would leave the
 		// paths between the samples unused by every flow).
 		m := max(1, min(per, maxFlowSpray/r.planes))
-		off := int(mix(r.seed^uint64(src)<<40^uint64(dst)<<16^key*0x9e3779b97f4a7c15) % uint64(per))
+		off := int(mix(mix(r.seed+0x632be59bd9b4e019)^uint64(src)<<40^uint64(dst)<<16^key*0x9e3779b97f4a7c15) % uint64(per))
 		for plane := range r.planes {
 			for k := range m {
 				idx = append(idx, ((k*per/m+off)%per)*r.planes+plane)
@@ -235,9 +246,15 @@ func (r *flowRouter) pick(src, dst, per int, key uint64) []int {
 		}
 		return idx
 	}
+	// One ECMP-hashed path per QP: qps_per_peer QPs on each plane, the transfer striped over
+	// them equally, as at packet level. The seed is mixed on its own first, so seeds that
+	// differ only in low bits do not collide with the plane and QP numbers.
+	flow := mix(mix(r.seed+0x632be59bd9b4e019) ^ uint64(src)<<40 ^ uint64(dst)<<16 ^ key*0x9e3779b97f4a7c15)
 	for plane := range r.planes {
-		h := mix(r.seed ^ uint64(src)<<40 ^ uint64(dst)<<16 ^ key*0x9e3779b97f4a7c15 ^ uint64(plane))
-		idx = append(idx, int(h%uint64(per))*r.planes+plane)
+		for q := range max(r.qps, 1) {
+			h := mix(flow ^ uint64(plane)<<32 ^ uint64(q))
+			idx = append(idx, int(h%uint64(per))*r.planes+plane)
+		}
 	}
 	return idx
 }

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -131,4 +132,33 @@ func firstUplink(links []topo.Link) int {
 		}
 	}
 	return 0
+}
+
+// RoCE at flow level hashes one ECMP path per QP: qps_per_peer QPs per plane spread a
+// transfer over more paths, so an all-to-all collides less and finishes sooner; and seeds that
+// differ only in their low bits give different hashes (the seed is mixed before the plane and
+// QP numbers, which once shared its low bits: seeds 1-7 gave one result on 8 planes).
+func TestFlowRoCEQPsAndSeeds(t *testing.T) {
+	const y = `
+name: roce-flow
+topology: {clos: {tiers: 2, planes: 4, radix: 16, hosts: 64, host_link: 100G}}
+transport: {kind: roce, roce: {qps_per_peer: %d}}
+workload:
+  collectives: [{op: all_to_all, bytes: 64MiB}]
+run: {engine: flow, seed: %d}
+`
+	at := func(qps, seed int) float64 {
+		return mustRun(t, fmt.Sprintf(y, qps, seed)).Summary.Collectives[0].TimeUs
+	}
+	one, many := at(1, 1), at(16, 1)
+	if many >= one {
+		t.Errorf("all-to-all with 16 QPs per peer %.1f us, with 1 %.1f us; want faster with more QPs (more ECMP paths)", many, one)
+	}
+	seen := map[float64]bool{}
+	for seed := 1; seed <= 4; seed++ {
+		seen[at(1, seed)] = true
+	}
+	if len(seen) < 3 {
+		t.Errorf("seeds 1-4 gave %d distinct all-to-all times; want the ECMP hash to differ by seed", len(seen))
+	}
 }

@@ -94,7 +94,7 @@ func trainingOn(sc *scenario.Scenario, l topo.Topology) (*training.Result, error
 		b, err = training.NewAnalyticBackend(s, idealModel(sc, p))
 	} else {
 		g := job.GPU
-		base, caps := newFlowRouter(l, sc.Transport.Kind, sc.Run.Seed, job.Placement.Domain, g.ScaleUpRate, g.ScaleUpLatency)
+		base, caps := scenarioFlowRouter(sc, l, job.Placement.Domain, g.ScaleUpRate, g.ScaleUpLatency)
 		router := &collRouter{flowRouter: base} // any path length (tori)
 		stop := func(now sim.Time, err error) { s.Stop(err) }
 		var fnet *flow.Net

@@ -169,7 +169,7 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 	case sc.Run.Engine == scenario.EngineFlow:
 		run.Engine = "flow"
 		g := job.GPU
-		base, caps := newFlowRouter(layout, sc.Transport.Kind, sc.Run.Seed, job.Placement.Domain, g.ScaleUpRate, g.ScaleUpLatency)
+		base, caps := scenarioFlowRouter(sc, layout, job.Placement.Domain, g.ScaleUpRate, g.ScaleUpLatency)
 		stop := func(now sim.Time, err error) { s.Stop(err) }
 		if fnet, err = flow.New(s, caps, flow.Config{OnStall: stop}); err != nil {
 			return err
