@@ -91,11 +91,13 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 				return fmt.Errorf("run stopped at %v: %w (%v)", s.Now(), err, fc.Incomplete())
 			}
 			if running > 0 {
-				why := fmt.Sprintf("run.duration (%v) reached; raise it if they were still progressing", limit)
+				// The clock stops at the last event before the limit (a long flow has none in
+				// between), so the limit is when the run gave up.
+				at, why := limit, fmt.Sprintf("run.duration (%v) reached; raise it if they were still progressing", limit)
 				if s.NextAt() == sim.MaxTime {
-					why = "nothing left to happen"
+					at, why = s.Now(), "nothing left to happen"
 				}
-				return fmt.Errorf("%d collective(s) not done at %v (%s): %v", running, s.Now(), why, fc.Incomplete())
+				return fmt.Errorf("%d collective(s) not done at %v (%s): %v", running, at, why, fc.Incomplete())
 			}
 			for g := range groups {
 				if done[g].ID >= 0 {
