@@ -314,3 +314,15 @@ func TestSlowestRank(t *testing.T) {
 	}
 	t.Logf("slowest rank %d: %v (%v)", st.Slowest, st.SlowestWait, s)
 }
+
+// TestSlowestWaitOnTie: in a symmetric job every rank ties (data parallel only, overlap off),
+// so the slowest rank is late in no category; its reason is then its largest wait (dp here),
+// not a category it never waited on.
+func TestSlowestWaitOnTie(t *testing.T) {
+	j := newJob(t, tinyModel(), mustGPU(t, "h100"), Plan{TP: 1, PP: 1}, 16, Options{Overlap: false})
+	st := runAnalytic(t, j, 100*sim.Gbps, RunOptions{}).Steps[0]
+	s := st.Ranks[st.Slowest]
+	if st.SlowestWait != CatDP || s[CatDP] == 0 {
+		t.Errorf("slowest rank %d waits %v; reported %v (%v); want dp", st.Slowest, s, st.SlowestWait, s[st.SlowestWait])
+	}
+}

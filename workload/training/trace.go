@@ -50,8 +50,8 @@ type StepTrace struct {
 	// Slowest is the rank that reached the end of the step last (ties: the lowest rank).
 	Slowest int
 	// SlowestWait is the waiting category in which the slowest rank exceeds the mean rank the
-	// most: what made it late (formerly its largest
-	// non-compute category).
+	// most: what made it late; when it exceeds the mean in none (the ranks tie), its largest
+	// waiting category.
 	SlowestWait Category
 	tl          []rankTL
 }
@@ -188,10 +188,19 @@ func (r *Run) finishStep(end sim.Time) {
 	// Why the slowest rank was late: the waiting category in which it exceeds the mean rank
 	// the most (the bubble every pipeline rank has is not the cause unless it is larger).
 	slow := st.Ranks[st.Slowest]
-	best := Category(CatTP)
+	best, excess := Category(CatTP), sim.Time(0)
 	for c := CatTP; c < NumCategories; c++ {
-		if slow[c]-st.Mean[c] > slow[best]-st.Mean[best] {
-			best = c
+		if d := slow[c] - st.Mean[c]; d > excess {
+			best, excess = c, d
+		}
+	}
+	if excess == 0 {
+		// Late in no category (the ranks tie, as in a symmetric job): name the slowest rank's
+		// largest wait rather than a category it never waited on.
+		for c := CatTP; c < NumCategories; c++ {
+			if slow[c] > slow[best] {
+				best = c
+			}
 		}
 	}
 	st.SlowestWait = best
