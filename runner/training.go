@@ -148,6 +148,10 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 	env := training.Env{NICs: hosts * p.Planes, Links: layout.NumLinks()}
 	if sc.Transport.Kind == scenario.TransportRoCE {
 		env.LinkFailureRestarts = 1
+	} else if _, clos := layout.(*topo.Layout); clos && p.Planes == 1 && layout.NumLinks() > 0 {
+		// One plane: a host's only link is its only way out, so MRC cannot spray around its
+		// failure; the host links' share of the links restarts the job.
+		env.LinkFailureRestarts = float64(hosts) / float64(layout.NumLinks())
 	}
 	if env.Extra, err = flapProcesses(sc, layout); err != nil {
 		return &InputError{Err: err}

@@ -214,3 +214,20 @@ workload: {training: {model: {preset: llama3-8b, global_batch: 32}, gpu: {preset
 		}
 	}
 }
+
+// On one plane a host's link is its only way out: MRC cannot absorb its failure, so the host
+// links' share of link failures restarts the job; on two planes every link failure is
+// absorbed. RoCE restarts on every link failure either way.
+func TestTrainingOnePlaneLinkRestarts(t *testing.T) {
+	const y = `
+topology: {clos: {tiers: 2, planes: %d, radix: 16, hosts: 32, host_link: %s}}
+transport: {kind: mrc}
+workload: {training: {model: {preset: llama3-8b, global_batch: 32}, gpu: {preset: h100}, plan: {tp: 8, pp: 2}}}
+`
+	one := mustRun(t, fmt.Sprintf(y, 1, "200G")).Summary.Training
+	two := mustRun(t, fmt.Sprintf(y, 2, "100G")).Summary.Training
+	if one.RestartsPerDay <= two.RestartsPerDay || two.AbsorbedPerDay <= 0 {
+		t.Errorf("restarts/day one plane %.3f, two planes %.3f (absorbed %.3f); want more restarts on one plane", one.RestartsPerDay, two.RestartsPerDay, two.AbsorbedPerDay)
+	}
+	t.Logf("restarts/day: one plane %.3f (absorbed %.3f), two planes %.3f (absorbed %.3f)", one.RestartsPerDay, one.AbsorbedPerDay, two.RestartsPerDay, two.AbsorbedPerDay)
+}
