@@ -14,12 +14,13 @@ import (
 const maxFlowSpray = 128
 
 // flowRouter routes the flow-level engine's flows over a topology, as the packet-level
-// transports would: "mrc" sprays each flow equally over (up to maxFlowSpray of) its minimal
-// paths in every plane; "roce" puts each (src, dst, key) on one ECMP-hashed path per plane,
-// the plane's QP, with the planes weighted equally; hosts in one scale-up domain talk over
+// transports would: "mrc" on a Clos or fat-tree is perfect spraying over link bundles (see
+// bundleLinks), elsewhere it sprays each flow equally over (up to maxFlowSpray of) its minimal
+// paths in every plane; "roce" puts each (src, dst, key) on one ECMP-hashed path per QP,
+// qps_per_peer QPs per plane, all weighted equally; hosts in one scale-up domain talk over
 // their NVLink-like links instead. Directed link 2k is link k of Topology.Links from its A
 // end to its B end, 2k+1 the other way; each host h has two more, its scale-up transmit
-// (nvl + 2h) and receive (nvl + 2h + 1) links.
+// (nvl + 2h) and receive (nvl + 2h + 1) links; bundles are numbered after those.
 type flowRouter struct {
 	t       topo.Topology
 	links   []topo.Link

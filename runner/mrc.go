@@ -90,12 +90,6 @@ func pairHops(l topo.Topology, src, dst int) int {
 	return l.Sizing().MaxSwitchHops
 }
 
-// baseRTT is the unloaded round trip of the longest path: data out over every link (host links
-// at the host rate, the rest at the fabric rate), store-and-forward, and an ACK back.
-func baseRTT(c topo.Params, hops int, dataWire, ackWire int) sim.Time {
-	return c.RoundTrip(hops, dataWire, ackWire)
-}
-
 // idealTransfer is the FCT of a transfer alone on an idle fabric: its wire bytes at the NIC
 // line rate nic (all planes), or one packet at one port's rate if that is longer, then the
 // round trip of its last packet, less that packet's serialisation onto the first link, which
@@ -106,7 +100,7 @@ func baseRTT(c topo.Params, hops int, dataWire, ackWire int) sim.Time {
 // serialisation on its port, and then crosses the rest of its path and the ACK comes back.
 func idealTransfer(c topo.Params, nic sim.Rate, hops int, wire, pkt int64, ackWire int) sim.Time {
 	first := c.HostLink.TxTime(pkt)
-	return max(nic.TxTime(wire), first) + baseRTT(c, hops, int(pkt), ackWire) - first
+	return max(nic.TxTime(wire), first) + c.RoundTrip(hops, int(pkt), ackWire) - first
 }
 
 func newMRCNet(s *sim.Sim, net *fabric.Network, l topo.Topology, cfg mrc.Config, fq scenario.Fabric) *mrcNet {
@@ -114,7 +108,7 @@ func newMRCNet(s *sim.Sim, net *fabric.Network, l topo.Topology, cfg mrc.Config,
 	cfg = cfg.WithDefaults()
 	m := &mrcNet{
 		s: s, net: net, cfg: cfg,
-		baseRTT: baseRTT(c, l.Sizing().MaxSwitchHops, cfg.WireBytes(cfg.PayloadBytes), cfg.AckBytes),
+		baseRTT: c.RoundTrip(l.Sizing().MaxSwitchHops, cfg.WireBytes(cfg.PayloadBytes), cfg.AckBytes),
 		nicRate: c.HostLink * sim.Rate(c.Planes),
 		fct:     hdrhistogram.New(1, int64(sim.Hour/sim.Nanosecond), 3),
 		layout:  l,
@@ -621,7 +615,7 @@ func checkMRCTiming(sc *scenario.Scenario, l topo.Topology) error {
 		cfg = *sc.Transport.MRC
 	}
 	cfg = cfg.WithDefaults()
-	rtt := baseRTT(l.Params(), l.Sizing().MaxSwitchHops, cfg.WireBytes(cfg.PayloadBytes), cfg.AckBytes)
+	rtt := l.Params().RoundTrip(l.Sizing().MaxSwitchHops, cfg.WireBytes(cfg.PayloadBytes), cfg.AckBytes)
 	if t := cfg.AckTimeoutExp; t > 0 && mrc.AckTimeoutUnit<<uint(t) < rtt {
 		return fmt.Errorf("transport.mrc.ack_timeout_exp: %d gives an ACK timeout of %v, shorter than the fabric's base RTT %v: every packet would time out before its SACK could return; want at least %d, or 0 (automatic: the smallest covering 4 base RTTs)",
 			t, mrc.AckTimeoutUnit<<uint(t), rtt, minExp(rtt))
@@ -653,7 +647,7 @@ func applyMRCProfile(sc *scenario.Scenario, l topo.Topology) {
 	}
 	cfg = cfg.WithDefaults()
 	hops := l.Sizing().MaxSwitchHops
-	rtt := baseRTT(c, hops, cfg.WireBytes(cfg.PayloadBytes), cfg.AckBytes)
+	rtt := c.RoundTrip(hops, cfg.WireBytes(cfg.PayloadBytes), cfg.AckBytes)
 	bdp := c.FabricLink.BytesIn(rtt)
 	given := sc.Fabric.Given()
 	sw := &sc.Fabric.SwitchQueue

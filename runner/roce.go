@@ -95,7 +95,7 @@ func newRoCENet(s *sim.Sim, net *fabric.Network, l topo.Topology, cfg roce.Confi
 		pairs:  map[[3]int32][]int32{},
 		nextQP: map[[3]int32]int{},
 	}
-	r.baseRTT = baseRTT(c, l.Sizing().MaxSwitchHops, cfg.HeaderBytes+cfg.PayloadBytes, cfg.AckWire())
+	r.baseRTT = c.RoundTrip(l.Sizing().MaxSwitchHops, cfg.HeaderBytes+cfg.PayloadBytes, cfg.AckWire())
 	r.layout = l
 	r.kStart = s.Register("roce.start", r.onStart)
 	r.kTimer = s.Register("roce.timer", r.onTimer)
