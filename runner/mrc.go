@@ -75,7 +75,8 @@ type mrcNet struct {
 	pairs     map[[3]int32]int32     // (src, dst, group) -> QP
 	group     func(instance int) int // a message's connection group (collective); nil: one group
 	delivered func(now sim.Time, token uint64)
-	wait      []nicWait // by host
+	wait      []nicWait     // by host
+	rx        []*mrc.HostRx // by host: the receive side's share (hostRx), nil until used
 
 	// Loss-driven retransmissions (SACK gap, timeout) and QP errors, for what a failure cost.
 	lossLog
@@ -137,6 +138,21 @@ func newMRCNet(s *sim.Sim, net *fabric.Network, l topo.Topology, cfg mrc.Config,
 	return m
 }
 
+// hostRx returns host's shared receive state (mrc.HostRx), made on first use; nil when the
+// receiver's share is off (transport.mrc.rcv_window_bdp negative).
+func (m *mrcNet) hostRx(host int) *mrc.HostRx {
+	if m.cfg.RcvWindowBDP <= 0 {
+		return nil
+	}
+	if m.rx == nil {
+		m.rx = make([]*mrc.HostRx, m.net.NumHosts())
+	}
+	if m.rx[host] == nil {
+		m.rx[host] = mrc.NewHostRx(int64(m.cfg.RcvWindowBDP * float64(m.nicRate.BytesIn(m.baseRTT))))
+	}
+	return m.rx[host]
+}
+
 // nicGateBytes is the adapter's NIC pull threshold (mrc.Sender.SetNICGate): a QP hands the NIC
 // a packet only while some plane's port has nothing waiting behind the packet on the wire.
 const nicGateBytes = 1
@@ -192,6 +208,9 @@ func (m *mrcNet) newQP(l topo.Topology, src, dst int, seed uint64) (*mrcFlow, er
 		return nil, err
 	}
 	f := &mrcFlow{qp: int32(qp), src: int32(src), dst: int32(dst), snd: snd, rcv: mrc.NewReceiver(m.cfg, qp), activeOfLine: -1}
+	if h := m.hostRx(dst); h != nil {
+		f.rcv.SetHost(h)
+	}
 	nic := m.net.Nodes[src].Ports
 	snd.SetPlaneBacklog(c.Planes, func(plane int) int64 {
 		pt := &m.net.Ports[nic[plane]]
@@ -372,7 +391,8 @@ func (m *mrcNet) flushSender(now sim.Time, f *mrcFlow) {
 //
 // Word layout (the fabric's transport-owned words): Data and Probe: Seq = PSN | Msg<<32,
 // Ack = Offset, Bitmap = LastPSN, Aux = Len. SACK and NACK: Seq = CumPSN | NackPSN<<32,
-// Bitmap = bitmap, Ack = EchoTS, Aux = Reason | CE<<8 | ForProbe<<9 | BitmapBase<<32. Op = Kind, Flow = QP,
+// Bitmap = bitmap, Ack = EchoTS, Aux = Reason | CE<<8 | ForProbe<<9 | RcvWnd/64<<10 (22 bits,
+// rounded up, saturating) | BitmapBase<<32. Op = Kind, Flow = QP,
 // Entropy = EV (answers: the echoed EV). SentAt carries TS.
 func (m *mrcNet) send(now sim.Time, f *mrcFlow, h *mrc.Header, host int32, r fabric.Route, plane int) {
 	p := m.net.NewPacket()
@@ -412,6 +432,7 @@ func (m *mrcNet) send(now sim.Time, f *mrcFlow, h *mrc.Header, host int32, r fab
 		if h.ForProbe {
 			p.Aux |= 1 << 9
 		}
+		p.Aux |= uint64(min((h.RcvWnd+63)/64, 1<<22-1)) << 10
 	}
 	p.UseRoute(&r)
 	if err := m.net.Send(now, host, plane, p); err != nil {
@@ -444,6 +465,7 @@ func (m *mrcNet) onPacket(now sim.Time, p *fabric.Packet) {
 			Kind: kind, QP: uint32(p.Flow), CumPSN: uint32(p.Seq), NackPSN: uint32(p.Seq >> 32), Bitmap: p.Bitmap,
 			EchoEV: uint16(p.Entropy), EchoTS: sim.Time(p.Ack), Reason: mrc.NackReason(p.Aux & 0xff),
 			CE: p.Aux&(1<<8) != 0, ForProbe: p.Aux&(1<<9) != 0, BitmapBase: uint32(p.Aux >> 32),
+			RcvWnd: uint32(p.Aux>>10&(1<<22-1)) * 64,
 		}
 		if kind == mrc.SACK {
 			f.snd.OnSACK(now, &h)

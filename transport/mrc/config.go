@@ -62,6 +62,19 @@ type Config struct {
 	// incasts, one RTT alone gives thousands of spurious retransmissions and this none or a
 	// handful, while still finding a failed path's losses within a few RTTs.
 	ReorderWindow sim.Time `yaml:"reorder_window"`
+	// RcvWindowBDP is the receiver's budget of bytes in flight toward its host, in BDPs of the
+	// host's NIC rate x base RTT, shared equally by the QPs under way toward it (HostRx);
+	// default DefaultRcvWindowBDP (1.5, NSCC's maximum window), up to 100; negative turns the
+	// receiver's share off.
+	RcvWindowBDP float64 `yaml:"rcv_window_bdp"`
+	// ProbeBudget is the probes a QP earns per data packet sent, on top of one per probe
+	// interval (Sender.probe); default DefaultProbeBudget (0.01), 0..1. Use a negative value
+	// for none beyond the per-interval one.
+	ProbeBudget float64 `yaml:"probe_budget"`
+	// LossStrikes is how many untrimmed losses a path must suffer, net of its clean deliveries
+	// (two strikes per loss, one back per delivery), before its EV is retired; 0 (default)
+	// means automatic, from the QP's background loss rate (Sender.StrikeLimit). 1..32.
+	LossStrikes int `yaml:"loss_strikes"`
 	// WindowMPR is the receive window in units of 128 PSNs [API: MPR]; default 32 (4,096 PSNs,
 	// 16 MiB of 4 KiB packets in flight).
 	WindowMPR int `yaml:"window_mpr"`
@@ -97,6 +110,8 @@ const (
 	DefaultMaxRetries   = 15
 	UnlimitedRetries    = 25
 	DefaultWindowMPR    = 32
+	// DefaultRcvWindowBDP is the receiver's budget in BDPs (HostRx): NSCC's maximum window.
+	DefaultRcvWindowBDP = NSCCMaxWindowFactor
 	// AckTimeoutUnit is the ACK timeout granule, 1.024 us [API].
 	AckTimeoutUnit = 1024 * sim.Nanosecond
 )
@@ -130,6 +145,14 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.WindowMPR == 0 {
 		c.WindowMPR = DefaultWindowMPR
+	}
+	if c.RcvWindowBDP == 0 {
+		c.RcvWindowBDP = DefaultRcvWindowBDP
+	}
+	if c.ProbeBudget == 0 {
+		c.ProbeBudget = DefaultProbeBudget
+	} else if c.ProbeBudget < 0 {
+		c.ProbeBudget = 0
 	}
 	if c.CC.TargetFactor == 0 {
 		c.CC.TargetFactor = NSCCTargetFactorTrimming
@@ -176,6 +199,12 @@ func (c Config) Validate(prefix string) error {
 		return bad("fixed_retries", "%d is above %s.max_retries (%d): the QP errors after max_retries timeouts, so only %d fixed retries could happen; want fixed_retries <= max_retries, or max_retries 25 (unlimited)", c.FixedRetries, prefix, c.MaxRetries, c.MaxRetries)
 	case c.ReorderWindow < 0 || c.ReorderWindow > sim.Second:
 		return bad("reorder_window", "%v is out of range; allowed 0..1s (0 = one base RTT)", c.ReorderWindow)
+	case !(c.RcvWindowBDP <= 100) || (c.RcvWindowBDP > 0 && c.RcvWindowBDP < 0.1):
+		return bad("rcv_window_bdp", "%v is out of range; allowed 0.1..100 BDPs, or negative for no receiver share", c.RcvWindowBDP)
+	case !(c.ProbeBudget >= 0 && c.ProbeBudget <= 1):
+		return bad("probe_budget", "%v is out of range; allowed 0..1 probes per data packet (negative: none)", c.ProbeBudget)
+	case c.LossStrikes < 0 || c.LossStrikes > 32:
+		return bad("loss_strikes", "%d is out of range; allowed 1..32, or 0 (automatic, from the background loss rate)", c.LossStrikes)
 	case c.WindowMPR < 1 || c.WindowMPR > 512:
 		return bad("window_mpr", "%d is out of range; allowed 1..512 (units of 128 PSNs)", c.WindowMPR)
 	case !(c.CC.TargetFactor > 0 && c.CC.TargetFactor <= 10):

@@ -29,9 +29,10 @@ const (
 	// active EV by a CE mark echoed in an ACK/SACK or by a NACK for a packet trimmed before the
 	// last hop: the path is congested, not broken.
 	Skip
-	// AssumedBad: retired after an untrimmed loss (a timeout or a gap the SACKs prove), which
-	// with trimming on means failure. Never used for data; probed every ProbeInterval until
-	// ProbeSuccesses consecutive clean answers make it Good again.
+	// AssumedBad: retired after untrimmed losses (timeouts or gaps the SACKs prove) that the
+	// sender blames on the path (Sender.StrikeLimit). Never used for data; probed every
+	// ProbeInterval, backing off while probes are lost, until ProbeSuccesses consecutive clean
+	// answers make it Good again.
 	AssumedBad
 	// Denied: set and cleared only by the operator (a denylist or a fault schedule) through
 	// Deny and Allow. Never used for data and never probed.
@@ -86,6 +87,9 @@ const (
 	// MaxEVs bounds Active + Backup per QP: an entropy value fits a 16-bit field (the UDP source
 	// port in RoCEv2), and it keeps per-QP state within a few MiB.
 	MaxEVs = 1 << 16
+	// MaxEVProbeBackoff caps the probe backoff: an EV whose probes keep being lost is probed
+	// every 2^6 = 64 probe intervals at most (3.2 ms at the default 50us).
+	MaxEVProbeBackoff = 6
 	// MaxEVProbeSuccesses bounds ProbeSuccesses: beyond it a healed path would stay unused for
 	// a thousand probe intervals, which is surely a typo.
 	MaxEVProbeSuccesses = 1000
@@ -239,6 +243,7 @@ type evEntry struct {
 	slot        int32 // index in EVSet.order while active, else -1
 	probes      int32 // probes sent since retirement
 	okProbes    int32 // consecutive clean probe answers
+	lostProbes  int32 // consecutive probes lost (backoff exponent, capped at MaxEVProbeBackoff)
 	state       EVState
 	outstanding bool // a probe is in flight
 }
@@ -652,7 +657,7 @@ func (s *EVSet) retire(ev int, e *evEntry, avoidBad bool) bool {
 		s.removeActive(e)
 	}
 	s.setState(e, AssumedBad)
-	e.okProbes, e.outstanding, e.probes = 0, false, 0
+	e.okProbes, e.outstanding, e.probes, e.lostProbes = 0, false, 0, 0
 	e.nextProbe = 0
 	if s.cfg.ProbeInterval == sim.MaxTime {
 		e.nextProbe = sim.MaxTime
@@ -672,8 +677,21 @@ func (s *EVSet) pathBad(plane, path int32) bool {
 	return false
 }
 
+// probeGap is the time from a probe on e to its next one: ProbeInterval, doubled for each
+// consecutive probe lost, up to 2^MaxEVProbeBackoff x ProbeInterval (lockstep default: a path
+// that stays dead costs ever fewer probes, one per 3.2 ms at the default interval, while one
+// that heals is found again within that).
+func (s *EVSet) probeGap(e *evEntry) sim.Time {
+	g := s.cfg.ProbeInterval
+	for i := int32(0); i < min(e.lostProbes, MaxEVProbeBackoff) && g < sim.MaxTime/2; i++ {
+		g *= 2
+	}
+	return g
+}
+
 // ProbeDue returns an AssumedBad EV whose probe is due at now, and records the probe as sent:
-// its next probe is due at now + ProbeInterval [MRC §2.1; API]. Call it until ok is false. When
+// its next probe is due at now + ProbeInterval, doubled per consecutive probe lost (probeGap)
+// [MRC §2.1; API]. Call it until ok is false. When
 // several are due, the one due earliest goes first (ties: the one retired first). A probe still
 // unanswered when the next one is due counts as lost (resetting the clean-answer count), so a
 // caller need not time probes out itself; it may still call OnProbeLoss earlier.
@@ -692,12 +710,13 @@ func (s *EVSet) ProbeDue(now sim.Time) (ev int, ok bool) {
 	e := &s.evs[ev]
 	if e.outstanding {
 		e.okProbes = 0
+		e.lostProbes++
 		s.stats.ProbeLosses++
 	}
 	e.outstanding = true
 	e.probes++
 	e.lastProbe = now
-	e.nextProbe = evAddSat(now, s.cfg.ProbeInterval)
+	e.nextProbe = evAddSat(now, s.probeGap(e))
 	s.stats.ProbesSent++
 	return ev, true
 }
@@ -726,6 +745,11 @@ func (s *EVSet) OnProbeAck(now sim.Time, ev int) {
 	}
 	e.outstanding = false
 	e.okProbes++
+	if e.lostProbes > 0 {
+		// The path answers again: probe at the base interval from the next probe on.
+		e.lostProbes = 0
+		e.nextProbe = min(e.nextProbe, evAddSat(e.lastProbe, s.cfg.ProbeInterval))
+	}
 	if int(e.okProbes) < s.cfg.ProbeSuccesses {
 		return
 	}
@@ -745,6 +769,7 @@ func (s *EVSet) OnProbeLoss(ev int) {
 	}
 	if e.outstanding {
 		e.outstanding = false
+		e.lostProbes++
 		s.stats.ProbeLosses++
 	}
 	e.okProbes = 0
@@ -965,7 +990,7 @@ func (s *EVSet) setState(e *evEntry, st EVState) {
 }
 
 func (s *EVSet) clearProbe(e *evEntry) {
-	e.okProbes, e.outstanding, e.probes = 0, false, 0
+	e.okProbes, e.outstanding, e.probes, e.lostProbes = 0, false, 0, 0
 	e.nextProbe = sim.MaxTime
 }
 

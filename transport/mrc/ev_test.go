@@ -827,6 +827,8 @@ type evModel struct {
 	ok      []int
 	out     []bool
 	next    []sim.Time
+	lost    []int      // consecutive probes lost (backoff exponent)
+	last    []sim.Time // last probe sent
 }
 
 func newEVModel(s *EVSet) *evModel {
@@ -838,6 +840,8 @@ func newEVModel(s *EVSet) *evModel {
 		m.ok = append(m.ok, 0)
 		m.out = append(m.out, false)
 		m.next = append(m.next, sim.MaxTime)
+		m.lost = append(m.lost, 0)
+		m.last = append(m.last, 0)
 		if e.Active {
 			m.active[ev] = true
 		}
@@ -891,7 +895,7 @@ func (m *evModel) loss(ev int) {
 	}
 	m.leave(ev)
 	m.state[ev] = AssumedBad
-	m.ok[ev], m.out[ev], m.next[ev] = 0, false, 0
+	m.ok[ev], m.out[ev], m.next[ev], m.lost[ev] = 0, false, 0, 0
 	if m.cfg.ProbeInterval == sim.MaxTime {
 		m.next[ev] = sim.MaxTime
 	}
@@ -910,15 +914,17 @@ func (m *evModel) probeDue(now sim.Time) (int, bool) {
 	}
 	if m.out[best] {
 		m.ok[best] = 0
+		m.lost[best]++
 	}
 	m.out[best] = true
-	m.next[best] = now + m.cfg.ProbeInterval
+	m.last[best] = now
+	m.next[best] = now + m.cfg.ProbeInterval<<min(m.lost[best], MaxEVProbeBackoff)
 	return best, true
 }
 
 func (m *evModel) admit(ev int) {
 	m.state[ev] = Good
-	m.ok[ev], m.out[ev], m.next[ev] = 0, false, sim.MaxTime
+	m.ok[ev], m.out[ev], m.next[ev], m.lost[ev] = 0, false, sim.MaxTime, 0
 	p := m.plane[ev]
 	if m.planeActive(p) < m.target[p] {
 		m.active[ev] = true
@@ -933,6 +939,10 @@ func (m *evModel) probeAck(ev int) {
 	}
 	m.out[ev] = false
 	m.ok[ev]++
+	if m.lost[ev] > 0 {
+		m.lost[ev] = 0
+		m.next[ev] = min(m.next[ev], m.last[ev]+m.cfg.ProbeInterval)
+	}
 	if m.ok[ev] >= m.cfg.ProbeSuccesses {
 		m.probing = slices.DeleteFunc(m.probing, func(x int) bool { return x == ev })
 		m.admit(ev)
@@ -941,6 +951,9 @@ func (m *evModel) probeAck(ev int) {
 
 func (m *evModel) probeLoss(ev int) {
 	if m.valid(ev) && m.state[ev] == AssumedBad {
+		if m.out[ev] {
+			m.lost[ev]++
+		}
 		m.ok[ev], m.out[ev] = 0, false
 	}
 }
@@ -959,7 +972,7 @@ func (m *evModel) deny(ev int) {
 		m.backup[p] = slices.DeleteFunc(m.backup[p], func(x int) bool { return x == ev })
 	}
 	m.state[ev] = Denied
-	m.ok[ev], m.out[ev], m.next[ev] = 0, false, sim.MaxTime
+	m.ok[ev], m.out[ev], m.next[ev], m.lost[ev] = 0, false, sim.MaxTime, 0
 }
 
 func (m *evModel) allow(ev int) {

@@ -1,6 +1,10 @@
 package mrc
 
-import "github.com/lockstepsim/lockstep/sim"
+import (
+	"math"
+
+	"github.com/lockstepsim/lockstep/sim"
+)
 
 // ReceiverStats counts what a Receiver did.
 type ReceiverStats struct {
@@ -45,7 +49,54 @@ type Receiver struct {
 	out  []Header
 	done []Completion
 
+	host *HostRx // the receiving host's NIC share, nil for none
+	busy bool    // counted in host.active: a transfer is under way
+
 	Stats ReceiverStats
+}
+
+// HostRx is the receive side of one host's NIC, shared by the Receivers of every QP that ends
+// there: it counts the QPs with a transfer under way toward the host and gives each an equal
+// share of a byte budget, which their answers carry to the senders as Header.RcvWnd
+// (receiver back-pressure, lockstep's reading of MRC's receiver congestion window penalty and
+// of UEC's receiver-credit congestion control, RCCC [UEC §3.6]: the receiver knows how many
+// senders converge on it, which no sender does). The budget is Factor x the host's NIC rate x
+// the base RTT: with the default factor 1.5, NSCC's maximum window, a QP alone is never
+// limited, and N senders together keep 1.5 BDP in flight toward the host, enough to keep its
+// link busy and below the last hop's trim threshold (1.5 BDP in the MRC profile), where
+// without it an incast of N starts at N x 1.5 BDP and trims for many round trips. A share
+// below one packet makes senders pace (Sender.Window). Not safe for concurrent use.
+type HostRx struct {
+	budget int64 // bytes
+	active int   // QPs with a transfer under way here
+	// MaxActive is the most QPs that were under way at once, for reports.
+	MaxActive int
+}
+
+// MinRcvWnd is the smallest share HostRx hands out, in bytes: one trimmed header.
+const MinRcvWnd = 64
+
+// NewHostRx returns the shared receive state of a host whose budget is bytes (> 0).
+func NewHostRx(bytes int64) *HostRx { return &HostRx{budget: max(bytes, MinRcvWnd)} }
+
+// Active returns the number of QPs with a transfer under way toward the host.
+func (h *HostRx) Active() int { return h.active }
+
+// Share returns each active QP's share of the budget in bytes, at least MinRcvWnd.
+func (h *HostRx) Share() int64 { return max(h.budget/int64(max(h.active, 1)), MinRcvWnd) }
+
+// SetHost makes the receiver count itself in h while a transfer is under way and put h's
+// share in its answers (Header.RcvWnd). nil turns the share off.
+func (r *Receiver) SetHost(h *HostRx) { r.host = h }
+
+// touch counts the receiver as busy when a packet of transfer msg arrives and msg is not yet
+// complete.
+func (r *Receiver) touch(msg uint32) {
+	if r.host != nil && !r.busy && int(msg) >= r.doneMsg {
+		r.busy = true
+		r.host.active++
+		r.host.MaxActive = max(r.host.MaxActive, r.host.active)
+	}
 }
 
 // NewReceiver makes the responder side of connection qp. cfg must be valid (the sender's
@@ -93,6 +144,7 @@ func (r *Receiver) set(psn uint32, v bool) {
 // OnData takes a data packet. trimmed says it arrived cut to its header (lastHop: cut at the
 // port facing this host); ce says it carried a CE mark.
 func (r *Receiver) OnData(now sim.Time, h *Header, trimmed, lastHop, ce bool) {
+	r.touch(h.Msg)
 	if trimmed {
 		r.Stats.Trimmed++
 		reason := NackTrimmed
@@ -190,6 +242,10 @@ func (r *Receiver) complete(now sim.Time) bool {
 		r.doneMsg++
 		any = true
 	}
+	if any && r.busy && r.doneMsg == len(r.lastPSN) {
+		r.busy = false // every transfer seen is placed: until another arrives
+		r.host.active--
+	}
 	return any
 }
 
@@ -255,5 +311,9 @@ func (r *Receiver) answer(k Kind, h *Header, ce bool) Header {
 	if off != 0 {
 		bm |= r.got[(int(w)+1)%len(r.got)] << (64 - off)
 	}
-	return Header{Kind: k, QP: r.qp, CumPSN: r.cum, Bitmap: bm, BitmapBase: base, EchoEV: h.EV, EchoTS: h.TS, CE: ce}
+	a := Header{Kind: k, QP: r.qp, CumPSN: r.cum, Bitmap: bm, BitmapBase: base, EchoEV: h.EV, EchoTS: h.TS, CE: ce}
+	if r.host != nil {
+		a.RcvWnd = uint32(min(r.host.Share(), math.MaxUint32))
+	}
+	return a
 }

@@ -78,6 +78,14 @@ type SenderStats struct {
 	NoEVStalls             int64    // times the window had room but no EV was usable
 	RTTSum                 sim.Time // sum of RTT samples (SACK arrival - echoed send time)
 	RTTSamples             int64
+	// Loss attribution (see Sender.blame): untrimmed losses charged to the EV that carried
+	// them (a strike), losses not charged because the destination was congested (a trim NACK
+	// within the congestion hold) or because nothing sent after them was delivered either,
+	// and EV retirements that followed.
+	Strikes, CongestionLosses, UnattributedLosses, PathRetirements int64
+	ProbesDeferred                                                 int64 // due probes held back by the probe budget
+	PacedSends                                                     int64 // packets sent under a window below one packet (paced)
+	RetxBytes                                                      int64 // wire bytes of retransmitted data packets
 }
 
 // Sender is the requester side of one MRC connection: it cuts posted RDMA Write transfers into
@@ -123,6 +131,24 @@ type Sender struct {
 	pend    []int64 // by plane: wire bytes put in the outbox during the current Pump
 	nicDown []bool  // by plane: the NIC port was down at the last Pump (its EVs denied)
 
+	// Loss attribution (blame).
+	strikes      []uint8  // by EV: untrimmed losses since its last clean delivery
+	congestedTil sim.Time // a trim NACK arrived: untrimmed losses until then are congestion
+	holdCong     sim.Time // how long a trim NACK marks the destination congested
+	bgLosses     int64    // untrimmed losses not charged to a retired EV (background loss)
+
+	// Probe budget: tokens in probes, refilled per probe interval and per data packet sent.
+	probeTok  float64
+	probeTokT sim.Time
+
+	// Receiver window and pacing below one packet.
+	rcvWnd   int64    // the receiver's share for this QP (bytes), 0 = none given
+	srtt     sim.Time // smoothed RTT (EWMA, weight 1/8), 0 before the first sample
+	jit      uint64   // pacing jitter stream (splitmix64 state), seeded from the QP's rng
+	paceFrom sim.Time // when the last data packet was sent (paceAt)
+	paceWire int64    // its wire bytes, 0 before the first
+	pacing   bool     // the last Pump stopped only because of paceAt
+
 	Stats SenderStats
 }
 
@@ -162,7 +188,11 @@ func NewSender(cfg Config, qp uint32, path Path, rng *rand.Rand) (*Sender, error
 		wnd: wnd, mask: wnd - 1, ring: make([]pktState, wnd),
 		rackAt: sim.MaxTime, rtoAt: sim.MaxTime,
 		probeOut: make([]sim.Time, evs.Len()),
+		strikes:  make([]uint8, evs.Len()),
+		probeTok: ProbeBurst,
 	}
+	s.holdCong = 2*s.rto0 + path.BaseRTT
+	s.jit = rng.Uint64()
 	if wnd&(wnd-1) != 0 { // window_mpr not a power of two: round the ring up
 		n := uint32(1)
 		for n < wnd {
@@ -270,7 +300,7 @@ func (s *Sender) Idle() bool { return s.msgDone == len(s.msgs) }
 // unacknowledged PSN, the next PSN, bytes in flight, the window, retries in a row.
 func (s *Sender) Outstanding() string {
 	return fmt.Sprintf("una %d, next %d, in flight %d B, window %d B, retries %d, transfers done %d of %d",
-		s.una, s.next, s.inflight, s.cc.Window(), s.retries, s.msgDone, len(s.msgs))
+		s.una, s.next, s.inflight, s.Window(), s.retries, s.msgDone, len(s.msgs))
 }
 
 // Out returns the headers to send, in order; the caller sends them and calls ClearOut.
@@ -309,6 +339,7 @@ func (s *Sender) Pump(now sim.Time) {
 	}
 	s.probe(now)
 	s.gated = false
+	s.pacing = false
 	clear(s.pend)
 	for {
 		psn, fresh, ok := s.nextPSN()
@@ -321,7 +352,7 @@ func (s *Sender) Pump(now sim.Time) {
 			m := &s.msgs[s.msgCut]
 			n := min(int64(s.cfg.PayloadBytes), m.bytes-m.cut)
 			wire = int64(s.cfg.WireBytes(int(n)))
-			if !s.fits(wire) {
+			if !s.fits(now, wire) {
 				break
 			}
 			p = &s.ring[psn&s.mask]
@@ -329,7 +360,7 @@ func (s *Sender) Pump(now sim.Time) {
 		} else {
 			p = &s.ring[psn&s.mask]
 			wire = int64(s.cfg.WireBytes(int(p.len)))
-			if !s.fits(wire) {
+			if !s.fits(now, wire) {
 				break
 			}
 		}
@@ -382,8 +413,13 @@ func (s *Sender) Pump(now sim.Time) {
 		p.ev = uint16(ev)
 		p.state = stInFlight
 		s.inflight += wire
+		s.paceNext(now, wire)
 		s.Stats.DataPackets++
 		s.Stats.DataBytes += wire
+		if !fresh {
+			s.Stats.RetxBytes += wire
+		}
+		s.probeTok = min(s.probeTok+s.cfg.ProbeBudget, ProbeBurst)
 		m := &s.msgs[p.msg]
 		s.out = append(s.out, Header{
 			Kind: Data, QP: s.qp, EV: uint16(ev), PSN: psn, Msg: p.msg, Offset: p.offset, Len: p.len,
@@ -453,10 +489,63 @@ func (s *Sender) nextPSN() (psn uint32, fresh, ok bool) {
 	return 0, false, false
 }
 
-// fits reports whether wire more bytes fit in the congestion window (one packet always may go
-// when nothing is in flight).
-func (s *Sender) fits(wire int64) bool {
-	return s.inflight == 0 || s.inflight+wire <= s.cc.Window()
+// Window returns the effective window in wire bytes: NSCC's window, capped by the receiver's
+// share for this QP when its answers carry one (Header.RcvWnd).
+func (s *Sender) Window() int64 {
+	w := s.cc.Window()
+	if s.rcvWnd > 0 && s.rcvWnd < w {
+		w = s.rcvWnd
+	}
+	return w
+}
+
+// fits reports whether wire more bytes fit in the window. One packet may always go when
+// nothing is in flight, except while paced: with a window below one packet the sender sends
+// one packet, then waits (paceAt). The receiver's share is met on average rather than never
+// exceeded: a packet may go while less than the share is in flight, so a share of 2.5
+// packets keeps 2 or 3 in flight rather than 2 (N senders rounding down together would
+// leave the receiver's link short of its BDP); NSCC's window is never exceeded.
+func (s *Sender) fits(now sim.Time, wire int64) bool {
+	if s.inflight == 0 {
+		if now < s.paceAt() {
+			s.pacing = true
+			return false
+		}
+		return true
+	}
+	if s.rcvWnd > 0 && s.inflight >= s.rcvWnd {
+		return false
+	}
+	return s.inflight+wire <= s.cc.Window()
+}
+
+// paceNext records a data packet of wire bytes sent at now, for pacing.
+func (s *Sender) paceNext(now sim.Time, wire int64) {
+	s.paceFrom, s.paceWire = now, wire
+	if s.Window() < wire {
+		s.Stats.PacedSends++
+	}
+}
+
+// paceAt is when the next packet may leave: with a window w below one packet, w/wire packets
+// per RTT means one packet every wire/w RTTs after the last one sent (lockstep reading of a
+// window below one MTU: it keeps its meaning, bytes per round trip, as a rate). It is worked
+// out from the current window, so a larger share the receiver reports in the answer to the
+// last packet (its senders finishing) takes effect at once. The RTT is the smoothed one, kept
+// between the base RTT and the RTT at which the receiver's budget is all in flight
+// (rcv_window_bdp base RTTs), so one stale sample (a burst's queue) can neither stop a sender
+// nor let it overrun. Each gap has a jitter of +-50% (a seeded per-QP stream), so senders
+// synchronised by one event (the first window of an incast, NACKed together) do not pace in
+// lockstep, feeding the receiver bursts of N packets and then nothing.
+func (s *Sender) paceAt() sim.Time {
+	w := s.Window()
+	if s.paceWire == 0 || w >= s.paceWire {
+		return 0
+	}
+	hi := sim.Time(float64(s.baseRTT) * max(s.cfg.RcvWindowBDP, 1))
+	rtt := min(max(s.srtt, s.baseRTT), hi)
+	u := float64(sim.Mix64(s.jit^uint64(s.paceFrom))>>11) * 0x1p-53
+	return s.paceFrom + sim.Time(float64(rtt)*float64(s.paceWire)/float64(max(w, 1))*(0.5+u))
 }
 
 // rto returns the current ACK timeout: fixed for the first FixedRetries, then doubling [API].
@@ -468,13 +557,56 @@ func (s *Sender) rto() sim.Time {
 	return s.rto0 << uint(shift)
 }
 
-// probe sends probes on assumed-bad EVs that are due [API: probes consume no PSN].
+// Probe budget (lockstep defaults; see Sender.probe).
+const (
+	// ProbeBurst is the most probes a QP may send back to back: its probe bucket's depth.
+	ProbeBurst = 4
+	// DefaultProbeBudget is the probes a QP earns per data packet it sends, on top of one
+	// per probe interval: 1%, so probes stay a small share of any busy NIC's packets.
+	DefaultProbeBudget = 0.01
+)
+
+// refillProbes adds the probe tokens earned since the last refill: one per probe interval.
+func (s *Sender) refillProbes(now sim.Time) {
+	if pi := s.cfg.EV.ProbeInterval; pi != sim.MaxTime && now > s.probeTokT {
+		s.probeTok = min(s.probeTok+float64(now-s.probeTokT)/float64(pi), ProbeBurst)
+	}
+	s.probeTokT = now
+}
+
+// probeTokenAt is when the probe bucket next holds a whole token, from the time refill alone.
+func (s *Sender) probeTokenAt() sim.Time {
+	if s.probeTok >= 1 {
+		return s.probeTokT
+	}
+	pi := s.cfg.EV.ProbeInterval
+	if pi == sim.MaxTime {
+		return sim.MaxTime
+	}
+	return s.probeTokT + sim.Time(math.Ceil((1-s.probeTok)*float64(pi)))
+}
+
+// probe sends probes on assumed-bad EVs that are due [API: probes consume no PSN], within the
+// QP's probe budget (lockstep default): a bucket of ProbeBurst tokens, refilled by one per
+// probe interval and by probe_budget (1%) per data packet sent, one token per probe. With
+// many EVs retired at once (a dead plane, a failed T1, or a storm of losses that were not
+// failures at all), probes therefore never exceed about 1% of the QP's data packets plus one
+// per probe interval, instead of one per bad EV per interval; each EV also backs off while
+// its probes are lost (EVSet.ProbeDue).
 func (s *Sender) probe(now sim.Time) {
+	s.refillProbes(now)
 	for {
+		if s.probeTok < 1 {
+			if s.evs.NextProbeAt() <= now {
+				s.Stats.ProbesDeferred++
+			}
+			return
+		}
 		ev, ok := s.evs.ProbeDue(now)
 		if !ok {
 			return
 		}
+		s.probeTok--
 		if s.probeOut[ev] == 0 {
 			s.probesOut = append(s.probesOut, uint16(ev))
 		}
@@ -495,6 +627,7 @@ func (s *Sender) OnSACK(now sim.Time, h *Header) {
 	if h.CE {
 		s.evs.OnCE(int(h.EchoEV))
 	}
+	s.rcvWnd = int64(h.RcvWnd)
 	s.absorb(now, h)
 	s.Pump(now)
 }
@@ -517,8 +650,14 @@ func (s *Sender) absorb(now sim.Time, h *Header) {
 	}
 	if acked > 0 {
 		s.retries = 0
-		s.Stats.RTTSum += now - h.EchoTS
+		rtt := now - h.EchoTS
+		s.Stats.RTTSum += rtt
 		s.Stats.RTTSamples++
+		if s.srtt == 0 {
+			s.srtt = rtt
+		} else {
+			s.srtt += (rtt - s.srtt) / 8
+		}
 		delay := now - h.EchoTS - s.baseRTT
 		if delay < 0 {
 			delay = 0
@@ -547,8 +686,13 @@ func (s *Sender) ackPSN(now sim.Time, psn uint32) int64 {
 	// RACK learns only from packets sent once: the ACK of a retransmitted packet may answer
 	// its first copy, and the tiny RTT that suggests would mark everything older lost (Karn's
 	// rule, RFC 8985 §6.1).
-	if !p.retx && p.sentAt > s.rackXmit {
-		s.rackXmit, s.rackRTT = p.sentAt, now-p.sentAt
+	if !p.retx {
+		if p.sentAt > s.rackXmit {
+			s.rackXmit, s.rackRTT = p.sentAt, now-p.sentAt
+		}
+		if k := &s.strikes[p.ev]; *k > 0 {
+			*k-- // a clean delivery on the EV outweighs half a loss
+		}
 	}
 	if d := psn + 1; int32(d-s.highAck) > 0 {
 		s.highAck = d
@@ -582,9 +726,8 @@ func (s *Sender) complete(now sim.Time) {
 
 // detectLoss is RACK (RFC 8985 §6.2, by time): a packet in flight that was sent before the
 // latest-sent packet to be acknowledged, and has been out longer than that packet's RTT plus
-// the reordering window, is lost. With trimming, congestion does not lose packets, so such a
-// loss blames the path: its EV becomes ASSUMED_BAD [MRC §2.1]. It also sets rackAt, the
-// earliest time a candidate will expire.
+// the reordering window, is lost, and blame decides whether the loss counts against its EV's
+// path. It also sets rackAt, the earliest time a candidate will expire.
 func (s *Sender) detectLoss(now sim.Time) {
 	s.rackAt = sim.MaxTime
 	if s.rackXmit == 0 {
@@ -598,7 +741,7 @@ func (s *Sender) detectLoss(now sim.Time) {
 		deadline := p.sentAt + s.rackRTT + s.reo
 		if now >= deadline {
 			s.lose(psn, p, RetxSackGap)
-			s.evs.OnPathLoss(int(p.ev))
+			s.blame(now, p)
 		} else if deadline < s.rackAt {
 			s.rackAt = deadline
 		}
@@ -619,6 +762,7 @@ func (s *Sender) lose(psn uint32, p *pktState, cause RetxCause) {
 // hop moves the EV to SKIP; every trim NACK reduces the window (NSCC quick adapt).
 func (s *Sender) OnNACK(now sim.Time, h *Header) {
 	s.Stats.NACKs++
+	s.rcvWnd = int64(h.RcvWnd)
 	psn := h.NackPSN
 	if int32(psn-s.una) < 0 || int32(s.next-psn) <= 0 {
 		s.absorb(now, h)
@@ -634,6 +778,7 @@ func (s *Sender) OnNACK(now sim.Time, h *Header) {
 	wire := int64(s.cfg.WireBytes(int(p.len)))
 	switch h.Reason {
 	case NackTrimmed, NackTrimmedLastHop:
+		s.congestedTil = now + s.holdCong
 		s.evs.OnTrimNack(int(p.ev), h.Reason == NackTrimmedLastHop)
 		s.lose(psn, p, RetxTrimNack)
 		s.cc.OnNack(now, wire)
@@ -674,7 +819,7 @@ func (s *Sender) Deadline() sim.Time {
 	if s.err != nil {
 		return sim.MaxTime
 	}
-	if t := s.evs.NextProbeAt(); t < d {
+	if t := max(s.evs.NextProbeAt(), s.probeTokenAt()); t < d {
 		d = t
 	}
 	for _, ev := range s.probesOut {
@@ -684,6 +829,11 @@ func (s *Sender) Deadline() sim.Time {
 	}
 	if s.stalled && s.rtoAt < d {
 		d = s.rtoAt
+	}
+	if s.pacing {
+		if t := s.paceAt(); t < d {
+			d = t
+		}
 	}
 	return d
 }
@@ -726,7 +876,7 @@ func (s *Sender) OnTimer(now sim.Time) {
 			p := &s.ring[psn&s.mask]
 			if p.state == stInFlight && now-p.sentAt >= s.rto0 {
 				s.lose(psn, p, RetxTimeout)
-				s.evs.OnPathLoss(int(p.ev))
+				s.blame(now, p)
 			}
 		}
 		s.cc.OnTimeout(now)
@@ -737,3 +887,81 @@ func (s *Sender) OnTimer(now sim.Time) {
 		s.rtoAt = sim.MaxTime
 	}
 }
+
+// Loss attribution defaults (lockstep; see blame).
+const (
+	// StrikeFalseRate is the per-packet chance of a false retirement that the automatic strike
+	// limit allows under independent random loss: about one healthy EV retired per 10^9 packets.
+	StrikeFalseRate = 1e-9
+	// StrikeLossFloor is the background loss rate the automatic limit assumes at least, so a
+	// QP that has seen no loss yet still needs three losses on a path (limit 3).
+	StrikeLossFloor = 1e-3
+	// MinAutoStrikes and MaxAutoStrikes bound the automatic strike limit.
+	MinAutoStrikes, MaxAutoStrikes = 3, 8
+)
+
+// StrikeLimit returns the number of net untrimmed losses (see blame) that retire an EV: the
+// scenario's loss_strikes if set, else the smallest k with p^k <= StrikeFalseRate, where p is
+// the QP's background loss rate so far (untrimmed losses charged to EVs that were not retired,
+// over data packets sent, at least StrikeLossFloor), clamped to [MinAutoStrikes,
+// MaxAutoStrikes]. A clean path loses nothing and a failed one nearly everything, so the limit
+// only has to rise above what random loss on healthy paths can string together: 3 on a clean
+// fabric, 4 at 0.4% loss per packet (0.1% on each of four links), 7 at 4%.
+func (s *Sender) StrikeLimit() int {
+	if s.cfg.LossStrikes > 0 {
+		return s.cfg.LossStrikes
+	}
+	p := max(float64(s.bgLosses)/float64(max(s.Stats.DataPackets, 1)), StrikeLossFloor)
+	if p >= 1 {
+		return MaxAutoStrikes
+	}
+	k := int(math.Ceil(math.Log(StrikeFalseRate) / math.Log(p)))
+	return min(max(k, MinAutoStrikes), MaxAutoStrikes)
+}
+
+// blame decides what an untrimmed loss (a RACK gap or an ACK timeout) of packet p says about
+// the path of its EV [MRC §2.1: "loss without a trim ... -> ASSUMED_BAD"; lockstep reading].
+// With trimming, congestion should cut packets rather than drop them, but a trimmed header can
+// still be dropped where the header queue overflows, and links lose packets at random; neither
+// is a path failure. So a loss counts against the EV only when
+//   - the destination is not congested: no trim NACK arrived within the congestion hold (two
+//     ACK timeouts plus a base RTT), since a header queue overflows only where trimming is
+//     heavy, and such a QP sees trim NACKs for its other packets there; and
+//   - something sent after the packet was delivered (the RACK condition, RFC 8985): other
+//     paths to the same destination work, so the receiver is alive and this path is the odd
+//     one out. A timeout with nothing delivered at all blames no EV.
+//
+// A loss that counts adds two strikes to its EV and every clean delivery on it (a packet sent
+// once and acknowledged) takes one away, so the score rises on a path that loses more than a
+// third of its packets and decays on a path that loses at random. At 2 x StrikeLimit strikes
+// the EV's route is retired (EVSet.OnPathLoss). A failed path is therefore retired after
+// StrikeLimit losses, a few rotations of the active set (tens of microseconds), while random
+// loss of 0.1-1% per link retires no healthy EV (checked in the runner's stress suite).
+func (s *Sender) blame(now sim.Time, p *pktState) {
+	ev := int(p.ev)
+	switch {
+	case now < s.congestedTil:
+		s.Stats.CongestionLosses++
+		return
+	case p.sentAt >= s.rackXmit:
+		s.Stats.UnattributedLosses++
+		return
+	}
+	s.bgLosses++
+	s.Stats.Strikes++
+	k := &s.strikes[ev]
+	*k = uint8(min(int(*k)+2, math.MaxUint8))
+	if int(*k) < 2*s.StrikeLimit() {
+		return
+	}
+	s.bgLosses -= int64(*k / 2) // the losses that retired it were the path's, not background
+	plane, path, _ := s.evs.Route(ev)
+	for e := range s.strikes {
+		if pl, pa, _ := s.evs.Route(e); pl == plane && pa == path {
+			s.strikes[e] = 0
+		}
+	}
+	s.Stats.PathRetirements++
+	s.evs.OnPathLoss(ev)
+}
+

@@ -102,4 +102,7 @@ type Header struct {
 	ForProbe   bool
 	Reason     NackReason
 	NackPSN    uint32
+	// RcvWnd is the receiver's share of its NIC for this QP, in wire bytes in flight (see
+	// HostRx); 0 = no share given. The sender's window is at most this.
+	RcvWnd uint32
 }
