@@ -964,4 +964,3 @@ func (s *Sender) blame(now sim.Time, p *pktState) {
 	s.Stats.PathRetirements++
 	s.evs.OnPathLoss(ev)
 }
-
