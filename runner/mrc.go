@@ -148,7 +148,7 @@ func (m *mrcNet) hostRx(host int) *mrc.HostRx {
 		m.rx = make([]*mrc.HostRx, m.net.NumHosts())
 	}
 	if m.rx[host] == nil {
-		m.rx[host] = mrc.NewHostRx(int64(m.cfg.RcvWindowBDP * float64(m.nicRate.BytesIn(m.baseRTT))))
+		m.rx[host] = mrc.NewHostRx(m.nicRate.BytesIn(m.baseRTT), m.cfg.RcvWindowBDP, m.baseRTT)
 	}
 	return m.rx[host]
 }

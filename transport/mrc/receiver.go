@@ -58,32 +58,68 @@ type Receiver struct {
 // HostRx is the receive side of one host's NIC, shared by the Receivers of every QP that ends
 // there: it counts the QPs with a transfer under way toward the host and gives each an equal
 // share of a byte budget, which their answers carry to the senders as Header.RcvWnd
-// (receiver back-pressure, lockstep's reading of MRC's receiver congestion window penalty and
+// (receiver back-pressure; lockstep's reading of MRC's receiver congestion-window penalty and
 // of UEC's receiver-credit congestion control, RCCC [UEC §3.6]: the receiver knows how many
-// senders converge on it, which no sender does). The budget is Factor x the host's NIC rate x
-// the base RTT: with the default factor 1.5, NSCC's maximum window, a QP alone is never
-// limited, and N senders together keep 1.5 BDP in flight toward the host, enough to keep its
-// link busy and below the last hop's trim threshold (1.5 BDP in the MRC profile), where
-// without it an incast of N starts at N x 1.5 BDP and trims for many round trips. A share
-// below one packet makes senders pace (Sender.Window). Not safe for concurrent use.
+// senders converge on it, which no sender does). A share below one packet makes senders pace
+// (Sender.Window).
+//
+// The budget moves between one BDP (the host's NIC rate x the base RTT: less would leave its
+// link idle) and Max (rcv_window_bdp BDPs, default 1.5, NSCC's maximum window, so a QP alone
+// is never limited): each packet trimmed at the host's own last hop (TRIMMED_LASTHOP) means
+// the budget overfills the queue in front of the host, so it is cut by 1/8, at most once per
+// base RTT; each packet placed whole grows it by 1/64 BDP per budget's worth of bytes placed
+// (about one 64th of a BDP per round trip). With the MRC profile's last-hop trim threshold of
+// 1.5 BDP the budget stays at its maximum; with switch queues of a few packets it settles
+// near one BDP, where N senders together keep the link busy without trimming. Without it an
+// incast of N starts at N x 1.5 BDP and trims for many round trips. Not safe for concurrent
+// use.
 type HostRx struct {
-	budget int64 // bytes
-	active int   // QPs with a transfer under way here
-	// MaxActive is the most QPs that were under way at once, for reports.
+	budget, minB, maxB float64 // bytes
+	rtt                sim.Time
+	nextCut            sim.Time
+	active             int // QPs with a transfer under way here
+	// MaxActive is the most QPs that were under way at once, and Cuts the budget cuts, for
+	// reports.
 	MaxActive int
+	Cuts      int64
 }
 
 // MinRcvWnd is the smallest share HostRx hands out, in bytes: one trimmed header.
 const MinRcvWnd = 64
 
-// NewHostRx returns the shared receive state of a host whose budget is bytes (> 0).
-func NewHostRx(bytes int64) *HostRx { return &HostRx{budget: max(bytes, MinRcvWnd)} }
+// NewHostRx returns the shared receive state of a host whose NIC moves bdp bytes per base RTT
+// rtt, with a budget of at most factor BDPs (at least one).
+func NewHostRx(bdp int64, factor float64, rtt sim.Time) *HostRx {
+	lo := float64(max(bdp, MinRcvWnd)) * 9 / 8
+	hi := max(lo, factor*lo)
+	return &HostRx{budget: hi, minB: lo, maxB: hi, rtt: rtt}
+}
 
 // Active returns the number of QPs with a transfer under way toward the host.
 func (h *HostRx) Active() int { return h.active }
 
+// Budget returns the bytes in flight toward the host that the QPs under way share now.
+func (h *HostRx) Budget() int64 { return int64(h.budget) }
+
 // Share returns each active QP's share of the budget in bytes, at least MinRcvWnd.
-func (h *HostRx) Share() int64 { return max(h.budget/int64(max(h.active, 1)), MinRcvWnd) }
+func (h *HostRx) Share() int64 { return max(int64(h.budget)/int64(max(h.active, 1)), MinRcvWnd) }
+
+// onLastHopTrim cuts the budget for a packet trimmed at the host's last hop at now.
+func (h *HostRx) onLastHopTrim(now sim.Time) {
+	if now < h.nextCut {
+		return
+	}
+	h.nextCut = now + h.rtt
+	h.budget = max(h.minB, h.budget*7/8)
+	h.Cuts++
+}
+
+// onPlaced grows the budget for bytes placed whole.
+func (h *HostRx) onPlaced(bytes int64) {
+	if h.budget < h.maxB {
+		h.budget = min(h.maxB, h.budget+h.minB/8*float64(bytes)/h.budget)
+	}
+}
 
 // SetHost makes the receiver count itself in h while a transfer is under way and put h's
 // share in its answers (Header.RcvWnd). nil turns the share off.
@@ -151,6 +187,9 @@ func (r *Receiver) OnData(now sim.Time, h *Header, trimmed, lastHop, ce bool) {
 		if lastHop {
 			reason = NackTrimmedLastHop
 			r.Stats.LastHopTrims++
+			if r.host != nil {
+				r.host.onLastHopTrim(now)
+			}
 		}
 		r.nack(h, reason, ce)
 		return
@@ -183,6 +222,9 @@ func (r *Receiver) OnData(now sim.Time, h *Header, trimmed, lastHop, ce bool) {
 	}
 	r.bytes[m] += int64(h.Len)
 	r.Stats.PlacedBytes += int64(h.Len)
+	if r.host != nil {
+		r.host.onPlaced(int64(h.Len))
+	}
 	outOfOrder := psn != r.cum
 	if outOfOrder {
 		r.Stats.ReorderedPkts++
