@@ -110,9 +110,10 @@ type Sender struct {
 	msgDone int // first transfer not yet acknowledged completely
 	msgCut  int // transfer being cut into packets
 
-	rackXmit sim.Time // send time of the latest-sent packet acknowledged (RACK)
-	rackRTT  sim.Time // its RTT
-	rackAt   sim.Time // earliest RACK expiry among candidates, or MaxTime
+	rackXmit sim.Time   // send time of the latest-sent packet acknowledged (RACK)
+	evAcked  []sim.Time // by EV: send time of the latest packet sent once on it and acknowledged
+	rackRTT  sim.Time   // its RTT
+	rackAt   sim.Time   // earliest RACK expiry among candidates, or MaxTime
 
 	retries   int
 	rtoAt     sim.Time // ACK timeout deadline while data is in flight
@@ -189,6 +190,7 @@ func NewSender(cfg Config, qp uint32, path Path, rng *rand.Rand) (*Sender, error
 		rackAt: sim.MaxTime, rtoAt: sim.MaxTime,
 		probeOut: make([]sim.Time, evs.Len()),
 		strikes:  make([]uint8, evs.Len()),
+		evAcked:  make([]sim.Time, evs.Len()),
 		probeTok: ProbeBurst,
 	}
 	s.holdCong = 2*s.rto0 + path.BaseRTT
@@ -690,6 +692,9 @@ func (s *Sender) ackPSN(now sim.Time, psn uint32) int64 {
 		if p.sentAt > s.rackXmit {
 			s.rackXmit, s.rackRTT = p.sentAt, now-p.sentAt
 		}
+		if p.sentAt > s.evAcked[p.ev] {
+			s.evAcked[p.ev] = p.sentAt
+		}
 		if k := &s.strikes[p.ev]; *k > 0 {
 			*k-- // a clean delivery on the EV outweighs half a loss
 		}
@@ -726,8 +731,14 @@ func (s *Sender) complete(now sim.Time) {
 
 // detectLoss is RACK (RFC 8985 §6.2, by time): a packet in flight that was sent before the
 // latest-sent packet to be acknowledged, and has been out longer than that packet's RTT plus
-// the reordering window, is lost, and blame decides whether the loss counts against its EV's
-// path. It also sets rackAt, the earliest time a candidate will expire.
+// the reordering window, is lost. So is one sent before a packet on the same EV that was
+// acknowledged: an EV is a static source route [MRC §2.2] and every hop serves a class in
+// FIFO order, so packets on one path never overtake each other, and that evidence needs no
+// reordering allowance (the sprayed packets of other paths do). A packet lost on a healthy
+// path is thus found one rotation of the active set later, not a reordering window later,
+// which is what keeps random loss from stalling a collective's chunks. blame decides whether
+// a loss counts against its EV's path. It also sets rackAt, the earliest time a candidate
+// will expire.
 func (s *Sender) detectLoss(now sim.Time) {
 	s.rackAt = sim.MaxTime
 	if s.rackXmit == 0 {
@@ -739,7 +750,7 @@ func (s *Sender) detectLoss(now sim.Time) {
 			continue
 		}
 		deadline := p.sentAt + s.rackRTT + s.reo
-		if now >= deadline {
+		if now >= deadline || s.evAcked[p.ev] > p.sentAt {
 			s.lose(psn, p, RetxSackGap)
 			s.blame(now, p)
 		} else if deadline < s.rackAt {
