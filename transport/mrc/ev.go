@@ -25,9 +25,9 @@ const (
 	// Good: usable. An active Good EV carries data; a Good EV in the backup pool waits to
 	// replace a retired one of its plane.
 	Good EVState = iota
-	// Skip: passed over once, the next time the rotation reaches it, then Good again. Set on an
-	// active EV by a CE mark echoed in an ACK/SACK or by a NACK for a packet trimmed before the
-	// last hop: the path is congested, not broken.
+	// Skip: passed over once, the next time its plane's rotation reaches it, then Good again.
+	// Set on an active EV by a CE mark echoed in an ACK/SACK or by a NACK for a packet trimmed
+	// before the last hop: the path is congested, not broken.
 	Skip
 	// AssumedBad: retired after untrimmed losses (timeouts or gaps the SACKs prove) that the
 	// sender blames on the path (Sender.StrikeLimit). Never used for data; probed every
@@ -130,22 +130,27 @@ type EVConfig struct {
 	ProbeSuccesses int `yaml:"probe_successes"`
 	// Rotation is the order of the rotation through the active set [MRC §2.1: "a different EV
 	// for every packet, rotating through the active set in a pseudo-random order"]:
-	// RotationFixed (default) or RotationShuffle. See EVSet.Next.
+	// RotationFixed (default) or RotationShuffle. Each plane rotates through its own active
+	// EVs; see EVSet.Next and EVSet.NextOn.
 	Rotation string `yaml:"rotation"`
 }
 
 // Rotation orders (EVConfig.Rotation).
 const (
-	// RotationFixed: the rotation order is drawn once, when the QP is set up, and every
-	// rotation repeats it. Each plane's EVs are drawn as a random permutation of its paths,
-	// repeated when the plane has more EVs than paths, so a plane's packets visit every path
-	// once before any path twice, and the planes alternate. A sender then loads each T0 uplink
-	// at evenly spaced packets: measured on the issue's 128-host 8-plane permutation of 16 MiB
-	// (seeds 1-4), FCT/ideal is 1.024-1.026 mean and 1.032-1.034 worst, against 1.043-1.053
-	// and 1.068-1.079 with RotationShuffle, whose reshuffled rotations can put a path's
-	// packets back to back and so queue about 0.4 us more per RTT at 96-98% load.
+	// RotationFixed: each plane's lap order is drawn once, when the QP is set up, and every
+	// lap of the plane repeats it. A plane's EVs are drawn as a random permutation of its
+	// paths, repeated when the plane has more EVs than paths, so a plane's packets visit every
+	// path once before any path twice, whichever planes the sender picks in between. A sender
+	// then loads each T0 uplink at evenly spaced packets: measured on the issue's 128-host
+	// 8-plane permutation of 16 MiB (seeds 1-4), FCT/ideal is 1.024-1.026 mean and
+	// 1.032-1.034 worst, against 1.043-1.053 and 1.068-1.079 with RotationShuffle, whose
+	// reshuffled laps can put a path's packets back to back and so queue about 0.4 us more
+	// per RTT at 96-98% load. Next interleaves the planes smoothly in proportion to their
+	// active EVs (planes in turn when they hold equal shares).
 	RotationFixed = "fixed"
-	// RotationShuffle: every rotation is a fresh random permutation of the active set.
+	// RotationShuffle: every lap of a plane is a fresh random permutation of its active EVs,
+	// and Next interleaves the planes at random in proportion to the EVs each has left, so a
+	// rotation of Next is a uniformly random permutation of the active set.
 	RotationShuffle = "shuffle"
 )
 
@@ -228,19 +233,19 @@ type EVStats struct {
 	Recoveries   int64 // AssumedBad -> Good after ProbeSuccesses clean answers
 	Denials      int64 // EVs made Denied
 	Allows       int64 // Denied EVs made Good again
-	Rounds       int64 // rotations of the active set started (one reshuffle each with RotationShuffle)
+	Rounds       int64 // rotations started: by Next, or by NextOn on a plane a lap ahead of the rest
 	Invalid      int64 // calls naming an EV index out of range (ignored)
 }
 
 // evEntry is one EV's table entry. Invariants (checked by Audit): slot >= 0 iff the EV is in
-// the active set, at order[slot], with state Good or Skip; a Good EV not in the active set is
-// in its plane's backup pool; AssumedBad EVs are in probing; Denied EVs are nowhere.
+// the active set, at ring[plane][slot], with state Good or Skip; a Good EV not in the active
+// set is in its plane's backup pool; AssumedBad EVs are in probing; Denied EVs are nowhere.
 type evEntry struct {
 	nextProbe   sim.Time // next probe due (AssumedBad); MaxTime otherwise
 	lastProbe   sim.Time // last probe sent (AssumedBad, probes > 0)
 	path        int32
 	plane       int32
-	slot        int32 // index in EVSet.order while active, else -1
+	slot        int32 // index in EVSet.ring[plane] while active, else -1
 	probes      int32 // probes sent since retirement
 	okProbes    int32 // consecutive clean probe answers
 	lostProbes  int32 // consecutive probes lost (backoff exponent, capped at MaxEVProbeBackoff)
@@ -268,18 +273,22 @@ type evEntry struct {
 // EV's state (a CE on a retired EV, a loss on a backup, a late probe answer) are stale and
 // ignored.
 //
-// Next, the On* methods, ProbeDue and NextProbeAt allocate nothing. An EVSet is not safe for
-// concurrent use.
+// Next, NextOn, the On* methods, ProbeDue and NextProbeAt allocate nothing. An EVSet is not
+// safe for concurrent use.
 type EVSet struct {
 	cfg  EVConfig
 	rng  *rand.Rand
 	evs  []evEntry
 	last int32 // EV Next returned last, -1 before the first
 
-	// order is the active set in this rotation's order: order[:pos] were visited.
-	order []int32
-	pos   int
-	left  []int // per plane: active EVs in order[pos:] (not yet visited this rotation)
+	// The rotation, per plane [MRC §2.1: a retired EV is replaced from the same plane, so each
+	// plane is a rotation of its own]: ring[p] is plane p's active set in lap order and
+	// ring[p][:pos[p]] were visited in its current lap (pos[p] == len(ring[p]): the lap is
+	// over, the plane's next EV starts its next lap).
+	ring [][]int32
+	pos  []int
+	laps []int64 // per plane: laps begun
+	nAct int     // EVs in the active set, all planes
 
 	target  []int     // per plane: active share (Active split over the planes)
 	nActive []int     // per plane: EVs in the active set; <= target, and < target only with an empty backup pool
@@ -334,48 +343,43 @@ func NewEVSet(cfg EVConfig, planes int, pathsPerPlane []int, rng *rand.Rand) (*E
 		rng:     rng,
 		evs:     make([]evEntry, 0, total),
 		last:    -1,
-		order:   make([]int32, 0, total),
+		ring:    make([][]int32, planes),
+		pos:     make([]int, planes),
+		laps:    make([]int64, planes),
 		target:  evSplit(cfg.Active, planes, rng),
 		nActive: make([]int, planes),
-		left:    make([]int, planes),
 		backup:  make([][]int32, planes),
 		probing: make([]int32, 0, total),
 	}
 	backupShare := evSplit(nBackup, planes, rng)
 	var paths []int32
-	first := make([]int32, planes) // per plane: its first EV
 	for p := 0; p < planes; p++ {
 		nA, nB := s.target[p], backupShare[p]
 		paths = evDrawPaths(rng, pathsPerPlane[p], nA+nB, paths[:0])
-		// The pool can hold every EV of the plane, so refilling it never allocates.
+		// The pool and the ring can each hold every EV of the plane, so refilling them never
+		// allocates.
 		s.backup[p] = make([]int32, 0, nA+nB)
-		first[p] = int32(len(s.evs))
+		s.ring[p] = make([]int32, 0, nA+nB)
 		for i, path := range paths {
 			ev := int32(len(s.evs))
 			s.evs = append(s.evs, evEntry{
 				nextProbe: sim.MaxTime, path: path, plane: int32(p), slot: -1, state: Good,
 			})
 			if i < nA {
+				// The plane's lap order: its active EVs in drawn order (a random permutation
+				// of its paths, repeated), so a fixed rotation spreads the plane's packets
+				// over its paths evenly.
+				s.evs[ev].slot = int32(len(s.ring[p]))
+				s.ring[p] = append(s.ring[p], ev)
 				s.nActive[p]++
 			} else {
 				s.backup[p] = append(s.backup[p], ev)
 			}
 		}
+		s.pos[p] = len(s.ring[p]) // the plane's first EV starts its first lap (shuffled with RotationShuffle)
 	}
-	// The first rotation's order: the planes in turn, each plane's active EVs in drawn order
-	// (a random permutation of its paths, repeated), so a fixed rotation spreads every
-	// plane's packets over its paths evenly.
-	for k := 0; len(s.order) < cfg.Active; k++ {
-		for p := 0; p < planes; p++ {
-			if k < s.nActive[p] {
-				ev := first[p] + int32(k)
-				s.evs[ev].slot = int32(len(s.order))
-				s.order = append(s.order, ev)
-			}
-		}
-	}
+	s.nAct = cfg.Active
 	s.nState[Good] = len(s.evs)
-	s.pos = len(s.order) // the first Next starts the first rotation (shuffled with RotationShuffle)
 	return s, nil
 }
 
@@ -459,128 +463,191 @@ func (s *EVSet) Route(ev int) (plane, path int, ok bool) {
 	return int(s.evs[ev].plane), int(s.evs[ev].path), true
 }
 
-// Next returns the EV for the next data packet [MRC §2.1, §2.4]: a rotation through the active
-// set in a pseudo-random order, so each active EV is used once per rotation. With
-// RotationFixed (default) every rotation repeats the order drawn at setup (planes in turn, each
-// plane's paths in a random permutation; an EV admitted later takes a random unvisited place
-// and keeps it); with RotationShuffle the rng reshuffles the set at the start of every
-// rotation. A Skip EV is passed over when the rotation reaches it and
-// becomes Good (skipped for one rotation); the active set holds no AssumedBad or Denied EVs.
-// Consecutive packets never take the same EV while the active set holds two or more: if the
-// rotation would repeat the last EV it takes a later one first, or (when that EV is the
-// rotation's last, as after a rejoin or when the rest are being skipped) starts the next
-// rotation.
+// Next returns the EV for the next data packet when the caller has no preferred plane [MRC
+// §2.1: "a different EV for every packet, rotating through the active set in a pseudo-random
+// order"]. Each plane rotates through its own active EVs in laps (see NextOn); Next takes the
+// next EV of a plane whose current lap is not over, choosing the plane in proportion to the
+// EVs each has in its lap, and when every plane's lap is over it starts the next rotation: a
+// new lap on every plane (Stats().Rounds counts them). So a rotation of Next uses each active
+// EV once and gives each plane a share of packets proportional to its active EVs, which the
+// same-plane replacement of retired EVs keeps equal [MRC §2.1: planes stay equally loaded].
+// With RotationFixed (default) every lap of a plane repeats the order drawn at setup (a random
+// permutation of its paths; an EV admitted later takes a random unvisited place and keeps it)
+// and the planes interleave smoothly, the one with the largest part of its lap left first
+// (ties: the lowest plane), so equal planes take turns; with RotationShuffle the rng
+// reshuffles each lap of a plane and picks the plane at random, weighted by the EVs it has
+// left, so a rotation is a uniformly random permutation of the active set. A Skip EV is passed
+// over when its plane's lap reaches it and becomes Good (skipped for one lap); the active set
+// holds no AssumedBad or Denied EVs. Consecutive packets never take the same EV while the
+// active set holds two or more: if a lap would repeat the last EV it takes a later one first,
+// or (when that EV is the lap's last, as after a rejoin, or the plane's only EV) ends the lap.
 //
 // ok is false when the active set is empty (every EV retired or denied): the caller must report
 // the QP as stalled and wait for a probe recovery or an Allow. Next does not allocate.
 func (s *EVSet) Next() (ev int, ok bool) {
-	n := len(s.order)
-	if n == 0 {
+	if s.nAct == 0 {
 		return -1, false
 	}
-	// Bounded: a rotation passes each Skip EV once (making it Good), and a repeat of the last
-	// EV costs a swap or ends a rotation early, at most twice.
-	for range 3*n + 3 {
-		if s.pos >= n {
+	// Bounded: each pass returns, ends a plane's lap (once per plane per rotation) or starts a
+	// rotation. The current rotation may end on Skip EVs or a rejoined last EV, the next pass
+	// its Skip EVs (now Good); in the third only a plane whose one EV is the last can fail.
+	for range 4*len(s.ring) + 4 {
+		p := s.nextPlane()
+		if p < 0 {
 			s.newRound()
-		}
-		e := s.order[s.pos]
-		ent := &s.evs[e]
-		if ent.state == Skip {
-			s.setState(ent, Good)
-			s.stats.SkipsPassed++
-			s.pos++
-			s.left[ent.plane]--
 			continue
 		}
-		if e == s.last && n > 1 {
-			// The previous packet used e: a rotation just began, or e left the active set and
-			// rejoined it. Take a later EV first, or end this rotation if e is its last.
-			if s.pos+1 < n {
-				if s.cfg.Rotation == RotationShuffle {
-					s.swap(s.pos, s.pos+1+s.rng.IntN(n-s.pos-1))
-				} else {
-					s.pull(s.pos + 1)
-				}
-			} else {
-				s.pos = n // e is skipped this rotation: the rotation is over
-				s.left[ent.plane]--
-			}
-			continue
+		if e, ok := s.take(p); ok {
+			s.last = e
+			return int(e), true
 		}
-		s.pos++
-		s.left[ent.plane]--
-		s.last = e
-		return int(e), true
 	}
 	return -1, false // unreachable: the active set holds only Good and Skip EVs
 }
 
-// NextOn is Next with a preferred plane: it takes the first EV of that plane not yet visited in
-// the current rotation, out of order (the EVs it passes keep their relative order, so a fixed
-// rotation keeps each plane's sequence), so every active EV is still used once per rotation and
-// each plane still gets its share of a rotation's packets. Skip EVs of the plane met on the way
-// are passed over (and become Good) as Next would. When the plane has nothing left in this
-// rotation, or no usable EV at all, it returns Next's choice. The sender uses it to hand the
-// next packet to the plane whose NIC port has the least backlog (lockstep's model of the NIC's
-// transmit arbitration across ports). It does not allocate.
+// NextOn is Next with a preferred plane: it returns the next EV of that plane's own rotation,
+// whatever the other planes did meanwhile. A plane whose lap is over starts its next one, so
+// the plane choice is entirely the caller's and each plane still visits its EVs in its fixed
+// lap order (with RotationFixed: every path of the plane once before any path twice). Skip EVs
+// of the plane met on the way are passed over (and become Good) as Next would. When the plane
+// has no usable EV, or its only one was the last EV returned while others are active, it
+// returns Next's choice. The sender uses it to hand the next packet to the plane whose NIC
+// port has the least backlog (lockstep's model of the NIC's transmit arbitration across
+// ports): a slow local port is then simply chosen less. It does not allocate.
 func (s *EVSet) NextOn(plane int) (ev int, ok bool) {
-	n := len(s.order)
-	if n == 0 {
-		return -1, false
+	if plane < 0 || plane >= len(s.ring) || s.nActive[plane] == 0 ||
+		(s.nActive[plane] == 1 && s.ring[plane][0] == s.last && s.nAct > 1) {
+		return s.Next()
 	}
-	if s.pos >= n {
-		s.newRound()
-	}
-	for i := s.pos; i < n; i++ {
-		e := s.order[i]
-		ent := &s.evs[e]
-		if int(ent.plane) != plane || (e == s.last && n > 1) {
-			continue
+	// Three laps at most: the current one may end on Skip EVs or a rejoined last EV, the next
+	// pass its Skip EVs (now Good) and end on the last EV; the third then has a usable one.
+	for range 3 {
+		if s.pos[plane] >= len(s.ring[plane]) {
+			s.newLap(plane)
 		}
-		s.pull(i)
-		s.pos++
-		s.left[ent.plane]--
-		if ent.state == Skip {
-			s.setState(ent, Good)
-			s.stats.SkipsPassed++
-			continue
+		if e, ok := s.take(plane); ok {
+			s.last = e
+			return int(e), true
 		}
-		s.last = e
-		return int(e), true
 	}
 	return s.Next()
 }
 
-// LeftOn returns how many active EVs of plane p the current rotation has not used yet (all of
-// the plane's active EVs when the rotation is over: the next call starts a new one). A sender
-// choosing a plane for its next packet picks among planes with EVs left, so NextOn keeps to
-// the plane asked for. 0 for a plane out of range.
+// LeftOn returns how many active EVs of plane p its current lap has not used yet (all of the
+// plane's active EVs when the lap is over: its next EV starts a new one). 0 for a plane out of
+// range.
 func (s *EVSet) LeftOn(p int) int {
-	if p < 0 || p >= len(s.left) {
+	if p < 0 || p >= len(s.ring) {
 		return 0
 	}
-	if s.pos >= len(s.order) {
+	if s.pos[p] >= len(s.ring[p]) {
 		return s.nActive[p]
 	}
-	return s.left[p]
+	return len(s.ring[p]) - s.pos[p]
 }
 
-// newRound starts a rotation: with RotationShuffle a Fisher-Yates shuffle of the active set;
-// with RotationFixed the previous rotation's order again.
-func (s *EVSet) newRound() {
+// Progress returns how far plane p is through its own rotation, in laps: the laps it has
+// finished plus the part of its current lap used. A packet on the plane advances it by one over
+// the plane's active EVs, so among planes equally able to take a packet the one with the least
+// progress has had the least of its share [MRC §2.1: planes stay equally loaded while each
+// keeps its EVs; a plane short of EVs takes a smaller share]. A plane that regains active EVs
+// after having none starts level with the rotation count, not from where it stopped. 0 for a
+// plane out of range or without active EVs.
+func (s *EVSet) Progress(p int) float64 {
+	if p < 0 || p >= len(s.ring) || len(s.ring[p]) == 0 {
+		return 0
+	}
+	return float64(s.laps[p]-1) + float64(s.pos[p])/float64(len(s.ring[p]))
+}
+
+// nextPlane picks the plane for Next among those whose lap is not over: with RotationFixed the
+// one with the largest part of its lap left (ties: the lowest index), with RotationShuffle one
+// at random weighted by the EVs it has left. -1 if every lap is over.
+func (s *EVSet) nextPlane() int {
 	if s.cfg.Rotation == RotationShuffle {
-		for i := len(s.order) - 1; i > 0; i-- {
-			j := s.rng.IntN(i + 1)
-			s.order[i], s.order[j] = s.order[j], s.order[i]
+		total := 0
+		for p, r := range s.ring {
+			total += len(r) - s.pos[p]
 		}
-		for i, e := range s.order {
-			s.evs[e].slot = int32(i)
+		if total == 0 {
+			return -1
+		}
+		k := s.rng.IntN(total)
+		for p, r := range s.ring {
+			if k -= len(r) - s.pos[p]; k < 0 {
+				return p
+			}
+		}
+		return -1 // unreachable
+	}
+	best, bestLeft, bestLen := -1, 0, 1
+	for p, r := range s.ring {
+		left := len(r) - s.pos[p]
+		if left > 0 && left*bestLen > bestLeft*len(r) {
+			best, bestLeft, bestLen = p, left, len(r)
 		}
 	}
-	copy(s.left, s.nActive)
-	s.pos = 0
+	return best
+}
+
+// take returns plane p's next EV in its current lap, passing Skip EVs over (they become Good)
+// and never the last EV returned while others are active: that one is moved behind a later EV
+// of the lap, or, as the lap's last, sits the lap out. ok is false when the lap is over.
+func (s *EVSet) take(p int) (int32, bool) {
+	r := s.ring[p]
+	for s.pos[p] < len(r) {
+		i := s.pos[p]
+		e := r[i]
+		ent := &s.evs[e]
+		switch {
+		case ent.state == Skip:
+			s.setState(ent, Good)
+			s.stats.SkipsPassed++
+			s.pos[p]++
+		case e == s.last && s.nAct > 1:
+			// The previous packet used e: it left the active set and rejoined it, or it is
+			// its plane's only EV.
+			switch {
+			case i+1 >= len(r):
+				s.pos[p] = len(r)
+			case s.cfg.Rotation == RotationShuffle:
+				s.swap(p, i, i+1+s.rng.IntN(len(r)-i-1))
+			default:
+				s.pull(p, i+1)
+			}
+		default:
+			s.pos[p]++
+			return e, true
+		}
+	}
+	return -1, false
+}
+
+// newRound starts a rotation of Next: a new lap on every plane with active EVs, all numbered
+// as the new rotation.
+func (s *EVSet) newRound() {
 	s.stats.Rounds++
+	for p := range s.ring {
+		if len(s.ring[p]) > 0 {
+			s.newLap(p)
+		}
+		s.laps[p] = s.stats.Rounds
+	}
+}
+
+// newLap starts plane p's next lap: with RotationShuffle a Fisher-Yates shuffle of its active
+// EVs; with RotationFixed the previous lap's order again. A plane running ahead of the others
+// (NextOn) counts a new rotation when it starts a lap beyond the last one counted.
+func (s *EVSet) newLap(p int) {
+	r := s.ring[p]
+	if s.cfg.Rotation == RotationShuffle {
+		for i := len(r) - 1; i > 0; i-- {
+			s.swap(p, i, s.rng.IntN(i+1))
+		}
+	}
+	s.pos[p] = 0
+	s.laps[p]++
+	s.stats.Rounds = max(s.stats.Rounds, s.laps[p])
 }
 
 // OnCE handles an ACK or SACK that echoes EV ev and reports a CE mark on the forward path
@@ -635,9 +702,9 @@ func (s *EVSet) OnPathLoss(ev int) {
 		return
 	}
 	s.retire(ev, e, true)
-	for i := 0; i < len(s.order); i++ {
-		o := s.order[i]
-		if oe := &s.evs[o]; oe.plane == e.plane && oe.path == e.path && oe.slot >= 0 {
+	for i := 0; i < len(s.ring[e.plane]); i++ { // only the plane's own EVs share its route
+		o := s.ring[e.plane][i]
+		if oe := &s.evs[o]; oe.path == e.path && oe.slot >= 0 {
 			if s.retire(int(o), oe, true) {
 				i = -1 // the rotation was reordered: rescan
 			}
@@ -650,7 +717,7 @@ func (s *EVSet) OnPathLoss(ev int) {
 // whether it retired the EV.
 func (s *EVSet) retire(ev int, e *evEntry, avoidBad bool) bool {
 	if !s.replace(e, avoidBad) {
-		if len(s.order)-1 < s.cfg.MinActive {
+		if s.nAct-1 < s.cfg.MinActive {
 			s.stats.Suppressed++
 			return false
 		}
@@ -734,8 +801,8 @@ func (s *EVSet) NextProbeAt() sim.Time {
 
 // OnProbeAck handles a clean answer (a SACK) at now to the probe outstanding on EV ev [MRC
 // §2.1; API]. After ProbeSuccesses consecutive clean answers the EV is Good again: it joins the
-// active set at a random point of the current rotation if its plane's active set is short of
-// its share, and the back of its plane's backup pool otherwise. Answers with no probe
+// active set at a random unvisited point of its plane's current lap if the plane's active set
+// is short of its share, and the back of its plane's backup pool otherwise. Answers with no probe
 // outstanding (duplicates, or a probe already counted lost) are ignored, so every success is a
 // distinct probe. What counts as clean (say, a CE-marked answer) is the caller's policy.
 func (s *EVSet) OnProbeAck(now sim.Time, ev int) {
@@ -852,7 +919,7 @@ func (s *EVSet) AllowPlane(p int) int {
 // backup pools), and the size of the active set: the usable EVs, Good or Skip, that Next
 // rotates through.
 func (s *EVSet) Counts() (good, skip, assumedBad, denied, active int) {
-	return s.nState[Good], s.nState[Skip], s.nState[AssumedBad], s.nState[Denied], len(s.order)
+	return s.nState[Good], s.nState[Skip], s.nState[AssumedBad], s.nState[Denied], s.nAct
 }
 
 // PlaneUsable returns the number of plane p's EVs in the active set (0 for a plane out of
@@ -893,24 +960,23 @@ func (s *EVSet) Audit() error {
 	active := make([]int, len(s.target))
 	inBackup := make([]bool, len(s.evs))
 	inProbe := make([]bool, len(s.evs))
-	if s.pos < 0 || s.pos > len(s.order) {
-		return fmt.Errorf("rotation position %d outside the active set of %d", s.pos, len(s.order))
-	}
-	left := make([]int, len(s.target))
-	for i, ev := range s.order {
-		if ev < 0 || int(ev) >= len(s.evs) || s.evs[ev].slot != int32(i) {
-			return fmt.Errorf("active slot %d holds EV %d, whose slot disagrees", i, ev)
+	n := 0
+	for p, r := range s.ring {
+		if s.pos[p] < 0 || s.pos[p] > len(r) {
+			return fmt.Errorf("plane %d: lap position %d outside its %d active EVs", p, s.pos[p], len(r))
 		}
-		if i >= s.pos {
-			left[s.evs[ev].plane]++
-		}
-	}
-	if s.pos < len(s.order) {
-		for p := range left {
-			if left[p] != s.left[p] {
-				return fmt.Errorf("plane %d has %d EVs left in the rotation, count says %d", p, left[p], s.left[p])
+		for i, ev := range r {
+			if ev < 0 || int(ev) >= len(s.evs) || s.evs[ev].slot != int32(i) || int(s.evs[ev].plane) != p {
+				return fmt.Errorf("plane %d: active slot %d holds EV %d, whose slot or plane disagrees", p, i, ev)
 			}
 		}
+		if s.laps[p] > s.stats.Rounds {
+			return fmt.Errorf("plane %d began %d laps, more than the %d rotations counted", p, s.laps[p], s.stats.Rounds)
+		}
+		n += len(r)
+	}
+	if n != s.nAct {
+		return fmt.Errorf("%d EVs in the planes' rotations, count says %d active", n, s.nAct)
 	}
 	for p, pool := range s.backup {
 		for _, ev := range pool {
@@ -934,7 +1000,7 @@ func (s *EVSet) Audit() error {
 		count[e.state]++
 		isActive := e.slot >= 0
 		if isActive {
-			if int(e.slot) >= len(s.order) || s.order[e.slot] != int32(ev) {
+			if r := s.ring[e.plane]; int(e.slot) >= len(r) || r[e.slot] != int32(ev) {
 				return fmt.Errorf("EV %d claims active slot %d it does not hold", ev, e.slot)
 			}
 			active[e.plane]++
@@ -994,24 +1060,27 @@ func (s *EVSet) clearProbe(e *evEntry) {
 	e.nextProbe = sim.MaxTime
 }
 
-// place puts EV ev at position i of the rotation.
+// place puts EV ev at position i of its plane's lap order.
 func (s *EVSet) place(i int, ev int32) {
-	s.order[i] = ev
+	s.ring[s.evs[ev].plane][i] = ev
 	s.evs[ev].slot = int32(i)
 }
 
-// pull moves the EV at order[i] to order[s.pos], shifting order[s.pos:i] one place on: the
-// relative order of every other EV is kept, so a fixed rotation keeps each plane's sequence.
-func (s *EVSet) pull(i int) {
-	e := s.order[i]
-	for j := i; j > s.pos; j-- {
-		s.place(j, s.order[j-1])
+// pull moves the EV at ring[p][i] to ring[p][pos[p]], shifting ring[p][pos[p]:i] one place
+// on: the relative order of every other EV is kept, so a fixed rotation keeps the plane's
+// sequence.
+func (s *EVSet) pull(p, i int) {
+	r := s.ring[p]
+	e := r[i]
+	for j := i; j > s.pos[p]; j-- {
+		s.place(j, r[j-1])
 	}
-	s.place(s.pos, e)
+	s.place(s.pos[p], e)
 }
 
-func (s *EVSet) swap(i, j int) {
-	a, b := s.order[i], s.order[j]
+func (s *EVSet) swap(p, i, j int) {
+	r := s.ring[p]
+	a, b := r[i], r[j]
 	s.place(i, b)
 	s.place(j, a)
 }
@@ -1042,32 +1111,26 @@ func (s *EVSet) replace(e *evEntry, avoidBad bool) bool {
 	return true
 }
 
-// removeActive takes e out of the rotation, keeping order[:pos] the visited EVs.
+// removeActive takes e out of its plane's rotation, keeping the order of the others and
+// ring[p][:pos[p]] the visited EVs.
 func (s *EVSet) removeActive(e *evEntry) {
-	i, n := int(e.slot), len(s.order)
-	if i < s.pos {
-		v := s.pos - 1 // last visited position: move its EV into the hole, then an unvisited one into it
-		if i != v {
-			s.place(i, s.order[v])
-		}
-		if v != n-1 {
-			s.place(v, s.order[n-1])
-		}
-		s.pos--
-	} else {
-		s.left[e.plane]--
-		if i != n-1 {
-			s.place(i, s.order[n-1])
-		}
+	p, i := e.plane, int(e.slot)
+	r := s.ring[p]
+	for j := i + 1; j < len(r); j++ {
+		s.place(j-1, r[j])
 	}
-	s.order = s.order[:n-1]
+	s.ring[p] = r[:len(r)-1]
+	if i < s.pos[p] {
+		s.pos[p]--
+	}
 	e.slot = -1
-	s.nActive[e.plane]--
+	s.nActive[p]--
+	s.nAct--
 }
 
-// admit puts Good EV ev (in no set) into the active set if its plane is short of its
-// share, at a random unvisited point of the current rotation, and into its backup pool
-// otherwise.
+// admit puts Good EV ev (in no set) into the active set if its plane is short of its share,
+// at a random unvisited point of the plane's current lap (the others keep their order), and
+// into its backup pool otherwise.
 func (s *EVSet) admit(ev int) {
 	e := &s.evs[ev]
 	p := e.plane
@@ -1075,12 +1138,19 @@ func (s *EVSet) admit(ev int) {
 		s.backup[p] = append(s.backup[p], int32(ev))
 		return
 	}
-	n := len(s.order)
-	s.order = append(s.order, int32(ev))
-	e.slot = int32(n)
-	s.swap(n, s.pos+s.rng.IntN(n+1-s.pos))
+	if len(s.ring[p]) == 0 {
+		s.laps[p] = s.stats.Rounds // back from no EVs: level with the others (Progress)
+	}
+	r := append(s.ring[p], int32(ev)) // within capacity: the ring can hold every EV of the plane
+	s.ring[p] = r
+	n := len(r) - 1
+	k := s.pos[p] + s.rng.IntN(n+1-s.pos[p])
+	for j := n; j > k; j-- {
+		s.place(j, r[j-1])
+	}
+	s.place(k, int32(ev))
 	s.nActive[p]++
-	s.left[p]++
+	s.nAct++
 }
 
 func (s *EVSet) removeBackup(ev int) {

@@ -262,20 +262,25 @@ func (s *Sender) SetNICGate(bytes int64) { s.gate = max(bytes, 0) }
 // the NIC had no room (SetNICGate).
 func (s *Sender) Gated() bool { return s.gated }
 
-// quietestPlane returns the plane with the least NIC backlog among those with EVs left in the
-// EV rotation (so NextOn keeps to it and the NIC gate judges the port the packet will use);
-// ties go round robin. With no plane left (cannot happen while the active set is not empty),
-// the least backlogged of all.
+// quietestPlane returns the plane with the least NIC backlog among those with active EVs and a
+// NIC port that is up; ties go to the plane least far through its own EV rotation
+// (EVSet.Progress: each plane's share in proportion to its active EVs), then round robin. Each
+// plane keeps its own EV rotation (EVSet.NextOn), so the plane choice is the NIC's alone: a
+// slow local port drains slower, is the quietest less often and gets fewer packets, instead of
+// an equal share of every rotation setting the QP's rate. With no such plane (cannot happen
+// while the active set is not empty), the least backlogged of all.
 func (s *Sender) quietestPlane() int {
-	best, bestB := -1, int64(-1)
+	best, bestB, bestP := -1, int64(-1), 0.0
 	for pass := 0; pass < 2 && best < 0; pass++ {
 		for i := 0; i < s.planes; i++ {
 			p := (s.planeRR + i) % s.planes
-			if pass == 0 && s.evs.LeftOn(p) == 0 {
+			b := s.planeBacklog(p)
+			if pass == 0 && (s.evs.PlaneUsable(p) == 0 || b == math.MaxInt64) {
 				continue
 			}
-			if b := s.planeBacklog(p); bestB < 0 || b < bestB {
-				best, bestB = p, b
+			pr := s.evs.Progress(p)
+			if bestB < 0 || b < bestB || (b == bestB && pr < bestP) {
+				best, bestB, bestP = p, b, pr
 			}
 		}
 	}
