@@ -133,10 +133,10 @@ type Sender struct {
 	nicDown []bool  // by plane: the NIC port was down at the last Pump (its EVs denied)
 
 	// Loss attribution (blame).
-	strikes      []uint8  // by EV: untrimmed losses since its last clean delivery
-	congestedTil sim.Time // a trim NACK arrived: untrimmed losses until then are congestion
-	holdCong     sim.Time // how long a trim NACK marks the destination congested
-	bgLosses     int64    // untrimmed losses not charged to a retired EV (background loss)
+	strikes  []uint8    // by EV: untrimmed losses since its last clean delivery
+	trimTil  []sim.Time // by plane: a trim NACK arrived; losses until then may be congestion
+	holdCong sim.Time   // how long a trim NACK marks the destination congested
+	bgLosses int64      // untrimmed losses not charged to a retired EV (background loss)
 
 	// Probe budget: tokens in probes, refilled per probe interval and per data packet sent.
 	probeTok  float64
@@ -191,6 +191,7 @@ func NewSender(cfg Config, qp uint32, path Path, rng *rand.Rand) (*Sender, error
 		probeOut: make([]sim.Time, evs.Len()),
 		strikes:  make([]uint8, evs.Len()),
 		evAcked:  make([]sim.Time, evs.Len()),
+		trimTil:  make([]sim.Time, evs.Planes()),
 		probeTok: ProbeBurst,
 	}
 	s.holdCong = 2*s.rto0 + path.BaseRTT
@@ -794,7 +795,9 @@ func (s *Sender) OnNACK(now sim.Time, h *Header) {
 	wire := int64(s.cfg.WireBytes(int(p.len)))
 	switch h.Reason {
 	case NackTrimmed, NackTrimmedLastHop:
-		s.congestedTil = now + s.holdCong
+		if pl, _, ok := s.evs.Route(int(p.ev)); ok {
+			s.trimTil[pl] = now + s.holdCong
+		}
 		s.evs.OnTrimNack(int(p.ev), h.Reason == NackTrimmedLastHop)
 		s.lose(psn, p, RetxTrimNack)
 		s.cc.OnNack(now, wire)
@@ -941,11 +944,16 @@ func (s *Sender) StrikeLimit() int {
 // still be dropped where the header queue overflows, and links lose packets at random; neither
 // is a path failure. So a loss counts against the EV only when
 //   - the destination is not congested: no trim NACK arrived within the congestion hold (two
-//     ACK timeouts plus a base RTT), since a header queue overflows only where trimming is
-//     heavy, and such a QP sees trim NACKs for its other packets there; and
+//     ACK timeouts plus a base RTT) for a packet on another plane than the lost one's (any
+//     plane, with one), since a header queue overflows only where trimming is heavy, and
+//     such a QP sees trim NACKs for its other packets there; and
 //   - something sent after the packet was delivered (the RACK condition, RFC 8985): other
 //     paths to the same destination work, so the receiver is alive and this path is the odd
 //     one out. A timeout with nothing delivered at all blames no EV.
+//
+// Trims on one plane alone do not excuse that plane's losses (on a multi-plane NIC): a
+// receiver port that is slow or degraded trims only its own plane's packets, and retiring
+// those EVs is what moves traffic to the healthy planes; an incast trims on every plane.
 //
 // A loss that counts adds two strikes to its EV and every clean delivery on it (a packet sent
 // once and acknowledged) takes one away, so the score rises on a path that loses more than a
@@ -956,7 +964,7 @@ func (s *Sender) StrikeLimit() int {
 func (s *Sender) blame(now sim.Time, p *pktState) {
 	ev := int(p.ev)
 	switch {
-	case now < s.congestedTil:
+	case s.congested(now, ev):
 		s.Stats.CongestionLosses++
 		return
 	case p.sentAt >= s.rackXmit:
@@ -979,4 +987,17 @@ func (s *Sender) blame(now sim.Time, p *pktState) {
 	}
 	s.Stats.PathRetirements++
 	s.evs.OnPathLoss(ev)
+}
+
+// congested reports whether a loss on EV ev at now falls in destination-wide congestion: a
+// trim NACK within the hold on a plane other than ev's, or on ev's own plane when the QP has
+// only one (see blame).
+func (s *Sender) congested(now sim.Time, ev int) bool {
+	pl, _, _ := s.evs.Route(ev)
+	for q, t := range s.trimTil {
+		if now < t && (q != pl || len(s.trimTil) == 1) {
+			return true
+		}
+	}
+	return false
 }
