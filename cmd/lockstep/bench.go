@@ -26,8 +26,9 @@ func newBenchCmd(stdout io.Writer) *cobra.Command {
 events per second, packets per second, the process's peak memory (max RSS) and the FCT
 percentiles. Speed is measured here and with go test -bench, never asserted in tests.
 
-Presets: perm-1024 (3-tier k=16 fat-tree, 1,024-flow permutation of 2 MB, MRC) and perm-8192
-(the same on k=32). Run one preset per process for a clean peak-memory figure.`,
+Presets: perm-1024 (3-tier k=16 fat-tree, 1,024-flow permutation of 2 MB, MRC), perm-8192
+(the same on k=32), and the MRC stress cases incast-255 (255 -> 1 of 100 KB; ideal 2,121 us)
+and incast-1023-2mb (1,023 -> 1 of 2 MB; ideal 169 ms), whose FCT max is the incast's JCT. Run one preset per process for a clean peak-memory figure.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if list {
 				for _, n := range scenario.Presets() {
