@@ -111,7 +111,10 @@ type Sender struct {
 	msgCut  int // transfer being cut into packets
 
 	rackXmit sim.Time   // send time of the latest-sent packet acknowledged (RACK)
-	evAcked  []sim.Time // by EV: send time of the latest packet sent once on it and acknowledged
+	route    []int32    // by EV: a dense number for its route (plane, path); EVs on one route share it
+	rtSeen   []sim.Time // by route: latest send time of a packet the current answer reports received
+	rtGen    []uint32   // by route: the answer rtSeen belongs to (gen)
+	gen      uint32     // answers absorbed
 	rackRTT  sim.Time   // its RTT
 	rackAt   sim.Time   // earliest RACK expiry among candidates, or MaxTime
 
@@ -190,10 +193,11 @@ func NewSender(cfg Config, qp uint32, path Path, rng *rand.Rand) (*Sender, error
 		rackAt: sim.MaxTime, rtoAt: sim.MaxTime,
 		probeOut: make([]sim.Time, evs.Len()),
 		strikes:  make([]uint8, evs.Len()),
-		evAcked:  make([]sim.Time, evs.Len()),
+		route:    evRoutes(evs),
 		trimTil:  make([]sim.Time, evs.Planes()),
 		probeTok: ProbeBurst,
 	}
+	s.rtSeen, s.rtGen = make([]sim.Time, len(s.route)), make([]uint32, len(s.route))
 	s.holdCong = 2*s.rto0 + path.BaseRTT
 	s.jit = rng.Uint64()
 	if wnd&(wnd-1) != 0 { // window_mpr not a power of two: round the ring up
@@ -648,11 +652,18 @@ func (s *Sender) absorb(now sim.Time, h *Header) {
 	for ; int32(h.CumPSN-s.una) > 0 && s.una != s.next; s.una++ {
 		acked += s.ackPSN(now, s.una)
 	}
-	// Bitmap part: bit i is PSN BitmapBase+i.
+	// Bitmap part: bit i is PSN BitmapBase+i. Each packet it reports received, sent once,
+	// also tells the latest send time this answer vouches for on its route (fifoLoss).
+	s.gen++
 	for b := h.Bitmap; b != 0; b &= b - 1 {
 		i := uint32(bits.TrailingZeros64(b))
 		psn := h.BitmapBase + i
 		if int32(psn-s.una) >= 0 && int32(s.next-psn) > 0 {
+			if p := &s.ring[psn&s.mask]; !p.retx && p.state != stFree {
+				if r := s.route[p.ev]; s.rtGen[r] != s.gen || p.sentAt > s.rtSeen[r] {
+					s.rtGen[r], s.rtSeen[r] = s.gen, p.sentAt
+				}
+			}
 			acked += s.ackPSN(now, psn)
 		}
 	}
@@ -673,8 +684,38 @@ func (s *Sender) absorb(now sim.Time, h *Header) {
 		s.cc.OnAck(now, acked, delay, h.CE)
 		s.rtoAt = now + s.rto()
 	}
+	s.fifoLoss(now, h)
 	s.complete(now)
 	s.detectLoss(now)
+}
+
+// fifoLoss declares lost the packets this answer reports missing although it reports a packet
+// sent after them on the same route received: an EV is a static source route [MRC §2.2] and
+// every hop serves a class in FIFO order, so packets on one route never overtake each other,
+// and the receiver built this answer after the later packet, hence after the earlier one
+// would have arrived. A packet is reported missing when it is the answer's cumulative PSN or
+// a clear bit of its bitmap. Unlike RACK's time rule this needs no reordering allowance, so a
+// packet lost on a healthy path is found about one visit of its route later (a fraction of a
+// rotation of the active set) instead of a reordering window later: what keeps random loss
+// from stalling a collective's chunks. Answers themselves travel on many reverse routes and
+// may overtake each other; the rule reads only what one answer says, so that does not fool it.
+func (s *Sender) fifoLoss(now sim.Time, h *Header) {
+	check := func(psn uint32) {
+		if int32(psn-s.una) < 0 || int32(s.next-psn) <= 0 {
+			return
+		}
+		p := &s.ring[psn&s.mask]
+		if r := s.route[p.ev]; p.state == stInFlight && s.rtGen[r] == s.gen && s.rtSeen[r] > p.sentAt {
+			s.lose(psn, p, RetxSackGap)
+			s.blame(now, p)
+		}
+	}
+	if h.CumPSN != h.BitmapBase {
+		check(h.CumPSN)
+	}
+	for miss := ^h.Bitmap; miss != 0; miss &= miss - 1 {
+		check(h.BitmapBase + uint32(bits.TrailingZeros64(miss)))
+	}
 }
 
 // ackPSN marks psn acknowledged and returns the wire bytes it frees from flight (0 if it was
@@ -697,9 +738,6 @@ func (s *Sender) ackPSN(now sim.Time, psn uint32) int64 {
 	if !p.retx {
 		if p.sentAt > s.rackXmit {
 			s.rackXmit, s.rackRTT = p.sentAt, now-p.sentAt
-		}
-		if p.sentAt > s.evAcked[p.ev] {
-			s.evAcked[p.ev] = p.sentAt
 		}
 		if k := &s.strikes[p.ev]; *k > 0 {
 			*k-- // a clean delivery on the EV outweighs half a loss
@@ -737,14 +775,9 @@ func (s *Sender) complete(now sim.Time) {
 
 // detectLoss is RACK (RFC 8985 §6.2, by time): a packet in flight that was sent before the
 // latest-sent packet to be acknowledged, and has been out longer than that packet's RTT plus
-// the reordering window, is lost. So is one sent before a packet on the same EV that was
-// acknowledged: an EV is a static source route [MRC §2.2] and every hop serves a class in
-// FIFO order, so packets on one path never overtake each other, and that evidence needs no
-// reordering allowance (the sprayed packets of other paths do). A packet lost on a healthy
-// path is thus found one rotation of the active set later, not a reordering window later,
-// which is what keeps random loss from stalling a collective's chunks. blame decides whether
-// a loss counts against its EV's path. It also sets rackAt, the earliest time a candidate
-// will expire.
+// the reordering window, is lost (fifoLoss finds most losses earlier), and blame decides
+// whether the loss counts against its EV's path. It also sets rackAt, the earliest time a
+// candidate will expire.
 func (s *Sender) detectLoss(now sim.Time) {
 	s.rackAt = sim.MaxTime
 	if s.rackXmit == 0 {
@@ -756,7 +789,7 @@ func (s *Sender) detectLoss(now sim.Time) {
 			continue
 		}
 		deadline := p.sentAt + s.rackRTT + s.reo
-		if now >= deadline || s.evAcked[p.ev] > p.sentAt {
+		if now >= deadline {
 			s.lose(psn, p, RetxSackGap)
 			s.blame(now, p)
 		} else if deadline < s.rackAt {
@@ -1000,4 +1033,22 @@ func (s *Sender) congested(now sim.Time, ev int) bool {
 		}
 	}
 	return false
+}
+
+// evRoutes numbers the distinct routes (plane, path) of evs densely, in EV order, and returns
+// each EV's number; len(result) bounds the numbers.
+func evRoutes(evs *EVSet) []int32 {
+	out := make([]int32, evs.Len())
+	seen := make(map[[2]int]int32, evs.Len())
+	for ev := range out {
+		pl, pa, _ := evs.Route(ev)
+		k := [2]int{pl, pa}
+		id, ok := seen[k]
+		if !ok {
+			id = int32(len(seen))
+			seen[k] = id
+		}
+		out[ev] = id
+	}
+	return out
 }
