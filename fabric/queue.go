@@ -57,7 +57,14 @@ type TrimConfig struct {
 	// Threshold is the class queue depth in bytes above which packets are trimmed rather than
 	// queued; 0 means the queue limit.
 	Threshold sim.Size `yaml:"threshold"`
-	// HeaderLimit bounds the header queue in bytes; lockstep default 64 KiB (1,024 headers).
+	// HeaderLimit bounds the header queue in bytes; lockstep default 1 MiB (16,384 headers).
+	// Trimming turns a burst into headers, one per packet, so the header queue must hold one
+	// header for every packet of the largest burst a port takes: the first windows of an
+	// incast (255 senders of 100 KB each give about 6,000 headers at the receiver's T0). A
+	// header the queue cannot hold is a silent loss that only a timeout recovers; with 64 KiB
+	// (1,024 headers) the 255 -> 1 incast lost 2,300 headers and waited out 230 ACK timeouts.
+	// 1 MiB is a few percent of a current switch ASIC's shared buffer (tens of MiB and more),
+	// which the header queue draws on.
 	HeaderLimit sim.Size `yaml:"header_limit"`
 	// HeaderShare is the share of the link the header queue gets by WDRR when data is also
 	// waiting, in (0, 1); lockstep default 0.5. Headers being 64 B, this still lets every
@@ -80,7 +87,7 @@ type QueueConfig struct {
 const (
 	DefaultClasses     = 2
 	DefaultQueueLimit  = 1 << 20
-	DefaultHeaderLimit = 64 << 10
+	DefaultHeaderLimit = 1 << 20
 	DefaultHeaderShare = 0.5
 	// MaxQueueLimit bounds a queue's limit: 1 GiB is beyond any switch buffer (tens to hundreds
 	// of MiB per ASIC) and keeps a runaway incast from exhausting memory.

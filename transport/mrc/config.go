@@ -111,7 +111,7 @@ const (
 	UnlimitedRetries    = 25
 	DefaultWindowMPR    = 32
 	// DefaultRcvWindowBDP is the receiver's budget in BDPs (HostRx): NSCC's maximum window.
-	DefaultRcvWindowBDP = NSCCMaxWindowFactor
+	DefaultRcvWindowBDP = 1.25
 	// AckTimeoutUnit is the ACK timeout granule, 1.024 us [API].
 	AckTimeoutUnit = 1024 * sim.Nanosecond
 )

@@ -102,7 +102,12 @@ func (h *HostRx) Active() int { return h.active }
 func (h *HostRx) Budget() int64 { return int64(h.budget) }
 
 // Share returns each active QP's share of the budget in bytes, at least MinRcvWnd.
-func (h *HostRx) Share() int64 { return max(int64(h.budget)/int64(max(h.active, 1)), MinRcvWnd) }
+func (h *HostRx) Share() int64 {
+	if h.active <= 1 {
+		return 0 // one QP alone: its own congestion control's business
+	}
+	return max(int64(h.budget)/int64(h.active), MinRcvWnd)
+}
 
 // onLastHopTrim cuts the budget for a packet trimmed at the host's last hop at now.
 func (h *HostRx) onLastHopTrim(now sim.Time) {

