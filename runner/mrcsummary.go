@@ -59,6 +59,23 @@ type MRCSummary struct {
 	EVSkip       int              `json:"ev_skip_at_end"`
 	EVAssumedBad int              `json:"ev_assumed_bad_at_end"`
 	EVDenied     int              `json:"ev_denied_at_end"`
+	// RetxBytes is the wire bytes of data packets sent again (every cause).
+	RetxBytes int64 `json:"retx_bytes"`
+	// ProbesPerDataPct is probes sent over data packets sent, in percent (the probe budget
+	// keeps it near 1% or below; mrc.Sender.probe).
+	ProbesPerDataPct float64 `json:"probes_per_data_pct"`
+	// Loss attribution (mrc.Sender.blame): untrimmed losses charged to their EV's path, those
+	// excused because the destination was congested (trims on other planes) or because nothing
+	// sent after them was delivered, and the EV routes retired for path faults over the run.
+	LossStrikes        int64 `json:"loss_strikes"`
+	LossesCongestion   int64 `json:"losses_excused_congestion"`
+	LossesUnattributed int64 `json:"losses_excused_nothing_later_delivered"`
+	EVRetirements      int64 `json:"ev_retirements"`
+	// RxMaxActiveQPs is the most QPs under way toward one host at once (the receiver's share,
+	// mrc.HostRx, divides its budget among them); RxBudgetCuts counts the budget cuts its
+	// last hop's trims caused, over all hosts.
+	RxMaxActiveQPs int   `json:"rx_max_active_qps"`
+	RxBudgetCuts   int64 `json:"rx_budget_cuts"`
 
 	// Loss-driven retransmissions (SACK gap or timeout).
 	LossSpan
@@ -168,6 +185,11 @@ func (m *mrcNet) summary(end sim.Time, faults []FaultEvent) *MRCSummary {
 		s.ProbesSent += st.ProbesSent
 		s.ProbeAcks += st.ProbeAcks
 		s.NoEVStalls += st.NoEVStalls
+		s.RetxBytes += st.RetxBytes
+		s.LossStrikes += st.Strikes
+		s.LossesCongestion += st.CongestionLosses
+		s.LossesUnattributed += st.UnattributedLosses
+		s.EVRetirements += f.snd.EVs().Stats().Retirements
 		rs := &f.rcv.Stats
 		s.NACKsSent += rs.NACKs
 		s.SACKsSent += rs.SACKs
@@ -242,6 +264,15 @@ func (m *mrcNet) summary(end sim.Time, faults []FaultEvent) *MRCSummary {
 		}
 		s.JCTUs = us(end)
 		s.FCTMeanUs = round3(m.fct.Mean() / 1e3)
+	}
+	if s.DataPackets > 0 {
+		s.ProbesPerDataPct = round3(100 * float64(s.ProbesSent) / float64(s.DataPackets))
+	}
+	for _, h := range m.rx {
+		if h != nil {
+			s.RxMaxActiveQPs = max(s.RxMaxActiveQPs, h.MaxActive)
+			s.RxBudgetCuts += h.Cuts
+		}
 	}
 	s.FCTP50Us, s.FCTP99Us, s.FCTMaxUs = fctPercentiles(m.fct, m.fctMax)
 	s.LossSpan = m.span(faults)

@@ -474,6 +474,8 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 		printActive(w, m.ActiveUntilUs, m.ActiveThroughputMeanOfLine, m.ActiveThroughputMinOfLine, m.HeaderOverheadPct)
 		fmt.Fprintf(w, "MRC: retransmitted packets: trim NACK %d, SACK gap %d, timeout %d, out of window %d; timeouts %d, trims NACKed %d, probes %d, QP errors %d; EVs at end good %d, skip %d, assumed bad %d, denied %d\n",
 			m.RetxPackets["trim_nack"], m.RetxPackets["sack_gap"], m.RetxPackets["timeout"], m.RetxPackets["out_of_window"], m.Timeouts, m.TrimsNACKed, m.ProbesSent, m.QPErrors, m.EVGood, m.EVSkip, m.EVAssumedBad, m.EVDenied)
+		fmt.Fprintf(w, "MRC: retransmitted %.3f MB of data; probes %.3f%% of data packets; untrimmed losses: %d charged to paths (%d EV retirements), %d excused as congestion, %d with nothing later delivered; most QPs into one receiver %d\n",
+			float64(m.RetxBytes)/1e6, m.ProbesPerDataPct, m.LossStrikes, m.EVRetirements, m.LossesCongestion, m.LossesUnattributed, m.RxMaxActiveQPs)
 		for _, e := range m.QPErrorList {
 			fmt.Fprintf(w, "QP error: %s\n", e)
 		}
