@@ -63,8 +63,8 @@ type Config struct {
 	// handful, while still finding a failed path's losses within a few RTTs.
 	ReorderWindow sim.Time `yaml:"reorder_window"`
 	// RcvWindowBDP is the receiver's budget of bytes in flight toward its host, in BDPs of the
-	// host's NIC rate x base RTT, shared equally by the QPs under way toward it (HostRx);
-	// default DefaultRcvWindowBDP (1.5, NSCC's maximum window), up to 100; negative turns the
+	// host's NIC rate x base RTT, shared equally by the QPs under way toward it when there are
+	// two or more (HostRx); default DefaultRcvWindowBDP (1.25), 0.1..100; negative turns the
 	// receiver's share off.
 	RcvWindowBDP float64 `yaml:"rcv_window_bdp"`
 	// ProbeBudget is the probes a QP earns per data packet sent, on top of one per probe
@@ -110,7 +110,9 @@ const (
 	DefaultMaxRetries   = 15
 	UnlimitedRetries    = 25
 	DefaultWindowMPR    = 32
-	// DefaultRcvWindowBDP is the receiver's budget in BDPs (HostRx): NSCC's maximum window.
+	// DefaultRcvWindowBDP is the receiver's budget in BDPs (HostRx): one BDP keeps the link
+	// busy, a quarter more absorbs jitter and stays below the last hop's 1.5-BDP trim
+	// threshold (docs/protocols.md).
 	DefaultRcvWindowBDP = 1.25
 	// AckTimeoutUnit is the ACK timeout granule, 1.024 us [API].
 	AckTimeoutUnit = 1024 * sim.Nanosecond

@@ -63,16 +63,18 @@ type Receiver struct {
 // senders converge on it, which no sender does). A share below one packet makes senders pace
 // (Sender.Window).
 //
-// The budget moves between one BDP (the host's NIC rate x the base RTT: less would leave its
-// link idle) and Max (rcv_window_bdp BDPs, default 1.5, NSCC's maximum window, so a QP alone
-// is never limited): each packet trimmed at the host's own last hop (TRIMMED_LASTHOP) means
-// the budget overfills the queue in front of the host, so it is cut by 1/8, at most once per
-// base RTT; each packet placed whole grows it by 1/64 BDP per budget's worth of bytes placed
-// (about one 64th of a BDP per round trip). With the MRC profile's last-hop trim threshold of
-// 1.5 BDP the budget stays at its maximum; with switch queues of a few packets it settles
-// near one BDP, where N senders together keep the link busy without trimming. Without it an
-// incast of N starts at N x 1.5 BDP and trims for many round trips. Not safe for concurrent
-// use.
+// A QP alone toward the host gets no share (RcvWnd 0): its window is its own congestion
+// control's business, and a cap near one BDP would cost a lone sprayed flow the queueing
+// spraying adds to its RTT. Among two or more, the budget moves between 9/8 BDP (the host's
+// NIC rate x the base RTT, with an eighth for jitter: less leaves its link idle) and Max
+// (rcv_window_bdp BDPs, default 1.25): each packet trimmed at the host's own last hop
+// (TRIMMED_LASTHOP) means the budget overfills the queue in front of the host, so it is cut
+// by 1/8, at most once per base RTT; packets placed whole grow it by 1/8 BDP per budget's
+// worth of bytes (about an eighth of a BDP per round trip). With the MRC profile's last-hop
+// trim threshold of 1.5 BDP the budget stays at its maximum; with switch queues of a few
+// packets it settles lower. Without any of this an incast of N starts every round trip at N
+// windows of up to 1.5 BDP and trims for many of them. docs/protocols.md gives the
+// measurements. Not safe for concurrent use.
 type HostRx struct {
 	budget, minB, maxB float64 // bytes
 	rtt                sim.Time
@@ -88,7 +90,7 @@ type HostRx struct {
 const MinRcvWnd = 64
 
 // NewHostRx returns the shared receive state of a host whose NIC moves bdp bytes per base RTT
-// rtt, with a budget of at most factor BDPs (at least one).
+// rtt, with a budget of at most factor BDPs (and at least 9/8).
 func NewHostRx(bdp int64, factor float64, rtt sim.Time) *HostRx {
 	lo := float64(max(bdp, MinRcvWnd)) * 9 / 8
 	hi := max(lo, factor*lo)
@@ -101,7 +103,8 @@ func (h *HostRx) Active() int { return h.active }
 // Budget returns the bytes in flight toward the host that the QPs under way share now.
 func (h *HostRx) Budget() int64 { return int64(h.budget) }
 
-// Share returns each active QP's share of the budget in bytes, at least MinRcvWnd.
+// Share returns each active QP's share of the budget in bytes, at least MinRcvWnd; 0 (no
+// share) while at most one QP is under way.
 func (h *HostRx) Share() int64 {
 	if h.active <= 1 {
 		return 0 // one QP alone: its own congestion control's business
