@@ -829,10 +829,18 @@ func (s *Sender) OnNACK(now sim.Time, h *Header) {
 	wire := int64(s.cfg.WireBytes(int(p.len)))
 	switch h.Reason {
 	case NackTrimmed, NackTrimmedLastHop:
+		lastHop := h.Reason == NackTrimmedLastHop
 		if pl, _, ok := s.evs.Route(int(p.ev)); ok {
+			// A last-hop trim on one plane while no other plane trims is that plane's
+			// last hop, not an incast: the receiver's port on it is slow or degraded. Moving
+			// off the EV (as for a trim before the last hop) shifts load to the other
+			// planes; an incast trims every plane and leaves the EVs alone [MRC §2.1].
+			if lastHop && len(s.trimTil) > 1 && !s.congested(now, int(p.ev)) {
+				lastHop = false
+			}
 			s.trimTil[pl] = now + s.holdCong
 		}
-		s.evs.OnTrimNack(int(p.ev), h.Reason == NackTrimmedLastHop)
+		s.evs.OnTrimNack(int(p.ev), lastHop)
 		s.lose(psn, p, RetxTrimNack)
 		s.cc.OnNack(now, wire)
 	default:
