@@ -368,6 +368,29 @@ func notDrained(net *fabric.Network, left int64, drain sim.Time) error {
 	return errors.New(strings.TrimSuffix(b.String(), ";"))
 }
 
+// drain runs the kernel for run.drain after end so packets in flight land. With the default
+// drain (scenario.DefaultDrain) it goes on while packets keep landing, doubling the budget each
+// time up to scenario.MaxDrain, so a fabric with a very slow degraded link (a 10 Mb/s port
+// takes 3.4 ms per packet) still drains and reports; a fabric that stops making progress (a
+// PFC deadlock) is reported as not drained.
+func drain(sc *scenario.Scenario, s *sim.Sim, net *fabric.Network, end sim.Time) error {
+	at, budget := end, sc.Run.Drain
+	auto := sc.Run.Drain == scenario.DefaultDrain
+	prev := int64(-1)
+	for {
+		at += budget
+		if err := s.Drain(at); err != nil {
+			return fmt.Errorf("run stopped during drain at %v: %w", s.Now(), err)
+		}
+		left := net.InFlight()
+		if left == 0 || !auto || at-end >= scenario.MaxDrain || (prev >= 0 && left >= prev) {
+			return nil
+		}
+		prev = left
+		budget = min(2*budget, scenario.MaxDrain-(at-end))
+	}
+}
+
 // transportNet is what driveTransport needs of a transport adapter (mrcNet, roceNet).
 type transportNet interface {
 	outstanding() (running, errs int) // transfers not yet acknowledged, QP errors so far
@@ -398,8 +421,8 @@ func driveTransport(sc *scenario.Scenario, res *Result, smp *sampler, onDone *fu
 	snap := snapshot(net)
 	smp.links.finish(end)
 	tn.quiesce()
-	if err := s.Drain(end + sc.Run.Drain); err != nil {
-		return 0, nil, fmt.Errorf("run stopped during drain at %v: %w", s.Now(), err)
+	if err := drain(sc, s, net, end); err != nil {
+		return 0, nil, err
 	}
 	if err := net.Audit(); err != nil {
 		return 0, nil, err

@@ -417,7 +417,9 @@ type Run struct {
 	// line rate plus 100us, up to 1h); utilisation is measured over it.
 	Duration sim.Time `yaml:"duration"`
 	// Drain is how long the run may continue after Duration for packets in flight to land
-	// (default 10ms; the run ends as soon as the fabric is empty).
+	// (default 10ms, extended by doubling up to MaxDrain while packets keep landing, so a very
+	// slow degraded link still drains; the run ends as soon as the fabric is empty). A drain
+	// given explicitly is a hard bound.
 	Drain sim.Time `yaml:"drain"`
 	// SampleInterval is the period of queue-depth sampling for percentiles (default 1us).
 	SampleInterval sim.Time `yaml:"sample_interval"`

@@ -64,7 +64,7 @@ type Config struct {
 	ReorderWindow sim.Time `yaml:"reorder_window"`
 	// RcvWindowBDP is the receiver's budget of bytes in flight toward its host, in BDPs of the
 	// host's NIC rate x base RTT, shared equally by the QPs under way toward it when there are
-	// two or more (HostRx); default DefaultRcvWindowBDP (1.25), 0.1..100; negative turns the
+	// two or more (HostRx); default DefaultRcvWindowBDP (1.4), 0.1..100; negative turns the
 	// receiver's share off.
 	RcvWindowBDP float64 `yaml:"rcv_window_bdp"`
 	// ProbeBudget is the probes a QP earns per data packet sent, on top of one per probe
@@ -111,9 +111,9 @@ const (
 	UnlimitedRetries    = 25
 	DefaultWindowMPR    = 32
 	// DefaultRcvWindowBDP is the receiver's budget in BDPs (HostRx): one BDP keeps the link
-	// busy, a quarter more absorbs jitter and stays below the last hop's 1.5-BDP trim
-	// threshold (docs/protocols.md).
-	DefaultRcvWindowBDP = 1.25
+	// busy, 0.4 more absorbs jitter and the senders' rounding and stays below the last hop's
+	// 1.5-BDP trim threshold (docs/protocols.md).
+	DefaultRcvWindowBDP = 1.4
 	// AckTimeoutUnit is the ACK timeout granule, 1.024 us [API].
 	AckTimeoutUnit = 1024 * sim.Nanosecond
 )

@@ -66,8 +66,8 @@ type Receiver struct {
 // A QP alone toward the host gets no share (RcvWnd 0): its window is its own congestion
 // control's business, and a cap near one BDP would cost a lone sprayed flow the queueing
 // spraying adds to its RTT. Among two or more, the budget moves between 9/8 BDP (the host's
-// NIC rate x the base RTT, with an eighth for jitter: less leaves its link idle) and Max
-// (rcv_window_bdp BDPs, default 1.25): each packet trimmed at the host's own last hop
+// NIC rate x the base RTT, with an eighth for jitter: less leaves its link idle; or Max if
+// that is lower) and Max (rcv_window_bdp BDPs, default 1.4): each packet trimmed at the host's own last hop
 // (TRIMMED_LASTHOP) means the budget overfills the queue in front of the host, so it is cut
 // by 1/8, at most once per base RTT; packets placed whole grow it by 1/8 BDP per budget's
 // worth of bytes (about an eighth of a BDP per round trip). With the MRC profile's last-hop
@@ -90,10 +90,11 @@ type HostRx struct {
 const MinRcvWnd = 64
 
 // NewHostRx returns the shared receive state of a host whose NIC moves bdp bytes per base RTT
-// rtt, with a budget of at most factor BDPs (and at least 9/8).
+// rtt, with a budget of at most factor BDPs (and at least 9/8 of one, unless factor is lower).
 func NewHostRx(bdp int64, factor float64, rtt sim.Time) *HostRx {
-	lo := float64(max(bdp, MinRcvWnd)) * 9 / 8
-	hi := max(lo, factor*lo)
+	b := float64(max(bdp, MinRcvWnd))
+	hi := max(factor*b, MinRcvWnd)
+	lo := min(b*9/8, hi)
 	return &HostRx{budget: hi, minB: lo, maxB: hi, rtt: rtt}
 }
 

@@ -113,6 +113,7 @@ type Sender struct {
 	rackXmit sim.Time   // send time of the latest-sent packet acknowledged (RACK)
 	route    []int32    // by EV: a dense number for its route (plane, path); EVs on one route share it
 	rtSeen   []sim.Time // by route: latest send time of a packet the current answer reports received
+	rtPSN    []uint32   // by route: that packet's PSN (ties of send time go by PSN)
 	rtGen    []uint32   // by route: the answer rtSeen belongs to (gen)
 	gen      uint32     // answers absorbed
 	rackRTT  sim.Time   // its RTT
@@ -197,7 +198,7 @@ func NewSender(cfg Config, qp uint32, path Path, rng *rand.Rand) (*Sender, error
 		trimTil:  make([]sim.Time, evs.Planes()),
 		probeTok: ProbeBurst,
 	}
-	s.rtSeen, s.rtGen = make([]sim.Time, len(s.route)), make([]uint32, len(s.route))
+	s.rtSeen, s.rtPSN, s.rtGen = make([]sim.Time, len(s.route)), make([]uint32, len(s.route)), make([]uint32, len(s.route))
 	s.holdCong = 2*s.rto0 + path.BaseRTT
 	s.jit = rng.Uint64()
 	if wnd&(wnd-1) != 0 { // window_mpr not a power of two: round the ring up
@@ -661,8 +662,9 @@ func (s *Sender) absorb(now sim.Time, h *Header) {
 		psn := h.BitmapBase + i
 		if int32(psn-s.una) >= 0 && int32(s.next-psn) > 0 {
 			if p := &s.ring[psn&s.mask]; !p.retx && p.state != stFree {
-				if r := s.route[p.ev]; s.rtGen[r] != s.gen || p.sentAt > s.rtSeen[r] {
-					s.rtGen[r], s.rtSeen[r] = s.gen, p.sentAt
+				if r := s.route[p.ev]; s.rtGen[r] != s.gen || p.sentAt > s.rtSeen[r] ||
+					(p.sentAt == s.rtSeen[r] && int32(psn-s.rtPSN[r]) > 0) {
+					s.rtGen[r], s.rtSeen[r], s.rtPSN[r] = s.gen, p.sentAt, psn
 				}
 			}
 			acked += s.ackPSN(now, psn)
@@ -706,7 +708,13 @@ func (s *Sender) fifoLoss(now sim.Time, h *Header) {
 			return
 		}
 		p := &s.ring[psn&s.mask]
-		if r := s.route[p.ev]; p.state == stInFlight && s.rtGen[r] == s.gen && s.rtSeen[r] > p.sentAt {
+		r := s.route[p.ev]
+		if p.state != stInFlight || s.rtGen[r] != s.gen {
+			return
+		}
+		// Sent before the packet seen, or in the same instant ahead of it in the NIC's queue
+		// (PSNs of packets sent once follow their sending order).
+		if s.rtSeen[r] > p.sentAt || (s.rtSeen[r] == p.sentAt && !p.retx && int32(s.rtPSN[r]-psn) > 0) {
 			s.lose(psn, p, RetxSackGap)
 			s.blame(now, p)
 		}
@@ -1013,14 +1021,19 @@ func (s *Sender) blame(now sim.Time, p *pktState) {
 		s.Stats.UnattributedLosses++
 		return
 	}
-	s.bgLosses++
 	s.Stats.Strikes++
 	k := &s.strikes[ev]
+	if *k == 0 {
+		// Background loss is what strikes healthy paths: isolated losses, on an EV with no
+		// strike pending. A failed path's later losses land on strikes already pending and
+		// are its own (counting them would raise the limit with the failure it must find).
+		s.bgLosses++
+	}
 	*k = uint8(min(int(*k)+2, math.MaxUint8))
 	if int(*k) < 2*s.StrikeLimit() {
 		return
 	}
-	s.bgLosses -= int64(*k / 2) // the losses that retired it were the path's, not background
+	s.bgLosses = max(s.bgLosses-1, 0) // its first loss was the path's too, not background
 	plane, path, _ := s.evs.Route(ev)
 	for e := range s.strikes {
 		if pl, pa, _ := s.evs.Route(e); pl == plane && pa == path {
