@@ -312,7 +312,7 @@ func (s *Spec) Validate(path string, duration sim.Time) error {
 		case s.Rate != 0 && s.Factor != 0:
 			return errorf(path+".factor", "given with rate; give one of rate (the degraded rate) and factor (a fraction of the link's rate)")
 		case s.Rate == 0 && s.Factor == 0:
-			return errorf(path+".rate", "missing; give rate (e.g. 50Gbps, below the link's rate) or factor (e.g. 0.5 of the link's rate)")
+			return errorf(path+".rate", "and factor both missing or 0; give rate (e.g. 50Gbps, below the link's rate) or factor (e.g. 0.5 of the link's rate, above 0); a link at rate 0 is action down")
 		case s.Rate < 0:
 			return errorf(path+".rate", "%v is negative; allowed above 0 and below the link's rate", s.Rate)
 		case s.Factor != 0 && !(s.Factor > 0 && s.Factor < 1):

@@ -1,0 +1,52 @@
+package runner
+
+import (
+	"fmt"
+	"testing"
+)
+
+// mrcRingYAML is a 64 MiB ring all-reduce over 16 hosts of an 8-plane 2-tier Clos (100G per
+// plane), MRC, then the faults block.
+const mrcRingYAML = `
+name: mrc-ring-loss
+topology:
+  clos: {tiers: 2, planes: 8, radix: 16, hosts: 16, host_link: 100G, hop_latency: 500ns}
+transport: {kind: mrc}
+workload:
+  collectives:
+    - {name: dp, op: all_reduce, algorithm: ring, bytes: 64MiB}
+%s
+`
+
+// Random loss is not path failure (issue 15): a large-message ring all-reduce keeps its busbw
+// under random loss on every NIC link or every link (>= 0.9 of the lossless run at 0.1%, and
+// well above the issue's 0.3 at 1%), and no healthy EV is retired for it. Measured (seed 1):
+// 1.000 and 0.980 on NIC links, 0.976 and 0.901 on every link.
+func TestMRCRandomLossCollective(t *testing.T) {
+	clean := mustRun(t, fmt.Sprintf(mrcRingYAML, ""))
+	base := clean.Summary.Collectives[0].BusBWGBps
+	for _, tc := range []struct {
+		links string
+		loss  float64
+		min   float64
+	}{
+		{"h*", 0.001, 0.9}, {"h*", 0.01, 0.8}, {"*", 0.001, 0.9}, {"*", 0.01, 0.7},
+	} {
+		t.Run(fmt.Sprintf("%s/%v", tc.links, tc.loss), func(t *testing.T) {
+			res := mustRun(t, fmt.Sprintf(mrcRingYAML, fmt.Sprintf("faults:\n  - {at: 0s, link: %q, action: loss, loss: %v}", tc.links, tc.loss)))
+			m := res.Summary.MRC
+			r := res.Summary.Collectives[0].BusBWGBps / base
+			t.Logf("loss %v on %s: busbw %.3f of lossless (%.1f GB/s), loss retransmissions %d, EV retirements %d, probes %.3f%% of data",
+				tc.loss, tc.links, r, base, m.RetxPackets["sack_gap"]+m.RetxPackets["timeout"], m.EVRetirements, m.ProbesPerDataPct)
+			if r < tc.min {
+				t.Errorf("busbw %.3f of lossless; want >= %v", r, tc.min)
+			}
+			if m.EVRetirements != 0 {
+				t.Errorf("%d EVs retired for random loss; want none", m.EVRetirements)
+			}
+			if m.ProbesPerDataPct > 1 {
+				t.Errorf("probes %.3f%% of data packets; want <= 1%%", m.ProbesPerDataPct)
+			}
+		})
+	}
+}
