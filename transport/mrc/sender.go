@@ -818,10 +818,30 @@ func (s *Sender) lose(psn uint32, p *pktState, cause RetxCause) {
 }
 
 // OnNACK processes a NACK: the PSN is resent at once [MRC §2.1]. A trim NACK not at the last
-// hop moves the EV to SKIP; every trim NACK reduces the window (NSCC quick adapt).
+// hop moves the EV to SKIP (so does one at the last hop when no other plane trims: a slow
+// receiver port); every trim NACK marks its plane congested for blame and reduces the window
+// (NSCC quick adapt).
 func (s *Sender) OnNACK(now sim.Time, h *Header) {
 	s.Stats.NACKs++
 	s.rcvWnd = int64(h.RcvWnd)
+	reason := h.Reason
+	if reason == NackTrimmed || reason == NackTrimmedLastHop {
+		// A trim says the destination is congested even when the packet was already found
+		// lost (an answer on another reverse route overtook this NACK): note it first. The
+		// plane is the echoed EV's: the NACK answers the trimmed packet.
+		trimPlane, _, _ := s.evs.Route(int(h.EchoEV))
+		wasCongested := s.congested(now, int(h.EchoEV))
+		if trimPlane < len(s.trimTil) {
+			s.trimTil[trimPlane] = now + s.holdCong
+		}
+		// A last-hop trim on one plane while no other plane trims is that plane's last hop,
+		// not an incast: the receiver's port on it is slow or degraded. Moving off the EV (as
+		// for a trim before the last hop) shifts load to the other planes; an incast trims
+		// every plane and leaves the EVs alone [MRC §2.1].
+		if reason == NackTrimmedLastHop && len(s.trimTil) > 1 && !wasCongested {
+			reason = NackTrimmed
+		}
+	}
 	psn := h.NackPSN
 	if int32(psn-s.una) < 0 || int32(s.next-psn) <= 0 {
 		s.absorb(now, h)
@@ -835,20 +855,9 @@ func (s *Sender) OnNACK(now sim.Time, h *Header) {
 		return
 	}
 	wire := int64(s.cfg.WireBytes(int(p.len)))
-	switch h.Reason {
+	switch reason {
 	case NackTrimmed, NackTrimmedLastHop:
-		lastHop := h.Reason == NackTrimmedLastHop
-		if pl, _, ok := s.evs.Route(int(p.ev)); ok {
-			// A last-hop trim on one plane while no other plane trims is that plane's
-			// last hop, not an incast: the receiver's port on it is slow or degraded. Moving
-			// off the EV (as for a trim before the last hop) shifts load to the other
-			// planes; an incast trims every plane and leaves the EVs alone [MRC §2.1].
-			if lastHop && len(s.trimTil) > 1 && !s.congested(now, int(p.ev)) {
-				lastHop = false
-			}
-			s.trimTil[pl] = now + s.holdCong
-		}
-		s.evs.OnTrimNack(int(p.ev), lastHop)
+		s.evs.OnTrimNack(int(p.ev), reason == NackTrimmedLastHop)
 		s.lose(psn, p, RetxTrimNack)
 		s.cc.OnNack(now, wire)
 	default:
