@@ -298,3 +298,29 @@ func TestProbeBudget(t *testing.T) {
 		t.Fatalf("%d probes in 1 ms with %d EVs retired; want about 24", n, bad)
 	}
 }
+
+// The per-packet path allocates nothing: answering and pumping a sender in steady state
+// (fifoLoss, blame's bookkeeping, the receiver share, pacing) makes no allocation.
+func TestSenderSteadyStateNoAlloc(t *testing.T) {
+	s := newStressSender(t, Config{}, 2, 1<<40)
+	s.Pump(0)
+	now := sim.Time(0)
+	var psn uint32
+	allocs := testing.AllocsPerRun(1000, func() {
+		now += sim.Microsecond
+		out := s.Out()
+		if len(out) == 0 {
+			s.Pump(now)
+			return
+		}
+		h := out[0]
+		a := Header{Kind: SACK, QP: 7, CumPSN: h.PSN + 1, BitmapBase: h.PSN + 2, EchoEV: h.EV, EchoTS: h.TS, RcvWnd: 50_000}
+		copy(out, out[1:])
+		s.out = out[:len(out)-1]
+		s.OnSACK(now, &a)
+		psn = h.PSN
+	})
+	if allocs > 0 {
+		t.Fatalf("%v allocations per answer (last PSN %d)", allocs, psn)
+	}
+}
