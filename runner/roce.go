@@ -530,3 +530,29 @@ func applyRoCEProfile(sc *scenario.Scenario, l topo.Topology) {
 // pfcQueueLimit is the switch queue limit the RoCE profile sets under PFC: a switch's shared
 // buffer (tens of MiB on current ASICs).
 const pfcQueueLimit = 64 << 20
+
+// roceChecks are the pre-run warnings of a RoCE scenario on a built fabric: ECN that cannot
+// mark before PFC pauses (fabric.Network.ECNAfterPFC, both values named), and a local ACK
+// timeout shorter than the time to drain the worst paused path (the last hop's worst egress
+// plus the other switch hops' worst, each sending what its switch's ingresses may hold before
+// they all pause), which would time out and eventually error QPs whose packets only wait
+// behind pauses.
+func roceChecks(sc *scenario.Scenario, net *fabric.Network, l topo.Topology) []string {
+	if sc.Transport.Kind != scenario.TransportRoCE || !net.PFCOn() {
+		return nil
+	}
+	var out []string
+	// ECNCHECK
+	cfg := roce.Defaults()
+	if sc.Transport.RoCE != nil {
+		cfg = sc.Transport.RoCE.WithDefaults()
+	}
+	host, hp, sw, sp := net.PFCWorstDrain()
+	hops := l.Sizing().MaxSwitchHops
+	drain := host + sim.Time(max(hops-1, 0))*sw
+	if cfg.RTO < drain {
+		out = append(out, fmt.Sprintf("transport.roce.rto: %v is shorter than the %v the worst paused path may take to drain (%v at last hop %s + %d x %v at %s); QPs whose packets only wait behind PFC pauses would time out, resend, and after retry_count (%d) retries error; NCCL's default is 4.096us x 2^20 (about 4.3 s)",
+			cfg.RTO, drain, host, hp, max(hops-1, 0), sw, sp, cfg.RetryCount))
+	}
+	return out
+}

@@ -15,6 +15,9 @@ type RoCESummary struct {
 	QPsPerPeer     int      `json:"qps_per_peer"`
 	QPErrors       int      `json:"qp_errors"`
 	QPErrorList    []string `json:"qp_error_list,omitempty"` // the first few, verbatim
+	// Warnings are the pre-run checks that failed (roceChecks): ECN that cannot mark before
+	// PFC pauses, a local ACK timeout shorter than the worst paused path's drain time.
+	Warnings []string `json:"warnings,omitempty"`
 
 	BaseRTTUs float64 `json:"base_rtt_us"`
 	// JCTUs is when the last traffic flow was acknowledged; absent when a flow never finished

@@ -154,6 +154,12 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 			}
 		}
 	}
+	warns := roceChecks(sc, net, layout)
+	if opt.Warn != nil && !dryFaults {
+		for _, w := range warns {
+			opt.Warn(w)
+		}
+	}
 	specs := sc.Faults
 	if training {
 		specs = nil
@@ -179,6 +185,10 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if res.Summary.RoCE != nil {
+		res.Summary.RoCE.Warnings = warns
+	}
+	markOutcome(sc, &res.Summary)
 	if len(faults) > 0 && !dryFaults {
 		var base []progressSample
 		if twin != nil {

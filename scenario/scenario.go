@@ -441,6 +441,10 @@ type Run struct {
 	// host, its part of each collective and its traffic transfers, and the failures (open it
 	// at ui.perfetto.dev). Default false.
 	Trace bool `yaml:"trace"`
+	// AllowQPErrors accepts QP errors (and the transfers they strand) as an expected outcome,
+	// for failure studies: the run still reports them in the headline and summary.json but
+	// does not count as failed. Default false: any QP error fails the run (exit code 1).
+	AllowQPErrors bool `yaml:"allow_qp_errors,omitempty"`
 }
 
 // Fluid reports whether the scenario runs without the packet fabric: a workload at flow

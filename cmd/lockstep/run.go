@@ -77,11 +77,13 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 				return err
 			}
 			if asJSON {
-				_, err = stdout.Write(js)
-				return err
+				if _, err = stdout.Write(js); err != nil {
+					return err
+				}
+				return outcomeErr(&res.Summary)
 			}
 			printSummary(stdout, sc, res)
-			return nil
+			return outcomeErr(&res.Summary)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "results folder (default results/<scenario name>)")
@@ -163,6 +165,32 @@ func runAndWrite(sc *scenario.Scenario, outField string, ro runOpts) (*runner.Re
 	return res, js, nil
 }
 
+// outcomeErr is the exit-code error of a run the runner marked failed (runner.Summary.Failed),
+// nil for one that succeeded.
+func outcomeErr(s *runner.Summary) error {
+	if !s.Failed {
+		return nil
+	}
+	return runFailed(fmt.Errorf("run %s failed: %s", s.Scenario, s.FailureReason))
+}
+
+// printOutcome writes the headline line of a failed run, or of one whose QP errors
+// run.allow_qp_errors accepted; nothing for a clean run.
+func printOutcome(w io.Writer, s *runner.Summary) {
+	switch {
+	case s.Failed:
+		fmt.Fprintf(w, "RUN FAILED: %s\n", s.FailureReason)
+	case s.QPErrorsAllowed:
+		errs := 0
+		if s.MRC != nil {
+			errs = s.MRC.QPErrors
+		} else if s.RoCE != nil {
+			errs = s.RoCE.QPErrors
+		}
+		fmt.Fprintf(w, "QP ERRORS: %d QP(s) errored (accepted: run.allow_qp_errors is true)\n", errs)
+	}
+}
+
 // loadVariantsArg returns the variants of a scenario file with a variants section, or nil
 // (no error) for a preset or a file without one.
 func loadVariantsArg(arg string) ([]scenario.Variant, error) {
@@ -205,6 +233,9 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 				failed = err
 			}
 			continue
+		}
+		if err := outcomeErr(&res.Summary); err != nil && failed == nil {
+			failed = err
 		}
 		names = append(names, sc.Name)
 		dirs = append(dirs, sc.Run.Out)
@@ -406,6 +437,7 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	s := &res.Summary
 	fmt.Fprintf(w, "scenario %s (seed %d): %d hosts, %d planes, %d switches, %d links, %d flows\n",
 		s.Scenario, s.Seed, s.Hosts, s.Planes, s.Switches, s.Links, s.Flows)
+	printOutcome(w, s)
 	var rate float64 // events per wall second; 0 when the run was too quick to time
 	if secs := res.Wall.Seconds(); secs > 0 {
 		rate = float64(s.Events) / secs

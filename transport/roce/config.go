@@ -37,13 +37,15 @@ type Config struct {
 	// keep no congestion window [DCQCN §3].
 	Window sim.Size `yaml:"window"`
 	// RTO is the local ACK timeout: with data outstanding and no progress for this long, the
-	// requester resends from the oldest unacknowledged PSN [IBTA §9.7, requester: transport timer]. Default
-	// DefaultRTO = LocalAckTimeout(8) = 1.048576 ms (lockstep default, see DefaultRTO).
-	// Allowed 1us .. LocalAckTimeout(31) (about 2.4 h).
+	// requester resends from the oldest unacknowledged PSN [IBTA §9.7, requester: transport
+	// timer]. Default DefaultRTO = LocalAckTimeout(20) = 4.294967296 s, NCCL's default
+	// (NCCL_IB_TIMEOUT 20). Allowed 1us .. LocalAckTimeout(31) (about 2.4 h). The runner warns
+	// when it is shorter than the time to drain the worst paused path, which would error QPs
+	// whose packets only wait behind PFC pauses.
 	RTO sim.Time `yaml:"rto"`
 	// RetryCount is how many times the requester retries after a timeout (or a sequence NAK
 	// that brought no progress) before the QP errors, 1..7 [IBTA §9.7: 3-bit retry count; ibv_modify_qp(3): retry_cnt];
-	// default 7, the IBTA maximum that NCCL (NCCL_IB_RETRY_CNT) and perftest use. IBTA's 0 is
+	// default 7, the IBTA maximum and NCCL's default NCCL_IB_RETRY_CNT (perftest uses it too). IBTA's 0 is
 	// not offered: it turns any tail loss into a QP error.
 	RetryCount int `yaml:"retry_count"`
 	// CNPInterval: the notification point sends at most one CNP per QP per this interval
@@ -98,16 +100,15 @@ const (
 	DefaultPayloadBytes = 4096
 	// DefaultAckEvery: one ACK per in-order packet (see Config.AckEvery).
 	DefaultAckEvery = 1
-	// DefaultRTOExp is the IBTA timeout exponent of DefaultRTO.
-	DefaultRTOExp = 8
-	// DefaultRTO is LocalAckTimeout(8) = 1.048576 ms, a lockstep default. RoCEv2 recovers a
-	// lost tail (no later packet to trigger a NAK), a lost NAK and a blackholed path only by
-	// this timeout, so it sets what such a loss costs. Deployments vary by three orders of
-	// magnitude: NCCL_IB_TIMEOUT defaults to 18-20 (1.07-4.3 s), perftest to 14 (67 ms), and
-	// NICs with adaptive retransmission resend after far less. About a millisecond keeps a tail
-	// loss visibly costly against microsecond RTTs without a single loss swallowing a whole
-	// simulated step, and with 7 retries a blackholed QP errors after about 8.4 ms. Set rto to
-	// the deployment's value (e.g. LocalAckTimeout(18)) to reproduce it.
+	// DefaultRTOExp is the IBTA timeout exponent of DefaultRTO: 20, NCCL's default
+	// NCCL_IB_TIMEOUT (NCCL environment variables documentation; 4.096 us x 2^20).
+	DefaultRTOExp = 20
+	// DefaultRTO is LocalAckTimeout(20) = 4.294967296 s, NCCL's default. RoCEv2 recovers a
+	// lost tail, a lost NAK and a blackholed path only by this timeout, so at this default a
+	// lossy fabric pays seconds per tail loss, as NCCL jobs do; what it buys is that QPs whose
+	// packets wait behind PFC pauses (a lossless incast of a thousand flows drains for
+	// milliseconds) never error. With 7 retries a blackholed QP errors after 8 x 4.3 s, about
+	// 34 s. A failure study can set rto shorter (perftest uses 14, 67 ms).
 	DefaultRTO = LocalAckTimeoutUnit << DefaultRTOExp
 	// MaxQPsPerPeer bounds Config.QPsPerPeer (gains from QP scaling stop near 8 [PROTOCOLS.md]).
 	MaxQPsPerPeer = 64

@@ -11,7 +11,7 @@ import (
 func TestConfigDefaults(t *testing.T) {
 	c := Defaults()
 	want := Config{
-		QPsPerPeer: 1, PayloadBytes: 4096, HeaderBytes: 82, AckEvery: 1, Window: 0, RTO: 1048576 * sim.Nanosecond,
+		QPsPerPeer: 1, PayloadBytes: 4096, HeaderBytes: 82, AckEvery: 1, Window: 0, RTO: 4294967296 * sim.Nanosecond, // NCCL_IB_TIMEOUT 20
 		RetryCount: 7, CNPInterval: 50 * sim.Microsecond,
 		DCQCN: DCQCNConfig{
 			G: 1.0 / 256, InitialAlpha: 1, AlphaTimer: 55 * sim.Microsecond, RateIncreaseTimer: 55 * sim.Microsecond,
