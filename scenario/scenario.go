@@ -243,6 +243,9 @@ func valueKeys(q *fabric.QueueConfig) queueKeys {
 const (
 	ProfileMRCPmax  = 1.0 // ProfileMRC: marking rises from 0 at 0.2 BDP to 1 at 0.8 BDP
 	ProfileRoCEPmax = 0.2 // ProfileRoCE: DCQCN's RED profile [DCQCN §5]
+	// ProfileRoCEPFCAlpha is the roce profile's dynamic PFC threshold (fabric.pfc.alpha):
+	// SONiC's default for lossless priority groups, dynamic_th 0 (alpha = 2^0 = 1).
+	ProfileRoCEPFCAlpha = 1.0
 )
 
 // profileOn says whether profile turns ECN marking and trimming on at a queue (last: the last
@@ -1269,7 +1272,18 @@ func (sc *Scenario) resolvePFC() error {
 	if len(p.Classes) == 0 {
 		p.Classes = []int{data}
 	}
+	// The roce profile's buffer model: a block that sets no threshold gets dynamic thresholds
+	// (alpha ProfileRoCEPFCAlpha) over a shared buffer the runner sizes from the switch
+	// (runner.RoCEBufferTime); xoff, xon or alpha written keeps what was written.
+	// Under that profile a shared_buffer left out (0) with dynamic thresholds is the switch's.
+	roceProfile := sc.Transport.Kind == TransportRoCE && (sc.Fabric.Profile == "" || sc.Fabric.Profile == ProfileRoCE)
+	if roceProfile && p.XOFF == 0 && p.XON == 0 && p.Alpha == 0 {
+		p.Alpha = ProfileRoCEPFCAlpha
+	}
 	c := p.Config().WithDefaults()
+	if roceProfile && p.SharedBuffer == 0 {
+		c.SharedBuffer = 0 // sized from the built switch by the runner
+	}
 	p.Classes, p.XOFF, p.XON, p.Quanta, p.SharedBuffer, p.Reserved = c.Classes, c.XOFF, c.XON, c.Quanta, c.SharedBuffer, c.Reserved
 	if !c.Enabled {
 		return nil

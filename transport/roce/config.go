@@ -48,8 +48,10 @@ type Config struct {
 	// default 7, the IBTA maximum and NCCL's default NCCL_IB_RETRY_CNT (perftest uses it too). IBTA's 0 is
 	// not offered: it turns any tail loss into a QP error.
 	RetryCount int `yaml:"retry_count"`
-	// CNPInterval: the notification point sends at most one CNP per QP per this interval
-	// [DCQCN §3.1: N = 50 us; PROTOCOLS.md]; default 50us.
+	// CNPInterval: the notification point sends at most one CNP per QP per this interval.
+	// Default by DCQCN profile: 10us under "production" (lockstep default, of the order of
+	// ConnectX's 4 us rate-reduction period, rpg rate_reduce_monitor_period), 50us under
+	// "paper" [DCQCN §3.1: N = 50 us; PROTOCOLS.md].
 	CNPInterval sim.Time `yaml:"cnp_interval"`
 	// DCQCN configures the reaction point (the sender's rate control).
 	DCQCN DCQCNConfig `yaml:"dcqcn"`
@@ -59,6 +61,9 @@ type Config struct {
 // recommends for its 40 Gb/s NICs; PROTOCOLS.md]. Rates given as 0 scale with the line rate
 // (see each field), so one default serves 100G and 800G NICs.
 type DCQCNConfig struct {
+	// Profile names the parameter set the zero fields take (DCQCNProfileProduction, the
+	// default, or DCQCNProfilePaper); fields given explicitly override it.
+	Profile string `yaml:"profile"`
 	// Disabled turns DCQCN off: the sender paces at line rate and ignores CNPs (a RoCEv2
 	// fabric relying on PFC alone). Default false.
 	Disabled bool `yaml:"disabled"`
@@ -75,15 +80,18 @@ type DCQCNConfig struct {
 	// default 55us [DCQCN §3.1 and its recommended values].
 	RateIncreaseTimer sim.Time `yaml:"rate_increase_timer"`
 	// ByteCounter is B: the rate also increases once per this many bytes sent since the last
-	// CNP; default 10 MB (10,000,000 B) [DCQCN §3.1 and its recommended values].
+	// CNP. Default: "paper" 10 MB (10,000,000 B) [DCQCN §3.1 and its recommended values];
+	// "production" 0, meaning 20 us of the line rate (250 KB at 100 Gb/s), resolved per sender.
 	ByteCounter sim.Size `yaml:"byte_counter"`
 	// FastRecoverySteps is F: the first F increases after a CNP are fast recovery
 	// (Rc = (Rt + Rc) / 2); after F timer or byte-counter events additive increase, after F of
 	// both hyper increase; default 5 [DCQCN §3.1; PROTOCOLS.md]. Allowed 1..64.
 	FastRecoverySteps int `yaml:"fast_recovery_steps"`
-	// RateAI is R_AI, the target rate's additive step. 0 (default) means line rate / 1000: the
-	// paper's 40 Mb/s on its 40 Gb/s NICs [DCQCN recommended value], 800 Mb/s at 800 Gb/s (lockstep scaling;
-	// a fixed 40 Mb/s step would take seconds to matter at 800G).
+	// RateAI is R_AI, the target rate's additive step. 0 (default) scales with the line rate:
+	// "paper" line / 1000, the paper's 40 Mb/s on its 40 Gb/s NICs [DCQCN recommended value]
+	// (lockstep scaling; a fixed 40 Mb/s step would take seconds to matter at 800G);
+	// "production" line / 25 (4 Gb/s per 5 us step at 100G; lockstep default, see
+	// DCQCNProfileProduction).
 	RateAI sim.Rate `yaml:"rate_ai"`
 	// RateHAI is R_HAI, the hyper-increase step. 0 (default) means 10 x RateAI, the ratio of
 	// the QCN reference (IEEE 802.1Qau: 5 and 50 Mb/s) that DCQCN's RP descends from and of the
@@ -135,6 +143,33 @@ const (
 	DCQCNHAIFactor = 10
 	// DCQCNMinRate is the default rate floor (see DCQCNConfig.MinRate).
 	DCQCNMinRate = 100 * sim.Mbps
+
+	// DCQCNProfileProduction (the default profile) reacts and recovers on the microsecond
+	// scale of current NICs rather than the paper's 40 Gb/s-era timers: CNPs at most every
+	// ProductionCNPInterval per QP, a rate-increase event every ProductionRateIncreaseTimer and
+	// every ProductionByteCounterTime of line rate sent, ProductionFastRecoverySteps of fast
+	// recovery, R_AI = line / ProductionRateAIDivisor; g, alpha's timer, the initial alpha and
+	// R_HAI = 10 R_AI are the paper's. Anchors: NVIDIA ConnectX (DOCA "DCQCN CC parameters")
+	// reduces at most once per 4 us (rate_reduce_monitor_period), updates alpha every 1 us
+	// with g = 5/1024 and cuts at most 50% (rpg_min_dec_fac); the increase side here is
+	// lockstep's, chosen so that, on the defaults, DCQCN rather than PFC controls a 7 -> 1
+	// incast at 100G and 400G (victim >= 0.6 of line, the incast flows within 10% of each
+	// other; runner tests pin it) — a lockstep default, documented in docs/protocols.md.
+	DCQCNProfileProduction = "production"
+	// DCQCNProfilePaper is the parameter set of [DCQCN §3.1 and its recommended values]: CNP
+	// every 50 us, T 55 us, B 10 MB, F 5, R_AI line / 1000 (40 Mb/s at 40G).
+	DCQCNProfilePaper = "paper"
+
+	// ProductionCNPInterval is the "production" profile's CNP spacing per QP.
+	ProductionCNPInterval = 10 * sim.Microsecond
+	// ProductionRateIncreaseTimer is the "production" profile's T.
+	ProductionRateIncreaseTimer = 5 * sim.Microsecond
+	// ProductionByteCounterTime: the "production" profile's B is this long at line rate.
+	ProductionByteCounterTime = 20 * sim.Microsecond
+	// ProductionFastRecoverySteps is the "production" profile's F.
+	ProductionFastRecoverySteps = 2
+	// ProductionRateAIDivisor: the "production" profile's R_AI is line rate / this.
+	ProductionRateAIDivisor = 25
 )
 
 // Defaults returns the default configuration, every field set (rates that scale with the
@@ -165,16 +200,34 @@ func (c Config) WithDefaults() Config {
 	if c.RetryCount == 0 {
 		c.RetryCount = DefaultRetryCount
 	}
+	c.DCQCN = c.DCQCN.WithDefaults()
 	if c.CNPInterval == 0 {
 		c.CNPInterval = DefaultCNPInterval
+		if c.DCQCN.Profile == DCQCNProfileProduction {
+			c.CNPInterval = ProductionCNPInterval
+		}
 	}
-	c.DCQCN = c.DCQCN.WithDefaults()
 	return c
 }
 
-// WithDefaults returns d with every zero field set to its default; RateAI and RateHAI stay 0
-// (scaled with the line rate when a sender is made).
+// WithDefaults returns d with every zero field set to its profile's default (Profile ""
+// means DCQCNProfileProduction); RateAI and RateHAI, and under "production" ByteCounter, stay
+// 0 (scaled with the line rate when a sender is made, Resolve). An unknown profile is left for
+// Validate to name.
 func (d DCQCNConfig) WithDefaults() DCQCNConfig {
+	if d.Profile == "" {
+		d.Profile = DCQCNProfileProduction
+	}
+	if d.Profile == DCQCNProfileProduction {
+		if d.RateIncreaseTimer == 0 {
+			d.RateIncreaseTimer = ProductionRateIncreaseTimer
+		}
+		if d.FastRecoverySteps == 0 {
+			d.FastRecoverySteps = ProductionFastRecoverySteps
+		}
+	} else if d.ByteCounter == 0 {
+		d.ByteCounter = DCQCNByteCounter
+	}
 	if d.G == 0 {
 		d.G = DCQCNG
 	}
@@ -186,9 +239,6 @@ func (d DCQCNConfig) WithDefaults() DCQCNConfig {
 	}
 	if d.RateIncreaseTimer == 0 {
 		d.RateIncreaseTimer = DCQCNRateIncreaseTimer
-	}
-	if d.ByteCounter == 0 {
-		d.ByteCounter = DCQCNByteCounter
 	}
 	if d.FastRecoverySteps == 0 {
 		d.FastRecoverySteps = DCQCNFastRecoverySteps
@@ -203,8 +253,15 @@ func (d DCQCNConfig) WithDefaults() DCQCNConfig {
 // = line / 1000 (at least 1 bit/s), RateHAI = 10 x RateAI. The result is the effective
 // configuration a sender at that line rate runs.
 func (d DCQCNConfig) Resolve(line sim.Rate) DCQCNConfig {
+	div := sim.Rate(DCQCNRateAIDivisor)
+	if d.Profile == DCQCNProfileProduction {
+		div = ProductionRateAIDivisor
+		if d.ByteCounter == 0 {
+			d.ByteCounter = sim.Size(max(line.BytesIn(ProductionByteCounterTime), 1))
+		}
+	}
 	if d.RateAI == 0 {
-		d.RateAI = max(line/DCQCNRateAIDivisor, 1)
+		d.RateAI = max(line/div, 1)
 	}
 	if d.RateHAI == 0 {
 		d.RateHAI = d.RateAI * DCQCNHAIFactor
@@ -262,6 +319,8 @@ func (d DCQCNConfig) validate() *fieldErr {
 	}
 	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 	switch {
+	case d.Profile != DCQCNProfileProduction && d.Profile != DCQCNProfilePaper:
+		return bad("profile", "%q is not a DCQCN profile; allowed %s (default), %s", d.Profile, DCQCNProfileProduction, DCQCNProfilePaper)
 	case !(d.G > 0 && d.G <= 1) || !finite(d.G):
 		return bad("g", "%v is out of range; allowed (0, 1]", d.G)
 	case !(d.InitialAlpha > 0 && d.InitialAlpha <= 1) || !finite(d.InitialAlpha):
@@ -270,8 +329,8 @@ func (d DCQCNConfig) validate() *fieldErr {
 		return bad("alpha_timer", "%v is out of range; allowed 1ns..1s", d.AlphaTimer)
 	case d.RateIncreaseTimer < sim.Nanosecond || d.RateIncreaseTimer > sim.Second:
 		return bad("rate_increase_timer", "%v is out of range; allowed 1ns..1s", d.RateIncreaseTimer)
-	case d.ByteCounter < 1 || d.ByteCounter > 1<<40:
-		return bad("byte_counter", "%v is out of range; allowed 1B..1TiB", d.ByteCounter)
+	case d.ByteCounter < 0 || d.ByteCounter > 1<<40 || d.ByteCounter == 0 && d.Profile != DCQCNProfileProduction:
+		return bad("byte_counter", "%v is out of range; allowed 1B..1TiB (0: 20 us of line rate, production profile only)", d.ByteCounter)
 	case d.FastRecoverySteps < 1 || d.FastRecoverySteps > 64:
 		return bad("fast_recovery_steps", "%d is out of range; allowed 1..64", d.FastRecoverySteps)
 	case d.RateAI < 0 || d.RateAI > sim.Pbps:
