@@ -1,0 +1,137 @@
+package runner
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// The RoCE defaults (issue 16) pinned at small sizes: the roce profile's ECN marks below the
+// PFC pause point at every speed from 25G to 800G; on the 7 -> 1 incast plus victim (16 hosts,
+// 4 racks, 4 spines) DCQCN, not PFC, controls the incast at 100G and 400G; a 5 -> 1
+// star follows the max-min schedule; a 1,001-flow lossless incast finishes at the line rate
+// with no drop and no QP error (NCCL's 4.3 s timeout).
+
+// victimYAML is /work/shared/scenarios/roce-victim-100g.yaml at rate %s with transport %s.
+const victimYAML = `
+name: victim
+topology:
+  clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: %s}
+transport: %s
+traffic:
+  - pattern: flows
+    bytes: 8MiB
+    flows:
+      - {src: 4, dst: 0}
+      - {src: 5, dst: 0}
+      - {src: 6, dst: 0}
+      - {src: 7, dst: 0}
+      - {src: 8, dst: 0}
+      - {src: 9, dst: 0}
+      - {src: 10, dst: 0}
+      - {src: 12, dst: 1, bytes: 16MiB}
+`
+
+// flowOfLine is traffic flow i's payload over its FCT as a fraction of the line rate (Gb/s).
+func flowOfLine(res *Result, i int, bytes int64, gbps float64) float64 {
+	return float64(bytes) * 8 / res.RoCE.FlowDone(i).Seconds() / (gbps * 1e9)
+}
+
+func TestRoCEECNBelowPFCAcrossSpeeds(t *testing.T) {
+	for _, g := range []int{25, 100, 400, 800} {
+		y := fmt.Sprintf(victimYAML, fmt.Sprintf("%dG", g), "{kind: roce}")
+		res := mustRun(t, y)
+		if w := res.Summary.RoCE.Warnings; len(w) != 0 {
+			t.Errorf("%dG defaults: pre-run warnings %q; want none", g, w)
+		}
+		if res.Summary.PFC == nil || res.Summary.RoCE.CNPsSent == 0 {
+			t.Errorf("%dG: PFC block %v, %d CNPs; want PFC on and DCQCN acting", g, res.Summary.PFC, res.Summary.RoCE.CNPsSent)
+		}
+	}
+	// The former profile (100/400 KB per 25G, static 128 KiB XOFF): named, both values.
+	y := fmt.Sprintf(victimYAML, "100G", "{kind: roce}")
+	y = strings.Replace(y, "transport:", "fabric: {pfc: {xoff: 128KiB}, switch_queue: {ecn: {kmin: 400KB, kmax: 1600KB}}}\ntransport:", 1)
+	w := strings.Join(mustRun(t, y).Summary.RoCE.Warnings, "\n")
+	if !strings.Contains(w, "ECN kmin 400000B") || !strings.Contains(w, "PFC pause point 128KiB") {
+		t.Errorf("ECN above XOFF: warnings %q; want kmin and the pause point named", w)
+	}
+}
+
+func TestRoCEIncastVictimDefaults(t *testing.T) {
+	for _, g := range []int{100, 400} { // 800G: victim 0.633 with DCQCN, 0.643 with PFC only (not pinned)
+		rate := fmt.Sprintf("%dG", g)
+		d := mustRun(t, fmt.Sprintf(victimYAML, rate, "{kind: roce}"))
+		p := mustRun(t, fmt.Sprintf(victimYAML, rate, "{kind: roce, roce: {dcqcn: {disabled: true}}}"))
+		vd, vp := flowOfLine(d, 7, 16<<20, float64(g)), flowOfLine(p, 7, 16<<20, float64(g))
+		lo, hi := 2.0, 0.0
+		for i := 0; i < 7; i++ {
+			x := flowOfLine(d, i, 8<<20, float64(g))
+			lo, hi = min(lo, x), max(hi, x)
+		}
+		s := d.Summary
+		t.Logf("%s: victim PFC only %.3f (%d pauses), PFC + DCQCN %.3f (%d CNPs, %d pauses); incast %.4f..%.4f of line",
+			rate, vp, p.Summary.PFC.Pauses, vd, s.RoCE.CNPsSent, s.PFC.Pauses, lo, hi)
+		if vd < 0.6 || s.RoCE.CNPsSent == 0 || vd <= vp {
+			t.Errorf("%s: victim %.3f with DCQCN (%.3f PFC only), %d CNPs; want >= 0.6 of line, above PFC only, CNPs > 0", rate, vd, vp, s.RoCE.CNPsSent)
+		}
+		if hi > 1.2*lo {
+			t.Errorf("%s: incast flows %.4f..%.4f of line; want within 20%% of each other", rate, lo, hi)
+		}
+		if s.DroppedPackets != 0 || s.RoCE.QPErrors != 0 || s.Failed {
+			t.Errorf("%s: %d drops, %d QP errors, failed %v; want a clean lossless run", rate, s.DroppedPackets, s.RoCE.QPErrors, s.Failed)
+		}
+	}
+}
+
+// 5 -> 1 at 100G, 200, 200, 150, 5, 5 MB: max-min finishes the small flows at 2.0 ms, the
+// 150 MB at 36.8 ms and the 200 MB at 44.8 ms; each within 10%, with DCQCN (CNPs) rather
+// than PFC doing the rate control.
+func TestRoCEStarMaxMinSchedule(t *testing.T) {
+	y := `
+name: star
+topology: {clos: {tiers: 2, planes: 1, radix: 16, hosts: 8, host_link: 100G}}
+transport: {kind: roce}
+traffic:
+  - pattern: flows
+    flows: [{src: 1, dst: 0, bytes: 200MB}, {src: 2, dst: 0, bytes: 200MB}, {src: 3, dst: 0, bytes: 150MB}, {src: 4, dst: 0, bytes: 5MB}, {src: 5, dst: 0, bytes: 5MB}]
+run: {sample_interval: 20us}
+`
+	res := mustRun(t, y)
+	want := []float64{44.8, 44.8, 36.8, 2.0, 2.0} // ms
+	for i, w := range want {
+		got := res.RoCE.FlowDone(i).Seconds() * 1e3
+		t.Logf("flow %d: %.2f ms (max-min %.1f ms)", i, got, w)
+		if got < 0.9*w || got > 1.1*w {
+			t.Errorf("flow %d done at %.2f ms; want within 10%% of %.1f ms", i, got, w)
+		}
+	}
+	s := res.Summary
+	if s.RoCE.CNPsSent == 0 || s.DroppedPackets != 0 {
+		t.Errorf("%d CNPs, %d drops; want DCQCN acting, lossless", s.RoCE.CNPsSent, s.DroppedPackets)
+	}
+}
+
+// 1,001 flows x 32 KiB into one 10G host (63 senders): lossless, no QP error under NCCL's
+// timeout, done within 5% of N x S / C.
+func TestRoCELosslessIncast1001(t *testing.T) {
+	var fl []string
+	for i := 0; i < 1001; i++ {
+		fl = append(fl, fmt.Sprintf("{src: %d, dst: 0}", 1+i%63))
+	}
+	y := `
+name: incast1001
+topology: {clos: {tiers: 2, planes: 1, radix: 16, hosts: 64, host_link: 10G}}
+transport: {kind: roce}
+traffic:
+  - {pattern: flows, bytes: 32KiB, flows: [` + strings.Join(fl, ", ") + `]}
+run: {sample_interval: 20us}
+`
+	s := mustRun(t, y).Summary
+	ideal := 1001 * 32768 * 8 / 10e9 * 1e6 // us
+	t.Logf("JCT %.1f us, N x S / C %.1f us (%.3fx); drops %d, QP errors %d, pauses %d, CNPs %d",
+		s.RoCE.JCTUs, ideal, s.RoCE.JCTUs/ideal, s.DroppedPackets, s.RoCE.QPErrors, s.PFC.Pauses, s.RoCE.CNPsSent)
+	if s.DroppedPackets != 0 || s.RoCE.QPErrors != 0 || s.Failed || s.RoCE.JCTUs > 1.05*ideal {
+		t.Errorf("%d drops, %d QP errors, failed %v, JCT %.1f us; want lossless, no error, within 5%% of %.1f us",
+			s.DroppedPackets, s.RoCE.QPErrors, s.Failed, s.RoCE.JCTUs, ideal)
+	}
+}
