@@ -49,8 +49,8 @@ type Config struct {
 	// not offered: it turns any tail loss into a QP error.
 	RetryCount int `yaml:"retry_count"`
 	// CNPInterval: the notification point sends at most one CNP per QP per this interval.
-	// Default by DCQCN profile: 10us under "production" (lockstep default, of the order of
-	// ConnectX's 4 us rate-reduction period, rpg rate_reduce_monitor_period), 50us under
+	// Default by DCQCN profile: 20us under "production" (lockstep default, of the order of
+	// ConnectX's 4 us rate-reduction period, rate_reduce_monitor_period), 50us under
 	// "paper" [DCQCN §3.1: N = 50 us; PROTOCOLS.md].
 	CNPInterval sim.Time `yaml:"cnp_interval"`
 	// DCQCN configures the reaction point (the sender's rate control).
@@ -81,7 +81,7 @@ type DCQCNConfig struct {
 	RateIncreaseTimer sim.Time `yaml:"rate_increase_timer"`
 	// ByteCounter is B: the rate also increases once per this many bytes sent since the last
 	// CNP. Default: "paper" 10 MB (10,000,000 B) [DCQCN §3.1 and its recommended values];
-	// "production" 0, meaning 20 us of the line rate (250 KB at 100 Gb/s), resolved per sender.
+	// "production" 0, meaning 40 us of the line rate (500 KB at 100 Gb/s), resolved per sender.
 	ByteCounter sim.Size `yaml:"byte_counter"`
 	// FastRecoverySteps is F: the first F increases after a CNP are fast recovery
 	// (Rc = (Rt + Rc) / 2); after F timer or byte-counter events additive increase, after F of
@@ -90,7 +90,7 @@ type DCQCNConfig struct {
 	// RateAI is R_AI, the target rate's additive step. 0 (default) scales with the line rate:
 	// "paper" line / 1000, the paper's 40 Mb/s on its 40 Gb/s NICs [DCQCN recommended value]
 	// (lockstep scaling; a fixed 40 Mb/s step would take seconds to matter at 800G);
-	// "production" line / 25 (4 Gb/s per 5 us step at 100G; lockstep default, see
+	// "production" line / 170 (588 Mb/s per 10 us step at 100G; lockstep default, see
 	// DCQCNProfileProduction).
 	RateAI sim.Rate `yaml:"rate_ai"`
 	// RateHAI is R_HAI, the hyper-increase step. 0 (default) means 10 x RateAI, the ratio of
@@ -152,24 +152,28 @@ const (
 	// R_HAI = 10 R_AI are the paper's. Anchors: NVIDIA ConnectX (DOCA "DCQCN CC parameters")
 	// reduces at most once per 4 us (rate_reduce_monitor_period), updates alpha every 1 us
 	// with g = 5/1024 and cuts at most 50% (rpg_min_dec_fac); the increase side here is
-	// lockstep's, chosen so that, on the defaults, DCQCN rather than PFC controls a 7 -> 1
-	// incast at 100G and 400G (victim >= 0.6 of line, the incast flows within 10% of each
-	// other; runner tests pin it) — a lockstep default, documented in docs/protocols.md.
+	// lockstep's, chosen by a parameter sweep so that, on the defaults, DCQCN rather than PFC
+	// controls a 7 -> 1 incast plus victim at 25G, 100G and 400G (victim >= 0.6 of line, the
+	// incast flows within 20% of each other) and an 11 -> 1 incast at 25G (bottleneck >= 95%
+	// busy, standing queue <= 3 BDP); runner tests pin both. A lockstep default, documented
+	// in docs/protocols.md. T must exceed the packet spacing of a QP at its fair share, or
+	// fast recovery undoes every cut before the next CNP (T 5 us left an 11 -> 1 incast at
+	// 25G to PFC with a 1.9 MB standing queue; a CNP interval above about 2 T did too).
 	DCQCNProfileProduction = "production"
 	// DCQCNProfilePaper is the parameter set of [DCQCN §3.1 and its recommended values]: CNP
 	// every 50 us, T 55 us, B 10 MB, F 5, R_AI line / 1000 (40 Mb/s at 40G).
 	DCQCNProfilePaper = "paper"
 
 	// ProductionCNPInterval is the "production" profile's CNP spacing per QP.
-	ProductionCNPInterval = 10 * sim.Microsecond
+	ProductionCNPInterval = 20 * sim.Microsecond
 	// ProductionRateIncreaseTimer is the "production" profile's T.
-	ProductionRateIncreaseTimer = 5 * sim.Microsecond
+	ProductionRateIncreaseTimer = 10 * sim.Microsecond
 	// ProductionByteCounterTime: the "production" profile's B is this long at line rate.
-	ProductionByteCounterTime = 20 * sim.Microsecond
+	ProductionByteCounterTime = 40 * sim.Microsecond
 	// ProductionFastRecoverySteps is the "production" profile's F.
 	ProductionFastRecoverySteps = 2
 	// ProductionRateAIDivisor: the "production" profile's R_AI is line rate / this.
-	ProductionRateAIDivisor = 25
+	ProductionRateAIDivisor = 170
 )
 
 // Defaults returns the default configuration, every field set (rates that scale with the

@@ -12,9 +12,9 @@ func TestConfigDefaults(t *testing.T) {
 	c := Defaults()
 	want := Config{
 		QPsPerPeer: 1, PayloadBytes: 4096, HeaderBytes: 82, AckEvery: 1, Window: 0, RTO: 4294967296 * sim.Nanosecond, // NCCL_IB_TIMEOUT 20
-		RetryCount: 7, CNPInterval: 10 * sim.Microsecond,
+		RetryCount: 7, CNPInterval: 20 * sim.Microsecond,
 		DCQCN: DCQCNConfig{Profile: DCQCNProfileProduction,
-			G: 1.0 / 256, InitialAlpha: 1, AlphaTimer: 55 * sim.Microsecond, RateIncreaseTimer: 5 * sim.Microsecond,
+			G: 1.0 / 256, InitialAlpha: 1, AlphaTimer: 55 * sim.Microsecond, RateIncreaseTimer: 10 * sim.Microsecond,
 			ByteCounter: 0, FastRecoverySteps: 2, MinRate: 100 * sim.Mbps,
 		},
 	}
@@ -33,13 +33,13 @@ func TestConfigDefaults(t *testing.T) {
 		got.HeaderBytes != 82 || got.DCQCN.G != 1.0/256 {
 		t.Fatalf("WithDefaults overwrote or missed fields: %+v", got)
 	}
-	// The profiles scale with the line rate across 25G..800G: production R_AI = line / 25 and
-	// B = 20 us of line rate; paper R_AI = line / 1000 and B = 10 MB.
+	// The profiles scale with the line rate across 25G..800G: production R_AI = line / 170 and
+	// B = 40 us of line rate; paper R_AI = line / 1000 and B = 10 MB.
 	for _, g := range []int64{25, 100, 400, 800} {
 		line := sim.Rate(g) * sim.Gbps
 		r := Defaults().DCQCN.Resolve(line)
-		if r.RateAI != line/25 || r.RateHAI != 10*(line/25) || int64(r.ByteCounter) != line.BytesIn(20*sim.Microsecond) {
-			t.Errorf("production at %dG: R_AI %v, R_HAI %v, B %v; want line/25, 10x, 20 us of line", g, r.RateAI, r.RateHAI, r.ByteCounter)
+		if r.RateAI != line/170 || r.RateHAI != 10*(line/170) || int64(r.ByteCounter) != line.BytesIn(40*sim.Microsecond) {
+			t.Errorf("production at %dG: R_AI %v, R_HAI %v, B %v; want line/170, 10x, 40 us of line", g, r.RateAI, r.RateHAI, r.ByteCounter)
 		}
 		p := Config{DCQCN: DCQCNConfig{Profile: DCQCNProfilePaper}}.WithDefaults()
 		pr := p.DCQCN.Resolve(line)
