@@ -488,6 +488,9 @@ func runRoCE(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 	}
 	res.Summary = summarise(sc, net, len(r.flows), smp, snap, end)
 	res.Summary.RoCE = r.summary(end, res.Faults)
+	if x, ok := r.activeMaxMin(); ok && res.Summary.RoCE.ActiveUntilUs > 0 {
+		res.Summary.RoCE.ActiveMaxMinMeanOfLine = round3(x)
+	}
 	res.Summary.PFC = pfcSummary(sc, net, end)
 	res.progress, res.trafficEnd, res.lossAt, res.errAt = smp.progress, end, r.lossAt, r.errAt
 	roceGoodput(&res.Summary, r, end)

@@ -40,6 +40,10 @@ type RoCESummary struct {
 	ActiveUntilUs              float64 `json:"active_until_us,omitempty"`
 	ActiveThroughputMeanOfLine float64 `json:"active_throughput_mean_of_line,omitempty"`
 	ActiveThroughputMinOfLine  float64 `json:"active_throughput_min_of_line,omitempty"`
+	// ActiveMaxMinMeanOfLine is the flow-level answer to the same figure: the mean over the
+	// flows of the max-min fair throughput of their QPs on the same ECMP-hashed paths
+	// (activeMaxMin; the flow engine), when every flow starts together.
+	ActiveMaxMinMeanOfLine float64 `json:"active_maxmin_mean_of_line,omitempty"`
 	// ActiveShares counts flows by nearest share: [about 1, about 1/2, about 1/3, below].
 	ActiveShares []int `json:"active_shares_1_half_third_less,omitempty"`
 	// HeaderOverheadPct is header / wire bytes of a full data packet.

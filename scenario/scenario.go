@@ -416,7 +416,7 @@ type Run struct {
 	// byte-identical summary.json.
 	Seed uint64 `yaml:"seed"`
 	// Duration is the simulated time traffic is offered (default 1ms; for MRC or RoCE
-	// transfers, which end the run when they complete, at least 4 x the busiest NIC's bytes at
+	// transfers, which end the run when they complete, at least 4 (RoCE: 16) x the busiest NIC's bytes at
 	// line rate plus 100us, up to 1h); utilisation is measured over it.
 	Duration sim.Time `yaml:"duration"`
 	// Drain is how long the run may continue after Duration for packets in flight to land
@@ -844,7 +844,7 @@ func (sc *Scenario) Resolve() error {
 		if sc.Transport.Kind == TransportRaw {
 			return Errorf("transport.kind", "raw cannot carry a collective's messages; allowed mrc or roce (packet level) or ideal")
 		}
-		moved, err := sc.Workload.resolve(workloadEnv{hosts: hosts, domain: c.ScaleUpGPUs, flow: r.Engine == EngineFlow && sc.Transport.Kind != TransportIdeal})
+		moved, err := sc.Workload.resolve(workloadEnv{seed: r.Seed, hosts: hosts, domain: c.ScaleUpGPUs, flow: r.Engine == EngineFlow && sc.Transport.Kind != TransportIdeal})
 		if err != nil {
 			return err
 		}
@@ -872,8 +872,14 @@ func (sc *Scenario) Resolve() error {
 	nic := c.HostLink * sim.Rate(c.Planes)
 	if need := transferBound(sc.Traffic, sc.Transport, hosts, nic); need > 0 && !durationGiven {
 		// Transfers end the run when they complete; the duration only bounds it. Left out, it
-		// is long enough for the busiest NIC's bytes at a quarter of line rate.
-		if d := 4*need + 100*sim.Microsecond; d > r.Duration {
+		// is long enough for the busiest NIC's bytes at a quarter of line rate, under RoCE at
+		// a sixteenth: each QP is hashed onto one path, so k flows may share a link (a 5-way
+		// collision in a 128-host permutation), and a transfer left unfinished fails the run.
+		factor := sim.Time(4)
+		if sc.Transport.Kind == TransportRoCE {
+			factor = 16
+		}
+		if d := factor*need + 100*sim.Microsecond; d > r.Duration {
 			r.Duration = min(d, sim.Hour)
 			if err := fitSampling(); err != nil {
 				return err

@@ -379,8 +379,8 @@ func printCollectives(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	}
 	cr := res.Collective
 	for _, wc := range sc.Workload.Collectives {
-		fmt.Fprintf(w, "scenario %s (seed %d): %s: %s (%s) on %d ranks over %s, %d iteration(s) per size\n",
-			s.Scenario, s.Seed, wc.Name, wc.Op, wc.Algorithm, wc.Ranks, sc.Transport.Kind, wc.Iterations)
+		fmt.Fprintf(w, "scenario %s (seed %d): %s: %s (%s) on %d ranks (placement %s) over %s, %d iteration(s) per size\n",
+			s.Scenario, s.Seed, wc.Name, wc.Op, wc.Algorithm, wc.Ranks, wc.Placement, sc.Transport.Kind, wc.Iterations)
 	}
 	fmt.Fprintf(w, "simulated %.3fus in %.2fs wall, %d events (%.1fM events/s); model: alpha %.3f us, B %.1f Gb/s per rank\n\n",
 		s.EndUs, res.Wall.Seconds(), s.Events, rate/1e6, cr.Model.Latency.Micros(), float64(cr.Model.Rate)/1e9)
@@ -484,6 +484,9 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 				r.FlowsCompleted, r.Flows, r.QPs, r.QPsPerPeer, r.JCTUs, r.FCTP50Us, r.FCTP99Us, r.FCTMaxUs, r.FCTOverIdealMean, r.FCTOverIdealMax, r.IdealFCTUs, r.BaseRTTUs)
 		}
 		printActive(w, r.ActiveUntilUs, r.ActiveThroughputMeanOfLine, r.ActiveThroughputMinOfLine, r.HeaderOverheadPct)
+		if r.ActiveMaxMinMeanOfLine > 0 {
+			fmt.Fprintf(w, "flow-level max-min over the same ECMP-hashed QP paths: mean %.3f of line (packet level %.3f)\n", r.ActiveMaxMinMeanOfLine, r.ActiveThroughputMeanOfLine)
+		}
 		fmt.Fprintf(w, "RoCE: go-back-N resent %d packets (%d B) after %d NAKs and %d timeouts; CE %d, CNPs %d sent / %d received, rate at end min %.1f mean %.1f Gb/s; QP errors %d\n",
 			r.RetxPackets, r.RetxBytes, r.NAKs, r.Timeouts, r.CEPackets, r.CNPsSent, r.CNPsReceived, r.RateMinGbps, r.RateMeanGbps, r.QPErrors)
 		for _, e := range r.QPErrorList {
