@@ -488,7 +488,7 @@ func runRoCE(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 	}
 	res.Summary = summarise(sc, net, len(r.flows), smp, snap, end)
 	res.Summary.RoCE = r.summary(end, res.Faults)
-	if x, ok := r.activeMaxMin(); ok && res.Summary.RoCE.ActiveUntilUs > 0 {
+	if x, ok := r.activeMaxMin(); ok && res.Summary.RoCE.ActiveUntilUs > 0 && len(sc.Faults) == 0 { // max-min is of the intact fabric
 		res.Summary.RoCE.ActiveMaxMinMeanOfLine = round3(x)
 	}
 	res.Summary.PFC = pfcSummary(sc, net, end)
