@@ -77,7 +77,8 @@ type DCQCNConfig struct {
 	// than the CNP interval as [DCQCN §3.1] requires.
 	AlphaTimer sim.Time `yaml:"alpha_timer"`
 	// RateIncreaseTimer is T: the rate increases once per this interval since the last CNP;
-	// default 55us [DCQCN §3.1 and its recommended values].
+	// default 10us under "production" (ProductionRateIncreaseTimer), 55us under "paper"
+	// [DCQCN §3.1 and its recommended values].
 	RateIncreaseTimer sim.Time `yaml:"rate_increase_timer"`
 	// ByteCounter is B: the rate also increases once per this many bytes sent since the last
 	// CNP. Default: "paper" 10 MB (10,000,000 B) [DCQCN §3.1 and its recommended values];
@@ -85,7 +86,8 @@ type DCQCNConfig struct {
 	ByteCounter sim.Size `yaml:"byte_counter"`
 	// FastRecoverySteps is F: the first F increases after a CNP are fast recovery
 	// (Rc = (Rt + Rc) / 2); after F timer or byte-counter events additive increase, after F of
-	// both hyper increase; default 5 [DCQCN §3.1; PROTOCOLS.md]. Allowed 1..64.
+	// both hyper increase; default 2 under "production", 5 under "paper" [DCQCN §3.1;
+	// PROTOCOLS.md]. Allowed 1..64.
 	FastRecoverySteps int `yaml:"fast_recovery_steps"`
 	// RateAI is R_AI, the target rate's additive step. 0 (default) scales with the line rate:
 	// "paper" line / 1000, the paper's 40 Mb/s on its 40 Gb/s NICs [DCQCN recommended value]
@@ -124,20 +126,20 @@ const (
 	DefaultRetryCount = 7
 	// MaxRetryCount is the largest retry_cnt a 3-bit field holds.
 	MaxRetryCount = 7
-	// DefaultCNPInterval is the notification point's CNP spacing [DCQCN §3.1; PROTOCOLS.md].
+	// DefaultCNPInterval is the "paper" profile's CNP spacing [DCQCN §3.1; PROTOCOLS.md].
 	DefaultCNPInterval = 50 * sim.Microsecond
 
 	// DCQCNG is the alpha gain g [DCQCN §3.1; PROTOCOLS.md].
 	DCQCNG = 1.0 / 256
 	// DCQCNAlphaTimer is K [DCQCN §3.1; PROTOCOLS.md: 55 us].
 	DCQCNAlphaTimer = 55 * sim.Microsecond
-	// DCQCNRateIncreaseTimer is T [DCQCN recommended value].
+	// DCQCNRateIncreaseTimer is the "paper" profile's T [DCQCN recommended value].
 	DCQCNRateIncreaseTimer = 55 * sim.Microsecond
-	// DCQCNByteCounter is B in bytes [DCQCN recommended value: 10 MB].
+	// DCQCNByteCounter is the "paper" profile's B in bytes [DCQCN recommended value: 10 MB].
 	DCQCNByteCounter = 10_000_000
-	// DCQCNFastRecoverySteps is F [DCQCN §3.1; PROTOCOLS.md].
+	// DCQCNFastRecoverySteps is the "paper" profile's F [DCQCN §3.1; PROTOCOLS.md].
 	DCQCNFastRecoverySteps = 5
-	// DCQCNRateAIDivisor: RateAI 0 means line rate / this (see DCQCNConfig.RateAI).
+	// DCQCNRateAIDivisor: under "paper", RateAI 0 means line rate / this (DCQCNConfig.RateAI).
 	DCQCNRateAIDivisor = 1000
 	// DCQCNHAIFactor: RateHAI 0 means RateAI x this (see DCQCNConfig.RateHAI).
 	DCQCNHAIFactor = 10
@@ -254,8 +256,10 @@ func (d DCQCNConfig) WithDefaults() DCQCNConfig {
 }
 
 // Resolve returns d with RateAI and RateHAI scaled from line (bits/s) where they are 0: RateAI
-// = line / 1000 (at least 1 bit/s), RateHAI = 10 x RateAI. The result is the effective
-// configuration a sender at that line rate runs.
+// = line / 1000 under "paper", line / ProductionRateAIDivisor under "production" (at least
+// 1 bit/s), RateHAI = 10 x RateAI; under "production" a ByteCounter of 0 becomes
+// ProductionByteCounterTime of line rate. The result is the effective configuration a sender
+// at that line rate runs.
 func (d DCQCNConfig) Resolve(line sim.Rate) DCQCNConfig {
 	div := sim.Rate(DCQCNRateAIDivisor)
 	if d.Profile == DCQCNProfileProduction {
