@@ -40,9 +40,10 @@ type RoCESummary struct {
 	ActiveUntilUs              float64 `json:"active_until_us,omitempty"`
 	ActiveThroughputMeanOfLine float64 `json:"active_throughput_mean_of_line,omitempty"`
 	ActiveThroughputMinOfLine  float64 `json:"active_throughput_min_of_line,omitempty"`
-	// ActiveMaxMinMeanOfLine is the flow-level answer to the same figure: the mean over the
-	// flows of the max-min fair throughput of their QPs on the same ECMP-hashed paths
-	// (activeMaxMin; the flow engine), when every flow starts together.
+	// ActiveMaxMinMeanOfLine is the flow-level answer to the same figure: each QP's stripe
+	// as a fluid flow on its ECMP-hashed path at max-min fair rates (the flow engine), each
+	// flow's payload placed by the first flow's completion over its time (activeMaxMin);
+	// when every flow starts together and the run has no faults.
 	ActiveMaxMinMeanOfLine float64 `json:"active_maxmin_mean_of_line,omitempty"`
 	// ActiveShares counts flows by nearest share: [about 1, about 1/2, about 1/3, below].
 	ActiveShares []int `json:"active_shares_1_half_third_less,omitempty"`
