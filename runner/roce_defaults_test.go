@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lockstepsim/lockstep/fabric"
+	"github.com/lockstepsim/lockstep/transport/roce"
 )
 
 // The RoCE defaults (issue 16) pinned at small sizes: the roce profile's ECN marks below the
@@ -232,5 +235,41 @@ workload:
 	}
 	if times["shuffled"] < 1.5*times["topology"] {
 		t.Errorf("shuffled %.1f us vs topology %.1f us; want the shuffled ring clearly slower", times["shuffled"], times["topology"])
+	}
+}
+
+// ECMPPath, which the max-min comparison traces QPs with, is the path packets take: for each
+// of a few QPs alone on the fabric, the ports that carried anything are exactly its data
+// path (src -> dst) and its ACK path (dst -> src, the same UDP ports).
+func TestECMPPathMatchesForwarding(t *testing.T) {
+	for _, pair := range [][2]int{{0, 9}, {3, 12}, {5, 6}, {15, 0}} {
+		y := fmt.Sprintf(`
+name: one
+topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}
+transport: {kind: roce}
+traffic: [{pattern: flows, flows: [{src: %d, dst: %d, bytes: 64KiB}]}]
+`, pair[0], pair[1])
+		res := mustRun(t, y)
+		r := res.RoCE.r
+		q := r.qps[0]
+		want := map[fabric.PortID]bool{}
+		var path []fabric.PortID
+		for _, dir := range [][2]int32{{q.src, q.dst}, {q.dst, q.src}} {
+			pkt := fabric.Packet{Proto: fabric.ProtoRoCE, Src: dir[0], Dst: dir[1], SrcPort: q.srcPort, DstPort: roce.UDPPort}
+			var err error
+			if path, err = r.net.ECMPPath(dir[0], int(q.plane), &pkt, path); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range path {
+				want[p] = true
+			}
+		}
+		now := res.Sim.Now()
+		for i := range r.net.Ports {
+			used := r.net.Ports[i].SentBytes(now) > 0
+			if used != want[fabric.PortID(i)] {
+				t.Errorf("h%d -> h%d: port %s carried %v, ECMPPath says %v", pair[0], pair[1], r.net.Ports[i].Name, used, want[fabric.PortID(i)])
+			}
+		}
 	}
 }
