@@ -988,3 +988,35 @@ func (n *Network) PortByName(name string) (PortID, bool) {
 	}
 	return -1, false
 }
+
+// ECMPPath returns the directed ports (egresses) a packet with p's 5-tuple and entropy takes
+// from host src's NIC port on plane to its destination p.Dst, hashed at every switch as
+// forward does (no source route; failed links are not avoided), appended to buf[:0]. Errors:
+// no route at a switch, or more hops than any loop-free path has.
+func (n *Network) ECMPPath(src int32, plane int, p *Packet, buf []PortID) ([]PortID, error) {
+	buf = buf[:0]
+	if int(src) < 0 || int(src) >= len(n.Nodes) || plane < 0 || plane >= len(n.Nodes[src].Ports) {
+		return nil, fmt.Errorf("fabric: ECMPPath: no host %d plane %d", src, plane)
+	}
+	pid := n.Nodes[src].Ports[plane]
+	for hop := 0; ; hop++ {
+		if pid < 0 || hop > len(n.Nodes) {
+			return nil, fmt.Errorf("fabric: ECMPPath h%d -> h%d: no route after %d hops", src, p.Dst, hop)
+		}
+		buf = append(buf, pid)
+		port := &n.Ports[pid]
+		if port.peerHost {
+			return buf, nil
+		}
+		node := &n.Nodes[port.peerNode]
+		g := node.Routes.Lookup(p.Dst)
+		if len(g) == 0 {
+			return nil, fmt.Errorf("fabric: ECMPPath h%d -> h%d: no route at %s", src, p.Dst, node.Name)
+		}
+		local := int(g[ecmpIndex(node.seed, p, len(g))])
+		if local >= len(node.Ports) {
+			return nil, fmt.Errorf("fabric: ECMPPath h%d -> h%d: bad port at %s", src, p.Dst, node.Name)
+		}
+		pid = node.Ports[local]
+	}
+}

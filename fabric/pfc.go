@@ -599,3 +599,99 @@ func (n *Network) pausedIngresses(pid PortID) []PortID {
 	}
 	return out
 }
+
+// PFCPausePoint is the lossless-class bytes one switch ingress holds when it pauses
+// upstream while it alone uses its switch's buffer: XOFF under static thresholds; with
+// dynamic ones Reserved plus the share s where s = Alpha x (SharedBuffer - s), that is
+// Alpha x SharedBuffer / (1 + Alpha). An egress queue fed by that one ingress reaches this
+// depth when the pause goes out, so ECN marking (DCQCN) acts before PFC only if Kmin is below
+// it. 0 when PFC is off.
+func (n *Network) PFCPausePoint() sim.Size {
+	if !n.pfcOn {
+		return 0
+	}
+	c := n.pfcCfg
+	if c.Alpha == 0 {
+		return c.XOFF
+	}
+	return c.Reserved + sim.Size(c.Alpha*float64(c.SharedBuffer)/(1+c.Alpha))
+}
+
+// ECNAfterPFC lists (at most max lines) the switch egress ports whose ECN Kmin is at or above
+// PFCPausePoint: there a congested ingress pauses upstream before the egress queue marks a
+// single packet, so DCQCN cannot act before PFC. One line per distinct (Kmin, rate) pair,
+// naming the first such port. Nil when PFC or ECN is off.
+func (n *Network) ECNAfterPFC(max int) []string {
+	pause := n.PFCPausePoint()
+	if pause == 0 {
+		return nil
+	}
+	var out []string
+	seen := map[[2]int64]bool{}
+	for i := range n.Ports {
+		p := &n.Ports[i]
+		if n.Nodes[p.Node].Kind != Switch || !p.q.p.ecn {
+			continue
+		}
+		kmin := p.q.p.cfg.ECN.Kmin
+		key := [2]int64{int64(kmin), int64(p.Rate)}
+		if kmin < pause || seen[key] {
+			continue
+		}
+		seen[key] = true
+		if len(out) == max {
+			break
+		}
+		out = append(out, fmt.Sprintf("egress %s (%v): ECN kmin %v is at or above the PFC pause point %v of one congested ingress; PFC pauses before ECN marks, so DCQCN cannot act first", p.Name, p.Rate, kmin, pause))
+	}
+	return out
+}
+
+// PFCWorstDrain returns the longest time a switch egress takes to send what its switch's
+// ingresses may hold for it before all of them pause (ingress ports x (XOFF + headroom), with
+// dynamic thresholds the shared buffer plus every ingress's reserve and headroom; at most the
+// egress queue limit) at its line rate, for egresses toward hosts (last hop) and toward
+// switches, with the port names: what a packet queued behind PFC pauses may wait per hop.
+// Zeros when PFC is off.
+func (n *Network) PFCWorstDrain() (toHost sim.Time, hostPort string, toSwitch sim.Time, switchPort string) {
+	if !n.pfcOn {
+		return
+	}
+	xoff := int64(n.pfcCfg.XOFF)
+	if n.pfcCfg.Alpha > 0 {
+		xoff = int64(n.pfcCfg.Reserved)
+	}
+	for id := range n.Nodes {
+		nd := &n.Nodes[id]
+		if nd.Kind != Switch {
+			continue
+		}
+		var hold int64
+		for _, pid := range nd.Ports {
+			if pid >= 0 {
+				hold += xoff + n.Ports[pid].pfc.headroom - int64(n.pfcCfg.XOFF)
+			}
+		}
+		if n.pfcCfg.Alpha > 0 {
+			hold += int64(n.pfcCfg.SharedBuffer)
+		}
+		for _, pid := range nd.Ports {
+			if pid < 0 {
+				continue
+			}
+			p := &n.Ports[pid]
+			if p.Rate <= 0 {
+				continue
+			}
+			t := p.Rate.TxTime(min(hold, p.q.p.limit))
+			if p.peerHost {
+				if t > toHost {
+					toHost, hostPort = t, p.Name
+				}
+			} else if t > toSwitch {
+				toSwitch, switchPort = t, p.Name
+			}
+		}
+	}
+	return
+}

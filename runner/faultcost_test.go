@@ -27,7 +27,7 @@ run: {duration: 100ms, sample_interval: 5us}
 `
 	slow := map[string]float64{}
 	for _, tr := range []string{"mrc", "roce"} {
-		res := mustRun(t, fmt.Sprintf(y, tr))
+		res := mustRun(t, shortRTO(fmt.Sprintf(y, tr)))
 		s := res.Summary
 		if len(s.Faults) != 1 {
 			t.Fatalf("%s: %d fault rows, want 1", tr, len(s.Faults))
@@ -106,7 +106,7 @@ run: {duration: 20ms, sample_interval: 5us, fault_baseline: none}
 	if mrc.Drops["blackhole"] == 0 {
 		t.Errorf("MRC: nothing reached the blackholed T1")
 	}
-	roce := mustRun(t, fmt.Sprintf(y, "roce")).Summary
+	roce := mustRun(t, shortRTO(fmt.Sprintf(y, "roce"))).Summary
 	t.Logf("MRC: %d of %d done, blackhole drops %d; RoCE: %d of %d done, %d QP errors, blackhole drops %d",
 		mrc.MRC.FlowsCompleted, mrc.MRC.Flows, mrc.Drops["blackhole"], roce.RoCE.FlowsCompleted, roce.RoCE.Flows, roce.RoCE.QPErrors, roce.Drops["blackhole"])
 	if roce.RoCE.QPErrors == 0 || roce.RoCE.FlowsCompleted == roce.RoCE.Flows {

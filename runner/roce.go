@@ -488,6 +488,9 @@ func runRoCE(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 	}
 	res.Summary = summarise(sc, net, len(r.flows), smp, snap, end)
 	res.Summary.RoCE = r.summary(end, res.Faults)
+	if x, ok := r.activeMaxMin(); ok && res.Summary.RoCE.ActiveUntilUs > 0 && len(sc.Faults) == 0 { // max-min is of the intact fabric
+		res.Summary.RoCE.ActiveMaxMinMeanOfLine = round3(x)
+	}
 	res.Summary.PFC = pfcSummary(sc, net, end)
 	res.progress, res.trafficEnd, res.lossAt, res.errAt = smp.progress, end, r.lossAt, r.errAt
 	roceGoodput(&res.Summary, r, end)
@@ -495,11 +498,13 @@ func runRoCE(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 }
 
 // applyRoCEProfile sets RED/ECN marking for DCQCN on every switch queue, the last hop
-// included (scenario.ProfileRoCE): Kmin 100 KB, Kmax 400 KB and Pmax 0.2 per 25 Gb/s of the
-// port's link rate [PROTOCOLS.md RoCEv2; DCQCN §5] (within a smaller queue limit the scenario
-// sets: Kmin limit/4, Kmax the limit), no trimming; under PFC, queue limits of a shared
-// buffer (64 MiB) so the pauses, not drop-tail, bound the queues. Settings the scenario gives
-// explicitly (scenario.Fabric.Given) are kept.
+// included (scenario.ProfileRoCE): Kmin ProfileRoCEKmin and Kmax ProfileRoCEKmax per
+// 100 Gb/s of the port's link rate (4 us and 16 us of queue at any speed), Pmax 0.2 (within a
+// smaller queue limit the scenario sets: Kmin limit/4, Kmax the limit), no trimming; under
+// PFC, queue limits of a shared buffer (64 MiB) so the pauses, not drop-tail, bound the
+// queues. Settings the scenario gives explicitly (scenario.Fabric.Given) are kept. The
+// thresholds sit far below the PFC pause point of the profile's buffer model (sizeRoCEBuffer)
+// at every speed, so DCQCN acts before PFC; roceChecks warns when a scenario's do not.
 func applyRoCEProfile(sc *scenario.Scenario, l topo.Topology) {
 	c := l.Params()
 	given := sc.Fabric.Given()
@@ -511,8 +516,8 @@ func applyRoCEProfile(sc *scenario.Scenario, l topo.Topology) {
 			q.Limit = pfcQueueLimit
 		}
 		if !ecnGiven {
-			scale := float64(rate) / 25e9
-			q.ECN = fabric.ECNConfig{Enabled: true, Kmin: sim.Size(100e3 * scale), Kmax: sim.Size(400e3 * scale), Pmax: 0.2}
+			scale := float64(rate) / 100e9
+			q.ECN = fabric.ECNConfig{Enabled: true, Kmin: sim.Size(ProfileRoCEKmin * scale), Kmax: sim.Size(ProfileRoCEKmax * scale), Pmax: scenario.ProfileRoCEPmax}
 			if q.ECN.Kmax > q.Limit { // a small queue the user set: mark within it
 				q.ECN.Kmin, q.ECN.Kmax = q.Limit/4, q.Limit
 			}
@@ -527,6 +532,80 @@ func applyRoCEProfile(sc *scenario.Scenario, l topo.Topology) {
 	}
 }
 
+// ECN thresholds of the roce profile per 100 Gb/s of link rate, bytes: 4 us and 16 us of
+// queue, the 1:4 RED shape and Pmax 0.2 of the DCQCN/HPCC profile (100/400 KB per 25 Gb/s)
+// at 1/8 of its depth. That profile's depth (32 us of queue) sits above a typical PFC pause
+// point, so DCQCN never acted; NVIDIA's Spectrum RoCE default (150 KB / 1.5 MB at 400 Gb/s,
+// Cumulus Linux "RoCE" defaults) puts Kmin at 3 us, the same order as this one. Lockstep
+// default; runner tests pin what it gives across 25G..800G.
+const (
+	ProfileRoCEKmin = 50e3
+	ProfileRoCEKmax = 200e3
+)
+
+// RoCEBufferTime is the roce profile's switch buffer model: a shared buffer of this much time
+// at the switch's total port rate, 5 MB per Tb/s, the ratio of a 12.8 Tb/s shared-buffer ASIC
+// with 64 MB (Broadcom Tomahawk 3, NVIDIA Spectrum-3 class), with dynamic PFC thresholds
+// alpha = ProfileRoCEPFCAlpha over it (SONiC's lossless-PG default dynamic_th 0, alpha 2^0),
+// a 2-MTU reserve per ingress and headroom from each link's delay (cable and forwarding) and
+// speed (fabric.PFCConfig).
+const RoCEBufferTime = 40 * sim.Microsecond
+
+// sizeRoCEBuffer sets fabric.pfc.shared_buffer, when the roce profile left it to the switch
+// (dynamic thresholds with no buffer given), to RoCEBufferTime x the largest switch's total
+// port rate on the built fabric (at least 1 MiB).
+func sizeRoCEBuffer(sc *scenario.Scenario, net *fabric.Network) {
+	p := sc.Fabric.PFC
+	if p == nil || p.Alpha == 0 || p.SharedBuffer != 0 || sc.Fabric.Profile != scenario.ProfileRoCE {
+		return
+	}
+	var most sim.Rate
+	for id := range net.Nodes {
+		nd := &net.Nodes[id]
+		if nd.Kind != fabric.Switch {
+			continue
+		}
+		var sum sim.Rate
+		for _, pid := range nd.Ports {
+			if pid >= 0 {
+				sum += net.Ports[pid].Rate
+			}
+		}
+		most = max(most, sum)
+	}
+	p.SharedBuffer = max(sim.Size(most.BytesIn(RoCEBufferTime)), 1<<20)
+}
+
 // pfcQueueLimit is the switch queue limit the RoCE profile sets under PFC: a switch's shared
 // buffer (tens of MiB on current ASICs).
 const pfcQueueLimit = 64 << 20
+
+// roceChecks are the pre-run warnings of a RoCE scenario on a built fabric: ECN that cannot
+// mark before PFC pauses (fabric.Network.ECNAfterPFC, both values named), and a local ACK
+// timeout shorter than the time to drain the worst paused path (the last hop's worst egress
+// plus the other switch hops' worst, each sending what its switch's ingresses may hold before
+// they all pause), which would time out and eventually error QPs whose packets only wait
+// behind pauses.
+func roceChecks(sc *scenario.Scenario, net *fabric.Network, l topo.Topology) []string {
+	if sc.Transport.Kind != scenario.TransportRoCE || !net.PFCOn() {
+		return nil
+	}
+	var out []string
+	if c := sc.Transport.RoCE; c == nil || !c.DCQCN.Disabled {
+		for _, w := range net.ECNAfterPFC(maxPFCProblems) {
+			out = append(out, "fabric.switch_queue.ecn: "+w)
+		}
+	}
+	cfg := roce.Defaults()
+	if sc.Transport.RoCE != nil {
+		cfg = sc.Transport.RoCE.WithDefaults()
+	}
+	host, hp, sw, sp := net.PFCWorstDrain()
+	hops := l.Sizing().MaxSwitchHops
+	drain := host + sim.Time(max(hops-1, 0))*sw
+	if cfg.RTO < drain {
+		out = append(out, fmt.Sprintf("transport.roce.rto: %v is shorter than the %v the worst paused path may take to drain (%v at last hop %s + %d x %v at %s); QPs whose packets only wait behind PFC pauses would time out, resend, and after retry_count (%d) retries error; NCCL's default is 4.096us x 2^20 (about 4.3 s)",
+			cfg.RTO, drain, host, hp, max(hops-1, 0), sw, sp, cfg.RetryCount))
+	}
+	return out
+}

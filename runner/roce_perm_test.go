@@ -78,7 +78,7 @@ faults:
   - {at: 0s, link: "*", action: loss, loss: 0.01}
 run: {duration: 200ms, sample_interval: 10us}
 `
-	rs := mustRun(t, fmt.Sprintf(y, "roce")).Summary
+	rs := mustRun(t, shortRTO(fmt.Sprintf(y, "roce"))).Summary
 	ms := mustRun(t, fmt.Sprintf(y, "mrc")).Summary
 	r, m := rs.RoCE, ms.MRC
 	var mRetx int64

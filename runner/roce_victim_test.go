@@ -47,9 +47,11 @@ func TestRoCEVictimFlow(t *testing.T) {
 		d, sd := victimRun(t, seed, "", true)
 		t.Logf("seed %d: victim alone %.3f, PFC only %.3f (%d pauses, %.0f us paused), PFC + DCQCN %.3f (%d pauses, %.0f us paused, %d CNPs)",
 			seed, a, p, sp.PFC.Pauses, sp.PFC.PausedUsTotal, d, sd.PFC.Pauses, sd.PFC.PausedUsTotal, sd.RoCE.CNPsSent)
+		// Re-pinned with the roce profile's buffer model and production DCQCN: DCQCN acts
+		// before PFC, so the DCQCN run may pause nothing at all; both stay lossless.
 		for _, s := range []Summary{sp, sd} {
-			if s.DroppedPackets != 0 || s.PFC.Pauses == 0 {
-				t.Errorf("seed %d: %d drops, %d pauses; want a lossless run with pauses", seed, s.DroppedPackets, s.PFC.Pauses)
+			if s.DroppedPackets != 0 || sp.PFC.Pauses == 0 {
+				t.Errorf("seed %d: %d drops, %d pauses with PFC only; want lossless runs, PFC only pausing", seed, s.DroppedPackets, sp.PFC.Pauses)
 			}
 		}
 		alone += a / float64(len(seeds))

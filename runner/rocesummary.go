@@ -15,6 +15,9 @@ type RoCESummary struct {
 	QPsPerPeer     int      `json:"qps_per_peer"`
 	QPErrors       int      `json:"qp_errors"`
 	QPErrorList    []string `json:"qp_error_list,omitempty"` // the first few, verbatim
+	// Warnings are the pre-run checks that failed (roceChecks): ECN that cannot mark before
+	// PFC pauses, a local ACK timeout shorter than the worst paused path's drain time.
+	Warnings []string `json:"warnings,omitempty"`
 
 	BaseRTTUs float64 `json:"base_rtt_us"`
 	// JCTUs is when the last traffic flow was acknowledged; absent when a flow never finished
@@ -37,6 +40,11 @@ type RoCESummary struct {
 	ActiveUntilUs              float64 `json:"active_until_us,omitempty"`
 	ActiveThroughputMeanOfLine float64 `json:"active_throughput_mean_of_line,omitempty"`
 	ActiveThroughputMinOfLine  float64 `json:"active_throughput_min_of_line,omitempty"`
+	// ActiveMaxMinMeanOfLine is the flow-level answer to the same figure: each QP's stripe
+	// as a fluid flow on its ECMP-hashed path at max-min fair rates (the flow engine), each
+	// flow's payload placed by the first flow's completion over its time (activeMaxMin);
+	// when every flow starts together and the run has no faults.
+	ActiveMaxMinMeanOfLine float64 `json:"active_maxmin_mean_of_line,omitempty"`
 	// ActiveShares counts flows by nearest share: [about 1, about 1/2, about 1/3, below].
 	ActiveShares []int `json:"active_shares_1_half_third_less,omitempty"`
 	// HeaderOverheadPct is header / wire bytes of a full data packet.

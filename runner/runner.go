@@ -141,6 +141,7 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	if sc.Fabric.ECMPSeed == "shared" {
 		net.SetECMPSharedSeed(true)
 	}
+	sizeRoCEBuffer(sc, net)
 	if pfc := sc.Fabric.PFC.Config(); pfc.Enabled {
 		if err := net.SetPFC(pfc); err != nil {
 			return nil, &InputError{Err: fmt.Errorf("fabric.pfc: %w", err)}
@@ -152,6 +153,12 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 			if layout.Params().Kind == "torus" {
 				opt.Warn("fabric.pfc: on a torus, routes around the wrap-around rings form cyclic buffer dependencies (no virtual channels are modelled), so PFC can deadlock under load; the run stops and names the cycle if it does (fabric.pfc.watchdog breaks it)")
 			}
+		}
+	}
+	warns := roceChecks(sc, net, layout)
+	if opt.Warn != nil && !dryFaults {
+		for _, w := range warns {
+			opt.Warn(w)
 		}
 	}
 	specs := sc.Faults
@@ -179,6 +186,10 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if res.Summary.RoCE != nil {
+		res.Summary.RoCE.Warnings = warns
+	}
+	markOutcome(sc, &res.Summary)
 	if len(faults) > 0 && !dryFaults {
 		var base []progressSample
 		if twin != nil {

@@ -16,6 +16,13 @@ import (
 type Summary struct {
 	Scenario string `json:"scenario"`
 	Seed     uint64 `json:"seed"`
+	// Failed says the run did not do what it was asked (markOutcome): a QP errored (unless
+	// run.allow_qp_errors) or a transfer never finished; FailureReason says which, with
+	// counts. Absent (false) for a run that succeeded; the CLI exits 1 on a failed run.
+	Failed        bool   `json:"failed,omitempty"`
+	FailureReason string `json:"failure_reason,omitempty"`
+	// QPErrorsAllowed: QPs errored and run.allow_qp_errors accepted it (a failure study).
+	QPErrorsAllowed bool `json:"qp_errors_allowed,omitempty"`
 
 	Hosts    int `json:"hosts"`
 	Planes   int `json:"planes"`

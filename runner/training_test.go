@@ -102,8 +102,8 @@ workload:
 	flap := "faults: [{link: p1.t0-3.up5, action: flap, at: 0s, down_for: 30s, period: 1h, count: 1}]\n"
 	good := map[string][2]float64{}
 	for _, kind := range []string{"mrc", "roce"} {
-		base := mustRun(t, fmt.Sprintf(y, kind, "")).Summary.Training
-		flapped := mustRun(t, fmt.Sprintf(y, kind, flap)).Summary.Training
+		base := mustRun(t, shortRTO(fmt.Sprintf(y, kind, ""))).Summary.Training
+		flapped := mustRun(t, shortRTO(fmt.Sprintf(y, kind, flap))).Summary.Training
 		t.Logf("%s: goodput %.4f -> %.4f with the flapping link; restarts/day %.2f -> %.2f, absorbed/day %.2f -> %.2f",
 			kind, base.GoodputFrac, flapped.GoodputFrac, base.RestartsPerDay, flapped.RestartsPerDay, base.AbsorbedPerDay, flapped.AbsorbedPerDay)
 		good[kind] = [2]float64{base.GoodputFrac, flapped.GoodputFrac}

@@ -243,6 +243,9 @@ func valueKeys(q *fabric.QueueConfig) queueKeys {
 const (
 	ProfileMRCPmax  = 1.0 // ProfileMRC: marking rises from 0 at 0.2 BDP to 1 at 0.8 BDP
 	ProfileRoCEPmax = 0.2 // ProfileRoCE: DCQCN's RED profile [DCQCN §5]
+	// ProfileRoCEPFCAlpha is the roce profile's dynamic PFC threshold (fabric.pfc.alpha):
+	// SONiC's default for lossless priority groups, dynamic_th 0 (alpha = 2^0 = 1).
+	ProfileRoCEPFCAlpha = 1.0
 )
 
 // profileOn says whether profile turns ECN marking and trimming on at a queue (last: the last
@@ -413,7 +416,7 @@ type Run struct {
 	// byte-identical summary.json.
 	Seed uint64 `yaml:"seed"`
 	// Duration is the simulated time traffic is offered (default 1ms; for MRC or RoCE
-	// transfers, which end the run when they complete, at least 4 x the busiest NIC's bytes at
+	// transfers, which end the run when they complete, at least 4 (RoCE: 16) x the busiest NIC's bytes at
 	// line rate plus 100us, up to 1h); utilisation is measured over it.
 	Duration sim.Time `yaml:"duration"`
 	// Drain is how long the run may continue after Duration for packets in flight to land
@@ -443,6 +446,10 @@ type Run struct {
 	// host, its part of each collective and its traffic transfers, and the failures (open it
 	// at ui.perfetto.dev). Default false.
 	Trace bool `yaml:"trace"`
+	// AllowQPErrors accepts QP errors (and the transfers they strand) as an expected outcome,
+	// for failure studies: the run still reports them in the headline and summary.json but
+	// does not count as failed. Default false: any QP error fails the run (exit code 1).
+	AllowQPErrors bool `yaml:"allow_qp_errors,omitempty"`
 }
 
 // Fluid reports whether the scenario runs without the packet fabric: a workload at flow
@@ -839,7 +846,7 @@ func (sc *Scenario) Resolve() error {
 		if sc.Transport.Kind == TransportRaw {
 			return Errorf("transport.kind", "raw cannot carry a collective's messages; allowed mrc or roce (packet level) or ideal")
 		}
-		moved, err := sc.Workload.resolve(workloadEnv{hosts: hosts, domain: c.ScaleUpGPUs, flow: r.Engine == EngineFlow && sc.Transport.Kind != TransportIdeal})
+		moved, err := sc.Workload.resolve(workloadEnv{seed: r.Seed, hosts: hosts, domain: c.ScaleUpGPUs, flow: r.Engine == EngineFlow && sc.Transport.Kind != TransportIdeal})
 		if err != nil {
 			return err
 		}
@@ -867,8 +874,14 @@ func (sc *Scenario) Resolve() error {
 	nic := c.HostLink * sim.Rate(c.Planes)
 	if need := transferBound(sc.Traffic, sc.Transport, hosts, nic); need > 0 && !durationGiven {
 		// Transfers end the run when they complete; the duration only bounds it. Left out, it
-		// is long enough for the busiest NIC's bytes at a quarter of line rate.
-		if d := 4*need + 100*sim.Microsecond; d > r.Duration {
+		// is long enough for the busiest NIC's bytes at a quarter of line rate, under RoCE at
+		// a sixteenth: each QP is hashed onto one path, so k flows may share a link (a 5-way
+		// collision in a 128-host permutation), and a transfer left unfinished fails the run.
+		factor := sim.Time(4)
+		if sc.Transport.Kind == TransportRoCE {
+			factor = 16
+		}
+		if d := factor*need + 100*sim.Microsecond; d > r.Duration {
 			r.Duration = min(d, sim.Hour)
 			if err := fitSampling(); err != nil {
 				return err
@@ -1267,7 +1280,18 @@ func (sc *Scenario) resolvePFC() error {
 	if len(p.Classes) == 0 {
 		p.Classes = []int{data}
 	}
+	// The roce profile's buffer model: a block that sets no threshold gets dynamic thresholds
+	// (alpha ProfileRoCEPFCAlpha) over a shared buffer the runner sizes from the switch
+	// (runner.RoCEBufferTime); xoff, xon or alpha written keeps what was written.
+	// Under that profile a shared_buffer left out (0) with dynamic thresholds is the switch's.
+	roceProfile := sc.Transport.Kind == TransportRoCE && (sc.Fabric.Profile == "" || sc.Fabric.Profile == ProfileRoCE)
+	if roceProfile && p.XOFF == 0 && p.XON == 0 && p.Alpha == 0 {
+		p.Alpha = ProfileRoCEPFCAlpha
+	}
 	c := p.Config().WithDefaults()
+	if roceProfile && p.SharedBuffer == 0 {
+		c.SharedBuffer = 0 // sized from the built switch by the runner
+	}
 	p.Classes, p.XOFF, p.XON, p.Quanta, p.SharedBuffer, p.Reserved = c.Classes, c.XOFF, c.XON, c.Quanta, c.SharedBuffer, c.Reserved
 	if !c.Enabled {
 		return nil

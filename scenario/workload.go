@@ -86,6 +86,9 @@ type Collective struct {
 	// given, places rank r on Hosts[r] instead (distinct hosts) and sets Ranks.
 	Ranks int   `yaml:"ranks"`
 	Hosts []int `yaml:"hosts,omitempty"`
+	// Placement orders the ranks on hosts: PlacementTopology (default), PlacementSequential,
+	// PlacementShuffled or PlacementExplicit (Hosts given; set by a hosts list).
+	Placement string `yaml:"placement,omitempty"`
 	// Bytes is the size (nccl-tests -b). With MaxBytes, a sweep Bytes, Bytes x Factor, ... up
 	// to MaxBytes (-e, -f); Factor defaults to 2. Required unless MoE sets the all-to-all.
 	Bytes    sim.Size `yaml:"bytes"`
@@ -137,6 +140,22 @@ type Ideal struct {
 // MaxCollectiveOps bounds the operations of one collective's schedule at its largest size
 // (about 50-75 bytes of memory each): 20 million ops is about 1.5 GB while building.
 const MaxCollectiveOps = 20_000_000
+
+// Rank placements (Collective.Placement).
+const (
+	// PlacementTopology (default) follows NCCL's topology-aware ring and tree order: ranks of
+	// one server, rail and rack adjacent, racks in order. Every topology lockstep builds
+	// numbers its hosts that way (a T0's hosts consecutively, a server's GPUs consecutively,
+	// a torus in x-major order), so rank r runs on host r.
+	PlacementTopology = "topology"
+	// PlacementSequential is rank r on host r, whatever the topology.
+	PlacementSequential = "sequential"
+	// PlacementShuffled draws a seeded random order of the first Ranks hosts (from run.seed);
+	// the resolved scenario lists it in hosts.
+	PlacementShuffled = "shuffled"
+	// PlacementExplicit is the order a hosts list gives.
+	PlacementExplicit = "explicit"
+)
 
 // MaxMoERanks bounds the ranks of a MoE dispatch: its byte matrix is ranks x ranks.
 const MaxMoERanks = 4096
@@ -205,9 +224,10 @@ func collectiveErr(path string, err error) error {
 
 // workloadEnv is what resolving collectives needs to know of the run.
 type workloadEnv struct {
-	hosts  int  // the topology's hosts
-	domain int  // its scale-up domain size (topo.Params.ScaleUpGPUs; 0: none)
-	flow   bool // run.engine flow over a transport (not ideal): no schedule, no packet budget
+	seed   uint64 // run.seed, for placement: shuffled
+	hosts  int    // the topology's hosts
+	domain int    // its scale-up domain size (topo.Params.ScaleUpGPUs; 0: none)
+	flow   bool   // run.engine flow over a transport (not ideal): no schedule, no packet budget
 }
 
 // resolve fills the workload's defaults and validates it against env; it returns the
@@ -315,6 +335,34 @@ func (c *Collective) resolve(path string, env workloadEnv) (float64, error) {
 	}
 	if (c.Inner != 0 || c.Outer != 0) && algo != collective.Hierarchical {
 		return 0, Errorf(path+".inner", "inner/outer (%d x %d) are set, but they apply to algorithm hierarchical only (this is %s)", c.Inner, c.Outer, algo)
+	}
+	switch {
+	case c.Placement == "" || c.Placement == PlacementTopology || c.Placement == PlacementSequential:
+		if len(c.Hosts) > 0 && c.Placement != "" {
+			return 0, Errorf(path+".placement", "%s, but hosts lists the ranks' hosts; give one (placement: explicit goes with a hosts list)", c.Placement)
+		}
+		if c.Placement == "" {
+			c.Placement = PlacementTopology
+		}
+		if len(c.Hosts) > 0 {
+			c.Placement = PlacementExplicit
+		}
+	case c.Placement == PlacementExplicit:
+		if len(c.Hosts) == 0 {
+			return 0, Errorf(path+".placement", "explicit, but no hosts list; give hosts: [h0, h1, ...] (rank r on hosts[r])")
+		}
+	case c.Placement == PlacementShuffled:
+		if len(c.Hosts) == 0 { // drawn once; the resolved scenario records the order
+			n := c.Ranks
+			if n == 0 {
+				n = hosts
+			}
+			if n >= 1 && n <= hosts {
+				c.Hosts = sim.Stream(env.seed, path+".placement").Perm(n)
+			}
+		}
+	default:
+		return 0, Errorf(path+".placement", "%q is not a placement; allowed topology (default), sequential, shuffled, explicit (with hosts)", c.Placement)
 	}
 	if len(c.Hosts) > 0 {
 		if c.Ranks != 0 && c.Ranks != len(c.Hosts) {

@@ -1,6 +1,10 @@
 package scenario
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
 
 // Defaults and canonical names a collective resolves to.
 func TestCollectiveResolve(t *testing.T) {
@@ -52,6 +56,58 @@ func TestCollectiveResolve(t *testing.T) {
 		}
 		if tc.name == "workload defaults to MRC" && sc.Transport.Kind != TransportMRC {
 			t.Errorf("%s: transport %q", tc.name, sc.Transport.Kind)
+		}
+	}
+}
+
+// Rank placement: topology (the default; NCCL's order, host order on every builder),
+// sequential, shuffled (seeded, recorded in hosts, a fixed point), explicit with hosts; and
+// the errors that name the field.
+func TestCollectivePlacement(t *testing.T) {
+	const topo = "topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}\ntransport: {kind: roce}\n"
+	get := func(y string) (*Collective, error) {
+		sc, err := Parse([]byte(topo + y))
+		if err != nil {
+			return nil, err
+		}
+		return &sc.Workload.Collectives[0], nil
+	}
+	for _, p := range []string{"", "topology", "sequential"} {
+		y := "workload: {collectives: [{op: all_reduce, bytes: 1MiB}]}"
+		if p != "" {
+			y = "workload: {collectives: [{op: all_reduce, bytes: 1MiB, placement: " + p + "}]}"
+		}
+		c, err := get(y)
+		if err != nil || len(c.Hosts) != 0 || c.Placement != map[string]string{"": "topology"}[p]+p {
+			t.Errorf("placement %q: %+v, %v; want rank r on host r", p, c, err)
+		}
+	}
+	c, err := get("run: {seed: 3}\nworkload: {collectives: [{op: all_reduce, bytes: 1MiB, placement: shuffled}]}")
+	if err != nil || len(c.Hosts) != 16 || c.Placement != "shuffled" {
+		t.Fatalf("shuffled: %+v, %v", c, err)
+	}
+	inOrder := true
+	for r, h := range c.Hosts {
+		inOrder = inOrder && r == h
+	}
+	if inOrder {
+		t.Errorf("shuffled: hosts %v in order", c.Hosts)
+	}
+	again, err := get("run: {seed: 3}\nworkload: {collectives: [{op: all_reduce, bytes: 1MiB, placement: shuffled}]}")
+	if err != nil || fmt.Sprint(again.Hosts) != fmt.Sprint(c.Hosts) {
+		t.Errorf("shuffled is not deterministic: %v then %v", c.Hosts, again.Hosts)
+	}
+	c, err = get("workload: {collectives: [{op: all_reduce, bytes: 1MiB, hosts: [3, 2, 1, 0]}]}")
+	if err != nil || c.Placement != "explicit" || c.Ranks != 4 {
+		t.Errorf("hosts list: %+v, %v; want placement explicit, 4 ranks", c, err)
+	}
+	for y, want := range map[string]string{
+		"workload: {collectives: [{op: all_reduce, bytes: 1MiB, placement: random}]}":                    `workload.collectives[0].placement: "random" is not a placement`,
+		"workload: {collectives: [{op: all_reduce, bytes: 1MiB, placement: explicit}]}":                  "workload.collectives[0].placement: explicit, but no hosts list",
+		"workload: {collectives: [{op: all_reduce, bytes: 1MiB, placement: sequential, hosts: [0, 1]}]}": "workload.collectives[0].placement: sequential, but hosts lists",
+	} {
+		if _, err := get(y); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want %q", y, err, want)
 		}
 	}
 }

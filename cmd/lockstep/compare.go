@@ -64,6 +64,7 @@ report, beside them.`,
 				sums               []*runner.Summary
 				kinds, names, dirs []string
 				used               = map[string]int{}
+				failed             error // the first run that failed: the exit code
 			)
 			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet, stderr: stderr}
 			for _, ns := range scs {
@@ -78,6 +79,9 @@ report, beside them.`,
 				if err != nil {
 					return err
 				}
+				if err := outcomeErr(&res.Summary); err != nil && failed == nil {
+					failed = err
+				}
 				sums = append(sums, &res.Summary)
 				kinds = append(kinds, transportOf(sc))
 				names = append(names, ns.name)
@@ -89,7 +93,7 @@ report, beside them.`,
 				return runFailed(fmt.Errorf("compare.html: %w", err))
 			}
 			fmt.Fprintf(stdout, "\nresults: %s (one folder per scenario); combined report: %s\n", out, html)
-			return nil
+			return failed
 		},
 	}
 	cmd.Flags().Uint64Var(&seed, "seed", 0, "random seed for every scenario, overriding run.seed (>= 1)")
@@ -202,6 +206,21 @@ func printComparison(w io.Writer, names, kinds []string, sums []*runner.Summary)
 		}
 	}
 	fmt.Fprintln(tw)
+	fmt.Fprint(tw, "outcome\t")
+	for i, s := range sums {
+		o := "ok"
+		switch {
+		case s.Failed:
+			o = "FAILED"
+		case s.QPErrorsAllowed:
+			o = "ok (QP errors allowed)"
+		}
+		fmt.Fprintf(tw, "%s\t", o)
+		if i > 0 {
+			fmt.Fprint(tw, "\t")
+		}
+	}
+	fmt.Fprintln(tw)
 	for _, f := range figs {
 		var vals []float64
 		var has []bool
@@ -241,4 +260,9 @@ func printComparison(w io.Writer, names, kinds []string, sums []*runner.Summary)
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
+	for i, s := range sums {
+		if s.Failed {
+			fmt.Fprintf(w, "RUN FAILED: %s: %s\n", names[i], s.FailureReason)
+		}
+	}
 }

@@ -77,11 +77,13 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 				return err
 			}
 			if asJSON {
-				_, err = stdout.Write(js)
-				return err
+				if _, err = stdout.Write(js); err != nil {
+					return err
+				}
+				return outcomeErr(&res.Summary)
 			}
 			printSummary(stdout, sc, res)
-			return nil
+			return outcomeErr(&res.Summary)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "results folder (default results/<scenario name>)")
@@ -163,6 +165,32 @@ func runAndWrite(sc *scenario.Scenario, outField string, ro runOpts) (*runner.Re
 	return res, js, nil
 }
 
+// outcomeErr is the exit-code error of a run the runner marked failed (runner.Summary.Failed),
+// nil for one that succeeded.
+func outcomeErr(s *runner.Summary) error {
+	if !s.Failed {
+		return nil
+	}
+	return runFailed(fmt.Errorf("run %s failed: %s", s.Scenario, s.FailureReason))
+}
+
+// printOutcome writes the headline line of a failed run, or of one whose QP errors
+// run.allow_qp_errors accepted; nothing for a clean run.
+func printOutcome(w io.Writer, s *runner.Summary) {
+	switch {
+	case s.Failed:
+		fmt.Fprintf(w, "RUN FAILED: %s\n", s.FailureReason)
+	case s.QPErrorsAllowed:
+		errs := 0
+		if s.MRC != nil {
+			errs = s.MRC.QPErrors
+		} else if s.RoCE != nil {
+			errs = s.RoCE.QPErrors
+		}
+		fmt.Fprintf(w, "QP ERRORS: %d QP(s) errored (accepted: run.allow_qp_errors is true)\n", errs)
+	}
+}
+
 // loadVariantsArg returns the variants of a scenario file with a variants section, or nil
 // (no error) for a preset or a file without one.
 func loadVariantsArg(arg string) ([]scenario.Variant, error) {
@@ -205,6 +233,9 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 				failed = err
 			}
 			continue
+		}
+		if err := outcomeErr(&res.Summary); err != nil && failed == nil {
+			failed = err
 		}
 		names = append(names, sc.Name)
 		dirs = append(dirs, sc.Run.Out)
@@ -348,8 +379,8 @@ func printCollectives(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	}
 	cr := res.Collective
 	for _, wc := range sc.Workload.Collectives {
-		fmt.Fprintf(w, "scenario %s (seed %d): %s: %s (%s) on %d ranks over %s, %d iteration(s) per size\n",
-			s.Scenario, s.Seed, wc.Name, wc.Op, wc.Algorithm, wc.Ranks, sc.Transport.Kind, wc.Iterations)
+		fmt.Fprintf(w, "scenario %s (seed %d): %s: %s (%s) on %d ranks (placement %s) over %s, %d iteration(s) per size\n",
+			s.Scenario, s.Seed, wc.Name, wc.Op, wc.Algorithm, wc.Ranks, wc.Placement, sc.Transport.Kind, wc.Iterations)
 	}
 	fmt.Fprintf(w, "simulated %.3fus in %.2fs wall, %d events (%.1fM events/s); model: alpha %.3f us, B %.1f Gb/s per rank\n\n",
 		s.EndUs, res.Wall.Seconds(), s.Events, rate/1e6, cr.Model.Latency.Micros(), float64(cr.Model.Rate)/1e9)
@@ -406,6 +437,7 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	s := &res.Summary
 	fmt.Fprintf(w, "scenario %s (seed %d): %d hosts, %d planes, %d switches, %d links, %d flows\n",
 		s.Scenario, s.Seed, s.Hosts, s.Planes, s.Switches, s.Links, s.Flows)
+	printOutcome(w, s)
 	var rate float64 // events per wall second; 0 when the run was too quick to time
 	if secs := res.Wall.Seconds(); secs > 0 {
 		rate = float64(s.Events) / secs
@@ -452,6 +484,9 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 				r.FlowsCompleted, r.Flows, r.QPs, r.QPsPerPeer, r.JCTUs, r.FCTP50Us, r.FCTP99Us, r.FCTMaxUs, r.FCTOverIdealMean, r.FCTOverIdealMax, r.IdealFCTUs, r.BaseRTTUs)
 		}
 		printActive(w, r.ActiveUntilUs, r.ActiveThroughputMeanOfLine, r.ActiveThroughputMinOfLine, r.HeaderOverheadPct)
+		if r.ActiveMaxMinMeanOfLine > 0 {
+			fmt.Fprintf(w, "flow-level max-min over the same ECMP-hashed QP paths: mean %.3f of line (packet level %.3f)\n", r.ActiveMaxMinMeanOfLine, r.ActiveThroughputMeanOfLine)
+		}
 		fmt.Fprintf(w, "RoCE: go-back-N resent %d packets (%d B) after %d NAKs and %d timeouts; CE %d, CNPs %d sent / %d received, rate at end min %.1f mean %.1f Gb/s; QP errors %d\n",
 			r.RetxPackets, r.RetxBytes, r.NAKs, r.Timeouts, r.CEPackets, r.CNPsSent, r.CNPsReceived, r.RateMinGbps, r.RateMeanGbps, r.QPErrors)
 		for _, e := range r.QPErrorList {

@@ -37,17 +37,21 @@ type Config struct {
 	// keep no congestion window [DCQCN §3].
 	Window sim.Size `yaml:"window"`
 	// RTO is the local ACK timeout: with data outstanding and no progress for this long, the
-	// requester resends from the oldest unacknowledged PSN [IBTA §9.7, requester: transport timer]. Default
-	// DefaultRTO = LocalAckTimeout(8) = 1.048576 ms (lockstep default, see DefaultRTO).
-	// Allowed 1us .. LocalAckTimeout(31) (about 2.4 h).
+	// requester resends from the oldest unacknowledged PSN [IBTA §9.7, requester: transport
+	// timer]. Default DefaultRTO = LocalAckTimeout(20) = 4.294967296 s, NCCL's default
+	// (NCCL_IB_TIMEOUT 20). Allowed 1us .. LocalAckTimeout(31) (about 2.4 h). The runner warns
+	// when it is shorter than the time to drain the worst paused path, which would error QPs
+	// whose packets only wait behind PFC pauses.
 	RTO sim.Time `yaml:"rto"`
 	// RetryCount is how many times the requester retries after a timeout (or a sequence NAK
 	// that brought no progress) before the QP errors, 1..7 [IBTA §9.7: 3-bit retry count; ibv_modify_qp(3): retry_cnt];
-	// default 7, the IBTA maximum that NCCL (NCCL_IB_RETRY_CNT) and perftest use. IBTA's 0 is
+	// default 7, the IBTA maximum and NCCL's default NCCL_IB_RETRY_CNT (perftest uses it too). IBTA's 0 is
 	// not offered: it turns any tail loss into a QP error.
 	RetryCount int `yaml:"retry_count"`
-	// CNPInterval: the notification point sends at most one CNP per QP per this interval
-	// [DCQCN §3.1: N = 50 us; PROTOCOLS.md]; default 50us.
+	// CNPInterval: the notification point sends at most one CNP per QP per this interval.
+	// Default by DCQCN profile: 20us under "production" (lockstep default, of the order of
+	// ConnectX's 4 us rate-reduction period, rate_reduce_monitor_period), 50us under
+	// "paper" [DCQCN §3.1: N = 50 us; PROTOCOLS.md].
 	CNPInterval sim.Time `yaml:"cnp_interval"`
 	// DCQCN configures the reaction point (the sender's rate control).
 	DCQCN DCQCNConfig `yaml:"dcqcn"`
@@ -57,6 +61,9 @@ type Config struct {
 // recommends for its 40 Gb/s NICs; PROTOCOLS.md]. Rates given as 0 scale with the line rate
 // (see each field), so one default serves 100G and 800G NICs.
 type DCQCNConfig struct {
+	// Profile names the parameter set the zero fields take (DCQCNProfileProduction, the
+	// default, or DCQCNProfilePaper); fields given explicitly override it.
+	Profile string `yaml:"profile"`
 	// Disabled turns DCQCN off: the sender paces at line rate and ignores CNPs (a RoCEv2
 	// fabric relying on PFC alone). Default false.
 	Disabled bool `yaml:"disabled"`
@@ -70,18 +77,23 @@ type DCQCNConfig struct {
 	// than the CNP interval as [DCQCN §3.1] requires.
 	AlphaTimer sim.Time `yaml:"alpha_timer"`
 	// RateIncreaseTimer is T: the rate increases once per this interval since the last CNP;
-	// default 55us [DCQCN §3.1 and its recommended values].
+	// default 10us under "production" (ProductionRateIncreaseTimer), 55us under "paper"
+	// [DCQCN §3.1 and its recommended values].
 	RateIncreaseTimer sim.Time `yaml:"rate_increase_timer"`
 	// ByteCounter is B: the rate also increases once per this many bytes sent since the last
-	// CNP; default 10 MB (10,000,000 B) [DCQCN §3.1 and its recommended values].
+	// CNP. Default: "paper" 10 MB (10,000,000 B) [DCQCN §3.1 and its recommended values];
+	// "production" 0, meaning 40 us of the line rate (500 KB at 100 Gb/s), resolved per sender.
 	ByteCounter sim.Size `yaml:"byte_counter"`
 	// FastRecoverySteps is F: the first F increases after a CNP are fast recovery
 	// (Rc = (Rt + Rc) / 2); after F timer or byte-counter events additive increase, after F of
-	// both hyper increase; default 5 [DCQCN §3.1; PROTOCOLS.md]. Allowed 1..64.
+	// both hyper increase; default 2 under "production", 5 under "paper" [DCQCN §3.1;
+	// PROTOCOLS.md]. Allowed 1..64.
 	FastRecoverySteps int `yaml:"fast_recovery_steps"`
-	// RateAI is R_AI, the target rate's additive step. 0 (default) means line rate / 1000: the
-	// paper's 40 Mb/s on its 40 Gb/s NICs [DCQCN recommended value], 800 Mb/s at 800 Gb/s (lockstep scaling;
-	// a fixed 40 Mb/s step would take seconds to matter at 800G).
+	// RateAI is R_AI, the target rate's additive step. 0 (default) scales with the line rate:
+	// "paper" line / 1000, the paper's 40 Mb/s on its 40 Gb/s NICs [DCQCN recommended value]
+	// (lockstep scaling; a fixed 40 Mb/s step would take seconds to matter at 800G);
+	// "production" line / 170 (588 Mb/s per 10 us step at 100G; lockstep default, see
+	// DCQCNProfileProduction).
 	RateAI sim.Rate `yaml:"rate_ai"`
 	// RateHAI is R_HAI, the hyper-increase step. 0 (default) means 10 x RateAI, the ratio of
 	// the QCN reference (IEEE 802.1Qau: 5 and 50 Mb/s) that DCQCN's RP descends from and of the
@@ -98,16 +110,15 @@ const (
 	DefaultPayloadBytes = 4096
 	// DefaultAckEvery: one ACK per in-order packet (see Config.AckEvery).
 	DefaultAckEvery = 1
-	// DefaultRTOExp is the IBTA timeout exponent of DefaultRTO.
-	DefaultRTOExp = 8
-	// DefaultRTO is LocalAckTimeout(8) = 1.048576 ms, a lockstep default. RoCEv2 recovers a
-	// lost tail (no later packet to trigger a NAK), a lost NAK and a blackholed path only by
-	// this timeout, so it sets what such a loss costs. Deployments vary by three orders of
-	// magnitude: NCCL_IB_TIMEOUT defaults to 18-20 (1.07-4.3 s), perftest to 14 (67 ms), and
-	// NICs with adaptive retransmission resend after far less. About a millisecond keeps a tail
-	// loss visibly costly against microsecond RTTs without a single loss swallowing a whole
-	// simulated step, and with 7 retries a blackholed QP errors after about 8.4 ms. Set rto to
-	// the deployment's value (e.g. LocalAckTimeout(18)) to reproduce it.
+	// DefaultRTOExp is the IBTA timeout exponent of DefaultRTO: 20, NCCL's default
+	// NCCL_IB_TIMEOUT (NCCL environment variables documentation; 4.096 us x 2^20).
+	DefaultRTOExp = 20
+	// DefaultRTO is LocalAckTimeout(20) = 4.294967296 s, NCCL's default. RoCEv2 recovers a
+	// lost tail, a lost NAK and a blackholed path only by this timeout, so at this default a
+	// lossy fabric pays seconds per tail loss, as NCCL jobs do; what it buys is that QPs whose
+	// packets wait behind PFC pauses (a lossless incast of a thousand flows drains for
+	// milliseconds) never error. With 7 retries a blackholed QP errors after 8 x 4.3 s, about
+	// 34 s. A failure study can set rto shorter (perftest uses 14, 67 ms).
 	DefaultRTO = LocalAckTimeoutUnit << DefaultRTOExp
 	// MaxQPsPerPeer bounds Config.QPsPerPeer (gains from QP scaling stop near 8 [PROTOCOLS.md]).
 	MaxQPsPerPeer = 64
@@ -115,25 +126,56 @@ const (
 	DefaultRetryCount = 7
 	// MaxRetryCount is the largest retry_cnt a 3-bit field holds.
 	MaxRetryCount = 7
-	// DefaultCNPInterval is the notification point's CNP spacing [DCQCN §3.1; PROTOCOLS.md].
+	// DefaultCNPInterval is the "paper" profile's CNP spacing [DCQCN §3.1; PROTOCOLS.md].
 	DefaultCNPInterval = 50 * sim.Microsecond
 
 	// DCQCNG is the alpha gain g [DCQCN §3.1; PROTOCOLS.md].
 	DCQCNG = 1.0 / 256
 	// DCQCNAlphaTimer is K [DCQCN §3.1; PROTOCOLS.md: 55 us].
 	DCQCNAlphaTimer = 55 * sim.Microsecond
-	// DCQCNRateIncreaseTimer is T [DCQCN recommended value].
+	// DCQCNRateIncreaseTimer is the "paper" profile's T [DCQCN recommended value].
 	DCQCNRateIncreaseTimer = 55 * sim.Microsecond
-	// DCQCNByteCounter is B in bytes [DCQCN recommended value: 10 MB].
+	// DCQCNByteCounter is the "paper" profile's B in bytes [DCQCN recommended value: 10 MB].
 	DCQCNByteCounter = 10_000_000
-	// DCQCNFastRecoverySteps is F [DCQCN §3.1; PROTOCOLS.md].
+	// DCQCNFastRecoverySteps is the "paper" profile's F [DCQCN §3.1; PROTOCOLS.md].
 	DCQCNFastRecoverySteps = 5
-	// DCQCNRateAIDivisor: RateAI 0 means line rate / this (see DCQCNConfig.RateAI).
+	// DCQCNRateAIDivisor: under "paper", RateAI 0 means line rate / this (DCQCNConfig.RateAI).
 	DCQCNRateAIDivisor = 1000
 	// DCQCNHAIFactor: RateHAI 0 means RateAI x this (see DCQCNConfig.RateHAI).
 	DCQCNHAIFactor = 10
 	// DCQCNMinRate is the default rate floor (see DCQCNConfig.MinRate).
 	DCQCNMinRate = 100 * sim.Mbps
+
+	// DCQCNProfileProduction (the default profile) reacts and recovers on the microsecond
+	// scale of current NICs rather than the paper's 40 Gb/s-era timers: CNPs at most every
+	// ProductionCNPInterval per QP, a rate-increase event every ProductionRateIncreaseTimer and
+	// every ProductionByteCounterTime of line rate sent, ProductionFastRecoverySteps of fast
+	// recovery, R_AI = line / ProductionRateAIDivisor; g, alpha's timer, the initial alpha and
+	// R_HAI = 10 R_AI are the paper's. Anchors: NVIDIA ConnectX (DOCA "DCQCN CC parameters")
+	// reduces at most once per 4 us (rate_reduce_monitor_period), updates alpha every 1 us
+	// with g = 5/1024 and cuts at most 50% (rpg_min_dec_fac); the increase side here is
+	// lockstep's, chosen by a parameter sweep so that, on the defaults, DCQCN rather than PFC
+	// controls a 7 -> 1 incast plus victim at 25G, 100G and 400G (victim >= 0.6 of line, the
+	// incast flows within 20% of each other) and an 11 -> 1 incast at 25G (bottleneck >= 95%
+	// busy, standing queue <= 3 BDP); runner tests pin both. A lockstep default, documented
+	// in docs/protocols.md. T must exceed the packet spacing of a QP at its fair share, or
+	// fast recovery undoes every cut before the next CNP (T 5 us left an 11 -> 1 incast at
+	// 25G to PFC with a 1.9 MB standing queue; a CNP interval above about 2 T did too).
+	DCQCNProfileProduction = "production"
+	// DCQCNProfilePaper is the parameter set of [DCQCN §3.1 and its recommended values]: CNP
+	// every 50 us, T 55 us, B 10 MB, F 5, R_AI line / 1000 (40 Mb/s at 40G).
+	DCQCNProfilePaper = "paper"
+
+	// ProductionCNPInterval is the "production" profile's CNP spacing per QP.
+	ProductionCNPInterval = 20 * sim.Microsecond
+	// ProductionRateIncreaseTimer is the "production" profile's T.
+	ProductionRateIncreaseTimer = 10 * sim.Microsecond
+	// ProductionByteCounterTime: the "production" profile's B is this long at line rate.
+	ProductionByteCounterTime = 40 * sim.Microsecond
+	// ProductionFastRecoverySteps is the "production" profile's F.
+	ProductionFastRecoverySteps = 2
+	// ProductionRateAIDivisor: the "production" profile's R_AI is line rate / this.
+	ProductionRateAIDivisor = 170
 )
 
 // Defaults returns the default configuration, every field set (rates that scale with the
@@ -164,16 +206,34 @@ func (c Config) WithDefaults() Config {
 	if c.RetryCount == 0 {
 		c.RetryCount = DefaultRetryCount
 	}
+	c.DCQCN = c.DCQCN.WithDefaults()
 	if c.CNPInterval == 0 {
 		c.CNPInterval = DefaultCNPInterval
+		if c.DCQCN.Profile == DCQCNProfileProduction {
+			c.CNPInterval = ProductionCNPInterval
+		}
 	}
-	c.DCQCN = c.DCQCN.WithDefaults()
 	return c
 }
 
-// WithDefaults returns d with every zero field set to its default; RateAI and RateHAI stay 0
-// (scaled with the line rate when a sender is made).
+// WithDefaults returns d with every zero field set to its profile's default (Profile ""
+// means DCQCNProfileProduction); RateAI and RateHAI, and under "production" ByteCounter, stay
+// 0 (scaled with the line rate when a sender is made, Resolve). An unknown profile is left for
+// Validate to name.
 func (d DCQCNConfig) WithDefaults() DCQCNConfig {
+	if d.Profile == "" {
+		d.Profile = DCQCNProfileProduction
+	}
+	if d.Profile == DCQCNProfileProduction {
+		if d.RateIncreaseTimer == 0 {
+			d.RateIncreaseTimer = ProductionRateIncreaseTimer
+		}
+		if d.FastRecoverySteps == 0 {
+			d.FastRecoverySteps = ProductionFastRecoverySteps
+		}
+	} else if d.ByteCounter == 0 {
+		d.ByteCounter = DCQCNByteCounter
+	}
 	if d.G == 0 {
 		d.G = DCQCNG
 	}
@@ -186,9 +246,6 @@ func (d DCQCNConfig) WithDefaults() DCQCNConfig {
 	if d.RateIncreaseTimer == 0 {
 		d.RateIncreaseTimer = DCQCNRateIncreaseTimer
 	}
-	if d.ByteCounter == 0 {
-		d.ByteCounter = DCQCNByteCounter
-	}
 	if d.FastRecoverySteps == 0 {
 		d.FastRecoverySteps = DCQCNFastRecoverySteps
 	}
@@ -199,11 +256,20 @@ func (d DCQCNConfig) WithDefaults() DCQCNConfig {
 }
 
 // Resolve returns d with RateAI and RateHAI scaled from line (bits/s) where they are 0: RateAI
-// = line / 1000 (at least 1 bit/s), RateHAI = 10 x RateAI. The result is the effective
-// configuration a sender at that line rate runs.
+// = line / 1000 under "paper", line / ProductionRateAIDivisor under "production" (at least
+// 1 bit/s), RateHAI = 10 x RateAI; under "production" a ByteCounter of 0 becomes
+// ProductionByteCounterTime of line rate. The result is the effective configuration a sender
+// at that line rate runs.
 func (d DCQCNConfig) Resolve(line sim.Rate) DCQCNConfig {
+	div := sim.Rate(DCQCNRateAIDivisor)
+	if d.Profile == DCQCNProfileProduction {
+		div = ProductionRateAIDivisor
+		if d.ByteCounter == 0 {
+			d.ByteCounter = sim.Size(max(line.BytesIn(ProductionByteCounterTime), 1))
+		}
+	}
 	if d.RateAI == 0 {
-		d.RateAI = max(line/DCQCNRateAIDivisor, 1)
+		d.RateAI = max(line/div, 1)
 	}
 	if d.RateHAI == 0 {
 		d.RateHAI = d.RateAI * DCQCNHAIFactor
@@ -261,6 +327,8 @@ func (d DCQCNConfig) validate() *fieldErr {
 	}
 	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 	switch {
+	case d.Profile != DCQCNProfileProduction && d.Profile != DCQCNProfilePaper:
+		return bad("profile", "%q is not a DCQCN profile; allowed %s (default), %s", d.Profile, DCQCNProfileProduction, DCQCNProfilePaper)
 	case !(d.G > 0 && d.G <= 1) || !finite(d.G):
 		return bad("g", "%v is out of range; allowed (0, 1]", d.G)
 	case !(d.InitialAlpha > 0 && d.InitialAlpha <= 1) || !finite(d.InitialAlpha):
@@ -269,8 +337,8 @@ func (d DCQCNConfig) validate() *fieldErr {
 		return bad("alpha_timer", "%v is out of range; allowed 1ns..1s", d.AlphaTimer)
 	case d.RateIncreaseTimer < sim.Nanosecond || d.RateIncreaseTimer > sim.Second:
 		return bad("rate_increase_timer", "%v is out of range; allowed 1ns..1s", d.RateIncreaseTimer)
-	case d.ByteCounter < 1 || d.ByteCounter > 1<<40:
-		return bad("byte_counter", "%v is out of range; allowed 1B..1TiB", d.ByteCounter)
+	case d.ByteCounter < 0 || d.ByteCounter > 1<<40 || d.ByteCounter == 0 && d.Profile != DCQCNProfileProduction:
+		return bad("byte_counter", "%v is out of range; allowed 1B..1TiB (0: 20 us of line rate, production profile only)", d.ByteCounter)
 	case d.FastRecoverySteps < 1 || d.FastRecoverySteps > 64:
 		return bad("fast_recovery_steps", "%d is out of range; allowed 1..64", d.FastRecoverySteps)
 	case d.RateAI < 0 || d.RateAI > sim.Pbps:

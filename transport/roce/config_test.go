@@ -11,11 +11,11 @@ import (
 func TestConfigDefaults(t *testing.T) {
 	c := Defaults()
 	want := Config{
-		QPsPerPeer: 1, PayloadBytes: 4096, HeaderBytes: 82, AckEvery: 1, Window: 0, RTO: 1048576 * sim.Nanosecond,
-		RetryCount: 7, CNPInterval: 50 * sim.Microsecond,
-		DCQCN: DCQCNConfig{
-			G: 1.0 / 256, InitialAlpha: 1, AlphaTimer: 55 * sim.Microsecond, RateIncreaseTimer: 55 * sim.Microsecond,
-			ByteCounter: 10_000_000, FastRecoverySteps: 5, MinRate: 100 * sim.Mbps,
+		QPsPerPeer: 1, PayloadBytes: 4096, HeaderBytes: 82, AckEvery: 1, Window: 0, RTO: 4294967296 * sim.Nanosecond, // NCCL_IB_TIMEOUT 20
+		RetryCount: 7, CNPInterval: 20 * sim.Microsecond,
+		DCQCN: DCQCNConfig{Profile: DCQCNProfileProduction,
+			G: 1.0 / 256, InitialAlpha: 1, AlphaTimer: 55 * sim.Microsecond, RateIncreaseTimer: 10 * sim.Microsecond,
+			ByteCounter: 0, FastRecoverySteps: 2, MinRate: 100 * sim.Mbps,
 		},
 	}
 	if c != want {
@@ -33,9 +33,23 @@ func TestConfigDefaults(t *testing.T) {
 		got.HeaderBytes != 82 || got.DCQCN.G != 1.0/256 {
 		t.Fatalf("WithDefaults overwrote or missed fields: %+v", got)
 	}
-	r := Defaults().DCQCN.Resolve(800 * sim.Gbps)
-	if r.RateAI != 800*sim.Mbps || r.RateHAI != 8*sim.Gbps {
-		t.Fatalf("resolved at 800G: R_AI %v, R_HAI %v; want 800Mbps, 8Gbps", r.RateAI, r.RateHAI)
+	// The profiles scale with the line rate across 25G..800G: production R_AI = line / 170 and
+	// B = 40 us of line rate; paper R_AI = line / 1000 and B = 10 MB.
+	for _, g := range []int64{25, 100, 400, 800} {
+		line := sim.Rate(g) * sim.Gbps
+		r := Defaults().DCQCN.Resolve(line)
+		if r.RateAI != line/170 || r.RateHAI != 10*(line/170) || int64(r.ByteCounter) != line.BytesIn(40*sim.Microsecond) {
+			t.Errorf("production at %dG: R_AI %v, R_HAI %v, B %v; want line/170, 10x, 40 us of line", g, r.RateAI, r.RateHAI, r.ByteCounter)
+		}
+		p := Config{DCQCN: DCQCNConfig{Profile: DCQCNProfilePaper}}.WithDefaults()
+		pr := p.DCQCN.Resolve(line)
+		if p.CNPInterval != 50*sim.Microsecond || pr.RateIncreaseTimer != 55*sim.Microsecond || pr.ByteCounter != 10_000_000 ||
+			pr.FastRecoverySteps != 5 || pr.RateAI != line/1000 || pr.RateHAI != 10*(line/1000) {
+			t.Errorf("paper at %dG: %+v (CNP interval %v); want the [DCQCN] values", g, pr, p.CNPInterval)
+		}
+	}
+	if err := (Config{DCQCN: DCQCNConfig{Profile: "fast"}}).WithDefaults().Validate(ConfigPath); err == nil || !strings.Contains(err.Error(), "transport.roce.dcqcn.profile: \"fast\" is not a DCQCN profile") {
+		t.Errorf("unknown profile: %v", err)
 	}
 }
 

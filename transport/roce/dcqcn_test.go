@@ -18,7 +18,7 @@ const exLine = 100 * sim.Gbps
 
 func newExampleDCQCN(t testing.TB) *DCQCN {
 	t.Helper()
-	d, err := NewDCQCN(DCQCNConfig{}, exLine)
+	d, err := NewDCQCN(DCQCNConfig{Profile: DCQCNProfilePaper}, exLine)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestDCQCNDefaults(t *testing.T) {
 		t.Fatalf("initial Rc %v Rt %v alpha %v next %v; want line rate, alpha 1, no timer", d.Rate(), d.Target(), d.Alpha(), d.NextEvent())
 	}
 	// Explicit rates are kept.
-	d2, err := NewDCQCN(DCQCNConfig{RateAI: 40 * sim.Mbps}, exLine)
+	d2, err := NewDCQCN(DCQCNConfig{Profile: DCQCNProfilePaper, RateAI: 40 * sim.Mbps}, exLine)
 	if err != nil || d2.Config().RateAI != 40*sim.Mbps || d2.Config().RateHAI != 400*sim.Mbps {
 		t.Fatalf("explicit R_AI: %+v, %v; want 40Mbps and 400Mbps", d2.Config(), err)
 	}
@@ -228,7 +228,7 @@ func TestDCQCNSameInstant(t *testing.T) {
 
 // TestDCQCNMinRate: cuts stop at the floor.
 func TestDCQCNMinRate(t *testing.T) {
-	d, err := NewDCQCN(DCQCNConfig{}, sim.Gbps)
+	d, err := NewDCQCN(DCQCNConfig{Profile: DCQCNProfilePaper}, sim.Gbps)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -404,7 +404,7 @@ func TestResponderMalformed(t *testing.T) {
 // on duplicates and out-of-order packets count too: the notification point does not care
 // about order.
 func TestResponderCNPRateLimit(t *testing.T) {
-	r, _ := NewReceiver(Config{}, Conn{QP: 3})
+	r, _ := NewReceiver(Config{DCQCN: DCQCNConfig{Profile: DCQCNProfilePaper}}, Conn{QP: 3}) // the paper's 50 us CNP interval
 	var cnps []sim.Time
 	for i := 0; i <= 200; i++ {
 		now := sim.Time(i) * us
@@ -445,7 +445,7 @@ func TestResponderCNPRateLimit(t *testing.T) {
 // rate, and a rate increase due during a long gap brings the next packet forward (the
 // deadline includes DCQCN's timer).
 func TestSenderPacesAtDCQCNRate(t *testing.T) {
-	cfg := Config{RTO: sim.Second}
+	cfg := Config{RTO: sim.Second, DCQCN: DCQCNConfig{Profile: DCQCNProfilePaper}}
 	line := 100 * sim.Gbps
 	s, err := NewSender(cfg, Conn{QP: 1, LineRate: line})
 	if err != nil {
@@ -472,7 +472,7 @@ func TestSenderPacesAtDCQCNRate(t *testing.T) {
 
 	// At the 100 Mb/s floor a 4178 B packet takes 334 us, longer than T = 55 us: the deadline
 	// is the increase, which shortens the gap in progress.
-	lo, err := NewSender(Config{RTO: sim.Second, DCQCN: DCQCNConfig{MinRate: 100 * sim.Mbps}}, Conn{QP: 2, LineRate: 200 * sim.Mbps})
+	lo, err := NewSender(Config{RTO: sim.Second, DCQCN: DCQCNConfig{Profile: DCQCNProfilePaper, MinRate: 100 * sim.Mbps}}, Conn{QP: 2, LineRate: 200 * sim.Mbps})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A run whose QPs error fails: the headline names it, summary.json says failed with the
+// reason, and the exit code is 1; run.allow_qp_errors: true (a failure study) exits 0 and the
+// headline still shows the QP errors. A run whose transfers cannot finish fails the same way
+// (the public roce-unfinished case: NCCL's 4.3 s timeout outlasts the run, so no QP errors).
+func TestRunOutcome(t *testing.T) {
+	file := filepath.Join("testdata", "outcome", "roce-qp-error.yaml")
+	dir := t.TempDir()
+	code, out, stderr := cli(t, "run", file, "--out", dir, "--quiet")
+	if code != 1 || !strings.Contains(out, "RUN FAILED") || !strings.Contains(out, "QP(s) errored") || !strings.Contains(stderr, "failed") {
+		t.Fatalf("QP errors: exit %d, stdout %q, stderr %q; want exit 1 and RUN FAILED naming the QP errors", code, out, stderr)
+	}
+	var s struct {
+		Failed bool   `json:"failed"`
+		Reason string `json:"failure_reason"`
+	}
+	js, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(js, &s); err != nil || !s.Failed || !strings.Contains(s.Reason, "errored") {
+		t.Errorf("summary.json failed %v reason %q (%v); want failed with the QP errors named", s.Failed, s.Reason, err)
+	}
+
+	y, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := filepath.Join(t.TempDir(), "allowed.yaml")
+	if err := os.WriteFile(allowed, []byte(strings.Replace(string(y), "fault_baseline: none}", "fault_baseline: none, allow_qp_errors: true}", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = cli(t, "run", allowed, "--out", t.TempDir(), "--quiet")
+	if code != 0 || !strings.Contains(out, "QP ERRORS") || strings.Contains(out, "RUN FAILED") {
+		t.Errorf("allow_qp_errors: exit %d, stdout %q; want exit 0 with the QP errors in the headline", code, out)
+	}
+
+	unfinished := filepath.Join(t.TempDir(), "unfinished.yaml")
+	u := strings.Replace(string(y), "roce: {rto: 100us, retry_count: 2}", "roce: {}", 1)
+	if err := os.WriteFile(unfinished, []byte(u), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = cli(t, "run", unfinished, "--out", t.TempDir(), "--quiet")
+	if code != 1 || !strings.Contains(out, "not finished") {
+		t.Errorf("unfinished transfers: exit %d, stdout %q; want exit 1 naming the unfinished transfers", code, out)
+	}
+	code, out, _ = cli(t, "compare", file, allowed, "--out", t.TempDir(), "--quiet")
+	if code != 1 || !strings.Contains(out, "FAILED") || !strings.Contains(out, "QP errors allowed") {
+		t.Errorf("compare: exit %d, stdout %q; want exit 1 with the failed run marked", code, out)
+	}
+}

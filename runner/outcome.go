@@ -1,0 +1,48 @@
+package runner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lockstepsim/lockstep/scenario"
+)
+
+// markOutcome decides whether a finished run failed and why, into s.Failed and
+// s.FailureReason: a transport run fails when a QP errored (unless run.allow_qp_errors) or a
+// transfer never finished (with QP errors allowed, only when no QP errored: the errored QPs
+// are what stranded them). A collective that does not finish stops the run with an error
+// before this point. The CLI prints the reason in the headline and exits 1.
+func markOutcome(sc *scenario.Scenario, s *Summary) {
+	var kind string
+	var flows, done, errs int
+	var list []string
+	switch {
+	case s.MRC != nil:
+		kind, flows, done, errs, list = "MRC", s.MRC.Flows, s.MRC.FlowsCompleted, s.MRC.QPErrors, s.MRC.QPErrorList
+	case s.RoCE != nil:
+		kind, flows, done, errs, list = "RoCE", s.RoCE.Flows, s.RoCE.FlowsCompleted, s.RoCE.QPErrors, s.RoCE.QPErrorList
+	default:
+		return
+	}
+	allow := sc.Run.AllowQPErrors
+	s.QPErrorsAllowed = allow && errs > 0
+	var why []string
+	if errs > 0 && !allow {
+		first := ""
+		if len(list) > 0 {
+			first = ", the first: " + list[0]
+		}
+		why = append(why, fmt.Sprintf("%d %s QP(s) errored%s (run.allow_qp_errors: true accepts QP errors for failure studies)", errs, kind, first))
+	}
+	if left := flows - done; left > 0 && (errs == 0 || !allow) {
+		what := "transfers"
+		if len(s.Collectives) > 0 {
+			what = "QPs with messages"
+		}
+		why = append(why, fmt.Sprintf("%d of %d %s %s not finished when the run stopped at %.1f us (run.duration %v, run.drain %v)",
+			left, flows, kind, what, s.EndUs, sc.Run.Duration, sc.Run.Drain))
+	}
+	if len(why) > 0 {
+		s.Failed, s.FailureReason = true, strings.Join(why, "; ")
+	}
+}
