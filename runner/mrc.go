@@ -68,7 +68,9 @@ type mrcNet struct {
 	running  int
 	errs     []error
 	onDone   func(now sim.Time) // called when every flow has completed
-	quiet    bool               // engines stopped: outboxes are discarded, timers stay off
+	// halt, when set (traffic runs), stops the run: every transfer left is on a QP that gave up.
+	halt  func(now sim.Time)
+	quiet bool // engines stopped: outboxes are discarded, timers stay off
 	// Collective messages (Send): QPs by (src, dst), and who hears of placements.
 	layout    topo.Topology
 	seed      uint64
@@ -392,6 +394,9 @@ func (m *mrcNet) flushSender(now sim.Time, f *mrcFlow) {
 		m.errs = append(m.errs, err)
 		m.qpError(now)
 		m.s.StopTimer(f.timer)
+		if m.halt != nil && m.allLeftErrored() {
+			m.halt(now) // nothing left can finish: stop rather than idle to run.duration
+		}
 		return
 	}
 	if d := f.snd.Deadline(); d != sim.MaxTime {
@@ -574,6 +579,10 @@ func runMRC(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 		}
 	}
 	smp.placed = m.placedBytes
+	m.halt = func(now sim.Time) {
+		smp.until = now
+		s.Pause()
+	}
 	end, snap, err := driveTransport(sc, res, smp, &m.onDone, &run.DoneAt, m)
 	if err != nil {
 		return err
@@ -583,6 +592,16 @@ func runMRC(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 	res.progress, res.trafficEnd, res.lossAt, res.errAt = smp.progress, end, m.lossAt, m.errAt
 	mrcGoodput(&res.Summary, m, end)
 	return nil
+}
+
+// allLeftErrored reports whether every transfer not yet acknowledged is on a QP that gave up.
+func (m *mrcNet) allLeftErrored() bool {
+	for _, f := range m.flows {
+		if f.acked < f.posts && f.snd.Err() == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // placedBytes is the payload placed at every receiver so far.

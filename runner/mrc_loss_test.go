@@ -50,3 +50,27 @@ func TestMRCRandomLossCollective(t *testing.T) {
 		})
 	}
 }
+
+// A run whose every unfinished transfer is on a QP that gave up stops there instead of idling
+// to run.duration (the receiver's only NIC link fails under an incast on a 1-plane Clos).
+func TestMRCStopsWhenOnlyErroredQPsRemain(t *testing.T) {
+	res := mustRun(t, `
+name: fail-qp
+topology:
+  clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}
+transport: {kind: mrc, mrc: {fixed_retries: 1, max_retries: 3}}
+traffic:
+  - {pattern: incast, receiver: 0, bytes: 4MiB, senders: [4, 5, 6, 7]}
+  - {pattern: flows, flows: [{src: 8, dst: 9}], bytes: 1MiB}
+faults:
+  - {at: 20us, link: h0.p0, action: down}
+run: {duration: 10ms, fault_baseline: none, allow_qp_errors: true}
+`)
+	m := res.Summary.MRC
+	if m.QPErrors != 4 || m.FlowsCompleted != 1 {
+		t.Fatalf("QP errors %d, completed %d; want 4 and 1", m.QPErrors, m.FlowsCompleted)
+	}
+	if end := res.Summary.EndUs; end > 1000 {
+		t.Fatalf("run ended at %.1f us; want it stopped when the last QP gave up (about 284 us)", end)
+	}
+}

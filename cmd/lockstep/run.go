@@ -466,6 +466,9 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 		why := "raise run.duration"
 		if qpErrs > 0 {
 			why = fmt.Sprintf("%d QP(s) gave up (see the QP errors below); otherwise raise run.duration", qpErrs)
+			if s.EndUs < sc.Run.Duration.Micros() {
+				why = fmt.Sprintf("%d QP(s) gave up (see the QP errors below) and every unfinished transfer was on one, so the run stopped there", qpErrs)
+			}
 		}
 		fmt.Fprintf(w, "note: %s not finished when the run stopped at %.1f us (run.duration %v): JCT and FCT figures cover the finished ones only; %s\n",
 			what, s.EndUs, sc.Run.Duration, why)
