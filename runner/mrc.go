@@ -387,6 +387,8 @@ func (m *mrcNet) flushSender(now sim.Time, f *mrcFlow) {
 		m.running--
 		if m.running == 0 && m.onDone != nil {
 			m.onDone(now)
+		} else if len(m.errs) > 0 && m.halt != nil && m.allLeftErrored() {
+			m.halt(now) // the last healthy transfer is done; the rest are on QPs that gave up
 		}
 	}
 	f.snd.ClearCompletions()

@@ -73,4 +73,19 @@ run: {duration: 10ms, fault_baseline: none, allow_qp_errors: true}
 	if end := res.Summary.EndUs; end > 1000 {
 		t.Fatalf("run ended at %.1f us; want it stopped when the last QP gave up (about 284 us)", end)
 	}
+	// The same when a healthy transfer finishes after the last QP gave up.
+	res = mustRun(t, `
+name: fail-qp-late
+topology: {clos: {tiers: 2, planes: 1, radix: 16, hosts: 64, host_link: 100G, hop_latency: 500ns}}
+transport: {kind: mrc, mrc: {max_retries: 3}}
+traffic: [{pattern: flows, flows: [{src: 1, dst: 0}, {src: 9, dst: 0}, {src: 20, dst: 21}], bytes: 4MiB}]
+faults: [{at: 50us, link: h0.p0, action: down}]
+run: {fault_baseline: none, allow_qp_errors: true}
+`)
+	if m := res.Summary.MRC; m.QPErrors != 2 || m.FlowsCompleted != 1 {
+		t.Fatalf("QP errors %d, completed %d; want 2 and 1", m.QPErrors, m.FlowsCompleted)
+	}
+	if end := res.Summary.EndUs; end > 500 {
+		t.Fatalf("run ended at %.1f us; want it stopped when the healthy transfer finished (about 349 us)", end)
+	}
 }

@@ -137,10 +137,11 @@ type Sender struct {
 	nicDown []bool  // by plane: the NIC port was down at the last Pump (its EVs denied)
 
 	// Loss attribution (blame).
-	strikes  []uint8    // by EV: untrimmed losses since its last clean delivery
+	strikes  []uint8    // by EV: two per untrimmed loss, less one per clean delivery
+	runLoss  []uint8    // by EV: losses since its strikes were last zero
 	trimTil  []sim.Time // by plane: a trim NACK arrived; losses until then may be congestion
 	holdCong sim.Time   // how long a trim NACK marks the destination congested
-	bgLosses int64      // untrimmed losses not charged to a retired EV (background loss)
+	bgLosses int64      // losses on paths that delivered again afterwards (background loss)
 
 	// Probe budget: tokens in probes, refilled per probe interval and per data packet sent.
 	probeTok  float64
@@ -194,6 +195,7 @@ func NewSender(cfg Config, qp uint32, path Path, rng *rand.Rand) (*Sender, error
 		rackAt: sim.MaxTime, rtoAt: sim.MaxTime,
 		probeOut: make([]sim.Time, evs.Len()),
 		strikes:  make([]uint8, evs.Len()),
+		runLoss:  make([]uint8, evs.Len()),
 		route:    evRoutes(evs),
 		trimTil:  make([]sim.Time, evs.Planes()),
 		probeTok: ProbeBurst,
@@ -750,6 +752,11 @@ func (s *Sender) ackPSN(now sim.Time, psn uint32) int64 {
 		}
 		if k := &s.strikes[p.ev]; *k > 0 {
 			*k-- // a clean delivery on the EV outweighs half a loss
+			if *k == 0 {
+				// The path works: the losses of its run were background loss.
+				s.bgLosses += int64(s.runLoss[p.ev])
+				s.runLoss[p.ev] = 0
+			}
 		}
 	}
 	if d := psn + 1; int32(d-s.highAck) > 0 {
@@ -1032,21 +1039,18 @@ func (s *Sender) blame(now sim.Time, p *pktState) {
 	}
 	s.Stats.Strikes++
 	k := &s.strikes[ev]
-	if *k == 0 {
-		// Background loss is what strikes healthy paths: isolated losses, on an EV with no
-		// strike pending. A failed path's later losses land on strikes already pending and
-		// are its own (counting them would raise the limit with the failure it must find).
-		s.bgLosses++
-	}
 	*k = uint8(min(int(*k)+2, math.MaxUint8))
+	// The loss joins the EV's pending run; it becomes background loss only if the path then
+	// delivers again (ackPSN): a failed path's losses must not raise the limit that has to
+	// find it.
+	s.runLoss[ev] = uint8(min(int(s.runLoss[ev])+1, math.MaxUint8))
 	if int(*k) < 2*s.StrikeLimit() {
 		return
 	}
-	s.bgLosses = max(s.bgLosses-1, 0) // its first loss was the path's too, not background
 	plane, path, _ := s.evs.Route(ev)
 	for e := range s.strikes {
 		if pl, pa, _ := s.evs.Route(e); pl == plane && pa == path {
-			s.strikes[e] = 0
+			s.strikes[e], s.runLoss[e] = 0, 0
 		}
 	}
 	s.Stats.PathRetirements++
