@@ -501,19 +501,26 @@ func runRoCE(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 // included (scenario.ProfileRoCE): Kmin ProfileRoCEKmin and Kmax ProfileRoCEKmax per
 // 100 Gb/s of the port's link rate (4 us and 16 us of queue at any speed), Pmax 0.2 (within a
 // smaller queue limit the scenario sets: Kmin limit/4, Kmax the limit), no trimming; under
-// PFC, queue limits of a shared buffer (64 MiB) so the pauses, not drop-tail, bound the
-// queues. Settings the scenario gives explicitly (scenario.Fabric.Given) are kept. The
+// PFC, the shared buffer sized from the switch (sizeRoCEBuffer) and queue limits of at least
+// pfcQueueLimit (64 MiB) and at least what a switch's ingresses may hold before all of them
+// pause (roceLosslessLimit), so the pauses, not drop-tail, bound the queues at any switch
+// size. Settings the scenario gives explicitly (scenario.Fabric.Given) are kept. The
 // thresholds sit far below the PFC pause point of the profile's buffer model (sizeRoCEBuffer)
 // at every speed, so DCQCN acts before PFC; roceChecks warns when a scenario's do not.
 func applyRoCEProfile(sc *scenario.Scenario, l topo.Topology) {
 	c := l.Params()
 	given := sc.Fabric.Given()
 	lossless := sc.Fabric.PFC.Config().Enabled
+	var limit sim.Size
+	if lossless {
+		sizeRoCEBuffer(sc, l)
+		limit = roceLosslessLimit(sc, l)
+	}
 	set := func(q *fabric.QueueConfig, rate sim.Rate, limitGiven, ecnGiven, trimGiven bool) {
-		if lossless && !limitGiven && q.Limit < pfcQueueLimit {
+		if lossless && !limitGiven && q.Limit < limit {
 			// Lossless: the ingresses' pauses, not the egress limits, bound the buffer; a
-			// shared-buffer-sized limit keeps drop-tail from acting first.
-			q.Limit = pfcQueueLimit
+			// limit at least what the ingresses may hold keeps drop-tail from acting first.
+			q.Limit = limit
 		}
 		if !ecnGiven {
 			scale := float64(rate) / 100e9
@@ -553,31 +560,66 @@ const RoCEBufferTime = 40 * sim.Microsecond
 
 // sizeRoCEBuffer sets fabric.pfc.shared_buffer, when the roce profile left it to the switch
 // (dynamic thresholds with no buffer given), to RoCEBufferTime x the largest switch's total
-// port rate on the built fabric (at least 1 MiB).
-func sizeRoCEBuffer(sc *scenario.Scenario, net *fabric.Network) {
+// port rate on fabric l (at least 1 MiB; 1 MiB on a flow-level run, which builds no packet
+// fabric).
+func sizeRoCEBuffer(sc *scenario.Scenario, l topo.Topology) {
 	p := sc.Fabric.PFC
 	if p == nil || p.Alpha == 0 || p.SharedBuffer != 0 || sc.Fabric.Profile != scenario.ProfileRoCE {
 		return
 	}
 	var most sim.Rate
-	for id := range net.Nodes {
-		nd := &net.Nodes[id]
-		if nd.Kind != fabric.Switch {
-			continue
-		}
-		var sum sim.Rate
-		for _, pid := range nd.Ports {
-			if pid >= 0 {
-				sum += net.Ports[pid].Rate
+	if !sc.Fluid() {
+		for _, s := range switchIngresses(l) {
+			var sum sim.Rate
+			for _, k := range s {
+				sum += k.Rate
 			}
+			most = max(most, sum)
 		}
-		most = max(most, sum)
 	}
 	p.SharedBuffer = max(sim.Size(most.BytesIn(RoCEBufferTime)), 1<<20)
 }
 
-// pfcQueueLimit is the switch queue limit the RoCE profile sets under PFC: a switch's shared
-// buffer (tens of MiB on current ASICs).
+// switchIngresses lists, by node of l, the links at a switch's ports (one per connected port,
+// so the switch's ingresses; none for a host).
+func switchIngresses(l topo.Topology) [][]topo.Link {
+	out := make([][]topo.Link, l.NumNodes())
+	for _, k := range l.Links() {
+		for _, n := range [2]int{k.A.Node, k.B.Node} {
+			if nd, ok := l.Node(n); ok && nd.Kind == topo.KindSwitch {
+				out[n] = append(out[n], k)
+			}
+		}
+	}
+	return out
+}
+
+// roceLosslessLimit is the switch egress queue limit the roce profile sets under PFC:
+// pfcQueueLimit, or more on a switch whose ingresses may hold more before all of them pause
+// (each ingress its reserve or XOFF plus headroom, and the shared buffer with dynamic
+// thresholds: fabric.Network.PFCLosslessCheck's bound), so drop-tail never acts before PFC;
+// at most fabric.MaxQueueLimit. The shared buffer must be sized first (sizeRoCEBuffer).
+func roceLosslessLimit(sc *scenario.Scenario, l topo.Topology) sim.Size {
+	limit := sim.Size(pfcQueueLimit)
+	if sc.Fluid() {
+		return limit
+	}
+	cfg := sc.Fabric.PFC.Config().WithDefaults()
+	for _, s := range switchIngresses(l) {
+		var hold sim.Size
+		for _, k := range s {
+			hold += cfg.IngressHold(k.Rate, k.Delay)
+		}
+		if cfg.Alpha > 0 {
+			hold += cfg.SharedBuffer
+		}
+		limit = max(limit, hold)
+	}
+	return min(limit, fabric.MaxQueueLimit)
+}
+
+// pfcQueueLimit is the least switch queue limit the RoCE profile sets under PFC: a switch's
+// shared buffer (tens of MiB on current ASICs); roceLosslessLimit raises it on larger switches.
 const pfcQueueLimit = 64 << 20
 
 // roceChecks are the pre-run warnings of a RoCE scenario on a built fabric: ECN that cannot

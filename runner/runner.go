@@ -141,7 +141,6 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	if sc.Fabric.ECMPSeed == "shared" {
 		net.SetECMPSharedSeed(true)
 	}
-	sizeRoCEBuffer(sc, net)
 	if pfc := sc.Fabric.PFC.Config(); pfc.Enabled {
 		if err := net.SetPFC(pfc); err != nil {
 			return nil, &InputError{Err: fmt.Errorf("fabric.pfc: %w", err)}
