@@ -76,6 +76,8 @@ type roceNet struct {
 	group     func(instance int) int // a message's connection group (collective); nil: one group
 	delivered func(now sim.Time, token uint64)
 	onDone    func(now sim.Time)
+	// halt, when set (traffic runs), stops the run: every transfer left is on a QP that gave up.
+	halt func(now sim.Time)
 	// activeAt is when the first traffic flow completed, and activeTput each flow's payload
 	// placed by then over its time active, as a fraction of the NIC line rate: throughput
 	// while all flows are active.
@@ -276,6 +278,9 @@ func (r *roceNet) flushSender(now sim.Time, q *roceQP) {
 		r.errs = append(r.errs, err)
 		r.qpError(now)
 		r.s.StopTimer(q.timer)
+		if r.halt != nil && r.allLeftErrored() {
+			r.halt(now) // nothing left can finish: stop rather than idle to run.duration
+		}
 		return
 	}
 	if d := q.snd.Deadline(); d != sim.MaxTime {
@@ -303,6 +308,8 @@ func (r *roceNet) complete(now sim.Time, q *roceQP, c roce.Completion) {
 	r.running--
 	if r.running == 0 && r.onDone != nil {
 		r.onDone(now)
+	} else if r.running > 0 && len(r.errs) > 0 && r.halt != nil && r.allLeftErrored() {
+		r.halt(now) // the last transfer that could finish did: the rest are on errored QPs
 	}
 }
 
@@ -403,6 +410,27 @@ func (r *roceNet) onPacket(now sim.Time, p *fabric.Packet) {
 	}
 }
 
+// allLeftErrored reports whether every traffic flow not yet acknowledged has a stripe on a QP
+// that gave up (so it can never finish); false while a flow has not started.
+func (r *roceNet) allLeftErrored() bool {
+	for _, f := range r.flows {
+		if f.parts > 0 && f.partsDone == f.parts {
+			continue // done
+		}
+		doomed := false
+		for _, qi := range f.qps {
+			if q := r.qps[qi]; q.acked < q.posts && q.snd.Err() != nil {
+				doomed = true
+				break
+			}
+		}
+		if !doomed {
+			return false
+		}
+	}
+	return true
+}
+
 // placedBytes is the payload placed at every receiver so far.
 func (r *roceNet) placedBytes() int64 {
 	var n int64
@@ -482,6 +510,10 @@ func runRoCE(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 	smp := newSampler(s, net, layout.Params().Planes, sc.Run.SampleInterval, sc.Run.Duration)
 	res.Links = smp.links
 	smp.placed = r.placedBytes
+	r.halt = func(now sim.Time) {
+		smp.until = now
+		s.Pause()
+	}
 	end, snap, err := driveTransport(sc, res, smp, &r.onDone, &run.DoneAt, r)
 	if err != nil {
 		return err

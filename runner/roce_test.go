@@ -228,3 +228,42 @@ run: {duration: 20ms, seed: %d}
 		}
 	}
 }
+
+// A RoCE traffic run whose every unfinished transfer is on a QP that gave up stops there
+// instead of idling to run.duration, and the summary says so (stopped_early); a run with a
+// transfer still able to finish is not cut short (the receiver's only NIC link fails under an
+// incast on a 1-plane Clos, short RTO and 1 retry so the QPs error within the run).
+func TestRoCEStopsWhenOnlyErroredQPsRemain(t *testing.T) {
+	for _, c := range []struct {
+		name, extra string
+		errs, done  int
+		from, to    float64 // when the traffic must stop, us
+	}{
+		{"all left errored", "", 4, 1, 100, 1000},
+		// A 60 MiB flow still running when the QPs error (about 220 us): the run goes on
+		// until it finishes (about 5 ms), then stops.
+		{"one still running", "  - {pattern: flows, flows: [{src: 10, dst: 11}], bytes: 60MiB}\n", 4, 2, 4000, 10000},
+	} {
+		res := mustRun(t, `
+name: fail-qp
+topology:
+  clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}
+transport: {kind: roce, roce: {rto: 100us, retry_count: 1}}
+traffic:
+  - {pattern: incast, receiver: 0, bytes: 4MiB, senders: [4, 5, 6, 7]}
+  - {pattern: flows, flows: [{src: 8, dst: 9}], bytes: 1MiB}
+`+c.extra+`faults:
+  - {at: 20us, link: h0.p0, action: down}
+run: {duration: 20ms, fault_baseline: none, allow_qp_errors: true}
+`)
+		s := res.Summary
+		r := s.RoCE
+		t.Logf("%s: QP errors %d, done %d, traffic end %.1f us, stopped early %v", c.name, r.QPErrors, r.FlowsCompleted, s.DurationUs, s.StoppedEarly)
+		if r.QPErrors != c.errs || r.FlowsCompleted != c.done || !s.StoppedEarly {
+			t.Errorf("%s: QP errors %d, completed %d, stopped_early %v; want %d, %d, true", c.name, r.QPErrors, r.FlowsCompleted, s.StoppedEarly, c.errs, c.done)
+		}
+		if s.DurationUs < c.from || s.DurationUs > c.to {
+			t.Errorf("%s: traffic ran to %.1f us; want it stopped in %.0f..%.0f us, when nothing left could finish", c.name, s.DurationUs, c.from, c.to)
+		}
+	}
+}

@@ -291,6 +291,9 @@ type sampler struct {
 	// the last check found (a cycle found twice in a row stops the run).
 	pfc      bool
 	deadlock string
+	// stoppedEarly: driveTransport found the run stopped before run.duration with transfers
+	// still outstanding (a halt: every one left was on a QP that gave up).
+	stoppedEarly bool
 }
 
 // progressSample is the payload delivered by At.
@@ -425,9 +428,13 @@ func driveTransport(sc *scenario.Scenario, res *Result, smp *sampler, onDone *fu
 		return 0, nil, fmt.Errorf("run stopped at %v: %w", s.Now(), err)
 	}
 	end := s.Now()
-	if running, errs := tn.outstanding(); *doneAt == sim.MaxTime && running > 0 && errs == 0 && s.NextAt() == sim.MaxTime {
+	running, errs := tn.outstanding()
+	if *doneAt == sim.MaxTime && running > 0 && errs == 0 && s.NextAt() == sim.MaxTime {
 		return 0, nil, fmt.Errorf("stuck at %v: no event pending with %d transfers outstanding: %s", end, running, tn.stuck(5))
 	}
+	// Paused before run.duration with transfers left: the transport halted (exact times, not
+	// the summary's rounded microseconds).
+	smp.stoppedEarly = *doneAt == sim.MaxTime && running > 0 && end < sc.Run.Duration
 	snap := snapshot(net)
 	smp.links.finish(end)
 	tn.quiesce()

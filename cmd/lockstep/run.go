@@ -466,7 +466,7 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 		why := "raise run.duration"
 		if qpErrs > 0 {
 			why = fmt.Sprintf("%d QP(s) gave up (see the QP errors below); otherwise raise run.duration", qpErrs)
-			if s.EndUs < sc.Run.Duration.Micros() {
+			if s.StoppedEarly { // the runner's exact decision, not rounded microseconds
 				why = fmt.Sprintf("%d QP(s) gave up (see the QP errors below) and every unfinished transfer was on one, so the run stopped there", qpErrs)
 			}
 		}
