@@ -50,7 +50,8 @@ type PFCConfig struct {
 	Quanta int `yaml:"quanta"`
 	// Alpha > 0 turns on dynamic thresholds (see the type's doc): an ingress class pauses
 	// when its bytes above Reserved reach Alpha x the switch's free shared buffer. Typical
-	// ASIC settings are 1/128 .. 8; 0 (default) keeps the static XOFF and XON.
+	// ASIC settings are 1/128 .. 8; 0 (default) keeps the static XOFF and XON (which dynamic
+	// thresholds do not use: a scenario giving them with alpha is rejected).
 	Alpha float64 `yaml:"alpha"`
 	// SharedBuffer is each switch's shared buffer for lossless traffic in bytes, used when
 	// Alpha > 0; default 32 MiB (lockstep default, the order of a 12.8-25.6 Tb/s ASIC's

@@ -592,24 +592,61 @@ const RoCEBufferTime = 40 * sim.Microsecond
 
 // sizeRoCEBuffer sets fabric.pfc.shared_buffer, when the roce profile left it to the switch
 // (dynamic thresholds with no buffer given), to RoCEBufferTime x the largest switch's total
-// port rate on fabric l (at least 1 MiB; 1 MiB on a flow-level run, which builds no packet
-// fabric).
+// port rate on fabric l (at least 1 MiB and one data packet per ingress; 1 MiB on a
+// flow-level run, which builds no packet fabric).
 func sizeRoCEBuffer(sc *scenario.Scenario, l topo.Topology) {
 	p := sc.Fabric.PFC
 	if p == nil || p.Alpha == 0 || p.SharedBuffer != 0 || sc.Fabric.Profile != scenario.ProfileRoCE {
 		return
 	}
 	var most sim.Rate
+	ports := 0
 	if !sc.Fluid() {
 		for _, s := range switchIngresses(l) {
 			var sum sim.Rate
 			for _, k := range s {
 				sum += k.Rate
 			}
-			most = max(most, sum)
+			most, ports = max(most, sum), max(ports, len(s))
 		}
 	}
-	p.SharedBuffer = max(sim.Size(most.BytesIn(RoCEBufferTime)), 1<<20)
+	// At least one data packet per ingress (checkPFCBuffer), which 1 MiB is up to radix 250.
+	p.SharedBuffer = max(sim.Size(most.BytesIn(RoCEBufferTime)), 1<<20, sim.Size(int64(ports)*sc.MaxPacketBytes()))
+}
+
+// checkPFCBuffer rejects a dynamic-threshold shared buffer that cannot hold one data packet
+// per ingress of the largest switch of l (checked before the build, the profile's sizing
+// done), and under the roce profile an ECN kmin at or above the queue limit in force (the
+// profile's under PFC, which scenario.Resolve cannot know). Errors name the field, the value
+// and what is allowed.
+func checkPFCBuffer(sc *scenario.Scenario, l topo.Topology) error {
+	cfg := sc.Fabric.PFC.Config().WithDefaults()
+	if cfg.Enabled && cfg.Alpha > 0 && !sc.Fluid() {
+		pkt := sc.MaxPacketBytes()
+		most, at := 0, -1
+		for n, s := range switchIngresses(l) {
+			if len(s) > most {
+				most, at = len(s), n
+			}
+		}
+		if need := int64(most) * pkt; at >= 0 && int64(cfg.SharedBuffer) < need {
+			return fmt.Errorf("fabric.pfc.shared_buffer: %v cannot hold one data packet (%dB) for each of the %d ingresses of switch %s; want at least %v (0: sized from the switch under the roce profile)",
+				cfg.SharedBuffer, pkt, most, l.NodeName(at), sim.Size(need))
+		}
+	}
+	if sc.Fabric.Profile != scenario.ProfileRoCE {
+		return nil
+	}
+	check := func(path string, q *fabric.QueueConfig) error {
+		if q != nil && q.ECN.Enabled && q.ECN.Kmin >= q.Limit {
+			return fmt.Errorf("%s.ecn.kmin: %v is at or above the queue limit in force %v; nothing would ever be marked; want kmin below it", path, q.ECN.Kmin, q.Limit)
+		}
+		return nil
+	}
+	if err := check("fabric.switch_queue", &sc.Fabric.SwitchQueue); err != nil {
+		return err
+	}
+	return check("fabric.last_hop_queue", sc.Fabric.LastHopQueue)
 }
 
 // switchIngresses lists, by node of l, the links at a switch's ports (one per connected port,
@@ -654,17 +691,34 @@ func roceLosslessLimit(sc *scenario.Scenario, l topo.Topology) sim.Size {
 // shared buffer (tens of MiB on current ASICs); roceLosslessLimit raises it on larger switches.
 const pfcQueueLimit = 64 << 20
 
-// roceChecks are the pre-run warnings of a RoCE scenario on a built fabric: ECN that cannot
-// mark before PFC pauses (fabric.Network.ECNAfterPFC, both values named), and a local ACK
-// timeout shorter than the time to drain the worst paused path (the last hop's worst egress
-// plus the other switch hops' worst, each sending what its switch's ingresses may hold before
-// they all pause), which would time out and eventually error QPs whose packets only wait
-// behind pauses.
-func roceChecks(sc *scenario.Scenario, net *fabric.Network, l topo.Topology) []string {
-	if sc.Transport.Kind != scenario.TransportRoCE || !net.PFCOn() {
+// dcqcnWithoutECN warns when DCQCN is on but no switch queue marks (fabric.switch_queue and
+// last_hop_queue both with ECN off): DCQCN reacts only to CNPs, which receivers send for
+// CE-marked packets, so it can never act.
+func dcqcnWithoutECN(sc *scenario.Scenario) []string {
+	if c := sc.Transport.RoCE; c != nil && c.DCQCN.Disabled {
 		return nil
 	}
-	var out []string
+	last := sc.Fabric.LastHopQueue == nil || sc.Fabric.LastHopQueue.ECN.Enabled
+	if sc.Fabric.SwitchQueue.ECN.Enabled || last {
+		return nil
+	}
+	return []string{"transport.roce.dcqcn: on, but ECN marking is off on every switch queue (fabric.switch_queue.ecn and fabric.last_hop_queue.ecn), so no packet is marked, no CNP is sent and DCQCN can never act; turn ECN on (the roce profile's default) or set transport.roce.dcqcn.disabled: true to run PFC only"}
+}
+
+// roceChecks are the pre-run warnings of a RoCE scenario on a built fabric: DCQCN on with ECN
+// off on every switch queue (dcqcnWithoutECN), ECN that cannot mark before PFC pauses
+// (fabric.Network.ECNAfterPFC, both values named), and a local ACK timeout shorter than the
+// time to drain the worst paused path (the last hop's worst egress plus the other switch hops'
+// worst, each sending what its switch's ingresses may hold before they all pause), which would
+// time out and eventually error QPs whose packets only wait behind pauses.
+func roceChecks(sc *scenario.Scenario, net *fabric.Network, l topo.Topology) []string {
+	if sc.Transport.Kind != scenario.TransportRoCE {
+		return nil
+	}
+	out := dcqcnWithoutECN(sc)
+	if !net.PFCOn() {
+		return out
+	}
 	if c := sc.Transport.RoCE; c == nil || !c.DCQCN.Disabled {
 		for _, w := range net.ECNAfterPFC(maxPFCProblems) {
 			out = append(out, "fabric.switch_queue.ecn: "+w)

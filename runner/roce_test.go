@@ -1,9 +1,12 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/lockstepsim/lockstep/scenario"
 )
 
 const roceYAML = `
@@ -264,6 +267,62 @@ run: {duration: 20ms, fault_baseline: none, allow_qp_errors: true}
 		}
 		if s.DurationUs < c.from || s.DurationUs > c.to {
 			t.Errorf("%s: traffic ran to %.1f us; want it stopped in %.0f..%.0f us, when nothing left could finish", c.name, s.DurationUs, c.from, c.to)
+		}
+	}
+}
+
+// Checks that need the built fabric's sizes: a shared buffer that cannot hold one data packet
+// per ingress of a switch and an ECN kmin at or above the roce profile's queue limit (in
+// force under PFC) are input errors naming field, value and what is allowed; DCQCN on with ECN
+// off on every switch queue is a pre-run warning (DCQCN can never act), and none with ECN on
+// or DCQCN off.
+func TestRoCEBufferInputChecks(t *testing.T) {
+	const y = `
+name: checks
+topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}
+fabric: %s
+transport: %s
+traffic:
+  - {pattern: incast, senders: [4, 5, 6], receiver: 0, bytes: 256KiB}
+`
+	for _, c := range []struct {
+		fab, tr string
+		err     []string // an InputError naming these
+		warn    string   // a pre-run warning containing this ("" none about DCQCN)
+	}{
+		{"{pfc: {shared_buffer: 10KB}}", "{kind: roce}", []string{"fabric.pfc.shared_buffer", "10000B", "8 ingresses", "33552B"}, ""},
+		{"{switch_queue: {ecn: {kmin: 100MiB, kmax: 200MiB}}}", "{kind: roce}", []string{"fabric.switch_queue.ecn.kmin", "100MiB", "64MiB"}, ""},
+		{"{switch_queue: {ecn: {enabled: false}}}", "{kind: roce}", nil, "DCQCN can never act"},
+		{"{switch_queue: {ecn: {enabled: false}}, pfc: {enabled: false}}", "{kind: roce}", nil, "DCQCN can never act"},
+		{"{switch_queue: {ecn: {enabled: false}}}", "{kind: roce, roce: {dcqcn: {disabled: true}}}", nil, ""},
+		{"{pfc: {shared_buffer: 40KB}}", "{kind: roce}", nil, ""},
+		{"{}", "{kind: roce}", nil, ""},
+	} {
+		name := c.fab + " " + c.tr
+		sc, err := scenario.Parse([]byte(fmt.Sprintf(y, c.fab, c.tr)))
+		if err != nil {
+			t.Fatalf("%s: parse: %v", name, err)
+		}
+		res, err := Run(sc)
+		var ie *InputError
+		if c.err != nil {
+			if err == nil || !errors.As(err, &ie) {
+				t.Errorf("%s: run error %v; want an InputError", name, err)
+				continue
+			}
+			for _, w := range c.err {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%s: error %q does not name %q", name, err, w)
+				}
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		w := strings.Join(res.Summary.RoCE.Warnings, "\n")
+		if got := strings.Contains(w, "DCQCN can never act"); c.warn == "" && got || c.warn != "" && !strings.Contains(w, c.warn) {
+			t.Errorf("%s: warnings %q; want %q", name, w, c.warn)
 		}
 	}
 }

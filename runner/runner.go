@@ -131,6 +131,9 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	case scenario.ProfileRoCE:
 		applyRoCEProfile(sc, layout)
 	}
+	if err := checkPFCBuffer(sc, layout); err != nil {
+		return nil, &InputError{Err: err}
+	}
 	// Flow level and closed forms use the topology only: no packet fabric to build, so any
 	// size runs (131k GPUs).
 	if !sc.Fluid() {
