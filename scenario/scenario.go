@@ -730,7 +730,11 @@ func (sc *Scenario) Resolve() error {
 			return err // already "transport.roce.<field>: ..."
 		}
 		if rc.DCQCN.RateAI > c.HostLink {
-			return Errorf("transport.roce.dcqcn.rate_ai", "%v is above the NIC port rate %v; an additive step is a small fraction of it (default line/1000)", rc.DCQCN.RateAI, c.HostLink)
+			div := roce.ProductionRateAIDivisor
+			if rc.DCQCN.Profile == roce.DCQCNProfilePaper {
+				div = roce.DCQCNRateAIDivisor
+			}
+			return Errorf("transport.roce.dcqcn.rate_ai", "%v is above the NIC port rate %v; an additive step is a small fraction of it (default under dcqcn.profile %s: line/%d, %v here)", rc.DCQCN.RateAI, c.HostLink, rc.DCQCN.Profile, div, c.HostLink/sim.Rate(div))
 		}
 		if rc.DCQCN.RateHAI > c.HostLink {
 			return Errorf("transport.roce.dcqcn.rate_hai", "%v is above the NIC port rate %v; the hyper-increase step is a small fraction of it (default 10 x rate_ai)", rc.DCQCN.RateHAI, c.HostLink)

@@ -458,3 +458,20 @@ func TestRoCEPFCInputs(t *testing.T) {
 		})
 	}
 }
+
+// A rate_ai above the NIC rate names the default of the profile in force: line/170 under
+// production (the default), line/1000 under paper.
+func TestRoCERateAIMessage(t *testing.T) {
+	inc := "[{pattern: incast, senders: [1, 2, 3], receiver: 0, bytes: 1MiB}]"
+	for _, c := range []struct {
+		tr   string
+		want []string
+	}{
+		{"{kind: roce, roce: {dcqcn: {rate_ai: 200G}}}", []string{"transport.roce.dcqcn.rate_ai", "200Gbps", "production: line/170"}},
+		{"{kind: roce, roce: {dcqcn: {profile: paper, rate_ai: 200G}}}", []string{"transport.roce.dcqcn.rate_ai", "paper: line/1000"}},
+	} {
+		_, err := valScenario("", c.tr, inc, "")
+		wantErr(t, err, c.want)
+		t.Log(err)
+	}
+}

@@ -380,7 +380,7 @@ func printCollectives(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	cr := res.Collective
 	for _, wc := range sc.Workload.Collectives {
 		fmt.Fprintf(w, "scenario %s (seed %d): %s: %s (%s) on %d ranks (placement %s) over %s, %d iteration(s) per size\n",
-			s.Scenario, s.Seed, wc.Name, wc.Op, wc.Algorithm, wc.Ranks, wc.Placement, sc.Transport.Kind, wc.Iterations)
+			s.Scenario, s.Seed, wc.Name, wc.Op, wc.Algorithm, wc.Ranks, wc.PlacementLabel(), sc.Transport.Kind, wc.Iterations)
 	}
 	fmt.Fprintf(w, "simulated %.3fus in %.2fs wall, %d events (%.1fM events/s); model: alpha %.3f us, B %.1f Gb/s per rank\n\n",
 		s.EndUs, res.Wall.Seconds(), s.Events, rate/1e6, cr.Model.Latency.Micros(), float64(cr.Model.Rate)/1e9)
