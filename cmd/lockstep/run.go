@@ -631,6 +631,9 @@ func printFaultCosts(w io.Writer, sc *scenario.Scenario, s *runner.Summary) {
 	}
 	tw.Flush()
 	for _, c := range costs {
+		if c.Note != "" { // why recover is "-" though the goodput may have caught up
+			fmt.Fprintf(w, "note: faults[%d] %s on %s: %s\n", c.Entry, c.Action, c.Target, c.Note)
+		}
 		// An entropy filter matches one EV number on one link; each QP draws its EVs' paths,
 		// so a QP may route that EV elsewhere. Say so rather than leave a fault that did
 		// nothing looking like a fault MRC shrugged off.
