@@ -50,7 +50,8 @@ type PFCConfig struct {
 	Quanta int `yaml:"quanta"`
 	// Alpha > 0 turns on dynamic thresholds (see the type's doc): an ingress class pauses
 	// when its bytes above Reserved reach Alpha x the switch's free shared buffer. Typical
-	// ASIC settings are 1/128 .. 8; 0 (default) keeps the static XOFF and XON.
+	// ASIC settings are 1/128 .. 8; 0 (default) keeps the static XOFF and XON (which dynamic
+	// thresholds do not use: a scenario giving them with alpha is rejected).
 	Alpha float64 `yaml:"alpha"`
 	// SharedBuffer is each switch's shared buffer for lossless traffic in bytes, used when
 	// Alpha > 0; default 32 MiB (lockstep default, the order of a 12.8-25.6 Tb/s ASIC's
@@ -132,6 +133,28 @@ func (c PFCConfig) Validate(prefix string) error {
 	return nil
 }
 
+// PortHeadroom is the headroom above XOFF of an ingress on a link of this rate and delay:
+// Headroom, or when it is 0, 2 x delay x rate + 2 MTU.
+func (c PFCConfig) PortHeadroom(rate sim.Rate, delay sim.Time) sim.Size {
+	if c.Headroom > 0 {
+		return c.Headroom
+	}
+	return sim.Size(2*rate.BytesIn(delay) + 2*pfcMTU)
+}
+
+// IngressHold is what one switch ingress on a link of this rate and delay may hold of a
+// lossless class outside the shared buffer: its own threshold (XOFF; with dynamic thresholds
+// Reserved) plus its headroom. A switch's ingresses together may hold the sum of theirs, plus
+// SharedBuffer with dynamic thresholds, before all of them are paused (PFCLosslessCheck). c
+// must have its defaults (WithDefaults).
+func (c PFCConfig) IngressHold(rate sim.Rate, delay sim.Time) sim.Size {
+	own := c.XOFF
+	if c.Alpha > 0 {
+		own = c.Reserved
+	}
+	return own + c.PortHeadroom(rate, delay)
+}
+
 // pfcState is one port's PFC state: as a switch ingress (the bytes it brought in, by class,
 // and the classes it has paused upstream) and as an egress (the time its classes spent paused).
 type pfcState struct {
@@ -184,11 +207,7 @@ func (n *Network) SetPFC(cfg PFCConfig) error {
 	for i := range n.Ports {
 		p := &n.Ports[i]
 		st := &pfcState{quanta: p.Rate.TxTime(int64(cfg.Quanta) * 64)} // 512 bits a quantum
-		head := int64(cfg.Headroom)
-		if head == 0 {
-			head = 2*p.Rate.BytesIn(p.Delay) + 2*pfcMTU
-		}
-		st.headroom = int64(cfg.XOFF) + head
+		st.headroom = int64(cfg.XOFF) + int64(cfg.PortHeadroom(p.Rate, p.Delay))
 		p.pfc = st
 	}
 	return nil

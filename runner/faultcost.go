@@ -2,9 +2,11 @@ package runner
 
 import (
 	"encoding/csv"
+	"fmt"
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/lockstepsim/lockstep/fabric"
 	"github.com/lockstepsim/lockstep/scenario"
@@ -53,8 +55,13 @@ type FaultCost struct {
 	// LossRetxEvents counts loss-driven retransmission events (a QP resending, at one
 	// instant) within the span and until the next failure.
 	LossRetxEvents int `json:"loss_retx_events"`
-	// QPErrors counts QPs that errored from the failure until the next one.
+	// QPErrors counts QPs that errored from the failure until the next one (the last
+	// failure: to the end of the traffic, inclusive).
 	QPErrors int `json:"qp_errors"`
+	// Note says why RecoverUs is absent although the goodput caught up: QPs errored after the
+	// failure, or (the failures on at the end of the traffic, and the last one) transfers
+	// never finished. A run that lost transfers did not recover, whatever its goodput says.
+	Note string `json:"note,omitempty"`
 }
 
 // labels returns each fault entry's target as written (a name or a glob), for the rows.
@@ -72,7 +79,7 @@ func labels(sc *scenario.Scenario) []string {
 // names, or one cycle of a flap, or one failure of a random process on one element. With twin
 // (the same run with the faults inert, sampled at the same times) the goodput lost and the
 // recovery are measured against it; without, they are left out.
-func faultCosts(net *fabric.Network, evs []FaultEvent, targets []string, progress, twin []progressSample, lossAt, errAt []sim.Time, end sim.Time) []FaultCost {
+func faultCosts(net *fabric.Network, evs []FaultEvent, targets []string, progress, twin []progressSample, lossAt, errAt []sim.Time, end sim.Time, unfinished int) []FaultCost {
 	type key struct {
 		entry, cycle int
 		elem         string // random processes: the element
@@ -187,20 +194,35 @@ func faultCosts(net *fabric.Network, evs []FaultEvent, targets []string, progres
 		if c.Action == "" {
 			c.Action = sp.ev.Action
 		}
-		// Transport reactions, from the failure until the next one.
+		// Transport reactions, from the failure until the next one; the last failure's up to
+		// the end of the traffic included (a run that stops at its last QP error ends then).
 		limit := max(next, stop)
+		last := n+1 == len(order)
+		before := func(t sim.Time) bool { return t < limit || last && t <= limit }
 		i := sort.Search(len(lossAt), func(i int) bool { return lossAt[i] >= sp.start })
-		if i < len(lossAt) && lossAt[i] < limit {
+		if i < len(lossAt) && before(lossAt[i]) {
 			c.DetectUs = ptr(us(lossAt[i] - sp.start))
 		}
-		for j := i; j < len(lossAt) && lossAt[j] < limit; j++ {
+		for j := i; j < len(lossAt) && before(lossAt[j]); j++ {
 			c.LossRetxEvents++
 			c.LastRetxUs = ptr(us(lossAt[j] - sp.start))
 		}
 		for _, t := range errAt {
-			if t >= sp.start && t < limit {
+			if t >= sp.start && before(t) {
 				c.QPErrors++
 			}
+		}
+		// What the failure left behind: QPs errored after it, or transfers that never
+		// finished (blamed on the last failure and on any still on at the end).
+		var left []string
+		if c.QPErrors > 0 {
+			left = append(left, fmt.Sprintf("%d QP(s) errored after it", c.QPErrors))
+		}
+		if unfinished > 0 && (last || !sp.ended || sp.end >= end) {
+			left = append(left, fmt.Sprintf("%d transfer(s) never finished", unfinished))
+		}
+		if len(left) > 0 {
+			c.Note = "not recovered: " + strings.Join(left, ", ")
 		}
 		// Drops in the fabric while it lasted.
 		if sp.ended {
@@ -260,6 +282,9 @@ func faultCosts(net *fabric.Network, evs []FaultEvent, targets []string, progres
 				}
 			}
 		}
+		if c.Note != "" {
+			c.RecoverUs = nil // goodput caught up, but what was lost stayed lost
+		}
 		out = append(out, c)
 	}
 	return out
@@ -268,7 +293,7 @@ func faultCosts(net *fabric.Network, evs []FaultEvent, targets []string, progres
 // FaultsCSVHeader is the header of faults.csv: one row per failure (FaultCost).
 var FaultsCSVHeader = []string{"entry", "cycle", "action", "target", "at_us", "end_us", "detect_us", "last_retx_us",
 	"recover_us", "baseline_gbps", "during_gbps", "during_fraction", "throughput_lost_bytes", "packets_dropped",
-	"loss_retx_events", "qp_errors"}
+	"loss_retx_events", "qp_errors", "note"}
 
 // optInt formats an optional count: empty when absent.
 func optInt(x *int64) string {
@@ -300,7 +325,7 @@ func WriteFaultsCSV(w io.Writer, costs []FaultCost) error {
 	for _, c := range costs {
 		row := []string{strconv.Itoa(c.Entry), strconv.Itoa(c.Cycle), c.Action, c.Target, f(c.AtUs), f(c.EndUs),
 			optp(c.DetectUs), optp(c.LastRetxUs), optp(c.RecoverUs), opt(c.BaselineGbps), f(c.DuringGbps), opt(c.DuringFraction),
-			optInt(c.LostBytes), strconv.FormatInt(c.PacketsDropped, 10), strconv.Itoa(c.LossRetxEvents), strconv.Itoa(c.QPErrors)}
+			optInt(c.LostBytes), strconv.FormatInt(c.PacketsDropped, 10), strconv.Itoa(c.LossRetxEvents), strconv.Itoa(c.QPErrors), c.Note}
 		if err := cw.Write(row); err != nil {
 			return err
 		}

@@ -158,3 +158,57 @@ run: {duration: 50ms, sample_interval: 5us}
 		t.Errorf("RoCE: %d timeouts, %d NAKs, %d resent packets; want the QPs on the flapping link to lose packets and go back N", r.RoCE.Timeouts, r.RoCE.NAKs, r.RoCE.RetxPackets)
 	}
 }
+
+// A failure after which QPs errored or transfers never finished is not reported recovered,
+// whatever the goodput against the twin says: recover_us is empty and the note says what was
+// left (RoCE, a T0 uplink down on a 16-host permutation; ECMP blackholes the QPs hashed onto
+// it until reconvergence). QP errors at the very end of the traffic (the run stops at the
+// last) count.
+func TestFaultCostNotRecoveredWhenTransfersLost(t *testing.T) {
+	const y = `
+name: lost
+topology:
+  clos: {tiers: 2, planes: 1, radix: 16, hosts: 16, host_link: 100G, hop_latency: 500ns}
+fabric: {reconvergence: %s}
+transport: {kind: roce, roce: {rto: %s}}
+traffic:
+  - {pattern: permutation, bytes: 4MiB}
+faults:
+  - {at: 20us, link: p0.t0-0.up1, action: down}
+run: {duration: %s, sample_interval: 5us, allow_qp_errors: true}
+`
+	for _, c := range []struct {
+		name, reconv, rto, dur string
+		note                   []string // "" parts: recovered, no note
+	}{
+		{"reconverged", "200us", "1048576ns", "50ms", nil},
+		{"QPs errored", "1s", "1048576ns", "50ms", []string{"not recovered", "2 QP(s) errored", "2 transfer(s) never finished"}},
+		{"transfers unfinished", "1s", "4.294967296s", "3ms", []string{"not recovered", "transfer(s) never finished"}},
+	} {
+		res := mustRun(t, fmt.Sprintf(y, c.reconv, c.rto, c.dur))
+		if len(res.Summary.Faults) != 1 {
+			t.Fatalf("%s: %d fault rows; want 1", c.name, len(res.Summary.Faults))
+		}
+		f := res.Summary.Faults[0]
+		r := res.Summary.RoCE
+		t.Logf("%s: recover %v, note %q, QP errors %d (row %d), done %d of %d", c.name, f.RecoverUs, f.Note, r.QPErrors, f.QPErrors, r.FlowsCompleted, r.Flows)
+		if c.note == nil {
+			if f.RecoverUs == nil || f.Note != "" || r.FlowsCompleted != r.Flows {
+				t.Errorf("%s: recover %v, note %q, %d of %d done; want recovered, no note, all done", c.name, f.RecoverUs, f.Note, r.FlowsCompleted, r.Flows)
+			}
+			continue
+		}
+		if f.RecoverUs != nil || f.QPErrors != r.QPErrors {
+			t.Errorf("%s: recover %v, row QP errors %d of %d; want no recovery and every QP error counted", c.name, f.RecoverUs, f.QPErrors, r.QPErrors)
+		}
+		for _, w := range c.note {
+			if !strings.Contains(f.Note, w) {
+				t.Errorf("%s: note %q; want %q", c.name, f.Note, w)
+			}
+		}
+		var b strings.Builder
+		if err := WriteFaultsCSV(&b, res.Summary.Faults); err != nil || !strings.Contains(b.String(), f.Note) || !strings.HasSuffix(strings.SplitN(b.String(), "\n", 2)[0], ",note") {
+			t.Errorf("%s: faults.csv %q (%v); want a note column with the note", c.name, b.String(), err)
+		}
+	}
+}

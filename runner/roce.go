@@ -76,6 +76,8 @@ type roceNet struct {
 	group     func(instance int) int // a message's connection group (collective); nil: one group
 	delivered func(now sim.Time, token uint64)
 	onDone    func(now sim.Time)
+	// halt, when set (traffic runs), stops the run: every transfer left is on a QP that gave up.
+	halt func(now sim.Time)
 	// activeAt is when the first traffic flow completed, and activeTput each flow's payload
 	// placed by then over its time active, as a fraction of the NIC line rate: throughput
 	// while all flows are active.
@@ -276,6 +278,9 @@ func (r *roceNet) flushSender(now sim.Time, q *roceQP) {
 		r.errs = append(r.errs, err)
 		r.qpError(now)
 		r.s.StopTimer(q.timer)
+		if r.halt != nil && r.allLeftErrored() {
+			r.halt(now) // nothing left can finish: stop rather than idle to run.duration
+		}
 		return
 	}
 	if d := q.snd.Deadline(); d != sim.MaxTime {
@@ -303,6 +308,8 @@ func (r *roceNet) complete(now sim.Time, q *roceQP, c roce.Completion) {
 	r.running--
 	if r.running == 0 && r.onDone != nil {
 		r.onDone(now)
+	} else if r.running > 0 && len(r.errs) > 0 && r.halt != nil && r.allLeftErrored() {
+		r.halt(now) // the last transfer that could finish did: the rest are on errored QPs
 	}
 }
 
@@ -403,6 +410,27 @@ func (r *roceNet) onPacket(now sim.Time, p *fabric.Packet) {
 	}
 }
 
+// allLeftErrored reports whether every traffic flow not yet acknowledged has a stripe on a QP
+// that gave up (so it can never finish); false while a flow has not started.
+func (r *roceNet) allLeftErrored() bool {
+	for _, f := range r.flows {
+		if f.parts > 0 && f.partsDone == f.parts {
+			continue // done
+		}
+		doomed := false
+		for _, qi := range f.qps {
+			if q := r.qps[qi]; q.acked < q.posts && q.snd.Err() != nil {
+				doomed = true
+				break
+			}
+		}
+		if !doomed {
+			return false
+		}
+	}
+	return true
+}
+
 // placedBytes is the payload placed at every receiver so far.
 func (r *roceNet) placedBytes() int64 {
 	var n int64
@@ -482,6 +510,10 @@ func runRoCE(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 	smp := newSampler(s, net, layout.Params().Planes, sc.Run.SampleInterval, sc.Run.Duration)
 	res.Links = smp.links
 	smp.placed = r.placedBytes
+	r.halt = func(now sim.Time) {
+		smp.until = now
+		s.Pause()
+	}
 	end, snap, err := driveTransport(sc, res, smp, &r.onDone, &run.DoneAt, r)
 	if err != nil {
 		return err
@@ -501,19 +533,26 @@ func runRoCE(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 // included (scenario.ProfileRoCE): Kmin ProfileRoCEKmin and Kmax ProfileRoCEKmax per
 // 100 Gb/s of the port's link rate (4 us and 16 us of queue at any speed), Pmax 0.2 (within a
 // smaller queue limit the scenario sets: Kmin limit/4, Kmax the limit), no trimming; under
-// PFC, queue limits of a shared buffer (64 MiB) so the pauses, not drop-tail, bound the
-// queues. Settings the scenario gives explicitly (scenario.Fabric.Given) are kept. The
+// PFC, the shared buffer sized from the switch (sizeRoCEBuffer) and queue limits of at least
+// pfcQueueLimit (64 MiB) and at least what a switch's ingresses may hold before all of them
+// pause (roceLosslessLimit), so the pauses, not drop-tail, bound the queues at any switch
+// size. Settings the scenario gives explicitly (scenario.Fabric.Given) are kept. The
 // thresholds sit far below the PFC pause point of the profile's buffer model (sizeRoCEBuffer)
 // at every speed, so DCQCN acts before PFC; roceChecks warns when a scenario's do not.
 func applyRoCEProfile(sc *scenario.Scenario, l topo.Topology) {
 	c := l.Params()
 	given := sc.Fabric.Given()
 	lossless := sc.Fabric.PFC.Config().Enabled
+	var limit sim.Size
+	if lossless {
+		sizeRoCEBuffer(sc, l)
+		limit = roceLosslessLimit(sc, l)
+	}
 	set := func(q *fabric.QueueConfig, rate sim.Rate, limitGiven, ecnGiven, trimGiven bool) {
-		if lossless && !limitGiven && q.Limit < pfcQueueLimit {
+		if lossless && !limitGiven && q.Limit < limit {
 			// Lossless: the ingresses' pauses, not the egress limits, bound the buffer; a
-			// shared-buffer-sized limit keeps drop-tail from acting first.
-			q.Limit = pfcQueueLimit
+			// limit at least what the ingresses may hold keeps drop-tail from acting first.
+			q.Limit = limit
 		}
 		if !ecnGiven {
 			scale := float64(rate) / 100e9
@@ -553,44 +592,133 @@ const RoCEBufferTime = 40 * sim.Microsecond
 
 // sizeRoCEBuffer sets fabric.pfc.shared_buffer, when the roce profile left it to the switch
 // (dynamic thresholds with no buffer given), to RoCEBufferTime x the largest switch's total
-// port rate on the built fabric (at least 1 MiB).
-func sizeRoCEBuffer(sc *scenario.Scenario, net *fabric.Network) {
+// port rate on fabric l (at least 1 MiB and one data packet per ingress; 1 MiB on a
+// flow-level run, which builds no packet fabric).
+func sizeRoCEBuffer(sc *scenario.Scenario, l topo.Topology) {
 	p := sc.Fabric.PFC
 	if p == nil || p.Alpha == 0 || p.SharedBuffer != 0 || sc.Fabric.Profile != scenario.ProfileRoCE {
 		return
 	}
 	var most sim.Rate
-	for id := range net.Nodes {
-		nd := &net.Nodes[id]
-		if nd.Kind != fabric.Switch {
-			continue
-		}
-		var sum sim.Rate
-		for _, pid := range nd.Ports {
-			if pid >= 0 {
-				sum += net.Ports[pid].Rate
+	ports := 0
+	if !sc.Fluid() {
+		for _, s := range switchIngresses(l) {
+			var sum sim.Rate
+			for _, k := range s {
+				sum += k.Rate
 			}
+			most, ports = max(most, sum), max(ports, len(s))
 		}
-		most = max(most, sum)
 	}
-	p.SharedBuffer = max(sim.Size(most.BytesIn(RoCEBufferTime)), 1<<20)
+	// At least one data packet per ingress (checkPFCBuffer), which 1 MiB is up to radix 250.
+	p.SharedBuffer = max(sim.Size(most.BytesIn(RoCEBufferTime)), 1<<20, sim.Size(int64(ports)*sc.MaxPacketBytes()))
 }
 
-// pfcQueueLimit is the switch queue limit the RoCE profile sets under PFC: a switch's shared
-// buffer (tens of MiB on current ASICs).
-const pfcQueueLimit = 64 << 20
-
-// roceChecks are the pre-run warnings of a RoCE scenario on a built fabric: ECN that cannot
-// mark before PFC pauses (fabric.Network.ECNAfterPFC, both values named), and a local ACK
-// timeout shorter than the time to drain the worst paused path (the last hop's worst egress
-// plus the other switch hops' worst, each sending what its switch's ingresses may hold before
-// they all pause), which would time out and eventually error QPs whose packets only wait
-// behind pauses.
-func roceChecks(sc *scenario.Scenario, net *fabric.Network, l topo.Topology) []string {
-	if sc.Transport.Kind != scenario.TransportRoCE || !net.PFCOn() {
+// checkPFCBuffer rejects a dynamic-threshold shared buffer that cannot hold one data packet
+// per ingress of the largest switch of l (checked before the build, the profile's sizing
+// done), and under the roce profile an ECN kmin at or above the queue limit in force (the
+// profile's under PFC, which scenario.Resolve cannot know). Errors name the field, the value
+// and what is allowed.
+func checkPFCBuffer(sc *scenario.Scenario, l topo.Topology) error {
+	cfg := sc.Fabric.PFC.Config().WithDefaults()
+	if cfg.Enabled && cfg.Alpha > 0 && !sc.Fluid() {
+		pkt := sc.MaxPacketBytes()
+		most, at := 0, -1
+		for n, s := range switchIngresses(l) {
+			if len(s) > most {
+				most, at = len(s), n
+			}
+		}
+		if need := int64(most) * pkt; at >= 0 && int64(cfg.SharedBuffer) < need {
+			return fmt.Errorf("fabric.pfc.shared_buffer: %v cannot hold one data packet (%dB) for each of the %d ingresses of switch %s; want at least %v (0: sized from the switch under the roce profile)",
+				cfg.SharedBuffer, pkt, most, l.NodeName(at), sim.Size(need))
+		}
+	}
+	if sc.Fabric.Profile != scenario.ProfileRoCE {
 		return nil
 	}
-	var out []string
+	check := func(path string, q *fabric.QueueConfig) error {
+		if q != nil && q.ECN.Enabled && q.ECN.Kmin >= q.Limit {
+			return fmt.Errorf("%s.ecn.kmin: %v is at or above the queue limit in force %v; nothing would ever be marked; want kmin below it", path, q.ECN.Kmin, q.Limit)
+		}
+		return nil
+	}
+	if err := check("fabric.switch_queue", &sc.Fabric.SwitchQueue); err != nil {
+		return err
+	}
+	return check("fabric.last_hop_queue", sc.Fabric.LastHopQueue)
+}
+
+// switchIngresses lists, by node of l, the links at a switch's ports (one per connected port,
+// so the switch's ingresses; none for a host).
+func switchIngresses(l topo.Topology) [][]topo.Link {
+	out := make([][]topo.Link, l.NumNodes())
+	for _, k := range l.Links() {
+		for _, n := range [2]int{k.A.Node, k.B.Node} {
+			if nd, ok := l.Node(n); ok && nd.Kind == topo.KindSwitch {
+				out[n] = append(out[n], k)
+			}
+		}
+	}
+	return out
+}
+
+// roceLosslessLimit is the switch egress queue limit the roce profile sets under PFC:
+// pfcQueueLimit, or more on a switch whose ingresses may hold more before all of them pause
+// (each ingress its reserve or XOFF plus headroom, and the shared buffer with dynamic
+// thresholds: fabric.Network.PFCLosslessCheck's bound), so drop-tail never acts before PFC;
+// at most fabric.MaxQueueLimit. The shared buffer must be sized first (sizeRoCEBuffer).
+func roceLosslessLimit(sc *scenario.Scenario, l topo.Topology) sim.Size {
+	limit := sim.Size(pfcQueueLimit)
+	if sc.Fluid() {
+		return limit
+	}
+	cfg := sc.Fabric.PFC.Config().WithDefaults()
+	for _, s := range switchIngresses(l) {
+		var hold sim.Size
+		for _, k := range s {
+			hold += cfg.IngressHold(k.Rate, k.Delay)
+		}
+		if cfg.Alpha > 0 {
+			hold += cfg.SharedBuffer
+		}
+		limit = max(limit, hold)
+	}
+	return min(limit, fabric.MaxQueueLimit)
+}
+
+// pfcQueueLimit is the least switch queue limit the RoCE profile sets under PFC: a switch's
+// shared buffer (tens of MiB on current ASICs); roceLosslessLimit raises it on larger switches.
+const pfcQueueLimit = 64 << 20
+
+// dcqcnWithoutECN warns when DCQCN is on but no switch queue marks (fabric.switch_queue and
+// last_hop_queue both with ECN off): DCQCN reacts only to CNPs, which receivers send for
+// CE-marked packets, so it can never act.
+func dcqcnWithoutECN(sc *scenario.Scenario) []string {
+	if c := sc.Transport.RoCE; c != nil && c.DCQCN.Disabled {
+		return nil
+	}
+	last := sc.Fabric.LastHopQueue == nil || sc.Fabric.LastHopQueue.ECN.Enabled
+	if sc.Fabric.SwitchQueue.ECN.Enabled || last {
+		return nil
+	}
+	return []string{"transport.roce.dcqcn: on, but ECN marking is off on every switch queue (fabric.switch_queue.ecn and fabric.last_hop_queue.ecn), so no packet is marked, no CNP is sent and DCQCN can never act; turn ECN on (the roce profile's default) or set transport.roce.dcqcn.disabled: true to run PFC only"}
+}
+
+// roceChecks are the pre-run warnings of a RoCE scenario on a built fabric: DCQCN on with ECN
+// off on every switch queue (dcqcnWithoutECN), ECN that cannot mark before PFC pauses
+// (fabric.Network.ECNAfterPFC, both values named), and a local ACK timeout shorter than the
+// time to drain the worst paused path (the last hop's worst egress plus the other switch hops'
+// worst, each sending what its switch's ingresses may hold before they all pause), which would
+// time out and eventually error QPs whose packets only wait behind pauses.
+func roceChecks(sc *scenario.Scenario, net *fabric.Network, l topo.Topology) []string {
+	if sc.Transport.Kind != scenario.TransportRoCE {
+		return nil
+	}
+	out := dcqcnWithoutECN(sc)
+	if !net.PFCOn() {
+		return out
+	}
 	if c := sc.Transport.RoCE; c == nil || !c.DCQCN.Disabled {
 		for _, w := range net.ECNAfterPFC(maxPFCProblems) {
 			out = append(out, "fabric.switch_queue.ecn: "+w)

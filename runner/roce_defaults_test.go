@@ -273,3 +273,41 @@ traffic: [{pattern: flows, flows: [{src: %d, dst: %d, bytes: 64KiB}]}]
 		}
 	}
 }
+
+// The roce profile's default fabric is lossless at every switch size: a 31 -> 1 incast, PFC
+// only, on radix 8, 16 and 64 switches at 100, 400 and 800G drops nothing, pauses, finishes
+// every transfer and warns of nothing before the run (the egress limits were 64 MiB, below
+// the 40 us shared buffer of a 51.2 Tb/s switch: drop-tail acted before PFC).
+func TestRoCEDefaultLosslessAcrossSwitchSizes(t *testing.T) {
+	senders := make([]string, 31)
+	for i := range senders {
+		senders[i] = fmt.Sprint(i + 1)
+	}
+	for _, tc := range []struct {
+		radix, hosts int
+		rate, bytes  string // enough that the switch's buffer fills and PFC pauses
+	}{
+		{8, 32, "100G", "4MiB"}, {8, 32, "400G", "4MiB"}, {8, 32, "800G", "4MiB"},
+		{16, 64, "100G", "4MiB"}, {16, 64, "400G", "4MiB"}, {16, 64, "800G", "4MiB"},
+		{64, 64, "100G", "4MiB"}, {64, 64, "400G", "8MiB"}, {64, 64, "800G", "8MiB"},
+	} {
+		y := fmt.Sprintf(`
+name: lossless
+topology: {clos: {tiers: 2, planes: 1, radix: %d, hosts: %d, host_link: %s}}
+transport: {kind: roce, roce: {dcqcn: {disabled: true}}}
+traffic:
+  - {pattern: incast, senders: [%s], receiver: 0, bytes: %s}
+`, tc.radix, tc.hosts, tc.rate, strings.Join(senders, ","), tc.bytes)
+		res := mustRun(t, y)
+		s := res.Summary
+		name := fmt.Sprintf("radix %d %s", tc.radix, tc.rate)
+		var drops int64
+		for _, d := range s.Drops {
+			drops += d
+		}
+		if drops != 0 || s.PFC == nil || s.PFC.Pauses == 0 || len(s.PFC.ConfigProblems) != 0 || len(s.RoCE.Warnings) != 0 || s.RoCE.FlowsCompleted != s.RoCE.Flows {
+			t.Errorf("%s: drops %v, PFC %+v, warnings %q, %d of %d done; want no drop, pauses, no warning, every transfer done",
+				name, s.Drops, s.PFC, s.RoCE.Warnings, s.RoCE.FlowsCompleted, s.RoCE.Flows)
+		}
+	}
+}

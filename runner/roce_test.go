@@ -1,9 +1,12 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/lockstepsim/lockstep/scenario"
 )
 
 const roceYAML = `
@@ -225,6 +228,101 @@ run: {duration: 20ms, seed: %d}
 		s := mustRun(t, y).Summary
 		if s.RoCE.FlowsCompleted != s.RoCE.Flows || s.PFC.Pauses == 0 {
 			t.Errorf("seed %d: %d of %d done, %d pauses", seed, s.RoCE.FlowsCompleted, s.RoCE.Flows, s.PFC.Pauses)
+		}
+	}
+}
+
+// A RoCE traffic run whose every unfinished transfer is on a QP that gave up stops there
+// instead of idling to run.duration, and the summary says so (stopped_early); a run with a
+// transfer still able to finish is not cut short (the receiver's only NIC link fails under an
+// incast on a 1-plane Clos, short RTO and 1 retry so the QPs error within the run).
+func TestRoCEStopsWhenOnlyErroredQPsRemain(t *testing.T) {
+	for _, c := range []struct {
+		name, extra string
+		errs, done  int
+		from, to    float64 // when the traffic must stop, us
+	}{
+		{"all left errored", "", 4, 1, 100, 1000},
+		// A 60 MiB flow still running when the QPs error (about 220 us): the run goes on
+		// until it finishes (about 5 ms), then stops.
+		{"one still running", "  - {pattern: flows, flows: [{src: 10, dst: 11}], bytes: 60MiB}\n", 4, 2, 4000, 10000},
+	} {
+		res := mustRun(t, `
+name: fail-qp
+topology:
+  clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}
+transport: {kind: roce, roce: {rto: 100us, retry_count: 1}}
+traffic:
+  - {pattern: incast, receiver: 0, bytes: 4MiB, senders: [4, 5, 6, 7]}
+  - {pattern: flows, flows: [{src: 8, dst: 9}], bytes: 1MiB}
+`+c.extra+`faults:
+  - {at: 20us, link: h0.p0, action: down}
+run: {duration: 20ms, fault_baseline: none, allow_qp_errors: true}
+`)
+		s := res.Summary
+		r := s.RoCE
+		t.Logf("%s: QP errors %d, done %d, traffic end %.1f us, stopped early %v", c.name, r.QPErrors, r.FlowsCompleted, s.DurationUs, s.StoppedEarly)
+		if r.QPErrors != c.errs || r.FlowsCompleted != c.done || !s.StoppedEarly {
+			t.Errorf("%s: QP errors %d, completed %d, stopped_early %v; want %d, %d, true", c.name, r.QPErrors, r.FlowsCompleted, s.StoppedEarly, c.errs, c.done)
+		}
+		if s.DurationUs < c.from || s.DurationUs > c.to {
+			t.Errorf("%s: traffic ran to %.1f us; want it stopped in %.0f..%.0f us, when nothing left could finish", c.name, s.DurationUs, c.from, c.to)
+		}
+	}
+}
+
+// Checks that need the built fabric's sizes: a shared buffer that cannot hold one data packet
+// per ingress of a switch and an ECN kmin at or above the roce profile's queue limit (in
+// force under PFC) are input errors naming field, value and what is allowed; DCQCN on with ECN
+// off on every switch queue is a pre-run warning (DCQCN can never act), and none with ECN on
+// or DCQCN off.
+func TestRoCEBufferInputChecks(t *testing.T) {
+	const y = `
+name: checks
+topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}
+fabric: %s
+transport: %s
+traffic:
+  - {pattern: incast, senders: [4, 5, 6], receiver: 0, bytes: 256KiB}
+`
+	for _, c := range []struct {
+		fab, tr string
+		err     []string // an InputError naming these
+		warn    string   // a pre-run warning containing this ("" none about DCQCN)
+	}{
+		{"{pfc: {shared_buffer: 10KB}}", "{kind: roce}", []string{"fabric.pfc.shared_buffer", "10000B", "8 ingresses", "33552B"}, ""},
+		{"{switch_queue: {ecn: {kmin: 100MiB, kmax: 200MiB}}}", "{kind: roce}", []string{"fabric.switch_queue.ecn.kmin", "100MiB", "64MiB"}, ""},
+		{"{switch_queue: {ecn: {enabled: false}}}", "{kind: roce}", nil, "DCQCN can never act"},
+		{"{switch_queue: {ecn: {enabled: false}}, pfc: {enabled: false}}", "{kind: roce}", nil, "DCQCN can never act"},
+		{"{switch_queue: {ecn: {enabled: false}}}", "{kind: roce, roce: {dcqcn: {disabled: true}}}", nil, ""},
+		{"{pfc: {shared_buffer: 40KB}}", "{kind: roce}", nil, ""},
+		{"{}", "{kind: roce}", nil, ""},
+	} {
+		name := c.fab + " " + c.tr
+		sc, err := scenario.Parse([]byte(fmt.Sprintf(y, c.fab, c.tr)))
+		if err != nil {
+			t.Fatalf("%s: parse: %v", name, err)
+		}
+		res, err := Run(sc)
+		var ie *InputError
+		if c.err != nil {
+			if err == nil || !errors.As(err, &ie) {
+				t.Errorf("%s: run error %v; want an InputError", name, err)
+				continue
+			}
+			for _, w := range c.err {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%s: error %q does not name %q", name, err, w)
+				}
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		w := strings.Join(res.Summary.RoCE.Warnings, "\n")
+		if got := strings.Contains(w, "DCQCN can never act"); c.warn == "" && got || c.warn != "" && !strings.Contains(w, c.warn) {
+			t.Errorf("%s: warnings %q; want %q", name, w, c.warn)
 		}
 	}
 }

@@ -131,6 +131,9 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	case scenario.ProfileRoCE:
 		applyRoCEProfile(sc, layout)
 	}
+	if err := checkPFCBuffer(sc, layout); err != nil {
+		return nil, &InputError{Err: err}
+	}
 	// Flow level and closed forms use the topology only: no packet fabric to build, so any
 	// size runs (131k GPUs).
 	if !sc.Fluid() {
@@ -141,7 +144,6 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	if sc.Fabric.ECMPSeed == "shared" {
 		net.SetECMPSharedSeed(true)
 	}
-	sizeRoCEBuffer(sc, net)
 	if pfc := sc.Fabric.PFC.Config(); pfc.Enabled {
 		if err := net.SetPFC(pfc); err != nil {
 			return nil, &InputError{Err: fmt.Errorf("fabric.pfc: %w", err)}
@@ -197,7 +199,14 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 			res.Summary.FaultBaselineEndUs = us(twin.trafficEnd)
 			res.Summary.FaultSlowdownUs = us(res.trafficEnd - twin.trafficEnd)
 		}
-		res.Summary.Faults = faultCosts(net, faults, labels(sc), res.progress, base, res.lossAt, res.errAt, res.trafficEnd)
+		unfinished := 0
+		switch s := &res.Summary; {
+		case s.MRC != nil:
+			unfinished = s.MRC.Flows - s.MRC.FlowsCompleted
+		case s.RoCE != nil:
+			unfinished = s.RoCE.Flows - s.RoCE.FlowsCompleted
+		}
+		res.Summary.Faults = faultCosts(net, faults, labels(sc), res.progress, base, res.lossAt, res.errAt, res.trafficEnd, unfinished)
 	}
 	res.Wall = time.Since(wallStart)
 	return res, nil
@@ -292,6 +301,9 @@ type sampler struct {
 	// the last check found (a cycle found twice in a row stops the run).
 	pfc      bool
 	deadlock string
+	// stoppedEarly: driveTransport found the run stopped before run.duration with transfers
+	// still outstanding (a halt: every one left was on a QP that gave up).
+	stoppedEarly bool
 }
 
 // progressSample is the payload delivered by At.
@@ -426,9 +438,13 @@ func driveTransport(sc *scenario.Scenario, res *Result, smp *sampler, onDone *fu
 		return 0, nil, fmt.Errorf("run stopped at %v: %w", s.Now(), err)
 	}
 	end := s.Now()
-	if running, errs := tn.outstanding(); *doneAt == sim.MaxTime && running > 0 && errs == 0 && s.NextAt() == sim.MaxTime {
+	running, errs := tn.outstanding()
+	if *doneAt == sim.MaxTime && running > 0 && errs == 0 && s.NextAt() == sim.MaxTime {
 		return 0, nil, fmt.Errorf("stuck at %v: no event pending with %d transfers outstanding: %s", end, running, tn.stuck(5))
 	}
+	// Paused before run.duration with transfers left: the transport halted (exact times, not
+	// the summary's rounded microseconds).
+	smp.stoppedEarly = *doneAt == sim.MaxTime && running > 0 && end < sc.Run.Duration
 	snap := snapshot(net)
 	smp.links.finish(end)
 	tn.quiesce()

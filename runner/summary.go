@@ -32,7 +32,11 @@ type Summary struct {
 
 	DurationUs float64 `json:"duration_us"` // offered-load interval
 	EndUs      float64 `json:"end_us"`      // when the run ended, drain included
-	Events     uint64  `json:"events"`
+	// StoppedEarly: the run stopped before run.duration with transfers unfinished, because
+	// every one of them was on a QP that gave up (MRC and RoCE traffic runs): nothing left
+	// could finish. DurationUs is when it stopped.
+	StoppedEarly bool   `json:"stopped_early,omitempty"`
+	Events       uint64 `json:"events"`
 
 	// Raw traffic: wire bytes sent by sources and delivered whole, over the duration. MRC:
 	// data wire bytes sent and payload bytes placed over the run, and placed / posted payload.
@@ -164,7 +168,8 @@ func summarise(sc *scenario.Scenario, net *fabric.Network, flows int, smp *sampl
 		Hosts: net.NumHosts(), Planes: planes, Switches: len(net.Nodes) - net.NumHosts(),
 		Links: len(net.Ports) / 2, Flows: flows,
 		DurationUs: round3(dur.Micros()), EndUs: round3(net.Sim().Now().Micros()), Events: net.Sim().Events(),
-		SentPackets: net.C.Injected, DeliveredPackets: net.C.DeliveredWhole, TrimmedPackets: net.C.DeliveredTrimmed,
+		StoppedEarly: smp != nil && smp.stoppedEarly,
+		SentPackets:  net.C.Injected, DeliveredPackets: net.C.DeliveredWhole, TrimmedPackets: net.C.DeliveredTrimmed,
 		DroppedPackets: net.C.DroppedTotal(), InFlightAtEnd: net.InFlight(),
 		Drops: map[string]int64{},
 	}

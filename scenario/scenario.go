@@ -129,10 +129,11 @@ const (
 	// switch_queue and last_hop_queue, and raises a queue limit below 2 BDP, wherever the
 	// scenario leaves them out (see Fabric.Profile); classes stay as configured.
 	ProfileMRC = "mrc"
-	// ProfileRoCE: RED/ECN marking for DCQCN on every switch port, the last hop included:
-	// Kmin 100 KB, Kmax 400 KB, Pmax 0.2 per 25 Gb/s of link rate (at 100G: 400 KB, 1.6 MB)
-	// [PROTOCOLS.md RoCEv2; DCQCN], no trimming; limits and classes stay as configured (a
-	// Kmin at or above the limit is rejected, so raise the limit for fast links).
+	// ProfileRoCE: RED/ECN marking for DCQCN on every switch port, the last hop included
+	// (runner.ProfileRoCEKmin, ProfileRoCEKmax per 100 Gb/s, Pmax 0.2) [PROTOCOLS.md RoCEv2;
+	// DCQCN], no trimming; under PFC, switch queue limits left out are raised to what the
+	// switch's ingresses may hold before all pause (at least 64 MiB), and a Kmin is checked
+	// against that limit; classes stay as configured.
 	ProfileRoCE = "roce"
 )
 
@@ -729,7 +730,11 @@ func (sc *Scenario) Resolve() error {
 			return err // already "transport.roce.<field>: ..."
 		}
 		if rc.DCQCN.RateAI > c.HostLink {
-			return Errorf("transport.roce.dcqcn.rate_ai", "%v is above the NIC port rate %v; an additive step is a small fraction of it (default line/1000)", rc.DCQCN.RateAI, c.HostLink)
+			div := roce.ProductionRateAIDivisor
+			if rc.DCQCN.Profile == roce.DCQCNProfilePaper {
+				div = roce.DCQCNRateAIDivisor
+			}
+			return Errorf("transport.roce.dcqcn.rate_ai", "%v is above the NIC port rate %v; an additive step is a small fraction of it (default under dcqcn.profile %s: line/%d, %v here)", rc.DCQCN.RateAI, c.HostLink, rc.DCQCN.Profile, div, c.HostLink/sim.Rate(div))
 		}
 		if rc.DCQCN.RateHAI > c.HostLink {
 			return Errorf("transport.roce.dcqcn.rate_hai", "%v is above the NIC port rate %v; the hyper-increase step is a small fraction of it (default 10 x rate_ai)", rc.DCQCN.RateHAI, c.HostLink)
@@ -1232,7 +1237,9 @@ func kindError(key string, err error) error {
 }
 
 // PFC is fabric.pfc: fabric.PFCConfig's fields, with enabled defaulting to true under RoCE
-// (so a block that only tunes thresholds keeps PFC on) and false otherwise.
+// (so a block that only tunes thresholds keeps PFC on) and false otherwise. xoff or xon (static
+// thresholds) with alpha (dynamic) is an error, and xoff or reserved below one data packet is
+// rejected; a resolved scenario with alpha leaves xoff and xon 0 (unused).
 type PFC struct {
 	Enabled  *bool    `yaml:"enabled"`
 	Classes  []int    `yaml:"classes"`
@@ -1285,6 +1292,15 @@ func (sc *Scenario) resolvePFC() error {
 	// (runner.RoCEBufferTime); xoff, xon or alpha written keeps what was written.
 	// Under that profile a shared_buffer left out (0) with dynamic thresholds is the switch's.
 	roceProfile := sc.Transport.Kind == TransportRoCE && (sc.Fabric.Profile == "" || sc.Fabric.Profile == ProfileRoCE)
+	if p.Alpha > 0 && (p.XOFF != 0 || p.XON != 0) {
+		// Dynamic thresholds pause at alpha x the free shared buffer and resume two MTUs
+		// below it: a static xoff or xon would be silently unused.
+		field, v := "xoff", p.XOFF
+		if p.XOFF == 0 {
+			field, v = "xon", p.XON
+		}
+		return Errorf("fabric.pfc."+field, "%v is a static threshold, but fabric.pfc.alpha %v turns on dynamic thresholds, which do not use it; give either xoff (and xon) for static thresholds or alpha (with shared_buffer, reserved) for dynamic ones", v, p.Alpha)
+	}
 	if roceProfile && p.XOFF == 0 && p.XON == 0 && p.Alpha == 0 {
 		p.Alpha = ProfileRoCEPFCAlpha
 	}
@@ -1293,6 +1309,9 @@ func (sc *Scenario) resolvePFC() error {
 		c.SharedBuffer = 0 // sized from the built switch by the runner
 	}
 	p.Classes, p.XOFF, p.XON, p.Quanta, p.SharedBuffer, p.Reserved = c.Classes, c.XOFF, c.XON, c.Quanta, c.SharedBuffer, c.Reserved
+	if c.Alpha > 0 {
+		p.XOFF, p.XON = 0, 0 // unused under dynamic thresholds (and an error if written)
+	}
 	if !c.Enabled {
 		return nil
 	}
@@ -1329,22 +1348,39 @@ func (tr Transport) payloadBytes() float64 {
 	return 0
 }
 
-// checkQueues rejects queue settings that cannot work with this traffic: a queue limit below
-// the largest packet (every packet would be dropped) and ECN thresholds at or above the limit
-// (nothing would ever be marked).
-func (sc *Scenario) checkQueues() error {
+// MaxPacketBytes is the largest data packet on the wire, bytes: the transport's full data
+// packet (MRC, RoCE), or the largest raw traffic packet_size; 0 when unknown (a resolved
+// transport is needed).
+func (sc *Scenario) MaxPacketBytes() int64 {
 	var pkt int64
-	switch sc.Transport.Kind {
-	case TransportMRC:
+	switch {
+	case sc.Transport.Kind == TransportMRC && sc.Transport.MRC != nil:
 		pkt = int64(sc.Transport.MRC.WireBytes(sc.Transport.MRC.PayloadBytes))
-	case TransportRoCE:
+	case sc.Transport.Kind == TransportRoCE && sc.Transport.RoCE != nil:
 		pkt = int64(sc.Transport.RoCE.HeaderBytes + sc.Transport.RoCE.PayloadBytes + 16)
 	default:
 		for _, t := range sc.Traffic {
 			pkt = max(pkt, int64(t.PacketSize))
 		}
 	}
-	check := func(path string, q fabric.QueueConfig) error {
+	return pkt
+}
+
+// checkQueues rejects queue settings that cannot work with this traffic: a queue limit below
+// the largest packet (every packet would be dropped) and ECN thresholds at or above the limit
+// (nothing would ever be marked).
+func (sc *Scenario) checkQueues() error {
+	pkt := sc.MaxPacketBytes()
+	// Under the roce profile with PFC, a switch queue limit left out is the profile's (at least
+	// 64 MiB, sized by the runner from the switch's buffer), which the runner checks ECN
+	// against; the 1 MiB default here is not the one in force.
+	pfc := sc.Fabric.PFC.Config()
+	profileLimit := sc.Fabric.Profile == ProfileRoCE && pfc.Enabled
+	given := sc.Fabric.Given()
+	check := func(path string, q fabric.QueueConfig, limitGiven bool) error {
+		if profileLimit && !limitGiven {
+			return nil
+		}
 		if int64(q.Limit) < pkt {
 			return Errorf(path+".limit", "%v is below the largest packet (%dB); every packet would be dropped", q.Limit, pkt)
 		}
@@ -1358,13 +1394,34 @@ func (sc *Scenario) checkQueues() error {
 		}
 		return nil
 	}
-	if err := check("fabric.switch_queue", sc.Fabric.SwitchQueue); err != nil {
+	if err := check("fabric.switch_queue", sc.Fabric.SwitchQueue, given.SwitchLimit); err != nil {
 		return err
 	}
 	if sc.Fabric.LastHopQueue != nil {
-		if err := check("fabric.last_hop_queue", *sc.Fabric.LastHopQueue); err != nil {
+		if err := check("fabric.last_hop_queue", *sc.Fabric.LastHopQueue, given.LastLimit); err != nil {
 			return err
 		}
 	}
-	return check("fabric.nic_queue", sc.Fabric.NICQueue)
+	if err := check("fabric.nic_queue", sc.Fabric.NICQueue, true); err != nil {
+		return err
+	}
+	return sc.checkPFCBuffers(pkt)
+}
+
+// checkPFCBuffers rejects PFC thresholds that cannot hold one data packet (pkt wire bytes) at
+// an ingress: a static xoff below it pauses upstream before a single packet is held, and a
+// dynamic reserve below it leaves the ingress to the shared pool alone (the runner checks that
+// the shared buffer holds one packet per ingress of a switch).
+func (sc *Scenario) checkPFCBuffers(pkt int64) error {
+	c := sc.Fabric.PFC.Config().WithDefaults()
+	if !c.Enabled || pkt <= 0 {
+		return nil
+	}
+	if c.Alpha == 0 && int64(c.XOFF) < pkt {
+		return Errorf("fabric.pfc.xoff", "%v is below one data packet (%dB): an ingress would pause upstream before it holds a single packet, and a packet larger than xoff + headroom is dropped (pfc_headroom); want at least %dB (default %v)", c.XOFF, pkt, pkt, sim.Size(fabric.DefaultPFCXOFF))
+	}
+	if c.Alpha > 0 && int64(c.Reserved) < pkt {
+		return Errorf("fabric.pfc.reserved", "%v is below one data packet (%dB): each ingress's guaranteed buffer must hold at least one packet; want at least %dB (default 2 MTU, %dB)", c.Reserved, pkt, pkt, 2*4160)
+	}
+	return nil
 }

@@ -431,3 +431,47 @@ traffic: [{pattern: flows, bytes: 1MiB, start: 2ms, flows: [{src: 0, dst: 9}]}]
 		t.Errorf("derived run.duration %v; want past the 2ms start", sc.Run.Duration)
 	}
 }
+
+// PFC and ECN inputs under RoCE: a kmin is checked against the queue limit in force (the roce
+// profile's under PFC, not the 1 MiB default; a limit written is still checked), a static
+// xoff or xon written with alpha is an error naming both, and thresholds below one data packet
+// are rejected with the packet size named.
+func TestRoCEPFCInputs(t *testing.T) {
+	inc := "[{pattern: incast, senders: [1, 2, 3], receiver: 0, bytes: 1MiB}]"
+	for _, c := range []struct {
+		fab  string
+		want []string
+	}{
+		{"fabric: {switch_queue: {ecn: {kmin: 2MB, kmax: 8MB}}}", nil},
+		{"fabric: {switch_queue: {limit: 1MiB, ecn: {kmin: 2MB, kmax: 8MB}}}", []string{"fabric.switch_queue.ecn.kmin", "2000000B", "1MiB"}},
+		{"fabric: {pfc: {enabled: false}, switch_queue: {ecn: {kmin: 2MB, kmax: 8MB}}}", []string{"fabric.switch_queue.ecn.kmin", "1MiB"}},
+		{"fabric: {pfc: {xoff: 128KiB, alpha: 1}}", []string{"fabric.pfc.xoff", "128KiB", "fabric.pfc.alpha 1", "either xoff"}},
+		{"fabric: {pfc: {xon: 64KiB, alpha: 0.5}}", []string{"fabric.pfc.xon", "64KiB", "fabric.pfc.alpha 0.5"}},
+		{"fabric: {pfc: {xoff: 100B}}", []string{"fabric.pfc.xoff", "100B", "4194B"}},
+		{"fabric: {pfc: {xoff: 4194B}}", nil},
+		{"fabric: {pfc: {alpha: 1, reserved: 1KB}}", []string{"fabric.pfc.reserved", "1000B", "4194B"}},
+		{"fabric: {pfc: {alpha: 1}}", nil},
+	} {
+		t.Run(c.fab, func(t *testing.T) {
+			_, err := valScenario(c.fab, "{kind: roce}", inc, "")
+			wantErr(t, err, c.want)
+		})
+	}
+}
+
+// A rate_ai above the NIC rate names the default of the profile in force: line/170 under
+// production (the default), line/1000 under paper.
+func TestRoCERateAIMessage(t *testing.T) {
+	inc := "[{pattern: incast, senders: [1, 2, 3], receiver: 0, bytes: 1MiB}]"
+	for _, c := range []struct {
+		tr   string
+		want []string
+	}{
+		{"{kind: roce, roce: {dcqcn: {rate_ai: 200G}}}", []string{"transport.roce.dcqcn.rate_ai", "200Gbps", "production: line/170"}},
+		{"{kind: roce, roce: {dcqcn: {profile: paper, rate_ai: 200G}}}", []string{"transport.roce.dcqcn.rate_ai", "paper: line/1000"}},
+	} {
+		_, err := valScenario("", c.tr, inc, "")
+		wantErr(t, err, c.want)
+		t.Log(err)
+	}
+}

@@ -69,6 +69,28 @@ func trainingError(err error) error {
 // MaxCollectives bounds workload.collectives.
 const MaxCollectives = 64
 
+// MaxPlacementShown is how many hosts PlacementLabel lists before it elides the rest.
+const MaxPlacementShown = 32
+
+// PlacementLabel names the collective's placement for a report line: the placement, and for
+// shuffled the order drawn (rank r on the r-th host listed; at most MaxPlacementShown hosts,
+// then how many more: the resolved scenario records them all).
+func (c *Collective) PlacementLabel() string {
+	if c.Placement != PlacementShuffled || len(c.Hosts) == 0 {
+		return c.Placement
+	}
+	var b strings.Builder
+	b.WriteString(c.Placement + ": hosts")
+	for i, h := range c.Hosts {
+		if i == MaxPlacementShown {
+			fmt.Fprintf(&b, " ... (%d more, in the resolved scenario.yaml)", len(c.Hosts)-i)
+			break
+		}
+		fmt.Fprintf(&b, " %d", h)
+	}
+	return b.String()
+}
+
 // Collective describes the collective a workload runs (package workload/collective). Sizes
 // follow nccl-tests: Bytes is the buffer size S (all-reduce, broadcast, reduce: every rank's
 // buffer; reduce-scatter: the input, S/n out per rank; all-gather: the output, S/n in per

@@ -111,3 +111,44 @@ func TestCollectivePlacement(t *testing.T) {
 		}
 	}
 }
+
+// The collective header line names the order placement: shuffled drew (rank r on the r-th
+// host), not only the resolved scenario.yaml; long orders are elided after MaxPlacementShown.
+func TestPlacementLabel(t *testing.T) {
+	for _, c := range []struct {
+		placement string
+		ranks     int
+		want      string // a prefix of the label
+		hosts     int    // hosts listed
+	}{
+		{"topology", 8, "topology", 0},
+		{"sequential", 8, "sequential", 0},
+		{"shuffled", 8, "shuffled: hosts ", 8},
+		{"shuffled", 48, "shuffled: hosts ", MaxPlacementShown},
+	} {
+		sc, err := Parse([]byte(fmt.Sprintf(`
+topology: {clos: {tiers: 2, planes: 1, radix: 16, hosts: 64, host_link: 100G}}
+transport: {kind: roce}
+workload: {collectives: [{op: all_reduce, algorithm: ring, bytes: 1MiB, ranks: %d, placement: %s}]}
+`, c.ranks, c.placement)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wc := sc.Workload.Collectives[0]
+		got := wc.PlacementLabel()
+		if !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s: label %q; want it to start %q", c.placement, got, c.want)
+			continue
+		}
+		if c.hosts == 0 {
+			continue
+		}
+		list := strings.Fields(strings.SplitN(strings.TrimPrefix(got, c.want), " ...", 2)[0])
+		if len(list) != c.hosts || list[0] != fmt.Sprint(wc.Hosts[0]) {
+			t.Errorf("%s %d ranks: label %q lists %d hosts from %s; want %d from %d", c.placement, c.ranks, got, len(list), list[0], c.hosts, wc.Hosts[0])
+		}
+		if c.ranks > MaxPlacementShown && !strings.Contains(got, fmt.Sprintf("(%d more", c.ranks-MaxPlacementShown)) {
+			t.Errorf("%s %d ranks: label %q; want the rest counted", c.placement, c.ranks, got)
+		}
+	}
+}

@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockstepsim/lockstep/runner"
+	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/lockstepsim/lockstep/sim"
 )
 
 // A run whose QPs error fails: the headline names it, summary.json says failed with the
@@ -56,5 +60,33 @@ func TestRunOutcome(t *testing.T) {
 	code, out, _ = cli(t, "compare", file, allowed, "--out", t.TempDir(), "--quiet")
 	if code != 1 || !strings.Contains(out, "FAILED") || !strings.Contains(out, "QP errors allowed") {
 		t.Errorf("compare: exit %d, stdout %q; want exit 1 with the failed run marked", code, out)
+	}
+}
+
+// The note on unfinished transfers says the run stopped at the QP errors only when the runner
+// says it did (stopped_early), not from the rounded end time: a run to a run.duration that is
+// not a whole nanosecond (its end rounds below it) idled there and says to raise it.
+func TestUnfinishedNoteStoppedEarly(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		endUs        float64
+		stoppedEarly bool
+		want         string
+	}{
+		{"stopped at the errors", 221.4, true, "so the run stopped there"},
+		{"ran to a fractional duration", 1000, false, "otherwise raise run.duration"},
+		{"ran to the duration, drain after", 1010, false, "otherwise raise run.duration"},
+	} {
+		sc := &scenario.Scenario{Name: "note"}
+		sc.Run.Duration = sim.Millisecond + 400*sim.Picosecond // 1000.0004 us
+		res := &runner.Result{Summary: runner.Summary{
+			EndUs: c.endUs, DurationUs: c.endUs, StoppedEarly: c.stoppedEarly,
+			RoCE: &runner.RoCESummary{Flows: 2, FlowsCompleted: 1, QPs: 2, QPsPerPeer: 1, QPErrors: 1},
+		}}
+		var b strings.Builder
+		printSummary(&b, sc, res)
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("%s: output %q; want the note to say %q", c.name, b.String(), c.want)
+		}
 	}
 }

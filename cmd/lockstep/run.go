@@ -380,7 +380,7 @@ func printCollectives(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	cr := res.Collective
 	for _, wc := range sc.Workload.Collectives {
 		fmt.Fprintf(w, "scenario %s (seed %d): %s: %s (%s) on %d ranks (placement %s) over %s, %d iteration(s) per size\n",
-			s.Scenario, s.Seed, wc.Name, wc.Op, wc.Algorithm, wc.Ranks, wc.Placement, sc.Transport.Kind, wc.Iterations)
+			s.Scenario, s.Seed, wc.Name, wc.Op, wc.Algorithm, wc.Ranks, wc.PlacementLabel(), sc.Transport.Kind, wc.Iterations)
 	}
 	fmt.Fprintf(w, "simulated %.3fus in %.2fs wall, %d events (%.1fM events/s); model: alpha %.3f us, B %.1f Gb/s per rank\n\n",
 		s.EndUs, res.Wall.Seconds(), s.Events, rate/1e6, cr.Model.Latency.Micros(), float64(cr.Model.Rate)/1e9)
@@ -466,7 +466,7 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 		why := "raise run.duration"
 		if qpErrs > 0 {
 			why = fmt.Sprintf("%d QP(s) gave up (see the QP errors below); otherwise raise run.duration", qpErrs)
-			if s.EndUs < sc.Run.Duration.Micros() {
+			if s.StoppedEarly { // the runner's exact decision, not rounded microseconds
 				why = fmt.Sprintf("%d QP(s) gave up (see the QP errors below) and every unfinished transfer was on one, so the run stopped there", qpErrs)
 			}
 		}
@@ -631,6 +631,9 @@ func printFaultCosts(w io.Writer, sc *scenario.Scenario, s *runner.Summary) {
 	}
 	tw.Flush()
 	for _, c := range costs {
+		if c.Note != "" { // why recover is "-" though the goodput may have caught up
+			fmt.Fprintf(w, "note: faults[%d] %s on %s: %s\n", c.Entry, c.Action, c.Target, c.Note)
+		}
 		// An entropy filter matches one EV number on one link; each QP draws its EVs' paths,
 		// so a QP may route that EV elsewhere. Say so rather than leave a fault that did
 		// nothing looking like a fault MRC shrugged off.
