@@ -434,10 +434,6 @@ func (n *Network) PFCLosslessCheck(max int) []string {
 		}
 		return len(out) < max
 	}
-	xoff := int64(n.pfcCfg.XOFF)
-	if n.pfcCfg.Alpha > 0 {
-		xoff = int64(n.pfcCfg.Reserved)
-	}
 	for i := range n.Ports {
 		p := &n.Ports[i]
 		if n.Nodes[p.Node].Kind != Switch || p.pfc == nil {
@@ -453,15 +449,7 @@ func (n *Network) PFCLosslessCheck(max int) []string {
 		if nd.Kind != Switch {
 			continue
 		}
-		var hold int64 // what the switch's ingresses may hold before all are paused
-		for _, pid := range nd.Ports {
-			if pid >= 0 {
-				hold += xoff + n.Ports[pid].pfc.headroom - int64(n.pfcCfg.XOFF)
-			}
-		}
-		if n.pfcCfg.Alpha > 0 {
-			hold += int64(n.pfcCfg.SharedBuffer)
-		}
+		hold := n.pfcSwitchHold(nd) // what the switch's ingresses may hold before all are paused
 		for _, pid := range nd.Ports {
 			if pid < 0 {
 				continue
@@ -666,6 +654,26 @@ func (n *Network) ECNAfterPFC(max int) []string {
 	return out
 }
 
+// pfcSwitchHold is what switch nd's ingresses may hold, in bytes, before all of them pause:
+// each ingress's XOFF (its reserve, with dynamic thresholds) and headroom, plus the shared
+// buffer with dynamic thresholds.
+func (n *Network) pfcSwitchHold(nd *Node) int64 {
+	xoff := int64(n.pfcCfg.XOFF)
+	if n.pfcCfg.Alpha > 0 {
+		xoff = int64(n.pfcCfg.Reserved)
+	}
+	var hold int64
+	for _, pid := range nd.Ports {
+		if pid >= 0 {
+			hold += xoff + n.Ports[pid].pfc.headroom - int64(n.pfcCfg.XOFF)
+		}
+	}
+	if n.pfcCfg.Alpha > 0 {
+		hold += int64(n.pfcCfg.SharedBuffer)
+	}
+	return hold
+}
+
 // PFCWorstDrain returns the longest time a switch egress takes to send what its switch's
 // ingresses may hold for it before all of them pause (ingress ports x (XOFF + headroom), with
 // dynamic thresholds the shared buffer plus every ingress's reserve and headroom; at most the
@@ -676,24 +684,12 @@ func (n *Network) PFCWorstDrain() (toHost sim.Time, hostPort string, toSwitch si
 	if !n.pfcOn {
 		return
 	}
-	xoff := int64(n.pfcCfg.XOFF)
-	if n.pfcCfg.Alpha > 0 {
-		xoff = int64(n.pfcCfg.Reserved)
-	}
 	for id := range n.Nodes {
 		nd := &n.Nodes[id]
 		if nd.Kind != Switch {
 			continue
 		}
-		var hold int64
-		for _, pid := range nd.Ports {
-			if pid >= 0 {
-				hold += xoff + n.Ports[pid].pfc.headroom - int64(n.pfcCfg.XOFF)
-			}
-		}
-		if n.pfcCfg.Alpha > 0 {
-			hold += int64(n.pfcCfg.SharedBuffer)
-		}
+		hold := n.pfcSwitchHold(nd)
 		for _, pid := range nd.Ports {
 			if pid < 0 {
 				continue
