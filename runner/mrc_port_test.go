@@ -40,17 +40,7 @@ func mrcPortRun(t *testing.T, planes, mib, host, slow int, factor float64) (*Res
 			t.Fatalf("plane %d's NIC port of h%d is %s", slow, host, res.Net.Ports[id].Name)
 		}
 	}
-	from, to := res.MRC.DoneAt/5, res.MRC.DoneAt*9/10
-	var a, b EVSample
-	for _, s := range res.MRC.EVSeries {
-		if s.At <= from {
-			a = s
-		}
-		if s.At <= to {
-			b = s
-		}
-	}
-	return res, float64(b.PlacedBytes-a.PlacedBytes) * 8 / (b.At - a.At).Seconds()
+	return res, placedRate(res, res.MRC.DoneAt/5, res.MRC.DoneAt*9/10)
 }
 
 // planeTx returns the wire bytes host's NIC port of each plane transmitted.

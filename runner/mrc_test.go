@@ -128,20 +128,8 @@ func TestMRCNICLinkDown(t *testing.T) {
 	if m.FlowsCompleted != 1 || m.QPErrors != 0 {
 		t.Fatalf("completed %d, QP errors %d", m.FlowsCompleted, m.QPErrors)
 	}
-	rate := func(from, to sim.Time) float64 {
-		var a, b EVSample
-		for _, s := range res.MRC.EVSeries {
-			if s.At <= from {
-				a = s
-			}
-			if s.At <= to {
-				b = s
-			}
-		}
-		return float64(b.PlacedBytes-a.PlacedBytes) * 8 / (b.At - a.At).Seconds()
-	}
-	before := rate(40*sim.Microsecond, failAt)
-	after := rate(failAt+100*sim.Microsecond, res.MRC.DoneAt-20*sim.Microsecond)
+	before := placedRate(res, 40*sim.Microsecond, failAt)
+	after := placedRate(res, failAt+100*sim.Microsecond, res.MRC.DoneAt-20*sim.Microsecond)
 	t.Logf("NIC link down: goodput %.1f -> %.1f Gb/s (%.4f), failure to last loss retx %.1f us", before/1e9, after/1e9, after/before, m.FaultToLastLossRetxUs)
 	if r := after / before; math.Abs(r-7.0/8) > 0.02*7/8 {
 		t.Errorf("goodput after/before = %.4f (%.1f / %.1f Gb/s); want 7/8 within 2%%", r, after/1e9, before/1e9)
@@ -269,4 +257,19 @@ func mrcLinkDownCheck(t *testing.T, seed int, res *Result) {
 	if worst < 0.95 {
 		t.Errorf("seed %d: flow %d keeps %.3f of its goodput after the failure; want >= 0.95", seed, worstFlow, worst)
 	}
+}
+
+// placedRate is the payload placed at all receivers between the EV samples at or before from
+// and to, in bits/s: the goodput over that span.
+func placedRate(res *Result, from, to sim.Time) float64 {
+	var a, b EVSample
+	for _, s := range res.MRC.EVSeries {
+		if s.At <= from {
+			a = s
+		}
+		if s.At <= to {
+			b = s
+		}
+	}
+	return float64(b.PlacedBytes-a.PlacedBytes) * 8 / (b.At - a.At).Seconds()
 }
