@@ -34,6 +34,10 @@ type CollConfig struct {
 	// starts (the collective then never completes) and a Net stall (Config.OnStall). A runner
 	// typically stops the simulation with it.
 	OnError func(now sim.Time, err error)
+	// Reroutable keeps what each flow was routed from (a few dozen bytes per flow in
+	// flight), so that Reroute can route it again after the Router's view of the fabric
+	// changed (a failure). Off, Reroute is an error.
+	Reroutable bool
 }
 
 // Collectives runs collectives (collective.Spec on a collective.Comm) as flows on a Net. Each
@@ -59,6 +63,24 @@ type Collectives struct {
 	lats  []sim.Time
 	gsum  []int64
 	gcnt  []int32
+
+	// recs[slot] is what the Net flow in slot was routed from (CollConfig.Reroutable).
+	recs []flowRec
+	rr   []int32
+}
+
+// flowRec is what a flow of a collective was routed from, for Reroute.
+type flowRec struct {
+	in   *coll
+	id   FlowID
+	d    demand
+	tree bool
+}
+
+// linkTime is time attributed to a bottleneck link.
+type linkTime struct {
+	link int
+	t    sim.Time
 }
 
 // coll is one launched collective.
@@ -80,6 +102,8 @@ type coll struct {
 	err     error
 	flows   int
 	bytes   int64
+	phaseAt sim.Time   // when the current phase started
+	bott    []linkTime // each phase's duration, by the bottleneck of its last flow
 }
 
 // NewCollectives returns a collective runner on net routed by r. It chains itself into
@@ -164,6 +188,21 @@ func (c *Collectives) onStart(now sim.Time, obj int32, _ uint64) {
 // flowDone is every flow's delivery callback.
 func (c *Collectives) flowDone(now sim.Time, in *coll) {
 	in.left--
+	if in.left == 0 {
+		// The phase's last flow: its bottleneck held the phase up.
+		l, d := c.net.DeliveredBottleneck(), now-in.phaseAt
+		found := false
+		for i := range in.bott {
+			if in.bott[i].link == l {
+				in.bott[i].t += d
+				found = true
+				break
+			}
+		}
+		if !found {
+			in.bott = append(in.bott, linkTime{link: l, t: d})
+		}
+	}
 	if in.left == 0 && in.err == nil {
 		in.phase++
 		c.startPhase(now, in)
@@ -181,6 +220,7 @@ func (c *Collectives) startPhase(now sim.Time, in *coll) {
 		if ph.tree {
 			c.mergeDemands()
 		}
+		in.phaseAt = now
 		if err := c.addFlows(now, in, ph); err != nil {
 			c.fail(now, in, err)
 		}
@@ -197,7 +237,6 @@ func (c *Collectives) startPhase(now sim.Time, in *coll) {
 // addFlows routes the demands of one phase and adds them to the Net as flows starting now,
 // then sets their latencies (phase.K x the group mean, or x their own).
 func (c *Collectives) addFlows(now sim.Time, in *coll, ph phase) error {
-	C := in.spec.Channels
 	ng := 0
 	c.slots, c.lats = c.slots[:0], c.lats[:0]
 	for di := range c.dem {
@@ -205,57 +244,19 @@ func (c *Collectives) addFlows(now sim.Time, in *coll, ph phase) error {
 		src, dst := in.comm.Host(int(d.src)), in.comm.Host(int(d.dst))
 		total := d.b[0] + d.b[1]
 		c.net.beginFlow()
-		var lat sim.Time
-		trees := 1
-		if ph.tree {
-			trees = 2
-		}
-		for t := 0; t < trees; t++ {
-			if d.trees&(1<<t) == 0 {
-				continue
-			}
-			share := 1.0
-			if ph.tree && total > 0 {
-				share = float64(d.b[t]) / float64(total)
-			} else if ph.tree && d.trees == 3 {
-				share = 0.5
-			}
-			if share == 0 {
-				continue
-			}
-			for ch := 0; ch < C; ch++ {
-				logical := ch
-				if ph.tree {
-					logical = 2*ch + t
-				}
-				paths, l, err := c.r.Paths(src, dst, in.key+uint64(logical), c.pbuf[:0])
-				c.pbuf = paths
-				if err != nil {
-					return fmt.Errorf("flow: collective %q rank %d (host %d) -> rank %d (host %d), channel %d: %w",
-						in.name, d.src, src, d.dst, dst, logical, err)
-				}
-				if l < 0 {
-					return fmt.Errorf("flow: collective %q host %d -> %d: router latency %v is negative", in.name, src, dst, l)
-				}
-				lat = max(lat, l)
-				var wsum float64
-				for i := range paths {
-					wsum += paths[i].Weight
-				}
-				if len(paths) > 0 && !(wsum > 0) {
-					return fmt.Errorf("flow: collective %q host %d -> %d: router path weights sum to %v", in.name, src, dst, wsum)
-				}
-				scale := share / float64(C) / wsum
-				for i := range paths {
-					if err := c.net.addPath(paths[i].Links, paths[i].Weight*scale); err != nil {
-						return fmt.Errorf("flow: collective %q host %d -> %d: router path %d: %w", in.name, src, dst, i, err)
-					}
-				}
-			}
+		lat, err := c.route(in, d, ph.tree)
+		if err != nil {
+			return err
 		}
 		slot, err := c.net.commitFlow(now, Flow{Src: src, Dst: dst, Bytes: total, Cap: c.cfg.FlowCap, Done: in.cb})
 		if err != nil {
 			return fmt.Errorf("flow: collective %q: %w", in.name, err)
+		}
+		if c.cfg.Reroutable {
+			for int(slot) >= len(c.recs) {
+				c.recs = append(c.recs, flowRec{})
+			}
+			c.recs[slot] = flowRec{in: in, id: c.net.flows[slot].id, d: *d, tree: ph.tree}
 		}
 		in.left++
 		in.flows++
@@ -284,6 +285,64 @@ func (c *Collectives) addFlows(now sim.Time, in *coll, ph phase) error {
 		c.net.flows[s].lat = meanTimes(c.gsum[g], int64(c.gcnt[g]), ph.k)
 	}
 	return nil
+}
+
+// route adds the paths of demand d of collective in (tree: a tree phase, whose demands carry
+// per-tree bytes) to the flow being built on the Net, every channel (and tree) weighted by
+// its share, and returns the flow's latency: the largest the Router gave.
+func (c *Collectives) route(in *coll, d *demand, tree bool) (sim.Time, error) {
+	C := in.spec.Channels
+	src, dst := in.comm.Host(int(d.src)), in.comm.Host(int(d.dst))
+	total := d.b[0] + d.b[1]
+	var lat sim.Time
+	trees := 1
+	if tree {
+		trees = 2
+	}
+	for t := 0; t < trees; t++ {
+		if d.trees&(1<<t) == 0 {
+			continue
+		}
+		share := 1.0
+		if tree && total > 0 {
+			share = float64(d.b[t]) / float64(total)
+		} else if tree && d.trees == 3 {
+			share = 0.5
+		}
+		if share == 0 {
+			continue
+		}
+		for ch := 0; ch < C; ch++ {
+			logical := ch
+			if tree {
+				logical = 2*ch + t
+			}
+			paths, l, err := c.r.Paths(src, dst, in.key+uint64(logical), c.pbuf[:0])
+			c.pbuf = paths
+			if err != nil {
+				return 0, fmt.Errorf("flow: collective %q rank %d (host %d) -> rank %d (host %d), channel %d: %w",
+					in.name, d.src, src, d.dst, dst, logical, err)
+			}
+			if l < 0 {
+				return 0, fmt.Errorf("flow: collective %q host %d -> %d: router latency %v is negative", in.name, src, dst, l)
+			}
+			lat = max(lat, l)
+			var wsum float64
+			for i := range paths {
+				wsum += paths[i].Weight
+			}
+			if len(paths) > 0 && !(wsum > 0) {
+				return 0, fmt.Errorf("flow: collective %q host %d -> %d: router path weights sum to %v", in.name, src, dst, wsum)
+			}
+			scale := share / float64(C) / wsum
+			for i := range paths {
+				if err := c.net.addPath(paths[i].Links, paths[i].Weight*scale); err != nil {
+					return 0, fmt.Errorf("flow: collective %q host %d -> %d: router path %d: %w", in.name, src, dst, i, err)
+				}
+			}
+		}
+	}
+	return lat, nil
 }
 
 // mulTime returns t x k, saturating at MaxTime.
@@ -370,6 +429,12 @@ type CollResult struct {
 	Flows  int   // flows added so far
 	Bytes  int64 // payload bytes of those flows
 	Err    error // the Router error that stopped it, if any
+	// Bottleneck is the link that held it up longest: each phase's duration is charged to
+	// the bottleneck of its last flow to be delivered (Net.DeliveredBottleneck: a link, -1
+	// the flows' cap, -2 nothing), and Bottleneck is the link charged most (ties: the first
+	// charged), BottleneckTime what it was charged; -2 and 0 before a phase has completed.
+	Bottleneck     int
+	BottleneckTime sim.Time
 }
 
 // Time returns End-Start, or MaxTime if not done.
@@ -385,7 +450,58 @@ func (c *Collectives) Results() []CollResult {
 	out := make([]CollResult, len(c.insts))
 	for i, in := range c.insts {
 		out[i] = CollResult{Name: in.name, Spec: in.spec, Start: in.start, End: in.end, Done: in.fin,
-			Phases: in.nphase, Flows: in.flows, Bytes: in.bytes, Err: in.err}
+			Phases: in.nphase, Flows: in.flows, Bytes: in.bytes, Err: in.err, Bottleneck: -2}
+		for _, b := range in.bott {
+			if b.t > out[i].BottleneckTime {
+				out[i].Bottleneck, out[i].BottleneckTime = b.link, b.t
+			}
+		}
 	}
 	return out
+}
+
+// Reroute routes again, with the Router as it is now, every flow of the running collectives
+// (waiting to start or sending) for which sel(id, stalled) is true (nil: every one), in id
+// order, and returns how many it rerouted: a sending flow keeps the bytes it has left
+// (Net.repath) and the rates are recomputed at the current instant. A flow keeps its
+// latency. This is how a runner models a transport moving off failed paths (MRC) or routing
+// reconverging (ECMP rehashing). It needs CollConfig.Reroutable. Errors: Reroutable off; a
+// Router error (the flows rerouted before it keep their new paths).
+func (c *Collectives) Reroute(sel func(id FlowID, stalled bool) bool) (int, error) {
+	if !c.cfg.Reroutable {
+		return 0, fmt.Errorf("flow: Reroute needs CollConfig.Reroutable")
+	}
+	n := c.net
+	c.rr = c.rr[:0]
+	for s := range c.recs {
+		r := &c.recs[s]
+		if r.in == nil || s >= len(n.flows) {
+			continue
+		}
+		f := &n.flows[s]
+		if f.id != r.id || (f.state != stPending && f.state != stActive) {
+			r.in = nil // delivered; the slot may hold another flow now
+			continue
+		}
+		c.rr = append(c.rr, int32(s))
+	}
+	slices.SortFunc(c.rr, func(a, b int32) int { return cmpID(n.flows[a].id, n.flows[b].id) })
+	done := 0
+	for _, s := range c.rr {
+		f := &n.flows[s]
+		if sel != nil && !sel(f.id, f.stalled) {
+			continue
+		}
+		r := &c.recs[s]
+		n.beginFlow()
+		if _, err := c.route(r.in, &r.d, r.tree); err != nil {
+			n.beginFlow()
+			return done, err
+		}
+		if err := n.repath(s); err != nil {
+			return done, err
+		}
+		done++
+	}
+	return done, nil
 }

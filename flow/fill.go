@@ -250,6 +250,7 @@ func (n *Net) freeze(slot int32, r float64, bott int32) bool {
 		f.stalled = stalled
 		if stalled {
 			n.nStalled++
+			f.stallAt = n.fillNow
 			return true
 		}
 		n.nStalled--

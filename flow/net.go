@@ -97,7 +97,8 @@ type flowState struct {
 	bott      int32 // link that froze the flow at the last recomputation; -1 its cap, -2 none
 	apos      int32 // index in Net.active while active
 	state     uint8
-	stalled   bool // rate 0 at the last recomputation
+	stalled   bool     // rate 0 at the last recomputation
+	stallAt   sim.Time // when it last became stalled (valid while stalled)
 	done      func(now sim.Time)
 }
 
@@ -162,7 +163,11 @@ type Net struct {
 	doneBuf []int32
 
 	stats    Stats
-	nStalled int // active flows at rate 0 after the last recomputation
+	nStalled int      // active flows at rate 0 after the last recomputation
+	fillNow  sim.Time // the instant of the fill in progress (stall times)
+	// delivBott is the bottleneck (internal link, -1 cap, -2 none) of the flow being
+	// delivered, for DeliveredBottleneck inside its Done callback.
+	delivBott int32
 }
 
 // New returns a Net on s with len(capacity) directed links, link i of capacity[i] bits per
@@ -358,14 +363,7 @@ func (n *Net) commitFlow(at sim.Time, f Flow) (int32, error) {
 		slot = int32(len(n.flows) - 1)
 	}
 	st := &n.flows[slot]
-	ents := st.ents[:0]
-	slices.Sort(fs.touched)
-	inv := 1 / fs.wtotal
-	for _, l := range fs.touched {
-		ents = append(ents, entry{link: l, coef: fs.acc[l] * inv})
-		fs.acc[l] = 0
-	}
-	fs.touched = fs.touched[:0]
+	ents := n.takeEntries(st.ents[:0])
 	c := f.Cap
 	if c == 0 {
 		c = math.Inf(1)
@@ -379,6 +377,129 @@ func (n *Net) commitFlow(at sim.Time, f Flow) (int32, error) {
 	n.starts = pushPend(n.starts, pend{at: at, id: st.id, slot: slot})
 	n.armAt(at)
 	return slot, nil
+}
+
+// takeEntries appends the flow being built (beginFlow, addPath) to ents as (link,
+// coefficient) entries sorted by internal link, coefficients normalised, and clears the
+// scratch.
+func (n *Net) takeEntries(ents []entry) []entry {
+	fs := &n.fs
+	slices.Sort(fs.touched)
+	inv := 1 / fs.wtotal
+	for _, l := range fs.touched {
+		ents = append(ents, entry{link: l, coef: fs.acc[l] * inv})
+		fs.acc[l] = 0
+	}
+	fs.touched = fs.touched[:0]
+	return ents
+}
+
+// repath gives the flow in slot (waiting to start or sending) the paths accumulated since
+// beginFlow, in place of its own; a sending flow keeps the bytes it has left and its rate
+// until the recomputation this triggers (at the current instant). A flow already sent is
+// left alone. Errors: paths whose weights sum to 0 while some path has links (nothing is
+// changed).
+func (n *Net) repath(slot int32) error {
+	fs := &n.fs
+	f := &n.flows[slot]
+	if fs.sawLinks && !(fs.wtotal > 0) {
+		for _, l := range fs.touched {
+			fs.acc[l] = 0
+		}
+		fs.touched = fs.touched[:0]
+		return fmt.Errorf("flow: flow %d (%d -> %d): path weights sum to %v; want > 0", f.id, f.src, f.dst, fs.wtotal)
+	}
+	if f.state != stPending && f.state != stActive {
+		for _, l := range fs.touched {
+			fs.acc[l] = 0
+		}
+		fs.touched = fs.touched[:0]
+		return nil
+	}
+	linked := f.state == stActive && f.apos >= 0
+	now := n.s.Now()
+	if linked {
+		// Bring the fluid state to now at the old rates first: leaving a link resets its
+		// load, which would otherwise lose the bytes it carried since the last event.
+		n.advance(now)
+		n.unlinkFlow(slot)
+	}
+	f.ents = n.takeEntries(f.ents[:0])
+	if linked {
+		n.linkFlow(slot)
+		n.armAt(now)
+	}
+	return nil
+}
+
+// Repath gives flow id (waiting to start or sending) new weighted paths, as AddFlow takes
+// them, in place of its own: a sending flow keeps the bytes it has left and the rates are
+// recomputed at the current instant (a reroute after a failure: MRC moving off dead paths,
+// ECMP rehashing after routing reconverges). A flow already sent or delivered is left
+// alone. Cost: O(active flows) to find it, plus its entries. Errors (nothing changes): an
+// unknown id, a path error as in AddFlow.
+func (n *Net) Repath(id FlowID, paths []Path) error {
+	slot := int32(-1)
+	for s := range n.flows {
+		if f := &n.flows[s]; f.id == id && (f.state == stPending || f.state == stActive) {
+			slot = int32(s)
+			break
+		}
+	}
+	if slot < 0 {
+		if id >= 0 && id < n.nextID {
+			return nil // sent or delivered
+		}
+		return fmt.Errorf("flow: repath: no flow %d", id)
+	}
+	n.beginFlow()
+	for i := range paths {
+		if err := n.addPath(paths[i].Links, paths[i].Weight); err != nil {
+			n.beginFlow()
+			return fmt.Errorf("flow: repath flow %d: paths[%d]: %w", id, i, err)
+		}
+	}
+	return n.repath(slot)
+}
+
+// StallInfo is one sending flow stuck at rate 0 (Net.Stalled).
+type StallInfo struct {
+	ID       FlowID
+	Src, Dst int
+	Since    sim.Time // when it last became stalled
+	Link     int      // the link of capacity 0 that stops it
+}
+
+// Stalled appends every sending flow at rate 0 after the last recomputation to buf[:0], in
+// id order, and returns it. O(active flows).
+func (n *Net) Stalled(buf []StallInfo) []StallInfo {
+	buf = buf[:0]
+	if n.nStalled == 0 {
+		return buf
+	}
+	for _, s := range n.active {
+		if f := &n.flows[s]; f.stalled {
+			buf = append(buf, StallInfo{ID: f.id, Src: int(f.src), Dst: int(f.dst), Since: f.stallAt, Link: n.extLink(f.bott)})
+		}
+	}
+	slices.SortFunc(buf, func(a, b StallInfo) int { return cmpID(a.ID, b.ID) })
+	return buf
+}
+
+// DeliveredBottleneck returns, inside a flow's Done callback, the link that limited that
+// flow at the last recomputation before its last byte left (its bottleneck: saturated, no
+// flow on it faster), -1 when its cap did, -2 when nothing did. Outside a Done callback it
+// returns the last delivered flow's.
+func (n *Net) DeliveredBottleneck() int { return n.extLink(n.delivBott) }
+
+func cmpID(a, b FlowID) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // armAt makes sure the timer fires no later than at. Inside wake the timer is re-armed at
@@ -526,6 +647,12 @@ func (n *Net) activate(slot int32) {
 	f.apos = int32(len(n.active))
 	n.active = append(n.active, slot)
 	n.stats.MaxActive = max(n.stats.MaxActive, len(n.active))
+	n.linkFlow(slot)
+}
+
+// linkFlow adds the active flow in slot to the lists of its links.
+func (n *Net) linkFlow(slot int32) {
+	f := &n.flows[slot]
 	for i := range f.ents {
 		e := &f.ents[i]
 		l := e.link
@@ -552,6 +679,17 @@ func (n *Net) deactivate(slot int32) {
 	n.flows[last].apos = f.apos
 	n.active = n.active[:len(n.active)-1]
 	f.apos = -1
+	n.unlinkFlow(slot)
+	if f.stalled {
+		f.stalled = false
+		n.nStalled--
+	}
+	n.dirty = true
+}
+
+// unlinkFlow removes the active flow in slot from the lists of its links.
+func (n *Net) unlinkFlow(slot int32) {
+	f := &n.flows[slot]
 	for i := range f.ents {
 		e := &f.ents[i]
 		l := e.link
@@ -576,11 +714,6 @@ func (n *Net) deactivate(slot int32) {
 			n.wsum[l] -= e.coef
 		}
 	}
-	if f.stalled {
-		f.stalled = false
-		n.nStalled--
-	}
-	n.dirty = true
 }
 
 // complete finishes the flows queued in doneBuf, in id order: they leave their links and
@@ -622,6 +755,7 @@ func (n *Net) deliver(now sim.Time, slot int32) {
 	n.free = append(n.free, slot)
 	n.stats.FlowsDelivered++
 	if done != nil {
+		n.delivBott = f.bott
 		done(now)
 	}
 }
@@ -632,6 +766,7 @@ func (n *Net) recompute(now sim.Time) {
 	n.dirty = false
 	n.needScan = true
 	n.stats.Recomputes++
+	n.fillNow = now
 	newStall := n.fill()
 	next := sim.MaxTime
 	for _, s := range n.active {
