@@ -77,6 +77,17 @@ type flowRec struct {
 	tree bool
 }
 
+// charge adds d to the time link l held the collective up.
+func (in *coll) charge(l int, d sim.Time) {
+	for i := range in.bott {
+		if in.bott[i].link == l {
+			in.bott[i].t += d
+			return
+		}
+	}
+	in.bott = append(in.bott, linkTime{link: l, t: d})
+}
+
 // linkTime is time attributed to a bottleneck link.
 type linkTime struct {
 	link int
@@ -189,19 +200,15 @@ func (c *Collectives) onStart(now sim.Time, obj int32, _ uint64) {
 func (c *Collectives) flowDone(now sim.Time, in *coll) {
 	in.left--
 	if in.left == 0 {
-		// The phase's last flow: its bottleneck held the phase up.
-		l, d := c.net.DeliveredBottleneck(), now-in.phaseAt
-		found := false
-		for i := range in.bott {
-			if in.bott[i].link == l {
-				in.bott[i].t += d
-				found = true
-				break
-			}
+		// The phase's last flow held the phase up: the link that stalled it for as long as
+		// it did, its bottleneck for the rest.
+		d := now - in.phaseAt
+		if sl, sd := c.net.DeliveredStall(); sd > 0 {
+			sd = min(sd, d)
+			in.charge(sl, sd)
+			d -= sd
 		}
-		if !found {
-			in.bott = append(in.bott, linkTime{link: l, t: d})
-		}
+		in.charge(c.net.DeliveredBottleneck(), d)
 	}
 	if in.left == 0 && in.err == nil {
 		in.phase++
@@ -430,9 +437,11 @@ type CollResult struct {
 	Bytes  int64 // payload bytes of those flows
 	Err    error // the Router error that stopped it, if any
 	// Bottleneck is the link that held it up longest: each phase's duration is charged to
-	// the bottleneck of its last flow to be delivered (Net.DeliveredBottleneck: a link, -1
-	// the flows' cap, -2 nothing), and Bottleneck is the link charged most (ties: the first
-	// charged), BottleneckTime what it was charged; -2 and 0 before a phase has completed.
+	// its last flow to be delivered, to the link that stalled it for its longest stall
+	// (Net.DeliveredStall) and to its bottleneck for the rest (Net.DeliveredBottleneck: a
+	// link, -1 the flows' cap, -2 nothing); Bottleneck is the link charged most (ties: the
+	// first charged), BottleneckTime what it was charged; -2 and 0 before a phase has
+	// completed.
 	Bottleneck     int
 	BottleneckTime sim.Time
 }

@@ -250,10 +250,13 @@ func (n *Net) freeze(slot int32, r float64, bott int32) bool {
 		f.stalled = stalled
 		if stalled {
 			n.nStalled++
-			f.stallAt = n.fillNow
+			f.stallAt, f.stallBott = n.fillNow, bott
 			return true
 		}
 		n.nStalled--
+		if d := n.fillNow - f.stallAt; d > f.stallDur {
+			f.stallDur, f.stallLink = d, f.stallBott
+		}
 	}
 	return false
 }

@@ -99,6 +99,9 @@ type flowState struct {
 	state     uint8
 	stalled   bool     // rate 0 at the last recomputation
 	stallAt   sim.Time // when it last became stalled (valid while stalled)
+	stallDur  sim.Time // its longest stall so far that ended, and the link that stalled it
+	stallLink int32
+	stallBott int32 // the link that stalls it (valid while stalled)
 	done      func(now sim.Time)
 }
 
@@ -166,8 +169,10 @@ type Net struct {
 	nStalled int      // active flows at rate 0 after the last recomputation
 	fillNow  sim.Time // the instant of the fill in progress (stall times)
 	// delivBott is the bottleneck (internal link, -1 cap, -2 none) of the flow being
-	// delivered, for DeliveredBottleneck inside its Done callback.
-	delivBott int32
+	// delivered, delivStall and delivStallFor its longest stall, for DeliveredBottleneck and
+	// DeliveredStall inside its Done callback.
+	delivBott, delivStall int32
+	delivStallFor         sim.Time
 }
 
 // New returns a Net on s with len(capacity) directed links, link i of capacity[i] bits per
@@ -370,7 +375,7 @@ func (n *Net) commitFlow(at sim.Time, f Flow) (int32, error) {
 	}
 	*st = flowState{
 		id: n.nextID, ents: ents, bytes: f.Bytes, cap: c, lat: f.Latency, start: at,
-		src: int32(f.Src), dst: int32(f.Dst), bott: -2, apos: -1, state: stPending, done: f.Done,
+		src: int32(f.Src), dst: int32(f.Dst), bott: -2, stallLink: -2, apos: -1, state: stPending, done: f.Done,
 	}
 	n.nextID++
 	n.stats.FlowsAdded++
@@ -491,6 +496,16 @@ func (n *Net) Stalled(buf []StallInfo) []StallInfo {
 // flow on it faster), -1 when its cap did, -2 when nothing did. Outside a Done callback it
 // returns the last delivered flow's.
 func (n *Net) DeliveredBottleneck() int { return n.extLink(n.delivBott) }
+
+// DeliveredStall returns, inside a flow's Done callback, the longest time that flow spent
+// stalled at rate 0 (a path through a link of capacity 0, until the capacity returned or it
+// was rerouted) and the link that stalled it; 0 and -2 when it never stalled.
+func (n *Net) DeliveredStall() (link int, d sim.Time) {
+	if n.delivStallFor == 0 {
+		return -2, 0
+	}
+	return n.extLink(n.delivStall), n.delivStallFor
+}
 
 func cmpID(a, b FlowID) int {
 	switch {
@@ -755,7 +770,7 @@ func (n *Net) deliver(now sim.Time, slot int32) {
 	n.free = append(n.free, slot)
 	n.stats.FlowsDelivered++
 	if done != nil {
-		n.delivBott = f.bott
+		n.delivBott, n.delivStall, n.delivStallFor = f.bott, f.stallLink, f.stallDur
 		done(now)
 	}
 }

@@ -269,7 +269,23 @@ func (r *collRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Pa
 	if per == 0 {
 		return nil, 0, fmt.Errorf("no path from h%d to h%d in the topology", src, dst)
 	}
-	idx := r.pick(src, dst, per, key)
+	var live func(i int) bool
+	if r.dead != nil {
+		live = func(i int) bool {
+			links, _, err := r.t.LinkPath(src, dst, i, r.lbuf)
+			if err != nil {
+				return false
+			}
+			r.lbuf = links
+			for _, d := range links {
+				if int(d) < len(r.dead) && r.dead[d] {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	idx := r.pick(src, dst, per, key, live)
 	// Carve every path from one array, grown first so that the slices stay valid.
 	r.longBuf = r.longBuf[:0]
 	starts := make([]int, 0, len(idx)+1)

@@ -36,6 +36,10 @@ type flowRouter struct {
 	// bundleLinks); nil when MRC flows are not bundled.
 	bundle []int32
 	bt     *bundleTable // the same, indexed for routing without walking a path
+	// dead marks the directed links a new route avoids (nil: none), as the transport sees
+	// the fabric: set by the flow-level fault model (flowFaults). Bundled MRC routes do not
+	// read it (a failure lowers its bundle's capacity instead).
+	dead []bool
 }
 
 // bundleTable is what routing a bundled flow needs: each host's, T0's and pod's bundle per
@@ -157,7 +161,11 @@ func (r *flowRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Pa
 	if r.bundle != nil {
 		return r.bundled(src, dst, buf)
 	}
-	idx := r.pick(src, dst, n/r.planes, key)
+	var live func(i int) bool
+	if r.dead != nil {
+		live = func(i int) bool { return r.pathLive(src, dst, i) }
+	}
+	idx := r.pick(src, dst, n/r.planes, key, live)
 	buf = buf[:0]
 	var lat sim.Time
 	// Carve every path's links from one scratch array; grow it first so slices stay valid.
@@ -231,8 +239,11 @@ func (r *flowRouter) bundledWalk(src, dst int, buf []flow.Path) ([]flow.Path, si
 
 // pick chooses the path indices a flow from src to dst (per paths in each plane) uses: MRC
 // up to maxFlowSpray/planes evenly spaced (from a hashed offset) in every plane, RoCE one
-// hashed by (src, dst, key) in every plane.
-func (r *flowRouter) pick(src, dst, per int, key uint64) []int {
+// hashed by (src, dst, key) in every plane. With live (a failure model: nil when every path
+// is up), MRC drops the sampled paths that are not live, and samples every live path when
+// none of its own is; RoCE rehashes a choice that is not live until it finds one (a flow
+// on a live path keeps it). When nothing is live the choice stands (the flow stalls).
+func (r *flowRouter) pick(src, dst, per int, key uint64, live func(i int) bool) []int {
 	var idx []int
 	if r.spray {
 		// Evenly spaced from an offset of the flow's own, so that flows sampling fewer paths
@@ -245,7 +256,28 @@ func (r *flowRouter) pick(src, dst, per int, key uint64) []int {
 				idx = append(idx, ((k*per/m+off)%per)*r.planes+plane)
 			}
 		}
-		return idx
+		if live == nil {
+			return idx
+		}
+		kept := make([]int, 0, len(idx))
+		for _, i := range idx {
+			if live(i) {
+				kept = append(kept, i)
+			}
+		}
+		if len(kept) == 0 {
+			// Every sampled path is dead: spray over the live paths there are (up to the
+			// sample size), as MRC replaces retired EVs by paths known good.
+			for j := 0; j < per*r.planes && len(kept) < m*r.planes; j++ {
+				if live(j) {
+					kept = append(kept, j)
+				}
+			}
+		}
+		if len(kept) == 0 {
+			return idx
+		}
+		return kept
 	}
 	// One ECMP-hashed path per QP: qps_per_peer QPs on each plane, the transfer striped over
 	// them equally, as at packet level. The seed is mixed on its own first, so seeds that
@@ -254,10 +286,62 @@ func (r *flowRouter) pick(src, dst, per int, key uint64) []int {
 	for plane := range r.planes {
 		for q := range max(r.qps, 1) {
 			h := mix(flow ^ uint64(plane)<<32 ^ uint64(q))
-			idx = append(idx, int(h%uint64(per))*r.planes+plane)
+			i := int(h%uint64(per))*r.planes + plane
+			if live != nil && !live(i) {
+				i = r.rehash(h, per, plane, i, live)
+			}
+			idx = append(idx, i)
 		}
 	}
 	return idx
+}
+
+// rehash returns the path a RoCE QP of hash h takes in plane when its first choice (path
+// index i) is not live: the first live one of a sequence of further hashes of h, else of a
+// scan from i, else i (nothing is live: it stalls). Flows leaving one dead path spread over
+// the live ones as a rehash would.
+func (r *flowRouter) rehash(h uint64, per, plane, i int, live func(i int) bool) int {
+	for a := 1; a <= 2*min(per, 64); a++ {
+		c := int(mix(h+uint64(a)*0x9e3779b97f4a7c15)%uint64(per))*r.planes + plane
+		if live(c) {
+			return c
+		}
+	}
+	for k := 1; k < per; k++ {
+		c := ((i/r.planes+k)%per)*r.planes + plane
+		if live(c) {
+			return c
+		}
+	}
+	return i
+}
+
+// pathLive reports whether path i from src to dst avoids every dead link.
+func (r *flowRouter) pathLive(src, dst, i int) bool {
+	rt, err := r.t.Path(src, dst, i)
+	if err != nil {
+		return false
+	}
+	node, port := src, int(rt.Plane)
+	ports := rt.Ports()
+	for h := 0; ; h++ {
+		k, ok := r.t.LinkOf(node, port)
+		peer, ok2 := r.t.Peer(node, port)
+		if !ok || !ok2 {
+			return false
+		}
+		d := 2 * k
+		if r.links[k].A.Node != node {
+			d++
+		}
+		if d < len(r.dead) && r.dead[d] {
+			return false
+		}
+		if h == len(ports) {
+			return true
+		}
+		node, port = peer.Node, int(ports[h])
+	}
 }
 
 // walk appends path i from src to dst as directed links to r.scratch and returns its one-way

@@ -88,8 +88,10 @@ func RunWith(sc *scenario.Scenario, opt Options) (*Result, error) { return run(s
 func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	wallStart := time.Now()
 	var twin *Result
-	// A training job's faults are failure processes for its goodput (flapProcesses), not
-	// events in the simulated step: no twin, nothing scheduled.
+	// A training job's faults act on its network at their times (at flow level in
+	// runTraining, flowFaults; at packet level scheduled here, as for traffic); its steps
+	// before the first fault are the baseline, so no twin runs. Recurring flaps are also
+	// failure processes of its goodput (flapProcesses).
 	training := sc.Workload.Training != nil
 	if !dryFaults && !training && len(sc.Faults) > 0 && sc.Run.FaultBaseline != scenario.FaultBaselineNone {
 		// The same run with its faults inert: the baseline each failure's cost is measured on.
@@ -164,8 +166,8 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 		}
 	}
 	specs := sc.Faults
-	if training {
-		specs = nil
+	if training && sc.Fluid() {
+		specs = nil // the flow level applies them (flowFaults)
 	}
 	faults, err := scheduleFaults(s, net, specs, dryFaults)
 	if err != nil {
@@ -192,6 +194,7 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 		res.Summary.RoCE.Warnings = warns
 	}
 	markOutcome(sc, &res.Summary)
+	markTrainingOutcome(sc, &res.Summary)
 	if len(faults) > 0 && !dryFaults {
 		var base []progressSample
 		if twin != nil {

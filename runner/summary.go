@@ -85,6 +85,9 @@ type Summary struct {
 	// OCS lists chip failures on a torus with optical circuit switches: the cube swapped for
 	// a spare, the pause, the step time before and after.
 	OCS []OCSEvent `json:"ocs,omitempty"`
+	// TrainingFaults is what a training job's faults did: events by step, restarts and their
+	// charge, the slowest link of every step (present when the scenario has faults).
+	TrainingFaults *TrainingFaults `json:"training_faults,omitempty"`
 }
 
 // QueueDepths are percentiles of switch egress queue depth sampled every run.sample_interval

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 
@@ -25,6 +27,9 @@ type TrainingRun struct {
 	Flow *flow.Stats
 	// OCS lists the chip failures a torus with optical circuit switches routed around.
 	OCS []OCSEvent
+	// Faults is what the scenario's faults did to the job (nil without faults): the events
+	// by step, restarts and their charge, per-step slowest link.
+	Faults *TrainingFaults
 }
 
 // domainAnalytic is transport ideal's closed forms for a training job: a collective whose
@@ -82,8 +87,18 @@ func idealModel(sc *scenario.Scenario, p topo.Params) collective.Model {
 // WritePowerCSV writes power.csv (time_us, power_mw: the cluster's GPU power per sample).
 func (t *TrainingRun) WritePowerCSV(w io.Writer) error { return t.Result.WritePowerCSV(w) }
 
-// WriteStepsCSV writes steps.csv (one row per simulated step).
-func (t *TrainingRun) WriteStepsCSV(w io.Writer) error { return t.Result.WriteStepsCSV(w) }
+// WriteStepsCSV writes steps.csv (one row per simulated step); with faults, two more columns
+// per step: slowest_link (StepNote.SlowestLink) and events (StepNote.Events).
+func (t *TrainingRun) WriteStepsCSV(w io.Writer) error {
+	if t.Faults == nil {
+		return t.Result.WriteStepsCSV(w)
+	}
+	var b bytes.Buffer
+	if err := t.Result.WriteStepsCSV(&b); err != nil {
+		return err
+	}
+	return withStepNotes(b.Bytes(), t.Faults.Steps, w)
+}
 
 // flapProcesses turns a training scenario's flapping links (faults with action flap; the
 // scenario admits no other) into failure processes for the goodput model: each matched link
@@ -95,8 +110,8 @@ func flapProcesses(sc *scenario.Scenario, layout topo.Topology) ([]training.Fail
 	var out []training.FailureProcess
 	inv := fault.FromLayout(layout)
 	for i, f := range sc.Faults {
-		if f.Action != scenario.FaultFlap {
-			continue // a chip failure on a torus with OCS (ocsRemaps)
+		if f.Action != scenario.FaultFlap || f.Period <= 0 || f.Random != nil {
+			continue // not a recurring flap (the simulated steps apply every fault)
 		}
 		one := f
 		one.Action, one.At, one.DownFor, one.Period, one.Count, one.For = scenario.FaultDown, 0, 0, 0, 0, 0
@@ -124,7 +139,8 @@ func flapProcesses(sc *scenario.Scenario, layout topo.Topology) ([]training.Fail
 				restarts = 1
 			}
 		}
-		out = append(out, training.FailureProcess{Name: fmt.Sprintf("faults[%d]: %s flaps", i, f.Link),
+		_, target := f.Target()
+		out = append(out, training.FailureProcess{Name: fmt.Sprintf("faults[%d]: %s flaps", i, target),
 			Rate: float64(links) / f.Period.Seconds(), Restarts: restarts})
 	}
 	return out, nil
@@ -165,6 +181,9 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 		rn      *roceNet
 		eb      *training.ExecutorBackend
 		smp     *sampler
+		ff      *flowFaults
+		rb      *recBackend
+		router  *flowRouter
 	)
 	switch {
 	case sc.Transport.Kind == scenario.TransportIdeal:
@@ -174,12 +193,41 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 		run.Engine = "flow"
 		g := job.GPU
 		base, caps := scenarioFlowRouter(sc, layout, job.Placement.Domain, g.ScaleUpRate, g.ScaleUpLatency)
+		router = base
 		stop := func(now sim.Time, err error) { s.Stop(err) }
-		if fnet, err = flow.New(s, caps, flow.Config{OnStall: stop}); err != nil {
+		ncfg, ccfg := flow.Config{OnStall: stop}, flow.CollConfig{OnError: stop}
+		if specs, idx := trainingFaultSpecs(sc); len(specs) > 0 {
+			evs, err := expandFaults(specs, idx, fault.FromLayout(layout), sc.Run.Seed)
+			if err != nil {
+				return &InputError{Err: err}
+			}
+			if len(evs) > 0 {
+				// Faults act on the flow network at their times (flowFaults): stalls are
+				// expected, and a flow stalled past its QPs' retry budget is a job restart,
+				// not the end of the run.
+				ff = newFlowFaults(sc, layout, s, base, caps, evs)
+				ncfg.OnStall = ff.onStall
+				ccfg.OnError = func(now sim.Time, err error) {
+					var se *flow.StallError
+					if !errors.As(err, &se) {
+						s.Stop(err)
+					}
+				}
+				ccfg.Reroutable = true
+			}
+		}
+		if fnet, err = flow.New(s, caps, ncfg); err != nil {
 			return err
 		}
-		fc, err = flow.NewCollectives(fnet, &collRouter{flowRouter: base}, flow.CollConfig{OnError: stop})
+		if fc, err = flow.NewCollectives(fnet, &collRouter{flowRouter: base}, ccfg); err != nil {
+			return &InputError{Err: err}
+		}
 		backend = fc
+		if ff != nil {
+			ff.start(fnet, fc)
+			rb = &recBackend{Backend: fc}
+			backend = rb
+		}
 	default:
 		// Packet level: the transport's engines over the fabric, and the scale-up domain's
 		// traffic on an ideal link at the GPU's scale-up rate (NVLink is not in the fabric).
@@ -226,20 +274,42 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 	if err != nil {
 		return &InputError{Err: err}
 	}
-	tr, err := cfg.Run(job, s, backend, env)
+	// Job.Run, driven here so that a packet-level run whose QPs gave up keeps the steps it
+	// finished (Run.Completed).
+	simSteps := min(max(cfg.SimSteps, 1), max(cfg.Steps, 1))
+	jr, err := job.Start(s, backend, training.RunOptions{Steps: simSteps, Exact: cfg.Exact})
 	if err != nil {
-		if fc != nil {
-			if inc := fc.Incomplete(); inc != nil {
-				return fmt.Errorf("training stopped at %v: %w (%v)", s.Now(), err, inc)
-			}
-		}
-		if eb != nil {
-			if errs := transportErrs(m, rn); len(errs) > 0 {
-				return fmt.Errorf("training stopped at %v: %w (%d QP(s) gave up, the first: %v; waiting: %s)", s.Now(), err, len(errs), errs[0], eb.Stuck(8))
-			}
+		return &InputError{Err: err}
+	}
+	derr := s.Drain(sim.MaxTime)
+	trace, err := jr.Trace()
+	if err != nil && derr != nil {
+		err = derr
+	}
+	var qpErrAt sim.Time = -1 // packet level: the transport gave up (a restart)
+	if err != nil {
+		errs := transportErrs(m, rn)
+		switch {
+		case eb != nil && len(errs) > 0 && jr.Completed() != nil:
+			// The job restarts; the packet engine does not simulate past it (its QPs are
+			// dead): the steps done stand, the restart is charged and the run says so.
+			trace = jr.Completed()
+			qpErrAt = firstTime(transportErrAt(m, rn))
+		case eb != nil && len(errs) > 0:
+			return fmt.Errorf("training stopped at %v: %w (%d QP(s) gave up, the first: %v; the job would restart, but no step finished before it, so there is nothing to report: run.engine: flow goes on through restarts; waiting: %s)", s.Now(), err, len(errs), errs[0], eb.Stuck(8))
+		case eb != nil:
 			return fmt.Errorf("training stopped at %v: %w (waiting: %s)", s.Now(), err, eb.Stuck(8))
+		case ff != nil && fnet.Err() != nil:
+			return fmt.Errorf("training could not continue at %v: %s (%w)", s.Now(), ff.stuck(flowLinkNamer(layout, router, ff)), err)
+		case fc != nil && fc.Incomplete() != nil:
+			return fmt.Errorf("training stopped at %v: %w (%v)", s.Now(), err, fc.Incomplete())
+		default:
+			return fmt.Errorf("training stopped at %v: %w", s.Now(), err)
 		}
-		return fmt.Errorf("training stopped at %v: %w", s.Now(), err)
+	}
+	tr, err := cfg.Evaluate(trace, env)
+	if err != nil {
+		return err
 	}
 	run.Result = tr
 	if fnet != nil {
@@ -259,6 +329,13 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 			DurationUs: us(end), EndUs: us(end), Events: s.Events(), Drops: map[string]int64{}}
 	}
 	res.Summary.Training, res.Summary.Engine = tr, run.Engine
+	switch {
+	case ff != nil:
+		run.Faults = flowTrainingFaults(sc, ff, trace, tr, fc, rb, job, layout, router)
+	case eb != nil && len(res.Faults) > 0:
+		run.Faults = packetTrainingFaults(sc, res, trace, tr, qpErrAt, m, rn)
+	}
+	res.Summary.TrainingFaults = run.Faults
 	if sc.Topology.Torus != nil && sc.Topology.Torus.OCS {
 		if run.Engine == "packet" && len(sc.Faults) > 0 {
 			return &InputError{Err: fmt.Errorf("faults: an OCS remap reruns the job at flow level; use run.engine: flow")}

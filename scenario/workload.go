@@ -34,18 +34,11 @@ func (sc *Scenario) resolveTraining(hosts int) error {
 	if len(sc.Traffic) > 0 {
 		return Errorf("traffic", "given with workload.training; a scenario runs traffic groups or a workload, not both")
 	}
-	ocs := sc.Topology.Torus != nil && sc.Topology.Torus.OCS
-	for i, f := range sc.Faults {
-		// A training job's faults are failure processes over its horizon (goodput), not
-		// events inside the simulated step: a flapping link, down for down_for every period;
-		// on a torus with OCS, a failed chip, which the OCSes route around.
-		if ocs && f.Switch != "" && f.Action == FaultDown && f.Random == nil {
-			continue
-		}
-		if f.Link == "" || f.Action != FaultFlap || f.Random != nil || f.Period <= 0 {
-			return Errorf(fmt.Sprintf("faults[%d]", i), "under workload.training only a flapping link is modelled (link: NAME, action: flap, down_for, period: how often it flaps); random failures are workload.training.goodput's MTBFs")
-		}
-	}
+	// A training job's faults act on the network its collectives and transfers run on, at
+	// their simulated times from the job's start, on both engines (runner: flowFaults at flow
+	// level, the fabric at packet level); a recurring flap (period) is also a failure process
+	// of the goodput model; on a torus with OCS a failed chip (a switch down) is remapped
+	// onto a spare cube. The entries were checked against the topology with the others.
 	job, err := sc.Workload.Training.Job(hosts)
 	if err != nil {
 		return trainingError(err)

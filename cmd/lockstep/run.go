@@ -420,6 +420,10 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 			fmt.Fprintf(w, ", %d flows, %d rate recomputes", f.FlowsCompleted, f.Recomputes)
 		}
 		fmt.Fprintf(w, "\n%s\n", t.Result.Summary())
+		if fl := t.FaultLines(); fl != "" {
+			fmt.Fprintln(w, fl)
+		}
+		printOutcome(w, &res.Summary)
 		for _, o := range t.OCS {
 			fmt.Fprintf(w, "OCS: chip %s failed at %.0f us: the job's cube %d moved from physical cube %d to spare cube %d (%d ranks on new chips); the job paused %.1f ms and continued: step %.3f ms before, %.3f ms on the remapped torus (%.3f ms with the pause)\n",
 				o.Chip, o.AtUs, o.Cube, o.FailedCube, o.SpareCube, o.MovedHosts, o.PauseUs/1e3, o.StepBeforeUs/1e3, o.StepAfterUs/1e3, o.StepWithPause/1e3)

@@ -205,6 +205,18 @@ func (j *Job) Run(s *sim.Sim, b Backend, opts RunOptions) (*Trace, error) {
 // Done reports whether every step has finished.
 func (r *Run) Done() bool { return r.finished }
 
+// Completed returns a trace of the steps finished so far, nil when none has: for a runner
+// that ends a run early, as when the job's transport gave up (a restart the packet engine
+// does not simulate past). The trace is complete for those steps.
+func (r *Run) Completed() *Trace {
+	if r.trace == nil || len(r.trace.Steps) == 0 {
+		return nil
+	}
+	t := *r.trace
+	t.Steps = t.Steps[:len(t.Steps):len(t.Steps)]
+	return &t
+}
+
 // Trace returns the run's trace once Done. Errors: the error that stopped the run, or the
 // watchdog's report when it has not finished (Stuck).
 func (r *Run) Trace() (*Trace, error) {

@@ -1,0 +1,505 @@
+package runner
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/lockstepsim/lockstep/fault"
+	"github.com/lockstepsim/lockstep/flow"
+	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/transport/mrc"
+	"github.com/lockstepsim/lockstep/transport/roce"
+)
+
+// flowFaults applies a training job's fault schedule to the flow-level network (run.engine
+// flow), at the simulated time of each event, as the job's transport would feel it. It is
+// only built when the scenario has faults: a run without them has none of this (the same
+// events, the same speed).
+//
+// Capacities. Every directed link of the topology runs at its effective capacity: 0 while
+// the link is down or touches a blackholed switch; else its rate (the built one, or a
+// degrade's) times the transport's goodput factor under the link's packet loss p (loss,
+// and ber as p = 1 - (1 - ber)^(8 x packet bytes)): MRC retransmits only what was lost
+// (selective repeat), 1 - p; RoCE's go-back-N resends everything in flight after a loss,
+// (1 - p) / (1 + (W - 1) p) with W the packets one QP has in flight per round trip (its
+// bandwidth-delay product in packets) [Bertsekas & Gallager, Data Networks 2nd ed. §2.4;
+// docs/protocols.md, "Faults at flow level"]. Under MRC on a Clos or fat-tree, flows ride
+// bundles (flowroute.go); a bundle's capacity is the sum of its members' effective
+// capacities, since MRC moves load off slow, lossy and dead paths (its EVs see ECN, trims and
+// losses [MRC §2.1]; per-plane rotations keep 0.99 of the remaining capacity of a slow NIC
+// port, docs/design-notes.md).
+//
+// Routing. MRC elsewhere (sprayed over sampled paths) re-sprays every flow over the live
+// paths one ACK timeout after a link dies or returns (detect: how long a packet on a dead
+// path takes to be declared lost); new flows avoid dead paths at once after that. RoCE's ECMP
+// follows link state: fabric.reconvergence after a link goes down or up, routes are
+// recomputed over the links that are up; until then flows hashed onto a dead link stall
+// (rate 0) and new ones still hash onto it. At reconvergence, moving flows rehash (those on
+// live paths keep them) and a stalled QP resumes on its new path when its retransmission
+// timer fires next (RTO after its last progress, then every RTO). A blackhole or a lossy
+// link is no link-state signal: RoCE routing keeps hashing into it.
+//
+// QP errors. A flow stalled longer than its transport's retry budget errors its QPs: RoCE
+// RTO x (retry_count + 1); MRC its ACK timeouts (fixed_retries at the timeout, then
+// doubling, up to max_retries; never with max_retries 25). The job restarts (restart time
+// and the lost work since the last checkpoint are charged to it, trainingCharges); the
+// simulation goes on as the restarted job would find the network (the stalled flows resume
+// when their path returns or routing reconverges). Each failure (one entry's event at one
+// instant, a flap cycle, a random failure) restarts the job at most once.
+type flowFaults struct {
+	s     *sim.Sim
+	net   *flow.Net
+	fc    *flow.Collectives
+	r     *flowRouter
+	kind  string
+	links []topo.Link
+	evs   []FaultEvent
+	nDir  int // directed topology links: 2 x len(links)
+
+	rate  []float64 // per link: its rate now (built or degraded), bits/s
+	down  []bool    // per link
+	lossP []float64 // per directed link: packet loss probability (action loss)
+	berP  []float64 // per directed link: bit error rate
+	black []bool    // per node: a blackholed switch
+	nodeL [][]int32 // per node: its links (built on the first blackhole)
+	cur   []float64 // per Net link: the capacity set now
+	built []float64 // per Net link: the capacity as built
+	cause []int32   // per Net link: the event that last took it to 0, -1 none
+	// members[b-firstB] lists bundle b's member directed links (bundled MRC).
+	members [][]int32
+	firstB  int
+
+	pktBits float64 // bits per data packet on the wire (BER)
+	gbnW    float64 // RoCE: packets in flight per QP per round trip
+	reconv  sim.Time
+	detect  sim.Time // MRC: reroute delay after a link dies or returns
+	rto     sim.Time // RoCE retransmission timeout
+	budget  sim.Time // a stall this long errors the QPs (MaxTime: never)
+
+	kFault, kReconv, kResume, kCheck, kDetect sim.Kind
+	reconvAt                                  []sim.Time // reconvergences scheduled (and applied, <= now)
+	detectAt                                  sim.Time   // the MRC reroute pending, -1 none
+	lastCheck                                 sim.Time
+	resume                                    [][]flow.FlowID
+	routeChanged                              bool
+
+	restarts []flowRestart
+	byCause  map[[3]int64]int // failure -> index in restarts
+	stallBuf []flow.StallInfo
+	notes    []string
+}
+
+// flowRestart is a job restart the flow-level fault model found: QPs that gave up.
+type flowRestart struct {
+	At      sim.Time // when the first QP gave up
+	Since   sim.Time // when it stalled
+	Src     int
+	Dst     int
+	Link    int // the Net link of capacity 0 that stalled it
+	Event   int // evs index of the failure behind it, -1 unknown
+	QPFlows int // stalled flows that gave up for this failure
+}
+
+// trainingFaultSpecs returns the scenario's fault entries that act on the training job's
+// network and each one's index in sc.Faults: every entry but, on a torus with optical
+// circuit switches, a chip failure (a switch down), which the OCS remap handles (ocsRemaps).
+func trainingFaultSpecs(sc *scenario.Scenario) ([]scenario.Fault, []int) {
+	ocs := sc.Topology.Torus != nil && sc.Topology.Torus.OCS
+	var specs []scenario.Fault
+	var idx []int
+	for i, f := range sc.Faults {
+		if ocs && f.Switch != "" && f.Action == scenario.FaultDown && f.Random == nil {
+			continue
+		}
+		specs = append(specs, f)
+		idx = append(idx, i)
+	}
+	return specs, idx
+}
+
+// expandFaults expands specs (entries idx of the scenario's faults) against the topology's
+// names, as scheduleFaults does against a built fabric, and returns the events with Entry
+// the scenario's index.
+func expandFaults(specs []scenario.Fault, idx []int, inv *fault.Inventory, seed uint64) ([]FaultEvent, error) {
+	if len(specs) == 0 {
+		return nil, nil
+	}
+	sch, err := fault.Expand(specs, inv, fault.Options{Seed: seed, Path: "faults"})
+	if err != nil {
+		var fe *fault.Error
+		if errors.As(err, &fe) {
+			return nil, scenario.Errorf(fe.Path, "%s", fe.Msg)
+		}
+		return nil, err
+	}
+	evs := make([]FaultEvent, len(sch.Events))
+	for i, e := range sch.Events {
+		evs[i] = faultEvent(e)
+		evs[i].Entry = idx[e.Entry]
+	}
+	return evs, nil
+}
+
+// mrcGiveUp is how long an MRC QP retries without progress before it errors: fixed_retries
+// ACK timeouts, then doubling ones up to max_retries [MRC API; transport/mrc Sender.rto],
+// with the ACK timeout 1.024 us x 2^t (t automatic: the smallest covering 4 base RTTs).
+// MaxTime when retries are unlimited (max_retries 25).
+func mrcGiveUp(cfg mrc.Config, baseRTT sim.Time) (timeout, giveUp sim.Time) {
+	cfg = cfg.WithDefaults()
+	t := cfg.AckTimeoutExp
+	if t == 0 {
+		for t = 0; t < 24 && mrc.AckTimeoutUnit<<uint(t) < 4*baseRTT; t++ {
+		}
+	}
+	rto0 := mrc.AckTimeoutUnit << uint(t)
+	if cfg.MaxRetries >= mrc.UnlimitedRetries {
+		return rto0, sim.MaxTime
+	}
+	var sum sim.Time
+	for r := 0; r <= cfg.MaxRetries; r++ {
+		if r <= cfg.FixedRetries {
+			sum += rto0
+		} else {
+			sum += rto0 << uint(min(r-cfg.FixedRetries, 24))
+		}
+	}
+	return rto0, sum
+}
+
+// newFlowFaults builds the fault model for a flow-level training run over layout, whose
+// router r and Net capacities caps the run has made; evs is the expanded schedule (non-empty).
+func newFlowFaults(sc *scenario.Scenario, layout topo.Topology, s *sim.Sim, r *flowRouter, caps []float64, evs []FaultEvent) *flowFaults {
+	links := r.links
+	ff := &flowFaults{s: s, r: r, kind: sc.Transport.Kind, links: links, evs: evs, nDir: 2 * len(links),
+		rate: make([]float64, len(links)), down: make([]bool, len(links)),
+		lossP: make([]float64, 2*len(links)), berP: make([]float64, 2*len(links)),
+		cur: slices.Clone(caps), built: slices.Clone(caps), cause: make([]int32, len(caps)),
+		reconv: sc.Fabric.Reconvergence, detectAt: -1, lastCheck: -1, byCause: map[[3]int64]int{}}
+	for k, l := range links {
+		ff.rate[k] = float64(l.Rate)
+	}
+	for i := range ff.cause {
+		ff.cause[i] = -1
+	}
+	p := layout.Params()
+	hops := layout.Sizing().MaxSwitchHops
+	switch ff.kind {
+	case scenario.TransportRoCE:
+		rc := roce.Config{}
+		if sc.Transport.RoCE != nil {
+			rc = *sc.Transport.RoCE
+		}
+		rc = rc.WithDefaults()
+		wire := rc.PayloadBytes + rc.HeaderBytes
+		rtt := p.RoundTrip(hops, wire, rc.HeaderBytes)
+		ff.pktBits = 8 * float64(wire)
+		ff.gbnW = max(1, math.Ceil(float64(p.HostLink)*rtt.Seconds()/ff.pktBits))
+		ff.rto = rc.RTO
+		ff.budget = rc.RTO * sim.Time(rc.RetryCount+1)
+	default:
+		mc := mrc.Config{}
+		if sc.Transport.MRC != nil {
+			mc = *sc.Transport.MRC
+		}
+		mc = mc.WithDefaults()
+		wire := mc.WireBytes(mc.PayloadBytes)
+		rtt := p.RoundTrip(hops, wire, mc.AckBytes)
+		ff.pktBits = 8 * float64(wire)
+		ff.detect, ff.budget = mrcGiveUp(mc, rtt)
+	}
+	if r.bundle != nil {
+		ff.firstB = len(caps)
+		for _, b := range r.bundle {
+			if b >= 0 {
+				ff.firstB = min(ff.firstB, int(b))
+			}
+		}
+		ff.members = make([][]int32, len(caps)-ff.firstB)
+		for d, b := range r.bundle {
+			if b >= 0 {
+				ff.members[int(b)-ff.firstB] = append(ff.members[int(b)-ff.firstB], int32(d))
+			}
+		}
+	}
+	ff.kFault = s.Register("runner.flowfault", func(now sim.Time, obj int32, _ uint64) { ff.apply(now, int(obj)) })
+	ff.kReconv = s.Register("runner.flowfault.reconverge", func(now sim.Time, _ int32, _ uint64) { ff.reconverge(now) })
+	ff.kResume = s.Register("runner.flowfault.resume", func(now sim.Time, obj int32, _ uint64) { ff.resumeFlows(now, int(obj)) })
+	ff.kCheck = s.Register("runner.flowfault.check", func(now sim.Time, _ int32, _ uint64) { ff.check(now) })
+	ff.kDetect = s.Register("runner.flowfault.detect", func(now sim.Time, _ int32, _ uint64) { ff.mrcReroute(now) })
+	return ff
+}
+
+// start attaches the model to the run's Net and collectives and schedules every event. Fault
+// events take their own tiebreak keys (sim.AtOwnKey), so the run is event for event the
+// faultless one until the first fault.
+func (ff *flowFaults) start(net *flow.Net, fc *flow.Collectives) {
+	ff.net, ff.fc = net, fc
+	for i := range ff.evs {
+		ff.s.AtOwnKey(ff.evs[i].At, ff.kFault, int32(i), 0)
+	}
+}
+
+// onStall is the Net's stall hook: flows stalled at now error their QPs if still stalled
+// one retry budget later.
+func (ff *flowFaults) onStall(now sim.Time, _ error) {
+	if ff.budget == sim.MaxTime || now > sim.MaxTime-ff.budget {
+		return
+	}
+	if at := now + ff.budget; at != ff.lastCheck {
+		ff.lastCheck = at
+		ff.s.AtOwnKey(at, ff.kCheck, 0, 0)
+	}
+}
+
+// goodput is the transport's goodput factor on a link losing packets with probability p.
+func (ff *flowFaults) goodput(p float64) float64 {
+	switch {
+	case p <= 0:
+		return 1
+	case p >= 1:
+		return 0
+	case ff.kind == scenario.TransportRoCE:
+		return (1 - p) / (1 + (ff.gbnW-1)*p)
+	}
+	return 1 - p
+}
+
+// eff is directed link d's effective capacity now (see the type's doc).
+func (ff *flowFaults) eff(d int) float64 {
+	k := d / 2
+	if ff.down[k] {
+		return 0
+	}
+	if ff.black != nil && (ff.black[ff.links[k].A.Node] || ff.black[ff.links[k].B.Node]) {
+		return 0
+	}
+	p := ff.lossP[d]
+	if b := ff.berP[d]; b > 0 {
+		p = 1 - (1-p)*math.Pow(1-b, ff.pktBits)
+	}
+	return ff.rate[k] * ff.goodput(p)
+}
+
+// refresh sets directed link d's capacity (and its bundle's) to what its state gives; ev is
+// the event responsible.
+func (ff *flowFaults) refresh(d, ev int) {
+	c := ff.eff(d)
+	old := ff.cur[d]
+	if c == old {
+		return
+	}
+	ff.set(d, c, ev)
+	if (c == 0) != (old == 0) {
+		ff.routeChanged = true
+	}
+	if ff.r.bundle != nil {
+		if b := int(ff.r.bundle[d]); b >= 0 {
+			var sum float64
+			for _, m := range ff.members[b-ff.firstB] {
+				sum += ff.cur[m]
+			}
+			ff.set(b, sum, ev)
+		}
+	}
+}
+
+func (ff *flowFaults) set(link int, c float64, ev int) {
+	if c == 0 && ff.cur[link] > 0 {
+		ff.cause[link] = int32(ev)
+	}
+	ff.cur[link] = c
+	_ = ff.net.SetCapacity(link, c) // c is finite and >= 0, link in range
+}
+
+// apply applies event i at now.
+func (ff *flowFaults) apply(now sim.Time, i int) {
+	e := &ff.evs[i]
+	e.applied = true
+	ff.routeChanged = false
+	both := func(k int) {
+		ff.refresh(2*k, i)
+		ff.refresh(2*k+1, i)
+	}
+	switch e.Action {
+	case fault.OpDown.String(), fault.OpUp.String():
+		k := int(e.Port) / 2
+		ff.down[k] = e.Action == fault.OpDown.String()
+		both(k)
+		if ff.kind == scenario.TransportRoCE {
+			ff.scheduleReconv(now + ff.reconv)
+		}
+	case fault.OpDegrade.String(), fault.OpUndegrade.String():
+		k := int(e.Port) / 2
+		ff.rate[k] = float64(e.Rate)
+		both(k)
+	case fault.OpLoss.String():
+		if e.HasEntropy {
+			// One EV's path of a QP's 128: MRC retires it; at flow level it is nothing.
+			ff.note(fmt.Sprintf("faults[%d]: a loss on one entropy value (one EV's path) is not modelled at flow level (MRC retires that EV)", e.Entry))
+			return
+		}
+		ff.lossP[e.Port] = e.Loss
+		ff.refresh(int(e.Port), i)
+	case fault.OpBER.String():
+		ff.berP[e.Port] = e.BER
+		ff.refresh(int(e.Port), i)
+	case fault.OpBlackhole.String(), fault.OpUnblackhole.String():
+		if ff.black == nil {
+			ff.black = make([]bool, ff.r.t.NumNodes())
+			ff.nodeL = make([][]int32, ff.r.t.NumNodes())
+			for k, l := range ff.links {
+				ff.nodeL[l.A.Node] = append(ff.nodeL[l.A.Node], int32(k))
+				ff.nodeL[l.B.Node] = append(ff.nodeL[l.B.Node], int32(k))
+			}
+		}
+		ff.black[e.Node] = e.Action == fault.OpBlackhole.String()
+		for _, k := range ff.nodeL[e.Node] {
+			both(int(k))
+		}
+	}
+	if ff.routeChanged && ff.kind != scenario.TransportRoCE && ff.r.bundle == nil && ff.detectAt < 0 {
+		// MRC sprayed over sampled paths: it moves off (or back onto) the paths once the
+		// losses (or its probes) tell it, about one ACK timeout later.
+		ff.detectAt = now + ff.detect
+		ff.s.AtOwnKey(ff.detectAt, ff.kDetect, 0, 0)
+	}
+}
+
+func (ff *flowFaults) note(s string) {
+	if !slices.Contains(ff.notes, s) {
+		ff.notes = append(ff.notes, s)
+	}
+}
+
+// mrcReroute re-sprays MRC flows over the paths that are live now (effective capacity > 0).
+func (ff *flowFaults) mrcReroute(now sim.Time) {
+	ff.detectAt = -1
+	ff.setDead(func(d int) bool { return ff.cur[d] == 0 })
+	if _, err := ff.fc.Reroute(nil); err != nil {
+		ff.s.Stop(fmt.Errorf("flow level: rerouting after a failure at %v: %w", now, err))
+	}
+}
+
+// setDead sets the router's dead links (nil when none is).
+func (ff *flowFaults) setDead(dead func(d int) bool) {
+	var out []bool
+	for d := 0; d < ff.nDir; d++ {
+		if dead(d) {
+			if out == nil {
+				out = make([]bool, ff.nDir)
+			}
+			out[d] = true
+		}
+	}
+	ff.r.dead = out
+}
+
+func (ff *flowFaults) scheduleReconv(at sim.Time) {
+	if n := len(ff.reconvAt); n > 0 && ff.reconvAt[n-1] == at {
+		return
+	}
+	ff.reconvAt = append(ff.reconvAt, at)
+	ff.s.AtOwnKey(at, ff.kReconv, 0, 0)
+}
+
+// reconverge is RoCE's ECMP after routing reconverged: routes avoid the links that are down
+// now; moving flows rehash at once, stalled ones at their next retransmission.
+func (ff *flowFaults) reconverge(now sim.Time) {
+	ff.setDead(func(d int) bool { return ff.down[d/2] })
+	if _, err := ff.fc.Reroute(func(_ flow.FlowID, stalled bool) bool { return !stalled }); err != nil {
+		ff.s.Stop(fmt.Errorf("flow level: rerouting at reconvergence (%v): %w", now, err))
+		return
+	}
+	if ff.rto <= 0 {
+		return
+	}
+	ff.stallBuf = ff.net.Stalled(ff.stallBuf)
+	type due struct {
+		at sim.Time
+		id flow.FlowID
+	}
+	var dues []due
+	for _, st := range ff.stallBuf {
+		k := max(1, (now-st.Since+ff.rto-1)/ff.rto)
+		dues = append(dues, due{at: st.Since + k*ff.rto, id: st.ID})
+	}
+	slices.SortFunc(dues, func(a, b due) int {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	for i := 0; i < len(dues); {
+		j := i
+		var ids []flow.FlowID
+		for ; j < len(dues) && dues[j].at == dues[i].at; j++ {
+			ids = append(ids, dues[j].id)
+		}
+		ff.resume = append(ff.resume, ids)
+		ff.s.AtOwnKey(dues[i].at, ff.kResume, int32(len(ff.resume)-1), 0)
+		i = j
+	}
+}
+
+// resumeFlows reroutes the stalled RoCE flows of set i, whose retransmission timer fires now.
+func (ff *flowFaults) resumeFlows(now sim.Time, i int) {
+	ids := ff.resume[i]
+	ff.resume[i] = nil
+	if _, err := ff.fc.Reroute(func(id flow.FlowID, _ bool) bool { _, ok := slices.BinarySearch(ids, id); return ok }); err != nil {
+		ff.s.Stop(fmt.Errorf("flow level: rerouting stalled QPs at %v: %w", now, err))
+	}
+}
+
+// check errors the QPs of every flow stalled for the whole retry budget by now.
+func (ff *flowFaults) check(now sim.Time) {
+	ff.stallBuf = ff.net.Stalled(ff.stallBuf)
+	for _, st := range ff.stallBuf {
+		if st.Since > now-ff.budget {
+			continue
+		}
+		ev := -1
+		if st.Link >= 0 && st.Link < len(ff.cause) {
+			ev = int(ff.cause[st.Link])
+		}
+		key := [3]int64{-1, -1, -1}
+		if ev >= 0 {
+			e := &ff.evs[ev]
+			key = [3]int64{int64(e.Entry), int64(e.Cycle), int64(e.At)}
+		}
+		if k, ok := ff.byCause[key]; ok {
+			ff.restarts[k].QPFlows++
+			continue
+		}
+		ff.byCause[key] = len(ff.restarts)
+		ff.restarts = append(ff.restarts, flowRestart{At: st.Since + ff.budget, Since: st.Since, Src: st.Src, Dst: st.Dst, Link: st.Link, Event: ev, QPFlows: 1})
+	}
+}
+
+// stuck describes the flows still stalled when the job could not finish: the failure that
+// cut them off and why no transport could go on.
+func (ff *flowFaults) stuck(namer func(int) string) string {
+	ff.stallBuf = ff.net.Stalled(ff.stallBuf)
+	if len(ff.stallBuf) == 0 {
+		return ""
+	}
+	st := ff.stallBuf[0]
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d flow(s) stalled with no live path, the first h%d -> h%d since %v on %s", len(ff.stallBuf), st.Src, st.Dst, st.Since, namer(st.Link))
+	if st.Link >= 0 && st.Link < len(ff.cause) && ff.cause[st.Link] >= 0 {
+		e := &ff.evs[ff.cause[st.Link]]
+		fmt.Fprintf(&b, " (faults[%d]: %s %s at %v)", e.Entry, e.Action, e.Target, e.At)
+	}
+	switch {
+	case ff.kind == scenario.TransportRoCE:
+		b.WriteString("; RoCE routing only avoids links that are down (a blackhole or a lossy link is no link-state signal), and the job cannot continue while a QP's only path is dead")
+	default:
+		b.WriteString("; every path between the two hosts is dead, so a restarted job could not run there either (a spare host would be needed)")
+	}
+	return b.String()
+}
