@@ -258,14 +258,23 @@ func (ff *flowFaults) onStall(now sim.Time, _ error) {
 }
 
 // goodput is the transport's goodput factor on a link losing packets with probability p.
-func (ff *flowFaults) goodput(p float64) float64 {
+func (ff *flowFaults) goodput(p float64) float64 { return lossGoodput(ff.kind, p, ff.gbnW) }
+
+// lossGoodput is the fraction of a link's rate a transport turns into goodput when the link
+// loses each packet with probability p: MRC's selective retransmission resends only the
+// lost packets, 1 - p; RoCE's go-back-N resends the w packets in flight behind each loss
+// (every packet sent in the round trip before the NAK returns), so each delivered packet
+// costs 1 + (w - 1) p / (1 - p) transmissions on average and the factor is
+// (1 - p) / (1 + (w - 1) p) [Bertsekas & Gallager, Data Networks 2nd ed. §2.4.2, go back n
+// ARQ with a window of w frames per round trip]. p >= 1 gives 0.
+func lossGoodput(kind string, p, w float64) float64 {
 	switch {
 	case p <= 0:
 		return 1
 	case p >= 1:
 		return 0
-	case ff.kind == scenario.TransportRoCE:
-		return (1 - p) / (1 + (ff.gbnW-1)*p)
+	case kind == scenario.TransportRoCE:
+		return (1 - p) / (1 + (max(w, 1)-1)*p)
 	}
 	return 1 - p
 }

@@ -1,0 +1,295 @@
+package runner
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/lockstepsim/lockstep/scenario"
+)
+
+// tfYAML is a small training job for fault tests: by default a 4-layer model (TP 8 inside
+// each 8-GPU NVLink domain, DP over the fabric, overlap off so the gradient all-reduce is
+// exposed) on a 2-tier Clos of 8 planes x 100G. Fields: radix, hosts, transport block,
+// reconvergence, model, GPU extras, plan, steps, sim_steps, engine, faults.
+const tfYAML = `
+topology: {clos: {tiers: 2, planes: 8, radix: %d, hosts: %d, host_link: 100G}}
+transport: %s
+fabric: {reconvergence: %s}
+workload:
+  training:
+    model: %s
+    gpu: {preset: h100%s}
+    plan: %s
+    overlap: false
+    steps: %d
+    sim_steps: %d
+run: {engine: %s}
+%s`
+
+type tfCase struct {
+	radix, hosts int
+	transport    string
+	reconv       string
+	steps        int
+	engine       string
+	faults       string
+	model, plan  string // defaults: tinyModel, {tp: 8, pp: 1}
+	gpu          string // extra GPU fields, e.g. ", scale_up_gpus: 1"
+}
+
+const tinyModel = "{name: tiny, layers: 4, hidden: 1024, heads: 8, kv_heads: 8, ffn: 4096, vocab: 32000, seq_len: 1024, global_batch: 16, micro_batch: 1}"
+
+func (c tfCase) yaml() string {
+	if c.reconv == "" {
+		c.reconv = "1s"
+	}
+	if c.engine == "" {
+		c.engine = "flow"
+	}
+	if c.steps == 0 {
+		c.steps = 1
+	}
+	if c.model == "" {
+		c.model = tinyModel
+	}
+	if c.plan == "" {
+		c.plan = "{tp: 8, pp: 1}"
+	}
+	f := ""
+	if c.faults != "" {
+		f = "faults:\n" + c.faults
+	}
+	return fmt.Sprintf(tfYAML, c.radix, c.hosts, c.transport, c.reconv, c.model, c.gpu, c.plan, c.steps, c.steps, c.engine, f)
+}
+
+func (c tfCase) run(t *testing.T) *Result {
+	t.Helper()
+	return mustRun(t, c.yaml())
+}
+
+// stepTimes returns every simulated step's time in microseconds (training_faults.steps, or
+// the one step of a run without faults).
+func stepTimes(s *Summary) []float64 {
+	if s.TrainingFaults == nil {
+		return []float64{s.Training.StepTimeUs}
+	}
+	var out []float64
+	for _, st := range s.TrainingFaults.Steps {
+		out = append(out, st.StepTimeUs)
+	}
+	return out
+}
+
+// Acceptance (issue 17, 3a): one NIC-T0 link of one host degraded under MRC on an 8-plane
+// fabric raises the step by what that host's collectives explain: its NIC runs at 7/8 + f/8
+// of its rate (MRC moves load off the slow plane), so its gradient all-reduce (the exposed
+// DP time, every other part of the step unchanged) takes 1 / (7/8 + f/8) as long. Under RoCE
+// with one QP per plane the transfer's stripe on the slow plane runs at f of a plane, so the
+// all-reduce takes 1/f as long: worse. The slowest link of the step names the degraded link.
+// 16 hosts on one T0 per plane (radix 32): no ECMP collisions to confound RoCE. Swept over f.
+func TestTrainingDegradedNICLink(t *testing.T) {
+	for _, kind := range []string{"{kind: mrc}", "{kind: roce}"} {
+		base := tfCase{radix: 32, hosts: 16, transport: kind}.run(t).Summary.Training
+		dp := base.DPExposedUs
+		for _, f := range []float64{0.25, 0.5, 0.75} {
+			c := tfCase{radix: 32, hosts: 16, transport: kind, faults: fmt.Sprintf("  - {at: 0s, link: h0.p0, action: degrade, factor: %v}\n", f)}
+			s := c.run(t).Summary
+			rise := s.Training.StepTimeUs - base.StepTimeUs
+			share := 7.0/8 + f/8
+			want := dp * (1/share - 1)
+			if strings.Contains(kind, "roce") {
+				want = dp * (1/f - 1)
+			}
+			avg := dp * (1/(1-(1-f)/(8*16)) - 1) // the same loss spread over every link
+			link := s.TrainingFaults.Steps[0].SlowestLink
+			t.Logf("%s f=%.2f: step %.1f -> %.1f us, rise %.1f us; expected %.1f from the host's rate (%.1f if every link lost a share); slowest link %q",
+				kind, f, base.StepTimeUs, s.Training.StepTimeUs, rise, want, avg, link)
+			if math.Abs(rise-want) > 0.05*want+1 {
+				t.Errorf("%s f=%.2f: step rose %.1f us; want %.1f (within 5%%)", kind, f, rise, want)
+			}
+			if rise < 3*avg {
+				t.Errorf("%s f=%.2f: rise %.1f us no more than the average link's %.1f", kind, f, rise, avg)
+			}
+			if !strings.Contains(link, "h0.p0") && !strings.Contains(link, "-> h0") {
+				t.Errorf("%s f=%.2f: slowest link %q does not name h0.p0", kind, f, link)
+			}
+		}
+	}
+}
+
+// Acceptance (issue 17, 3b): a T1 switch failing during step k of several. Under MRC every
+// step after it is within 2% of the steps before (spraying moves onto the other 63 of a T0's
+// 64 uplinks). Under RoCE the QPs hashed onto it stall: with the default RTO (4.3 s, longer
+// than reconvergence) they resume at their next retransmission after routing reconverged,
+// so step k is slower by about an RTO; with a 1 ms RTO (budget 8 ms) and 10 ms to
+// reconverge they give up, the job restarts (charged) and step k shows it; later steps are
+// back to the steps before. Swept over the step that fails.
+func TestTrainingT1Failure(t *testing.T) {
+	const steps = 6
+	for _, k := range []int{1, 3} {
+		for _, tc := range []struct{ name, transport string }{
+			{"mrc", "{kind: mrc}"},
+			{"roce", "{kind: roce}"},
+			{"roce-1ms", "{kind: roce, roce: {rto: 1ms}}"},
+		} {
+			base := tfCase{radix: 16, hosts: 32, transport: tc.transport, reconv: "10ms", steps: steps}.run(t).Summary
+			step := base.Training.StepTimeUs
+			at := (float64(k) + 0.5) * step // the middle of step k
+			c := tfCase{radix: 16, hosts: 32, transport: tc.transport, reconv: "10ms", steps: steps,
+				faults: fmt.Sprintf("  - {at: %.0fus, switch: p0.t1-0, action: down}\n", at)}
+			s := c.run(t).Summary
+			times := stepTimes(&s)
+			tf := s.TrainingFaults
+			t.Logf("%s, failure in step %d: steps %v us (before: %.1f); restarts %d, charged %.0f s; step %d: %s | %s",
+				tc.name, k, roundAll(times), step, len(tf.Restarts), tf.RestartsChargedS, k, tf.Steps[k].Events, tf.Steps[k].SlowestLink)
+			if !strings.Contains(tf.Steps[k].Events, "down p0.t1-0") {
+				t.Errorf("%s: step %d events %q do not show the failure", tc.name, k, tf.Steps[k].Events)
+			}
+			for i, x := range times {
+				if i < k && math.Abs(x-step) > 1e-6*step {
+					t.Errorf("%s: step %d before the failure took %.1f us, not %.1f", tc.name, i, x, step)
+				}
+			}
+			switch tc.name {
+			case "mrc":
+				for i := k; i < steps; i++ {
+					if d := times[i]/step - 1; math.Abs(d) > 0.02 {
+						t.Errorf("mrc: step %d %.1f us, %.1f%% off the %.1f before", i, times[i], 100*d, step)
+					}
+				}
+				if len(tf.Restarts) > 0 {
+					t.Errorf("mrc: %d restarts; want none", len(tf.Restarts))
+				}
+			case "roce":
+				if times[k] < step+4.2e6 || len(tf.Restarts) > 0 {
+					t.Errorf("roce: step %d %.1f us, %d restarts; want about an RTO (4.29 s) slower, no restart", k, times[k], len(tf.Restarts))
+				}
+			case "roce-1ms":
+				if len(tf.Restarts) != 1 || tf.Restarts[0].Step != k || !strings.Contains(tf.Steps[k].Events, "restart") {
+					t.Fatalf("roce-1ms: restarts %+v; want one, in step %d, shown in its events", tf.Restarts, k)
+				}
+				r := tf.Restarts[0]
+				if r.RestartS != 600 || r.LostWorkS <= 0 || r.ChargedS != r.RestartS+r.LostWorkS ||
+					math.Abs(tf.RunTimeWithRestartsS-(s.Training.RunTimeS+r.ChargedS)) > 1e-6 {
+					t.Errorf("roce-1ms: restart %+v, run time %.3f -> %.3f s; want 600 s restart + lost work charged", r, s.Training.RunTimeS, tf.RunTimeWithRestartsS)
+				}
+				if times[k] <= step || s.Failed {
+					t.Errorf("roce-1ms: step %d %.1f us (failed %v); want slower, and the restart a reported event, not a failure", k, times[k], s.Failed)
+				}
+			}
+			if tc.name != "mrc" {
+				// Routing has reconverged (10 ms) a step or two later: back to normal.
+				for i := k + 1; i < steps; i++ {
+					if times[i-1] > 0 && i >= k+2 && math.Abs(times[i]/step-1) > 0.05 {
+						t.Errorf("%s: step %d %.1f us after reconvergence, vs %.1f before", tc.name, i, times[i], step)
+					}
+				}
+			}
+		}
+	}
+}
+
+func roundAll(xs []float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = math.Round(x*10) / 10
+	}
+	return out
+}
+
+// Acceptance (issue 17, 3c): the flow and packet engines agree within 10% on the step of a
+// small job, with and without a degraded NIC link. Two jobs on 16 GPUs: "dp" is data
+// parallel only (no NVLink domain), so the 28 MB gradient all-reduce over the fabric is most
+// of the step; "tp8" keeps TP in 8-GPU domains and all-reduces over 2 replicas. RoCE runs
+// the tp8 job: on the dp job its packet level is 1.78x the flow level without any fault
+// (one plane of 800G: 1.00x), a gap of RoCE striping over 8 planes that faults do not touch.
+func TestTrainingFaultsFlowVsPacket(t *testing.T) {
+	const small = "{name: small, layers: 2, hidden: 512, heads: 8, kv_heads: 8, ffn: 2048, vocab: 8000, seq_len: 512, global_batch: 16, micro_batch: 1}"
+	for _, tc := range []struct {
+		name, transport string
+		job             tfCase
+	}{
+		{"mrc dp", "{kind: mrc}", tfCase{model: small, plan: "{tp: 1, pp: 1}", gpu: ", scale_up_gpus: 1"}},
+		{"mrc tp8", "{kind: mrc}", tfCase{}},
+		{"roce tp8", "{kind: roce}", tfCase{}},
+	} {
+		for _, f := range []string{"", "  - {at: 0s, link: h0.p0, action: degrade, factor: 0.25}\n"} {
+			c := tc.job
+			c.radix, c.hosts, c.transport, c.faults = 32, 16, tc.transport, f
+			c2 := c
+			c2.engine = "packet"
+			fl, pk := c.run(t).Summary, c2.run(t).Summary
+			a, b := pk.Training.StepTimeUs, fl.Training.StepTimeUs
+			t.Logf("%s degraded=%v: step %.1f us packet, %.1f us flow (%.3fx); dp exposed %.1f vs %.1f us", tc.name, f != "", a, b, a/b, pk.Training.DPExposedUs, fl.Training.DPExposedUs)
+			if a > 1.1*b || a < b/1.1 {
+				t.Errorf("%s degraded=%v: packet %.1f us vs flow %.1f us; want within 10%%", tc.name, f != "", a, b)
+			}
+			if f != "" && (pk.TrainingFaults == nil || !strings.Contains(pk.TrainingFaults.Steps[0].SlowestLink, "h0.p0")) {
+				t.Errorf("%s packet: slowest link %+v; want h0.p0 named", tc.name, pk.TrainingFaults)
+			}
+		}
+	}
+}
+
+// No fault, no cost: a fault scheduled after the job has ended changes nothing the run
+// computed (byte-identical training figures: fault events take their own tiebreak keys), and
+// a run without faults has no fault report nor the extra steps.csv columns.
+func TestTrainingFaultsNoCost(t *testing.T) {
+	for _, kind := range []string{"{kind: mrc}", "{kind: roce}"} {
+		base := tfCase{radix: 16, hosts: 32, transport: kind, steps: 2}.run(t)
+		late := tfCase{radix: 16, hosts: 32, transport: kind, steps: 2, faults: "  - {at: 900ms, switch: p0.t1-0, action: down}\n"}.run(t)
+		a, _ := json.Marshal(base.Summary.Training)
+		b, _ := json.Marshal(late.Summary.Training)
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s: a fault after the end changed the training result:\n%s\n%s", kind, a, b)
+		}
+		if base.Summary.TrainingFaults != nil || late.Summary.TrainingFaults == nil || late.Summary.TrainingFaults.Events[0].Applied {
+			t.Errorf("%s: fault reports %+v / %+v; want none without faults, an unapplied event with the late one", kind, base.Summary.TrainingFaults, late.Summary.TrainingFaults)
+		}
+		var w bytes.Buffer
+		if err := base.Training.WriteStepsCSV(&w); err != nil || strings.Contains(w.String(), "slowest_link") {
+			t.Errorf("%s: steps.csv without faults has the fault columns (%v)", kind, err)
+		}
+	}
+}
+
+// Loss at flow level costs each transport its own goodput factor on the lossy link, swept
+// over the loss rate: MRC (selective repeat) keeps 1 - p of the link, so host 0's NIC runs
+// at (7 + (1 - p)) / 8; RoCE (go-back-N) keeps (1 - p) / (1 + (W - 1) p) of it, W the
+// packets a QP has in flight per round trip, and its stripe on that plane holds the transfer
+// back. The step rises by the all-reduce's share of it.
+func TestTrainingLossPerTransport(t *testing.T) {
+	for _, kind := range []string{"mrc", "roce"} {
+		base := tfCase{radix: 32, hosts: 16, transport: "{kind: " + kind + "}"}.run(t).Summary.Training
+		for _, p := range []float64{0.001, 0.01, 0.05} {
+			c := tfCase{radix: 32, hosts: 16, transport: "{kind: " + kind + "}",
+				faults: fmt.Sprintf("  - {at: 0s, link: h0.p0, action: loss, loss: %v, direction: both}\n", p)}
+			r := c.run(t)
+			s := r.Summary.Training
+			// W: 100 Gb/s x the 2-hop base RTT of 4 KiB RoCE packets, in packets.
+			sc, _ := scenario.Parse([]byte(c.yaml()))
+			layout, _ := sc.Topology.Describe()
+			rtt := layout.Params().RoundTrip(layout.Sizing().MaxSwitchHops, 4096+82, 82)
+			w := math.Ceil(100e9 * rtt.Seconds() / (8 * (4096 + 82)))
+			g := lossGoodput(sc.Transport.Kind, p, w)
+			if kind == "roce" {
+				if ff := r.Training.Faults; ff == nil {
+					t.Fatal("no fault report")
+				}
+			}
+			want := base.DPExposedUs * (8/(7+g) - 1)
+			if kind == "roce" {
+				want = base.DPExposedUs * (1/g - 1)
+			}
+			rise := s.StepTimeUs - base.StepTimeUs
+			t.Logf("%s loss %.3f: goodput factor %.4f (W %.0f), step %.1f -> %.1f us, rise %.1f (expected %.1f)", kind, p, g, w, base.StepTimeUs, s.StepTimeUs, rise, want)
+			if math.Abs(rise-want) > 0.05*want+1 {
+				t.Errorf("%s loss %v: rise %.1f us; want %.1f", kind, p, rise, want)
+			}
+		}
+	}
+}
