@@ -251,7 +251,7 @@ func (n *Net) freeze(slot int32, r float64, bott int32) bool {
 		if stalled {
 			n.nStalled++
 			f.stallAt, f.stallBott = n.fillNow, bott
-			return true
+			return !f.held
 		}
 		n.nStalled--
 		if d := n.fillNow - f.stallAt; d > f.stallDur {

@@ -102,6 +102,8 @@ type flowState struct {
 	stallDur  sim.Time // its longest stall so far that ended, and the link that stalled it
 	stallLink int32
 	stallBott int32 // the link that stalls it (valid while stalled)
+	held      bool    // Hold: kept at rate 0; cap0 is its own cap meanwhile
+	cap0      float64
 	done      func(now sim.Time)
 }
 
@@ -472,7 +474,58 @@ type StallInfo struct {
 	ID       FlowID
 	Src, Dst int
 	Since    sim.Time // when it last became stalled
-	Link     int      // the link of capacity 0 that stops it
+	Link     int      // the link of capacity 0 that stops it; -1 when held (Hold)
+	Held     bool
+}
+
+// activeSlot returns the slot of sending flow id, -1 if it is not sending. O(active flows).
+func (n *Net) activeSlot(id FlowID) int32 {
+	for _, s := range n.active {
+		if n.flows[s].id == id {
+			return s
+		}
+	}
+	return -1
+}
+
+// Hold keeps sending flow id at rate 0 (on) until released (off), whatever its links'
+// capacities: a transport that waits before it sends again (a RoCE QP waiting for its
+// retransmission timer after its path died). A held flow counts as stalled (Stalled, with
+// Held set); holding it does not call Config.OnStall. The rates are recomputed at the
+// current instant. It reports whether id is sending (a flow not sending is left alone).
+func (n *Net) Hold(id FlowID, on bool) bool {
+	s := n.activeSlot(id)
+	if s < 0 {
+		return false
+	}
+	f := &n.flows[s]
+	if f.held == on {
+		return true
+	}
+	if on {
+		f.cap0, f.cap = f.cap, 0
+	} else {
+		f.cap = f.cap0
+	}
+	f.held = on
+	n.dirty = true
+	n.armAt(n.s.Now())
+	return true
+}
+
+// Blocked returns the first link (by the caller's index) of capacity 0 on sending flow id's
+// paths, -1 when there is none, -2 when id is not sending. O(active flows + its entries).
+func (n *Net) Blocked(id FlowID) int {
+	s := n.activeSlot(id)
+	if s < 0 {
+		return -2
+	}
+	for _, e := range n.flows[s].ents {
+		if n.capa[e.link] == 0 {
+			return int(n.int2ext[e.link])
+		}
+	}
+	return -1
 }
 
 // Stalled appends every sending flow at rate 0 after the last recomputation to buf[:0], in
@@ -484,7 +537,7 @@ func (n *Net) Stalled(buf []StallInfo) []StallInfo {
 	}
 	for _, s := range n.active {
 		if f := &n.flows[s]; f.stalled {
-			buf = append(buf, StallInfo{ID: f.id, Src: int(f.src), Dst: int(f.dst), Since: f.stallAt, Link: n.extLink(f.bott)})
+			buf = append(buf, StallInfo{ID: f.id, Src: int(f.src), Dst: int(f.dst), Since: f.stallAt, Link: n.extLink(f.bott), Held: f.held})
 		}
 	}
 	slices.SortFunc(buf, func(a, b StallInfo) int { return cmpID(a.ID, b.ID) })

@@ -306,6 +306,9 @@ func (r *collRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Pa
 		seg := r.longBuf[starts[k]:starts[k+1]:starts[k+1]]
 		buf = append(buf, flow.Path{Links: seg, Weight: 1})
 	}
+	if r.dead != nil && !r.spray {
+		lat = r.detours(src, dst, key, idx, buf, lat)
+	}
 	return buf, lat, nil
 }
 

@@ -82,17 +82,33 @@ type flowFaults struct {
 	rto     sim.Time // RoCE retransmission timeout
 	budget  sim.Time // a stall this long errors the QPs (MaxTime: never)
 
-	kFault, kReconv, kResume, kCheck, kDetect sim.Kind
-	reconvAt                                  []sim.Time // reconvergences scheduled (and applied, <= now)
-	detectAt                                  sim.Time   // the MRC reroute pending, -1 none
-	lastCheck                                 sim.Time
-	resume                                    [][]flow.FlowID
-	routeChanged                              bool
+	kFault, kReconv, kTick, kCatch, kCheck, kDetect sim.Kind
+	reconvAt                                        []sim.Time // reconvergences scheduled (and applied, <= now)
+	detectAt                                        sim.Time   // the MRC reroute pending, -1 none
+	lastCheck                                       sim.Time
+	catchAt                                         sim.Time // the RoCE catch pending, -1 none
+	routeChanged                                    bool
+
+	// RoCE QPs waiting for their retransmission timer: held at rate 0 (flow.Net.Hold) from
+	// their stall until a timer tick finds their path live; ticks[i] are the flows due at one
+	// tick.
+	waits   map[flow.FlowID]*qpWait
+	ticks   [][]flow.FlowID
+	errored int // waits whose QPs gave up (they resume when their path returns)
 
 	restarts []flowRestart
 	byCause  map[[3]int64]int // failure -> index in restarts
 	stallBuf []flow.StallInfo
 	notes    []string
+}
+
+// qpWait is a RoCE flow whose path died: it waits for its retransmission timer.
+type qpWait struct {
+	since   sim.Time // its stall: the last progress
+	link    int      // the dead link
+	cause   int      // the event that killed it, -1 unknown
+	tries   int      // timer ticks so far
+	errored bool     // its QPs gave up (retry_count + 1 timeouts)
 }
 
 // flowRestart is a job restart the flow-level fault model found: QPs that gave up.
@@ -180,7 +196,8 @@ func newFlowFaults(sc *scenario.Scenario, layout topo.Topology, s *sim.Sim, r *f
 		rate: make([]float64, len(links)), down: make([]bool, len(links)),
 		lossP: make([]float64, 2*len(links)), berP: make([]float64, 2*len(links)),
 		cur: slices.Clone(caps), built: slices.Clone(caps), cause: make([]int32, len(caps)),
-		reconv: sc.Fabric.Reconvergence, detectAt: -1, lastCheck: -1, byCause: map[[3]int64]int{}}
+		reconv: sc.Fabric.Reconvergence, detectAt: -1, lastCheck: -1, catchAt: -1, byCause: map[[3]int64]int{},
+		waits: map[flow.FlowID]*qpWait{}}
 	for k, l := range links {
 		ff.rate[k] = float64(l.Rate)
 	}
@@ -229,7 +246,8 @@ func newFlowFaults(sc *scenario.Scenario, layout topo.Topology, s *sim.Sim, r *f
 	}
 	ff.kFault = s.Register("runner.flowfault", func(now sim.Time, obj int32, _ uint64) { ff.apply(now, int(obj)) })
 	ff.kReconv = s.Register("runner.flowfault.reconverge", func(now sim.Time, _ int32, _ uint64) { ff.reconverge(now) })
-	ff.kResume = s.Register("runner.flowfault.resume", func(now sim.Time, obj int32, _ uint64) { ff.resumeFlows(now, int(obj)) })
+	ff.kTick = s.Register("runner.flowfault.rto", func(now sim.Time, obj int32, _ uint64) { ff.tick(now, int(obj)) })
+	ff.kCatch = s.Register("runner.flowfault.hold", func(now sim.Time, _ int32, _ uint64) { ff.catch(now) })
 	ff.kCheck = s.Register("runner.flowfault.check", func(now sim.Time, _ int32, _ uint64) { ff.check(now) })
 	ff.kDetect = s.Register("runner.flowfault.detect", func(now sim.Time, _ int32, _ uint64) { ff.mrcReroute(now) })
 	return ff
@@ -245,9 +263,17 @@ func (ff *flowFaults) start(net *flow.Net, fc *flow.Collectives) {
 	}
 }
 
-// onStall is the Net's stall hook: flows stalled at now error their QPs if still stalled
-// one retry budget later.
+// onStall is the Net's stall hook: under RoCE the flows stalled now wait for their
+// retransmission timer (catch, at the end of this instant); under MRC they error their QPs
+// if still stalled one retry budget later (check).
 func (ff *flowFaults) onStall(now sim.Time, _ error) {
+	if ff.kind == scenario.TransportRoCE {
+		if ff.catchAt != now {
+			ff.catchAt = now
+			ff.s.AtOwnKey(now, ff.kCatch, 0, 0)
+		}
+		return
+	}
 	if ff.budget == sim.MaxTime || now > sim.MaxTime-ff.budget {
 		return
 	}
@@ -372,6 +398,9 @@ func (ff *flowFaults) apply(now sim.Time, i int) {
 			both(int(k))
 		}
 	}
+	if ff.routeChanged && ff.kind == scenario.TransportRoCE {
+		ff.releaseErrored()
+	}
 	if ff.routeChanged && ff.kind != scenario.TransportRoCE && ff.r.bundle == nil && ff.detectAt < 0 {
 		// MRC sprayed over sampled paths: it moves off (or back onto) the paths once the
 		// losses (or its probes) tell it, about one ACK timeout later.
@@ -418,16 +447,21 @@ func (ff *flowFaults) scheduleReconv(at sim.Time) {
 }
 
 // reconverge is RoCE's ECMP after routing reconverged: routes avoid the links that are down
-// now; moving flows rehash at once, stalled ones at their next retransmission.
+// now; moving flows rehash at once, waiting QPs at their next retransmission (tick).
 func (ff *flowFaults) reconverge(now sim.Time) {
 	ff.setDead(func(d int) bool { return ff.down[d/2] })
 	if _, err := ff.fc.Reroute(func(_ flow.FlowID, stalled bool) bool { return !stalled }); err != nil {
 		ff.s.Stop(fmt.Errorf("flow level: rerouting at reconvergence (%v): %w", now, err))
 		return
 	}
-	if ff.rto <= 0 {
-		return
-	}
+	ff.releaseErrored()
+}
+
+// catch holds every RoCE flow that stalled on a dead link (and is not waiting yet) until
+// its retransmission timer: RTO after its last progress [IBTA §9.7: the requester resends
+// from the oldest unacknowledged packet after a timeout].
+func (ff *flowFaults) catch(now sim.Time) {
+	ff.catchAt = -1
 	ff.stallBuf = ff.net.Stalled(ff.stallBuf)
 	type due struct {
 		at sim.Time
@@ -435,8 +469,16 @@ func (ff *flowFaults) reconverge(now sim.Time) {
 	}
 	var dues []due
 	for _, st := range ff.stallBuf {
-		k := max(1, (now-st.Since+ff.rto-1)/ff.rto)
-		dues = append(dues, due{at: st.Since + k*ff.rto, id: st.ID})
+		if st.Held || ff.waits[st.ID] != nil {
+			continue
+		}
+		w := &qpWait{since: st.Since, link: st.Link, cause: -1}
+		if st.Link >= 0 && st.Link < len(ff.cause) {
+			w.cause = int(ff.cause[st.Link])
+		}
+		ff.waits[st.ID] = w
+		ff.net.Hold(st.ID, true)
+		dues = append(dues, due{at: st.Since + ff.rto, id: st.ID})
 	}
 	slices.SortFunc(dues, func(a, b due) int {
 		if c := cmp.Compare(a.at, b.at); c != 0 {
@@ -450,18 +492,82 @@ func (ff *flowFaults) reconverge(now sim.Time) {
 		for ; j < len(dues) && dues[j].at == dues[i].at; j++ {
 			ids = append(ids, dues[j].id)
 		}
-		ff.resume = append(ff.resume, ids)
-		ff.s.AtOwnKey(dues[i].at, ff.kResume, int32(len(ff.resume)-1), 0)
+		ff.scheduleTick(max(dues[i].at, now), ids)
 		i = j
 	}
 }
 
-// resumeFlows reroutes the stalled RoCE flows of set i, whose retransmission timer fires now.
-func (ff *flowFaults) resumeFlows(now sim.Time, i int) {
-	ids := ff.resume[i]
-	ff.resume[i] = nil
-	if _, err := ff.fc.Reroute(func(id flow.FlowID, _ bool) bool { _, ok := slices.BinarySearch(ids, id); return ok }); err != nil {
-		ff.s.Stop(fmt.Errorf("flow level: rerouting stalled QPs at %v: %w", now, err))
+func (ff *flowFaults) scheduleTick(at sim.Time, ids []flow.FlowID) {
+	ff.ticks = append(ff.ticks, ids)
+	ff.s.AtOwnKey(at, ff.kTick, int32(len(ff.ticks)-1), 0)
+}
+
+// retry releases a waiting flow onto the path its QP hashes to now: it reports whether that
+// path is live (else the flow is held again).
+func (ff *flowFaults) retry(id flow.FlowID) (live, sending bool) {
+	ff.net.Hold(id, false)
+	if _, err := ff.fc.Reroute(func(x flow.FlowID, _ bool) bool { return x == id }); err != nil {
+		ff.s.Stop(fmt.Errorf("flow level: rerouting a waiting QP at %v: %w", ff.s.Now(), err))
+	}
+	switch ff.net.Blocked(id) {
+	case -2:
+		return false, false
+	case -1:
+		return true, true
+	}
+	ff.net.Hold(id, true)
+	return false, true
+}
+
+// tick is the retransmission timer of the waiting flows ids: each resends on the path it
+// hashes to now (routing may have reconverged); a flow whose path is still dead after
+// retry_count + 1 timeouts errors its QPs, restarting the job.
+func (ff *flowFaults) tick(now sim.Time, i int) {
+	ids := ff.ticks[i]
+	ff.ticks[i] = nil
+	var again []flow.FlowID
+	for _, id := range ids {
+		w := ff.waits[id]
+		if w == nil || w.errored {
+			continue
+		}
+		w.tries++
+		if now-w.since >= ff.budget {
+			// The timeout after the last retry: the QP errors [IBTA §9.7].
+			w.errored = true
+			ff.errored++
+			ff.qpError(now, flow.StallInfo{ID: id, Since: w.since, Link: w.link}, w.cause)
+			continue
+		}
+		if live, sending := ff.retry(id); live || !sending {
+			delete(ff.waits, id)
+			continue
+		}
+		again = append(again, id)
+	}
+	if len(again) > 0 {
+		ff.scheduleTick(now+ff.rto, again)
+	}
+}
+
+// releaseErrored lets the flows whose QPs gave up go on once their path is live: the
+// restarted job's traffic on the network as it is now.
+func (ff *flowFaults) releaseErrored() {
+	if ff.errored == 0 {
+		return
+	}
+	ids := make([]flow.FlowID, 0, ff.errored)
+	for id, w := range ff.waits {
+		if w.errored {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if live, sending := ff.retry(id); live || !sending {
+			delete(ff.waits, id)
+			ff.errored--
+		}
 	}
 }
 
@@ -476,6 +582,14 @@ func (ff *flowFaults) check(now sim.Time) {
 		if st.Link >= 0 && st.Link < len(ff.cause) {
 			ev = int(ff.cause[st.Link])
 		}
+		ff.qpError(st.Since+ff.budget, st, ev)
+	}
+}
+
+// qpError records that the QPs of flow st (stalled since st.Since on st.Link by event ev)
+// gave up at: a job restart, once per failure.
+func (ff *flowFaults) qpError(at sim.Time, st flow.StallInfo, ev int) {
+	{
 		key := [3]int64{-1, -1, -1}
 		if ev >= 0 {
 			e := &ff.evs[ev]
@@ -483,11 +597,25 @@ func (ff *flowFaults) check(now sim.Time) {
 		}
 		if k, ok := ff.byCause[key]; ok {
 			ff.restarts[k].QPFlows++
-			continue
+			return
 		}
 		ff.byCause[key] = len(ff.restarts)
-		ff.restarts = append(ff.restarts, flowRestart{At: st.Since + ff.budget, Since: st.Since, Src: st.Src, Dst: st.Dst, Link: st.Link, Event: ev, QPFlows: 1})
+		if st.Src == 0 && st.Dst == 0 {
+			st.Src, st.Dst = ff.hosts(st.ID)
+		}
+		ff.restarts = append(ff.restarts, flowRestart{At: at, Since: st.Since, Src: st.Src, Dst: st.Dst, Link: st.Link, Event: ev, QPFlows: 1})
 	}
+}
+
+// hosts returns sending flow id's hosts (-1, -1 when it is not sending).
+func (ff *flowFaults) hosts(id flow.FlowID) (int, int) {
+	ff.stallBuf = ff.net.Stalled(ff.stallBuf)
+	for _, st := range ff.stallBuf {
+		if st.ID == id {
+			return st.Src, st.Dst
+		}
+	}
+	return -1, -1
 }
 
 // stuck describes the flows still stalled when the job could not finish: the failure that
@@ -498,6 +626,9 @@ func (ff *flowFaults) stuck(namer func(int) string) string {
 		return ""
 	}
 	st := ff.stallBuf[0]
+	if w := ff.waits[st.ID]; w != nil {
+		st.Link = w.link
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d flow(s) stalled with no live path, the first h%d -> h%d since %v on %s", len(ff.stallBuf), st.Src, st.Dst, st.Since, namer(st.Link))
 	if st.Link >= 0 && st.Link < len(ff.cause) && ff.cause[st.Link] >= 0 {

@@ -40,6 +40,8 @@ type flowRouter struct {
 	// the fabric: set by the flow-level fault model (flowFaults). Bundled MRC routes do not
 	// read it (a failure lowers its bundle's capacity instead).
 	dead []bool
+	// in lists each node's incoming directed links, for detours (built on first use).
+	in [][]int32
 }
 
 // bundleTable is what routing a bundled flow needs: each host's, T0's and pod's bundle per
@@ -182,7 +184,117 @@ func (r *flowRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Pa
 		lat = max(lat, l)
 		buf = append(buf, flow.Path{Links: r.scratch[start:len(r.scratch):len(r.scratch)], Weight: 1})
 	}
+	if r.dead != nil && !r.spray {
+		lat = r.detours(src, dst, key, idx, buf, lat)
+	}
 	return buf, lat, nil
+}
+
+// detours replaces every path of buf (path indices idx) that crosses a dead link by a
+// detour, when one exists, and returns the latency over the paths.
+func (r *flowRouter) detours(src, dst int, key uint64, idx []int, buf []flow.Path, lat sim.Time) sim.Time {
+	for k := range buf {
+		if r.live(buf[k].Links) {
+			continue
+		}
+		if links, l := r.detour(src, dst, idx[k]%r.planes, mix(key^uint64(k)<<24^uint64(src)<<40^uint64(dst))); links != nil {
+			buf[k].Links = links
+			lat = max(lat, l)
+		}
+	}
+	return lat
+}
+
+// live reports whether none of links is dead.
+func (r *flowRouter) live(links []int32) bool {
+	for _, d := range links {
+		if int(d) < len(r.dead) && r.dead[d] {
+			return false
+		}
+	}
+	return true
+}
+
+// detour returns a shortest path from host src to host dst over the links that are not dead,
+// leaving src by its NIC port in plane, and its latency: what ECMP over the surviving links
+// gives once routing reconverged (runner/reroute.go: shortest paths over the links that are
+// up, hosts not forwarding), equal next hops chosen by the hash h. A RoCE flow takes it when
+// no minimal path of the built topology is live (a torus link: its neighbours' one minimal
+// path). nil when dst is cut off.
+func (r *flowRouter) detour(src, dst, plane int, h uint64) ([]int32, sim.Time) {
+	hosts := r.t.NumHosts()
+	if r.in == nil {
+		r.in = make([][]int32, r.t.NumNodes())
+		for k, l := range r.links {
+			r.in[l.B.Node] = append(r.in[l.B.Node], int32(2*k))
+			r.in[l.A.Node] = append(r.in[l.A.Node], int32(2*k+1))
+		}
+	}
+	tail := func(d int32) int {
+		if d%2 == 0 {
+			return r.links[d/2].A.Node
+		}
+		return r.links[d/2].B.Node
+	}
+	head := func(d int32) int {
+		if d%2 == 0 {
+			return r.links[d/2].B.Node
+		}
+		return r.links[d/2].A.Node
+	}
+	dist := make([]int32, r.t.NumNodes())
+	for i := range dist {
+		dist[i] = -1
+	}
+	dist[dst] = 0
+	queue := []int{dst}
+	for q := 0; q < len(queue); q++ {
+		x := queue[q]
+		for _, d := range r.in[x] {
+			u := tail(d)
+			if r.dead[d] || dist[u] >= 0 || (u < hosts && u != src) {
+				continue
+			}
+			dist[u] = dist[x] + 1
+			if u >= hosts {
+				queue = append(queue, u)
+			}
+		}
+	}
+	k, ok := r.t.LinkOf(src, plane)
+	if !ok || dist[src] < 0 {
+		return nil, 0
+	}
+	d0 := int32(2 * k)
+	if r.links[k].A.Node != src {
+		d0++
+	}
+	n := head(d0)
+	if r.dead[d0] || dist[n] != dist[src]-1 {
+		return nil, 0 // the plane's NIC port is dead, or not on a shortest path
+	}
+	links := []int32{d0}
+	lat := r.links[k].Delay
+	var cand []int32
+	for n != dst {
+		cand = cand[:0]
+		for _, d := range r.in[n] { // n's outgoing links are the reverses of its incoming ones
+			o := d ^ 1
+			m := head(o)
+			if !r.dead[o] && dist[m] == dist[n]-1 && (m >= hosts || m == dst) {
+				cand = append(cand, o)
+			}
+		}
+		if len(cand) == 0 {
+			return nil, 0
+		}
+		h = mix(h + 0x9e3779b97f4a7c15)
+		o := cand[h%uint64(len(cand))]
+		links = append(links, o)
+		lat += r.links[o/2].Delay
+		n = head(o)
+	}
+	return links, lat
 }
 
 // bundled routes an MRC flow from src to dst as perfect spraying over bundles: one path of

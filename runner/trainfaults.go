@@ -109,12 +109,18 @@ type timedNote struct {
 	text string
 }
 
-// groupFaultEvents groups evs into one record per (entry, cycle, instant, action, target).
-func groupFaultEvents(evs []FaultEvent, spans []stepSpan) []TrainingFaultEvent {
+// groupFaultEvents groups evs into one record per failure step: an entry's action at one
+// instant (one flap cycle) over every element it names, named by the entry's target as
+// written (labels[entry]: a name or a glob); a random process's events stay one per element.
+func groupFaultEvents(evs []FaultEvent, spans []stepSpan, labels []string) []TrainingFaultEvent {
 	var out []TrainingFaultEvent
 	idx := map[string]int{}
 	for _, e := range evs {
-		key := fmt.Sprintf("%d/%d/%d/%s/%s/%v", e.Entry, e.Cycle, e.At, e.Action, e.Target, e.Random)
+		target := e.Target
+		if !e.Random && e.Entry >= 0 && e.Entry < len(labels) {
+			target = labels[e.Entry]
+		}
+		key := fmt.Sprintf("%d/%d/%d/%s/%s/%v", e.Entry, e.Cycle, e.At, e.Action, target, e.Random)
 		if i, ok := idx[key]; ok {
 			out[i].Elements++
 			out[i].Applied = out[i].Applied || e.applied
@@ -126,7 +132,7 @@ func groupFaultEvents(evs []FaultEvent, spans []stepSpan) []TrainingFaultEvent {
 			step = stepOf(spans, e.At)
 		}
 		out = append(out, TrainingFaultEvent{AtUs: us(e.At), Step: step, Entry: e.Entry, Cycle: e.Cycle, Action: e.Action,
-			Cause: e.Cause, Target: e.Target, Elements: 1, Applied: e.applied})
+			Cause: e.Cause, Target: target, Elements: 1, Applied: e.applied})
 	}
 	slices.SortStableFunc(out, func(a, b TrainingFaultEvent) int {
 		switch {
@@ -141,13 +147,13 @@ func groupFaultEvents(evs []FaultEvent, spans []stepSpan) []TrainingFaultEvent {
 }
 
 // annotateSteps returns one note per simulated step of tr: the fault events (grouped, from
-// evs), the dated extra notes (reconvergences, restarts) in the step, and slowest(k), the
+// evs, named by labels: groupFaultEvents), the dated extra notes (reconvergences, restarts) in the step, and slowest(k), the
 // link that bottlenecked the slowest rank's collectives in step k ("" for none).
-func annotateSteps(tr *training.Trace, evs []FaultEvent, extra []timedNote, slowest func(k int) string) []StepNote {
+func annotateSteps(tr *training.Trace, evs []FaultEvent, labels []string, extra []timedNote, slowest func(k int) string) []StepNote {
 	spans := stepSpans(tr)
 	notes := make([]StepNote, len(spans))
 	lines := make([][]timedNote, len(spans))
-	for _, g := range groupFaultEvents(evs, spans) {
+	for _, g := range groupFaultEvents(evs, spans, labels) {
 		if g.Step < 0 {
 			continue
 		}
@@ -412,7 +418,7 @@ func packetSlowest(tr *training.Trace, ls *LinkSeries, net *fabric.Network, evs 
 		if deep < 0 {
 			return ""
 		}
-		return fmt.Sprintf("%s (queue up to %s)", net.Ports[deep].Name, sim.FormatSize(q[deep]))
+		return fmt.Sprintf("%s (queue up to %.1f KiB)", net.Ports[deep].Name, float64(q[deep])/1024)
 	}
 }
 
@@ -479,7 +485,7 @@ func flowTrainingFaults(sc *scenario.Scenario, ff *flowFaults, trace *training.T
 	spans := stepSpans(trace)
 	end := spans[len(spans)-1].end
 	name := flowLinkNamer(layout, router, ff)
-	tf := &TrainingFaults{Engine: "flow", Events: groupFaultEvents(ff.evs, spans), Notes: slices.Clone(ff.notes)}
+	tf := &TrainingFaults{Engine: "flow", Events: groupFaultEvents(ff.evs, spans, labels(sc)), Notes: slices.Clone(ff.notes)}
 	var extra []timedNote
 	for _, at := range ff.reconvAt {
 		if at <= end {
@@ -501,7 +507,7 @@ func flowTrainingFaults(sc *scenario.Scenario, ff *flowFaults, trace *training.T
 		extra = append(extra, timedNote{at: r.At, text: fmt.Sprintf("job restart (QPs gave up): charged %.0f s restart + %.0f s lost work", R, lost)})
 	}
 	finishTrainingFaults(tf, tr)
-	tf.Steps = annotateSteps(trace, ff.evs, extra, flowSlowest(trace, fc.Results(), rb.comms, job, name))
+	tf.Steps = annotateSteps(trace, ff.evs, labels(sc), extra, flowSlowest(trace, fc.Results(), rb.comms, job, name))
 	return tf
 }
 
@@ -510,7 +516,7 @@ func flowTrainingFaults(sc *scenario.Scenario, ff *flowFaults, trace *training.T
 func packetTrainingFaults(sc *scenario.Scenario, res *Result, trace *training.Trace, tr *training.Result, qpErrAt sim.Time, m *mrcNet, rn *roceNet) *TrainingFaults {
 	spans := stepSpans(trace)
 	end := spans[len(spans)-1].end
-	tf := &TrainingFaults{Engine: "packet", Events: groupFaultEvents(res.Faults, spans)}
+	tf := &TrainingFaults{Engine: "packet", Events: groupFaultEvents(res.Faults, spans, labels(sc))}
 	var extra []timedNote
 	for _, at := range res.Reconverge {
 		if at <= end {
@@ -527,7 +533,7 @@ func packetTrainingFaults(sc *scenario.Scenario, res *Result, trace *training.Tr
 			len(trace.Steps), qpErrAt.Micros()/1e3, len(trace.Steps), max(sc.Workload.Training.SimSteps, 1)-1))
 	}
 	finishTrainingFaults(tf, tr)
-	tf.Steps = annotateSteps(trace, res.Faults, extra, packetSlowest(trace, res.Links, res.Net, res.Faults))
+	tf.Steps = annotateSteps(trace, res.Faults, labels(sc), extra, packetSlowest(trace, res.Links, res.Net, res.Faults))
 	return tf
 }
 

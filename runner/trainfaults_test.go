@@ -293,3 +293,154 @@ func TestTrainingLossPerTransport(t *testing.T) {
 		}
 	}
 }
+
+// A T1 that stops forwarding (a blackhole: its links stay up) during step 1: MRC retires
+// the paths through it and steps on as after a failure; RoCE's ECMP keeps hashing into it
+// (no link-state signal), so its QPs wait for their retransmission timer: with the default
+// RTO (4.3 s) past the 20 ms blackhole they resume at the first timeout, one RTO after their
+// last progress; with a 1 ms RTO they give up (a restart) and resume when the switch
+// forwards again; blackholed for good, the job cannot continue (an error naming it).
+func TestTrainingBlackhole(t *testing.T) {
+	c := tfCase{radix: 16, hosts: 32, reconv: "10ms", steps: 4}
+	for _, tc := range []struct {
+		name, transport, faults string
+		restarts                int
+		slowMinUs, slowMaxUs    float64 // step 1's extra time
+	}{
+		{"mrc", "{kind: mrc}", "  - {at: 6ms, switch: p0.t1-0, action: blackhole, for: 20ms}\n", 0, 0, 0.02},
+		{"roce", "{kind: roce}", "  - {at: 6ms, switch: p0.t1-0, action: blackhole, for: 20ms}\n", 0, 4.2e6, 4.4e6},
+		{"roce-1ms", "{kind: roce, roce: {rto: 1ms}}", "  - {at: 6ms, switch: p0.t1-0, action: blackhole, for: 20ms}\n", 1, 15e3, 25e3},
+	} {
+		c.transport, c.faults = tc.transport, ""
+		base := c.run(t).Summary.Training.StepTimeUs
+		c.faults = tc.faults
+		s := c.run(t).Summary
+		times := stepTimes(&s)
+		extra := times[1] - base
+		tf := s.TrainingFaults
+		t.Logf("%s: steps %v us (before %.1f): step 1 +%.1f us; %d restarts; %s", tc.name, roundAll(times), base, extra, len(tf.Restarts), tf.Steps[1].Events)
+		if len(tf.Restarts) != tc.restarts {
+			t.Errorf("%s: %d restarts; want %d", tc.name, len(tf.Restarts), tc.restarts)
+		}
+		if tc.name == "mrc" {
+			if extra > tc.slowMaxUs*base || times[3] > 1.02*base {
+				t.Errorf("mrc: step 1 %.1f us, step 3 %.1f us vs %.1f before; want within 2%%", times[1], times[3], base)
+			}
+			continue
+		}
+		if extra < tc.slowMinUs || extra > tc.slowMaxUs {
+			t.Errorf("%s: step 1 took %.1f us more; want %.0f to %.0f", tc.name, extra, tc.slowMinUs, tc.slowMaxUs)
+		}
+	}
+	c.transport, c.faults = "{kind: roce}", "  - {at: 6ms, switch: p0.t1-0, action: blackhole}\n"
+	sc, err := scenario.Parse([]byte(c.yaml()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(sc); err == nil || !strings.Contains(err.Error(), "blackhole p0.t1-0") || !strings.Contains(err.Error(), "cannot continue") {
+		t.Errorf("RoCE under a permanent blackhole: %v; want an error naming the blackhole and that the job cannot continue", err)
+	}
+}
+
+// A host's whole NIC (every plane's port) failing: MRC has no path left, so its QPs stall;
+// an outage shorter than their retry budget (about 17 ms of ACK timeouts) is waited out, a
+// longer one errors them (a restart, charged); a permanent one leaves the job unable to
+// continue on that host, an error that says a spare host is needed.
+func TestTrainingNICFailure(t *testing.T) {
+	c := tfCase{radix: 16, hosts: 32, transport: "{kind: mrc}", steps: 4}
+	for _, tc := range []struct {
+		forMs    int
+		restarts int
+	}{{5, 0}, {10, 0}, {50, 1}, {100, 1}} {
+		c.faults = fmt.Sprintf("  - {at: 6ms, nic: \"h3.*\", action: down, for: %dms}\n", tc.forMs)
+		s := c.run(t).Summary
+		tf := s.TrainingFaults
+		times := stepTimes(&s)
+		t.Logf("NIC down %d ms: steps %v us, %d restarts (%s)", tc.forMs, roundAll(times), len(tf.Restarts), tf.Steps[2].Events)
+		if len(tf.Restarts) != tc.restarts {
+			t.Errorf("NIC down %d ms: %d restarts; want %d", tc.forMs, len(tf.Restarts), tc.restarts)
+		}
+		if !strings.Contains(tf.Steps[2].Events, "down h3.* (8 elements)") {
+			t.Errorf("NIC down %d ms: step 2 events %q; want the 8 ports named by the entry's glob", tc.forMs, tf.Steps[2].Events)
+		}
+	}
+	c.faults = "  - {at: 6ms, nic: \"h3.*\", action: down}\n"
+	sc, _ := scenario.Parse([]byte(c.yaml()))
+	if _, err := Run(sc); err == nil || !strings.Contains(err.Error(), "spare host") {
+		t.Errorf("a host's NIC down for good: %v; want an error saying a spare host is needed", err)
+	}
+}
+
+// On a torus a link is its neighbours' only minimal path. RoCE reroutes over the shortest
+// surviving path once routing reconverges (a detour of 3 hops), after its retransmission
+// timer; MRC sprays over minimal paths only (its EVs are the topology's minimal source
+// routes), so the pair is cut off and the job cannot continue.
+func TestTrainingTorusLinkDown(t *testing.T) {
+	const y = `
+topology: {torus: {dims: 4x4x4, link_rate: 100G}}
+transport: %s
+fabric: {reconvergence: 5ms}
+workload:
+  training:
+    model: {name: small, layers: 8, hidden: 2048, heads: 16, kv_heads: 16, ffn: 8192, vocab: 32000, seq_len: 2048, global_batch: 64, micro_batch: 1}
+    gpu: {preset: h100, scale_up_gpus: 1}
+    plan: {tp: 1, pp: 2}
+    steps: 2
+    sim_steps: 2
+faults: [{at: 30ms, link: "x0y0z0.r.x+", action: down}]
+`
+	s := mustRun(t, fmt.Sprintf(y, "{kind: roce, roce: {rto: 2ms}}")).Summary
+	tf := s.TrainingFaults
+	t.Logf("roce: steps %v us; %s | %s", roundAll(stepTimes(&s)), tf.Steps[0].Events, tf.Steps[0].SlowestLink)
+	if len(tf.Restarts) != 0 || !strings.Contains(tf.Steps[0].Events, "reconverged") {
+		t.Errorf("roce: restarts %+v, events %q; want the detour after reconvergence, no restart", tf.Restarts, tf.Steps[0].Events)
+	}
+	sc, _ := scenario.Parse([]byte(fmt.Sprintf(y, "{kind: mrc}")))
+	if _, err := Run(sc); err == nil || !strings.Contains(err.Error(), "x0y0z0.r.x+") {
+		t.Errorf("mrc: %v; want an error naming the dead link", err)
+	}
+}
+
+// The same T1 failure at packet level (the fabric's fault schedule, as for traffic): MRC
+// fails over (the steps after it within 2% of before, no QP error); RoCE with a 1 ms RTO
+// errors its QPs before routing reconverges (10 ms): the job restarts, the packet engine
+// stops there (its QPs are dead), and the run fails saying so unless run.allow_qp_errors
+// accepts QP errors; either way the restart is reported and charged.
+func TestTrainingT1FailurePacket(t *testing.T) {
+	c := tfCase{radix: 16, hosts: 32, transport: "{kind: mrc}", reconv: "10ms", steps: 3, engine: "packet, duration: 50ms",
+		faults: "  - {at: 4ms, switch: p0.t1-0, action: down}\n"}
+	s := c.run(t).Summary
+	times := stepTimes(&s)
+	t.Logf("mrc packet: steps %v us; step 1: %s | %s", roundAll(times), s.TrainingFaults.Steps[1].Events, s.TrainingFaults.Steps[1].SlowestLink)
+	for i := 1; i < len(times); i++ {
+		if d := times[i]/times[0] - 1; d > 0.02 || d < -0.02 || s.MRC.QPErrors > 0 {
+			t.Errorf("mrc packet: step %d %.1f us vs %.1f before (%d QP errors); want within 2%%", i, times[i], times[0], s.MRC.QPErrors)
+		}
+	}
+	c.transport, c.steps = "{kind: roce, roce: {rto: 1ms}}", 2
+	c.faults = "  - {at: 6ms, switch: p0.t1-0, action: down}\n"
+	sc, err := scenario.Parse([]byte(c.yaml()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, allow := range []bool{false, true} {
+		// The outcome with and without run.allow_qp_errors, on the same run.
+		s := res.Summary
+		s.Failed, s.FailureReason = false, ""
+		sc.Run.AllowQPErrors = allow
+		markOutcome(sc, &s)
+		markTrainingOutcome(sc, &s)
+		tf := s.TrainingFaults
+		t.Logf("roce packet (allow %v): failed %v (%.120s...); %d steps simulated, restarts %d, charged %.0f s", allow, s.Failed, s.FailureReason, len(tf.Steps), len(tf.Restarts), tf.RestartsChargedS)
+		if len(tf.Restarts) != 1 || tf.Restarts[0].Step != 1 || len(tf.Steps) != 1 || tf.RestartsChargedS <= 600 {
+			t.Errorf("roce packet: %d steps, restarts %+v; want step 0 done and a charged restart in step 1", len(tf.Steps), tf.Restarts)
+		}
+		if s.Failed == allow || (!allow && !strings.Contains(s.FailureReason, "does not simulate past a restart")) {
+			t.Errorf("roce packet (allow %v): failed %v, reason %q", allow, s.Failed, s.FailureReason)
+		}
+	}
+}
