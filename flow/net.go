@@ -102,7 +102,7 @@ type flowState struct {
 	stallDur  sim.Time // its longest stall so far that ended, and the link that stalled it
 	stallLink int32
 	stallBott int32 // the link that stalls it (valid while stalled)
-	held      bool    // Hold: kept at rate 0; cap0 is its own cap meanwhile
+	held      bool  // Hold: kept at rate 0; cap0 is its own cap meanwhile
 	cap0      float64
 	done      func(now sim.Time)
 }
