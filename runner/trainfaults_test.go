@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/workload/training"
 )
 
 // tfYAML is a small training job for fault tests: by default a 4-layer model (TP 8 inside
@@ -442,5 +444,44 @@ func TestTrainingT1FailurePacket(t *testing.T) {
 		if s.Failed == allow || (!allow && !strings.Contains(s.FailureReason, "does not simulate past a restart")) {
 			t.Errorf("roce packet (allow %v): failed %v, reason %q", allow, s.Failed, s.FailureReason)
 		}
+	}
+}
+
+// annotateSteps puts each fault event in the simulated step whose interval holds it (steps
+// back to back from 0, [start, end); the last step's end belongs to it), groups an entry's
+// events at one instant into one line naming the entry's target as written, and leaves out
+// events a run never reached.
+func TestAnnotateSteps(t *testing.T) {
+	us := sim.Microsecond
+	tr := &training.Trace{Steps: []training.StepTrace{{SimTime: 10 * us, Time: 10 * us}, {SimTime: 20 * us, Time: 25 * us}, {SimTime: 30 * us, Time: 30 * us}}}
+	ev := func(at sim.Time, entry int, action, name string, applied bool) FaultEvent {
+		return FaultEvent{At: at, Entry: entry, Action: action, Cause: action, Target: name, Name: name, applied: applied}
+	}
+	evs := []FaultEvent{
+		ev(0, 0, "degrade", "h0.p0", true),
+		ev(10*us, 1, "down", "h3.p0", true), // the boundary: step 1
+		ev(10*us, 1, "down", "h3.p1", true),
+		ev(29*us, 2, "down", "p0.t1-0", true),
+		ev(60*us, 2, "up", "p0.t1-0", true), // the last step's end
+		ev(70*us, 3, "down", "h5.p0", false),
+	}
+	labels := []string{"h0.p0", "h3.*", "p0.t1-0", "h5.p0"}
+	notes := annotateSteps(tr, evs, labels, []timedNote{{at: 15 * us, text: "routing reconverged"}}, func(k int) string { return fmt.Sprint("link", k) })
+	want := []string{
+		"0.000 ms faults[0] degrade h0.p0",
+		"0.000 ms faults[1] down h3.* (2 elements); 0.005 ms routing reconverged; 0.019 ms faults[2] down p0.t1-0",
+		"0.030 ms faults[2] up p0.t1-0",
+	}
+	for k, n := range notes {
+		if n.Events != want[k] || n.SlowestLink != fmt.Sprint("link", k) || n.StepTimeUs != tr.Steps[k].Time.Micros() {
+			t.Errorf("step %d: %+v; want events %q", k, n, want[k])
+		}
+	}
+	if notes[1].StartUs != 10 || notes[1].EndUs != 30 {
+		t.Errorf("step 1 spans %.0f-%.0f us; want 10-30", notes[1].StartUs, notes[1].EndUs)
+	}
+	g := groupFaultEvents(evs, stepSpans(tr), labels)
+	if len(g) != 5 || g[4].Applied || g[4].Step != -1 || g[1].Elements != 2 {
+		t.Errorf("groups %+v; want 5, the last unapplied (step -1), the second of 2 elements", g)
 	}
 }
