@@ -49,6 +49,9 @@ func Expand(specs []Spec, inv *Inventory, opt Options) (*Schedule, error) {
 			return nil, errorf(x.path(i), "the schedule expands to more than %d events by this entry; narrow its target, or lower its count or random rate", MaxEvents)
 		}
 	}
+	if err := x.checkAtStep(); err != nil {
+		return nil, err
+	}
 	out, err := x.check()
 	if err != nil {
 		return nil, err
@@ -57,10 +60,82 @@ func Expand(specs []Spec, inv *Inventory, opt Options) (*Schedule, error) {
 	order := byTime(out, true)
 	x.sch.Events = make([]Event, len(out))
 	for i, j := range order {
-		x.sch.Events[i] = out[j].Event
+		e := out[j].Event
+		e.Step = -1
+		if st := x.specs[e.Entry].AtStep; st != nil {
+			e.Step = *st
+		}
+		x.sch.Events[i] = e
 		x.sch.Entries[out[j].Entry].Events++
 	}
 	return x.sch, nil
+}
+
+// checkAtStep rejects an element that an AtStep entry acts on and another entry names too:
+// an AtStep entry's times are known only when its step starts, so its events cannot be
+// ordered against another entry's at load time (the contradiction checks then see every
+// AtStep entry alone: no other touches its elements). Elements are links (either end) and
+// switches.
+func (x *expander) checkAtStep() error {
+	var steps []int
+	for i := range x.specs {
+		if x.specs[i].AtStep != nil {
+			steps = append(steps, i)
+		}
+	}
+	if len(steps) == 0 {
+		return nil
+	}
+	type key struct {
+		link bool
+		id   int32
+	}
+	owner := map[key]int{}
+	keys := func(i int) ([]key, error) {
+		els, err := x.elements(i)
+		if err != nil {
+			return nil, err
+		}
+		var out []key
+		for _, el := range els {
+			if el.node >= 0 {
+				out = append(out, key{false, el.node})
+			}
+			for _, p := range el.links {
+				out = append(out, key{true, x.linkID(p)})
+			}
+			for _, p := range el.ports {
+				out = append(out, key{true, x.linkID(p)})
+			}
+		}
+		return out, nil
+	}
+	for i := range x.specs {
+		ks, err := keys(i)
+		if err != nil {
+			return err
+		}
+		for _, k := range ks {
+			j, ok := owner[k]
+			if !ok {
+				owner[k] = i
+				continue
+			}
+			if j == i || (x.specs[i].AtStep == nil && x.specs[j].AtStep == nil) {
+				continue
+			}
+			a, b := j, i
+			if x.specs[a].AtStep == nil {
+				a, b = b, a
+			}
+			what := "switch " + x.inv.Nodes[k.id].Name
+			if k.link {
+				what = "link " + x.inv.Ports[k.id].Name
+			}
+			return errorf(x.path(a)+".at_step", "acts on %s, which %s names too; an element an at_step entry acts on takes no other entry (their order is known only as the run goes): give both an at (simulated time from the job's start), or make them one entry (for, a flap train)", what, x.path(b))
+		}
+	}
+	return nil
 }
 
 // byTime returns the indices of evs in time order, then entry, then generation order (and,

@@ -68,6 +68,9 @@ type Event struct {
 	Restore bool
 	// Random marks events drawn by the entry's random process.
 	Random bool
+	// Step is -1 when At counts from the run's start, else the training step (Spec.AtStep)
+	// from whose simulated start At counts.
+	Step int
 }
 
 // String renders the event on one line: "1.5ms down h3.p2 (faults[2] flap h3.p2 cycle 3)".

@@ -123,7 +123,16 @@ type Spec struct {
 	Direction string `yaml:"direction,omitempty"`
 	// Random, when set, draws the action's failures instead of applying it once at At.
 	Random *Random `yaml:"random,omitempty"`
+	// AtStep, when set (workload.training only), counts the entry's times from the simulated
+	// start of training step AtStep (from 0) instead of the run's start: At is an offset into
+	// that step, and For, flap trains and heals follow from there. Not with Random. An element
+	// an AtStep entry acts on may be named by no other entry (their order is only known as
+	// the run goes), so Expand checks each AtStep entry's contradictions on its own.
+	AtStep *int `yaml:"at_step,omitempty"`
 }
+
+// MaxAtStep bounds Spec.AtStep.
+const MaxAtStep = 1_000_000
 
 // Random is a random failure process over each element an entry names (see the package
 // documentation).
@@ -277,6 +286,14 @@ func (s *Spec) Validate(path string, duration sim.Time) error {
 	}
 
 	// Times.
+	if s.AtStep != nil {
+		switch {
+		case *s.AtStep < 0 || *s.AtStep > MaxAtStep:
+			return errorf(path+".at_step", "%d is out of range; allowed 0 to %d (a training step, from 0)", *s.AtStep, MaxAtStep)
+		case s.Random != nil:
+			return errorf(path+".at_step", "given with random; a random process runs over [at, random.until) of the run, from its start")
+		}
+	}
 	if s.At < 0 {
 		return errorf(path+".at", "%v is negative; allowed 0 to the end of the run", s.At)
 	}

@@ -51,6 +51,10 @@ type FaultEvent struct {
 	// Restore marks the end of a failure the same entry started (after for, a flap cycle or
 	// a random repair); Random marks events drawn by a random process.
 	Restore, Random bool
+	// Step is the training step whose simulated start At counted from (the entry's
+	// at_step), -1 for times from the run's start. Once the step starts At is made
+	// absolute.
+	Step int
 
 	applied     bool  // the run reached it
 	dropsBefore int64 // faultDrops just before it was applied
@@ -74,24 +78,25 @@ func faultDrops(net *fabric.Network) int64 {
 // the packet being sent finishes at the old rate); loss SetLoss or SetEntropyLoss; ber
 // SetBER; blackhole SetBlackhole. A fabric error stops the run naming the event.
 //
-// With dry set, the events are scheduled but do nothing: the faultless twin of a run with
+// Events of at_step entries (Step >= 0) wait for their step (stepFaults, with the kind
+// returned). With dry set, the events are scheduled but do nothing: the faultless twin of a run with
 // faults (run.fault_baseline twin) draws the same event keys and so stays identical to the
 // run until its first failure, which makes their difference the failures' cost and nothing
 // else.
-func scheduleFaults(s *sim.Sim, net *fabric.Network, faults []scenario.Fault, dry bool) ([]FaultEvent, error) {
+func scheduleFaults(s *sim.Sim, net *fabric.Network, faults []scenario.Fault, dry bool) ([]FaultEvent, sim.Kind, error) {
 	if len(faults) == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
 	sch, err := fault.Expand(faults, fault.FromNetwork(net), fault.Options{Seed: s.Seed(), Path: "faults"})
 	if err != nil {
 		var fe *fault.Error
 		if errors.As(err, &fe) {
-			return nil, scenario.Errorf(fe.Path, "%s", fe.Msg)
+			return nil, 0, scenario.Errorf(fe.Path, "%s", fe.Msg)
 		}
-		return nil, err
+		return nil, 0, err
 	}
 	if len(sch.Events) == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
 	evs := make([]FaultEvent, len(sch.Events))
 	for i, e := range sch.Events {
@@ -109,9 +114,40 @@ func scheduleFaults(s *sim.Sim, net *fabric.Network, faults []scenario.Fault, dr
 		}
 	})
 	for i := range evs {
-		s.AtOwnKey(evs[i].At, kind, int32(i), 0) // the run is the faultless one until the first fault
+		if evs[i].Step < 0 { // at_step entries: scheduled when their step starts (stepFaults)
+			s.AtOwnKey(evs[i].At, kind, int32(i), 0) // the run is the faultless one until the first fault
+		}
 	}
-	return evs, nil
+	return evs, kind, nil
+}
+
+// stepFaults returns the training engine's step hook for the events of at_step entries:
+// when step k starts at now, every event of step k is scheduled at now plus its offset (At
+// then becomes absolute) as event kind (which applies it), and a link-state event has
+// reconvergeAt (when not nil) schedule routing's reconvergence after it. nil when no event
+// has a step.
+func stepFaults(s *sim.Sim, evs []FaultEvent, kind sim.Kind, reconvergeAt func(at sim.Time)) func(now sim.Time, step int) {
+	has := false
+	for i := range evs {
+		has = has || evs[i].Step >= 0
+	}
+	if !has {
+		return nil
+	}
+	return func(now sim.Time, step int) {
+		for i := range evs {
+			e := &evs[i]
+			if e.Step != step {
+				continue
+			}
+			e.At += now
+			e.Step = -1
+			s.AtOwnKey(e.At, kind, int32(i), 0)
+			if reconvergeAt != nil && (e.Action == scenario.FaultDown || e.Action == scenario.FaultUp) {
+				reconvergeAt(e.At)
+			}
+		}
+	}
 }
 
 // faultEvent converts a schedule's event to the record a run keeps.
@@ -119,7 +155,7 @@ func faultEvent(e fault.Event) FaultEvent {
 	f := FaultEvent{
 		At: e.At, Port: fabric.PortID(e.Port), Node: fabric.NodeID(e.Node), Name: e.Name, Action: e.Op.String(),
 		Rate: e.Rate, Entropy: e.Entropy, HasEntropy: e.HasEntropy,
-		Entry: e.Entry, Cause: e.Action, Target: e.Target, Cycle: e.Cycle, Restore: e.Restore, Random: e.Random,
+		Entry: e.Entry, Cause: e.Action, Target: e.Target, Cycle: e.Cycle, Restore: e.Restore, Random: e.Random, Step: e.Step,
 	}
 	switch e.Op {
 	case fault.OpLoss:

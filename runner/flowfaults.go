@@ -259,7 +259,21 @@ func newFlowFaults(sc *scenario.Scenario, layout topo.Topology, s *sim.Sim, r *f
 func (ff *flowFaults) start(net *flow.Net, fc *flow.Collectives) {
 	ff.net, ff.fc = net, fc
 	for i := range ff.evs {
-		ff.s.AtOwnKey(ff.evs[i].At, ff.kFault, int32(i), 0)
+		if ff.evs[i].Step < 0 { // at_step entries wait for their step (stepStart)
+			ff.s.AtOwnKey(ff.evs[i].At, ff.kFault, int32(i), 0)
+		}
+	}
+}
+
+// stepStart is the training engine's step hook: the events of at_step entries for this
+// step are scheduled at their offsets from now (their At made absolute).
+func (ff *flowFaults) stepStart(now sim.Time, step int) {
+	for i := range ff.evs {
+		if e := &ff.evs[i]; e.Step == step {
+			e.At += now
+			e.Step = -1
+			ff.s.AtOwnKey(e.At, ff.kFault, int32(i), 0)
+		}
 	}
 }
 

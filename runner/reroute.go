@@ -116,21 +116,27 @@ func reconverge(net *fabric.Network) {
 }
 
 // scheduleReconvergence recomputes the ECMP tables run.reconvergence after each link-state
-// fault (down or up), reading the link states as they are then. A fault at t whose
+// fault (down or up), reading the link states as they are then, and returns their times and
+// a function that schedules one more after a link-state event of an at_step entry at t
+// (nil when there can be none). A fault at t whose
 // reconvergence falls after the run ends never reroutes: traffic hashed onto the dead link is
 // blackholed for the whole run, as with a slow control plane.
-func scheduleReconvergence(s *sim.Sim, net *fabric.Network, faults []FaultEvent, delay sim.Time, dry bool) []sim.Time {
+func scheduleReconvergence(s *sim.Sim, net *fabric.Network, faults []FaultEvent, delay sim.Time, dry bool) ([]sim.Time, func(at sim.Time)) {
 	var at []sim.Time
 	for _, f := range faults {
-		if f.Action == scenario.FaultDown || f.Action == scenario.FaultUp {
+		if (f.Action == scenario.FaultDown || f.Action == scenario.FaultUp) && f.Step < 0 {
 			t := f.At + delay
 			if len(at) == 0 || at[len(at)-1] != t {
 				at = append(at, t)
 			}
 		}
 	}
-	if len(at) == 0 {
-		return nil
+	steps := false
+	for _, f := range faults {
+		steps = steps || (f.Step >= 0 && (f.Action == scenario.FaultDown || f.Action == scenario.FaultUp))
+	}
+	if len(at) == 0 && !steps {
+		return nil, nil
 	}
 	kind := s.Register("runner.reconverge", func(now sim.Time, _ int32, _ uint64) {
 		if !dry {
@@ -140,5 +146,7 @@ func scheduleReconvergence(s *sim.Sim, net *fabric.Network, faults []FaultEvent,
 	for _, t := range at {
 		s.AtOwnKey(t, kind, 0, 0) // like the faults: no shift of the model's event keys
 	}
-	return at
+	// A link-state event of an at_step entry, once its step has started (stepFaults).
+	later := func(t sim.Time) { s.AtOwnKey(t+delay, kind, 0, 0) }
+	return at, later
 }

@@ -49,6 +49,9 @@ type Result struct {
 	trafficEnd sim.Time
 	lossAt     []sim.Time // loss-driven retransmission times (transports)
 	errAt      []sim.Time // QP error times (transports)
+	// stepFaults schedules the fault events of at_step entries when a training step starts
+	// (packet level; nil without such entries).
+	stepFaults func(now sim.Time, step int)
 	// Wall is the wall-clock time the simulation took. It is not part of Summary, which must be
 	// byte-identical across runs.
 	Wall time.Duration
@@ -169,12 +172,19 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	if training && sc.Fluid() {
 		specs = nil // the flow level applies them (flowFaults)
 	}
-	faults, err := scheduleFaults(s, net, specs, dryFaults)
+	faults, faultKind, err := scheduleFaults(s, net, specs, dryFaults)
 	if err != nil {
 		return nil, &InputError{Err: err}
 	}
 	res := &Result{Sim: s, Net: net, Faults: faults}
-	res.Reconverge = scheduleReconvergence(s, net, faults, sc.Fabric.Reconvergence, dryFaults)
+	var reconvergeAt func(sim.Time)
+	res.Reconverge, reconvergeAt = scheduleReconvergence(s, net, faults, sc.Fabric.Reconvergence, dryFaults)
+	res.stepFaults = stepFaults(s, faults, faultKind, func(at sim.Time) {
+		if n := len(res.Reconverge); reconvergeAt != nil && (n == 0 || res.Reconverge[n-1] != at+sc.Fabric.Reconvergence) {
+			reconvergeAt(at)
+			res.Reconverge = append(res.Reconverge, at+sc.Fabric.Reconvergence)
+		}
+	})
 	switch {
 	case sc.Workload.Training != nil:
 		err = runTraining(sc, layout, res)

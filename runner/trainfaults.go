@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -353,8 +354,8 @@ func flowLinkNamer(l topo.Topology, r *flowRouter, ff *flowFaults) func(int) str
 }
 
 // packetSlowest returns, per step of a packet-level run, the port that most plausibly held
-// the step up: a port under a fault during the step that carried traffic in it (or its
-// link's other end did), else the port with the deepest queue seen in the step.
+// the step up: a port under a fault during the step that carried or dropped traffic in it
+// (or its link's other end did), else the port with the deepest queue seen in the step.
 func packetSlowest(tr *training.Trace, ls *LinkSeries, net *fabric.Network, evs []FaultEvent) func(k int) string {
 	spans := stepSpans(tr)
 	return func(k int) string {
@@ -363,21 +364,23 @@ func packetSlowest(tr *training.Trace, ls *LinkSeries, net *fabric.Network, evs 
 		}
 		sp := spans[k]
 		n := ls.ports
-		tx := make([]int64, n)
+		tx := make([]int64, n) // bytes sent, plus drops (a dead link's lost packets count)
 		q := make([]int64, n)
 		for j, st := range ls.starts {
 			if st >= sp.end || st+ls.interval <= sp.start {
 				continue
 			}
 			for i := 0; i < n; i++ {
-				tx[i] += ls.tx[j*n+i]
+				tx[i] += ls.tx[j*n+i] + ls.drops[j*n+i]
 				q[i] = max(q[i], ls.qmax[j*n+i])
 			}
 		}
 		// Faults active during the step: applied before its end, not restored before its
-		// start.
+		// start (in time order: at_step events were made absolute as their step started).
+		byAt := slices.Clone(evs)
+		slices.SortStableFunc(byAt, func(a, b FaultEvent) int { return cmp.Compare(a.At, b.At) })
 		active := map[fabric.PortID]string{}
-		for _, e := range evs {
+		for _, e := range byAt {
 			if !e.applied || e.At >= sp.end || e.Port < 0 {
 				continue
 			}

@@ -485,3 +485,39 @@ func TestAnnotateSteps(t *testing.T) {
 		t.Errorf("groups %+v; want 5, the last unapplied (step -1), the second of 2 elements", g)
 	}
 }
+
+// at_step counts an entry's times from a simulated step's start: the failure lands in that
+// step at its offset on both engines, whatever the steps before took (here step 2 of 4, 1 ms
+// in); its restore (for) follows from there. Misuse is refused naming the field.
+func TestTrainingAtStep(t *testing.T) {
+	for _, engine := range []string{"flow", "packet"} {
+		c := tfCase{radix: 16, hosts: 32, transport: "{kind: mrc}", steps: 4, engine: engine,
+			faults: "  - {at_step: 2, at: 1ms, switch: p0.t1-0, action: down, for: 2ms}\n"}
+		s := c.run(t).Summary
+		tf := s.TrainingFaults
+		t.Logf("%s: step 2 events %q; events %+v", engine, tf.Steps[2].Events, tf.Events)
+		if !strings.HasPrefix(tf.Steps[2].Events, "1.000 ms faults[0] down p0.t1-0") || len(tf.Events) != 2 || tf.Events[1].AtUs != tf.Events[0].AtUs+2000 || !tf.Events[1].Applied {
+			t.Errorf("%s: step 2 events %q, events %+v; want the failure 1 ms in and its restore 2 ms later", engine, tf.Steps[2].Events, tf.Events)
+		}
+		if d := tf.Events[0].AtUs - (tf.Steps[2].StartUs + 1000); d > 1e-6 || d < -1e-6 {
+			t.Errorf("%s: failure at %.3f us; want step 2's start %.3f + 1000", engine, tf.Events[0].AtUs, tf.Steps[2].StartUs)
+		}
+	}
+	base := tfCase{radix: 16, hosts: 32, transport: "{kind: mrc}", steps: 4}
+	for _, tc := range []struct{ faults, want string }{
+		{"  - {at_step: 4, switch: p0.t1-0, action: down}\n", "faults[0].at_step: 4 is not a simulated step"},
+		{"  - {at_step: -1, switch: p0.t1-0, action: down}\n", "faults[0].at_step"},
+		{"  - {at_step: 1, link: \"p0.t0-*.up*\", action: down, random: {per_day: 1000}}\n", "faults[0].at_step: given with random"},
+		{"  - {at_step: 1, switch: p0.t1-0, action: down}\n  - {at: 1ms, link: p0.t0-0.up0, action: degrade, factor: 0.5}\n", "faults[0].at_step: acts on link p0.t0-0.up0, which faults[1] names too"},
+	} {
+		c := base
+		c.faults = tc.faults
+		if _, err := scenario.Parse([]byte(c.yaml())); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want %q", tc.faults, err, tc.want)
+		}
+	}
+	y := strings.Replace(permutation(2, 2, 8, "ecmp", 0.5, 1, "100us"), "\nrun:", "\nfaults: [{at_step: 1, link: h0.p0, action: down}]\nrun:", 1)
+	if _, err := scenario.Parse([]byte(y)); err == nil || !strings.Contains(err.Error(), "needs workload.training") {
+		t.Errorf("at_step with traffic: %v; want an error saying it needs workload.training", err)
+	}
+}

@@ -277,7 +277,11 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 	// Job.Run, driven here so that a packet-level run whose QPs gave up keeps the steps it
 	// finished (Run.Completed).
 	simSteps := min(max(cfg.SimSteps, 1), max(cfg.Steps, 1))
-	jr, err := job.Start(s, backend, training.RunOptions{Steps: simSteps, Exact: cfg.Exact})
+	opts := training.RunOptions{Steps: simSteps, Exact: cfg.Exact, OnStep: res.stepFaults}
+	if ff != nil {
+		opts.OnStep = ff.stepStart
+	}
+	jr, err := job.Start(s, backend, opts)
 	if err != nil {
 		return &InputError{Err: err}
 	}

@@ -37,6 +37,9 @@ func (sc *Scenario) resolveFaults(l topo.Topology) error {
 	}
 	for i := range sc.Faults {
 		sc.Faults[i] = sc.Faults[i].WithDefaults(sc.Run.Duration)
+		if sc.Faults[i].AtStep != nil && sc.Workload.Training == nil {
+			return Errorf(fmt.Sprintf("faults[%d].at_step", i), "counts from a training step's start, so it needs workload.training; use at (time from the run's start)")
+		}
 	}
 	inv := fault.FromLayout(l)
 	if _, err := fault.Expand(sc.Faults, inv, sc.faultOptions()); err != nil {

@@ -47,6 +47,11 @@ func (sc *Scenario) resolveTraining(hosts int) error {
 	cfg := sc.Workload.Training
 	cfg.Plan = job.Plan
 	cfg.Steps, cfg.SimSteps = max(cfg.Steps, 1), min(max(cfg.SimSteps, 1), max(cfg.Steps, 1))
+	for i, f := range sc.Faults {
+		if f.AtStep != nil && *f.AtStep >= cfg.SimSteps {
+			return Errorf(fmt.Sprintf("faults[%d].at_step", i), "%d is not a simulated step: workload.training.sim_steps is %d (steps 0 to %d); raise sim_steps (and steps) to reach it", *f.AtStep, cfg.SimSteps, cfg.SimSteps-1)
+		}
+	}
 	return nil
 }
 

@@ -21,6 +21,9 @@ type RunOptions struct {
 	Exact bool
 	// Limit bounds the simulated time of Job.Run (0: no bound).
 	Limit sim.Time
+	// OnStep, if set, is called as each step starts (from 0), before any rank runs: a runner
+	// schedules what is timed from a step's start (faults with at_step) from it.
+	OnStep func(now sim.Time, step int)
 }
 
 // span is an interval of a rank's compute stream: a compute pattern (pat >= 0) or a wait.
@@ -326,6 +329,9 @@ func (r *Run) fail(err error) {
 
 func (r *Run) onStart(now sim.Time, _ int32, _ uint64) {
 	r.start = now
+	if r.opts.OnStep != nil {
+		r.opts.OnStep(now, r.step)
+	}
 	r.arrived = 0
 	for i := range r.streams {
 		r.streams[i].calls = r.streams[i].calls[:0]
