@@ -28,7 +28,11 @@
 // ber (bit error rate BER, in Direction), blackhole (a switch that stays up and forwards
 // nothing), heal (ends every fault active on the target: up, undegrade, loss and ber cleared,
 // blackhole off). For gives down, degrade, loss, ber and blackhole their own restore after a
-// fixed time.
+// fixed time. AtStep (workload.training) counts an entry's times from a training step's
+// simulated start rather than the run's: its events carry Event.Step, the runner schedules
+// them when the step starts, and since their order against other entries is known only then,
+// an element an AtStep entry acts on may be named by no other entry (checked, so each AtStep
+// entry's contradictions are checked on its own).
 //
 // # Random processes
 //
