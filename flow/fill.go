@@ -248,14 +248,15 @@ func (n *Net) freeze(slot int32, r float64, bott int32) bool {
 	}
 	if stalled := r == 0; stalled != f.stalled {
 		f.stalled = stalled
+		sr := n.sideOf(slot)
 		if stalled {
 			n.nStalled++
-			f.stallAt, f.stallBott = n.fillNow, bott
+			sr.at, sr.bott = n.fillNow, bott
 			return !f.held
 		}
 		n.nStalled--
-		if d := n.fillNow - f.stallAt; d > f.stallDur {
-			f.stallDur, f.stallLink = d, f.stallBott
+		if d := n.fillNow - sr.at; d > sr.dur {
+			sr.dur, sr.link = d, sr.bott
 		}
 	}
 	return false

@@ -97,14 +97,20 @@ type flowState struct {
 	bott      int32 // link that froze the flow at the last recomputation; -1 its cap, -2 none
 	apos      int32 // index in Net.active while active
 	state     uint8
-	stalled   bool     // rate 0 at the last recomputation
-	stallAt   sim.Time // when it last became stalled (valid while stalled)
-	stallDur  sim.Time // its longest stall so far that ended, and the link that stalled it
-	stallLink int32
-	stallBott int32 // the link that stalls it (valid while stalled)
-	held      bool  // Hold: kept at rate 0; cap0 is its own cap meanwhile
-	cap0      float64
+	stalled   bool // rate 0 at the last recomputation
+	held      bool // Hold: kept at rate 0 (its own cap in side[slot].cap0)
+	sided     bool // side[slot] belongs to this flow (it has stalled or been held)
 	done      func(now sim.Time)
+}
+
+// stallRec is the rarely used part of a flow's state, kept beside the flow table (Net.side,
+// by slot) so that the table stays small for the fill: its stalls and holds.
+type stallRec struct {
+	at   sim.Time // when it last became stalled (valid while stalled)
+	bott int32    // the link that stalls it (valid while stalled)
+	link int32    // the link of its longest stall that ended, -2 none
+	dur  sim.Time // that stall's length
+	cap0 float64  // its own cap while held
 }
 
 // pend is an entry of a time-ordered heap of flows (starts, deliveries), ordered by (at, id).
@@ -175,6 +181,20 @@ type Net struct {
 	// DeliveredStall inside its Done callback.
 	delivBott, delivStall int32
 	delivStallFor         sim.Time
+	side                  []stallRec // by slot, grown on a flow's first stall or hold (sideOf)
+}
+
+// sideOf returns the side record of the flow in slot, reset on its flow's first use.
+func (n *Net) sideOf(slot int32) *stallRec {
+	for int(slot) >= len(n.side) {
+		n.side = append(n.side, stallRec{link: -2})
+	}
+	r := &n.side[slot]
+	if f := &n.flows[slot]; !f.sided {
+		f.sided = true
+		*r = stallRec{link: -2}
+	}
+	return r
 }
 
 // New returns a Net on s with len(capacity) directed links, link i of capacity[i] bits per
@@ -377,7 +397,7 @@ func (n *Net) commitFlow(at sim.Time, f Flow) (int32, error) {
 	}
 	*st = flowState{
 		id: n.nextID, ents: ents, bytes: f.Bytes, cap: c, lat: f.Latency, start: at,
-		src: int32(f.Src), dst: int32(f.Dst), bott: -2, stallLink: -2, apos: -1, state: stPending, done: f.Done,
+		src: int32(f.Src), dst: int32(f.Dst), bott: -2, apos: -1, state: stPending, done: f.Done,
 	}
 	n.nextID++
 	n.stats.FlowsAdded++
@@ -502,10 +522,10 @@ func (n *Net) Hold(id FlowID, on bool) bool {
 	if f.held == on {
 		return true
 	}
-	if on {
-		f.cap0, f.cap = f.cap, 0
+	if sr := n.sideOf(s); on {
+		sr.cap0, f.cap = f.cap, 0
 	} else {
-		f.cap = f.cap0
+		f.cap = sr.cap0
 	}
 	f.held = on
 	n.dirty = true
@@ -537,7 +557,7 @@ func (n *Net) Stalled(buf []StallInfo) []StallInfo {
 	}
 	for _, s := range n.active {
 		if f := &n.flows[s]; f.stalled {
-			buf = append(buf, StallInfo{ID: f.id, Src: int(f.src), Dst: int(f.dst), Since: f.stallAt, Link: n.extLink(f.bott), Held: f.held})
+			buf = append(buf, StallInfo{ID: f.id, Src: int(f.src), Dst: int(f.dst), Since: n.sideOf(s).at, Link: n.extLink(f.bott), Held: f.held})
 		}
 	}
 	slices.SortFunc(buf, func(a, b StallInfo) int { return cmpID(a.ID, b.ID) })
@@ -823,7 +843,10 @@ func (n *Net) deliver(now sim.Time, slot int32) {
 	n.free = append(n.free, slot)
 	n.stats.FlowsDelivered++
 	if done != nil {
-		n.delivBott, n.delivStall, n.delivStallFor = f.bott, f.stallLink, f.stallDur
+		n.delivBott, n.delivStall, n.delivStallFor = f.bott, -2, 0
+		if f.sided {
+			n.delivStall, n.delivStallFor = n.side[slot].link, n.side[slot].dur
+		}
 		done(now)
 	}
 }
