@@ -44,8 +44,12 @@ func newDomainAnalytic(s *sim.Sim, nic collective.Model, job *training.Job) (tra
 	if d <= 1 || job.GPU.ScaleUpRate <= 0 {
 		return b, nil
 	}
-	nvl, err := training.NewAnalyticBackend(s, collective.Model{Rate: job.GPU.ScaleUpRate, Latency: job.GPU.ScaleUpLatency})
+	up := collective.Model{Rate: job.GPU.ScaleUpRate, Latency: job.GPU.ScaleUpLatency}
+	nvl, err := training.NewAnalyticBackend(s, up)
 	if err != nil {
+		return nil, err
+	}
+	if err := b.SetScaleUp(up); err != nil { // hierarchical collectives' inner phases
 		return nil, err
 	}
 	return &domainAnalytic{nic: b, nvl: nvl, domain: d}, nil
@@ -72,6 +76,16 @@ func packetEstimate(job *training.Job, sc *scenario.Scenario) float64 {
 	}
 	bytes += 4 * float64(job.Microbatches()) * float64(job.Model.ActivationBytes()) * float64(job.Plan.DP*job.Plan.TP) * float64(max(job.Plan.PP-1, 0))
 	return bytes / 4096
+}
+
+// selectorModel is the per-GPU network the training job's collective selector assumes: the
+// NIC rate (host link x planes) and per message the ideal transport's latency, or on a
+// fabric four hop latencies (a two-tier Clos path up and down).
+func selectorModel(sc *scenario.Scenario, p topo.Params) collective.Model {
+	if sc.Transport.Kind == scenario.TransportIdeal {
+		return idealModel(sc, p)
+	}
+	return collective.Model{Latency: 4 * p.HopLatency, Rate: p.HostLink * sim.Rate(p.Planes)}
 }
 
 // idealModel is the closed-form network of transport ideal: its latency, the NIC rate.
@@ -140,11 +154,13 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 	cfg := sc.Workload.Training
 	s, net := res.Sim, res.Net
 	hosts := layout.NumHosts() // net is empty at flow level (fluid)
-	job, err := cfg.Job(hosts)
+	p := layout.Params()
+	// Every backend below carries the scale-up domain on its own model, so the job may
+	// choose hierarchical collectives and run TP on NVLink.
+	job, err := cfg.JobOn(hosts, true, selectorModel(sc, p))
 	if err != nil {
 		return &InputError{Err: err}
 	}
-	p := layout.Params()
 	env := training.Env{NICs: hosts * p.Planes, Links: layout.NumLinks()}
 	if sc.Transport.Kind == scenario.TransportRoCE {
 		env.LinkFailureRestarts = 1

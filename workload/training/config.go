@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/workload/collective"
 )
 
 // ConfigPath is the YAML path of a training configuration in a scenario; Config's errors
@@ -30,6 +31,7 @@ const DefaultPowerInterval = 100 * sim.Microsecond
 //	    overlap: true                      # overlap gradient reduction with backward; default true
 //	    bucket_bytes: 80MB                 # default: Megatron-Core's max(40M, 1M x dp) parameters
 //	    chunk_bytes: 512KiB                # collective chunk; default 512 KiB
+//	    tp_model: auto                     # TP inside a scale-up domain: auto | closed_form | simulated
 //	    power: {interval: 100us}
 //	    goodput: {checkpoint_write: 60s, restart: 600s, gpu_mtbf: 5000h}
 //
@@ -47,6 +49,7 @@ type Config struct {
 	Overlap     *bool       `yaml:"overlap,omitempty"`      // overlap gradient reduction with backward; default true
 	BucketBytes sim.Size    `yaml:"bucket_bytes,omitempty"` // gradient bucket; 0: Megatron-Core's default
 	ChunkBytes  sim.Size    `yaml:"chunk_bytes,omitempty"`  // network collectives' chunk; 0: 512 KiB
+	TPModel     string      `yaml:"tp_model,omitempty"`     // TP inside a scale-up domain: auto (default) | closed_form | simulated (TPModel)
 	Power       PowerConfig `yaml:"power,omitempty"`        // power series sampling
 	Goodput     Goodput     `yaml:"goodput,omitempty"`      // reliability inputs
 }
@@ -91,6 +94,9 @@ func (c *Config) validate(world int) error {
 			return err
 		}
 	}
+	if _, err := ParseTPModel(c.TPModel); err != nil {
+		return err
+	}
 	switch {
 	case c.Steps < 0 || c.Steps > MaxSteps:
 		return errorf("steps", "%d: want 0 (1) to %d iterations", c.Steps, MaxSteps)
@@ -111,7 +117,12 @@ func (c *Config) validate(world int) error {
 // Job builds the job for a fabric of hosts hosts (GPUs): the world is GPUs, or every host
 // when GPUs is 0. Errors: as Validate, with paths under ConfigPath, and a world larger than
 // the fabric.
-func (c *Config) Job(hosts int) (*Job, error) {
+func (c *Config) Job(hosts int) (*Job, error) { return c.JobOn(hosts, false, collective.Model{}) }
+
+// JobOn is Job for a backend that carries the scale-up domain or not (Options.ScaleUp: the
+// runner's backends do) over a network of per-GPU model net (Options.Network, for the
+// collective selector; zero: its size rule).
+func (c *Config) JobOn(hosts int, scaleUp bool, net collective.Model) (*Job, error) {
 	world := c.GPUs
 	if world == 0 {
 		world = hosts
@@ -129,7 +140,8 @@ func (c *Config) Job(hosts int) (*Job, error) {
 	if err != nil {
 		return nil, under(ConfigPath, err)
 	}
-	o := Options{Overlap: c.Overlap == nil || *c.Overlap, BucketBytes: int64(c.BucketBytes), ChunkBytes: int64(c.ChunkBytes)}
+	o := Options{Overlap: c.Overlap == nil || *c.Overlap, BucketBytes: int64(c.BucketBytes), ChunkBytes: int64(c.ChunkBytes), ScaleUp: scaleUp, Network: net}
+	o.TPModel, _ = ParseTPModel(c.TPModel) // checked by validate
 	j, err := NewJob(m, g, p, pl, o)
 	return j, under(ConfigPath, err)
 }

@@ -138,7 +138,7 @@ func (j *Job) Start(s *sim.Sim, b Backend, opts RunOptions) (*Run, error) {
 		r.streams = append(r.streams, stream{name: name, comm: comm, members: members})
 	}
 	p := j.Plan
-	if p.TP > 1 && !j.tpInDomain {
+	if p.TP > 1 && j.tpStreams {
 		for _, g := range pl.groups(func(x int) []int { return pl.Group(DimTP, x) }) {
 			c := pl.Coord(g[0])
 			newStream(fmt.Sprintf("tp[dp=%d pp=%d]", c.DP, c.PP), g, roleTP)

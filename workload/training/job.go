@@ -119,6 +119,7 @@ type item struct {
 	label int32
 	grad  int64 // backward: dense gradient bytes this item produces
 	egrad int64 // backward: expert gradient bytes (reduced over the expert-DP group)
+	nvl   bool  // a closed-form NVLink TP all-reduce that can run as a collective (spec, label, roleTP)
 }
 
 // Options are the job's knobs beyond model, GPU and plan.
@@ -136,6 +137,19 @@ type Options struct {
 	// ChunkBytes is the pipelining chunk of network collectives (Spec.ChunkBytes); 0 takes
 	// collective.DefaultChunkBytes (512 KiB, NCCL's ring step).
 	ChunkBytes int64
+	// ScaleUp says the backend carries collectives between GPUs of one scale-up domain on
+	// the GPU's scale-up (NVLink) model, as the runner's backends do (closed forms at the
+	// NVLink rate, the flow engine's NVLink links, SplitTransport). It enables hierarchical
+	// collectives across domains and TP collectives on NVLink (TPModel); without it every
+	// collective is chosen flat and TP inside a domain stays in closed form, as a backend
+	// with one network (a plain AnalyticBackend or Ideal) would otherwise charge NVLink
+	// traffic at the NIC rate.
+	ScaleUp bool
+	// Network is the per-GPU network (NIC rate, per-message latency) the collective
+	// selector assumes (collsel.go, chooseAlgo); zero: its size rule.
+	Network collective.Model
+	// TPModel says how TP collectives inside a scale-up domain are charged (default auto).
+	TPModel TPModel
 }
 
 // StageInfo describes one pipeline stage's work per rank (shapes and closed-form times).
@@ -156,6 +170,7 @@ type StageInfo struct {
 type stage struct {
 	info           StageInfo
 	fwd, bwd       []item
+	bwdLast        []item // the backward that overlaps the gradient reduction (bwd, or with TP on NVLink collectives)
 	dpSpecs        []int32 // per bucket: reduction spec
 	dpLabels       []int32
 	edpSpecs       []int32
@@ -181,6 +196,7 @@ type Job struct {
 
 	micro      int      // microbatches per step
 	tpInDomain bool     // every TP group inside one scale-up domain
+	tpStreams  bool     // TP collectives go through the backend (TP groups cross domains, or TPModel)
 	tpAR       sim.Time // NVLink all-reduce of one activation (closed form)
 	actBytes   int64    // one microbatch's activations, b s h dtype
 	bucket     int64    // resolved bucket bytes
@@ -252,10 +268,12 @@ func NewJob(m Model, g GPU, p Plan, pl *Placement, o Options) (*Job, error) {
 				break
 			}
 		}
+		if j.tpInDomain && o.TPModel == TPSimulated && !o.ScaleUp {
+			return nil, errorf("tp_model", "simulated runs TP collectives through the backend, which must carry the scale-up domain (Options.ScaleUp)")
+		}
+		j.tpStreams = !j.tpInDomain || o.TPModel == TPSimulated
 		if j.tpInDomain {
-			sp := j.newSpec(collective.AllReduce, p.TP, j.actBytes)
-			sp.Algo = collective.Ring
-			t, err := collective.Pipelined(sp, collective.Model{Latency: g.ScaleUpLatency, Rate: g.ScaleUpRate})
+			t, err := collective.Pipelined(j.tpSpec(), j.scaleUpModel())
 			if err != nil {
 				return nil, err
 			}
@@ -357,11 +375,15 @@ func (j *Job) buildStages() error {
 		if p.TP == 1 {
 			return item{}
 		}
-		if j.tpInDomain {
-			return item{kind: itemSeg, seg: seg{j.tpAR, CatTP}}
-		}
 		sp := j.newSpec(collective.AllReduce, p.TP, j.actBytes)
-		return item{kind: itemColl, role: roleTP, spec: j.addSpec(sp), label: j.addLabel(fmt.Sprintf("tp %s layer %d", what, layer))}
+		if j.tpInDomain {
+			sp = j.tpSpec()
+		}
+		it := item{kind: itemColl, role: roleTP, spec: j.addSpec(sp), label: j.addLabel(fmt.Sprintf("tp %s layer %d", what, layer))}
+		if j.tpInDomain && j.Options.TPModel != TPSimulated {
+			it.kind, it.seg, it.nvl = itemSeg, seg{j.tpAR, CatTP}, true
+		}
+		return it
 	}
 	var epSpec int32 = -1
 	if m.IsMoE() && p.EP > 1 {
@@ -478,26 +500,38 @@ func (j *Job) buildStages() error {
 		if p.ZeRO {
 			dpOp = collective.ReduceScatter
 		}
-		buckets := func(total int64, n int, name string) (specs, labels, ag, agl []int32) {
-			if n <= 1 || total == 0 {
+		buckets := func(total int64, lay commLayout, name string) (specs, labels, ag, agl []int32) {
+			if lay.ranks <= 1 || total == 0 {
 				return
 			}
 			k := (total + j.bucket - 1) / j.bucket
 			for b := int64(0); b < k; b++ {
 				size := min(j.bucket, total-b*j.bucket)
-				specs = append(specs, j.addSpec(j.newSpec(dpOp, n, size)))
+				specs = append(specs, j.addSpec(j.dpSpec(dpOp, lay, size)))
 				labels = append(labels, j.addLabel(fmt.Sprintf("%s bucket %d/%d", name, b+1, k)))
 				if p.ZeRO {
 					pb := size / gb * m.bytesPerElem()
-					ag = append(ag, j.addSpec(j.newSpec(collective.AllGather, n, pb)))
+					ag = append(ag, j.addSpec(j.dpSpec(collective.AllGather, lay, pb)))
 					agl = append(agl, j.addLabel(fmt.Sprintf("%s param all-gather %d/%d", name, b+1, k)))
 				}
 			}
 			return
 		}
-		st.dpSpecs, st.dpLabels, st.agSpecs, st.agLabels = buckets(dense, p.DP, "dp")
+		pl := j.Placement
+		dpLay := j.stageLayout(s, func(r int) []int { return pl.Group(DimDP, r) })
+		st.dpSpecs, st.dpLabels, st.agSpecs, st.agLabels = buckets(dense, dpLay, "dp")
+		shared := dpLay.shared && p.DP > 1
 		if st.hasExpertGrads {
-			st.edpSpecs, st.edpLabels, st.eagSpecs, st.eagLabels = buckets(expert, p.DP/p.EP, "expert dp")
+			edpLay := j.stageLayout(s, pl.ExpertDPGroup)
+			st.edpSpecs, st.edpLabels, st.eagSpecs, st.eagLabels = buckets(expert, edpLay, "expert dp")
+			shared = shared || edpLay.shared
+		}
+		st.bwdLast = st.bwd
+		if j.tpInDomain && p.TP > 1 && j.Options.TPModel == TPAuto && j.Options.ScaleUp && j.Options.Overlap && shared {
+			// The gradient reduction may load this rank's NVLink during the last backward:
+			// its TP all-reduces run there as NVLink collectives, sharing it.
+			st.bwdLast = nvlinkPass(st.bwd)
+			j.tpStreams = true
 		}
 		st.info.Buckets, st.info.ExpertBuckets = len(st.dpSpecs), len(st.edpSpecs)
 		shard := params
