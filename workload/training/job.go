@@ -170,7 +170,7 @@ type StageInfo struct {
 type stage struct {
 	info           StageInfo
 	fwd, bwd       []item
-	bwdLast        []item // the backward that overlaps the gradient reduction (bwd, or with TP on NVLink collectives)
+	bwdLast        []item  // the backward that overlaps the gradient reduction (bwd, or with TP on NVLink collectives)
 	dpSpecs        []int32 // per bucket: reduction spec
 	dpLabels       []int32
 	edpSpecs       []int32
