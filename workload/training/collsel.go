@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/workload/collective"
 )
 
@@ -233,12 +232,76 @@ func nvlinkPass(items []item) []item {
 	return out
 }
 
-// describeAlgo says how a stage's gradient reduction runs, for Summary: "hierarchical 9x4
-// (NVLink, network on 1/9, NVLink)" or the flat algorithm's name.
-func describeAlgo(sp collective.Spec) string {
-	if sp.Algo != collective.Hierarchical {
-		return sp.Algo.String()
+// tpWhere says where TP all-reduces run, for Summary.
+func (j *Job) tpWhere() string {
+	switch {
+	case !j.tpInDomain:
+		return "network (TP groups cross scale-up domains)"
+	case j.Options.TPModel == TPSimulated:
+		return "NVLink collectives through the backend, tp_model simulated"
+	case j.tpStreams:
+		return "NVLink, closed form; NVLink collectives sharing NVLink with the gradient reduction during the last backward"
 	}
+	return "NVLink, closed form"
+}
+
+// collSummary describes the gradient reductions that do not run flat, one line each, for
+// Summary: "dp reduction: all_reduce hierarchical 9x4: NVLink reduce-scatter and all-gather
+// within each domain, the network on 1/9 of the data across 4 domains (stages 0-3)".
+func (j *Job) collSummary() string {
+	var b strings.Builder
+	line := func(name string, specs func(st *stage) []int32) {
+		seen := map[string][]int{}
+		var order []string
+		for s := range j.stages {
+			for _, k := range specs(&j.stages[s]) {
+				sp := j.specs[k]
+				if sp.Algo != collective.Hierarchical {
+					continue
+				}
+				d := fmt.Sprintf("%s %s", sp.Op, describeAlgo(sp))
+				l := seen[d]
+				if len(l) == 0 {
+					order = append(order, d)
+				}
+				if len(l) == 0 || l[len(l)-1] != s {
+					seen[d] = append(l, s)
+				}
+			}
+		}
+		for _, d := range order {
+			fmt.Fprintf(&b, "%s: %s (stages %s)\n", name, d, fmtStages(seen[d]))
+		}
+	}
+	line("dp reduction", func(st *stage) []int32 { return st.dpSpecs })
+	line("dp parameter all-gather", func(st *stage) []int32 { return st.agSpecs })
+	line("expert dp reduction", func(st *stage) []int32 { return st.edpSpecs })
+	line("expert dp parameter all-gather", func(st *stage) []int32 { return st.eagSpecs })
+	return b.String()
+}
+
+// fmtStages prints ascending stage numbers as ranges: "0-3", "0, 2".
+func fmtStages(st []int) string {
+	var parts []string
+	for i := 0; i < len(st); {
+		k := i
+		for k+1 < len(st) && st[k+1] == st[k]+1 {
+			k++
+		}
+		if k > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", st[i], st[k]))
+		} else {
+			parts = append(parts, fmt.Sprint(st[i]))
+		}
+		i = k + 1
+	}
+	return strings.Join(parts, ", ")
+}
+
+// describeAlgo says how a hierarchical collective runs: "hierarchical 9x4: NVLink
+// reduce-scatter and all-gather within each domain, the network on 1/9 of the data across 4
+// domains".
+func describeAlgo(sp collective.Spec) string {
 	return fmt.Sprintf("hierarchical %dx%d: NVLink %s within each domain, the network on 1/%d of the data across %d domains", sp.Inner, sp.Outer, phaseNames(sp.Op), sp.Inner, sp.Outer)
 }
 
@@ -251,9 +314,4 @@ func phaseNames(op collective.Collective) string {
 	default:
 		return "all-gather"
 	}
-}
-
-// nvlinkTime is the closed form of spec entirely inside one domain (the NVLink model).
-func (j *Job) nvlinkTime(sp collective.Spec) (sim.Time, error) {
-	return collective.Pipelined(sp, j.scaleUpModel())
 }

@@ -572,14 +572,12 @@ func (j *Job) Summary() string {
 	m, p := j.Model, j.Plan
 	fmt.Fprintf(&b, "%s on %d x %s: tp %d, pp %d, dp %d, ep %d; %d microbatches of %d x %d tokens per step (global batch %d sequences)\n",
 		m.Name, j.World(), j.GPU.Name, p.TP, p.PP, p.DP, p.EP, j.micro, m.MicroBatch, m.SeqLen, m.GlobalBatch)
-	tpWhere := "NVLink, closed form"
-	if !j.tpInDomain {
-		tpWhere = "network (TP groups cross scale-up domains)"
-	}
+	tpWhere := j.tpWhere()
 	if p.TP > 1 {
 		fmt.Fprintf(&b, "TP all-reduce of %s per layer boundary: %v (%s)\n", sim.FormatSize(j.actBytes), j.tpAR, tpWhere)
 	}
 	fmt.Fprintf(&b, "gradient buckets of %s; overlap %v; zero %v; recompute %v\n", sim.FormatSize(j.bucket), j.Options.Overlap, p.ZeRO, p.Recompute)
+	b.WriteString(j.collSummary())
 	for s, st := range j.stages {
 		in := st.info
 		fmt.Fprintf(&b, "stage %d: layers %d-%d, forward %v (TP %v), backward %v (TP %v), optimizer %v, %d params/rank, grads %s in %d buckets",
