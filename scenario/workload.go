@@ -46,7 +46,7 @@ func (sc *Scenario) resolveTraining(hosts int) error {
 			return Errorf(fmt.Sprintf("faults[%d]", i), "under workload.training only a flapping link is modelled (link: NAME, action: flap, down_for, period: how often it flaps); random failures are workload.training.goodput's MTBFs")
 		}
 	}
-	job, err := sc.Workload.Training.Job(hosts)
+	job, err := sc.Workload.Training.JobOn(hosts, true, collective.Model{}) // the runner's backends carry the scale-up domain
 	if err != nil {
 		return trainingError(err)
 	}

@@ -2,8 +2,10 @@ package training
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
+	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/workload/collective"
 )
 
@@ -219,13 +221,89 @@ func (j *Job) tpSpec() collective.Spec {
 	return sp
 }
 
+// TPAutoMaxCollectives bounds the NVLink TP collectives tp_model auto adds to one step (over
+// the whole job): beyond it the window's TP all-reduces stay in closed form and Summary gives
+// the bound of what that leaves out. 100,000 collectives are 800,000 flows at TP 8 (ring
+// flows), a few seconds of flow-level wall time; a 1,152-GPU Llama-3-70B job on NVL72 needs
+// 5,760, a 131,072-GPU Llama-3-405B one 262,144.
+const TPAutoMaxCollectives = 100_000
+
+// planTP decides, once the stages are built, which closed-form TP all-reduces run as NVLink
+// collectives (TPModel auto): those of the last backward of every stage whose gradient
+// reduction puts traffic on the same GPUs' NVLink (stage.nvlShared), while the job's total
+// stays within TPAutoMaxCollectives. It records the window's size and the contention bound
+// either way.
+func (j *Job) planTP() {
+	p := j.Plan
+	if !j.tpInDomain || p.TP == 1 || !j.Options.ScaleUp || !j.Options.Overlap {
+		return
+	}
+	up := float64(j.GPU.ScaleUpRate)
+	for s := range j.stages {
+		st := &j.stages[s]
+		if !st.nvlShared {
+			continue
+		}
+		k := 0
+		for _, it := range st.bwd {
+			if it.nvl && it.kind == itemSeg {
+				k++
+			}
+		}
+		if k == 0 {
+			continue
+		}
+		j.tpWindow += int64(k) * int64(p.DP) // one TP group per DP replica
+		var dpBytes float64
+		for _, list := range [][]int32{st.dpSpecs, st.edpSpecs} {
+			for _, sk := range list {
+				dpBytes += nvlinkBytes(j.specs[sk])
+			}
+		}
+		j.tpBound = max(j.tpBound, min(sim.Time(k)*j.tpAR, sim.FromSeconds(dpBytes*8/up)))
+	}
+	if j.tpWindow == 0 || j.Options.TPModel != TPAuto || j.tpWindow > TPAutoMaxCollectives {
+		return
+	}
+	for s := range j.stages {
+		if st := &j.stages[s]; st.nvlShared {
+			st.bwdLast = nvlinkPass(st.bwd)
+		}
+	}
+	j.tpStreams, j.tpSimWindow = true, true
+}
+
+// nvlinkBytes is an upper bound on the bytes one GPU moves over NVLink in collective sp
+// (resolved): a hierarchical one's inner phases (2(I-1)/I S for an all-reduce, (I-1)/I S for
+// a reduce-scatter or all-gather); for a flat one everything it sends (a ring's 2(n-1)/n S
+// or (n-1)/n S; other algorithms at most (2 + log2 n) S).
+func nvlinkBytes(sp collective.Spec) float64 {
+	sp, err := sp.Resolve()
+	if err != nil || sp.Ranks <= 1 {
+		return 0
+	}
+	S, n := float64(sp.Bytes), float64(sp.Ranks)
+	k := 1.0
+	if sp.Op == collective.AllReduce {
+		k = 2
+	}
+	switch sp.Algo {
+	case collective.Hierarchical:
+		I := float64(sp.Inner)
+		return k * (I - 1) / I * S
+	case collective.Ring:
+		return k * (n - 1) / n * S
+	}
+	return (2 + math.Log2(n)) * S
+}
+
 // nvlinkPass returns items with every closed-form TP all-reduce (an itemSeg with nvl set)
 // turned into a collective on the TP stream.
 func nvlinkPass(items []item) []item {
 	out := make([]item, len(items))
 	for i, it := range items {
 		if it.nvl && it.kind == itemSeg {
-			it.kind, it.seg = itemColl, seg{}
+			it.kind = itemColl
 		}
 		out[i] = it
 	}
@@ -239,8 +317,14 @@ func (j *Job) tpWhere() string {
 		return "network (TP groups cross scale-up domains)"
 	case j.Options.TPModel == TPSimulated:
 		return "NVLink collectives through the backend, tp_model simulated"
-	case j.tpStreams:
-		return "NVLink, closed form; NVLink collectives sharing NVLink with the gradient reduction during the last backward"
+	case j.tpSimWindow:
+		return fmt.Sprintf("NVLink, closed form; during the last backward %d NVLink collectives per step, sharing NVLink with the gradient reduction", j.tpWindow)
+	case j.tpWindow > 0:
+		why := "tp_model closed_form"
+		if j.Options.TPModel == TPAuto {
+			why = fmt.Sprintf("%d collectives per step, beyond tp_model auto's %d", j.tpWindow, TPAutoMaxCollectives)
+		}
+		return fmt.Sprintf("NVLink, closed form; its sharing of NVLink with the gradient reduction during the last backward is not simulated (%s; tp_model simulated runs it): at most +%v per step", why, j.tpBound)
 	}
 	return "NVLink, closed form"
 }

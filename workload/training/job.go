@@ -119,7 +119,7 @@ type item struct {
 	label int32
 	grad  int64 // backward: dense gradient bytes this item produces
 	egrad int64 // backward: expert gradient bytes (reduced over the expert-DP group)
-	nvl   bool  // a closed-form NVLink TP all-reduce that can run as a collective (spec, label, roleTP)
+	nvl   bool  // an NVLink TP all-reduce (seg its closed form) that can run as a collective (spec, label, roleTP)
 }
 
 // Options are the job's knobs beyond model, GPU and plan.
@@ -171,6 +171,7 @@ type stage struct {
 	info           StageInfo
 	fwd, bwd       []item
 	bwdLast        []item  // the backward that overlaps the gradient reduction (bwd, or with TP on NVLink collectives)
+	nvlShared      bool    // the stage's gradient reduction has members sharing a scale-up domain
 	dpSpecs        []int32 // per bucket: reduction spec
 	dpLabels       []int32
 	edpSpecs       []int32
@@ -194,19 +195,22 @@ type Job struct {
 	Placement *Placement // rank to host mapping
 	Options   Options    // knobs as given
 
-	micro      int      // microbatches per step
-	tpInDomain bool     // every TP group inside one scale-up domain
-	tpStreams  bool     // TP collectives go through the backend (TP groups cross domains, or TPModel)
-	tpAR       sim.Time // NVLink all-reduce of one activation (closed form)
-	actBytes   int64    // one microbatch's activations, b s h dtype
-	bucket     int64    // resolved bucket bytes
-	actSpec    int32    // PP send/recv spec
-	stages     []stage
-	specs      []collective.Spec
-	specIdx    map[specKey]int32
-	labels     []string
-	patterns   []pattern
-	patIdx     map[string]int32
+	micro       int      // microbatches per step
+	tpInDomain  bool     // every TP group inside one scale-up domain
+	tpStreams   bool     // TP collectives go through the backend (TP groups cross domains, or TPModel)
+	tpWindow    int64    // closed-form TP all-reduces per step that overlap NVLink traffic of the reduction (planTP)
+	tpSimWindow bool     // they run as NVLink collectives
+	tpBound     sim.Time // what leaving them in closed form can miss per step, at most
+	tpAR        sim.Time // NVLink all-reduce of one activation (closed form)
+	actBytes    int64    // one microbatch's activations, b s h dtype
+	bucket      int64    // resolved bucket bytes
+	actSpec     int32    // PP send/recv spec
+	stages      []stage
+	specs       []collective.Spec
+	specIdx     map[specKey]int32
+	labels      []string
+	patterns    []pattern
+	patIdx      map[string]int32
 }
 
 // OptimizerBytesPerParam is the HBM traffic of one Adam update per parameter with
@@ -380,8 +384,11 @@ func (j *Job) buildStages() error {
 			sp = j.tpSpec()
 		}
 		it := item{kind: itemColl, role: roleTP, spec: j.addSpec(sp), label: j.addLabel(fmt.Sprintf("tp %s layer %d", what, layer))}
-		if j.tpInDomain && j.Options.TPModel != TPSimulated {
-			it.kind, it.seg, it.nvl = itemSeg, seg{j.tpAR, CatTP}, true
+		if j.tpInDomain { // NVLink: its closed form is in StageInfo either way
+			it.seg, it.nvl = seg{j.tpAR, CatTP}, true
+			if j.Options.TPModel != TPSimulated {
+				it.kind = itemSeg
+			}
 		}
 		return it
 	}
@@ -526,13 +533,7 @@ func (j *Job) buildStages() error {
 			st.edpSpecs, st.edpLabels, st.eagSpecs, st.eagLabels = buckets(expert, edpLay, "expert dp")
 			shared = shared || edpLay.shared
 		}
-		st.bwdLast = st.bwd
-		if j.tpInDomain && p.TP > 1 && j.Options.TPModel == TPAuto && j.Options.ScaleUp && j.Options.Overlap && shared {
-			// The gradient reduction may load this rank's NVLink during the last backward:
-			// its TP all-reduces run there as NVLink collectives, sharing it.
-			st.bwdLast = nvlinkPass(st.bwd)
-			j.tpStreams = true
-		}
+		st.bwdLast, st.nvlShared = st.bwd, shared
 		st.info.Buckets, st.info.ExpertBuckets = len(st.dpSpecs), len(st.edpSpecs)
 		shard := params
 		if p.ZeRO {
@@ -541,7 +542,7 @@ func (j *Job) buildStages() error {
 		st.optimizer = sim.FromSeconds(float64(shard*OptimizerBytesPerParam(m)) / (j.GPU.HBMGBPerSec * 1e9))
 		st.info.Optimizer = st.optimizer
 		for _, it := range fwd {
-			if it.kind == itemSeg {
+			if it.kind == itemSeg || it.nvl {
 				st.info.Forward += it.seg.dur
 				if it.seg.cat == CatTP {
 					st.info.ForwardTP += it.seg.dur
@@ -551,7 +552,7 @@ func (j *Job) buildStages() error {
 			}
 		}
 		for _, it := range bwd {
-			if it.kind == itemSeg {
+			if it.kind == itemSeg || it.nvl {
 				st.info.Backward += it.seg.dur
 				if it.seg.cat == CatTP {
 					st.info.BackwardTP += it.seg.dur
@@ -562,6 +563,7 @@ func (j *Job) buildStages() error {
 		first += n
 	}
 
+	j.planTP()
 	return nil
 }
 
