@@ -3,6 +3,7 @@ package training
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/lockstepsim/lockstep/flow"
@@ -51,10 +52,16 @@ func (d *domainRouter) Paths(src, dst int, _ uint64, buf []flow.Path) ([]flow.Pa
 	return append(buf[:0], flow.Path{Links: d.links[:], Weight: 1}), d.net.Latency, nil
 }
 
-// flowBackend returns a flow-level backend on s over hosts in domains of g.
+// flowBackend returns a flow-level backend on s over hosts in domains of g, NVLink 5 inside
+// them and a 400 Gb/s NIC across.
 func flowBackend(t testing.TB, s *sim.Sim, hosts, g int) *flow.Collectives {
+	return flowBackendOn(t, s, hosts, g, nvl5, nic400)
+}
+
+// flowBackendOn is flowBackend with the scale-up model up and the network model net.
+func flowBackendOn(t testing.TB, s *sim.Sim, hosts, g int, up, net collective.Model) *flow.Collectives {
 	t.Helper()
-	r := &domainRouter{hosts: hosts, g: g, up: nvl5, net: nic400}
+	r := &domainRouter{hosts: hosts, g: g, up: up, net: net}
 	n, err := flow.New(s, r.caps(), flow.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -366,5 +373,166 @@ func TestChooseAlgoIsArgmin(t *testing.T) {
 		if algo, _, _ := j.chooseAlgo(collective.AllReduce, lay, c.S); (algo == collective.Hierarchical) != c.hier {
 			t.Errorf("size rule S=%d: %s, want hierarchical %v", c.S, algo, c.hier)
 		}
+	}
+}
+
+// tinyTP returns the tiny model with TP 2 on h100 domains of 8 over 16 GPUs (DP 8 at stride
+// 2: 4 members in each of 2 domains, a hierarchical reduction), with the given TP model.
+func tinyTP(t testing.TB, tm TPModel, overlap bool) *Job {
+	t.Helper()
+	return newJob(t, tinyModel(), mustGPU(t, "h100"), Plan{TP: 2}, 16, Options{Overlap: overlap, ScaleUp: true, Network: nic400, TPModel: tm})
+}
+
+// runFlowJob runs one step of j on the flow engine over 400 Gb/s NICs and the GPU's NVLink
+// and returns the trace and how many TP collectives the backend ran.
+func runFlowJob(t testing.TB, j *Job) (*Trace, int) {
+	t.Helper()
+	s := sim.New(1)
+	up := collective.Model{Rate: j.GPU.ScaleUpRate, Latency: j.GPU.ScaleUpLatency}
+	b := flowBackendOn(t, s, j.World(), j.Placement.Domain, up, nic400)
+	tr, err := j.Run(s, b, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range b.Results() {
+		if len(r.Name) > 3 && r.Name[:3] == "tp[" {
+			n++
+		}
+	}
+	return tr, n
+}
+
+// TestTPModels: what each tp_model runs through the backend and what it costs, on the flow
+// engine (per-GPU NVLink and NIC links) for a job whose hierarchical gradient reduction
+// shares NVLink with TP 2 during the last backward:
+//   - closed_form runs no TP collective;
+//   - auto runs exactly the last backward's TP all-reduces (2 per layer, 16, per TP group:
+//     8 groups) and its TP time exceeds the closed form's by more than nothing and at most
+//     the contention bound (Summary's) plus the flow ring's latency model, (K-1) a_up per
+//     all-reduce (K = 2(TP-1));
+//   - with overlap off nothing overlaps: auto is closed_form exactly;
+//   - simulated runs every TP all-reduce (4 per layer per microbatch) and keeps StageInfo.
+func TestTPModels(t *testing.T) {
+	closed := tinyTP(t, TPClosedForm, true)
+	auto := tinyTP(t, TPAuto, true)
+	simd := tinyTP(t, TPSimulated, true)
+	if sp := closed.specs[closed.stages[0].dpSpecs[0]]; sp.Algo != collective.Hierarchical || sp.Inner != 4 || sp.Outer != 2 {
+		t.Fatalf("reduction %s %dx%d; want hierarchical 4x2", sp.Algo, sp.Inner, sp.Outer)
+	}
+	tc, nc := runFlowJob(t, closed)
+	ta, na := runFlowJob(t, auto)
+	ts, ns := runFlowJob(t, simd)
+	layers, groups, micro := 8, 8, closed.Microbatches()
+	if nc != 0 || na != 2*layers*groups || ns != 4*layers*groups*micro {
+		t.Errorf("TP collectives: closed_form %d, auto %d, simulated %d; want 0, %d, %d", nc, na, ns, 2*layers*groups, 4*layers*groups*micro)
+	}
+	if int(auto.tpWindow) != na || !auto.tpSimWindow || closed.tpSimWindow || closed.tpWindow != auto.tpWindow {
+		t.Errorf("window %d (simulated %v), closed_form's %d (%v); want %d", auto.tpWindow, auto.tpSimWindow, closed.tpWindow, closed.tpSimWindow, na)
+	}
+	c, a := tc.Steps[0].Mean[CatTP], ta.Steps[0].Mean[CatTP]
+	lat := sim.Time(2*layers) * sim.Time(2*(2-1)-1) * closed.GPU.ScaleUpLatency
+	t.Logf("TP per rank: closed_form %v, auto %v (bound %v + latency model %v), simulated %v; step %v, %v, %v",
+		c, a, auto.tpBound, lat, ts.Steps[0].Mean[CatTP], tc.Steps[0].Time, ta.Steps[0].Time, ts.Steps[0].Time)
+	if auto.tpBound <= 0 || a <= c || a-c > auto.tpBound+lat {
+		t.Errorf("auto's TP %v against closed_form's %v: want more, by at most %v + %v", a, c, auto.tpBound, lat)
+	}
+	if s := ts.Steps[0].Mean[CatTP]; s < a {
+		t.Errorf("simulated TP %v below auto's %v", s, a)
+	}
+	if simd.Stages()[0] != closed.Stages()[0] || simd.ideal() != closed.ideal() {
+		t.Errorf("simulated StageInfo %+v, closed_form %+v", simd.Stages()[0], closed.Stages()[0])
+	}
+	off, offC := tinyTP(t, TPAuto, false), tinyTP(t, TPClosedForm, false)
+	to, no := runFlowJob(t, off)
+	tco, _ := runFlowJob(t, offC)
+	if no != 0 || off.tpWindow != 0 || to.Steps[0].Time != tco.Steps[0].Time {
+		t.Errorf("overlap off: auto ran %d TP collectives, step %v against closed_form's %v", no, to.Steps[0].Time, tco.Steps[0].Time)
+	}
+}
+
+// TestTPSharesNVLink: a TP ring all-reduce in domain 0 and a hierarchical all-reduce whose
+// inner phases use the same GPUs' NVLink, launched together on the flow engine, slow each
+// other down; the TP one by more than nothing and at most the other's NVLink bytes per GPU
+// over the NVLink rate (the bound planTP reports), for sizes 16 MiB to 1 GiB.
+func TestTPSharesNVLink(t *testing.T) {
+	const g = 8
+	up := collective.Model{Rate: 3600 * sim.Gbps, Latency: sim.Microsecond}
+	tpComm, err := collective.RangeComm(0, g, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dpComm, err := collective.RangeComm(0, 2*g, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, S := range []int64{16 << 20, 128 << 20, 1 << 30} {
+		tp := collective.NewSpec(collective.AllReduce, g, S)
+		tp.Algo = collective.Ring
+		dp := collective.NewSpec(collective.AllReduce, 2*g, S)
+		dp.Algo, dp.Inner, dp.Outer = collective.Hierarchical, g, 2
+		alone := func(sp collective.Spec, c collective.Comm) sim.Time {
+			s := sim.New(1)
+			return launchOne(t, s, flowBackendOn(t, s, 2*g, g, up, nic400), sp, c)
+		}
+		tTP, tDP := alone(tp, tpComm), alone(dp, dpComm)
+		s := sim.New(1)
+		b := flowBackendOn(t, s, 2*g, g, up, nic400)
+		var eTP, eDP sim.Time
+		if err := b.Launch(0, tp, tpComm, "tp", func(now sim.Time) { eTP = now }); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Launch(0, dp, dpComm, "dp", func(now sim.Time) { eDP = now }); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Drain(sim.MaxTime); err != nil {
+			t.Fatal(err)
+		}
+		bound := sim.FromSeconds(nvlinkBytes(dp) * 8 / float64(up.Rate))
+		t.Logf("S=%d: TP alone %v, with the reduction %v (bound +%v); reduction alone %v, with TP %v", S, tTP, eTP, bound, tDP, eDP)
+		if eTP <= tTP || eTP > tTP+bound+sim.Nanosecond || eDP <= tDP {
+			t.Errorf("S=%d: TP %v -> %v (bound +%v), reduction %v -> %v; want both slower, TP by at most the bound", S, tTP, eTP, bound, tDP, eDP)
+		}
+	}
+}
+
+// TestTPAutoBudget: beyond TPAutoMaxCollectives per step (Llama-3-70B, TP 8 PP 4, on 20,736
+// NVL72 GPUs: 40 TP all-reduces in each last backward x 648 TP groups x 4 stages = 103,680)
+// auto leaves the window in closed form and Summary says what that can miss.
+func TestTPAutoBudget(t *testing.T) {
+	j := nvlJob(t, 20736, Options{Overlap: true, ScaleUp: true, Network: nic400})
+	if j.tpWindow != 103680 || j.tpSimWindow || j.tpStreams || j.tpBound <= 0 {
+		t.Fatalf("window %d, simulated %v, streams %v, bound %v; want 103680 in closed form with a bound", j.tpWindow, j.tpSimWindow, j.tpStreams, j.tpBound)
+	}
+	if !strings.Contains(j.Summary(), "beyond tp_model auto's 100000") {
+		t.Errorf("summary does not say why: %s", j.Summary())
+	}
+	small := nvlJob(t, 1152, Options{Overlap: true, ScaleUp: true, Network: nic400})
+	if small.tpWindow != 5760 || !small.tpSimWindow {
+		t.Errorf("1152 GPUs: window %d simulated %v; want 5760, simulated", small.tpWindow, small.tpSimWindow)
+	}
+}
+
+// TestParseTPModel: names round-trip; anything else is an error naming the field and the
+// valid names, also from the configuration.
+func TestParseTPModel(t *testing.T) {
+	for m := TPAuto; m < numTPModels; m++ {
+		if got, err := ParseTPModel(m.String()); err != nil || got != m {
+			t.Errorf("%v: %v, %v", m, got, err)
+		}
+	}
+	if m, err := ParseTPModel(""); err != nil || m != TPAuto {
+		t.Errorf("empty: %v, %v", m, err)
+	}
+	_, err := ParseTPModel("fluid")
+	if err == nil || !strings.Contains(err.Error(), "tp_model") || !strings.Contains(err.Error(), "closed_form") {
+		t.Errorf("bad name: %v", err)
+	}
+	c := Config{Model: Model{Preset: "llama3-8b"}, GPU: GPU{Preset: "h100"}, TPModel: "fluid"}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "workload.training.tp_model") {
+		t.Errorf("config: %v", err)
+	}
+	if _, err := NewJob(tinyModel(), mustGPU(t, "h100"), Plan{TP: 2, PP: 1, DP: 8}, nil, Options{TPModel: TPSimulated}); err == nil || !strings.Contains(err.Error(), "tp_model") {
+		t.Errorf("simulated without a scale-up backend: %v", err)
 	}
 }
