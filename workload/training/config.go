@@ -298,7 +298,8 @@ func (c *Config) Evaluate(tr *Trace, env Env) (*Result, error) {
 		r.StepRecords = append(r.StepRecords, StepRecord{Step: k, StartUs: us(s.Start), SimStartUs: us(s.SimStart), SimEndUs: us(s.SimStart + s.SimTime),
 			StepTimeUs: us(s.Time), ArriveP50Us: us(s.Arrive.P50), ArriveP99Us: us(s.Arrive.P99), ArriveP100Us: us(s.Arrive.P100),
 			DPSkewP50Us: us(s.DPSkew.P50), DPSkewMaxUs: us(s.DPSkew.P100), DPSkewWorst: s.DPSkewWorst,
-			SlowestRank: s.Slowest, SlowestCoord: j.Placement.Coord(s.Slowest).String(), SlowestWait: s.SlowestWait.String(), Iterations: iters})
+			SlowestRank: s.Slowest, SlowestCoord: j.Placement.Coord(s.Slowest).String(), SlowestWait: s.SlowestWait.String(),
+			BusiestRank: s.Busiest, BusiestUs: us(s.Ranks[s.Busiest][CatCompute]), Iterations: iters})
 	}
 	ws := tr.Steps[worst]
 	r.ArriveP50Us, r.ArriveP99Us, r.ArriveP100Us, r.DPSkewMaxUs = us(st.Arrive.P50), us(st.Arrive.P99), us(st.Arrive.P100), us(st.DPSkew.P100)
@@ -329,6 +330,8 @@ type StepRecord struct {
 	SlowestRank  int     // the rank that reached the barrier last
 	SlowestCoord string  // its coordinates, "tp=0 dp=3 pp=1"
 	SlowestWait  string  // the waiting category it exceeds the mean rank in the most
+	BusiestRank  int     // the rank that computed the longest (a straggler)
+	BusiestUs    float64 // its compute time
 	// SlowestLink is the fabric link that limited the step most (set by the runner; "" when
 	// not measured, e.g. under the closed forms).
 	SlowestLink string
@@ -372,11 +375,12 @@ func (r *Result) WritePowerCSV(w io.Writer) error {
 
 // StepsCSVHeader is steps.csv's header: the per-rank means of each category, the slowest
 // rank, the step's power figures and how many job steps the row stands for, then the barrier
-// arrival percentiles, the DP launch skew, the slowest rank's coordinates, and the runner's
-// slowest link and fault events (docs/outputs.md).
+// arrival percentiles, the DP launch skew, the slowest rank's coordinates, the rank that
+// computed the longest and how long, and the runner's slowest link and fault events
+// (docs/outputs.md).
 var StepsCSVHeader = []string{"step", "start_us", "step_time_us", "compute_us", "tp_us", "pp_us", "dp_us", "ep_us", "bubble_us", "sync_us",
 	"exposed_comm_us", "slowest_rank", "slowest_wait", "power_mean_mw", "power_swing_mw", "slew_mw_per_ms", "battery_mwh", "iterations",
-	"arrive_p50_us", "arrive_p99_us", "arrive_p100_us", "dp_skew_p50_us", "dp_skew_max_us", "slowest_coord", "slowest_link", "events"}
+	"arrive_p50_us", "arrive_p99_us", "arrive_p100_us", "dp_skew_p50_us", "dp_skew_max_us", "slowest_coord", "busiest_rank", "busiest_compute_us", "slowest_link", "events"}
 
 // WriteStepsCSV writes one row per simulated step (the last stands for every later iteration,
 // which repeat it: iterations says how many each row is) with the header StepsCSVHeader.
@@ -396,7 +400,7 @@ func (r *Result) WriteStepsCSV(w io.Writer) error {
 		row = append(row, ftoa(st.Mean.Exposed().Micros()), strconv.Itoa(st.Slowest), st.SlowestWait.String(),
 			ftoa(pw.MeanMW), ftoa(pw.SwingMW), ftoa(pw.SlewMWPerMs), ftoa(pw.BatteryMWh), strconv.Itoa(rec.Iterations),
 			ftoa(rec.ArriveP50Us), ftoa(rec.ArriveP99Us), ftoa(rec.ArriveP100Us), ftoa(rec.DPSkewP50Us), ftoa(rec.DPSkewMaxUs),
-			rec.SlowestCoord, rec.SlowestLink, rec.Events)
+			rec.SlowestCoord, strconv.Itoa(rec.BusiestRank), ftoa(rec.BusiestUs), rec.SlowestLink, rec.Events)
 		if err := cw.Write(row); err != nil {
 			return err
 		}

@@ -22,8 +22,10 @@ type RunOptions struct {
 	// Limit bounds the simulated time of Job.Run (0: no bound).
 	Limit sim.Time
 	// Stragglers slow some ranks' compute (nil: none; see Stragglers). Their random draws
-	// come from the simulation's seed (sim.Sim.Seed: the scenario's run.seed). Jitter per op
-	// and throttling make rounds differ, so every microbatch is then simulated (as Exact).
+	// come from the simulation's seed (sim.Sim.Seed: the scenario's run.seed). With any
+	// straggler every microbatch is simulated (as Exact): rounds differ under jitter and
+	// throttling, and a slow stage that is not the pipeline's bottleneck takes a transient
+	// as long as its slack lasts (tens of rounds) before the rounds repeat.
 	Stragglers *Stragglers
 }
 
@@ -116,7 +118,7 @@ func (j *Job) Start(s *sim.Sim, b Backend, opts RunOptions) (*Run, error) {
 		return nil, err
 	}
 	P := j.Plan.PP
-	if !opts.Exact && (r.strag == nil || !r.strag.varies) && j.micro > 2*P+3 {
+	if !opts.Exact && r.strag == nil && j.micro > 2*P+3 {
 		r.simM, r.kc, r.rep = 2*P+2, P, j.micro-(2*P+2)
 	}
 	r.progs = make([][]op, P)

@@ -200,7 +200,6 @@ type stragState struct {
 	key     uint64
 	group   [][]int32 // per rank: its in-domain TP group (nil: not coupled)
 	cache   []gcache  // per group leader: the group's last op
-	varies  bool      // durations change between rounds: no steady-round reuse
 	windows []Throttle
 	t0      sim.Time
 }
@@ -237,7 +236,6 @@ func newStragState(j *Job, s *Stragglers, seed uint64, t0 sim.Time) (*stragState
 		}
 	}
 	if len(s.Throttle) > 0 {
-		st.varies = true
 		per := map[int][]Throttle{}
 		for _, t := range s.Throttle {
 			for _, r := range t.Ranks {
@@ -271,7 +269,6 @@ func newStragState(j *Job, s *Stragglers, seed uint64, t0 sim.Time) (*stragState
 	}
 	if jt := s.Jitter; jt != nil && jt.Sigma > 0 {
 		st.sigma, st.perStep = jt.Sigma, jt.Per == "step"
-		st.varies = st.varies || !st.perStep
 	}
 	if j.Plan.TP > 1 && j.tpInDomain {
 		pl := j.Placement

@@ -55,6 +55,9 @@ type StepTrace struct {
 	// most: what made it late; when it exceeds the mean in none (the ranks tie), its largest
 	// waiting category.
 	SlowestWait Category
+	// Busiest is the rank that computed the longest (ties: the lowest rank): a straggler, or
+	// a rank of the busiest pipeline stage.
+	Busiest int
 	// SimStart is the step's start in simulated time (absolute: the simulation's clock, which
 	// fault times are on); the step ends at SimStart + SimTime.
 	SimStart sim.Time
@@ -215,6 +218,11 @@ func (r *Run) finishStep(end sim.Time) {
 	}
 	for c := range st.Mean {
 		st.Mean[c] /= sim.Time(n)
+	}
+	for i := range st.Ranks {
+		if st.Ranks[i][CatCompute] > st.Ranks[st.Busiest][CatCompute] {
+			st.Busiest = i
+		}
 	}
 	// Why the slowest rank was late: the waiting category in which it exceeds the mean rank
 	// the most (the bubble every pipeline rank has is not the cause unless it is larger).
