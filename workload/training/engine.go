@@ -55,10 +55,10 @@ type rankState struct {
 type callState struct {
 	spec, label    int32
 	arrived        int32
+	launched, done bool
 	firstAt, allAt sim.Time // first and last member's post
 	launchAt       sim.Time
 	doneAt         sim.Time
-	launched, done bool
 	waiters        []int32
 }
 
