@@ -132,7 +132,8 @@ func (s *Stragglers) validate(world int) error {
 		}
 		return nil
 	}
-	owner := map[int]int{}
+	type owned struct{ lo, hi, entry int }
+	var spans []owned
 	for i, e := range s.Slow {
 		p := fmt.Sprintf("slow[%d]", i)
 		if err := ranks(p+".ranks", e.Ranks); err != nil {
@@ -141,15 +142,20 @@ func (s *Stragglers) validate(world int) error {
 		if err := speed(p+".speed", e.Speed); err != nil {
 			return err
 		}
-		if world > 0 {
-			for _, r := range e.Ranks {
-				for x := r.Lo; x <= r.Hi; x++ {
-					if k, dup := owner[x]; dup && k != i {
-						return errorf(p+".ranks", "rank %d is already in slow[%d]; give each slow rank one speed", x, k)
-					}
-					owner[x] = i
-				}
-			}
+		for _, r := range e.Ranks {
+			spans = append(spans, owned{r.Lo, r.Hi, i})
+		}
+	}
+	// A rank in two entries: two overlapping ranges of different entries. Sorted by start,
+	// the first such pair shows as the range reaching furthest so far overlapping the next.
+	sort.SliceStable(spans, func(a, b int) bool { return spans[a].lo < spans[b].lo })
+	for k := 1; k < len(spans); k++ {
+		reach, b := spans[k-1], spans[k]
+		if reach.hi >= b.lo && reach.entry != b.entry {
+			return errorf(fmt.Sprintf("slow[%d].ranks", max(reach.entry, b.entry)), "rank %d is already in slow[%d]; give each slow rank one speed", b.lo, min(reach.entry, b.entry))
+		}
+		if reach.hi > b.hi {
+			spans[k] = reach // carry the furthest-reaching range forward
 		}
 	}
 	if j := s.Jitter; j != nil {
@@ -236,35 +242,34 @@ func newStragState(j *Job, s *Stragglers, seed uint64, t0 sim.Time) (*stragState
 		}
 	}
 	if len(s.Throttle) > 0 {
-		per := map[int][]Throttle{}
+		// The windows covering a rank change only at the ranges' edges: one profile per
+		// segment between edges, shared by its ranks.
+		edges := []int{0, n}
 		for _, t := range s.Throttle {
 			for _, r := range t.Ranks {
-				for x := r.Lo; x <= r.Hi; x++ {
-					per[x] = append(per[x], t)
-				}
+				edges = append(edges, r.Lo, r.Hi+1)
 			}
 		}
+		sort.Ints(edges)
 		st.thr = make([][]piece, n)
-		for x, ws := range per {
-			var bs []sim.Time
-			for _, w := range ws {
-				bs = append(bs, t0+w.At, t0+w.At+w.For)
+		for k := 1; k < len(edges); k++ {
+			lo, hi := edges[k-1], edges[k]
+			if lo == hi {
+				continue
 			}
-			sort.Slice(bs, func(a, b int) bool { return bs[a] < bs[b] })
-			var ps []piece
-			for k, b := range bs {
-				if k > 0 && b == bs[k-1] {
-					continue
-				}
-				m := 1.0
-				for _, w := range ws {
-					if t0+w.At <= b && b < t0+w.At+w.For {
-						m *= w.Speed
+			var ws []Throttle
+			for _, t := range s.Throttle {
+				for _, r := range t.Ranks {
+					if r.Lo <= lo && lo <= r.Hi {
+						ws = append(ws, t)
+						break
 					}
 				}
-				ps = append(ps, piece{b, m})
 			}
-			st.thr[x] = ps
+			ps := profile(ws, t0)
+			for x := lo; x < hi; x++ {
+				st.thr[x] = ps
+			}
 		}
 	}
 	if jt := s.Jitter; jt != nil && jt.Sigma > 0 {
@@ -286,6 +291,33 @@ func newStragState(j *Job, s *Stragglers, seed uint64, t0 sim.Time) (*stragState
 		}
 	}
 	return st, nil
+}
+
+// profile is the speed multiplier over time of a rank throttled by ws (nil for none): a
+// piece at each window edge, the product of the windows in force from it on.
+func profile(ws []Throttle, t0 sim.Time) []piece {
+	if len(ws) == 0 {
+		return nil
+	}
+	var bs []sim.Time
+	for _, w := range ws {
+		bs = append(bs, t0+w.At, t0+w.At+w.For)
+	}
+	sort.Slice(bs, func(a, b int) bool { return bs[a] < bs[b] })
+	var ps []piece
+	for k, b := range bs {
+		if k > 0 && b == bs[k-1] {
+			continue
+		}
+		m := 1.0
+		for _, w := range ws {
+			if t0+w.At <= b && b < t0+w.At+w.For {
+				m *= w.Speed
+			}
+		}
+		ps = append(ps, piece{b, m})
+	}
+	return ps
 }
 
 // draw returns rank's jitter multiplier for op pc of step (1 without jitter): exp(sigma Z),

@@ -260,12 +260,12 @@ func TestJitterGrowsWithWorld(t *testing.T) {
 	}
 }
 
-// TestThrottle: a throttling window slows a rank's compute only while it lasts: pure DP, the
-// straggler throttled to speed s for a window [a, a+L) inside its compute loses L (1 - s) of
-// work, which it makes up at full speed after the window, so the step grows by L (1/1 - s)...
-// precisely: the work done in the window is L s instead of L, so the compute ends L (1 - s)
-// later. A window after the simulated steps changes nothing and leaves a note; one in the
-// second simulated step slows that step only.
+// TestThrottle: a throttling window slows a rank's compute only while it lasts: pure DP, a
+// rank throttled to speed s for a window of length L inside its compute does L s of work in
+// it instead of L and finishes the rest at full speed, so its compute, and the step (the
+// gradient reduction waits for it), ends L (1 - s) later. Overlapping windows multiply. A
+// window after the simulated steps changes nothing and leaves a note; one in the second
+// simulated step slows that step only.
 func TestThrottle(t *testing.T) {
 	h100 := mustGPU(t, "h100")
 	mdl := tinyModel()
@@ -287,6 +287,21 @@ func TestThrottle(t *testing.T) {
 		}
 		if tr.Steps[1].Time != base.Steps[1].Time {
 			t.Errorf("throttle in step 0 changed step 1: %v vs %v", tr.Steps[1].Time, base.Steps[1].Time)
+		}
+	}
+	// Overlapping windows multiply: on one rank over time, and over ranks in both ranges. The
+	// work lost is the integral of 1 - speed over the windows.
+	L := compute / 4
+	for _, c := range []struct {
+		ws   []Throttle
+		want sim.Time
+	}{
+		{[]Throttle{{Ranks: []RankRange{{2, 2}}, At: L, For: L, Speed: 0.5}, {Ranks: []RankRange{{2, 2}}, At: L + L/2, For: L, Speed: 0.8}}, scaleT(L/2, 0.5+0.6+0.2)},
+		{[]Throttle{{Ranks: []RankRange{{0, 3}}, At: L, For: L, Speed: 0.5}, {Ranks: []RankRange{{2, 5}}, At: L, For: L, Speed: 0.8}}, scaleT(L, 0.6)},
+	} {
+		tr := runAnalytic(t, j, 400*sim.Gbps, RunOptions{Steps: 2, Stragglers: &Stragglers{Throttle: c.ws}})
+		if d := tr.Steps[0].Time - base.Steps[0].Time; !within(d, c.want, 1e-4, 10*sim.Nanosecond) {
+			t.Errorf("windows %+v: step grew %v, want %v", c.ws, d, c.want)
 		}
 	}
 	// In the second step only.
@@ -424,6 +439,9 @@ func TestStragglerValidation(t *testing.T) {
 		{Stragglers{Slow: []SlowGPUs{{Ranks: r(30, 40), Speed: 0.8}}}, "stragglers.slow[0].ranks[0]: 30-40: rank 40 is outside the job's 32 ranks (0 to 31)"},
 		{Stragglers{Slow: []SlowGPUs{{Ranks: r(5, 3), Speed: 0.8}}}, "stragglers.slow[0].ranks[0]: 5-3"},
 		{Stragglers{Slow: []SlowGPUs{{Ranks: r(1, 4), Speed: 0.8}, {Ranks: r(4, 4), Speed: 0.9}}}, "stragglers.slow[1].ranks: rank 4 is already in slow[0]"},
+		{Stragglers{Slow: []SlowGPUs{{Ranks: r(0, 20), Speed: 0.8}, {Ranks: r(10, 12), Speed: 0.9}}}, "stragglers.slow[1].ranks: rank 10 is already in slow[0]"},
+		{Stragglers{Slow: []SlowGPUs{{Ranks: []RankRange{{0, 20}, {3, 3}}, Speed: 0.8}, {Ranks: r(19, 25), Speed: 0.9}}}, "stragglers.slow[1].ranks: rank 19 is already in slow[0]"},
+		{Stragglers{Slow: []SlowGPUs{{Ranks: []RankRange{{0, 20}, {3, 3}}, Speed: 0.8}, {Ranks: r(21, 25), Speed: 0.9}}}, ""},
 		{Stragglers{Jitter: &Jitter{Sigma: -0.1}}, "stragglers.jitter.sigma: -0.1: want 0 to 0.5"},
 		{Stragglers{Jitter: &Jitter{Sigma: 0.9}}, "stragglers.jitter.sigma: 0.9"},
 		{Stragglers{Jitter: &Jitter{Sigma: 0.1, Dist: "normal"}}, `stragglers.jitter.dist: "normal": allowed lognormal`},
@@ -435,6 +453,12 @@ func TestStragglerValidation(t *testing.T) {
 	} {
 		cfg := Config{Model: Model{Preset: "llama3-8b"}, GPU: GPU{Preset: "h100"}, Plan: Plan{TP: 8}, Stragglers: &c.sg}
 		_, err := cfg.Job(32)
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%+v: %v", c.sg, err)
+			}
+			continue
+		}
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want %q", c.sg, err, c.want)
 		}
