@@ -754,9 +754,9 @@ func stepSeriesFigure(st *stepsData) (figure, error) {
 		return noData(idStepSeries, title, "steps.csv has no rows"), nil
 	}
 	rows := st.seriesRows()
-	lo, hi := math.Inf(1), 0.0
+	lo, hi, tLo := math.Inf(1), 0.0, math.Inf(1) // the y range; the shortest step
 	for _, r := range rows {
-		lo, hi = min(lo, r.time), max(hi, r.time)
+		lo, hi, tLo = min(lo, r.time), max(hi, r.time), min(tLo, r.time)
 		for _, v := range []float64{r.p50, r.p99} {
 			if !math.IsNaN(v) && v > 0 {
 				lo = min(lo, v)
@@ -866,7 +866,7 @@ func stepSeriesFigure(st *stepsData) (figure, error) {
 	if len(rows) == 1 {
 		caption += fmt.Sprintf(" One simulated step (%s %s); raise workload.training.sim_steps for a series.", fmtNum(worst.time/div), unit)
 	} else {
-		caption += fmt.Sprintf(" %d steps from %s to %s %s; the longest is step %d.", len(rows), fmtNum(lo/div), fmtNum(hi/div), unit, worst.step)
+		caption += fmt.Sprintf(" %d steps from %s to %s %s; the longest is step %d.", len(rows), fmtNum(tLo/div), fmtNum(hi/div), unit, worst.step)
 	}
 	if worst.slowest != "" {
 		caption += " Its slowest rank is " + worst.slowest

@@ -325,7 +325,7 @@ func TestStepSeries(t *testing.T) {
 	if p := os.Getenv("H2_DUMP"); p != "" {
 		os.WriteFile(p, []byte(f.SVG), 0o644)
 	}
-	for _, want := range []string{"20 steps from 340 to 520 ms; the longest is step 7.", "Its slowest rank is 107 (tp=1 dp=2 pp=0), waiting mostly on dp; rank 17 computed the longest; the slowest link was p0.t0-1.",
+	for _, want := range []string{"20 steps from 400 to 520 ms; the longest is step 7.", "Its slowest rank is 107 (tp=1 dp=2 pp=0), waiting mostly on dp; rank 17 computed the longest; the slowest link was p0.t0-1.",
 		"2 steps have fault events (dashed red lines): E1 step 7: t=2.8s faults[0] p0.t1-3 down; E2 step 8: t=3.2s faults[0] p0.t1-3 up; t=3.3s faults[1] host 17 down.",
 		"median and the 99th-percentile rank"} {
 		if !strings.Contains(f.Caption, want) {
