@@ -130,6 +130,7 @@ func TestStragglerPipelinePeriod(t *testing.T) {
 				}
 				slope := (delta[1] - delta[0]) / sim.Time(ms[1]-ms[0])
 				p0, p1 := ppPeriod(t, jobs[0], -1, 1), ppPeriod(t, jobs[0], k, 1/s)
+				t.Logf("pp %d, stage %d at %v: +%v per microbatch; closed form period %v -> %v (+%v)", P, k, s, slope, p0, p1, p1-p0)
 				if !within(slope, p1-p0, 0.01, p0/1000) {
 					t.Errorf("pp %d, stage %d at %v: the step grows %v per microbatch; closed form: period %v -> %v (+%v)", P, k, s, slope, p0, p1, p1-p0)
 				}
