@@ -75,10 +75,79 @@
 // emptied, or a limit passed), Run.Trace returns an error naming each stuck rank and the
 // collective it waits on, with how many members posted it and which are missing.
 //
+// # Stragglers
+//
+// `stragglers` (Stragglers) gives some GPUs a compute speed: a compute phase of nominal
+// duration d (its FLOPs at peak x efficiency, or the optimizer's HBM time) takes d / speed on
+// that rank; the NVLink TP time inside a phase does not change (it is the links', not the
+// SMs'). Three sources, whose factors multiply:
+//
+//	stragglers:
+//	  slow: [{ranks: [17, 64-71], speed: 0.8}]                 # fixed: a GPU 20% slower
+//	  jitter: {dist: lognormal, sigma: 0.02, per: op}          # random, per compute op (or per step)
+//	  throttle: [{ranks: [3], at: 2s, for: 500ms, speed: 0.7}] # clocks down for a window
+//
+// Speeds are 0.05 to 1.5 (below 1/20 a GPU has failed rather than straggled; above 1 is a
+// better-binned part). Ranks are the job's ranks (rank r on host r), a number or an inclusive
+// range "lo-hi", checked against the world size; a rank takes one slow speed.
+//
+// Decisions. Jitter multiplies each compute op's duration by exp(sigma Z), Z standard normal:
+// lognormal, median 1, because kernel times are positive and skewed; sigma 0.02 is a 2%
+// spread. A rank draws once per compute op by default (per: op): the gradient reduction and
+// the step barrier wait for the slowest of N ranks, so the step grows with the world; with
+// one draw per rank per step (per: step, a GPU slow for a whole step) by exactly the
+// expected maximum of N lognormals, exp(sigma M_N) - 1 with M_N = E[max of N standard
+// normals] (1.42 at 8 ranks, 3.25 at 1,024: +2.9% and +6.7% at sigma 0.02), and per op by
+// less, since a rank's own ops average out (+5.4% at 1,024 ranks with 5 ops per rank). Draws come from a counter-based hash of a stream of the
+// simulation's seed (sim.Stream(run.seed, "training.stragglers")), the step, the rank and the
+// op's index, so they do not depend on event order and rank r draws the same in a larger
+// world (the maximum never falls as the world grows). Throttle windows are in simulated time
+// from the job's start (the first simulated step); a compute op that straddles a window's
+// edge is integrated piecewise. A window after the simulated steps has no effect and leaves a
+// note (raise sim_steps to reach it).
+//
+// A TP group inside one NVLink domain (its all-reduces in closed form) computes at the pace of
+// its slowest member: the all-reduces after every attention and MLP block synchronise the
+// members, so each of its compute ops takes the longest of the members' times and the
+// faster members wait the difference as sync. Across domains the TP all-reduces are network
+// collectives and the engine synchronises the members itself.
+//
+// Everything else follows from the lockstep engine: a collective launches when its last
+// member posts it, a pipeline transfer when both stages reach it, and the step barrier waits
+// for the last rank. In 1F1B with Megatron's blocking send/recv pairs every stage's round is
+// F_p + B_p plus one transfer per pair it takes part in (one on the first and last stage, two
+// inside), and the rounds of a pipeline run in lockstep, so the steady period is the largest
+// over stages; a slow stage whose round still fits (an end stage has one transfer of slack
+// per round) costs only its share of the fill and drain. With pure data parallelism and the
+// reduction after the last backward, one rank at speed s lengthens the step by exactly
+// (m (F+B) + optimizer) (1/s - 1). The tests check both closed forms, a 0.8x GPU in a
+// 1,024-GPU Llama-3-8B job (TP 8, PP 4, DP 32: its pipeline's heaviest stage takes
+// 16 x 0.25 x its compute longer, +139.5 ms on an 816 ms step, +17.1%, whatever the DP size),
+// and the growth of jitter with the world against E[max of N normals].
+//
+// Reuse. Any straggler simulates every microbatch (as RunOptions.Exact): jitter and throttling
+// make rounds differ, and a slow stage that is not its pipeline's bottleneck settles into the
+// slower period only after its slack is spent, tens of rounds in, so the repeated rounds are
+// not yet steady at round PP. The cost is m / (2PP + 2) times the events of a reused step. A
+// job without stragglers (no section, an empty one, sigma 0) runs exactly as before. Whole
+// steps are still reused: RunOptions.Steps (sim_steps) are simulated, each with its own
+// draws, and the last stands for the remaining iterations.
+//
+// Per step the trace records (StepTrace) the distribution of the ranks' arrival at the step
+// barrier (nearest-rank P50, P99, P100 from the step's start), the launch skew of the
+// data-parallel collectives (how long the first member to post each gradient bucket waited for
+// the last: a straggler's lateness reaches every DP group its pipeline is in), the slowest
+// rank (the last to arrive) and why, and the busiest rank (the longest compute: the straggler
+// itself, while the last to arrive is whoever runs the longest optimizer after the reduction
+// everyone waited at). steps.csv has them per step, summary.json for the last and the worst
+// simulated step.
+//
 // # Not modelled
 //
 // Interleaved (virtual-stage) schedules, context parallelism, per-layer FSDP/ZeRO-3
 // gathering, overlap of TP or EP communication with compute, load imbalance across experts,
+// stragglers' effect on the power draw beyond their longer compute (a throttled GPU draws
+// its busy power while computing, as any other),
 // memory capacity, CPUs, NICs and switches in the power draw, and the cost of the step
 // barrier's global all-reduce.
 package training
