@@ -323,8 +323,8 @@ func nvlPlacement(t testing.TB, world, tp, pp int) *Placement {
 // O in {2, 4, 16, 64} and sizes 4 KiB to 1 GiB, whichever of the flat and the hierarchical
 // candidates has the smaller closed form, so it is never slower than either by its own
 // model; large sizes go hierarchical at every layout, and the smallest flat once O >= 16
-// (the tree's 2 log2 n network latencies against the hierarchical 2(I-1) NVLink plus
-// 2(O-1) network steps).
+// (recursive doubling's log2 n network latencies against the hierarchical 2(I-1) NVLink
+// plus 2(O-1) network steps).
 func TestChooseAlgoIsArgmin(t *testing.T) {
 	j := nvlJob(t, 1152, Options{Overlap: true, ScaleUp: true, Network: nic400})
 	for _, I := range []int{2, 8, 36, 72} {
