@@ -270,7 +270,7 @@ func (j *Job) planTP() {
 			st.bwdLast = nvlinkPass(st.bwd)
 		}
 	}
-	j.tpStreams, j.tpSimWindow = true, true
+	j.tpStreams, j.tpSimWin = true, true
 }
 
 // nvlinkBytes is an upper bound on the bytes one GPU moves over NVLink in collective sp
@@ -317,7 +317,7 @@ func (j *Job) tpWhere() string {
 		return "network (TP groups cross scale-up domains)"
 	case j.Options.TPModel == TPSimulated:
 		return "NVLink collectives through the backend, tp_model simulated"
-	case j.tpSimWindow:
+	case j.tpSimWin:
 		return fmt.Sprintf("NVLink, closed form; during the last backward %d NVLink collectives per step, sharing NVLink with the gradient reduction", j.tpWindow)
 	case j.tpWindow > 0:
 		why := "tp_model closed_form"

@@ -427,8 +427,8 @@ func TestTPModels(t *testing.T) {
 	if nc != 0 || na != 2*layers*groups || ns != 4*layers*groups*micro {
 		t.Errorf("TP collectives: closed_form %d, auto %d, simulated %d; want 0, %d, %d", nc, na, ns, 2*layers*groups, 4*layers*groups*micro)
 	}
-	if int(auto.tpWindow) != na || !auto.tpSimWindow || closed.tpSimWindow || closed.tpWindow != auto.tpWindow {
-		t.Errorf("window %d (simulated %v), closed_form's %d (%v); want %d", auto.tpWindow, auto.tpSimWindow, closed.tpWindow, closed.tpSimWindow, na)
+	if int(auto.tpWindow) != na || !auto.tpSimWin || closed.tpSimWin || closed.tpWindow != auto.tpWindow {
+		t.Errorf("window %d (simulated %v), closed_form's %d (%v); want %d", auto.tpWindow, auto.tpSimWin, closed.tpWindow, closed.tpSimWin, na)
 	}
 	c, a := tc.Steps[0].Mean[CatTP], ta.Steps[0].Mean[CatTP]
 	lat := sim.Time(2*layers) * sim.Time(2*(2-1)-1) * closed.GPU.ScaleUpLatency
@@ -501,15 +501,15 @@ func TestTPSharesNVLink(t *testing.T) {
 // auto leaves the window in closed form and Summary says what that can miss.
 func TestTPAutoBudget(t *testing.T) {
 	j := nvlJob(t, 20736, Options{Overlap: true, ScaleUp: true, Network: nic400})
-	if j.tpWindow != 103680 || j.tpSimWindow || j.tpStreams || j.tpBound <= 0 {
-		t.Fatalf("window %d, simulated %v, streams %v, bound %v; want 103680 in closed form with a bound", j.tpWindow, j.tpSimWindow, j.tpStreams, j.tpBound)
+	if j.tpWindow != 103680 || j.tpSimWin || j.tpStreams || j.tpBound <= 0 {
+		t.Fatalf("window %d, simulated %v, streams %v, bound %v; want 103680 in closed form with a bound", j.tpWindow, j.tpSimWin, j.tpStreams, j.tpBound)
 	}
 	if !strings.Contains(j.Summary(), "beyond tp_model auto's 100000") {
 		t.Errorf("summary does not say why: %s", j.Summary())
 	}
 	small := nvlJob(t, 1152, Options{Overlap: true, ScaleUp: true, Network: nic400})
-	if small.tpWindow != 5760 || !small.tpSimWindow {
-		t.Errorf("1152 GPUs: window %d simulated %v; want 5760, simulated", small.tpWindow, small.tpSimWindow)
+	if small.tpWindow != 5760 || !small.tpSimWin {
+		t.Errorf("1152 GPUs: window %d simulated %v; want 5760, simulated", small.tpWindow, small.tpSimWin)
 	}
 }
 

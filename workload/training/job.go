@@ -195,22 +195,22 @@ type Job struct {
 	Placement *Placement // rank to host mapping
 	Options   Options    // knobs as given
 
-	micro       int      // microbatches per step
-	tpInDomain  bool     // every TP group inside one scale-up domain
-	tpStreams   bool     // TP collectives go through the backend (TP groups cross domains, or TPModel)
-	tpWindow    int64    // closed-form TP all-reduces per step that overlap NVLink traffic of the reduction (planTP)
-	tpSimWindow bool     // they run as NVLink collectives
-	tpBound     sim.Time // what leaving them in closed form can miss per step, at most
-	tpAR        sim.Time // NVLink all-reduce of one activation (closed form)
-	actBytes    int64    // one microbatch's activations, b s h dtype
-	bucket      int64    // resolved bucket bytes
-	actSpec     int32    // PP send/recv spec
-	stages      []stage
-	specs       []collective.Spec
-	specIdx     map[specKey]int32
-	labels      []string
-	patterns    []pattern
-	patIdx      map[string]int32
+	micro      int      // microbatches per step
+	tpInDomain bool     // every TP group inside one scale-up domain
+	tpStreams  bool     // TP collectives go through the backend (TP groups cross domains, or TPModel)
+	tpWindow   int64    // closed-form TP all-reduces per step that overlap NVLink traffic of the reduction (planTP)
+	tpSimWin   bool     // they run as NVLink collectives
+	tpBound    sim.Time // what leaving them in closed form can miss per step, at most
+	tpAR       sim.Time // NVLink all-reduce of one activation (closed form)
+	actBytes   int64    // one microbatch's activations, b s h dtype
+	bucket     int64    // resolved bucket bytes
+	actSpec    int32    // PP send/recv spec
+	stages     []stage
+	specs      []collective.Spec
+	specIdx    map[specKey]int32
+	labels     []string
+	patterns   []pattern
+	patIdx     map[string]int32
 }
 
 // OptimizerBytesPerParam is the HBM traffic of one Adam update per parameter with
