@@ -88,6 +88,10 @@ func TestCollectivesMatchAlphaBeta(t *testing.T) {
 	hier1.Inner, hier1.Outer = 1, 8
 	hier8 := hier1
 	hier8.Inner, hier8.Outer = 8, 1
+	hierRS := hier
+	hierRS.Op = collective.ReduceScatter
+	hierAG := hier
+	hierAG.Op, hierAG.Inner, hierAG.Outer = collective.AllGather, 4, 8
 	cases := []struct {
 		sp        collective.Spec
 		rel       float64 // tolerance against AlphaBeta
@@ -108,6 +112,8 @@ func TestCollectivesMatchAlphaBeta(t *testing.T) {
 		{hier, 0, false},
 		{hier1, 0, false},
 		{hier8, 0, false},
+		{hierRS, 0, false},
+		{hierAG, 0, false},
 		{spec(collective.SendRecv, collective.Direct, 2, 1<<20), 0, true},
 	}
 	for _, tc := range cases {

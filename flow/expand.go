@@ -23,6 +23,8 @@ import (
 //	halving-doubling RS/AG the halving (RS) or doubling (AG) phases alone (n a power of two)
 //	recursive doubling AR  fold, lg p phases (d = 1..p/2, S each way), fold; latency a each
 //	hierarchical AR (IxO)  3 phases: ring reduce-scatter in every inner group ((I-1)/I S, latency (I-1) x mean a); ring all-reduce among the O ranks of equal member index i (2(O-1)/O of split(S, I, i), latency 2(O-1) x mean a); ring all-gather in every inner group ((I-1)/I S, latency (I-1) x mean a)
+//	hierarchical RS (IxO)  2 phases: the all-reduce's first, then a ring reduce-scatter among the O ranks of equal member index i ((O-1)/O of split(S, I, i), latency (O-1) x mean a)
+//	hierarchical AG (IxO)  2 phases: a ring all-gather among the O ranks of equal member index i ((O-1)/O of split(S, I, i), latency (O-1) x mean a), then the all-reduce's last
 //
 // A phase's flows all start together and the phase ends when the last of them is delivered
 // (a barrier across the whole communicator); phases run one after another. "mean a" is the
@@ -82,7 +84,10 @@ func numPhases(sp collective.Spec) int {
 	case collective.RecursiveDoubling:
 		return lg + fold
 	case collective.Hierarchical:
-		return 3
+		if sp.Op == collective.AllReduce {
+			return 3
+		}
+		return 2
 	}
 	return 1
 }
@@ -149,6 +154,19 @@ func (c *Collectives) expand(in *coll, ph int) phase {
 		return phase{k: 2 * int64(collective.TreeDepth(n)), mean: true, tree: true}
 	case collective.Hierarchical:
 		I, O := sp.Inner, sp.Outer
+		if sp.Op != collective.AllReduce {
+			// Reduce-scatter: inner then outer; all-gather: outer then inner.
+			if (ph == 0) == (sp.Op == collective.ReduceScatter) {
+				for g := 0; g < O; g++ {
+					c.ring(I, 1, g*I, mulDiv(S, int64(I-1), int64(I)), int32(g))
+				}
+				return phase{k: int64(I - 1), mean: true}
+			}
+			for i := 0; i < I; i++ {
+				c.ring(O, I, i, mulDiv(split(S, I, i), int64(O-1), int64(O)), int32(i))
+			}
+			return phase{k: int64(O - 1), mean: true}
+		}
 		switch ph {
 		case 0, 2:
 			for g := 0; g < O; g++ {

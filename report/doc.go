@@ -11,8 +11,10 @@
 // fault timeline whose spans also shade the time plots. links.csv has no row for an interval
 // where nothing happened: the plots show those intervals as zero. A training run's page leads
 // with its figures (step time and where it went, MFU, power, goodput, OCS events), the cluster's
-// power over time with the steps marked, and each step's time by category; the network's plots
-// follow when the run was simulated packet by packet. [WriteCompare] writes one page for
+// power over time with the steps marked, each step's time by category, the step time per step
+// with the barrier arrivals and the fault events marked, and a table of the slowest rank and
+// link of the first and longest steps; the network's plots follow when the run was simulated
+// packet by packet. [WriteCompare] writes one page for
 // several runs: links to each run's report.html, their headline figures side by side with
 // ratios to the first, FCT CDFs overlaid (with, per run, the transfers that never finished) and
 // throughput per run. A legend too long for the column beside its plot goes below it, so every

@@ -81,7 +81,8 @@ func runPage(r *runData) (*page, error) {
 		pg.Lead = trainingLead(r.summary)
 		figs = append(figs,
 			func() (figure, error) { return powerFigure(r.power, r.steps, r.summary) },
-			func() (figure, error) { return stepsFigure(r.steps) })
+			func() (figure, error) { return stepsFigure(r.steps) },
+			func() (figure, error) { return stepSeriesFigure(r.steps) })
 		if r.links != nil || r.flows != nil && r.flows.rows > 0 {
 			// A packet-level run: the network's plots as for any run.
 			figs = append(figs, networkFigures(r, " (a training run lists its steps in steps.csv)")...)
@@ -124,6 +125,9 @@ func runPage(r *runData) (*page, error) {
 			return nil, err
 		}
 		pg.Figures = append(pg.Figures, f)
+	}
+	if t := stepsTable(r.steps); t != nil && r.isTraining() {
+		pg.Tables = append(pg.Tables, t)
 	}
 	if r.faults != nil {
 		pg.Tables = append(pg.Tables, textTable("faults-table", "What each failure cost (faults.csv)",

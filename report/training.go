@@ -25,9 +25,10 @@ const (
 
 // Plot ids of a training run's page.
 const (
-	idPower   = "power"
-	idSteps   = "step-breakdown"
-	idNetwork = "network"
+	idPower      = "power"
+	idSteps      = "step-breakdown"
+	idStepSeries = "step-series"
+	idNetwork    = "network"
 )
 
 // powerData is power.csv: the cluster's GPU power at each sample.
@@ -93,6 +94,13 @@ type stepRow struct {
 	start, time float64   // us
 	cats        []float64 // us, as stepCategories; 0 where the file lacks the column
 	simulated   bool
+	// The per-step columns of a newer steps.csv (NaN or "" where the file lacks them): the
+	// barrier arrival percentiles, the DP launch skew, the slowest and busiest rank, the
+	// slowest link and the fault events the runner wrote.
+	p50, p99, p100, skew  float64 // us
+	slowest, coord, wait  string
+	busiest, link, events string
+	busiestUs             float64 // us
 }
 
 // stepsData is steps.csv: one row per simulated step, the last standing for every later
@@ -147,6 +155,24 @@ func readSteps(file string, r io.Reader) (*stepsData, error) {
 			}
 			s.cats[i] = v
 		}
+		for _, f := range []struct {
+			col string
+			v   *float64
+		}{{"arrive_p50_us", &s.p50}, {"arrive_p99_us", &s.p99}, {"arrive_p100_us", &s.p100}, {"dp_skew_max_us", &s.skew}, {"busiest_compute_us", &s.busiestUs}} {
+			v, ok, err := t.optFloat(f.col)
+			if err != nil {
+				return nil, err
+			}
+			if ok && v < 0 {
+				return nil, t.cellErr(f.col, errNegative(t.str(f.col)))
+			}
+			*f.v = math.NaN()
+			if ok {
+				*f.v = v
+			}
+		}
+		s.slowest, s.coord, s.wait = t.str("slowest_rank"), t.str("slowest_coord"), t.str("slowest_wait")
+		s.busiest, s.link, s.events = t.str("busiest_rank"), t.str("slowest_link"), t.str("events")
 		iters := 1
 		if hasIters {
 			if iters, err = t.int("iterations"); err != nil {
@@ -648,4 +674,284 @@ func prefixed(p, v string) string {
 		return ""
 	}
 	return p + v
+}
+
+// eventMarks is a plot.Plotter drawing a dashed vertical line at each step with fault events
+// (steps.csv's events column), labelled "E1", "E2", ... at its top; the caption says what each
+// was.
+type eventMarks struct {
+	xs     []float64 // steps, in the plot's x units
+	labels []string  // "" draws the line without a label
+}
+
+// Plot implements plot.Plotter.
+func (e *eventMarks) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, _ := p.Transforms(&c)
+	edge := draw.LineStyle{Color: faultEdge, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(3), vg.Points(2)}}
+	sty := legendStyle(7.5)
+	sty.Color = faultEdge
+	for i, x := range e.xs {
+		px := trX(x)
+		if px < c.Min.X-vg.Points(0.5) || px > c.Max.X+vg.Points(0.5) {
+			continue
+		}
+		c.StrokeLine2(edge, px, c.Min.Y, px, c.Max.Y)
+		if e.labels[i] != "" {
+			// Stagger the labels of neighbouring marks over three rows so they do not overlap.
+			y := c.Max.Y - vg.Points(9) - vg.Length(i%3)*vg.Points(9)
+			c.FillText(sty, vg.Point{X: px + vg.Points(2), Y: y}, e.labels[i])
+		}
+	}
+}
+
+// Thumbnail implements plot.Thumbnailer for the legend.
+func (e *eventMarks) Thumbnail(c *draw.Canvas) {
+	r := c.Rectangle
+	x := (r.Min.X + r.Max.X) / 2
+	c.StrokeLine2(draw.LineStyle{Color: faultEdge, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(3), vg.Points(2)}}, x, r.Min.Y, x, r.Max.Y)
+}
+
+// Bounds of the step series: events labelled (the rest are marked without a label) and the
+// characters of each event's text quoted in the caption.
+const (
+	maxEventLabels = 12
+	maxEventText   = 160
+)
+
+// clip shortens s to at most n characters, ending in "..." when cut.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-3]) + "..."
+}
+
+// seriesRows is the rows of steps.csv the series and the per-step table show: the simulated
+// ones (every row when none is marked simulated).
+func (st *stepsData) seriesRows() []stepRow {
+	var out []stepRow
+	for _, r := range st.steps {
+		if r.simulated {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		out = st.steps
+	}
+	return out
+}
+
+// stepSeriesFigure is the step time against the step index (steps.csv), with the median and
+// 99th-percentile rank's arrival at the step barrier when the file has them, and a labelled
+// marker at every step whose fault timeline (the events column) is not empty.
+func stepSeriesFigure(st *stepsData) (figure, error) {
+	const title = "Step time per step, with the fault timeline"
+	switch {
+	case st == nil:
+		return noData(idStepSeries, title, absent(fileSteps)), nil
+	case st.rows == 0:
+		return noData(idStepSeries, title, "steps.csv has no rows"), nil
+	}
+	rows := st.seriesRows()
+	lo, hi, tLo := math.Inf(1), 0.0, math.Inf(1) // the y range; the shortest step
+	for _, r := range rows {
+		lo, hi, tLo = min(lo, r.time), max(hi, r.time), min(tLo, r.time)
+		for _, v := range []float64{r.p50, r.p99} {
+			if !math.IsNaN(v) && v > 0 {
+				lo = min(lo, v)
+			}
+		}
+	}
+	if math.IsInf(hi*1.5, 0) {
+		return noData(idStepSeries, title, "steps.csv holds numbers too large to plot"), nil
+	}
+	div, unit := timeUnit(hi)
+	pn := newPanel("", "step", "time ("+unit+")").grid()
+
+	var marks eventMarks
+	var evNotes []string
+	for _, r := range rows {
+		if r.events == "" {
+			continue
+		}
+		label := ""
+		if len(evNotes) < maxEventLabels {
+			label = fmt.Sprintf("E%d", len(evNotes)+1)
+			evNotes = append(evNotes, fmt.Sprintf("%s step %d: %s", label, r.step, clip(r.events, maxEventText)))
+		}
+		marks.xs, marks.labels = append(marks.xs, float64(r.step)), append(marks.labels, label)
+	}
+	if len(marks.xs) > 0 {
+		pn.p.Add(&marks)
+		pn.leg.Add("fault events", &marks)
+	}
+	// The step time last, on top (the 99th-percentile rank often arrives with the last).
+	series := []struct {
+		colour int
+		name   string
+		v      func(stepRow) float64
+	}{
+		{2, "median rank at the barrier", func(r stepRow) float64 { return r.p50 }},
+		{1, "P99 rank at the barrier", func(r stepRow) float64 { return r.p99 }},
+		{0, "step time (the last rank)", func(r stepRow) float64 { return r.time }},
+	}
+	for _, sr := range series {
+		i := sr.colour
+		var pts plotter.XYs
+		for _, r := range rows {
+			if v := sr.v(r); !math.IsNaN(v) {
+				pts = append(pts, plotter.XY{X: float64(r.step), Y: v / div})
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		if err := pn.line(i, sr.name, pts); err != nil {
+			return figure{}, err
+		}
+		if len(pts) <= 60 {
+			sc, err := plotter.NewScatter(pts)
+			if err != nil {
+				return figure{}, err
+			}
+			sc.GlyphStyle = draw.GlyphStyle{Color: seriesColor(i), Radius: vg.Points(2), Shape: draw.CircleGlyph{}}
+			pn.p.Add(sc)
+		}
+	}
+	first, last := rows[0].step, rows[len(rows)-1].step
+	pn.p.X.Min, pn.p.X.Max = float64(first)-0.5, float64(max(last, first))+0.5
+	every := max(1, (max(last, first)-first+24)/24)
+	var ticks []plot.Tick
+	for k := first; k <= max(last, first); k++ {
+		label := ""
+		if (k-first)%every == 0 {
+			label = strconv.Itoa(k)
+		}
+		ticks = append(ticks, plot.Tick{Value: float64(k), Label: label})
+		if len(ticks) > 2000 { // a long run: gonum's own ticks
+			ticks = nil
+			break
+		}
+	}
+	if ticks != nil {
+		pn.p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	}
+	if lo > 0.6*hi && hi > lo {
+		// Steps that differ little next to their length: zoom on the differences.
+		pad := (hi - lo) * 0.12
+		pn.p.Y.Min, pn.p.Y.Max = (lo-pad)/div, (hi+pad)/div
+	} else {
+		pn.p.Y.Min, pn.p.Y.Max = 0, hi*1.05/div
+		if !(hi > 0) {
+			pn.p.Y.Max = 1
+		}
+	}
+	// Room above the data for the staggered event labels.
+	if len(evNotes) > 0 {
+		pn.p.Y.Max += (pn.p.Y.Max - pn.p.Y.Min) * 0.25
+	}
+	svg, err := figureSVG(idStepSeries, title, 0, pn)
+	caption := "Each simulated step's time (steps.csv)"
+	if !math.IsNaN(rows[0].p50) {
+		caption += ", with the median and the 99th-percentile rank's arrival at the step barrier (from the step's start; the last rank's is the step time): a gap between them is ranks waiting for a pipeline's longer stage or a straggler"
+	}
+	caption += "."
+	worst := rows[0]
+	for _, r := range rows {
+		if r.time > worst.time {
+			worst = r
+		}
+	}
+	if len(rows) == 1 {
+		caption += fmt.Sprintf(" One simulated step (%s %s); raise workload.training.sim_steps for a series.", fmtNum(worst.time/div), unit)
+	} else {
+		caption += fmt.Sprintf(" %d steps from %s to %s %s; the longest is step %d.", len(rows), fmtNum(tLo/div), fmtNum(hi/div), unit, worst.step)
+	}
+	if worst.slowest != "" {
+		caption += " Its slowest rank is " + worst.slowest
+		if worst.coord != "" {
+			caption += " (" + worst.coord + ")"
+		}
+		if worst.wait != "" {
+			caption += ", waiting mostly on " + worst.wait
+		}
+		if worst.busiest != "" && worst.busiest != worst.slowest {
+			caption += "; rank " + worst.busiest + " computed the longest"
+		}
+		if worst.link != "" {
+			caption += "; the slowest link was " + worst.link
+		}
+		caption += "."
+	}
+	switch {
+	case len(marks.xs) == 0:
+		caption += " No step lists fault events."
+	default:
+		caption += fmt.Sprintf(" %d steps have fault events (dashed red lines): %s.", len(marks.xs), strings.Join(evNotes, "; "))
+		if len(marks.xs) > len(evNotes) {
+			caption += fmt.Sprintf(" The other %d are marked without a label.", len(marks.xs)-len(evNotes))
+		}
+	}
+	if pn.p.Y.Min > 0 {
+		caption += " The y axis does not start at zero."
+	}
+	if len(rows) < st.rows {
+		caption += fmt.Sprintf(" %d rows of steps.csv are repeats of the last simulated step and are not drawn.", st.rows-len(rows))
+	}
+	return figure{ID: idStepSeries, Title: title, Caption: caption, SVG: svg}, err
+}
+
+// Rows of the per-step table: the first steps and the longest.
+const (
+	stepTableFirst = 5
+	stepTableWorst = 5
+)
+
+// stepsTable lists, for the first and the longest simulated steps of steps.csv, the step time,
+// the barrier arrivals, the DP launch skew, the slowest rank and what it waited on, the
+// busiest rank, the slowest link and the fault events; nil without steps.csv or rows.
+func stepsTable(st *stepsData) *htmlTable {
+	if st == nil || len(st.steps) == 0 {
+		return nil
+	}
+	rows := st.seriesRows()
+	keep := make([]bool, len(rows))
+	for i := range min(stepTableFirst, len(rows)) {
+		keep[i] = true
+	}
+	order := make([]int, len(rows))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(rows[b].time, rows[a].time) })
+	for _, i := range order[:min(stepTableWorst, len(order))] {
+		keep[i] = true
+	}
+	t := &htmlTable{ID: "steps-table", Title: "Slowest rank and link per step (steps.csv)",
+		Caption: "The first and the longest simulated steps. Arrivals at the step barrier from the step's start (median, 99th percentile); DP skew: the longest a data-parallel collective's first member waited for its last; the slowest rank reached the barrier last, the busiest computed the longest (a straggler); link and events come from the runner.",
+		Head:    []string{"step", "step_time_us", "arrive_p50_us", "arrive_p99_us", "dp_skew_max_us", "slowest_rank", "slowest_wait", "busiest_rank", "slowest_link", "events"}}
+	num := func(v float64) cell {
+		if math.IsNaN(v) {
+			return cell{}
+		}
+		return cell{Text: fmtNum(v), Num: true}
+	}
+	shown := 0
+	for i, r := range rows {
+		if !keep[i] {
+			continue
+		}
+		shown++
+		slow := r.slowest
+		if r.coord != "" {
+			slow += " (" + r.coord + ")"
+		}
+		t.Rows = append(t.Rows, []cell{{Text: strconv.Itoa(r.step), Num: true}, num(r.time), num(r.p50), num(r.p99), num(r.skew),
+			{Text: slow}, {Text: r.wait}, {Text: r.busiest, Num: true}, {Text: r.link}, {Text: clip(r.events, maxEventText)}})
+	}
+	if shown < len(rows) {
+		t.Note = fmt.Sprintf("%d of %d simulated steps shown: the first %d and the %d longest.", shown, len(rows), stepTableFirst, stepTableWorst)
+	}
+	return t
 }

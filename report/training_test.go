@@ -291,3 +291,103 @@ func TestTrainingLeadPartial(t *testing.T) {
 		t.Error("lead without a summary")
 	}
 }
+
+// TestStepSeries: a steps.csv with the per-step columns gives the step-time series with the
+// arrival percentiles and a labelled marker at each step with fault events, and the per-step
+// table of the first and the longest steps; an older steps.csv (no such columns) still gives
+// the series, without them.
+func TestStepSeries(t *testing.T) {
+	var s strings.Builder
+	s.WriteString("step,start_us,step_time_us,compute_us,tp_us,pp_us,dp_us,ep_us,bubble_us,sync_us,exposed_comm_us,slowest_rank,slowest_wait,power_mean_mw,power_swing_mw,slew_mw_per_ms,battery_mwh,iterations," +
+		"arrive_p50_us,arrive_p99_us,arrive_p100_us,dp_skew_p50_us,dp_skew_max_us,slowest_coord,busiest_rank,busiest_compute_us,slowest_link,events\n")
+	const n = 20
+	for i := range n {
+		tm, ev, link := 400000.0, "", "p0.t0-1"
+		switch i {
+		case 7:
+			tm, ev = 520000, "t=2.8s faults[0] p0.t1-3 down"
+		case 8:
+			tm, ev = 450000, "t=3.2s faults[0] p0.t1-3 up; t=3.3s faults[1] host 17 down"
+		case 15:
+			tm = 430000
+		}
+		fmt.Fprintf(&s, "%d,%g,%g,250000,60000,1000,2000,0,87000,0,63000,%d,dp,0.14,0.13,1.1,2e-06,1,%g,%g,%g,10,%g,tp=1 dp=2 pp=0,17,300000,%s,%q\n",
+			i, 400000.0*float64(i), tm, 100+i, tm-60000, tm-1000, tm, tm-400000+5, link, ev)
+	}
+	st, err := readSteps(fileSteps, strings.NewReader(s.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := stepSeriesFigure(st)
+	if err != nil || f.SVG == "" {
+		t.Fatalf("%v %+v", err, f)
+	}
+	if p := os.Getenv("H2_DUMP"); p != "" {
+		os.WriteFile(p, []byte(f.SVG), 0o644)
+	}
+	for _, want := range []string{"20 steps from 400 to 520 ms; the longest is step 7.", "Its slowest rank is 107 (tp=1 dp=2 pp=0), waiting mostly on dp; rank 17 computed the longest; the slowest link was p0.t0-1.",
+		"2 steps have fault events (dashed red lines): E1 step 7: t=2.8s faults[0] p0.t1-3 down; E2 step 8: t=3.2s faults[0] p0.t1-3 up; t=3.3s faults[1] host 17 down.",
+		"median and the 99th-percentile rank"} {
+		if !strings.Contains(f.Caption, want) {
+			t.Errorf("caption lacks %q:\n%s", want, f.Caption)
+		}
+	}
+	for _, want := range []string{">E1<", ">E2<", "fault events", "median rank", "P99 rank"} {
+		if !strings.Contains(string(f.SVG), want) {
+			t.Errorf("plot lacks %q", want)
+		}
+	}
+	tb := stepsTable(st)
+	if tb == nil || len(tb.Rows) != 8 || !strings.Contains(tb.Note, "8 of 20 simulated steps shown") {
+		t.Fatalf("table %+v", tb)
+	}
+	var steps []string
+	for _, r := range tb.Rows {
+		steps = append(steps, r[0].Text)
+	}
+	if got := strings.Join(steps, " "); got != "0 1 2 3 4 7 8 15" {
+		t.Errorf("table steps %s; want the first 5 and the 5 longest", got)
+	}
+	if r := tb.Rows[5]; r[1].Text != "520000" || r[5].Text != "107 (tp=1 dp=2 pp=0)" || r[7].Text != "17" || r[8].Text != "p0.t0-1" || r[9].Text != "t=2.8s faults[0] p0.t1-3 down" {
+		t.Errorf("row of step 7: %+v", r)
+	}
+
+	// An older steps.csv and one step: the series without percentiles, said so.
+	old, err := readSteps(fileSteps, strings.NewReader("step,start_us,step_time_us,slowest_rank,slowest_wait\n0,0,1500,3,bubble\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err = stepSeriesFigure(old)
+	if err != nil || f.SVG == "" || strings.Contains(f.Caption, "median") || !strings.Contains(f.Caption, "One simulated step (1500 us); raise workload.training.sim_steps") || strings.Contains(f.Caption, "zero") ||
+		!strings.Contains(f.Caption, "No step lists fault events.") || strings.Contains(string(f.SVG), "barrier") {
+		t.Errorf("old format: %v %q", err, f.Caption)
+	}
+	if tb := stepsTable(old); tb == nil || len(tb.Rows) != 1 || tb.Rows[0][2].Text != "" || tb.Note != "" {
+		t.Errorf("old table %+v", tb)
+	}
+	if f, _ := stepSeriesFigure(nil); f.Note == "" {
+		t.Error("no note without steps.csv")
+	}
+	if stepsTable(nil) != nil {
+		t.Error("table without steps.csv")
+	}
+
+	// The page has both; a negative arrival is an error naming the cell.
+	dir := t.TempDir()
+	files := trainingFiles()
+	files[fileSteps] = s.String()
+	writeFiles(t, dir, files)
+	if err := Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	page := readReport(t, dir)
+	if !strings.Contains(page, `<svg class="plot" id="`+idStepSeries+`"`) || !strings.Contains(page, `<table id="steps-table">`) {
+		t.Error("page lacks the series or the table")
+	}
+	checkSelfContained(t, page)
+	_, err = readSteps(fileSteps, strings.NewReader("step,start_us,step_time_us,arrive_p99_us\n0,0,1,-3\n"))
+	var fe *FileError
+	if !errors.As(err, &fe) || fe.Field != "arrive_p99_us" || fe.Line != 2 {
+		t.Errorf("negative arrival: %v", err)
+	}
+}

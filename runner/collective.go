@@ -334,9 +334,9 @@ func (run *CollectiveRun) addRow(g collGroup, spec collective.Spec, t sim.Time, 
 // there is none: collective.Pipelined where it has a form, else collective.AlphaBeta when
 // reductions are free (the textbook form ignores pipelining; with a reduction cost it would
 // also charge every reduction in series, which the executor overlaps: no model then). A
-// hierarchical all-reduce whose inner groups are the scale-up domains (Inner = Domain) with
-// up set is charged its inner ring reduce-scatter and all-gather on up and its outer ring
-// all-reduce of S/Inner on m, one after the other:
+// hierarchical collective whose inner groups are the scale-up domains (Inner = Domain) with
+// up set is charged its phases (collective.PipelinedScaleUp), the inner ones on up and the
+// outer one on m, one after the other; for an all-reduce
 //
 //	2 [(I-1) a_up + (I-1)/I S b_up] + 2(O-1) a + 2(O-1)/O (S/I) b
 //
@@ -362,17 +362,11 @@ func modelTime(spec collective.Spec, m collective.Model, up *collective.Model) s
 	}
 	upM := *up
 	upM.ReduceBytesPerSec = m.ReduceBytesPerSec
-	ring := func(op collective.Collective, n int, bytes int64) collective.Spec {
-		sp := collective.NewSpec(op, n, bytes)
-		sp.Algo, sp.ChunkBytes, sp.Channels = collective.Ring, spec.ChunkBytes, spec.Channels
-		return sp
-	}
-	inner := form(ring(collective.ReduceScatter, spec.Inner, spec.Bytes), upM)
-	outer := form(ring(collective.AllReduce, spec.Outer, (spec.Bytes+int64(spec.Inner)-1)/int64(spec.Inner)), m)
-	if inner == 0 || outer == 0 {
+	t, err := collective.PipelinedScaleUp(spec, upM, m)
+	if err != nil {
 		return 0
 	}
-	return 2*inner + outer
+	return t
 }
 
 // collectiveRow turns a report row into its summary form (SentBytesPerRankMax left 0).

@@ -1,11 +1,8 @@
 package runner
 
 import (
-	"bytes"
 	"cmp"
-	"encoding/csv"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -423,30 +420,6 @@ func packetSlowest(tr *training.Trace, ls *LinkSeries, net *fabric.Network, evs 
 		}
 		return fmt.Sprintf("%s (queue up to %.1f KiB)", net.Ports[deep].Name, float64(q[deep])/1024)
 	}
-}
-
-// withStepNotes rewrites a steps.csv (header and one row per step) with two more columns,
-// slowest_link and events, from notes.
-func withStepNotes(csvText []byte, notes []StepNote, w io.Writer) error {
-	rows, err := csv.NewReader(bytes.NewReader(csvText)).ReadAll()
-	if err != nil {
-		return err
-	}
-	cw := csv.NewWriter(w)
-	for i, row := range rows {
-		if i == 0 {
-			row = append(row, "slowest_link", "events")
-		} else if k := i - 1; k < len(notes) {
-			row = append(row, notes[k].SlowestLink, notes[k].Events)
-		} else {
-			row = append(row, "", "")
-		}
-		if err := cw.Write(row); err != nil {
-			return err
-		}
-	}
-	cw.Flush()
-	return cw.Error()
 }
 
 // transportErrAt returns the QP error times of the packet-level transport.

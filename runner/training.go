@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -49,8 +48,12 @@ func newDomainAnalytic(s *sim.Sim, nic collective.Model, job *training.Job) (tra
 	if d <= 1 || job.GPU.ScaleUpRate <= 0 {
 		return b, nil
 	}
-	nvl, err := training.NewAnalyticBackend(s, collective.Model{Rate: job.GPU.ScaleUpRate, Latency: job.GPU.ScaleUpLatency})
+	up := collective.Model{Rate: job.GPU.ScaleUpRate, Latency: job.GPU.ScaleUpLatency}
+	nvl, err := training.NewAnalyticBackend(s, up)
 	if err != nil {
+		return nil, err
+	}
+	if err := b.SetScaleUp(up); err != nil { // hierarchical collectives' inner phases
 		return nil, err
 	}
 	return &domainAnalytic{nic: b, nvl: nvl, domain: d}, nil
@@ -79,6 +82,16 @@ func packetEstimate(job *training.Job, sc *scenario.Scenario) float64 {
 	return bytes / 4096
 }
 
+// selectorModel is the per-GPU network the training job's collective selector assumes: the
+// NIC rate (host link x planes) and per message the ideal transport's latency, or on a
+// fabric four hop latencies (a two-tier Clos path up and down).
+func selectorModel(sc *scenario.Scenario, p topo.Params) collective.Model {
+	if sc.Transport.Kind == scenario.TransportIdeal {
+		return idealModel(sc, p)
+	}
+	return collective.Model{Latency: 4 * p.HopLatency, Rate: p.HostLink * sim.Rate(p.Planes)}
+}
+
 // idealModel is the closed-form network of transport ideal: its latency, the NIC rate.
 func idealModel(sc *scenario.Scenario, p topo.Params) collective.Model {
 	return collective.Model{Latency: sc.Transport.Ideal.Latency, Rate: p.HostLink * sim.Rate(p.Planes)}
@@ -87,18 +100,9 @@ func idealModel(sc *scenario.Scenario, p topo.Params) collective.Model {
 // WritePowerCSV writes power.csv (time_us, power_mw: the cluster's GPU power per sample).
 func (t *TrainingRun) WritePowerCSV(w io.Writer) error { return t.Result.WritePowerCSV(w) }
 
-// WriteStepsCSV writes steps.csv (one row per simulated step); with faults, two more columns
-// per step: slowest_link (StepNote.SlowestLink) and events (StepNote.Events).
-func (t *TrainingRun) WriteStepsCSV(w io.Writer) error {
-	if t.Faults == nil {
-		return t.Result.WriteStepsCSV(w)
-	}
-	var b bytes.Buffer
-	if err := t.Result.WriteStepsCSV(&b); err != nil {
-		return err
-	}
-	return withStepNotes(b.Bytes(), t.Faults.Steps, w)
-}
+// WriteStepsCSV writes steps.csv (one row per simulated step; with faults its slowest_link
+// and events columns come from Faults.Steps).
+func (t *TrainingRun) WriteStepsCSV(w io.Writer) error { return t.Result.WriteStepsCSV(w) }
 
 // flapProcesses turns a training scenario's flapping links (faults with action flap; the
 // scenario admits no other) into failure processes for the goodput model: each matched link
@@ -156,11 +160,13 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 	cfg := sc.Workload.Training
 	s, net := res.Sim, res.Net
 	hosts := layout.NumHosts() // net is empty at flow level (fluid)
-	job, err := cfg.Job(hosts)
+	p := layout.Params()
+	// Every backend below carries the scale-up domain on its own model, so the job may
+	// choose hierarchical collectives and run TP on NVLink.
+	job, err := cfg.JobOn(hosts, true, selectorModel(sc, p))
 	if err != nil {
 		return &InputError{Err: err}
 	}
-	p := layout.Params()
 	env := training.Env{NICs: hosts * p.Planes, Links: layout.NumLinks()}
 	if sc.Transport.Kind == scenario.TransportRoCE {
 		env.LinkFailureRestarts = 1
@@ -277,7 +283,7 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 	// Job.Run, driven here so that a packet-level run whose QPs gave up keeps the steps it
 	// finished (Run.Completed).
 	simSteps := min(max(cfg.SimSteps, 1), max(cfg.Steps, 1))
-	opts := training.RunOptions{Steps: simSteps, Exact: cfg.Exact, OnStep: res.stepFaults}
+	opts := training.RunOptions{Steps: simSteps, Exact: cfg.Exact, Stragglers: cfg.Stragglers, OnStep: res.stepFaults}
 	if ff != nil {
 		opts.OnStep = ff.stepStart
 	}
@@ -340,6 +346,14 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 		run.Faults = packetTrainingFaults(sc, res, trace, tr, qpErrAt, m, rn)
 	}
 	res.Summary.TrainingFaults = run.Faults
+	if run.Faults != nil {
+		// steps.csv's slowest_link and events columns (training.StepRecord).
+		for k := range tr.StepRecords {
+			if k < len(run.Faults.Steps) {
+				tr.StepRecords[k].SlowestLink, tr.StepRecords[k].Events = run.Faults.Steps[k].SlowestLink, run.Faults.Steps[k].Events
+			}
+		}
+	}
 	if sc.Topology.Torus != nil && sc.Topology.Torus.OCS {
 		if run.Engine == "packet" && len(sc.Faults) > 0 {
 			return &InputError{Err: fmt.Errorf("faults: an OCS remap reruns the job at flow level; use run.engine: flow")}

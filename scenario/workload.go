@@ -39,7 +39,7 @@ func (sc *Scenario) resolveTraining(hosts int) error {
 	// level, the fabric at packet level); a recurring flap (period) is also a failure process
 	// of the goodput model; on a torus with OCS a failed chip (a switch down) is remapped
 	// onto a spare cube. The entries were checked against the topology with the others.
-	job, err := sc.Workload.Training.Job(hosts)
+	job, err := sc.Workload.Training.JobOn(hosts, true, collective.Model{}) // the runner's backends carry the scale-up domain
 	if err != nil {
 		return trainingError(err)
 	}

@@ -28,7 +28,11 @@ percentiles. Speed is measured here and with go test -bench, never asserted in t
 
 Presets: perm-1024 (3-tier k=16 fat-tree, 1,024-flow permutation of 2 MB, MRC), perm-8192
 (the same on k=32), and the MRC stress cases incast-255 (255 -> 1 of 100 KB; ideal 2,121 us)
-and incast-1023-2mb (1,023 -> 1 of 2 MB; ideal 169 ms), whose FCT max is the incast's JCT. Run one preset per process for a clean peak-memory figure.`,
+and incast-1023-2mb (1,023 -> 1 of 2 MB; ideal 169 ms), whose FCT max is the incast's JCT;
+the training presets train-405b-8k, train-405b-16k (Llama-3-405B as Meta ran it, Llama 3 paper
+Table 4: 43% and 41% BF16 MFU) and train-405b-131k (the flow tier at 131,072 GPUs with 16
+microbatches), which print the step time and MFU instead of FCTs. Run one preset per process
+for a clean peak-memory figure.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if list {
 				for _, n := range scenario.Presets() {
@@ -51,7 +55,7 @@ and incast-1023-2mb (1,023 -> 1 of 2 MB; ideal 169 ms), whose FCT max is the inc
 				defer pprof.StopCPUProfile()
 			}
 			tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "preset\thosts\tflows\twall s\tevents\tevents/s\tpackets/s\tpeak RSS MB\tFCT p50 us\tp99 us\tmax us\t")
+			header := false
 			for _, name := range args {
 				sc, err := scenario.Preset(name)
 				if err != nil {
@@ -63,6 +67,20 @@ and incast-1023-2mb (1,023 -> 1 of 2 MB; ideal 169 ms), whose FCT max is the inc
 				}
 				s := &res.Summary
 				wall := res.Wall.Seconds()
+				if t := s.Training; t != nil {
+					// A training preset: the step and its MFU are the figures to compare.
+					tw.Flush()
+					fmt.Fprintln(tw, "preset\tGPUs\tengine\twall s\tevents\tflows\tpeak RSS MB\tstep ms\tMFU %\t")
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%.2f\t%d\t%d\t%.0f\t%.1f\t%.1f\t\n", name, t.GPUs, s.Engine, wall, s.Events,
+						trainingFlows(res), peakRSSMB(), t.StepTimeUs/1e3, 100*t.MFU)
+					tw.Flush()
+					header = false
+					continue
+				}
+				if !header {
+					fmt.Fprintln(tw, "preset\thosts\tflows\twall s\tevents\tevents/s\tpackets/s\tpeak RSS MB\tFCT p50 us\tp99 us\tmax us\t")
+					header = true
+				}
 				var p50, p99, max float64
 				if s.MRC != nil {
 					p50, p99, max = s.MRC.FCTP50Us, s.MRC.FCTP99Us, s.MRC.FCTMaxUs
@@ -77,6 +95,14 @@ and incast-1023-2mb (1,023 -> 1 of 2 MB; ideal 169 ms), whose FCT max is the inc
 	cmd.Flags().BoolVar(&list, "list", false, "list the presets")
 	cmd.Flags().StringVar(&cpuProf, "cpuprofile", "", "write a Go CPU profile of the runs to this file (go tool pprof)")
 	return cmd
+}
+
+// trainingFlows is the number of flows a flow-level training run added (0 on other engines).
+func trainingFlows(res *runner.Result) int64 {
+	if res.Training == nil || res.Training.Flow == nil {
+		return 0
+	}
+	return res.Training.Flow.FlowsAdded
 }
 
 // peakRSSMB is the process's maximum resident set size so far, in MB (getrusage; Linux

@@ -111,6 +111,9 @@ func estimateOps(sp Spec) float64 {
 		return loops(chunk) * n * (3*lg + 6)
 	case Hierarchical:
 		in, out := float64(sp.Inner), float64(sp.Outer)
+		if sp.Op != AllReduce {
+			return loops(in*chunk) * n * (3*(in-1) + 3*(out-1))
+		}
 		return loops(in*chunk) * n * (5*(in-1) + 5*(out-1))
 	case Pairwise:
 		if sp.Matrix == nil {

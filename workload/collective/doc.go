@@ -19,7 +19,9 @@
 //     messages posted in order, Executor.Delivered called when the receiver has placed a
 //     message.
 //   - AlphaBeta and Pipelined (model.go) are the closed forms (Thakur et al. 2005; Rabenseifner
-//     2004; Sanders et al. 2009) that tests and reports compare the simulation with.
+//     2004; Sanders et al. 2009) that tests and reports compare the simulation with;
+//     AlphaBetaScaleUp and PipelinedScaleUp charge a hierarchical collective's phases
+//     (HierarchicalPhases) on two networks, the scale-up domain and the NIC.
 //   - Row, WriteTable, WriteCSV, Sizes and SweepIdeal (report.go) produce nccl-tests style
 //     tables with algbw and busbw (nccl-tests doc/PERFORMANCE.md).
 //   - MoE (moe.go) sizes expert-parallel dispatch all-to-alls.
@@ -29,8 +31,8 @@
 //
 //	operation        algorithms
 //	all_reduce       ring, tree, halving_doubling, recursive_doubling, hierarchical
-//	reduce_scatter   ring, halving_doubling (power-of-two n only)
-//	all_gather       ring, halving_doubling (power-of-two n only)
+//	reduce_scatter   ring, halving_doubling (power-of-two n only), hierarchical
+//	all_gather       ring, halving_doubling (power-of-two n only), hierarchical
 //	broadcast        ring (a pipelined chain from the root)
 //	reduce           ring (a pipelined chain to the root)
 //	all_to_all       pairwise (uniform, or with a [n][n] byte matrix)

@@ -53,6 +53,8 @@ func (m Model) abg() (a, b, g float64) {
 //	recursive doubling AR     lg(p) (a + S b + S g)                          [Thakur §4.4]
 //	double binary tree AR     2 D a + 2 S b + S g                            [Sanders et al. 2009; NCCL]
 //	hierarchical AR (I x O)   2(I-1)a + 2(I-1)/I S b + (I-1)/I S g + 2(O-1)a + 2(O-1)/O (S/I) b + (O-1)/O (S/I) g
+//	hierarchical RS (I x O)   (I-1)a + (I-1)/I S (b+g) + (O-1)a + (O-1)/O (S/I)(b+g)
+//	hierarchical AG (I x O)   (O-1)a + (O-1)/O (S/I) b + (I-1)a + (I-1)/I S b
 //	pairwise all-to-all       sum over steps k=1..n-1 of (a + max_i M[i][i+k] b)  [Thakur §3.4]
 //	send/recv                 a + S b
 //
@@ -116,9 +118,16 @@ func AlphaBeta(spec Spec, m Model) (sim.Time, error) {
 		t = 2*float64(TreeDepth(sp.Ranks))*a + 2*S*b + S*g
 	case Hierarchical:
 		I, O := float64(sp.Inner), float64(sp.Outer)
-		t = 2*(I-1)*a + 2*(I-1)/I*S*b + (I-1)/I*S*g
-		if O > 1 {
-			t += 2*(O-1)*a + 2*(O-1)/O*(S/I)*b + (O-1)/O*(S/I)*g
+		switch sp.Op {
+		case AllReduce:
+			t = 2*(I-1)*a + 2*(I-1)/I*S*b + (I-1)/I*S*g
+			if O > 1 {
+				t += 2*(O-1)*a + 2*(O-1)/O*(S/I)*b + (O-1)/O*(S/I)*g
+			}
+		case ReduceScatter:
+			t = (I-1)*a + (I-1)/I*S*(b+g) + (O-1)*a + (O-1)/O*(S/I)*(b+g)
+		default: // AllGather
+			t = (O-1)*a + (O-1)/O*(S/I)*b + (I-1)*a + (I-1)/I*S*b
 		}
 	case Pairwise:
 		for k := 1; k < sp.Ranks; k++ {
@@ -232,4 +241,111 @@ func Pipelined(spec Spec, m Model) (sim.Time, error) {
 	lat := float64(K)*(a+cb) + float64(P-1)*cb
 	bw := float64(W)*b + a
 	return sim.FromSeconds(math.Max(lat, bw)), nil
+}
+
+// Phase is one ring sub-collective of a hierarchical collective (HierarchicalPhases): what
+// every inner group (Inner true: inside one scale-up domain) or every outer group (the
+// ranks with one member index, one per inner group: across domains, over the network) runs.
+type Phase struct {
+	Spec  Spec // a ring collective over Inner (inner phase) or Outer (outer phase) ranks
+	Inner bool // runs inside the inner groups (the scale-up domain)
+}
+
+// HierarchicalPhases returns the phases of a hierarchical collective (spec's algorithm,
+// resolved, must be Hierarchical), in order, each as the ring collective one group runs, with
+// S = spec.Bytes, I x O the layout and c = spec.ChunkBytes:
+//
+//	all_reduce      inner reduce-scatter of S over I; outer all-reduce of ceil(S/I) over O; inner all-gather of S over I
+//	reduce_scatter  inner reduce-scatter of S over I; outer reduce-scatter of ceil(S/I) over O
+//	all_gather      outer all-gather of ceil(S/I) over O; inner all-gather of S over I
+//
+// Inner phases keep chunk c (one chunk per message, as the schedule's loops of I c bytes);
+// outer ones take ceil(c/O), so their loops are c bytes, one segment of the schedule's loop.
+// Channels are kept. Errors: an invalid spec, or one that does not resolve to Hierarchical.
+func HierarchicalPhases(spec Spec) ([]Phase, error) {
+	sp, err := spec.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	if sp.Algo != Hierarchical {
+		return nil, fieldError("algorithm", sp.Algo, "hierarchical phases need algorithm hierarchical")
+	}
+	I, O := sp.Inner, sp.Outer
+	ring := func(op Collective, n int, bytes, chunk int64, inner bool) Phase {
+		r := NewSpec(op, n, bytes)
+		r.Algo, r.ChunkBytes, r.Channels = Ring, max(chunk, 1), sp.Channels
+		return Phase{Spec: r, Inner: inner}
+	}
+	seg := (sp.Bytes + int64(I) - 1) / int64(I)
+	oc := (sp.ChunkBytes + int64(O) - 1) / int64(O)
+	switch sp.Op {
+	case AllReduce:
+		return []Phase{ring(ReduceScatter, I, sp.Bytes, sp.ChunkBytes, true), ring(AllReduce, O, seg, oc, false), ring(AllGather, I, sp.Bytes, sp.ChunkBytes, true)}, nil
+	case ReduceScatter:
+		return []Phase{ring(ReduceScatter, I, sp.Bytes, sp.ChunkBytes, true), ring(ReduceScatter, O, seg, oc, false)}, nil
+	default: // AllGather (Validate admits no other)
+		return []Phase{ring(AllGather, O, seg, oc, false), ring(AllGather, I, sp.Bytes, sp.ChunkBytes, true)}, nil
+	}
+}
+
+// AlphaBetaScaleUp is AlphaBeta with two networks: a hierarchical collective's inner phases
+// (HierarchicalPhases) are charged on up (the scale-up domain: NVLink's per-GPU rate and
+// latency) and its outer phases on net (the per-GPU NIC), one after another, each phase its
+// ring's AlphaBeta form, so for an all-reduce of S over I x O
+//
+//	2[(I-1) a_up + (I-1)/I S b_up] + 2(O-1) a_net + 2(O-1)/O (S/I) b_net   (+ reductions at each model's gamma)
+//
+// This is the structure of NCCL's tuning model (src/graph/tuning.cc, ncclTopoTuneModel: time
+// = latency + bytes / bandwidth, a ring's latency its intra-node steps at the intra-node
+// latency plus its inter-node steps at the network's) and what the flow-level engine
+// computes for an uncontended hierarchical collective (barrier-separated phases, each ring's
+// K steps of latency after its last byte). The chunked schedule on an executor hides most
+// per-step latencies and overlaps phases of successive loops: PipelinedScaleUp is its form.
+// Any other algorithm is AlphaBeta(spec, net). Errors: an invalid spec or model.
+func AlphaBetaScaleUp(spec Spec, up, net Model) (sim.Time, error) {
+	return scaleUpForm(spec, up, net, AlphaBeta)
+}
+
+// PipelinedScaleUp is AlphaBetaScaleUp with each phase's Pipelined form (the chunked ring's
+// max(K(a + c b) + (P-1) c b, W b + a)) instead of its AlphaBeta form: the time of the
+// schedule Build makes on an Ideal network per phase, the phases one after another (the
+// executor can still overlap phases of successive loops). Any other algorithm is
+// Pipelined(spec, net). Errors: an invalid spec or model, reductions that are not free.
+func PipelinedScaleUp(spec Spec, up, net Model) (sim.Time, error) {
+	return scaleUpForm(spec, up, net, Pipelined)
+}
+
+// scaleUpForm sums form over a hierarchical spec's phases, inner ones on up and outer ones on
+// net; any other algorithm is form(spec, net).
+func scaleUpForm(spec Spec, up, net Model, form func(Spec, Model) (sim.Time, error)) (sim.Time, error) {
+	sp, err := spec.Resolve()
+	if err != nil {
+		return 0, err
+	}
+	if sp.Algo != Hierarchical {
+		return form(sp, net)
+	}
+	if err := up.check(); err != nil {
+		return 0, err
+	}
+	if err := net.check(); err != nil {
+		return 0, err
+	}
+	phases, err := HierarchicalPhases(sp)
+	if err != nil {
+		return 0, err
+	}
+	var t sim.Time
+	for _, ph := range phases {
+		m := net
+		if ph.Inner {
+			m = up
+		}
+		d, err := form(ph.Spec, m)
+		if err != nil {
+			return 0, err
+		}
+		t += d
+	}
+	return t, nil
 }

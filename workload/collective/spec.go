@@ -80,8 +80,10 @@ const (
 	// Pairwise: all-to-all in n-1 steps; at step k rank i sends to i+k and receives from i-k
 	// (Thakur et al. 2005 §3.4).
 	Pairwise
-	// Hierarchical: 2-D ring of rings: reduce-scatter in inner groups, all-reduce across them,
-	// all-gather in inner groups (layout Spec.Inner x Spec.Outer).
+	// Hierarchical: 2-D ring of rings (layout Spec.Inner x Spec.Outer): for all-reduce,
+	// reduce-scatter in inner groups, all-reduce across them, all-gather in inner groups; for
+	// reduce-scatter the first two phases (with a reduce-scatter across); for all-gather the
+	// last two (with an all-gather across).
 	Hierarchical
 	// Direct: one message (pipelined by chunks) from Root to Peer; the SendRecv algorithm.
 	Direct
@@ -184,8 +186,8 @@ func log2Floor(n int) int { return bits.Len(uint(n)) - 1 }
 // supported lists the algorithms each operation accepts (Auto aside).
 var supported = [numCollectives][]Algorithm{
 	AllReduce:     {Ring, Tree, HalvingDoubling, RecursiveDoubling, Hierarchical},
-	ReduceScatter: {Ring, HalvingDoubling},
-	AllGather:     {Ring, HalvingDoubling},
+	ReduceScatter: {Ring, HalvingDoubling, Hierarchical},
+	AllGather:     {Ring, HalvingDoubling, Hierarchical},
 	Broadcast:     {Ring},
 	Reduce:        {Ring},
 	AllToAll:      {Pairwise},

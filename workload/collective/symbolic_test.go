@@ -323,8 +323,8 @@ func TestSymbolicCorrectness(t *testing.T) {
 	}{
 		{AllReduce, Ring}, {AllReduce, Tree}, {AllReduce, HalvingDoubling},
 		{AllReduce, RecursiveDoubling}, {AllReduce, Hierarchical}, {AllReduce, Auto},
-		{ReduceScatter, Ring}, {ReduceScatter, HalvingDoubling},
-		{AllGather, Ring}, {AllGather, HalvingDoubling},
+		{ReduceScatter, Ring}, {ReduceScatter, HalvingDoubling}, {ReduceScatter, Hierarchical},
+		{AllGather, Ring}, {AllGather, HalvingDoubling}, {AllGather, Hierarchical},
 		{Broadcast, Ring}, {Reduce, Ring},
 		{AllToAll, Pairwise}, {SendRecv, Direct},
 	}
@@ -381,6 +381,8 @@ func TestSymbolicCatchesMissingDeps(t *testing.T) {
 		{Op: AllReduce, Algo: RecursiveDoubling, Ranks: 6, Bytes: 1000, ChunkBytes: 1 << 20, Channels: 1},
 		{Op: AllReduce, Algo: Hierarchical, Ranks: 6, Inner: 3, Outer: 2, Bytes: 1000, ChunkBytes: 1 << 20, Channels: 1},
 		{Op: AllGather, Algo: Ring, Ranks: 4, Bytes: 1000, ChunkBytes: 1 << 20, Channels: 1},
+		{Op: ReduceScatter, Algo: Hierarchical, Ranks: 6, Inner: 3, Outer: 2, Bytes: 1000, ChunkBytes: 1 << 20, Channels: 1},
+		{Op: AllGather, Algo: Hierarchical, Ranks: 6, Inner: 2, Outer: 3, Bytes: 1000, ChunkBytes: 1 << 20, Channels: 1},
 		{Op: Broadcast, Algo: Ring, Ranks: 4, Bytes: 1000, ChunkBytes: 1 << 20, Channels: 1, Root: 2},
 	}
 	for _, sp := range cases {

@@ -39,13 +39,17 @@ func keyOf(sp collective.Spec) specKey {
 // AnalyticBackend charges each collective its closed form on an uncontended network and
 // calls done at at + T: collective.Pipelined where it has a form (ring all-reduce,
 // reduce-scatter and all-gather, chains, pairwise all-to-all, send/recv), else
-// collective.AlphaBeta, with the Model's per-host rate and latency. Collectives do not
-// contend with each other: each sees every host's full NIC. It is the fastest backend (one
-// event per collective) and the reference the packet backends are compared with. Not safe
-// for concurrent use.
+// collective.AlphaBeta, with the Model's per-host rate and latency. A hierarchical
+// collective, once SetScaleUp has given the scale-up domain's model, is charged
+// collective.AlphaBetaScaleUp: its inner phases on NVLink, its outer phase on the NIC, one
+// after another (the flow engine's model; NCCL's tuning model's structure). Collectives do
+// not contend with each other: each sees every host's full NIC. It is the fastest backend
+// (one event per collective) and the reference the packet backends are compared with. Not
+// safe for concurrent use.
 type AnalyticBackend struct {
 	s     *sim.Sim
 	m     collective.Model
+	up    *collective.Model // the scale-up domain's model for hierarchical collectives; nil: m
 	kind  sim.Kind
 	cbs   []func(sim.Time)
 	free  []int32
@@ -69,11 +73,33 @@ func NewAnalyticBackend(s *sim.Sim, m collective.Model) (*AnalyticBackend, error
 	return b, nil
 }
 
+// SetScaleUp gives the model of the scale-up domain (NVLink: per-GPU rate per direction,
+// one-way latency) on which hierarchical collectives' inner phases are charged. Errors: a
+// rate <= 0 or a negative latency.
+func (b *AnalyticBackend) SetScaleUp(up collective.Model) error {
+	if up.Rate <= 0 || up.Latency < 0 {
+		return errorf("gpu.scale_up_rate", "%v, latency %v: want a rate > 0 and a latency >= 0", up.Rate, up.Latency)
+	}
+	b.up = &up
+	clear(b.cache)
+	return nil
+}
+
 // Time returns the closed-form time the backend charges for spec. Errors: an invalid spec.
 func (b *AnalyticBackend) Time(spec collective.Spec) (sim.Time, error) {
 	k := keyOf(spec)
 	if t, ok := b.cache[k]; ok {
 		return t, nil
+	}
+	if b.up != nil {
+		if sp, err := spec.Resolve(); err == nil && sp.Algo == collective.Hierarchical {
+			t, err := collective.AlphaBetaScaleUp(sp, *b.up, b.m)
+			if err != nil {
+				return 0, err
+			}
+			b.cache[k] = t
+			return t, nil
+		}
 	}
 	t, err := collective.Pipelined(spec, b.m)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/workload/collective"
 )
 
 // ConfigPath is the YAML path of a training configuration in a scenario; Config's errors
@@ -30,8 +31,10 @@ const DefaultPowerInterval = 100 * sim.Microsecond
 //	    overlap: true                      # overlap gradient reduction with backward; default true
 //	    bucket_bytes: 80MB                 # default: Megatron-Core's max(40M, 1M x dp) parameters
 //	    chunk_bytes: 512KiB                # collective chunk; default 512 KiB
+//	    tp_model: auto                     # TP inside a scale-up domain: auto | closed_form | simulated
 //	    power: {interval: 100us}
 //	    goodput: {checkpoint_write: 60s, restart: 600s, gpu_mtbf: 5000h}
+//	    stragglers: {slow: [{ranks: [17], speed: 0.8}], jitter: {sigma: 0.02}}   # Stragglers
 //
 // Decode it with the scenario decoder (or go.yaml.in/yaml/v3); zero fields take the defaults
 // above. Validate checks it without the fabric; Job builds the job for a fabric of a given
@@ -47,8 +50,10 @@ type Config struct {
 	Overlap     *bool       `yaml:"overlap,omitempty"`      // overlap gradient reduction with backward; default true
 	BucketBytes sim.Size    `yaml:"bucket_bytes,omitempty"` // gradient bucket; 0: Megatron-Core's default
 	ChunkBytes  sim.Size    `yaml:"chunk_bytes,omitempty"`  // network collectives' chunk; 0: 512 KiB
+	TPModel     string      `yaml:"tp_model,omitempty"`     // TP inside a scale-up domain: auto (default) | closed_form | simulated (TPModel)
 	Power       PowerConfig `yaml:"power,omitempty"`        // power series sampling
 	Goodput     Goodput     `yaml:"goodput,omitempty"`      // reliability inputs
+	Stragglers  *Stragglers `yaml:"stragglers,omitempty"`   // slow GPUs, jitter, throttling; nil: none
 }
 
 // PowerConfig configures the power series.
@@ -91,6 +96,9 @@ func (c *Config) validate(world int) error {
 			return err
 		}
 	}
+	if _, err := ParseTPModel(c.TPModel); err != nil {
+		return err
+	}
 	switch {
 	case c.Steps < 0 || c.Steps > MaxSteps:
 		return errorf("steps", "%d: want 0 (1) to %d iterations", c.Steps, MaxSteps)
@@ -105,13 +113,21 @@ func (c *Config) validate(world int) error {
 	case c.Power.Interval < 0 || c.Power.Interval > 0 && c.Power.Interval < sim.Microsecond:
 		return errorf("power.interval", "%v: want a sampling interval of at least 1us (default 100us)", c.Power.Interval)
 	}
+	if err := under("stragglers", c.Stragglers.validate(world)); err != nil {
+		return err
+	}
 	return under("goodput", c.Goodput.validate())
 }
 
 // Job builds the job for a fabric of hosts hosts (GPUs): the world is GPUs, or every host
 // when GPUs is 0. Errors: as Validate, with paths under ConfigPath, and a world larger than
 // the fabric.
-func (c *Config) Job(hosts int) (*Job, error) {
+func (c *Config) Job(hosts int) (*Job, error) { return c.JobOn(hosts, false, collective.Model{}) }
+
+// JobOn is Job for a backend that carries the scale-up domain or not (Options.ScaleUp: the
+// runner's backends do) over a network of per-GPU model net (Options.Network, for the
+// collective selector; zero: its size rule).
+func (c *Config) JobOn(hosts int, scaleUp bool, net collective.Model) (*Job, error) {
 	world := c.GPUs
 	if world == 0 {
 		world = hosts
@@ -129,7 +145,8 @@ func (c *Config) Job(hosts int) (*Job, error) {
 	if err != nil {
 		return nil, under(ConfigPath, err)
 	}
-	o := Options{Overlap: c.Overlap == nil || *c.Overlap, BucketBytes: int64(c.BucketBytes), ChunkBytes: int64(c.ChunkBytes)}
+	o := Options{Overlap: c.Overlap == nil || *c.Overlap, BucketBytes: int64(c.BucketBytes), ChunkBytes: int64(c.ChunkBytes), ScaleUp: scaleUp, Network: net}
+	o.TPModel, _ = ParseTPModel(c.TPModel) // checked by validate
 	j, err := NewJob(m, g, p, pl, o)
 	return j, under(ConfigPath, err)
 }
@@ -177,6 +194,16 @@ type Result struct {
 	SlowestRankCoord      string   `json:"slowest_rank_coord"`        // its coordinates, "tp=0 dp=3 pp=0"
 	SlowestWait           string   `json:"slowest_wait"`              // the category it waited on most
 	SlowestWaitUs         float64  `json:"slowest_wait_us"`           // how long
+	ArriveP50Us           float64  `json:"arrive_p50_us"`             // median rank's arrival at the step barrier, from the step start
+	ArriveP99Us           float64  `json:"arrive_p99_us"`             // the 99th percentile rank's
+	ArriveP100Us          float64  `json:"arrive_p100_us"`            // the last rank's (the step time)
+	DPSkewMaxUs           float64  `json:"dp_skew_max_us"`            // longest wait of a DP collective's first member for its last
+	WorstStep             int      `json:"worst_step"`                // the simulated step with the longest time (ties: the first)
+	WorstStepTimeUs       float64  `json:"worst_step_time_us"`        // its time
+	WorstArriveP50Us      float64  `json:"worst_arrive_p50_us"`       // its barrier arrivals: median
+	WorstArriveP99Us      float64  `json:"worst_arrive_p99_us"`       // 99th percentile
+	WorstArriveP100Us     float64  `json:"worst_arrive_p100_us"`      // last
+	Stragglers            string   `json:"stragglers,omitempty"`      // the stragglers configured, in words
 	IdealStepUs           float64  `json:"ideal_step_us"`             // compute (incl. NVLink TP) and optimizer of the busiest stage: no bubble, no network
 	MFU                   float64  `json:"mfu"`                       // model FLOPs / (step time x GPUs x dense peak)
 	TokensPerS            float64  `json:"tokens_per_s"`              // global batch tokens / step time
@@ -203,6 +230,10 @@ type Result struct {
 	Periodic              bool     `json:"periodic"`                  // the reused 1F1B rounds were identical (Trace)
 	Notes                 []string `json:"notes,omitempty"`           // warnings
 
+	// StepRecords has one record per simulated step: steps.csv's rows. The runner fills
+	// SlowestLink and Events after the run (they need the fabric and the fault timeline).
+	StepRecords []StepRecord `json:"-"`
+
 	trace *Trace
 	power *PowerSeries
 }
@@ -213,7 +244,7 @@ type Result struct {
 func (c *Config) Run(j *Job, s *sim.Sim, b Backend, env Env) (*Result, error) {
 	steps := max(c.Steps, 1)
 	simSteps := min(max(c.SimSteps, 1), steps)
-	tr, err := j.Run(s, b, RunOptions{Steps: simSteps, Exact: c.Exact})
+	tr, err := j.Run(s, b, RunOptions{Steps: simSteps, Exact: c.Exact, Stragglers: c.Stragglers})
 	if err != nil {
 		return nil, err
 	}
@@ -266,14 +297,60 @@ func (c *Config) Evaluate(tr *Trace, env Env) (*Result, error) {
 		trace: tr, power: ps,
 	}
 	var total sim.Time
-	for _, s := range tr.Steps {
+	worst := 0
+	for k, s := range tr.Steps {
 		total += s.Time
+		if s.Time > tr.Steps[worst].Time {
+			worst = k
+		}
+		iters := 1
+		if k == len(tr.Steps)-1 {
+			iters = max(steps-k, 1)
+		}
+		r.StepRecords = append(r.StepRecords, StepRecord{Step: k, StartUs: us(s.Start), SimStartUs: us(s.SimStart), SimEndUs: us(s.SimStart + s.SimTime),
+			StepTimeUs: us(s.Time), ArriveP50Us: us(s.Arrive.P50), ArriveP99Us: us(s.Arrive.P99), ArriveP100Us: us(s.Arrive.P100),
+			DPSkewP50Us: us(s.DPSkew.P50), DPSkewMaxUs: us(s.DPSkew.P100), DPSkewWorst: s.DPSkewWorst,
+			SlowestRank: s.Slowest, SlowestCoord: j.Placement.Coord(s.Slowest).String(), SlowestWait: s.SlowestWait.String(),
+			BusiestRank: s.Busiest, BusiestUs: us(s.Ranks[s.Busiest][CatCompute]), Iterations: iters})
 	}
+	ws := tr.Steps[worst]
+	r.ArriveP50Us, r.ArriveP99Us, r.ArriveP100Us, r.DPSkewMaxUs = us(st.Arrive.P50), us(st.Arrive.P99), us(st.Arrive.P100), us(st.DPSkew.P100)
+	r.WorstStep, r.WorstStepTimeUs = worst, us(ws.Time)
+	r.WorstArriveP50Us, r.WorstArriveP99Us, r.WorstArriveP100Us = us(ws.Arrive.P50), us(ws.Arrive.P99), us(ws.Arrive.P100)
+	r.Stragglers = c.Stragglers.String()
 	r.RunTimeS = total.Seconds() + float64(steps-len(tr.Steps))*st.Time.Seconds()
 	for _, ex := range st.Ranks {
 		r.ExposedCommMaxUs = max(r.ExposedCommMaxUs, us(ex.Exposed()))
 	}
 	return r, nil
+}
+
+// StepRecord is one simulated step as steps.csv reports it (besides its categories and power):
+// times in microseconds.
+type StepRecord struct {
+	Step         int     // step number, from 0
+	StartUs      float64 // start in the extended timeline (the sum of the previous steps' times)
+	SimStartUs   float64 // start in simulated time: the clock fault times are on
+	SimEndUs     float64 // end in simulated time (SimStartUs + the simulated duration)
+	StepTimeUs   float64 // step time (extended: every microbatch)
+	ArriveP50Us  float64 // arrival at the step barrier over ranks, from the step start: median
+	ArriveP99Us  float64 // 99th percentile (nearest rank)
+	ArriveP100Us float64 // the last rank (= StepTimeUs)
+	DPSkewP50Us  float64 // over the step's DP collectives: first member's wait for the last, median
+	DPSkewMaxUs  float64 // the largest
+	DPSkewWorst  string  // the DP collective with the largest skew
+	SlowestRank  int     // the rank that reached the barrier last
+	SlowestCoord string  // its coordinates, "tp=0 dp=3 pp=1"
+	SlowestWait  string  // the waiting category it exceeds the mean rank in the most
+	BusiestRank  int     // the rank that computed the longest (a straggler)
+	BusiestUs    float64 // its compute time
+	// SlowestLink is the fabric link that limited the step most (set by the runner; "" when
+	// not measured, e.g. under the closed forms).
+	SlowestLink string
+	// Events is the fault timeline inside the step, "; "-separated (set by the runner), e.g.
+	// "t=1.2ms faults[0] p0.t1-3 down".
+	Events     string
+	Iterations int // job steps the row stands for (the last simulated step: every later one)
 }
 
 // Trace returns the simulated trace behind the result.
@@ -308,37 +385,37 @@ func (r *Result) WritePowerCSV(w io.Writer) error {
 	return cw.Error()
 }
 
+// StepsCSVHeader is steps.csv's header: the per-rank means of each category, the slowest
+// rank, the step's power figures and how many job steps the row stands for, then the barrier
+// arrival percentiles, the DP launch skew, the slowest rank's coordinates, the rank that
+// computed the longest and how long, and the runner's slowest link and fault events
+// (docs/outputs.md).
+var StepsCSVHeader = []string{"step", "start_us", "step_time_us", "compute_us", "tp_us", "pp_us", "dp_us", "ep_us", "bubble_us", "sync_us",
+	"exposed_comm_us", "slowest_rank", "slowest_wait", "power_mean_mw", "power_swing_mw", "slew_mw_per_ms", "battery_mwh", "iterations",
+	"arrive_p50_us", "arrive_p99_us", "arrive_p100_us", "dp_skew_p50_us", "dp_skew_max_us", "slowest_coord", "busiest_rank", "busiest_compute_us", "slowest_link", "events"}
+
 // WriteStepsCSV writes one row per simulated step (the last stands for every later iteration,
-// which repeat it: iterations says how many each row is) with the header
-//
-//	step,start_us,step_time_us,compute_us,tp_us,pp_us,dp_us,ep_us,bubble_us,sync_us,exposed_comm_us,slowest_rank,slowest_wait,power_mean_mw,power_swing_mw,slew_mw_per_ms,battery_mwh,iterations
-//
-// Category times are means over ranks.
+// which repeat it: iterations says how many each row is) with the header StepsCSVHeader.
+// Category times are means over ranks; the rest comes from StepRecords.
 func (r *Result) WriteStepsCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"step", "start_us", "step_time_us", "compute_us", "tp_us", "pp_us", "dp_us", "ep_us", "bubble_us", "sync_us",
-		"exposed_comm_us", "slowest_rank", "slowest_wait", "power_mean_mw", "power_swing_mw", "slew_mw_per_ms", "battery_mwh", "iterations"}); err != nil {
+	if err := cw.Write(StepsCSVHeader); err != nil {
 		return err
 	}
 	tr := r.trace
-	var start sim.Time
 	for k := range tr.Steps {
-		// The last simulated step stands for every later iteration too (they repeat it).
-		iters := 1
-		if k == len(tr.Steps)-1 {
-			iters = max(r.Steps-k, 1)
-		}
-		st, pw := &tr.Steps[k], r.power.Steps[k]
-		row := []string{strconv.Itoa(k), ftoa(start.Micros()), ftoa(st.Time.Micros())}
+		st, pw, rec := &tr.Steps[k], r.power.Steps[k], &r.StepRecords[k]
+		row := []string{strconv.Itoa(k), ftoa(st.Start.Micros()), ftoa(st.Time.Micros())}
 		for c := CatCompute; c < NumCategories; c++ {
 			row = append(row, ftoa(st.Mean[c].Micros()))
 		}
 		row = append(row, ftoa(st.Mean.Exposed().Micros()), strconv.Itoa(st.Slowest), st.SlowestWait.String(),
-			ftoa(pw.MeanMW), ftoa(pw.SwingMW), ftoa(pw.SlewMWPerMs), ftoa(pw.BatteryMWh), strconv.Itoa(iters))
+			ftoa(pw.MeanMW), ftoa(pw.SwingMW), ftoa(pw.SlewMWPerMs), ftoa(pw.BatteryMWh), strconv.Itoa(rec.Iterations),
+			ftoa(rec.ArriveP50Us), ftoa(rec.ArriveP99Us), ftoa(rec.ArriveP100Us), ftoa(rec.DPSkewP50Us), ftoa(rec.DPSkewMaxUs),
+			rec.SlowestCoord, strconv.Itoa(rec.BusiestRank), ftoa(rec.BusiestUs), rec.SlowestLink, rec.Events)
 		if err := cw.Write(row); err != nil {
 			return err
 		}
-		start += st.Time
 	}
 	cw.Flush()
 	return cw.Error()

@@ -24,6 +24,12 @@ type RunOptions struct {
 	// OnStep, if set, is called as each step starts (from 0), before any rank runs: a runner
 	// schedules what is timed from a step's start (faults with at_step) from it.
 	OnStep func(now sim.Time, step int)
+	// Stragglers slow some ranks' compute (nil: none; see Stragglers). Their random draws
+	// come from the simulation's seed (sim.Sim.Seed: the scenario's run.seed). With any
+	// straggler every microbatch is simulated (as Exact): rounds differ under jitter and
+	// throttling, and a slow stage that is not the pipeline's bottleneck takes a transient
+	// as long as its slack lasts (tens of rounds) before the rounds repeat.
+	Stragglers *Stragglers
 }
 
 // span is an interval of a rank's compute stream: a compute pattern (pat >= 0) or a wait.
@@ -50,12 +56,13 @@ type rankState struct {
 }
 
 type callState struct {
-	spec, label     int32
-	arrived         int32
-	allAt, launchAt sim.Time
-	doneAt          sim.Time
-	launched, done  bool
-	waiters         []int32
+	spec, label    int32
+	arrived        int32
+	launched, done bool
+	firstAt, allAt sim.Time // first and last member's post
+	launchAt       sim.Time
+	doneAt         sim.Time
+	waiters        []int32
 }
 
 // stream is a group's communication stream: its collectives run one at a time, in order,
@@ -67,6 +74,7 @@ type stream struct {
 	members []int32
 	calls   []callState
 	next    int32
+	dp      bool // a DP or expert-DP stream (gradient reductions, ZeRO all-gathers)
 }
 
 // Run is a job in progress on a simulation (Job.Start). Job.Run drives it to the end; a
@@ -89,6 +97,8 @@ type Run struct {
 	finished bool
 	err      error
 	trace    *Trace
+	strag    *stragState // nil: no stragglers
+	t0       sim.Time    // the job's start
 }
 
 // Start prepares the job's programs and communicators on s, with b carrying network
@@ -105,9 +115,13 @@ func (j *Job) Start(s *sim.Sim, b Backend, opts RunOptions) (*Run, error) {
 	if opts.Steps < 1 || opts.Steps > 1<<20 {
 		return nil, errorf("sim_steps", "%d: want 1 to %d steps to simulate", opts.Steps, 1<<20)
 	}
-	r := &Run{j: j, s: s, b: b, opts: opts, simM: j.micro}
+	r := &Run{j: j, s: s, b: b, opts: opts, simM: j.micro, t0: s.Now()}
+	var err error
+	if r.strag, err = newStragState(j, opts.Stragglers, s.Seed(), s.Now()); err != nil {
+		return nil, err
+	}
 	P := j.Plan.PP
-	if !opts.Exact && j.micro > 2*P+3 {
+	if !opts.Exact && r.strag == nil && j.micro > 2*P+3 {
 		r.simM, r.kc, r.rep = 2*P+2, P, j.micro-(2*P+2)
 	}
 	r.progs = make([][]op, P)
@@ -138,10 +152,10 @@ func (j *Job) Start(s *sim.Sim, b Backend, opts RunOptions) (*Run, error) {
 		if err != nil && r.err == nil {
 			r.err = fmt.Errorf("training: %s: %w", name, err) // cannot happen: ranks are distinct hosts
 		}
-		r.streams = append(r.streams, stream{name: name, comm: comm, members: members})
+		r.streams = append(r.streams, stream{name: name, comm: comm, members: members, dp: rls[0] == roleDP || rls[0] == roleEDP})
 	}
 	p := j.Plan
-	if p.TP > 1 && !j.tpInDomain {
+	if p.TP > 1 && j.tpStreams {
 		for _, g := range pl.groups(func(x int) []int { return pl.Group(DimTP, x) }) {
 			c := pl.Coord(g[0])
 			newStream(fmt.Sprintf("tp[dp=%d pp=%d]", c.DP, c.PP), g, roleTP)
@@ -358,7 +372,16 @@ func (r *Run) advance(now sim.Time, ri int32) {
 		switch o.kind {
 		case opCompute:
 			d := r.j.patterns[o.arg].dur
-			rs.spans = append(rs.spans, span{start: now, end: now + d, pat: o.arg})
+			if r.strag == nil {
+				rs.spans = append(rs.spans, span{start: now, end: now + d, pat: o.arg})
+			} else {
+				var own sim.Time
+				own, d = r.strag.compute(r.step, ri, rs.pc, &r.j.patterns[o.arg], now)
+				rs.spans = append(rs.spans, span{start: now, end: now + own, pat: o.arg})
+				if d > own { // waiting for the slowest member of its NVLink TP group
+					rs.spans = append(rs.spans, span{start: now + own, end: now + d, pat: -1, cat: CatSync})
+				}
+			}
 			rs.pc++
 			if d > 0 {
 				r.s.At(now+d, r.kCompute, ri, 0)
@@ -377,6 +400,9 @@ func (r *Run) advance(now sim.Time, ri int32) {
 			c := &st.calls[o.seq]
 			if c.spec < 0 {
 				c.spec, c.label = o.arg, o.label
+			}
+			if c.arrived == 0 {
+				c.firstAt = now
 			}
 			c.arrived++
 			rs.pc++
@@ -469,5 +495,8 @@ func (r *Run) endStep(now sim.Time) {
 		return
 	}
 	r.finished = true
+	if r.strag != nil {
+		r.trace.Notes = append(r.trace.Notes, r.strag.notes(now)...)
+	}
 	r.s.Pause()
 }

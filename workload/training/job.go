@@ -119,6 +119,7 @@ type item struct {
 	label int32
 	grad  int64 // backward: dense gradient bytes this item produces
 	egrad int64 // backward: expert gradient bytes (reduced over the expert-DP group)
+	nvl   bool  // an NVLink TP all-reduce (seg its closed form) that can run as a collective (spec, label, roleTP)
 }
 
 // Options are the job's knobs beyond model, GPU and plan.
@@ -136,6 +137,19 @@ type Options struct {
 	// ChunkBytes is the pipelining chunk of network collectives (Spec.ChunkBytes); 0 takes
 	// collective.DefaultChunkBytes (512 KiB, NCCL's ring step).
 	ChunkBytes int64
+	// ScaleUp says the backend carries collectives between GPUs of one scale-up domain on
+	// the GPU's scale-up (NVLink) model, as the runner's backends do (closed forms at the
+	// NVLink rate, the flow engine's NVLink links, SplitTransport). It enables hierarchical
+	// collectives across domains and TP collectives on NVLink (TPModel); without it every
+	// collective is chosen flat and TP inside a domain stays in closed form, as a backend
+	// with one network (a plain AnalyticBackend or Ideal) would otherwise charge NVLink
+	// traffic at the NIC rate.
+	ScaleUp bool
+	// Network is the per-GPU network (NIC rate, per-message latency) the collective
+	// selector assumes (collsel.go, chooseAlgo); zero: its size rule.
+	Network collective.Model
+	// TPModel says how TP collectives inside a scale-up domain are charged (default auto).
+	TPModel TPModel
 }
 
 // StageInfo describes one pipeline stage's work per rank (shapes and closed-form times).
@@ -156,6 +170,8 @@ type StageInfo struct {
 type stage struct {
 	info           StageInfo
 	fwd, bwd       []item
+	bwdLast        []item  // the backward that overlaps the gradient reduction (bwd, or with TP on NVLink collectives)
+	nvlShared      bool    // the stage's gradient reduction has members sharing a scale-up domain
 	dpSpecs        []int32 // per bucket: reduction spec
 	dpLabels       []int32
 	edpSpecs       []int32
@@ -181,6 +197,10 @@ type Job struct {
 
 	micro      int      // microbatches per step
 	tpInDomain bool     // every TP group inside one scale-up domain
+	tpStreams  bool     // TP collectives go through the backend (TP groups cross domains, or TPModel)
+	tpWindow   int64    // closed-form TP all-reduces per step that overlap NVLink traffic of the reduction (planTP)
+	tpSimWin   bool     // they run as NVLink collectives
+	tpBound    sim.Time // what leaving them in closed form can miss per step, at most
 	tpAR       sim.Time // NVLink all-reduce of one activation (closed form)
 	actBytes   int64    // one microbatch's activations, b s h dtype
 	bucket     int64    // resolved bucket bytes
@@ -252,10 +272,12 @@ func NewJob(m Model, g GPU, p Plan, pl *Placement, o Options) (*Job, error) {
 				break
 			}
 		}
+		if j.tpInDomain && o.TPModel == TPSimulated && !o.ScaleUp {
+			return nil, errorf("tp_model", "simulated runs TP collectives through the backend, which must carry the scale-up domain (Options.ScaleUp)")
+		}
+		j.tpStreams = !j.tpInDomain || o.TPModel == TPSimulated
 		if j.tpInDomain {
-			sp := j.newSpec(collective.AllReduce, p.TP, j.actBytes)
-			sp.Algo = collective.Ring
-			t, err := collective.Pipelined(sp, collective.Model{Latency: g.ScaleUpLatency, Rate: g.ScaleUpRate})
+			t, err := collective.Pipelined(j.tpSpec(), j.scaleUpModel())
 			if err != nil {
 				return nil, err
 			}
@@ -357,11 +379,18 @@ func (j *Job) buildStages() error {
 		if p.TP == 1 {
 			return item{}
 		}
-		if j.tpInDomain {
-			return item{kind: itemSeg, seg: seg{j.tpAR, CatTP}}
-		}
 		sp := j.newSpec(collective.AllReduce, p.TP, j.actBytes)
-		return item{kind: itemColl, role: roleTP, spec: j.addSpec(sp), label: j.addLabel(fmt.Sprintf("tp %s layer %d", what, layer))}
+		if j.tpInDomain {
+			sp = j.tpSpec()
+		}
+		it := item{kind: itemColl, role: roleTP, spec: j.addSpec(sp), label: j.addLabel(fmt.Sprintf("tp %s layer %d", what, layer))}
+		if j.tpInDomain { // NVLink: its closed form is in StageInfo either way
+			it.seg, it.nvl = seg{j.tpAR, CatTP}, true
+			if j.Options.TPModel != TPSimulated {
+				it.kind = itemSeg
+			}
+		}
+		return it
 	}
 	var epSpec int32 = -1
 	if m.IsMoE() && p.EP > 1 {
@@ -478,27 +507,33 @@ func (j *Job) buildStages() error {
 		if p.ZeRO {
 			dpOp = collective.ReduceScatter
 		}
-		buckets := func(total int64, n int, name string) (specs, labels, ag, agl []int32) {
-			if n <= 1 || total == 0 {
+		buckets := func(total int64, lay commLayout, name string) (specs, labels, ag, agl []int32) {
+			if lay.ranks <= 1 || total == 0 {
 				return
 			}
 			k := (total + j.bucket - 1) / j.bucket
 			for b := int64(0); b < k; b++ {
 				size := min(j.bucket, total-b*j.bucket)
-				specs = append(specs, j.addSpec(j.newSpec(dpOp, n, size)))
+				specs = append(specs, j.addSpec(j.dpSpec(dpOp, lay, size)))
 				labels = append(labels, j.addLabel(fmt.Sprintf("%s bucket %d/%d", name, b+1, k)))
 				if p.ZeRO {
 					pb := size / gb * m.bytesPerElem()
-					ag = append(ag, j.addSpec(j.newSpec(collective.AllGather, n, pb)))
+					ag = append(ag, j.addSpec(j.dpSpec(collective.AllGather, lay, pb)))
 					agl = append(agl, j.addLabel(fmt.Sprintf("%s param all-gather %d/%d", name, b+1, k)))
 				}
 			}
 			return
 		}
-		st.dpSpecs, st.dpLabels, st.agSpecs, st.agLabels = buckets(dense, p.DP, "dp")
+		pl := j.Placement
+		dpLay := j.stageLayout(s, func(r int) []int { return pl.Group(DimDP, r) })
+		st.dpSpecs, st.dpLabels, st.agSpecs, st.agLabels = buckets(dense, dpLay, "dp")
+		shared := dpLay.shared && p.DP > 1
 		if st.hasExpertGrads {
-			st.edpSpecs, st.edpLabels, st.eagSpecs, st.eagLabels = buckets(expert, p.DP/p.EP, "expert dp")
+			edpLay := j.stageLayout(s, pl.ExpertDPGroup)
+			st.edpSpecs, st.edpLabels, st.eagSpecs, st.eagLabels = buckets(expert, edpLay, "expert dp")
+			shared = shared || edpLay.shared
 		}
+		st.bwdLast, st.nvlShared = st.bwd, shared
 		st.info.Buckets, st.info.ExpertBuckets = len(st.dpSpecs), len(st.edpSpecs)
 		shard := params
 		if p.ZeRO {
@@ -507,7 +542,7 @@ func (j *Job) buildStages() error {
 		st.optimizer = sim.FromSeconds(float64(shard*OptimizerBytesPerParam(m)) / (j.GPU.HBMGBPerSec * 1e9))
 		st.info.Optimizer = st.optimizer
 		for _, it := range fwd {
-			if it.kind == itemSeg {
+			if it.kind == itemSeg || it.nvl {
 				st.info.Forward += it.seg.dur
 				if it.seg.cat == CatTP {
 					st.info.ForwardTP += it.seg.dur
@@ -517,7 +552,7 @@ func (j *Job) buildStages() error {
 			}
 		}
 		for _, it := range bwd {
-			if it.kind == itemSeg {
+			if it.kind == itemSeg || it.nvl {
 				st.info.Backward += it.seg.dur
 				if it.seg.cat == CatTP {
 					st.info.BackwardTP += it.seg.dur
@@ -528,6 +563,7 @@ func (j *Job) buildStages() error {
 		first += n
 	}
 
+	j.planTP()
 	return nil
 }
 
@@ -538,14 +574,12 @@ func (j *Job) Summary() string {
 	m, p := j.Model, j.Plan
 	fmt.Fprintf(&b, "%s on %d x %s: tp %d, pp %d, dp %d, ep %d; %d microbatches of %d x %d tokens per step (global batch %d sequences)\n",
 		m.Name, j.World(), j.GPU.Name, p.TP, p.PP, p.DP, p.EP, j.micro, m.MicroBatch, m.SeqLen, m.GlobalBatch)
-	tpWhere := "NVLink, closed form"
-	if !j.tpInDomain {
-		tpWhere = "network (TP groups cross scale-up domains)"
-	}
+	tpWhere := j.tpWhere()
 	if p.TP > 1 {
 		fmt.Fprintf(&b, "TP all-reduce of %s per layer boundary: %v (%s)\n", sim.FormatSize(j.actBytes), j.tpAR, tpWhere)
 	}
 	fmt.Fprintf(&b, "gradient buckets of %s; overlap %v; zero %v; recompute %v\n", sim.FormatSize(j.bucket), j.Options.Overlap, p.ZeRO, p.Recompute)
+	b.WriteString(j.collSummary())
 	for s, st := range j.stages {
 		in := st.info
 		fmt.Fprintf(&b, "stage %d: layers %d-%d, forward %v (TP %v), backward %v (TP %v), optimizer %v, %d params/rank, grads %s in %d buckets",

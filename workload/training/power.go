@@ -111,10 +111,14 @@ func (t *Trace) Power(interval sim.Time) (*PowerSeries, error) {
 					add(a, st.Start+s.end, w[s.cat])
 					return
 				}
-				for _, g := range j.patterns[s.pat].segs {
-					add(a, a+g.dur, w[g.cat])
-					a += g.dur
+				if p := &j.patterns[s.pat]; s.end-s.start == p.dur {
+					for _, g := range p.segs {
+						add(a, a+g.dur, w[g.cat])
+						a += g.dur
+					}
+					return
 				}
+				j.segsOf(s, a, func(a, b sim.Time, c Category) { add(a, b, w[c]) }) // a straggler's
 			})
 			add(st.Start+tl.arrive, st.Start+st.Time, w[CatBubble])
 		}

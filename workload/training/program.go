@@ -161,7 +161,7 @@ func (j *Job) program(s, m int) []op {
 	}
 	backward := func(i int) {
 		if i == m-1 && j.Options.Overlap {
-			b.pass(st.bwd, []*cursor{dp, edp})
+			b.pass(st.bwdLast, []*cursor{dp, edp})
 			return
 		}
 		b.pass(st.bwd, nil)

@@ -2,6 +2,8 @@ package training
 
 import (
 	"fmt"
+	"math"
+	"slices"
 
 	"github.com/lockstepsim/lockstep/sim"
 )
@@ -53,7 +55,41 @@ type StepTrace struct {
 	// most: what made it late; when it exceeds the mean in none (the ranks tie), its largest
 	// waiting category.
 	SlowestWait Category
+	// Busiest is the rank that computed the longest (ties: the lowest rank): a straggler, or
+	// a rank of the busiest pipeline stage.
+	Busiest int
+	// SimStart is the step's start in simulated time (absolute: the simulation's clock, which
+	// fault times are on); the step ends at SimStart + SimTime.
+	SimStart sim.Time
+	// Arrive is the distribution over ranks of the arrival at the step barrier, relative to
+	// the step start (in the extended timeline): P100 is Time.
+	Arrive Percentiles
+	// DPSkew is the distribution over the step's data-parallel collectives (every gradient
+	// bucket reduction and ZeRO all-gather of every DP and expert-DP group) of how long the
+	// first member to post it waited for the last: the launch skew a straggler causes.
+	DPSkew Percentiles
+	// DPSkewWorst names the collective with the largest skew ("dp[tp=0 pp=1] stage 1 grads
+	// bucket 2/3"); "" when the step has none.
+	DPSkewWorst string
 	tl          []rankTL
+}
+
+// Percentiles are nearest-rank percentiles of a set of times: Pq is the ceil(q n)-th smallest
+// of n values (P100 the largest); N is how many there were (0: all zero).
+type Percentiles struct {
+	P50, P99, P100 sim.Time
+	N              int
+}
+
+// percentiles returns the nearest-rank P50, P99 and P100 of v, sorting v in place.
+func percentiles(v []sim.Time) Percentiles {
+	n := len(v)
+	if n == 0 {
+		return Percentiles{}
+	}
+	slices.Sort(v)
+	at := func(q float64) sim.Time { return v[max(int(math.Ceil(q*float64(n)))-1, 0)] }
+	return Percentiles{P50: at(0.50), P99: at(0.99), P100: v[n-1], N: n}
 }
 
 // rankTL is one rank's simulated timeline in a step and how it is extended.
@@ -106,7 +142,7 @@ func (tl *rankTL) each(f func(s span)) {
 func (r *Run) finishStep(end sim.Time) {
 	j := r.j
 	n := len(r.ranks)
-	st := StepTrace{Index: r.step, SimTime: end - r.start, Ranks: make([]Breakdown, n), tl: make([]rankTL, n)}
+	st := StepTrace{Index: r.step, SimTime: end - r.start, SimStart: r.start, Ranks: make([]Breakdown, n), tl: make([]rankTL, n)}
 	if k := len(r.trace.Steps); k > 0 {
 		prev := r.trace.Steps[k-1]
 		st.Start = prev.Start + prev.Time
@@ -114,9 +150,7 @@ func (r *Run) finishStep(end sim.Time) {
 	var period0 sim.Time = -1
 	sum := func(b *Breakdown, s span) {
 		if s.pat >= 0 {
-			for c, v := range j.patterns[s.pat].sums {
-				b[c] += v
-			}
+			j.computeOf(b, s)
 			return
 		}
 		b[s.cat] += s.end - s.start
@@ -185,6 +219,11 @@ func (r *Run) finishStep(end sim.Time) {
 	for c := range st.Mean {
 		st.Mean[c] /= sim.Time(n)
 	}
+	for i := range st.Ranks {
+		if st.Ranks[i][CatCompute] > st.Ranks[st.Busiest][CatCompute] {
+			st.Busiest = i
+		}
+	}
 	// Why the slowest rank was late: the waiting category in which it exceeds the mean rank
 	// the most (the bubble every pipeline rank has is not the cause unless it is larger).
 	slow := st.Ranks[st.Slowest]
@@ -204,6 +243,31 @@ func (r *Run) finishStep(end sim.Time) {
 		}
 	}
 	st.SlowestWait = best
+	arr := make([]sim.Time, n)
+	for i := range st.tl {
+		arr[i] = st.tl[i].arrive
+	}
+	st.Arrive = percentiles(arr)
+	var skews []sim.Time
+	var worst sim.Time = -1
+	for si := range r.streams {
+		sm := &r.streams[si]
+		if !sm.dp {
+			continue
+		}
+		for k := range sm.calls {
+			c := &sm.calls[k]
+			if int(c.arrived) < len(sm.members) {
+				continue
+			}
+			d := c.allAt - c.firstAt
+			skews = append(skews, d)
+			if d > worst {
+				worst, st.DPSkewWorst = d, sm.name+" "+r.labelOf(c.label)
+			}
+		}
+	}
+	st.DPSkew = percentiles(skews)
 	r.trace.Steps = append(r.trace.Steps, st)
 }
 
