@@ -513,6 +513,7 @@ func TestTrainingAtStep(t *testing.T) {
 	base := tfCase{radix: 16, hosts: 32, transport: "{kind: mrc}", steps: 4}
 	for _, tc := range []struct{ faults, want string }{
 		{"  - {at_step: 4, switch: p0.t1-0, action: down}\n", "faults[0].at_step: 4 is not a simulated step"},
+		{"  - {at: 2s, switch: p0.t1-0, action: down}\n", "faults[0].at: 2s is not inside the run (0 to 1s); under workload.training run.duration (1s) bounds the fault schedule"},
 		{"  - {at_step: -1, switch: p0.t1-0, action: down}\n", "faults[0].at_step"},
 		{"  - {at_step: 1, link: \"p0.t0-*.up*\", action: down, random: {per_day: 1000}}\n", "faults[0].at_step: given with random"},
 		{"  - {at_step: 1, switch: p0.t1-0, action: down}\n  - {at: 1ms, link: p0.t0-0.up0, action: degrade, factor: 0.5}\n", "faults[0].at_step: acts on link p0.t0-0.up0, which faults[1] names too"},

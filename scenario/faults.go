@@ -3,6 +3,7 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/lockstepsim/lockstep/fault"
 	"github.com/lockstepsim/lockstep/topo"
@@ -43,6 +44,11 @@ func (sc *Scenario) resolveFaults(l topo.Topology) error {
 	}
 	inv := fault.FromLayout(l)
 	if _, err := fault.Expand(sc.Faults, inv, sc.faultOptions()); err != nil {
+		var fe *fault.Error
+		if sc.Workload.Training != nil && errors.As(err, &fe) && strings.HasSuffix(fe.Path, ".at") {
+			// A training run is not bounded by run.duration, but its fault schedule is.
+			return Errorf(fe.Path, "%s; under workload.training run.duration (%v) bounds the fault schedule (simulated time from the job's start): raise run.duration, or give at_step (a step) with at an offset into it", fe.Msg, sc.Run.Duration)
+		}
 		return faultError(err)
 	}
 	return sc.checkFaultEntropy(l, inv)
