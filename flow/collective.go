@@ -455,9 +455,14 @@ func (r CollResult) Time() sim.Time {
 }
 
 // Results returns every launched collective's outcome, in launch order.
-func (c *Collectives) Results() []CollResult {
-	out := make([]CollResult, len(c.insts))
-	for i, in := range c.insts {
+func (c *Collectives) Results() []CollResult { return c.ResultsFrom(0) }
+
+// ResultsFrom returns the outcomes of the collectives launched from the i-th on (i in [0,
+// launched]), in launch order: a caller reading results as it goes need not copy them all.
+func (c *Collectives) ResultsFrom(i int) []CollResult {
+	i = min(max(i, 0), len(c.insts))
+	out := make([]CollResult, len(c.insts)-i)
+	for i, in := range c.insts[i:] {
 		out[i] = CollResult{Name: in.name, Spec: in.spec, Start: in.start, End: in.end, Done: in.fin,
 			Phases: in.nphase, Flows: in.flows, Bytes: in.bytes, Err: in.err, Bottleneck: -2}
 		for _, b := range in.bott {

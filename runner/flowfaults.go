@@ -95,6 +95,9 @@ type flowFaults struct {
 	waits   map[flow.FlowID]*qpWait
 	ticks   [][]flow.FlowID
 	errored int // waits whose QPs gave up (they resume when their path returns)
+	// during holds the fault state each link entered during the current step (cleared as a
+	// step closes, flowStepLinks), for naming a step's slowest link after the fault ended.
+	during map[int32]string
 
 	restarts []flowRestart
 	byCause  map[[3]int64]int // failure -> index in restarts
@@ -197,7 +200,7 @@ func newFlowFaults(sc *scenario.Scenario, layout topo.Topology, s *sim.Sim, r *f
 		lossP: make([]float64, 2*len(links)), berP: make([]float64, 2*len(links)),
 		cur: slices.Clone(caps), built: slices.Clone(caps), cause: make([]int32, len(caps)),
 		reconv: sc.Fabric.Reconvergence, detectAt: -1, lastCheck: -1, catchAt: -1, byCause: map[[3]int64]int{},
-		waits: map[flow.FlowID]*qpWait{}}
+		waits: map[flow.FlowID]*qpWait{}, during: map[int32]string{}}
 	for k, l := range links {
 		ff.rate[k] = float64(l.Rate)
 	}
@@ -344,6 +347,9 @@ func (ff *flowFaults) refresh(d, ev int) {
 		return
 	}
 	ff.set(d, c, ev)
+	if st := ff.state(d); st != "" {
+		ff.during[int32(d)] = st // for the step's slowest link, after the fault ends
+	}
 	if (c == 0) != (old == 0) {
 		ff.routeChanged = true
 	}
@@ -356,6 +362,30 @@ func (ff *flowFaults) refresh(d, ev int) {
 			ff.set(b, sum, ev)
 		}
 	}
+}
+
+// state describes directed link d's fault state now ("" for none): down, through a
+// blackholed switch, degraded, lossy.
+func (ff *flowFaults) state(d int) string {
+	k := d / 2
+	l := &ff.links[k]
+	switch {
+	case ff.down[k]:
+		return "down"
+	case ff.black != nil && (ff.black[l.A.Node] || ff.black[l.B.Node]):
+		return "through a blackholed switch"
+	}
+	var s []string
+	if ff.rate[k] < float64(l.Rate) {
+		s = append(s, "degraded to "+sim.Rate(ff.rate[k]).String())
+	}
+	if p := ff.lossP[d]; p > 0 {
+		s = append(s, fmt.Sprintf("loss %g", p))
+	}
+	if b := ff.berP[d]; b > 0 {
+		s = append(s, fmt.Sprintf("ber %g", b))
+	}
+	return strings.Join(s, ", ")
 }
 
 func (ff *flowFaults) set(link int, c float64, ev int) {

@@ -209,37 +209,54 @@ func (b *recBackend) Launch(at sim.Time, spec collective.Spec, comm collective.C
 	return nil
 }
 
-// flowSlowest returns, per step, the Net link that held the slowest rank's collectives up
-// longest (each collective's phases charged to their bottleneck, flow.CollResult), named by
-// name; "" when none of its collectives crossed a link.
-func flowSlowest(tr *training.Trace, res []flow.CollResult, comms []collective.Comm, job *training.Job, name func(int) string) func(k int) string {
-	spans := stepSpans(tr)
-	return func(k int) string {
-		host := job.Placement.Host(tr.Steps[k].Slowest)
-		charged := map[int]sim.Time{}
-		for i := range res {
-			r := &res[i]
-			if i >= len(comms) || r.Start < spans[k].start || r.Start >= spans[k].end || r.Bottleneck < 0 {
-				continue
-			}
-			c := comms[i]
-			for x := 0; x < c.Size(); x++ {
-				if c.Host(x) == host {
-					charged[r.Bottleneck] += r.BottleneckTime
-					break
-				}
+// flowStepLinks names, as each simulated step ends, the Net link that held the slowest rank's
+// collectives up longest in it (each collective's phases charged to the link that stalled or
+// bottlenecked them, flow.CollResult.Bottleneck), with the links' fault state then.
+type flowStepLinks struct {
+	fc    *flow.Collectives
+	rb    *recBackend
+	job   *training.Job
+	name  func(int) string
+	ff    *flowFaults // its per-step fault states are cleared as a step closes
+	from  int         // the first collective of the step under way
+	start sim.Time    // its simulated start
+	names []string    // per step closed
+}
+
+// close names step k, which ran over [f.start, end) and whose slowest rank was slowest.
+func (f *flowStepLinks) close(k int, end sim.Time, slowest int) {
+	host := f.job.Placement.Host(slowest)
+	res := f.fc.ResultsFrom(f.from)
+	charged := map[int]sim.Time{}
+	for i := range res {
+		r := &res[i]
+		c := f.from + i
+		if c >= len(f.rb.comms) || r.Start < f.start || r.Start >= end || r.Bottleneck < 0 {
+			continue
+		}
+		comm := f.rb.comms[c]
+		for x := 0; x < comm.Size(); x++ {
+			if comm.Host(x) == host {
+				charged[r.Bottleneck] += r.BottleneckTime
+				break
 			}
 		}
-		best, bt := -1, sim.Time(0)
-		for l, t := range charged {
-			if t > bt || (t == bt && l < best) {
-				best, bt = l, t
-			}
+	}
+	best, bt := -1, sim.Time(0)
+	for l, t := range charged {
+		if t > bt || (t == bt && l < best) {
+			best, bt = l, t
 		}
-		if best < 0 {
-			return ""
-		}
-		return name(best)
+	}
+	for len(f.names) <= k {
+		f.names = append(f.names, "")
+	}
+	if best >= 0 {
+		f.names[k] = f.name(best)
+	}
+	f.from, f.start = f.from+len(res), end
+	if ff := f.ff; ff != nil {
+		clear(ff.during)
 	}
 }
 
@@ -256,25 +273,13 @@ func flowLinkNamer(l topo.Topology, r *flowRouter, ff *flowFaults) func(int) str
 		if ff == nil || d < 0 || d >= ff.nDir {
 			return ""
 		}
-		k := d / 2
-		var s []string
-		switch {
-		case ff.down[k]:
-			s = append(s, "down")
-		case ff.black != nil && (ff.black[links[k].A.Node] || ff.black[links[k].B.Node]):
-			s = append(s, "through a blackholed switch")
-		default:
-			if ff.rate[k] < float64(links[k].Rate) {
-				s = append(s, "degraded to "+sim.Rate(ff.rate[k]).String())
-			}
-			if p := ff.lossP[d]; p > 0 {
-				s = append(s, fmt.Sprintf("loss %g", p))
-			}
-			if b := ff.berP[d]; b > 0 {
-				s = append(s, fmt.Sprintf("ber %g", b))
-			}
+		if st := ff.state(d); st != "" {
+			return st
 		}
-		return strings.Join(s, ", ")
+		if st := ff.during[int32(d)]; st != "" {
+			return st + " during the step"
+		}
+		return ""
 	}
 	port := func(d int) string {
 		k := d / 2
@@ -456,8 +461,8 @@ func restartCharge(cfg *training.Config, tr *training.Result) (restart, lost flo
 }
 
 // flowTrainingFaults is the fault report of a flow-level training run.
-func flowTrainingFaults(sc *scenario.Scenario, ff *flowFaults, trace *training.Trace, tr *training.Result, fc *flow.Collectives,
-	rb *recBackend, job *training.Job, layout topo.Topology, router *flowRouter) *TrainingFaults {
+func flowTrainingFaults(sc *scenario.Scenario, ff *flowFaults, trace *training.Trace, tr *training.Result, links *flowStepLinks,
+	layout topo.Topology, router *flowRouter) *TrainingFaults {
 	spans := stepSpans(trace)
 	end := spans[len(spans)-1].end
 	name := flowLinkNamer(layout, router, ff)
@@ -483,7 +488,12 @@ func flowTrainingFaults(sc *scenario.Scenario, ff *flowFaults, trace *training.T
 		extra = append(extra, timedNote{at: r.At, text: fmt.Sprintf("job restart (QPs gave up): charged %.0f s restart + %.0f s lost work", R, lost)})
 	}
 	finishTrainingFaults(tf, tr)
-	tf.Steps = annotateSteps(trace, ff.evs, labels(sc), extra, flowSlowest(trace, fc.Results(), rb.comms, job, name))
+	tf.Steps = annotateSteps(trace, ff.evs, labels(sc), extra, func(k int) string {
+		if k < len(links.names) {
+			return links.names[k]
+		}
+		return ""
+	})
 	return tf
 }
 

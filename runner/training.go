@@ -284,14 +284,27 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 	// finished (Run.Completed).
 	simSteps := min(max(cfg.SimSteps, 1), max(cfg.Steps, 1))
 	opts := training.RunOptions{Steps: simSteps, Exact: cfg.Exact, Stragglers: cfg.Stragglers, OnStep: res.stepFaults}
+	var jr *training.Run
+	var links *flowStepLinks
 	if ff != nil {
-		opts.OnStep = ff.stepStart
+		// Each step's slowest link is named as it ends, with the links' fault state then.
+		links = &flowStepLinks{fc: fc, rb: rb, job: job, name: flowLinkNamer(layout, router, ff), ff: ff}
+		opts.OnStep = func(now sim.Time, step int) {
+			if done := jr.Completed(); step > 0 && done != nil && len(done.Steps) >= step {
+				links.close(step-1, now, done.Steps[step-1].Slowest)
+			}
+			ff.stepStart(now, step)
+		}
 	}
-	jr, err := job.Start(s, backend, opts)
+	jr, err = job.Start(s, backend, opts)
 	if err != nil {
 		return &InputError{Err: err}
 	}
 	derr := s.Drain(sim.MaxTime)
+	if done := jr.Completed(); links != nil && done != nil && len(done.Steps) > len(links.names) {
+		k := len(done.Steps) - 1
+		links.close(k, s.Now(), done.Steps[k].Slowest)
+	}
 	trace, err := jr.Trace()
 	if err != nil && derr != nil {
 		err = derr
@@ -341,7 +354,7 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 	res.Summary.Training, res.Summary.Engine = tr, run.Engine
 	switch {
 	case ff != nil:
-		run.Faults = flowTrainingFaults(sc, ff, trace, tr, fc, rb, job, layout, router)
+		run.Faults = flowTrainingFaults(sc, ff, trace, tr, links, layout, router)
 	case eb != nil && len(res.Faults) > 0:
 		run.Faults = packetTrainingFaults(sc, res, trace, tr, qpErrAt, m, rn)
 	}
