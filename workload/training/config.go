@@ -254,7 +254,7 @@ func (c *Config) Evaluate(tr *Trace, env Env) (*Result, error) {
 		SlowestRank: st.Slowest, SlowestRankCoord: j.Placement.Coord(st.Slowest).String(),
 		SlowestWait: st.SlowestWait.String(), SlowestWaitUs: us(st.Ranks[st.Slowest][st.SlowestWait]),
 		IdealStepUs:     us(j.ideal()),
-		MFU:             j.StepFLOPs() / (st.Time.Seconds() * float64(j.World()) * j.GPU.flopsPerSec(j.Model.bytesPerElem()) / j.GPU.Efficiency),
+		MFU:             j.MFU(st.Time),
 		TokensPerS:      float64(j.Model.Tokens()) / st.Time.Seconds(),
 		PowerIntervalUs: us(interval), PowerMeanMW: pw.MeanMW, PowerMinMW: pw.MinMW, PowerMaxMW: pw.MaxMW,
 		PowerSwingMW: pw.SwingMW, SlewMWPerMs: pw.SlewMWPerMs, BatteryMJ: pw.BatteryMJ, BatteryMWh: pw.BatteryMWh,

@@ -102,11 +102,9 @@ func (j *Job) Start(s *sim.Sim, b Backend, opts RunOptions) (*Run, error) {
 	if opts.Steps < 1 || opts.Steps > 1<<20 {
 		return nil, errorf("sim_steps", "%d: want 1 to %d steps to simulate", opts.Steps, 1<<20)
 	}
-	r := &Run{j: j, s: s, b: b, opts: opts, simM: j.micro}
+	r := &Run{j: j, s: s, b: b, opts: opts}
 	P := j.Plan.PP
-	if !opts.Exact && j.micro > 2*P+3 {
-		r.simM, r.kc, r.rep = 2*P+2, P, j.micro-(2*P+2)
-	}
+	r.simM, r.kc, r.rep = j.reuse(opts.Exact)
 	r.progs = make([][]op, P)
 	for st := range r.progs {
 		r.progs[st] = j.program(st, r.simM)
@@ -150,19 +148,38 @@ func (j *Job) Start(s *sim.Sim, b Backend, opts RunOptions) (*Run, error) {
 			newStream(fmt.Sprintf("ep[tp=%d dp=%d-%d pp=%d]", c.TP, c.DP, c.DP+p.EP-1, c.PP), g, roleEP)
 		}
 	}
+	if p.CP > 1 && !j.cpInDomain {
+		for _, g := range pl.groups(func(x int) []int { return pl.Group(DimCP, x) }) {
+			c := pl.Coord(g[0])
+			newStream(fmt.Sprintf("cp[tp=%d dp=%d pp=%d]", c.TP, c.DP, c.PP), g, roleCP)
+		}
+	}
 	if P > 1 {
+		// Interleaved: the last stage's chunk c feeds chunk c+1 of stage 0 (the wrap).
+		hops := P - 1
+		if p.VirtualStages > 1 {
+			hops = P
+		}
 		for _, g := range pl.groups(func(x int) []int { return pl.Group(DimPP, x) }) {
 			c := pl.Coord(g[0])
-			for st := 0; st+1 < P; st++ {
-				newStream(fmt.Sprintf("pp.fwd[tp=%d dp=%d %d->%d]", c.TP, c.DP, st, st+1), []int{g[st], g[st+1]}, rolePPFwdOut, rolePPFwdIn)
-				newStream(fmt.Sprintf("pp.bwd[tp=%d dp=%d %d->%d]", c.TP, c.DP, st+1, st), []int{g[st+1], g[st]}, rolePPBwdOut, rolePPBwdIn)
+			at := fmt.Sprintf("tp=%d dp=%d", c.TP, c.DP)
+			if p.CP > 1 {
+				at = fmt.Sprintf("tp=%d cp=%d dp=%d", c.TP, c.CP, c.DP)
+			}
+			for st := 0; st < hops; st++ {
+				nx := (st + 1) % P
+				newStream(fmt.Sprintf("pp.fwd[%s %d->%d]", at, st, nx), []int{g[st], g[nx]}, rolePPFwdOut, rolePPFwdIn)
+				newStream(fmt.Sprintf("pp.bwd[%s %d->%d]", at, nx, st), []int{g[nx], g[st]}, rolePPBwdOut, rolePPBwdIn)
 			}
 		}
 	}
-	if p.DP > 1 {
-		for _, g := range pl.groups(func(x int) []int { return pl.Group(DimDP, x) }) {
+	if p.DP*p.CP > 1 {
+		for _, g := range pl.groups(j.gradGroup) {
 			c := pl.Coord(g[0])
 			newStream(fmt.Sprintf("dp[tp=%d pp=%d]", c.TP, c.PP), g, roleDP)
+			if j.stages[c.PP].zero3 {
+				newStream(fmt.Sprintf("dp.gather[tp=%d pp=%d]", c.TP, c.PP), g, roleDPAG)
+			}
 		}
 	}
 	if p.EP > 1 && p.DP/p.EP > 1 {

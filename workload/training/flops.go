@@ -122,3 +122,49 @@ func (m Model) StepFLOPs() FLOPCount {
 	t := float64(m.Tokens())
 	return FLOPCount{Matmul: 3 * t * c.Matmul, Attention: 3 * t * c.Attention}
 }
+
+// kvElemsPerToken returns the key and value elements one token carries into attention: 2 x
+// kv_heads x head_dim, or with latent attention the compressed latent plus the decoupled
+// rotary key (kv_lora_rank + rope_head_dim; DeepSeek-V2 §2.1).
+func (m Model) kvElemsPerToken() int64 {
+	if m.KVLoRARank > 0 {
+		return int64(m.KVLoRARank + m.RopeHeadDim)
+	}
+	return 2 * int64(m.KVHeads) * int64(m.HeadDim)
+}
+
+// attnMemBytes returns the HBM bytes the memory-bound operations of a layer's attention
+// block move per token on one of tp ranks in the forward: the input RMSNorm (read and write
+// h) and the residual add (read 2h, write h) on 1/tp of the tokens (sequence parallelism,
+// Korthikanti et al. 2023 §4.2.2), and the rotary embedding of the rank's queries and keys
+// (read and write). The backward moves about twice as much (Job). Elements of DType.
+func (m Model) attnMemBytes(tp int) float64 {
+	h, t := float64(m.Hidden), float64(tp)
+	qk := float64(m.Heads+m.KVHeads) * float64(m.HeadDim)
+	if m.KVLoRARank > 0 {
+		qk = float64(m.Heads)*float64(m.HeadDim+m.RopeHeadDim) + float64(m.KVLoRARank+m.RopeHeadDim)
+	}
+	return float64(m.bytesPerElem()) * (5*h/t + 2*qk/t)
+}
+
+// mlpMemBytes returns the same for layer i's MLP block: its RMSNorm and residual add, and
+// the activation (SwiGLU reads the gate and up projections and writes their product: 3 f /
+// tp elements; GELU reads and writes f / tp), f being the dense FFN or, for a MoE layer, the
+// top-k and shared experts' FFN a token passes through.
+func (m Model) mlpMemBytes(i, tp int) float64 {
+	h, t := float64(m.Hidden), float64(tp)
+	f := float64(m.FFN)
+	if m.moeLayer(i) {
+		f = float64(m.TopK+m.SharedExperts) * float64(m.ExpertFFN)
+	}
+	act := 3 * f
+	if m.MLP == "gelu" {
+		act = 2 * f
+	}
+	return float64(m.bytesPerElem()) * (5*h/t + act/t)
+}
+
+// lossBytes returns the HBM bytes per token of the loss on one of tp ranks: the vocabulary-
+// parallel softmax cross-entropy reads and writes V / tp logits in fp32 (Megatron's
+// vocab_parallel_cross_entropy), forward and backward each.
+func (m Model) lossBytes(tp int) float64 { return 2 * 4 * float64(m.Vocab) / float64(tp) }

@@ -1,8 +1,10 @@
 package training
 
 import (
+	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/lockstepsim/lockstep/sim"
 )
@@ -26,7 +28,7 @@ type op struct {
 	label int32
 }
 
-// cursor tracks gradient production into one stream's buckets during the last backward.
+// cursor tracks gradient production into one stream's buckets during a backward.
 type cursor struct {
 	role          role
 	specs, labels []int32
@@ -40,6 +42,7 @@ type progBuilder struct {
 	ops  []op
 	segs []seg
 	seq  [numRoles]int32
+	tags map[int32]int32 // itemPost tag -> seq, within the current pass
 }
 
 func (b *progBuilder) flush() {
@@ -68,15 +71,20 @@ func (b *progBuilder) wait(r role, s int32) {
 	b.ops = append(b.ops, op{kind: opWait, role: r, seq: s})
 }
 
+func (b *progBuilder) mark(k int) {
+	b.flush()
+	b.ops = append(b.ops, op{kind: opMark, arg: int32(k)})
+}
+
 func (b *progBuilder) postCursor(c *cursor) {
 	b.post(c.role, c.specs[c.next], c.labels[c.next])
 	c.next++
 	c.acc = 0
 }
 
-// pass emits one forward or backward pass. With cursors (the last microbatch's backward under
-// overlap), gradients accumulate into buckets as each item produces them, evenly over the
-// item's time, and each bucket is posted the moment it fills.
+// pass emits one forward, backward or W pass. With cursors (a backward whose gradients are
+// reduced as they appear), gradients accumulate into buckets as each item produces them,
+// evenly over the item's time, and each bucket is posted the moment it fills.
 func (b *progBuilder) pass(items []item, curs []*cursor) {
 	type event struct {
 		frac float64
@@ -84,10 +92,24 @@ func (b *progBuilder) pass(items []item, curs []*cursor) {
 		idx  int
 	}
 	var evs []event
+	clear(b.tags)
 	for _, it := range items {
-		if it.kind == itemColl {
+		switch it.kind {
+		case itemColl:
 			s := b.post(it.role, it.spec, it.label)
 			b.wait(it.role, s)
+			continue
+		case itemPost:
+			s := b.post(it.role, it.spec, it.label)
+			if it.tag >= 0 {
+				if b.tags == nil {
+					b.tags = map[int32]int32{}
+				}
+				b.tags[it.tag] = s
+			}
+			continue
+		case itemWait:
+			b.wait(it.role, b.tags[it.tag])
 			continue
 		}
 		if len(curs) == 0 || it.grad+it.egrad == 0 {
@@ -125,20 +147,107 @@ func (b *progBuilder) pass(items []item, curs []*cursor) {
 	}
 }
 
-// program returns stage s's program for one step of m microbatches, following Megatron-LM's
-// non-interleaved 1F1B schedule (forward_backward_pipelining_without_interleaving): warmup
-// forwards, steady one-forward-one-backward iterations with batched blocking send/recv pairs
-// (send_forward_recv_backward, send_backward_recv_forward), cooldown backwards; then the
-// gradient reduction, the optimizer and, with ZeRO, the parameter all-gather.
+// grads hands out the gradient cursors of a stage's backward passes: for ZeRO 0 and 1 the
+// last microbatch's (gradients accumulate locally until then), for ZeRO 2 every
+// microbatch's (only a shard is kept); none under ZeRO 3 (the passes reduce-scatter each
+// unit themselves). Without overlap, buckets are posted after the microbatch's last
+// gradient pass instead of as they fill.
+type grads struct {
+	st      *stage
+	zero    ZeROStage
+	overlap bool
+	m       int
+	curs    map[int][2]*cursor
+}
+
+// of returns the cursors of microbatch i (nil when its gradients are not reduced or not
+// overlapped).
+func (g *grads) of(i int) []*cursor {
+	c, ok := g.get(i)
+	if !ok || !g.overlap {
+		return nil
+	}
+	return c[:]
+}
+
+func (g *grads) get(i int) ([2]*cursor, bool) {
+	if g.zero == 3 || (g.zero < 2 && i != g.m-1) {
+		return [2]*cursor{}, false
+	}
+	c, ok := g.curs[i]
+	if !ok {
+		c = [2]*cursor{{role: roleDP, specs: g.st.dpSpecs, labels: g.st.dpLabels}, {role: roleEDP, specs: g.st.edpSpecs, labels: g.st.edpLabels}}
+		if g.curs == nil {
+			g.curs = map[int][2]*cursor{}
+		}
+		g.curs[i] = c
+	}
+	return c, true
+}
+
+// done posts what microbatch i's gradient cursors have not posted (its last gradient pass
+// has run).
+func (g *grads) done(b *progBuilder, i int) {
+	c, ok := g.get(i)
+	if !ok {
+		return
+	}
+	for _, x := range c {
+		for x.next < len(x.specs) {
+			b.postCursor(x)
+		}
+	}
+}
+
+// tail emits the end of a step after the pipeline: wait for the gradient reductions (every
+// call posted on the DP and expert-DP streams), the optimizer step, the ZeRO 1-2 parameter
+// all-gather, and the step barrier.
+func (b *progBuilder) tail(st *stage) {
+	for _, r := range []role{roleDP, roleEDP, roleDPAG} {
+		for k := int32(0); k < b.seq[r]; k++ {
+			b.wait(r, k)
+		}
+	}
+	b.seg(seg{st.optimizer, CatCompute})
+	if len(st.agSpecs) > 0 || len(st.eagSpecs) > 0 {
+		var ws [][2]int32
+		for k := range st.agSpecs {
+			ws = append(ws, [2]int32{int32(roleDP), b.post(roleDP, st.agSpecs[k], st.agLabels[k])})
+		}
+		for k := range st.eagSpecs {
+			ws = append(ws, [2]int32{int32(roleEDP), b.post(roleEDP, st.eagSpecs[k], st.eagLabels[k])})
+		}
+		for _, w := range ws {
+			b.wait(role(w[0]), w[1])
+		}
+	}
+	b.flush()
+	b.ops = append(b.ops, op{kind: opBarrier})
+}
+
+// program returns stage s's program for one step of m microbatches under the plan's
+// schedule: program1F1B for 1f1b, programAsync for interleaved and zb-h1.
 func (j *Job) program(s, m int) []op {
+	if j.Plan.Schedule == Schedule1F1B {
+		return j.program1F1B(s, m)
+	}
+	return j.programAsync(s, m)
+}
+
+// program1F1B returns stage s's program following Megatron-LM's non-interleaved 1F1B
+// schedule (forward_backward_pipelining_without_interleaving): warmup forwards, steady
+// one-forward-one-backward iterations with batched blocking send/recv pairs
+// (send_forward_recv_backward, send_backward_recv_forward), cooldown backwards; then the
+// gradient reduction, the optimizer and, with ZeRO 1-2, the parameter all-gather.
+func (j *Job) program1F1B(s, m int) []op {
 	b := &progBuilder{j: j}
 	P := j.Plan.PP
 	st := &j.stages[s]
+	ch := &st.chunks[0]
 	first, last := s == 0, s == P-1
 	w := min(P-s-1, m)
 	rem := m - w
-	dp := &cursor{role: roleDP, specs: st.dpSpecs, labels: st.dpLabels}
-	edp := &cursor{role: roleEDP, specs: st.edpSpecs, labels: st.edpLabels}
+	gr := &grads{st: st, zero: j.Plan.ZeRO, overlap: j.Options.Overlap, m: m}
 	recvFwd := func() {
 		if !first {
 			b.wait(rolePPFwdIn, b.post(rolePPFwdIn, j.actSpec, -1))
@@ -160,24 +269,20 @@ func (j *Job) program(s, m int) []op {
 		}
 	}
 	backward := func(i int) {
-		if i == m-1 && j.Options.Overlap {
-			b.pass(st.bwd, []*cursor{dp, edp})
-			return
-		}
-		b.pass(st.bwd, nil)
+		b.pass(ch.bwd, gr.of(i))
+		gr.done(b, i)
 	}
 	for i := 0; i < w; i++ {
 		recvFwd()
-		b.pass(st.fwd, nil)
+		b.pass(ch.fwd, nil)
 		sendFwd()
 	}
 	if rem > 0 {
 		recvFwd()
 	}
 	for k := 0; k < rem; k++ {
-		b.flush()
-		b.ops = append(b.ops, op{kind: opMark, arg: int32(k)})
-		b.pass(st.fwd, nil)
+		b.mark(k)
+		b.pass(ch.fwd, nil)
 		if !last { // send_forward_recv_backward
 			a := b.post(rolePPFwdOut, j.actSpec, -1)
 			c := b.post(rolePPBwdIn, j.actSpec, -1)
@@ -195,39 +300,227 @@ func (j *Job) program(s, m int) []op {
 			b.wait(rolePPFwdIn, c)
 		}
 	}
-	b.flush()
-	b.ops = append(b.ops, op{kind: opMark, arg: int32(rem)})
+	b.mark(rem)
 	for i := 0; i < w; i++ {
 		recvBwd()
 		backward(rem + i)
 		sendBwd()
 	}
-	for dp.next < len(dp.specs) {
-		b.postCursor(dp)
-	}
-	for edp.next < len(edp.specs) {
-		b.postCursor(edp)
-	}
-	for k := range st.dpSpecs {
-		b.wait(roleDP, int32(k))
-	}
-	for k := range st.edpSpecs {
-		b.wait(roleEDP, int32(k))
-	}
-	b.seg(seg{st.optimizer, CatCompute})
-	if len(st.agSpecs) > 0 || len(st.eagSpecs) > 0 {
-		var ws [][2]int32
-		for k := range st.agSpecs {
-			ws = append(ws, [2]int32{int32(roleDP), b.post(roleDP, st.agSpecs[k], st.agLabels[k])})
-		}
-		for k := range st.eagSpecs {
-			ws = append(ws, [2]int32{int32(roleEDP), b.post(roleEDP, st.eagSpecs[k], st.eagLabels[k])})
-		}
-		for _, w := range ws {
-			b.wait(role(w[0]), w[1])
-		}
-	}
-	b.flush()
-	b.ops = append(b.ops, op{kind: opBarrier})
+	b.tail(st)
 	return b.ops
+}
+
+// Pass kinds of a schedule.
+const (
+	passF = iota // forward
+	passB        // backward (input gradient; with the weight gradient unless zb-h1)
+	passW        // zb-h1: weight gradient
+)
+
+// schedOp is one pass of a schedule on a stage: kind, model chunk, microbatch.
+type schedOp struct {
+	kind, c, i int
+}
+
+// schedule returns stage s's passes for one step of m microbatches under the plan's
+// schedule, in order, and the index of the first pass of each steady-state round (the
+// rounds marked for extrapolation; see Job.reuse).
+//
+// interleaved (Narayanan et al., SC'21 §2.2.2, Megatron-Core's
+// forward_backward_pipelining_with_interleaving): the forwards run groups of N = pp
+// microbatches through chunk 0, then the same group through chunk 1, ... chunk V-1, then
+// the next group (a last group of m mod pp microbatches runs the same way: Llama 3's
+// flexible N, Dubey et al. 2024 §3.3.2); the backwards run in the same order with the
+// chunks reversed. Stage s runs min(2(pp-s-1) + (V-1) N, mV) warmup forwards, then pairs of
+// one forward and one backward (the steady rounds), then the remaining backwards.
+//
+// zb-h1 (Qi et al., ICLR 2024, §3.1): pass x of stage s is (F_x, B_(x-(pp-1-s)),
+// W_(x-(pp-1))) for x = 0 ... m+pp-2, each part skipped when its microbatch is outside 0 ...
+// m-1: pp-1-s lone forwards, s forward-backward pairs, steady triples, pp-1-s
+// backward-W pairs and s lone Ws; the W of a microbatch lags its B by s passes, filling the
+// drain bubble, and stage 0 still holds pp microbatches' activations as under 1F1B.
+func (j *Job) schedule(s, m int) (ops []schedOp, rounds []int) {
+	P, V := j.Plan.PP, j.Plan.VirtualStages
+	if j.Plan.Schedule == ScheduleZBH1 {
+		for x := 0; x <= m+P-2; x++ {
+			if x >= P-1 && x <= m { // steady rounds x < m, and the end of the last
+				rounds = append(rounds, len(ops))
+			}
+			if x < m {
+				ops = append(ops, schedOp{passF, 0, x})
+			}
+			if y := x - (P - 1 - s); y >= 0 && y < m {
+				ops = append(ops, schedOp{passB, 0, y})
+			}
+			if y := x - (P - 1); y >= 0 && y < m {
+				ops = append(ops, schedOp{passW, 0, y})
+			}
+		}
+		return ops, rounds
+	}
+	N := P
+	var fseq, bseq []schedOp
+	for g := 0; g*N < m; g++ {
+		n := min(N, m-g*N)
+		for c := 0; c < V; c++ {
+			for i := 0; i < n; i++ {
+				fseq = append(fseq, schedOp{passF, c, g*N + i})
+				bseq = append(bseq, schedOp{passB, V - 1 - c, g*N + i})
+			}
+		}
+	}
+	T := len(fseq)
+	w := min(2*(P-s-1)+(V-1)*N, T)
+	ops = append(ops, fseq[:w]...)
+	for k := 0; k < T-w; k++ {
+		rounds = append(rounds, len(ops))
+		ops = append(ops, fseq[w+k], bseq[k])
+	}
+	rounds = append(rounds, len(ops))
+	ops = append(ops, bseq[T-w:]...)
+	return ops, rounds
+}
+
+// programAsync returns stage s's program for the interleaved and zb-h1 schedules with
+// asynchronous point-to-point communication (Llama 3, Dubey et al. 2024 §3.3.2; Megatron-Core's
+// overlap_p2p_comm): a stage posts each send as soon as its pass has produced the tensor and
+// never waits for it, and keeps one receive posted ahead on each incoming stream (the next
+// one is posted as soon as the previous is consumed), waiting for it only when the pass
+// needs its input. Chunk c of stage pp-1 sends its activations to chunk c+1 of stage 0 and
+// receives its gradients from there (the wrap of the interleaved pipeline). Then the
+// gradient reduction, the optimizer and the ZeRO 1-2 parameter all-gather.
+func (j *Job) programAsync(s, m int) []op {
+	b := &progBuilder{j: j}
+	P, V := j.Plan.PP, j.Plan.VirtualStages
+	st := &j.stages[s]
+	sched, rounds := j.schedule(s, m)
+	gr := &grads{st: st, zero: j.Plan.ZeRO, overlap: j.Options.Overlap, m: m}
+	recvsF, recvsB := 0, 0
+	for _, o := range sched {
+		switch {
+		case o.kind == passF && !(s == 0 && o.c == 0):
+			recvsF++
+		case o.kind == passB && !(s == P-1 && o.c == V-1):
+			recvsB++
+		}
+	}
+	// Posted receives not yet waited for, per incoming role.
+	var pending [numRoles]int32
+	left := map[role]int{rolePPFwdIn: recvsF, rolePPBwdIn: recvsB}
+	prefetch := func(r role) {
+		if left[r] > 0 {
+			left[r]--
+			pending[r] = b.post(r, j.actSpec, -1)
+		}
+	}
+	recv := func(r role) {
+		b.wait(r, pending[r])
+		prefetch(r)
+	}
+	prefetch(rolePPFwdIn)
+	prefetch(rolePPBwdIn)
+	// The pass after which each microbatch's gradients are complete: its last gradient pass
+	// (chunk 0's B, or W under zb-h1).
+	gradKind := passB
+	if j.Plan.Schedule == ScheduleZBH1 {
+		gradKind = passW
+	}
+	every := j.markEvery()
+	ri := 0
+	for k, o := range sched {
+		if ri < len(rounds) && rounds[ri] == k {
+			if ri%every == 0 {
+				b.mark(ri / every)
+			}
+			ri++
+		}
+		ch := &st.chunks[o.c]
+		switch o.kind {
+		case passF:
+			if !(s == 0 && o.c == 0) {
+				recv(rolePPFwdIn)
+			}
+			b.pass(ch.fwd, nil)
+			if !(s == P-1 && o.c == V-1) {
+				b.post(rolePPFwdOut, j.actSpec, -1)
+			}
+		case passB:
+			if !(s == P-1 && o.c == V-1) {
+				recv(rolePPBwdIn)
+			}
+			var curs []*cursor
+			if gradKind == passB {
+				curs = gr.of(o.i)
+			}
+			b.pass(ch.bwd, curs)
+			if !(s == 0 && o.c == 0) {
+				b.post(rolePPBwdOut, j.actSpec, -1)
+			}
+		case passW:
+			b.pass(ch.wgt, gr.of(o.i))
+		}
+		if o.kind == gradKind && o.c == 0 {
+			gr.done(b, o.i)
+		}
+	}
+	for ; ri < len(rounds); ri++ {
+		if ri%every == 0 {
+			b.mark(ri / every)
+		}
+	}
+	b.tail(st)
+	return b.ops
+}
+
+// markEvery returns the steady rounds per marked window: 1 for 1f1b and zb-h1 (every round
+// does the same work), pp x V for interleaved (the chunks a round runs cycle with that
+// period: a window is pp microbatches through every chunk).
+func (j *Job) markEvery() int {
+	if j.Plan.Schedule == ScheduleInterleaved {
+		return j.Plan.PP * j.Plan.VirtualStages
+	}
+	return 1
+}
+
+// reuse returns how Run simulates a step: the microbatches simulated, the steady window kc
+// (in marks) whose copies stand for the rest, and how many extra copies (see Trace). exact,
+// or a step too short for a steady state, simulates every microbatch.
+//
+// 1f1b and zb-h1: m > 2pp+3 simulates 2pp+2 and repeats round pp m-(2pp+2) times.
+// interleaved: a window is pp x V steady rounds (pp microbatches through every chunk); the
+// fewest m' microbatches with m' = m mod pp that give stage 0 (the most warmup) three
+// windows after the first are simulated, and window 1 is repeated (m - m') / pp times.
+func (j *Job) reuse(exact bool) (simM, kc, rep int) {
+	m, P, V := j.micro, j.Plan.PP, j.Plan.VirtualStages
+	if exact || P == 1 {
+		return m, 0, 0
+	}
+	if j.Plan.Schedule != ScheduleInterleaved {
+		if m > 2*P+3 {
+			return 2*P + 2, P, m - (2*P + 2)
+		}
+		return m, 0, 0
+	}
+	N, R := P, P*V
+	warm := 2*(P-1) + (V-1)*N
+	mm := m % N
+	for mm*V-warm < 3*R {
+		mm += N
+	}
+	if mm >= m {
+		return m, 0, 0
+	}
+	return mm, 1, (m - mm) / N
+}
+
+// chunkSig describes a chunk's passes (kinds, roles, specs, durations) for comparing chunks.
+func chunkSig(ch *chunk) string {
+	var b strings.Builder
+	for _, list := range [][]item{ch.fwd, ch.bwd, ch.wgt} {
+		for _, it := range list {
+			fmt.Fprintf(&b, "%d:%d:%d:%d:%d,", it.kind, it.role, it.spec, it.seg.dur, it.seg.cat)
+		}
+		b.WriteByte('|')
+	}
+	return b.String()
 }
