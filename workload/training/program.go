@@ -472,12 +472,18 @@ func (j *Job) programAsync(s, m int) []op {
 	return b.ops
 }
 
-// markEvery returns the steady rounds per marked window: 1 for 1f1b and zb-h1 (every round
-// does the same work), pp x V for interleaved (the chunks a round runs cycle with that
-// period: a window is pp microbatches through every chunk).
+// markEvery returns the steady rounds per marked window: 1 for 1f1b (every round does the
+// same work and, with blocking send/recv, takes the same time), pp for zb-h1 and pp x V for
+// interleaved. With asynchronous sends a stage may run ahead of its neighbours, and when the
+// pipeline transfers take a good part of a round the rounds settle into a cycle of pp rounds
+// rather than one (the interleaved chunks cycle with period pp x V anyway): a window is pp
+// microbatches' worth of rounds.
 func (j *Job) markEvery() int {
-	if j.Plan.Schedule == ScheduleInterleaved {
+	switch j.Plan.Schedule {
+	case ScheduleInterleaved:
 		return j.Plan.PP * j.Plan.VirtualStages
+	case ScheduleZBH1:
+		return j.Plan.PP
 	}
 	return 1
 }
@@ -486,31 +492,37 @@ func (j *Job) markEvery() int {
 // (in marks) whose copies stand for the rest, and how many extra copies (see Trace). exact,
 // or a step too short for a steady state, simulates every microbatch.
 //
-// 1f1b and zb-h1: m > 2pp+3 simulates 2pp+2 and repeats round pp m-(2pp+2) times.
-// interleaved: a window is pp x V steady rounds (pp microbatches through every chunk); the
-// fewest m' microbatches with m' = m mod pp that give stage 0 (the most warmup) three
-// windows after the first are simulated, and window 1 is repeated (m - m') / pp times.
+// 1f1b: m > 2pp+3 simulates 2pp+2 and repeats round pp m-(2pp+2) times. zb-h1 and
+// interleaved: windows of markEvery rounds, each pp microbatches' worth; the fewest m'
+// microbatches with m' = m mod pp whose steady rounds on stage 0 (the fewest: it has the
+// most warmup) fill four windows are simulated, and window 2 (past the start-up transient)
+// is repeated (m - m') / pp times.
 func (j *Job) reuse(exact bool) (simM, kc, rep int) {
 	m, P, V := j.micro, j.Plan.PP, j.Plan.VirtualStages
 	if exact || P == 1 {
 		return m, 0, 0
 	}
-	if j.Plan.Schedule != ScheduleInterleaved {
+	var steady func(mm int) int // steady rounds of stage 0 with mm microbatches
+	switch j.Plan.Schedule {
+	case Schedule1F1B:
 		if m > 2*P+3 {
 			return 2*P + 2, P, m - (2*P + 2)
 		}
 		return m, 0, 0
+	case ScheduleZBH1:
+		steady = func(mm int) int { return mm - P + 1 }
+	default:
+		steady = func(mm int) int { return mm*V - (2*(P-1) + (V-1)*P) }
 	}
-	N, R := P, P*V
-	warm := 2*(P-1) + (V-1)*N
-	mm := m % N
-	for mm*V-warm < 3*R {
-		mm += N
+	const window = 2
+	mm := m % P
+	for steady(mm) < (window+2)*j.markEvery() {
+		mm += P
 	}
 	if mm >= m {
 		return m, 0, 0
 	}
-	return mm, 1, (m - mm) / N
+	return mm, window, (m - mm) / P
 }
 
 // chunkSig describes a chunk's passes (kinds, roles, specs, durations) for comparing chunks.
