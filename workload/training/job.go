@@ -212,6 +212,7 @@ type Job struct {
 	labels     []string
 	patterns   []pattern
 	patIdx     map[string]int32
+	warm       map[int][]int // interleaved warmups per microbatch count (Job.warmups)
 }
 
 // OptimizerBytesPerParam is the HBM traffic of one Adam update per parameter with

@@ -1,10 +1,9 @@
 package training
 
 import (
-	"fmt"
 	"math"
+	"slices"
 	"sort"
-	"strings"
 
 	"github.com/lockstepsim/lockstep/sim"
 )
@@ -358,8 +357,24 @@ func (j *Job) schedule(s, m int) (ops []schedOp, rounds []int) {
 		}
 		return ops, rounds
 	}
+	fseq, bseq := interleavedOrder(P, V, m)
+	T := len(fseq)
+	w := j.warmups(m)[s]
+	ops = append(ops, fseq[:w]...)
+	for k := 0; k < T-w; k++ {
+		rounds = append(rounds, len(ops))
+		ops = append(ops, fseq[w+k], bseq[k])
+	}
+	rounds = append(rounds, len(ops))
+	ops = append(ops, bseq[T-w:]...)
+	return ops, rounds
+}
+
+// interleavedOrder returns the order of the interleaved schedule's forwards and backwards
+// (the same on every stage): groups of pp microbatches through chunk 0, 1, ... V-1 (the
+// backwards: V-1 ... 0), a last group of m mod pp the same way.
+func interleavedOrder(P, V, m int) (fseq, bseq []schedOp) {
 	N := P
-	var fseq, bseq []schedOp
 	for g := 0; g*N < m; g++ {
 		n := min(N, m-g*N)
 		for c := 0; c < V; c++ {
@@ -369,16 +384,93 @@ func (j *Job) schedule(s, m int) (ops []schedOp, rounds []int) {
 			}
 		}
 	}
+	return fseq, bseq
+}
+
+// interleavedWarmups returns each stage's warmup forwards under the interleaved schedule:
+// Megatron-Core's min(2(pp-s-1) + (V-1) pp, mV), which is deadlock-free when pp divides m.
+// With a last group of fewer microbatches the stages can then wait on each other (a stage's
+// backward needs the next virtual stage's, which sits behind a forward that needs this
+// stage's); the warmup of every stage found blocked on a backward is then lengthened by one
+// until the schedule runs through (a dry run of the dependencies alone), the least extra
+// activation memory that makes the flexible group work (Llama 3 lets the group size be set
+// freely but does not publish its schedule, Dubey et al. 2024 §3.3.2).
+func interleavedWarmups(P, V, m int) []int {
+	fseq, bseq := interleavedOrder(P, V, m)
 	T := len(fseq)
-	w := min(2*(P-s-1)+(V-1)*N, T)
-	ops = append(ops, fseq[:w]...)
-	for k := 0; k < T-w; k++ {
-		rounds = append(rounds, len(ops))
-		ops = append(ops, fseq[w+k], bseq[k])
+	w := make([]int, P)
+	for s := range w {
+		w[s] = min(2*(P-s-1)+(V-1)*P, T)
 	}
-	rounds = append(rounds, len(ops))
-	ops = append(ops, bseq[T-w:]...)
-	return ops, rounds
+	if m%P == 0 {
+		return w
+	}
+	type key struct{ kind, c, i, s int }
+	for {
+		progs := make([][]schedOp, P)
+		for s := range progs {
+			progs[s] = append(progs[s], fseq[:w[s]]...)
+			for k := 0; k < T-w[s]; k++ {
+				progs[s] = append(progs[s], fseq[w[s]+k], bseq[k])
+			}
+			progs[s] = append(progs[s], bseq[T-w[s]:]...)
+		}
+		done := map[key]bool{}
+		pc := make([]int, P)
+		for moved := true; moved; {
+			moved = false
+			for s := 0; s < P; s++ {
+				for pc[s] < len(progs[s]) {
+					o := progs[s][pc[s]]
+					var dep key
+					ok := true
+					switch {
+					case o.kind == passF && s > 0:
+						dep = key{passF, o.c, o.i, s - 1}
+					case o.kind == passF && o.c > 0:
+						dep = key{passF, o.c - 1, o.i, P - 1}
+					case o.kind == passF:
+						ok = false // the first virtual stage: no input
+					case s < P-1:
+						dep = key{passB, o.c, o.i, s + 1}
+					case o.c < V-1:
+						dep = key{passB, o.c + 1, o.i, 0}
+					default:
+						dep = key{passF, V - 1, o.i, P - 1}
+					}
+					if ok && !done[dep] {
+						break
+					}
+					done[key{o.kind, o.c, o.i, s}] = true
+					pc[s]++
+					moved = true
+				}
+			}
+		}
+		stuck := false
+		for s := range pc {
+			if pc[s] < len(progs[s]) && progs[s][pc[s]].kind == passB && w[s] < T {
+				w[s]++
+				stuck = true
+			}
+		}
+		if !stuck {
+			return w
+		}
+	}
+}
+
+// warmups returns interleavedWarmups for the job's pipeline and m microbatches, cached.
+func (j *Job) warmups(m int) []int {
+	if w, ok := j.warm[m]; ok {
+		return w
+	}
+	if j.warm == nil {
+		j.warm = map[int][]int{}
+	}
+	w := interleavedWarmups(j.Plan.PP, j.Plan.VirtualStages, m)
+	j.warm[m] = w
+	return w
 }
 
 // programAsync returns stage s's program for the interleaved and zb-h1 schedules with
@@ -512,7 +604,7 @@ func (j *Job) reuse(exact bool) (simM, kc, rep int) {
 	case ScheduleZBH1:
 		steady = func(mm int) int { return mm - P + 1 }
 	default:
-		steady = func(mm int) int { return mm*V - (2*(P-1) + (V-1)*P) }
+		steady = func(mm int) int { return mm*V - slices.Max(j.warmups(mm)) }
 	}
 	const window = 2
 	mm := m % P
@@ -523,16 +615,4 @@ func (j *Job) reuse(exact bool) (simM, kc, rep int) {
 		return m, 0, 0
 	}
 	return mm, window, (m - mm) / P
-}
-
-// chunkSig describes a chunk's passes (kinds, roles, specs, durations) for comparing chunks.
-func chunkSig(ch *chunk) string {
-	var b strings.Builder
-	for _, list := range [][]item{ch.fwd, ch.bwd, ch.wgt} {
-		for _, it := range list {
-			fmt.Fprintf(&b, "%d:%d:%d:%d:%d,", it.kind, it.role, it.spec, it.seg.dur, it.seg.cat)
-		}
-		b.WriteByte('|')
-	}
-	return b.String()
 }
