@@ -216,7 +216,7 @@ func TestWatchdog(t *testing.T) {
 	for _, want := range []string{
 		"training: step 0 did not finish",
 		"4 of 4 ranks have not reached the step barrier",
-		"rank 0 (tp=0 dp=0 pp=0, host 0): waits for pp.fwd[tp=0 dp=0 0->1] call #0 activations (send_recv 2MiB), launched at 312.677092us, not done",
+		"rank 0 (tp=0 dp=0 pp=0, host 0): waits for pp.fwd[tp=0 dp=0 0->1] call #0 activations (send_recv 2MiB), launched at 484.576184us, not done",
 		"rank 2 (tp=0 dp=0 pp=1, host 2): waits for pp.fwd[tp=0 dp=0 0->1] call #0",
 	} {
 		if !strings.Contains(err.Error(), want) {

@@ -442,6 +442,16 @@ func (j *Job) buildStages() error {
 		}
 		return bytesPerToken * tokens * float64(p.TP) / g.memBytesPerSec()
 	}
+	// accum is the time to read and write gradient bytes of the gradient buffer (grad_dtype):
+	// weight-gradient GEMMs accumulate into it over the microbatches (Megatron's fp32
+	// main_grad with gradient_accumulation_fusion; Llama 3 accumulates in fp32, Dubey et al.
+	// 2024 §3.3.2). Not charged in the flat model.
+	accum := func(gradBytes int64) float64 {
+		if flat {
+			return 0
+		}
+		return 2 * float64(gradBytes) / g.memBytesPerSec()
+	}
 	memAttn, memMLP := m.attnMemBytes(p.TP), func(i int) float64 { return m.mlpMemBytes(i, p.TP) }
 	phase := func(w float64, cat Category) item { return item{kind: itemSeg, seg: seg{sim.FromSeconds(w), cat}} }
 	tpItem := func(what string, layer int) item {
@@ -577,7 +587,9 @@ func (j *Job) buildStages() error {
 		if full {
 			b = append(b, layerFwd(i)...)
 		}
-		wMLP, wAttn := gemm(mlpGEMM(i)), gemm(attnGEMM) // weight-gradient GEMMs = one forward's
+		// Weight-gradient GEMMs (one forward's FLOPs each), accumulating into the gradient
+		// buffer: read and write it every microbatch.
+		wMLP, wAttn := gemm(mlpGEMM(i))+accum(dgMLP+egMLP), gemm(attnGEMM)+accum(dgAttn)
 		add(&b, tpItem("mlp.bwd", i))
 		if moe {
 			b = append(b, epItem("combine.bwd", i))
@@ -728,7 +740,7 @@ func (j *Job) buildStages() error {
 				var w []item
 				if u.head {
 					lmGrad := par.LMHead / tp * gb
-					hb, hw := gemm(m.headForward())+mem(m.lossBytes(p.TP)), gemm(m.headForward())
+					hb, hw := gemm(m.headForward())+mem(m.lossBytes(p.TP)), gemm(m.headForward())+accum(lmGrad)
 					if zb {
 						add(&ch.bwd, phase(hb, CatCompute))
 						add(&w, item{kind: itemSeg, seg: seg{sim.FromSeconds(hw), CatCompute}, grad: lmGrad})
