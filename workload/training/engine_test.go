@@ -131,9 +131,12 @@ func TestExtrapolationMatchesExact(t *testing.T) {
 	t.Logf("analytic: step %v (exact identical); ideal: mean over %d seeds %v extrapolated, %v exact", a.Time, seeds, sf/seeds, se/seeds)
 }
 
-// job70B is the 1,024-GPU Llama-3-70B job (TP 8, PP 4, DP 32, 16 microbatches).
+// job70B is the 1,024-GPU Llama-3-70B job (TP 8, PP 4, DP 32, 16 microbatches, 1F1B, bf16
+// gradients).
 func job70B(t testing.TB, overlap bool) *Job {
-	return newJob(t, mustModel(t, "llama3-70b"), mustGPU(t, "h100"), Plan{TP: 8, PP: 4, Schedule: Schedule1F1B}, 1024, Options{Overlap: overlap})
+	m := mustModel(t, "llama3-70b")
+	m.GradDType = "bf16"
+	return newJob(t, m, mustGPU(t, "h100"), Plan{TP: 8, PP: 4, Schedule: Schedule1F1B}, 1024, Options{Overlap: overlap})
 }
 
 // TestOverlapAndRate: overlapping the gradient all-reduce with the last backward lowers the
