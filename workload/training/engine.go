@@ -2,6 +2,7 @@ package training
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/lockstepsim/lockstep/sim"
@@ -423,7 +424,7 @@ func (r *Run) tryLaunch(now sim.Time, si int32) {
 		return
 	}
 	c.launched, c.launchAt = true, now
-	name := fmt.Sprintf("%s %s #%d step %d", st.name, r.labelOf(c.label), seq, r.step)
+	name := st.name + " " + r.labelOf(c.label) + " #" + strconv.Itoa(int(seq)) + " step " + strconv.Itoa(r.step) // (no fmt: one launch per collective)
 	if err := r.b.Launch(now, r.j.specs[c.spec], st.comm, name, func(t sim.Time) { r.callDone(t, si, seq) }); err != nil {
 		r.fail(err)
 	}

@@ -77,9 +77,9 @@ const DefaultEfficiency = 0.5
 // Per-operation defaults, for a GPU (without a preset) that gives neither Efficiency nor the
 // per-operation field: the H100 preset's values (sources in presets.yaml).
 const (
-	DefaultGEMMEfficiency      = 0.70
-	DefaultAttentionEfficiency = 0.50
-	DefaultMemoryEfficiency    = 0.85
+	DefaultGEMMEfficiency      = 0.60
+	DefaultAttentionEfficiency = 0.35
+	DefaultMemoryEfficiency    = 0.90
 )
 
 // GPUPresets returns the names of the embedded GPU presets, sorted: b200, gb200, h100.
