@@ -77,6 +77,7 @@ type Run struct {
 	kCompute sim.Kind
 	kStart   sim.Kind
 	progs    [][]op
+	spanCap  []int // per stage: spans a step's timeline holds at most (one per compute op, two per wait)
 	ranks    []rankState
 	streams  []stream
 	simM     int // microbatches simulated per step
@@ -109,6 +110,16 @@ func (j *Job) Start(s *sim.Sim, b Backend, opts RunOptions) (*Run, error) {
 	r.progs = make([][]op, P)
 	for st := range r.progs {
 		r.progs[st] = j.program(st, r.simM)
+		n := 0
+		for _, o := range r.progs[st] {
+			switch o.kind {
+			case opCompute:
+				n++
+			case opWait:
+				n += 2
+			}
+		}
+		r.spanCap = append(r.spanCap, n)
 	}
 	pl := j.Placement
 	r.ranks = make([]rankState, pl.World)
@@ -340,7 +351,7 @@ func (r *Run) onStart(now sim.Time, _ int32, _ uint64) {
 	for i := range r.ranks {
 		rs := &r.ranks[i]
 		rs.pc, rs.atBarrier = 0, false
-		rs.spans, rs.marks = nil, rs.marks[:0]
+		rs.spans, rs.marks = make([]span, 0, r.spanCap[rs.stage]), rs.marks[:0]
 	}
 	for i := range r.ranks {
 		r.advance(now, int32(i))

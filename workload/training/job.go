@@ -904,9 +904,12 @@ func (j *Job) Summary() string {
 		if len(in.ChunkLayers) > 1 {
 			var cs []string
 			for c, n := range in.ChunkLayers {
-				if n == 0 {
+				switch n {
+				case 0:
 					cs = append(cs, "-")
-				} else {
+				case 1:
+					cs = append(cs, fmt.Sprint(in.ChunkFirst[c]))
+				default:
 					cs = append(cs, fmt.Sprintf("%d-%d", in.ChunkFirst[c], in.ChunkFirst[c]+n-1))
 				}
 			}
