@@ -582,7 +582,8 @@ func (j *Job) markEvery() int {
 
 // reuse returns how Run simulates a step: the microbatches simulated, the steady window kc
 // (in marks) whose copies stand for the rest, and how many extra copies (see Trace). exact,
-// or a step too short for a steady state, simulates every microbatch.
+// a step too short for a steady state, or ZeRO 2-3 (data-parallel traffic every
+// microbatch), simulates every microbatch.
 //
 // 1f1b: m > 2pp+3 simulates 2pp+2 and repeats round pp m-(2pp+2) times. zb-h1 and
 // interleaved: windows of markEvery rounds, each pp microbatches' worth; the fewest m'
@@ -591,7 +592,9 @@ func (j *Job) markEvery() int {
 // is repeated (m - m') / pp times.
 func (j *Job) reuse(exact bool) (simM, kc, rep int) {
 	m, P, V := j.micro, j.Plan.PP, j.Plan.VirtualStages
-	if exact || P == 1 {
+	if exact || P == 1 || j.Plan.ZeRO >= 2 {
+		// ZeRO 2 and 3 reduce (and gather) every microbatch: the repeated rounds would leave
+		// the copies' data-parallel traffic out of the simulated step.
 		return m, 0, 0
 	}
 	var steady func(mm int) int // steady rounds of stage 0 with mm microbatches
