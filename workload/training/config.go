@@ -158,6 +158,7 @@ type Result struct {
 	PP                    int      `json:"pp"`                        // pipeline stages
 	DP                    int      `json:"dp"`                        // data-parallel replicas
 	EP                    int      `json:"ep"`                        // expert-parallel size
+	CP                    int      `json:"cp,omitempty"`              // context-parallel size (omitted when 1)
 	Microbatches          int      `json:"microbatches"`              // per pipeline per step
 	SimulatedMicrobatches int      `json:"simulated_microbatches"`    // of which simulated (Trace)
 	Steps                 int      `json:"steps"`                     // iterations reported
@@ -264,6 +265,9 @@ func (c *Config) Evaluate(tr *Trace, env Env) (*Result, error) {
 		RestartsPerDay: gr.RestartsPerDay, AbsorbedPerDay: gr.AbsorbedPerDay,
 		Periodic: tr.Periodic, Notes: tr.Notes,
 		trace: tr, power: ps,
+	}
+	if j.Plan.CP > 1 {
+		r.CP = j.Plan.CP
 	}
 	var total sim.Time
 	for _, s := range tr.Steps {
