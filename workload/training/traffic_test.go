@@ -142,3 +142,39 @@ func TestRecompute(t *testing.T) {
 		}
 	}
 }
+
+// TestFlatEfficiency: gpu.efficiency set keeps the flat model of earlier versions: every
+// FLOP, attention counted in full, at peak x efficiency, the backward twice the forward, no
+// memory-bound time; the per-operation model charges more (eager elementwise kernels) at
+// the preset's efficiencies, for efficiencies 0.3 to 0.7 and sequences 1K to 8K.
+func TestFlatEfficiency(t *testing.T) {
+	for _, eff := range []float64{0.3, 0.5, 0.7} {
+		for _, seq := range []int{1024, 8192} {
+			t.Run(fmt.Sprintf("eff%.1f seq%d", eff, seq), func(t *testing.T) {
+				g := mustGPU(t, "h100")
+				g.Efficiency = eff
+				m := tinyModel()
+				m.SeqLen, m.GlobalBatch = seq, 2
+				j := newJob(t, m, g, Plan{}, 2, Options{Overlap: true})
+				in := j.Stages()[0]
+				rm := j.Model
+				var flops float64
+				for i := 0; i < rm.Layers; i++ {
+					flops += rm.layerForward(i).Total()
+				}
+				flops += rm.headForward()
+				want := flops * float64(rm.SeqLen) / (989e12 * eff)
+				if d := math.Abs(in.Forward.Seconds()/want - 1); d > 1e-6 {
+					t.Errorf("forward %v, want %.9f s", in.Forward, want)
+				}
+				if d := math.Abs(in.Backward.Seconds()/(2*want) - 1); d > 1e-6 {
+					t.Errorf("backward %v, want twice the forward", in.Backward)
+				}
+				per := newJob(t, m, mustGPU(t, "h100"), Plan{}, 2, Options{Overlap: true}).Stages()[0]
+				if per.Forward <= in.Forward && eff >= 0.6 {
+					t.Errorf("per-operation forward %v not above the flat %v at efficiency %.1f", per.Forward, in.Forward, eff)
+				}
+			})
+		}
+	}
+}
