@@ -135,7 +135,7 @@ workload:
   training:
     model: {name: tiny, layers: 4, hidden: 1024, heads: 8, kv_heads: 8, ffn: 4096, vocab: 32000, seq_len: 1024, global_batch: 16, micro_batch: 1}
     gpu: {preset: h100}
-    plan: {tp: 8, pp: 2}
+    plan: {tp: 8, pp: 2, schedule: 1f1b}
     exact: true
 run: {engine: %s, duration: 100ms}
 `

@@ -28,7 +28,7 @@ func BenchmarkStep70B1024(b *testing.B) {
 // BenchmarkStepDeepSeekV3 simulates one step of DeepSeek-V3 on 2,048 H100s (PP 16, EP 64,
 // DP 128, ZeRO: DeepSeek's own layout, §3.2 of its report) on the analytic backend.
 func BenchmarkStepDeepSeekV3(b *testing.B) {
-	j := newJob(b, mustModel(b, "deepseek-v3"), mustGPU(b, "h100"), Plan{PP: 16, EP: 64, ZeRO: true, StageLayers: dsStages}, 2048, Options{Overlap: true})
+	j := newJob(b, mustModel(b, "deepseek-v3"), mustGPU(b, "h100"), Plan{PP: 16, EP: 64, ZeRO: 1, StageLayers: dsStages}, 2048, Options{Overlap: true})
 	var st StepTrace
 	for i := 0; i < b.N; i++ {
 		st = runAnalytic(b, j, 400*sim.Gbps, RunOptions{}).Steps[0]

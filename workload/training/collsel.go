@@ -229,8 +229,9 @@ func (j *Job) tpSpec() collective.Spec {
 const TPAutoMaxCollectives = 100_000
 
 // planTP decides, once the stages are built, which closed-form TP all-reduces run as NVLink
-// collectives (TPModel auto): those of the last backward of every stage whose gradient
-// reduction puts traffic on the same GPUs' NVLink (stage.nvlShared), while the job's total
+// collectives (TPModel auto): those of the backward passes that overlap the gradient
+// reduction (the last microbatch's on every chunk; every microbatch's under ZeRO-2) on every
+// stage whose reduction puts traffic on the same GPUs' NVLink (stage.nvlShared), while the job's total
 // stays within TPAutoMaxCollectives. It records the window's size and the contention bound
 // either way.
 func (j *Job) planTP() {
@@ -241,19 +242,26 @@ func (j *Job) planTP() {
 	up := float64(j.GPU.ScaleUpRate)
 	for s := range j.stages {
 		st := &j.stages[s]
-		if !st.nvlShared {
-			continue
+		if !st.nvlShared || st.zero3 {
+			continue // ZeRO-3 reduce-scatters inside the passes: no overlapping cursor pass
 		}
 		k := 0
-		for _, it := range st.bwd {
-			if it.nvl && it.kind == itemSeg {
-				k++
+		for _, ch := range st.chunks {
+			for _, list := range [][]item{ch.bwd, ch.wgt} {
+				for _, it := range list {
+					if it.nvl && it.kind == itemSeg {
+						k++
+					}
+				}
 			}
 		}
 		if k == 0 {
 			continue
 		}
-		j.tpWindow += int64(k) * int64(p.DP) // one TP group per DP replica
+		if p.ZeRO == 2 {
+			k *= j.micro // every microbatch's gradients are reduce-scattered as they fill
+		}
+		j.tpWindow += int64(k) * int64(p.DP*p.CP) // one TP group per DP (and CP) replica
 		var dpBytes float64
 		for _, list := range [][]int32{st.dpSpecs, st.edpSpecs} {
 			for _, sk := range list {
@@ -267,7 +275,10 @@ func (j *Job) planTP() {
 	}
 	for s := range j.stages {
 		if st := &j.stages[s]; st.nvlShared {
-			st.bwdLast = nvlinkPass(st.bwd)
+			for c := range st.chunks {
+				ch := &st.chunks[c]
+				ch.bwdNVL, ch.wgtNVL = nvlinkPass(ch.bwd), nvlinkPass(ch.wgt)
+			}
 		}
 	}
 	j.tpStreams, j.tpSimWin = true, true

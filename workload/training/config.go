@@ -175,6 +175,7 @@ type Result struct {
 	PP                    int      `json:"pp"`                        // pipeline stages
 	DP                    int      `json:"dp"`                        // data-parallel replicas
 	EP                    int      `json:"ep"`                        // expert-parallel size
+	CP                    int      `json:"cp,omitempty"`              // context-parallel size (omitted when 1)
 	Microbatches          int      `json:"microbatches"`              // per pipeline per step
 	SimulatedMicrobatches int      `json:"simulated_microbatches"`    // of which simulated (Trace)
 	Steps                 int      `json:"steps"`                     // iterations reported
@@ -285,7 +286,7 @@ func (c *Config) Evaluate(tr *Trace, env Env) (*Result, error) {
 		SlowestRank: st.Slowest, SlowestRankCoord: j.Placement.Coord(st.Slowest).String(),
 		SlowestWait: st.SlowestWait.String(), SlowestWaitUs: us(st.Ranks[st.Slowest][st.SlowestWait]),
 		IdealStepUs:     us(j.ideal()),
-		MFU:             j.StepFLOPs() / (st.Time.Seconds() * float64(j.World()) * j.GPU.flopsPerSec(j.Model.bytesPerElem()) / j.GPU.Efficiency),
+		MFU:             j.MFU(st.Time),
 		TokensPerS:      float64(j.Model.Tokens()) / st.Time.Seconds(),
 		PowerIntervalUs: us(interval), PowerMeanMW: pw.MeanMW, PowerMinMW: pw.MinMW, PowerMaxMW: pw.MaxMW,
 		PowerSwingMW: pw.SwingMW, SlewMWPerMs: pw.SlewMWPerMs, BatteryMJ: pw.BatteryMJ, BatteryMWh: pw.BatteryMWh,
@@ -295,6 +296,9 @@ func (c *Config) Evaluate(tr *Trace, env Env) (*Result, error) {
 		RestartsPerDay: gr.RestartsPerDay, AbsorbedPerDay: gr.AbsorbedPerDay,
 		Periodic: tr.Periodic, Notes: tr.Notes,
 		trace: tr, power: ps,
+	}
+	if j.Plan.CP > 1 {
+		r.CP = j.Plan.CP
 	}
 	var total sim.Time
 	worst := 0

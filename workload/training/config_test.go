@@ -55,7 +55,7 @@ func TestConfigRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(r.Summary())
-	if r.Steps != 1000 || r.SimulatedSteps != 1 || r.DP != 32 || r.Microbatches != 16 || r.SimulatedMicrobatches != 10 {
+	if r.Steps != 1000 || r.SimulatedSteps != 1 || r.DP != 32 || r.Microbatches != 16 || r.SimulatedMicrobatches != 16 { // interleaved (the default) with 16 = 4 pp microbatches: no steady window to repeat
 		t.Errorf("shape: %+v", r)
 	}
 	if !(r.StepTimeUs > r.IdealStepUs && r.MFU > 0.2 && r.MFU < 0.5 && r.PowerSwingMW > 0 && r.GoodputFrac > 0.8 && r.CkptIntervalS > 0) {

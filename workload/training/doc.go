@@ -10,14 +10,16 @@
 //     grouped-query or latent attention) and its batch; embedded presets llama3-8b,
 //     llama3-70b, llama3-405b, deepseek-v3 (presets.yaml, with sources); parameter and FLOP
 //     counts after Narayanan et al., SC'21, Appendix.
-//   - GPU (gpu.go): peak FLOP/s, efficiency, HBM bandwidth, power when busy, communicating
-//     and idle, the NVLink domain; presets h100, b200, gb200.
-//   - Plan (plan.go): TP, PP, DP, EP, ZeRO, recomputation, placement order, with checked
-//     arithmetic; Placement (placement.go) maps ranks to fabric hosts.
-//   - Job (job.go, program.go): each stage's forward and backward per microbatch as compute
-//     phases (FLOPs / (peak x efficiency)), NVLink TP all-reduces in closed form, and network
-//     collectives; gradient buckets; the optimizer; a per-rank program following Megatron-LM's
-//     1F1B schedule.
+//   - GPU (gpu.go): peak FLOP/s, per-operation efficiencies (matmul, attention, memory-bound),
+//     HBM bandwidth, power when busy, communicating and idle, the NVLink domain; presets h100,
+//     b200, gb200.
+//   - Plan (plan.go): TP, CP, PP, DP, EP, the pipeline schedule and virtual stages, the ZeRO
+//     stage, recomputation, placement order, with checked arithmetic; Placement
+//     (placement.go) maps ranks to fabric hosts.
+//   - Job (job.go, program.go): each stage's model chunks, each chunk's forward, backward (and
+//     under zb-h1 weight-gradient) pass per microbatch as compute phases, NVLink TP in closed
+//     form, and network collectives; gradient buckets; the optimizer; a per-rank program
+//     following the plan's schedule.
 //   - Backend (backend.go): what carries network collectives. AnalyticBackend charges closed
 //     forms (hierarchical ones on NVLink and the NIC after SetScaleUp); ExecutorBackend runs
 //     per-step schedules on a collective.Executor over any transport (Ideal, MRC, RoCE, a
@@ -34,47 +36,195 @@
 //
 // Every rank runs a program: compute ops on its compute stream (one event each), posts of
 // collectives to the communication streams of its groups, waits for them, and the step
-// barrier. Each group (a TP group crossing domains, an EP group, a pair of adjacent pipeline
-// stages per direction, a DP group, an expert-DP group) has one stream: its collectives run
-// one at a time in posting order, and each launches when the last member rank has posted it
-// and the previous one has finished (NCCL semantics: one communicator, one CUDA stream). The
-// backend reports completion; waiting ranks resume.
+// barrier. Each group (a TP group crossing domains, a CP group crossing domains, an EP group,
+// a pair of adjacent pipeline stages per direction, a DP group, its ZeRO-3 gather stream, an
+// expert-DP group) has one stream: its collectives run one at a time in posting order, and
+// each launches when the last member rank has posted it and the previous one has finished
+// (NCCL semantics: one communicator, one CUDA stream). The backend reports completion;
+// waiting ranks resume.
 //
-// A step follows Megatron-LM's non-interleaved 1F1B schedule on each stage: min(PP-p-1, m)
-// warmup forwards, steady iterations of one forward and one backward with batched blocking
-// send/recv pairs, cooldown backwards; pipeline transfers carry b s h / TP bytes per
-// microbatch per TP rank (Megatron's scatter/gather optimisation, SC'21 §4.1). MoE layers
-// wait on an all-to-all dispatch before their experts and a combine after (two more in the
-// backward; collective.MoE sizes them, uniform routing, tokens split over TP ranks as with
-// sequence parallelism). Gradients accumulate over microbatches; during the last
-// microbatch's backward each bucket's reduction is posted as soon as the bucket fills
-// (gradients appear evenly over each layer's backward), or all after it when overlap is off.
-// Then the ranks wait for the reductions, run the optimizer (HBM-bound:
-// OptimizerBytesPerParam per parameter, of the 1/DP shard under ZeRO), all-gather parameters
-// under ZeRO, and meet at the step barrier: the optimizer needs the global gradient norm
-// (Megatron's clip_grad_norm all-reduces it over every rank), so no rank starts the next step
-// before every rank has finished this one; the barrier itself costs nothing here.
+// # Pipeline schedules
 //
-// Tensor parallelism: 2 all-reduces of b s h bytes per layer in the forward and 2 in the
+// plan.schedule picks one (Plan.Resolve has the defaults and checks):
+//
+//   - 1f1b: Megatron-LM's non-interleaved schedule (Narayanan et al., SC'21 §2.2.1):
+//     min(PP-p-1, m) warmup forwards, steady iterations of one forward and one backward with
+//     batched blocking send/recv pairs (send_forward_recv_backward, send_backward_recv_forward),
+//     cooldown backwards. Bubble (p-1)(t_f + t_b), a fraction (p-1)/m of the ideal step.
+//   - interleaved: V model chunks per rank (plan.virtual_stages; chunk c of stage s is
+//     virtual stage c·PP + s), Megatron-Core's interleaved 1F1B (SC'21 §2.2.2): groups of PP
+//     microbatches go through chunk 0, then chunk 1, ..., the backwards with the chunks
+//     reversed; stage s runs 2(PP-s-1) + (V-1)PP warmup forwards. Bubble (p-1)(t_f+t_b)/V, at
+//     V times the pipeline sends: chunk c of the last stage feeds chunk c+1 of stage 0 (the
+//     wrap, its own pair of streams). Any m is accepted: Megatron-LM asserts m % PP == 0, but
+//     Llama 3 sets the group size freely (Dubey et al. 2024, §3.3.2); a last group of m mod PP
+//     microbatches runs the same way, with the warmup of any stage that would otherwise wait
+//     on its neighbours lengthened until a dry run of the dependencies completes
+//     (interleavedWarmups).
+//   - zb-h1: zero-bubble ZB-H1 (Qi et al., ICLR 2024, §3.1): the backward split into B (input
+//     gradient: the dgrad GEMMs, the attention core's backward, the memory-bound backward, the
+//     TP traffic) and W (weight gradient: the wgrad GEMMs and the gradient-buffer update, which
+//     produce the gradients); pass x of stage s is (F_x, B_(x-(PP-1-s)), W_(x-(PP-1))), so
+//     W lags B by s passes and fills the drain. Bubble (p-1)(T_F + T_B - T_W), about a third
+//     of 1F1B's when T_F = T_B = T_W, at 1F1B's activation memory.
+//
+// The default is interleaved when the stages can be cut into V >= 2 chunks (the largest V <=
+// 8 dividing every stage's layers, else the largest V <= 8 giving chunks of q or q+1 layers:
+// Llama 3 ran V = 8 with 126 layers on 16 stages, its first chunk holding only the embedding
+// and its last only the head), else 1f1b; with pp 1 there is no pipeline. Interleaved and
+// zb-h1 use asynchronous point-to-point communication, as Llama 3 does (§3.3.2) and
+// Megatron-Core's overlap_p2p_comm: a stage posts each send as soon as its pass produced the
+// tensor and never waits for it, and keeps one receive posted ahead per incoming stream,
+// waiting for it only when a pass needs its input. Pipeline transfers carry b s h / (TP CP)
+// bytes per microbatch per rank (Megatron's scatter/gather optimisation, SC'21 §4.1). The
+// table-driven tests check every schedule's bubble against its closed form for p in {2, 4,
+// 8, 16}, m in {p, 2p, 4p}, V in {1, 2, 4} (schedule_test.go).
+//
+// MoE layers wait on an all-to-all dispatch before their experts and a combine after (two
+// more in the backward; collective.MoE sizes them, uniform routing, tokens split over TP ranks
+// as with sequence parallelism). The step ends with the gradient reduction, the optimizer
+// step (HBM-bound: OptimizerBytesPerParam per parameter, of the 1/(DP·CP) shard under ZeRO
+// >= 1), the ZeRO 1-2 parameter all-gather, and the step barrier: the optimizer needs the
+// global gradient norm (Megatron's clip_grad_norm all-reduces it over every rank), so no rank
+// starts the next step before every rank has finished this one; the barrier itself costs
+// nothing here.
+//
+// # ZeRO, FSDP and the gradient reduction
+//
+// Gradients are reduced over the DP x CP ranks holding the same weights (Megatron's
+// data-parallel group with context parallelism), in buckets (Options.BucketBytes), by
+// plan.zero (Rajbhandari et al., SC'20; G a rank's gradient bytes, P its parameters, m
+// microbatches):
+//
+//   - 0: gradients accumulate over the microbatches and are all-reduced during the last
+//     microbatch's backward, each bucket posted when it fills (overlap: false posts them all
+//     after it);
+//   - 1: reduce-scatter instead, the optimizer on the shard, the parameters all-gathered after
+//     it (Megatron's distributed optimizer; the same 2G-equivalent on the wire);
+//   - 2: the gradients are sharded too, so every microbatch's backward reduce-scatters its
+//     gradients into the shard (DeepSpeed stage 2 with gradient accumulation): m G;
+//   - 3: ZeRO-3 / FSDP: also the parameters, gathered per unit (a layer; the embedding and head
+//     folded into the first and last) before its forward and again before its backward, every
+//     microbatch, the next unit's gather posted while the current one computes (FSDP's
+//     prefetch) on a stream of its own; each unit's gradients reduce-scattered after its
+//     backward (after its W pass under zb-h1): 2 m P gathered, m G reduced; no gather after
+//     the optimizer.
+//
+// Interleaving and zb-h1 produce a chunk's gradients at its last backward (W) pass; buckets
+// fill in the order the passes run. zero 3 with expert parallelism is not modelled.
+//
+// # Context parallelism
+//
+// plan.cp splits every sequence over CP ranks (world = TP x CP x PP x DP, placed right after
+// TP unless the order names cp: Llama 3's [TP, CP, PP, DP]). Each rank computes b s / CP
+// tokens, so matmuls, memory-bound work and the attention core (its queries against the
+// whole sequence, balanced over the causal mask by two chunks per rank) all scale as 1/CP. The
+// keys and values are exchanged by all-gather, as Llama 3 does (§3.3.2: all-gather then
+// attention for the local queries; chosen over ring attention for flexibility with document
+// masks and because with GQA the gathered K and V are small): per layer an all-gather of b s
+// 2 kv d / TP bytes before the attention core, again before its backward, and a
+// reduce-scatter of their gradients after it (Megatron-Core's context parallelism), on the CP
+// group's stream, or in closed form on NVLink when every CP group sits in one scale-up
+// domain. These waits count as tp (model-parallel traffic inside the layer).
+//
+// # Compute: per-operation efficiency
+//
+// Each layer's forward is: the attention block (RMSNorm, QKV projection, rotary embedding,
+// [CP gather], attention core, output projection, residual add), TP, [EP dispatch], the MLP
+// block (RMSNorm, gate and up projections, SwiGLU, down projection, residual add), [EP
+// combine], TP. Its time on one rank is the sum of
+//
+//   - weight matmuls: 2 x weights x tokens / (TP CP) FLOPs at peak x gemm_efficiency;
+//     backward: the input-gradient and the weight-gradient GEMMs, one forward's FLOPs each;
+//   - the attention core, FlashAttention: the executed FLOPs, half the score matrix under the
+//     causal mask, 2.5 times the forward in the backward (it recomputes QK^T), at peak x
+//     attention_efficiency;
+//   - memory-bound operations, charged by bytes over HBM x memory_efficiency: RMSNorm,
+//     residual adds, rotary embedding and SwiGLU counted as the Llama reference
+//     implementation runs them in PyTorch eager mode (one kernel per operation, RMSNorm in
+//     fp32: flops.go), norms and residuals on 1/TP of the tokens (sequence parallelism), the
+//     backward twice the forward; the vocabulary-parallel loss (fp32 logits); the weight-
+//     gradient GEMMs' read and write of the gradient buffer (grad_dtype) every microbatch
+//     (Megatron's main_grad, Llama 3's fp32 accumulation); the optimizer.
+//
+// gpu.efficiency, when set, replaces all three with one flat fraction of peak, counts
+// attention in full (backward twice the forward) and charges no memory-bound time but the
+// optimizer's at the full HBM rate: the model before per-operation efficiencies, which
+// scenarios that set it keep. The presets' values and sources are in presets.yaml.
+//
+// plan.recompute: none; selective (Korthikanti et al., MLSys 2023 §5: the attention core's
+// forward recomputed before its backward); full (the layer's whole forward, with its TP and
+// CP traffic, recomputed in the backward). The booleans of earlier versions still decode
+// (recompute: true is full, zero: true is 1). MFU counts model FLOPs and is unchanged by
+// recomputation.
+//
+// Tensor parallelism: 2 all-reduces of b s h / CP bytes per layer in the forward and 2 in the
 // backward (Narayanan et al., SC'21 §3.2). When every TP group sits inside one scale-up
 // domain they are costed with collective.Pipelined on the GPU's NVLink rate and latency and
 // added to the compute phase as exposed TP time (they are on the critical path), except
 // where "Tensor parallelism over NVLink" below runs them as collectives; otherwise they go
 // through the backend as network collectives.
 //
-// Categories (Category): every instant of every rank is compute, exposed TP, PP, DP or EP
-// communication (waiting on a launched collective, or on one queued behind another on its
-// stream), bubble (waiting for the neighbouring stage to post its side of a pipeline
-// transfer, or at the step barrier for the slowest rank) or sync (waiting for the rest of a
-// TP, DP or EP group to reach a collective). They sum to the step time on every rank.
+// # Categories
 //
-// Identical work is simulated once: see Trace for the reuse of steady 1F1B rounds within a
-// step and of whole steps. A 1,024-GPU Llama-3-70B step (TP 8, PP 4, DP 32, 16 microbatches,
-// 10 simulated) takes about 0.07 s of wall time on AnalyticBackend and 7-11 s on
-// ExecutorBackend over collective.Ideal (18 M messages, mostly the gradient all-reduce's
-// 512 KiB ring chunks; BenchmarkStep70B1024, two cores). The executor keeps every launched
-// collective's state until the simulation ends, about 5 bytes per schedule operation (270 MB
-// for that step).
+// Every instant of every rank is compute, exposed TP (with CP), PP, DP or EP communication
+// (waiting on a launched collective, or on one queued behind another on its stream), bubble
+// (waiting for the neighbouring stage to post its side of a pipeline transfer, or at the step
+// barrier for the slowest rank) or sync (waiting for the rest of a TP, CP, DP or EP group to
+// reach a collective). They sum to the step time on every rank (Category).
+//
+// # MFU and calibration
+//
+// MFU = model FLOPs / (step x GPUs x dense peak), model FLOPs 6N + attention per token in
+// full: 3 x (2 x weights + 2 s a (d_qk + d_v) per layer) (PaLM's count, Chowdhery et al. 2022
+// App. B; Narayanan et al., SC'21), no recomputation, no causal halving. Llama 3 does not
+// state its formula; counted as 6N only, its 41% would be 44% here, with causal halving 43%.
+//
+// Llama-3-405B (Dubey et al. 2024, Table 4: 16,384 H100s, TP 8, PP 16, DP 128, 8K tokens, 16
+// microbatches: 400 TFLOP/s, 41% MFU; 8,192 at DP 64, 32 microbatches: 430, 43%) with the
+// defaults (interleaved V 8, the lead's stage layers [8 x 14, 7, 7]) on a 400 Gb/s-per-GPU
+// non-blocking Clos at flow level: 41.9% at 16,384 GPUs (step 6,491 ms per rank: compute
+// 4,986, TP 527, PP 28, DP 58, bubble 892) and 45.2% at 8,192 (step 12,025: compute 9,941, TP
+// 1,053, PP 28, DP 47, bubble 956); the analytic backend gives 42.4% and 45.5%
+// (TestMFULlama3405B pins 38-44% and 40-46%). The bubble is 12.8% of the 16K step against
+// Llama 3's (p-1)/(Vm) = 11.7% of the bubble-free step: the pipeline transfers add to the
+// fill and drain and the 7-layer stages idle. 1f1b gives 24.6% (bubble 47% of the step) and
+// zb-h1 32.8%.
+//
+// What lockstep leaves out that Meta pays, and the reason its 8,192-GPU MFU sits above the
+// paper's (45.2 vs 43%): stragglers and jitter across 16K GPUs (the slowest rank sets every
+// step), document-masked attention of uneven cost per microbatch (§3.3.2 names the resulting
+// imbalance), the second all-gather of sequence-parallel activations in the backward, NCCL
+// kernels taking SMs from the GEMMs they overlap, kernel launch and host overheads, the FSDP
+// all-gather at the step's start and fp32 reduce-scatter Llama 3 runs (the scenario's plan has
+// zero 0), and a 3-tier RoCE fabric oversubscribed 1:7 above its pods. What Meta overlaps
+// that lockstep does not: nothing on the TP path (both expose it); lockstep overlaps the
+// gradient reduction with the last backward as Megatron does. The matmul efficiency is the
+// least certain input (presets.yaml): +-0.05 moves these MFUs by about +-3 points.
+// Llama-3-70B (TP 8, PP 4 on 1,024: 41%; FSDP x TP 8 on 256: 44%) and -8B (FSDP on 8: 45%;
+// TP 2 PP 2 on 256: 42%) land within the 33-47% torchtitan and Megatron-LM publish for H100
+// bf16 (TestMFUSmallerLlamas).
+//
+// # Reuse of identical rounds
+//
+// Identical work is simulated once: see Trace. A step with more microbatches than its steady
+// state needs is simulated with fewer and a steady window repeated: 1f1b m > 2PP+3 simulates
+// 2PP+2 and repeats round PP; zb-h1 and interleaved repeat a window of PP (zb-h1) or PP x V
+// (interleaved) steady rounds, pp microbatches' worth, simulating the fewest m' = m mod PP
+// microbatches that give stage 0 four windows (Job.reuse): with asynchronous sends the rounds
+// settle into a cycle of PP rounds when the pipeline transfers take a good part of a round.
+// The extrapolated step equals the exact one on the analytic backend (TestExtrapolation*).
+// A 1,024-GPU Llama-3-70B step (TP 8, PP 4, DP 32, 16 microbatches, 10 simulated) takes about
+// 0.07 s of wall time on AnalyticBackend and 7-11 s on ExecutorBackend over collective.Ideal
+// (BenchmarkStep70B1024, two cores). The executor keeps every launched collective's state
+// until the simulation ends, about 5 bytes per schedule operation.
+//
+// At flow level the cost follows the pipeline transfers: Llama-3-405B on 131,072 GPUs (TP 8,
+// PP 16, DP 1,024, 16 microbatches, a 3-tier 8-plane Clos, MRC) runs in about 24 s under 1f1b
+// and 27 s under zb-h1 (6.5 million flows, 3 GB); interleaved V 8 sends 8 times as often
+// (about 34 million flows) and takes about 30 s per 32,768 GPUs (4.6 GB), so about 2 minutes
+// and 18 GB at 131,072: the flows of the 8 TP ranks of a stage, identical in a symmetric job,
+// would have to travel as one flow over the 8 NICs' paths to change that (not done).
 //
 // The watchdog: when the simulation stops with ranks short of the barrier (the event queue
 // emptied, or a limit passed), Run.Trace returns an error naming each stuck rank and the
@@ -236,14 +386,13 @@
 //
 // # Not modelled
 //
-// Interleaved (virtual-stage) schedules, context parallelism, per-layer FSDP/ZeRO-3
-// gathering, sequence parallelism's all-gather and reduce-scatter in place of each TP
-// all-reduce (the same bytes), NVLink SHARP (NCCL's NVLS algorithms), hierarchical
-// collectives over domains holding unequal numbers of a group's members, the overlap of a
-// hierarchical collective's phases across loops at flow level, overlap of TP or EP
-// communication with compute, load imbalance across experts,
-// stragglers' effect on the power draw beyond their longer compute (a throttled GPU draws
-// its busy power while computing, as any other),
-// memory capacity, CPUs, NICs and switches in the power draw, and the cost of the step
-// barrier's global all-reduce.
+// Overlap of TP, CP or EP communication with compute, ring-attention context parallelism,
+// sequence parallelism's all-gather and reduce-scatter in place of each TP all-reduce (the
+// same bytes), NVLink SHARP (NCCL's NVLS algorithms), hierarchical collectives over domains
+// holding unequal numbers of a group's members, the overlap of a hierarchical collective's
+// phases across loops at flow level, load imbalance across experts or documents,
+// stragglers' effect on the power draw beyond their longer compute (a throttled GPU draws its
+// busy power while computing, as any other), memory capacity (activation memory of the
+// schedules included), CPUs, NICs and switches in the power draw, the cost of the step
+// barrier's global all-reduce, and the compute slowdown of kernels sharing SMs with NCCL.
 package training

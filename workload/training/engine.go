@@ -2,6 +2,7 @@ package training
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/lockstepsim/lockstep/sim"
@@ -87,6 +88,7 @@ type Run struct {
 	kCompute sim.Kind
 	kStart   sim.Kind
 	progs    [][]op
+	spanCap  []int // per stage: spans a step's timeline holds at most (one per compute op, two per wait)
 	ranks    []rankState
 	streams  []stream
 	simM     int // microbatches simulated per step
@@ -121,12 +123,22 @@ func (j *Job) Start(s *sim.Sim, b Backend, opts RunOptions) (*Run, error) {
 		return nil, err
 	}
 	P := j.Plan.PP
-	if !opts.Exact && r.strag == nil && j.micro > 2*P+3 {
-		r.simM, r.kc, r.rep = 2*P+2, P, j.micro-(2*P+2)
+	if r.strag == nil {
+		r.simM, r.kc, r.rep = j.reuse(opts.Exact)
 	}
 	r.progs = make([][]op, P)
 	for st := range r.progs {
 		r.progs[st] = j.program(st, r.simM)
+		n := 0
+		for _, o := range r.progs[st] {
+			switch o.kind {
+			case opCompute:
+				n++
+			case opWait:
+				n += 2
+			}
+		}
+		r.spanCap = append(r.spanCap, n)
 	}
 	pl := j.Placement
 	r.ranks = make([]rankState, pl.World)
@@ -167,19 +179,38 @@ func (j *Job) Start(s *sim.Sim, b Backend, opts RunOptions) (*Run, error) {
 			newStream(fmt.Sprintf("ep[tp=%d dp=%d-%d pp=%d]", c.TP, c.DP, c.DP+p.EP-1, c.PP), g, roleEP)
 		}
 	}
+	if p.CP > 1 && !j.cpInDomain {
+		for _, g := range pl.groups(func(x int) []int { return pl.Group(DimCP, x) }) {
+			c := pl.Coord(g[0])
+			newStream(fmt.Sprintf("cp[tp=%d dp=%d pp=%d]", c.TP, c.DP, c.PP), g, roleCP)
+		}
+	}
 	if P > 1 {
+		// Interleaved: the last stage's chunk c feeds chunk c+1 of stage 0 (the wrap).
+		hops := P - 1
+		if p.VirtualStages > 1 {
+			hops = P
+		}
 		for _, g := range pl.groups(func(x int) []int { return pl.Group(DimPP, x) }) {
 			c := pl.Coord(g[0])
-			for st := 0; st+1 < P; st++ {
-				newStream(fmt.Sprintf("pp.fwd[tp=%d dp=%d %d->%d]", c.TP, c.DP, st, st+1), []int{g[st], g[st+1]}, rolePPFwdOut, rolePPFwdIn)
-				newStream(fmt.Sprintf("pp.bwd[tp=%d dp=%d %d->%d]", c.TP, c.DP, st+1, st), []int{g[st+1], g[st]}, rolePPBwdOut, rolePPBwdIn)
+			at := fmt.Sprintf("tp=%d dp=%d", c.TP, c.DP)
+			if p.CP > 1 {
+				at = fmt.Sprintf("tp=%d cp=%d dp=%d", c.TP, c.CP, c.DP)
+			}
+			for st := 0; st < hops; st++ {
+				nx := (st + 1) % P
+				newStream(fmt.Sprintf("pp.fwd[%s %d->%d]", at, st, nx), []int{g[st], g[nx]}, rolePPFwdOut, rolePPFwdIn)
+				newStream(fmt.Sprintf("pp.bwd[%s %d->%d]", at, nx, st), []int{g[nx], g[st]}, rolePPBwdOut, rolePPBwdIn)
 			}
 		}
 	}
-	if p.DP > 1 {
-		for _, g := range pl.groups(func(x int) []int { return pl.Group(DimDP, x) }) {
+	if p.DP*p.CP > 1 {
+		for _, g := range pl.groups(j.gradGroup) {
 			c := pl.Coord(g[0])
 			newStream(fmt.Sprintf("dp[tp=%d pp=%d]", c.TP, c.PP), g, roleDP)
+			if j.stages[c.PP].zero3 {
+				newStream(fmt.Sprintf("dp.gather[tp=%d pp=%d]", c.TP, c.PP), g, roleDPAG)
+			}
 		}
 	}
 	if p.EP > 1 && p.DP/p.EP > 1 {
@@ -354,7 +385,7 @@ func (r *Run) onStart(now sim.Time, _ int32, _ uint64) {
 	for i := range r.ranks {
 		rs := &r.ranks[i]
 		rs.pc, rs.atBarrier = 0, false
-		rs.spans, rs.marks = nil, rs.marks[:0]
+		rs.spans, rs.marks = make([]span, 0, r.spanCap[rs.stage]), rs.marks[:0]
 	}
 	for i := range r.ranks {
 		r.advance(now, int32(i))
@@ -450,7 +481,7 @@ func (r *Run) tryLaunch(now sim.Time, si int32) {
 		return
 	}
 	c.launched, c.launchAt = true, now
-	name := fmt.Sprintf("%s %s #%d step %d", st.name, r.labelOf(c.label), seq, r.step)
+	name := st.name + " " + r.labelOf(c.label) + " #" + strconv.Itoa(int(seq)) + " step " + strconv.Itoa(r.step) // (no fmt: one launch per collective)
 	if err := r.b.Launch(now, r.j.specs[c.spec], st.comm, name, func(t sim.Time) { r.callDone(t, si, seq) }); err != nil {
 		r.fail(err)
 	}

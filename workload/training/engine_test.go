@@ -70,7 +70,7 @@ func TestCategoriesSumToStepTime(t *testing.T) {
 		{"pp 4 long, extrapolated", func() Model { m := tinyModel(); m.GlobalBatch = 64; return m }(), Plan{PP: 4}, 8, Options{Overlap: true}},
 		{"moe ep", smallMoE(), Plan{PP: 2, EP: 4}, 16, Options{Overlap: true}},
 		{"tp across domains", tinyModel(), Plan{TP: 4, Order: "dp,tp,pp"}, 16, Options{Overlap: true}},
-		{"zero recompute no overlap", tinyModel(), Plan{TP: 2, PP: 2, ZeRO: true, Recompute: true}, 8, Options{}},
+		{"zero recompute no overlap", tinyModel(), Plan{TP: 2, PP: 2, ZeRO: 1, Recompute: RecomputeFull}, 8, Options{}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -90,7 +90,7 @@ func TestCategoriesSumToStepTime(t *testing.T) {
 func TestExtrapolationMatchesExact(t *testing.T) {
 	m := tinyModel()
 	m.GlobalBatch = 96 // 24 microbatches per pipeline at dp 4
-	j := newJob(t, m, mustGPU(t, "h100"), Plan{TP: 2, PP: 4}, 32, Options{Overlap: true})
+	j := newJob(t, m, mustGPU(t, "h100"), Plan{TP: 2, PP: 4, Schedule: Schedule1F1B}, 32, Options{Overlap: true})
 	fast := runAnalytic(t, j, 100*sim.Gbps, RunOptions{})
 	exact := runAnalytic(t, j, 100*sim.Gbps, RunOptions{Exact: true})
 	if fast.SimulatedMicrobatches != 10 || exact.SimulatedMicrobatches != 24 {
@@ -131,9 +131,12 @@ func TestExtrapolationMatchesExact(t *testing.T) {
 	t.Logf("analytic: step %v (exact identical); ideal: mean over %d seeds %v extrapolated, %v exact", a.Time, seeds, sf/seeds, se/seeds)
 }
 
-// job70B is the 1,024-GPU Llama-3-70B job (TP 8, PP 4, DP 32, 16 microbatches).
+// job70B is the 1,024-GPU Llama-3-70B job (TP 8, PP 4, DP 32, 16 microbatches, 1F1B, bf16
+// gradients).
 func job70B(t testing.TB, overlap bool) *Job {
-	return newJob(t, mustModel(t, "llama3-70b"), mustGPU(t, "h100"), Plan{TP: 8, PP: 4}, 1024, Options{Overlap: overlap})
+	m := mustModel(t, "llama3-70b")
+	m.GradDType = "bf16"
+	return newJob(t, m, mustGPU(t, "h100"), Plan{TP: 8, PP: 4, Schedule: Schedule1F1B}, 1024, Options{Overlap: overlap})
 }
 
 // TestOverlapAndRate: overlapping the gradient all-reduce with the last backward lowers the
@@ -168,7 +171,7 @@ func TestBubble(t *testing.T) {
 	m := tinyModel()
 	m.Vocab = 8 // make the LM head negligible so the stages are uniform
 	m.GlobalBatch = 8
-	j := newJob(t, m, mustGPU(t, "h100"), Plan{PP: 4}, 4, Options{Overlap: true})
+	j := newJob(t, m, mustGPU(t, "h100"), Plan{PP: 4, Schedule: Schedule1F1B}, 4, Options{Overlap: true})
 	s := sim.New(1)
 	b, err := NewAnalyticBackend(s, collective.Model{Rate: 1000 * sim.Pbps})
 	if err != nil {
@@ -208,7 +211,7 @@ func (refuser) Launch(at sim.Time, spec collective.Spec, comm collective.Comm, n
 // TestWatchdog: a run whose collectives never complete stops with the stuck ranks and what
 // they wait on; a backend error stops the run with it.
 func TestWatchdog(t *testing.T) {
-	j := newJob(t, tinyModel(), mustGPU(t, "h100"), Plan{PP: 2}, 4, Options{Overlap: true})
+	j := newJob(t, tinyModel(), mustGPU(t, "h100"), Plan{PP: 2, Schedule: Schedule1F1B}, 4, Options{Overlap: true})
 	_, err := j.Run(sim.New(1), &blackhole{}, RunOptions{})
 	if err == nil {
 		t.Fatal("no error from a run that cannot finish")
@@ -216,7 +219,7 @@ func TestWatchdog(t *testing.T) {
 	for _, want := range []string{
 		"training: step 0 did not finish",
 		"4 of 4 ranks have not reached the step barrier",
-		"rank 0 (tp=0 dp=0 pp=0, host 0): waits for pp.fwd[tp=0 dp=0 0->1] call #0 activations (send_recv 2MiB), launched at 312.677092us, not done",
+		"rank 0 (tp=0 dp=0 pp=0, host 0): waits for pp.fwd[tp=0 dp=0 0->1] call #0 activations (send_recv 2MiB), launched at 484.576184us, not done",
 		"rank 2 (tp=0 dp=0 pp=1, host 2): waits for pp.fwd[tp=0 dp=0 0->1] call #0",
 	} {
 		if !strings.Contains(err.Error(), want) {
@@ -267,7 +270,7 @@ func TestTPAcrossDomains(t *testing.T) {
 func TestZeRO(t *testing.T) {
 	g := mustGPU(t, "h100")
 	plain := newJob(t, tinyModel(), g, Plan{}, 8, Options{Overlap: true})
-	zero := newJob(t, tinyModel(), g, Plan{ZeRO: true}, 8, Options{Overlap: true})
+	zero := newJob(t, tinyModel(), g, Plan{ZeRO: 1}, 8, Options{Overlap: true})
 	if got, want := zero.Stages()[0].Optimizer, plain.Stages()[0].Optimizer/8; absTime(got-want) > sim.Nanosecond {
 		t.Errorf("zero optimizer %v, want 1/8 of %v", got, plain.Stages()[0].Optimizer)
 	}

@@ -122,3 +122,66 @@ func (m Model) StepFLOPs() FLOPCount {
 	t := float64(m.Tokens())
 	return FLOPCount{Matmul: 3 * t * c.Matmul, Attention: 3 * t * c.Attention}
 }
+
+// kvElemsPerToken returns the key and value elements one token carries into attention: 2 x
+// kv_heads x head_dim, or with latent attention the compressed latent plus the decoupled
+// rotary key (kv_lora_rank + rope_head_dim; DeepSeek-V2 §2.1).
+func (m Model) kvElemsPerToken() int64 {
+	if m.KVLoRARank > 0 {
+		return int64(m.KVLoRARank + m.RopeHeadDim)
+	}
+	return 2 * int64(m.KVHeads) * int64(m.HeadDim)
+}
+
+// The memory-bound operations are counted as the Llama reference implementation runs them in
+// PyTorch eager mode (meta-llama/llama3, model.py), one kernel per operation, each reading its
+// inputs from and writing its output to HBM:
+//
+//   - RMSNorm, x * rsqrt(mean(x^2) + eps) computed in fp32 then cast back and scaled:
+//     cast to fp32, square, mean, multiply, cast back, multiply by the weight, (4e + 28) bytes
+//     per element for activations of e bytes (36 for bf16);
+//   - the residual add: read two, write one, 3e;
+//   - the rotary embedding of queries and keys, in fp32 complex arithmetic: 2e + 16 per
+//     element (20 for bf16);
+//   - SwiGLU, silu(gate) * up: 5e per element of the FFN (GELU: 2e).
+//
+// With tensor parallelism the norms and residual adds run on 1/tp of the tokens (sequence
+// parallelism, Korthikanti et al. 2023 §4.2.2) and the rotary embedding and activation on the
+// rank's heads and FFN slice. Fused kernels (Transformer Engine, torch.compile) move about a
+// third of these bytes; lower MemoryEfficiency to model eager kernels on a faster stack's
+// terms, or raise it for fused ones. The backward moves about twice the forward's (each
+// operation's gradient reads its saved input and the output's gradient and writes the input's
+// gradient).
+
+// attnMemBytes returns the HBM bytes the memory-bound operations of a layer's attention
+// block move per token on one of tp ranks in the forward: the input RMSNorm, the residual add
+// and the rotary embedding of the rank's queries and keys.
+func (m Model) attnMemBytes(tp int) float64 {
+	h, t, e := float64(m.Hidden), float64(tp), float64(m.bytesPerElem())
+	qk := float64(m.Heads+m.KVHeads) * float64(m.HeadDim)
+	if m.KVLoRARank > 0 {
+		qk = float64(m.Heads)*float64(m.HeadDim+m.RopeHeadDim) + float64(m.KVLoRARank+m.RopeHeadDim)
+	}
+	return ((4*e+28)*h+3*e*h)/t + (2*e+16)*qk/t
+}
+
+// mlpMemBytes returns the same for layer i's MLP block: its RMSNorm and residual add, and the
+// activation over f, the dense FFN or, for a MoE layer, the FFN of the top-k and shared
+// experts a token passes through.
+func (m Model) mlpMemBytes(i, tp int) float64 {
+	h, t, e := float64(m.Hidden), float64(tp), float64(m.bytesPerElem())
+	f := float64(m.FFN)
+	if m.moeLayer(i) {
+		f = float64(m.TopK+m.SharedExperts) * float64(m.ExpertFFN)
+	}
+	act := 5 * e * f
+	if m.MLP == "gelu" {
+		act = 2 * e * f
+	}
+	return ((4*e+28)*h+3*e*h)/t + act/t
+}
+
+// lossBytes returns the HBM bytes per token of the loss on one of tp ranks: the vocabulary-
+// parallel softmax cross-entropy reads and writes V / tp logits in fp32 (Megatron's
+// vocab_parallel_cross_entropy), forward and backward each.
+func (m Model) lossBytes(tp int) float64 { return 2 * 4 * float64(m.Vocab) / float64(tp) }

@@ -10,10 +10,19 @@ type Coord struct {
 	TP int // position in the tensor-parallel group, 0 to TP-1
 	DP int // data-parallel replica, 0 to DP-1
 	PP int // pipeline stage, 0 to PP-1
+	CP int // position in the context-parallel group, 0 to CP-1
+
+	hasCP bool // the grid has a context-parallel dimension (cp > 1): String shows it
 }
 
-// String formats the coordinate as "tp=1 dp=3 pp=0".
-func (c Coord) String() string { return fmt.Sprintf("tp=%d dp=%d pp=%d", c.TP, c.DP, c.PP) }
+// String formats the coordinate as "tp=1 dp=3 pp=0", or "tp=1 cp=2 dp=3 pp=0" when the
+// grid has context parallelism.
+func (c Coord) String() string {
+	if c.hasCP {
+		return fmt.Sprintf("tp=%d cp=%d dp=%d pp=%d", c.TP, c.CP, c.DP, c.PP)
+	}
+	return fmt.Sprintf("tp=%d dp=%d pp=%d", c.TP, c.DP, c.PP)
+}
 
 // Placement maps ranks to fabric hosts: rank r runs on host r (the host index is the GPU index
 // in the fabric, so hosts r/G share scale-up domain r/G), and the plan's Order decides which
@@ -21,7 +30,7 @@ func (c Coord) String() string { return fmt.Sprintf("tp=%d dp=%d pp=%d", c.TP, c
 // tensor-parallel group sits inside one NVLink domain; DP and PP groups cross domains and use
 // the network.
 type Placement struct {
-	World  int          // ranks = TP x DP x PP
+	World  int          // ranks = TP x CP x DP x PP
 	Size   [NumDims]int // group size per dimension (by Dim)
 	Order  [NumDims]Dim // innermost first
 	Domain int          // G, GPUs per scale-up domain
@@ -39,6 +48,7 @@ func NewPlacement(p Plan, domain int) (*Placement, error) {
 	if domain < 1 {
 		return nil, errorf("plan.domain", "%d: want GPUs per scale-up domain >= 1", domain)
 	}
+	cp := max(p.CP, 1)
 	if p.TP < 1 || p.DP < 1 || p.PP < 1 || p.EP < 1 || p.DP%p.EP != 0 {
 		return nil, errorf("plan", "tp=%d dp=%d pp=%d ep=%d: resolve the plan first (Plan.Resolve)", p.TP, p.DP, p.PP, p.EP)
 	}
@@ -46,8 +56,8 @@ func NewPlacement(p Plan, domain int) (*Placement, error) {
 	if err != nil {
 		return nil, errorf("plan.order", "%s", err)
 	}
-	pl := &Placement{World: p.TP * p.DP * p.PP, Order: order, Domain: domain, EP: p.EP}
-	pl.Size[DimTP], pl.Size[DimDP], pl.Size[DimPP] = p.TP, p.DP, p.PP
+	pl := &Placement{World: p.TP * cp * p.DP * p.PP, Order: order, Domain: domain, EP: p.EP}
+	pl.Size[DimTP], pl.Size[DimDP], pl.Size[DimPP], pl.Size[DimCP] = p.TP, p.DP, p.PP, cp
 	s := 1
 	for _, d := range order {
 		pl.stride[d] = s
@@ -59,12 +69,12 @@ func NewPlacement(p Plan, domain int) (*Placement, error) {
 // Coord returns rank r's grid coordinates (0 <= r < World).
 func (pl *Placement) Coord(r int) Coord {
 	c := func(d Dim) int { return r / pl.stride[d] % pl.Size[d] }
-	return Coord{TP: c(DimTP), DP: c(DimDP), PP: c(DimPP)}
+	return Coord{TP: c(DimTP), DP: c(DimDP), PP: c(DimPP), CP: c(DimCP), hasCP: pl.Size[DimCP] > 1}
 }
 
 // Rank returns the rank at coordinates c (each in range).
 func (pl *Placement) Rank(c Coord) int {
-	return c.TP*pl.stride[DimTP] + c.DP*pl.stride[DimDP] + c.PP*pl.stride[DimPP]
+	return c.TP*pl.stride[DimTP] + c.DP*pl.stride[DimDP] + c.PP*pl.stride[DimPP] + c.CP*pl.stride[DimCP]
 }
 
 // Host returns the fabric host of rank r: r itself.
@@ -140,12 +150,18 @@ func fmtRanks(g []int) string {
 //	  pp: 256 groups of 4, stride 256: [0 256 512 768] [1 257 513 769] ...; all cross domains (4 domains each)
 func (pl *Placement) String() string {
 	var b strings.Builder
-	ord := make([]string, NumDims)
-	for i, d := range pl.Order {
-		ord[i] = d.String()
+	var ord []string
+	for _, d := range pl.Order {
+		if d != DimCP || pl.Size[DimCP] > 1 {
+			ord = append(ord, d.String())
+		}
 	}
-	fmt.Fprintf(&b, "%d GPUs = tp %d x dp %d x pp %d, order %s (innermost first), scale-up domains of %d GPUs (%d domains)",
-		pl.World, pl.Size[DimTP], pl.Size[DimDP], pl.Size[DimPP], strings.Join(ord, ","), pl.Domain, (pl.World+pl.Domain-1)/pl.Domain)
+	grid := fmt.Sprintf("tp %d x dp %d x pp %d", pl.Size[DimTP], pl.Size[DimDP], pl.Size[DimPP])
+	if pl.Size[DimCP] > 1 {
+		grid = fmt.Sprintf("tp %d x cp %d x dp %d x pp %d", pl.Size[DimTP], pl.Size[DimCP], pl.Size[DimDP], pl.Size[DimPP])
+	}
+	fmt.Fprintf(&b, "%d GPUs = %s, order %s (innermost first), scale-up domains of %d GPUs (%d domains)",
+		pl.World, grid, strings.Join(ord, ","), pl.Domain, (pl.World+pl.Domain-1)/pl.Domain)
 	line := func(name string, groups [][]int, stride int) {
 		if len(groups) == 0 || len(groups[0]) < 2 {
 			fmt.Fprintf(&b, "\n  %s: size 1 (no communication)", name)
@@ -174,7 +190,10 @@ func (pl *Placement) String() string {
 		}
 		fmt.Fprintf(&b, "\n  %s: %d groups of %d, stride %d: %s; %s", name, len(groups), len(groups[0]), stride, ex, where)
 	}
-	for _, d := range []Dim{DimTP, DimDP, DimPP} {
+	for _, d := range []Dim{DimTP, DimCP, DimDP, DimPP} {
+		if d == DimCP && pl.Size[DimCP] == 1 {
+			continue
+		}
 		line(d.String(), pl.groups(func(r int) []int { return pl.Group(d, r) }), pl.stride[d])
 	}
 	if pl.EP > 1 {

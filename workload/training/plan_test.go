@@ -2,8 +2,11 @@ package training
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // TestPlanArithmetic checks the group arithmetic: derived DP, and rejections that show the
@@ -90,5 +93,115 @@ func TestMicrobatches(t *testing.T) {
 	}
 	if got := p.Microbatches(m); got != 16 {
 		t.Errorf("microbatches %d, want 512 / 32 = 16", got)
+	}
+}
+
+// TestPlanSchedules: the default schedule and virtual stages, the chunks' layers, and every
+// rejection naming its field, across pipelines of the Llama presets.
+func TestPlanSchedules(t *testing.T) {
+	l8 := mustModel(t, "llama3-8b")     // 32 layers
+	l70 := mustModel(t, "llama3-70b")   // 80 layers
+	l405 := mustModel(t, "llama3-405b") // 126 layers
+	cases := []struct {
+		name    string
+		m       Model
+		world   int
+		plan    Plan
+		sched   string
+		v       int
+		chunks0 []int // stage 0's chunk layers
+		err     string
+	}{
+		{"405B pp 16 lead's layout: interleaved v 8 (Llama 3)", l405, 128, Plan{TP: 8, PP: 16, StageLayers: l405Stages}, ScheduleInterleaved, 8, []int{1, 1, 1, 1, 1, 1, 1, 1}, ""},
+		{"405B Llama 3's layout [7, 8 x 14, 7]: embedding-only first chunk", l405, 128, Plan{TP: 8, PP: 16, StageLayers: []int{7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7}}, ScheduleInterleaved, 8, []int{0, 1, 1, 1, 1, 1, 1, 1}, ""},
+		{"70B pp 4: v 5 divides 20 (NeMo's VP 5)", l70, 32, Plan{TP: 8, PP: 4}, ScheduleInterleaved, 5, []int{4, 4, 4, 4, 4}, ""},
+		{"8B pp 2: v 8", l8, 16, Plan{TP: 8, PP: 2}, ScheduleInterleaved, 8, []int{2, 2, 2, 2, 2, 2, 2, 2}, ""},
+		{"8B pp 32: one layer a stage, 1f1b", l8, 32, Plan{PP: 32}, Schedule1F1B, 1, []int{1}, ""},
+		{"pp 1: 1f1b", l8, 8, Plan{}, Schedule1F1B, 1, []int{32}, ""},
+		{"explicit 1f1b", l70, 32, Plan{TP: 8, PP: 4, Schedule: "1F1B"}, Schedule1F1B, 1, []int{20}, ""},
+		{"zb-h1", l70, 32, Plan{TP: 8, PP: 4, Schedule: "zb-h1"}, ScheduleZBH1, 1, []int{20}, ""},
+		{"explicit v 2", l70, 32, Plan{TP: 8, PP: 4, VirtualStages: 2}, ScheduleInterleaved, 2, []int{10, 10}, ""},
+		{"uneven v 3 on 20", l70, 32, Plan{TP: 8, PP: 4, VirtualStages: 3}, ScheduleInterleaved, 3, []int{6, 7, 7}, ""},
+		{"bad schedule", l70, 32, Plan{TP: 8, PP: 4, Schedule: "gpipe"}, "", 0, nil, `plan.schedule: "gpipe": want 1f1b, interleaved or zb-h1`},
+		{"v with 1f1b", l70, 32, Plan{TP: 8, PP: 4, Schedule: "1f1b", VirtualStages: 2}, "", 0, nil, "plan.virtual_stages: 2 with schedule 1f1b: virtual stages need schedule interleaved"},
+		{"v with pp 1", l8, 8, Plan{VirtualStages: 2}, "", 0, nil, "plan.virtual_stages: 2 but pp=1"},
+		{"v beyond a stage", l70, 32, Plan{TP: 8, PP: 4, VirtualStages: 21}, "", 0, nil, "plan.virtual_stages: 21: want 0 (default) or 1 to 20"},
+		{"v that cannot cut the stages evenly", l405, 128, Plan{TP: 8, PP: 16, StageLayers: []int{20, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 1, 1}, VirtualStages: 8}, "", 0, nil, "plan.virtual_stages: 8 cannot cut stage_layers"},
+		{"interleaved without room", l8, 32, Plan{PP: 32, Schedule: "interleaved"}, "", 0, nil, "plan.schedule: interleaved needs at least 2 virtual stages"},
+		{"zero 4", l8, 8, Plan{ZeRO: 4}, "", 0, nil, "plan.zero: 4: want a ZeRO stage 0, 1, 2 or 3"},
+		{"recompute", l8, 8, Plan{Recompute: "partial"}, "", 0, nil, `plan.recompute: "partial": want none, selective or full`},
+		{"cp divides", l8, 24, Plan{TP: 4, CP: 4}, "", 0, nil, "plan.cp: cp=4 does not divide world size 24 / tp 4 = 6"},
+		{"cp splits the sequence", func() Model { m := l8; m.SeqLen = 8190; return m }(), 16, Plan{CP: 4}, "", 0, nil, "plan.cp: cp=4 needs seq_len 8190 to split into 2 x cp = 8 equal chunks"},
+		{"cp dp arithmetic", l8, 64, Plan{TP: 8, CP: 2, DP: 3}, "", 0, nil, "plan.dp: dp=3 gives tp x cp x pp x dp = 8x2x1x3 = 48, want the world size 64"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := c.plan.Resolve(c.world, c.m)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("error %v, want one containing %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Schedule != c.sched || got.VirtualStages != c.v {
+				t.Errorf("schedule %s v %d, want %s v %d", got.Schedule, got.VirtualStages, c.sched, c.v)
+			}
+			if ch := got.ChunkLayers(0); fmt.Sprint(ch) != fmt.Sprint(c.chunks0) {
+				t.Errorf("stage 0 chunks %v, want %v", ch, c.chunks0)
+			}
+			for s := range got.StageLayers {
+				sum := 0
+				for _, n := range got.ChunkLayers(s) {
+					sum += n
+				}
+				if sum != got.StageLayers[s] {
+					t.Errorf("stage %d chunks %v sum to %d, want %d", s, got.ChunkLayers(s), sum, got.StageLayers[s])
+				}
+			}
+		})
+	}
+}
+
+// TestPlanYAMLCompat: zero and recompute keep their old boolean YAML (true = ZeRO 1 and full
+// recomputation) beside the stages and modes; orders may name cp.
+func TestPlanYAMLCompat(t *testing.T) {
+	cases := []struct {
+		src  string
+		zero ZeROStage
+		rec  RecomputeMode
+		err  string
+	}{
+		{"{zero: true, recompute: true}", 1, RecomputeFull, ""},
+		{"{zero: false, recompute: false}", 0, RecomputeNone, ""},
+		{"{zero: 3, recompute: selective}", 3, RecomputeSelective, ""},
+		{"{zero: 2, recompute: none}", 2, RecomputeNone, ""},
+		{"{zero: 5}", 0, "", "want 0, 1, 2 or 3"},
+		{"{recompute: some}", 0, "", "want none, selective or full"},
+	}
+	for _, c := range cases {
+		var p Plan
+		err := yaml.Unmarshal([]byte(c.src), &p)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: error %v, want %q", c.src, err, c.err)
+			}
+			continue
+		}
+		if err != nil || p.ZeRO != c.zero || p.Recompute != c.rec {
+			t.Errorf("%s: zero %d recompute %q (%v), want %d %q", c.src, p.ZeRO, p.Recompute, err, c.zero, c.rec)
+		}
+	}
+	for _, o := range []string{"tp,dp,pp", "tp,cp,dp,pp", "cp,tp,pp,dp", "dp, TP ,pp"} {
+		if _, err := ParseOrder(o); err != nil {
+			t.Errorf("order %q: %v", o, err)
+		}
+	}
+	for _, o := range []string{"tp,cp,pp", "tp,dp,pp,cp,cp", "tp,dp,ep"} {
+		if _, err := ParseOrder(o); err == nil {
+			t.Errorf("order %q accepted", o)
+		}
 	}
 }

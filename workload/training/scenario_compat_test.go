@@ -28,7 +28,7 @@ goodput: {gpu_mtbf: 20000h, link_failure_restarts: 1, checkpoint_interval: 30min
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c.Model.SeqLen != 4096 || c.GPU.Efficiency != 0.45 || !c.Plan.ZeRO || *c.Overlap || c.BucketBytes != 64<<20 ||
+	if c.Model.SeqLen != 4096 || c.GPU.Efficiency != 0.45 || c.Plan.ZeRO != 1 || *c.Overlap || c.BucketBytes != 64<<20 ||
 		c.Power.Interval.Micros() != 50 || c.Goodput.GPUMTBF != 72e6 || *c.Goodput.LinkFailureRestarts != 1 || c.Goodput.CheckpointInterval != 1800 {
 		t.Errorf("decoded %+v", c)
 	}

@@ -122,7 +122,7 @@ func TestStragglerPipelinePeriod(t *testing.T) {
 				for i, m := range ms {
 					mdl := tinyModel()
 					mdl.Vocab, mdl.GlobalBatch = 128, m
-					j := newJob(t, mdl, h100, Plan{PP: P}, P, Options{Overlap: true})
+					j := newJob(t, mdl, h100, Plan{PP: P, Schedule: Schedule1F1B}, P, Options{Overlap: true})
 					base := runAnalytic(t, j, 400*sim.Gbps, RunOptions{Exact: true}).Steps[0].Time
 					tr := runAnalytic(t, j, 400*sim.Gbps, RunOptions{Stragglers: slowRank(k, s)})
 					checkSums(t, tr)
@@ -155,7 +155,7 @@ func TestStraggler1024(t *testing.T) {
 	for _, world := range []int{128, 256, 1024} {
 		mdl := mustModel(t, "llama3-8b")
 		mdl.GlobalBatch = 16 * world / 32
-		j := newJob(t, mdl, h100, Plan{TP: 8, PP: 4}, world, Options{Overlap: true})
+		j := newJob(t, mdl, h100, Plan{TP: 8, PP: 4, Schedule: Schedule1F1B}, world, Options{Overlap: true})
 		if j.Microbatches() != 16 {
 			t.Fatalf("%d microbatches", j.Microbatches())
 		}
@@ -374,7 +374,7 @@ func TestStragglerAccounting(t *testing.T) {
 		{"tp pp dp", tinyModel(), Plan{TP: 2, PP: 4}, 16},
 		{"moe ep", smallMoE(), Plan{PP: 2, EP: 4}, 16},
 		{"tp across domains", tinyModel(), Plan{TP: 4, Order: "dp,tp,pp"}, 16},
-		{"zero", tinyModel(), Plan{TP: 2, PP: 2, ZeRO: true}, 8},
+		{"zero", tinyModel(), Plan{TP: 2, PP: 2, ZeRO: 1}, 8},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			j := newJob(t, c.m, h100, c.p, c.world, Options{Overlap: true})
