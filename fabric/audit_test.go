@@ -11,7 +11,7 @@ import (
 // classes and flags, with drops of every reason (full queues, header overflow, a link failed
 // and repaired mid-run, bad routes, random loss, an entropy filter, a blackholed spine),
 // balances its books at an arbitrary stop with packets in flight, and again when it has
-// drained (DESIGN "Conservation").
+// drained (docs/architecture.md, Conventions, "Conservation").
 func TestConservationMixed(t *testing.T) {
 	sw := fabric.QueueConfig{
 		Limit: 16 << 10,

@@ -45,10 +45,10 @@ func runIncast(t *testing.T, seed uint64, n int) incastResult {
 	return r
 }
 
-// TestIncastFairness is the project's acceptance criterion for simultaneous events (DESIGN
-// "Determinism"): two symmetric senders into one egress share the drops evenly, because the
-// kernel orders same-time events by a seeded key rather than by insertion order; the same seed
-// gives the identical run and another seed a different one.
+// TestIncastFairness is the project's acceptance criterion for simultaneous events
+// (docs/architecture.md, Conventions, "Determinism"): two symmetric senders into one egress share
+// the drops evenly, because the kernel orders same-time events by a seeded key rather than by
+// insertion order; the same seed gives the identical run and another seed a different one.
 func TestIncastFairness(t *testing.T) {
 	const n = 10_200
 	runs := map[uint64]incastResult{}

@@ -8,7 +8,7 @@ import (
 
 // TestLossProbability checks the fast loss probability (cached per size, combined with
 // either) against the plain formula 1 - (1-loss)(1-ber)^(8 size)(1-filter), over sizes that
-// alternate so the per-size cache is both hit and refreshed (STYLE §9).
+// alternate so the per-size cache is both hit and refreshed (docs/style.md §9).
 func TestLossProbability(t *testing.T) {
 	// The plain formula in 256-bit floats (1 - x cancels in float64 for tiny BERs), with the
 	// integer power by repeated squaring.

@@ -415,7 +415,8 @@ func faultRun(t *testing.T, seed uint64) ([]arrival, fabric.Counters) {
 }
 
 // TestFaultsDeterministic: the same seed gives the same deliveries, in the same order at the
-// same times, and the same books; another seed gives other losses (DESIGN "Determinism").
+// same times, and the same books; another seed gives other losses (docs/architecture.md,
+// Conventions, "Determinism").
 func TestFaultsDeterministic(t *testing.T) {
 	got1, c1 := faultRun(t, 11)
 	got2, c2 := faultRun(t, 11)

@@ -3,7 +3,7 @@
 // trimming into a WDRR-scheduled header queue, strict-priority classes) and switches that
 // forward by per-packet source route or by ECMP hash.
 //
-// Event model (STYLE §1, after htsim's Queue + Pipe): a port's link is a FIFO of packets in
+// Event model (docs/style.md §1, after htsim's Queue + Pipe): a port's link is a FIFO of packets in
 // flight with at most one pending event for the head's arrival, and the port has at most one
 // pending transmitter event, only while something waits for the transmitter: a packet that
 // starts serialising is put on the link at once with its arrival time (end of serialisation

@@ -31,7 +31,7 @@ import (
 // take its ingress past XOFF + Headroom finds no buffer and is dropped (drop reason
 // pfc_headroom, PFCStats.HeadroomDrops): the configuration cannot be lossless. Network.
 // PFCLosslessCheck says so before a run.
-// [PROTOCOLS.md RoCEv2: PFC; IEEE 802.1Qbb.]
+// [docs/protocols.md, "RoCEv2: PFC"; IEEE 802.1Qbb.]
 type PFCConfig struct {
 	Enabled bool `yaml:"enabled"`
 	// Classes lists the lossless classes (default [1], the data class; class 0 carries ACKs,
@@ -42,8 +42,8 @@ type PFCConfig struct {
 	XOFF sim.Size `yaml:"xoff"`
 	XON  sim.Size `yaml:"xon"`
 	// Headroom is the room reserved above XOFF per ingress and class; 0 (default) sizes it per
-	// link: 2 x link delay x rate + 2 x 4160 B [PROTOCOLS.md RoCEv2: about 2 x link delay x
-	// rate + 2 MTU].
+	// link: 2 x link delay x rate + 2 x 4160 B [docs/protocols.md, "RoCEv2: PFC": about 2 x link
+	// delay x rate + 2 MTU].
 	Headroom sim.Size `yaml:"headroom"`
 	// Quanta is the pause time each PAUSE frame asks for, in quanta of 512 bit times
 	// (1..65535; default 65535, the IEEE 802.1Qbb maximum).
@@ -418,7 +418,7 @@ func (n *Network) resume(now sim.Time, pid PortID, port *Port, c int) {
 // PFCLosslessCheck reports, before a run, why the PFC configuration cannot keep the lossless
 // classes lossless, one line per problem (at most max; nil when there is none):
 //   - a switch ingress whose headroom is below what arrives while its pause travels and takes
-//     effect, 2 x link delay x rate + 2 MTU [PROTOCOLS.md RoCEv2: PFC headroom];
+//     effect, 2 x link delay x rate + 2 MTU [docs/protocols.md, "RoCEv2: PFC": headroom];
 //   - a switch egress whose class queue limit is below what the switch's ingresses may hold
 //     for it before they all pause (ingress ports x (XOFF + headroom); with dynamic
 //     thresholds, the shared buffer plus every ingress's reserve and headroom), so drop-tail

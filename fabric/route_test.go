@@ -143,7 +143,7 @@ func TestECMPFollowsHash(t *testing.T) {
 }
 
 // TestECMPSpread: ECMP spreads distinct flows over a group uniformly (chi-square against the
-// closed form, STYLE §9), for group sizes that are and are not powers of two.
+// closed form, docs/style.md §9), for group sizes that are and are not powers of two.
 func TestECMPSpread(t *testing.T) {
 	h := newLine(t, 3, lineOpts{})
 	p := &fabric.Packet{DstPort: 4791}

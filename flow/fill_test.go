@@ -275,7 +275,7 @@ func naiveMaxMin(caps []float64, fl []testFlow) []float64 {
 }
 
 // TestMaxMinAgainstNaive compares the heap-based filling with the naive reference on random
-// instances (STYLE.md 9).
+// instances (docs/style.md §9).
 func TestMaxMinAgainstNaive(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for it := 0; it < 200; it++ {

@@ -179,8 +179,8 @@ func TestMRCDeterministic(t *testing.T) {
 
 // Permutation on the 8-plane fabric, 128 hosts, 1 QP per pair, 16 MiB each, every flow
 // starting together: every FCT within 5% of its ideal (wire bytes / NIC line rate + the pair's
-// base RTT) and the mean within 3%, with the PROTOCOLS.md NSCC defaults (max window 1.5 BDP,
-// ECN 0.2-0.8 BDP) [MRC §3: spraying keeps a permutation near line rate].
+// base RTT) and the mean within 3%, with the NSCC defaults [docs/protocols.md, "NSCC"] (max
+// window 1.5 BDP, ECN 0.2-0.8 BDP) [MRC §3: spraying keeps a permutation near line rate].
 func TestMRCPermutation(t *testing.T) {
 	res := mustRun(t, fmt.Sprintf(mrcYAML, 128, "  - {pattern: permutation, bytes: 16MiB}", ""))
 	m := res.Summary.MRC

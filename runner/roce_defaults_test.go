@@ -16,7 +16,9 @@ import (
 // star follows the max-min schedule; a 1,001-flow lossless incast finishes at the line rate
 // with no drop and no QP error (NCCL's 4.3 s timeout).
 
-// victimYAML is /work/shared/scenarios/roce-victim-100g.yaml at rate %s with transport %s.
+// victimYAML is issue 16's roce-victim-100g scenario (incast 7 -> 1, hosts 4-10 -> host 0, plus
+// a victim flow host 12 -> host 1, an idle host in the receiver's rack; 16 hosts, 4 racks, 4
+// spines) at rate %s with transport %s.
 const victimYAML = `
 name: victim
 topology:

@@ -17,11 +17,12 @@ traffic:
 run: {duration: 50ms, sample_interval: 5us, seed: %d}
 `
 
-// RoCEv2 permutation throughput while all flows are active [issue 4; PROTOCOLS.md RoCEv2]: one
-// QP per pair, ECMP per QP with per-switch seeds, PFC and DCQCN on (the defaults). Averaged
-// over 10 seeds the mean per-flow throughput lies in 0.45-0.65 of line rate, the flows sitting
-// at about 1, 1/2 and 1/3 of line (hash collisions on T0 uplinks and T1 downlinks); 8 QPs per
-// pair raise the mean; MRC on the same fabric beats RoCE with 16 QPs per pair.
+// RoCEv2 permutation throughput while all flows are active [issue 4; docs/protocols.md,
+// "RoCEv2: QP scaling and ECMP"]: one QP per pair, ECMP per QP with per-switch seeds, PFC and DCQCN
+// on (the defaults). Averaged over 10 seeds the mean per-flow throughput lies in 0.45-0.65 of line
+// rate, the flows sitting at about 1, 1/2 and 1/3 of line (hash collisions on T0 uplinks and T1
+// downlinks); 8 QPs per pair raise the mean; MRC on the same fabric beats RoCE with 16 QPs per
+// pair.
 func TestRoCEPermutationSeeds(t *testing.T) {
 	run := func(transport string, seed int) Summary {
 		return mustRun(t, fmt.Sprintf(permYAML, transport, seed)).Summary

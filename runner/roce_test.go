@@ -57,7 +57,8 @@ func TestRoCESingleFlow(t *testing.T) {
 
 // ECMP hash collisions: a permutation on one plane with one QP per peer puts several QPs on
 // some uplinks, so flows finish well behind the ideal; 8 QPs per peer spread each transfer
-// over 8 hashed paths and the worst flow improves [PROTOCOLS.md RoCEv2: QP scaling].
+// over 8 hashed paths and the worst flow improves [docs/protocols.md, "RoCEv2: QP scaling and
+// ECMP"].
 func TestRoCEQPScaling(t *testing.T) {
 	fct := map[int]float64{}
 	for _, qps := range []int{1, 8} {
@@ -122,7 +123,7 @@ func TestRoCEDeterministic(t *testing.T) {
 // (fabric.reconvergence). With a 200 us reconvergence the blackholed QPs' later packets take
 // the new paths, the receiver NAKs the gap and go-back-N resends it, and every flow finishes;
 // with the default 1 s, past the run, they exhaust their retries and error, and the run
-// reports them [PROTOCOLS.md RoCEv2].
+// reports them [docs/protocols.md, "RoCEv2: link failures and timeouts"].
 func TestRoCELinkDownReconvergence(t *testing.T) {
 	// up1 carries data of this permutation (up0 only ACKs under the production DCQCN's
 	// timing, re-pinned from up0 when the defaults changed).
@@ -153,7 +154,8 @@ func TestRoCELinkDownReconvergence(t *testing.T) {
 // RoCE is lossless by default (fabric.pfc on under RoCE): a 64-host one-plane permutation with
 // one QP per peer drops nothing, pauses upstream ports, and hash-colliding flows share their
 // links (flows at about 1, 1/2, 1/3 of line rate: mean throughput well under line rate);
-// turning PFC off (lossy RoCE) drops packets and goes back N [PROTOCOLS.md RoCEv2].
+// turning PFC off (lossy RoCE) drops packets and goes back N [docs/protocols.md, "RoCEv2: PFC"
+// and "RoCEv2: go-back-N"].
 func TestRoCEPFC(t *testing.T) {
 	lossless := runRoCEScenario(t, 1, 64, 1, "  - {pattern: permutation, bytes: 4MiB}", "")
 	s := lossless.Summary

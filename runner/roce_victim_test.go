@@ -31,12 +31,12 @@ func victimRun(t *testing.T, seed int, transport string, incast bool) (float64, 
 	return float64(8<<20) * 8 / done.Seconds() / 100e9, res.Summary
 }
 
-// Incast 7 -> 1 plus a victim flow to an idle host in the receiver's rack [PROTOCOLS.md
-// RoCEv2: victim flows]: with PFC alone the receiver's T0 pauses its uplinks, which also carry
-// the victim, so the victim loses most of its throughput though its own path is idle; nothing
-// is dropped. DCQCN (the reference RED/ECN profile) slows the incast senders, fewer pauses
-// reach the victim's path and it recovers part of its throughput. Averaged over seeds (the
-// ECMP hash decides which T1 the victim shares with which incast QPs).
+// Incast 7 -> 1 plus a victim flow to an idle host in the receiver's rack [docs/protocols.md,
+// "RoCEv2: PFC": victim flows]: with PFC alone the receiver's T0 pauses its uplinks, which also
+// carry the victim, so the victim loses most of its throughput though its own path is idle; nothing
+// is dropped. DCQCN (the reference RED/ECN profile) slows the incast senders, fewer pauses reach
+// the victim's path and it recovers part of its throughput. Averaged over seeds (the ECMP hash
+// decides which T1 the victim shares with which incast QPs).
 func TestRoCEVictimFlow(t *testing.T) {
 	seeds := []int{1, 2, 3}
 	var alone, pfcOnly, withDCQCN float64

@@ -38,8 +38,9 @@ type Scenario struct {
 const (
 	TransportRaw = "raw" // paced packets, no reliability: traffic gives load or rate
 	TransportMRC = "mrc" // MRC [MRC §2]: traffic gives bytes per transfer
-	// TransportRoCE is RoCEv2 [PROTOCOLS.md RoCEv2]: RC QPs hashed by ECMP, go-back-N, DCQCN;
-	// traffic gives bytes per transfer.
+	// TransportRoCE is RoCEv2 [docs/protocols.md, "RoCEv2: QP scaling and ECMP", "RoCEv2:
+	// go-back-N", "RoCEv2: DCQCN"]: RC QPs hashed by ECMP, go-back-N, DCQCN; traffic gives bytes
+	// per transfer.
 	TransportRoCE = "roce"
 	// TransportIdeal is no packet fabric at all: workload messages cross an ideal network
 	// (per-host NIC serialisation and a fixed latency; workloads only).
@@ -124,16 +125,16 @@ const (
 	ProfileNone = "none" // queues exactly as configured
 	// ProfileMRC: ECN marking between 0.2 and 0.8 BDP of queue (probability 0 to 1) on every
 	// switch hop except the last, trimming above 1 BDP (1.5 BDP at the last hop), as in the
-	// UEC reference simulator's defaults for MRC/NSCC fabrics [PROTOCOLS.md NSCC]. BDP is the
+	// UEC reference simulator's defaults for MRC/NSCC fabrics [docs/protocols.md, "NSCC"]. BDP is the
 	// fabric link rate x the transport's base RTT. It sets the ecn and trim blocks of
 	// switch_queue and last_hop_queue, and raises a queue limit below 2 BDP, wherever the
 	// scenario leaves them out (see Fabric.Profile); classes stay as configured.
 	ProfileMRC = "mrc"
 	// ProfileRoCE: RED/ECN marking for DCQCN on every switch port, the last hop included
-	// (runner.ProfileRoCEKmin, ProfileRoCEKmax per 100 Gb/s, Pmax 0.2) [PROTOCOLS.md RoCEv2;
-	// DCQCN], no trimming; under PFC, switch queue limits left out are raised to what the
-	// switch's ingresses may hold before all pause (at least 64 MiB), and a Kmin is checked
-	// against that limit; classes stay as configured.
+	// (runner.ProfileRoCEKmin, ProfileRoCEKmax per 100 Gb/s, Pmax 0.2) [docs/protocols.md,
+	// "RoCEv2: DCQCN" and "ECN"; DCQCN], no trimming; under PFC, switch queue limits left out are
+	// raised to what the switch's ingresses may hold before all pause (at least 64 MiB), and a Kmin is
+	// checked against that limit; classes stay as configured.
 	ProfileRoCE = "roce"
 )
 
@@ -170,10 +171,11 @@ type Fabric struct {
 	// xon, headroom). Default: on under transport roce (lossless RoCE, as deployed), off
 	// otherwise; `pfc: {enabled: false}` runs RoCE lossy.
 	PFC *PFC `yaml:"pfc,omitempty"`
-	// Reconvergence is how long after a link fails or comes back the switches' ECMP tables
-	// are recomputed from the links that are up (the routing protocol's convergence: hundreds
-	// of ms to seconds [PROTOCOLS.md RoCEv2]). Until then ECMP keeps hashing flows onto a dead
-	// link and they are blackholed. Default 1s; source-routed traffic (MRC) is not affected.
+	// Reconvergence is how long after a link fails or comes back the switches' ECMP tables are
+	// recomputed from the links that are up (the routing protocol's convergence: hundreds of ms to
+	// seconds [docs/protocols.md, "RoCEv2: link failures and timeouts"]). Until then ECMP keeps
+	// hashing flows onto a dead link and they are blackholed. Default 1s; source-routed traffic (MRC)
+	// is not affected.
 	Reconvergence sim.Time `yaml:"reconvergence"`
 
 	given QueueGiven // what the profile must keep (Resolve derives it from keys)

@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// Fuzz every parser (STYLE.md 11), seeded from round-tripped valid values. Properties: no panic
-// on any input; a parsed value is in range; its formatted form parses back to the same value.
+// Fuzz every parser (docs/style.md §11), seeded from round-tripped valid values. Properties: no
+// panic on any input; a parsed value is in range; its formatted form parses back to the same value.
 
 func FuzzParseTime(f *testing.F) {
 	for _, v := range roundTripTimes {

@@ -31,8 +31,8 @@ func (q *naiveQueue) pop() Event {
 }
 
 // TestEventQueueMatchesNaive checks the 4-ary heap against the naive queue for random
-// interleavings of push and pop, with many events at equal times (STYLE.md 9: check the clever
-// against the naive).
+// interleavings of push and pop, with many events at equal times (docs/style.md §9: check the
+// clever against the naive).
 func TestEventQueueMatchesNaive(t *testing.T) {
 	for seed := range uint64(50) {
 		rng := rand.New(rand.NewPCG(seed, 0xfeed))
@@ -114,9 +114,10 @@ func tieOrder(seed uint64, n int) []int32 {
 	return order
 }
 
-// TestTieOrderPinned pins the order of simultaneous events for a fixed seed. DESIGN.md promises
-// byte-identical output for the same input on any machine and across runs, so a change to the
-// tiebreak key derivation (splitmix64 over the seed) must show up here and be deliberate.
+// TestTieOrderPinned pins the order of simultaneous events for a fixed seed. The determinism
+// rule (docs/architecture.md, "Conventions") promises byte-identical output for the same input on
+// any machine and across runs, so a change to the tiebreak key derivation (splitmix64 over the
+// seed) must show up here and be deliberate.
 func TestTieOrderPinned(t *testing.T) {
 	want := []int32{2, 1, 0, 7, 5, 4, 6, 3}
 	if got := tieOrder(42, 8); !slices.Equal(got, want) {
@@ -139,11 +140,11 @@ func TestTieOrderDeterministic(t *testing.T) {
 	}
 }
 
-// TestTieOrderFair pins DESIGN.md's determinism rule: "Simultaneous events are ordered by a
-// seeded key, so symmetric senders are treated fairly rather than by insertion order." Over
-// 10,000 rounds each of two symmetric handlers must go first 45-55% of the time (the standard
-// deviation is 0.5%), whether they reschedule themselves or a third party always inserts A
-// before B.
+// TestTieOrderFair pins the determinism rule (docs/architecture.md, "Conventions"): events at the
+// same instant run in the order of a seeded key, so symmetric senders are treated fairly rather
+// than by insertion order. Over 10,000 rounds each of two symmetric handlers must go first 45-55%
+// of the time (the standard deviation is 0.5%), whether they reschedule themselves or a third party
+// always inserts A before B.
 func TestTieOrderFair(t *testing.T) {
 	const rounds = 10000
 	check := func(t *testing.T, name string, firstA int) {
@@ -457,7 +458,7 @@ func (r *queueRun) drain() {
 
 // TestCalendarMatchesNaive checks the calendar queue against the naive queue for random mixes
 // of pushes at the current time, within a bucket, within the window, beyond it, and hours
-// ahead, interleaved with pops and peeks, through the retunes the mix provokes (STYLE.md 9).
+// ahead, interleaved with pops and peeks, through the retunes the mix provokes (docs/style.md §9).
 func TestCalendarMatchesNaive(t *testing.T) {
 	for seed := range uint64(40) {
 		rng := rand.New(rand.NewPCG(seed, 0xca1e))

@@ -27,7 +27,7 @@ func TestTimeConstants(t *testing.T) {
 			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
 		}
 	}
-	// DESIGN.md: an int64 of picoseconds is "enough for ~106 days".
+	// docs/architecture.md, Conventions: an int64 of picoseconds is enough for about 106 days.
 	if days := MaxTime / (24 * Hour); days != 106 {
 		t.Errorf("MaxTime = %d days, want 106", days)
 	}

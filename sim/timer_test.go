@@ -184,7 +184,7 @@ func TestTimersIndependent(t *testing.T) {
 	}
 }
 
-// TestTimerResetChurnBounded is the STYLE.md 3 case: an RTO re-armed to a later deadline on
+// TestTimerResetChurnBounded is the docs/style.md §3 case: an RTO re-armed to a later deadline on
 // every ACK must not grow the queue.
 func TestTimerResetChurnBounded(t *testing.T) {
 	// Without time passing.

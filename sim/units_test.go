@@ -321,7 +321,7 @@ func TestTxTime(t *testing.T) {
 	}{
 		{4096, 800 * Gbps, 40960},  // 40.96 ns, exact
 		{4096, 100 * Gbps, 327680}, // 327.68 ns, exact
-		{1, 800 * Gbps, 10},        // DESIGN.md: one byte takes 10 ps at 800 Gb/s
+		{1, 800 * Gbps, 10},        // 1 byte: 10 ps at 800 Gb/s (docs/architecture.md, Conventions)
 		{1, 400 * Gbps, 20},
 		{1, 100 * Gbps, 80},
 		{1500, 25 * Gbps, 480 * Nanosecond},

@@ -101,8 +101,8 @@ type Params struct {
 // RoundTrip is the unloaded round trip over a path through hops switches: a dataWire-byte
 // packet out over hops+1 links (the first and last at HostLink, the rest at FabricLink),
 // store-and-forward, and an ackWire-byte answer back, each link adding HopLatency each way.
-// It is the transports' base RTT [PROTOCOLS.md NSCC: base RTT = unloaded RTT of the longest
-// path].
+// It is the transports' base RTT [docs/protocols.md, "NSCC": base RTT = unloaded RTT of the
+// longest path].
 func (p Params) RoundTrip(hops, dataWire, ackWire int) sim.Time {
 	links := hops + 1
 	var rtt sim.Time

@@ -88,7 +88,7 @@ type Config struct {
 // rate, MTU) come from the fabric at connection time.
 type NSCCParams struct {
 	// TargetFactor: target queueing delay = factor x base RTT; default 0.75 (trimming on)
-	// [PROTOCOLS.md NSCC].
+	// [docs/protocols.md, "NSCC"].
 	TargetFactor float64 `yaml:"target_factor"`
 	// MaxWindowFactor: max window = factor x BDP; default 1.5.
 	MaxWindowFactor float64 `yaml:"max_window_factor"`

@@ -7,9 +7,9 @@ import (
 	"github.com/lockstepsim/lockstep/sim"
 )
 
-// NSCC constants given by the sources [UEC §3.6 NSCC; PROTOCOLS.md NSCC]. They are the defaults
-// of the matching NSCCConfig fields; the tuning knobs lockstep chose itself are listed apart,
-// below.
+// NSCC constants given by the sources [UEC §3.6 NSCC; docs/protocols.md, "NSCC"]. They are the
+// defaults of the matching NSCCConfig fields; the tuning knobs lockstep chose itself are listed
+// apart, below.
 const (
 	// NSCCTargetFactorTrimming is the target queueing delay in base RTTs when switches trim.
 	NSCCTargetFactorTrimming = 0.75
@@ -36,10 +36,11 @@ const (
 	NSCCDelayEWMA = 0.125
 )
 
-// Lockstep defaults for the NSCC increase gains, scenario parameters. PROTOCOLS.md gives the
-// quadrant rules but not the gains. The UEC reference simulator (htsim, uec.cpp) scales its
-// gains with the BDP ("scaling_factor_a" = BDP / (100 Gb/s x 12 us)); lockstep therefore
-// expresses them as fractions of the BDP, which keeps the dynamics alike from 100G to 800G NICs.
+// Lockstep defaults for the NSCC increase gains, scenario parameters. The sources give the
+// quadrant rules but not the gains [docs/protocols.md, "NSCC"]. The UEC reference simulator (htsim,
+// uec.cpp) scales its gains with the BDP ("scaling_factor_a" = BDP / (100 Gb/s x 12 us)); lockstep
+// therefore expresses them as fractions of the BDP, which keeps the dynamics alike from 100G to
+// 800G NICs.
 const (
 	// DefaultNSCCFairIncrease: in the fair-increase quadrant the window grows by 2% of the BDP
 	// per window's worth of ACKs, like TCP's one MSS per RTT but scaled: about 6 MTUs of 4 KiB
@@ -56,8 +57,8 @@ const (
 	// (target - delay) / target: fastest with an empty queue, nothing extra at the target. The
 	// reference simulator's alpha gives about 0.11 x the target's bytes (0.08 BDP) at zero
 	// delay; lockstep rounds up to 0.1 BDP because it has no separate "fast increase" (not in
-	// PROTOCOLS.md), so a flow that quick-adapted down to one MTU regains a BDP in about ten
-	// base RTTs.
+	// the sources, docs/protocols.md "NSCC"), so a flow that quick-adapted down to one MTU regains a
+	// BDP in about ten base RTTs.
 	DefaultNSCCPropIncrease = 0.1
 )
 
@@ -66,24 +67,24 @@ const (
 // WithDefaults fills in.
 type NSCCConfig struct {
 	// BaseRTT is the unloaded round-trip time of the connection's longest path, data out and
-	// ACK back (required, > 0) [PROTOCOLS.md NSCC].
+	// ACK back (required, > 0) [docs/protocols.md, "NSCC"].
 	BaseRTT sim.Time
 	// LinkRate is the bottleneck rate used for the BDP: the sender NIC's aggregate rate over all
-	// planes, bits/s (required, > 0) [PROTOCOLS.md NSCC: "slowest link rate"; with MRC the
-	// fabric is full-bisection, so the NIC bounds the connection].
+	// planes, bits/s (required, > 0) [docs/protocols.md, "NSCC": the slowest link's rate; with
+	// MRC the fabric is full-bisection, so the NIC bounds the connection].
 	LinkRate sim.Rate
 	// MTU is the wire size in bytes of one full data packet, headers included (required, > 0).
 	// It is the window's floor.
 	MTU int64
 	// TargetFactor sets the target queueing delay = TargetFactor x BaseRTT. Default 0.75
 	// (NSCCTargetFactorTrimming, trimming on); use 1.0 (NSCCTargetFactorNoTrimming) when
-	// switches do not trim [PROTOCOLS.md NSCC].
+	// switches do not trim [docs/protocols.md, "NSCC"].
 	TargetFactor float64
 	// MaxWindowFactor sets the maximum (and initial) window = MaxWindowFactor x BDP; default 1.5
-	// [PROTOCOLS.md NSCC]. Above 1 the window is at least BDP + NSCCMinQueuePackets MTUs.
+	// [docs/protocols.md, "NSCC"]. Above 1 the window is at least BDP + NSCCMinQueuePackets MTUs.
 	MaxWindowFactor float64
 	// Gamma is the multiplicative-decrease strength in (0, 1]: the window is multiplied by
-	// max(1 - Gamma (delay - target) / delay, 0.5); default 0.8 [PROTOCOLS.md NSCC].
+	// max(1 - Gamma (delay - target) / delay, 0.5); default 0.8 [docs/protocols.md, "NSCC"].
 	Gamma float64
 	// FairIncrease is the fair (additive) increase, as a fraction of the BDP added per window's
 	// worth of acknowledged bytes; default 0.02 (lockstep default, DefaultNSCCFairIncrease).
@@ -172,10 +173,10 @@ type NSCCStats struct {
 	Timeouts              int64 // OnTimeout calls
 }
 
-// NSCC is the UEC network-signal-based sender congestion control [UEC §3.6 NSCC; PROTOCOLS.md
-// NSCC] as a sans-IO value: the caller feeds it ACKs, trim NACKs and timeouts with the current
-// time and reads Window. It never reads a clock, allocates nothing per call and is not safe for
-// concurrent use.
+// NSCC is the UEC network-signal-based sender congestion control [UEC §3.6 NSCC;
+// docs/protocols.md, "NSCC"] as a sans-IO value: the caller feeds it ACKs, trim NACKs and timeouts
+// with the current time and reads Window. It never reads a clock, allocates nothing per call and is
+// not safe for concurrent use.
 //
 // Window rules, per ACK, from its ECN echo and its queueing delay d against the target
 // (TargetFactor x BaseRTT):
@@ -187,12 +188,12 @@ type NSCCStats struct {
 //	ECN,    D <  target: no change (the path, not the rate, is wrong; MRC moves off the EV)
 //
 // d is the ACK's own queueing delay; D is the filtered delay (avg_delay), an EWMA of the
-// samples with weight NSCCDelayEWMA [UEC §3.6 NSCC]. Lockstep reads PROTOCOLS.md's decrease
-// rule with the filtered delay, as the UEC specification sizes it: under per-packet spraying
-// each ACK samples a different path, and one unlucky sample through a transient queue says
-// little about the connection's queueing. With the raw sample, a 128-host 8-plane permutation
-// cut windows about six times per flow and finished 7% behind the ideal (worst flow 15%); the
-// ECN-marked path is handled by MRC moving off that EV, not by the rate.
+// samples with weight NSCCDelayEWMA [UEC §3.6 NSCC]. Lockstep reads the decrease rule of
+// docs/protocols.md ("NSCC") with the filtered delay, as the UEC specification sizes it: under
+// per-packet spraying each ACK samples a different path, and one unlucky sample through a transient
+// queue says little about the connection's queueing. With the raw sample, a 128-host 8-plane
+// permutation cut windows about six times per flow and finished 7% behind the ideal (worst flow
+// 15%); the ECN-marked path is handled by MRC moving off that EV, not by the rate.
 //
 // A trim NACK subtracts the lost bytes and arms quick adapt; see OnNack. The window starts at
 // the maximum, MaxWindowFactor x BDP, and stays within [MTU, maximum]; BDP = LinkRate x
@@ -266,10 +267,10 @@ func (c *NSCC) Target() sim.Time { return c.target }
 // an increase per ACK is often below one byte.
 func (c *NSCC) Window() int64 { return int64(c.wnd + 0.5) }
 
-// OnAck processes acknowledged bytes [UEC §3.6 NSCC; PROTOCOLS.md NSCC]. delay is the queueing
-// delay the ACK measured: its RTT sample minus BaseRTT (negative values count as 0); ecn is the
-// CE echo. ackedBytes is the wire bytes newly acknowledged (a SACK may cover several packets);
-// ACKs with ackedBytes <= 0 are ignored.
+// OnAck processes acknowledged bytes [UEC §3.6 NSCC; docs/protocols.md, "NSCC"]. delay is the
+// queueing delay the ACK measured: its RTT sample minus BaseRTT (negative values count as 0); ecn
+// is the CE echo. ackedBytes is the wire bytes newly acknowledged (a SACK may cover several
+// packets); ACKs with ackedBytes <= 0 are ignored.
 //
 // The ACK first counts towards the quick-adapt measurement. If a quick adapt is armed and the
 // measurement interval has ended, the window is set from the measurement and this ACK changes
@@ -330,8 +331,8 @@ func (c *NSCC) OnAck(now sim.Time, ackedBytes int64, delay sim.Time, ecn bool) {
 	}
 }
 
-// OnNack processes a trim NACK [PROTOCOLS.md NSCC; UEC §3.6 NSCC]: the window shrinks at once by
-// lostBytes (the wire bytes of the trimmed packet) and quick adapt is armed.
+// OnNack processes a trim NACK [docs/protocols.md, "NSCC"; UEC §3.6 NSCC]: the window shrinks at
+// once by lostBytes (the wire bytes of the trimmed packet) and quick adapt is armed.
 //
 // Quick adapt reads "window set to bytes delivered in the last base-RTT + target" as: the bytes
 // acknowledged during the last measurement interval of BaseRTT + target, which is the
@@ -359,14 +360,13 @@ func (c *NSCC) OnNack(now sim.Time, lostBytes int64) {
 // MTU (the reference simulator's reaction to a packet marked for retransmission) and quick
 // adapt is armed, as for a trim NACK.
 //
-// Lockstep choice, not in PROTOCOLS.md: with trimming, a loss without a trim means a failed
-// path, not congestion [MRC §2.1; PROTOCOLS.md Trimming], and MRC retires that EV; cutting the
-// window to one MTU or to half, as TCP would, would throttle the connection's other hundred-odd
-// paths for a fault they do not share. Quick adapt instead sizes the window to what was
-// actually delivered in the last interval: unchanged when the other paths kept delivering,
-// down to one MTU when nothing got through (a dead peer or plane). Without trimming
-// (TargetFactor 1.0) a timeout may be congestion, and the same measurement answers that too.
-// Call it once per timeout expiry.
+// Lockstep choice, not in the sources: with trimming, a loss without a trim means a failed
+// path, not congestion [MRC §2.1; docs/protocols.md, "Trimming"], and MRC retires that EV; cutting
+// the window to one MTU or to half, as TCP would, would throttle the connection's other hundred-odd
+// paths for a fault they do not share. Quick adapt instead sizes the window to what was actually
+// delivered in the last interval: unchanged when the other paths kept delivering, down to one MTU
+// when nothing got through (a dead peer or plane). Without trimming (TargetFactor 1.0) a timeout
+// may be congestion, and the same measurement answers that too. Call it once per timeout expiry.
 func (c *NSCC) OnTimeout(now sim.Time) {
 	c.Stats.Timeouts++
 	c.shrink(c.minWnd)

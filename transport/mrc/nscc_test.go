@@ -71,12 +71,12 @@ func TestNSCCDefaults(t *testing.T) {
 	got := c.Config()
 	if got.TargetFactor != 0.75 || got.MaxWindowFactor != 1.5 || got.Gamma != 0.8 ||
 		got.FairIncrease != DefaultNSCCFairIncrease || got.PropIncrease != DefaultNSCCPropIncrease {
-		t.Fatalf("effective config %+v: want the PROTOCOLS.md constants and lockstep gains", got)
+		t.Fatalf("effective config %+v: want the docs/protocols.md NSCC constants and lockstep gains", got)
 	}
 	if c.BDP() != 100000 || c.MaxWindow() != 150000 || c.Target() != 7500*sim.Nanosecond {
 		t.Fatalf("BDP %d, max window %d, target %v; want 100000, 150000, 7.5us", c.BDP(), c.MaxWindow(), c.Target())
 	}
-	// [PROTOCOLS.md NSCC] the window starts at the maximum.
+	// [docs/protocols.md, "NSCC"] the window starts at the maximum.
 	if c.Window() != 150000 {
 		t.Fatalf("initial window %d, want the maximum 150000", c.Window())
 	}
@@ -87,8 +87,8 @@ func TestNSCCDefaults(t *testing.T) {
 	}
 }
 
-// TestNSCCQuadrants replays one ACK in each quadrant of [UEC §3.6 NSCC; PROTOCOLS.md NSCC] from a
-// window of 90,000 B (the maximum 150,000 B after one decrease at t=0 by
+// TestNSCCQuadrants replays one ACK in each quadrant of [UEC §3.6 NSCC; docs/protocols.md,
+// "NSCC"] from a window of 90,000 B (the maximum 150,000 B after one decrease at t=0 by
 // 1 - 0.8 (15 - 7.5)/15 = 0.6), and checks the window and the one counter it moves. The ECN
 // cases first set the filtered delay to the ACK's own delay, so D = d in the decrease rule
 // (the filter itself is checked by TestNSCCFilteredDelay).
@@ -172,8 +172,8 @@ func TestNSCCFilteredDelay(t *testing.T) {
 	}
 }
 
-// TestNSCCDecreaseOncePerBaseRTT: [PROTOCOLS.md NSCC] "multiplicative decrease, at most once per
-// base RTT". Two ECN, high-delay ACKs within one base RTT decrease once.
+// TestNSCCDecreaseOncePerBaseRTT: [docs/protocols.md, "NSCC"] multiplicative decrease, at most
+// once per base RTT. Two ECN, high-delay ACKs within one base RTT decrease once.
 func TestNSCCDecreaseOncePerBaseRTT(t *testing.T) {
 	c := newExampleNSCC(t)
 	replayNSCC(t, c, []nsccStep{
@@ -191,7 +191,7 @@ func TestNSCCDecreaseOncePerBaseRTT(t *testing.T) {
 	}
 }
 
-// TestNSCCClamps: the window stays within [MTU, 1.5 x BDP] [PROTOCOLS.md NSCC].
+// TestNSCCClamps: the window stays within [MTU, 1.5 x BDP] [docs/protocols.md, "NSCC"].
 func TestNSCCClamps(t *testing.T) {
 	t.Run("max", func(t *testing.T) {
 		replayNSCC(t, newExampleNSCC(t), []nsccStep{
@@ -215,10 +215,10 @@ func TestNSCCClamps(t *testing.T) {
 	})
 }
 
-// TestNSCCQuickAdapt replays [PROTOCOLS.md NSCC] "a NACK reduces the window by the bytes lost and
-// arms quick-adapt (window set to bytes delivered in the last base-RTT + target)": intervals of
-// 10 + 7.5 = 17.5 us from the first ACK; ECN ACKs below the target deliver bytes without moving
-// the window.
+// TestNSCCQuickAdapt replays [docs/protocols.md, "NSCC"]: a NACK subtracts the bytes lost from the
+// window and arms quick adapt (window set to the bytes delivered over the last base RTT + target).
+// Intervals of 10 + 7.5 = 17.5 us from the first ACK; ECN ACKs below the target deliver bytes
+// without moving the window.
 func TestNSCCQuickAdapt(t *testing.T) {
 	t.Run("worked example", func(t *testing.T) {
 		c := newExampleNSCC(t)
@@ -339,7 +339,7 @@ type nsccFluidCase struct {
 
 // TestNSCCConvergence: senders sharing one bottleneck settle at a total window of about
 // BDP + target x rate (the queue held at the target) and, with marking at the target, at equal
-// windows within 10% [PROTOCOLS.md NSCC: fair increase is additive, the decrease
+// windows within 10% [docs/protocols.md, "NSCC": fair increase is additive, the decrease
 // multiplicative].
 func TestNSCCConvergence(t *testing.T) {
 	// Base RTT 8 us: the staggered senders start 50 base RTTs apart, the incast ones 1/8 of one.

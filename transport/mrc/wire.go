@@ -4,14 +4,15 @@
 // resent at once; untrimmed losses (found by SACK gaps, RACK-style, or by the ACK timeout)
 // retire the EV that lost them; NSCC sets the window.
 //
-// Sans-IO (STYLE §3): a Sender or Receiver sees only time passed in, the Headers handed to it,
-// and its own random stream. It appends the Headers it wants sent to an outbox the caller
-// drains, and reports one deadline the caller keeps a single timer for. Nothing here imports
-// the simulator, so the same engine can run over UDP sockets (package wire, later).
+// Sans-IO (docs/style.md §3): a Sender or Receiver sees only time passed in, the Headers handed to
+// it, and its own random stream. It appends the Headers it wants sent to an outbox the caller
+// drains, and reports one deadline the caller keeps a single timer for. Nothing here imports the
+// simulator, so the same engine can run over UDP sockets (package wire, later).
 //
 // Sources: Araujo et al., "Resilient AI Supercomputer Networking using MRC and SRv6" (2026) =
 // [MRC]; the OCP MRC 1.0 reference API (mrc.h, mrc_ctl.h) = [API]; Ultra Ethernet 1.0 = [UEC];
-// see ../shared/PROTOCOLS.md. Unpublished values are lockstep defaults, named as such.
+// see docs/protocols.md ("MRC", "Trimming", "NSCC"). Unpublished values are lockstep
+// defaults, named as such.
 package mrc
 
 import "github.com/lockstepsim/lockstep/sim"

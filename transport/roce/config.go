@@ -51,15 +51,15 @@ type Config struct {
 	// CNPInterval: the notification point sends at most one CNP per QP per this interval.
 	// Default by DCQCN profile: 20us under "production" (lockstep default, of the order of
 	// ConnectX's 4 us rate-reduction period, rate_reduce_monitor_period), 50us under
-	// "paper" [DCQCN §3.1: N = 50 us; PROTOCOLS.md].
+	// "paper" [DCQCN §3.1: N = 50 us; docs/protocols.md, "RoCEv2: DCQCN"].
 	CNPInterval sim.Time `yaml:"cnp_interval"`
 	// DCQCN configures the reaction point (the sender's rate control).
 	DCQCN DCQCNConfig `yaml:"dcqcn"`
 }
 
 // DCQCNConfig holds the DCQCN reaction-point parameters [DCQCN §3.1, with the values the paper
-// recommends for its 40 Gb/s NICs; PROTOCOLS.md]. Rates given as 0 scale with the line rate
-// (see each field), so one default serves 100G and 800G NICs.
+// recommends for its 40 Gb/s NICs; docs/protocols.md, "RoCEv2: DCQCN"]. Rates given as 0 scale
+// with the line rate (see each field), so one default serves 100G and 800G NICs.
 type DCQCNConfig struct {
 	// Profile names the parameter set the zero fields take (DCQCNProfileProduction, the
 	// default, or DCQCNProfilePaper); fields given explicitly override it.
@@ -68,7 +68,8 @@ type DCQCNConfig struct {
 	// fabric relying on PFC alone). Default false.
 	Disabled bool `yaml:"disabled"`
 	// G is the alpha gain g: alpha = (1-g) alpha + g on a CNP, (1-g) alpha per AlphaTimer
-	// without one; default 1/256 [DCQCN §3.1 and its recommended values; PROTOCOLS.md]. Allowed (0, 1].
+	// without one; default 1/256 [DCQCN §3.1 and its recommended values; docs/protocols.md,
+	// "RoCEv2: DCQCN"]. Allowed (0, 1].
 	G float64 `yaml:"g"`
 	// InitialAlpha is alpha before the first CNP; default 1 [DCQCN §3.1], so the first CNP
 	// halves the rate. Allowed (0, 1].
@@ -87,7 +88,7 @@ type DCQCNConfig struct {
 	// FastRecoverySteps is F: the first F increases after a CNP are fast recovery
 	// (Rc = (Rt + Rc) / 2); after F timer or byte-counter events additive increase, after F of
 	// both hyper increase; default 2 under "production", 5 under "paper" [DCQCN §3.1;
-	// PROTOCOLS.md]. Allowed 1..64.
+	// docs/protocols.md, "RoCEv2: DCQCN"]. Allowed 1..64.
 	FastRecoverySteps int `yaml:"fast_recovery_steps"`
 	// RateAI is R_AI, the target rate's additive step. 0 (default) scales with the line rate:
 	// "paper" line / 1000, the paper's 40 Mb/s on its 40 Gb/s NICs [DCQCN recommended value]
@@ -120,24 +121,27 @@ const (
 	// milliseconds) never error. With 7 retries a blackholed QP errors after 8 x 4.3 s, about
 	// 34 s. A failure study can set rto shorter (perftest uses 14, 67 ms).
 	DefaultRTO = LocalAckTimeoutUnit << DefaultRTOExp
-	// MaxQPsPerPeer bounds Config.QPsPerPeer (gains from QP scaling stop near 8 [PROTOCOLS.md]).
+	// MaxQPsPerPeer bounds Config.QPsPerPeer (gains from QP scaling stop near 8
+	// [docs/protocols.md, "RoCEv2: QP scaling and ECMP"]).
 	MaxQPsPerPeer = 64
 	// DefaultRetryCount is the IBTA maximum retry count [IBTA §9.7, requester: transport timer].
 	DefaultRetryCount = 7
 	// MaxRetryCount is the largest retry_cnt a 3-bit field holds.
 	MaxRetryCount = 7
-	// DefaultCNPInterval is the "paper" profile's CNP spacing [DCQCN §3.1; PROTOCOLS.md].
+	// DefaultCNPInterval is the "paper" profile's CNP spacing [DCQCN §3.1; docs/protocols.md,
+	// "RoCEv2: DCQCN"].
 	DefaultCNPInterval = 50 * sim.Microsecond
 
-	// DCQCNG is the alpha gain g [DCQCN §3.1; PROTOCOLS.md].
+	// DCQCNG is the alpha gain g [DCQCN §3.1; docs/protocols.md, "RoCEv2: DCQCN"].
 	DCQCNG = 1.0 / 256
-	// DCQCNAlphaTimer is K [DCQCN §3.1; PROTOCOLS.md: 55 us].
+	// DCQCNAlphaTimer is K [DCQCN §3.1; docs/protocols.md, "RoCEv2: DCQCN": 55 us].
 	DCQCNAlphaTimer = 55 * sim.Microsecond
 	// DCQCNRateIncreaseTimer is the "paper" profile's T [DCQCN recommended value].
 	DCQCNRateIncreaseTimer = 55 * sim.Microsecond
 	// DCQCNByteCounter is the "paper" profile's B in bytes [DCQCN recommended value: 10 MB].
 	DCQCNByteCounter = 10_000_000
-	// DCQCNFastRecoverySteps is the "paper" profile's F [DCQCN §3.1; PROTOCOLS.md].
+	// DCQCNFastRecoverySteps is the "paper" profile's F [DCQCN §3.1; docs/protocols.md, "RoCEv2:
+	// DCQCN"].
 	DCQCNFastRecoverySteps = 5
 	// DCQCNRateAIDivisor: under "paper", RateAI 0 means line rate / this (DCQCNConfig.RateAI).
 	DCQCNRateAIDivisor = 1000

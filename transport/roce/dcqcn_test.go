@@ -72,7 +72,7 @@ func TestDCQCNDefaults(t *testing.T) {
 	c := d.Config()
 	if c.G != 1.0/256 || c.InitialAlpha != 1 || c.AlphaTimer != 55*us || c.RateIncreaseTimer != 55*us ||
 		c.ByteCounter != 10_000_000 || c.FastRecoverySteps != 5 || c.MinRate != 100*sim.Mbps {
-		t.Fatalf("effective config %+v: want the [DCQCN]/PROTOCOLS.md values", c)
+		t.Fatalf("effective config %+v: want the [DCQCN] values (docs/protocols.md, RoCEv2: DCQCN)", c)
 	}
 	if c.RateAI != 100*sim.Mbps || c.RateHAI != sim.Gbps {
 		t.Fatalf("R_AI %v, R_HAI %v at 100G; want line/1000 = 100Mbps and 10 x that", c.RateAI, c.RateHAI)
@@ -155,7 +155,8 @@ func TestDCQCNAlphaDecay(t *testing.T) {
 
 // TestDCQCNRecoveryToLineRate: after one CNP the timer alone brings the rate back, through F = 5
 // fast-recovery steps and then additive increase, to exactly line rate, where the timer stops
-// [DCQCN §3.1; PROTOCOLS.md: 5 fast-recovery steps, then additive, then hyper].
+// [DCQCN §3.1; docs/protocols.md, "RoCEv2: DCQCN": 5 fast-recovery steps, then additive, then
+// hyper].
 func TestDCQCNRecoveryToLineRate(t *testing.T) {
 	d := newExampleDCQCN(t)
 	d.OnCNP(0)

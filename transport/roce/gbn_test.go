@@ -146,7 +146,8 @@ func equalU32(a, b []uint32) bool {
 
 // TestGoBackNTimeline: 20 packets, PSN 5 lost. The responder places 0-4, NAKs PSN 5 once when
 // PSN 6 arrives, and drops 6-19 [IBTA §9.7, responder: out-of-sequence requests]; the requester, on the NAK, resends
-// everything from 5 [IBTA §9.7, requester: NAK-sequence error; PROTOCOLS.md RoCEv2: go-back-N], and the transfer completes.
+// everything from 5 [IBTA §9.7, requester: NAK-sequence error; docs/protocols.md, "RoCEv2:
+// go-back-N"], and the transfer completes.
 func TestGoBackNTimeline(t *testing.T) {
 	p := newGBNPair(t, gbnConfig())
 	if _, err := p.s.Post(0, 20*4096); err != nil {
@@ -400,9 +401,9 @@ func TestResponderMalformed(t *testing.T) {
 }
 
 // TestResponderCNPRateLimit: CE-marked packets every microsecond for 200 us give CNPs at 0, 50,
-// 100, 150 and 200 us only: at most one per 50 us per QP [DCQCN §3.1; PROTOCOLS.md RoCEv2]. Marks
-// on duplicates and out-of-order packets count too: the notification point does not care
-// about order.
+// 100, 150 and 200 us only: at most one per 50 us per QP [DCQCN §3.1; docs/protocols.md, "RoCEv2:
+// DCQCN"]. Marks on duplicates and out-of-order packets count too: the notification point does not
+// care about order.
 func TestResponderCNPRateLimit(t *testing.T) {
 	r, _ := NewReceiver(Config{DCQCN: DCQCNConfig{Profile: DCQCNProfilePaper}}, Conn{QP: 3}) // the paper's 50 us CNP interval
 	var cnps []sim.Time

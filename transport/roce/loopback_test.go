@@ -380,7 +380,8 @@ func TestLoopbackRandomDrops(t *testing.T) {
 }
 
 // TestLoopbackBlackhole: a line that drops everything errors the QP after RetryCount retries
-// (a failed link before routing reconverges [PROTOCOLS.md RoCEv2]).
+// (a failed link before routing reconverges [docs/protocols.md, "RoCEv2: link failures and
+// timeouts"]).
 func TestLoopbackBlackhole(t *testing.T) {
 	n := newLoopNet(t, loopConfig{cfg: Config{RTO: 100 * us}, seed: 1, dropData: 1})
 	n.post(1 << 20)

@@ -73,8 +73,8 @@ type message struct {
 // into PSN-numbered packets, paces them at the DCQCN rate, and recovers losses by go-back-N:
 // on a sequence-error NAK it resends everything from the NAK's PSN, on a local ACK timeout
 // everything from the oldest unacknowledged PSN [IBTA §9.7, requester: NAK-sequence error,
-// transport timer; PROTOCOLS.md RoCEv2]. After RetryCount retries without progress the QP
-// errors (Err). Not safe for concurrent use.
+// transport timer; docs/protocols.md, "RoCEv2: go-back-N"]. After RetryCount retries without
+// progress the QP errors (Err). Not safe for concurrent use.
 //
 // Invariants: una <= next <= high <= end (modulo 2^32): every PSN below una is acknowledged,
 // next is the next PSN to send (new or again), high is one past the highest PSN ever sent, end
@@ -421,10 +421,10 @@ func (s *Sender) OnAck(now sim.Time, h *Header) {
 // OnNak takes a sequence-error NAK: the responder expects h.PSN, having received everything
 // below it, and drops what comes after until h.PSN arrives. Everything below h.PSN is
 // acknowledged, and sending goes back to h.PSN: go-back-N [IBTA §9.7, requester: NAK-sequence
-// error; PROTOCOLS.md RoCEv2]. A NAK that acknowledges nothing new is a retry without progress and
-// counts against RetryCount, as a timeout does. A NAK for a PSN already acknowledged, or
-// beyond one past the highest PSN sent, or with nothing outstanding, is stale and ignored.
-// Then pumps.
+// error; docs/protocols.md, "RoCEv2: go-back-N"]. A NAK that acknowledges nothing new is a retry
+// without progress and counts against RetryCount, as a timeout does. A NAK for a PSN already
+// acknowledged, or beyond one past the highest PSN sent, or with nothing outstanding, is stale and
+// ignored. Then pumps.
 func (s *Sender) OnNak(now sim.Time, h *Header) {
 	s.Stats.NAKs++
 	if s.err != nil {

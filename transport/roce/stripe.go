@@ -3,8 +3,8 @@ package roce
 import "fmt"
 
 // Stripe splits a transfer of bytes over qps QPs (QP scaling: applications open several QPs
-// per peer so that ECMP spreads them [PROTOCOLS.md RoCEv2]) and returns each QP's share, in QP
-// order, summing to bytes.
+// per peer so that ECMP spreads them [docs/protocols.md, "RoCEv2: QP scaling and ECMP"]) and
+// returns each QP's share, in QP order, summing to bytes.
 //
 // The split is in whole units of unit bytes (pass Config.PayloadBytes, so no QP sends a short
 // packet mid-transfer and the total packet count is what one QP would send): the

@@ -1,18 +1,18 @@
 // Package roce is a sans-IO engine for the RoCEv2 baseline: one reliable connection (RC QP)
 // carrying RDMA Write transfers over one ECMP path (one UDP source port per QP), go-back-N
 // recovery driven by sequence-error NAKs and a retransmission timeout, and DCQCN congestion
-// control (a CNP-driven, paced rate) [DCQCN; IBTA; PROTOCOLS.md RoCEv2].
+// control (a CNP-driven, paced rate) [DCQCN; IBTA; docs/protocols.md, the "RoCEv2:" sections].
 //
-// Sans-IO (STYLE §3), like transport/mrc: a Sender or Receiver sees only the time passed in and
-// the Headers handed to it. It appends the Headers it wants sent to an outbox the caller drains,
-// and reports one deadline the caller keeps a single timer for. Nothing here imports the
+// Sans-IO (docs/style.md §3), like transport/mrc: a Sender or Receiver sees only the time passed in
+// and the Headers handed to it. It appends the Headers it wants sent to an outbox the caller
+// drains, and reports one deadline the caller keeps a single timer for. Nothing here imports the
 // simulator's kernel or fabric.
 //
 // Sources: Zhu et al., "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM 2015 =
 // [DCQCN]; InfiniBand Architecture Specification Vol. 1, chapter 9 (transport layer: BTH, RETH,
 // AETH, PSNs, the requester's and responder's RC behaviour) = [IBTA]; its Annex A17 (RoCEv2:
-// UDP encapsulation, port 4791, CNPs) = [RoCEv2]; ../shared/PROTOCOLS.md. Values no source
-// gives are lockstep defaults, named as such.
+// UDP encapsulation, port 4791, CNPs) = [RoCEv2]; docs/protocols.md (the "RoCEv2:" sections).
+// Values no source gives are lockstep defaults, named as such.
 //
 // Simplifications, all deliberate:
 //   - PSNs are 32-bit here, compared modulo 2^32; [IBTA §9.7] PSNs are 24-bit. Every rule

@@ -333,7 +333,7 @@ func (e *Executor) Done() bool { return e.running == 0 }
 
 // Incomplete returns nil when every launched collective has completed, else an error whose
 // message is Stuck(max): what the runner returns when the event queue empties, or its time
-// limit passes, with collectives outstanding (DESIGN.md "Progress").
+// limit passes, with collectives outstanding (docs/architecture.md, Conventions, "Progress").
 func (e *Executor) Incomplete(max int) error {
 	if e.running == 0 {
 		return nil

@@ -2,8 +2,8 @@ package collective
 
 import "testing"
 
-// FuzzBuild: no spec makes Build panic (DESIGN.md "Errors": no panics on any input), and
-// whatever it accepts is a well-formed schedule that computes the right thing.
+// FuzzBuild: no spec makes Build panic (docs/architecture.md, Conventions, "Errors": no panics on
+// any input), and whatever it accepts is a well-formed schedule that computes the right thing.
 func FuzzBuild(f *testing.F) {
 	f.Add(uint8(0), uint8(1), int16(8), int64(1<<16), int64(4096), int16(1), int16(0), int16(0), int16(0))
 	f.Add(uint8(0), uint8(6), int16(12), int64(1000), int64(100), int16(2), int16(0), int16(0), int16(3))

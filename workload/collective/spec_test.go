@@ -6,7 +6,7 @@ import (
 )
 
 // TestSpecErrors: bad input is an error naming the field, the value and what is allowed, never
-// a panic (DESIGN.md "Errors").
+// a panic (docs/architecture.md, Conventions, "Errors").
 func TestSpecErrors(t *testing.T) {
 	ok := NewSpec(AllReduce, 8, 1<<20)
 	mod := func(f func(*Spec)) Spec { s := ok; f(&s); return s }

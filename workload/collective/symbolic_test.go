@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// symCheck is the naive reference for a schedule's data semantics (STYLE 9: the clever
+// symCheck is the naive reference for a schedule's data semantics (docs/style.md §9: the clever
 // against the naive). Every rank's buffer holds, per block, a vector of counts: how many
 // times each rank's input has been summed into it (so a double-counted contribution is caught,
 // which a bitset would hide), plus a junk flag for "never written". It executes the ops in a

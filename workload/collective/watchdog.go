@@ -8,9 +8,9 @@ import (
 // Stuck describes, one line per rank, what the unfinished collectives wait for. With max > 0
 // every unfinished collective gets an equal share of max lines (at least 2), followed by
 // "... and K more ranks of <name>" when cut, so none goes unnamed; max <= 0: no limit. It is meant for the
-// progress watchdog (DESIGN.md "Progress"): call it when the simulation stops or its event
-// queue empties with Done() false. For each rank with work left it names the first op in the
-// rank's program order that is under way, or else the first op still waiting for
+// progress watchdog (docs/architecture.md, Conventions, "Progress"): call it when the simulation
+// stops or its event queue empties with Done() false. For each rank with work left it names the
+// first op in the rank's program order that is under way, or else the first op still waiting for
 // dependencies and the first dependency it waits for:
 //
 //	all_reduce#0 rank 5 (host 12): waits for recv from rank 4 (host 11), chunk 3 step 7 (524288 B); 130/260 ops done

@@ -64,7 +64,7 @@ func dtypeBytes(s string) (int, bool) {
 // Seconds is a duration in seconds as a float64, for the long horizons of reliability inputs
 // (per-GPU MTBFs of years exceed sim.Time's ~106 days). YAML takes a number with a unit: "600s",
 // "10min", "1.5h", "2100d", "5.8y" (y = 365 days); a bare number is rejected, as for every
-// lockstep duration (DESIGN.md "Time").
+// lockstep duration (docs/architecture.md, Conventions, "Time").
 type Seconds float64
 
 // ParseSeconds parses a duration with a unit: s, min (or m), h, d, y. Errors: empty input, a
