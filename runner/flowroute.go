@@ -7,11 +7,15 @@ import (
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/transport/mrc"
 )
 
-// maxFlowSpray bounds the paths one sprayed flow uses at flow level: MRC's active EV set
-// (128, split equally over the planes), sampled evenly from the minimal paths.
-const maxFlowSpray = 128
+// maxFlowSpray is the default bound on the paths one sprayed flow uses at flow level: MRC's
+// default active EV set (mrc.DefaultEVActive, split equally over the planes), sampled evenly
+// from the minimal paths. A scenario's transport.mrc.ev.active replaces it (flowRouter.spray
+// paths, set by scenarioFlowRouter), so the flow level sprays over as many paths as the
+// packet level's EVs.
+const maxFlowSpray = mrc.DefaultEVActive
 
 // flowRouter routes the flow-level engine's flows over a topology, as the packet-level
 // transports would: "mrc" on a Clos or fat-tree is perfect spraying over link bundles (see
@@ -32,6 +36,7 @@ type flowRouter struct {
 	nvlLat  sim.Time
 	scratch []int32
 	qps     int // RoCE: QPs per peer per plane (transport.roce.qps_per_peer), each its own ECMP path
+	evs     int // MRC: paths a sprayed flow samples (transport.mrc.ev.active; 0: maxFlowSpray)
 	// bundle maps every directed link of a Clos or fat-tree to its bundle link (see
 	// bundleLinks); nil when MRC flows are not bundled.
 	bundle []int32
@@ -123,6 +128,9 @@ func scenarioFlowRouter(sc *scenario.Scenario, t topo.Topology, domain int, upRa
 	r, caps := newFlowRouter(t, sc.Transport.Kind, sc.Run.Seed, domain, upRate, upLat)
 	if sc.Transport.RoCE != nil {
 		r.qps = sc.Transport.RoCE.QPsPerPeer
+	}
+	if sc.Transport.MRC != nil && sc.Transport.MRC.EV.Active > 0 {
+		r.evs = sc.Transport.MRC.EV.Active
 	}
 	return r, caps
 }
@@ -350,7 +358,7 @@ func (r *flowRouter) bundledWalk(src, dst int, buf []flow.Path) ([]flow.Path, si
 }
 
 // pick chooses the path indices a flow from src to dst (per paths in each plane) uses: MRC
-// up to maxFlowSpray/planes evenly spaced (from a hashed offset) in every plane, RoCE one
+// up to ev.active/planes (default maxFlowSpray/planes) evenly spaced (from a hashed offset) in every plane, RoCE one
 // hashed by (src, dst, key) in every plane. With live (a failure model: nil when every path
 // is up), MRC drops the sampled paths that are not live, and samples every live path when
 // none of its own is; RoCE rehashes a choice that is not live until it finds one (a flow
@@ -361,7 +369,11 @@ func (r *flowRouter) pick(src, dst, per int, key uint64, live func(i int) bool) 
 		// Evenly spaced from an offset of the flow's own, so that flows sampling fewer paths
 		// than there are still cover every uplink together (a fixed offset would leave the
 		// paths between the samples unused by every flow).
-		m := max(1, min(per, maxFlowSpray/r.planes))
+		evs := r.evs
+		if evs <= 0 {
+			evs = maxFlowSpray
+		}
+		m := max(1, min(per, evs/r.planes))
 		off := int(mix(mix(r.seed+0x632be59bd9b4e019)^uint64(src)<<40^uint64(dst)<<16^key*0x9e3779b97f4a7c15) % uint64(per))
 		for plane := range r.planes {
 			for k := range m {

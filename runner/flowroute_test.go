@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lockstepsim/lockstep/flow"
+	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
 )
@@ -160,5 +161,53 @@ run: {engine: flow, seed: %d}
 	}
 	if len(seen) < 3 {
 		t.Errorf("seeds 1-4 gave %d distinct all-to-all times; want the ECMP hash to differ by seed", len(seen))
+	}
+}
+
+// TestFlowRouterHonoursEVActive: at flow level an MRC flow off a Clos sprays over as many
+// paths as the packet level's active EV set (transport.mrc.ev.active), split over the planes,
+// not a fixed 128 (issue 18: a user's ev.active was ignored at flow level).
+func TestFlowRouterHonoursEVActive(t *testing.T) {
+	for _, c := range []struct {
+		topo   string
+		active int // 0: the default
+		want   int // paths of the far flow
+	}{
+		{"torus: {dims: 4x4x8, link_rate: 100G}", 0, 128},
+		{"torus: {dims: 4x4x8, link_rate: 100G}", 32, 32},
+		{"torus: {dims: 4x4x8, link_rate: 100G}", 8, 8},
+		{"torus: {dims: 4x4x8, link_rate: 100G}", 256, 256},
+		{"rail: {servers: 8, gpus_per_server: 4, planes: 2, radix: 8, host_link: 100G}", 16, 0},
+	} {
+		yaml := "topology: {" + c.topo + "}\ntransport: {kind: mrc"
+		if c.active > 0 {
+			yaml += fmt.Sprintf(", mrc: {ev: {active: %d}}", c.active)
+		}
+		yaml += "}\nworkload: {collectives: [{op: all_reduce, bytes: 1MiB}]}\n"
+		sc, err := scenario.Parse([]byte(yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := sc.Topology.Describe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		base, _ := scenarioFlowRouter(sc, l, 0, 0, 0)
+		r := &collRouter{flowRouter: base}
+		src, dst := 0, l.NumHosts()-1
+		paths, _, err := r.Paths(src, dst, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := c.want
+		if want == 0 { // fewer minimal paths than EVs: every one
+			want = min(l.NumPaths(src, dst), c.active)
+		}
+		if total := l.NumPaths(src, dst); total < want {
+			want = total
+		}
+		if len(paths) != want {
+			t.Errorf("%s, ev.active %d: %d -> %d sprayed over %d paths; want %d (of %d minimal)", c.topo, c.active, src, dst, len(paths), want, l.NumPaths(src, dst))
+		}
 	}
 }
