@@ -909,12 +909,15 @@ func (j *Job) Summary() string {
 	}
 	fmt.Fprintf(&b, "%s on %d x %s: %s; %d microbatches of %d x %d tokens per step (global batch %d sequences)\n",
 		m.Name, j.World(), j.GPU.Name, grid, j.micro, m.MicroBatch, m.SeqLen, m.GlobalBatch)
-	if p.PP > 1 {
+	if p.PP > 1 && p.Note() == "" {
 		fmt.Fprintf(&b, "schedule %s", p.Schedule)
 		if p.Schedule == ScheduleInterleaved {
 			fmt.Fprintf(&b, " with %d virtual stages per rank", p.VirtualStages)
 		}
 		b.WriteByte('\n')
+	}
+	if n := p.Note(); n != "" {
+		b.WriteString(n + "\n")
 	}
 	tpWhere := j.tpWhere()
 	if p.TP > 1 {
