@@ -167,7 +167,8 @@ type Plan struct {
 	Recompute     RecomputeMode `yaml:"recompute,omitempty"`      // none, selective or full (true = full)
 	Domain        int           `yaml:"domain,omitempty"`         // GPUs per scale-up domain; 0: the GPU's scale_up_gpus
 
-	note string // set by Resolve: why the schedule was changed (see Note)
+	note     string // set by Resolve: why the schedule was changed (see Note)
+	resolved bool   // set by Resolve: Schedule and VirtualStages are resolved values, not input
 }
 
 // ParseOrder parses a placement order: the dimensions tp, dp and pp, each once, and
@@ -403,6 +404,7 @@ func (p Plan) Resolve(world int, m Model) (Plan, error) {
 	if err := r.checkInterleavedBatch(p, m); err != nil {
 		return Plan{}, err
 	}
+	r.resolved = true
 	return r, nil
 }
 
@@ -430,7 +432,7 @@ func (r *Plan) checkInterleavedBatch(given Plan, m Model) error {
 		eg = fmt.Sprintf("%d or %s", lo, eg)
 	}
 	fix := fmt.Sprintf("a global_batch that is a multiple of pp x dp x micro_batch = %d (e.g. %s), or schedule 1f1b or zb-h1", gb, eg)
-	explicit := strings.EqualFold(strings.TrimSpace(given.Schedule), ScheduleInterleaved) || given.VirtualStages > 1
+	explicit := !given.resolved && strings.EqualFold(strings.TrimSpace(given.Schedule), ScheduleInterleaved) || given.VirtualStages > 1
 	if explicit {
 		path := "plan.schedule"
 		if !strings.EqualFold(strings.TrimSpace(given.Schedule), ScheduleInterleaved) {
@@ -518,7 +520,7 @@ func (r *Plan) resolveSchedule() error {
 	v := r.VirtualStages
 	if v == 0 {
 		v = defaultVirtualStages(r.StageLayers)
-	} else {
+	} else if !r.resolved {
 		for s, n := range r.StageLayers {
 			if n < v {
 				return errorf("plan.virtual_stages", "%d but stage %d has %d layers (stage_layers %v): a chunk would hold no layer; want at most %d, or leave virtual_stages 0 for the default", v, s, n, r.StageLayers, n)

@@ -1,0 +1,80 @@
+package training
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestDefaultScheduleNeedsMultipleOfPP: the default schedule is interleaved exactly when the
+// microbatches per step are a multiple of pp (Megatron-LM's requirement), else 1f1b with a
+// Note saying why; across pp and microbatch counts.
+func TestDefaultScheduleNeedsMultipleOfPP(t *testing.T) {
+	for _, p := range []int{2, 3, 4, 8, 16} {
+		for m := 1; m <= 3*p+1; m++ {
+			rm, err := uniformModel(4*p, 2*m).Resolve()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Plan{PP: p}.Resolve(2*p, rm)
+			if err != nil {
+				t.Fatalf("p %d m %d: %v", p, m, err)
+			}
+			want, note := ScheduleInterleaved, ""
+			if m%p != 0 {
+				want, note = Schedule1F1B, fmt.Sprintf("schedule 1f1b (default): %d microbatches is not a multiple of pp %d", m, p)
+			}
+			if got.Schedule != want || !strings.HasPrefix(got.Note(), note) || (note == "") != (got.Note() == "") {
+				t.Errorf("p %d m %d: schedule %s (v %d), note %q; want %s, note %q", p, m, got.Schedule, got.VirtualStages, got.Note(), want, note)
+			}
+			if want == Schedule1F1B && got.VirtualStages != 1 {
+				t.Errorf("p %d m %d: 1f1b with %d virtual stages", p, m, got.VirtualStages)
+			}
+			// Re-resolving a resolved plan changes nothing (NewJob resolves again).
+			again, err := got.Resolve(2*p, rm)
+			if err != nil || again.Schedule != got.Schedule || again.VirtualStages != got.VirtualStages || again.Note() != got.Note() {
+				t.Errorf("p %d m %d: re-resolved to %s v %d note %q (err %v)", p, m, again.Schedule, again.VirtualStages, again.Note(), err)
+			}
+		}
+	}
+}
+
+// TestExplicitVirtualStagesNeedMultipleOfPP: virtual_stages > 1 without a schedule asks for
+// interleaving, so a microbatch count that is not a multiple of pp is an error on it.
+func TestExplicitVirtualStagesNeedMultipleOfPP(t *testing.T) {
+	rm, _ := uniformModel(16, 2*6).Resolve()
+	_, err := Plan{PP: 4, VirtualStages: 2}.Resolve(8, rm)
+	if err == nil || !strings.Contains(err.Error(), "plan.virtual_stages: interleaved needs the microbatches per step to be a multiple of pp") || !strings.Contains(err.Error(), "6 microbatches % pp 4 = 2") {
+		t.Fatalf("error %v", err)
+	}
+}
+
+// TestPP1SchedulesIdentical: with pp 1 there is no pipeline, so 1f1b, interleaved and zb-h1
+// resolve to 1f1b and give identical steps (breakdowns included), with a note for the two
+// that were rewritten; across data-parallel widths and microbatch counts.
+func TestPP1SchedulesIdentical(t *testing.T) {
+	g := mustGPU(t, "h100")
+	for _, dp := range []int{1, 2, 8} {
+		for _, m := range []int{1, 3, 8} {
+			var ref *Trace
+			for _, sc := range []string{Schedule1F1B, ScheduleInterleaved, ScheduleZBH1, ""} {
+				j := newJob(t, uniformModel(4, m*dp), g, Plan{Schedule: sc}, dp, Options{Overlap: true})
+				if j.Plan.Schedule != Schedule1F1B || j.Plan.VirtualStages != 1 {
+					t.Fatalf("dp %d m %d %q: resolved to %s v %d", dp, m, sc, j.Plan.Schedule, j.Plan.VirtualStages)
+				}
+				if wantNote := sc == ScheduleInterleaved || sc == ScheduleZBH1; wantNote != strings.Contains(j.Summary(), "with pp 1 there is no pipeline") {
+					t.Errorf("dp %d m %d %q: summary note %v, want %v:\n%s", dp, m, sc, !wantNote, wantNote, j.Summary())
+				}
+				tr := runAnalytic(t, j, 100e9, RunOptions{})
+				if ref == nil {
+					ref = tr
+					continue
+				}
+				a, b := tr.Steps[0], ref.Steps[0]
+				if a.Time != b.Time || a.Mean != b.Mean {
+					t.Errorf("dp %d m %d %q: step %v %v, 1f1b %v %v", dp, m, sc, a.Time, a.Mean, b.Time, b.Mean)
+				}
+			}
+		}
+	}
+}
