@@ -56,11 +56,12 @@
 //     microbatches go through chunk 0, then chunk 1, ..., the backwards with the chunks
 //     reversed; stage s runs 2(PP-s-1) + (V-1)PP warmup forwards. Bubble (p-1)(t_f+t_b)/V, at
 //     V times the pipeline sends: chunk c of the last stage feeds chunk c+1 of stage 0 (the
-//     wrap, its own pair of streams). Any m is accepted: Megatron-LM asserts m % PP == 0, but
-//     Llama 3 sets the group size freely (Dubey et al. 2024, §3.3.2); a last group of m mod PP
-//     microbatches runs the same way, with the warmup of any stage that would otherwise wait
-//     on its neighbours lengthened until a dry run of the dependencies completes
-//     (interleavedWarmups).
+//     wrap, its own pair of streams). m must be a multiple of PP, as Megatron-LM asserts:
+//     the program can run a last group of m mod PP microbatches (warmups lengthened until a
+//     dry run of the dependencies completes, interleavedWarmups), but its bubbles made
+//     interleaved slower than 1f1b (405B, pp 16, 24 microbatches: 19.2 s against 13.5 s) and
+//     the step non-monotonic in m, so an explicit interleaved with m % PP != 0 is an error
+//     (plan.schedule) naming the fixes and the default falls back to 1f1b.
 //   - zb-h1: zero-bubble ZB-H1 (Qi et al., ICLR 2024, §3.1): the backward split into B (input
 //     gradient: the dgrad GEMMs, the attention core's backward, the memory-bound backward, the
 //     TP traffic) and W (weight gradient: the wgrad GEMMs and the gradient-buffer update, which
@@ -71,7 +72,9 @@
 // The default is interleaved when the stages can be cut into V >= 2 chunks (the largest V <=
 // 8 dividing every stage's layers, else the largest V <= 8 giving chunks of q or q+1 layers:
 // Llama 3 ran V = 8 with 126 layers on 16 stages, its first chunk holding only the embedding
-// and its last only the head), else 1f1b; with pp 1 there is no pipeline. Interleaved and
+// and its last only the head) and m is a multiple of PP, else 1f1b (the job summary says
+// why); with pp 1 there is no pipeline and every schedule resolves to 1f1b (zb-h1's W split
+// only fills pipeline bubbles), written so in the resolved scenario and noted in the summary. Interleaved and
 // zb-h1 use asynchronous point-to-point communication, as Llama 3 does (§3.3.2) and
 // Megatron-Core's overlap_p2p_comm: a stage posts each send as soon as its pass produced the
 // tensor and never waits for it, and keeps one receive posted ahead per incoming stream,

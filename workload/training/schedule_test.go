@@ -1,9 +1,9 @@
 package training
 
 import (
-	"strings"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/lockstepsim/lockstep/sim"
