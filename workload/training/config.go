@@ -17,6 +17,36 @@ const ConfigPath = "workload.training"
 // DefaultPowerInterval is the power series' default sampling interval.
 const DefaultPowerInterval = 100 * sim.Microsecond
 
+// DefaultMaxPowerSamples bounds the power series when power.interval is not given: a run
+// whose simulated steps would need more samples of DefaultPowerInterval (more than 100 s of
+// steps: a huge global batch) is sampled at the smallest interval of 1, 2 or 5 x 10^k
+// microseconds that fits, and a note says so. This keeps power.csv and the report's reading of
+// it bounded (a 2,000 s step at 100us was 20M samples, most of a 16 s run).
+const DefaultMaxPowerSamples = 1_000_000
+
+// end returns the end of the trace's last simulated step.
+func (t *Trace) end() sim.Time {
+	if len(t.Steps) == 0 {
+		return 0
+	}
+	last := t.Steps[len(t.Steps)-1]
+	return last.Start + last.Time
+}
+
+// defaultPowerInterval returns DefaultPowerInterval, or the coarser interval
+// DefaultMaxPowerSamples asks for over tr's steps.
+func defaultPowerInterval(tr *Trace) sim.Time {
+	total := tr.end()
+	for scale := sim.Microsecond; ; scale *= 10 {
+		for _, k := range []sim.Time{1, 2, 5} {
+			iv := k * scale
+			if iv >= DefaultPowerInterval && (total+iv-1)/iv <= DefaultMaxPowerSamples {
+				return iv
+			}
+		}
+	}
+}
+
 // Config is a scenario's training workload, `workload: training: {...}`:
 //
 //	workload:
@@ -260,9 +290,12 @@ func (c *Config) Evaluate(tr *Trace, env Env) (*Result, error) {
 		return nil, fmt.Errorf("training: the trace has no steps")
 	}
 	j := tr.Job
-	interval := c.Power.Interval
+	interval, coarse := c.Power.Interval, ""
 	if interval == 0 {
-		interval = DefaultPowerInterval
+		interval = defaultPowerInterval(tr)
+		if interval != DefaultPowerInterval {
+			coarse = fmt.Sprintf("power sampled every %v, not the default %v, to keep the series to at most %d samples over %.1f s of simulated steps (give power.interval to choose)", interval, DefaultPowerInterval, DefaultMaxPowerSamples, tr.end().Seconds())
+		}
 	}
 	ps, err := tr.Power(interval)
 	if err != nil {
@@ -294,8 +327,11 @@ func (c *Config) Evaluate(tr *Trace, env Env) (*Result, error) {
 		GoodputFrac: gr.Efficiency, GoodputMCFrac: gr.MonteCarlo, GoodputMCStdErr: gr.MonteCarloStdErr,
 		CkptIntervalS: gr.Interval, CkptYoungS: gr.Young, CkptDalyS: gr.Daly, JobMTBFS: gr.JobMTBF,
 		RestartsPerDay: gr.RestartsPerDay, AbsorbedPerDay: gr.AbsorbedPerDay,
-		Periodic: tr.Periodic, Notes: tr.Notes,
+		Periodic: tr.Periodic, Notes: append([]string(nil), tr.Notes...),
 		trace: tr, power: ps,
+	}
+	if coarse != "" {
+		r.Notes = append(r.Notes, coarse)
 	}
 	if j.Plan.CP > 1 {
 		r.CP = j.Plan.CP

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/lockstepsim/lockstep/sim"
 )
 
 // TestDefaultScheduleNeedsMultipleOfPP: the default schedule is interleaved exactly when the
@@ -75,6 +77,53 @@ func TestPP1SchedulesIdentical(t *testing.T) {
 					t.Errorf("dp %d m %d %q: step %v %v, 1f1b %v %v", dp, m, sc, a.Time, a.Mean, b.Time, b.Mean)
 				}
 			}
+		}
+	}
+}
+
+// TestMicrobatchCap: microbatches per step up to MaxMicrobatches resolve, one more is an
+// error naming model.global_batch, the count and the limit; across dp and micro_batch.
+func TestMicrobatchCap(t *testing.T) {
+	for _, dp := range []int{1, 8, 64} {
+		for _, mb := range []int{1, 2} {
+			m := uniformModel(4, MaxMicrobatches*dp*mb)
+			m.MicroBatch = mb
+			rm, err := m.Resolve()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := (Plan{}).Resolve(dp, rm); err != nil {
+				t.Errorf("dp %d mb %d at the cap: %v", dp, mb, err)
+			}
+			rm.GlobalBatch += dp * mb
+			_, err = Plan{}.Resolve(dp, rm)
+			want := fmt.Sprintf("model.global_batch: %d gives %d microbatches per pipeline per step", rm.GlobalBatch, MaxMicrobatches+1)
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), fmt.Sprintf("want at most %d", MaxMicrobatches)) {
+				t.Errorf("dp %d mb %d: error %v, want %q", dp, mb, err, want)
+			}
+		}
+	}
+}
+
+// TestDefaultPowerInterval: the default interval stays 100us up to DefaultMaxPowerSamples
+// samples and grows in 1-2-5 steps beyond, never giving more samples than the cap.
+func TestDefaultPowerInterval(t *testing.T) {
+	for _, c := range []struct {
+		total sim.Time
+		want  sim.Time
+	}{
+		{sim.Millisecond, DefaultPowerInterval},
+		{100 * sim.Second, DefaultPowerInterval},
+		{100*sim.Second + 1, 200 * sim.Microsecond},
+		{200 * sim.Second, 200 * sim.Microsecond},
+		{201 * sim.Second, 500 * sim.Microsecond},
+		{1995 * sim.Second, 2 * sim.Millisecond},
+		{40000 * sim.Second, 50 * sim.Millisecond},
+	} {
+		tr := &Trace{Steps: []StepTrace{{Time: c.total}}}
+		got := defaultPowerInterval(tr)
+		if got != c.want || (c.total+got-1)/got > DefaultMaxPowerSamples {
+			t.Errorf("%v: interval %v, want %v", c.total, got, c.want)
 		}
 	}
 }
