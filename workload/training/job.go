@@ -28,10 +28,11 @@ const (
 	// CatEP: waits on expert-parallel all-to-alls (dispatch and combine) once launched.
 	CatEP
 	// CatBubble: pipeline bubble: waiting for the neighbouring stage to post its side of a
-	// pipeline transfer, and waiting at the end of the step for the slowest rank.
+	// pipeline transfer, and, with pp > 1, waiting at the end of the step for the slowest rank.
 	CatBubble
 	// CatSync: waiting for other members of a TP, DP or EP group to reach a collective
-	// (stragglers, skew).
+	// (stragglers, skew), and, with pp 1 (no pipeline, so no bubble), waiting at the end of
+	// the step for the slowest rank.
 	CatSync
 	NumCategories
 )
@@ -964,6 +965,16 @@ func (j *Job) Summary() string {
 		b.WriteByte('\n')
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// barrierCat is the category of a rank's wait at the end of the step for the slowest rank:
+// bubble with a pipeline (the drain of a pipeline), sync without one (pp 1: a straggler's
+// skew, not a pipeline bubble).
+func (j *Job) barrierCat() Category {
+	if j.Plan.PP > 1 {
+		return CatBubble
+	}
+	return CatSync
 }
 
 // ideal returns the step time with an infinitely fast network and no pipeline bubble:

@@ -120,7 +120,7 @@ func (t *Trace) Power(interval sim.Time) (*PowerSeries, error) {
 				}
 				j.segsOf(s, a, func(a, b sim.Time, c Category) { add(a, b, w[c]) }) // a straggler's
 			})
-			add(st.Start+tl.arrive, st.Start+st.Time, w[CatBubble])
+			add(st.Start+tl.arrive, st.Start+st.Time, w[j.barrierCat()])
 		}
 	}
 	var on float64 // watts drawn over whole bins at bin i
