@@ -213,12 +213,13 @@ type Result struct {
 	BucketBytes           int64    `json:"bucket_bytes"`              // gradient bucket in use
 	StepTimeUs            float64  `json:"step_time_us"`              // step time
 	ComputeUs             float64  `json:"compute_us"`                // compute per rank (mean)
-	ExposedCommUs         float64  `json:"exposed_comm_us"`           // TP + PP + DP + EP waits per rank (mean)
+	ExposedCommUs         float64  `json:"exposed_comm_us"`           // TP + PP + DP + EP + CP waits per rank (mean)
 	ExposedCommMaxUs      float64  `json:"exposed_comm_max_us"`       // the same, the most any rank saw
 	TPExposedUs           float64  `json:"tp_exposed_us"`             // tensor-parallel communication (mean)
 	PPWaitUs              float64  `json:"pp_wait_us"`                // pipeline transfers (mean)
 	DPExposedUs           float64  `json:"dp_exposed_us"`             // gradient reduction and ZeRO all-gather (mean)
 	EPExposedUs           float64  `json:"ep_exposed_us"`             // expert all-to-alls (mean)
+	CPExposedUs           float64  `json:"cp_exposed_us,omitempty"`   // context-parallel key/value all-gathers and reduce-scatters (mean; omitted when cp is 1)
 	BubbleUs              float64  `json:"bubble_us"`                 // pipeline bubble and end-of-step wait (mean)
 	SyncUs                float64  `json:"sync_us"`                   // waiting for group members (mean)
 	SlowestRank           int      `json:"slowest_rank"`              // the rank that finished the step last
@@ -314,7 +315,7 @@ func (c *Config) Evaluate(tr *Trace, env Env) (*Result, error) {
 		Microbatches: j.micro, SimulatedMicrobatches: tr.SimulatedMicrobatches, Steps: steps, SimulatedSteps: len(tr.Steps),
 		BucketBytes: j.bucket,
 		StepTimeUs:  us(st.Time), ComputeUs: us(st.Mean[CatCompute]), ExposedCommUs: us(st.Mean.Exposed()),
-		TPExposedUs: us(st.Mean[CatTP]), PPWaitUs: us(st.Mean[CatPP]), DPExposedUs: us(st.Mean[CatDP]), EPExposedUs: us(st.Mean[CatEP]),
+		TPExposedUs: us(st.Mean[CatTP]), PPWaitUs: us(st.Mean[CatPP]), DPExposedUs: us(st.Mean[CatDP]), EPExposedUs: us(st.Mean[CatEP]), CPExposedUs: us(st.Mean[CatCP]),
 		BubbleUs: us(st.Mean[CatBubble]), SyncUs: us(st.Mean[CatSync]),
 		SlowestRank: st.Slowest, SlowestRankCoord: j.Placement.Coord(st.Slowest).String(),
 		SlowestWait: st.SlowestWait.String(), SlowestWaitUs: us(st.Ranks[st.Slowest][st.SlowestWait]),
@@ -432,7 +433,7 @@ func (r *Result) WritePowerCSV(w io.Writer) error {
 // (docs/outputs.md).
 var StepsCSVHeader = []string{"step", "start_us", "step_time_us", "compute_us", "tp_us", "pp_us", "dp_us", "ep_us", "bubble_us", "sync_us",
 	"exposed_comm_us", "slowest_rank", "slowest_wait", "power_mean_mw", "power_swing_mw", "slew_mw_per_ms", "battery_mwh", "iterations",
-	"arrive_p50_us", "arrive_p99_us", "arrive_p100_us", "dp_skew_p50_us", "dp_skew_max_us", "slowest_coord", "busiest_rank", "busiest_compute_us", "slowest_link", "events"}
+	"arrive_p50_us", "arrive_p99_us", "arrive_p100_us", "dp_skew_p50_us", "dp_skew_max_us", "slowest_coord", "busiest_rank", "busiest_compute_us", "slowest_link", "events", "cp_us"}
 
 // WriteStepsCSV writes one row per simulated step (the last stands for every later iteration,
 // which repeat it: iterations says how many each row is) with the header StepsCSVHeader.
@@ -447,12 +448,14 @@ func (r *Result) WriteStepsCSV(w io.Writer) error {
 		st, pw, rec := &tr.Steps[k], r.power.Steps[k], &r.StepRecords[k]
 		row := []string{strconv.Itoa(k), ftoa(st.Start.Micros()), ftoa(st.Time.Micros())}
 		for c := CatCompute; c < NumCategories; c++ {
-			row = append(row, ftoa(st.Mean[c].Micros()))
+			if c != CatCP { // last, after the columns it was added behind
+				row = append(row, ftoa(st.Mean[c].Micros()))
+			}
 		}
 		row = append(row, ftoa(st.Mean.Exposed().Micros()), strconv.Itoa(st.Slowest), st.SlowestWait.String(),
 			ftoa(pw.MeanMW), ftoa(pw.SwingMW), ftoa(pw.SlewMWPerMs), ftoa(pw.BatteryMWh), strconv.Itoa(rec.Iterations),
 			ftoa(rec.ArriveP50Us), ftoa(rec.ArriveP99Us), ftoa(rec.ArriveP100Us), ftoa(rec.DPSkewP50Us), ftoa(rec.DPSkewMaxUs),
-			rec.SlowestCoord, strconv.Itoa(rec.BusiestRank), ftoa(rec.BusiestUs), rec.SlowestLink, rec.Events)
+			rec.SlowestCoord, strconv.Itoa(rec.BusiestRank), ftoa(rec.BusiestUs), rec.SlowestLink, rec.Events, ftoa(st.Mean[CatCP].Micros()))
 		if err := cw.Write(row); err != nil {
 			return err
 		}
@@ -463,10 +466,18 @@ func (r *Result) WriteStepsCSV(w io.Writer) error {
 
 // Summary returns a short human summary of the result (a few lines).
 func (r *Result) Summary() string {
-	s := fmt.Sprintf("training %s on %d %s (tp %d pp %d dp %d ep %d, %d microbatches): step %.3f ms (ideal %.3f), MFU %.1f%%, %.0f tokens/s\n",
-		r.Model, r.GPUs, r.GPU, r.TP, r.PP, r.DP, r.EP, r.Microbatches, r.StepTimeUs/1e3, r.IdealStepUs/1e3, 100*r.MFU, r.TokensPerS)
-	s += fmt.Sprintf("  per rank (mean): compute %.3f ms, exposed comm %.3f ms (tp %.3f, pp %.3f, dp %.3f, ep %.3f), bubble %.3f ms, sync %.3f ms\n",
-		r.ComputeUs/1e3, r.ExposedCommUs/1e3, r.TPExposedUs/1e3, r.PPWaitUs/1e3, r.DPExposedUs/1e3, r.EPExposedUs/1e3, r.BubbleUs/1e3, r.SyncUs/1e3)
+	grid := fmt.Sprintf("tp %d pp %d dp %d ep %d", r.TP, r.PP, r.DP, r.EP)
+	if r.CP > 1 {
+		grid = fmt.Sprintf("tp %d cp %d pp %d dp %d ep %d", r.TP, r.CP, r.PP, r.DP, r.EP)
+	}
+	s := fmt.Sprintf("training %s on %d %s (%s, %d microbatches): step %.3f ms (ideal %.3f), MFU %.1f%%, %.0f tokens/s\n",
+		r.Model, r.GPUs, r.GPU, grid, r.Microbatches, r.StepTimeUs/1e3, r.IdealStepUs/1e3, 100*r.MFU, r.TokensPerS)
+	cp := ""
+	if r.CP > 1 {
+		cp = fmt.Sprintf(", cp %.3f", r.CPExposedUs/1e3)
+	}
+	s += fmt.Sprintf("  per rank (mean): compute %.3f ms, exposed comm %.3f ms (tp %.3f, pp %.3f, dp %.3f, ep %.3f%s), bubble %.3f ms, sync %.3f ms\n",
+		r.ComputeUs/1e3, r.ExposedCommUs/1e3, r.TPExposedUs/1e3, r.PPWaitUs/1e3, r.DPExposedUs/1e3, r.EPExposedUs/1e3, cp, r.BubbleUs/1e3, r.SyncUs/1e3)
 	s += fmt.Sprintf("  slowest rank %d (%s): mostly waiting on %s (%.3f ms)\n", r.SlowestRank, r.SlowestRankCoord, r.SlowestWait, r.SlowestWaitUs/1e3)
 	s += fmt.Sprintf("  power: mean %.3f MW, swing %.3f MW, slew %.3f MW/ms, battery %.4g MWh per step\n", r.PowerMeanMW, r.PowerSwingMW, r.SlewMWPerMs, r.BatteryMWh)
 	s += fmt.Sprintf("  goodput %.1f%% (Monte Carlo %.1f%% ± %.1f%%), checkpoint every %.0f s (Young %.0f s, Daly %.0f s), job MTBF %.0f s, %.2f restarts/day, %.2f absorbed link failures/day",

@@ -27,6 +27,10 @@ const (
 	CatDP
 	// CatEP: waits on expert-parallel all-to-alls (dispatch and combine) once launched.
 	CatEP
+	// CatCP: exposed context-parallel communication: the key/value all-gathers and their
+	// gradients' reduce-scatters (NVLink closed form inside a domain, else network waits
+	// once launched).
+	CatCP
 	// CatBubble: pipeline bubble: waiting for the neighbouring stage to post its side of a
 	// pipeline transfer, and, with pp > 1, waiting at the end of the step for the slowest rank.
 	CatBubble
@@ -37,10 +41,10 @@ const (
 	NumCategories
 )
 
-var catNames = [NumCategories]string{"compute", "tp", "pp", "dp", "ep", "bubble", "sync"}
+var catNames = [NumCategories]string{"compute", "tp", "pp", "dp", "ep", "cp", "bubble", "sync"}
 
-// String returns the category's short name ("compute", "tp", "pp", "dp", "ep", "bubble",
-// "sync").
+// String returns the category's short name ("compute", "tp", "pp", "dp", "ep", "cp",
+// "bubble", "sync").
 func (c Category) String() string {
 	if c < NumCategories {
 		return catNames[c]
@@ -48,8 +52,8 @@ func (c Category) String() string {
 	return fmt.Sprintf("category(%d)", c)
 }
 
-// Comm reports whether the category is time waiting on communication (TP, PP, DP, EP).
-func (c Category) Comm() bool { return c >= CatTP && c <= CatEP }
+// Comm reports whether the category is time waiting on communication (TP, PP, DP, EP, CP).
+func (c Category) Comm() bool { return c >= CatTP && c <= CatCP }
 
 // Breakdown is the time of one rank (or a mean over ranks) by category.
 type Breakdown [NumCategories]sim.Time
@@ -63,8 +67,10 @@ func (b Breakdown) Total() sim.Time {
 	return t
 }
 
-// Exposed returns the exposed communication: TP + PP + DP + EP.
-func (b Breakdown) Exposed() sim.Time { return b[CatTP] + b[CatPP] + b[CatDP] + b[CatEP] }
+// Exposed returns the exposed communication: TP + PP + DP + EP + CP.
+func (b Breakdown) Exposed() sim.Time {
+	return b[CatTP] + b[CatPP] + b[CatDP] + b[CatEP] + b[CatCP]
+}
 
 // role is a rank's communication stream by purpose.
 type role uint8
@@ -84,13 +90,12 @@ const (
 )
 
 // roleCat is the category of a network wait on each role, and of a wait for peers.
-// Context-parallel waits count as tensor-parallel (model-parallel traffic inside a layer).
 var roleCat = [numRoles][2]Category{
 	roleTP: {CatTP, CatSync}, roleEP: {CatEP, CatSync},
 	rolePPFwdIn: {CatPP, CatBubble}, rolePPFwdOut: {CatPP, CatBubble},
 	rolePPBwdIn: {CatPP, CatBubble}, rolePPBwdOut: {CatPP, CatBubble},
 	roleDP: {CatDP, CatSync}, roleEDP: {CatDP, CatSync},
-	roleCP: {CatTP, CatSync}, roleDPAG: {CatDP, CatSync},
+	roleCP: {CatCP, CatSync}, roleDPAG: {CatDP, CatSync},
 }
 
 // seg is a piece of a compute pattern: a duration in one category.
@@ -527,7 +532,7 @@ func (j *Job) buildStages() error {
 			if reduce {
 				t = cpRSt
 			}
-			return item{kind: itemSeg, seg: seg{t, CatTP}}
+			return item{kind: itemSeg, seg: seg{t, CatCP}}
 		}
 		sp := cpAG
 		if reduce {

@@ -127,3 +127,24 @@ func TestDefaultPowerInterval(t *testing.T) {
 		}
 	}
 }
+
+// TestCPCategory: context-parallel communication is its own category, cp, both over the
+// network (a domain of 1) and on NVLink (the closed form); tensor-parallel time stays zero
+// with tp 1, and cp counts as exposed communication (and communication power).
+func TestCPCategory(t *testing.T) {
+	g := mustGPU(t, "h100")
+	for _, cp := range []int{2, 4, 8} {
+		for _, domain := range []int{1, 8} {
+			m := tinyModel()
+			m.GlobalBatch = 2
+			j := newJob(t, m, g, Plan{CP: cp, Domain: domain}, 2*cp, Options{Overlap: true})
+			st := runAnalytic(t, j, 100*sim.Gbps, RunOptions{}).Steps[0]
+			if st.Mean[CatCP] <= 0 || st.Mean[CatTP] != 0 {
+				t.Errorf("cp %d domain %d: cp %v, tp %v; want cp > 0 and tp 0", cp, domain, st.Mean[CatCP], st.Mean[CatTP])
+			}
+			if st.Mean.Exposed() < st.Mean[CatCP] || !CatCP.Comm() || CatCP.String() != "cp" {
+				t.Errorf("cp %d domain %d: exposed %v below cp %v", cp, domain, st.Mean.Exposed(), st.Mean[CatCP])
+			}
+		}
+	}
+}
