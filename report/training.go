@@ -554,7 +554,7 @@ func trainingLead(s *summaryData) []string {
 	}
 	var plan []string
 	for _, k := range []string{"tp", "cp", "pp", "dp", "ep"} {
-		if v := str(k); v != "" {
+		if v := str(k); v != "" && (k != "cp" || v != "1") {
 			plan = append(plan, k+" "+v)
 		}
 	}
@@ -583,7 +583,7 @@ func trainingLead(s *summaryData) []string {
 
 	var kinds []string
 	for _, k := range []struct{ name, path string }{{"TP", "tp_exposed_us"}, {"PP", "pp_wait_us"}, {"DP", "dp_exposed_us"}, {"EP", "ep_exposed_us"}, {"CP", "cp_exposed_us"}} {
-		if v, ok := num(k.path); ok {
+		if v, ok := num(k.path); ok && (k.name != "CP" || str("cp") != "1") {
 			kinds = append(kinds, k.name+" "+fmtNum(v/1000))
 		}
 	}

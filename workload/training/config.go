@@ -198,69 +198,77 @@ type Env struct {
 // over ranks unless named max; the step is the last simulated one (later iterations repeat
 // it).
 type Result struct {
-	Model                 string   `json:"model"`                     // model name
-	GPU                   string   `json:"gpu"`                       // GPU name
-	GPUs                  int      `json:"gpus"`                      // world size
-	TP                    int      `json:"tp"`                        // tensor-parallel size
-	PP                    int      `json:"pp"`                        // pipeline stages
-	DP                    int      `json:"dp"`                        // data-parallel replicas
-	EP                    int      `json:"ep"`                        // expert-parallel size
-	CP                    int      `json:"cp,omitempty"`              // context-parallel size (omitted when 1)
-	Microbatches          int      `json:"microbatches"`              // per pipeline per step
-	SimulatedMicrobatches int      `json:"simulated_microbatches"`    // of which simulated (Trace)
-	Steps                 int      `json:"steps"`                     // iterations reported
-	SimulatedSteps        int      `json:"simulated_steps"`           // of which simulated
-	BucketBytes           int64    `json:"bucket_bytes"`              // gradient bucket in use
-	StepTimeUs            float64  `json:"step_time_us"`              // step time
-	ComputeUs             float64  `json:"compute_us"`                // compute per rank (mean)
-	ExposedCommUs         float64  `json:"exposed_comm_us"`           // TP + PP + DP + EP + CP waits per rank (mean)
-	ExposedCommMaxUs      float64  `json:"exposed_comm_max_us"`       // the same, the most any rank saw
-	TPExposedUs           float64  `json:"tp_exposed_us"`             // tensor-parallel communication (mean)
-	PPWaitUs              float64  `json:"pp_wait_us"`                // pipeline transfers (mean)
-	DPExposedUs           float64  `json:"dp_exposed_us"`             // gradient reduction and ZeRO all-gather (mean)
-	EPExposedUs           float64  `json:"ep_exposed_us"`             // expert all-to-alls (mean)
-	CPExposedUs           float64  `json:"cp_exposed_us,omitempty"`   // context-parallel key/value all-gathers and reduce-scatters (mean; omitted when cp is 1)
-	BubbleUs              float64  `json:"bubble_us"`                 // pipeline bubble and end-of-step wait (mean)
-	SyncUs                float64  `json:"sync_us"`                   // waiting for group members (mean)
-	SlowestRank           int      `json:"slowest_rank"`              // the rank that finished the step last
-	SlowestRankCoord      string   `json:"slowest_rank_coord"`        // its coordinates, "tp=0 dp=3 pp=0"
-	SlowestWait           string   `json:"slowest_wait"`              // the category it waited on most
-	SlowestWaitUs         float64  `json:"slowest_wait_us"`           // how long
-	ArriveP50Us           float64  `json:"arrive_p50_us"`             // median rank's arrival at the step barrier, from the step start
-	ArriveP99Us           float64  `json:"arrive_p99_us"`             // the 99th percentile rank's
-	ArriveP100Us          float64  `json:"arrive_p100_us"`            // the last rank's (the step time)
-	DPSkewMaxUs           float64  `json:"dp_skew_max_us"`            // longest wait of a DP collective's first member for its last
-	WorstStep             int      `json:"worst_step"`                // the simulated step with the longest time (ties: the first)
-	WorstStepTimeUs       float64  `json:"worst_step_time_us"`        // its time
-	WorstArriveP50Us      float64  `json:"worst_arrive_p50_us"`       // its barrier arrivals: median
-	WorstArriveP99Us      float64  `json:"worst_arrive_p99_us"`       // 99th percentile
-	WorstArriveP100Us     float64  `json:"worst_arrive_p100_us"`      // last
-	Stragglers            string   `json:"stragglers,omitempty"`      // the stragglers configured, in words
-	IdealStepUs           float64  `json:"ideal_step_us"`             // compute (incl. NVLink TP) and optimizer of the busiest stage: no bubble, no network
-	MFU                   float64  `json:"mfu"`                       // model FLOPs / (step time x GPUs x dense peak)
-	TokensPerS            float64  `json:"tokens_per_s"`              // global batch tokens / step time
-	RunTimeS              float64  `json:"run_time_s"`                // steps x step time (no failures)
-	PowerIntervalUs       float64  `json:"power_interval_us"`         // power sampling interval
-	PowerMeanMW           float64  `json:"power_mean_mw"`             // mean cluster power over the step
-	PowerMinMW            float64  `json:"power_min_mw"`              // lowest sample
-	PowerMaxMW            float64  `json:"power_max_mw"`              // highest sample
-	PowerSwingMW          float64  `json:"power_swing_mw"`            // max - min over the step
-	SlewMWPerMs           float64  `json:"slew_mw_per_ms"`            // steepest change between samples
-	BatteryMJ             float64  `json:"battery_mj"`                // ∫ max(0, P - mean) dt per step
-	BatteryMWh            float64  `json:"battery_mwh"`               // the same in MWh
-	BatteryRangeMJ        float64  `json:"battery_range_mj"`          // range of ∫ (P - mean) dt per step
-	EnergyPerStepMJ       float64  `json:"energy_per_step_mj"`        // GPU energy per step
-	GoodputFrac           float64  `json:"goodput_frac"`              // Daly's efficiency at the checkpoint interval
-	GoodputMCFrac         float64  `json:"goodput_mc_frac"`           // the Monte Carlo's
-	GoodputMCStdErr       float64  `json:"goodput_mc_stderr"`         // its standard error
-	CkptIntervalS         float64  `json:"ckpt_interval_s"`           // checkpoint interval evaluated (given, else Daly's)
-	CkptYoungS            float64  `json:"ckpt_young_s"`              // Young's optimum
-	CkptDalyS             float64  `json:"ckpt_daly_s"`               // Daly's optimum
-	JobMTBFS              float64  `json:"job_mtbf_s"`                // mean time between restarting failures
-	RestartsPerDay        float64  `json:"restarts_per_day"`          // restarting failures per day
-	AbsorbedPerDay        float64  `json:"absorbed_failures_per_day"` // link failures the transport absorbs, per day
-	Periodic              bool     `json:"periodic"`                  // the reused 1F1B rounds were identical (Trace)
-	Notes                 []string `json:"notes,omitempty"`           // warnings
+	Model                 string   `json:"model"`                       // model name
+	GPU                   string   `json:"gpu"`                         // GPU name
+	GPUs                  int      `json:"gpus"`                        // world size
+	TP                    int      `json:"tp"`                          // tensor-parallel size
+	PP                    int      `json:"pp"`                          // pipeline stages
+	DP                    int      `json:"dp"`                          // data-parallel replicas
+	EP                    int      `json:"ep"`                          // expert-parallel size
+	CP                    int      `json:"cp"`                          // context-parallel size
+	Schedule              string   `json:"schedule"`                    // pipeline schedule as resolved: 1f1b, interleaved or zb-h1 (1f1b with pp 1)
+	VirtualStages         int      `json:"virtual_stages"`              // model chunks per rank (1 unless interleaved)
+	ZeRO                  int      `json:"zero"`                        // ZeRO stage 0-3
+	Recompute             string   `json:"recompute"`                   // activation recomputation: none, selective or full
+	TPModel               string   `json:"tp_model"`                    // TP inside a scale-up domain: auto, closed_form or simulated
+	Microbatches          int      `json:"microbatches"`                // per pipeline per step
+	SimulatedMicrobatches int      `json:"simulated_microbatches"`      // of which simulated (Trace)
+	Steps                 int      `json:"steps"`                       // iterations reported
+	SimulatedSteps        int      `json:"simulated_steps"`             // of which simulated
+	BucketBytes           int64    `json:"bucket_bytes"`                // gradient bucket in use
+	StepTimeUs            float64  `json:"step_time_us"`                // step time
+	ComputeUs             float64  `json:"compute_us"`                  // compute per rank (mean)
+	ExposedCommUs         float64  `json:"exposed_comm_us"`             // TP + PP + DP + EP + CP waits per rank (mean)
+	ExposedCommMaxUs      float64  `json:"exposed_comm_max_us"`         // the same, the most any rank saw
+	TPExposedUs           float64  `json:"tp_exposed_us"`               // tensor-parallel communication (mean)
+	PPWaitUs              float64  `json:"pp_wait_us"`                  // pipeline transfers (mean)
+	DPExposedUs           float64  `json:"dp_exposed_us"`               // gradient reduction and ZeRO all-gather (mean)
+	EPExposedUs           float64  `json:"ep_exposed_us"`               // expert all-to-alls (mean)
+	CPExposedUs           float64  `json:"cp_exposed_us"`               // context-parallel key/value all-gathers and reduce-scatters (mean)
+	BubbleUs              float64  `json:"bubble_us"`                   // pipeline bubble and end-of-step wait (mean)
+	SyncUs                float64  `json:"sync_us"`                     // waiting for group members (mean)
+	SlowestRank           int      `json:"slowest_rank"`                // the rank that finished the step last
+	SlowestRankCoord      string   `json:"slowest_rank_coord"`          // its coordinates, "tp=0 dp=3 pp=0"
+	SlowestWait           string   `json:"slowest_wait"`                // the category it waited on most
+	SlowestWaitUs         float64  `json:"slowest_wait_us"`             // how long
+	ArriveP50Us           float64  `json:"arrive_p50_us"`               // median rank's arrival at the step barrier, from the step start
+	ArriveP99Us           float64  `json:"arrive_p99_us"`               // the 99th percentile rank's
+	ArriveP100Us          float64  `json:"arrive_p100_us"`              // the last rank's (the step time)
+	DPSkewMaxUs           float64  `json:"dp_skew_max_us"`              // longest wait of a DP collective's first member for its last
+	WorstStep             int      `json:"worst_step"`                  // the simulated step with the longest time (ties: the first)
+	WorstStepTimeUs       float64  `json:"worst_step_time_us"`          // its time
+	WorstArriveP50Us      float64  `json:"worst_arrive_p50_us"`         // its barrier arrivals: median
+	WorstArriveP99Us      float64  `json:"worst_arrive_p99_us"`         // 99th percentile
+	WorstArriveP100Us     float64  `json:"worst_arrive_p100_us"`        // last
+	WorstStepMFU          float64  `json:"worst_step_mfu"`              // its MFU
+	MeanStepTimeUs        float64  `json:"mean_step_time_us"`           // run_time_s / steps (the reported steps' mean)
+	Stragglers            string   `json:"stragglers,omitempty"`        // the stragglers configured, in words
+	SlowestStraggler      string   `json:"slowest_straggler,omitempty"` // how the last step's slowest rank is configured to straggle ("at 0.8x"); absent when it is not a configured straggler
+	IdealStepUs           float64  `json:"ideal_step_us"`               // compute (incl. NVLink TP) and optimizer of the busiest stage: no bubble, no network
+	MFU                   float64  `json:"mfu"`                         // model FLOPs / (step time x GPUs x dense peak)
+	TokensPerS            float64  `json:"tokens_per_s"`                // global batch tokens / step time
+	RunTimeS              float64  `json:"run_time_s"`                  // steps x step time (no failures)
+	PowerIntervalUs       float64  `json:"power_interval_us"`           // power sampling interval
+	PowerMeanMW           float64  `json:"power_mean_mw"`               // mean cluster power over the step
+	PowerMinMW            float64  `json:"power_min_mw"`                // lowest sample
+	PowerMaxMW            float64  `json:"power_max_mw"`                // highest sample
+	PowerSwingMW          float64  `json:"power_swing_mw"`              // max - min over the step
+	SlewMWPerMs           float64  `json:"slew_mw_per_ms"`              // steepest change between samples
+	BatteryMJ             float64  `json:"battery_mj"`                  // ∫ max(0, P - mean) dt per step
+	BatteryMWh            float64  `json:"battery_mwh"`                 // the same in MWh
+	BatteryRangeMJ        float64  `json:"battery_range_mj"`            // range of ∫ (P - mean) dt per step
+	EnergyPerStepMJ       float64  `json:"energy_per_step_mj"`          // GPU energy per step
+	GoodputFrac           float64  `json:"goodput_frac"`                // Daly's efficiency at the checkpoint interval
+	GoodputMCFrac         float64  `json:"goodput_mc_frac"`             // the Monte Carlo's
+	GoodputMCStdErr       float64  `json:"goodput_mc_stderr"`           // its standard error
+	CkptIntervalS         float64  `json:"ckpt_interval_s"`             // checkpoint interval evaluated (given, else Daly's)
+	CkptYoungS            float64  `json:"ckpt_young_s"`                // Young's optimum
+	CkptDalyS             float64  `json:"ckpt_daly_s"`                 // Daly's optimum
+	JobMTBFS              float64  `json:"job_mtbf_s"`                  // mean time between restarting failures
+	RestartsPerDay        float64  `json:"restarts_per_day"`            // restarting failures per day
+	AbsorbedPerDay        float64  `json:"absorbed_failures_per_day"`   // link failures the transport absorbs, per day
+	Periodic              bool     `json:"periodic"`                    // the reused 1F1B rounds were identical (Trace)
+	Notes                 []string `json:"notes,omitempty"`             // warnings
 
 	// StepRecords has one record per simulated step: steps.csv's rows. The runner fills
 	// SlowestLink and Events after the run (they need the fabric and the fault timeline).
@@ -268,6 +276,10 @@ type Result struct {
 
 	trace *Trace
 	power *PowerSeries
+	// stepsDiffer: the simulated steps do not all take the last one's time; stragglers: the
+	// configuration has stragglers.
+	stepsDiffer, stragglers bool
+	slowestPeer             string // "; its TP group holds rank 11 (at 0.8x)" when a peer, not the slowest rank, is a straggler
 }
 
 // Run simulates the job (built by c.Job) on s with backend b and evaluates power and
@@ -331,12 +343,12 @@ func (c *Config) Evaluate(tr *Trace, env Env) (*Result, error) {
 		Periodic: tr.Periodic, Notes: append([]string(nil), tr.Notes...),
 		trace: tr, power: ps,
 	}
+	r.stragglers = c.Stragglers.Active()
 	if coarse != "" {
 		r.Notes = append(r.Notes, coarse)
 	}
-	if j.Plan.CP > 1 {
-		r.CP = j.Plan.CP
-	}
+	r.CP, r.Schedule, r.VirtualStages = j.Plan.CP, j.Plan.Schedule, j.Plan.VirtualStages
+	r.ZeRO, r.Recompute, r.TPModel = int(j.Plan.ZeRO), string(j.Plan.Recompute), j.Options.TPModel.String()
 	var total sim.Time
 	worst := 0
 	for k, s := range tr.Steps {
@@ -358,8 +370,21 @@ func (c *Config) Evaluate(tr *Trace, env Env) (*Result, error) {
 	r.ArriveP50Us, r.ArriveP99Us, r.ArriveP100Us, r.DPSkewMaxUs = us(st.Arrive.P50), us(st.Arrive.P99), us(st.Arrive.P100), us(st.DPSkew.P100)
 	r.WorstStep, r.WorstStepTimeUs = worst, us(ws.Time)
 	r.WorstArriveP50Us, r.WorstArriveP99Us, r.WorstArriveP100Us = us(ws.Arrive.P50), us(ws.Arrive.P99), us(ws.Arrive.P100)
-	r.Stragglers = c.Stragglers.String()
+	r.Stragglers, r.SlowestStraggler = c.Stragglers.String(), c.Stragglers.of(st.Slowest)
+	if r.SlowestStraggler == "" && c.Stragglers.Active() {
+		// A TP group computes at its slowest member's pace: name a straggling peer.
+		for _, q := range j.Placement.Group(DimTP, st.Slowest) {
+			if w := c.Stragglers.of(q); w != "" && q != st.Slowest {
+				r.slowestPeer = fmt.Sprintf("; its TP group holds rank %d (%s)", q, w)
+				break
+			}
+		}
+	}
 	r.RunTimeS = total.Seconds() + float64(steps-len(tr.Steps))*st.Time.Seconds()
+	r.WorstStepMFU, r.MeanStepTimeUs = j.MFU(ws.Time), r.RunTimeS*1e6/float64(steps)
+	for _, s := range tr.Steps {
+		r.stepsDiffer = r.stepsDiffer || s.Time != st.Time
+	}
 	for _, ex := range st.Ranks {
 		r.ExposedCommMaxUs = max(r.ExposedCommMaxUs, us(ex.Exposed()))
 	}
@@ -478,7 +503,19 @@ func (r *Result) Summary() string {
 	}
 	s += fmt.Sprintf("  per rank (mean): compute %.3f ms, exposed comm %.3f ms (tp %.3f, pp %.3f, dp %.3f, ep %.3f%s), bubble %.3f ms, sync %.3f ms\n",
 		r.ComputeUs/1e3, r.ExposedCommUs/1e3, r.TPExposedUs/1e3, r.PPWaitUs/1e3, r.DPExposedUs/1e3, r.EPExposedUs/1e3, cp, r.BubbleUs/1e3, r.SyncUs/1e3)
+	s += fmt.Sprintf("  run %.3f s for %d step%s", r.RunTimeS, r.Steps, map[bool]string{true: "s"}[r.Steps != 1])
+	if r.stepsDiffer {
+		s += fmt.Sprintf("; the simulated steps differ: worst step %d %.3f ms (MFU %.1f%%), mean %.3f ms over the run", r.WorstStep, r.WorstStepTimeUs/1e3, 100*r.WorstStepMFU, r.MeanStepTimeUs/1e3)
+	}
+	s += "\n"
 	s += fmt.Sprintf("  slowest rank %d (%s): mostly waiting on %s (%.3f ms)\n", r.SlowestRank, r.SlowestRankCoord, r.SlowestWait, r.SlowestWaitUs/1e3)
+	if r.stragglers {
+		is := "is not a configured straggler"
+		if r.SlowestStraggler != "" {
+			is = "is a configured straggler (" + r.SlowestStraggler + ")"
+		}
+		s += fmt.Sprintf("  stragglers: %s; slowest rank %d %s%s\n", r.Stragglers, r.SlowestRank, is, r.slowestPeer)
+	}
 	s += fmt.Sprintf("  power: mean %.3f MW, swing %.3f MW, slew %.3f MW/ms, battery %.4g MWh per step\n", r.PowerMeanMW, r.PowerSwingMW, r.SlewMWPerMs, r.BatteryMWh)
 	s += fmt.Sprintf("  goodput %.1f%% (Monte Carlo %.1f%% ± %.1f%%), checkpoint every %.0f s (Young %.0f s, Daly %.0f s), job MTBF %.0f s, %.2f restarts/day, %.2f absorbed link failures/day",
 		100*r.GoodputFrac, 100*r.GoodputMCFrac, 100*r.GoodputMCStdErr, r.CkptIntervalS, r.CkptYoungS, r.CkptDalyS, r.JobMTBFS, r.RestartsPerDay, r.AbsorbedPerDay)

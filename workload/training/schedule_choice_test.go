@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/workload/collective"
 )
 
 // TestDefaultScheduleNeedsMultipleOfPP: the default schedule is interleaved exactly when the
@@ -146,5 +147,64 @@ func TestCPCategory(t *testing.T) {
 				t.Errorf("cp %d domain %d: exposed %v below cp %v", cp, domain, st.Mean.Exposed(), st.Mean[CatCP])
 			}
 		}
+	}
+}
+
+// TestHeadlineStragglersAndWorstStep: the headline names the worst simulated step and the
+// mean when the steps differ (a throttle window over one step), and the configured stragglers
+// with whether the slowest rank is one; without stragglers there is no such line.
+func TestHeadlineStragglersAndWorstStep(t *testing.T) {
+	run := func(sg *Stragglers, steps int) *Result {
+		t.Helper()
+		cfg := Config{Model: Model{Preset: "llama3-8b", GlobalBatch: 16}, GPU: GPU{Preset: "h100"}, Plan: Plan{TP: 8}, Steps: steps, SimSteps: steps, Stragglers: sg}
+		j, err := cfg.Job(16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := sim.New(1)
+		b, _ := NewAnalyticBackend(s, collective.Model{Latency: 5 * sim.Microsecond, Rate: 400 * sim.Gbps})
+		res, err := cfg.Run(j, s, b, Env{Links: 100, NICs: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for _, c := range []struct {
+		name    string
+		sg      *Stragglers
+		steps   int
+		has     []string
+		hasNot  []string
+		straggl string
+	}{
+		{"none", nil, 3, []string{"run ", "for 3 steps"}, []string{"stragglers:", "differ"}, ""},
+		{"slow rank", slowRank(11, 0.8), 2, []string{"stragglers: rank 11 at 0.8x; slowest rank 8 is not a configured straggler; its TP group holds rank 11 (at 0.8x)"}, []string{"differ"}, ""},
+		{"slow other rank", &Stragglers{Slow: []SlowGPUs{{Ranks: []RankRange{{3, 3}}, Speed: 1.2}}}, 1, []string{"is not a configured straggler", "for 1 step\n"}, nil, ""},
+		{"throttled step", &Stragglers{Throttle: []Throttle{{Ranks: []RankRange{{0, 15}}, At: 0, For: 100 * sim.Millisecond, Speed: 0.5}}}, 4,
+			[]string{"the simulated steps differ: worst step 0", "mean ", "is a configured straggler (at 0.5x from 0s for 100ms)"}, nil, "at 0.5x from 0s for 100ms"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := run(c.sg, c.steps)
+			h := r.Summary()
+			for _, w := range c.has {
+				if !strings.Contains(h, w) {
+					t.Errorf("headline lacks %q:\n%s", w, h)
+				}
+			}
+			for _, w := range c.hasNot {
+				if strings.Contains(h, w) {
+					t.Errorf("headline has %q:\n%s", w, h)
+				}
+			}
+			if r.SlowestStraggler != c.straggl {
+				t.Errorf("slowest_straggler %q, want %q", r.SlowestStraggler, c.straggl)
+			}
+			if r.stepsDiffer && (r.WorstStepTimeUs <= r.StepTimeUs || r.MeanStepTimeUs <= r.StepTimeUs || r.MeanStepTimeUs >= r.WorstStepTimeUs) {
+				t.Errorf("worst %v, mean %v, last %v", r.WorstStepTimeUs, r.MeanStepTimeUs, r.StepTimeUs)
+			}
+			if d := r.MeanStepTimeUs*float64(c.steps)/1e6 - r.RunTimeS; d > 1e-9 || d < -1e-9 {
+				t.Errorf("mean %v x %d steps != run %v s", r.MeanStepTimeUs, c.steps, r.RunTimeS)
+			}
+		})
 	}
 }

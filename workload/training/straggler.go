@@ -459,6 +459,35 @@ func (j *Job) segsOf(s span, a sim.Time, f func(a, b sim.Time, c Category)) {
 	}
 }
 
+// of describes how rank is configured to straggle ("at 0.8x", "at 0.7x from 2s for 500ms",
+// joined by "; "), or "" when no slow or throttle entry names it (jitter touches every rank
+// alike and is not counted).
+func (s *Stragglers) of(rank int) string {
+	if s == nil {
+		return ""
+	}
+	in := func(rs []RankRange) bool {
+		for _, r := range rs {
+			if rank >= r.Lo && rank <= r.Hi {
+				return true
+			}
+		}
+		return false
+	}
+	var parts []string
+	for _, e := range s.Slow {
+		if in(e.Ranks) {
+			parts = append(parts, fmt.Sprintf("at %vx", e.Speed))
+		}
+	}
+	for _, t := range s.Throttle {
+		if in(t.Ranks) {
+			parts = append(parts, fmt.Sprintf("at %vx from %v for %v", t.Speed, t.At, t.For))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
 // String describes the stragglers in words for summary.json ("rank 17 at 0.8x; jitter
 // lognormal sigma 0.02 per op; ranks 3 at 0.7x from 2s for 500ms"); "" when there are none.
 func (s *Stragglers) String() string {
