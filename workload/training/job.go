@@ -926,8 +926,14 @@ func (j *Job) Summary() string {
 		b.WriteString(n + "\n")
 	}
 	tpWhere := j.tpWhere()
-	if p.TP > 1 {
+	switch {
+	case p.TP > 1 && !j.tpInDomain:
+		fmt.Fprintf(&b, "TP all-reduce of %s per layer boundary: network collectives (TP groups cross scale-up domains), timed by the run\n", sim.FormatSize(j.actBytes))
+	case p.TP > 1:
 		fmt.Fprintf(&b, "TP all-reduce of %s per layer boundary: %v (%s)\n", sim.FormatSize(j.actBytes), j.tpAR, tpWhere)
+	}
+	if g := j.Placement.Domain; g > 1 && j.World()%g != 0 {
+		fmt.Fprintf(&b, "scale-up domains of %d GPUs do not divide the %d GPUs: the last domain holds %d (a group reaching into it runs flat, not hierarchical)\n", g, j.World(), j.World()%g)
 	}
 	if p.CP > 1 {
 		where := "network"
@@ -959,8 +965,12 @@ func (j *Job) Summary() string {
 			}
 			layers = "layers " + strings.Join(cs, ",")
 		}
-		fmt.Fprintf(&b, "stage %d: %s, forward %v (TP %v), backward %v (TP %v), optimizer %v, %d params/rank, grads %s in %d buckets",
-			s, layers, in.Forward, in.ForwardTP, in.Backward, in.BackwardTP, in.Optimizer, in.ParamsPerRank, sim.FormatSize(in.GradBytes), in.Buckets)
+		ftp, btp := fmt.Sprintf("TP %v", in.ForwardTP), fmt.Sprintf("TP %v", in.BackwardTP)
+		if p.TP > 1 && !j.tpInDomain {
+			ftp, btp = "TP on the network, not included", "TP on the network, not included"
+		}
+		fmt.Fprintf(&b, "stage %d: %s, forward %v (%s), backward %v (%s), optimizer %v, %d params/rank, grads %s in %d buckets",
+			s, layers, in.Forward, ftp, in.Backward, btp, in.Optimizer, in.ParamsPerRank, sim.FormatSize(in.GradBytes), in.Buckets)
 		if in.ExpertBuckets > 0 {
 			fmt.Fprintf(&b, ", expert grads %s in %d buckets", sim.FormatSize(in.ExpertGradBytes), in.ExpertBuckets)
 		}

@@ -78,7 +78,7 @@ func (z *ZeROStage) UnmarshalText(b []byte) error {
 	case "0", "1", "2", "3":
 		*z = ZeROStage(v[0] - '0')
 	default:
-		return fmt.Errorf("%q: want 0, 1, 2 or 3 (ZeRO stage; true means 1)", v)
+		return fmt.Errorf("want 0, 1, 2 or 3 (ZeRO stage; true means 1)") // the decoder names the value
 	}
 	return nil
 }
@@ -113,7 +113,7 @@ func (r *RecomputeMode) UnmarshalText(b []byte) error {
 	case "":
 		*r = ""
 	default:
-		return fmt.Errorf("%q: want none, selective or full (true means full)", v)
+		return fmt.Errorf("want none, selective or full (true means full)") // the decoder names the value
 	}
 	return nil
 }

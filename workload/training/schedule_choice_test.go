@@ -208,3 +208,28 @@ func TestHeadlineStragglersAndWorstStep(t *testing.T) {
 		})
 	}
 }
+
+// TestSummaryDomains: TP groups crossing scale-up domains are described as network
+// collectives (not a 0s closed form), and domains that do not divide the world are named
+// with the size of the last one; across domain sizes.
+func TestSummaryDomains(t *testing.T) {
+	g := mustGPU(t, "h100")
+	for _, c := range []struct {
+		domain  int
+		network bool
+		partial string
+	}{
+		{8, false, ""}, {16, false, ""}, {3, true, "the last domain holds 1"}, {5, true, "the last domain holds 4"}, {4, true, ""}, {1, true, ""},
+	} {
+		m := tinyModel()
+		m.GlobalBatch = 8
+		j := newJob(t, m, g, Plan{TP: 8, Domain: c.domain}, 64, Options{Overlap: true})
+		s := j.Summary()
+		if net := strings.Contains(s, "TP all-reduce of 2MiB per layer boundary: network collectives (TP groups cross scale-up domains)"); net != c.network || strings.Contains(s, "boundary: 0s") {
+			t.Errorf("domain %d: network TP line %v, want %v:\n%s", c.domain, net, c.network, s)
+		}
+		if got := strings.Contains(s, "do not divide the 64 GPUs"); got != (c.partial != "") || c.partial != "" && !strings.Contains(s, c.partial) {
+			t.Errorf("domain %d: partial-domain line %v, want %q:\n%s", c.domain, got, c.partial, s)
+		}
+	}
+}

@@ -90,12 +90,12 @@ func (r *RankRange) UnmarshalText(b []byte) error {
 	lo, hi, isRange := strings.Cut(s, "-")
 	a, err := strconv.Atoi(strings.TrimSpace(lo))
 	if err != nil || a < 0 {
-		return fmt.Errorf("rank %q: want a rank >= 0 (17) or a range (\"0-7\")", s)
+		return fmt.Errorf("want a rank >= 0 (17) or a range (\"0-7\")") // the decoder names the value
 	}
 	z := a
 	if isRange {
 		if z, err = strconv.Atoi(strings.TrimSpace(hi)); err != nil || z < a {
-			return fmt.Errorf("rank range %q: want lo-hi with 0 <= lo <= hi (\"0-7\")", s)
+			return fmt.Errorf("want a rank range lo-hi with 0 <= lo <= hi (\"0-7\")")
 		}
 	}
 	*r = RankRange{a, z}
@@ -113,6 +113,9 @@ func (s *Stragglers) validate(world int) error {
 		return nil
 	}
 	speed := func(path string, v float64) error {
+		if v == 0 {
+			return errorf(path, "missing (or 0): want a compute speed of %v to %v (1 is nominal, 0.8 a GPU 20%% slower)", MinSpeed, MaxSpeed)
+		}
 		if !(v >= MinSpeed && v <= MaxSpeed) {
 			return errorf(path, "%v: want a compute speed of %v to %v (1 is nominal, 0.8 a GPU 20%% slower)", v, MinSpeed, MaxSpeed)
 		}

@@ -438,7 +438,7 @@ func TestStragglerValidation(t *testing.T) {
 		sg   Stragglers
 		want string
 	}{
-		{Stragglers{Slow: []SlowGPUs{{Ranks: r(1, 1), Speed: 0}}}, "workload.training.stragglers.slow[0].speed: 0: want a compute speed of 0.05 to 1.5"},
+		{Stragglers{Slow: []SlowGPUs{{Ranks: r(1, 1), Speed: 0}}}, "workload.training.stragglers.slow[0].speed: missing (or 0): want a compute speed of 0.05 to 1.5"},
 		{Stragglers{Slow: []SlowGPUs{{Ranks: r(1, 1), Speed: 2}}}, "stragglers.slow[0].speed: 2: want"},
 		{Stragglers{Slow: []SlowGPUs{{Ranks: r(1, 1), Speed: math.NaN()}}}, "stragglers.slow[0].speed: NaN"},
 		{Stragglers{Slow: []SlowGPUs{{Speed: 0.8}}}, "stragglers.slow[0].ranks: empty"},
