@@ -170,11 +170,22 @@
 //
 // # Categories
 //
-// Every instant of every rank is compute, exposed TP (with CP), PP, DP or EP communication
-// (waiting on a launched collective, or on one queued behind another on its stream), bubble
-// (waiting for the neighbouring stage to post its side of a pipeline transfer, or at the step
-// barrier for the slowest rank) or sync (waiting for the rest of a TP, CP, DP or EP group to
-// reach a collective). They sum to the step time on every rank (Category).
+// Every instant of every rank is compute, exposed TP, PP, DP, EP or CP communication
+// (waiting on a launched collective, or on one queued behind another on its stream; cp is
+// the key/value all-gathers and their gradients' reduce-scatters, in closed form on NVLink or
+// on the network), bubble (waiting for the neighbouring stage to post its side of a pipeline
+// transfer, or, with pp > 1, at the step barrier for the slowest rank) or sync (waiting for
+// the rest of a TP, CP, DP or EP group to reach a collective, or, with pp 1, at the step
+// barrier: without a pipeline there is no bubble, and a rank waiting there waits for a
+// straggler). They sum to the step time on every rank (Category). Communication categories
+// (tp, pp, dp, ep, cp) draw the GPU's communication power.
+//
+// # Limits
+//
+// Microbatches per pipeline per step are at most MaxMicrobatches (65,536; model.global_batch
+// above it is an error). The power series' default interval (100us) coarsens in 1-2-5 steps
+// to keep at most DefaultMaxPowerSamples (1M) samples over long steps, with a note; an
+// explicit power.interval is kept (up to MaxPowerSamples).
 //
 // # MFU and calibration
 //
