@@ -2,6 +2,7 @@ package training
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -230,6 +231,35 @@ func TestSummaryDomains(t *testing.T) {
 		}
 		if got := strings.Contains(s, "do not divide the 64 GPUs"); got != (c.partial != "") || c.partial != "" && !strings.Contains(s, c.partial) {
 			t.Errorf("domain %d: partial-domain line %v, want %q:\n%s", c.domain, got, c.partial, s)
+		}
+	}
+}
+
+// TestPowerCoarseBins: a coarse interval (fewer bins than a pattern's segments, summed from
+// the pattern's cumulative energy) gives each sample the mean of the fine samples it covers
+// (fine bins, summed segment by segment); across intervals.
+func TestPowerCoarseBins(t *testing.T) {
+	m := tinyModel()
+	m.Layers, m.GlobalBatch = 16, 16
+	j := newJob(t, m, mustGPU(t, "h100"), Plan{TP: 2, PP: 2, Schedule: Schedule1F1B}, 8, Options{Overlap: true})
+	tr := runAnalytic(t, j, 100*sim.Gbps, RunOptions{})
+	fine, err := tr.Power(sim.Microsecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []int{500, 1000, 5000, 20000} {
+		coarse, err := tr.Power(sim.Time(k) * sim.Microsecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range coarse.MW[:len(coarse.MW)-1] { // the last bin may be partial
+			var sum float64
+			for _, f := range fine.MW[i*k : (i+1)*k] {
+				sum += f
+			}
+			if want := sum / float64(k); math.Abs(v-want) > 1e-9*want+1e-12 {
+				t.Fatalf("interval %dus sample %d: %.12g MW, fine samples' mean %.12g", k, i, v, want)
+			}
 		}
 	}
 }
