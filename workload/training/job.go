@@ -241,6 +241,7 @@ type Job struct {
 	labels     []string
 	patterns   []pattern
 	patIdx     map[string]int32
+	patKey     []byte        // addPattern's scratch key
 	warm       map[int][]int // interleaved warmups per microbatch count (Job.warmups)
 }
 
@@ -362,11 +363,18 @@ func (j *Job) addLabel(s string) int32 {
 
 // addPattern interns a run of segments as a pattern.
 func (j *Job) addPattern(segs []seg) int32 {
-	var kb strings.Builder
+	// The key: each segment's category byte and 8-byte duration (a fixed width, so distinct
+	// lists give distinct keys); built without fmt, as a program adds a pattern per op.
+	kb := j.patKey[:0]
 	for _, s := range segs {
-		fmt.Fprintf(&kb, "%d:%d,", s.cat, s.dur)
+		d := uint64(s.dur)
+		kb = append(kb, byte(s.cat), byte(d), byte(d>>8), byte(d>>16), byte(d>>24), byte(d>>32), byte(d>>40), byte(d>>48), byte(d>>56))
 	}
-	k := kb.String()
+	j.patKey = kb
+	if i, ok := j.patIdx[string(kb)]; ok { // no allocation for the lookup
+		return i
+	}
+	k := string(kb)
 	if i, ok := j.patIdx[k]; ok {
 		return i
 	}
