@@ -165,11 +165,11 @@ var headlinePatterns = []string{"scenario", "seed", "hosts", "planes", "switches
 // trainingPatterns are the headline figures of a training workload: summary.json's training
 // block (step time and where it went, MFU, tokens/s, power, goodput) and its ocs events.
 var trainingPatterns = []string{
-	"engine", "training.model", "training.gpu", "training.gpus", "training.tp", "training.pp", "training.dp",
+	"engine", "training.model", "training.gpu", "training.gpus", "training.tp", "training.cp", "training.pp", "training.dp",
 	"training.ep", "training.microbatches", "training.steps", "training.simulated_steps",
 	"training.step_time_us", "training.ideal_step_us", "training.compute_us", "training.exposed_comm_us",
 	"training.exposed_comm_max_us", "training.tp_exposed_us", "training.pp_wait_us", "training.dp_exposed_us",
-	"training.ep_exposed_us", "training.bubble_us", "training.sync_us", "training.slowest_rank",
+	"training.ep_exposed_us", "training.cp_exposed_us", "training.bubble_us", "training.sync_us", "training.slowest_rank",
 	"training.slowest_rank_coord", "training.slowest_wait", "training.slowest_wait_us",
 	"training.mfu", "training.tokens_per_s",
 	"training.power_mean_mw", "training.power_min_mw", "training.power_max_mw", "training.power_swing_mw",

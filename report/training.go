@@ -80,6 +80,7 @@ var stepCategories = []struct{ col, name string }{
 	{"pp_us", "PP wait"},
 	{"dp_us", "DP exposed"},
 	{"ep_us", "EP exposed"},
+	{"cp_us", "CP exposed"},
 	{"bubble_us", "pipeline bubble"},
 	{"sync_us", "sync"},
 }
@@ -552,8 +553,8 @@ func trainingLead(s *summaryData) []string {
 		}
 	}
 	var plan []string
-	for _, k := range []string{"tp", "pp", "dp", "ep"} {
-		if v := str(k); v != "" {
+	for _, k := range []string{"tp", "cp", "pp", "dp", "ep"} {
+		if v := str(k); v != "" && (k != "cp" || v != "1") {
 			plan = append(plan, k+" "+v)
 		}
 	}
@@ -581,8 +582,8 @@ func trainingLead(s *summaryData) []string {
 	}
 
 	var kinds []string
-	for _, k := range []struct{ name, path string }{{"TP", "tp_exposed_us"}, {"PP", "pp_wait_us"}, {"DP", "dp_exposed_us"}, {"EP", "ep_exposed_us"}} {
-		if v, ok := num(k.path); ok {
+	for _, k := range []struct{ name, path string }{{"TP", "tp_exposed_us"}, {"PP", "pp_wait_us"}, {"DP", "dp_exposed_us"}, {"EP", "ep_exposed_us"}, {"CP", "cp_exposed_us"}} {
+		if v, ok := num(k.path); ok && (k.name != "CP" || str("cp") != "1") {
 			kinds = append(kinds, k.name+" "+fmtNum(v/1000))
 		}
 	}

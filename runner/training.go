@@ -335,6 +335,10 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 		return err
 	}
 	run.Result = tr
+	if run.Engine == "analytic" && cfg.TPModel == "simulated" && job.Plan.TP > 1 {
+		// Decision: a note, not an error (the run is valid, just not what simulated promises).
+		tr.Notes = append(tr.Notes, "tp_model simulated with transport ideal: the ideal transport times each NVLink TP collective in closed form without contention, so the result equals tp_model closed_form; use a transport (mrc, roce) with run.engine flow or packet to simulate NVLink sharing")
+	}
 	if fnet != nil {
 		st := fnet.Stats()
 		run.Flow = &st

@@ -231,3 +231,26 @@ workload: {training: {model: {preset: llama3-8b, global_batch: 32}, gpu: {preset
 	}
 	t.Logf("restarts/day: one plane %.3f (absorbed %.3f), two planes %.3f (absorbed %.3f)", one.RestartsPerDay, one.AbsorbedPerDay, two.RestartsPerDay, two.AbsorbedPerDay)
 }
+
+// TestTrainingTPSimulatedIdealNote: tp_model simulated under transport ideal runs the closed
+// forms, so the result equals closed_form and a note says so; closed_form has no note.
+func TestTrainingTPSimulatedIdealNote(t *testing.T) {
+	const y = `
+topology: {clos: {tiers: 2, planes: 1, radix: 16, hosts: 16, host_link: 100G}}
+transport: {kind: ideal}
+workload: {training: {model: {preset: llama3-8b, global_batch: 16}, gpu: {preset: h100}, plan: {tp: 8}, tp_model: %s}}
+`
+	sim := mustRun(t, fmt.Sprintf(y, "simulated")).Summary.Training
+	cf := mustRun(t, fmt.Sprintf(y, "closed_form")).Summary.Training
+	note := func(ns []string) bool {
+		for _, n := range ns {
+			if strings.Contains(n, "tp_model simulated with transport ideal") {
+				return true
+			}
+		}
+		return false
+	}
+	if sim.StepTimeUs != cf.StepTimeUs || !note(sim.Notes) || note(cf.Notes) {
+		t.Errorf("simulated %v us (notes %q), closed_form %v us (notes %q)", sim.StepTimeUs, sim.Notes, cf.StepTimeUs, cf.Notes)
+	}
+}

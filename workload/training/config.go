@@ -17,6 +17,36 @@ const ConfigPath = "workload.training"
 // DefaultPowerInterval is the power series' default sampling interval.
 const DefaultPowerInterval = 100 * sim.Microsecond
 
+// DefaultMaxPowerSamples bounds the power series when power.interval is not given: a run
+// whose simulated steps would need more samples of DefaultPowerInterval (more than 100 s of
+// steps: a huge global batch) is sampled at the smallest interval of 1, 2 or 5 x 10^k
+// microseconds that fits, and a note says so. This keeps power.csv and the report's reading of
+// it bounded (a 2,000 s step at 100us was 20M samples, most of a 16 s run).
+const DefaultMaxPowerSamples = 1_000_000
+
+// end returns the end of the trace's last simulated step.
+func (t *Trace) end() sim.Time {
+	if len(t.Steps) == 0 {
+		return 0
+	}
+	last := t.Steps[len(t.Steps)-1]
+	return last.Start + last.Time
+}
+
+// defaultPowerInterval returns DefaultPowerInterval, or the coarser interval
+// DefaultMaxPowerSamples asks for over tr's steps.
+func defaultPowerInterval(tr *Trace) sim.Time {
+	total := tr.end()
+	for scale := sim.Microsecond; ; scale *= 10 {
+		for _, k := range []sim.Time{1, 2, 5} {
+			iv := k * scale
+			if iv >= DefaultPowerInterval && (total+iv-1)/iv <= DefaultMaxPowerSamples {
+				return iv
+			}
+		}
+	}
+}
+
 // Config is a scenario's training workload, `workload: training: {...}`:
 //
 //	workload:
@@ -168,68 +198,77 @@ type Env struct {
 // over ranks unless named max; the step is the last simulated one (later iterations repeat
 // it).
 type Result struct {
-	Model                 string   `json:"model"`                     // model name
-	GPU                   string   `json:"gpu"`                       // GPU name
-	GPUs                  int      `json:"gpus"`                      // world size
-	TP                    int      `json:"tp"`                        // tensor-parallel size
-	PP                    int      `json:"pp"`                        // pipeline stages
-	DP                    int      `json:"dp"`                        // data-parallel replicas
-	EP                    int      `json:"ep"`                        // expert-parallel size
-	CP                    int      `json:"cp,omitempty"`              // context-parallel size (omitted when 1)
-	Microbatches          int      `json:"microbatches"`              // per pipeline per step
-	SimulatedMicrobatches int      `json:"simulated_microbatches"`    // of which simulated (Trace)
-	Steps                 int      `json:"steps"`                     // iterations reported
-	SimulatedSteps        int      `json:"simulated_steps"`           // of which simulated
-	BucketBytes           int64    `json:"bucket_bytes"`              // gradient bucket in use
-	StepTimeUs            float64  `json:"step_time_us"`              // step time
-	ComputeUs             float64  `json:"compute_us"`                // compute per rank (mean)
-	ExposedCommUs         float64  `json:"exposed_comm_us"`           // TP + PP + DP + EP waits per rank (mean)
-	ExposedCommMaxUs      float64  `json:"exposed_comm_max_us"`       // the same, the most any rank saw
-	TPExposedUs           float64  `json:"tp_exposed_us"`             // tensor-parallel communication (mean)
-	PPWaitUs              float64  `json:"pp_wait_us"`                // pipeline transfers (mean)
-	DPExposedUs           float64  `json:"dp_exposed_us"`             // gradient reduction and ZeRO all-gather (mean)
-	EPExposedUs           float64  `json:"ep_exposed_us"`             // expert all-to-alls (mean)
-	BubbleUs              float64  `json:"bubble_us"`                 // pipeline bubble and end-of-step wait (mean)
-	SyncUs                float64  `json:"sync_us"`                   // waiting for group members (mean)
-	SlowestRank           int      `json:"slowest_rank"`              // the rank that finished the step last
-	SlowestRankCoord      string   `json:"slowest_rank_coord"`        // its coordinates, "tp=0 dp=3 pp=0"
-	SlowestWait           string   `json:"slowest_wait"`              // the category it waited on most
-	SlowestWaitUs         float64  `json:"slowest_wait_us"`           // how long
-	ArriveP50Us           float64  `json:"arrive_p50_us"`             // median rank's arrival at the step barrier, from the step start
-	ArriveP99Us           float64  `json:"arrive_p99_us"`             // the 99th percentile rank's
-	ArriveP100Us          float64  `json:"arrive_p100_us"`            // the last rank's (the step time)
-	DPSkewMaxUs           float64  `json:"dp_skew_max_us"`            // longest wait of a DP collective's first member for its last
-	WorstStep             int      `json:"worst_step"`                // the simulated step with the longest time (ties: the first)
-	WorstStepTimeUs       float64  `json:"worst_step_time_us"`        // its time
-	WorstArriveP50Us      float64  `json:"worst_arrive_p50_us"`       // its barrier arrivals: median
-	WorstArriveP99Us      float64  `json:"worst_arrive_p99_us"`       // 99th percentile
-	WorstArriveP100Us     float64  `json:"worst_arrive_p100_us"`      // last
-	Stragglers            string   `json:"stragglers,omitempty"`      // the stragglers configured, in words
-	IdealStepUs           float64  `json:"ideal_step_us"`             // compute (incl. NVLink TP) and optimizer of the busiest stage: no bubble, no network
-	MFU                   float64  `json:"mfu"`                       // model FLOPs / (step time x GPUs x dense peak)
-	TokensPerS            float64  `json:"tokens_per_s"`              // global batch tokens / step time
-	RunTimeS              float64  `json:"run_time_s"`                // steps x step time (no failures)
-	PowerIntervalUs       float64  `json:"power_interval_us"`         // power sampling interval
-	PowerMeanMW           float64  `json:"power_mean_mw"`             // mean cluster power over the step
-	PowerMinMW            float64  `json:"power_min_mw"`              // lowest sample
-	PowerMaxMW            float64  `json:"power_max_mw"`              // highest sample
-	PowerSwingMW          float64  `json:"power_swing_mw"`            // max - min over the step
-	SlewMWPerMs           float64  `json:"slew_mw_per_ms"`            // steepest change between samples
-	BatteryMJ             float64  `json:"battery_mj"`                // ∫ max(0, P - mean) dt per step
-	BatteryMWh            float64  `json:"battery_mwh"`               // the same in MWh
-	BatteryRangeMJ        float64  `json:"battery_range_mj"`          // range of ∫ (P - mean) dt per step
-	EnergyPerStepMJ       float64  `json:"energy_per_step_mj"`        // GPU energy per step
-	GoodputFrac           float64  `json:"goodput_frac"`              // Daly's efficiency at the checkpoint interval
-	GoodputMCFrac         float64  `json:"goodput_mc_frac"`           // the Monte Carlo's
-	GoodputMCStdErr       float64  `json:"goodput_mc_stderr"`         // its standard error
-	CkptIntervalS         float64  `json:"ckpt_interval_s"`           // checkpoint interval evaluated (given, else Daly's)
-	CkptYoungS            float64  `json:"ckpt_young_s"`              // Young's optimum
-	CkptDalyS             float64  `json:"ckpt_daly_s"`               // Daly's optimum
-	JobMTBFS              float64  `json:"job_mtbf_s"`                // mean time between restarting failures
-	RestartsPerDay        float64  `json:"restarts_per_day"`          // restarting failures per day
-	AbsorbedPerDay        float64  `json:"absorbed_failures_per_day"` // link failures the transport absorbs, per day
-	Periodic              bool     `json:"periodic"`                  // the reused 1F1B rounds were identical (Trace)
-	Notes                 []string `json:"notes,omitempty"`           // warnings
+	Model                 string   `json:"model"`                       // model name
+	GPU                   string   `json:"gpu"`                         // GPU name
+	GPUs                  int      `json:"gpus"`                        // world size
+	TP                    int      `json:"tp"`                          // tensor-parallel size
+	PP                    int      `json:"pp"`                          // pipeline stages
+	DP                    int      `json:"dp"`                          // data-parallel replicas
+	EP                    int      `json:"ep"`                          // expert-parallel size
+	CP                    int      `json:"cp"`                          // context-parallel size
+	Schedule              string   `json:"schedule"`                    // pipeline schedule as resolved: 1f1b, interleaved or zb-h1 (1f1b with pp 1)
+	VirtualStages         int      `json:"virtual_stages"`              // model chunks per rank (1 unless interleaved)
+	ZeRO                  int      `json:"zero"`                        // ZeRO stage 0-3
+	Recompute             string   `json:"recompute"`                   // activation recomputation: none, selective or full
+	TPModel               string   `json:"tp_model"`                    // TP inside a scale-up domain: auto, closed_form or simulated
+	Microbatches          int      `json:"microbatches"`                // per pipeline per step
+	SimulatedMicrobatches int      `json:"simulated_microbatches"`      // of which simulated (Trace)
+	Steps                 int      `json:"steps"`                       // iterations reported
+	SimulatedSteps        int      `json:"simulated_steps"`             // of which simulated
+	BucketBytes           int64    `json:"bucket_bytes"`                // gradient bucket in use
+	StepTimeUs            float64  `json:"step_time_us"`                // step time
+	ComputeUs             float64  `json:"compute_us"`                  // compute per rank (mean)
+	ExposedCommUs         float64  `json:"exposed_comm_us"`             // TP + PP + DP + EP + CP waits per rank (mean)
+	ExposedCommMaxUs      float64  `json:"exposed_comm_max_us"`         // the same, the most any rank saw
+	TPExposedUs           float64  `json:"tp_exposed_us"`               // tensor-parallel communication (mean)
+	PPWaitUs              float64  `json:"pp_wait_us"`                  // pipeline transfers (mean)
+	DPExposedUs           float64  `json:"dp_exposed_us"`               // gradient reduction and ZeRO all-gather (mean)
+	EPExposedUs           float64  `json:"ep_exposed_us"`               // expert all-to-alls (mean)
+	CPExposedUs           float64  `json:"cp_exposed_us"`               // context-parallel key/value all-gathers and reduce-scatters (mean)
+	BubbleUs              float64  `json:"bubble_us"`                   // pipeline bubble and end-of-step wait (mean)
+	SyncUs                float64  `json:"sync_us"`                     // waiting for group members (mean)
+	SlowestRank           int      `json:"slowest_rank"`                // the rank that finished the step last
+	SlowestRankCoord      string   `json:"slowest_rank_coord"`          // its coordinates, "tp=0 dp=3 pp=0"
+	SlowestWait           string   `json:"slowest_wait"`                // the category it waited on most
+	SlowestWaitUs         float64  `json:"slowest_wait_us"`             // how long
+	ArriveP50Us           float64  `json:"arrive_p50_us"`               // median rank's arrival at the step barrier, from the step start
+	ArriveP99Us           float64  `json:"arrive_p99_us"`               // the 99th percentile rank's
+	ArriveP100Us          float64  `json:"arrive_p100_us"`              // the last rank's (the step time)
+	DPSkewMaxUs           float64  `json:"dp_skew_max_us"`              // longest wait of a DP collective's first member for its last
+	WorstStep             int      `json:"worst_step"`                  // the simulated step with the longest time (ties: the first)
+	WorstStepTimeUs       float64  `json:"worst_step_time_us"`          // its time
+	WorstArriveP50Us      float64  `json:"worst_arrive_p50_us"`         // its barrier arrivals: median
+	WorstArriveP99Us      float64  `json:"worst_arrive_p99_us"`         // 99th percentile
+	WorstArriveP100Us     float64  `json:"worst_arrive_p100_us"`        // last
+	WorstStepMFU          float64  `json:"worst_step_mfu"`              // its MFU
+	MeanStepTimeUs        float64  `json:"mean_step_time_us"`           // run_time_s / steps (the reported steps' mean)
+	Stragglers            string   `json:"stragglers,omitempty"`        // the stragglers configured, in words
+	SlowestStraggler      string   `json:"slowest_straggler,omitempty"` // how the last step's slowest rank is configured to straggle ("at 0.8x"); absent when it is not a configured straggler
+	IdealStepUs           float64  `json:"ideal_step_us"`               // compute (incl. NVLink TP) and optimizer of the busiest stage: no bubble, no network
+	MFU                   float64  `json:"mfu"`                         // model FLOPs / (step time x GPUs x dense peak)
+	TokensPerS            float64  `json:"tokens_per_s"`                // global batch tokens / step time
+	RunTimeS              float64  `json:"run_time_s"`                  // steps x step time (no failures)
+	PowerIntervalUs       float64  `json:"power_interval_us"`           // power sampling interval
+	PowerMeanMW           float64  `json:"power_mean_mw"`               // mean cluster power over the step
+	PowerMinMW            float64  `json:"power_min_mw"`                // lowest sample
+	PowerMaxMW            float64  `json:"power_max_mw"`                // highest sample
+	PowerSwingMW          float64  `json:"power_swing_mw"`              // max - min over the step
+	SlewMWPerMs           float64  `json:"slew_mw_per_ms"`              // steepest change between samples
+	BatteryMJ             float64  `json:"battery_mj"`                  // ∫ max(0, P - mean) dt per step
+	BatteryMWh            float64  `json:"battery_mwh"`                 // the same in MWh
+	BatteryRangeMJ        float64  `json:"battery_range_mj"`            // range of ∫ (P - mean) dt per step
+	EnergyPerStepMJ       float64  `json:"energy_per_step_mj"`          // GPU energy per step
+	GoodputFrac           float64  `json:"goodput_frac"`                // Daly's efficiency at the checkpoint interval
+	GoodputMCFrac         float64  `json:"goodput_mc_frac"`             // the Monte Carlo's
+	GoodputMCStdErr       float64  `json:"goodput_mc_stderr"`           // its standard error
+	CkptIntervalS         float64  `json:"ckpt_interval_s"`             // checkpoint interval evaluated (given, else Daly's)
+	CkptYoungS            float64  `json:"ckpt_young_s"`                // Young's optimum
+	CkptDalyS             float64  `json:"ckpt_daly_s"`                 // Daly's optimum
+	JobMTBFS              float64  `json:"job_mtbf_s"`                  // mean time between restarting failures
+	RestartsPerDay        float64  `json:"restarts_per_day"`            // restarting failures per day
+	AbsorbedPerDay        float64  `json:"absorbed_failures_per_day"`   // link failures the transport absorbs, per day
+	Periodic              bool     `json:"periodic"`                    // the reused 1F1B rounds were identical (Trace)
+	Notes                 []string `json:"notes,omitempty"`             // warnings
 
 	// StepRecords has one record per simulated step: steps.csv's rows. The runner fills
 	// SlowestLink and Events after the run (they need the fabric and the fault timeline).
@@ -237,6 +276,10 @@ type Result struct {
 
 	trace *Trace
 	power *PowerSeries
+	// stepsDiffer: the simulated steps do not all take the last one's time; stragglers: the
+	// configuration has stragglers.
+	stepsDiffer, stragglers bool
+	slowestPeer             string // "; its TP group holds rank 11 (at 0.8x)" when a peer, not the slowest rank, is a straggler
 }
 
 // Run simulates the job (built by c.Job) on s with backend b and evaluates power and
@@ -260,9 +303,12 @@ func (c *Config) Evaluate(tr *Trace, env Env) (*Result, error) {
 		return nil, fmt.Errorf("training: the trace has no steps")
 	}
 	j := tr.Job
-	interval := c.Power.Interval
+	interval, coarse := c.Power.Interval, ""
 	if interval == 0 {
-		interval = DefaultPowerInterval
+		interval = defaultPowerInterval(tr)
+		if interval != DefaultPowerInterval {
+			coarse = fmt.Sprintf("power sampled every %v, not the default %v, to keep the series to at most %d samples over %.1f s of simulated steps (give power.interval to choose)", interval, DefaultPowerInterval, DefaultMaxPowerSamples, tr.end().Seconds())
+		}
 	}
 	ps, err := tr.Power(interval)
 	if err != nil {
@@ -281,7 +327,7 @@ func (c *Config) Evaluate(tr *Trace, env Env) (*Result, error) {
 		Microbatches: j.micro, SimulatedMicrobatches: tr.SimulatedMicrobatches, Steps: steps, SimulatedSteps: len(tr.Steps),
 		BucketBytes: j.bucket,
 		StepTimeUs:  us(st.Time), ComputeUs: us(st.Mean[CatCompute]), ExposedCommUs: us(st.Mean.Exposed()),
-		TPExposedUs: us(st.Mean[CatTP]), PPWaitUs: us(st.Mean[CatPP]), DPExposedUs: us(st.Mean[CatDP]), EPExposedUs: us(st.Mean[CatEP]),
+		TPExposedUs: us(st.Mean[CatTP]), PPWaitUs: us(st.Mean[CatPP]), DPExposedUs: us(st.Mean[CatDP]), EPExposedUs: us(st.Mean[CatEP]), CPExposedUs: us(st.Mean[CatCP]),
 		BubbleUs: us(st.Mean[CatBubble]), SyncUs: us(st.Mean[CatSync]),
 		SlowestRank: st.Slowest, SlowestRankCoord: j.Placement.Coord(st.Slowest).String(),
 		SlowestWait: st.SlowestWait.String(), SlowestWaitUs: us(st.Ranks[st.Slowest][st.SlowestWait]),
@@ -294,12 +340,15 @@ func (c *Config) Evaluate(tr *Trace, env Env) (*Result, error) {
 		GoodputFrac: gr.Efficiency, GoodputMCFrac: gr.MonteCarlo, GoodputMCStdErr: gr.MonteCarloStdErr,
 		CkptIntervalS: gr.Interval, CkptYoungS: gr.Young, CkptDalyS: gr.Daly, JobMTBFS: gr.JobMTBF,
 		RestartsPerDay: gr.RestartsPerDay, AbsorbedPerDay: gr.AbsorbedPerDay,
-		Periodic: tr.Periodic, Notes: tr.Notes,
+		Periodic: tr.Periodic, Notes: append([]string(nil), tr.Notes...),
 		trace: tr, power: ps,
 	}
-	if j.Plan.CP > 1 {
-		r.CP = j.Plan.CP
+	r.stragglers = c.Stragglers.Active()
+	if coarse != "" {
+		r.Notes = append(r.Notes, coarse)
 	}
+	r.CP, r.Schedule, r.VirtualStages = j.Plan.CP, j.Plan.Schedule, j.Plan.VirtualStages
+	r.ZeRO, r.Recompute, r.TPModel = int(j.Plan.ZeRO), string(j.Plan.Recompute), j.Options.TPModel.String()
 	var total sim.Time
 	worst := 0
 	for k, s := range tr.Steps {
@@ -321,8 +370,21 @@ func (c *Config) Evaluate(tr *Trace, env Env) (*Result, error) {
 	r.ArriveP50Us, r.ArriveP99Us, r.ArriveP100Us, r.DPSkewMaxUs = us(st.Arrive.P50), us(st.Arrive.P99), us(st.Arrive.P100), us(st.DPSkew.P100)
 	r.WorstStep, r.WorstStepTimeUs = worst, us(ws.Time)
 	r.WorstArriveP50Us, r.WorstArriveP99Us, r.WorstArriveP100Us = us(ws.Arrive.P50), us(ws.Arrive.P99), us(ws.Arrive.P100)
-	r.Stragglers = c.Stragglers.String()
+	r.Stragglers, r.SlowestStraggler = c.Stragglers.String(), c.Stragglers.of(st.Slowest)
+	if r.SlowestStraggler == "" && c.Stragglers.Active() {
+		// A TP group computes at its slowest member's pace: name a straggling peer.
+		for _, q := range j.Placement.Group(DimTP, st.Slowest) {
+			if w := c.Stragglers.of(q); w != "" && q != st.Slowest {
+				r.slowestPeer = fmt.Sprintf("; its TP group holds rank %d (%s)", q, w)
+				break
+			}
+		}
+	}
 	r.RunTimeS = total.Seconds() + float64(steps-len(tr.Steps))*st.Time.Seconds()
+	r.WorstStepMFU, r.MeanStepTimeUs = j.MFU(ws.Time), r.RunTimeS*1e6/float64(steps)
+	for _, s := range tr.Steps {
+		r.stepsDiffer = r.stepsDiffer || s.Time != st.Time
+	}
 	for _, ex := range st.Ranks {
 		r.ExposedCommMaxUs = max(r.ExposedCommMaxUs, us(ex.Exposed()))
 	}
@@ -396,7 +458,7 @@ func (r *Result) WritePowerCSV(w io.Writer) error {
 // (docs/outputs.md).
 var StepsCSVHeader = []string{"step", "start_us", "step_time_us", "compute_us", "tp_us", "pp_us", "dp_us", "ep_us", "bubble_us", "sync_us",
 	"exposed_comm_us", "slowest_rank", "slowest_wait", "power_mean_mw", "power_swing_mw", "slew_mw_per_ms", "battery_mwh", "iterations",
-	"arrive_p50_us", "arrive_p99_us", "arrive_p100_us", "dp_skew_p50_us", "dp_skew_max_us", "slowest_coord", "busiest_rank", "busiest_compute_us", "slowest_link", "events"}
+	"arrive_p50_us", "arrive_p99_us", "arrive_p100_us", "dp_skew_p50_us", "dp_skew_max_us", "slowest_coord", "busiest_rank", "busiest_compute_us", "slowest_link", "events", "cp_us"}
 
 // WriteStepsCSV writes one row per simulated step (the last stands for every later iteration,
 // which repeat it: iterations says how many each row is) with the header StepsCSVHeader.
@@ -411,12 +473,14 @@ func (r *Result) WriteStepsCSV(w io.Writer) error {
 		st, pw, rec := &tr.Steps[k], r.power.Steps[k], &r.StepRecords[k]
 		row := []string{strconv.Itoa(k), ftoa(st.Start.Micros()), ftoa(st.Time.Micros())}
 		for c := CatCompute; c < NumCategories; c++ {
-			row = append(row, ftoa(st.Mean[c].Micros()))
+			if c != CatCP { // last, after the columns it was added behind
+				row = append(row, ftoa(st.Mean[c].Micros()))
+			}
 		}
 		row = append(row, ftoa(st.Mean.Exposed().Micros()), strconv.Itoa(st.Slowest), st.SlowestWait.String(),
 			ftoa(pw.MeanMW), ftoa(pw.SwingMW), ftoa(pw.SlewMWPerMs), ftoa(pw.BatteryMWh), strconv.Itoa(rec.Iterations),
 			ftoa(rec.ArriveP50Us), ftoa(rec.ArriveP99Us), ftoa(rec.ArriveP100Us), ftoa(rec.DPSkewP50Us), ftoa(rec.DPSkewMaxUs),
-			rec.SlowestCoord, strconv.Itoa(rec.BusiestRank), ftoa(rec.BusiestUs), rec.SlowestLink, rec.Events)
+			rec.SlowestCoord, strconv.Itoa(rec.BusiestRank), ftoa(rec.BusiestUs), rec.SlowestLink, rec.Events, ftoa(st.Mean[CatCP].Micros()))
 		if err := cw.Write(row); err != nil {
 			return err
 		}
@@ -427,11 +491,31 @@ func (r *Result) WriteStepsCSV(w io.Writer) error {
 
 // Summary returns a short human summary of the result (a few lines).
 func (r *Result) Summary() string {
-	s := fmt.Sprintf("training %s on %d %s (tp %d pp %d dp %d ep %d, %d microbatches): step %.3f ms (ideal %.3f), MFU %.1f%%, %.0f tokens/s\n",
-		r.Model, r.GPUs, r.GPU, r.TP, r.PP, r.DP, r.EP, r.Microbatches, r.StepTimeUs/1e3, r.IdealStepUs/1e3, 100*r.MFU, r.TokensPerS)
-	s += fmt.Sprintf("  per rank (mean): compute %.3f ms, exposed comm %.3f ms (tp %.3f, pp %.3f, dp %.3f, ep %.3f), bubble %.3f ms, sync %.3f ms\n",
-		r.ComputeUs/1e3, r.ExposedCommUs/1e3, r.TPExposedUs/1e3, r.PPWaitUs/1e3, r.DPExposedUs/1e3, r.EPExposedUs/1e3, r.BubbleUs/1e3, r.SyncUs/1e3)
+	grid := fmt.Sprintf("tp %d pp %d dp %d ep %d", r.TP, r.PP, r.DP, r.EP)
+	if r.CP > 1 {
+		grid = fmt.Sprintf("tp %d cp %d pp %d dp %d ep %d", r.TP, r.CP, r.PP, r.DP, r.EP)
+	}
+	s := fmt.Sprintf("training %s on %d %s (%s, %d microbatches): step %.3f ms (ideal %.3f), MFU %.1f%%, %.0f tokens/s\n",
+		r.Model, r.GPUs, r.GPU, grid, r.Microbatches, r.StepTimeUs/1e3, r.IdealStepUs/1e3, 100*r.MFU, r.TokensPerS)
+	cp := ""
+	if r.CP > 1 {
+		cp = fmt.Sprintf(", cp %.3f", r.CPExposedUs/1e3)
+	}
+	s += fmt.Sprintf("  per rank (mean): compute %.3f ms, exposed comm %.3f ms (tp %.3f, pp %.3f, dp %.3f, ep %.3f%s), bubble %.3f ms, sync %.3f ms\n",
+		r.ComputeUs/1e3, r.ExposedCommUs/1e3, r.TPExposedUs/1e3, r.PPWaitUs/1e3, r.DPExposedUs/1e3, r.EPExposedUs/1e3, cp, r.BubbleUs/1e3, r.SyncUs/1e3)
+	s += fmt.Sprintf("  run %.3f s for %d step%s", r.RunTimeS, r.Steps, map[bool]string{true: "s"}[r.Steps != 1])
+	if r.stepsDiffer {
+		s += fmt.Sprintf("; the simulated steps differ: worst step %d %.3f ms (MFU %.1f%%), mean %.3f ms over the run", r.WorstStep, r.WorstStepTimeUs/1e3, 100*r.WorstStepMFU, r.MeanStepTimeUs/1e3)
+	}
+	s += "\n"
 	s += fmt.Sprintf("  slowest rank %d (%s): mostly waiting on %s (%.3f ms)\n", r.SlowestRank, r.SlowestRankCoord, r.SlowestWait, r.SlowestWaitUs/1e3)
+	if r.stragglers {
+		is := "is not a configured straggler"
+		if r.SlowestStraggler != "" {
+			is = "is a configured straggler (" + r.SlowestStraggler + ")"
+		}
+		s += fmt.Sprintf("  stragglers: %s; slowest rank %d %s%s\n", r.Stragglers, r.SlowestRank, is, r.slowestPeer)
+	}
 	s += fmt.Sprintf("  power: mean %.3f MW, swing %.3f MW, slew %.3f MW/ms, battery %.4g MWh per step\n", r.PowerMeanMW, r.PowerSwingMW, r.SlewMWPerMs, r.BatteryMWh)
 	s += fmt.Sprintf("  goodput %.1f%% (Monte Carlo %.1f%% ± %.1f%%), checkpoint every %.0f s (Young %.0f s, Daly %.0f s), job MTBF %.0f s, %.2f restarts/day, %.2f absorbed link failures/day",
 		100*r.GoodputFrac, 100*r.GoodputMCFrac, 100*r.GoodputMCStdErr, r.CkptIntervalS, r.CkptYoungS, r.CkptDalyS, r.JobMTBFS, r.RestartsPerDay, r.AbsorbedPerDay)

@@ -56,11 +56,12 @@
 //     microbatches go through chunk 0, then chunk 1, ..., the backwards with the chunks
 //     reversed; stage s runs 2(PP-s-1) + (V-1)PP warmup forwards. Bubble (p-1)(t_f+t_b)/V, at
 //     V times the pipeline sends: chunk c of the last stage feeds chunk c+1 of stage 0 (the
-//     wrap, its own pair of streams). Any m is accepted: Megatron-LM asserts m % PP == 0, but
-//     Llama 3 sets the group size freely (Dubey et al. 2024, §3.3.2); a last group of m mod PP
-//     microbatches runs the same way, with the warmup of any stage that would otherwise wait
-//     on its neighbours lengthened until a dry run of the dependencies completes
-//     (interleavedWarmups).
+//     wrap, its own pair of streams). m must be a multiple of PP, as Megatron-LM asserts:
+//     the program can run a last group of m mod PP microbatches (warmups lengthened until a
+//     dry run of the dependencies completes, interleavedWarmups), but its bubbles made
+//     interleaved slower than 1f1b (405B, pp 16, 24 microbatches: 19.2 s against 13.5 s) and
+//     the step non-monotonic in m, so an explicit interleaved with m % PP != 0 is an error
+//     (plan.schedule) naming the fixes and the default falls back to 1f1b.
 //   - zb-h1: zero-bubble ZB-H1 (Qi et al., ICLR 2024, §3.1): the backward split into B (input
 //     gradient: the dgrad GEMMs, the attention core's backward, the memory-bound backward, the
 //     TP traffic) and W (weight gradient: the wgrad GEMMs and the gradient-buffer update, which
@@ -71,7 +72,9 @@
 // The default is interleaved when the stages can be cut into V >= 2 chunks (the largest V <=
 // 8 dividing every stage's layers, else the largest V <= 8 giving chunks of q or q+1 layers:
 // Llama 3 ran V = 8 with 126 layers on 16 stages, its first chunk holding only the embedding
-// and its last only the head), else 1f1b; with pp 1 there is no pipeline. Interleaved and
+// and its last only the head) and m is a multiple of PP, else 1f1b (the job summary says
+// why); with pp 1 there is no pipeline and every schedule resolves to 1f1b (zb-h1's W split
+// only fills pipeline bubbles), written so in the resolved scenario and noted in the summary. Interleaved and
 // zb-h1 use asynchronous point-to-point communication, as Llama 3 does (§3.3.2) and
 // Megatron-Core's overlap_p2p_comm: a stage posts each send as soon as its pass produced the
 // tensor and never waits for it, and keeps one receive posted ahead per incoming stream,
@@ -167,11 +170,22 @@
 //
 // # Categories
 //
-// Every instant of every rank is compute, exposed TP (with CP), PP, DP or EP communication
-// (waiting on a launched collective, or on one queued behind another on its stream), bubble
-// (waiting for the neighbouring stage to post its side of a pipeline transfer, or at the step
-// barrier for the slowest rank) or sync (waiting for the rest of a TP, CP, DP or EP group to
-// reach a collective). They sum to the step time on every rank (Category).
+// Every instant of every rank is compute, exposed TP, PP, DP, EP or CP communication
+// (waiting on a launched collective, or on one queued behind another on its stream; cp is
+// the key/value all-gathers and their gradients' reduce-scatters, in closed form on NVLink or
+// on the network), bubble (waiting for the neighbouring stage to post its side of a pipeline
+// transfer, or, with pp > 1, at the step barrier for the slowest rank) or sync (waiting for
+// the rest of a TP, CP, DP or EP group to reach a collective, or, with pp 1, at the step
+// barrier: without a pipeline there is no bubble, and a rank waiting there waits for a
+// straggler). They sum to the step time on every rank (Category). Communication categories
+// (tp, pp, dp, ep, cp) draw the GPU's communication power.
+//
+// # Limits
+//
+// Microbatches per pipeline per step are at most MaxMicrobatches (65,536; model.global_batch
+// above it is an error). The power series' default interval (100us) coarsens in 1-2-5 steps
+// to keep at most DefaultMaxPowerSamples (1M) samples over long steps, with a note; an
+// explicit power.interval is kept (up to MaxPowerSamples).
 //
 // # MFU and calibration
 //

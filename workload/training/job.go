@@ -27,19 +27,24 @@ const (
 	CatDP
 	// CatEP: waits on expert-parallel all-to-alls (dispatch and combine) once launched.
 	CatEP
+	// CatCP: exposed context-parallel communication: the key/value all-gathers and their
+	// gradients' reduce-scatters (NVLink closed form inside a domain, else network waits
+	// once launched).
+	CatCP
 	// CatBubble: pipeline bubble: waiting for the neighbouring stage to post its side of a
-	// pipeline transfer, and waiting at the end of the step for the slowest rank.
+	// pipeline transfer, and, with pp > 1, waiting at the end of the step for the slowest rank.
 	CatBubble
 	// CatSync: waiting for other members of a TP, DP or EP group to reach a collective
-	// (stragglers, skew).
+	// (stragglers, skew), and, with pp 1 (no pipeline, so no bubble), waiting at the end of
+	// the step for the slowest rank.
 	CatSync
 	NumCategories
 )
 
-var catNames = [NumCategories]string{"compute", "tp", "pp", "dp", "ep", "bubble", "sync"}
+var catNames = [NumCategories]string{"compute", "tp", "pp", "dp", "ep", "cp", "bubble", "sync"}
 
-// String returns the category's short name ("compute", "tp", "pp", "dp", "ep", "bubble",
-// "sync").
+// String returns the category's short name ("compute", "tp", "pp", "dp", "ep", "cp",
+// "bubble", "sync").
 func (c Category) String() string {
 	if c < NumCategories {
 		return catNames[c]
@@ -47,8 +52,8 @@ func (c Category) String() string {
 	return fmt.Sprintf("category(%d)", c)
 }
 
-// Comm reports whether the category is time waiting on communication (TP, PP, DP, EP).
-func (c Category) Comm() bool { return c >= CatTP && c <= CatEP }
+// Comm reports whether the category is time waiting on communication (TP, PP, DP, EP, CP).
+func (c Category) Comm() bool { return c >= CatTP && c <= CatCP }
 
 // Breakdown is the time of one rank (or a mean over ranks) by category.
 type Breakdown [NumCategories]sim.Time
@@ -62,8 +67,10 @@ func (b Breakdown) Total() sim.Time {
 	return t
 }
 
-// Exposed returns the exposed communication: TP + PP + DP + EP.
-func (b Breakdown) Exposed() sim.Time { return b[CatTP] + b[CatPP] + b[CatDP] + b[CatEP] }
+// Exposed returns the exposed communication: TP + PP + DP + EP + CP.
+func (b Breakdown) Exposed() sim.Time {
+	return b[CatTP] + b[CatPP] + b[CatDP] + b[CatEP] + b[CatCP]
+}
 
 // role is a rank's communication stream by purpose.
 type role uint8
@@ -83,13 +90,12 @@ const (
 )
 
 // roleCat is the category of a network wait on each role, and of a wait for peers.
-// Context-parallel waits count as tensor-parallel (model-parallel traffic inside a layer).
 var roleCat = [numRoles][2]Category{
 	roleTP: {CatTP, CatSync}, roleEP: {CatEP, CatSync},
 	rolePPFwdIn: {CatPP, CatBubble}, rolePPFwdOut: {CatPP, CatBubble},
 	rolePPBwdIn: {CatPP, CatBubble}, rolePPBwdOut: {CatPP, CatBubble},
 	roleDP: {CatDP, CatSync}, roleEDP: {CatDP, CatSync},
-	roleCP: {CatTP, CatSync}, roleDPAG: {CatDP, CatSync},
+	roleCP: {CatCP, CatSync}, roleDPAG: {CatDP, CatSync},
 }
 
 // seg is a piece of a compute pattern: a duration in one category.
@@ -235,6 +241,7 @@ type Job struct {
 	labels     []string
 	patterns   []pattern
 	patIdx     map[string]int32
+	patKey     []byte        // addPattern's scratch key
 	warm       map[int][]int // interleaved warmups per microbatch count (Job.warmups)
 }
 
@@ -356,11 +363,18 @@ func (j *Job) addLabel(s string) int32 {
 
 // addPattern interns a run of segments as a pattern.
 func (j *Job) addPattern(segs []seg) int32 {
-	var kb strings.Builder
+	// The key: each segment's category byte and 8-byte duration (a fixed width, so distinct
+	// lists give distinct keys); built without fmt, as a program adds a pattern per op.
+	kb := j.patKey[:0]
 	for _, s := range segs {
-		fmt.Fprintf(&kb, "%d:%d,", s.cat, s.dur)
+		d := uint64(s.dur)
+		kb = append(kb, byte(s.cat), byte(d), byte(d>>8), byte(d>>16), byte(d>>24), byte(d>>32), byte(d>>40), byte(d>>48), byte(d>>56))
 	}
-	k := kb.String()
+	j.patKey = kb
+	if i, ok := j.patIdx[string(kb)]; ok { // no allocation for the lookup
+		return i
+	}
+	k := string(kb)
 	if i, ok := j.patIdx[k]; ok {
 		return i
 	}
@@ -526,7 +540,7 @@ func (j *Job) buildStages() error {
 			if reduce {
 				t = cpRSt
 			}
-			return item{kind: itemSeg, seg: seg{t, CatTP}}
+			return item{kind: itemSeg, seg: seg{t, CatCP}}
 		}
 		sp := cpAG
 		if reduce {
@@ -909,16 +923,25 @@ func (j *Job) Summary() string {
 	}
 	fmt.Fprintf(&b, "%s on %d x %s: %s; %d microbatches of %d x %d tokens per step (global batch %d sequences)\n",
 		m.Name, j.World(), j.GPU.Name, grid, j.micro, m.MicroBatch, m.SeqLen, m.GlobalBatch)
-	if p.PP > 1 {
+	if p.PP > 1 && p.Note() == "" {
 		fmt.Fprintf(&b, "schedule %s", p.Schedule)
 		if p.Schedule == ScheduleInterleaved {
 			fmt.Fprintf(&b, " with %d virtual stages per rank", p.VirtualStages)
 		}
 		b.WriteByte('\n')
 	}
+	if n := p.Note(); n != "" {
+		b.WriteString(n + "\n")
+	}
 	tpWhere := j.tpWhere()
-	if p.TP > 1 {
+	switch {
+	case p.TP > 1 && !j.tpInDomain:
+		fmt.Fprintf(&b, "TP all-reduce of %s per layer boundary: network collectives (TP groups cross scale-up domains), timed by the run\n", sim.FormatSize(j.actBytes))
+	case p.TP > 1:
 		fmt.Fprintf(&b, "TP all-reduce of %s per layer boundary: %v (%s)\n", sim.FormatSize(j.actBytes), j.tpAR, tpWhere)
+	}
+	if g := j.Placement.Domain; g > 1 && j.World()%g != 0 {
+		fmt.Fprintf(&b, "scale-up domains of %d GPUs do not divide the %d GPUs: the last domain holds %d (a group reaching into it runs flat, not hierarchical)\n", g, j.World(), j.World()%g)
 	}
 	if p.CP > 1 {
 		where := "network"
@@ -950,8 +973,12 @@ func (j *Job) Summary() string {
 			}
 			layers = "layers " + strings.Join(cs, ",")
 		}
-		fmt.Fprintf(&b, "stage %d: %s, forward %v (TP %v), backward %v (TP %v), optimizer %v, %d params/rank, grads %s in %d buckets",
-			s, layers, in.Forward, in.ForwardTP, in.Backward, in.BackwardTP, in.Optimizer, in.ParamsPerRank, sim.FormatSize(in.GradBytes), in.Buckets)
+		ftp, btp := fmt.Sprintf("TP %v", in.ForwardTP), fmt.Sprintf("TP %v", in.BackwardTP)
+		if p.TP > 1 && !j.tpInDomain {
+			ftp, btp = "TP on the network, not included", "TP on the network, not included"
+		}
+		fmt.Fprintf(&b, "stage %d: %s, forward %v (%s), backward %v (%s), optimizer %v, %d params/rank, grads %s in %d buckets",
+			s, layers, in.Forward, ftp, in.Backward, btp, in.Optimizer, in.ParamsPerRank, sim.FormatSize(in.GradBytes), in.Buckets)
 		if in.ExpertBuckets > 0 {
 			fmt.Fprintf(&b, ", expert grads %s in %d buckets", sim.FormatSize(in.ExpertGradBytes), in.ExpertBuckets)
 		}
@@ -961,6 +988,16 @@ func (j *Job) Summary() string {
 		b.WriteByte('\n')
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// barrierCat is the category of a rank's wait at the end of the step for the slowest rank:
+// bubble with a pipeline (the drain of a pipeline), sync without one (pp 1: a straggler's
+// skew, not a pipeline bubble).
+func (j *Job) barrierCat() Category {
+	if j.Plan.PP > 1 {
+		return CatBubble
+	}
+	return CatSync
 }
 
 // ideal returns the step time with an infinitely fast network and no pipeline bubble:

@@ -3,6 +3,7 @@ package training
 import (
 	"fmt"
 	"math"
+	"sort"
 
 	"github.com/lockstepsim/lockstep/sim"
 )
@@ -101,6 +102,7 @@ func (t *Trace) Power(interval sim.Time) (*PowerSeries, error) {
 		}
 		acc[i1] += watts * float64(y-i1*I)
 	}
+	pats := patEnergies{list: make([]*patEnergy, len(j.patterns))}
 	for si := range t.Steps {
 		st := &t.Steps[si]
 		for ri := range st.tl {
@@ -112,6 +114,17 @@ func (t *Trace) Power(interval sim.Time) (*PowerSeries, error) {
 					return
 				}
 				if p := &j.patterns[s.pat]; s.end-s.start == p.dur {
+					x, y := int64(a), int64(a+p.dur)
+					if bins := (y-1)/I - x/I + 1; 4*bins < int64(len(p.segs)) {
+						// Fewer bins than segments (long steps, coarse samples): each bin's
+						// share from the pattern's cumulative energy, O(bins log segs).
+						pe := pats.of(s.pat, p, &w)
+						for i := x / I; i*I < y; i++ {
+							lo, hi := max(i*I, x), min((i+1)*I, y)
+							acc[i] += pe.at(sim.Time(hi-x)) - pe.at(sim.Time(lo-x))
+						}
+						return
+					}
 					for _, g := range p.segs {
 						add(a, a+g.dur, w[g.cat])
 						a += g.dur
@@ -120,7 +133,7 @@ func (t *Trace) Power(interval sim.Time) (*PowerSeries, error) {
 				}
 				j.segsOf(s, a, func(a, b sim.Time, c Category) { add(a, b, w[c]) }) // a straggler's
 			})
-			add(st.Start+tl.arrive, st.Start+st.Time, w[CatBubble])
+			add(st.Start+tl.arrive, st.Start+st.Time, w[j.barrierCat()])
 		}
 	}
 	var on float64 // watts drawn over whole bins at bin i
@@ -182,4 +195,39 @@ func (ps *PowerSeries) String() string {
 			st.Step, st.MeanMW, st.MinMW, st.MaxMW, st.SwingMW, st.SlewMWPerMs, st.BatteryMWh, st.BatteryMJ)
 	}
 	return s
+}
+
+// patEnergy is a pattern's cumulative energy: start[k] the offset of segment k, e[k] the
+// watt-picoseconds drawn before it (e[len] the whole pattern's).
+type patEnergy struct {
+	start []sim.Time
+	e     []float64
+	w     []float64 // segment k's watts
+}
+
+// at returns the watt-picoseconds the pattern draws over [0, x), 0 <= x <= its duration.
+func (pe *patEnergy) at(x sim.Time) float64 {
+	k := sort.Search(len(pe.start), func(k int) bool { return pe.start[k] > x }) - 1
+	if k < 0 {
+		return 0
+	}
+	return pe.e[k] + pe.w[k]*float64(x-pe.start[k])
+}
+
+// patEnergies builds each pattern's patEnergy once, when a span first needs it.
+type patEnergies struct{ list []*patEnergy }
+
+func (ps *patEnergies) of(i int32, p *pattern, w *[NumCategories]float64) *patEnergy {
+	if pe := ps.list[i]; pe != nil {
+		return pe
+	}
+	pe := &patEnergy{start: make([]sim.Time, len(p.segs)), e: make([]float64, len(p.segs)+1), w: make([]float64, len(p.segs))}
+	var t sim.Time
+	for k, g := range p.segs {
+		pe.start[k], pe.w[k] = t, w[g.cat]
+		pe.e[k+1] = pe.e[k] + w[g.cat]*float64(g.dur)
+		t += g.dur
+	}
+	ps.list[i] = pe
+	return pe
 }

@@ -3,6 +3,7 @@ package training
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/lockstepsim/lockstep/sim"
@@ -95,7 +96,7 @@ func TestExtrapolationSchedules(t *testing.T) {
 		{ScheduleZBH1, 8, 1, 48, 40, 1, 16},
 		{ScheduleInterleaved, 4, 2, 40, 24, 2, 8},
 		{ScheduleInterleaved, 2, 4, 30, 10, 1, 8},
-		{ScheduleInterleaved, 4, 2, 42, 22, 2, 16}, // m not a multiple of p: the last group of 2 is simulated
+		{ScheduleInterleaved, 4, 2, 44, 24, 2, 16},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s p%d v%d m%d", c.sched, c.p, c.v, c.m), func(t *testing.T) {
@@ -119,9 +120,9 @@ func TestExtrapolationSchedules(t *testing.T) {
 	}
 }
 
-// TestSchedulesAnyMicrobatches: every schedule finishes for microbatch counts that are not
-// multiples of pp, or fewer than pp (Llama 3's flexible interleaving), and its categories sum
-// to the step time; fewer microbatches never shorten the bubble's share.
+// TestSchedulesAnyMicrobatches: 1f1b and zb-h1 finish for microbatch counts that are not
+// multiples of pp, or fewer than pp, and their categories sum to the step time; interleaved
+// with such a count is an error naming plan.schedule, the count, pp and the fixes.
 func TestSchedulesAnyMicrobatches(t *testing.T) {
 	g := mustGPU(t, "h100")
 	for _, p := range []int{2, 4, 8} {
@@ -134,6 +135,15 @@ func TestSchedulesAnyMicrobatches(t *testing.T) {
 				v    int
 			}{{Schedule1F1B, 1}, {ScheduleInterleaved, 2}, {ScheduleInterleaved, 4}, {ScheduleZBH1, 1}} {
 				t.Run(fmt.Sprintf("p%d m%d %s v%d", p, m, sc.name, sc.v), func(t *testing.T) {
+					if sc.name == ScheduleInterleaved && m%p != 0 {
+						rm, _ := uniformModel(4*p, 2*m).Resolve()
+						_, err := Plan{PP: p, Schedule: sc.name, VirtualStages: sc.v}.Resolve(2*p, rm)
+						want := fmt.Sprintf("plan.schedule: interleaved needs the microbatches per step to be a multiple of pp (Megatron-LM's requirement), but %d microbatches %% pp %d = %d; give a global_batch that is a multiple of pp x dp x micro_batch = %d", m, p, m%p, 2*p)
+						if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "1f1b or zb-h1") {
+							t.Fatalf("error %v, want one containing %q", err, want)
+						}
+						return
+					}
 					j := newJob(t, uniformModel(4*p, 2*m), g, Plan{PP: p, Schedule: sc.name, VirtualStages: sc.v}, 2*p, Options{Overlap: true})
 					tr := runAnalytic(t, j, 400*sim.Gbps, RunOptions{})
 					checkSums(t, tr)

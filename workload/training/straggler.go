@@ -90,12 +90,12 @@ func (r *RankRange) UnmarshalText(b []byte) error {
 	lo, hi, isRange := strings.Cut(s, "-")
 	a, err := strconv.Atoi(strings.TrimSpace(lo))
 	if err != nil || a < 0 {
-		return fmt.Errorf("rank %q: want a rank >= 0 (17) or a range (\"0-7\")", s)
+		return fmt.Errorf("want a rank >= 0 (17) or a range (\"0-7\")") // the decoder names the value
 	}
 	z := a
 	if isRange {
 		if z, err = strconv.Atoi(strings.TrimSpace(hi)); err != nil || z < a {
-			return fmt.Errorf("rank range %q: want lo-hi with 0 <= lo <= hi (\"0-7\")", s)
+			return fmt.Errorf("want a rank range lo-hi with 0 <= lo <= hi (\"0-7\")")
 		}
 	}
 	*r = RankRange{a, z}
@@ -113,6 +113,9 @@ func (s *Stragglers) validate(world int) error {
 		return nil
 	}
 	speed := func(path string, v float64) error {
+		if v == 0 {
+			return errorf(path, "missing (or 0): want a compute speed of %v to %v (1 is nominal, 0.8 a GPU 20%% slower)", MinSpeed, MaxSpeed)
+		}
 		if !(v >= MinSpeed && v <= MaxSpeed) {
 			return errorf(path, "%v: want a compute speed of %v to %v (1 is nominal, 0.8 a GPU 20%% slower)", v, MinSpeed, MaxSpeed)
 		}
@@ -457,6 +460,35 @@ func (j *Job) segsOf(s span, a sim.Time, f func(a, b sim.Time, c Category)) {
 		f(a, a+l, g.cat)
 		a += l
 	}
+}
+
+// of describes how rank is configured to straggle ("at 0.8x", "at 0.7x from 2s for 500ms",
+// joined by "; "), or "" when no slow or throttle entry names it (jitter touches every rank
+// alike and is not counted).
+func (s *Stragglers) of(rank int) string {
+	if s == nil {
+		return ""
+	}
+	in := func(rs []RankRange) bool {
+		for _, r := range rs {
+			if rank >= r.Lo && rank <= r.Hi {
+				return true
+			}
+		}
+		return false
+	}
+	var parts []string
+	for _, e := range s.Slow {
+		if in(e.Ranks) {
+			parts = append(parts, fmt.Sprintf("at %vx", e.Speed))
+		}
+	}
+	for _, t := range s.Throttle {
+		if in(t.Ranks) {
+			parts = append(parts, fmt.Sprintf("at %vx from %v for %v", t.Speed, t.At, t.For))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // String describes the stragglers in words for summary.json ("rank 17 at 0.8x; jitter

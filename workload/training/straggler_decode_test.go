@@ -58,3 +58,21 @@ stragglers:
 		t.Errorf("rank outside: %v", err)
 	}
 }
+
+// TestDecodeErrorsNameValueOnce: a bad zero, recompute or rank names its value once (the
+// decoder adds it; the type's own message does not repeat it).
+func TestDecodeErrorsNameValueOnce(t *testing.T) {
+	for _, c := range []struct{ yaml, value, want string }{
+		{"plan: {zero: 4}", `"4"`, "want 0, 1, 2 or 3"},
+		{"plan: {zero: full}", `"full"`, "want 0, 1, 2 or 3"},
+		{"plan: {recompute: maybe}", `"maybe"`, "want none, selective or full"},
+		{"stragglers: {slow: [{ranks: [abc], speed: 0.8}]}", `"abc"`, "want a rank >= 0"},
+		{"stragglers: {slow: [{ranks: [7-3], speed: 0.8}]}", `"7-3"`, "lo <= hi"},
+	} {
+		var back training.Config
+		err := scenario.Decode([]byte(c.yaml), &back)
+		if err == nil || strings.Count(err.Error(), c.value) != 1 || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %s once and %q", c.yaml, err, c.value, c.want)
+		}
+	}
+}

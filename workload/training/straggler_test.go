@@ -65,6 +65,11 @@ func TestStragglerPureDP(t *testing.T) {
 				if !within(got.DPSkew.P100, late, 1e-4, 10*sim.Nanosecond) {
 					t.Errorf("world %d m %d speed %v: DP launch skew %v, want %v", world, m, s, got.DPSkew.P100, late)
 				}
+				// pp 1: no pipeline, so no bubble; the wait at the step barrier is sync.
+				med := got.Ranks[(slow+1)%world]
+				if got.Mean[CatBubble] != 0 || med[CatSync] < scaleT(st.Optimizer, f)-10*sim.Nanosecond {
+					t.Errorf("world %d m %d speed %v: bubble %v, a punctual rank's sync %v; want no bubble and at least the barrier wait %v", world, m, s, got.Mean[CatBubble], med[CatSync], scaleT(st.Optimizer, f))
+				}
 				if got.Arrive.P100 != got.Time || !within(got.Arrive.P100-got.Arrive.P50, scaleT(st.Optimizer, f), 1e-4, 10*sim.Nanosecond) {
 					t.Errorf("world %d m %d speed %v: arrivals %+v, step %v; want the median %v before the last", world, m, s, got.Arrive, got.Time, scaleT(st.Optimizer, f))
 				}
@@ -433,7 +438,7 @@ func TestStragglerValidation(t *testing.T) {
 		sg   Stragglers
 		want string
 	}{
-		{Stragglers{Slow: []SlowGPUs{{Ranks: r(1, 1), Speed: 0}}}, "workload.training.stragglers.slow[0].speed: 0: want a compute speed of 0.05 to 1.5"},
+		{Stragglers{Slow: []SlowGPUs{{Ranks: r(1, 1), Speed: 0}}}, "workload.training.stragglers.slow[0].speed: missing (or 0): want a compute speed of 0.05 to 1.5"},
 		{Stragglers{Slow: []SlowGPUs{{Ranks: r(1, 1), Speed: 2}}}, "stragglers.slow[0].speed: 2: want"},
 		{Stragglers{Slow: []SlowGPUs{{Ranks: r(1, 1), Speed: math.NaN()}}}, "stragglers.slow[0].speed: NaN"},
 		{Stragglers{Slow: []SlowGPUs{{Speed: 0.8}}}, "stragglers.slow[0].ranks: empty"},

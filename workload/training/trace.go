@@ -209,8 +209,9 @@ func (r *Run) finishStep(end sim.Time) {
 			st.Time, st.Slowest = tl.arrive, i
 		}
 	}
+	barrier := j.barrierCat()
 	for i := range st.Ranks {
-		st.Ranks[i][CatBubble] += st.Time - st.tl[i].arrive
+		st.Ranks[i][barrier] += st.Time - st.tl[i].arrive
 		for c, v := range st.Ranks[i] {
 			st.Mean[c] += v
 			st.Max[c] = max(st.Max[c], v)
