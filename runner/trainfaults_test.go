@@ -533,3 +533,38 @@ func TestTrainingAtStep(t *testing.T) {
 		t.Errorf("at_step with traffic: %v; want an error saying it needs workload.training", err)
 	}
 }
+
+// Issue 17 review, item 1: a RoCE link or T1 failure inside a training step costs the same
+// at packet level as at flow level. A failed link on a QP's ACK path (ECMP hashes the two
+// directions apart) lost every ACK; the packet engine handed a message on as its receiver
+// placed it, so the job went on as if nothing happened. A QP now holds at most
+// roceMsgWindow unacknowledged messages (NCCL's slots per connection), so its sender stalls
+// until its retransmission timer and the reconverged routes, as at flow level. Each case:
+// both engines slow (the step longer than the fault-free one by over an RTO) or both not, and when slow, within
+// 10% of each other. The engines hash QPs onto paths independently (flowRouter.pick vs the
+// switches' ECMP), so a fabric link is in the table when both put a QP on it (p0.t0-0.up1 is
+// on a packet-level path only); a host link is on every engine's path.
+func TestTrainingRoCELinkDownFlowVsPacket(t *testing.T) {
+	const rtoUs = 2000 // a stall costs at least one retransmission timeout
+	for _, f := range []string{
+		"link: p0.t0-0.up0, action: down",
+		"link: h8.p0, action: down, for: 4ms",
+		"link: p0.t0-1.up0, action: down",
+		"switch: p0.t1-0, action: down",
+	} {
+		c := tfCase{radix: 16, hosts: 16, transport: "{kind: roce, roce: {rto: 2ms}}", reconv: "5ms", steps: 2,
+			plan: "{tp: 1, pp: 1}", gpu: ", scale_up_gpus: 1", faults: "  - {at_step: 1, at: 5ms, " + f + "}\n"}
+		fl := c.run(t).Summary
+		c.engine = "packet, duration: 1s"
+		pk := c.run(t).Summary
+		ft, pt := stepTimes(&fl), stepTimes(&pk)
+		slowF, slowP := ft[1]-ft[0] > rtoUs, pt[1]-pt[0] > rtoUs
+		t.Logf("%s: flow steps %v us, packet %v us (retx %d, timeouts %d)", f, roundAll(ft), roundAll(pt), pk.RoCE.RetxPackets, pk.RoCE.Timeouts)
+		if slowF != slowP {
+			t.Errorf("%s: flow slow %v (%v us), packet slow %v (%v us); want the engines to agree", f, slowF, roundAll(ft), slowP, roundAll(pt))
+		}
+		if slowF && slowP && (pt[1] > 1.1*ft[1] || pt[1] < ft[1]/1.1) {
+			t.Errorf("%s: faulted step %.0f us packet vs %.0f us flow; want within 10%%", f, pt[1], ft[1])
+		}
+	}
+}
