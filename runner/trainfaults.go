@@ -448,8 +448,11 @@ func firstTime(ts []sim.Time) sim.Time {
 // restartCharge returns what one job restart costs under cfg's goodput inputs and its
 // evaluated checkpoint interval (tr.CkptIntervalS): the restart time R and the expected lost
 // work, half a checkpoint period (tau + d) / 2 (a failure falls uniformly in the period of
-// work plus checkpoint write it interrupts; Daly 2006 §3).
-func restartCharge(cfg *training.Config, tr *training.Result) (restart, lost float64) {
+// work plus checkpoint write it interrupts; Daly 2006 §3), but no more than the work done
+// since the job started or last restarted, sinceS seconds of simulated time: a job cannot
+// lose work it has not done (a restart 2 s into a job with a 3-hour checkpoint interval loses
+// 2 s, not 1.5 hours).
+func restartCharge(cfg *training.Config, tr *training.Result, sinceS float64) (restart, lost float64) {
 	r, d := float64(cfg.Goodput.Restart), float64(cfg.Goodput.CheckpointWrite)
 	if r == 0 {
 		r = float64(training.DefaultRestart)
@@ -457,7 +460,7 @@ func restartCharge(cfg *training.Config, tr *training.Result) (restart, lost flo
 	if d == 0 {
 		d = float64(training.DefaultCheckpointWrite)
 	}
-	return r, (tr.CkptIntervalS + d) / 2
+	return r, min((tr.CkptIntervalS+d)/2, max(sinceS, 0))
 }
 
 // flowTrainingFaults is the fault report of a flow-level training run.
@@ -473,11 +476,13 @@ func flowTrainingFaults(sc *scenario.Scenario, ff *flowFaults, trace *training.T
 			extra = append(extra, timedNote{at: at, text: "routing reconverged (fabric.reconvergence)"})
 		}
 	}
-	R, lost := restartCharge(sc.Workload.Training, tr)
+	var prev sim.Time // the job's start, then the last restart
 	for _, r := range ff.restarts {
 		if r.At > end {
 			continue
 		}
+		R, lost := restartCharge(sc.Workload.Training, tr, (r.At - prev).Seconds())
+		prev = r.At
 		cause := fmt.Sprintf("%s QP h%d -> h%d stalled on %s from %.3f ms, beyond its retry budget (%v)", transportName(sc), r.Src, r.Dst, name(r.Link), r.Since.Micros()/1e3, ff.budget)
 		if r.Event >= 0 {
 			e := &ff.evs[r.Event]
@@ -485,7 +490,7 @@ func flowTrainingFaults(sc *scenario.Scenario, ff *flowFaults, trace *training.T
 		}
 		tf.Restarts = append(tf.Restarts, TrainingRestart{AtUs: us(r.At), Step: stepOf(spans, r.At), Cause: cause, QPFlows: r.QPFlows,
 			RestartS: R, LostWorkS: lost, ChargedS: R + lost})
-		extra = append(extra, timedNote{at: r.At, text: fmt.Sprintf("job restart (QPs gave up): charged %.0f s restart + %.0f s lost work", R, lost)})
+		extra = append(extra, timedNote{at: r.At, text: fmt.Sprintf("job restart (QPs gave up): charged %.0f s restart + %s lost work", R, secs(lost))})
 	}
 	finishTrainingFaults(tf, tr)
 	tf.Steps = annotateSteps(trace, ff.evs, labels(sc), extra, func(k int) string {
@@ -510,7 +515,7 @@ func packetTrainingFaults(sc *scenario.Scenario, res *Result, trace *training.Tr
 		}
 	}
 	if qpErrAt >= 0 {
-		R, lost := restartCharge(sc.Workload.Training, tr)
+		R, lost := restartCharge(sc.Workload.Training, tr, qpErrAt.Seconds())
 		errs := transportErrs(m, rn)
 		cause := fmt.Sprintf("%d %s QP(s) gave up, the first: %v", len(errs), transportName(sc), errs[0])
 		tf.Restarts = append(tf.Restarts, TrainingRestart{AtUs: us(qpErrAt), Step: len(trace.Steps), Cause: cause, QPFlows: len(errs),
@@ -605,10 +610,13 @@ func (t *TrainingRun) FaultLines() string {
 		b.WriteString("\n")
 	}
 	for _, r := range tf.Restarts {
-		fmt.Fprintf(&b, "  restart at %.3f ms (step %d): %s; charged %.0f s restart + %.0f s lost work\n", r.AtUs/1e3, r.Step, r.Cause, r.RestartS, r.LostWorkS)
+		fmt.Fprintf(&b, "  restart at %.3f ms (step %d): %s; charged %.0f s restart + %s lost work\n", r.AtUs/1e3, r.Step, r.Cause, r.RestartS, secs(r.LostWorkS))
 	}
 	for _, n := range tf.Notes {
 		fmt.Fprintf(&b, "  note: %s\n", n)
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
+
+// secs formats a duration in seconds with 4 significant digits ("7227 s", "0.4206 s").
+func secs(s float64) string { return fmt.Sprintf("%.4g s", s) }

@@ -369,6 +369,13 @@ func TestTrainingNICFailure(t *testing.T) {
 		if len(tf.Restarts) != tc.restarts {
 			t.Errorf("NIC down %d ms: %d restarts; want %d", tc.forMs, len(tf.Restarts), tc.restarts)
 		}
+		for _, r := range tf.Restarts {
+			// Lost work is capped by the work done since the job started (item 2 of the
+			// issue 17 review: a 7.6 s job was charged 7227 s).
+			if r.LostWorkS > r.AtUs/1e6+1e-12 || r.ChargedS != r.RestartS+r.LostWorkS {
+				t.Errorf("NIC down %d ms: restart at %.0f us charged %g s lost work; want at most the %g s since the job started", tc.forMs, r.AtUs, r.LostWorkS, r.AtUs/1e6)
+			}
+		}
 		named := false
 		for _, st := range tf.Steps {
 			named = named || strings.Contains(st.Events, "down h3.* (8 elements)")
@@ -565,6 +572,23 @@ func TestTrainingRoCELinkDownFlowVsPacket(t *testing.T) {
 		}
 		if slowF && slowP && (pt[1] > 1.1*ft[1] || pt[1] < ft[1]/1.1) {
 			t.Errorf("%s: faulted step %.0f us packet vs %.0f us flow; want within 10%%", f, pt[1], ft[1])
+		}
+	}
+}
+
+// restartCharge: lost work is half a checkpoint period (interval + write) / 2, capped by the
+// simulated time since the job started or last restarted; the restart time is the goodput
+// model's. Swept over the time since the start across the cap.
+func TestRestartChargeCapped(t *testing.T) {
+	cfg := &training.Config{}
+	cfg.Goodput.Restart, cfg.Goodput.CheckpointWrite = 600, 60
+	tr := &training.Result{CkptIntervalS: 3000}
+	for _, tc := range []struct{ since, want float64 }{
+		{-1, 0}, {0, 0}, {0.42, 0.42}, {7.57, 7.57}, {1529, 1529}, {1530, 1530}, {1531, 1530}, {1e6, 1530},
+	} {
+		r, lost := restartCharge(cfg, tr, tc.since)
+		if r != 600 || math.Abs(lost-tc.want) > 1e-9 {
+			t.Errorf("since %g s: restart %g s, lost %g s; want 600 s and %g s", tc.since, r, lost, tc.want)
 		}
 	}
 }
