@@ -274,7 +274,7 @@ func (ff *flowFaults) stepStart(now sim.Time, step int) {
 	for i := range ff.evs {
 		if e := &ff.evs[i]; e.Step == step {
 			e.At += now
-			e.Step = -1
+			e.Step, e.fromStep = -1, step+1
 			ff.s.AtOwnKey(e.At, ff.kFault, int32(i), 0)
 		}
 	}

@@ -32,6 +32,37 @@ type TrainingFaults struct {
 	// Steps has one note per simulated step (steps.csv's slowest_link and events columns).
 	Steps []StepNote `json:"steps"`
 	Notes []string   `json:"notes,omitempty"`
+	// FaultFreeStepUs is the time of the last simulated step before the first applied fault
+	// event (0: the faults began in step 0, no fault-free step to compare with), and
+	// ExtraTimeUs what the steps from the first fault took beyond that many fault-free
+	// steps (0 without a baseline): what the faults cost the job, restarts aside.
+	FaultFreeStepUs float64 `json:"fault_free_step_us,omitempty"`
+	ExtraTimeUs     float64 `json:"extra_time_us,omitempty"`
+	faultedSteps    int     // the steps from the first fault on
+}
+
+// faultCost sets tf's FaultFreeStepUs and ExtraTimeUs from its steps and events.
+func (tf *TrainingFaults) faultCost() {
+	first := -1
+	for _, e := range tf.Events {
+		if e.Applied && e.Step >= 0 && (first < 0 || e.Step < first) {
+			first = e.Step
+		}
+	}
+	tf.FaultFreeStepUs, tf.ExtraTimeUs, tf.faultedSteps = 0, 0, 0
+	if first < 0 {
+		return
+	}
+	tf.faultedSteps = len(tf.Steps) - first
+	if first == 0 {
+		return
+	}
+	base := tf.Steps[first-1].StepTimeUs
+	tf.FaultFreeStepUs = base
+	for _, st := range tf.Steps[first:] {
+		tf.ExtraTimeUs += st.StepTimeUs - base
+	}
+	tf.ExtraTimeUs = max(tf.ExtraTimeUs, 0)
 }
 
 // TrainingFaultEvent is one failure or repair applied to the job's network: one entry's
@@ -469,7 +500,7 @@ func flowTrainingFaults(sc *scenario.Scenario, ff *flowFaults, trace *training.T
 	spans := stepSpans(trace)
 	end := spans[len(spans)-1].end
 	name := flowLinkNamer(layout, router, ff)
-	tf := &TrainingFaults{Engine: "flow", Events: groupFaultEvents(ff.evs, spans, labels(sc)), Notes: slices.Clone(ff.notes)}
+	tf := &TrainingFaults{Engine: "flow", Events: groupFaultEvents(ff.evs, spans, labels(sc)), Notes: append(slices.Clone(ff.notes), timingNotes(ff.evs, spans)...)}
 	var extra []timedNote
 	for _, at := range ff.reconvAt {
 		if at <= end {
@@ -499,6 +530,7 @@ func flowTrainingFaults(sc *scenario.Scenario, ff *flowFaults, trace *training.T
 		}
 		return ""
 	})
+	tf.faultCost()
 	return tf
 }
 
@@ -507,7 +539,7 @@ func flowTrainingFaults(sc *scenario.Scenario, ff *flowFaults, trace *training.T
 func packetTrainingFaults(sc *scenario.Scenario, res *Result, trace *training.Trace, tr *training.Result, qpErrAt sim.Time, m *mrcNet, rn *roceNet) *TrainingFaults {
 	spans := stepSpans(trace)
 	end := spans[len(spans)-1].end
-	tf := &TrainingFaults{Engine: "packet", Events: groupFaultEvents(res.Faults, spans, labels(sc))}
+	tf := &TrainingFaults{Engine: "packet", Events: groupFaultEvents(res.Faults, spans, labels(sc)), Notes: timingNotes(res.Faults, spans)}
 	var extra []timedNote
 	for _, at := range res.Reconverge {
 		if at <= end {
@@ -525,7 +557,41 @@ func packetTrainingFaults(sc *scenario.Scenario, res *Result, trace *training.Tr
 	}
 	finishTrainingFaults(tf, tr)
 	tf.Steps = annotateSteps(trace, res.Faults, labels(sc), extra, packetSlowest(trace, res.Links, res.Net, res.Faults))
+	tf.faultCost()
 	return tf
+}
+
+// timingNotes says, once per fault entry, where the run put a fault other than where the
+// entry seems to ask: events after the last simulated step ended (not applied: the run
+// stopped simulating) and at_step events whose offset outlasted their step (they fall in a
+// later step, at_step + at being simply a time from that step's start; the step time is not
+// known when the scenario loads, so this is a note, not an error).
+func timingNotes(evs []FaultEvent, spans []stepSpan) []string {
+	if len(spans) == 0 {
+		return nil
+	}
+	end := spans[len(spans)-1].end
+	var out []string
+	late, moved := map[int]bool{}, map[int]bool{}
+	for _, e := range evs {
+		switch {
+		case !e.applied && !e.Restore && !late[e.Entry] && e.Step < 0 && e.At >= end:
+			late[e.Entry] = true
+			out = append(out, fmt.Sprintf("faults[%d] %s %s at %.3f ms came after the %d simulated steps ended (%.3f ms): not applied; raise workload.training.sim_steps (each step about %.3f ms) to reach it",
+				e.Entry, e.Action, e.Target, e.At.Micros()/1e3, len(spans), end.Micros()/1e3, end.Micros()/1e3/float64(len(spans))))
+		case e.fromStep > 0 && e.applied && !moved[e.Entry]:
+			k := e.fromStep - 1
+			if k >= len(spans) {
+				continue
+			}
+			if got := stepOf(spans, e.At); got != k && got >= 0 {
+				moved[e.Entry] = true
+				out = append(out, fmt.Sprintf("faults[%d] at_step %d, at %.3f ms is past that step's end (it took %.3f ms): the event fell in step %d, %.3f ms into it",
+					e.Entry, k, (e.At-spans[k].start).Micros()/1e3, (spans[k].end-spans[k].start).Micros()/1e3, got, (e.At-spans[got].start).Micros()/1e3))
+			}
+		}
+	}
+	return out
 }
 
 func finishTrainingFaults(tf *TrainingFaults, tr *training.Result) {
@@ -573,20 +639,20 @@ func (t *TrainingRun) FaultLines() string {
 		}
 	}
 	fmt.Fprintf(&b, "faults (%s level): %d of %d fault events applied during the simulated steps", tf.Engine, applied, len(tf.Events))
-	if len(tf.Restarts) == 0 {
-		b.WriteString("; the transport absorbed every one (no job restart)")
-	} else {
-		fmt.Fprintf(&b, "; %d job restart(s), charged %.0f s: run time %.4g s, %.4g s with them", len(tf.Restarts), tf.RestartsChargedS, tf.RunTimeWithRestartsS-tf.RestartsChargedS, tf.RunTimeWithRestartsS)
+	base := tf.FaultFreeStepUs // the step before the first fault, the baseline of the others
+	switch {
+	case len(tf.Restarts) > 0:
+		fmt.Fprintf(&b, "; %d job restart(s), charged %.4g s: run time %.4g s, %.4g s with them", len(tf.Restarts), tf.RestartsChargedS, tf.RunTimeWithRestartsS-tf.RestartsChargedS, tf.RunTimeWithRestartsS)
+	case applied == 0:
+		b.WriteString("; none reached the job (see the notes)")
+	case base <= 0:
+		b.WriteString("; no job restart; every simulated step had faults, so there is no fault-free step to compare with (start them at at_step: 1 for one)")
+	case tf.ExtraTimeUs <= 1e-3*base:
+		b.WriteString("; no job restart and no step slower: the transport absorbed them")
+	default:
+		fmt.Fprintf(&b, "; no job restart, but they cost %.4g ms: the %d steps from the first fault took that much more than %d fault-free steps of %.3f ms (%+.1f%%)", tf.ExtraTimeUs/1e3, tf.faultedSteps, tf.faultedSteps, base/1e3, 100*tf.ExtraTimeUs/(base*float64(tf.faultedSteps)))
 	}
 	b.WriteString("\n")
-	// The step before the first fault is the baseline the others are compared with.
-	base := -1.0
-	for _, st := range tf.Steps {
-		if st.Events != "" {
-			break
-		}
-		base = st.StepTimeUs
-	}
 	slowest := -1
 	for i, st := range tf.Steps {
 		if slowest < 0 || st.StepTimeUs > tf.Steps[slowest].StepTimeUs {

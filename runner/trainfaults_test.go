@@ -592,3 +592,45 @@ func TestRestartChargeCapped(t *testing.T) {
 		}
 	}
 }
+
+// Issue 17 review, item 6 and the headline of items 4-5: a fault after the simulated steps
+// ended is not applied and a note says so (raise sim_steps); an at_step offset past its
+// step's end lands in a later step and a note says where; the headline says what the faults
+// cost against the fault-free step, and "absorbed" only when no step got slower.
+func TestTrainingFaultTimingNotes(t *testing.T) {
+	base := tfCase{radix: 16, hosts: 32, transport: "{kind: mrc}", steps: 3}
+	for _, tc := range []struct {
+		name, faults string
+		notes        []string // substrings of the notes, in order
+		headline     string
+		extra        bool // ExtraTimeUs over 0.1% of a fault-free step
+	}{
+		{"after the end", "  - {at: 500ms, link: h0.p0, action: down}\n",
+			[]string{"came after the 3 simulated steps ended", "raise workload.training.sim_steps"}, "none reached the job", false},
+		{"at_step past its step", "  - {at_step: 0, at: 4ms, link: h3.p0, action: degrade, factor: 0.25}\n",
+			[]string{"faults[0] at_step 0, at 4.000 ms is past that step's end", "the event fell in step 1"}, "they cost", true},
+		{"slower steps", "  - {at_step: 1, at: 0s, link: h3.p0, action: degrade, factor: 0.25}\n",
+			nil, "they cost", true},
+		{"absorbed", "  - {at_step: 1, at: 0s, link: p0.t0-0.up0, action: degrade, factor: 0.9}\n",
+			nil, "absorbed", false},
+	} {
+		c := base
+		c.faults = tc.faults
+		r := c.run(t)
+		tf := r.Summary.TrainingFaults
+		head := strings.SplitN(r.Training.FaultLines(), "\n", 2)[0]
+		t.Logf("%s: steps %v us; %s; notes %q", tc.name, roundAll(stepTimes(&r.Summary)), head, tf.Notes)
+		all := strings.Join(tf.Notes, "\n")
+		for _, n := range tc.notes {
+			if !strings.Contains(all, n) {
+				t.Errorf("%s: notes %q; want %q", tc.name, tf.Notes, n)
+			}
+		}
+		if !strings.Contains(head, tc.headline) {
+			t.Errorf("%s: headline %q; want %q", tc.name, head, tc.headline)
+		}
+		if (tf.ExtraTimeUs > 1e-3*tf.FaultFreeStepUs) != tc.extra {
+			t.Errorf("%s: extra time %.1f us (fault-free step %.1f us); want extra %v", tc.name, tf.ExtraTimeUs, tf.FaultFreeStepUs, tc.extra)
+		}
+	}
+}
