@@ -592,6 +592,9 @@ func (ff *flowFaults) tick(now sim.Time, i int) {
 	if len(again) > 0 {
 		ff.scheduleTick(now+ff.rto, again)
 	}
+	// The restarted job's QPs go on at once where a path is up (in another plane when
+	// theirs has none: the new communicators leave a dead port out).
+	ff.releaseErrored()
 }
 
 // releaseErrored lets the flows whose QPs gave up go on once their path is live: the
@@ -644,6 +647,9 @@ func (ff *flowFaults) qpError(at sim.Time, st flow.StallInfo, ev int) {
 			return
 		}
 		ff.byCause[key] = len(ff.restarts)
+		// The job restarts: its new communicators' QPs may use any port that is up (a QP
+		// with no live path in its plane takes another plane), this one's and later ones.
+		ff.r.crossPlane = true
 		if st.Src == 0 && st.Dst == 0 {
 			st.Src, st.Dst = ff.hosts(st.ID)
 		}

@@ -634,3 +634,23 @@ func TestTrainingFaultTimingNotes(t *testing.T) {
 		}
 	}
 }
+
+// Issue 17 review, item 3: one NIC port down for good out of 8 planes under RoCE. The QPs
+// bound to the port cannot move planes (an RC QP is bound to its port), so they give up and
+// the job restarts; the restarted job's communicators leave the dead port out (NCCL builds
+// them over the ports that are up), so the host goes on over its 7 live ports: every step
+// finishes, with one restart charged. All 8 ports down cuts the host off: an error.
+func TestTrainingRoCEOnePortDown(t *testing.T) {
+	c := tfCase{radix: 16, hosts: 32, transport: "{kind: roce, roce: {rto: 1ms, retry_count: 3}}", reconv: "2ms", steps: 4,
+		faults: "  - {at: 6ms, nic: h3.p0, action: down}\n"}
+	s := c.run(t).Summary
+	tf := s.TrainingFaults
+	times := stepTimes(&s)
+	t.Logf("one port down: steps %v us, restarts %d", roundAll(times), len(tf.Restarts))
+	if len(tf.Restarts) != 1 || len(times) != 4 {
+		t.Errorf("one port down: %d steps, restarts %+v; want 4 steps and 1 restart", len(times), tf.Restarts)
+	}
+	if last := times[len(times)-1]; last > 1.5*times[0] {
+		t.Errorf("one port down: last step %.1f us vs %.1f us before; want the host on its 7 live ports, not stalled", last, times[0])
+	}
+}
