@@ -681,13 +681,17 @@ func (ff *flowFaults) stuck(namer func(int) string) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d flow(s) stalled with no live path, the first h%d -> h%d since %v on %s", len(ff.stallBuf), st.Src, st.Dst, st.Since, namer(st.Link))
+	action := ""
 	if st.Link >= 0 && st.Link < len(ff.cause) && ff.cause[st.Link] >= 0 {
 		e := &ff.evs[ff.cause[st.Link]]
+		action = e.Action
 		fmt.Fprintf(&b, " (faults[%d]: %s %s at %v)", e.Entry, e.Action, e.Target, e.At)
 	}
 	switch {
+	case ff.kind == scenario.TransportRoCE && (action == "blackhole" || action == "loss" || action == "ber"):
+		b.WriteString("; RoCE routing only avoids links that are down (a blackhole or a lossy link is no link-state signal), so its QPs keep hashing into it and the job cannot continue")
 	case ff.kind == scenario.TransportRoCE:
-		b.WriteString("; RoCE routing only avoids links that are down (a blackhole or a lossy link is no link-state signal), and the job cannot continue while a QP's only path is dead")
+		b.WriteString("; no path between the two hosts is up in any plane (every port of a host down cuts it off), so a restarted job could not run there either (a spare host would be needed)")
 	default:
 		b.WriteString("; every path between the two hosts is dead, so a restarted job could not run there either (a spare host would be needed)")
 	}

@@ -385,10 +385,7 @@ func TestTrainingNICFailure(t *testing.T) {
 		}
 	}
 	c.faults = "  - {at: 6ms, nic: \"h3.*\", action: down}\n"
-	sc, _ := scenario.Parse([]byte(c.yaml()))
-	if _, err := Run(sc); err == nil || !strings.Contains(err.Error(), "spare host") {
-		t.Errorf("a host's NIC down for good: %v; want an error saying a spare host is needed", err)
-	}
+	checkCutOff(t, c, "spare host")
 }
 
 // On a torus a link is its neighbours' only minimal path. RoCE reroutes over the shortest
@@ -652,5 +649,30 @@ func TestTrainingRoCEOnePortDown(t *testing.T) {
 	}
 	if last := times[len(times)-1]; last > 1.5*times[0] {
 		t.Errorf("one port down: last step %.1f us vs %.1f us before; want the host on its 7 live ports, not stalled", last, times[0])
+	}
+	c.faults = "  - {at: 6ms, nic: \"h3.*\", action: down}\n"
+	checkCutOff(t, c, "every port of a host down cuts it off")
+}
+
+// checkCutOff runs c, whose faults cut a host off for good after step 0, and checks it is a
+// failed run with outputs (item 3 of the issue 17 review): Failed with a reason naming why,
+// the finished step in the training result (steps.csv) and the fault report.
+func checkCutOff(t *testing.T, c tfCase, why string) {
+	t.Helper()
+	sc, err := scenario.Parse([]byte(c.yaml()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(sc)
+	if err != nil {
+		t.Fatalf("a host cut off: %v; want a failed run with outputs, not an error", err)
+	}
+	s := res.Summary
+	t.Logf("cut off: failed %v: %.200s", s.Failed, s.FailureReason)
+	if !s.Failed || !strings.Contains(s.FailureReason, why) || strings.Contains(s.FailureReason, "blackhole") {
+		t.Errorf("a host cut off: failed %v, reason %q; want failed, saying %q (and nothing of blackholes)", s.Failed, s.FailureReason, why)
+	}
+	if s.Training == nil || len(s.Training.StepRecords) < 1 || s.TrainingFaults == nil || len(s.TrainingFaults.Steps) != len(s.Training.StepRecords) {
+		t.Errorf("a host cut off: training %v, faults %v; want the finished steps reported", s.Training != nil, s.TrainingFaults != nil)
 	}
 }
