@@ -20,8 +20,13 @@ import (
 // what each was charged, and per simulated step the link that held the slowest rank up and
 // the events in it. Times are simulated time from the job's start.
 type TrainingFaults struct {
-	Engine string               `json:"engine"` // flow or packet
-	Events []TrainingFaultEvent `json:"events"`
+	Engine string `json:"engine"` // flow or packet
+	// Events are the fault events, the first maxSummaryEvents (500) of EventsTotal (a random
+	// process can draw hundreds of thousands); EventsApplied of all of them fell in the
+	// simulated steps.
+	Events        []TrainingFaultEvent `json:"events"`
+	EventsTotal   int                  `json:"events_total"`
+	EventsApplied int                  `json:"events_applied"`
 	// Restarts are the times the transport could not continue (QPs gave up) and the job
 	// restarted from its last checkpoint.
 	Restarts []TrainingRestart `json:"restarts,omitempty"`
@@ -38,11 +43,50 @@ type TrainingFaults struct {
 	// steps (0 without a baseline): what the faults cost the job, restarts aside.
 	FaultFreeStepUs float64 `json:"fault_free_step_us,omitempty"`
 	ExtraTimeUs     float64 `json:"extra_time_us,omitempty"`
-	faultedSteps    int     // the steps from the first fault on
+	// FaultFreeRerun says FaultFreeStepUs comes from one step of the job simulated again
+	// without its faults (the faults began in step 0; run.fault_baseline: none skips it).
+	FaultFreeRerun bool `json:"fault_free_rerun,omitempty"`
+	faultedSteps   int  // the steps from the first fault on
 }
 
-// faultCost sets tf's FaultFreeStepUs and ExtraTimeUs from its steps and events.
+// rerunBaseline sets tf's fault-free step, when the faults began in step 0, from one step of
+// sc's job simulated again without its faults (one more run of a step: only runs with faults
+// from the start pay it), and what the faults cost against it.
+func (tf *TrainingFaults) rerunBaseline(sc *scenario.Scenario) error {
+	if tf.FaultFreeStepUs > 0 || tf.faultedSteps == 0 || sc.Run.FaultBaseline == scenario.FaultBaselineNone {
+		return nil
+	}
+	tsc := *sc
+	tc := *sc.Workload.Training
+	tsc.Faults, tc.SimSteps = nil, 1
+	tsc.Workload.Training = &tc
+	twin, err := run(&tsc, false, Options{})
+	if err != nil {
+		return fmt.Errorf("fault baseline (one step of the job without its faults): %w", err)
+	}
+	base := twin.Summary.Training.StepTimeUs
+	tf.FaultFreeStepUs, tf.FaultFreeRerun, tf.ExtraTimeUs = base, true, 0
+	for _, st := range tf.Steps {
+		tf.ExtraTimeUs += st.StepTimeUs - base
+	}
+	tf.ExtraTimeUs = max(tf.ExtraTimeUs, 0)
+	return nil
+}
+
+// faultCost sets tf's FaultFreeStepUs and ExtraTimeUs from its steps and events, counts the
+// events and caps the list at maxSummaryEvents.
 func (tf *TrainingFaults) faultCost() {
+	defer func() {
+		tf.EventsTotal, tf.EventsApplied = len(tf.Events), 0
+		for _, e := range tf.Events {
+			if e.Applied {
+				tf.EventsApplied++
+			}
+		}
+		if len(tf.Events) > maxSummaryEvents {
+			tf.Events = tf.Events[:maxSummaryEvents]
+		}
+	}()
 	first := -1
 	for _, e := range tf.Events {
 		if e.Applied && e.Step >= 0 && (first < 0 || e.Step < first) {
@@ -132,6 +176,17 @@ func stepOf(spans []stepSpan, t sim.Time) int {
 	return -1
 }
 
+// Caps on what a run with many fault events (a random failure process) prints: the events
+// listed per step (steps.csv's events column, the terminal), the steps and the restarts the
+// terminal shows, and the events summary.json lists (training_faults.events; the counts
+// events_total and events_applied cover all of them).
+const (
+	maxStepEvents    = 6
+	maxTerminalSteps = 12
+	maxTerminalLines = 8
+	maxSummaryEvents = 500
+)
+
 // timedNote is a dated line for a step's events.
 type timedNote struct {
 	at   sim.Time
@@ -216,7 +271,11 @@ func annotateSteps(tr *training.Trace, evs []FaultEvent, labels []string, extra 
 			return 0
 		})
 		var parts []string
-		for _, l := range lines[k] {
+		for i, l := range lines[k] {
+			if i == maxStepEvents && len(lines[k]) > maxStepEvents+1 {
+				parts = append(parts, fmt.Sprintf("... and %d more", len(lines[k])-maxStepEvents))
+				break
+			}
 			parts = append(parts, fmt.Sprintf("%.3f ms %s", (l.at-sp.start).Micros()/1e3, l.text))
 		}
 		notes[k].Events = strings.Join(parts, "; ")
@@ -632,13 +691,8 @@ func (t *TrainingRun) FaultLines() string {
 		return ""
 	}
 	var b strings.Builder
-	applied := 0
-	for _, e := range tf.Events {
-		if e.Applied {
-			applied++
-		}
-	}
-	fmt.Fprintf(&b, "faults (%s level): %d of %d fault events applied during the simulated steps", tf.Engine, applied, len(tf.Events))
+	applied := tf.EventsApplied
+	fmt.Fprintf(&b, "faults (%s level): %d of %d fault events applied during the simulated steps", tf.Engine, applied, tf.EventsTotal)
 	base := tf.FaultFreeStepUs // the step before the first fault, the baseline of the others
 	switch {
 	case len(tf.Restarts) > 0:
@@ -647,8 +701,12 @@ func (t *TrainingRun) FaultLines() string {
 		b.WriteString("; none reached the job (see the notes)")
 	case base <= 0:
 		b.WriteString("; no job restart; every simulated step had faults, so there is no fault-free step to compare with (start them at at_step: 1 for one)")
+	case tf.ExtraTimeUs <= 1e-3*base && tf.FaultFreeRerun:
+		fmt.Fprintf(&b, "; no job restart and no step slower than the %.3f ms step without faults (one step rerun without them): the transport absorbed them", base/1e3)
 	case tf.ExtraTimeUs <= 1e-3*base:
 		b.WriteString("; no job restart and no step slower: the transport absorbed them")
+	case tf.FaultFreeRerun:
+		fmt.Fprintf(&b, "; no job restart, but they cost %.4g ms: the %d steps took that much more than %d steps of %.3f ms without faults (one step rerun without them) (%+.1f%%)", tf.ExtraTimeUs/1e3, tf.faultedSteps, tf.faultedSteps, base/1e3, 100*tf.ExtraTimeUs/(base*float64(tf.faultedSteps)))
 	default:
 		fmt.Fprintf(&b, "; no job restart, but they cost %.4g ms: the %d steps from the first fault took that much more than %d fault-free steps of %.3f ms (%+.1f%%)", tf.ExtraTimeUs/1e3, tf.faultedSteps, tf.faultedSteps, base/1e3, 100*tf.ExtraTimeUs/(base*float64(tf.faultedSteps)))
 	}
@@ -659,10 +717,16 @@ func (t *TrainingRun) FaultLines() string {
 			slowest = i
 		}
 	}
+	shown, hidden := 0, 0
 	for i, st := range tf.Steps {
 		if st.Events == "" && i != slowest {
 			continue
 		}
+		if shown >= maxTerminalSteps && i != slowest {
+			hidden++
+			continue
+		}
+		shown++
 		fmt.Fprintf(&b, "  step %d: %.3f ms", st.Step, st.StepTimeUs/1e3)
 		if base > 0 && st.StepTimeUs != base {
 			fmt.Fprintf(&b, " (%+.1f%% vs %.3f ms before the faults)", 100*(st.StepTimeUs/base-1), base/1e3)
@@ -675,10 +739,21 @@ func (t *TrainingRun) FaultLines() string {
 		}
 		b.WriteString("\n")
 	}
-	for _, r := range tf.Restarts {
+	if hidden > 0 {
+		fmt.Fprintf(&b, "  ... and %d more steps with fault events (steps.csv lists every step)\n", hidden)
+	}
+	for i, r := range tf.Restarts {
+		if i == maxTerminalLines {
+			fmt.Fprintf(&b, "  ... and %d more restarts (summary.json training_faults.restarts)\n", len(tf.Restarts)-i)
+			break
+		}
 		fmt.Fprintf(&b, "  restart at %.3f ms (step %d): %s; charged %.0f s restart + %s lost work\n", r.AtUs/1e3, r.Step, r.Cause, r.RestartS, secs(r.LostWorkS))
 	}
-	for _, n := range tf.Notes {
+	for i, n := range tf.Notes {
+		if i == maxTerminalLines {
+			fmt.Fprintf(&b, "  ... and %d more notes (summary.json training_faults.notes)\n", len(tf.Notes)-i)
+			break
+		}
 		fmt.Fprintf(&b, "  note: %s\n", n)
 	}
 	return strings.TrimSuffix(b.String(), "\n")

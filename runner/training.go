@@ -364,6 +364,11 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 	case eb != nil && len(res.Faults) > 0:
 		run.Faults = packetTrainingFaults(sc, res, trace, tr, qpErrAt, m, rn)
 	}
+	if run.Faults != nil && len(run.Faults.Restarts) == 0 && failure == "" {
+		if err := run.Faults.rerunBaseline(sc); err != nil {
+			return err
+		}
+	}
 	res.Summary.TrainingFaults = run.Faults
 	if failure != "" {
 		res.Summary.Failed, res.Summary.FailureReason = true, failure
