@@ -322,6 +322,33 @@ func lossGoodput(kind string, p, w float64) float64 {
 	return 1 - p
 }
 
+// lossAt is directed link d's packet loss probability now: its loss and its BER over a data
+// packet, 1 - (1 - p)(1 - ber)^bits; 0 for a link the fault model does not track.
+func (ff *flowFaults) lossAt(d int) float64 {
+	if d < 0 || d >= len(ff.lossP) {
+		return 0
+	}
+	p := ff.lossP[d]
+	if b := ff.berP[d]; b > 0 {
+		p = 1 - (1-p)*math.Pow(1-b, ff.pktBits)
+	}
+	return p
+}
+
+// tailLoss is the probability that a RoCE message over links loses its last data packet on
+// one of them, 1 - prod(1 - p_d) (flow.CollConfig.TailLoss): go-back-N recovers a loss when
+// a later packet reveals the gap (a NAK), and nothing comes after the last one, so the
+// sender waits its retransmission timer [IBTA §9.7.5.1; docs/protocols.md, "Tail losses"].
+func (ff *flowFaults) tailLoss(links []int32) float64 {
+	q := 1.0
+	for _, d := range links {
+		if p := ff.lossAt(int(d)); p > 0 {
+			q *= 1 - p
+		}
+	}
+	return 1 - q
+}
+
 // eff is directed link d's effective capacity now (see the type's doc).
 func (ff *flowFaults) eff(d int) float64 {
 	k := d / 2

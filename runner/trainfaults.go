@@ -729,7 +729,7 @@ func (t *TrainingRun) FaultLines() string {
 		shown++
 		fmt.Fprintf(&b, "  step %d: %.3f ms", st.Step, st.StepTimeUs/1e3)
 		if base > 0 && st.StepTimeUs != base {
-			fmt.Fprintf(&b, " (%+.1f%% vs %.3f ms before the faults)", 100*(st.StepTimeUs/base-1), base/1e3)
+			fmt.Fprintf(&b, " (%+.1f%% vs the %.3f ms fault-free step)", 100*(st.StepTimeUs/base-1), base/1e3)
 		}
 		if st.SlowestLink != "" {
 			fmt.Fprintf(&b, ", slowest link %s", st.SlowestLink)

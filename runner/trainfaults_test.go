@@ -676,3 +676,25 @@ func checkCutOff(t *testing.T, c tfCase, why string) {
 		t.Errorf("a host cut off: training %v, faults %v; want the finished steps reported", s.Training != nil, s.TrainingFaults != nil)
 	}
 }
+
+// Issue 17 review, item 4: RoCE under packet loss at flow level waits the RTO for tail losses
+// (a message whose last packet is lost: go-back-N has no tail-loss probe), as the packet
+// engine does; before, flow level charged only go-back-N's resends and was 34,000x faster
+// at 1% loss. Both engines slow the step by several RTOs, within 1.5x of each other.
+func TestTrainingRoCETailLossFlowVsPacket(t *testing.T) {
+	const small = "{name: small, layers: 2, hidden: 512, heads: 8, kv_heads: 8, ffn: 2048, vocab: 8000, seq_len: 512, global_batch: 16, micro_batch: 1}"
+	c := tfCase{radix: 16, hosts: 16, transport: "{kind: roce, roce: {rto: 1ms}}", model: small, plan: "{tp: 1, pp: 1}", gpu: ", scale_up_gpus: 1",
+		faults: "  - {at: 0s, link: \"*\", action: loss, loss: 0.005}\n", steps: 4}
+	fl := c.run(t).Summary
+	c.engine = "packet, duration: 1s"
+	pk := c.run(t).Summary
+	a, b := pk.Training.StepTimeUs, fl.Training.StepTimeUs
+	base := fl.TrainingFaults.FaultFreeStepUs
+	t.Logf("loss 0.5%%: step %.1f us packet, %.1f us flow (fault-free %.1f us flow, %.1f us packet)", a, b, base, pk.TrainingFaults.FaultFreeStepUs)
+	if !fl.TrainingFaults.FaultFreeRerun || b < base+2000 || a < pk.TrainingFaults.FaultFreeStepUs+2000 {
+		t.Errorf("loss: flow %.1f us, packet %.1f us vs fault-free %.1f us; want both slower by over 2 RTOs a step", b, a, base)
+	}
+	if a > 1.5*b || b > 1.5*a {
+		t.Errorf("loss: packet %.1f us vs flow %.1f us; want within 1.5x", a, b)
+	}
+}

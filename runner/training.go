@@ -220,6 +220,10 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 					}
 				}
 				ccfg.Reroutable = true
+				if sc.Transport.Kind == scenario.TransportRoCE {
+					// A message whose last packet is lost waits the RTO (no tail-loss probe).
+					ccfg.TailLoss, ccfg.TailRTO, ccfg.TailSeed = ff.tailLoss, ff.rto, sc.Run.Seed
+				}
 			}
 		}
 		if fnet, err = flow.New(s, caps, ncfg); err != nil {
