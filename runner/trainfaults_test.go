@@ -346,8 +346,12 @@ func TestTrainingBlackhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Run(sc); err == nil || !strings.Contains(err.Error(), "blackhole p0.t1-0") || !strings.Contains(err.Error(), "cannot continue") {
-		t.Errorf("RoCE under a permanent blackhole: %v; want an error naming the blackhole and that the job cannot continue", err)
+	res, err := Run(sc)
+	if err != nil {
+		t.Fatalf("RoCE under a permanent blackhole: %v; want a failed run with outputs", err)
+	}
+	if s := res.Summary; !s.Failed || !strings.Contains(s.FailureReason, "blackhole p0.t1-0") || !strings.Contains(s.FailureReason, "no link-state signal") || len(s.Training.StepRecords) < 1 {
+		t.Errorf("RoCE under a permanent blackhole: failed %v, %q, %d steps; want a failed run naming the blackhole, that RoCE routing does not see it, with the finished steps", s.Failed, s.FailureReason, len(s.Training.StepRecords))
 	}
 }
 
