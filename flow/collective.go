@@ -38,6 +38,18 @@ type CollConfig struct {
 	// flight), so that Reroute can route it again after the Router's view of the fabric
 	// changed (a failure). Off, Reroute is an error.
 	Reroutable bool
+	// TailLoss, if set, is the probability that a message sent over a path (its directed
+	// links) loses its last packet, which a transport without a tail-loss probe (RoCE's
+	// go-back-N) recovers only at its retransmission timer, TailRTO later. A channel's
+	// message of a step takes one of its demand's paths (by weight), so it loses its tail
+	// with the weighted mean P of its paths; each step of a phase (phase.K of them, the
+	// flows in lockstep) waits TailRTO when one of its messages (every demand, every
+	// channel) lost its tail, drawn with probability 1 - prod(1 - P_message) from a stream
+	// seeded by TailSeed; TailWaits counts the waits. nil: no tail
+	// losses (the flows' latencies are the Router's alone).
+	TailLoss func(links []int32) float64
+	TailRTO  sim.Time
+	TailSeed uint64
 }
 
 // Collectives runs collectives (collective.Spec on a collective.Comm) as flows on a Net. Each
@@ -55,6 +67,12 @@ type Collectives struct {
 
 	running int
 	err     error
+
+	// Tail losses (CollConfig.TailLoss): the survival product of the demand being routed,
+	// the draws made so far, and the steps that waited a TailRTO.
+	tailQ     float64
+	tailDraws uint64
+	TailWaits int64
 
 	// Scratch for expanding a phase; reused.
 	dem   []demand
@@ -246,15 +264,19 @@ func (c *Collectives) startPhase(now sim.Time, in *coll) {
 func (c *Collectives) addFlows(now sim.Time, in *coll, ph phase) error {
 	ng := 0
 	c.slots, c.lats = c.slots[:0], c.lats[:0]
+	phaseQ := 1.0 // no message of a step loses its tail
+	defer func() { c.tailWait(ph.k, phaseQ) }()
 	for di := range c.dem {
 		d := &c.dem[di]
 		src, dst := in.comm.Host(int(d.src)), in.comm.Host(int(d.dst))
 		total := d.b[0] + d.b[1]
 		c.net.beginFlow()
+		c.tailQ = 1
 		lat, err := c.route(in, d, ph.tree)
 		if err != nil {
 			return err
 		}
+		phaseQ *= c.tailQ
 		slot, err := c.net.commitFlow(now, Flow{Src: src, Dst: dst, Bytes: total, Cap: c.cfg.FlowCap, Done: in.cb})
 		if err != nil {
 			return fmt.Errorf("flow: collective %q: %w", in.name, err)
@@ -342,6 +364,15 @@ func (c *Collectives) route(in *coll, d *demand, tree bool) (sim.Time, error) {
 				return 0, fmt.Errorf("flow: collective %q host %d -> %d: router path weights sum to %v", in.name, src, dst, wsum)
 			}
 			scale := share / float64(C) / wsum
+			if c.cfg.TailLoss != nil {
+				// A channel's message takes one of the paths (by weight): its tail is lost
+				// with their weighted mean probability.
+				var pc float64
+				for i := range paths {
+					pc += paths[i].Weight / wsum * c.cfg.TailLoss(paths[i].Links)
+				}
+				c.tailQ *= 1 - pc
+			}
 			for i := range paths {
 				if err := c.net.addPath(paths[i].Links, paths[i].Weight*scale); err != nil {
 					return 0, fmt.Errorf("flow: collective %q host %d -> %d: router path %d: %w", in.name, src, dst, i, err)
@@ -350,6 +381,35 @@ func (c *Collectives) route(in *coll, d *demand, tree bool) (sim.Time, error) {
 		}
 	}
 	return lat, nil
+}
+
+// tailWait adds to the latency of every flow of the phase just added (c.slots) one TailRTO
+// per step of its k that lost a message's tail: k draws, each a loss with probability
+// 1 - q (q: no message of the step lost its tail), from the seeded stream.
+func (c *Collectives) tailWait(k int64, q float64) {
+	if c.cfg.TailLoss == nil || q >= 1 || len(c.slots) == 0 {
+		return
+	}
+	var waits int64
+	for range max(k, 1) {
+		c.tailDraws++
+		u := float64(sim.Mix64(c.cfg.TailSeed^0x7a11c0ffee^c.tailDraws*0x9e3779b97f4a7c15)>>11) / (1 << 53)
+		if u < 1-q {
+			waits++
+		}
+	}
+	if waits == 0 {
+		return
+	}
+	c.TailWaits += waits
+	for _, s := range c.slots {
+		add := mulTime(c.cfg.TailRTO, waits)
+		if l := c.net.flows[s].lat; l > sim.MaxTime-add {
+			c.net.flows[s].lat = sim.MaxTime
+		} else {
+			c.net.flows[s].lat = l + add
+		}
+	}
 }
 
 // mulTime returns t x k, saturating at MaxTime.

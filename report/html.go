@@ -71,7 +71,15 @@ func runPage(r *runData) (*page, error) {
 		}
 		pg.Headline = t
 		all := &htmlTable{ID: "summary-table", Title: "Every figure of summary.json", Head: []string{"figure", "value"}}
-		for _, f := range r.summary.figs {
+		for i, f := range r.summary.figs {
+			// A run with a random failure process lists thousands of events: the first and
+			// last rows, the rest counted (summary.json has them all).
+			if n := len(r.summary.figs); n > 2*maxTableRows && i >= maxTableRows && i < n-maxTableRows {
+				if i == maxTableRows {
+					all.Note = fmt.Sprintf("%d of %d figures shown (the first and the last %d); summary.json has them all.", 2*maxTableRows, n, maxTableRows)
+				}
+				continue
+			}
 			all.Rows = append(all.Rows, []cell{{Text: f.path}, {Text: f.value, Num: f.num}})
 		}
 		pg.All = all

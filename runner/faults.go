@@ -57,6 +57,7 @@ type FaultEvent struct {
 	Step int
 
 	applied     bool  // the run reached it
+	fromStep    int   // an at_step entry's step plus one, once At was made absolute; 0 otherwise
 	dropsBefore int64 // faultDrops just before it was applied
 }
 
@@ -141,7 +142,7 @@ func stepFaults(s *sim.Sim, evs []FaultEvent, kind sim.Kind, reconvergeAt func(a
 				continue
 			}
 			e.At += now
-			e.Step = -1
+			e.Step, e.fromStep = -1, step+1
 			s.AtOwnKey(e.At, kind, int32(i), 0)
 			if reconvergeAt != nil && (e.Action == scenario.FaultDown || e.Action == scenario.FaultUp) {
 				reconvergeAt(e.At)

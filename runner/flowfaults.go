@@ -274,7 +274,7 @@ func (ff *flowFaults) stepStart(now sim.Time, step int) {
 	for i := range ff.evs {
 		if e := &ff.evs[i]; e.Step == step {
 			e.At += now
-			e.Step = -1
+			e.Step, e.fromStep = -1, step+1
 			ff.s.AtOwnKey(e.At, ff.kFault, int32(i), 0)
 		}
 	}
@@ -320,6 +320,33 @@ func lossGoodput(kind string, p, w float64) float64 {
 		return (1 - p) / (1 + (max(w, 1)-1)*p)
 	}
 	return 1 - p
+}
+
+// lossAt is directed link d's packet loss probability now: its loss and its BER over a data
+// packet, 1 - (1 - p)(1 - ber)^bits; 0 for a link the fault model does not track.
+func (ff *flowFaults) lossAt(d int) float64 {
+	if d < 0 || d >= len(ff.lossP) {
+		return 0
+	}
+	p := ff.lossP[d]
+	if b := ff.berP[d]; b > 0 {
+		p = 1 - (1-p)*math.Pow(1-b, ff.pktBits)
+	}
+	return p
+}
+
+// tailLoss is the probability that a RoCE message over links loses its last data packet on
+// one of them, 1 - prod(1 - p_d) (flow.CollConfig.TailLoss): go-back-N recovers a loss when
+// a later packet reveals the gap (a NAK), and nothing comes after the last one, so the
+// sender waits its retransmission timer [IBTA §9.7.5.1; docs/protocols.md, "Tail losses"].
+func (ff *flowFaults) tailLoss(links []int32) float64 {
+	q := 1.0
+	for _, d := range links {
+		if p := ff.lossAt(int(d)); p > 0 {
+			q *= 1 - p
+		}
+	}
+	return 1 - q
 }
 
 // eff is directed link d's effective capacity now (see the type's doc).
@@ -592,6 +619,9 @@ func (ff *flowFaults) tick(now sim.Time, i int) {
 	if len(again) > 0 {
 		ff.scheduleTick(now+ff.rto, again)
 	}
+	// The restarted job's QPs go on at once where a path is up (in another plane when
+	// theirs has none: the new communicators leave a dead port out).
+	ff.releaseErrored()
 }
 
 // releaseErrored lets the flows whose QPs gave up go on once their path is live: the
@@ -644,6 +674,9 @@ func (ff *flowFaults) qpError(at sim.Time, st flow.StallInfo, ev int) {
 			return
 		}
 		ff.byCause[key] = len(ff.restarts)
+		// The job restarts: its new communicators' QPs may use any port that is up (a QP
+		// with no live path in its plane takes another plane), this one's and later ones.
+		ff.r.crossPlane = true
 		if st.Src == 0 && st.Dst == 0 {
 			st.Src, st.Dst = ff.hosts(st.ID)
 		}
@@ -675,13 +708,17 @@ func (ff *flowFaults) stuck(namer func(int) string) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d flow(s) stalled with no live path, the first h%d -> h%d since %v on %s", len(ff.stallBuf), st.Src, st.Dst, st.Since, namer(st.Link))
+	action := ""
 	if st.Link >= 0 && st.Link < len(ff.cause) && ff.cause[st.Link] >= 0 {
 		e := &ff.evs[ff.cause[st.Link]]
+		action = e.Action
 		fmt.Fprintf(&b, " (faults[%d]: %s %s at %v)", e.Entry, e.Action, e.Target, e.At)
 	}
 	switch {
+	case ff.kind == scenario.TransportRoCE && (action == "blackhole" || action == "loss" || action == "ber"):
+		b.WriteString("; RoCE routing only avoids links that are down (a blackhole or a lossy link is no link-state signal), so its QPs keep hashing into it and the job cannot continue")
 	case ff.kind == scenario.TransportRoCE:
-		b.WriteString("; RoCE routing only avoids links that are down (a blackhole or a lossy link is no link-state signal), and the job cannot continue while a QP's only path is dead")
+		b.WriteString("; no path between the two hosts is up in any plane (every port of a host down cuts it off), so a restarted job could not run there either (a spare host would be needed)")
 	default:
 		b.WriteString("; every path between the two hosts is dead, so a restarted job could not run there either (a spare host would be needed)")
 	}

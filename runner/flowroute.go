@@ -47,6 +47,11 @@ type flowRouter struct {
 	dead []bool
 	// in lists each node's incoming directed links, for detours (built on first use).
 	in [][]int32
+	// crossPlane lets a RoCE QP with no live path in its plane take one in another plane:
+	// set from the first job restart on (flowFaults.qpError). A live RC
+	// QP is bound to its port and cannot move [IBTA §9.7]; on restart NCCL builds new
+	// communicators over the ports that are up, so a dead port's rail is left out.
+	crossPlane bool
 }
 
 // bundleTable is what routing a bundled flow needs: each host's, T0's and pod's bundle per
@@ -413,6 +418,15 @@ func (r *flowRouter) pick(src, dst, per int, key uint64, live func(i int) bool) 
 			i := int(h%uint64(per))*r.planes + plane
 			if live != nil && !live(i) {
 				i = r.rehash(h, per, plane, i, live)
+				for d := 1; r.crossPlane && !live(i) && d < r.planes; d++ {
+					// A restarted job's QP on a plane it cannot reach: the next plane
+					// that has a live path.
+					p2 := (plane + d) % r.planes
+					h2 := mix(h ^ uint64(p2)<<48)
+					if c := r.rehash(h2, per, p2, int(h2%uint64(per))*r.planes+p2, live); live(c) {
+						i = c
+					}
+				}
 			}
 			idx = append(idx, i)
 		}

@@ -32,7 +32,17 @@ type roceQP struct {
 	tokHead  int
 	done     sim.Time // latest sender completion
 	lastRetx int64    // resent packets seen so far (for the loss-recovery span)
+	// backlog holds collective messages waiting for a free slot: at most roceMsgWindow
+	// messages per QP are posted and not yet acknowledged (Send).
+	backlog []collective.Message
 }
+
+// roceMsgWindow is how many collective messages one QP may have posted and not yet
+// acknowledged before the next waits: NCCL's slots per connection (NCCL_STEPS = 8, each a
+// chunk whose buffer is reused only once its send completed, i.e. was acknowledged). A sender
+// whose ACKs are lost (a failed link on the return path) therefore stalls, as a real one
+// does, instead of going on as the receiver places its data.
+const roceMsgWindow = 8
 
 // roceFlow is one traffic transfer striped over QPs.
 type roceFlow struct {
@@ -207,13 +217,22 @@ func (r *roceNet) Send(now sim.Time, msg collective.Message) error {
 	if err := q.snd.Err(); err != nil {
 		return err
 	}
+	r.running++
+	if len(q.backlog) > 0 || q.posts-q.acked >= roceMsgWindow {
+		q.backlog = append(q.backlog, msg)
+		return nil
+	}
+	return r.post(now, q, msg)
+}
+
+// post posts one collective message on q and sends what the sender can.
+func (r *roceNet) post(now sim.Time, q *roceQP, msg collective.Message) error {
 	if _, err := q.snd.Post(now, max(msg.Bytes, 1)); err != nil {
 		return err
 	}
 	q.posts++
 	q.posted += max(msg.Bytes, 1)
 	q.tokens = append(q.tokens, msg.Token)
-	r.running++
 	q.snd.Pump(now)
 	r.flushSender(now, q)
 	return nil
@@ -287,6 +306,13 @@ func (r *roceNet) flushSender(now sim.Time, q *roceQP) {
 		r.s.Reset(q.timer, max(d, now))
 	} else {
 		r.s.StopTimer(q.timer)
+	}
+	if len(q.backlog) > 0 && q.posts-q.acked < roceMsgWindow {
+		msg := q.backlog[0]
+		q.backlog = q.backlog[1:]
+		if err := r.post(now, q, msg); err != nil {
+			r.s.Stop(err)
+		}
 	}
 }
 

@@ -20,8 +20,13 @@ import (
 // what each was charged, and per simulated step the link that held the slowest rank up and
 // the events in it. Times are simulated time from the job's start.
 type TrainingFaults struct {
-	Engine string               `json:"engine"` // flow or packet
-	Events []TrainingFaultEvent `json:"events"`
+	Engine string `json:"engine"` // flow or packet
+	// Events are the fault events, the first maxSummaryEvents (500) of EventsTotal (a random
+	// process can draw hundreds of thousands); EventsApplied of all of them fell in the
+	// simulated steps.
+	Events        []TrainingFaultEvent `json:"events"`
+	EventsTotal   int                  `json:"events_total"`
+	EventsApplied int                  `json:"events_applied"`
 	// Restarts are the times the transport could not continue (QPs gave up) and the job
 	// restarted from its last checkpoint.
 	Restarts []TrainingRestart `json:"restarts,omitempty"`
@@ -32,6 +37,76 @@ type TrainingFaults struct {
 	// Steps has one note per simulated step (steps.csv's slowest_link and events columns).
 	Steps []StepNote `json:"steps"`
 	Notes []string   `json:"notes,omitempty"`
+	// FaultFreeStepUs is the time of the last simulated step before the first applied fault
+	// event (0: the faults began in step 0, no fault-free step to compare with), and
+	// ExtraTimeUs what the steps from the first fault took beyond that many fault-free
+	// steps (0 without a baseline): what the faults cost the job, restarts aside.
+	FaultFreeStepUs float64 `json:"fault_free_step_us,omitempty"`
+	ExtraTimeUs     float64 `json:"extra_time_us,omitempty"`
+	// FaultFreeRerun says FaultFreeStepUs comes from one step of the job simulated again
+	// without its faults (the faults began in step 0; run.fault_baseline: none skips it).
+	FaultFreeRerun bool `json:"fault_free_rerun,omitempty"`
+	faultedSteps   int  // the steps from the first fault on
+}
+
+// rerunBaseline sets tf's fault-free step, when the faults began in step 0, from one step of
+// sc's job simulated again without its faults (one more run of a step: only runs with faults
+// from the start pay it), and what the faults cost against it.
+func (tf *TrainingFaults) rerunBaseline(sc *scenario.Scenario) error {
+	if tf.FaultFreeStepUs > 0 || tf.faultedSteps == 0 || sc.Run.FaultBaseline == scenario.FaultBaselineNone {
+		return nil
+	}
+	tsc := *sc
+	tc := *sc.Workload.Training
+	tsc.Faults, tc.SimSteps = nil, 1
+	tsc.Workload.Training = &tc
+	twin, err := run(&tsc, false, Options{})
+	if err != nil {
+		return fmt.Errorf("fault baseline (one step of the job without its faults): %w", err)
+	}
+	base := twin.Summary.Training.StepTimeUs
+	tf.FaultFreeStepUs, tf.FaultFreeRerun, tf.ExtraTimeUs = base, true, 0
+	for _, st := range tf.Steps {
+		tf.ExtraTimeUs += st.StepTimeUs - base
+	}
+	tf.ExtraTimeUs = max(tf.ExtraTimeUs, 0)
+	return nil
+}
+
+// faultCost sets tf's FaultFreeStepUs and ExtraTimeUs from its steps and events, counts the
+// events and caps the list at maxSummaryEvents.
+func (tf *TrainingFaults) faultCost() {
+	defer func() {
+		tf.EventsTotal, tf.EventsApplied = len(tf.Events), 0
+		for _, e := range tf.Events {
+			if e.Applied {
+				tf.EventsApplied++
+			}
+		}
+		if len(tf.Events) > maxSummaryEvents {
+			tf.Events = tf.Events[:maxSummaryEvents]
+		}
+	}()
+	first := -1
+	for _, e := range tf.Events {
+		if e.Applied && e.Step >= 0 && (first < 0 || e.Step < first) {
+			first = e.Step
+		}
+	}
+	tf.FaultFreeStepUs, tf.ExtraTimeUs, tf.faultedSteps = 0, 0, 0
+	if first < 0 {
+		return
+	}
+	tf.faultedSteps = len(tf.Steps) - first
+	if first == 0 {
+		return
+	}
+	base := tf.Steps[first-1].StepTimeUs
+	tf.FaultFreeStepUs = base
+	for _, st := range tf.Steps[first:] {
+		tf.ExtraTimeUs += st.StepTimeUs - base
+	}
+	tf.ExtraTimeUs = max(tf.ExtraTimeUs, 0)
 }
 
 // TrainingFaultEvent is one failure or repair applied to the job's network: one entry's
@@ -100,6 +175,17 @@ func stepOf(spans []stepSpan, t sim.Time) int {
 	}
 	return -1
 }
+
+// Caps on what a run with many fault events (a random failure process) prints: the events
+// listed per step (steps.csv's events column, the terminal), the steps and the restarts the
+// terminal shows, and the events summary.json lists (training_faults.events; the counts
+// events_total and events_applied cover all of them).
+const (
+	maxStepEvents    = 6
+	maxTerminalSteps = 12
+	maxTerminalLines = 8
+	maxSummaryEvents = 500
+)
 
 // timedNote is a dated line for a step's events.
 type timedNote struct {
@@ -185,7 +271,11 @@ func annotateSteps(tr *training.Trace, evs []FaultEvent, labels []string, extra 
 			return 0
 		})
 		var parts []string
-		for _, l := range lines[k] {
+		for i, l := range lines[k] {
+			if i == maxStepEvents && len(lines[k]) > maxStepEvents+1 {
+				parts = append(parts, fmt.Sprintf("... and %d more", len(lines[k])-maxStepEvents))
+				break
+			}
 			parts = append(parts, fmt.Sprintf("%.3f ms %s", (l.at-sp.start).Micros()/1e3, l.text))
 		}
 		notes[k].Events = strings.Join(parts, "; ")
@@ -448,8 +538,11 @@ func firstTime(ts []sim.Time) sim.Time {
 // restartCharge returns what one job restart costs under cfg's goodput inputs and its
 // evaluated checkpoint interval (tr.CkptIntervalS): the restart time R and the expected lost
 // work, half a checkpoint period (tau + d) / 2 (a failure falls uniformly in the period of
-// work plus checkpoint write it interrupts; Daly 2006 §3).
-func restartCharge(cfg *training.Config, tr *training.Result) (restart, lost float64) {
+// work plus checkpoint write it interrupts; Daly 2006 §3), but no more than the work done
+// since the job started or last restarted, sinceS seconds of simulated time: a job cannot
+// lose work it has not done (a restart 2 s into a job with a 3-hour checkpoint interval loses
+// 2 s, not 1.5 hours).
+func restartCharge(cfg *training.Config, tr *training.Result, sinceS float64) (restart, lost float64) {
 	r, d := float64(cfg.Goodput.Restart), float64(cfg.Goodput.CheckpointWrite)
 	if r == 0 {
 		r = float64(training.DefaultRestart)
@@ -457,7 +550,7 @@ func restartCharge(cfg *training.Config, tr *training.Result) (restart, lost flo
 	if d == 0 {
 		d = float64(training.DefaultCheckpointWrite)
 	}
-	return r, (tr.CkptIntervalS + d) / 2
+	return r, min((tr.CkptIntervalS+d)/2, max(sinceS, 0))
 }
 
 // flowTrainingFaults is the fault report of a flow-level training run.
@@ -466,18 +559,20 @@ func flowTrainingFaults(sc *scenario.Scenario, ff *flowFaults, trace *training.T
 	spans := stepSpans(trace)
 	end := spans[len(spans)-1].end
 	name := flowLinkNamer(layout, router, ff)
-	tf := &TrainingFaults{Engine: "flow", Events: groupFaultEvents(ff.evs, spans, labels(sc)), Notes: slices.Clone(ff.notes)}
+	tf := &TrainingFaults{Engine: "flow", Events: groupFaultEvents(ff.evs, spans, labels(sc)), Notes: append(slices.Clone(ff.notes), timingNotes(ff.evs, spans)...)}
 	var extra []timedNote
 	for _, at := range ff.reconvAt {
 		if at <= end {
 			extra = append(extra, timedNote{at: at, text: "routing reconverged (fabric.reconvergence)"})
 		}
 	}
-	R, lost := restartCharge(sc.Workload.Training, tr)
+	var prev sim.Time // the job's start, then the last restart
 	for _, r := range ff.restarts {
 		if r.At > end {
 			continue
 		}
+		R, lost := restartCharge(sc.Workload.Training, tr, (r.At - prev).Seconds())
+		prev = r.At
 		cause := fmt.Sprintf("%s QP h%d -> h%d stalled on %s from %.3f ms, beyond its retry budget (%v)", transportName(sc), r.Src, r.Dst, name(r.Link), r.Since.Micros()/1e3, ff.budget)
 		if r.Event >= 0 {
 			e := &ff.evs[r.Event]
@@ -485,7 +580,7 @@ func flowTrainingFaults(sc *scenario.Scenario, ff *flowFaults, trace *training.T
 		}
 		tf.Restarts = append(tf.Restarts, TrainingRestart{AtUs: us(r.At), Step: stepOf(spans, r.At), Cause: cause, QPFlows: r.QPFlows,
 			RestartS: R, LostWorkS: lost, ChargedS: R + lost})
-		extra = append(extra, timedNote{at: r.At, text: fmt.Sprintf("job restart (QPs gave up): charged %.0f s restart + %.0f s lost work", R, lost)})
+		extra = append(extra, timedNote{at: r.At, text: fmt.Sprintf("job restart (QPs gave up): charged %.0f s restart + %s lost work", R, secs(lost))})
 	}
 	finishTrainingFaults(tf, tr)
 	tf.Steps = annotateSteps(trace, ff.evs, labels(sc), extra, func(k int) string {
@@ -494,6 +589,7 @@ func flowTrainingFaults(sc *scenario.Scenario, ff *flowFaults, trace *training.T
 		}
 		return ""
 	})
+	tf.faultCost()
 	return tf
 }
 
@@ -502,7 +598,7 @@ func flowTrainingFaults(sc *scenario.Scenario, ff *flowFaults, trace *training.T
 func packetTrainingFaults(sc *scenario.Scenario, res *Result, trace *training.Trace, tr *training.Result, qpErrAt sim.Time, m *mrcNet, rn *roceNet) *TrainingFaults {
 	spans := stepSpans(trace)
 	end := spans[len(spans)-1].end
-	tf := &TrainingFaults{Engine: "packet", Events: groupFaultEvents(res.Faults, spans, labels(sc))}
+	tf := &TrainingFaults{Engine: "packet", Events: groupFaultEvents(res.Faults, spans, labels(sc)), Notes: timingNotes(res.Faults, spans)}
 	var extra []timedNote
 	for _, at := range res.Reconverge {
 		if at <= end {
@@ -510,7 +606,7 @@ func packetTrainingFaults(sc *scenario.Scenario, res *Result, trace *training.Tr
 		}
 	}
 	if qpErrAt >= 0 {
-		R, lost := restartCharge(sc.Workload.Training, tr)
+		R, lost := restartCharge(sc.Workload.Training, tr, qpErrAt.Seconds())
 		errs := transportErrs(m, rn)
 		cause := fmt.Sprintf("%d %s QP(s) gave up, the first: %v", len(errs), transportName(sc), errs[0])
 		tf.Restarts = append(tf.Restarts, TrainingRestart{AtUs: us(qpErrAt), Step: len(trace.Steps), Cause: cause, QPFlows: len(errs),
@@ -520,7 +616,41 @@ func packetTrainingFaults(sc *scenario.Scenario, res *Result, trace *training.Tr
 	}
 	finishTrainingFaults(tf, tr)
 	tf.Steps = annotateSteps(trace, res.Faults, labels(sc), extra, packetSlowest(trace, res.Links, res.Net, res.Faults))
+	tf.faultCost()
 	return tf
+}
+
+// timingNotes says, once per fault entry, where the run put a fault other than where the
+// entry seems to ask: events after the last simulated step ended (not applied: the run
+// stopped simulating) and at_step events whose offset outlasted their step (they fall in a
+// later step, at_step + at being simply a time from that step's start; the step time is not
+// known when the scenario loads, so this is a note, not an error).
+func timingNotes(evs []FaultEvent, spans []stepSpan) []string {
+	if len(spans) == 0 {
+		return nil
+	}
+	end := spans[len(spans)-1].end
+	var out []string
+	late, moved := map[int]bool{}, map[int]bool{}
+	for _, e := range evs {
+		switch {
+		case !e.applied && !e.Restore && !late[e.Entry] && e.Step < 0 && e.At >= end:
+			late[e.Entry] = true
+			out = append(out, fmt.Sprintf("faults[%d] %s %s at %.3f ms came after the %d simulated steps ended (%.3f ms): not applied; raise workload.training.sim_steps (each step about %.3f ms) to reach it",
+				e.Entry, e.Action, e.Target, e.At.Micros()/1e3, len(spans), end.Micros()/1e3, end.Micros()/1e3/float64(len(spans))))
+		case e.fromStep > 0 && e.applied && !moved[e.Entry]:
+			k := e.fromStep - 1
+			if k >= len(spans) {
+				continue
+			}
+			if got := stepOf(spans, e.At); got != k && got >= 0 {
+				moved[e.Entry] = true
+				out = append(out, fmt.Sprintf("faults[%d] at_step %d, at %.3f ms is past that step's end (it took %.3f ms): the event fell in step %d, %.3f ms into it",
+					e.Entry, k, (e.At-spans[k].start).Micros()/1e3, (spans[k].end-spans[k].start).Micros()/1e3, got, (e.At-spans[got].start).Micros()/1e3))
+			}
+		}
+	}
+	return out
 }
 
 func finishTrainingFaults(tf *TrainingFaults, tr *training.Result) {
@@ -561,40 +691,45 @@ func (t *TrainingRun) FaultLines() string {
 		return ""
 	}
 	var b strings.Builder
-	applied := 0
-	for _, e := range tf.Events {
-		if e.Applied {
-			applied++
-		}
-	}
-	fmt.Fprintf(&b, "faults (%s level): %d of %d fault events applied during the simulated steps", tf.Engine, applied, len(tf.Events))
-	if len(tf.Restarts) == 0 {
-		b.WriteString("; the transport absorbed every one (no job restart)")
-	} else {
-		fmt.Fprintf(&b, "; %d job restart(s), charged %.0f s: run time %.4g s, %.4g s with them", len(tf.Restarts), tf.RestartsChargedS, tf.RunTimeWithRestartsS-tf.RestartsChargedS, tf.RunTimeWithRestartsS)
+	applied := tf.EventsApplied
+	fmt.Fprintf(&b, "faults (%s level): %d of %d fault events applied during the simulated steps", tf.Engine, applied, tf.EventsTotal)
+	base := tf.FaultFreeStepUs // the step before the first fault, the baseline of the others
+	switch {
+	case len(tf.Restarts) > 0:
+		fmt.Fprintf(&b, "; %d job restart(s), charged %.4g s: run time %.4g s, %.4g s with them", len(tf.Restarts), tf.RestartsChargedS, tf.RunTimeWithRestartsS-tf.RestartsChargedS, tf.RunTimeWithRestartsS)
+	case applied == 0:
+		b.WriteString("; none reached the job (see the notes)")
+	case base <= 0:
+		b.WriteString("; no job restart; every simulated step had faults, so there is no fault-free step to compare with (start them at at_step: 1 for one)")
+	case tf.ExtraTimeUs <= 1e-3*base && tf.FaultFreeRerun:
+		fmt.Fprintf(&b, "; no job restart and no step slower than the %.3f ms step without faults (one step rerun without them): the transport absorbed them", base/1e3)
+	case tf.ExtraTimeUs <= 1e-3*base:
+		b.WriteString("; no job restart and no step slower: the transport absorbed them")
+	case tf.FaultFreeRerun:
+		fmt.Fprintf(&b, "; no job restart, but they cost %.4g ms: the %d steps took that much more than %d steps of %.3f ms without faults (one step rerun without them) (%+.1f%%)", tf.ExtraTimeUs/1e3, tf.faultedSteps, tf.faultedSteps, base/1e3, 100*tf.ExtraTimeUs/(base*float64(tf.faultedSteps)))
+	default:
+		fmt.Fprintf(&b, "; no job restart, but they cost %.4g ms: the %d steps from the first fault took that much more than %d fault-free steps of %.3f ms (%+.1f%%)", tf.ExtraTimeUs/1e3, tf.faultedSteps, tf.faultedSteps, base/1e3, 100*tf.ExtraTimeUs/(base*float64(tf.faultedSteps)))
 	}
 	b.WriteString("\n")
-	// The step before the first fault is the baseline the others are compared with.
-	base := -1.0
-	for _, st := range tf.Steps {
-		if st.Events != "" {
-			break
-		}
-		base = st.StepTimeUs
-	}
 	slowest := -1
 	for i, st := range tf.Steps {
 		if slowest < 0 || st.StepTimeUs > tf.Steps[slowest].StepTimeUs {
 			slowest = i
 		}
 	}
+	shown, hidden := 0, 0
 	for i, st := range tf.Steps {
 		if st.Events == "" && i != slowest {
 			continue
 		}
+		if shown >= maxTerminalSteps && i != slowest {
+			hidden++
+			continue
+		}
+		shown++
 		fmt.Fprintf(&b, "  step %d: %.3f ms", st.Step, st.StepTimeUs/1e3)
 		if base > 0 && st.StepTimeUs != base {
-			fmt.Fprintf(&b, " (%+.1f%% vs %.3f ms before the faults)", 100*(st.StepTimeUs/base-1), base/1e3)
+			fmt.Fprintf(&b, " (%+.1f%% vs the %.3f ms fault-free step)", 100*(st.StepTimeUs/base-1), base/1e3)
 		}
 		if st.SlowestLink != "" {
 			fmt.Fprintf(&b, ", slowest link %s", st.SlowestLink)
@@ -604,11 +739,25 @@ func (t *TrainingRun) FaultLines() string {
 		}
 		b.WriteString("\n")
 	}
-	for _, r := range tf.Restarts {
-		fmt.Fprintf(&b, "  restart at %.3f ms (step %d): %s; charged %.0f s restart + %.0f s lost work\n", r.AtUs/1e3, r.Step, r.Cause, r.RestartS, r.LostWorkS)
+	if hidden > 0 {
+		fmt.Fprintf(&b, "  ... and %d more steps with fault events (steps.csv lists every step)\n", hidden)
 	}
-	for _, n := range tf.Notes {
+	for i, r := range tf.Restarts {
+		if i == maxTerminalLines {
+			fmt.Fprintf(&b, "  ... and %d more restarts (summary.json training_faults.restarts)\n", len(tf.Restarts)-i)
+			break
+		}
+		fmt.Fprintf(&b, "  restart at %.3f ms (step %d): %s; charged %.0f s restart + %s lost work\n", r.AtUs/1e3, r.Step, r.Cause, r.RestartS, secs(r.LostWorkS))
+	}
+	for i, n := range tf.Notes {
+		if i == maxTerminalLines {
+			fmt.Fprintf(&b, "  ... and %d more notes (summary.json training_faults.notes)\n", len(tf.Notes)-i)
+			break
+		}
 		fmt.Fprintf(&b, "  note: %s\n", n)
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
+
+// secs formats a duration in seconds with 4 significant digits ("7227 s", "0.4206 s").
+func secs(s float64) string { return fmt.Sprintf("%.4g s", s) }

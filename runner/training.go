@@ -220,6 +220,10 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 					}
 				}
 				ccfg.Reroutable = true
+				if sc.Transport.Kind == scenario.TransportRoCE {
+					// A message whose last packet is lost waits the RTO (no tail-loss probe).
+					ccfg.TailLoss, ccfg.TailRTO, ccfg.TailSeed = ff.tailLoss, ff.rto, sc.Run.Seed
+				}
 			}
 		}
 		if fnet, err = flow.New(s, caps, ncfg); err != nil {
@@ -310,6 +314,7 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 		err = derr
 	}
 	var qpErrAt sim.Time = -1 // packet level: the transport gave up (a restart)
+	failure := ""             // flow level: why the job could not go on after its completed steps
 	if err != nil {
 		errs := transportErrs(m, rn)
 		switch {
@@ -322,6 +327,11 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 			return fmt.Errorf("training stopped at %v: %w (%d QP(s) gave up, the first: %v; the job would restart, but no step finished before it, so there is nothing to report: run.engine: flow goes on through restarts; waiting: %s)", s.Now(), err, len(errs), errs[0], eb.Stuck(8))
 		case eb != nil:
 			return fmt.Errorf("training stopped at %v: %w (waiting: %s)", s.Now(), err, eb.Stuck(8))
+		case ff != nil && fnet.Err() != nil && jr.Completed() != nil:
+			// A failed run, with the steps that finished reported (summary.json failed,
+			// steps.csv, the RUN FAILED headline).
+			trace = jr.Completed()
+			failure = fmt.Sprintf("training could not continue at %v, in step %d: %s", s.Now(), len(trace.Steps), ff.stuck(flowLinkNamer(layout, router, ff)))
 		case ff != nil && fnet.Err() != nil:
 			return fmt.Errorf("training could not continue at %v: %s (%w)", s.Now(), ff.stuck(flowLinkNamer(layout, router, ff)), err)
 		case fc != nil && fc.Incomplete() != nil:
@@ -362,7 +372,18 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 	case eb != nil && len(res.Faults) > 0:
 		run.Faults = packetTrainingFaults(sc, res, trace, tr, qpErrAt, m, rn)
 	}
+	if run.Faults != nil && len(run.Faults.Restarts) == 0 && failure == "" {
+		if err := run.Faults.rerunBaseline(sc); err != nil {
+			return err
+		}
+	}
 	res.Summary.TrainingFaults = run.Faults
+	if failure != "" {
+		res.Summary.Failed, res.Summary.FailureReason = true, failure
+		if run.Faults != nil {
+			run.Faults.Notes = append(run.Faults.Notes, failure)
+		}
+	}
 	if run.Faults != nil {
 		// steps.csv's slowest_link and events columns (training.StepRecord).
 		for k := range tr.StepRecords {
