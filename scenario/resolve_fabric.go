@@ -1,0 +1,260 @@
+package scenario
+
+import (
+	"fmt"
+
+	"github.com/lockstepsim/lockstep/fabric"
+	"github.com/lockstepsim/lockstep/sim"
+)
+
+// fabricQueues resolves what of the fabric section needs no transport: which queue settings
+// were given, the switch and NIC queue defaults, ecmp_seed and reconvergence; it relies on
+// nothing.
+func (r *resolver) fabricQueues() error {
+	f := &r.sc.Fabric
+	if !f.keys.recorded {
+		// Built in Go, not decoded: judge what was given by the values, before defaults.
+		f.keys = fabricKeys{recorded: true, sw: valueKeys(&f.SwitchQueue), last: valueKeys(f.LastHopQueue)}
+	}
+	f.SwitchQueue = f.SwitchQueue.WithDefaults()
+	switch f.ECMPSeed {
+	case "":
+		f.ECMPSeed = "per_switch"
+	case "per_switch", "shared":
+	default:
+		return Errorf("fabric.ecmp_seed", "%q is not a seeding; allowed per_switch, shared", f.ECMPSeed)
+	}
+	if f.Reconvergence == 0 {
+		f.Reconvergence = DefaultReconvergence
+	}
+	if f.Reconvergence < 0 || f.Reconvergence > sim.Hour {
+		return Errorf("fabric.reconvergence", "%v is out of range; allowed 0 (default 1s) to 1h", f.Reconvergence)
+	}
+	if f.NICQueue.Limit == 0 {
+		f.NICQueue.Limit = DefaultNICQueueLimit
+	}
+	f.NICQueue = f.NICQueue.WithDefaults()
+	return f.NICQueue.Validate("fabric.nic_queue")
+}
+
+// fabricProfile resolves fabric.profile (default the transport's own) and then the switch
+// and last-hop queues it shapes; it relies on the transport kind.
+func (r *resolver) fabricProfile() error {
+	sc := r.sc
+	switch sc.Fabric.Profile {
+	case "":
+		sc.Fabric.Profile = ProfileNone
+		switch sc.Transport.Kind {
+		case TransportMRC:
+			sc.Fabric.Profile = ProfileMRC
+		case TransportRoCE:
+			sc.Fabric.Profile = ProfileRoCE
+		}
+	case ProfileNone, ProfileMRC, ProfileRoCE:
+	default:
+		return Errorf("fabric.profile", "%q is not a profile; allowed mrc, roce, none", sc.Fabric.Profile)
+	}
+	return sc.Fabric.resolveQueues()
+}
+
+// resolveQueues finishes fabric.switch_queue and last_hop_queue once the profile is known:
+// it decides which settings the profile must keep (Given), fills a left-out enabled or pmax
+// of a block the scenario gave with the profile's, copies switch_queue to a missing
+// last_hop_queue, applies the queue defaults and validates both.
+func (f *Fabric) resolveQueues() error {
+	k := f.keys
+	// fill completes one queue's ECN and trim blocks from the profile and says which of its
+	// settings the profile must keep.
+	fill := func(path string, q *fabric.QueueConfig, qk queueKeys, last bool) (limit, ecn, trim bool, err error) {
+		onECN, onTrim, pmax, ok := profileOn(f.Profile, last)
+		// A block with thresholds but no enabled: the profile's choice when it turns the
+		// feature on here; otherwise the thresholds would be silently unused.
+		what := func() string {
+			switch {
+			case !ok:
+				return "profile none turns nothing on"
+			case last:
+				return "the " + f.Profile + " profile turns it off at the last hop"
+			}
+			return "the " + f.Profile + " profile turns it off"
+		}
+		if qk.ecnThresholds && !qk.ecnEnabled {
+			if !ok || !onECN {
+				return false, false, false, Errorf(path+".ecn.enabled", "missing, but kmin, kmax or pmax is given and %s; set enabled: true to mark at them (or remove them)", what())
+			}
+			q.ECN.Enabled = true
+		}
+		if qk.trimThreshold && !qk.trimEnabled {
+			if !ok || !onTrim {
+				return false, false, false, Errorf(path+".trim.enabled", "missing, but threshold is given and %s; set enabled: true to trim above it (or remove it)", what())
+			}
+			q.Trim.Enabled = true
+		}
+		if ok && qk.ecnThresholds && !qk.ecnPmax && q.ECN.Enabled {
+			q.ECN.Pmax = pmax
+		}
+		// enabled: true alone where the profile marks (trims) anyway: the profile's block.
+		ecn = qk.ecnThresholds || qk.ecnEnabled && !(ok && onECN && q.ECN.Enabled)
+		trim = qk.trimThreshold || qk.trimEnabled && !(ok && onTrim && q.Trim.Enabled)
+		if !ecn {
+			q.ECN = fabric.ECNConfig{} // the profile's block replaces it (no thresholds to check yet)
+		}
+		return qk.limit, ecn, trim, nil
+	}
+	g := &f.given
+	var err error
+	if g.SwitchLimit, g.SwitchECN, g.SwitchTrim, err = fill("fabric.switch_queue", &f.SwitchQueue, k.sw, false); err != nil {
+		return err
+	}
+	if err := f.SwitchQueue.Validate("fabric.switch_queue"); err != nil {
+		return err
+	}
+	if f.LastHopQueue == nil || !k.last.block {
+		q := f.SwitchQueue
+		f.LastHopQueue = &q
+		g.LastLimit, g.LastECN, g.LastTrim = g.SwitchLimit, g.SwitchECN, g.SwitchTrim
+		if f.Profile == ProfileMRC {
+			// The mrc profile's last hop differs from the fabric hops (no marking, trimming
+			// at 1.5 BDP): switch_queue's ECN and trimming are not the last hop's.
+			g.LastECN, g.LastTrim = false, false
+		}
+	} else if g.LastLimit, g.LastECN, g.LastTrim, err = fill("fabric.last_hop_queue", f.LastHopQueue, k.last, true); err != nil {
+		return err
+	}
+	lq := f.LastHopQueue.WithDefaults()
+	f.LastHopQueue = &lq
+	return lq.Validate("fabric.last_hop_queue")
+}
+
+// resolvePFC fills fabric.pfc's defaults (on under RoCE) and validates it: lossless classes
+// must exist in the switch queues.
+func (sc *Scenario) resolvePFC() error {
+	if sc.Fabric.PFC == nil {
+		if sc.Transport.Kind != TransportRoCE {
+			return nil
+		}
+		sc.Fabric.PFC = &PFC{}
+	}
+	p := sc.Fabric.PFC
+	if p.Enabled == nil {
+		on := sc.Transport.Kind == TransportRoCE
+		p.Enabled = &on
+	}
+	// The class that carries the transport's data: RoCE puts data in class 1 (ACKs, NAKs
+	// and CNPs in class 0), raw traffic in class 0.
+	data, what := 1, "RoCE data"
+	if sc.Transport.Kind == TransportRaw {
+		data, what = 0, "raw traffic"
+	}
+	if len(p.Classes) == 0 {
+		p.Classes = []int{data}
+	}
+	// The roce profile's buffer model: a block that sets no threshold gets dynamic thresholds
+	// (alpha ProfileRoCEPFCAlpha) over a shared buffer the runner sizes from the switch
+	// (runner.RoCEBufferTime); xoff, xon or alpha written keeps what was written.
+	// Under that profile a shared_buffer left out (0) with dynamic thresholds is the switch's.
+	roceProfile := sc.Transport.Kind == TransportRoCE && (sc.Fabric.Profile == "" || sc.Fabric.Profile == ProfileRoCE)
+	if p.Alpha > 0 && (p.XOFF != 0 || p.XON != 0) {
+		// Dynamic thresholds pause at alpha x the free shared buffer and resume two MTUs
+		// below it: a static xoff or xon would be silently unused.
+		field, v := "xoff", p.XOFF
+		if p.XOFF == 0 {
+			field, v = "xon", p.XON
+		}
+		return Errorf("fabric.pfc."+field, "%v is a static threshold, but fabric.pfc.alpha %v turns on dynamic thresholds, which do not use it; give either xoff (and xon) for static thresholds or alpha (with shared_buffer, reserved) for dynamic ones", v, p.Alpha)
+	}
+	if roceProfile && p.XOFF == 0 && p.XON == 0 && p.Alpha == 0 {
+		p.Alpha = ProfileRoCEPFCAlpha
+	}
+	c := p.Config().WithDefaults()
+	if roceProfile && p.SharedBuffer == 0 {
+		c.SharedBuffer = 0 // sized from the built switch by the runner
+	}
+	p.Classes, p.XOFF, p.XON, p.Quanta, p.SharedBuffer, p.Reserved = c.Classes, c.XOFF, c.XON, c.Quanta, c.SharedBuffer, c.Reserved
+	if c.Alpha > 0 {
+		p.XOFF, p.XON = 0, 0 // unused under dynamic thresholds (and an error if written)
+	}
+	if !c.Enabled {
+		return nil
+	}
+	if sc.Transport.Kind != TransportRoCE && sc.Transport.Kind != TransportRaw {
+		return Errorf("fabric.pfc.enabled", "true under transport %s; PFC applies to RoCE (and raw traffic), MRC and the ideal network run without it", sc.Transport.Kind)
+	}
+	if err := c.Validate("fabric.pfc"); err != nil {
+		return err
+	}
+	seen := map[int]bool{}
+	for i, k := range c.Classes {
+		if k >= sc.Fabric.SwitchQueue.Classes {
+			return Errorf(fmt.Sprintf("fabric.pfc.classes[%d]", i), "class %d, but the switch queues have %d classes (0..%d)", k, sc.Fabric.SwitchQueue.Classes, sc.Fabric.SwitchQueue.Classes-1)
+		}
+		if seen[k] {
+			return Errorf(fmt.Sprintf("fabric.pfc.classes[%d]", i), "class %d is listed twice", k)
+		}
+		seen[k] = true
+	}
+	if !seen[data] {
+		return Errorf("fabric.pfc.classes", "%v leaves class %d, which carries %s, lossy (nothing would pause); include %d", c.Classes, data, what, data)
+	}
+	return nil
+}
+
+// checkQueues rejects queue settings that cannot work with this traffic: a queue limit below
+// the largest packet (every packet would be dropped) and ECN thresholds at or above the limit
+// (nothing would ever be marked).
+func (sc *Scenario) checkQueues() error {
+	pkt := sc.MaxPacketBytes()
+	// Under the roce profile with PFC, a switch queue limit left out is the profile's (at least
+	// 64 MiB, sized by the runner from the switch's buffer), which the runner checks ECN
+	// against; the 1 MiB default here is not the one in force.
+	pfc := sc.Fabric.PFC.Config()
+	profileLimit := sc.Fabric.Profile == ProfileRoCE && pfc.Enabled
+	given := sc.Fabric.Given()
+	check := func(path string, q fabric.QueueConfig, limitGiven bool) error {
+		if profileLimit && !limitGiven {
+			return nil
+		}
+		if int64(q.Limit) < pkt {
+			return Errorf(path+".limit", "%v is below the largest packet (%dB); every packet would be dropped", q.Limit, pkt)
+		}
+		if q.ECN.Enabled && q.ECN.Kmin >= q.Limit {
+			return Errorf(path+".ecn.kmin", "%v is at or above the queue limit %v; nothing would ever be marked", q.ECN.Kmin, q.Limit)
+		}
+		if q.Trim.Threshold > 0 && int64(q.Trim.Threshold) < pkt {
+			// A packet is trimmed when the queue with it would pass the threshold: below one
+			// packet, every packet is trimmed at an empty queue and nothing gets through.
+			return Errorf(path+".trim.threshold", "%v is below the largest data packet (%dB): every packet would be trimmed, even at an empty queue, and no transfer could finish; want at least %dB", q.Trim.Threshold, pkt, pkt)
+		}
+		return nil
+	}
+	if err := check("fabric.switch_queue", sc.Fabric.SwitchQueue, given.SwitchLimit); err != nil {
+		return err
+	}
+	if sc.Fabric.LastHopQueue != nil {
+		if err := check("fabric.last_hop_queue", *sc.Fabric.LastHopQueue, given.LastLimit); err != nil {
+			return err
+		}
+	}
+	if err := check("fabric.nic_queue", sc.Fabric.NICQueue, true); err != nil {
+		return err
+	}
+	return sc.checkPFCBuffers(pkt)
+}
+
+// checkPFCBuffers rejects PFC thresholds that cannot hold one data packet (pkt wire bytes) at
+// an ingress: a static xoff below it pauses upstream before a single packet is held, and a
+// dynamic reserve below it leaves the ingress to the shared pool alone (the runner checks that
+// the shared buffer holds one packet per ingress of a switch).
+func (sc *Scenario) checkPFCBuffers(pkt int64) error {
+	c := sc.Fabric.PFC.Config().WithDefaults()
+	if !c.Enabled || pkt <= 0 {
+		return nil
+	}
+	if c.Alpha == 0 && int64(c.XOFF) < pkt {
+		return Errorf("fabric.pfc.xoff", "%v is below one data packet (%dB): an ingress would pause upstream before it holds a single packet, and a packet larger than xoff + headroom is dropped (pfc_headroom); want at least %dB (default %v)", c.XOFF, pkt, pkt, sim.Size(fabric.DefaultPFCXOFF))
+	}
+	if c.Alpha > 0 && int64(c.Reserved) < pkt {
+		return Errorf("fabric.pfc.reserved", "%v is below one data packet (%dB): each ingress's guaranteed buffer must hold at least one packet; want at least %dB (default 2 MTU, %dB)", c.Reserved, pkt, pkt, 2*4160)
+	}
+	return nil
+}

@@ -1,0 +1,166 @@
+package scenario
+
+import (
+	"strings"
+
+	"github.com/lockstepsim/lockstep/sim"
+)
+
+// name resolves the scenario's name (default "scenario", a safe folder name); it relies on
+// nothing.
+func (r *resolver) name() error {
+	sc := r.sc
+	if sc.Name == "" {
+		sc.Name = DefaultName
+	}
+	for _, c := range sc.Name {
+		if !(c == '-' || c == '_' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return Errorf("name", "%q has character %q; allowed letters, digits, '-', '_' and '.'", sc.Name, c)
+		}
+	}
+	if strings.HasPrefix(sc.Name, ".") {
+		return Errorf("name", "%q must not start with '.'", sc.Name)
+	}
+	return nil
+}
+
+// run resolves the run section (engine, seed, duration, drain, sampling, packet limits, fault
+// baseline, out) and the packet-level link limit; it relies on the name and the topology.
+func (r *resolver) run() error {
+	sc := r.sc
+	run := &sc.Run
+	r.wl = len(sc.Workload.Collectives) > 0 || sc.Workload.Training != nil
+	if err := r.engine(); err != nil {
+		return err
+	}
+	if run.Seed == 0 {
+		run.Seed = DefaultSeed
+	}
+	r.durationGiven = run.Duration != 0
+	if run.Duration == 0 {
+		run.Duration = DefaultDuration
+		if r.wl {
+			run.Duration = DefaultWorkloadDuration
+		}
+	}
+	if run.Drain == 0 {
+		run.Drain = DefaultDrain
+	}
+	r.sampleGiven = run.SampleInterval != 0
+	if run.SampleInterval == 0 {
+		run.SampleInterval = DefaultSampleInterval
+		if r.wl && run.Duration/20000 > run.SampleInterval {
+			run.SampleInterval = run.Duration / 20000 // at most 20,000 samples over a workload's bound
+		}
+	}
+	if run.Duration > sim.Hour {
+		return Errorf("run.duration", "%v is too long for a packet-level run; allowed up to 1h", run.Duration)
+	}
+	if run.SampleInterval < 10*sim.Nanosecond {
+		return Errorf("run.sample_interval", "%v is too short; allowed >= 10ns", run.SampleInterval)
+	}
+	if run.SampleInterval > run.Duration {
+		return Errorf("run.sample_interval", "%v is longer than run.duration (%v); no sample would be taken", run.SampleInterval, run.Duration)
+	}
+	if run.Drain < 0 || run.Drain > MaxDrain {
+		return Errorf("run.drain", "%v is out of range; allowed up to %v", run.Drain, MaxDrain)
+	}
+	if run.MaxPackets == 0 {
+		run.MaxPackets = DefaultMaxPackets
+	}
+	switch run.FaultBaseline {
+	case "":
+		run.FaultBaseline = FaultBaselineTwin
+	case FaultBaselineTwin, FaultBaselineNone:
+	default:
+		return Errorf("run.fault_baseline", "%q is not a baseline; allowed twin, none", run.FaultBaseline)
+	}
+	if run.MaxPackets < 0 {
+		return Errorf("run.max_packets", "%d must be positive", run.MaxPackets)
+	}
+	r.flowLevel = sc.Fluid()
+	l := r.l
+	if links := l.NumLinks(); links > MaxLinks && !r.flowLevel {
+		return Errorf("topology", "%d links in all planes is beyond the packet-level limit of %d; use fewer hosts, planes or tiers (lockstep topo sizes any fabric)", links, MaxLinks)
+	}
+	r.switchPorts = int64(2*l.NumLinks() - l.NumHosts()*r.c.Planes)
+	if err := r.fitSampling(); err != nil {
+		return err
+	}
+	if run.Out == "" {
+		run.Out = "results/" + sc.Name
+	}
+	return nil
+}
+
+// engine resolves run.engine (default flow for workload.training, packet otherwise) and what
+// the flow engine cannot run; it relies on knowing whether a workload is given.
+func (r *resolver) engine() error {
+	sc := r.sc
+	run := &sc.Run
+	switch run.Engine {
+	case "":
+		run.Engine = EnginePacket
+		if sc.Workload.Training != nil {
+			run.Engine = EngineFlow // a training step at packet level is hours of wall time
+		}
+	case EnginePacket, EngineFlow:
+	default:
+		return Errorf("run.engine", "%q is not an engine; allowed packet, flow", run.Engine)
+	}
+	if run.Engine == EngineFlow && sc.Workload.Training == nil {
+		if len(sc.Workload.Collectives) == 0 {
+			return Errorf("run.engine", "flow runs workloads only (workload.collectives or workload.training); traffic groups run at packet level (run.engine: packet)")
+		}
+		if len(sc.Faults) > 0 {
+			return Errorf("faults", "not supported with run.engine flow yet; run the collectives at packet level (run.engine: packet) to fail links")
+		}
+	}
+	return nil
+}
+
+// fitSampling grows a left-out run.sample_interval to keep a long run's queue samples within
+// MaxQueueSamples and rejects a given one beyond it; it relies on the run step's switch ports.
+func (r *resolver) fitSampling() error {
+	sc := r.sc
+	run := &sc.Run
+	if r.switchPorts > 0 && !r.sampleGiven {
+		// Left out, the sampling period grows with a long run to keep within the cap.
+		if min := sim.Time(float64(run.Duration) * float64(r.switchPorts) / MaxQueueSamples); run.SampleInterval < min {
+			run.SampleInterval = min + 1
+		}
+	}
+	if samples := int64(run.Duration/run.SampleInterval) * r.switchPorts; samples > MaxQueueSamples && sc.Transport.Kind != TransportIdeal && !r.flowLevel {
+		return Errorf("run.sample_interval", "%v over %v on %d switch ports is %d queue samples; allowed up to %d: use a longer interval", run.SampleInterval, run.Duration, r.switchPorts, samples, int64(MaxQueueSamples))
+	}
+	return nil
+}
+
+// transferDuration grows a left-out run.duration to fit the traffic's transfers (and refits
+// the sampling period); it relies on the transport and the traffic being resolved.
+func (r *resolver) transferDuration() error {
+	sc := r.sc
+	run := &sc.Run
+	if r.wl {
+		return nil // a workload's duration only bounds it; it has no traffic groups
+	}
+	hosts := r.l.NumHosts()
+	nic := r.c.HostLink * sim.Rate(r.c.Planes)
+	if need := transferBound(sc.Traffic, sc.Transport, hosts, nic); need > 0 && !r.durationGiven {
+		// Transfers end the run when they complete; the duration only bounds it. Left out, it
+		// is long enough for the busiest NIC's bytes at a quarter of line rate, under RoCE at
+		// a sixteenth: each QP is hashed onto one path, so k flows may share a link (a 5-way
+		// collision in a 128-host permutation), and a transfer left unfinished fails the run.
+		factor := sim.Time(4)
+		if sc.Transport.Kind == TransportRoCE {
+			factor = 16
+		}
+		if d := factor*need + 100*sim.Microsecond; d > run.Duration {
+			run.Duration = min(d, sim.Hour)
+			if err := r.fitSampling(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
