@@ -154,7 +154,25 @@ func (w *Workload) resolve(env workloadEnv) (float64, error) {
 // resolve fills the collective's defaults and validates it against env; it returns the
 // payload bytes it moves over the network (0 under run.engine flow).
 func (c *Collective) resolve(path string, env workloadEnv) (float64, error) {
-	hosts := env.hosts
+	op, err := c.resolveOp(path)
+	if err != nil {
+		return 0, err
+	}
+	if err := c.resolveRanks(path, env); err != nil {
+		return 0, err
+	}
+	if err := c.resolveData(path, op, env); err != nil {
+		return 0, err
+	}
+	if err := c.resolveSizes(path); err != nil {
+		return 0, err
+	}
+	return c.moved(path, env)
+}
+
+// resolveOp resolves the collective's op and algorithm (canonical spellings) and rejects
+// fields the op or algorithm does not use; it relies on nothing.
+func (c *Collective) resolveOp(path string) (collective.Collective, error) {
 	const ops = "all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, send_recv"
 	if c.Op == "" {
 		return 0, Errorf(path+".op", "missing; allowed %s", ops)
@@ -183,10 +201,17 @@ func (c *Collective) resolve(path string, env workloadEnv) (float64, error) {
 	if (c.Inner != 0 || c.Outer != 0) && algo != collective.Hierarchical {
 		return 0, Errorf(path+".inner", "inner/outer (%d x %d) are set, but they apply to algorithm hierarchical only (this is %s)", c.Inner, c.Outer, algo)
 	}
+	return op, nil
+}
+
+// resolveRanks resolves the collective's placement, hosts and ranks; it relies on env's
+// hosts (and seed, for placement shuffled).
+func (c *Collective) resolveRanks(path string, env workloadEnv) error {
+	hosts := env.hosts
 	switch {
 	case c.Placement == "" || c.Placement == PlacementTopology || c.Placement == PlacementSequential:
 		if len(c.Hosts) > 0 && c.Placement != "" {
-			return 0, Errorf(path+".placement", "%s, but hosts lists the ranks' hosts; give one (placement: explicit goes with a hosts list)", c.Placement)
+			return Errorf(path+".placement", "%s, but hosts lists the ranks' hosts; give one (placement: explicit goes with a hosts list)", c.Placement)
 		}
 		if c.Placement == "" {
 			c.Placement = PlacementTopology
@@ -196,7 +221,7 @@ func (c *Collective) resolve(path string, env workloadEnv) (float64, error) {
 		}
 	case c.Placement == PlacementExplicit:
 		if len(c.Hosts) == 0 {
-			return 0, Errorf(path+".placement", "explicit, but no hosts list; give hosts: [h0, h1, ...] (rank r on hosts[r])")
+			return Errorf(path+".placement", "explicit, but no hosts list; give hosts: [h0, h1, ...] (rank r on hosts[r])")
 		}
 	case c.Placement == PlacementShuffled:
 		if len(c.Hosts) == 0 { // drawn once; the resolved scenario records the order
@@ -209,19 +234,19 @@ func (c *Collective) resolve(path string, env workloadEnv) (float64, error) {
 			}
 		}
 	default:
-		return 0, Errorf(path+".placement", "%q is not a placement; allowed topology (default), sequential, shuffled, explicit (with hosts)", c.Placement)
+		return Errorf(path+".placement", "%q is not a placement; allowed topology (default), sequential, shuffled, explicit (with hosts)", c.Placement)
 	}
 	if len(c.Hosts) > 0 {
 		if c.Ranks != 0 && c.Ranks != len(c.Hosts) {
-			return 0, Errorf(path+".ranks", "%d, but hosts lists %d; give one or make them agree", c.Ranks, len(c.Hosts))
+			return Errorf(path+".ranks", "%d, but hosts lists %d; give one or make them agree", c.Ranks, len(c.Hosts))
 		}
 		seen := make(map[int]int, len(c.Hosts))
 		for i, h := range c.Hosts {
 			if h < 0 || h >= hosts {
-				return 0, Errorf(fmt.Sprintf("%s.hosts[%d]", path, i), "%d is out of range; the topology has hosts 0..%d", h, hosts-1)
+				return Errorf(fmt.Sprintf("%s.hosts[%d]", path, i), "%d is out of range; the topology has hosts 0..%d", h, hosts-1)
 			}
 			if j, dup := seen[h]; dup {
-				return 0, Errorf(fmt.Sprintf("%s.hosts[%d]", path, i), "host %d is also rank %d; ranks need distinct hosts", h, j)
+				return Errorf(fmt.Sprintf("%s.hosts[%d]", path, i), "host %d is also rank %d; ranks need distinct hosts", h, j)
 			}
 			seen[h] = i
 		}
@@ -231,8 +256,14 @@ func (c *Collective) resolve(path string, env workloadEnv) (float64, error) {
 		c.Ranks = hosts
 	}
 	if c.Ranks < 1 || c.Ranks > hosts {
-		return 0, Errorf(path+".ranks", "%d is out of range; allowed 1..%d (the topology's hosts)", c.Ranks, hosts)
+		return Errorf(path+".ranks", "%d is out of range; allowed 1..%d (the topology's hosts)", c.Ranks, hosts)
 	}
+	return nil
+}
+
+// resolveData resolves the collective's iterations, chunk, channels, dtype and reduce_rate;
+// it relies on the op (resolveOp) and the ranks (resolveRanks).
+func (c *Collective) resolveData(path string, op collective.Collective, env workloadEnv) error {
 	if op == collective.SendRecv && c.Peer == 0 && c.Root == 0 && c.Ranks > 1 {
 		c.Peer = 1 // rank 0 sends to rank 1 unless told otherwise
 	}
@@ -240,7 +271,7 @@ func (c *Collective) resolve(path string, env workloadEnv) (float64, error) {
 		c.Iterations = 1
 	}
 	if c.Iterations < 0 || c.Iterations > 1000 {
-		return 0, Errorf(path+".iterations", "%d is out of range; allowed 1..1000", c.Iterations)
+		return Errorf(path+".iterations", "%d is out of range; allowed 1..1000", c.Iterations)
 	}
 	if c.Chunk == 0 {
 		c.Chunk = collective.DefaultChunkBytes
@@ -256,51 +287,63 @@ func (c *Collective) resolve(path string, env workloadEnv) (float64, error) {
 	}
 	dt, err := collective.ParseDType(c.DType)
 	if err != nil {
-		return 0, Errorf(path+".dtype", "%q is not a data type: %v", c.DType, err)
+		return Errorf(path+".dtype", "%q is not a data type: %v", c.DType, err)
 	}
 	c.DType = dt.String()
 	if sz := sim.Size(dt.Size()); c.MoE == nil && c.Bytes%sz != 0 {
-		return 0, Errorf(path+".bytes", "%v is not a whole number of %s elements (%d B each)", c.Bytes, dt, sz)
+		return Errorf(path+".bytes", "%v is not a whole number of %s elements (%d B each)", c.Bytes, dt, sz)
 	}
 	if c.ReduceRate < 0 {
-		return 0, Errorf(path+".reduce_rate", "%v must not be negative", c.ReduceRate)
+		return Errorf(path+".reduce_rate", "%v must not be negative", c.ReduceRate)
 	}
 	if c.ReduceRate > 0 && env.flow {
-		return 0, Errorf(path+".reduce_rate", "%v is set, but the flow-level engine models reductions as free; remove it, or run at packet level (run.engine: packet)", c.ReduceRate)
+		return Errorf(path+".reduce_rate", "%v is set, but the flow-level engine models reductions as free; remove it, or run at packet level (run.engine: packet)", c.ReduceRate)
 	}
+	return nil
+}
+
+// resolveSizes resolves the collective's bytes and sweep, or its MoE dispatch; it relies on
+// the op, ranks and dtype being resolved.
+func (c *Collective) resolveSizes(path string) error {
 	if c.MoE != nil {
 		if c.Ranks > MaxMoERanks {
-			return 0, Errorf(path+".ranks", "%d ranks for a MoE dispatch; allowed up to %d (its byte matrix is ranks x ranks)", c.Ranks, MaxMoERanks)
+			return Errorf(path+".ranks", "%d ranks for a MoE dispatch; allowed up to %d (its byte matrix is ranks x ranks)", c.Ranks, MaxMoERanks)
 		}
 		if c.Op != "all_to_all" {
-			return 0, Errorf(path+".moe", "set, but op is %q; a MoE dispatch is an all_to_all", c.Op)
+			return Errorf(path+".moe", "set, but op is %q; a MoE dispatch is an all_to_all", c.Op)
 		}
 		if c.Bytes != 0 {
-			return 0, Errorf(path+".bytes", "%v is set with moe; the dispatch matrix sets the bytes", c.Bytes)
+			return Errorf(path+".bytes", "%v is set with moe; the dispatch matrix sets the bytes", c.Bytes)
 		}
 		if c.MaxBytes != 0 || c.Factor != 0 {
-			return 0, Errorf(path+".max_bytes", "%v is set with moe; a MoE dispatch has one size, no sweep", c.MaxBytes)
+			return Errorf(path+".max_bytes", "%v is set with moe; a MoE dispatch has one size, no sweep", c.MaxBytes)
 		}
 		if c.MoE.Tokens < 1 {
-			return 0, Errorf(path+".moe.tokens", "%d; want at least 1 token", c.MoE.Tokens)
+			return Errorf(path+".moe.tokens", "%d; want at least 1 token", c.MoE.Tokens)
 		}
 		if c.MoE.DType == "" {
 			c.MoE.DType = "bf16"
 		}
 		if _, err := collective.ParseDType(c.MoE.DType); err != nil {
-			return 0, Errorf(path+".moe.dtype", "%q is not a data type: %v", c.MoE.DType, err)
+			return Errorf(path+".moe.dtype", "%q is not a data type: %v", c.MoE.DType, err)
 		}
 	} else {
 		if c.Bytes <= 0 {
-			return 0, Errorf(path+".bytes", "%v; want a size > 0 (e.g. 64MiB)", c.Bytes)
+			return Errorf(path+".bytes", "%v; want a size > 0 (e.g. 64MiB)", c.Bytes)
 		}
 		if c.MaxBytes != 0 && c.Factor == 0 {
 			c.Factor = 2
 		}
 		if c.MaxBytes == 0 && c.Factor != 0 {
-			return 0, Errorf(path+".factor", "%d is set without max_bytes; a sweep needs both", c.Factor)
+			return Errorf(path+".factor", "%d is set without max_bytes; a sweep needs both", c.Factor)
 		}
 	}
+	return nil
+}
+
+// moved validates the collective at each size of its sweep and returns the payload bytes it
+// moves over the network (0 under run.engine flow); it relies on the rest being resolved.
+func (c *Collective) moved(path string, env workloadEnv) (float64, error) {
 	sp, sizes, err := c.CollectiveSpec()
 	if err != nil {
 		return 0, collectiveErr(path, err)
