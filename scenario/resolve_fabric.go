@@ -170,7 +170,7 @@ func (sc *Scenario) resolvePFC() error {
 	if roceProfile && p.SharedBuffer == 0 {
 		c.SharedBuffer = 0 // sized from the built switch by the runner
 	}
-	p.Classes, p.XOFF, p.XON, p.Quanta, p.SharedBuffer, p.Reserved = c.Classes, c.XOFF, c.XON, c.Quanta, c.SharedBuffer, c.Reserved
+	p.set(c)
 	if c.Alpha > 0 {
 		p.XOFF, p.XON = 0, 0 // unused under dynamic thresholds (and an error if written)
 	}

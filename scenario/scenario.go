@@ -512,13 +512,27 @@ type PFC struct {
 	Reserved     sim.Size `yaml:"reserved"`
 }
 
-// Config returns the fabric configuration (Enabled false when p is nil).
+// Config returns the fabric configuration (Enabled false when p is nil). Config and set are
+// the one place PFC's fields are mapped onto fabric.PFCConfig's (TestPFCMirrorsFabric checks
+// that every field is): PFC keeps its own type for enabled's "left out" (nil) and its YAML
+// key order.
 func (p *PFC) Config() fabric.PFCConfig {
 	if p == nil {
 		return fabric.PFCConfig{}
 	}
 	return fabric.PFCConfig{Enabled: p.Enabled != nil && *p.Enabled, Classes: p.Classes, XOFF: p.XOFF, XON: p.XON, Headroom: p.Headroom, Watchdog: p.Watchdog,
 		Quanta: p.Quanta, Alpha: p.Alpha, SharedBuffer: p.SharedBuffer, Reserved: p.Reserved}
+}
+
+// set writes c into p, the inverse of Config (enabled becomes given, true or false; an
+// enabled already saying so is kept).
+func (p *PFC) set(c fabric.PFCConfig) {
+	on := p.Enabled
+	if on == nil || *on != c.Enabled {
+		on = &c.Enabled
+	}
+	*p = PFC{Enabled: on, Classes: c.Classes, XOFF: c.XOFF, XON: c.XON, Headroom: c.Headroom, Watchdog: c.Watchdog,
+		Quanta: c.Quanta, Alpha: c.Alpha, SharedBuffer: c.SharedBuffer, Reserved: c.Reserved}
 }
 
 // payloadBytes is the payload per data packet of a reliable transport, 0 for raw and ideal.
