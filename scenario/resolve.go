@@ -4,7 +4,9 @@ import "github.com/lockstepsim/lockstep/topo"
 
 // Resolve fills defaults in place and validates the result, section by section. The first
 // error found is returned, so the order of the steps is also which error a scenario with
-// several reports first. The steps, and why they run in this order:
+// several reports first; where no dependency orders two steps (fabric queues and run, say),
+// they keep the order the checks have always had, so such a scenario keeps reporting the same
+// error. The steps, and why they run in this order:
 //
 //  1. name (resolve_run.go): relies on nothing; run.out defaults from it.
 //  2. topology (resolve_topology.go): relies on nothing; every later section is checked
@@ -17,7 +19,8 @@ import "github.com/lockstepsim/lockstep/topo"
 //  5. transport kind and transport.roce (resolve_transport.go): the kind defaults from
 //     whether a workload is given; RoCE's rates are checked against the NIC port rate.
 //  6. fabric.pfc (resolve_fabric.go): on by default under RoCE, its data class depends on
-//     the kind, its classes on the switch queues (step 3).
+//     the kind, its classes on the switch queues (step 3); the roce profile's thresholds
+//     apply when fabric.profile is roce or left out (read as given, before step 8).
 //  7. transport.ideal (resolve_transport.go): needs the kind and whether a workload or
 //     faults are given.
 //  8. fabric.profile and the switch and last-hop queues (resolve_fabric.go): the profile
@@ -25,7 +28,8 @@ import "github.com/lockstepsim/lockstep/topo"
 //  9. transport.mrc (resolve_transport.go): its EV split needs the topology's planes and its
 //     probe interval the topology's base RTT.
 //  10. faults (resolve_faults.go): expanded against the topology with run.seed and
-//     run.duration, entropies checked against the resolved transport (MRC's EVs).
+//     run.duration (as of step 4: step 12 does not move the faults), entropies checked
+//     against the resolved transport (MRC's EVs).
 //  11. workload or traffic (resolve_workload.go, resolve_traffic.go): checked against the
 //     topology's hosts, the transport and the run (seed, engine, duration); the faults'
 //     at_step against training's sim_steps.

@@ -31,8 +31,8 @@ func (r *resolver) transportKind() error {
 	return nil
 }
 
-// transportRoCE resolves transport.roce under kind roce: its defaults, and DCQCN's rates against the
-// NIC port rate; it relies on the topology.
+// transportRoCE resolves transport.roce under kind roce: its defaults, and DCQCN's rates
+// against the NIC port rate; it relies on the topology.
 func (r *resolver) transportRoCE() error {
 	sc, c := r.sc, r.c
 	rc := roce.Config{}
@@ -60,8 +60,8 @@ func (r *resolver) transportRoCE() error {
 	return nil
 }
 
-// transportIdeal resolves transport.ideal (workloads only, no faults, latency default); it relies on
-// the transport kind and on knowing whether a workload is given.
+// transportIdeal resolves transport.ideal (workloads only, no faults, latency default); it
+// relies on the transport kind and on knowing whether a workload is given.
 func (r *resolver) transportIdeal() error {
 	sc := r.sc
 	if sc.Transport.Kind != TransportIdeal {
@@ -90,8 +90,8 @@ func (r *resolver) transportIdeal() error {
 	return nil
 }
 
-// transportMRC resolves transport.mrc under kind mrc: the EV split over the planes, the probe interval
-// from the fabric's base RTT, then mrc's defaults; it relies on the topology.
+// transportMRC resolves transport.mrc under kind mrc: the EV split over the planes, the probe
+// interval from the fabric's base RTT, then mrc's defaults; it relies on the topology.
 func (r *resolver) transportMRC() error {
 	sc, c := r.sc, r.c
 	if sc.Transport.Kind != TransportMRC {
