@@ -188,15 +188,11 @@ func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 	if rn != nil {
 		rn.group = group
 	}
-	running := 0
+	w := &sweepState{s: s}
 	ex, err := collective.NewExecutor(s, tr, collective.ExecConfig{
 		Hosts:             net.NumHosts(),
 		ReduceBytesPerSec: model.ReduceBytesPerSec,
-		OnDone: func(now sim.Time, id int) {
-			if running--; running == 0 {
-				s.Pause()
-			}
-		},
+		OnDone:            func(now sim.Time, id int) { w.finished() },
 	})
 	if err != nil {
 		return &InputError{Err: err}
@@ -223,75 +219,11 @@ func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 		}
 		smp = startWorkloadSampler(sc, res, c.Planes, m, rn)
 	}
-	limit := sc.Run.Duration
-	var rowsOut []CollectiveRow
-	scheds := make([]*collective.Schedule, len(groups))
-	ids := make([]int, len(groups))
-	totals := make([]sim.Time, len(groups))
-	for step := range groups[0].sizes {
-		for g := range groups {
-			sp := groups[g].base
-			if sz := groups[g].sizes[step]; sz > 0 {
-				sp.Bytes = sz
-			}
-			if scheds[g], err = collective.Build(sp); err != nil {
-				return &InputError{Err: fmt.Errorf("workload.collectives[%d] at %d B: %w", g, sp.Bytes, err)}
-			}
-			totals[g] = 0
-		}
-		for it := 0; it < iters; it++ {
-			running = 0
-			for g := range groups {
-				if it >= sc.Workload.Collectives[g].Iterations {
-					ids[g] = -1
-					continue
-				}
-				name := fmt.Sprintf("%s/%dB/%d", groups[g].name, scheds[g].Spec().Bytes, it)
-				if ids[g], err = ex.Launch(s.Now(), scheds[g], groups[g].comm, name); err != nil {
-					return &InputError{Err: err}
-				}
-				instGroup[ids[g]] = g
-				running++
-			}
-			// Drain, not Run: on a stall the clock stays at the last event, not at the limit.
-			if err := s.Drain(limit); err != nil {
-				return fmt.Errorf("run stopped at %v: %w", s.Now(), err)
-			}
-			if err := ex.Err(); err != nil {
-				return fmt.Errorf("collective stopped at %v: %w", s.Now(), err)
-			}
-			if running > 0 {
-				why := fmt.Sprintf("run.duration (%v) reached; raise it if they were still progressing", limit)
-				if s.NextAt() == sim.MaxTime {
-					why = "nothing left to happen"
-				}
-				if errs := transportErrs(m, rn); len(errs) > 0 {
-					why = fmt.Sprintf("%d QP(s) gave up, the first: %v", len(errs), errs[0])
-				}
-				return fmt.Errorf("%d collective(s) not done at %v (%s); waiting: %s", running, s.Now(), why,
-					strings.ReplaceAll(ex.Stuck(12), "\n", "; "))
-			}
-			for g := range groups {
-				if ids[g] < 0 {
-					continue
-				}
-				r, err := ex.Result(ids[g])
-				if err != nil {
-					return err
-				}
-				totals[g] += r.Time()
-				run.Instances = append(run.Instances, r)
-			}
-		}
-		for g := range groups {
-			n := sc.Workload.Collectives[g].Iterations
-			sp := scheds[g].Spec()
-			var sent int64
-			for rank := 0; rank < scheds[g].Ranks(); rank++ {
-				sent = max(sent, scheds[g].SentBytes(rank))
-			}
-			rowsOut = append(rowsOut, run.addRow(groups[g], sp, totals[g]/sim.Time(n), n, sent))
-		}
+	e := &packetColl{s: s, ex: ex, m: m, rn: rn, groups: groups, instGroup: instGroup,
+		scheds: make([]*collective.Schedule, len(groups)), ids: make([]int, len(groups))}
+	rowsOut, err := sweepCollectives(sc, w, run, groups, iters, e)
+	if err != nil {
+		return err
 	}
 	end := s.Now()
 	if m != nil || rn != nil {
@@ -304,6 +236,74 @@ func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 	}
 	res.Summary.Collectives = rowsOut
 	return nil
+}
+
+// packetColl is the packet-level collEngine: the executor over the MRC or RoCE fabric or the
+// ideal network, each step's schedules built by collective.Build.
+type packetColl struct {
+	s         *sim.Sim
+	ex        *collective.Executor
+	m         *mrcNet  // nil unless MRC carries the collectives
+	rn        *roceNet // nil unless RoCE carries them
+	groups    []collGroup
+	instGroup map[int]int
+	scheds    []*collective.Schedule
+	ids       []int
+}
+
+// prepare builds collective g's schedule for sp.
+func (e *packetColl) prepare(g int, sp collective.Spec) (err error) {
+	e.scheds[g], err = collective.Build(sp)
+	return err
+}
+
+// spec returns the spec of collective g's schedule.
+func (e *packetColl) spec(g int) collective.Spec { return e.scheds[g].Spec() }
+
+// launch starts collective g's schedule on the executor, noting the instance's collective
+// for the transports' per-collective QPs.
+func (e *packetColl) launch(g int, name string) (err error) {
+	if e.ids[g], err = e.ex.Launch(e.s.Now(), e.scheds[g], e.groups[g].comm, name); err != nil {
+		return &InputError{Err: err}
+	}
+	e.instGroup[e.ids[g]] = g
+	return nil
+}
+
+// settle reports a drain error, an executor error, or the collectives still running with the
+// executor's account of which ranks wait on what (and the first QP that gave up, if any).
+func (e *packetColl) settle(drainErr error, running int, limit sim.Time) error {
+	s := e.s
+	if drainErr != nil {
+		return fmt.Errorf("run stopped at %v: %w", s.Now(), drainErr)
+	}
+	if err := e.ex.Err(); err != nil {
+		return fmt.Errorf("collective stopped at %v: %w", s.Now(), err)
+	}
+	if running > 0 {
+		why := fmt.Sprintf("run.duration (%v) reached; raise it if they were still progressing", limit)
+		if s.NextAt() == sim.MaxTime {
+			why = "nothing left to happen"
+		}
+		if errs := transportErrs(e.m, e.rn); len(errs) > 0 {
+			why = fmt.Sprintf("%d QP(s) gave up, the first: %v", len(errs), errs[0])
+		}
+		return fmt.Errorf("%d collective(s) not done at %v (%s); waiting: %s", running, s.Now(), why,
+			strings.ReplaceAll(e.ex.Stuck(12), "\n", "; "))
+	}
+	return nil
+}
+
+// result returns the executor's result of collective g's last launch.
+func (e *packetColl) result(g int) (collective.Result, error) { return e.ex.Result(e.ids[g]) }
+
+// sent returns the most payload one rank sends in collective g's schedule.
+func (e *packetColl) sent(g int) (int64, error) {
+	var sent int64
+	for rank := 0; rank < e.scheds[g].Ranks(); rank++ {
+		sent = max(sent, e.scheds[g].SentBytes(rank))
+	}
+	return sent, nil
 }
 
 // transportErrs returns the QP errors of whichever packet transport ran.

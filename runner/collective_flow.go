@@ -47,73 +47,12 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 		ScaleUp: up, Engine: "flow"}
 	res.Collective = run
 
-	limit := sc.Run.Duration
-	running := 0
-	var rowsOut []CollectiveRow
-	specs := make([]collective.Spec, len(groups))
-	totals := make([]sim.Time, len(groups))
-	done := make([]collective.Result, len(groups))
-	for step := range groups[0].sizes {
-		for g := range groups {
-			sp := groups[g].base
-			if sz := groups[g].sizes[step]; sz > 0 {
-				sp.Bytes = sz
-			}
-			if specs[g], err = flowSpec(sp); err != nil {
-				return &InputError{Err: fmt.Errorf("workload.collectives[%d] at %d B: %w", g, sp.Bytes, err)}
-			}
-			totals[g] = 0
-		}
-		for it := 0; it < iters; it++ {
-			running = 0
-			for g := range groups {
-				done[g] = collective.Result{ID: -1}
-				if it >= sc.Workload.Collectives[g].Iterations {
-					continue
-				}
-				name := fmt.Sprintf("%s/%dB/%d", groups[g].name, specs[g].Bytes, it)
-				start := s.Now()
-				done[g] = collective.Result{ID: len(run.Instances) + running, Name: name, Spec: specs[g], Hosts: groups[g].comm.Hosts(),
-					Start: start, End: sim.MaxTime}
-				r := &done[g]
-				err := fc.Launch(start, specs[g], groups[g].comm, name, func(now sim.Time) {
-					r.End, r.Done = now, true
-					if running--; running == 0 {
-						s.Pause()
-					}
-				})
-				if err != nil {
-					return &InputError{Err: fmt.Errorf("workload.collectives[%d]: %w", g, err)}
-				}
-				running++
-			}
-			if err := s.Drain(limit); err != nil {
-				return fmt.Errorf("run stopped at %v: %w (%v)", s.Now(), err, fc.Incomplete())
-			}
-			if running > 0 {
-				// The clock stops at the last event before the limit (a long flow has none in
-				// between), so the limit is when the run gave up.
-				at, why := limit, fmt.Sprintf("run.duration (%v) reached; raise it if they were still progressing", limit)
-				if s.NextAt() == sim.MaxTime {
-					at, why = s.Now(), "nothing left to happen"
-				}
-				return fmt.Errorf("%d collective(s) not done at %v (%s): %v", running, at, why, fc.Incomplete())
-			}
-			for g := range groups {
-				if done[g].ID >= 0 {
-					totals[g] += done[g].Time()
-					run.Instances = append(run.Instances, done[g])
-				}
-			}
-		}
-		for g := range groups {
-			n := sc.Workload.Collectives[g].Iterations
-			sent, err := flowSentMax(specs[g])
-			if err != nil {
-				return &InputError{Err: fmt.Errorf("workload.collectives[%d]: %w", g, err)}
-			}
-			rowsOut = append(rowsOut, run.addRow(groups[g], specs[g], totals[g]/sim.Time(n), n, sent))
-		}
+	w := &sweepState{s: s}
+	e := &flowColl{w: w, run: run, fc: fc, groups: groups,
+		specs: make([]collective.Spec, len(groups)), done: make([]collective.Result, len(groups))}
+	rowsOut, err := sweepCollectives(sc, w, run, groups, iters, e)
+	if err != nil {
+		return err
 	}
 	end := s.Now()
 	st := fnet.Stats()
@@ -124,6 +63,69 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 		DurationUs: us(end), EndUs: us(end), Events: s.Events(), Engine: "flow", Collectives: rowsOut}
 	return nil
 }
+
+// flowColl is the flow-level collEngine: package flow's collectives over the topology, each
+// step's specs resolved by flowSpec.
+type flowColl struct {
+	w      *sweepState
+	run    *CollectiveRun
+	fc     *flow.Collectives
+	groups []collGroup
+	specs  []collective.Spec
+	done   []collective.Result // each collective's last launch, completed or not
+}
+
+// prepare resolves collective g's spec sp for the flow engine.
+func (e *flowColl) prepare(g int, sp collective.Spec) (err error) {
+	e.specs[g], err = flowSpec(sp)
+	return err
+}
+
+// spec returns collective g's resolved spec.
+func (e *flowColl) spec(g int) collective.Spec { return e.specs[g] }
+
+// launch starts collective g on the flow engine, its result (numbered in launch order)
+// completed when the engine reports it done.
+func (e *flowColl) launch(g int, name string) error {
+	s := e.w.s
+	start := s.Now()
+	e.done[g] = collective.Result{ID: len(e.run.Instances) + e.w.running, Name: name, Spec: e.specs[g], Hosts: e.groups[g].comm.Hosts(),
+		Start: start, End: sim.MaxTime}
+	r := &e.done[g]
+	err := e.fc.Launch(start, e.specs[g], e.groups[g].comm, name, func(now sim.Time) {
+		r.End, r.Done = now, true
+		e.w.finished()
+	})
+	if err != nil {
+		return &InputError{Err: fmt.Errorf("workload.collectives[%d]: %w", g, err)}
+	}
+	return nil
+}
+
+// settle reports a drain error or the collectives still running, with the flow engine's
+// account of the unfinished ones.
+func (e *flowColl) settle(drainErr error, running int, limit sim.Time) error {
+	s := e.w.s
+	if drainErr != nil {
+		return fmt.Errorf("run stopped at %v: %w (%v)", s.Now(), drainErr, e.fc.Incomplete())
+	}
+	if running > 0 {
+		// The clock stops at the last event before the limit (a long flow has none in
+		// between), so the limit is when the run gave up.
+		at, why := limit, fmt.Sprintf("run.duration (%v) reached; raise it if they were still progressing", limit)
+		if s.NextAt() == sim.MaxTime {
+			at, why = s.Now(), "nothing left to happen"
+		}
+		return fmt.Errorf("%d collective(s) not done at %v (%s): %v", running, at, why, e.fc.Incomplete())
+	}
+	return nil
+}
+
+// result returns collective g's last launch.
+func (e *flowColl) result(g int) (collective.Result, error) { return e.done[g], nil }
+
+// sent returns the most payload one rank sends in collective g's flow-level expansion.
+func (e *flowColl) sent(g int) (int64, error) { return flowSentMax(e.specs[g]) }
 
 // flowSpec resolves sp for the flow engine; an all-to-all with a byte matrix gets Bytes = its
 // largest row sum, as collective.Build reports it.

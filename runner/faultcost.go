@@ -80,99 +80,11 @@ func labels(sc *scenario.Scenario) []string {
 // (the same run with the faults inert, sampled at the same times) the goodput lost and the
 // recovery are measured against it; without, they are left out.
 func faultCosts(net *fabric.Network, evs []FaultEvent, targets []string, progress, twin []progressSample, lossAt, errAt []sim.Time, end sim.Time, unfinished int) []FaultCost {
-	type key struct {
-		entry, cycle int
-		elem         string // random processes: the element
-		n            int    // random processes: its failure number
-	}
-	type span struct {
-		key
-		start, end   sim.Time
-		ev           FaultEvent
-		ended        bool
-		drops0, drop int64
-	}
-	spans := map[key]*span{}
-	var order []key
-	randomN := map[[2]string]int{} // (entry, element) -> failures so far
-	open := map[[2]string]key{}    // (entry, element) -> its open random failure
+	spans := faultSpans(evs)
 	endDrops := faultDrops(net)
-	for _, e := range evs {
-		if !e.applied {
-			continue
-		}
-		restore := e.Restore || e.Action == "up" || e.Action == "undegrade" || e.Action == "unblackhole" ||
-			(e.Action == "loss" && e.Loss == 0) || (e.Action == "ber" && e.BER == 0)
-		k := key{entry: e.Entry, cycle: e.Cycle}
-		if e.Random {
-			re := [2]string{strconv.Itoa(e.Entry), e.Name}
-			if restore {
-				k = open[re]
-			} else {
-				randomN[re]++
-				k = key{entry: e.Entry, elem: e.Name, n: randomN[re]}
-				open[re] = k
-			}
-		}
-		// One failure's events at one instant (one per element) run in the simulator's
-		// tiebreak order, not this list's: its drops count from the first applied (the least
-		// dropsBefore) to the last restore applied (the largest).
-		sp := spans[k]
-		if restore {
-			if sp != nil && !sp.ended {
-				sp.end, sp.ended = e.At, true
-				sp.drop = e.dropsBefore - sp.drops0
-			} else if sp != nil && e.At == sp.end {
-				sp.drop = max(sp.drop, e.dropsBefore-sp.drops0)
-			}
-			continue
-		}
-		if sp == nil {
-			sp = &span{key: k, start: e.At, ev: e, drops0: e.dropsBefore}
-			spans[k] = sp
-			order = append(order, k)
-		} else if !sp.ended && e.At == sp.start {
-			sp.drops0 = min(sp.drops0, e.dropsBefore)
-		}
-	}
-	sort.Slice(order, func(a, b int) bool {
-		sa, sb := spans[order[a]], spans[order[b]]
-		if sa.start != sb.start {
-			return sa.start < sb.start
-		}
-		ka, kb := order[a], order[b]
-		if ka.entry != kb.entry {
-			return ka.entry < kb.entry
-		}
-		if ka.cycle != kb.cycle {
-			return ka.cycle < kb.cycle
-		}
-		if ka.elem != kb.elem {
-			return ka.elem < kb.elem
-		}
-		return ka.n < kb.n
-	})
-	// cum and tcum: payload delivered by each sample, in the run and in its twin (the twin's
-	// last value holds once it ended).
-	cumAt := func(ps []progressSample, t sim.Time) int64 {
-		i := sort.Search(len(ps), func(i int) bool { return ps[i].At > t })
-		if i == 0 {
-			return 0
-		}
-		return ps[i-1].Placed
-	}
-	// twinDone is when the twin delivered its last byte: past it the twin's goodput is 0, so
-	// spans and deficits are compared up to it (a failure lasting to the end of the traffic
-	// would otherwise compare equal totals and read as no loss).
-	twinDone := end
-	if len(twin) > 0 {
-		last := twin[len(twin)-1].Placed
-		i := sort.Search(len(twin), func(i int) bool { return twin[i].Placed >= last })
-		twinDone = twin[i].At
-	}
+	twinDone := twinEnd(twin, end)
 	var out []FaultCost
-	for n, k := range order {
-		sp := spans[k]
+	for n, sp := range spans {
 		if sp.start >= end {
 			continue // after the traffic: nothing left to cost
 		}
@@ -181,8 +93,8 @@ func faultCosts(net *fabric.Network, evs []FaultEvent, targets []string, progres
 			stop = sp.end
 		}
 		next := end
-		if n+1 < len(order) {
-			next = max(spans[order[n+1]].start, sp.start)
+		if n+1 < len(spans) {
+			next = max(spans[n+1].start, sp.start)
 		}
 		target := sp.ev.Target
 		if sp.entry < len(targets) && !sp.ev.Random {
@@ -197,21 +109,8 @@ func faultCosts(net *fabric.Network, evs []FaultEvent, targets []string, progres
 		// Transport reactions, from the failure until the next one; the last failure's up to
 		// the end of the traffic included (a run that stops at its last QP error ends then).
 		limit := max(next, stop)
-		last := n+1 == len(order)
-		before := func(t sim.Time) bool { return t < limit || last && t <= limit }
-		i := sort.Search(len(lossAt), func(i int) bool { return lossAt[i] >= sp.start })
-		if i < len(lossAt) && before(lossAt[i]) {
-			c.DetectUs = ptr(us(lossAt[i] - sp.start))
-		}
-		for j := i; j < len(lossAt) && before(lossAt[j]); j++ {
-			c.LossRetxEvents++
-			c.LastRetxUs = ptr(us(lossAt[j] - sp.start))
-		}
-		for _, t := range errAt {
-			if t >= sp.start && before(t) {
-				c.QPErrors++
-			}
-		}
+		last := n+1 == len(spans)
+		countReactions(&c, sp.start, limit, last, lossAt, errAt)
 		// What the failure left behind: QPs errored after it, or transfers that never
 		// finished (blamed on the last failure and on any still on at the end).
 		var left []string
@@ -237,57 +136,189 @@ func faultCosts(net *fabric.Network, evs []FaultEvent, targets []string, progres
 			c.BaselineGbps = round3(float64(b.Placed-a.Placed) * 8 / (b.At - a.At).Seconds() / 1e9)
 		}
 		if d := stop - sp.start; d > 0 {
-			c.DuringGbps = round3(float64(cumAt(progress, stop)-cumAt(progress, sp.start)) * 8 / d.Seconds() / 1e9)
+			c.DuringGbps = round3(float64(cumPlaced(progress, stop)-cumPlaced(progress, sp.start)) * 8 / d.Seconds() / 1e9)
 		}
-		if twin == nil {
-			out = append(out, c)
-			continue
-		}
-		cmp := min(stop, twinDone) // the span compared with the twin: while the twin still sent
-		if tw := cumAt(twin, cmp) - cumAt(twin, sp.start); cmp > sp.start && tw > 0 {
-			c.DuringFraction = round3(float64(cumAt(progress, cmp)-cumAt(progress, sp.start)) / float64(tw))
-		}
-		// The run's deficit against the twin: how far behind it fell. Goodput lost to this
-		// failure is the deficit's largest growth while it lasted (at the end of the traffic the
-		// run has caught up in bytes and the cost is its lateness, fault_slowdown_us); it has
-		// recovered when the deficit stopped growing, at 99% of its largest value up to the
-		// next failure.
-		deficit := func(t sim.Time) int64 { return cumAt(twin, t) - cumAt(progress, t) }
-		d0 := deficit(sp.start)
-		var lost int64
-		for j := first; j < len(progress) && progress[j].At <= stop; j++ {
-			lost = max(lost, deficit(progress[j].At)-d0)
-		}
-		c.LostBytes = &lost
-		var peak int64
-		var peakAt sim.Time
-		for j := first; j < len(progress) && progress[j].At <= limit; j++ {
-			if d := deficit(progress[j].At) - d0; d > peak {
-				peak, peakAt = d, progress[j].At
-			}
-		}
-		if peak <= 0 {
-			c.RecoverUs = ptr(0)
-		} else {
-			for j := first; j < len(progress) && progress[j].At <= peakAt; j++ {
-				if deficit(progress[j].At)-d0 >= peak*99/100 {
-					// A failure still on when the twin finished, whose deficit was still
-					// growing in the last tenth of that time, never recovered within the
-					// traffic: the run only caught up once the twin was idle.
-					on := !sp.ended || sp.end >= twinDone
-					if at := progress[j].At; !on || 10*(twinDone-at) > twinDone-sp.start {
-						c.RecoverUs = ptr(us(at - sp.start))
-					}
-					break
-				}
-			}
-		}
-		if c.Note != "" {
-			c.RecoverUs = nil // goodput caught up, but what was lost stayed lost
+		if twin != nil {
+			compareTwin(&c, sp, progress, twin, first, stop, limit, twinDone)
 		}
 		out = append(out, c)
 	}
 	return out
+}
+
+// faultKey names one failure: a scenario entry's cycle (0 unless it flaps), or a random
+// process's n-th failure on one element.
+type faultKey struct {
+	entry, cycle int
+	elem         string // random processes: the element
+	n            int    // random processes: its failure number
+}
+
+// faultSpan is one failure's extent: from its first applied event to the restore that ended
+// it (ended false: still on at the end), with the fabric's drops in between.
+type faultSpan struct {
+	faultKey
+	start, end   sim.Time
+	ev           FaultEvent // its first event
+	ended        bool
+	drops0, drop int64 // drops before its first event; while it lasted (ended)
+}
+
+// faultSpans groups the applied events of evs into failures (faultKey), each from its
+// failing events to its restoring ones, in order of start time, then entry, cycle, element
+// and failure number.
+func faultSpans(evs []FaultEvent) []*faultSpan {
+	spans := map[faultKey]*faultSpan{}
+	var order []*faultSpan
+	randomN := map[[2]string]int{}   // (entry, element) -> failures so far
+	open := map[[2]string]faultKey{} // (entry, element) -> its open random failure
+	for _, e := range evs {
+		if !e.applied {
+			continue
+		}
+		restore := e.Restore || e.Action == "up" || e.Action == "undegrade" || e.Action == "unblackhole" ||
+			(e.Action == "loss" && e.Loss == 0) || (e.Action == "ber" && e.BER == 0)
+		k := faultKey{entry: e.Entry, cycle: e.Cycle}
+		if e.Random {
+			re := [2]string{strconv.Itoa(e.Entry), e.Name}
+			if restore {
+				k = open[re]
+			} else {
+				randomN[re]++
+				k = faultKey{entry: e.Entry, elem: e.Name, n: randomN[re]}
+				open[re] = k
+			}
+		}
+		// One failure's events at one instant (one per element) run in the simulator's
+		// tiebreak order, not this list's: its drops count from the first applied (the least
+		// dropsBefore) to the last restore applied (the largest).
+		sp := spans[k]
+		if restore {
+			if sp != nil && !sp.ended {
+				sp.end, sp.ended = e.At, true
+				sp.drop = e.dropsBefore - sp.drops0
+			} else if sp != nil && e.At == sp.end {
+				sp.drop = max(sp.drop, e.dropsBefore-sp.drops0)
+			}
+			continue
+		}
+		if sp == nil {
+			sp = &faultSpan{faultKey: k, start: e.At, ev: e, drops0: e.dropsBefore}
+			spans[k] = sp
+			order = append(order, sp)
+		} else if !sp.ended && e.At == sp.start {
+			sp.drops0 = min(sp.drops0, e.dropsBefore)
+		}
+	}
+	sort.Slice(order, func(a, b int) bool {
+		sa, sb := order[a], order[b]
+		if sa.start != sb.start {
+			return sa.start < sb.start
+		}
+		ka, kb := sa.faultKey, sb.faultKey
+		if ka.entry != kb.entry {
+			return ka.entry < kb.entry
+		}
+		if ka.cycle != kb.cycle {
+			return ka.cycle < kb.cycle
+		}
+		if ka.elem != kb.elem {
+			return ka.elem < kb.elem
+		}
+		return ka.n < kb.n
+	})
+	return order
+}
+
+// cumPlaced returns the payload delivered by time t on the goodput series ps (its last value
+// holds once it ended).
+func cumPlaced(ps []progressSample, t sim.Time) int64 {
+	i := sort.Search(len(ps), func(i int) bool { return ps[i].At > t })
+	if i == 0 {
+		return 0
+	}
+	return ps[i-1].Placed
+}
+
+// twinEnd is when the twin delivered its last byte (end without a twin): past it the twin's
+// goodput is 0, so spans and deficits are compared up to it (a failure lasting to the end of
+// the traffic would otherwise compare equal totals and read as no loss).
+func twinEnd(twin []progressSample, end sim.Time) sim.Time {
+	if len(twin) == 0 {
+		return end
+	}
+	last := twin[len(twin)-1].Placed
+	i := sort.Search(len(twin), func(i int) bool { return twin[i].Placed >= last })
+	return twin[i].At
+}
+
+// countReactions fills c's transport reactions to a failure that started at start: the
+// first loss recovery (detect), the loss recoveries and their last, and the QP errors, from
+// start until limit (included when last, the run's last failure).
+func countReactions(c *FaultCost, start, limit sim.Time, last bool, lossAt, errAt []sim.Time) {
+	before := func(t sim.Time) bool { return t < limit || last && t <= limit }
+	i := sort.Search(len(lossAt), func(i int) bool { return lossAt[i] >= start })
+	if i < len(lossAt) && before(lossAt[i]) {
+		c.DetectUs = ptr(us(lossAt[i] - start))
+	}
+	for j := i; j < len(lossAt) && before(lossAt[j]); j++ {
+		c.LossRetxEvents++
+		c.LastRetxUs = ptr(us(lossAt[j] - start))
+	}
+	for _, t := range errAt {
+		if t >= start && before(t) {
+			c.QPErrors++
+		}
+	}
+}
+
+// compareTwin fills c's goodput figures against the twin for the failure sp, which lasted
+// until stop (its next failure, or the end, at limit): the fraction of the twin's goodput
+// delivered while it lasted, the goodput lost (the deficit's largest growth) and the recovery
+// time. first is the first sample of progress after sp started; twinDone is twinEnd's.
+func compareTwin(c *FaultCost, sp *faultSpan, progress, twin []progressSample, first int, stop, limit, twinDone sim.Time) {
+	cmp := min(stop, twinDone) // the span compared with the twin: while the twin still sent
+	if tw := cumPlaced(twin, cmp) - cumPlaced(twin, sp.start); cmp > sp.start && tw > 0 {
+		c.DuringFraction = round3(float64(cumPlaced(progress, cmp)-cumPlaced(progress, sp.start)) / float64(tw))
+	}
+	// The run's deficit against the twin: how far behind it fell. Goodput lost to this
+	// failure is the deficit's largest growth while it lasted (at the end of the traffic the
+	// run has caught up in bytes and the cost is its lateness, fault_slowdown_us); it has
+	// recovered when the deficit stopped growing, at 99% of its largest value up to the
+	// next failure.
+	deficit := func(t sim.Time) int64 { return cumPlaced(twin, t) - cumPlaced(progress, t) }
+	d0 := deficit(sp.start)
+	var lost int64
+	for j := first; j < len(progress) && progress[j].At <= stop; j++ {
+		lost = max(lost, deficit(progress[j].At)-d0)
+	}
+	c.LostBytes = &lost
+	var peak int64
+	var peakAt sim.Time
+	for j := first; j < len(progress) && progress[j].At <= limit; j++ {
+		if d := deficit(progress[j].At) - d0; d > peak {
+			peak, peakAt = d, progress[j].At
+		}
+	}
+	if peak <= 0 {
+		c.RecoverUs = ptr(0)
+	} else {
+		for j := first; j < len(progress) && progress[j].At <= peakAt; j++ {
+			if deficit(progress[j].At)-d0 >= peak*99/100 {
+				// A failure still on when the twin finished, whose deficit was still
+				// growing in the last tenth of that time, never recovered within the
+				// traffic: the run only caught up once the twin was idle.
+				on := !sp.ended || sp.end >= twinDone
+				if at := progress[j].At; !on || 10*(twinDone-at) > twinDone-sp.start {
+					c.RecoverUs = ptr(us(at - sp.start))
+				}
+				break
+			}
+		}
+	}
+	if c.Note != "" {
+		c.RecoverUs = nil // goodput caught up, but what was lost stayed lost
+	}
 }
 
 // FaultsCSVHeader is the header of faults.csv: one row per failure (FaultCost).

@@ -158,8 +158,7 @@ func flapProcesses(sc *scenario.Scenario, layout topo.Topology) ([]training.Fail
 // scale-up domain on an ideal link of the GPU's scale-up rate.
 func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 	cfg := sc.Workload.Training
-	s, net := res.Sim, res.Net
-	hosts := layout.NumHosts() // net is empty at flow level (fluid)
+	hosts := layout.NumHosts() // res.Net is empty at flow level (fluid)
 	p := layout.Params()
 	// Every backend below carries the scale-up domain on its own model, so the job may
 	// choose hierarchical collectives and run TP on NVLink.
@@ -167,6 +166,29 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 	if err != nil {
 		return &InputError{Err: err}
 	}
+	env, err := trainingEnv(sc, layout)
+	if err != nil {
+		return err
+	}
+	run := &TrainingRun{Job: job.Summary() + "\nplacement: " + job.Placement.String()}
+	b, err := newTrainBackend(sc, layout, res, job)
+	if err != nil {
+		return err
+	}
+	run.Engine = b.engine
+	out, err := runTrainingJob(sc, layout, res, job, b)
+	if err != nil {
+		return err
+	}
+	return finishTraining(sc, layout, res, job, env, run, b, out)
+}
+
+// trainingEnv returns the cluster the goodput model charges failures on: the NICs and
+// links, the share of link failures that restart the job (every one under RoCE; under
+// one-plane MRC on a Clos, the host links'), and the scenario's flapping links as failure
+// processes (flapProcesses).
+func trainingEnv(sc *scenario.Scenario, layout topo.Topology) (training.Env, error) {
+	hosts, p := layout.NumHosts(), layout.Params()
 	env := training.Env{NICs: hosts * p.Planes, Links: layout.NumLinks()}
 	if sc.Transport.Kind == scenario.TransportRoCE {
 		env.LinkFailureRestarts = 1
@@ -175,124 +197,184 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 		// failure; the host links' share of the links restarts the job.
 		env.LinkFailureRestarts = float64(hosts) / float64(layout.NumLinks())
 	}
+	var err error
 	if env.Extra, err = flapProcesses(sc, layout); err != nil {
-		return &InputError{Err: err}
+		return env, &InputError{Err: err}
 	}
-	run := &TrainingRun{Job: job.Summary() + "\nplacement: " + job.Placement.String()}
-	var (
-		backend training.Backend
-		fnet    *flow.Net
-		fc      *flow.Collectives
-		m       *mrcNet
-		rn      *roceNet
-		eb      *training.ExecutorBackend
-		smp     *sampler
-		ff      *flowFaults
-		rb      *recBackend
-		router  *flowRouter
-	)
+	return env, nil
+}
+
+// trainBackend is the engine a training job's network collectives run on (newTrainBackend):
+// the backend the job drives and the parts of it the run reports on; the fields of the
+// other engines are nil.
+type trainBackend struct {
+	engine  string // TrainingRun.Engine: "analytic", "flow" or "packet"
+	backend training.Backend
+	// Flow level: the network, its collectives, the router, and with faults their
+	// schedule on the network and the backend that records their effect on messages.
+	fnet   *flow.Net
+	fc     *flow.Collectives
+	router *flowRouter
+	ff     *flowFaults
+	rb     *recBackend
+	// Packet level: the transport (one of m, rn), the executor and the queue sampler.
+	m   *mrcNet
+	rn  *roceNet
+	eb  *training.ExecutorBackend
+	smp *sampler
+}
+
+// newTrainBackend builds the engine job's collectives run on: the closed forms under
+// transport ideal (domainAnalytic), else the flow-level engine under run.engine flow
+// (newFlowTrainBackend) or the packet-level transport (newPacketTrainBackend).
+func newTrainBackend(sc *scenario.Scenario, layout topo.Topology, res *Result, job *training.Job) (*trainBackend, error) {
 	switch {
 	case sc.Transport.Kind == scenario.TransportIdeal:
-		run.Engine = "analytic"
-		backend, err = newDomainAnalytic(s, idealModel(sc, p), job)
+		backend, err := newDomainAnalytic(res.Sim, idealModel(sc, layout.Params()), job)
+		if err != nil {
+			return nil, &InputError{Err: err}
+		}
+		return &trainBackend{engine: "analytic", backend: backend}, nil
 	case sc.Run.Engine == scenario.EngineFlow:
-		run.Engine = "flow"
-		g := job.GPU
-		base, caps := scenarioFlowRouter(sc, layout, job.Placement.Domain, g.ScaleUpRate, g.ScaleUpLatency)
-		router = base
-		stop := func(now sim.Time, err error) { s.Stop(err) }
-		ncfg, ccfg := flow.Config{OnStall: stop}, flow.CollConfig{OnError: stop}
-		if specs, idx := trainingFaultSpecs(sc); len(specs) > 0 {
-			evs, err := expandFaults(specs, idx, fault.FromLayout(layout), sc.Run.Seed)
-			if err != nil {
-				return &InputError{Err: err}
-			}
-			if len(evs) > 0 {
-				// Faults act on the flow network at their times (flowFaults): stalls are
-				// expected, and a flow stalled past its QPs' retry budget is a job restart,
-				// not the end of the run.
-				ff = newFlowFaults(sc, layout, s, base, caps, evs)
-				ncfg.OnStall = ff.onStall
-				ccfg.OnError = func(now sim.Time, err error) {
-					var se *flow.StallError
-					if !errors.As(err, &se) {
-						s.Stop(err)
-					}
-				}
-				ccfg.Reroutable = true
-				if sc.Transport.Kind == scenario.TransportRoCE {
-					// A message whose last packet is lost waits the RTO (no tail-loss probe).
-					ccfg.TailLoss, ccfg.TailRTO, ccfg.TailSeed = ff.tailLoss, ff.rto, sc.Run.Seed
-				}
-			}
-		}
-		if fnet, err = flow.New(s, caps, ncfg); err != nil {
-			return err
-		}
-		if fc, err = flow.NewCollectives(fnet, &collRouter{flowRouter: base}, ccfg); err != nil {
-			return &InputError{Err: err}
-		}
-		backend = fc
-		if ff != nil {
-			ff.start(fnet, fc)
-			rb = &recBackend{Backend: fc}
-			backend = rb
-		}
-	default:
-		// Packet level: the transport's engines over the fabric, and the scale-up domain's
-		// traffic on an ideal link at the GPU's scale-up rate (NVLink is not in the fabric).
-		run.Engine = "packet"
-		var fabricT collective.Transport
-		if sc.Transport.Kind == scenario.TransportMRC {
-			m = newMRCNet(s, net, layout, *sc.Transport.MRC, sc.Fabric)
-			m.seed = sc.Run.Seed
-			fabricT = m
-			res.MRC = &MRCRun{m: m, DoneAt: sim.MaxTime}
-		} else {
-			rn = newRoCENet(s, net, layout, *sc.Transport.RoCE)
-			rn.seed = sc.Run.Seed
-			fabricT = rn
-			res.RoCE = &RoCERun{r: rn, DoneAt: sim.MaxTime}
-		}
-		tr := fabricT
-		var nvl *collective.Ideal
-		if d := job.Placement.Domain; d > 1 {
-			if nvl, err = collective.NewIdeal(s, collective.IdealConfig{Hosts: hosts, Rate: job.GPU.ScaleUpRate, Latency: job.GPU.ScaleUpLatency}); err != nil {
-				return &InputError{Err: err}
-			}
-			if tr, err = training.NewSplitTransport(d, nvl, fabricT); err != nil {
-				return &InputError{Err: err}
-			}
-		}
-		if est := packetEstimate(job, sc); est > float64(sc.Run.MaxPackets) {
-			return &InputError{Err: fmt.Errorf("run.engine: packet: a step of this job moves about %.3g packets, beyond run.max_packets (%d, minutes of wall time); use run.engine: flow (the default), a smaller job, or raise run.max_packets", est, sc.Run.MaxPackets)}
-		}
-		if eb, err = training.NewExecutorBackend(s, tr, hosts, 0); err != nil {
-			return &InputError{Err: err}
-		}
-		if nvl != nil {
-			nvl.SetSink(eb.Delivered)
-		}
-		if m != nil {
-			m.delivered, m.group = eb.Delivered, eb.Group
-		} else {
-			rn.delivered, rn.group = eb.Delivered, eb.Group
-		}
-		smp = startWorkloadSampler(sc, res, p.Planes, m, rn)
-		backend = eb
+		return newFlowTrainBackend(sc, layout, res, job)
 	}
-	if err != nil {
-		return &InputError{Err: err}
+	return newPacketTrainBackend(sc, layout, res, job)
+}
+
+// newFlowTrainBackend builds the flow-level engine for job over the topology, routed as the
+// transport routes (scenarioFlowRouter) with the scale-up domains on the GPU's scale-up
+// links. With faults in the run, they act on the flow network at their times (flowFaults)
+// and the backend records their effect on each message (recBackend).
+func newFlowTrainBackend(sc *scenario.Scenario, layout topo.Topology, res *Result, job *training.Job) (*trainBackend, error) {
+	s := res.Sim
+	b := &trainBackend{engine: "flow"}
+	g := job.GPU
+	base, caps := scenarioFlowRouter(sc, layout, job.Placement.Domain, g.ScaleUpRate, g.ScaleUpLatency)
+	b.router = base
+	stop := func(now sim.Time, err error) { s.Stop(err) }
+	ncfg, ccfg := flow.Config{OnStall: stop}, flow.CollConfig{OnError: stop}
+	if specs, idx := trainingFaultSpecs(sc); len(specs) > 0 {
+		evs, err := expandFaults(specs, idx, fault.FromLayout(layout), sc.Run.Seed)
+		if err != nil {
+			return nil, &InputError{Err: err}
+		}
+		if len(evs) > 0 {
+			// Faults act on the flow network at their times (flowFaults): stalls are
+			// expected, and a flow stalled past its QPs' retry budget is a job restart,
+			// not the end of the run.
+			ff := newFlowFaults(sc, layout, s, base, caps, evs)
+			b.ff = ff
+			ncfg.OnStall = ff.onStall
+			ccfg.OnError = func(now sim.Time, err error) {
+				var se *flow.StallError
+				if !errors.As(err, &se) {
+					s.Stop(err)
+				}
+			}
+			ccfg.Reroutable = true
+			if sc.Transport.Kind == scenario.TransportRoCE {
+				// A message whose last packet is lost waits the RTO (no tail-loss probe).
+				ccfg.TailLoss, ccfg.TailRTO, ccfg.TailSeed = ff.tailLoss, ff.rto, sc.Run.Seed
+			}
+		}
 	}
-	// Job.Run, driven here so that a packet-level run whose QPs gave up keeps the steps it
-	// finished (Run.Completed).
+	var err error
+	if b.fnet, err = flow.New(s, caps, ncfg); err != nil {
+		return nil, err
+	}
+	if b.fc, err = flow.NewCollectives(b.fnet, &collRouter{flowRouter: base}, ccfg); err != nil {
+		return nil, &InputError{Err: err}
+	}
+	b.backend = b.fc
+	if b.ff != nil {
+		b.ff.start(b.fnet, b.fc)
+		b.rb = &recBackend{Backend: b.fc}
+		b.backend = b.rb
+	}
+	return b, nil
+}
+
+// newPacketTrainBackend builds the packet-level engine for job: the transport's engines
+// over the fabric (res.MRC or res.RoCE set), and the scale-up domain's traffic on an ideal
+// link at the GPU's scale-up rate (NVLink is not in the fabric), with the queue sampler
+// started. A job whose step moves more than run.max_packets packets is refused.
+func newPacketTrainBackend(sc *scenario.Scenario, layout topo.Topology, res *Result, job *training.Job) (*trainBackend, error) {
+	s, net := res.Sim, res.Net
+	hosts := layout.NumHosts()
+	b := &trainBackend{engine: "packet"}
+	var fabricT collective.Transport
+	if sc.Transport.Kind == scenario.TransportMRC {
+		b.m = newMRCNet(s, net, layout, *sc.Transport.MRC, sc.Fabric)
+		b.m.seed = sc.Run.Seed
+		fabricT = b.m
+		res.MRC = &MRCRun{m: b.m, DoneAt: sim.MaxTime}
+	} else {
+		b.rn = newRoCENet(s, net, layout, *sc.Transport.RoCE)
+		b.rn.seed = sc.Run.Seed
+		fabricT = b.rn
+		res.RoCE = &RoCERun{r: b.rn, DoneAt: sim.MaxTime}
+	}
+	tr := fabricT
+	var nvl *collective.Ideal
+	var err error
+	if d := job.Placement.Domain; d > 1 {
+		if nvl, err = collective.NewIdeal(s, collective.IdealConfig{Hosts: hosts, Rate: job.GPU.ScaleUpRate, Latency: job.GPU.ScaleUpLatency}); err != nil {
+			return nil, &InputError{Err: err}
+		}
+		if tr, err = training.NewSplitTransport(d, nvl, fabricT); err != nil {
+			return nil, &InputError{Err: err}
+		}
+	}
+	if est := packetEstimate(job, sc); est > float64(sc.Run.MaxPackets) {
+		return nil, &InputError{Err: fmt.Errorf("run.engine: packet: a step of this job moves about %.3g packets, beyond run.max_packets (%d, minutes of wall time); use run.engine: flow (the default), a smaller job, or raise run.max_packets", est, sc.Run.MaxPackets)}
+	}
+	if b.eb, err = training.NewExecutorBackend(s, tr, hosts, 0); err != nil {
+		return nil, &InputError{Err: err}
+	}
+	if nvl != nil {
+		nvl.SetSink(b.eb.Delivered)
+	}
+	if b.m != nil {
+		b.m.delivered, b.m.group = b.eb.Delivered, b.eb.Group
+	} else {
+		b.rn.delivered, b.rn.group = b.eb.Delivered, b.eb.Group
+	}
+	b.smp = startWorkloadSampler(sc, res, layout.Params().Planes, b.m, b.rn)
+	b.backend = b.eb
+	return b, nil
+}
+
+// trainOutcome is what runTrainingJob leaves: the trace of the steps the job ran, and how
+// a run that could not finish them ended.
+type trainOutcome struct {
+	trace *training.Trace
+	// links names each step's slowest link with the links' fault state then (flow level
+	// with faults, else nil).
+	links *flowStepLinks
+	// qpErrAt is when the packet-level transport gave up (a restart), -1 when it did not.
+	qpErrAt sim.Time
+	// failure is why the flow-level job could not go on after its completed steps, "" when
+	// it did.
+	failure string
+}
+
+// runTrainingJob runs job on backend b to the end (training.Job.Run, driven here so that a
+// packet-level run whose QPs gave up keeps the steps it finished: Run.Completed) and returns
+// its trace. A run that stopped early is a restart (packet level: the QPs gave up after a
+// step finished) or a failed run (flow level: faults left it unable to go on after a step
+// finished), reported in the outcome; any other stop is the error returned, with what the
+// engine was waiting for.
+func runTrainingJob(sc *scenario.Scenario, layout topo.Topology, res *Result, job *training.Job, b *trainBackend) (trainOutcome, error) {
+	s, cfg := res.Sim, sc.Workload.Training
+	ff, fc, eb, m, rn := b.ff, b.fc, b.eb, b.m, b.rn
+	out := trainOutcome{qpErrAt: -1}
 	simSteps := min(max(cfg.SimSteps, 1), max(cfg.Steps, 1))
 	opts := training.RunOptions{Steps: simSteps, Exact: cfg.Exact, Stragglers: cfg.Stragglers, OnStep: res.stepFaults}
 	var jr *training.Run
-	var links *flowStepLinks
 	if ff != nil {
 		// Each step's slowest link is named as it ends, with the links' fault state then.
-		links = &flowStepLinks{fc: fc, rb: rb, job: job, name: flowLinkNamer(layout, router, ff), ff: ff}
+		links := &flowStepLinks{fc: fc, rb: b.rb, job: job, name: flowLinkNamer(layout, b.router, ff), ff: ff}
+		out.links = links
 		opts.OnStep = func(now sim.Time, step int) {
 			if done := jr.Completed(); step > 0 && done != nil && len(done.Steps) >= step {
 				links.close(step-1, now, done.Steps[step-1].Slowest)
@@ -300,46 +382,58 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 			ff.stepStart(now, step)
 		}
 	}
-	jr, err = job.Start(s, backend, opts)
+	jr, err := job.Start(s, b.backend, opts)
 	if err != nil {
-		return &InputError{Err: err}
+		return out, &InputError{Err: err}
 	}
 	derr := s.Drain(sim.MaxTime)
-	if done := jr.Completed(); links != nil && done != nil && len(done.Steps) > len(links.names) {
+	if done := jr.Completed(); out.links != nil && done != nil && len(done.Steps) > len(out.links.names) {
 		k := len(done.Steps) - 1
-		links.close(k, s.Now(), done.Steps[k].Slowest)
+		out.links.close(k, s.Now(), done.Steps[k].Slowest)
 	}
-	trace, err := jr.Trace()
+	out.trace, err = jr.Trace()
 	if err != nil && derr != nil {
 		err = derr
 	}
-	var qpErrAt sim.Time = -1 // packet level: the transport gave up (a restart)
-	failure := ""             // flow level: why the job could not go on after its completed steps
-	if err != nil {
-		errs := transportErrs(m, rn)
-		switch {
-		case eb != nil && len(errs) > 0 && jr.Completed() != nil:
-			// The job restarts; the packet engine does not simulate past it (its QPs are
-			// dead): the steps done stand, the restart is charged and the run says so.
-			trace = jr.Completed()
-			qpErrAt = firstTime(transportErrAt(m, rn))
-		case eb != nil && len(errs) > 0:
-			return fmt.Errorf("training stopped at %v: %w (%d QP(s) gave up, the first: %v; the job would restart, but no step finished before it, so there is nothing to report: run.engine: flow goes on through restarts; waiting: %s)", s.Now(), err, len(errs), errs[0], eb.Stuck(8))
-		case eb != nil:
-			return fmt.Errorf("training stopped at %v: %w (waiting: %s)", s.Now(), err, eb.Stuck(8))
-		case ff != nil && fnet.Err() != nil && jr.Completed() != nil:
-			// A failed run, with the steps that finished reported (summary.json failed,
-			// steps.csv, the RUN FAILED headline).
-			trace = jr.Completed()
-			failure = fmt.Sprintf("training could not continue at %v, in step %d: %s", s.Now(), len(trace.Steps), ff.stuck(flowLinkNamer(layout, router, ff)))
-		case ff != nil && fnet.Err() != nil:
-			return fmt.Errorf("training could not continue at %v: %s (%w)", s.Now(), ff.stuck(flowLinkNamer(layout, router, ff)), err)
-		case fc != nil && fc.Incomplete() != nil:
-			return fmt.Errorf("training stopped at %v: %w (%v)", s.Now(), err, fc.Incomplete())
-		default:
-			return fmt.Errorf("training stopped at %v: %w", s.Now(), err)
-		}
+	if err == nil {
+		return out, nil
 	}
+	errs := transportErrs(m, rn)
+	switch {
+	case eb != nil && len(errs) > 0 && jr.Completed() != nil:
+		// The job restarts; the packet engine does not simulate past it (its QPs are
+		// dead): the steps done stand, the restart is charged and the run says so.
+		out.trace = jr.Completed()
+		out.qpErrAt = firstTime(transportErrAt(m, rn))
+	case eb != nil && len(errs) > 0:
+		return out, fmt.Errorf("training stopped at %v: %w (%d QP(s) gave up, the first: %v; the job would restart, but no step finished before it, so there is nothing to report: run.engine: flow goes on through restarts; waiting: %s)", s.Now(), err, len(errs), errs[0], eb.Stuck(8))
+	case eb != nil:
+		return out, fmt.Errorf("training stopped at %v: %w (waiting: %s)", s.Now(), err, eb.Stuck(8))
+	case ff != nil && b.fnet.Err() != nil && jr.Completed() != nil:
+		// A failed run, with the steps that finished reported (summary.json failed,
+		// steps.csv, the RUN FAILED headline).
+		out.trace = jr.Completed()
+		out.failure = fmt.Sprintf("training could not continue at %v, in step %d: %s", s.Now(), len(out.trace.Steps), ff.stuck(flowLinkNamer(layout, b.router, ff)))
+	case ff != nil && b.fnet.Err() != nil:
+		return out, fmt.Errorf("training could not continue at %v: %s (%w)", s.Now(), ff.stuck(flowLinkNamer(layout, b.router, ff)), err)
+	case fc != nil && fc.Incomplete() != nil:
+		return out, fmt.Errorf("training stopped at %v: %w (%v)", s.Now(), err, fc.Incomplete())
+	default:
+		return out, fmt.Errorf("training stopped at %v: %w", s.Now(), err)
+	}
+	return out, nil
+}
+
+// finishTraining evaluates the job's trace out on the cluster env (training.Config.Evaluate)
+// and writes the run up: res.Training, the summary (the transport's at packet level), the
+// faults' effect on the job (with its faultless baseline when nothing restarted), a failed
+// run's reason, steps.csv's fault columns, and on a torus with optical circuit switches the
+// chip failures routed around.
+func finishTraining(sc *scenario.Scenario, layout topo.Topology, res *Result, job *training.Job, env training.Env,
+	run *TrainingRun, b *trainBackend, out trainOutcome) error {
+	s, cfg := res.Sim, sc.Workload.Training
+	hosts, p := layout.NumHosts(), layout.Params()
+	trace, failure := out.trace, out.failure
 	tr, err := cfg.Evaluate(trace, env)
 	if err != nil {
 		return err
@@ -349,15 +443,15 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 		// Decision: a note, not an error (the run is valid, just not what simulated promises).
 		tr.Notes = append(tr.Notes, "tp_model simulated with transport ideal: the ideal transport times each NVLink TP collective in closed form without contention, so the result equals tp_model closed_form; use a transport (mrc, roce) with run.engine flow or packet to simulate NVLink sharing")
 	}
-	if fnet != nil {
-		st := fnet.Stats()
+	if b.fnet != nil {
+		st := b.fnet.Stats()
 		run.Flow = &st
 	}
 	res.Training = run
 	end := s.Now()
 	res.trafficEnd = end
-	if eb != nil {
-		if err := finishTransport(sc, res, m, rn, smp, end); err != nil {
+	if b.eb != nil {
+		if err := finishTransport(sc, res, b.m, b.rn, b.smp, end); err != nil {
 			return err
 		}
 	} else {
@@ -367,10 +461,10 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 	}
 	res.Summary.Training, res.Summary.Engine = tr, run.Engine
 	switch {
-	case ff != nil:
-		run.Faults = flowTrainingFaults(sc, ff, trace, tr, links, layout, router)
-	case eb != nil && len(res.Faults) > 0:
-		run.Faults = packetTrainingFaults(sc, res, trace, tr, qpErrAt, m, rn)
+	case b.ff != nil:
+		run.Faults = flowTrainingFaults(sc, b.ff, trace, tr, out.links, layout, b.router)
+	case b.eb != nil && len(res.Faults) > 0:
+		run.Faults = packetTrainingFaults(sc, res, trace, tr, out.qpErrAt, b.m, b.rn)
 	}
 	if run.Faults != nil && len(run.Faults.Restarts) == 0 && failure == "" {
 		if err := run.Faults.rerunBaseline(sc); err != nil {
