@@ -17,7 +17,7 @@ const maxFuncLines = 150
 var funcLenDirs = []string{
 	".",               // runner
 	"../cmd/lockstep", // the command
-	// "../scenario", // TODO(lead): enable once the scenario/ split (issue 18) is merged.
+	"../scenario",     // scenario resolution
 }
 
 // TestFuncLength fails naming every function (or method) of the non-test .go files of
