@@ -408,52 +408,32 @@ func (m *mrcNet) flushSender(now sim.Time, f *mrcFlow) {
 	}
 }
 
-// send encodes h into a fabric packet and injects it at host on plane with route r.
-//
-// Word layout (the fabric's transport-owned words): Data and Probe: Seq = PSN | Msg<<32,
-// Ack = Offset, Bitmap = LastPSN, Aux = Len. SACK and NACK: Seq = CumPSN | NackPSN<<32,
-// Bitmap = bitmap, Ack = EchoTS, Aux = Reason | CE<<8 | ForProbe<<9 | RcvWnd/64<<10 (22 bits,
-// rounded up, saturating) | BitmapBase<<32. Op = Kind, Flow = QP,
-// Entropy = EV (answers: the echoed EV). SentAt carries TS.
+// send encodes h into a fabric packet and injects it at host on plane with route r. Word
+// layout: mrc.Words in Op, Entropy, Seq, Ack, Bitmap and Aux; the QP in Flow; TS is the
+// packet's transmit timestamp (SentAt), which the fabric sets.
 func (m *mrcNet) send(now sim.Time, f *mrcFlow, h *mrc.Header, host int32, r fabric.Route, plane int) {
 	p := m.net.NewPacket()
 	p.Proto = fabric.ProtoMRC
-	p.Op = uint8(h.Kind)
 	p.Flow = int32(h.QP)
 	p.Src, p.Dst = host, f.dst
 	if host == f.dst {
 		p.Dst = f.src
 	}
+	w := h.Pack()
+	p.Op, p.Entropy = w.Op, w.Entropy
+	p.Seq, p.Ack, p.Bitmap, p.Aux = w.Seq, w.Ack, w.Bitmap, w.Aux
 	switch h.Kind {
 	case mrc.Data:
 		p.Size = int32(m.cfg.WireBytes(int(h.Len)))
 		p.Class = 1
 		p.Flags = fabric.ECT | fabric.Trimmable
-		p.Entropy = uint32(h.EV)
-		p.Seq = uint64(h.PSN) | uint64(h.Msg)<<32
-		p.Ack = uint64(h.Offset)
-		p.Bitmap = uint64(h.LastPSN)
-		p.Aux = uint64(h.Len)
 	case mrc.Probe:
 		p.Size = int32(m.cfg.AckBytes)
 		p.Class = 1
 		p.Flags = fabric.ECT
-		p.Entropy = uint32(h.EV)
 	default: // SACK, NACK
 		p.Size = int32(m.cfg.AckBytes)
 		p.Class = 0
-		p.Entropy = uint32(h.EchoEV)
-		p.Seq = uint64(h.CumPSN) | uint64(h.NackPSN)<<32
-		p.Bitmap = h.Bitmap
-		p.Ack = uint64(h.EchoTS)
-		p.Aux = uint64(h.Reason) | uint64(h.BitmapBase)<<32
-		if h.CE {
-			p.Aux |= 1 << 8
-		}
-		if h.ForProbe {
-			p.Aux |= 1 << 9
-		}
-		p.Aux |= uint64(min((h.RcvWnd+63)/64, 1<<22-1)) << 10
 	}
 	p.UseRoute(&r)
 	if err := m.net.Send(now, host, plane, p); err != nil {
@@ -467,32 +447,26 @@ func (m *mrcNet) onPacket(now sim.Time, p *fabric.Packet) {
 		return
 	}
 	f := m.flows[p.Flow]
-	kind := mrc.Kind(p.Op)
+	h, err := mrc.Unpack(uint32(p.Flow), p.SentAt, mrc.Words{
+		Op: p.Op, Entropy: p.Entropy, Seq: p.Seq, Ack: p.Ack, Bitmap: p.Bitmap, Aux: p.Aux,
+	})
+	if err != nil {
+		m.s.Stop(err)
+		return
+	}
 	ce := p.Flags&fabric.CE != 0
-	switch kind {
-	case mrc.Data, mrc.Probe:
-		h := mrc.Header{
-			Kind: kind, QP: uint32(p.Flow), EV: uint16(p.Entropy), PSN: uint32(p.Seq), Msg: uint32(p.Seq >> 32),
-			Offset: int64(p.Ack), LastPSN: uint32(p.Bitmap), Len: int32(p.Aux), TS: p.SentAt,
-		}
-		if kind == mrc.Data {
-			f.rcv.OnData(now, &h, p.Flags&fabric.Trimmed != 0, p.Flags&fabric.TrimmedLastHop != 0, ce)
-		} else {
-			f.rcv.OnProbe(now, &h, ce)
-		}
+	switch h.Kind {
+	case mrc.Data:
+		f.rcv.OnData(now, &h, p.Flags&fabric.Trimmed != 0, p.Flags&fabric.TrimmedLastHop != 0, ce)
 		m.flushReceiver(now, f)
-	case mrc.SACK, mrc.NACK:
-		h := mrc.Header{
-			Kind: kind, QP: uint32(p.Flow), CumPSN: uint32(p.Seq), NackPSN: uint32(p.Seq >> 32), Bitmap: p.Bitmap,
-			EchoEV: uint16(p.Entropy), EchoTS: sim.Time(p.Ack), Reason: mrc.NackReason(p.Aux & 0xff),
-			CE: p.Aux&(1<<8) != 0, ForProbe: p.Aux&(1<<9) != 0, BitmapBase: uint32(p.Aux >> 32),
-			RcvWnd: uint32(p.Aux>>10&(1<<22-1)) * 64,
-		}
-		if kind == mrc.SACK {
-			f.snd.OnSACK(now, &h)
-		} else {
-			f.snd.OnNACK(now, &h)
-		}
+	case mrc.Probe:
+		f.rcv.OnProbe(now, &h, ce)
+		m.flushReceiver(now, f)
+	case mrc.SACK:
+		f.snd.OnSACK(now, &h)
+		m.flushSender(now, f)
+	case mrc.NACK:
+		f.snd.OnNACK(now, &h)
 		m.flushSender(now, f)
 	}
 }
