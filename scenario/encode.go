@@ -70,6 +70,11 @@ func encodeValue(v reflect.Value, p string, depth int) (*yaml.Node, error) {
 			// sim.Rate writes 0 as "0bps" but rejects it on reading; null reads back as 0.
 			return nullNode(), nil
 		}
+		if isDecimal(b) {
+			// A text that is a plain integer (a ZeRO stage "1", a rank "17") is written as
+			// one, not as the quoted string "1"; the type's UnmarshalText reads it back.
+			return scalarNode("!!int", string(b)), nil
+		}
 		return strNode(string(b)), nil
 	}
 	switch t.Kind() {
@@ -225,3 +230,20 @@ func scalarNode(tag, value string) *yaml.Node {
 
 // nullNode returns a YAML null.
 func nullNode() *yaml.Node { return scalarNode("!!null", "null") }
+
+// isDecimal reports whether b is a plain decimal integer: an optional minus sign and 1 to 18
+// digits.
+func isDecimal(b []byte) bool {
+	if len(b) > 0 && b[0] == '-' {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
