@@ -89,6 +89,9 @@ func (sc *Scenario) resolveTraining(hosts int) error {
 	// Show the resolved plan (dp derived, order) and step counts in the resolved scenario.
 	cfg := sc.Workload.Training
 	cfg.Plan = job.Plan
+	// And the model and GPU with every field their presets fill in (efficiencies, power,
+	// scale-up domain, batch): the resolved scenario is what runs, and reads back the same.
+	cfg.Model, cfg.GPU = job.Model, job.GPU
 	cfg.Steps, cfg.SimSteps = max(cfg.Steps, 1), min(max(cfg.SimSteps, 1), max(cfg.Steps, 1))
 	for i, f := range sc.Faults {
 		if f.AtStep != nil && *f.AtStep >= cfg.SimSteps {
