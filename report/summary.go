@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -181,22 +182,48 @@ var trainingPatterns = []string{
 
 // networkPatterns are the headline figures of the traffic: rates, packets, latency, queues,
 // the transports, PFC, faults and collectives.
-var networkPatterns = []string{
+var networkPatterns = slices.Concat([]string{
 	"flows", "duration_us", "end_us", "offered_gbps", "delivered_gbps", "delivered_fraction",
 	"sent_packets", "delivered_packets", "trimmed_packets", "dropped_packets", "drops_packets.*",
 	"in_flight_packets_at_end", "ce_marks",
 	"latency_*",
 	"queue_depth.p50_bytes", "queue_depth.p99_bytes", "queue_depth.max_bytes",
-	"mrc.jct_us", "mrc.fct_p50_us", "mrc.fct_p99_us", "mrc.fct_max_us", "mrc.fct_over_ideal_mean",
-	"mrc.fct_over_ideal_max", "mrc.retx_packets.*", "mrc.timeouts", "mrc.qp_errors",
-	"mrc.ev_good_at_end", "mrc.ev_assumed_bad_at_end", "mrc.ev_denied_at_end",
-	"roce.jct_us", "roce.fct_p50_us", "roce.fct_p99_us", "roce.fct_max_us", "roce.fct_over_ideal_mean",
-	"roce.fct_over_ideal_max", "roce.retx_packets", "roce.timeouts", "roce.cnps_sent", "roce.qp_errors",
+}, transportPatterns(), []string{
 	"pfc.pauses", "pfc.paused_us_total", "pfc.ports_paused", "pfc.most_paused_port",
 	"pfc.headroom_exceeded_ports",
 	"fault_baseline_end_us", "fault_slowdown_us",
 	"collectives[*].name", "collectives[*].op", "collectives[*].size_bytes", "collectives[*].time_us",
 	"collectives[*].busbw_GBps", "collectives[*].time_over_model",
+})
+
+// transferKeys are the headline keys every transport's block of summary.json has (the common
+// runner.TransferSummary figures and the retransmission and QP-error counts; retx_packets is a
+// number or, for MRC, an object by cause), in headline order around each block's own keys.
+var (
+	transferKeys     = []string{"jct_us", "fct_p50_us", "fct_p99_us", "fct_max_us", "fct_over_ideal_mean", "fct_over_ideal_max", "retx_packets", "retx_packets.*", "timeouts"}
+	transferTailKeys = []string{"qp_errors"}
+)
+
+// transportHeadlines are the transports' blocks of summary.json with the headline keys only
+// that transport has, before and after transferTailKeys.
+var transportHeadlines = []struct {
+	block     string
+	mid, tail []string
+}{
+	{"mrc", nil, []string{"ev_good_at_end", "ev_assumed_bad_at_end", "ev_denied_at_end"}},
+	{"roce", []string{"cnps_sent"}, nil},
+}
+
+// transportPatterns are the headline patterns of every transport's block: the common keys,
+// then its own.
+func transportPatterns() []string {
+	var out []string
+	for _, t := range transportHeadlines {
+		for _, k := range slices.Concat(transferKeys, t.mid, transferTailKeys, t.tail) {
+			out = append(out, t.block+"."+k)
+		}
+	}
+	return out
 }
 
 // pathPattern is path with every array index replaced by "[*]".

@@ -16,22 +16,8 @@ type MRCSummary struct {
 	QPErrors       int      `json:"qp_errors"`
 	QPErrorList    []string `json:"qp_error_list,omitempty"` // the first few, verbatim
 
-	BaseRTTUs float64 `json:"base_rtt_us"`
-	// JCTUs is when the last transfer was acknowledged (all transfers start at their group's
-	// start; the run's clock starts at 0); absent when a transfer never finished (the job did
-	// not complete in the run).
-	JCTUs float64 `json:"jct_us,omitempty"`
-	// Flow completion time: post to the acknowledgement of the last byte.
-	FCTMeanUs float64 `json:"fct_mean_us,omitempty"`
-	FCTP50Us  float64 `json:"fct_p50_us,omitempty"`
-	FCTP99Us  float64 `json:"fct_p99_us,omitempty"`
-	FCTMaxUs  float64 `json:"fct_max_us,omitempty"`
-	// IdealFCTUs is wire bytes / NIC line rate + base RTT for the largest transfer: what one
-	// flow alone on an idle fabric would take.
-	IdealFCTUs float64 `json:"ideal_fct_us,omitempty"`
-	// FCT over ideal, per flow: mean and worst.
-	FCTOverIdealMean float64 `json:"fct_over_ideal_mean,omitempty"`
-	FCTOverIdealMax  float64 `json:"fct_over_ideal_max,omitempty"`
+	// Base RTT, JCT, FCT percentiles and FCT over ideal.
+	TransferSummary
 	// Per-flow throughput, payload bytes / FCT, as a fraction of the NIC line rate.
 	ThroughputMeanOfLine float64 `json:"throughput_mean_of_line,omitempty"`
 	ThroughputMinOfLine  float64 `json:"throughput_min_of_line,omitempty"`
@@ -161,20 +147,18 @@ func (m *mrcNet) idealFCT(b int64, hops int) sim.Time {
 // summary gathers the MRC figures over the run that ended at end.
 func (m *mrcNet) summary(end sim.Time, faults []FaultEvent) *MRCSummary {
 	cfg := &m.cfg
-	s := &MRCSummary{Flows: len(m.flows), BaseRTTUs: us(m.baseRTT), RetxPackets: map[string]int64{}}
+	s := &MRCSummary{Flows: len(m.flows), RetxPackets: map[string]int64{}}
 	full := cfg.WireBytes(cfg.PayloadBytes)
 	s.HeaderOverheadPct = round3(100 * float64(cfg.HeaderBytes) / float64(full))
-	var maxBytes, sumFCT int64
-	var sumRatio, sumTput float64
+	var maxBytes int64
+	var sumTput float64
 	minTput := 0.0
 	for _, f := range m.flows {
 		if f.bytes > maxBytes {
 			maxBytes = f.bytes
 		}
 	}
-	s.IdealFCTUs = us(m.idealFCT(maxBytes, m.layout.Sizing().MaxSwitchHops))
-	var last sim.Time
-	single := 0 // completed flows of one transfer: the per-flow FCT figures are over them
+	var acc fctAcc // completed flows of one transfer: the per-flow FCT figures are over them
 	for _, f := range m.flows {
 		st := &f.snd.Stats
 		s.DataPackets += st.DataPackets
@@ -212,31 +196,18 @@ func (m *mrcNet) summary(end sim.Time, faults []FaultEvent) *MRCSummary {
 		if f.posts > 1 {
 			continue // a QP carrying many messages: its per-message FCTs are in the histogram
 		}
-		single++
-		fct := f.done - f.start
-		sumFCT += int64(fct)
-		sumRatio += float64(fct) / float64(m.idealFCT(f.bytes, f.hops))
-		if r := float64(fct) / float64(m.idealFCT(f.bytes, f.hops)); r > s.FCTOverIdealMax {
-			s.FCTOverIdealMax = round3(r)
-		}
-		tput := float64(f.bytes) * 8 / fct.Seconds() / float64(m.nicRate)
+		acc.add(f.start, f.done, m.idealFCT(f.bytes, f.hops))
+		tput := float64(f.bytes) * 8 / (f.done - f.start).Seconds() / float64(m.nicRate)
 		sumTput += tput
 		if minTput == 0 || tput < minTput {
 			minTput = tput
 		}
-		if f.done > last {
-			last = f.done
-		}
 	}
-	if n := single; n > 0 {
-		s.FCTMeanUs = us(sim.Time(sumFCT / int64(n)))
-		s.FCTOverIdealMean = round3(sumRatio / float64(n))
+	if n := acc.n; n > 0 {
 		s.ThroughputMeanOfLine = round3(sumTput / float64(n))
 		s.ThroughputMinOfLine = round3(minTput)
-		if s.FlowsCompleted == s.Flows {
-			s.JCTUs = us(last)
-		}
 	}
+	allDone := s.FlowsCompleted == s.Flows
 	if m.activeAt > 0 {
 		var sum float64
 		n := 0
@@ -256,15 +227,14 @@ func (m *mrcNet) summary(end sim.Time, faults []FaultEvent) *MRCSummary {
 		}
 	}
 	if m.delivered != nil {
-		s.FlowsCompleted, s.IdealFCTUs = 0, 0
+		s.FlowsCompleted = 0
 		for _, f := range m.flows {
 			if f.tokHead == len(f.tokens) {
 				s.FlowsCompleted++
 			}
 		}
-		s.JCTUs = us(end)
-		s.FCTMeanUs = round3(m.fct.Mean() / 1e3)
 	}
+	s.fill(m.baseRTT, m.idealFCT(maxBytes, m.layout.Sizing().MaxSwitchHops), &acc, allDone, m.fct, m.fctMax, m.delivered != nil, end)
 	if s.DataPackets > 0 {
 		s.ProbesPerDataPct = round3(100 * float64(s.ProbesSent) / float64(s.DataPackets))
 	}
@@ -274,7 +244,6 @@ func (m *mrcNet) summary(end sim.Time, faults []FaultEvent) *MRCSummary {
 			s.RxBudgetCuts += h.Cuts
 		}
 	}
-	s.FCTP50Us, s.FCTP99Us, s.FCTMaxUs = fctPercentiles(m.fct, m.fctMax)
 	s.LossSpan = m.span(faults)
 	return s
 }

@@ -13,17 +13,11 @@ import (
 // are what stranded them). A collective that does not finish stops the run with an error
 // before this point. The CLI prints the reason in the headline and exits 1.
 func markOutcome(sc *scenario.Scenario, s *Summary) {
-	var kind string
-	var flows, done, errs int
-	var list []string
-	switch {
-	case s.MRC != nil:
-		kind, flows, done, errs, list = "MRC", s.MRC.Flows, s.MRC.FlowsCompleted, s.MRC.QPErrors, s.MRC.QPErrorList
-	case s.RoCE != nil:
-		kind, flows, done, errs, list = "RoCE", s.RoCE.Flows, s.RoCE.FlowsCompleted, s.RoCE.QPErrors, s.RoCE.QPErrorList
-	default:
+	c, ok := s.TransferCounts()
+	if !ok {
 		return
 	}
+	kind, flows, done, errs, list := c.Kind, c.Flows, c.FlowsCompleted, c.QPErrors, c.QPErrorList
 	allow := sc.Run.AllowQPErrors
 	s.QPErrorsAllowed = allow && errs > 0
 	var why []string

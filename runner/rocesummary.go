@@ -19,20 +19,8 @@ type RoCESummary struct {
 	// PFC pauses, a local ACK timeout shorter than the worst paused path's drain time.
 	Warnings []string `json:"warnings,omitempty"`
 
-	BaseRTTUs float64 `json:"base_rtt_us"`
-	// JCTUs is when the last traffic flow was acknowledged; absent when a flow never finished
-	// (the job did not complete in the run).
-	JCTUs float64 `json:"jct_us,omitempty"`
-	// FCT: a traffic flow's post to the acknowledgement of its last stripe (collective
-	// messages: each message's post to its acknowledgement).
-	FCTMeanUs float64 `json:"fct_mean_us,omitempty"`
-	FCTP50Us  float64 `json:"fct_p50_us,omitempty"`
-	FCTP99Us  float64 `json:"fct_p99_us,omitempty"`
-	FCTMaxUs  float64 `json:"fct_max_us,omitempty"`
-	// IdealFCTUs is wire bytes / NIC line rate (all planes) + base RTT for the largest flow.
-	IdealFCTUs       float64 `json:"ideal_fct_us,omitempty"`
-	FCTOverIdealMean float64 `json:"fct_over_ideal_mean,omitempty"`
-	FCTOverIdealMax  float64 `json:"fct_over_ideal_max,omitempty"`
+	// Base RTT, JCT, FCT percentiles and FCT over ideal.
+	TransferSummary
 	// Throughput while all flows are active: each traffic flow's payload placed from its
 	// start to the first flow's completion (ActiveUntilUs), as a fraction of the NIC line
 	// rate (all planes); mean and min over the flows, and how many ran at about 1, 1/2, 1/3
@@ -84,36 +72,22 @@ func (r *roceNet) idealFCT(b int64, hops int) sim.Time {
 // summary gathers the RoCE figures over the run that ended at end.
 func (r *roceNet) summary(end sim.Time, faults []FaultEvent) *RoCESummary {
 	cfg := &r.cfg
-	s := &RoCESummary{Flows: len(r.flows), QPs: len(r.qps), QPsPerPeer: cfg.QPsPerPeer, BaseRTTUs: us(r.baseRTT)}
+	s := &RoCESummary{Flows: len(r.flows), QPs: len(r.qps), QPsPerPeer: cfg.QPsPerPeer}
 	full := cfg.HeaderBytes + cfg.PayloadBytes
 	s.HeaderOverheadPct = round3(100 * float64(cfg.HeaderBytes) / float64(full))
 	var maxBytes int64
 	for _, f := range r.flows {
 		maxBytes = max(maxBytes, f.bytes)
 	}
-	s.IdealFCTUs = us(r.idealFCT(maxBytes, r.layout.Sizing().MaxSwitchHops))
-	var sumRatio float64
-	var sumFCT int64
-	var last sim.Time
+	var acc fctAcc
 	for _, f := range r.flows {
 		if f.done == 0 {
 			continue
 		}
 		s.FlowsCompleted++
-		fct := f.done - f.start
-		sumFCT += int64(fct)
-		ratio := float64(fct) / float64(r.idealFCT(f.bytes, f.hops))
-		sumRatio += ratio
-		s.FCTOverIdealMax = max(s.FCTOverIdealMax, round3(ratio))
-		last = max(last, f.done)
+		acc.add(f.start, f.done, r.idealFCT(f.bytes, f.hops))
 	}
-	if n := s.FlowsCompleted; n > 0 {
-		s.FCTMeanUs = us(sim.Time(sumFCT / int64(n)))
-		s.FCTOverIdealMean = round3(sumRatio / float64(n))
-		if s.FlowsCompleted == s.Flows {
-			s.JCTUs = us(last)
-		}
-	}
+	allDone := s.FlowsCompleted == s.Flows
 	if n := len(r.activeTput); n > 0 {
 		s.ActiveUntilUs = us(r.activeAt)
 		lo, sum := r.activeTput[0], 0.0
@@ -166,16 +140,14 @@ func (r *roceNet) summary(end sim.Time, faults []FaultEvent) *RoCESummary {
 		s.RateMinGbps, s.RateMeanGbps = round3(lo), round3(sum/float64(len(rates)))
 	}
 	if r.delivered != nil {
-		s.Flows, s.FlowsCompleted, s.IdealFCTUs = len(r.qps), 0, 0
+		s.Flows, s.FlowsCompleted = len(r.qps), 0
 		for _, q := range r.qps {
 			if q.tokHead == len(q.tokens) {
 				s.FlowsCompleted++
 			}
 		}
-		s.JCTUs = us(end)
-		s.FCTMeanUs = round3(r.fct.Mean() / 1e3)
 	}
-	s.FCTP50Us, s.FCTP99Us, s.FCTMaxUs = fctPercentiles(r.fct, r.fctMax)
+	s.fill(r.baseRTT, r.idealFCT(maxBytes, r.layout.Sizing().MaxSwitchHops), &acc, allDone, r.fct, r.fctMax, r.delivered != nil, end)
 	s.LossSpan = r.span(faults)
 	return s
 }

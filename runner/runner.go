@@ -212,13 +212,8 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 			res.Summary.FaultBaselineEndUs = us(twin.trafficEnd)
 			res.Summary.FaultSlowdownUs = us(res.trafficEnd - twin.trafficEnd)
 		}
-		unfinished := 0
-		switch s := &res.Summary; {
-		case s.MRC != nil:
-			unfinished = s.MRC.Flows - s.MRC.FlowsCompleted
-		case s.RoCE != nil:
-			unfinished = s.RoCE.Flows - s.RoCE.FlowsCompleted
-		}
+		c, _ := res.Summary.TransferCounts()
+		unfinished := c.Flows - c.FlowsCompleted
 		res.Summary.Faults = faultCosts(net, faults, labels(sc), res.progress, base, res.lossAt, res.errAt, res.trafficEnd, unfinished)
 	}
 	res.Wall = time.Since(wallStart)

@@ -82,8 +82,8 @@ for a clean peak-memory figure.`,
 					header = true
 				}
 				var p50, p99, max float64
-				if s.MRC != nil {
-					p50, p99, max = s.MRC.FCTP50Us, s.MRC.FCTP99Us, s.MRC.FCTMaxUs
+				if t := s.Transfers(); t != nil {
+					p50, p99, max = t.FCTP50Us, t.FCTP99Us, t.FCTMaxUs
 				}
 				fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%d\t%.2fM\t%.2fM\t%.0f\t%.1f\t%.1f\t%.1f\t\n",
 					name, s.Hosts, s.Flows, wall, s.Events, float64(s.Events)/wall/1e6,

@@ -112,13 +112,8 @@ func transportOf(sc *scenario.Scenario) string {
 
 // unfinishedAll reports whether a transport run finished none of its transfers.
 func unfinishedAll(s *runner.Summary) bool {
-	switch {
-	case s.MRC != nil:
-		return s.MRC.FlowsCompleted == 0
-	case s.RoCE != nil:
-		return s.RoCE.FlowsCompleted == 0
-	}
-	return false
+	c, ok := s.TransferCounts()
+	return ok && c.FlowsCompleted == 0
 }
 
 // printComparison writes one row per figure, one column per scenario, and the ratio of each
@@ -128,15 +123,19 @@ func printComparison(w io.Writer, names, kinds []string, sums []*runner.Summary)
 		name string
 		get  func(s *runner.Summary) (float64, bool)
 	}
-	mrcOr := func(f func(m *runner.MRCSummary) float64, g func(r *runner.RoCESummary) float64) func(s *runner.Summary) (float64, bool) {
+	// xfer and count read any transport's common figures (runner.TransferSummary) and counts.
+	xfer := func(f func(t *runner.TransferSummary) float64) func(s *runner.Summary) (float64, bool) {
 		return func(s *runner.Summary) (float64, bool) {
-			switch {
-			case s.MRC != nil:
-				return f(s.MRC), true
-			case s.RoCE != nil:
-				return g(s.RoCE), true
+			if t := s.Transfers(); t != nil {
+				return f(t), true
 			}
 			return 0, false
+		}
+	}
+	count := func(f func(c runner.TransferCounts) int64) func(s *runner.Summary) (float64, bool) {
+		return func(s *runner.Summary) (float64, bool) {
+			c, ok := s.TransferCounts()
+			return float64(f(c)), ok
 		}
 	}
 	train := func(f func(t *training.Result) float64) func(s *runner.Summary) (float64, bool) {
@@ -152,31 +151,25 @@ func printComparison(w io.Writer, names, kinds []string, sums []*runner.Summary)
 		{"delivered Gb/s", func(s *runner.Summary) (float64, bool) {
 			return s.DeliveredGbps, s.Training == nil && s.Engine != "flow"
 		}},
-		{"transfers done", mrcOr(func(m *runner.MRCSummary) float64 { return float64(m.FlowsCompleted) }, func(r *runner.RoCESummary) float64 { return float64(r.FlowsCompleted) })},
+		{"transfers done", count(func(c runner.TransferCounts) int64 { return int64(c.FlowsCompleted) })},
 		{"step time ms", train(func(t *training.Result) float64 { return t.StepTimeUs / 1e3 })},
 		{"exposed comm ms", train(func(t *training.Result) float64 { return t.ExposedCommUs / 1e3 })},
 		{"DP exposed ms", train(func(t *training.Result) float64 { return t.DPExposedUs / 1e3 })},
 		{"MFU %", train(func(t *training.Result) float64 { return 100 * t.MFU })},
 		{"power swing MW", train(func(t *training.Result) float64 { return t.PowerSwingMW })},
 		{"goodput %", train(func(t *training.Result) float64 { return 100 * t.GoodputFrac })},
-		{"FCT p50 us", mrcOr(func(m *runner.MRCSummary) float64 { return m.FCTP50Us }, func(r *runner.RoCESummary) float64 { return r.FCTP50Us })},
-		{"FCT p99 us", mrcOr(func(m *runner.MRCSummary) float64 { return m.FCTP99Us }, func(r *runner.RoCESummary) float64 { return r.FCTP99Us })},
-		{"FCT max us", mrcOr(func(m *runner.MRCSummary) float64 { return m.FCTMaxUs }, func(r *runner.RoCESummary) float64 { return r.FCTMaxUs })},
+		{"FCT p50 us", xfer(func(t *runner.TransferSummary) float64 { return t.FCTP50Us })},
+		{"FCT p99 us", xfer(func(t *runner.TransferSummary) float64 { return t.FCTP99Us })},
+		{"FCT max us", xfer(func(t *runner.TransferSummary) float64 { return t.FCTMaxUs })},
 		{"FCT/ideal mean", func(s *runner.Summary) (float64, bool) { // traffic runs only
-			v, ok := mrcOr(func(m *runner.MRCSummary) float64 { return m.FCTOverIdealMean }, func(r *runner.RoCESummary) float64 { return r.FCTOverIdealMean })(s)
+			v, ok := xfer(func(t *runner.TransferSummary) float64 { return t.FCTOverIdealMean })(s)
 			return v, ok && v > 0
 		}},
 		{"dropped packets", func(s *runner.Summary) (float64, bool) {
 			return float64(s.DroppedPackets), s.Training == nil || s.Engine == "packet"
 		}},
-		{"retransmitted packets", mrcOr(func(m *runner.MRCSummary) float64 {
-			var n int64
-			for _, v := range m.RetxPackets {
-				n += v
-			}
-			return float64(n)
-		}, func(r *runner.RoCESummary) float64 { return float64(r.RetxPackets) })},
-		{"QP errors", mrcOr(func(m *runner.MRCSummary) float64 { return float64(m.QPErrors) }, func(r *runner.RoCESummary) float64 { return float64(r.QPErrors) })},
+		{"retransmitted packets", count(func(c runner.TransferCounts) int64 { return c.RetxPackets })},
+		{"QP errors", count(func(c runner.TransferCounts) int64 { return int64(c.QPErrors) })},
 		{"fault slowdown us", func(s *runner.Summary) (float64, bool) { return s.FaultSlowdownUs, s.FaultBaselineEndUs > 0 }},
 		{"busbw GB/s (mean)", func(s *runner.Summary) (float64, bool) {
 			if len(s.Collectives) == 0 {

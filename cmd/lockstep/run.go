@@ -174,6 +174,28 @@ func outcomeErr(s *runner.Summary) error {
 	return runFailed(fmt.Errorf("run %s failed: %s", s.Scenario, s.FailureReason))
 }
 
+// printTransfers writes the transport's completion line from its common figures
+// (runner.TransferSummary) and counts: per message under a collective, else how many transfers
+// finished, JCT and FCT. qps qualifies "N QPs" under a collective and over follows the
+// transfer count otherwise (RoCE names its QPs there; "" for none).
+func printTransfers(w io.Writer, s *runner.Summary, collective bool, qps, over string) {
+	t := s.Transfers()
+	c, _ := s.TransferCounts()
+	switch {
+	case collective:
+		fmt.Fprintf(w, "%s: %d QPs%s carried the messages; message FCT us p50 %.1f  p99 %.1f  max %.1f; base RTT %.2f us\n",
+			c.Kind, c.Flows, qps, t.FCTP50Us, t.FCTP99Us, t.FCTMaxUs, t.BaseRTTUs)
+	case c.FlowsCompleted == 0:
+		fmt.Fprintf(w, "%s: none of %d transfers finished%s: no JCT or FCT; base RTT %.2f us\n", c.Kind, c.Flows, over, t.BaseRTTUs)
+	case c.FlowsCompleted < c.Flows:
+		fmt.Fprintf(w, "%s: %d of %d transfers done%s, JCT not reached (%d unfinished); finished FCT us p50 %.1f  p99 %.1f  max %.1f (mean %.3fx, worst %.3fx their ideal); base RTT %.2f us\n",
+			c.Kind, c.FlowsCompleted, c.Flows, over, c.Flows-c.FlowsCompleted, t.FCTP50Us, t.FCTP99Us, t.FCTMaxUs, t.FCTOverIdealMean, t.FCTOverIdealMax, t.BaseRTTUs)
+	default:
+		fmt.Fprintf(w, "%s: %d of %d transfers done%s, JCT %.1f us; FCT us p50 %.1f  p99 %.1f  max %.1f (FCT/ideal per flow mean %.3fx, worst %.3fx; the largest transfer's ideal on the longest path %.1f us); base RTT %.2f us\n",
+			c.Kind, c.FlowsCompleted, c.Flows, over, t.JCTUs, t.FCTP50Us, t.FCTP99Us, t.FCTMaxUs, t.FCTOverIdealMean, t.FCTOverIdealMax, t.IdealFCTUs, t.BaseRTTUs)
+	}
+}
+
 // printOutcome writes the headline line of a failed run, or of one whose QP errors
 // run.allow_qp_errors accepted; nothing for a clean run.
 func printOutcome(w io.Writer, s *runner.Summary) {
@@ -181,13 +203,8 @@ func printOutcome(w io.Writer, s *runner.Summary) {
 	case s.Failed:
 		fmt.Fprintf(w, "RUN FAILED: %s\n", s.FailureReason)
 	case s.QPErrorsAllowed:
-		errs := 0
-		if s.MRC != nil {
-			errs = s.MRC.QPErrors
-		} else if s.RoCE != nil {
-			errs = s.RoCE.QPErrors
-		}
-		fmt.Fprintf(w, "QP ERRORS: %d QP(s) errored (accepted: run.allow_qp_errors is true)\n", errs)
+		c, _ := s.TransferCounts()
+		fmt.Fprintf(w, "QP ERRORS: %d QP(s) errored (accepted: run.allow_qp_errors is true)\n", c.QPErrors)
 	}
 }
 
@@ -449,18 +466,14 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	fmt.Fprintf(w, "simulated %.3fus of traffic (+ drain to %.3fus) in %.2fs wall, %d events (%.1fM events/s)\n",
 		s.DurationUs, s.EndUs, res.Wall.Seconds(), s.Events, rate/1e6)
 	frac := "of bytes sent delivered"
-	if s.MRC != nil || s.RoCE != nil {
+	if s.Transfers() != nil {
 		frac = "of the payload posted placed"
 	}
 	fmt.Fprintf(w, "offered %.1f Gb/s, delivered %.1f Gb/s (%.2f%% %s); packets sent %d, delivered %d, trimmed %d, dropped %d\n",
 		s.OfferedGbps, s.DeliveredGbps, 100*s.DeliveredFraction, frac, s.SentPackets, s.DeliveredPackets, s.TrimmedPackets, s.DroppedPackets)
 	unfinished, qpErrs := 0, 0
-	switch {
-	case res.Collective != nil:
-	case s.MRC != nil:
-		unfinished, qpErrs = s.MRC.Flows-s.MRC.FlowsCompleted, s.MRC.QPErrors
-	case s.RoCE != nil:
-		unfinished, qpErrs = s.RoCE.Flows-s.RoCE.FlowsCompleted, s.RoCE.QPErrors
+	if c, ok := s.TransferCounts(); ok && res.Collective == nil {
+		unfinished, qpErrs = c.Flows-c.FlowsCompleted, c.QPErrors
 	}
 	if unfinished > 0 {
 		what := fmt.Sprintf("%d transfers had", unfinished)
@@ -478,18 +491,8 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 			what, s.EndUs, sc.Run.Duration, why)
 	}
 	if r := s.RoCE; r != nil {
-		if res.Collective != nil {
-			fmt.Fprintf(w, "RoCE: %d QPs (%d per peer per plane) carried the messages; message FCT us p50 %.1f  p99 %.1f  max %.1f; base RTT %.2f us\n",
-				r.QPs, r.QPsPerPeer, r.FCTP50Us, r.FCTP99Us, r.FCTMaxUs, r.BaseRTTUs)
-		} else if r.FlowsCompleted == 0 {
-			fmt.Fprintf(w, "RoCE: none of %d transfers finished over %d QPs (%d per peer per plane): no JCT or FCT; base RTT %.2f us\n", r.Flows, r.QPs, r.QPsPerPeer, r.BaseRTTUs)
-		} else if r.FlowsCompleted < r.Flows {
-			fmt.Fprintf(w, "RoCE: %d of %d transfers done over %d QPs (%d per peer per plane), JCT not reached (%d unfinished); finished FCT us p50 %.1f  p99 %.1f  max %.1f (mean %.3fx, worst %.3fx their ideal); base RTT %.2f us\n",
-				r.FlowsCompleted, r.Flows, r.QPs, r.QPsPerPeer, r.Flows-r.FlowsCompleted, r.FCTP50Us, r.FCTP99Us, r.FCTMaxUs, r.FCTOverIdealMean, r.FCTOverIdealMax, r.BaseRTTUs)
-		} else {
-			fmt.Fprintf(w, "RoCE: %d of %d transfers done over %d QPs (%d per peer per plane), JCT %.1f us; FCT us p50 %.1f  p99 %.1f  max %.1f (FCT/ideal per flow mean %.3fx, worst %.3fx; the largest transfer's ideal on the longest path %.1f us); base RTT %.2f us\n",
-				r.FlowsCompleted, r.Flows, r.QPs, r.QPsPerPeer, r.JCTUs, r.FCTP50Us, r.FCTP99Us, r.FCTMaxUs, r.FCTOverIdealMean, r.FCTOverIdealMax, r.IdealFCTUs, r.BaseRTTUs)
-		}
+		perPeer := fmt.Sprintf(" (%d per peer per plane)", r.QPsPerPeer)
+		printTransfers(w, s, res.Collective != nil, perPeer, fmt.Sprintf(" over %d QPs%s", r.QPs, perPeer))
 		printActive(w, r.ActiveUntilUs, r.ActiveThroughputMeanOfLine, r.ActiveThroughputMinOfLine, r.HeaderOverheadPct)
 		if r.ActiveMaxMinMeanOfLine > 0 {
 			fmt.Fprintf(w, "flow-level max-min over the same ECMP-hashed QP paths: mean %.3f of line (packet level %.3f)\n", r.ActiveMaxMinMeanOfLine, r.ActiveThroughputMeanOfLine)
@@ -501,18 +504,7 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 		}
 		fmt.Fprintln(w)
 	} else if m := s.MRC; m != nil {
-		if res.Collective != nil {
-			fmt.Fprintf(w, "MRC: %d QPs carried the messages; message FCT us p50 %.1f  p99 %.1f  max %.1f; base RTT %.2f us\n",
-				m.Flows, m.FCTP50Us, m.FCTP99Us, m.FCTMaxUs, m.BaseRTTUs)
-		} else if m.FlowsCompleted == 0 {
-			fmt.Fprintf(w, "MRC: none of %d transfers finished: no JCT or FCT; base RTT %.2f us\n", m.Flows, m.BaseRTTUs)
-		} else if m.FlowsCompleted < m.Flows {
-			fmt.Fprintf(w, "MRC: %d of %d transfers done, JCT not reached (%d unfinished); finished FCT us p50 %.1f  p99 %.1f  max %.1f (mean %.3fx, worst %.3fx their ideal); base RTT %.2f us\n",
-				m.FlowsCompleted, m.Flows, m.Flows-m.FlowsCompleted, m.FCTP50Us, m.FCTP99Us, m.FCTMaxUs, m.FCTOverIdealMean, m.FCTOverIdealMax, m.BaseRTTUs)
-		} else {
-			fmt.Fprintf(w, "MRC: %d of %d transfers done, JCT %.1f us; FCT us p50 %.1f  p99 %.1f  max %.1f (FCT/ideal per flow mean %.3fx, worst %.3fx; the largest transfer's ideal on the longest path %.1f us); base RTT %.2f us\n",
-				m.FlowsCompleted, m.Flows, m.JCTUs, m.FCTP50Us, m.FCTP99Us, m.FCTMaxUs, m.FCTOverIdealMean, m.FCTOverIdealMax, m.IdealFCTUs, m.BaseRTTUs)
-		}
+		printTransfers(w, s, res.Collective != nil, "", "")
 		printActive(w, m.ActiveUntilUs, m.ActiveThroughputMeanOfLine, m.ActiveThroughputMinOfLine, m.HeaderOverheadPct)
 		fmt.Fprintf(w, "MRC: retransmitted packets: trim NACK %d, SACK gap %d, timeout %d, out of window %d; timeouts %d, trims NACKed %d, probes %d, QP errors %d; EVs at end good %d, skip %d, assumed bad %d, denied %d\n",
 			m.RetxPackets["trim_nack"], m.RetxPackets["sack_gap"], m.RetxPackets["timeout"], m.RetxPackets["out_of_window"], m.Timeouts, m.TrimsNACKed, m.ProbesSent, m.QPErrors, m.EVGood, m.EVSkip, m.EVAssumedBad, m.EVDenied)
@@ -647,13 +639,8 @@ func printFaultCosts(w io.Writer, sc *scenario.Scenario, s *runner.Summary) {
 		}
 	}
 	if s.FaultBaselineEndUs > 0 {
-		done, all := 0, 0
-		switch {
-		case s.MRC != nil:
-			done, all = s.MRC.FlowsCompleted, s.MRC.Flows
-		case s.RoCE != nil:
-			done, all = s.RoCE.FlowsCompleted, s.RoCE.Flows
-		}
+		c, _ := s.TransferCounts()
+		done, all := c.FlowsCompleted, c.Flows
 		if done < all {
 			fmt.Fprintf(w, "with faults %d of %d transfers finished by %.1f us (the faultless run ended at %.1f us): the slowdown is at least %.1f us\n",
 				done, all, s.FaultBaselineEndUs+s.FaultSlowdownUs, s.FaultBaselineEndUs, s.FaultSlowdownUs)
