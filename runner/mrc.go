@@ -667,55 +667,6 @@ func minExp(rtt sim.Time) int {
 	return t
 }
 
-// applyMRCProfile sets switch ECN and trimming from the BDP (scenario.ProfileMRC): marking from
-// 0.2 to 0.8 BDP on fabric hops, none on the last hop, trimming above 1 BDP (1.5 BDP at the
-// last hop), each at least a few packets (3, 12 and 12 MTUs). BDP = fabric link rate x base
-// RTT of the MRC packet sizes.
-func applyMRCProfile(sc *scenario.Scenario, l topo.Topology) {
-	c := l.Params()
-	cfg := mrc.Config{}
-	if sc.Transport.MRC != nil {
-		cfg = *sc.Transport.MRC
-	}
-	cfg = cfg.WithDefaults()
-	hops := l.Sizing().MaxSwitchHops
-	rtt := c.RoundTrip(hops, cfg.WireBytes(cfg.PayloadBytes), cfg.AckBytes)
-	bdp := c.FabricLink.BytesIn(rtt)
-	// Packet floors (lockstep): at low rates a BDP is a few packets, and spraying queues
-	// whole packets at every hop; marking from 0.2 BDP (one packet at 10G) and trimming at one
-	// BDP (five) would mark and trim the ordinary contention of a full-bisection fabric.
-	// Marking starts at 3 packets at least, reaches 1 at 12, trimming at 12 (18 at the last
-	// hop). From 100G up the BDP fractions are the larger (docs/protocols.md).
-	mtu := int64(cfg.WireBytes(cfg.PayloadBytes))
-	kmin, kmax, trim := max(bdp/5, 3*mtu), max(bdp*4/5, 12*mtu), max(bdp, 12*mtu)
-	given := sc.Fabric.Given()
-	sw := &sc.Fabric.SwitchQueue
-	if !given.SwitchECN {
-		sw.ECN = fabric.ECNConfig{Enabled: true, Kmin: sim.Size(kmin), Kmax: sim.Size(kmax), Pmax: 1}
-	}
-	if !given.SwitchTrim {
-		sw.Trim = fabric.TrimConfig{Enabled: true, Threshold: sim.Size(trim), HeaderLimit: sw.Trim.HeaderLimit, HeaderShare: sw.Trim.HeaderShare}
-	}
-	lh := sc.Fabric.LastHopQueue
-	if lh == nil {
-		q := *sw
-		lh = &q
-		sc.Fabric.LastHopQueue = lh
-	}
-	if !given.LastECN {
-		lh.ECN = fabric.ECNConfig{}
-	}
-	if !given.LastTrim {
-		lh.Trim = fabric.TrimConfig{Enabled: true, Threshold: sim.Size(trim * 3 / 2), HeaderLimit: lh.Trim.HeaderLimit, HeaderShare: lh.Trim.HeaderShare}
-	}
-	for i, q := range []*fabric.QueueConfig{sw, lh} {
-		if given := [2]bool{given.SwitchLimit, given.LastLimit}[i]; !given && q.Limit < sim.Size(2*trim) {
-			q.Limit = sim.Size(2 * trim) // room above the trim threshold for headers' data to drain
-		}
-		*q = q.WithDefaults()
-	}
-}
-
 // snapshotActive records, at the first traffic flow's completion, each started flow's payload
 // placed so far over its time active, as a fraction of the NIC line rate (all planes): the
 // throughput while all flows are active.

@@ -555,90 +555,13 @@ func runRoCE(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 	return nil
 }
 
-// applyRoCEProfile sets RED/ECN marking for DCQCN on every switch queue, the last hop
-// included (scenario.ProfileRoCE): Kmin ProfileRoCEKmin and Kmax ProfileRoCEKmax per
-// 100 Gb/s of the port's link rate (4 us and 16 us of queue at any speed), Pmax 0.2 (within a
-// smaller queue limit the scenario sets: Kmin limit/4, Kmax the limit), no trimming; under
-// PFC, the shared buffer sized from the switch (sizeRoCEBuffer) and queue limits of at least
-// pfcQueueLimit (64 MiB) and at least what a switch's ingresses may hold before all of them
-// pause (roceLosslessLimit), so the pauses, not drop-tail, bound the queues at any switch
-// size. Settings the scenario gives explicitly (scenario.Fabric.Given) are kept. The
-// thresholds sit far below the PFC pause point of the profile's buffer model (sizeRoCEBuffer)
-// at every speed, so DCQCN acts before PFC; roceChecks warns when a scenario's do not.
-func applyRoCEProfile(sc *scenario.Scenario, l topo.Topology) {
-	c := l.Params()
-	given := sc.Fabric.Given()
-	lossless := sc.Fabric.PFC.Config().Enabled
-	var limit sim.Size
-	if lossless {
-		sizeRoCEBuffer(sc, l)
-		limit = roceLosslessLimit(sc, l)
-	}
-	set := func(q *fabric.QueueConfig, rate sim.Rate, limitGiven, ecnGiven, trimGiven bool) {
-		if lossless && !limitGiven && q.Limit < limit {
-			// Lossless: the ingresses' pauses, not the egress limits, bound the buffer; a
-			// limit at least what the ingresses may hold keeps drop-tail from acting first.
-			q.Limit = limit
-		}
-		if !ecnGiven {
-			scale := float64(rate) / 100e9
-			q.ECN = fabric.ECNConfig{Enabled: true, Kmin: sim.Size(ProfileRoCEKmin * scale), Kmax: sim.Size(ProfileRoCEKmax * scale), Pmax: scenario.ProfileRoCEPmax}
-			if q.ECN.Kmax > q.Limit { // a small queue the user set: mark within it
-				q.ECN.Kmin, q.ECN.Kmax = q.Limit/4, q.Limit
-			}
-		}
-		if !trimGiven {
-			q.Trim.Enabled = false
-		}
-	}
-	set(&sc.Fabric.SwitchQueue, c.FabricLink, given.SwitchLimit, given.SwitchECN, given.SwitchTrim)
-	if sc.Fabric.LastHopQueue != nil {
-		set(sc.Fabric.LastHopQueue, c.HostLink, given.LastLimit, given.LastECN, given.LastTrim)
-	}
-}
-
-// ECN thresholds of the roce profile per 100 Gb/s of link rate, bytes: 4 us and 16 us of
-// queue, the 1:4 RED shape and Pmax 0.2 of the DCQCN/HPCC profile (100/400 KB per 25 Gb/s)
-// at 1/8 of its depth. That profile's depth (32 us of queue) sits above a typical PFC pause
-// point, so DCQCN never acted; NVIDIA's Spectrum RoCE default (150 KB / 1.5 MB at 400 Gb/s,
-// Cumulus Linux "RoCE" defaults) puts Kmin at 3 us, the same order as this one. Lockstep
-// default; runner tests pin what it gives across 25G..800G.
+// ProfileRoCEKmin, ProfileRoCEKmax and RoCEBufferTime are the roce profile's ECN thresholds
+// per 100 Gb/s and switch buffer model, which scenario.Resolve applies (scenario/resolve_profile.go).
 const (
-	ProfileRoCEKmin = 50e3
-	ProfileRoCEKmax = 200e3
+	ProfileRoCEKmin = scenario.ProfileRoCEKmin
+	ProfileRoCEKmax = scenario.ProfileRoCEKmax
+	RoCEBufferTime  = scenario.RoCEBufferTime
 )
-
-// RoCEBufferTime is the roce profile's switch buffer model: a shared buffer of this much time
-// at the switch's total port rate, 5 MB per Tb/s, the ratio of a 12.8 Tb/s shared-buffer ASIC
-// with 64 MB (Broadcom Tomahawk 3, NVIDIA Spectrum-3 class), with dynamic PFC thresholds
-// alpha = ProfileRoCEPFCAlpha over it (SONiC's lossless-PG default dynamic_th 0, alpha 2^0),
-// a 2-MTU reserve per ingress and headroom from each link's delay (cable and forwarding) and
-// speed (fabric.PFCConfig).
-const RoCEBufferTime = 40 * sim.Microsecond
-
-// sizeRoCEBuffer sets fabric.pfc.shared_buffer, when the roce profile left it to the switch
-// (dynamic thresholds with no buffer given), to RoCEBufferTime x the largest switch's total
-// port rate on fabric l (at least 1 MiB and one data packet per ingress; 1 MiB on a
-// flow-level run, which builds no packet fabric).
-func sizeRoCEBuffer(sc *scenario.Scenario, l topo.Topology) {
-	p := sc.Fabric.PFC
-	if p == nil || p.Alpha == 0 || p.SharedBuffer != 0 || sc.Fabric.Profile != scenario.ProfileRoCE {
-		return
-	}
-	var most sim.Rate
-	ports := 0
-	if !sc.Fluid() {
-		for _, s := range switchIngresses(l) {
-			var sum sim.Rate
-			for _, k := range s {
-				sum += k.Rate
-			}
-			most, ports = max(most, sum), max(ports, len(s))
-		}
-	}
-	// At least one data packet per ingress (checkPFCBuffer), which 1 MiB is up to radix 250.
-	p.SharedBuffer = max(sim.Size(most.BytesIn(RoCEBufferTime)), 1<<20, sim.Size(int64(ports)*sc.MaxPacketBytes()))
-}
 
 // checkPFCBuffer rejects a dynamic-threshold shared buffer that cannot hold one data packet
 // per ingress of the largest switch of l (checked before the build, the profile's sizing
@@ -675,47 +598,8 @@ func checkPFCBuffer(sc *scenario.Scenario, l topo.Topology) error {
 	return check("fabric.last_hop_queue", sc.Fabric.LastHopQueue)
 }
 
-// switchIngresses lists, by node of l, the links at a switch's ports (one per connected port,
-// so the switch's ingresses; none for a host).
-func switchIngresses(l topo.Topology) [][]topo.Link {
-	out := make([][]topo.Link, l.NumNodes())
-	for _, k := range l.Links() {
-		for _, n := range [2]int{k.A.Node, k.B.Node} {
-			if nd, ok := l.Node(n); ok && nd.Kind == topo.KindSwitch {
-				out[n] = append(out[n], k)
-			}
-		}
-	}
-	return out
-}
-
-// roceLosslessLimit is the switch egress queue limit the roce profile sets under PFC:
-// pfcQueueLimit, or more on a switch whose ingresses may hold more before all of them pause
-// (each ingress its reserve or XOFF plus headroom, and the shared buffer with dynamic
-// thresholds: fabric.Network.PFCLosslessCheck's bound), so drop-tail never acts before PFC;
-// at most fabric.MaxQueueLimit. The shared buffer must be sized first (sizeRoCEBuffer).
-func roceLosslessLimit(sc *scenario.Scenario, l topo.Topology) sim.Size {
-	limit := sim.Size(pfcQueueLimit)
-	if sc.Fluid() {
-		return limit
-	}
-	cfg := sc.Fabric.PFC.Config().WithDefaults()
-	for _, s := range switchIngresses(l) {
-		var hold sim.Size
-		for _, k := range s {
-			hold += cfg.IngressHold(k.Rate, k.Delay)
-		}
-		if cfg.Alpha > 0 {
-			hold += cfg.SharedBuffer
-		}
-		limit = max(limit, hold)
-	}
-	return min(limit, fabric.MaxQueueLimit)
-}
-
-// pfcQueueLimit is the least switch queue limit the RoCE profile sets under PFC: a switch's
-// shared buffer (tens of MiB on current ASICs); roceLosslessLimit raises it on larger switches.
-const pfcQueueLimit = 64 << 20
+// switchIngresses lists, by node of l, the links at a switch's ports (scenario.SwitchIngresses).
+func switchIngresses(l topo.Topology) [][]topo.Link { return scenario.SwitchIngresses(l) }
 
 // dcqcnWithoutECN warns when DCQCN is on but no switch queue marks (fabric.switch_queue and
 // last_hop_queue both with ECN off): DCQCN reacts only to CNPs, which receivers send for

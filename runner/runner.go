@@ -130,12 +130,7 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	if err := checkMRCTiming(sc, layout); err != nil {
 		return nil, &InputError{Err: err}
 	}
-	switch sc.Fabric.Profile {
-	case scenario.ProfileMRC:
-		applyMRCProfile(sc, layout)
-	case scenario.ProfileRoCE:
-		applyRoCEProfile(sc, layout)
-	}
+	// fabric.profile is applied by scenario.Resolve (resolve_profile.go): sc is what runs.
 	if err := checkPFCBuffer(sc, layout); err != nil {
 		return nil, &InputError{Err: err}
 	}

@@ -38,6 +38,11 @@ import "github.com/lockstepsim/lockstep/topo"
 //  13. the traffic's packet budget (resolve_traffic.go): needs the final run.duration.
 //  14. queue checks (resolve_fabric.go): queue limits, ECN and trim thresholds and PFC
 //     buffers against the largest packet, which needs the transport and the traffic.
+//  15. fabric.profile applied (resolve_profile.go): the mrc profile's ECN and trimming from
+//     the BDP (topology, transport.mrc), the roce profile's marking and, under PFC, its
+//     shared buffer and queue limits from the switches (topology, run.engine, the largest
+//     packet); last, so the checks of step 14 see the queues as written and the resolved
+//     scenario is what runs. Settings given explicitly are kept, so it is a fixed point.
 func (sc *Scenario) Resolve() error {
 	r := &resolver{sc: sc}
 	for _, step := range []func() error{
@@ -55,6 +60,7 @@ func (sc *Scenario) Resolve() error {
 		r.transferDuration,
 		r.trafficBudget,
 		sc.checkQueues,
+		r.profile,
 	} {
 		if err := step(); err != nil {
 			return err

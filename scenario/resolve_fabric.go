@@ -150,8 +150,8 @@ func (sc *Scenario) resolvePFC() error {
 		p.Classes = []int{data}
 	}
 	// The roce profile's buffer model: a block that sets no threshold gets dynamic thresholds
-	// (alpha ProfileRoCEPFCAlpha) over a shared buffer the runner sizes from the switch
-	// (runner.RoCEBufferTime); xoff, xon or alpha written keeps what was written.
+	// (alpha ProfileRoCEPFCAlpha) over a shared buffer Resolve sizes from the switch
+	// (RoCEBufferTime, resolve_profile.go); xoff, xon or alpha written keeps what was written.
 	// Under that profile a shared_buffer left out (0) with dynamic thresholds is the switch's.
 	roceProfile := sc.Transport.Kind == TransportRoCE && (sc.Fabric.Profile == "" || sc.Fabric.Profile == ProfileRoCE)
 	if p.Alpha > 0 && (p.XOFF != 0 || p.XON != 0) {

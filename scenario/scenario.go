@@ -129,7 +129,7 @@ const (
 	// scenario leaves them out (see Fabric.Profile); classes stay as configured.
 	ProfileMRC = "mrc"
 	// ProfileRoCE: RED/ECN marking for DCQCN on every switch port, the last hop included
-	// (runner.ProfileRoCEKmin, ProfileRoCEKmax per 100 Gb/s, Pmax 0.2) [docs/protocols.md,
+	// (ProfileRoCEKmin, ProfileRoCEKmax per 100 Gb/s, Pmax 0.2) [docs/protocols.md,
 	// "RoCEv2: DCQCN" and "ECN"; DCQCN], no trimming; under PFC, switch queue limits left out are
 	// raised to what the switch's ingresses may hold before all pause (at least 64 MiB), and a Kmin is
 	// checked against that limit; classes stay as configured.
