@@ -1,0 +1,194 @@
+package transport
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/lockstepsim/lockstep/sim"
+)
+
+// Summary is the transport block of summary.json (key "transport"): the figures every
+// transport shares, then the transport's own (Detail) in the same JSON object. Readers
+// (compare, bench, the terminal summary, the report) use the common fields and never ask
+// which transport ran. Under a collective workload a "flow" is a QP carrying many messages:
+// FlowsCompleted counts QPs whose every message was placed, JCT is the workload's end, the
+// FCT figures are per message and the per-flow ideal figures are left out.
+type Summary struct {
+	// Kind is transport.kind ("mrc"); Name how messages name it ("MRC").
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// Flows is the QPs opened (traffic: one per transfer); FlowsCompleted those whose every
+	// posted transfer was acknowledged.
+	Flows          int `json:"flows"`
+	FlowsCompleted int `json:"flows_completed"`
+	// QPErrors counts QPs that gave up (retries exhausted); QPErrorList the first few,
+	// verbatim.
+	QPErrors    int      `json:"qp_errors"`
+	QPErrorList []string `json:"qp_error_list,omitempty"`
+	// RetxPackets is the data packets sent again, every cause.
+	RetxPackets int64 `json:"retx_packets"`
+
+	BaseRTTUs float64 `json:"base_rtt_us"`
+	// JCTUs is when the last transfer was acknowledged (all transfers start at their group's
+	// start; the run's clock starts at 0); absent when a transfer never finished.
+	JCTUs float64 `json:"jct_us,omitempty"`
+	// Flow completion time: a transfer's post to the acknowledgement of its last byte
+	// (collective messages: each message's post to its acknowledgement).
+	FCTMeanUs float64 `json:"fct_mean_us,omitempty"`
+	FCTP50Us  float64 `json:"fct_p50_us,omitempty"`
+	FCTP99Us  float64 `json:"fct_p99_us,omitempty"`
+	FCTMaxUs  float64 `json:"fct_max_us,omitempty"`
+	// IdealFCTUs is what the largest transfer would take alone on an idle fabric: its wire
+	// bytes at the NIC line rate (all planes) plus its last packet's round trip.
+	IdealFCTUs float64 `json:"ideal_fct_us,omitempty"`
+	// FCT over ideal, per flow: mean and worst.
+	FCTOverIdealMean float64 `json:"fct_over_ideal_mean,omitempty"`
+	FCTOverIdealMax  float64 `json:"fct_over_ideal_max,omitempty"`
+	// Loss-driven retransmissions (SACK gap, NAK or timeout): the first and last time one
+	// was sent and, with faults, the span from the first fault to the last one (its
+	// recovery time when there was one failure).
+	FirstLossRetxUs       float64 `json:"first_loss_retx_us,omitempty"`
+	LastLossRetxUs        float64 `json:"last_loss_retx_us,omitempty"`
+	FaultToLastLossRetxUs float64 `json:"fault_to_last_loss_retx_us,omitempty"`
+	// Warnings are the transport's pre-run warnings (Plugin.Check).
+	Warnings []string `json:"warnings,omitempty"`
+
+	// Detail is the transport's own figures (a pointer to a struct with json tags): its keys
+	// follow the common ones in the same object. nil: none.
+	Detail any `json:"-"`
+}
+
+// MarshalJSON writes the common fields, then Detail's keys in the same object. Errors:
+// Detail is not a JSON object, or repeats a common key.
+func (s *Summary) MarshalJSON() ([]byte, error) {
+	type common Summary // no MarshalJSON: plain struct encoding
+	head, err := json.Marshal((*common)(s))
+	if err != nil || s.Detail == nil {
+		return head, err
+	}
+	tail, err := json.Marshal(s.Detail)
+	if err != nil {
+		return nil, err
+	}
+	tail = bytes.TrimSpace(tail)
+	if len(tail) < 2 || tail[0] != '{' {
+		return nil, fmt.Errorf("transport summary %q: Detail must encode as a JSON object, got %.40s", s.Kind, tail)
+	}
+	if string(tail) == "{}" {
+		return head, nil
+	}
+	var ck, dk map[string]json.RawMessage
+	_ = json.Unmarshal(head, &ck)
+	_ = json.Unmarshal(tail, &dk)
+	for k := range dk {
+		if _, dup := ck[k]; dup {
+			return nil, fmt.Errorf("transport summary %q: Detail repeats the common key %q", s.Kind, k)
+		}
+	}
+	out := make([]byte, 0, len(head)+len(tail))
+	out = append(out, head[:len(head)-1]...)
+	out = append(out, ',')
+	return append(out, tail[1:]...), nil
+}
+
+// FCTAcc gathers the per-flow FCT figures of the finished transfers a summary covers.
+type FCTAcc struct {
+	n                  int
+	sumFCT             int64
+	sumRatio, maxRatio float64
+	last               sim.Time // the latest completion
+}
+
+// Add counts a transfer that started at start, finished at done and would take ideal alone
+// on an idle fabric (ideal > 0).
+func (a *FCTAcc) Add(start, done, ideal sim.Time) {
+	fct := done - start
+	a.n++
+	a.sumFCT += int64(fct)
+	r := float64(fct) / float64(ideal)
+	a.sumRatio += r
+	a.maxRatio = max(a.maxRatio, Round3(r))
+	a.last = max(a.last, done)
+}
+
+// Fill sets the common figures: the base RTT, the ideal FCT of the largest transfer, the
+// per-flow figures of a (JCT only when allDone, every transfer finished), and the FCT
+// percentiles of the histogram h in nanoseconds with its exact maximum hMax. Under a
+// collective workload (collective) JCT is the run's end end, the mean FCT is the histogram's
+// and the ideal is left out.
+func (s *Summary) Fill(baseRTT, ideal sim.Time, a *FCTAcc, allDone bool, h *hdrhistogram.Histogram, hMax int64, collective bool, end sim.Time) {
+	s.BaseRTTUs, s.IdealFCTUs = Us(baseRTT), Us(ideal)
+	s.FCTOverIdealMax = a.maxRatio
+	if a.n > 0 {
+		s.FCTMeanUs = Us(sim.Time(a.sumFCT / int64(a.n)))
+		s.FCTOverIdealMean = Round3(a.sumRatio / float64(a.n))
+		if allDone {
+			s.JCTUs = Us(a.last)
+		}
+	}
+	if collective {
+		s.IdealFCTUs = 0
+		s.JCTUs = Us(end)
+		s.FCTMeanUs = Round3(h.Mean() / 1e3)
+	}
+	s.FCTP50Us, s.FCTP99Us, s.FCTMaxUs = FCTPercentiles(h, hMax)
+}
+
+// SetLossSpan fills the loss span from the loss-driven retransmission times lossAt
+// (ascending) and the fault times faults (ascending; the span is measured from the first).
+func (s *Summary) SetLossSpan(lossAt, faults []sim.Time) {
+	if len(lossAt) == 0 {
+		return
+	}
+	first, last := lossAt[0], lossAt[len(lossAt)-1]
+	s.FirstLossRetxUs, s.LastLossRetxUs = Us(first), Us(last)
+	if len(faults) > 0 && last > faults[0] {
+		s.FaultToLastLossRetxUs = Us(last - faults[0])
+	}
+}
+
+// NewFCTHistogram returns the FCT histogram adapters record into: nanoseconds, 1 ns to one
+// hour, 3 significant digits.
+func NewFCTHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, int64(sim.Hour/sim.Nanosecond), 3)
+}
+
+// FCTPercentiles reads p50 and p99 from an FCT histogram in nanoseconds, as microseconds, with
+// the exact maximum maxNs (the histogram's own is rounded up to its bucket); p50 and p99 are
+// capped at it.
+func FCTPercentiles(h *hdrhistogram.Histogram, maxNs int64) (p50, p99, max float64) {
+	max = Round3(float64(maxNs) / 1e3)
+	ns := func(q float64) float64 { return min(Round3(float64(h.ValueAtQuantile(q))/1e3), max) }
+	return ns(50), ns(99), max
+}
+
+// Us is t in microseconds rounded to 3 decimals, the unit of summary.json's *_us keys.
+func Us(t sim.Time) float64 { return Round3(t.Micros()) }
+
+// Round3 rounds to 3 decimals so summaries stay short and stable; NaN and infinities are 0.
+func Round3(x float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	return math.Round(x*1000) / 1000
+}
+
+// LossLog records when an adapter resent after a loss (one entry per instant, in order) and
+// when its QPs errored: Endpoint.Log returns it, the summary's loss span reads it.
+type LossLog struct {
+	LossAt []sim.Time // loss-driven retransmission times, ascending, one per instant
+	ErrAt  []sim.Time // QP error times
+}
+
+// Retx records a loss-driven retransmission at now.
+func (l *LossLog) Retx(now sim.Time) {
+	if k := len(l.LossAt); k == 0 || l.LossAt[k-1] != now {
+		l.LossAt = append(l.LossAt, now)
+	}
+}
+
+// QPError records a QP error at now.
+func (l *LossLog) QPError(now sim.Time) { l.ErrAt = append(l.ErrAt, now) }
