@@ -563,3 +563,15 @@ func (sc *Scenario) MaxPacketBytes() int64 {
 	}
 	return pkt
 }
+
+// Block returns the block of the transport in force (transport.<kind>, a pointer to the
+// plugin's config type), nil when there is none (raw, ideal, or before Resolve when left out).
+func (t *Transport) Block() any {
+	switch {
+	case t.Kind == TransportMRC && t.MRC != nil:
+		return t.MRC
+	case t.Kind == TransportRoCE && t.RoCE != nil:
+		return t.RoCE
+	}
+	return nil
+}

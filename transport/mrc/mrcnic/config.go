@@ -1,0 +1,13 @@
+package mrcnic
+
+import (
+	"github.com/lockstepsim/lockstep/transport"
+	"github.com/lockstepsim/lockstep/transport/mrc"
+)
+
+// STUB (issue 18 track S replaces this file).
+func newConfig() any { return &mrc.Config{} }
+
+func resolve(cfg any, env transport.ResolveEnv) error { return nil }
+
+func profile(cfg any, env transport.ProfileEnv) {}

@@ -1,0 +1,27 @@
+// Package rocenic is the RoCEv2 transport's plugin (transport.Register): its scenario block and
+// defaults (config.go), its fabric profile (config.go), its pre-run checks (check.go), its
+// NIC adapter between the sans-IO engine (transport/roce) and the fabric (endpoint.go), its
+// summary block (summary.go) and its flow-level model (flow.go).
+package rocenic
+
+import (
+	"github.com/lockstepsim/lockstep/fabric"
+	"github.com/lockstepsim/lockstep/transport"
+)
+
+// Kind is transport.kind for RoCEv2.
+const Kind = "roce"
+
+func init() {
+	transport.Register(Kind, transport.Plugin{
+		Name:        "RoCEv2",
+		Proto:       fabric.ProtoRoCE,
+		NewConfig:   newConfig,
+		Resolve:     resolve,
+		Lossless:    true,
+		Profile:     profile,
+		Check:       check,
+		NewEndpoint: newEndpoint,
+		Flow:        flowModel,
+	})
+}
