@@ -14,7 +14,7 @@ const Kind = "roce"
 
 func init() {
 	transport.Register(Kind, transport.Plugin{
-		Name:        "RoCEv2",
+		Name:        "RoCE",
 		Proto:       fabric.ProtoRoCE,
 		NewConfig:   newConfig,
 		Resolve:     resolve,
