@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// leaf is one leaf of summary.json: its path ("mrc.fct_p99_us", "planes_detail[2].trims")
+// leaf is one leaf of summary.json: its path ("transport.fct_p99_us", "planes_detail[2].trims")
 // and its value as written in the file (numbers keep their digits).
 type leaf struct {
 	path  string
@@ -196,32 +196,16 @@ var networkPatterns = slices.Concat([]string{
 	"collectives[*].busbw_GBps", "collectives[*].time_over_model",
 })
 
-// transferKeys are the headline keys every transport's block of summary.json has (the common
-// runner.TransferSummary figures and the retransmission and QP-error counts; retx_packets is a
-// number or, for MRC, an object by cause), in headline order around each block's own keys.
-var (
-	transferKeys     = []string{"jct_us", "fct_p50_us", "fct_p99_us", "fct_max_us", "fct_over_ideal_mean", "fct_over_ideal_max", "retx_packets", "retx_packets.*", "timeouts"}
-	transferTailKeys = []string{"qp_errors"}
-)
+// transportKeys are the headline keys of the transport block of summary.json ("transport":
+// the figures every transport shares, whichever ran), in headline order.
+var transportKeys = []string{"kind", "jct_us", "fct_p50_us", "fct_p99_us", "fct_max_us", "fct_over_ideal_mean",
+	"fct_over_ideal_max", "retx_packets", "qp_errors"}
 
-// transportHeadlines are the transports' blocks of summary.json with the headline keys only
-// that transport has, before and after transferTailKeys.
-var transportHeadlines = []struct {
-	block     string
-	mid, tail []string
-}{
-	{"mrc", nil, []string{"ev_good_at_end", "ev_assumed_bad_at_end", "ev_denied_at_end"}},
-	{"roce", []string{"cnps_sent"}, nil},
-}
-
-// transportPatterns are the headline patterns of every transport's block: the common keys,
-// then its own.
+// transportPatterns are the headline patterns of the transport block.
 func transportPatterns() []string {
-	var out []string
-	for _, t := range transportHeadlines {
-		for _, k := range slices.Concat(transferKeys, t.mid, transferTailKeys, t.tail) {
-			out = append(out, t.block+"."+k)
-		}
+	out := make([]string, len(transportKeys))
+	for i, k := range transportKeys {
+		out[i] = "transport." + k
 	}
 	return out
 }

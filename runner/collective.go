@@ -8,6 +8,7 @@ import (
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/transport"
 	"github.com/lockstepsim/lockstep/workload/collective"
 	"github.com/lockstepsim/lockstep/workload/training"
 )
@@ -135,11 +136,9 @@ func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 	var (
 		tr    collective.Transport
 		ideal *collective.Ideal
-		m     *mrcNet
-		rn    *roceNet
+		ep    transport.Endpoint
 	)
-	switch sc.Transport.Kind {
-	case scenario.TransportIdeal:
+	if sc.Transport.Kind == scenario.TransportIdeal {
 		lat := sc.Transport.Ideal.Latency
 		ideal, err = collective.NewIdeal(s, collective.IdealConfig{Hosts: net.NumHosts(), Rate: nicRate, Latency: lat})
 		if err != nil {
@@ -147,22 +146,14 @@ func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 		}
 		tr = ideal
 		model.Latency, model.Rate = lat, nicRate
-	case scenario.TransportMRC:
-		m = newMRCNet(s, net, layout, *sc.Transport.MRC, sc.Fabric)
-		m.seed = sc.Run.Seed
-		tr = m
-		cfg := m.cfg
-		model.Latency = m.baseRTT / 2
-		model.Rate = sim.Rate(float64(nicRate) * float64(cfg.PayloadBytes) / float64(cfg.WireBytes(cfg.PayloadBytes)))
-	case scenario.TransportRoCE:
-		rn = newRoCENet(s, net, layout, *sc.Transport.RoCE)
-		rn.seed = sc.Run.Seed
-		tr = rn
-		cfg := rn.cfg
-		model.Latency = rn.baseRTT / 2
-		model.Rate = sim.Rate(float64(nicRate) * float64(cfg.PayloadBytes) / float64(cfg.HeaderBytes+cfg.PayloadBytes))
-	default:
-		return &InputError{Err: fmt.Errorf("transport.kind: %q cannot carry a collective", sc.Transport.Kind)}
+	} else {
+		if ep, err = newEndpoint(sc, layout, res); err != nil {
+			return err
+		}
+		tr = ep
+		lat, share := ep.Link()
+		model.Latency = lat
+		model.Rate = sim.Rate(float64(nicRate) * share)
 	}
 	// Inside a scale-up domain messages bypass the fabric: an ideal network at the domain's
 	// per-GPU rate and latency carries them (training.SplitTransport).
@@ -182,12 +173,6 @@ func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 	// transports key QPs by (src, dst, group), the group found from the message's instance.
 	instGroup := map[int]int{}
 	group := func(instance int) int { return instGroup[instance] }
-	if m != nil {
-		m.group = group
-	}
-	if rn != nil {
-		rn.group = group
-	}
 	w := &sweepState{s: s}
 	ex, err := collective.NewExecutor(s, tr, collective.ExecConfig{
 		Hosts:             net.NumHosts(),
@@ -197,13 +182,10 @@ func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 	if err != nil {
 		return &InputError{Err: err}
 	}
-	switch {
-	case ideal != nil:
+	if ideal != nil {
 		ideal.SetSink(ex.Delivered)
-	case m != nil:
-		m.delivered = ex.Delivered
-	default:
-		rn.delivered = ex.Delivered
+	} else {
+		ep.SetHooks(transport.Hooks{Delivered: ex.Delivered, Group: group})
 	}
 	if nvl != nil {
 		nvl.SetSink(ex.Delivered)
@@ -211,23 +193,19 @@ func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 	run := &CollectiveRun{Model: model, ScaleUp: up, Engine: "packet"}
 	res.Collective = run
 	var smp *sampler
-	if m != nil || rn != nil {
-		if m != nil {
-			res.MRC = &MRCRun{m: m, DoneAt: sim.MaxTime}
-		} else {
-			res.RoCE = &RoCERun{r: rn, DoneAt: sim.MaxTime}
-		}
-		smp = startWorkloadSampler(sc, res, c.Planes, m, rn)
+	if ep != nil {
+		smp = newEndpointSampler(sc, res, c.Planes, ep)
+		smp.start()
 	}
-	e := &packetColl{s: s, ex: ex, m: m, rn: rn, groups: groups, instGroup: instGroup,
+	e := &packetColl{s: s, ex: ex, ep: ep, groups: groups, instGroup: instGroup,
 		scheds: make([]*collective.Schedule, len(groups)), ids: make([]int, len(groups))}
 	rowsOut, err := sweepCollectives(sc, w, run, groups, iters, e)
 	if err != nil {
 		return err
 	}
 	end := s.Now()
-	if m != nil || rn != nil {
-		if err := finishTransport(sc, res, m, rn, smp, end); err != nil {
+	if ep != nil {
+		if err := finishTransport(sc, res, ep, smp, end); err != nil {
 			return err
 		}
 	} else {
@@ -243,8 +221,7 @@ func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 type packetColl struct {
 	s         *sim.Sim
 	ex        *collective.Executor
-	m         *mrcNet  // nil unless MRC carries the collectives
-	rn        *roceNet // nil unless RoCE carries them
+	ep        transport.Endpoint // nil under transport ideal
 	groups    []collGroup
 	instGroup map[int]int
 	scheds    []*collective.Schedule
@@ -285,7 +262,7 @@ func (e *packetColl) settle(drainErr error, running int, limit sim.Time) error {
 		if s.NextAt() == sim.MaxTime {
 			why = "nothing left to happen"
 		}
-		if errs := transportErrs(e.m, e.rn); len(errs) > 0 {
+		if errs := endpointErrs(e.ep); len(errs) > 0 {
 			why = fmt.Sprintf("%d QP(s) gave up, the first: %v", len(errs), errs[0])
 		}
 		return fmt.Errorf("%d collective(s) not done at %v (%s); waiting: %s", running, s.Now(), why,
@@ -306,15 +283,12 @@ func (e *packetColl) sent(g int) (int64, error) {
 	return sent, nil
 }
 
-// transportErrs returns the QP errors of whichever packet transport ran.
-func transportErrs(m *mrcNet, rn *roceNet) []error {
-	switch {
-	case m != nil:
-		return m.errs
-	case rn != nil:
-		return rn.errs
+// endpointErrs returns ep's QP errors, none without an endpoint.
+func endpointErrs(ep transport.Endpoint) []error {
+	if ep == nil {
+		return nil
 	}
-	return nil
+	return ep.Errs()
 }
 
 // addRow appends collective g's row for one size (spec resolved, t the mean time over iters

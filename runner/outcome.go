@@ -13,11 +13,11 @@ import (
 // are what stranded them). A collective that does not finish stops the run with an error
 // before this point. The CLI prints the reason in the headline and exits 1.
 func markOutcome(sc *scenario.Scenario, s *Summary) {
-	c, ok := s.TransferCounts()
-	if !ok {
+	c := s.Transport
+	if c == nil {
 		return
 	}
-	kind, flows, done, errs, list := c.Kind, c.Flows, c.FlowsCompleted, c.QPErrors, c.QPErrorList
+	kind, flows, done, errs, list := c.Name, c.Flows, c.FlowsCompleted, c.QPErrors, c.QPErrorList
 	allow := sc.Run.AllowQPErrors
 	s.QPErrorsAllowed = allow && errs > 0
 	var why []string

@@ -44,60 +44,22 @@ func WriteFlowsCSV(w io.Writer, res *Result) error {
 				return err
 			}
 		}
-	case res.MRC != nil && res.Collective == nil:
-		m := res.MRC.m
-		for i, fl := range m.flows {
-			row := []string{strconv.Itoa(i), "mrc", i64(int64(fl.src)), i64(int64(fl.dst)), "", i64(fl.bytes),
-				i64(fl.rcv.Stats.PlacedBytes), t(fl.start), "", "", "", "", "", i64(mrcRetx(fl)), ofLine(fl.activeOfLine)}
-			ideal := m.idealFCT(fl.bytes, fl.hops)
-			row[10] = t(ideal)
-			if fl.posts > 0 && fl.acked == fl.posts {
-				fct := fl.done - fl.start
-				row[8], row[9], row[11], row[12] = t(fl.done), t(fct), f64(float64(fct)/float64(ideal)), gbps(fl.bytes, fct)
+	case res.Endpoint != nil && res.Collective == nil:
+		kind := res.Summary.Transport.Kind
+		for i, fl := range res.Endpoint.Flows() {
+			plane := ""
+			if fl.Plane >= 0 {
+				plane = strconv.Itoa(fl.Plane)
 			}
-			if err := cw.Write(row); err != nil {
-				return err
+			row := []string{strconv.Itoa(i), kind, i64(int64(fl.Src)), i64(int64(fl.Dst)), plane, i64(fl.Bytes),
+				i64(fl.Delivered), t(fl.Start), "", "", t(fl.Ideal), "", "", i64(fl.Retx), ofLine(fl.ActiveOfLine)}
+			if fl.Done > 0 {
+				fct := fl.Done - fl.Start
+				row[8], row[9], row[12] = t(fl.Done), t(fct), gbps(fl.Bytes, fct)
+				if fl.Ideal > 0 {
+					row[11] = f64(float64(fct) / float64(fl.Ideal))
+				}
 			}
-		}
-	case res.RoCE != nil && res.Collective == nil:
-		r := res.RoCE.r
-		for i, fl := range r.flows {
-			var placed, retx int64
-			for _, q := range fl.qps {
-				placed += r.qps[q].rcv.Stats.PlacedBytes
-				retx += r.qps[q].snd.Stats.RetxPackets
-			}
-			ideal := r.idealFCT(fl.bytes, fl.hops)
-			row := []string{strconv.Itoa(i), "roce", i64(int64(fl.src)), i64(int64(fl.dst)), "", i64(fl.bytes),
-				i64(placed), t(fl.start), "", "", t(ideal), "", "", i64(retx), ofLine(fl.activeOfLine)}
-			if fl.done > 0 {
-				fct := fl.done - fl.start
-				row[8], row[9], row[11], row[12] = t(fl.done), t(fct), f64(float64(fct)/float64(ideal)), gbps(fl.bytes, fct)
-			}
-			if err := cw.Write(row); err != nil {
-				return err
-			}
-		}
-	}
-	cw.Flush()
-	return cw.Error()
-}
-
-// EVStatesCSVHeader is the header of ev_states.csv (MRC runs): the EV state counts summed over
-// every QP at each sample time, and the payload placed so far (its slope is goodput).
-var EVStatesCSVHeader = []string{"time_us", "good", "skip", "assumed_bad", "denied", "placed_bytes"}
-
-// WriteEVStatesCSV writes ev_states.csv for an MRC run (nothing but the header otherwise).
-// Errors: the writer's.
-func WriteEVStatesCSV(w io.Writer, res *Result) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write(EVStatesCSVHeader); err != nil {
-		return err
-	}
-	if res.MRC != nil {
-		for _, e := range res.MRC.EVSeries {
-			row := []string{strconv.FormatFloat(round3(e.At.Micros()), 'f', -1, 64), strconv.Itoa(e.Good), strconv.Itoa(e.Skip),
-				strconv.Itoa(e.AssumedBad), strconv.Itoa(e.Denied), strconv.FormatInt(e.PlacedBytes, 10)}
 			if err := cw.Write(row); err != nil {
 				return err
 			}
@@ -113,13 +75,4 @@ func ofLine(x float64) string {
 		return ""
 	}
 	return strconv.FormatFloat(round3(x), 'f', -1, 64)
-}
-
-// mrcRetx is a flow's retransmitted packets, every cause.
-func mrcRetx(f *mrcFlow) int64 {
-	var n int64
-	for _, c := range f.snd.Stats.Retx {
-		n += c
-	}
-	return n
 }

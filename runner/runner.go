@@ -21,6 +21,7 @@ import (
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
 	"github.com/lockstepsim/lockstep/traffic"
+	"github.com/lockstepsim/lockstep/transport"
 )
 
 // Result is a finished run: the summary plus the live objects for callers that want more
@@ -30,8 +31,12 @@ type Result struct {
 	Sim     *sim.Sim
 	Net     *fabric.Network
 	Raw     *traffic.Raw
-	MRC     *MRCRun  // when transport.kind is mrc
-	RoCE    *RoCERun // when transport.kind is roce
+	// Endpoint is the packet-level transport's NIC adapter (nil for raw traffic, transport
+	// ideal and flow level); Endpoint.Run gives its typed run (*mrcnic.Run, *rocenic.Run).
+	Endpoint transport.Endpoint
+	// DoneAt is when the transport's last transfer was acknowledged (MaxTime if some never
+	// were); 0 without an Endpoint.
+	DoneAt sim.Time
 	// Collective holds the report rows of a collective workload (workload.collectives).
 	Collective *CollectiveRun
 	// Training holds a training workload's result (workload.training).
@@ -49,6 +54,7 @@ type Result struct {
 	trafficEnd sim.Time
 	lossAt     []sim.Time // loss-driven retransmission times (transports)
 	errAt      []sim.Time // QP error times (transports)
+	warnings   []string   // the transport's pre-run warnings (Plugin.Check)
 	// stepFaults schedules the fault events of at_step entries when a training step starts
 	// (packet level; nil without such entries).
 	stepFaults func(now sim.Time, step int)
@@ -127,9 +133,6 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, &InputError{Err: err}
 	}
-	if err := checkMRCTiming(sc, layout); err != nil {
-		return nil, &InputError{Err: err}
-	}
 	// fabric.profile is applied by scenario.Resolve (resolve_profile.go): sc is what runs.
 	if err := checkPFCBuffer(sc, layout); err != nil {
 		return nil, &InputError{Err: err}
@@ -157,9 +160,12 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 			}
 		}
 	}
-	warns := roceChecks(sc, net, layout)
+	res := &Result{Sim: s, Net: net}
+	if res.warnings, err = transportChecks(sc, layout, res); err != nil {
+		return nil, err
+	}
 	if opt.Warn != nil && !dryFaults {
-		for _, w := range warns {
+		for _, w := range res.warnings {
 			opt.Warn(w)
 		}
 	}
@@ -171,7 +177,7 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, &InputError{Err: err}
 	}
-	res := &Result{Sim: s, Net: net, Faults: faults}
+	res.Faults = faults
 	var reconvergeAt func(sim.Time)
 	res.Reconverge, reconvergeAt = scheduleReconvergence(s, net, faults, sc.Fabric.Reconvergence, dryFaults)
 	res.stepFaults = stepFaults(s, faults, faultKind, func(at sim.Time) {
@@ -185,18 +191,13 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 		err = runTraining(sc, layout, res)
 	case len(sc.Workload.Collectives) > 0:
 		err = runCollective(sc, layout, res)
-	case sc.Transport.Kind == scenario.TransportMRC:
-		err = runMRC(sc, layout, res)
-	case sc.Transport.Kind == scenario.TransportRoCE:
-		err = runRoCE(sc, layout, res)
-	default:
+	case sc.Transport.Kind == scenario.TransportRaw:
 		err = runRaw(sc, layout, res)
+	default:
+		err = runTransport(sc, layout, res)
 	}
 	if err != nil {
 		return nil, err
-	}
-	if res.Summary.RoCE != nil {
-		res.Summary.RoCE.Warnings = warns
 	}
 	markOutcome(sc, &res.Summary)
 	markTrainingOutcome(sc, &res.Summary)
@@ -207,8 +208,10 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 			res.Summary.FaultBaselineEndUs = us(twin.trafficEnd)
 			res.Summary.FaultSlowdownUs = us(res.trafficEnd - twin.trafficEnd)
 		}
-		c, _ := res.Summary.TransferCounts()
-		unfinished := c.Flows - c.FlowsCompleted
+		unfinished := 0
+		if t := res.Summary.Transport; t != nil {
+			unfinished = t.Flows - t.FlowsCompleted
+		}
 		res.Summary.Faults = faultCosts(net, faults, labels(sc), res.progress, base, res.lossAt, res.errAt, res.trafficEnd, unfinished)
 	}
 	res.Wall = time.Since(wallStart)
@@ -417,19 +420,12 @@ func drain(sc *scenario.Scenario, s *sim.Sim, net *fabric.Network, end sim.Time)
 	}
 }
 
-// transportNet is what driveTransport needs of a transport adapter (mrcNet, roceNet).
-type transportNet interface {
-	outstanding() (running, errs int) // transfers not yet acknowledged, QP errors so far
-	stuck(max int) string             // the QPs still waiting, for a stalled run
-	quiesce()                         // stop every engine so the fabric can drain
-}
-
 // driveTransport runs a transport's traffic: it starts the sampler, runs until the adapter
 // reports every transfer done (its onDone hook, set here, pauses the run and records doneAt)
 // or run.duration, reports a run left with nothing to wait for, then stops the engines,
 // drains the fabric and audits it. It returns when the traffic ended and the port counters
 // then.
-func driveTransport(sc *scenario.Scenario, res *Result, smp *sampler, onDone *func(sim.Time), doneAt *sim.Time, tn transportNet) (sim.Time, []portSnap, error) {
+func driveTransport(sc *scenario.Scenario, res *Result, smp *sampler, onDone *func(sim.Time), doneAt *sim.Time, tn transport.Endpoint) (sim.Time, []portSnap, error) {
 	s, net := res.Sim, res.Net
 	*onDone = func(now sim.Time) {
 		*doneAt = now
@@ -441,16 +437,16 @@ func driveTransport(sc *scenario.Scenario, res *Result, smp *sampler, onDone *fu
 		return 0, nil, fmt.Errorf("run stopped at %v: %w", s.Now(), err)
 	}
 	end := s.Now()
-	running, errs := tn.outstanding()
+	running, errs := tn.Outstanding()
 	if *doneAt == sim.MaxTime && running > 0 && errs == 0 && s.NextAt() == sim.MaxTime {
-		return 0, nil, fmt.Errorf("stuck at %v: no event pending with %d transfers outstanding: %s", end, running, tn.stuck(5))
+		return 0, nil, fmt.Errorf("stuck at %v: no event pending with %d transfers outstanding: %s", end, running, tn.Stuck(5))
 	}
 	// Paused before run.duration with transfers left: the transport halted (exact times, not
 	// the summary's rounded microseconds).
 	smp.stoppedEarly = *doneAt == sim.MaxTime && running > 0 && end < sc.Run.Duration
 	snap := snapshot(net)
 	smp.links.finish(end)
-	tn.quiesce()
+	tn.Quiesce()
 	if err := drain(sc, s, net, end); err != nil {
 		return 0, nil, err
 	}

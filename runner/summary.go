@@ -7,6 +7,7 @@ import (
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/traffic"
+	"github.com/lockstepsim/lockstep/transport"
 	"github.com/lockstepsim/lockstep/workload/training"
 )
 
@@ -62,10 +63,10 @@ type Summary struct {
 
 	PerPlane []PlaneSummary `json:"planes_detail"`
 
-	// MRC holds the transport's figures when transport.kind is mrc.
-	MRC *MRCSummary `json:"mrc,omitempty"`
-	// RoCE holds the transport's figures when transport.kind is roce.
-	RoCE *RoCESummary `json:"roce,omitempty"`
+	// Transport holds the packet-level transport's figures (its kind, the common transfer
+	// figures, then its own): absent for raw traffic and for workloads on the flow level or
+	// the closed forms.
+	Transport *transport.Summary `json:"transport,omitempty"`
 	// PFC, when fabric.pfc is on: pauses and paused time over every port.
 	PFC *PFCSummary `json:"pfc,omitempty"`
 	// Faults holds what each failure cost (faults.csv), when the scenario has faults.

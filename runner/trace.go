@@ -87,13 +87,14 @@ func BuildTrace(res *Result) *report.Trace {
 			span(int(src), traceTidFlows, "flows", name, cat, start, done, args)
 		}
 		switch {
-		case res.MRC != nil:
-			for i, f := range res.MRC.m.flows {
-				flowSpan(i, f.src, f.dst, f.bytes, f.start, f.done, "mrc", map[string]any{})
-			}
-		case res.RoCE != nil:
-			for i, f := range res.RoCE.r.flows {
-				flowSpan(i, f.src, f.dst, f.bytes, f.start, f.done, "roce", map[string]any{"qps": len(f.qps)})
+		case res.Endpoint != nil:
+			kind := res.Summary.Transport.Kind
+			for i, f := range res.Endpoint.Flows() {
+				args := map[string]any{}
+				for k, v := range f.Extra {
+					args[k] = v
+				}
+				flowSpan(i, int32(f.Src), int32(f.Dst), f.Bytes, f.Start, f.Done, kind, args)
 			}
 		case res.Raw != nil:
 			for i, f := range res.Raw.Flows {

@@ -11,6 +11,7 @@ import (
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/transport"
 	"github.com/lockstepsim/lockstep/workload/collective"
 	"github.com/lockstepsim/lockstep/workload/training"
 )
@@ -517,17 +518,6 @@ func packetSlowest(tr *training.Trace, ls *LinkSeries, net *fabric.Network, evs 
 	}
 }
 
-// transportErrAt returns the QP error times of the packet-level transport.
-func transportErrAt(m *mrcNet, rn *roceNet) []sim.Time {
-	switch {
-	case m != nil:
-		return m.errAt
-	case rn != nil:
-		return rn.errAt
-	}
-	return nil
-}
-
 func firstTime(ts []sim.Time) sim.Time {
 	if len(ts) == 0 {
 		return -1
@@ -595,7 +585,7 @@ func flowTrainingFaults(sc *scenario.Scenario, ff *flowFaults, trace *training.T
 
 // packetTrainingFaults is the fault report of a packet-level training run; qpErrAt is when
 // the transport first gave up (-1: it did not).
-func packetTrainingFaults(sc *scenario.Scenario, res *Result, trace *training.Trace, tr *training.Result, qpErrAt sim.Time, m *mrcNet, rn *roceNet) *TrainingFaults {
+func packetTrainingFaults(sc *scenario.Scenario, res *Result, trace *training.Trace, tr *training.Result, qpErrAt sim.Time, ep transport.Endpoint) *TrainingFaults {
 	spans := stepSpans(trace)
 	end := spans[len(spans)-1].end
 	tf := &TrainingFaults{Engine: "packet", Events: groupFaultEvents(res.Faults, spans, labels(sc)), Notes: timingNotes(res.Faults, spans)}
@@ -607,7 +597,7 @@ func packetTrainingFaults(sc *scenario.Scenario, res *Result, trace *training.Tr
 	}
 	if qpErrAt >= 0 {
 		R, lost := restartCharge(sc.Workload.Training, tr, qpErrAt.Seconds())
-		errs := transportErrs(m, rn)
+		errs := endpointErrs(ep)
 		cause := fmt.Sprintf("%d %s QP(s) gave up, the first: %v", len(errs), transportName(sc), errs[0])
 		tf.Restarts = append(tf.Restarts, TrainingRestart{AtUs: us(qpErrAt), Step: len(trace.Steps), Cause: cause, QPFlows: len(errs),
 			RestartS: R, LostWorkS: lost, ChargedS: R + lost})

@@ -10,6 +10,7 @@ import (
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/transport"
 	"github.com/lockstepsim/lockstep/workload/collective"
 	"github.com/lockstepsim/lockstep/workload/training"
 )
@@ -217,9 +218,8 @@ type trainBackend struct {
 	router *flowRouter
 	ff     *flowFaults
 	rb     *recBackend
-	// Packet level: the transport (one of m, rn), the executor and the queue sampler.
-	m   *mrcNet
-	rn  *roceNet
+	// Packet level: the transport, the executor and the queue sampler.
+	ep  transport.Endpoint
 	eb  *training.ExecutorBackend
 	smp *sampler
 }
@@ -295,28 +295,21 @@ func newFlowTrainBackend(sc *scenario.Scenario, layout topo.Topology, res *Resul
 }
 
 // newPacketTrainBackend builds the packet-level engine for job: the transport's engines
-// over the fabric (res.MRC or res.RoCE set), and the scale-up domain's traffic on an ideal
+// over the fabric (res.Endpoint set), and the scale-up domain's traffic on an ideal
 // link at the GPU's scale-up rate (NVLink is not in the fabric), with the queue sampler
 // started. A job whose step moves more than run.max_packets packets is refused.
 func newPacketTrainBackend(sc *scenario.Scenario, layout topo.Topology, res *Result, job *training.Job) (*trainBackend, error) {
-	s, net := res.Sim, res.Net
+	s := res.Sim
 	hosts := layout.NumHosts()
 	b := &trainBackend{engine: "packet"}
-	var fabricT collective.Transport
-	if sc.Transport.Kind == scenario.TransportMRC {
-		b.m = newMRCNet(s, net, layout, *sc.Transport.MRC, sc.Fabric)
-		b.m.seed = sc.Run.Seed
-		fabricT = b.m
-		res.MRC = &MRCRun{m: b.m, DoneAt: sim.MaxTime}
-	} else {
-		b.rn = newRoCENet(s, net, layout, *sc.Transport.RoCE)
-		b.rn.seed = sc.Run.Seed
-		fabricT = b.rn
-		res.RoCE = &RoCERun{r: b.rn, DoneAt: sim.MaxTime}
+	ep, err := newEndpoint(sc, layout, res)
+	if err != nil {
+		return nil, err
 	}
+	b.ep = ep
+	var fabricT collective.Transport = ep
 	tr := fabricT
 	var nvl *collective.Ideal
-	var err error
 	if d := job.Placement.Domain; d > 1 {
 		if nvl, err = collective.NewIdeal(s, collective.IdealConfig{Hosts: hosts, Rate: job.GPU.ScaleUpRate, Latency: job.GPU.ScaleUpLatency}); err != nil {
 			return nil, &InputError{Err: err}
@@ -334,12 +327,9 @@ func newPacketTrainBackend(sc *scenario.Scenario, layout topo.Topology, res *Res
 	if nvl != nil {
 		nvl.SetSink(b.eb.Delivered)
 	}
-	if b.m != nil {
-		b.m.delivered, b.m.group = b.eb.Delivered, b.eb.Group
-	} else {
-		b.rn.delivered, b.rn.group = b.eb.Delivered, b.eb.Group
-	}
-	b.smp = startWorkloadSampler(sc, res, layout.Params().Planes, b.m, b.rn)
+	ep.SetHooks(transport.Hooks{Delivered: b.eb.Delivered, Group: b.eb.Group})
+	b.smp = newEndpointSampler(sc, res, layout.Params().Planes, ep)
+	b.smp.start()
 	b.backend = b.eb
 	return b, nil
 }
@@ -366,7 +356,7 @@ type trainOutcome struct {
 // engine was waiting for.
 func runTrainingJob(sc *scenario.Scenario, layout topo.Topology, res *Result, job *training.Job, b *trainBackend) (trainOutcome, error) {
 	s, cfg := res.Sim, sc.Workload.Training
-	ff, fc, eb, m, rn := b.ff, b.fc, b.eb, b.m, b.rn
+	ff, fc, eb, ep := b.ff, b.fc, b.eb, b.ep
 	out := trainOutcome{qpErrAt: -1}
 	simSteps := min(max(cfg.SimSteps, 1), max(cfg.Steps, 1))
 	opts := training.RunOptions{Steps: simSteps, Exact: cfg.Exact, Stragglers: cfg.Stragglers, OnStep: res.stepFaults}
@@ -398,13 +388,14 @@ func runTrainingJob(sc *scenario.Scenario, layout topo.Topology, res *Result, jo
 	if err == nil {
 		return out, nil
 	}
-	errs := transportErrs(m, rn)
+	errs := endpointErrs(ep)
 	switch {
 	case eb != nil && len(errs) > 0 && jr.Completed() != nil:
 		// The job restarts; the packet engine does not simulate past it (its QPs are
 		// dead): the steps done stand, the restart is charged and the run says so.
 		out.trace = jr.Completed()
-		out.qpErrAt = firstTime(transportErrAt(m, rn))
+		_, errAt := ep.Log()
+		out.qpErrAt = firstTime(errAt)
 	case eb != nil && len(errs) > 0:
 		return out, fmt.Errorf("training stopped at %v: %w (%d QP(s) gave up, the first: %v; the job would restart, but no step finished before it, so there is nothing to report: run.engine: flow goes on through restarts; waiting: %s)", s.Now(), err, len(errs), errs[0], eb.Stuck(8))
 	case eb != nil:
@@ -451,7 +442,7 @@ func finishTraining(sc *scenario.Scenario, layout topo.Topology, res *Result, jo
 	end := s.Now()
 	res.trafficEnd = end
 	if b.eb != nil {
-		if err := finishTransport(sc, res, b.m, b.rn, b.smp, end); err != nil {
+		if err := finishTransport(sc, res, b.ep, b.smp, end); err != nil {
 			return err
 		}
 	} else {
@@ -464,7 +455,7 @@ func finishTraining(sc *scenario.Scenario, layout topo.Topology, res *Result, jo
 	case b.ff != nil:
 		run.Faults = flowTrainingFaults(sc, b.ff, trace, tr, out.links, layout, b.router)
 	case b.eb != nil && len(res.Faults) > 0:
-		run.Faults = packetTrainingFaults(sc, res, trace, tr, out.qpErrAt, b.m, b.rn)
+		run.Faults = packetTrainingFaults(sc, res, trace, tr, out.qpErrAt, b.ep)
 	}
 	if run.Faults != nil && len(run.Faults.Restarts) == 0 && failure == "" {
 		if err := run.Faults.rerunBaseline(sc); err != nil {

@@ -56,6 +56,14 @@ type Plugin struct {
 	// Flow describes the transport to the flow-level engine (run.engine flow) for the
 	// resolved block on topology t.
 	Flow func(cfg any, t topo.Topology) (FlowModel, error)
+	// Print writes the transport's block of the terminal summary (s is what its Endpoint's
+	// Summary returned; collective: the run carried collective messages): by convention
+	// PrintTransfers, its own figures, then PrintQPErrors. nil: PrintTransfers and
+	// PrintQPErrors alone.
+	Print func(w io.Writer, s *Summary, collective bool)
+	// Label names the resolved block in one short phrase for comparison tables ("roce (4
+	// QP/peer)"); nil: the kind.
+	Label func(cfg any) string
 	// Outputs names every file the transport's Endpoint.Files may write ("ev_states.csv"), so
 	// a results folder used before is cleared of them.
 	Outputs []string

@@ -19,7 +19,7 @@ import (
 type Summary struct {
 	// Kind is transport.kind ("mrc"); Name how messages name it ("MRC").
 	Kind string `json:"kind"`
-	Name string `json:"name"`
+	Name string `json:"-"`
 	// Flows is the QPs opened (traffic: one per transfer); FlowsCompleted those whose every
 	// posted transfer was acknowledged.
 	Flows          int `json:"flows"`

@@ -10,6 +10,7 @@ import (
 	"github.com/lockstepsim/lockstep/report"
 	"github.com/lockstepsim/lockstep/runner"
 	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/lockstepsim/lockstep/transport"
 	"github.com/lockstepsim/lockstep/workload/training"
 	"github.com/spf13/cobra"
 )
@@ -102,18 +103,19 @@ report, beside them.`,
 	return cmd
 }
 
+// transportOf names sc's transport for the comparison table: the plugin's label of its block
+// (transport.Plugin.Label), else the kind.
 func transportOf(sc *scenario.Scenario) string {
-	k := sc.Transport.Kind
-	if sc.Transport.RoCE != nil {
-		k = fmt.Sprintf("roce (%d QP/peer)", sc.Transport.RoCE.QPsPerPeer)
+	if p, ok := transport.Lookup(sc.Transport.Kind); ok && p.Label != nil {
+		return p.Label(sc.Transport.Block())
 	}
-	return k
+	return sc.Transport.Kind
 }
 
 // unfinishedAll reports whether a transport run finished none of its transfers.
 func unfinishedAll(s *runner.Summary) bool {
-	c, ok := s.TransferCounts()
-	return ok && c.FlowsCompleted == 0
+	c := s.Transfers()
+	return c != nil && c.FlowsCompleted == 0
 }
 
 // printComparison writes one row per figure, one column per scenario, and the ratio of each
@@ -123,8 +125,8 @@ func printComparison(w io.Writer, names, kinds []string, sums []*runner.Summary)
 		name string
 		get  func(s *runner.Summary) (float64, bool)
 	}
-	// xfer and count read any transport's common figures (runner.TransferSummary) and counts.
-	xfer := func(f func(t *runner.TransferSummary) float64) func(s *runner.Summary) (float64, bool) {
+	// xfer and count read any transport's common figures (transport.Summary).
+	xfer := func(f func(t *transport.Summary) float64) func(s *runner.Summary) (float64, bool) {
 		return func(s *runner.Summary) (float64, bool) {
 			if t := s.Transfers(); t != nil {
 				return f(t), true
@@ -132,10 +134,12 @@ func printComparison(w io.Writer, names, kinds []string, sums []*runner.Summary)
 			return 0, false
 		}
 	}
-	count := func(f func(c runner.TransferCounts) int64) func(s *runner.Summary) (float64, bool) {
+	count := func(f func(c *transport.Summary) int64) func(s *runner.Summary) (float64, bool) {
 		return func(s *runner.Summary) (float64, bool) {
-			c, ok := s.TransferCounts()
-			return float64(f(c)), ok
+			if c := s.Transfers(); c != nil {
+				return float64(f(c)), true
+			}
+			return 0, false
 		}
 	}
 	train := func(f func(t *training.Result) float64) func(s *runner.Summary) (float64, bool) {
@@ -151,25 +155,25 @@ func printComparison(w io.Writer, names, kinds []string, sums []*runner.Summary)
 		{"delivered Gb/s", func(s *runner.Summary) (float64, bool) {
 			return s.DeliveredGbps, s.Training == nil && s.Engine != "flow"
 		}},
-		{"transfers done", count(func(c runner.TransferCounts) int64 { return int64(c.FlowsCompleted) })},
+		{"transfers done", count(func(c *transport.Summary) int64 { return int64(c.FlowsCompleted) })},
 		{"step time ms", train(func(t *training.Result) float64 { return t.StepTimeUs / 1e3 })},
 		{"exposed comm ms", train(func(t *training.Result) float64 { return t.ExposedCommUs / 1e3 })},
 		{"DP exposed ms", train(func(t *training.Result) float64 { return t.DPExposedUs / 1e3 })},
 		{"MFU %", train(func(t *training.Result) float64 { return 100 * t.MFU })},
 		{"power swing MW", train(func(t *training.Result) float64 { return t.PowerSwingMW })},
 		{"goodput %", train(func(t *training.Result) float64 { return 100 * t.GoodputFrac })},
-		{"FCT p50 us", xfer(func(t *runner.TransferSummary) float64 { return t.FCTP50Us })},
-		{"FCT p99 us", xfer(func(t *runner.TransferSummary) float64 { return t.FCTP99Us })},
-		{"FCT max us", xfer(func(t *runner.TransferSummary) float64 { return t.FCTMaxUs })},
+		{"FCT p50 us", xfer(func(t *transport.Summary) float64 { return t.FCTP50Us })},
+		{"FCT p99 us", xfer(func(t *transport.Summary) float64 { return t.FCTP99Us })},
+		{"FCT max us", xfer(func(t *transport.Summary) float64 { return t.FCTMaxUs })},
 		{"FCT/ideal mean", func(s *runner.Summary) (float64, bool) { // traffic runs only
-			v, ok := xfer(func(t *runner.TransferSummary) float64 { return t.FCTOverIdealMean })(s)
+			v, ok := xfer(func(t *transport.Summary) float64 { return t.FCTOverIdealMean })(s)
 			return v, ok && v > 0
 		}},
 		{"dropped packets", func(s *runner.Summary) (float64, bool) {
 			return float64(s.DroppedPackets), s.Training == nil || s.Engine == "packet"
 		}},
-		{"retransmitted packets", count(func(c runner.TransferCounts) int64 { return c.RetxPackets })},
-		{"QP errors", count(func(c runner.TransferCounts) int64 { return int64(c.QPErrors) })},
+		{"retransmitted packets", count(func(c *transport.Summary) int64 { return c.RetxPackets })},
+		{"QP errors", count(func(c *transport.Summary) int64 { return int64(c.QPErrors) })},
 		{"fault slowdown us", func(s *runner.Summary) (float64, bool) { return s.FaultSlowdownUs, s.FaultBaselineEndUs > 0 }},
 		{"busbw GB/s (mean)", func(s *runner.Summary) (float64, bool) {
 			if len(s.Collectives) == 0 {

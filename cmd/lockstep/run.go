@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"github.com/lockstepsim/lockstep/report"
 	"github.com/lockstepsim/lockstep/runner"
 	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/lockstepsim/lockstep/transport"
 	"github.com/lockstepsim/lockstep/workload/collective"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -159,7 +159,7 @@ func runAndWrite(sc *scenario.Scenario, outField string, ro runOpts) (*runner.Re
 		return nil, nil, runFailed(err)
 	}
 	js = append(js, '\n')
-	if err := writeResults(sc, js, res); err != nil {
+	if err := runner.WriteResults(sc, js, res); err != nil {
 		return nil, nil, runFailed(err)
 	}
 	return res, js, nil
@@ -174,36 +174,14 @@ func outcomeErr(s *runner.Summary) error {
 	return runFailed(fmt.Errorf("run %s failed: %s", s.Scenario, s.FailureReason))
 }
 
-// printTransfers writes the transport's completion line from its common figures
-// (runner.TransferSummary) and counts: per message under a collective, else how many transfers
-// finished, JCT and FCT. qps qualifies "N QPs" under a collective and over follows the
-// transfer count otherwise (RoCE names its QPs there; "" for none).
-func printTransfers(w io.Writer, s *runner.Summary, collective bool, qps, over string) {
-	t := s.Transfers()
-	c, _ := s.TransferCounts()
-	switch {
-	case collective:
-		fmt.Fprintf(w, "%s: %d QPs%s carried the messages; message FCT us p50 %.1f  p99 %.1f  max %.1f; base RTT %.2f us\n",
-			c.Kind, c.Flows, qps, t.FCTP50Us, t.FCTP99Us, t.FCTMaxUs, t.BaseRTTUs)
-	case c.FlowsCompleted == 0:
-		fmt.Fprintf(w, "%s: none of %d transfers finished%s: no JCT or FCT; base RTT %.2f us\n", c.Kind, c.Flows, over, t.BaseRTTUs)
-	case c.FlowsCompleted < c.Flows:
-		fmt.Fprintf(w, "%s: %d of %d transfers done%s, JCT not reached (%d unfinished); finished FCT us p50 %.1f  p99 %.1f  max %.1f (mean %.3fx, worst %.3fx their ideal); base RTT %.2f us\n",
-			c.Kind, c.FlowsCompleted, c.Flows, over, c.Flows-c.FlowsCompleted, t.FCTP50Us, t.FCTP99Us, t.FCTMaxUs, t.FCTOverIdealMean, t.FCTOverIdealMax, t.BaseRTTUs)
-	default:
-		fmt.Fprintf(w, "%s: %d of %d transfers done%s, JCT %.1f us; FCT us p50 %.1f  p99 %.1f  max %.1f (FCT/ideal per flow mean %.3fx, worst %.3fx; the largest transfer's ideal on the longest path %.1f us); base RTT %.2f us\n",
-			c.Kind, c.FlowsCompleted, c.Flows, over, t.JCTUs, t.FCTP50Us, t.FCTP99Us, t.FCTMaxUs, t.FCTOverIdealMean, t.FCTOverIdealMax, t.IdealFCTUs, t.BaseRTTUs)
-	}
-}
-
 // printOutcome writes the headline line of a failed run, or of one whose QP errors
 // run.allow_qp_errors accepted; nothing for a clean run.
 func printOutcome(w io.Writer, s *runner.Summary) {
 	switch {
 	case s.Failed:
 		fmt.Fprintf(w, "RUN FAILED: %s\n", s.FailureReason)
-	case s.QPErrorsAllowed:
-		c, _ := s.TransferCounts()
+	case s.QPErrorsAllowed && s.Transfers() != nil:
+		c := s.Transfers()
 		fmt.Fprintf(w, "QP ERRORS: %d QP(s) errored (accepted: run.allow_qp_errors is true)\n", c.QPErrors)
 	}
 }
@@ -320,73 +298,6 @@ func makeDir(dir string) (undo func(), err error) {
 	return undo, nil
 }
 
-// writeResults creates the results folder: summary.json, the resolved scenario.yaml,
-// flows.csv, and where they apply links.csv (per port and interval), pauses.csv (PFC),
-// ev_states.csv (MRC), faults.csv and collectives.csv (one nccl-tests row per size). docs/outputs.md documents every column.
-func writeResults(sc *scenario.Scenario, summary []byte, res *runner.Result) error {
-	dir := sc.Run.Out
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("results folder: %w", err)
-	}
-	for _, f := range resultFiles {
-		if err := os.Remove(filepath.Join(dir, f)); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("results folder: cannot replace the previous run's %s: %w", f, err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "summary.json"), summary, 0o644); err != nil {
-		return err
-	}
-	y, err := scenario.Encode(sc)
-	if err != nil {
-		return fmt.Errorf("scenario.yaml: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "scenario.yaml"), y, 0o644); err != nil {
-		return err
-	}
-	type resultFile struct {
-		name  string
-		write func(io.Writer) error
-	}
-	files := []resultFile{{"flows.csv", func(w io.Writer) error { return runner.WriteFlowsCSV(w, res) }}}
-	if res.Collective != nil {
-		files = append(files, resultFile{"collectives.csv", func(w io.Writer) error { return collective.WriteCSV(w, res.Collective.Rows) }})
-	}
-	if len(res.Summary.Faults) > 0 {
-		files = append(files, resultFile{"faults.csv", func(w io.Writer) error { return runner.WriteFaultsCSV(w, res.Summary.Faults) }})
-	}
-	if res.Links != nil {
-		files = append(files, resultFile{"links.csv", res.Links.WriteCSV})
-		if res.Links.HasPauses() {
-			files = append(files, resultFile{"pauses.csv", res.Links.WritePausesCSV})
-		}
-	}
-	if t := res.Training; t != nil {
-		files = append(files, resultFile{"power.csv", t.WritePowerCSV}, resultFile{"steps.csv", t.WriteStepsCSV})
-	}
-	if res.MRC != nil {
-		files = append(files, resultFile{"ev_states.csv", func(w io.Writer) error { return runner.WriteEVStatesCSV(w, res) }})
-	}
-	if sc.Run.Trace {
-		if t := runner.BuildTrace(res); t != nil {
-			files = append(files, resultFile{"trace.json", func(w io.Writer) error { _, err := t.WriteTo(w); return err }})
-		}
-	}
-	for _, f := range files {
-		var b bytes.Buffer
-		if err := f.write(&b); err != nil {
-			return fmt.Errorf("%s: %w", f.name, err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f.name), b.Bytes(), 0o644); err != nil {
-			return err
-		}
-	}
-	// The report reads the files above; written last so it shows all of them.
-	if err := report.Write(dir); err != nil {
-		return fmt.Errorf("report.html: %w", err)
-	}
-	return nil
-}
-
 // printCollectives writes a collective workload's nccl-tests style table and its model.
 func printCollectives(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	s := &res.Summary
@@ -472,7 +383,7 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	fmt.Fprintf(w, "offered %.1f Gb/s, delivered %.1f Gb/s (%.2f%% %s); packets sent %d, delivered %d, trimmed %d, dropped %d\n",
 		s.OfferedGbps, s.DeliveredGbps, 100*s.DeliveredFraction, frac, s.SentPackets, s.DeliveredPackets, s.TrimmedPackets, s.DroppedPackets)
 	unfinished, qpErrs := 0, 0
-	if c, ok := s.TransferCounts(); ok && res.Collective == nil {
+	if c := s.Transfers(); c != nil && res.Collective == nil {
 		unfinished, qpErrs = c.Flows-c.FlowsCompleted, c.QPErrors
 	}
 	if unfinished > 0 {
@@ -490,30 +401,13 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 		fmt.Fprintf(w, "note: %s not finished when the run stopped at %.1f us (run.duration %v): JCT and FCT figures cover the finished ones only; %s\n",
 			what, s.EndUs, sc.Run.Duration, why)
 	}
-	if r := s.RoCE; r != nil {
-		perPeer := fmt.Sprintf(" (%d per peer per plane)", r.QPsPerPeer)
-		printTransfers(w, s, res.Collective != nil, perPeer, fmt.Sprintf(" over %d QPs%s", r.QPs, perPeer))
-		printActive(w, r.ActiveUntilUs, r.ActiveThroughputMeanOfLine, r.ActiveThroughputMinOfLine, r.HeaderOverheadPct)
-		if r.ActiveMaxMinMeanOfLine > 0 {
-			fmt.Fprintf(w, "flow-level max-min over the same ECMP-hashed QP paths: mean %.3f of line (packet level %.3f)\n", r.ActiveMaxMinMeanOfLine, r.ActiveThroughputMeanOfLine)
+	if t := s.Transfers(); t != nil {
+		if p, ok := transport.Lookup(t.Kind); ok && p.Print != nil {
+			p.Print(w, t, res.Collective != nil)
+		} else {
+			transport.PrintTransfers(w, t, res.Collective != nil, "", "")
+			transport.PrintQPErrors(w, t)
 		}
-		fmt.Fprintf(w, "RoCE: go-back-N resent %d packets (%d B) after %d NAKs and %d timeouts; CE %d, CNPs %d sent / %d received, rate at end min %.1f mean %.1f Gb/s; QP errors %d\n",
-			r.RetxPackets, r.RetxBytes, r.NAKs, r.Timeouts, r.CEPackets, r.CNPsSent, r.CNPsReceived, r.RateMinGbps, r.RateMeanGbps, r.QPErrors)
-		for _, e := range r.QPErrorList {
-			fmt.Fprintf(w, "QP error: %s\n", e)
-		}
-		fmt.Fprintln(w)
-	} else if m := s.MRC; m != nil {
-		printTransfers(w, s, res.Collective != nil, "", "")
-		printActive(w, m.ActiveUntilUs, m.ActiveThroughputMeanOfLine, m.ActiveThroughputMinOfLine, m.HeaderOverheadPct)
-		fmt.Fprintf(w, "MRC: retransmitted packets: trim NACK %d, SACK gap %d, timeout %d, out of window %d; timeouts %d, trims NACKed %d, probes %d, QP errors %d; EVs at end good %d, skip %d, assumed bad %d, denied %d\n",
-			m.RetxPackets["trim_nack"], m.RetxPackets["sack_gap"], m.RetxPackets["timeout"], m.RetxPackets["out_of_window"], m.Timeouts, m.TrimsNACKed, m.ProbesSent, m.QPErrors, m.EVGood, m.EVSkip, m.EVAssumedBad, m.EVDenied)
-		fmt.Fprintf(w, "MRC: retransmitted %.3f MB of data; probes %.3f%% of data packets; untrimmed losses: %d charged to paths (%d EV retirements), %d excused as congestion, %d with nothing later delivered; most QPs into one receiver %d\n",
-			float64(m.RetxBytes)/1e6, m.ProbesPerDataPct, m.LossStrikes, m.EVRetirements, m.LossesCongestion, m.LossesUnattributed, m.RxMaxActiveQPs)
-		for _, e := range m.QPErrorList {
-			fmt.Fprintf(w, "QP error: %s\n", e)
-		}
-		fmt.Fprintln(w)
 	} else {
 		fmt.Fprintf(w, "one-way latency us: p50 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n\n",
 			s.LatencyP50Us, s.LatencyP99Us, s.LatencyP999Us, s.LatencyMaxUs)
@@ -556,15 +450,6 @@ func noNegZero(x float64) float64 {
 	return x
 }
 
-// printActive prints the throughput while all flows were active, if it was measured.
-func printActive(w io.Writer, until, mean, lo, hdrPct float64) {
-	if until <= 0 {
-		return
-	}
-	fmt.Fprintf(w, "throughput while all flows were active (to %.1f us): mean %.3f, min %.3f of line rate (payload; headers are %.2f%% of the wire)\n",
-		until, mean, lo, hdrPct)
-}
-
 // bytesStr prints a queue depth compactly ("0", "12.3KiB").
 func bytesStr(b int64) string {
 	switch {
@@ -592,11 +477,6 @@ func loadScenarioArg(arg string) (*scenario.Scenario, error) {
 	}
 	return scenario.Load(arg)
 }
-
-// resultFiles are the files a run may write into its results folder; writeResults removes
-// the ones a previous run left, so the folder and its report describe this run only.
-var resultFiles = []string{"summary.json", "scenario.yaml", "flows.csv", "links.csv", "pauses.csv", "ev_states.csv",
-	"faults.csv", "collectives.csv", "power.csv", "steps.csv", "trace.json", "report.html"}
 
 // printFaultCosts writes one line per failure: when, what, and what it cost (empty figures
 // could not be measured; docs/outputs.md explains each).
@@ -639,8 +519,10 @@ func printFaultCosts(w io.Writer, sc *scenario.Scenario, s *runner.Summary) {
 		}
 	}
 	if s.FaultBaselineEndUs > 0 {
-		c, _ := s.TransferCounts()
-		done, all := c.FlowsCompleted, c.Flows
+		done, all := 0, 0
+		if c := s.Transfers(); c != nil {
+			done, all = c.FlowsCompleted, c.Flows
+		}
 		if done < all {
 			fmt.Fprintf(w, "with faults %d of %d transfers finished by %.1f us (the faultless run ended at %.1f us): the slowdown is at least %.1f us\n",
 				done, all, s.FaultBaselineEndUs+s.FaultSlowdownUs, s.FaultBaselineEndUs, s.FaultSlowdownUs)

@@ -1,0 +1,150 @@
+package runner
+
+import (
+	"fmt"
+
+	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/transport"
+	_ "github.com/lockstepsim/lockstep/transport/all" // the shipped transports
+)
+
+// plugin returns the registered plugin of sc's transport kind, false for the kinds the
+// simulator provides itself (raw, ideal).
+func plugin(sc *scenario.Scenario) (*transport.Plugin, bool) {
+	return transport.Lookup(sc.Transport.Kind)
+}
+
+// queues returns sc's resolved egress queues as the plugins see them: the last hop is the
+// switch queue's copy when the scenario (or its profile) set none apart.
+func queues(sc *scenario.Scenario) transport.Queues {
+	q := transport.Queues{Switch: sc.Fabric.SwitchQueue, LastHop: sc.Fabric.SwitchQueue, NIC: sc.Fabric.NICQueue}
+	if sc.Fabric.LastHopQueue != nil {
+		q.LastHop, q.LastHopGiven = *sc.Fabric.LastHopQueue, true
+	}
+	return q
+}
+
+// newEndpoint builds the packet-level endpoint of sc's transport over res's fabric and keeps
+// it in res.Endpoint. Errors: a transport that cannot carry packets (raw, ideal: the caller
+// handles those) or the plugin's own, as *InputError.
+func newEndpoint(sc *scenario.Scenario, layout topo.Topology, res *Result) (transport.Endpoint, error) {
+	p, ok := plugin(sc)
+	if !ok {
+		return nil, &InputError{Err: fmt.Errorf("transport.kind: %q has no packet-level endpoint", sc.Transport.Kind)}
+	}
+	ep, err := p.NewEndpoint(sc.Transport.Block(), transport.EndpointEnv{
+		Sim: res.Sim, Net: res.Net, Topology: layout, Queues: queues(sc), Seed: sc.Run.Seed,
+	})
+	if err != nil {
+		return nil, &InputError{Err: fmt.Errorf("transport.%s: %w", sc.Transport.Kind, err)}
+	}
+	res.Endpoint, res.DoneAt = ep, sim.MaxTime
+	return ep, nil
+}
+
+// runTransport posts every traffic flow's transfer on sc's transport, runs until all are
+// acknowledged (or run.duration), then stops the engines and drains the fabric.
+func runTransport(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
+	s, net := res.Sim, res.Net
+	ep, err := newEndpoint(sc, layout, res)
+	if err != nil {
+		return err
+	}
+	hosts := net.NumHosts()
+	for gi := range sc.Traffic {
+		g := &sc.Traffic[gi]
+		rng := sim.Stream(sc.Run.Seed, fmt.Sprintf("traffic[%d]", gi))
+		for _, p := range groupPairs(g, hosts, rng.Perm) {
+			bytes := p.bytes
+			if bytes == 0 {
+				bytes = int64(g.Bytes)
+			}
+			if err := ep.AddFlow(p.src, p.dst, bytes, g.Start); err != nil {
+				return &InputError{Err: fmt.Errorf("traffic[%d]: %w", gi, err)}
+			}
+		}
+	}
+	smp := newEndpointSampler(sc, res, layout.Params().Planes, ep)
+	var onDone func(sim.Time)
+	ep.SetHooks(transport.Hooks{
+		OnDone: func(now sim.Time) { onDone(now) },
+		Halt: func(now sim.Time) {
+			smp.until = now
+			s.Pause()
+		},
+	})
+	end, snap, err := driveTransport(sc, res, smp, &onDone, &res.DoneAt, ep)
+	if err != nil {
+		return err
+	}
+	endpointSummary(sc, res, ep, smp, snap, end)
+	res.progress, res.trafficEnd = smp.progress, end
+	return nil
+}
+
+// newEndpointSampler makes the queue sampler of a run carried by ep (not yet started): links.csv,
+// the goodput series from the payload placed, and the transport's own series (Sample).
+func newEndpointSampler(sc *scenario.Scenario, res *Result, planes int, ep transport.Endpoint) *sampler {
+	smp := newSampler(res.Sim, res.Net, planes, sc.Run.SampleInterval, sc.Run.Duration)
+	res.Links = smp.links
+	smp.placed = func() int64 { _, placed, _ := ep.Bytes(); return placed }
+	smp.extra = ep.Sample
+	return smp
+}
+
+// endpointSummary makes res.Summary for a run carried by ep that ended at end (smp and snap
+// its sampler and port counters then): the fabric figures (summarise; its flows are the
+// transport's QPs or transfers), the transport block, the PFC record, the rate figures, and
+// the loss and QP-error times.
+func endpointSummary(sc *scenario.Scenario, res *Result, ep transport.Endpoint, smp *sampler, snap []portSnap, end sim.Time) {
+	faults := make([]sim.Time, 0, len(res.Faults))
+	for _, f := range res.Faults {
+		faults = append(faults, f.At)
+	}
+	ts := ep.Summary(end, faults)
+	ts.Warnings = res.warnings
+	res.Summary = summarise(sc, res.Net, ts.Flows, smp, snap, end)
+	res.Summary.Transport = ts
+	res.Summary.PFC = pfcSummary(sc, res.Net, end)
+	res.lossAt, res.errAt = ep.Log()
+	sent, placed, posted := ep.Bytes()
+	rateFigures(&res.Summary, sent, placed, posted, end)
+}
+
+// rateFigures fills the generic rate figures of a transport run over [0, end]: data wire
+// bytes sent and payload placed per second, and placed over posted payload.
+func rateFigures(s *Summary, sent, placed, posted int64, end sim.Time) {
+	if secs := end.Seconds(); secs > 0 {
+		s.OfferedGbps = round3(float64(sent) * 8 / secs / 1e9)
+		s.DeliveredGbps = round3(float64(placed) * 8 / secs / 1e9)
+	}
+	if posted > 0 {
+		s.DeliveredFraction = round3(float64(placed) / float64(posted))
+	}
+}
+
+// transportChecks runs the plugin's pre-run checks on the built fabric (nil at flow level):
+// an error rejects the scenario, warnings are returned.
+func transportChecks(sc *scenario.Scenario, layout topo.Topology, res *Result) ([]string, error) {
+	p, ok := plugin(sc)
+	if !ok || p.Check == nil {
+		return nil, nil
+	}
+	env := transport.CheckEnv{Topology: layout, Queues: queues(sc), Profile: sc.Fabric.Profile, PFC: sc.Fabric.PFC.Config().WithDefaults()}
+	if !sc.Fluid() {
+		env.Net = res.Net
+	}
+	w, err := p.Check(sc.Transport.Block(), env)
+	if err != nil {
+		return nil, &InputError{Err: err}
+	}
+	return w, nil
+}
+
+func us(t sim.Time) float64 { return transport.Us(t) }
+
+// Transfers returns the transport block of the summary, nil for a run without a packet
+// transport (raw traffic, a workload on the analytic or flow-level engine).
+func (s *Summary) Transfers() *transport.Summary { return s.Transport }
