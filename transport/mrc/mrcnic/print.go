@@ -7,10 +7,10 @@ import (
 	"github.com/lockstepsim/lockstep/transport"
 )
 
-// print writes MRC's block of the terminal summary: the completion line, the throughput while
+// printBlock writes MRC's block of the terminal summary: the completion line, the throughput while
 // all flows were active, the retransmissions by cause, EV states, probes and loss
 // attribution, then the QP errors.
-func print(w io.Writer, s *transport.Summary, collective bool) {
+func printBlock(w io.Writer, s *transport.Summary, collective bool) {
 	transport.PrintTransfers(w, s, collective, "", "")
 	m, ok := s.Detail.(*Detail)
 	if !ok {

@@ -8,10 +8,10 @@ import (
 	"github.com/lockstepsim/lockstep/transport/roce"
 )
 
-// print writes RoCE's block of the terminal summary: the completion line naming the QPs, the
+// printBlock writes RoCE's block of the terminal summary: the completion line naming the QPs, the
 // throughput while all flows were active (and its flow-level max-min counterpart), the
 // go-back-N and DCQCN figures, then the QP errors.
-func print(w io.Writer, s *transport.Summary, collective bool) {
+func printBlock(w io.Writer, s *transport.Summary, collective bool) {
 	r, ok := s.Detail.(*Detail)
 	if !ok {
 		transport.PrintTransfers(w, s, collective, "", "")
