@@ -23,5 +23,6 @@ func init() {
 		Check:       check,
 		NewEndpoint: newEndpoint,
 		Flow:        flowModel,
+		Outputs:     []string{EVStatesFile},
 	})
 }
