@@ -1,7 +1,10 @@
 package mrcnic_test
 
 import (
+	"encoding/csv"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -86,8 +89,11 @@ type result struct {
 
 // runTraffic runs one transfer of bytes per pair, all posted at 0, as the runner does
 // (runner/mrc.go runMRC, driveTransport): the OnDone hook pauses the kernel, then the engines
-// are stopped and the fabric drained before the summary is taken at the traffic's end.
-func runTraffic(t testing.TB, c topo.Clos, seed uint64, cfg mrc.Config, pairs []pair, bytes int64) result {
+// are stopped and the fabric drained before the summary is taken at the traffic's end. With
+// interval > 0 the endpoint is sampled as the runner's sampler does (runner/runner.go,
+// sampler.start and onSample: its own kind registered after the endpoint's, its own
+// tiebreak keys, stopping at the traffic's end, the sample pending then taken in the drain).
+func runTraffic(t testing.TB, c topo.Clos, seed uint64, cfg mrc.Config, pairs []pair, bytes int64, interval sim.Time) result {
 	t.Helper()
 	s, net, l, q := fabricFor(t, c, seed, cfg)
 	p, ok := transport.Lookup(mrcnic.Kind)
@@ -99,17 +105,27 @@ func runTraffic(t testing.TB, c topo.Clos, seed uint64, cfg mrc.Config, pairs []
 		t.Fatal(err)
 	}
 	ep := e.(*mrcnic.Endpoint)
-	doneAt := sim.MaxTime
+	const duration = 20 * sim.Millisecond
+	doneAt, until := sim.MaxTime, duration
 	ep.SetHooks(transport.Hooks{
-		OnDone: func(now sim.Time) { doneAt = now; s.Pause() },
-		Halt:   func(now sim.Time) { s.Pause() },
+		OnDone: func(now sim.Time) { doneAt, until = now, now; s.Pause() },
+		Halt:   func(now sim.Time) { until = now; s.Pause() },
 	})
 	for _, pr := range pairs {
 		if err := ep.AddFlow(pr.src, pr.dst, bytes, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	const duration = 20 * sim.Millisecond
+	if interval > 0 {
+		var kind sim.Kind
+		kind = s.Register("runner.sample", func(now sim.Time, _ int32, _ uint64) {
+			ep.Sample(now)
+			if next := now + interval; next <= until {
+				s.AtOwnKey(next, kind, 0, 0)
+			}
+		})
+		s.AtOwnKey(interval, kind, 0, 0)
+	}
 	if err := s.Run(duration); err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +235,7 @@ func TestTrafficSweep(t *testing.T) {
 					if pat == "incast" {
 						pairs = incast(hosts)
 					}
-					r := runTraffic(t, clos(hosts, planes), uint64(hosts), mrc.Config{}, pairs, bytes)
+					r := runTraffic(t, clos(hosts, planes), uint64(hosts), mrc.Config{}, pairs, bytes, 0)
 					r.check(t, pairs, bytes)
 				})
 			}
@@ -228,15 +244,16 @@ func TestTrafficSweep(t *testing.T) {
 }
 
 // TestMatchesRunner: two scenarios run with lockstep before the adapter moved out of the
-// runner (the runner's runMRC, lockstep run FILE --out DIR at commit 28e473d) give the same
-// figures through the endpoint, to the microsecond's thousandth: the adapter is the same
-// model event for event.
+// runner (runner/mrc.go runMRC: `lockstep run testdata/NAME.yaml --out DIR` at commit
+// 28e473d) give the same figures through the endpoint, to the microsecond's thousandth, and
+// the same ev_states.csv and flows.csv byte for byte (testdata/NAME_*.csv are those runs'
+// files): the adapter is the same model event for event.
 func TestMatchesRunner(t *testing.T) {
 	type want struct {
 		jct, fctMean, p50, p99, fctMax, ideal, overMean, overMax, baseRTT float64
-		activeUntil, activeMean, activeMin, tputMean, tputMin               float64
-		data, sacks, nacks, trimNACK, retxBytes, cuts                       int64
-		maxQPs, evGood                                                      int
+		activeUntil, activeMean, activeMin, tputMean, tputMin             float64
+		data, sacks, nacks, trimNACK, retxBytes, cuts                     int64
+		maxQPs, evGood                                                    int
 	}
 	for _, tc := range []struct {
 		name  string
@@ -246,7 +263,7 @@ func TestMatchesRunner(t *testing.T) {
 		bytes int64
 		want  want
 	}{
-		// /tmp/t18m/perm16.yaml: topology.clos {tiers: 2, planes: 2, radix: 8, hosts: 16,
+		// testdata/perm16.yaml: topology.clos {tiers: 2, planes: 2, radix: 8, hosts: 16,
 		// host_link: 100G}, transport.kind mrc, traffic [{pattern: permutation, bytes: 1MiB}],
 		// run {seed: 7, duration: 5ms}; its summary.json "mrc" block.
 		{"perm16", clos(16, 2), 7, permutation(7, 16), 1 << 20, want{
@@ -254,7 +271,7 @@ func TestMatchesRunner(t *testing.T) {
 			overMean: 1.031, overMax: 1.04, baseRTT: 5.402,
 			activeUntil: 46.892, activeMean: 0.877, activeMin: 0.87, tputMean: 0.844, tputMin: 0.834,
 			data: 4096, sacks: 1384, maxQPs: 1, evGood: 3072}},
-		// /tmp/t18m/incast8.yaml: topology.clos {tiers: 2, planes: 1, radix: 8, hosts: 8,
+		// testdata/incast8.yaml: topology.clos {tiers: 2, planes: 1, radix: 8, hosts: 8,
 		// host_link: 100G}, transport.kind mrc, traffic [{pattern: incast, senders: [1..7],
 		// receiver: 0, bytes: 256KiB}], run {seed: 3, duration: 5ms}; its summary.json "mrc"
 		// block (the last hop trims: 68 trim NACKs).
@@ -265,7 +282,7 @@ func TestMatchesRunner(t *testing.T) {
 			data: 516, sacks: 344, nacks: 68, trimNACK: 68, retxBytes: 287640, cuts: 2, maxQPs: 7, evGood: 1344}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := runTraffic(t, tc.clos, tc.seed, mrc.Config{}, tc.pairs, tc.bytes)
+			r := runTraffic(t, tc.clos, tc.seed, mrc.Config{}, tc.pairs, tc.bytes, sim.Microsecond)
 			r.check(t, tc.pairs, tc.bytes)
 			s, d := r.sum, r.sum.Detail.(*mrcnic.Detail)
 			got := want{
@@ -281,6 +298,19 @@ func TestMatchesRunner(t *testing.T) {
 			}
 			if s.RetxPackets != tc.want.trimNACK {
 				t.Errorf("retx_packets %d, want %d", s.RetxPackets, tc.want.trimNACK)
+			}
+			// The same run's ev_states.csv and flows.csv (testdata/<name>_*.csv, copied from
+			// its results folder), the latter written from the records as the runner's
+			// WriteFlowsCSV formats them.
+			var ev strings.Builder
+			if err := r.ep.Files()[0].Write(&ev); err != nil {
+				t.Fatal(err)
+			}
+			if want := readFile(t, "testdata/"+tc.name+"_ev_states.csv"); ev.String() != want {
+				t.Errorf("ev_states.csv differs from the runner's:\n got %.300s\nwant %.300s", ev.String(), want)
+			}
+			if got, want := flowsCSV(t, r.ep.Flows()), readFile(t, "testdata/"+tc.name+"_flows.csv"); got != want {
+				t.Errorf("flows.csv differs from the runner's:\n got %s\nwant %s", got, want)
 			}
 		})
 	}
@@ -348,4 +378,48 @@ func TestSample(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readFile returns the file's text.
+func readFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// flowsCSV formats the records as the runner's flows.csv (runner/outputs.go, WriteFlowsCSV,
+// its MRC rows): times in microseconds, empty when the flow never finished, plane empty.
+func flowsCSV(t *testing.T, recs []transport.FlowRecord) string {
+	t.Helper()
+	var b strings.Builder
+	cw := csv.NewWriter(&b)
+	_ = cw.Write([]string{"flow", "transport", "src", "dst", "plane", "bytes", "delivered_bytes",
+		"start_us", "done_us", "fct_us", "ideal_us", "fct_over_ideal", "goodput_gbps", "retx_packets", "active_of_line"})
+	f64 := func(x float64) string { return strconv.FormatFloat(transport.Round3(x), 'f', -1, 64) }
+	tm := func(x sim.Time) string { return f64(x.Micros()) }
+	i64 := func(x int64) string { return strconv.FormatInt(x, 10) }
+	for i, r := range recs {
+		plane, active := "", ""
+		if r.Plane >= 0 {
+			plane = strconv.Itoa(r.Plane)
+		}
+		if r.ActiveOfLine >= 0 {
+			active = f64(r.ActiveOfLine)
+		}
+		row := []string{strconv.Itoa(i), "mrc", strconv.Itoa(r.Src), strconv.Itoa(r.Dst), plane, i64(r.Bytes), i64(r.Delivered),
+			tm(r.Start), "", "", tm(r.Ideal), "", "", i64(r.Retx), active}
+		if r.Done > 0 {
+			fct := r.Done - r.Start
+			row[8], row[9], row[11], row[12] = tm(r.Done), tm(fct), f64(float64(fct)/float64(r.Ideal)), f64(float64(r.Bytes)*8/fct.Seconds()/1e9)
+		}
+		_ = cw.Write(row)
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }

@@ -204,7 +204,7 @@ func TestSummaryJSON(t *testing.T) {
 	for _, hosts := range []int{2, 8} {
 		t.Run(fmt.Sprintf("%dhosts", hosts), func(t *testing.T) {
 			pairs := incast(hosts)
-			r := runTraffic(t, clos(hosts, 1), 3, mrc.Config{}, pairs, 1<<20)
+			r := runTraffic(t, clos(hosts, 1), 3, mrc.Config{}, pairs, 1<<20, 0)
 			r.sum.Warnings = []string{"a warning"}
 			b, err := json.Marshal(r.sum)
 			if err != nil {
