@@ -1,7 +1,14 @@
 // Package mrcnic is the MRC transport's plugin (transport.Register): its scenario block and
 // defaults (config.go), its fabric profile (config.go), its pre-run checks (check.go), its
 // NIC adapter between the sans-IO engine (transport/mrc) and the fabric (endpoint.go), its
-// summary block (summary.go) and its flow-level model (flow.go).
+// summary block (summary.go), its typed run with the EV state series and ev_states.csv
+// (run.go) and its flow-level model (flow.go).
+//
+// The adapter (Endpoint) is what a packet-level run of transport.kind mrc drives through
+// transport.Endpoint: one QP per traffic transfer (AddFlow) or per (src, dst, connection
+// group) of collective messages (Send), each a mrc.Sender and mrc.Receiver whose headers ride
+// fabric packets of fabric.ProtoMRC, sprayed over every plane along the EVs' source routes.
+// docs/protocols.md describes MRC, docs/architecture.md where the adapter sits in a run.
 package mrcnic
 
 import (
@@ -23,5 +30,7 @@ func init() {
 		Check:       check,
 		NewEndpoint: newEndpoint,
 		Flow:        flowModel,
+		Print:       printBlock,
+		Outputs:     []string{EVStatesFile},
 	})
 }

@@ -23,5 +23,7 @@ func init() {
 		Check:       check,
 		NewEndpoint: newEndpoint,
 		Flow:        flowModel,
+		Print:       printBlock,
+		Label:       label,
 	})
 }
