@@ -53,7 +53,7 @@ func TestWriteSynthetic(t *testing.T) {
 	}
 	for _, want := range []string{
 		"<title>lockstep report: synth</title>",
-		"mrc.fct_p99_us", "pfc.most_paused_port", "p0.t0-0.down1", "collectives[0].busbw_GBps", // headline
+		"transport.fct_p99_us", "pfc.most_paused_port", "p0.t0-0.down1", "collectives[0].busbw_GBps", // headline
 		"49 flows completed", "1 of 50 never finished", // FCT caption: the last flow never finished
 		`id="faults-table"`, `id="collectives-table"`, "flap", // tables
 		"max over T0", "max over NIC ports", // heatmap rows

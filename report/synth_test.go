@@ -41,7 +41,7 @@ func (s synthRun) files() map[string]string {
   "drops_packets": {"link_down": 3, "queue_full": 0},
   "queue_depth": {"p50_bytes": 4231, "p99_bytes": 25391, "max_bytes": 46687},
   "planes_detail": [{"plane": 0, "trims": 1}, {"plane": 1, "trims": 2}],
-  "mrc": {"jct_us": %g, "fct_p50_us": 40.5, "fct_p99_us": 79, "retx_packets": {"sack_gap": 7, "timeout": 0}, "qp_errors": 0},
+  "transport": {"kind": "mrc", "jct_us": %g, "fct_p50_us": 40.5, "fct_p99_us": 79, "retx_packets": 7, "qp_errors": 0},
   "pfc": {"pauses": 12, "paused_us_total": 3.5, "ports_paused": 3, "most_paused_port": "p0.t0-0.down1"},
   "fault_slowdown_us": 2.5,
   "collectives": [{"name": "dp", "op": "all_reduce", "busbw_GBps": 55.648}]

@@ -114,10 +114,10 @@ func TestScaleUpDomainsAuto(t *testing.T) {
 			if r.Algorithm != c.algo {
 				t.Errorf("%s, %s: auto picked %s; want %s", c.name, eng, r.Algorithm, c.algo)
 			}
-			if res.MRC != nil {
-				for _, f := range res.MRC.m.flows {
-					if f.src/4 == f.dst/4 {
-						t.Fatalf("%s: an MRC QP joins h%d and h%d of one scale-up domain", c.name, f.src, f.dst)
+			if res.Endpoint != nil {
+				for _, f := range res.Endpoint.Flows() {
+					if f.Src/4 == f.Dst/4 {
+						t.Fatalf("%s: an MRC QP joins h%d and h%d of one scale-up domain", c.name, f.Src, f.Dst)
 					}
 				}
 			}

@@ -164,13 +164,13 @@ workload:
 	if ratio := rows[1].TimeUs / rows[0].TimeUs; ratio < 1.9 || ratio > 2.1 {
 		t.Errorf("doubling S on MRC multiplied the time by %.3f; want 1.9-2.1", ratio)
 	}
-	m := res.Summary.MRC
-	if m.QPErrors != 0 || m.Timeouts != 0 || m.RetxPackets["sack_gap"] != 0 {
-		t.Errorf("a clean fabric had QP errors %d, timeouts %d, SACK-gap retransmissions %d", m.QPErrors, m.Timeouts, m.RetxPackets["sack_gap"])
+	m := res.Summary.mrcT()
+	if m.QPErrors != 0 || m.Timeouts != 0 || m.RetxPacketsByCause["sack_gap"] != 0 {
+		t.Errorf("a clean fabric had QP errors %d, timeouts %d, SACK-gap retransmissions %d", m.QPErrors, m.Timeouts, m.RetxPacketsByCause["sack_gap"])
 	}
 	// EV states are sampled under collectives too (ev_states.csv): every QP's EVs, all Good.
-	if len(res.MRC.EVSeries) == 0 || res.MRC.EVSeries[0].Good == 0 {
-		t.Errorf("EV series %v; want samples of the QPs' EV states", res.MRC.EVSeries)
+	if len(res.mrcRun().EVSeries) == 0 || res.mrcRun().EVSeries[0].Good == 0 {
+		t.Errorf("EV series %v; want samples of the QPs' EV states", res.mrcRun().EVSeries)
 	}
 }
 

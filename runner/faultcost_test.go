@@ -63,7 +63,7 @@ faults:
   - {at: 60us, transceiver: h0.x0, breakout: 2, action: down}
 run: {duration: 5ms, sample_interval: 2us}
 `)
-	run := res.MRC
+	run := res.mrcRun()
 	at := func(us int) int {
 		for i, s := range run.EVSeries {
 			if s.At >= sim.Time(us)*sim.Microsecond {
@@ -100,20 +100,20 @@ faults:
 run: {duration: 20ms, sample_interval: 5us, fault_baseline: none}
 `
 	mrc := mustRun(t, fmt.Sprintf(y, "mrc")).Summary
-	if mrc.MRC.FlowsCompleted != mrc.MRC.Flows || mrc.MRC.QPErrors != 0 {
-		t.Errorf("MRC: %d of %d done, %d QP errors; want all done", mrc.MRC.FlowsCompleted, mrc.MRC.Flows, mrc.MRC.QPErrors)
+	if mrc.mrcT().FlowsCompleted != mrc.mrcT().Flows || mrc.mrcT().QPErrors != 0 {
+		t.Errorf("MRC: %d of %d done, %d QP errors; want all done", mrc.mrcT().FlowsCompleted, mrc.mrcT().Flows, mrc.mrcT().QPErrors)
 	}
 	if mrc.Drops["blackhole"] == 0 {
 		t.Errorf("MRC: nothing reached the blackholed T1")
 	}
 	roce := mustRun(t, shortRTO(fmt.Sprintf(y, "roce"))).Summary
 	t.Logf("MRC: %d of %d done, blackhole drops %d; RoCE: %d of %d done, %d QP errors, blackhole drops %d",
-		mrc.MRC.FlowsCompleted, mrc.MRC.Flows, mrc.Drops["blackhole"], roce.RoCE.FlowsCompleted, roce.RoCE.Flows, roce.RoCE.QPErrors, roce.Drops["blackhole"])
-	if roce.RoCE.QPErrors == 0 || roce.RoCE.FlowsCompleted == roce.RoCE.Flows {
-		t.Errorf("RoCE: %d QP errors, %d of %d done; want the QPs hashed through the blackhole to error", roce.RoCE.QPErrors, roce.RoCE.FlowsCompleted, roce.RoCE.Flows)
+		mrc.mrcT().FlowsCompleted, mrc.mrcT().Flows, mrc.Drops["blackhole"], roce.roceT().FlowsCompleted, roce.roceT().Flows, roce.roceT().QPErrors, roce.Drops["blackhole"])
+	if roce.roceT().QPErrors == 0 || roce.roceT().FlowsCompleted == roce.roceT().Flows {
+		t.Errorf("RoCE: %d QP errors, %d of %d done; want the QPs hashed through the blackhole to error", roce.roceT().QPErrors, roce.roceT().FlowsCompleted, roce.roceT().Flows)
 	}
-	if !strings.Contains(strings.Join(roce.RoCE.QPErrorList, " "), "retr") {
-		t.Logf("QP errors: %v", roce.RoCE.QPErrorList)
+	if !strings.Contains(strings.Join(roce.roceT().QPErrorList, " "), "retr") {
+		t.Logf("QP errors: %v", roce.roceT().QPErrorList)
 	}
 }
 
@@ -142,7 +142,7 @@ run: {duration: 50ms, sample_interval: 5us}
 		}
 		lost += *f.LostBytes
 	}
-	total := float64(s.MRC.Flows) * 64 * (1 << 20)
+	total := float64(s.mrcT().Flows) * 64 * (1 << 20)
 	t.Logf("MRC: %d flap cycles cost %d B of goodput (%.3f%% of %.0f B), slowed by %.1f us of %.1f us",
 		len(s.Faults), lost, 100*float64(lost)/total, total, s.FaultSlowdownUs, s.FaultBaselineEndUs)
 	if len(s.Faults) != 3 {
@@ -153,9 +153,9 @@ run: {duration: 50ms, sample_interval: 5us}
 	}
 	// Every uplink of one T0 flaps, so some QP is surely hashed onto a flapping link.
 	r := mustRun(t, strings.Replace(fmt.Sprintf(y, 1, "roce", "8MiB"), "link: p0.t0-0.up1", "link: \"p0.t0-0.up*\"", 1)).Summary
-	t.Logf("RoCE: timeouts %d, NAKs %d, QP errors %d, slowed by %.1f us of %.1f us", r.RoCE.Timeouts, r.RoCE.NAKs, r.RoCE.QPErrors, r.FaultSlowdownUs, r.FaultBaselineEndUs)
-	if r.RoCE.Timeouts+r.RoCE.NAKs == 0 || r.RoCE.RetxPackets == 0 {
-		t.Errorf("RoCE: %d timeouts, %d NAKs, %d resent packets; want the QPs on the flapping link to lose packets and go back N", r.RoCE.Timeouts, r.RoCE.NAKs, r.RoCE.RetxPackets)
+	t.Logf("RoCE: timeouts %d, NAKs %d, QP errors %d, slowed by %.1f us of %.1f us", r.roceT().Timeouts, r.roceT().NAKs, r.roceT().QPErrors, r.FaultSlowdownUs, r.FaultBaselineEndUs)
+	if r.roceT().Timeouts+r.roceT().NAKs == 0 || r.roceT().RetxPackets == 0 {
+		t.Errorf("RoCE: %d timeouts, %d NAKs, %d resent packets; want the QPs on the flapping link to lose packets and go back N", r.roceT().Timeouts, r.roceT().NAKs, r.roceT().RetxPackets)
 	}
 }
 
@@ -190,7 +190,7 @@ run: {duration: %s, sample_interval: 5us, allow_qp_errors: true}
 			t.Fatalf("%s: %d fault rows; want 1", c.name, len(res.Summary.Faults))
 		}
 		f := res.Summary.Faults[0]
-		r := res.Summary.RoCE
+		r := res.Summary.roceT()
 		t.Logf("%s: recover %v, note %q, QP errors %d (row %d), done %d of %d", c.name, f.RecoverUs, f.Note, r.QPErrors, f.QPErrors, r.FlowsCompleted, r.Flows)
 		if c.note == nil {
 			if f.RecoverUs == nil || f.Note != "" || r.FlowsCompleted != r.Flows {

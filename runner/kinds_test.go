@@ -33,12 +33,12 @@ func TestTopologyKindsRun(t *testing.T) {
 			s := mustRun(t, y).Summary
 			switch tr {
 			case "mrc":
-				if s.MRC.FlowsCompleted != s.MRC.Flows || s.MRC.Flows == 0 {
-					t.Errorf("%s, mrc: %d of %d done", k, s.MRC.FlowsCompleted, s.MRC.Flows)
+				if s.mrcT().FlowsCompleted != s.mrcT().Flows || s.mrcT().Flows == 0 {
+					t.Errorf("%s, mrc: %d of %d done", k, s.mrcT().FlowsCompleted, s.mrcT().Flows)
 				}
 			case "roce":
-				if s.RoCE.FlowsCompleted != s.RoCE.Flows || s.RoCE.Flows == 0 {
-					t.Errorf("%s, roce: %d of %d done", k, s.RoCE.FlowsCompleted, s.RoCE.Flows)
+				if s.roceT().FlowsCompleted != s.roceT().Flows || s.roceT().Flows == 0 {
+					t.Errorf("%s, roce: %d of %d done", k, s.roceT().FlowsCompleted, s.roceT().Flows)
 				}
 			default:
 				if s.DeliveredPackets == 0 || s.DeliveredFraction < 0.9 {
@@ -70,7 +70,7 @@ func TestUnroutablePairsNamed(t *testing.T) {
 	}
 	// RoCE routes the far torus pair by the switches' tables.
 	s := mustRun(t, "topology: {torus: {dims: 4x4x8, link_rate: 100G}}\ntransport: {kind: roce}\ntraffic: [{pattern: flows, flows: [{src: 0, dst: 74}], bytes: 1MiB}]\n").Summary
-	if s.RoCE.FlowsCompleted != 1 {
-		t.Errorf("RoCE on the far torus pair: %d of 1 done", s.RoCE.FlowsCompleted)
+	if s.roceT().FlowsCompleted != 1 {
+		t.Errorf("RoCE on the far torus pair: %d of 1 done", s.roceT().FlowsCompleted)
 	}
 }

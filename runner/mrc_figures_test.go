@@ -31,9 +31,9 @@ func TestIdealFCTIsTight(t *testing.T) {
 			var got float64
 			switch kind {
 			case "mrc":
-				got = res.Summary.MRC.FCTOverIdealMax
+				got = res.Summary.mrcT().FCTOverIdealMax
 			case "roce":
-				got = res.Summary.RoCE.FCTOverIdealMax
+				got = res.Summary.roceT().FCTOverIdealMax
 			}
 			if got < 1 || got > 1.01 {
 				t.Errorf("%s %s B alone: FCT/ideal %.3f; want 1 to 1.01 (the ideal is a tight lower bound)", kind, b, got)
@@ -48,7 +48,7 @@ func TestJCTUnfinished(t *testing.T) {
 	y := strings.Replace(fmt.Sprintf(oneYAML, "mrc", "64MiB", ""), "duration: 2ms", "duration: 100us", 1)
 	y = strings.Replace(y, "flows: [{src: 9, dst: 0}]}", "flows: [{src: 9, dst: 0}]}\n  - {pattern: flows, bytes: 64KiB, flows: [{src: 10, dst: 1}]}", 1)
 	res := mustRun(t, y)
-	m := res.Summary.MRC
+	m := res.Summary.mrcT()
 	if m.FlowsCompleted != 1 || m.Flows != 2 {
 		t.Fatalf("completed %d of %d; want 1 of 2", m.FlowsCompleted, m.Flows)
 	}
@@ -116,9 +116,9 @@ run: {%s}
 			ref = s
 			continue
 		}
-		if s.SentPackets != ref.SentPackets || s.MRC.FCTMaxUs != ref.MRC.FCTMaxUs || s.MRC.FCTMeanUs != ref.MRC.FCTMeanUs || s.DroppedPackets != ref.DroppedPackets {
+		if s.SentPackets != ref.SentPackets || s.mrcT().FCTMaxUs != ref.mrcT().FCTMaxUs || s.mrcT().FCTMeanUs != ref.mrcT().FCTMeanUs || s.DroppedPackets != ref.DroppedPackets {
 			t.Errorf("%s: sent %d, dropped %d, FCT mean %.3f max %.3f us; with 1us sampling %d, %d, %.3f, %.3f",
-				run, s.SentPackets, s.DroppedPackets, s.MRC.FCTMeanUs, s.MRC.FCTMaxUs, ref.SentPackets, ref.DroppedPackets, ref.MRC.FCTMeanUs, ref.MRC.FCTMaxUs)
+				run, s.SentPackets, s.DroppedPackets, s.mrcT().FCTMeanUs, s.mrcT().FCTMaxUs, ref.SentPackets, ref.DroppedPackets, ref.mrcT().FCTMeanUs, ref.mrcT().FCTMaxUs)
 		}
 	}
 }
@@ -144,7 +144,7 @@ func TestMRCTimersAgainstRTT(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a fabric of 10us hops: %v", err)
 	}
-	if pi, rtt := sc.Transport.MRC.EV.ProbeInterval, res.MRC.BaseRTT(); pi < 2*rtt || rtt < 50*sim.Microsecond {
+	if pi, rtt := sc.Transport.MRC.EV.ProbeInterval, res.mrcRun().BaseRTT(); pi < 2*rtt || rtt < 50*sim.Microsecond {
 		t.Errorf("default probe interval %v on a fabric of base RTT %v; want at least twice that", pi, rtt)
 	}
 }

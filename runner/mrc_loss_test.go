@@ -34,10 +34,10 @@ func TestMRCRandomLossCollective(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s-%s/%v", tc.links, tc.dir, tc.loss), func(t *testing.T) {
 			res := mustRun(t, fmt.Sprintf(mrcRingYAML, fmt.Sprintf("faults:\n  - {at: 0s, link: %q, action: loss, loss: %v, direction: %s}", tc.links, tc.loss, tc.dir)))
-			m := res.Summary.MRC
+			m := res.Summary.mrcT()
 			r := res.Summary.Collectives[0].BusBWGBps / base
 			t.Logf("loss %v on %s: busbw %.3f of lossless (%.1f GB/s), loss retransmissions %d, EV retirements %d, probes %.3f%% of data",
-				tc.loss, tc.links, r, base, m.RetxPackets["sack_gap"]+m.RetxPackets["timeout"], m.EVRetirements, m.ProbesPerDataPct)
+				tc.loss, tc.links, r, base, m.RetxPacketsByCause["sack_gap"]+m.RetxPacketsByCause["timeout"], m.EVRetirements, m.ProbesPerDataPct)
 			if r < tc.min {
 				t.Errorf("busbw %.3f of lossless; want >= %v", r, tc.min)
 			}
@@ -66,7 +66,7 @@ faults:
   - {at: 20us, link: h0.p0, action: down}
 run: {duration: 10ms, fault_baseline: none, allow_qp_errors: true}
 `)
-	m := res.Summary.MRC
+	m := res.Summary.mrcT()
 	if m.QPErrors != 4 || m.FlowsCompleted != 1 {
 		t.Fatalf("QP errors %d, completed %d; want 4 and 1", m.QPErrors, m.FlowsCompleted)
 	}
@@ -82,7 +82,7 @@ traffic: [{pattern: flows, flows: [{src: 1, dst: 0}, {src: 9, dst: 0}, {src: 20,
 faults: [{at: 50us, link: h0.p0, action: down}]
 run: {fault_baseline: none, allow_qp_errors: true}
 `)
-	if m := res.Summary.MRC; m.QPErrors != 2 || m.FlowsCompleted != 1 {
+	if m := res.Summary.mrcT(); m.QPErrors != 2 || m.FlowsCompleted != 1 {
 		t.Fatalf("QP errors %d, completed %d; want 2 and 1", m.QPErrors, m.FlowsCompleted)
 	}
 	if end := res.Summary.EndUs; end > 500 {

@@ -29,7 +29,7 @@ func mrcPortRun(t *testing.T, planes, mib, host, slow int, factor float64) (*Res
 		faults = fmt.Sprintf("faults:\n  - {at: 0s, link: h%d.p%d, action: degrade, factor: %v}", host, slow, factor)
 	}
 	res := mustRun(t, fmt.Sprintf(mrcPortYAML, planes, mib, faults))
-	m := res.Summary.MRC
+	m := res.Summary.mrcT()
 	if m.FlowsCompleted != 1 || m.QPErrors != 0 {
 		t.Fatalf("%d planes, h%d plane %d at %v: completed %d, QP errors %d", planes, host, slow, factor, m.FlowsCompleted, m.QPErrors)
 	}
@@ -40,7 +40,7 @@ func mrcPortRun(t *testing.T, planes, mib, host, slow int, factor float64) (*Res
 			t.Fatalf("plane %d's NIC port of h%d is %s", slow, host, res.Net.Ports[id].Name)
 		}
 	}
-	return res, placedRate(res, res.MRC.DoneAt/5, res.MRC.DoneAt*9/10)
+	return res, placedRate(res, res.DoneAt/5, res.DoneAt*9/10)
 }
 
 // planeTx returns the wire bytes host's NIC port of each plane transmitted.
@@ -100,7 +100,7 @@ func TestMRCSlowPortSweep(t *testing.T) {
 					res, g := mrcPortRun(t, planes, 8, side.host, slow, factor)
 					left := g0 * (float64(planes-1) + factor) / float64(planes)
 					strict := g0 * factor // the slow port carries 1/planes of every rotation
-					m := res.Summary.MRC
+					m := res.Summary.mrcT()
 					t.Logf("%s: goodput %.1f Gb/s = %.3f of remaining %.1f (strict alternation %.1f); retx %v, timeouts %d",
 						name, g/1e9, g/left, left/1e9, strict/1e9, m.RetxPackets, m.Timeouts)
 					if side.host == 0 && g < 0.9*left {

@@ -43,7 +43,7 @@ func TestMRCStressSuite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := res.Summary.MRC
+			m := res.Summary.mrcT()
 			if m.FlowsCompleted != m.Flows || m.QPErrors != 0 {
 				t.Fatalf("%d of %d transfers done, %d QP errors", m.FlowsCompleted, m.Flows, m.QPErrors)
 			}

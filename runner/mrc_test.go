@@ -52,12 +52,12 @@ func TestMRCIncast(t *testing.T) {
 			}
 			tr := fmt.Sprintf("  - {pattern: incast, receiver: 0, bytes: %d, senders: [%s]}", size, join(senders))
 			res := mustRun(t, fmt.Sprintf(mrcYAML, 8+n, tr, ""))
-			m := res.Summary.MRC
+			m := res.Summary.mrcT()
 			if m.FlowsCompleted != n {
 				t.Fatalf("%d of %d transfers completed", m.FlowsCompleted, n)
 			}
 			nic := 8 * 100 * sim.Gbps
-			want := nic.TxTime(int64(n)*wireBytes(size)) + res.MRC.BaseRTT()
+			want := nic.TxTime(int64(n)*wireBytes(size)) + res.mrcRun().BaseRTT()
 			if got := m.JCTUs; math.Abs(got-want.Micros())/want.Micros() > 0.02 {
 				t.Errorf("last completion %.1f us, want %.1f us +- 2%%", got, want.Micros())
 			}
@@ -65,8 +65,8 @@ func TestMRCIncast(t *testing.T) {
 			if m.Timeouts != 0 {
 				t.Errorf("%d ACK timeouts; trimming should leave none", m.Timeouts)
 			}
-			if m.TrimsNACKed == 0 || m.NACKsSent != m.TrimsNACKed || m.RetxPackets["trim_nack"] != m.TrimsNACKed {
-				t.Errorf("trims %d, NACKs %d, trim retransmissions %d: want equal and > 0", m.TrimsNACKed, m.NACKsSent, m.RetxPackets["trim_nack"])
+			if m.TrimsNACKed == 0 || m.NACKsSent != m.TrimsNACKed || m.RetxPacketsByCause["trim_nack"] != m.TrimsNACKed {
+				t.Errorf("trims %d, NACKs %d, trim retransmissions %d: want equal and > 0", m.TrimsNACKed, m.NACKsSent, m.RetxPacketsByCause["trim_nack"])
 			}
 			if res.Summary.DroppedPackets != 0 {
 				t.Errorf("%d drops", res.Summary.DroppedPackets)
@@ -90,15 +90,15 @@ func join(s []string) string {
 // the EV is retired within 100 us and the flow keeps >= 0.95 of its loss-free throughput.
 func TestMRCGrayEVFailure(t *testing.T) {
 	tr := "  - {pattern: flows, flows: [{src: 0, dst: 9}], bytes: 16MiB}"
-	clean := mustRun(t, fmt.Sprintf(mrcYAML, 16, tr, "")).Summary.MRC
+	clean := mustRun(t, fmt.Sprintf(mrcYAML, 16, tr, "")).Summary.mrcT()
 	const ev = 5
 	faults := fmt.Sprintf("faults:\n  - {at: 0s, link: \"*\", action: loss, loss: 0.2, entropy: %d}", ev)
 	res := mustRun(t, fmt.Sprintf(mrcYAML, 16, tr, faults))
-	m := res.Summary.MRC
+	m := res.Summary.mrcT()
 	if m.FlowsCompleted != 1 {
 		t.Fatalf("transfer did not complete")
 	}
-	snd, _, _, _, _, _ := res.MRC.Flow(0)
+	snd, _, _, _, _, _ := res.mrcRun().Flow(0)
 	e, _ := snd.EVs().Entry(ev)
 	if e.State != mrc.AssumedBad && e.State != mrc.Good {
 		t.Errorf("EV %d ended %v", ev, e.State)
@@ -124,12 +124,12 @@ func TestMRCNICLinkDown(t *testing.T) {
 	const failAt = 100 * sim.Microsecond
 	faults := "faults:\n  - {at: 100us, link: h0.p3, action: down}"
 	res := mustRun(t, fmt.Sprintf(mrcYAML, 16, tr, faults))
-	m := res.Summary.MRC
+	m := res.Summary.mrcT()
 	if m.FlowsCompleted != 1 || m.QPErrors != 0 {
 		t.Fatalf("completed %d, QP errors %d", m.FlowsCompleted, m.QPErrors)
 	}
 	before := placedRate(res, 40*sim.Microsecond, failAt)
-	after := placedRate(res, failAt+100*sim.Microsecond, res.MRC.DoneAt-20*sim.Microsecond)
+	after := placedRate(res, failAt+100*sim.Microsecond, res.DoneAt-20*sim.Microsecond)
 	t.Logf("NIC link down: goodput %.1f -> %.1f Gb/s (%.4f), failure to last loss retx %.1f us", before/1e9, after/1e9, after/before, m.FaultToLastLossRetxUs)
 	if r := after / before; math.Abs(r-7.0/8) > 0.02*7/8 {
 		t.Errorf("goodput after/before = %.4f (%.1f / %.1f Gb/s); want 7/8 within 2%%", r, after/1e9, before/1e9)
@@ -152,11 +152,11 @@ func TestMRCRandomLoss(t *testing.T) {
 			faults = fmt.Sprintf("faults:\n  - {at: 0s, link: \"*\", action: loss, loss: %v}", loss)
 		}
 		res := mustRun(t, fmt.Sprintf(mrcYAML, 16, tr, faults))
-		m := res.Summary.MRC
+		m := res.Summary.mrcT()
 		if m.FlowsCompleted != m.Flows || m.QPErrors != 0 {
 			t.Fatalf("loss %v: %d of %d completed, %d QP errors", loss, m.FlowsCompleted, m.Flows, m.QPErrors)
 		}
-		if loss > 0 && m.RetxPackets["sack_gap"]+m.RetxPackets["timeout"] == 0 {
+		if loss > 0 && m.RetxPacketsByCause["sack_gap"]+m.RetxPacketsByCause["timeout"] == 0 {
 			t.Errorf("loss %v: no loss-driven retransmissions", loss)
 		}
 		if i > 0 && m.ThroughputMeanOfLine >= prev {
@@ -183,7 +183,7 @@ func TestMRCDeterministic(t *testing.T) {
 // window 1.5 BDP, ECN 0.2-0.8 BDP) [MRC §3: spraying keeps a permutation near line rate].
 func TestMRCPermutation(t *testing.T) {
 	res := mustRun(t, fmt.Sprintf(mrcYAML, 128, "  - {pattern: permutation, bytes: 16MiB}", ""))
-	m := res.Summary.MRC
+	m := res.Summary.mrcT()
 	t.Logf("permutation: FCT/ideal mean %.3f max %.3f, throughput mean %.3f of line, header overhead %.2f%%",
 		m.FCTOverIdealMean, m.FCTOverIdealMax, m.ThroughputMeanOfLine, m.HeaderOverheadPct)
 	if m.FlowsCompleted != 128 || m.Timeouts != 0 {
@@ -228,14 +228,14 @@ func TestMRCFabricLinkDown(t *testing.T) {
 
 func mrcLinkDownCheck(t *testing.T, seed int, res *Result) {
 	t.Helper()
-	m := res.Summary.MRC
+	m := res.Summary.mrcT()
 	if m.FlowsCompleted != m.Flows || m.QPErrors != 0 {
 		t.Fatalf("completed %d of %d, QP errors %d", m.FlowsCompleted, m.Flows, m.QPErrors)
 	}
 	if res.Summary.Drops["link_down"] == 0 {
 		t.Fatalf("the failed link dropped nothing: wrong link name?")
 	}
-	run := res.MRC
+	run := res.mrcRun()
 	at := func(ts sim.Time) int {
 		for i, s := range run.EVSeries {
 			if s.At >= ts {
@@ -263,7 +263,7 @@ func mrcLinkDownCheck(t *testing.T, seed int, res *Result) {
 // and to, in bits/s: the goodput over that span.
 func placedRate(res *Result, from, to sim.Time) float64 {
 	var a, b EVSample
-	for _, s := range res.MRC.EVSeries {
+	for _, s := range res.mrcRun().EVSeries {
 		if s.At <= from {
 			a = s
 		}

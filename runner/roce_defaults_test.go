@@ -40,24 +40,24 @@ traffic:
 
 // flowOfLine is traffic flow i's payload over its FCT as a fraction of the line rate (Gb/s).
 func flowOfLine(res *Result, i int, bytes int64, gbps float64) float64 {
-	return float64(bytes) * 8 / res.RoCE.FlowDone(i).Seconds() / (gbps * 1e9)
+	return float64(bytes) * 8 / res.roceRun().FlowDone(i).Seconds() / (gbps * 1e9)
 }
 
 func TestRoCEECNBelowPFCAcrossSpeeds(t *testing.T) {
 	for _, g := range []int{25, 100, 400, 800} {
 		y := fmt.Sprintf(victimYAML, fmt.Sprintf("%dG", g), "{kind: roce}")
 		res := mustRun(t, y)
-		if w := res.Summary.RoCE.Warnings; len(w) != 0 {
+		if w := res.Summary.roceT().Warnings; len(w) != 0 {
 			t.Errorf("%dG defaults: pre-run warnings %q; want none", g, w)
 		}
-		if res.Summary.PFC == nil || res.Summary.RoCE.CNPsSent == 0 {
-			t.Errorf("%dG: PFC block %v, %d CNPs; want PFC on and DCQCN acting", g, res.Summary.PFC, res.Summary.RoCE.CNPsSent)
+		if res.Summary.PFC == nil || res.Summary.roceT().CNPsSent == 0 {
+			t.Errorf("%dG: PFC block %v, %d CNPs; want PFC on and DCQCN acting", g, res.Summary.PFC, res.Summary.roceT().CNPsSent)
 		}
 	}
 	// The former profile (100/400 KB per 25G, static 128 KiB XOFF): named, both values.
 	y := fmt.Sprintf(victimYAML, "100G", "{kind: roce}")
 	y = strings.Replace(y, "transport:", "fabric: {pfc: {xoff: 128KiB}, switch_queue: {ecn: {kmin: 400KB, kmax: 1600KB}}}\ntransport:", 1)
-	w := strings.Join(mustRun(t, y).Summary.RoCE.Warnings, "\n")
+	w := strings.Join(mustRun(t, y).Summary.roceT().Warnings, "\n")
 	if !strings.Contains(w, "ECN kmin 400000B") || !strings.Contains(w, "PFC pause point 128KiB") {
 		t.Errorf("ECN above XOFF: warnings %q; want kmin and the pause point named", w)
 	}
@@ -76,15 +76,15 @@ func TestRoCEIncastVictimDefaults(t *testing.T) {
 		}
 		s := d.Summary
 		t.Logf("%s: victim PFC only %.3f (%d pauses), PFC + DCQCN %.3f (%d CNPs, %d pauses); incast %.4f..%.4f of line",
-			rate, vp, p.Summary.PFC.Pauses, vd, s.RoCE.CNPsSent, s.PFC.Pauses, lo, hi)
-		if vd < 0.6 || s.RoCE.CNPsSent == 0 || vd <= vp {
-			t.Errorf("%s: victim %.3f with DCQCN (%.3f PFC only), %d CNPs; want >= 0.6 of line, above PFC only, CNPs > 0", rate, vd, vp, s.RoCE.CNPsSent)
+			rate, vp, p.Summary.PFC.Pauses, vd, s.roceT().CNPsSent, s.PFC.Pauses, lo, hi)
+		if vd < 0.6 || s.roceT().CNPsSent == 0 || vd <= vp {
+			t.Errorf("%s: victim %.3f with DCQCN (%.3f PFC only), %d CNPs; want >= 0.6 of line, above PFC only, CNPs > 0", rate, vd, vp, s.roceT().CNPsSent)
 		}
 		if hi > 1.2*lo {
 			t.Errorf("%s: incast flows %.4f..%.4f of line; want within 20%% of each other", rate, lo, hi)
 		}
-		if s.DroppedPackets != 0 || s.RoCE.QPErrors != 0 || s.Failed {
-			t.Errorf("%s: %d drops, %d QP errors, failed %v; want a clean lossless run", rate, s.DroppedPackets, s.RoCE.QPErrors, s.Failed)
+		if s.DroppedPackets != 0 || s.roceT().QPErrors != 0 || s.Failed {
+			t.Errorf("%s: %d drops, %d QP errors, failed %v; want a clean lossless run", rate, s.DroppedPackets, s.roceT().QPErrors, s.Failed)
 		}
 	}
 }
@@ -106,7 +106,7 @@ run: {sample_interval: 20us}
 	res := mustRun(t, y)
 	want := []float64{44.8, 44.8, 36.8, 2.0, 2.0} // ms
 	for i, w := range want {
-		got := res.RoCE.FlowDone(i).Seconds() * 1e3
+		got := res.roceRun().FlowDone(i).Seconds() * 1e3
 		t.Logf("flow %d: %.2f ms (max-min %.1f ms)", i, got, w)
 		tol := 0.1
 		if w < 10 {
@@ -117,8 +117,8 @@ run: {sample_interval: 20us}
 		}
 	}
 	s := res.Summary
-	if s.RoCE.CNPsSent == 0 || s.DroppedPackets != 0 {
-		t.Errorf("%d CNPs, %d drops; want DCQCN acting, lossless", s.RoCE.CNPsSent, s.DroppedPackets)
+	if s.roceT().CNPsSent == 0 || s.DroppedPackets != 0 {
+		t.Errorf("%d CNPs, %d drops; want DCQCN acting, lossless", s.roceT().CNPsSent, s.DroppedPackets)
 	}
 }
 
@@ -140,10 +140,10 @@ run: {sample_interval: 20us}
 	s := mustRun(t, y).Summary
 	ideal := 1001 * 32768 * 8 / 10e9 * 1e6 // us
 	t.Logf("JCT %.1f us, N x S / C %.1f us (%.3fx); drops %d, QP errors %d, pauses %d, CNPs %d",
-		s.RoCE.JCTUs, ideal, s.RoCE.JCTUs/ideal, s.DroppedPackets, s.RoCE.QPErrors, s.PFC.Pauses, s.RoCE.CNPsSent)
-	if s.DroppedPackets != 0 || s.RoCE.QPErrors != 0 || s.Failed || s.RoCE.JCTUs > 1.05*ideal {
+		s.roceT().JCTUs, ideal, s.roceT().JCTUs/ideal, s.DroppedPackets, s.roceT().QPErrors, s.PFC.Pauses, s.roceT().CNPsSent)
+	if s.DroppedPackets != 0 || s.roceT().QPErrors != 0 || s.Failed || s.roceT().JCTUs > 1.05*ideal {
 		t.Errorf("%d drops, %d QP errors, failed %v, JCT %.1f us; want lossless, no error, within 5%% of %.1f us",
-			s.DroppedPackets, s.RoCE.QPErrors, s.Failed, s.RoCE.JCTUs, ideal)
+			s.DroppedPackets, s.roceT().QPErrors, s.Failed, s.roceT().JCTUs, ideal)
 	}
 }
 
@@ -182,12 +182,12 @@ run: {sample_interval: 2us}
 	}
 	slices.Sort(q)
 	s := res.Summary
-	end := s.RoCE.JCTUs * 1e-6
+	end := s.roceT().JCTUs * 1e-6
 	util := float64(tx) * 8 / (25e9 * end)
-	bdp := s.RoCE.BaseRTTUs * 1e-6 * 25e9 / 8
+	bdp := s.roceT().BaseRTTUs * 1e-6 * 25e9 / 8
 	med := float64(q[len(q)/2])
 	t.Logf("bottleneck %.1f%% busy over %.1f us; standing queue %.0f B = %.2f BDP (BDP %.0f B); %d CNPs, %d pauses",
-		100*util, s.RoCE.JCTUs, med, med/bdp, bdp, s.RoCE.CNPsSent, s.PFC.Pauses)
+		100*util, s.roceT().JCTUs, med, med/bdp, bdp, s.roceT().CNPsSent, s.PFC.Pauses)
 	if util < 0.95 || med > 3*bdp || s.Failed {
 		t.Errorf("bottleneck %.1f%% busy, standing queue %.2f BDP, failed %v; want >= 95%% and <= 3 BDP", 100*util, med/bdp, s.Failed)
 	}
@@ -203,7 +203,7 @@ func TestRoCEQPScalingVsMaxMin(t *testing.T) {
 	prevP, prevM := 0.0, 0.0
 	for _, s := range []int{1, 2, 4, 8} {
 		y := fmt.Sprintf(permYAML, fmt.Sprintf("transport: {kind: roce, roce: {qps_per_peer: %d}}", s), 1)
-		r := mustRun(t, y).Summary.RoCE
+		r := mustRun(t, y).Summary.roceT()
 		p, m := r.ActiveThroughputMeanOfLine, r.ActiveMaxMinMeanOfLine
 		t.Logf("%d QP(s) per peer: packet level %.3f, flow-level max-min %.3f of line (gap %.3f)", s, p, m, m-p)
 		if m == 0 || p > m+0.01 || p <= prevP || m <= prevM || m-p > 0.05 {
@@ -252,7 +252,7 @@ transport: {kind: roce}
 traffic: [{pattern: flows, flows: [{src: %d, dst: %d, bytes: 64KiB}]}]
 `, pair[0], pair[1])
 		res := mustRun(t, y)
-		r := res.RoCE.r
+		r := res.roceT().r
 		q := r.qps[0]
 		want := map[fabric.PortID]bool{}
 		var path []fabric.PortID
@@ -307,9 +307,9 @@ traffic:
 		for _, d := range s.Drops {
 			drops += d
 		}
-		if drops != 0 || s.PFC == nil || s.PFC.Pauses == 0 || len(s.PFC.ConfigProblems) != 0 || len(s.RoCE.Warnings) != 0 || s.RoCE.FlowsCompleted != s.RoCE.Flows {
+		if drops != 0 || s.PFC == nil || s.PFC.Pauses == 0 || len(s.PFC.ConfigProblems) != 0 || len(s.roceT().Warnings) != 0 || s.roceT().FlowsCompleted != s.roceT().Flows {
 			t.Errorf("%s: drops %v, PFC %+v, warnings %q, %d of %d done; want no drop, pauses, no warning, every transfer done",
-				name, s.Drops, s.PFC, s.RoCE.Warnings, s.RoCE.FlowsCompleted, s.RoCE.Flows)
+				name, s.Drops, s.PFC, s.roceT().Warnings, s.roceT().FlowsCompleted, s.roceT().Flows)
 		}
 	}
 }

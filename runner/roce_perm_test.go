@@ -31,7 +31,7 @@ func TestRoCEPermutationSeeds(t *testing.T) {
 		var sum float64
 		shares := make([]int, 4)
 		for seed := 1; seed <= seeds; seed++ {
-			s := run(fmt.Sprintf("transport: {kind: roce, roce: {qps_per_peer: %d}}", qps), seed).RoCE
+			s := run(fmt.Sprintf("transport: {kind: roce, roce: {qps_per_peer: %d}}", qps), seed).roceT()
 			if s.FlowsCompleted != 128 || s.QPErrors != 0 || len(s.ActiveShares) != 4 {
 				t.Fatalf("qps %d seed %d: %d of 128 done, %d QP errors, shares %v", qps, seed, s.FlowsCompleted, s.QPErrors, s.ActiveShares)
 			}
@@ -56,7 +56,7 @@ func TestRoCEPermutationSeeds(t *testing.T) {
 		t.Errorf("8 QPs per pair: %.3f, not above 1 QP's %.3f", eight, one)
 	}
 	sixteen, _ := mean(16, 1)
-	m := run("transport: {kind: mrc}", 1).MRC
+	m := run("transport: {kind: mrc}", 1).mrcT()
 	t.Logf("16 QPs per pair: %.3f; MRC: %.3f (FCT/ideal mean %.3f)", sixteen, m.ThroughputMeanOfLine, m.FCTOverIdealMean)
 	if m.ThroughputMeanOfLine <= sixteen {
 		t.Errorf("MRC %.3f of line does not beat RoCE with 16 QPs (%.3f)", m.ThroughputMeanOfLine, sixteen)
@@ -81,7 +81,7 @@ run: {duration: 200ms, sample_interval: 10us}
 `
 	rs := mustRun(t, shortRTO(fmt.Sprintf(y, "roce"))).Summary
 	ms := mustRun(t, fmt.Sprintf(y, "mrc")).Summary
-	r, m := rs.RoCE, ms.MRC
+	r, m := rs.roceT(), ms.mrcT()
 	var mRetx int64
 	for _, n := range m.RetxPackets {
 		mRetx += n

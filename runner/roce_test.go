@@ -40,7 +40,7 @@ func runRoCEScenario(t *testing.T, planes, hosts, qps int, traffic, extra string
 // the FCT is within 2% of wire bytes / NIC rate + base RTT, with no retransmission and no CNP.
 func TestRoCESingleFlow(t *testing.T) {
 	res := runRoCEScenario(t, 8, 16, 1, "  - {pattern: flows, flows: [{src: 0, dst: 9, bytes: 16MiB}]}", "")
-	r := res.Summary.RoCE
+	r := res.Summary.roceT()
 	t.Logf("single flow: FCT %.1f us vs ideal %.1f us (%.3fx), %d QPs", r.FCTMaxUs, r.IdealFCTUs, r.FCTOverIdealMax, r.QPs)
 	if r.FlowsCompleted != 1 || r.QPs != 8 {
 		t.Fatalf("completed %d, QPs %d; want 1 and 8 (one per plane)", r.FlowsCompleted, r.QPs)
@@ -63,7 +63,7 @@ func TestRoCEQPScaling(t *testing.T) {
 	fct := map[int]float64{}
 	for _, qps := range []int{1, 8} {
 		res := runRoCEScenario(t, 1, 64, qps, "  - {pattern: permutation, bytes: 4MiB}", "")
-		r := res.Summary.RoCE
+		r := res.Summary.roceT()
 		t.Logf("qps_per_peer %d: FCT/ideal mean %.3f worst %.3f, resent %d packets, CNPs %d, drops %v",
 			qps, r.FCTOverIdealMean, r.FCTOverIdealMax, r.RetxPackets, r.CNPsSent, res.Summary.Drops)
 		if r.FlowsCompleted != 64 || r.QPErrors != 0 {
@@ -90,7 +90,7 @@ func TestRoCERandomLoss(t *testing.T) {
 			extra = "faults:\n  - {at: 0s, link: \"*\", action: loss, loss: " + loss + "}"
 		}
 		res := mustRun(t, shortRTO(fmt.Sprintf(roceYAML, 2, 16, 1, "  - {pattern: flows, flows: [{src: 0, dst: 9, bytes: 8MiB}]}", extra)))
-		r := res.Summary.RoCE
+		r := res.Summary.roceT()
 		t.Logf("loss %s: resent %d packets after %d NAKs and %d timeouts; FCT/ideal mean %.3f", loss, r.RetxPackets, r.NAKs, r.Timeouts, r.FCTOverIdealMean)
 		if r.FlowsCompleted != r.Flows || r.QPErrors != 0 {
 			t.Fatalf("loss %s: completed %d of %d, QP errors %d", loss, r.FlowsCompleted, r.Flows, r.QPErrors)
@@ -110,11 +110,11 @@ func TestRoCEDeterministic(t *testing.T) {
 	y := fmt.Sprintf(roceYAML, 2, 16, 2, "  - {pattern: permutation, bytes: 1MiB}", "")
 	a := mustRun(t, y).Summary
 	b := mustRun(t, y).Summary
-	if fmt.Sprintf("%+v", *a.RoCE) != fmt.Sprintf("%+v", *b.RoCE) {
-		t.Fatalf("two runs differ:\n%+v\n%+v", *a.RoCE, *b.RoCE)
+	if roceString(a) != roceString(b) {
+		t.Fatalf("two runs differ:\n%s\n%s", roceString(a), roceString(b))
 	}
 	c := mustRun(t, strings.Replace(y, "run: {", "run: {seed: 7, ", 1)).Summary
-	if fmt.Sprintf("%+v", *a.RoCE) == fmt.Sprintf("%+v", *c.RoCE) {
+	if roceString(a) == roceString(c) {
 		t.Errorf("seed 7 gave the same figures as seed 1: the seed reaches neither the permutation nor the hashing")
 	}
 }
@@ -135,7 +135,7 @@ func TestRoCELinkDownReconvergence(t *testing.T) {
 		y := fmt.Sprintf(roceYAML, 1, 16, 1, "  - {pattern: permutation, bytes: 4MiB}", fault)
 		y = strings.Replace(y, "transport:", "fabric: {reconvergence: "+c.reconv+"}\ntransport:", 1)
 		res := mustRun(t, shortRTO(y))
-		r := res.Summary.RoCE
+		r := res.Summary.roceT()
 		t.Logf("reconvergence %s: done %d of %d, QP errors %d, timeouts %d, drops %v, JCT %.0f us",
 			c.reconv, r.FlowsCompleted, r.Flows, r.QPErrors, r.Timeouts, res.Summary.Drops, r.JCTUs)
 		if res.Summary.Drops["link_down"] == 0 {
@@ -163,21 +163,21 @@ func TestRoCEPFC(t *testing.T) {
 		t.Fatal("no pfc block: PFC is not on by default under RoCE")
 	}
 	t.Logf("PFC on: drops %d, pauses %d on %d ports, FCT/ideal mean %.3f worst %.3f, resent %d",
-		s.DroppedPackets, s.PFC.Pauses, s.PFC.PortsPaused, s.RoCE.FCTOverIdealMean, s.RoCE.FCTOverIdealMax, s.RoCE.RetxPackets)
+		s.DroppedPackets, s.PFC.Pauses, s.PFC.PortsPaused, s.roceT().FCTOverIdealMean, s.roceT().FCTOverIdealMax, s.roceT().RetxPackets)
 	// Re-pinned with the roce profile's buffer model: DCQCN now keeps a permutation's
 	// collisions below the PFC pause point, so pauses are not required (they were with
 	// 128 KiB static thresholds and ECN above them); lossless still is.
-	if s.DroppedPackets != 0 || s.RoCE.RetxPackets != 0 || s.PFC.HeadroomExceeded != 0 {
-		t.Errorf("PFC on: %d drops, %d resent, %d headroom violations; want lossless", s.DroppedPackets, s.RoCE.RetxPackets, s.PFC.HeadroomExceeded)
+	if s.DroppedPackets != 0 || s.roceT().RetxPackets != 0 || s.PFC.HeadroomExceeded != 0 {
+		t.Errorf("PFC on: %d drops, %d resent, %d headroom violations; want lossless", s.DroppedPackets, s.roceT().RetxPackets, s.PFC.HeadroomExceeded)
 	}
-	if tput := 1 / s.RoCE.FCTOverIdealMean; tput > 0.8 || tput < 0.2 {
+	if tput := 1 / s.roceT().FCTOverIdealMean; tput > 0.8 || tput < 0.2 {
 		t.Errorf("mean throughput %.2f of line with hash collisions; want well under 1 and above 0.2", tput)
 	}
 	y := fmt.Sprintf(roceYAML, 1, 64, 1, "  - {pattern: permutation, bytes: 4MiB}", "")
 	lossy := mustRun(t, strings.Replace(y, "transport:", "fabric: {pfc: {enabled: false}}\ntransport:", 1)).Summary
-	t.Logf("PFC off: drops %d, resent %d", lossy.DroppedPackets, lossy.RoCE.RetxPackets)
-	if lossy.PFC != nil || lossy.DroppedPackets == 0 || lossy.RoCE.RetxPackets == 0 {
-		t.Errorf("PFC off: pfc block %v, %d drops, %d resent; want drops and go-back-N", lossy.PFC, lossy.DroppedPackets, lossy.RoCE.RetxPackets)
+	t.Logf("PFC off: drops %d, resent %d", lossy.DroppedPackets, lossy.roceT().RetxPackets)
+	if lossy.PFC != nil || lossy.DroppedPackets == 0 || lossy.roceT().RetxPackets == 0 {
+		t.Errorf("PFC off: pfc block %v, %d drops, %d resent; want drops and go-back-N", lossy.PFC, lossy.DroppedPackets, lossy.roceT().RetxPackets)
 	}
 }
 
@@ -193,16 +193,16 @@ func TestRoCELosslessIncast64(t *testing.T) {
 	tr := "  - {pattern: incast, receiver: 0, senders: [" + strings.Join(senders, ", ") + "], bytes: 256KiB}"
 	ok := runRoCEScenario(t, 1, 80, 1, tr, "").Summary
 	t.Logf("default headroom: drops %d, pauses %d, headroom exceeded on %d ports, done %d of %d",
-		ok.DroppedPackets, ok.PFC.Pauses, ok.PFC.HeadroomExceeded, ok.RoCE.FlowsCompleted, ok.RoCE.Flows)
-	if ok.DroppedPackets != 0 || ok.PFC.HeadroomExceeded != 0 || ok.RoCE.FlowsCompleted != 64 || ok.PFC.Pauses == 0 {
-		t.Errorf("default headroom: %d drops, %d ports past headroom, %d of 64 done, %d pauses; want lossless", ok.DroppedPackets, ok.PFC.HeadroomExceeded, ok.RoCE.FlowsCompleted, ok.PFC.Pauses)
+		ok.DroppedPackets, ok.PFC.Pauses, ok.PFC.HeadroomExceeded, ok.roceT().FlowsCompleted, ok.roceT().Flows)
+	if ok.DroppedPackets != 0 || ok.PFC.HeadroomExceeded != 0 || ok.roceT().FlowsCompleted != 64 || ok.PFC.Pauses == 0 {
+		t.Errorf("default headroom: %d drops, %d ports past headroom, %d of 64 done, %d pauses; want lossless", ok.DroppedPackets, ok.PFC.HeadroomExceeded, ok.roceT().FlowsCompleted, ok.PFC.Pauses)
 	}
 	y := strings.Replace(fmt.Sprintf(roceYAML, 1, 80, 1, tr, ""), "transport:", "fabric: {pfc: {headroom: 1KiB}}\ntransport:", 1)
 	bad := mustRun(t, shortRTO(y)).Summary
 	t.Logf("1 KiB headroom: headroom exceeded on %d ports (first %v)", bad.PFC.HeadroomExceeded, bad.PFC.HeadroomPortsFirst)
-	if bad.PFC.HeadroomExceeded == 0 || bad.Drops["pfc_headroom"] == 0 || bad.RoCE.FlowsCompleted != 64 {
+	if bad.PFC.HeadroomExceeded == 0 || bad.Drops["pfc_headroom"] == 0 || bad.roceT().FlowsCompleted != 64 {
 		t.Errorf("1 KiB of headroom: %d ports flagged, %d packets dropped past the headroom, %d of 64 done; want drops, flagged, recovered by go-back-N",
-			bad.PFC.HeadroomExceeded, bad.Drops["pfc_headroom"], bad.RoCE.FlowsCompleted)
+			bad.PFC.HeadroomExceeded, bad.Drops["pfc_headroom"], bad.roceT().FlowsCompleted)
 	}
 	if len(ok.PFC.ConfigProblems) != 0 || len(bad.PFC.ConfigProblems) == 0 || !strings.Contains(bad.PFC.ConfigProblems[0], "headroom") {
 		t.Errorf("configuration check: default %q, 1 KiB headroom %q; want none, then the headroom named", ok.PFC.ConfigProblems, bad.PFC.ConfigProblems)
@@ -228,8 +228,8 @@ traffic: [{pattern: permutation, bytes: 2MiB}]
 run: {duration: 20ms, seed: %d}
 `, seed)
 		s := mustRun(t, y).Summary
-		if s.RoCE.FlowsCompleted != s.RoCE.Flows || s.PFC.Pauses == 0 {
-			t.Errorf("seed %d: %d of %d done, %d pauses", seed, s.RoCE.FlowsCompleted, s.RoCE.Flows, s.PFC.Pauses)
+		if s.roceT().FlowsCompleted != s.roceT().Flows || s.PFC.Pauses == 0 {
+			t.Errorf("seed %d: %d of %d done, %d pauses", seed, s.roceT().FlowsCompleted, s.roceT().Flows, s.PFC.Pauses)
 		}
 	}
 }
@@ -262,7 +262,7 @@ traffic:
 run: {duration: 20ms, fault_baseline: none, allow_qp_errors: true}
 `)
 		s := res.Summary
-		r := s.RoCE
+		r := s.roceT()
 		t.Logf("%s: QP errors %d, done %d, traffic end %.1f us, stopped early %v", c.name, r.QPErrors, r.FlowsCompleted, s.DurationUs, s.StoppedEarly)
 		if r.QPErrors != c.errs || r.FlowsCompleted != c.done || !s.StoppedEarly {
 			t.Errorf("%s: QP errors %d, completed %d, stopped_early %v; want %d, %d, true", c.name, r.QPErrors, r.FlowsCompleted, s.StoppedEarly, c.errs, c.done)
@@ -322,9 +322,15 @@ traffic:
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		w := strings.Join(res.Summary.RoCE.Warnings, "\n")
+		w := strings.Join(res.Summary.roceT().Warnings, "\n")
 		if got := strings.Contains(w, "DCQCN can never act"); c.warn == "" && got || c.warn != "" && !strings.Contains(w, c.warn) {
 			t.Errorf("%s: warnings %q; want %q", name, w, c.warn)
 		}
 	}
+}
+
+// roceString prints a RoCE run's transport block, common figures and RoCE's own.
+func roceString(s Summary) string {
+	v := s.roceT()
+	return fmt.Sprintf("%+v %+v", *v.Summary, *v.Detail)
 }

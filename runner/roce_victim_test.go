@@ -24,7 +24,7 @@ func victimRun(t *testing.T, seed int, transport string, incast bool) (float64, 
 		y = strings.Replace(y, "transport: {kind: roce, roce: {qps_per_peer: 1}}", transport, 1)
 	}
 	res := mustRun(t, y)
-	done := res.RoCE.FlowDone(victim)
+	done := res.roceRun().FlowDone(victim)
 	if done == 0 {
 		t.Fatalf("seed %d: the victim flow never finished", seed)
 	}
@@ -46,7 +46,7 @@ func TestRoCEVictimFlow(t *testing.T) {
 		p, sp := victimRun(t, seed, "transport: {kind: roce, roce: {dcqcn: {disabled: true}}}", true)
 		d, sd := victimRun(t, seed, "", true)
 		t.Logf("seed %d: victim alone %.3f, PFC only %.3f (%d pauses, %.0f us paused), PFC + DCQCN %.3f (%d pauses, %.0f us paused, %d CNPs)",
-			seed, a, p, sp.PFC.Pauses, sp.PFC.PausedUsTotal, d, sd.PFC.Pauses, sd.PFC.PausedUsTotal, sd.RoCE.CNPsSent)
+			seed, a, p, sp.PFC.Pauses, sp.PFC.PausedUsTotal, d, sd.PFC.Pauses, sd.PFC.PausedUsTotal, sd.roceT().CNPsSent)
 		// Re-pinned with the roce profile's buffer model and production DCQCN: DCQCN acts
 		// before PFC, so the DCQCN run may pause nothing at all; both stay lossless.
 		for _, s := range []Summary{sp, sd} {

@@ -265,8 +265,8 @@ func TestRunWithProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if calls == 0 || a.Summary.Events != b.Summary.Events || a.Summary.MRC.FCTMaxUs != b.Summary.MRC.FCTMaxUs {
-		t.Errorf("%d reports; events %d vs %d, max FCT %v vs %v: progress must not change the run", calls, a.Summary.Events, b.Summary.Events, a.Summary.MRC.FCTMaxUs, b.Summary.MRC.FCTMaxUs)
+	if calls == 0 || a.Summary.Events != b.Summary.Events || a.Summary.mrcT().FCTMaxUs != b.Summary.mrcT().FCTMaxUs {
+		t.Errorf("%d reports; events %d vs %d, max FCT %v vs %v: progress must not change the run", calls, a.Summary.Events, b.Summary.Events, a.Summary.mrcT().FCTMaxUs, b.Summary.mrcT().FCTMaxUs)
 	}
 }
 

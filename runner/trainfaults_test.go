@@ -434,8 +434,8 @@ func TestTrainingT1FailurePacket(t *testing.T) {
 	times := stepTimes(&s)
 	t.Logf("mrc packet: steps %v us; step 1: %s | %s", roundAll(times), s.TrainingFaults.Steps[1].Events, s.TrainingFaults.Steps[1].SlowestLink)
 	for i := 1; i < len(times); i++ {
-		if d := times[i]/times[0] - 1; d > 0.02 || d < -0.02 || s.MRC.QPErrors > 0 {
-			t.Errorf("mrc packet: step %d %.1f us vs %.1f before (%d QP errors); want within 2%%", i, times[i], times[0], s.MRC.QPErrors)
+		if d := times[i]/times[0] - 1; d > 0.02 || d < -0.02 || s.mrcT().QPErrors > 0 {
+			t.Errorf("mrc packet: step %d %.1f us vs %.1f before (%d QP errors); want within 2%%", i, times[i], times[0], s.mrcT().QPErrors)
 		}
 	}
 	c.transport, c.steps = "{kind: roce, roce: {rto: 1ms}}", 2
@@ -567,7 +567,7 @@ func TestTrainingRoCELinkDownFlowVsPacket(t *testing.T) {
 		pk := c.run(t).Summary
 		ft, pt := stepTimes(&fl), stepTimes(&pk)
 		slowF, slowP := ft[1]-ft[0] > rtoUs, pt[1]-pt[0] > rtoUs
-		t.Logf("%s: flow steps %v us, packet %v us (retx %d, timeouts %d)", f, roundAll(ft), roundAll(pt), pk.RoCE.RetxPackets, pk.RoCE.Timeouts)
+		t.Logf("%s: flow steps %v us, packet %v us (retx %d, timeouts %d)", f, roundAll(ft), roundAll(pt), pk.roceT().RetxPackets, pk.roceT().Timeouts)
 		if slowF != slowP {
 			t.Errorf("%s: flow slow %v (%v us), packet slow %v (%v us); want the engines to agree", f, slowF, roundAll(ft), slowP, roundAll(pt))
 		}

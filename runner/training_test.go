@@ -145,7 +145,7 @@ run: {engine: %s, duration: 100ms}
 		a, b := pk.Training.StepTimeUs, fl.Training.StepTimeUs
 		t.Logf("%s: step %.1f us at packet level, %.1f us at flow level (%.3fx); exposed comm %.1f vs %.1f us",
 			kind, a, b, a/b, pk.Training.ExposedCommUs, fl.Training.ExposedCommUs)
-		if pk.Engine != "packet" || fl.Engine != "flow" || (pk.MRC == nil && pk.RoCE == nil) {
+		if pk.Engine != "packet" || fl.Engine != "flow" || pk.Transport == nil {
 			t.Fatalf("%s: engines %q/%q, transport block missing", kind, pk.Engine, fl.Engine)
 		}
 		tol := map[string]float64{"mrc": 1.1, "roce": 1.2}[kind]

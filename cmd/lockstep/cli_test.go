@@ -143,16 +143,17 @@ func TestRunDefault(t *testing.T) {
 		Hosts    int    `json:"hosts"`
 		Planes   int    `json:"planes"`
 		MRC      *struct {
+			Kind           string  `json:"kind"`
 			Flows          int     `json:"flows"`
 			Completed      int     `json:"flows_completed"`
 			FaultToLastUs  float64 `json:"fault_to_last_loss_retx_us"`
 			FCTOverIdealMx float64 `json:"fct_over_ideal_max"`
-		} `json:"mrc"`
+		} `json:"transport"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
 		t.Fatal(err)
 	}
-	if s.Scenario != "default" || s.Hosts != 128 || s.Planes != 8 || s.MRC == nil {
+	if s.Scenario != "default" || s.Hosts != 128 || s.Planes != 8 || s.MRC == nil || s.MRC.Kind != "mrc" {
 		t.Fatalf("default scenario ran as %+v; want default, 128 hosts, 8 planes, MRC", s)
 	}
 	if m := s.MRC; m.Completed != m.Flows || m.Flows != 128 || m.FaultToLastUs <= 0 || m.FaultToLastUs >= 1000 {

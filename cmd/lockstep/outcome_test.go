@@ -10,6 +10,8 @@ import (
 	"github.com/lockstepsim/lockstep/runner"
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/transport"
+	"github.com/lockstepsim/lockstep/transport/roce/rocenic"
 )
 
 // A run whose QPs error fails: the headline names it, summary.json says failed with the
@@ -81,7 +83,8 @@ func TestUnfinishedNoteStoppedEarly(t *testing.T) {
 		sc.Run.Duration = sim.Millisecond + 400*sim.Picosecond // 1000.0004 us
 		res := &runner.Result{Summary: runner.Summary{
 			EndUs: c.endUs, DurationUs: c.endUs, StoppedEarly: c.stoppedEarly,
-			RoCE: &runner.RoCESummary{Flows: 2, FlowsCompleted: 1, QPs: 2, QPsPerPeer: 1, QPErrors: 1},
+			Transport: &transport.Summary{Kind: "roce", Name: "RoCE", Flows: 2, FlowsCompleted: 1, QPErrors: 1,
+				Detail: &rocenic.Detail{QPs: 2, QPsPerPeer: 1}},
 		}}
 		var b strings.Builder
 		printSummary(&b, sc, res)
