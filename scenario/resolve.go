@@ -54,7 +54,6 @@ func (sc *Scenario) Resolve() error {
 		sc.resolvePFC,
 		r.transportIdeal,
 		r.fabricProfile,
-		r.transportMRC,
 		r.faults,
 		r.load,
 		r.transferDuration,

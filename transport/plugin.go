@@ -43,6 +43,10 @@ type Plugin struct {
 	// Lossless is true for a transport deployed over a lossless fabric: fabric.pfc defaults
 	// to on under it.
 	Lossless bool
+	// WorkloadDefault marks the transport a workload runs over when its scenario gives no
+	// transport.kind (one registered plugin at most sets it; none: the workload must name
+	// one).
+	WorkloadDefault bool
 	// Profile applies the transport's fabric profile (fabric.profile: <kind>, the default
 	// under this transport) to the queues: it fills only what env.Given says the scenario
 	// left out. cfg is the resolved block. nil: the transport has no profile (the default
@@ -79,6 +83,15 @@ type QueueGiven struct {
 	// fabric.last_hop_queue; without one, switch_queue's (copied), except where a profile
 	// sets the last hop apart.
 	LastLimit, LastECN, LastTrim bool
+}
+
+// DataPacketSizer is implemented by a transport block (the pointer NewConfig returns) that
+// knows its data packets' sizes once resolved: the scenario sizes packet budgets, queue
+// checks and buffers from them without naming the transport.
+type DataPacketSizer interface {
+	// DataPacketBytes returns the payload of a full data packet and the largest data
+	// packet's wire size (headers included), bytes.
+	DataPacketBytes() (payload, wire int64)
 }
 
 // ProfileEnv is the fabric a profile adjusts, in place.

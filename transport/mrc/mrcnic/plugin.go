@@ -14,14 +14,15 @@ const Kind = "mrc"
 
 func init() {
 	transport.Register(Kind, transport.Plugin{
-		Name:        "MRC",
-		Proto:       fabric.ProtoMRC,
-		NewConfig:   newConfig,
-		Resolve:     resolve,
-		Lossless:    false,
-		Profile:     profile,
-		Check:       check,
-		NewEndpoint: newEndpoint,
-		Flow:        flowModel,
+		Name:            "MRC",
+		Proto:           fabric.ProtoMRC,
+		NewConfig:       newConfig,
+		Resolve:         resolve,
+		Lossless:        false,
+		WorkloadDefault: true,
+		Profile:         profile,
+		Check:           check,
+		NewEndpoint:     newEndpoint,
+		Flow:            flowModel,
 	})
 }
