@@ -8,6 +8,8 @@ import (
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/transport/mrc"
+	"github.com/lockstepsim/lockstep/transport/roce"
 	"github.com/lockstepsim/lockstep/workload/collective"
 	"github.com/lockstepsim/lockstep/workload/training"
 )
@@ -148,14 +150,14 @@ func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 		tr = ideal
 		model.Latency, model.Rate = lat, nicRate
 	case scenario.TransportMRC:
-		m = newMRCNet(s, net, layout, *sc.Transport.MRC, sc.Fabric)
+		m = newMRCNet(s, net, layout, *sc.Transport.Block().(*mrc.Config), sc.Fabric)
 		m.seed = sc.Run.Seed
 		tr = m
 		cfg := m.cfg
 		model.Latency = m.baseRTT / 2
 		model.Rate = sim.Rate(float64(nicRate) * float64(cfg.PayloadBytes) / float64(cfg.WireBytes(cfg.PayloadBytes)))
 	case scenario.TransportRoCE:
-		rn = newRoCENet(s, net, layout, *sc.Transport.RoCE)
+		rn = newRoCENet(s, net, layout, *sc.Transport.Block().(*roce.Config))
 		rn.seed = sc.Run.Seed
 		tr = rn
 		cfg := rn.cfg

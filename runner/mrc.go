@@ -525,7 +525,7 @@ func (r *MRCRun) BaseRTT() sim.Time { return r.m.baseRTT }
 // stops the engines and drains the fabric.
 func runMRC(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 	s, net := res.Sim, res.Net
-	m := newMRCNet(s, net, layout, *sc.Transport.MRC, sc.Fabric)
+	m := newMRCNet(s, net, layout, *sc.Transport.Block().(*mrc.Config), sc.Fabric)
 	hosts := net.NumHosts()
 	for gi := range sc.Traffic {
 		g := &sc.Traffic[gi]
@@ -642,8 +642,8 @@ func checkMRCTiming(sc *scenario.Scenario, l topo.Topology) error {
 		return nil
 	}
 	cfg := mrc.Config{}
-	if sc.Transport.MRC != nil {
-		cfg = *sc.Transport.MRC
+	if c, ok := sc.Transport.Block().(*mrc.Config); ok {
+		cfg = *c
 	}
 	cfg = cfg.WithDefaults()
 	rtt := l.Params().RoundTrip(l.Sizing().MaxSwitchHops, cfg.WireBytes(cfg.PayloadBytes), cfg.AckBytes)

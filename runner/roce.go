@@ -515,7 +515,7 @@ func (x *RoCERun) FlowDone(i int) sim.Time { return x.r.flows[i].done }
 // run.duration), then stops the engines and drains the fabric.
 func runRoCE(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 	s, net := res.Sim, res.Net
-	r := newRoCENet(s, net, layout, *sc.Transport.RoCE)
+	r := newRoCENet(s, net, layout, *sc.Transport.Block().(*roce.Config))
 	r.seed = sc.Run.Seed
 	hosts := net.NumHosts()
 	for gi := range sc.Traffic {
@@ -605,7 +605,7 @@ func switchIngresses(l topo.Topology) [][]topo.Link { return scenario.SwitchIngr
 // last_hop_queue both with ECN off): DCQCN reacts only to CNPs, which receivers send for
 // CE-marked packets, so it can never act.
 func dcqcnWithoutECN(sc *scenario.Scenario) []string {
-	if c := sc.Transport.RoCE; c != nil && c.DCQCN.Disabled {
+	if c, _ := sc.Transport.Block().(*roce.Config); c != nil && c.DCQCN.Disabled {
 		return nil
 	}
 	last := sc.Fabric.LastHopQueue == nil || sc.Fabric.LastHopQueue.ECN.Enabled
@@ -629,14 +629,14 @@ func roceChecks(sc *scenario.Scenario, net *fabric.Network, l topo.Topology) []s
 	if !net.PFCOn() {
 		return out
 	}
-	if c := sc.Transport.RoCE; c == nil || !c.DCQCN.Disabled {
+	if c, _ := sc.Transport.Block().(*roce.Config); c == nil || !c.DCQCN.Disabled {
 		for _, w := range net.ECNAfterPFC(maxPFCProblems) {
 			out = append(out, "fabric.switch_queue.ecn: "+w)
 		}
 	}
 	cfg := roce.Defaults()
-	if sc.Transport.RoCE != nil {
-		cfg = sc.Transport.RoCE.WithDefaults()
+	if c, ok := sc.Transport.Block().(*roce.Config); ok {
+		cfg = c.WithDefaults()
 	}
 	host, hp, sw, sp := net.PFCWorstDrain()
 	hops := l.Sizing().MaxSwitchHops

@@ -10,6 +10,8 @@ import (
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/transport/mrc"
+	"github.com/lockstepsim/lockstep/transport/roce"
 	"github.com/lockstepsim/lockstep/workload/collective"
 	"github.com/lockstepsim/lockstep/workload/training"
 )
@@ -137,7 +139,7 @@ func flapProcesses(sc *scenario.Scenario, layout topo.Topology) ([]training.Fail
 			}
 		}
 		if sc.Transport.Kind == scenario.TransportRoCE {
-			rc := sc.Transport.RoCE.WithDefaults()
+			rc := sc.Transport.Block().(*roce.Config).WithDefaults()
 			budget := rc.RTO * sim.Time(rc.RetryCount+1)
 			if f.DownFor > budget && sc.Fabric.Reconvergence > budget {
 				restarts = 1
@@ -304,12 +306,12 @@ func newPacketTrainBackend(sc *scenario.Scenario, layout topo.Topology, res *Res
 	b := &trainBackend{engine: "packet"}
 	var fabricT collective.Transport
 	if sc.Transport.Kind == scenario.TransportMRC {
-		b.m = newMRCNet(s, net, layout, *sc.Transport.MRC, sc.Fabric)
+		b.m = newMRCNet(s, net, layout, *sc.Transport.Block().(*mrc.Config), sc.Fabric)
 		b.m.seed = sc.Run.Seed
 		fabricT = b.m
 		res.MRC = &MRCRun{m: b.m, DoneAt: sim.MaxTime}
 	} else {
-		b.rn = newRoCENet(s, net, layout, *sc.Transport.RoCE)
+		b.rn = newRoCENet(s, net, layout, *sc.Transport.Block().(*roce.Config))
 		b.rn.seed = sc.Run.Seed
 		fabricT = b.rn
 		res.RoCE = &RoCERun{r: b.rn, DoneAt: sim.MaxTime}

@@ -10,6 +10,7 @@ import (
 	"github.com/lockstepsim/lockstep/report"
 	"github.com/lockstepsim/lockstep/runner"
 	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/lockstepsim/lockstep/transport/roce"
 	"github.com/lockstepsim/lockstep/workload/training"
 	"github.com/spf13/cobra"
 )
@@ -104,8 +105,8 @@ report, beside them.`,
 
 func transportOf(sc *scenario.Scenario) string {
 	k := sc.Transport.Kind
-	if sc.Transport.RoCE != nil {
-		k = fmt.Sprintf("roce (%d QP/peer)", sc.Transport.RoCE.QPsPerPeer)
+	if c, ok := sc.Transport.Block().(*roce.Config); ok {
+		k = fmt.Sprintf("roce (%d QP/peer)", c.QPsPerPeer)
 	}
 	return k
 }
