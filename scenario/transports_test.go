@@ -211,3 +211,34 @@ func TestTransportProfileDefaults(t *testing.T) {
 		t.Errorf("pfc under mrc: %v; want %q", err, want)
 	}
 }
+
+// TestProbeProfile pins what the shipped profiles turn on, as the resolver probes it from their
+// plugins, over topologies and engines: mrc marks every hop but the last and trims everywhere
+// (pmax 1, a last hop of its own), roce marks every hop and never trims (pmax 0.2).
+func TestProbeProfile(t *testing.T) {
+	want := map[string]profileShape{
+		"none": {},
+		"mrc":  {ok: true, ecn: true, trim: true, lastECN: false, lastTrim: true, pmax: 1, lastApart: true},
+		"roce": {ok: true, ecn: true, trim: false, lastECN: true, lastTrim: false, pmax: 0.2},
+	}
+	for _, planes := range []int{1, 2, 4, 8} {
+		for _, rate := range []string{"25G", "100G", "400G", "800G"} {
+			var tp Topology
+			doc := fmt.Sprintf("clos: {tiers: 2, planes: %d, radix: 16, hosts: 16, host_link: %s}", planes, rate)
+			if err := Decode([]byte(doc), &tp); err != nil {
+				t.Fatal(err)
+			}
+			l, err := tp.Describe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, fluid := range []bool{false, true} {
+				for p, w := range want {
+					if got := probeProfile(p, l, fluid); got != w {
+						t.Errorf("%s, %d planes, %s, fluid %v: %+v; want %+v", p, planes, rate, fluid, got, w)
+					}
+				}
+			}
+		}
+	}
+}

@@ -49,8 +49,11 @@ type Plugin struct {
 	WorkloadDefault bool
 	// Profile applies the transport's fabric profile (fabric.profile: <kind>, the default
 	// under this transport) to the queues: it fills only what env.Given says the scenario
-	// left out. cfg is the resolved block. nil: the transport has no profile (the default
-	// profile is then none).
+	// left out. cfg is the resolved block (NewConfig's zero block when fabric.profile names
+	// this transport under another kind). The scenario resolver also probes what the profile
+	// turns on at each hop (ECN, trimming, pmax, a last hop of its own) by applying it to
+	// default queues with nothing given and no PFC, so it must change nothing but env. nil:
+	// the transport has no profile (the default profile is then none).
 	Profile func(cfg any, env ProfileEnv)
 	// Check runs before the simulation on the built fabric (env.Net is nil at flow level):
 	// an error rejects the scenario (exit 2), warnings are printed and kept in summary.json.
