@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"reflect"
+	"strings"
 
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/transport"
@@ -68,10 +69,10 @@ func (r *resolver) transportIdeal() error {
 		return nil
 	}
 	if !r.wl {
-		return Errorf("transport.kind", "ideal carries workload messages only; give workload.collectives or use raw or mrc for traffic")
+		return Errorf("transport.kind", "ideal carries workload messages only; give workload.collectives or use raw or %s for traffic", transferTransport())
 	}
 	if len(sc.Faults) > 0 {
-		return Errorf("faults", "given with transport ideal, which has no links to fail; use transport mrc or roce")
+		return Errorf("faults", "given with transport ideal, which has no links to fail; use transport %s", strings.Join(transport.Kinds(), " or "))
 	}
 	id := Ideal{}
 	if sc.Transport.Ideal != nil {

@@ -115,6 +115,18 @@ func workloadTransport() string {
 	return ""
 }
 
+// transferTransport is the transport a message suggests for transfers: the workloads'
+// default, else the first registered kind.
+func transferTransport() string {
+	if w := workloadTransport(); w != "" {
+		return w
+	}
+	if ks := transport.Kinds(); len(ks) > 0 {
+		return ks[0]
+	}
+	return TransportRaw
+}
+
 // transportKinds lists the allowed values of transport.kind for its error: raw, the
 // registered transports (sorted), ideal.
 func transportKinds() string {

@@ -242,3 +242,24 @@ func TestProbeProfile(t *testing.T) {
 		}
 	}
 }
+
+// TestTransportListMessages: messages that name the transports to use instead list them from
+// the registry, in the words they always had.
+func TestTransportListMessages(t *testing.T) {
+	const train = "workload:\n  training:\n    model: {preset: llama3-8b, global_batch: 64}\n    gpu: {preset: h100}\n    plan: {tp: 8, pp: 2}\n"
+	const big = "topology: {clos: {tiers: 2, planes: 2, radix: 32, hosts: 512, host_link: 100G}}\n"
+	cases := []struct{ doc, want string }{
+		{trTopo + "transport: {kind: raw}\n" + trWorkload, "transport.kind: raw cannot carry a collective's messages; allowed mrc or roce (packet level) or ideal"},
+		{big + "transport: {kind: raw}\n" + train, "transport.kind: raw cannot carry a training job's collectives; allowed mrc, roce or ideal"},
+		{trTopo + "transport: {kind: raw}\n" + trTraffic, "traffic[0].bytes: 1MiB is set, but transport raw paces flows by load or rate; use transport.kind: mrc for transfers"},
+		{trTopo + trTraffic, "traffic[0].bytes: 1MiB is set, but transport raw paces flows by load or rate; use transport.kind: mrc for transfers"},
+		{trTopo + "transport: {kind: ideal}\n" + trTraffic, "transport.kind: ideal carries workload messages only; give workload.collectives or use raw or mrc for traffic"},
+		{trTopo + "transport: {kind: ideal}\n" + trWorkload + "faults: [{at: 10us, nic: h0.p0, action: down}]\n", "faults: given with transport ideal, which has no links to fail; use transport mrc or roce"},
+	}
+	for _, c := range cases {
+		_, err := Parse([]byte(c.doc))
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%q: error %v; want %q", c.doc, err, c.want)
+		}
+	}
+}
