@@ -212,8 +212,8 @@ func newFlowFaults(sc *scenario.Scenario, layout topo.Topology, s *sim.Sim, r *f
 	switch ff.kind {
 	case scenario.TransportRoCE:
 		rc := roce.Config{}
-		if sc.Transport.RoCE != nil {
-			rc = *sc.Transport.RoCE
+		if c, ok := sc.Transport.Block().(*roce.Config); ok {
+			rc = *c
 		}
 		rc = rc.WithDefaults()
 		wire := rc.PayloadBytes + rc.HeaderBytes
@@ -224,8 +224,8 @@ func newFlowFaults(sc *scenario.Scenario, layout topo.Topology, s *sim.Sim, r *f
 		ff.budget = rc.RTO * sim.Time(rc.RetryCount+1)
 	default:
 		mc := mrc.Config{}
-		if sc.Transport.MRC != nil {
-			mc = *sc.Transport.MRC
+		if c, ok := sc.Transport.Block().(*mrc.Config); ok {
+			mc = *c
 		}
 		mc = mc.WithDefaults()
 		wire := mc.WireBytes(mc.PayloadBytes)

@@ -8,6 +8,7 @@ import (
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
 	"github.com/lockstepsim/lockstep/transport/mrc"
+	"github.com/lockstepsim/lockstep/transport/roce"
 )
 
 // maxFlowSpray is the default bound on the paths one sprayed flow uses at flow level: MRC's
@@ -131,11 +132,11 @@ func bundleLinks(l *topo.Layout, links []topo.Link, first int) ([]int32, []float
 // scenarioFlowRouter is newFlowRouter for sc's transport, with RoCE's QPs per peer.
 func scenarioFlowRouter(sc *scenario.Scenario, t topo.Topology, domain int, upRate sim.Rate, upLat sim.Time) (*flowRouter, []float64) {
 	r, caps := newFlowRouter(t, sc.Transport.Kind, sc.Run.Seed, domain, upRate, upLat)
-	if sc.Transport.RoCE != nil {
-		r.qps = sc.Transport.RoCE.QPsPerPeer
+	if c, ok := sc.Transport.Block().(*roce.Config); ok {
+		r.qps = c.QPsPerPeer
 	}
-	if sc.Transport.MRC != nil && sc.Transport.MRC.EV.Active > 0 {
-		r.evs = sc.Transport.MRC.EV.Active
+	if c, ok := sc.Transport.Block().(*mrc.Config); ok && c.EV.Active > 0 {
+		r.evs = c.EV.Active
 	}
 	return r, caps
 }

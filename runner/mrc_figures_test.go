@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/transport/mrc"
 )
 
 // oneYAML is one transfer 9 -> 0 of %s bytes on a 16-host 8-plane 2-tier Clos under
@@ -64,7 +65,7 @@ func TestMRCProbeIntervalBelowRTT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc.Transport.MRC.EV.ProbeInterval = 2000000 // 2 us, below the 5.4 us base RTT
+	sc.Transport.Block().(*mrc.Config).EV.ProbeInterval = 2000000 // 2 us, below the 5.4 us base RTT
 	_, err = Run(sc)
 	if err == nil || !strings.Contains(err.Error(), "transport.mrc.ev.probe_interval") || !strings.Contains(err.Error(), "base RTT") {
 		t.Fatalf("err = %v; want a probe_interval error naming the base RTT", err)
@@ -131,7 +132,7 @@ func TestMRCTimersAgainstRTT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc.Transport.MRC.AckTimeoutExp = 1 // 2.048 us, below the 5.4 us base RTT
+	sc.Transport.Block().(*mrc.Config).AckTimeoutExp = 1 // 2.048 us, below the 5.4 us base RTT
 	if _, err = Run(sc); err == nil || !strings.Contains(err.Error(), "transport.mrc.ack_timeout_exp") {
 		t.Fatalf("err = %v; want an ack_timeout_exp error", err)
 	}
@@ -144,7 +145,7 @@ func TestMRCTimersAgainstRTT(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a fabric of 10us hops: %v", err)
 	}
-	if pi, rtt := sc.Transport.MRC.EV.ProbeInterval, res.mrcRun().BaseRTT(); pi < 2*rtt || rtt < 50*sim.Microsecond {
+	if pi, rtt := sc.Transport.Block().(*mrc.Config).EV.ProbeInterval, res.mrcRun().BaseRTT(); pi < 2*rtt || rtt < 50*sim.Microsecond {
 		t.Errorf("default probe interval %v on a fabric of base RTT %v; want at least twice that", pi, rtt)
 	}
 }

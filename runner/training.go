@@ -138,7 +138,7 @@ func flapProcesses(sc *scenario.Scenario, layout topo.Topology) ([]training.Fail
 			}
 		}
 		if sc.Transport.Kind == scenario.TransportRoCE {
-			rc := sc.Transport.RoCE.WithDefaults()
+			rc := sc.Transport.Block().(*roce.Config).WithDefaults()
 			budget := rc.RTO * sim.Time(rc.RetryCount+1)
 			if f.DownFor > budget && sc.Fabric.Reconvergence > budget {
 				restarts = 1

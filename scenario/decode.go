@@ -311,7 +311,10 @@ var misplaced = map[string]string{
 var mappingHints = map[string]func(word string) string{
 	"transport": func(w string) string {
 		if w == "" {
-			w = "mrc"
+			w = workloadTransport()
+		}
+		if w == "" {
+			w = TransportRaw
 		}
 		return "{kind: " + w + "}"
 	},
@@ -324,6 +327,54 @@ var mappingHints = map[string]func(word string) string{
 // gives a non-null value at a key path below it (aliases and merge keys resolved).
 type presenceRecorder interface {
 	recordPresence(given func(path ...string) bool)
+}
+
+// keyTaker is implemented (on the pointer) by a scenario struct whose mapping takes keys
+// beyond its fields: Transport takes each registered transport's kind, its block. Decode
+// decodes such a key's value into a copy of what takeKey returns, with the same strictness
+// and error paths as a field of that type, and hands the result to setKey.
+type keyTaker interface {
+	// takeKey reports whether the struct takes key and returns the value held under it now:
+	// a pointer of the type to decode into, nil (typed) when none.
+	takeKey(key string) (cur any, ok bool)
+	// setKey stores the value decoded under key (a nil pointer for a YAML null).
+	setKey(key string, v any)
+	// takenKeys lists the keys takeKey accepts, for an unknown key's "allowed".
+	takenKeys() []string
+}
+
+// decodeTaken decodes the value of a key the struct takes (keyTaker) at path p; ok is false
+// when the struct does not take it.
+func (d *nodeDecoder) decodeTaken(kt keyTaker, e mapEntry, p *fieldPath, expanded bool) (ok bool, err error) {
+	cur, ok := kt.takeKey(e.key.Value)
+	if !ok {
+		return false, nil
+	}
+	pv := reflect.New(reflect.TypeOf(cur)).Elem()
+	pv.Set(reflect.ValueOf(cur))
+	if err := checkType(pv.Type()); err != nil {
+		return true, err
+	}
+	if err := d.decode(e.val, pv, p, expanded || e.expanded); err != nil {
+		return true, err
+	}
+	kt.setKey(e.key.Value, pv.Interface())
+	return true, nil
+}
+
+// allowedKeys is the "allowed" list of an unknown key in a struct's mapping: its field names
+// and the keys it takes (keyTaker), sorted.
+func allowedKeys(info *structInfo, kt keyTaker) string {
+	if kt == nil {
+		return info.allowed
+	}
+	names := make([]string, 0, len(info.fields))
+	for _, f := range info.fields {
+		names = append(names, f.name)
+	}
+	names = append(names, kt.takenKeys()...)
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }
 
 func (d *nodeDecoder) decodeStruct(n *yaml.Node, v reflect.Value, p *fieldPath, expanded bool) error {
@@ -342,9 +393,21 @@ func (d *nodeDecoder) decodeStruct(n *yaml.Node, v reflect.Value, p *fieldPath, 
 	if err != nil {
 		return err
 	}
+	var kt keyTaker
+	if v.CanAddr() {
+		kt, _ = v.Addr().Interface().(keyTaker)
+	}
 	for _, e := range ents {
 		fp := &fieldPath{parent: p, key: e.key.Value, index: -1}
 		i, ok := info.byName[e.key.Value]
+		if !ok && kt != nil {
+			if taken, err := d.decodeTaken(kt, e, fp, expanded); taken || err != nil {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+		}
 		if !ok {
 			if len(info.fields) == 0 {
 				return fieldErr(fp, e.key, "unknown field; this mapping takes no fields")
@@ -352,7 +415,7 @@ func (d *nodeDecoder) decodeStruct(n *yaml.Node, v reflect.Value, p *fieldPath, 
 			if hint, ok := misplaced[fp.String()]; ok {
 				return fieldErr(fp, e.key, "unknown field here; %s", hint)
 			}
-			return fieldErr(fp, e.key, "unknown field; allowed: %s", info.allowed)
+			return fieldErr(fp, e.key, "unknown field; allowed: %s", allowedKeys(info, kt))
 		}
 		if err := d.decode(e.val, v.Field(info.fields[i].index), fp, expanded || e.expanded); err != nil {
 			return err

@@ -49,6 +49,14 @@ func Encode(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// keyGiver is implemented (on the value) by a scenario struct that writes keys beyond its
+// fields, the ones it takes on decoding (keyTaker): Transport's blocks.
+type keyGiver interface {
+	// extraKeys returns the keys to write, in order, with their values, and the field they
+	// follow ("" or a field not written: after the fields).
+	extraKeys() (after string, keys []string, vals []any)
+}
+
 // encodeValue converts v, at path p and nesting depth, to a YAML node.
 func encodeValue(v reflect.Value, p string, depth int) (*yaml.Node, error) {
 	if depth > maxDepth {
@@ -81,6 +89,27 @@ func encodeValue(v reflect.Value, p string, depth int) (*yaml.Node, error) {
 	case reflect.Struct:
 		si := structInfoOf(t)
 		n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		var after string
+		var keys []string
+		var vals []any
+		if g, ok := v.Interface().(keyGiver); ok {
+			after, keys, vals = g.extraKeys()
+		}
+		extra := func() error { // the keys beyond the fields, once
+			for i, k := range keys {
+				ev := reflect.ValueOf(vals[i])
+				if err := checkType(ev.Type()); err != nil {
+					return err
+				}
+				c, err := encodeValue(ev, joinKey(p, k), depth+1)
+				if err != nil {
+					return err
+				}
+				n.Content = append(n.Content, strNode(k), c)
+			}
+			keys = nil
+			return nil
+		}
 		for _, f := range si.fields {
 			fv := v.Field(f.index)
 			if f.omitEmpty && isEmpty(fv) {
@@ -94,6 +123,14 @@ func encodeValue(v reflect.Value, p string, depth int) (*yaml.Node, error) {
 				c.Style |= yaml.FlowStyle
 			}
 			n.Content = append(n.Content, strNode(f.name), c)
+			if f.name == after {
+				if err := extra(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if err := extra(); err != nil {
+			return nil, err
 		}
 		return n, nil
 	case reflect.Slice:

@@ -16,33 +16,36 @@ import "github.com/lockstepsim/lockstep/topo"
 //  4. run (resolve_run.go): engine, seed, duration, drain, sampling, packet limits, out;
 //     relies on the topology (link limit, switch ports) and on whether a workload is given
 //     (engine and duration defaults).
-//  5. transport kind and transport.roce (resolve_transport.go): the kind defaults from
-//     whether a workload is given; RoCE's rates are checked against the NIC port rate.
-//  6. fabric.pfc (resolve_fabric.go): on by default under RoCE, its data class depends on
-//     the kind, its classes on the switch queues (step 3); the roce profile's thresholds
-//     apply when fabric.profile is roce or left out (read as given, before step 8).
+//  5. transport kind and its block (resolve_transport.go): the kind defaults from whether a
+//     workload is given (the WorkloadDefault plugin); a block for another kind is an error;
+//     the block in force is resolved by its plugin (transport.Plugin.Resolve: MRC's EV split
+//     over the topology's planes and probe interval from its base RTT, RoCE's rates against
+//     the NIC port rate).
+//  6. fabric.pfc (resolve_fabric.go): on by default under a lossless transport
+//     (transport.Plugin.Lossless), its data class depends on the kind, its classes on the
+//     switch queues (step 3); the transport's own profile's thresholds apply when
+//     fabric.profile is that or left out (read as given, before step 14).
 //  7. transport.ideal (resolve_transport.go): needs the kind and whether a workload or
 //     faults are given.
 //  8. fabric.profile and the switch and last-hop queues (resolve_fabric.go): the profile
-//     defaults from the transport kind.
-//  9. transport.mrc (resolve_transport.go): its EV split needs the topology's planes and its
-//     probe interval the topology's base RTT.
-//  10. faults (resolve_faults.go): expanded against the topology with run.seed and
-//     run.duration (as of step 4: step 12 does not move the faults), entropies checked
+//     defaults from the transport kind; what it turns on is probed from its plugin.
+//  9. faults (resolve_faults.go): expanded against the topology with run.seed and
+//     run.duration (as of step 4: step 11 does not move the faults), entropies checked
 //     against the resolved transport (MRC's EVs).
-//  11. workload or traffic (resolve_workload.go, resolve_traffic.go): checked against the
+//  10. workload or traffic (resolve_workload.go, resolve_traffic.go): checked against the
 //     topology's hosts, the transport and the run (seed, engine, duration); the faults'
 //     at_step against training's sim_steps.
-//  12. run.duration from the transfers (resolve_run.go): left out, it grows to fit the
-//     traffic's transfers (step 11), refitting the sampling period.
-//  13. the traffic's packet budget (resolve_traffic.go): needs the final run.duration.
-//  14. queue checks (resolve_fabric.go): queue limits, ECN and trim thresholds and PFC
+//  11. run.duration from the transfers (resolve_run.go): left out, it grows to fit the
+//     traffic's transfers (step 10), refitting the sampling period.
+//  12. the traffic's packet budget (resolve_traffic.go): needs the final run.duration.
+//  13. queue checks (resolve_fabric.go): queue limits, ECN and trim thresholds and PFC
 //     buffers against the largest packet, which needs the transport and the traffic.
-//  15. fabric.profile applied (resolve_profile.go): the mrc profile's ECN and trimming from
-//     the BDP (topology, transport.mrc), the roce profile's marking and, under PFC, its
-//     shared buffer and queue limits from the switches (topology, run.engine, the largest
-//     packet); last, so the checks of step 14 see the queues as written and the resolved
-//     scenario is what runs. Settings given explicitly are kept, so it is a fixed point.
+//  14. fabric.profile applied (resolve_profile.go, through transport.Plugin.Profile): the mrc
+//     profile's ECN and trimming from the BDP (topology, transport.mrc), the roce profile's
+//     marking and, under PFC, its shared buffer and queue limits from the switches
+//     (topology, run.engine, the largest packet); last, so the checks of step 13 see the
+//     queues as written and the resolved scenario is what runs. Settings given explicitly
+//     are kept, so it is a fixed point.
 func (sc *Scenario) Resolve() error {
 	r := &resolver{sc: sc}
 	for _, step := range []func() error{
@@ -54,7 +57,6 @@ func (sc *Scenario) Resolve() error {
 		sc.resolvePFC,
 		r.transportIdeal,
 		r.fabricProfile,
-		r.transportMRC,
 		r.faults,
 		r.load,
 		r.transferDuration,

@@ -2,9 +2,12 @@ package scenario
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/lockstepsim/lockstep/fabric"
 	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/transport"
 )
 
 // fabricQueues resolves what of the fabric section needs no transport: which queue settings
@@ -44,29 +47,69 @@ func (r *resolver) fabricProfile() error {
 	switch sc.Fabric.Profile {
 	case "":
 		sc.Fabric.Profile = ProfileNone
-		switch sc.Transport.Kind {
-		case TransportMRC:
-			sc.Fabric.Profile = ProfileMRC
-		case TransportRoCE:
-			sc.Fabric.Profile = ProfileRoCE
+		if p := plugin(sc.Transport.Kind); p != nil && p.Profile != nil {
+			sc.Fabric.Profile = sc.Transport.Kind
 		}
-	case ProfileNone, ProfileMRC, ProfileRoCE:
+	case ProfileNone:
 	default:
-		return Errorf("fabric.profile", "%q is not a profile; allowed mrc, roce, none", sc.Fabric.Profile)
+		if p := plugin(sc.Fabric.Profile); p == nil || p.Profile == nil {
+			return Errorf("fabric.profile", "%q is not a profile; allowed %s", sc.Fabric.Profile, strings.Join(append(profileKinds(), ProfileNone), ", "))
+		}
 	}
-	return sc.Fabric.resolveQueues()
+	return sc.Fabric.resolveQueues(probeProfile(sc.Fabric.Profile, r.l, sc.Fluid()))
+}
+
+// profileShape is what a fabric profile turns on at the switch hops and at the last hop,
+// and the ecn.pmax it marks with (probeProfile).
+type profileShape struct {
+	ok                           bool // a profile, not none
+	ecn, trim, lastECN, lastTrim bool
+	pmax                         float64
+	lastApart                    bool // it gives the last hop a queue of its own
+}
+
+// on says whether the profile turns ECN marking and trimming on at a queue (last: the last
+// hop), and the pmax it marks with; ok is false for ProfileNone, which fills nothing.
+func (s profileShape) on(last bool) (ecn, trim bool, pmax float64, ok bool) {
+	if last {
+		return s.lastECN, s.lastTrim, s.pmax, s.ok
+	}
+	return s.ecn, s.trim, s.pmax, s.ok
+}
+
+// probeProfile finds profile's shape by applying it (transport.Plugin.Profile, with the
+// zero block of its transport) to default queues on topology l with nothing given and no
+// PFC; the zero shape for none.
+func probeProfile(profile string, l topo.Topology, fluid bool) profileShape {
+	p := plugin(profile)
+	if p == nil || p.Profile == nil {
+		return profileShape{}
+	}
+	var cfg any
+	if p.NewConfig != nil {
+		cfg = p.NewConfig()
+	}
+	sw := fabric.QueueConfig{}.WithDefaults()
+	var lh *fabric.QueueConfig
+	p.Profile(cfg, transport.ProfileEnv{Topology: l, Fluid: fluid, SwitchQueue: &sw, LastHopQueue: &lh})
+	s := profileShape{ok: true, ecn: sw.ECN.Enabled, trim: sw.Trim.Enabled, pmax: sw.ECN.Pmax, lastApart: lh != nil}
+	s.lastECN, s.lastTrim = s.ecn, s.trim
+	if lh != nil {
+		s.lastECN, s.lastTrim = lh.ECN.Enabled, lh.Trim.Enabled
+	}
+	return s
 }
 
 // resolveQueues finishes fabric.switch_queue and last_hop_queue once the profile is known:
 // it decides which settings the profile must keep (Given), fills a left-out enabled or pmax
 // of a block the scenario gave with the profile's, copies switch_queue to a missing
 // last_hop_queue, applies the queue defaults and validates both.
-func (f *Fabric) resolveQueues() error {
+func (f *Fabric) resolveQueues(shape profileShape) error {
 	k := f.keys
 	// fill completes one queue's ECN and trim blocks from the profile and says which of its
 	// settings the profile must keep.
 	fill := func(path string, q *fabric.QueueConfig, qk queueKeys, last bool) (limit, ecn, trim bool, err error) {
-		onECN, onTrim, pmax, ok := profileOn(f.Profile, last)
+		onECN, onTrim, pmax, ok := shape.on(last)
 		// A block with thresholds but no enabled: the profile's choice when it turns the
 		// feature on here; otherwise the thresholds would be silently unused.
 		what := func() string {
@@ -113,9 +156,10 @@ func (f *Fabric) resolveQueues() error {
 		q := f.SwitchQueue
 		f.LastHopQueue = &q
 		g.LastLimit, g.LastECN, g.LastTrim = g.SwitchLimit, g.SwitchECN, g.SwitchTrim
-		if f.Profile == ProfileMRC {
-			// The mrc profile's last hop differs from the fabric hops (no marking, trimming
-			// at 1.5 BDP): switch_queue's ECN and trimming are not the last hop's.
+		if shape.lastApart {
+			// The profile's last hop differs from the fabric hops (the mrc profile's: no
+			// marking, trimming at 1.5 BDP): switch_queue's ECN and trimming are not the last
+			// hop's.
 			g.LastECN, g.LastTrim = false, false
 		}
 	} else if g.LastLimit, g.LastECN, g.LastTrim, err = fill("fabric.last_hop_queue", f.LastHopQueue, k.last, true); err != nil {
@@ -126,34 +170,44 @@ func (f *Fabric) resolveQueues() error {
 	return lq.Validate("fabric.last_hop_queue")
 }
 
-// resolvePFC fills fabric.pfc's defaults (on under RoCE) and validates it: lossless classes
-// must exist in the switch queues.
+// losslessPFCAlpha is the dynamic PFC threshold (fabric.pfc.alpha) a lossless transport's
+// own profile gives a PFC block that sets no threshold: SONiC's default for lossless
+// priority groups, dynamic_th 0 (alpha = 2^0 = 1).
+const losslessPFCAlpha = 1.0
+
+// resolvePFC fills fabric.pfc's defaults (on under a lossless transport, transport.Plugin.
+// Lossless) and validates it: lossless classes must exist in the switch queues.
 func (sc *Scenario) resolvePFC() error {
+	tp := plugin(sc.Transport.Kind)
+	lossless := tp != nil && tp.Lossless
 	if sc.Fabric.PFC == nil {
-		if sc.Transport.Kind != TransportRoCE {
+		if !lossless {
 			return nil
 		}
 		sc.Fabric.PFC = &PFC{}
 	}
 	p := sc.Fabric.PFC
 	if p.Enabled == nil {
-		on := sc.Transport.Kind == TransportRoCE
+		on := lossless
 		p.Enabled = &on
 	}
-	// The class that carries the transport's data: RoCE puts data in class 1 (ACKs, NAKs
-	// and CNPs in class 0), raw traffic in class 0.
-	data, what := 1, "RoCE data"
+	// The class that carries the data: a transport puts its data in class 1 (its
+	// acknowledgements and congestion notifications in class 0), raw traffic in class 0.
+	data, what := 1, ""
+	if tp != nil {
+		what = tp.Name + " data"
+	}
 	if sc.Transport.Kind == TransportRaw {
 		data, what = 0, "raw traffic"
 	}
 	if len(p.Classes) == 0 {
 		p.Classes = []int{data}
 	}
-	// The roce profile's buffer model: a block that sets no threshold gets dynamic thresholds
-	// (alpha ProfileRoCEPFCAlpha) over a shared buffer Resolve sizes from the switch
-	// (RoCEBufferTime, resolve_profile.go); xoff, xon or alpha written keeps what was written.
+	// A lossless transport's profile buffer model: a block that sets no threshold gets
+	// dynamic thresholds (alpha losslessPFCAlpha) over a shared buffer the profile sizes from
+	// the switch (resolve_profile.go); xoff, xon or alpha written keeps what was written.
 	// Under that profile a shared_buffer left out (0) with dynamic thresholds is the switch's.
-	roceProfile := sc.Transport.Kind == TransportRoCE && (sc.Fabric.Profile == "" || sc.Fabric.Profile == ProfileRoCE)
+	ownProfile := lossless && tp.Profile != nil && (sc.Fabric.Profile == "" || sc.Fabric.Profile == sc.Transport.Kind)
 	if p.Alpha > 0 && (p.XOFF != 0 || p.XON != 0) {
 		// Dynamic thresholds pause at alpha x the free shared buffer and resume two MTUs
 		// below it: a static xoff or xon would be silently unused.
@@ -163,12 +217,12 @@ func (sc *Scenario) resolvePFC() error {
 		}
 		return Errorf("fabric.pfc."+field, "%v is a static threshold, but fabric.pfc.alpha %v turns on dynamic thresholds, which do not use it; give either xoff (and xon) for static thresholds or alpha (with shared_buffer, reserved) for dynamic ones", v, p.Alpha)
 	}
-	if roceProfile && p.XOFF == 0 && p.XON == 0 && p.Alpha == 0 {
-		p.Alpha = ProfileRoCEPFCAlpha
+	if ownProfile && p.XOFF == 0 && p.XON == 0 && p.Alpha == 0 {
+		p.Alpha = losslessPFCAlpha
 	}
 	c := p.Config().WithDefaults()
-	if roceProfile && p.SharedBuffer == 0 {
-		c.SharedBuffer = 0 // sized from the built switch by the runner
+	if ownProfile && p.SharedBuffer == 0 {
+		c.SharedBuffer = 0 // sized from the switches by the profile (step profile)
 	}
 	p.set(c)
 	if c.Alpha > 0 {
@@ -177,8 +231,8 @@ func (sc *Scenario) resolvePFC() error {
 	if !c.Enabled {
 		return nil
 	}
-	if sc.Transport.Kind != TransportRoCE && sc.Transport.Kind != TransportRaw {
-		return Errorf("fabric.pfc.enabled", "true under transport %s; PFC applies to RoCE (and raw traffic), MRC and the ideal network run without it", sc.Transport.Kind)
+	if !lossless && sc.Transport.Kind != TransportRaw {
+		return Errorf("fabric.pfc.enabled", "true under transport %s; %s", sc.Transport.Kind, pfcTransports())
 	}
 	if err := c.Validate("fabric.pfc"); err != nil {
 		return err
@@ -204,11 +258,12 @@ func (sc *Scenario) resolvePFC() error {
 // (nothing would ever be marked).
 func (sc *Scenario) checkQueues() error {
 	pkt := sc.MaxPacketBytes()
-	// Under the roce profile with PFC, a switch queue limit left out is the profile's (at least
-	// 64 MiB, sized by the runner from the switch's buffer), which the runner checks ECN
-	// against; the 1 MiB default here is not the one in force.
+	// Under a lossless transport's profile with PFC, a switch queue limit left out is the
+	// profile's (sized from the switch's buffer; the roce profile's at least 64 MiB), which the
+	// pre-run checks check ECN against; the 1 MiB default here is not the one in force.
 	pfc := sc.Fabric.PFC.Config()
-	profileLimit := sc.Fabric.Profile == ProfileRoCE && pfc.Enabled
+	pp := plugin(sc.Fabric.Profile)
+	profileLimit := pp != nil && pp.Lossless && pp.Profile != nil && pfc.Enabled
 	given := sc.Fabric.Given()
 	check := func(path string, q fabric.QueueConfig, limitGiven bool) error {
 		if profileLimit && !limitGiven {
@@ -257,4 +312,25 @@ func (sc *Scenario) checkPFCBuffers(pkt int64) error {
 		return Errorf("fabric.pfc.reserved", "%v is below one data packet (%dB): each ingress's guaranteed buffer must hold at least one packet; want at least %dB (default 2 MTU, %dB)", c.Reserved, pkt, pkt, 2*4160)
 	}
 	return nil
+}
+
+// pfcTransports says which transports PFC applies to, for fabric.pfc.enabled's error: the
+// lossless ones (and raw traffic); the others and the ideal network run without it.
+func pfcTransports() string {
+	var on, off []string
+	for _, k := range transport.Kinds() {
+		if p, _ := transport.Lookup(k); p.Lossless {
+			on = append(on, p.Name)
+		} else {
+			off = append(off, p.Name)
+		}
+	}
+	off = append(off, "the ideal network")
+	list := func(s []string) string {
+		if len(s) < 2 {
+			return strings.Join(s, "")
+		}
+		return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+	}
+	return "PFC applies to " + list(on) + " (and raw traffic), " + list(off) + " run without it"
 }

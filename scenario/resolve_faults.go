@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockstepsim/lockstep/fault"
 	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/transport/mrc"
 )
 
 // faults resolves the faults section (resolveFaults) and rejects a failed chip on a torus
@@ -77,7 +78,7 @@ func (sc *Scenario) checkFaultEntropy(l topo.Topology, inv *fault.Inventory) err
 		default:
 			continue
 		}
-		ev := sc.Transport.MRC.EV
+		ev := sc.Transport.Block().(*mrc.Config).EV
 		planes := l.Params().Planes
 		active, backup := ev.Active, max(ev.Backup, 0)
 		if planes < 1 || active%planes != 0 || backup%planes != 0 {

@@ -61,7 +61,7 @@ func (t *Traffic) resolve(path string, tr Transport, hosts int, duration sim.Tim
 		return t.resolveTransfers(path, tr, hosts, duration)
 	}
 	if t.Bytes != 0 || t.given.bytes {
-		return Errorf(path+".bytes", "%v is set, but transport raw paces flows by load or rate; use transport.kind: mrc for transfers", t.Bytes)
+		return Errorf(path+".bytes", "%v is set, but transport raw paces flows by load or rate; use transport.kind: %s for transfers", t.Bytes, transferTransport())
 	}
 	switch t.Path {
 	case "":

@@ -2,8 +2,10 @@ package scenario
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/transport"
 	"github.com/lockstepsim/lockstep/workload/collective"
 )
 
@@ -40,7 +42,7 @@ func (r *resolver) training() error {
 		sc.Workload.Training.GPU.ScaleUpGPUs = 1
 	}
 	if sc.Transport.Kind == TransportRaw {
-		return Errorf("transport.kind", "raw cannot carry a training job's collectives; allowed mrc, roce or ideal")
+		return Errorf("transport.kind", "raw cannot carry a training job's collectives; allowed %s or ideal", strings.Join(transport.Kinds(), ", "))
 	}
 	return sc.resolveTraining(r.l.NumHosts())
 }
@@ -53,7 +55,7 @@ func (r *resolver) collectives() error {
 		return Errorf("traffic", "given with workload.collectives; a scenario runs traffic groups or a workload, not both")
 	}
 	if sc.Transport.Kind == TransportRaw {
-		return Errorf("transport.kind", "raw cannot carry a collective's messages; allowed mrc or roce (packet level) or ideal")
+		return Errorf("transport.kind", "raw cannot carry a collective's messages; allowed %s (packet level) or ideal", strings.Join(transport.Kinds(), " or "))
 	}
 	moved, err := sc.Workload.resolve(workloadEnv{seed: run.Seed, hosts: r.l.NumHosts(), domain: r.c.ScaleUpGPUs, flow: run.Engine == EngineFlow && sc.Transport.Kind != TransportIdeal})
 	if err != nil {

@@ -9,8 +9,7 @@ import (
 	"github.com/lockstepsim/lockstep/fabric"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
-	"github.com/lockstepsim/lockstep/transport/mrc"
-	"github.com/lockstepsim/lockstep/transport/roce"
+	"github.com/lockstepsim/lockstep/transport"
 )
 
 // Scenario is one simulation input: the fabric, the load and how to run it. Zero fields take
@@ -32,14 +31,10 @@ type Scenario struct {
 	Run    Run     `yaml:"run"`
 }
 
-// Transport kinds.
+// Transport kinds the simulator itself provides; every other kind is a registered transport
+// (transport.Register; transport/all/all.go lists the shipped ones).
 const (
 	TransportRaw = "raw" // paced packets, no reliability: traffic gives load or rate
-	TransportMRC = "mrc" // MRC [MRC §2]: traffic gives bytes per transfer
-	// TransportRoCE is RoCEv2 [docs/protocols.md, "RoCEv2: QP scaling and ECMP", "RoCEv2:
-	// go-back-N", "RoCEv2: DCQCN"]: RC QPs hashed by ECMP, go-back-N, DCQCN; traffic gives bytes
-	// per transfer.
-	TransportRoCE = "roce"
 	// TransportIdeal is no packet fabric at all: workload messages cross an ideal network
 	// (per-host NIC serialisation and a fixed latency; workloads only).
 	TransportIdeal = "ideal"
@@ -47,16 +42,21 @@ const (
 
 // Transport selects the transport and holds its parameters. Each kind's parameters sit in a
 // block of its own name (transport: {kind: mrc, mrc: {ev: {active: 128}}}), so a block for a
-// kind not selected is an error rather than silently ignored.
+// kind not selected is an error rather than silently ignored. A registered transport's block
+// is its plugin's configuration (transport.Plugin.NewConfig), decoded under the transport's
+// kind as key (transportBlocks) and reached with Block and SetBlock.
 type Transport struct {
-	// Kind: "raw" (default), "mrc", "roce" or "ideal" (workloads only).
+	// Kind: "raw" (default; a workload defaults to the registered transport whose plugin is
+	// the WorkloadDefault), "ideal" (workloads only) or a registered transport
+	// (transport.Kinds: "mrc", "roce").
 	Kind string `yaml:"kind"`
-	// MRC parameters (kind mrc); defaults filled on resolve.
-	MRC *mrc.Config `yaml:"mrc,omitempty"`
-	// RoCE parameters (kind roce); defaults filled on resolve.
-	RoCE *roce.Config `yaml:"roce,omitempty"`
 	// Ideal parameters (kind ideal).
 	Ideal *Ideal `yaml:"ideal,omitempty"`
+
+	// blocks are the registered transports' blocks given, by kind: pointers to each plugin's
+	// configuration type, never nil, nil when none. Writes replace the map (copy on write),
+	// so a copied Scenario never shares a change.
+	blocks map[string]any
 }
 
 // Topology is a one-of: exactly one builder key is set (package topo documents each).
@@ -118,23 +118,9 @@ func (t *Topology) Describe() (topo.Topology, error) {
 	return l, nil
 }
 
-// Switch queue profiles.
-const (
-	ProfileNone = "none" // queues exactly as configured
-	// ProfileMRC: ECN marking between 0.2 and 0.8 BDP of queue (probability 0 to 1) on every
-	// switch hop except the last, trimming above 1 BDP (1.5 BDP at the last hop), as in the
-	// UEC reference simulator's defaults for MRC/NSCC fabrics [docs/protocols.md, "NSCC"]. BDP is the
-	// fabric link rate x the transport's base RTT. It sets the ecn and trim blocks of
-	// switch_queue and last_hop_queue, and raises a queue limit below 2 BDP, wherever the
-	// scenario leaves them out (see Fabric.Profile); classes stay as configured.
-	ProfileMRC = "mrc"
-	// ProfileRoCE: RED/ECN marking for DCQCN on every switch port, the last hop included
-	// (ProfileRoCEKmin, ProfileRoCEKmax per 100 Gb/s, Pmax 0.2) [docs/protocols.md,
-	// "RoCEv2: DCQCN" and "ECN"; DCQCN], no trimming; under PFC, switch queue limits left out are
-	// raised to what the switch's ingresses may hold before all pause (at least 64 MiB), and a Kmin is
-	// checked against that limit; classes stay as configured.
-	ProfileRoCE = "roce"
-)
+// ProfileNone is fabric.profile none: queues exactly as configured. Every other profile is
+// a registered transport's kind whose plugin has a Profile (transport.Plugin.Profile).
+const ProfileNone = "none"
 
 // Fabric holds the queue configuration of switch and NIC egress ports.
 type Fabric struct {
@@ -180,16 +166,9 @@ type Fabric struct {
 	keys  fabricKeys // what the YAML wrote (recordPresence, while decoding)
 }
 
-// QueueGiven records which queue settings a scenario set explicitly, so a profile (mrc, roce)
-// fills in only the rest: a queue limit, ECN marking or trimming the user wrote is kept,
-// enabled: false included. A block that gives only enabled: true where the profile turns the
-// feature on is not given: the profile fills its thresholds.
-type QueueGiven struct {
-	SwitchLimit, SwitchECN, SwitchTrim bool // fabric.switch_queue
-	// fabric.last_hop_queue; without one, switch_queue's (copied), except ECN and trimming
-	// under the mrc profile, which sets the last hop apart.
-	LastLimit, LastECN, LastTrim bool
-}
+// QueueGiven records which queue settings a scenario set explicitly, so a profile fills in
+// only the rest (transport.QueueGiven).
+type QueueGiven = transport.QueueGiven
 
 // Given returns which queue settings the scenario set explicitly (all false before Resolve).
 func (f *Fabric) Given() QueueGiven { return f.given }
@@ -237,28 +216,6 @@ func valueKeys(q *fabric.QueueConfig) queueKeys {
 	ecn := q.ECN != (fabric.ECNConfig{})
 	trim := q.Trim.Enabled || q.Trim.Threshold != 0
 	return queueKeys{block: true, limit: q.Limit != 0, ecnEnabled: ecn, ecnThresholds: ecn, ecnPmax: ecn, trimEnabled: trim, trimThreshold: trim}
-}
-
-// Marking probability at kmax (ecn.pmax) of the fabric profiles, which fill it in an ecn block
-// that gives thresholds but no pmax.
-const (
-	ProfileMRCPmax  = 1.0 // ProfileMRC: marking rises from 0 at 0.2 BDP to 1 at 0.8 BDP
-	ProfileRoCEPmax = 0.2 // ProfileRoCE: DCQCN's RED profile [DCQCN §5]
-	// ProfileRoCEPFCAlpha is the roce profile's dynamic PFC threshold (fabric.pfc.alpha):
-	// SONiC's default for lossless priority groups, dynamic_th 0 (alpha = 2^0 = 1).
-	ProfileRoCEPFCAlpha = 1.0
-)
-
-// profileOn says whether profile turns ECN marking and trimming on at a queue (last: the last
-// hop), and the pmax it marks with; ok is false for ProfileNone, which fills nothing.
-func profileOn(profile string, last bool) (ecn, trim bool, pmax float64, ok bool) {
-	switch profile {
-	case ProfileMRC:
-		return !last, true, ProfileMRCPmax, true // MRC marks every hop but the last [MRC §2.1]
-	case ProfileRoCE:
-		return true, false, ProfileRoCEPmax, true
-	}
-	return false, false, 0, false
 }
 
 // DefaultReconvergence is the default routing reconvergence delay.
@@ -535,43 +492,27 @@ func (p *PFC) set(c fabric.PFCConfig) {
 		Quanta: c.Quanta, Alpha: c.Alpha, SharedBuffer: c.SharedBuffer, Reserved: c.Reserved}
 }
 
-// payloadBytes is the payload per data packet of a reliable transport, 0 for raw and ideal.
+// payloadBytes is the payload per data packet of a reliable transport, 0 for raw and ideal
+// (and for a block not yet resolved or that does not tell: transport.DataPacketSizer).
 func (tr Transport) payloadBytes() float64 {
-	switch {
-	case tr.Kind == TransportMRC && tr.MRC != nil:
-		return float64(tr.MRC.PayloadBytes)
-	case tr.Kind == TransportRoCE && tr.RoCE != nil:
-		return float64(tr.RoCE.PayloadBytes)
+	if z, ok := tr.Block().(transport.DataPacketSizer); ok {
+		pay, _ := z.DataPacketBytes()
+		return float64(pay)
 	}
 	return 0
 }
 
-// MaxPacketBytes is the largest data packet on the wire, bytes: the transport's full data
-// packet (MRC, RoCE), or the largest raw traffic packet_size; 0 when unknown (a resolved
-// transport is needed).
+// MaxPacketBytes is the largest data packet on the wire, bytes: the transport's largest data
+// packet (its block's transport.DataPacketSizer), or the largest raw traffic packet_size; 0
+// when unknown (a resolved transport is needed).
 func (sc *Scenario) MaxPacketBytes() int64 {
+	if z, ok := sc.Transport.Block().(transport.DataPacketSizer); ok {
+		_, wire := z.DataPacketBytes()
+		return wire
+	}
 	var pkt int64
-	switch {
-	case sc.Transport.Kind == TransportMRC && sc.Transport.MRC != nil:
-		pkt = int64(sc.Transport.MRC.WireBytes(sc.Transport.MRC.PayloadBytes))
-	case sc.Transport.Kind == TransportRoCE && sc.Transport.RoCE != nil:
-		pkt = int64(sc.Transport.RoCE.HeaderBytes + sc.Transport.RoCE.PayloadBytes + 16)
-	default:
-		for _, t := range sc.Traffic {
-			pkt = max(pkt, int64(t.PacketSize))
-		}
+	for _, t := range sc.Traffic {
+		pkt = max(pkt, int64(t.PacketSize))
 	}
 	return pkt
-}
-
-// Block returns the block of the transport in force (transport.<kind>, a pointer to the
-// plugin's config type), nil when there is none (raw, ideal, or before Resolve when left out).
-func (t *Transport) Block() any {
-	switch {
-	case t.Kind == TransportMRC && t.MRC != nil:
-		return t.MRC
-	case t.Kind == TransportRoCE && t.RoCE != nil:
-		return t.RoCE
-	}
-	return nil
 }

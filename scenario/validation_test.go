@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockstepsim/lockstep/fabric"
 	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/transport/mrc"
 )
 
 // valYAML is a small scenario: an 8-plane Clos of 16 hosts; %s the fabric block (may be
@@ -292,7 +293,7 @@ func TestEVSplitOverPlanes(t *testing.T) {
 			if err != nil {
 				return
 			}
-			if ev := sc.Transport.MRC.EV; ev.Active != c.active || ev.Backup != c.backup {
+			if ev := sc.Transport.Block().(*mrc.Config).EV; ev.Active != c.active || ev.Backup != c.backup {
 				t.Errorf("active %d, backup %d; want %d, %d", ev.Active, ev.Backup, c.active, c.backup)
 			}
 		})

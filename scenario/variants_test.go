@@ -3,6 +3,8 @@ package scenario
 import (
 	"strings"
 	"testing"
+
+	"github.com/lockstepsim/lockstep/transport/roce"
 )
 
 const variantBase = `
@@ -53,8 +55,8 @@ func TestParseVariants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vs[1].Scenario.Transport.RoCE.QPsPerPeer != 8 || vs[1].Scenario.Name != "perm-#2" && vs[1].Scenario.Name != "perm-_2" {
-		t.Errorf("mapping variant: %s with %d QPs", vs[1].Scenario.Name, vs[1].Scenario.Transport.RoCE.QPsPerPeer)
+	if vs[1].Scenario.Transport.Block().(*roce.Config).QPsPerPeer != 8 || vs[1].Scenario.Name != "perm-#2" && vs[1].Scenario.Name != "perm-_2" {
+		t.Errorf("mapping variant: %s with %d QPs", vs[1].Scenario.Name, vs[1].Scenario.Transport.Block().(*roce.Config).QPsPerPeer)
 	}
 	if vs, err := ParseVariants([]byte(variantBase)); vs != nil || err != nil {
 		t.Errorf("no variants: %v, %v; want nil, nil", vs, err)

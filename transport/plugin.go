@@ -43,10 +43,17 @@ type Plugin struct {
 	// Lossless is true for a transport deployed over a lossless fabric: fabric.pfc defaults
 	// to on under it.
 	Lossless bool
+	// WorkloadDefault marks the transport a workload runs over when its scenario gives no
+	// transport.kind (one registered plugin at most sets it; none: the workload must name
+	// one).
+	WorkloadDefault bool
 	// Profile applies the transport's fabric profile (fabric.profile: <kind>, the default
 	// under this transport) to the queues: it fills only what env.Given says the scenario
-	// left out. cfg is the resolved block. nil: the transport has no profile (the default
-	// profile is then none).
+	// left out. cfg is the resolved block (NewConfig's zero block when fabric.profile names
+	// this transport under another kind). The scenario resolver also probes what the profile
+	// turns on at each hop (ECN, trimming, pmax, a last hop of its own) by applying it to
+	// default queues with nothing given and no PFC, so it must change nothing but env. nil:
+	// the transport has no profile (the default profile is then none).
 	Profile func(cfg any, env ProfileEnv)
 	// Check runs before the simulation on the built fabric (env.Net is nil at flow level):
 	// an error rejects the scenario (exit 2), warnings are printed and kept in summary.json.
@@ -90,6 +97,15 @@ type QueueGiven struct {
 	// fabric.last_hop_queue; without one, switch_queue's (copied), except where a profile
 	// sets the last hop apart.
 	LastLimit, LastECN, LastTrim bool
+}
+
+// DataPacketSizer is implemented by a transport block (the pointer NewConfig returns) that
+// knows its data packets' sizes once resolved: the scenario sizes packet budgets, queue
+// checks and buffers from them without naming the transport.
+type DataPacketSizer interface {
+	// DataPacketBytes returns the payload of a full data packet and the largest data
+	// packet's wire size (headers included), bytes.
+	DataPacketBytes() (payload, wire int64)
 }
 
 // ProfileEnv is the fabric a profile adjusts, in place.

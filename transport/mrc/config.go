@@ -229,6 +229,12 @@ func (c Config) Validate(prefix string) error {
 // WireBytes is the on-the-wire size of a data packet carrying payload bytes.
 func (c *Config) WireBytes(payload int) int { return payload + c.HeaderBytes }
 
+// DataPacketBytes returns a full data packet's payload (PayloadBytes) and wire size
+// (WireBytes of it), bytes, of a resolved configuration (transport.DataPacketSizer).
+func (c *Config) DataPacketBytes() (payload, wire int64) {
+	return int64(c.PayloadBytes), int64(c.WireBytes(c.PayloadBytes))
+}
+
 // Path describes what a connection's sender knows of the fabric at setup.
 type Path struct {
 	Planes        int      // NIC ports (planes) of the sender

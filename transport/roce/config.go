@@ -375,3 +375,10 @@ func (c *Config) CNPWire() int { return c.HeaderBytes + CNPPayloadBytes }
 func (c *Config) DataWire(payload int, first bool) int {
 	return int(c.dataWire(int64(payload), first))
 }
+
+// DataPacketBytes returns a full data packet's payload (PayloadBytes) and the largest data
+// packet's wire size (a full first packet, with RETH: DataWire), bytes, of a resolved
+// configuration (transport.DataPacketSizer).
+func (c *Config) DataPacketBytes() (payload, wire int64) {
+	return int64(c.PayloadBytes), int64(c.DataWire(c.PayloadBytes, true))
+}

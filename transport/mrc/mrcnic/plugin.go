@@ -21,16 +21,17 @@ const Kind = "mrc"
 
 func init() {
 	transport.Register(Kind, transport.Plugin{
-		Name:        "MRC",
-		Proto:       fabric.ProtoMRC,
-		NewConfig:   newConfig,
-		Resolve:     resolve,
-		Lossless:    false,
-		Profile:     profile,
-		Check:       check,
-		NewEndpoint: newEndpoint,
-		Flow:        flowModel,
-		Print:       printBlock,
-		Outputs:     []string{EVStatesFile},
+		Name:            "MRC",
+		Proto:           fabric.ProtoMRC,
+		NewConfig:       newConfig,
+		Resolve:         resolve,
+		Lossless:        false,
+		WorkloadDefault: true,
+		Profile:         profile,
+		Check:           check,
+		NewEndpoint:     newEndpoint,
+		Flow:            flowModel,
+		Print:           printBlock,
+		Outputs:         []string{EVStatesFile},
 	})
 }
