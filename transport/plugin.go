@@ -56,6 +56,9 @@ type Plugin struct {
 	// Flow describes the transport to the flow-level engine (run.engine flow) for the
 	// resolved block on topology t.
 	Flow func(cfg any, t topo.Topology) (FlowModel, error)
+	// Outputs names every file the transport's Endpoint.Files may write ("ev_states.csv"), so
+	// a results folder used before is cleared of them.
+	Outputs []string
 }
 
 // ResolveEnv is what a transport's Resolve sees of the scenario being resolved.
@@ -197,8 +200,9 @@ type FlowRecord struct {
 	Plane int
 	// Bytes posted, payload delivered (placed at the receiver).
 	Bytes, Delivered int64
-	// Start when posted, Done when the last byte was acknowledged (0: not done).
-	Start, Done sim.Time
+	// Start when posted, Done when the last byte was acknowledged (0: not done), Ideal what
+	// the transfer would take alone on an idle fabric (0: not measured).
+	Start, Done, Ideal sim.Time
 	// Retx is the packets sent again, every cause.
 	Retx int64
 	// ActiveOfLine is the throughput while all flows were active as a fraction of the NIC
