@@ -21,6 +21,9 @@ type rigSpec struct {
 	ecn  bool // ECN marking on the switch queues (the profile's); false: off everywhere
 	// limit is the switch and last-hop queue limit a scenario gives (0: the profile's).
 	limit sim.Size
+	// kmin, kmax are ECN thresholds a scenario gives on the switch and last-hop queues (0:
+	// the profile's).
+	kmin, kmax sim.Size
 	cfg   roce.Config
 }
 
@@ -67,6 +70,11 @@ func newRig(t testing.TB, sp rigSpec) *rig {
 	}
 	if sp.limit > 0 {
 		qs.Switch.Limit, qs.LastHop.Limit = sp.limit, sp.limit
+	}
+	if sp.kmax > 0 {
+		for _, q := range []*fabric.QueueConfig{&qs.Switch, &qs.LastHop} {
+			q.ECN = fabric.ECNConfig{Enabled: true, Kmin: sp.kmin, Kmax: sp.kmax, Pmax: 0.2}
+		}
 	}
 	last := qs.LastHop
 	if err := topo.BuildTopology(net, l, topo.BuildOptions{SwitchQueue: qs.Switch, LastHopQueue: &last, NICQueue: qs.NIC}); err != nil {
