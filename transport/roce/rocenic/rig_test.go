@@ -24,7 +24,7 @@ type rigSpec struct {
 	// kmin, kmax are ECN thresholds a scenario gives on the switch and last-hop queues (0:
 	// the profile's).
 	kmin, kmax sim.Size
-	cfg   roce.Config
+	cfg        roce.Config
 }
 
 // rig is one built fabric with a RoCE endpoint over it, run by the test as the runner does.
