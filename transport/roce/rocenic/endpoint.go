@@ -180,8 +180,8 @@ func (r *Endpoint) newQP(src, dst, plane int, fl int32) (*qp, error) {
 }
 
 // AddFlow stripes one transfer of bytes from src to dst, posted at start, over the pair's
-// QPs: QPsPerPeer on each plane. Errors: no path joins the hosts (nic.PairRouteError), or the
-// engines reject the configuration.
+// QPs: QPsPerPeer on each plane. Errors: a host out of range, no path joins the hosts
+// (nic.PairRouteError), or the engines reject the configuration.
 func (r *Endpoint) AddFlow(src, dst int, bytes int64, start sim.Time) error {
 	hosts := r.net.NumHosts()
 	if src < 0 || src >= hosts || dst < 0 || dst >= hosts {

@@ -45,8 +45,8 @@ type Detail struct {
 	CNPsReceived int64   `json:"cnps_received"`
 	RateMinGbps  float64 `json:"rate_min_gbps_at_end"`
 	RateMeanGbps float64 `json:"rate_mean_gbps_at_end"`
-	// OutOfOrderRecv is the data packets received past a gap (each answered by a NAK at most
-	// once per gap; go-back-N drops them).
+	// OutOfOrderRecv is the data packets received above the expected PSN (dropped, go-back-N;
+	// the first of each gap NAKed).
 	OutOfOrderRecv int64 `json:"out_of_order_received"`
 }
 
