@@ -1,6 +1,7 @@
 package rocenic
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -269,6 +270,58 @@ func TestNewEndpointConfig(t *testing.T) {
 		_, err := config(tc.cfg)
 		if (err == nil) != tc.ok {
 			t.Errorf("config %T: err %v; want ok %v", tc.cfg, err, tc.ok)
+		}
+	}
+}
+
+// TestDeterministic: the same fabric, flows and seed give byte-identical summaries and flow
+// records; another seed (UDP source ports, ECMP seeds, ECN marks) changes them.
+func TestDeterministic(t *testing.T) {
+	run := func(seed uint64) string {
+		g := newRig(t, rigSpec{clos: clos(2, 32), seed: seed, pfc: true, ecn: true, cfg: roce.Config{QPsPerPeer: 2}})
+		g.traffic()
+		for src := 0; src < 32; src++ {
+			if err := g.ep.AddFlow(src, (src+11)%32, 1<<20, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		end := g.run(t, 50*sim.Millisecond)
+		b, err := json.Marshal(g.ep.Summary(end, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%s %+v", b, g.ep.Flows())
+	}
+	for _, seed := range []uint64{1, 2, 9} {
+		a, b, c := run(seed), run(seed), run(seed+100)
+		if a != b {
+			t.Errorf("seed %d: two runs differ:\n%s\n%s", seed, a, b)
+		}
+		if a == c {
+			t.Errorf("seed %d and %d gave the same run", seed, seed+100)
+		}
+	}
+}
+
+// TestStuck: at most max QPs are named, sorted, then how many more.
+func TestStuck(t *testing.T) {
+	g := newRig(t, rigSpec{clos: clos(1, 16), seed: 1, pfc: true, ecn: true, cfg: roce.Config{QPsPerPeer: 3}})
+	g.traffic()
+	for _, dst := range []int{5, 6} {
+		if err := g.ep.AddFlow(1, dst, 1<<20, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.s.Run(2 * sim.Microsecond); err != nil { // posted, far from done
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		max  int
+		more string
+	}{{1, "and 5 more"}, {4, "and 2 more"}, {6, ""}, {10, ""}} {
+		st := g.ep.Stuck(tc.max)
+		if n := strings.Count(st, "(h1->"); n != min(tc.max, 6) || (tc.more != "" && !strings.HasSuffix(st, tc.more+"]")) || (tc.more == "" && strings.Contains(st, "more")) {
+			t.Errorf("Stuck(%d) = %s; want %d QPs then %q", tc.max, st, min(tc.max, 6), tc.more)
 		}
 	}
 }
