@@ -52,10 +52,7 @@ func TestMRCStressSuite(t *testing.T) {
 			ideal := rate.TxTime(int64(len(g.Senders))*wireBytes(int64(g.Bytes))).Micros() + m.BaseRTTUs
 			r := m.JCTUs / ideal
 			probes := float64(m.ProbesSent) / float64(m.DataPackets)
-			var retx int64
-			for _, n := range m.RetxPackets {
-				retx += n
-			}
+			retx := m.RetxPackets
 			t.Logf("%s: JCT %.1f us = %.3f x ideal %.1f us; probes/data %.4f; retransmitted %d of %d data packets (%.1f%%), timeouts %d, EVs assumed bad at end %d",
 				b.File, m.JCTUs, r, ideal, probes, retx, m.DataPackets, 100*float64(retx)/float64(m.DataPackets), m.Timeouts, m.EVAssumedBad)
 			if r < b.JCTOverIdeal[0] || r > b.JCTOverIdeal[1] {

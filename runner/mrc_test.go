@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/transport/mrc/mrcnic"
 	"github.com/lockstepsim/lockstep/transport/mrc"
 )
 
@@ -262,7 +263,7 @@ func mrcLinkDownCheck(t *testing.T, seed int, res *Result) {
 // placedRate is the payload placed at all receivers between the EV samples at or before from
 // and to, in bits/s: the goodput over that span.
 func placedRate(res *Result, from, to sim.Time) float64 {
-	var a, b EVSample
+	var a, b mrcnic.EVSample
 	for _, s := range res.mrcRun().EVSeries {
 		if s.At <= from {
 			a = s

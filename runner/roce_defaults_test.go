@@ -252,14 +252,14 @@ transport: {kind: roce}
 traffic: [{pattern: flows, flows: [{src: %d, dst: %d, bytes: 64KiB}]}]
 `, pair[0], pair[1])
 		res := mustRun(t, y)
-		r := res.roceT().r
-		q := r.qps[0]
+		run, net := res.roceRun(), res.Net
+		_, _, src, dst, plane := run.QP(0)
 		want := map[fabric.PortID]bool{}
 		var path []fabric.PortID
-		for _, dir := range [][2]int32{{q.src, q.dst}, {q.dst, q.src}} {
-			pkt := fabric.Packet{Proto: fabric.ProtoRoCE, Src: dir[0], Dst: dir[1], SrcPort: q.srcPort, DstPort: roce.UDPPort}
+		for _, dir := range [][2]int32{{int32(src), int32(dst)}, {int32(dst), int32(src)}} {
+			pkt := fabric.Packet{Proto: fabric.ProtoRoCE, Src: dir[0], Dst: dir[1], SrcPort: run.SrcPort(0), DstPort: roce.UDPPort}
 			var err error
-			if path, err = r.net.ECMPPath(dir[0], int(q.plane), &pkt, path); err != nil {
+			if path, err = net.ECMPPath(dir[0], plane, &pkt, path); err != nil {
 				t.Fatal(err)
 			}
 			for _, p := range path {
@@ -267,10 +267,10 @@ traffic: [{pattern: flows, flows: [{src: %d, dst: %d, bytes: 64KiB}]}]
 			}
 		}
 		now := res.Sim.Now()
-		for i := range r.net.Ports {
-			used := r.net.Ports[i].SentBytes(now) > 0
+		for i := range net.Ports {
+			used := net.Ports[i].SentBytes(now) > 0
 			if used != want[fabric.PortID(i)] {
-				t.Errorf("h%d -> h%d: port %s carried %v, ECMPPath says %v", pair[0], pair[1], r.net.Ports[i].Name, used, want[fabric.PortID(i)])
+				t.Errorf("h%d -> h%d: port %s carried %v, ECMPPath says %v", pair[0], pair[1], net.Ports[i].Name, used, want[fabric.PortID(i)])
 			}
 		}
 	}

@@ -82,10 +82,7 @@ run: {duration: 200ms, sample_interval: 10us}
 	rs := mustRun(t, shortRTO(fmt.Sprintf(y, "roce"))).Summary
 	ms := mustRun(t, fmt.Sprintf(y, "mrc")).Summary
 	r, m := rs.roceT(), ms.mrcT()
-	var mRetx int64
-	for _, n := range m.RetxPackets {
-		mRetx += n
-	}
+	mRetx := m.RetxPackets
 	t.Logf("1%% loss, 32-host permutation of 4 MiB: RoCE go-back-N FCT/ideal mean %.2f worst %.2f, resent %d packets (%d NAKs, %d timeouts), dropped %d; MRC FCT/ideal mean %.2f worst %.2f, resent %d packets, dropped %d",
 		r.FCTOverIdealMean, r.FCTOverIdealMax, r.RetxPackets, r.NAKs, r.Timeouts, rs.DroppedPackets,
 		m.FCTOverIdealMean, m.FCTOverIdealMax, mRetx, ms.DroppedPackets)

@@ -19,7 +19,7 @@ type roceView struct {
 }
 
 // mrcT returns the summary's MRC block (nil pointers when the run was not MRC).
-func (s *Summary) mrcT() mrcView {
+func (s Summary) mrcT() mrcView {
 	if s.Transport == nil || s.Transport.Kind != mrcnic.Kind {
 		return mrcView{}
 	}
@@ -28,7 +28,7 @@ func (s *Summary) mrcT() mrcView {
 }
 
 // roceT returns the summary's RoCE block (nil pointers when the run was not RoCE).
-func (s *Summary) roceT() roceView {
+func (s Summary) roceT() roceView {
 	if s.Transport == nil || s.Transport.Kind != rocenic.Kind {
 		return roceView{}
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/lockstepsim/lockstep/transport/roce"
 )
 
-func clos(t *testing.T, rate sim.Rate) topo.Topology {
+func closAt(t *testing.T, rate sim.Rate) topo.Topology {
 	t.Helper()
 	l, err := topo.Clos{Tiers: 2, Planes: 1, Radix: 16, Hosts: 16, HostLink: rate}.Topology()
 	if err != nil {
@@ -36,7 +36,7 @@ func TestResolveRates(t *testing.T) {
 			} {
 				cfg := &roce.Config{}
 				c.set(&cfg.DCQCN)
-				err := resolve(cfg, transport.ResolveEnv{Path: "transport.roce", Topology: clos(t, line)})
+				err := resolve(cfg, transport.ResolveEnv{Path: "transport.roce", Topology: closAt(t, line)})
 				if v > line {
 					if err == nil || !strings.HasPrefix(err.Error(), "transport.roce.dcqcn."+c.field+": ") || !strings.Contains(err.Error(), "above the NIC port rate") {
 						t.Errorf("%v, %s %v: error %v", line, c.field, v, err)
@@ -66,7 +66,7 @@ func TestProfile(t *testing.T) {
 		for _, pfcOn := range []bool{false, true} {
 			for _, given := range []transport.QueueGiven{{}, {SwitchECN: true}, {SwitchLimit: true, LastLimit: true}} {
 				for _, fluid := range []bool{false, true} {
-					l := clos(t, rate)
+					l := closAt(t, rate)
 					sw := fabric.QueueConfig{Limit: 1 << 20, Trim: fabric.TrimConfig{Enabled: true}}.WithDefaults()
 					lh := new(fabric.QueueConfig)
 					*lh = sw
@@ -108,7 +108,7 @@ func TestProfile(t *testing.T) {
 // TestSwitchIngresses: every switch lists one link per connected port, hosts none.
 func TestSwitchIngresses(t *testing.T) {
 	for _, rate := range []sim.Rate{100e9, 400e9} {
-		l := clos(t, rate)
+		l := closAt(t, rate)
 		in := SwitchIngresses(l)
 		links := 0
 		for n, s := range in {

@@ -1,0 +1,94 @@
+package rocenic
+
+import (
+	"github.com/lockstepsim/lockstep/fabric"
+	"github.com/lockstepsim/lockstep/flow"
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/transport/roce"
+)
+
+// activeMaxMin is the flow-level answer to "throughput while all flows are active" over the
+// same hashed paths the packets took: every QP of every traffic flow is a fluid flow carrying
+// its stripe on its ECMP path (fabric.Network.ECMPPath of its 5-tuple, the path its data
+// packets hash to), the flow engine (package flow) gives the QPs weighted max-min fair rates
+// over the ports' line rates in payload (x payload / wire bytes of a full packet) and
+// recomputes them as stripes finish, and at the first traffic flow's completion each flow's
+// payload placed so far over its time is a fraction of the NIC line rate (all planes): the
+// packet-level figure's definition, with perfect rate allocation. It returns the mean over
+// the flows and true, or false when the figure does not apply (fewer than two flows, flows
+// starting at different times, or a path that cannot be traced).
+func (r *Endpoint) activeMaxMin() (float64, bool) {
+	if len(r.flows) < 2 {
+		return 0, false
+	}
+	start := r.flows[0].start
+	for _, f := range r.flows {
+		if f.start != start {
+			return 0, false
+		}
+	}
+	eff := float64(r.cfg.PayloadBytes) / float64(r.cfg.PayloadBytes+r.cfg.HeaderBytes)
+	caps := make([]float64, len(r.net.Ports))
+	for i := range r.net.Ports {
+		caps[i] = float64(r.net.Ports[i].Rate) * eff
+	}
+	s := sim.New(1)
+	fn, err := flow.New(s, caps, flow.Config{})
+	if err != nil {
+		return 0, false
+	}
+	var (
+		pkt    fabric.Packet
+		path   []fabric.PortID
+		links  = make([]int32, 0, 8)
+		owner  []int // fluid flow id -> traffic flow
+		left   = make([]int, len(r.flows))
+		placed = make([]float64, len(r.flows)) // payload of finished stripes
+		at     sim.Time
+	)
+	for fi, f := range r.flows {
+		parts, err := roce.Stripe(f.bytes, len(f.qps), int64(r.cfg.PayloadBytes))
+		if err != nil {
+			return 0, false
+		}
+		for i, qi := range f.qps {
+			if parts[i] == 0 {
+				continue
+			}
+			q := r.qps[qi]
+			pkt = fabric.Packet{Proto: fabric.ProtoRoCE, Src: q.src, Dst: q.dst, SrcPort: q.srcPort, DstPort: roce.UDPPort}
+			if path, err = r.net.ECMPPath(q.src, int(q.plane), &pkt, path); err != nil {
+				return 0, false
+			}
+			links = links[:0]
+			for _, p := range path {
+				links = append(links, int32(p))
+			}
+			fi, b := fi, parts[i]
+			done := func(now sim.Time) {
+				placed[fi] += float64(b)
+				if left[fi]--; left[fi] == 0 && at == 0 {
+					at = now
+					s.Pause()
+				}
+			}
+			if _, err := fn.AddFlow(0, flow.Flow{Src: int(q.src), Dst: int(q.dst), Bytes: b, Paths: []flow.Path{{Links: links, Weight: 1}}, Done: done}); err != nil {
+				return 0, false
+			}
+			owner = append(owner, fi)
+			left[fi]++
+		}
+	}
+	if err := s.Run(sim.Hour); err != nil || at == 0 {
+		return 0, false
+	}
+	for _, fl := range fn.Flows(nil) { // stripes still sending at the first completion
+		placed[owner[fl.ID]] += float64(fl.Bytes) - fl.Remaining
+	}
+	line := float64(r.portRate) * float64(r.planes)
+	var mean float64
+	for _, b := range placed {
+		mean += b * 8 / at.Seconds() / line
+	}
+	return mean / float64(len(placed)), true
+}
