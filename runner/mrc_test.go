@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/lockstepsim/lockstep/sim"
-	"github.com/lockstepsim/lockstep/transport/mrc/mrcnic"
 	"github.com/lockstepsim/lockstep/transport/mrc"
+	"github.com/lockstepsim/lockstep/transport/mrc/mrcnic"
 )
 
 // mrcYAML is an 8-plane 2-tier Clos of radix 16 (8 hosts per T0) with MRC; %d hosts, then the

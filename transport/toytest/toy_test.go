@@ -330,7 +330,7 @@ func TestToyTransportEndToEnd(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			yaml := fmt.Sprintf(`name: toy
-topology: {clos: {tiers: 2, radix: 8, planes: 2}}
+topology: {clos: {tiers: 2, radix: 8, planes: 2, hosts: 16, host_link: 100G, hop_latency: 500ns}}
 transport: {kind: toygbn, toygbn: {window: %d}}
 traffic: [{pattern: permutation, bytes: %s}]
 run: {out: %q}
@@ -387,7 +387,7 @@ run: {out: %q}
 func TestToyTransportWindowMovesJCT(t *testing.T) {
 	jct := map[int]float64{}
 	for _, w := range []int{1, 4, 64} {
-		sc, err := scenario.Parse([]byte(fmt.Sprintf(`topology: {clos: {tiers: 2, radix: 8, planes: 1}}
+		sc, err := scenario.Parse([]byte(fmt.Sprintf(`topology: {clos: {tiers: 2, radix: 8, planes: 1, hosts: 16, host_link: 100G, hop_latency: 500ns}}
 transport: {kind: toygbn, toygbn: {window: %d}}
 traffic: [{pattern: permutation, bytes: 512KiB}]
 `, w)))
@@ -407,7 +407,7 @@ traffic: [{pattern: permutation, bytes: 512KiB}]
 
 // TestToyTransportBadBlock checks the toy's own validation reaches the user with the path.
 func TestToyTransportBadBlock(t *testing.T) {
-	_, err := scenario.Parse([]byte("topology: {clos: {tiers: 2, radix: 8}}\ntransport: {kind: toygbn, toygbn: {window: -1}}\ntraffic: [{pattern: permutation, bytes: 1KiB}]\n"))
+	_, err := scenario.Parse([]byte("topology: {clos: {tiers: 2, radix: 8, planes: 1, hosts: 16, host_link: 100G}}\ntransport: {kind: toygbn, toygbn: {window: -1}}\ntraffic: [{pattern: permutation, bytes: 1KiB}]\n"))
 	if err == nil || !strings.Contains(err.Error(), "transport.toygbn.window") {
 		t.Fatalf("err = %v; want one naming transport.toygbn.window", err)
 	}
