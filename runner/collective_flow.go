@@ -32,7 +32,10 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 	if up != nil {
 		upRate, upLat = up.Rate, up.Latency
 	}
-	base, caps := scenarioFlowRouter(sc, layout, p.ScaleUpGPUs, upRate, upLat)
+	base, caps, err := scenarioFlowRouter(sc, layout, p.ScaleUpGPUs, upRate, upLat)
+	if err != nil {
+		return err
+	}
 	router := &collRouter{flowRouter: base}
 	stop := func(now sim.Time, err error) { s.Stop(err) }
 	fnet, err := flow.New(s, caps, flow.Config{OnStall: stop})

@@ -10,6 +10,7 @@ import (
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/transport"
 )
 
 // MRC flows on a Clos or fat-tree are perfect spraying over bundles: a T0's uplinks (and the
@@ -38,7 +39,7 @@ func TestFlowBundles(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := l.Dims()
-			r, caps := newFlowRouter(l, "mrc", 1, 0, 0, 0)
+			r, caps := newFlowRouter(l, transport.FlowModel{Spray: true}, 1, 0, 0, 0)
 			if r.bundle == nil {
 				t.Fatal("MRC on a Clos is not bundled")
 			}
@@ -192,7 +193,10 @@ func TestFlowRouterHonoursEVActive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		base, _ := scenarioFlowRouter(sc, l, 0, 0, 0)
+		base, _, err := scenarioFlowRouter(sc, l, 0, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
 		r := &collRouter{flowRouter: base}
 		src, dst := 0, l.NumHosts()-1
 		paths, _, err := r.Paths(src, dst, 0, nil)

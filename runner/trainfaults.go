@@ -11,6 +11,7 @@ import (
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/transport"
 	"github.com/lockstepsim/lockstep/workload/collective"
 	"github.com/lockstepsim/lockstep/workload/training"
 )
@@ -660,11 +661,13 @@ func finishTrainingFaults(tf *TrainingFaults, tr *training.Result) {
 	tf.RunTimeWithRestartsS = tr.RunTimeS + tf.RestartsChargedS
 }
 
+// transportName is how messages name sc's transport: its plugin's Name ("MRC", "RoCE"),
+// else its kind.
 func transportName(sc *scenario.Scenario) string {
-	if sc.Transport.Kind == scenario.TransportRoCE {
-		return "RoCE"
+	if p, ok := transport.Lookup(sc.Transport.Kind); ok {
+		return p.Name
 	}
-	return "MRC"
+	return sc.Transport.Kind
 }
 
 // markTrainingOutcome fails a packet-level training run that stopped at a job restart
