@@ -233,7 +233,7 @@ run: {engine: flow, seed: 3}
 `
 	for _, c := range []struct {
 		name, topo, kind, key string
-		values             []int
+		values                []int
 	}{
 		{"torus ev.active", "torus: {dims: 4x4x4, link_rate: 100G}", "mrc", "ev: {active: %d}", []int{1, 4, 32, 128}},
 		// Two planes (ev.active a multiple of 2), 8 minimal paths between servers.
