@@ -92,9 +92,9 @@ type flowFaults struct {
 	catchAt                                         sim.Time // the stalled-QP catch pending, -1 none
 	routeChanged                                    bool
 
-	// QPs waiting for their retransmission timer (no endpoint reroute: RoCE): held at rate 0 (flow.Net.Hold) from
-	// their stall until a timer tick finds their path live; ticks[i] are the flows due at one
-	// tick.
+	// QPs waiting for their retransmission timer (no endpoint reroute: RoCE): held at rate 0
+	// (flow.Net.Hold) from their stall until a timer tick finds their path live; ticks[i]
+	// are the flows due at one tick.
 	waits   map[flow.FlowID]*qpWait
 	ticks   [][]flow.FlowID
 	errored int // waits whose QPs gave up (they resume when their path returns)
@@ -268,8 +268,8 @@ func (ff *flowFaults) goodput(p float64) float64 { return lossGoodput(ff.model.G
 
 // lossGoodput is the fraction of a link's rate a transport turns into goodput when the link
 // loses each packet with probability p: selective retransmission (MRC) resends only the
-// lost packets, 1 - p; go-back-N (gbn, RoCE) resends the w packets in flight behind each loss
-// (every packet sent in the round trip before the NAK returns), so each delivered packet
+// lost packets, 1 - p; go-back-N (gbn, RoCE) resends the w packets in flight behind each
+// loss (every packet sent in the round trip before the NAK returns), so each delivered packet
 // costs 1 + (w - 1) p / (1 - p) transmissions on average and the factor is
 // (1 - p) / (1 + (w - 1) p) [Bertsekas & Gallager, Data Networks 2nd ed. §2.4.2, go back n
 // ARQ with a window of w frames per round trip]. p >= 1 gives 0.
@@ -298,10 +298,11 @@ func (ff *flowFaults) lossAt(d int) float64 {
 	return p
 }
 
-// tailLoss is the probability that a message of a transport with an RTO (RoCE) over links loses its last data packet on
-// one of them, 1 - prod(1 - p_d) (flow.CollConfig.TailLoss): go-back-N recovers a loss when
-// a later packet reveals the gap (a NAK), and nothing comes after the last one, so the
-// sender waits its retransmission timer [IBTA §9.7.5.1; docs/protocols.md, "Tail losses"].
+// tailLoss is the probability that a message over links loses its last data packet on one
+// of them, 1 - prod(1 - p_d) (flow.CollConfig.TailLoss), for a transport that waits its RTO
+// then (RoCE): go-back-N recovers a loss when a later packet reveals the gap (a NAK), and
+// nothing comes after the last one, so the sender waits its retransmission timer [IBTA
+// §9.7.5.1; docs/protocols.md, "Tail losses"].
 func (ff *flowFaults) tailLoss(links []int32) float64 {
 	q := 1.0
 	for _, d := range links {
@@ -483,8 +484,8 @@ func (ff *flowFaults) scheduleReconv(at sim.Time) {
 }
 
 // reconverge is ECMP after routing reconverged, for a transport without endpoint reroute
-// (RoCE): routes avoid the links that are down
-// now; moving flows rehash at once, waiting QPs at their next retransmission (tick).
+// (RoCE): routes avoid the links that are down now; moving flows rehash at once, waiting
+// QPs at their next retransmission (tick).
 func (ff *flowFaults) reconverge(now sim.Time) {
 	ff.setDead(func(d int) bool { return ff.down[d/2] })
 	if _, err := ff.fc.Reroute(func(_ flow.FlowID, stalled bool) bool { return !stalled }); err != nil {
@@ -495,9 +496,9 @@ func (ff *flowFaults) reconverge(now sim.Time) {
 }
 
 // catch holds every flow of a transport without endpoint reroute (RoCE) that stalled on a
-// dead link (and is not waiting yet) until
-// its retransmission timer: RTO after its last progress [IBTA §9.7: the requester resends
-// from the oldest unacknowledged packet after a timeout].
+// dead link (and is not waiting yet) until its retransmission timer: RTO after its last
+// progress [IBTA §9.7: the requester resends from the oldest unacknowledged packet after a
+// timeout].
 func (ff *flowFaults) catch(now sim.Time) {
 	ff.catchAt = -1
 	ff.stallBuf = ff.net.Stalled(ff.stallBuf)
