@@ -412,8 +412,8 @@ func (r *flowRouter) pick(src, dst, per int, key uint64, live func(i int) bool) 
 		return kept
 	}
 	// One ECMP-hashed path per QP: paths (qps_per_peer) QPs on each plane, the transfer
-	// striped over them equally, as at packet level. The seed is mixed on its own first, so seeds that
-	// differ only in low bits do not collide with the plane and QP numbers.
+	// striped over them equally, as at packet level. The seed is mixed on its own first, so
+	// seeds that differ only in low bits do not collide with the plane and QP numbers.
 	flow := mix(mix(r.seed+0x632be59bd9b4e019) ^ uint64(src)<<40 ^ uint64(dst)<<16 ^ key*0x9e3779b97f4a7c15)
 	for plane := range r.planes {
 		for q := range r.paths {
