@@ -243,7 +243,7 @@ func boolInt64(b bool) int64 {
 // source routes and so knows no path between hosts whose minimal paths cross more than
 // topo.MaxHops switches (NumPaths 0: a regular 4x4x8 torus's farthest chips are 8 hops and
 // 9 routers apart), and for those pairs the same choice over Topology.LinkPath, which has no
-// length limit: MRC sprays over up to maxFlowSpray minimal paths sampled evenly, RoCE hashes
+// length limit: MRC sprays over up to ev.active minimal paths sampled evenly, RoCE hashes
 // one per plane. LinkPath takes a path index modulo the pair's path count, which the
 // topology does not report beyond MaxHops; collRouter counts the minimal paths itself by a
 // breadth-first search toward the destination, as topo.Graph does (saturating at
