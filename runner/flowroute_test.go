@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -325,6 +326,59 @@ func TestFlowGiveUpHonoured(t *testing.T) {
 				t.Errorf("rto %v retry_count %d: gave up at %.1f us, as %s did", rto, retry, r.AtUs, prev)
 			}
 			seen[r.AtUs] = fmt.Sprintf("rto %v retry_count %d", rto, retry)
+		}
+	}
+}
+
+// flowModelOf: a kind with no flow-level model is an *InputError naming it and the way out;
+// a registered transport gives its plugin's model and Name; checkFlowModel refuses models
+// the flow level cannot run.
+func TestFlowModelOf(t *testing.T) {
+	l, err := topo.Clos{Tiers: 2, Planes: 2, Radix: 8, Hosts: 16, HostLink: 100e9}.Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		kind, name string
+		spray      bool
+	}{{"mrc", "MRC", true}, {"roce", "RoCE", false}, {"nosuch", "", false}, {"ideal", "", false}} {
+		sc := &scenario.Scenario{}
+		sc.Transport.Kind = c.kind
+		m, name, err := flowModelOf(sc, l)
+		if c.name == "" {
+			var ie *InputError
+			want := "transport.kind: " + c.kind + " has no flow-level model; use run.engine: packet"
+			if !errors.As(err, &ie) || err.Error() != want {
+				t.Errorf("%s: %v; want an InputError %q", c.kind, err, want)
+			}
+			continue
+		}
+		if err != nil || name != c.name || m.Spray != c.spray || m.GiveUp <= 0 {
+			t.Errorf("%s: %+v %q %v; want %s's model", c.kind, m, name, err, c.name)
+		}
+	}
+	good := transport.FlowModel{Paths: 1, WireBytes: 4178, HeaderBytes: 82, AckBytes: 82, RTO: sim.Millisecond, GiveUp: 8 * sim.Millisecond}
+	for _, c := range []struct {
+		name string
+		edit func(m *transport.FlowModel)
+		ok   bool
+	}{
+		{"good", func(m *transport.FlowModel) {}, true},
+		{"spray, default paths", func(m *transport.FlowModel) { m.Spray, m.Paths = true, 0 }, true},
+		{"reroute without rto", func(m *transport.FlowModel) { m.EndpointReroute, m.RTO = true, 0 }, true},
+		{"never gives up", func(m *transport.FlowModel) { m.GiveUp = sim.MaxTime }, true},
+		{"negative paths", func(m *transport.FlowModel) { m.Paths = -1 }, false},
+		{"no wire", func(m *transport.FlowModel) { m.WireBytes = 0 }, false},
+		{"no ack", func(m *transport.FlowModel) { m.AckBytes = 0 }, false},
+		{"negative header", func(m *transport.FlowModel) { m.HeaderBytes = -1 }, false},
+		{"no give-up", func(m *transport.FlowModel) { m.GiveUp = 0 }, false},
+		{"no rto, no reroute", func(m *transport.FlowModel) { m.RTO = 0 }, false},
+		{"negative reroute", func(m *transport.FlowModel) { m.EndpointReroute, m.RerouteAfter = true, -1 }, false},
+	} {
+		m := good
+		c.edit(&m)
+		if err := checkFlowModel(m); (err == nil) != c.ok {
+			t.Errorf("%s: %v; want ok %v", c.name, err, c.ok)
 		}
 	}
 }
