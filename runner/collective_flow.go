@@ -32,7 +32,10 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 	if up != nil {
 		upRate, upLat = up.Rate, up.Latency
 	}
-	base, caps := scenarioFlowRouter(sc, layout, p.ScaleUpGPUs, upRate, upLat)
+	base, caps, err := scenarioFlowRouter(sc, layout, p.ScaleUpGPUs, upRate, upLat)
+	if err != nil {
+		return err
+	}
 	router := &collRouter{flowRouter: base}
 	stop := func(now sim.Time, err error) { s.Stop(err) }
 	fnet, err := flow.New(s, caps, flow.Config{OnStall: stop})
@@ -240,7 +243,7 @@ func boolInt64(b bool) int64 {
 // source routes and so knows no path between hosts whose minimal paths cross more than
 // topo.MaxHops switches (NumPaths 0: a regular 4x4x8 torus's farthest chips are 8 hops and
 // 9 routers apart), and for those pairs the same choice over Topology.LinkPath, which has no
-// length limit: MRC sprays over up to maxFlowSpray minimal paths sampled evenly, RoCE hashes
+// length limit: MRC sprays over up to ev.active minimal paths sampled evenly, RoCE hashes
 // one per plane. LinkPath takes a path index modulo the pair's path count, which the
 // topology does not report beyond MaxHops; collRouter counts the minimal paths itself by a
 // breadth-first search toward the destination, as topo.Graph does (saturating at

@@ -13,14 +13,16 @@ import (
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
-	"github.com/lockstepsim/lockstep/transport/mrc"
-	"github.com/lockstepsim/lockstep/transport/roce"
+	"github.com/lockstepsim/lockstep/transport"
 )
 
 // flowFaults applies a training job's fault schedule to the flow-level network (run.engine
 // flow), at the simulated time of each event, as the job's transport would feel it. It is
 // only built when the scenario has faults: a run without them has none of this (the same
-// events, the same speed).
+// events, the same speed). Every difference between transports here comes from their flow
+// model (transport.FlowModel, the router's): GoBackN for the loss factor, EndpointReroute
+// for who moves flows off a dead path, RerouteAfter, RTO and GiveUp for when; MRC and RoCE
+// below name the two shipped models.
 //
 // Capacities. Every directed link of the topology runs at its effective capacity: 0 while
 // the link is down or touches a blackholed switch; else its rate (the built one, or a
@@ -57,7 +59,8 @@ type flowFaults struct {
 	net   *flow.Net
 	fc    *flow.Collectives
 	r     *flowRouter
-	kind  string
+	model transport.FlowModel // the transport's (r.model)
+	name  string              // its plugin's Name, for messages ("RoCE")
 	links []topo.Link
 	evs   []FaultEvent
 	nDir  int // directed topology links: 2 x len(links)
@@ -76,22 +79,22 @@ type flowFaults struct {
 	firstB  int
 
 	pktBits float64 // bits per data packet on the wire (BER)
-	gbnW    float64 // RoCE: packets in flight per QP per round trip
+	gbnW    float64 // go-back-N: packets in flight per QP per round trip
 	reconv  sim.Time
-	detect  sim.Time // MRC: reroute delay after a link dies or returns
-	rto     sim.Time // RoCE retransmission timeout
-	budget  sim.Time // a stall this long errors the QPs (MaxTime: never)
+	detect  sim.Time // endpoint reroute: delay after a link dies or returns (RerouteAfter)
+	rto     sim.Time // retransmission timeout of a stalled QP (RTO)
+	budget  sim.Time // a stall this long errors the QPs (GiveUp; MaxTime: never)
 
 	kFault, kReconv, kTick, kCatch, kCheck, kDetect sim.Kind
 	reconvAt                                        []sim.Time // reconvergences scheduled (and applied, <= now)
-	detectAt                                        sim.Time   // the MRC reroute pending, -1 none
+	detectAt                                        sim.Time   // the endpoint reroute pending, -1 none
 	lastCheck                                       sim.Time
-	catchAt                                         sim.Time // the RoCE catch pending, -1 none
+	catchAt                                         sim.Time // the stalled-QP catch pending, -1 none
 	routeChanged                                    bool
 
-	// RoCE QPs waiting for their retransmission timer: held at rate 0 (flow.Net.Hold) from
-	// their stall until a timer tick finds their path live; ticks[i] are the flows due at one
-	// tick.
+	// QPs waiting for their retransmission timer (no endpoint reroute: RoCE): held at rate 0
+	// (flow.Net.Hold) from their stall until a timer tick finds their path live; ticks[i]
+	// are the flows due at one tick.
 	waits   map[flow.FlowID]*qpWait
 	ticks   [][]flow.FlowID
 	errored int // waits whose QPs gave up (they resume when their path returns)
@@ -105,7 +108,8 @@ type flowFaults struct {
 	notes    []string
 }
 
-// qpWait is a RoCE flow whose path died: it waits for its retransmission timer.
+// qpWait is a flow of a transport without endpoint reroute (RoCE) whose path died: it
+// waits for its retransmission timer.
 type qpWait struct {
 	since   sim.Time // its stall: the last progress
 	link    int      // the dead link
@@ -165,37 +169,13 @@ func expandFaults(specs []scenario.Fault, idx []int, inv *fault.Inventory, seed 
 	return evs, nil
 }
 
-// mrcGiveUp is how long an MRC QP retries without progress before it errors: fixed_retries
-// ACK timeouts, then doubling ones up to max_retries [MRC API; transport/mrc Sender.rto],
-// with the ACK timeout 1.024 us x 2^t (t automatic: the smallest covering 4 base RTTs).
-// MaxTime when retries are unlimited (max_retries 25).
-func mrcGiveUp(cfg mrc.Config, baseRTT sim.Time) (timeout, giveUp sim.Time) {
-	cfg = cfg.WithDefaults()
-	t := cfg.AckTimeoutExp
-	if t == 0 {
-		for t = 0; t < 24 && mrc.AckTimeoutUnit<<uint(t) < 4*baseRTT; t++ {
-		}
-	}
-	rto0 := mrc.AckTimeoutUnit << uint(t)
-	if cfg.MaxRetries >= mrc.UnlimitedRetries {
-		return rto0, sim.MaxTime
-	}
-	var sum sim.Time
-	for r := 0; r <= cfg.MaxRetries; r++ {
-		if r <= cfg.FixedRetries {
-			sum += rto0
-		} else {
-			sum += rto0 << uint(min(r-cfg.FixedRetries, 24))
-		}
-	}
-	return rto0, sum
-}
-
 // newFlowFaults builds the fault model for a flow-level training run over layout, whose
-// router r and Net capacities caps the run has made; evs is the expanded schedule (non-empty).
+// router r (with the transport's flow model) and Net capacities caps the run has made; evs
+// is the expanded schedule (non-empty).
 func newFlowFaults(sc *scenario.Scenario, layout topo.Topology, s *sim.Sim, r *flowRouter, caps []float64, evs []FaultEvent) *flowFaults {
 	links := r.links
-	ff := &flowFaults{s: s, r: r, kind: sc.Transport.Kind, links: links, evs: evs, nDir: 2 * len(links),
+	m := r.model
+	ff := &flowFaults{s: s, r: r, model: m, name: r.name, links: links, evs: evs, nDir: 2 * len(links),
 		rate: make([]float64, len(links)), down: make([]bool, len(links)),
 		lossP: make([]float64, 2*len(links)), berP: make([]float64, 2*len(links)),
 		cur: slices.Clone(caps), built: slices.Clone(caps), cause: make([]int32, len(caps)),
@@ -207,32 +187,15 @@ func newFlowFaults(sc *scenario.Scenario, layout topo.Topology, s *sim.Sim, r *f
 	for i := range ff.cause {
 		ff.cause[i] = -1
 	}
-	p := layout.Params()
-	hops := layout.Sizing().MaxSwitchHops
-	switch ff.kind {
-	case scenario.TransportRoCE:
-		rc := roce.Config{}
-		if c, ok := sc.Transport.Block().(*roce.Config); ok {
-			rc = *c
-		}
-		rc = rc.WithDefaults()
-		wire := rc.PayloadBytes + rc.HeaderBytes
-		rtt := p.RoundTrip(hops, wire, rc.HeaderBytes)
-		ff.pktBits = 8 * float64(wire)
+	// The loss factor's go-back-N window: the packets one QP has in flight per base round
+	// trip (its bandwidth-delay product at the host link), over the longest switch path.
+	ff.pktBits = 8 * float64(m.WireBytes)
+	if m.GoBackN {
+		p := layout.Params()
+		rtt := p.RoundTrip(layout.Sizing().MaxSwitchHops, m.WireBytes, m.AckBytes)
 		ff.gbnW = max(1, math.Ceil(float64(p.HostLink)*rtt.Seconds()/ff.pktBits))
-		ff.rto = rc.RTO
-		ff.budget = rc.RTO * sim.Time(rc.RetryCount+1)
-	default:
-		mc := mrc.Config{}
-		if c, ok := sc.Transport.Block().(*mrc.Config); ok {
-			mc = *c
-		}
-		mc = mc.WithDefaults()
-		wire := mc.WireBytes(mc.PayloadBytes)
-		rtt := p.RoundTrip(hops, wire, mc.AckBytes)
-		ff.pktBits = 8 * float64(wire)
-		ff.detect, ff.budget = mrcGiveUp(mc, rtt)
 	}
+	ff.detect, ff.rto, ff.budget = m.RerouteAfter, m.RTO, m.GiveUp
 	if r.bundle != nil {
 		ff.firstB = len(caps)
 		for _, b := range r.bundle {
@@ -252,7 +215,7 @@ func newFlowFaults(sc *scenario.Scenario, layout topo.Topology, s *sim.Sim, r *f
 	ff.kTick = s.Register("runner.flowfault.rto", func(now sim.Time, obj int32, _ uint64) { ff.tick(now, int(obj)) })
 	ff.kCatch = s.Register("runner.flowfault.hold", func(now sim.Time, _ int32, _ uint64) { ff.catch(now) })
 	ff.kCheck = s.Register("runner.flowfault.check", func(now sim.Time, _ int32, _ uint64) { ff.check(now) })
-	ff.kDetect = s.Register("runner.flowfault.detect", func(now sim.Time, _ int32, _ uint64) { ff.mrcReroute(now) })
+	ff.kDetect = s.Register("runner.flowfault.detect", func(now sim.Time, _ int32, _ uint64) { ff.endpointReroute(now) })
 	return ff
 }
 
@@ -280,11 +243,11 @@ func (ff *flowFaults) stepStart(now sim.Time, step int) {
 	}
 }
 
-// onStall is the Net's stall hook: under RoCE the flows stalled now wait for their
-// retransmission timer (catch, at the end of this instant); under MRC they error their QPs
-// if still stalled one retry budget later (check).
+// onStall is the Net's stall hook: without endpoint reroute (RoCE) the flows stalled now
+// wait for their retransmission timer (catch, at the end of this instant); with it (MRC)
+// they error their QPs if still stalled one retry budget later (check).
 func (ff *flowFaults) onStall(now sim.Time, _ error) {
-	if ff.kind == scenario.TransportRoCE {
+	if !ff.model.EndpointReroute {
 		if ff.catchAt != now {
 			ff.catchAt = now
 			ff.s.AtOwnKey(now, ff.kCatch, 0, 0)
@@ -301,22 +264,22 @@ func (ff *flowFaults) onStall(now sim.Time, _ error) {
 }
 
 // goodput is the transport's goodput factor on a link losing packets with probability p.
-func (ff *flowFaults) goodput(p float64) float64 { return lossGoodput(ff.kind, p, ff.gbnW) }
+func (ff *flowFaults) goodput(p float64) float64 { return lossGoodput(ff.model.GoBackN, p, ff.gbnW) }
 
 // lossGoodput is the fraction of a link's rate a transport turns into goodput when the link
-// loses each packet with probability p: MRC's selective retransmission resends only the
-// lost packets, 1 - p; RoCE's go-back-N resends the w packets in flight behind each loss
-// (every packet sent in the round trip before the NAK returns), so each delivered packet
+// loses each packet with probability p: selective retransmission (MRC) resends only the
+// lost packets, 1 - p; go-back-N (gbn, RoCE) resends the w packets in flight behind each
+// loss (every packet sent in the round trip before the NAK returns), so each delivered packet
 // costs 1 + (w - 1) p / (1 - p) transmissions on average and the factor is
 // (1 - p) / (1 + (w - 1) p) [Bertsekas & Gallager, Data Networks 2nd ed. §2.4.2, go back n
 // ARQ with a window of w frames per round trip]. p >= 1 gives 0.
-func lossGoodput(kind string, p, w float64) float64 {
+func lossGoodput(gbn bool, p, w float64) float64 {
 	switch {
 	case p <= 0:
 		return 1
 	case p >= 1:
 		return 0
-	case kind == scenario.TransportRoCE:
+	case gbn:
 		return (1 - p) / (1 + (max(w, 1)-1)*p)
 	}
 	return 1 - p
@@ -335,10 +298,11 @@ func (ff *flowFaults) lossAt(d int) float64 {
 	return p
 }
 
-// tailLoss is the probability that a RoCE message over links loses its last data packet on
-// one of them, 1 - prod(1 - p_d) (flow.CollConfig.TailLoss): go-back-N recovers a loss when
-// a later packet reveals the gap (a NAK), and nothing comes after the last one, so the
-// sender waits its retransmission timer [IBTA §9.7.5.1; docs/protocols.md, "Tail losses"].
+// tailLoss is the probability that a message over links loses its last data packet on one
+// of them, 1 - prod(1 - p_d) (flow.CollConfig.TailLoss), for a transport that waits its RTO
+// then (RoCE): go-back-N recovers a loss when a later packet reveals the gap (a NAK), and
+// nothing comes after the last one, so the sender waits its retransmission timer [IBTA
+// §9.7.5.1; docs/protocols.md, "Tail losses"].
 func (ff *flowFaults) tailLoss(links []int32) float64 {
 	q := 1.0
 	for _, d := range links {
@@ -437,7 +401,7 @@ func (ff *flowFaults) apply(now sim.Time, i int) {
 		k := int(e.Port) / 2
 		ff.down[k] = e.Action == fault.OpDown.String()
 		both(k)
-		if ff.kind == scenario.TransportRoCE {
+		if !ff.model.EndpointReroute {
 			ff.scheduleReconv(now + ff.reconv)
 		}
 	case fault.OpDegrade.String(), fault.OpUndegrade.String():
@@ -469,12 +433,13 @@ func (ff *flowFaults) apply(now sim.Time, i int) {
 			both(int(k))
 		}
 	}
-	if ff.routeChanged && ff.kind == scenario.TransportRoCE {
+	if ff.routeChanged && !ff.model.EndpointReroute {
 		ff.releaseErrored()
 	}
-	if ff.routeChanged && ff.kind != scenario.TransportRoCE && ff.r.bundle == nil && ff.detectAt < 0 {
-		// MRC sprayed over sampled paths: it moves off (or back onto) the paths once the
-		// losses (or its probes) tell it, about one ACK timeout later.
+	if ff.routeChanged && ff.model.EndpointReroute && ff.r.bundle == nil && ff.detectAt < 0 {
+		// Endpoints rerouting flows sprayed over sampled paths (MRC): they move off (or back
+		// onto) the paths once the losses (or their probes) tell them, about one ACK timeout
+		// (RerouteAfter) later.
 		ff.detectAt = now + ff.detect
 		ff.s.AtOwnKey(ff.detectAt, ff.kDetect, 0, 0)
 	}
@@ -486,8 +451,9 @@ func (ff *flowFaults) note(s string) {
 	}
 }
 
-// mrcReroute re-sprays MRC flows over the paths that are live now (effective capacity > 0).
-func (ff *flowFaults) mrcReroute(now sim.Time) {
+// endpointReroute re-sprays every flow over the paths that are live now (effective capacity
+// > 0): the transport's endpoints moved off the dead ones (FlowModel.EndpointReroute, MRC).
+func (ff *flowFaults) endpointReroute(now sim.Time) {
 	ff.detectAt = -1
 	ff.setDead(func(d int) bool { return ff.cur[d] == 0 })
 	if _, err := ff.fc.Reroute(nil); err != nil {
@@ -517,8 +483,9 @@ func (ff *flowFaults) scheduleReconv(at sim.Time) {
 	ff.s.AtOwnKey(at, ff.kReconv, 0, 0)
 }
 
-// reconverge is RoCE's ECMP after routing reconverged: routes avoid the links that are down
-// now; moving flows rehash at once, waiting QPs at their next retransmission (tick).
+// reconverge is ECMP after routing reconverged, for a transport without endpoint reroute
+// (RoCE): routes avoid the links that are down now; moving flows rehash at once, waiting
+// QPs at their next retransmission (tick).
 func (ff *flowFaults) reconverge(now sim.Time) {
 	ff.setDead(func(d int) bool { return ff.down[d/2] })
 	if _, err := ff.fc.Reroute(func(_ flow.FlowID, stalled bool) bool { return !stalled }); err != nil {
@@ -528,9 +495,10 @@ func (ff *flowFaults) reconverge(now sim.Time) {
 	ff.releaseErrored()
 }
 
-// catch holds every RoCE flow that stalled on a dead link (and is not waiting yet) until
-// its retransmission timer: RTO after its last progress [IBTA §9.7: the requester resends
-// from the oldest unacknowledged packet after a timeout].
+// catch holds every flow of a transport without endpoint reroute (RoCE) that stalled on a
+// dead link (and is not waiting yet) until its retransmission timer: RTO after its last
+// progress [IBTA §9.7: the requester resends from the oldest unacknowledged packet after a
+// timeout].
 func (ff *flowFaults) catch(now sim.Time) {
 	ff.catchAt = -1
 	ff.stallBuf = ff.net.Stalled(ff.stallBuf)
@@ -715,9 +683,9 @@ func (ff *flowFaults) stuck(namer func(int) string) string {
 		fmt.Fprintf(&b, " (faults[%d]: %s %s at %v)", e.Entry, e.Action, e.Target, e.At)
 	}
 	switch {
-	case ff.kind == scenario.TransportRoCE && (action == "blackhole" || action == "loss" || action == "ber"):
-		b.WriteString("; RoCE routing only avoids links that are down (a blackhole or a lossy link is no link-state signal), so its QPs keep hashing into it and the job cannot continue")
-	case ff.kind == scenario.TransportRoCE:
+	case !ff.model.EndpointReroute && (action == "blackhole" || action == "loss" || action == "ber"):
+		fmt.Fprintf(&b, "; %s routing only avoids links that are down (a blackhole or a lossy link is no link-state signal), so its QPs keep hashing into it and the job cannot continue", ff.name)
+	case !ff.model.EndpointReroute:
 		b.WriteString("; no path between the two hosts is up in any plane (every port of a host down cuts it off), so a restarted job could not run there either (a spare host would be needed)")
 	default:
 		b.WriteString("; every path between the two hosts is dead, so a restarted job could not run there either (a spare host would be needed)")

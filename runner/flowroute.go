@@ -7,25 +7,20 @@ import (
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
-	"github.com/lockstepsim/lockstep/transport/mrc"
-	"github.com/lockstepsim/lockstep/transport/roce"
+	"github.com/lockstepsim/lockstep/transport"
 )
 
-// maxFlowSpray is the default bound on the paths one sprayed flow uses at flow level: MRC's
-// default active EV set (mrc.DefaultEVActive, split equally over the planes), sampled evenly
-// from the minimal paths. A scenario's transport.mrc.ev.active replaces it (flowRouter.spray
-// paths, set by scenarioFlowRouter), so the flow level sprays over as many paths as the
-// packet level's EVs.
-const maxFlowSpray = mrc.DefaultEVActive
-
 // flowRouter routes the flow-level engine's flows over a topology, as the packet-level
-// transports would: "mrc" on a Clos or fat-tree is perfect spraying over link bundles (see
-// bundleLinks), elsewhere it sprays each flow equally over (up to maxFlowSpray of) its minimal
-// paths in every plane; "roce" puts each (src, dst, key) on one ECMP-hashed path per QP,
-// qps_per_peer QPs per plane, all weighted equally; hosts in one scale-up domain talk over
-// their NVLink-like links instead. Directed link 2k is link k of Topology.Links from its A
-// end to its B end, 2k+1 the other way; each host h has two more, its scale-up transmit
-// (nvl + 2h) and receive (nvl + 2h + 1) links; bundles are numbered after those.
+// transport would, from its flow model (transport.FlowModel, flowModelOf): a spraying
+// transport (Spray, MRC) on a Clos or fat-tree is perfect spraying over link bundles (see
+// bundleLinks), elsewhere it sprays each flow equally over up to Paths (default
+// transport.DefaultFlowPaths) of its minimal paths, sampled evenly and split over the planes
+// as the packet level splits its active EVs; a transport that does not spray (RoCE) puts each
+// (src, dst, key) on one ECMP-hashed path per QP, Paths QPs per plane, all weighted equally;
+// hosts in one scale-up domain talk over their NVLink-like links instead. Directed link 2k is
+// link k of Topology.Links from its A end to its B end, 2k+1 the other way; each host h has
+// two more, its scale-up transmit (nvl + 2h) and receive (nvl + 2h + 1) links; bundles are
+// numbered after those.
 type flowRouter struct {
 	t       topo.Topology
 	links   []topo.Link
@@ -36,10 +31,15 @@ type flowRouter struct {
 	nvl     int // first scale-up link
 	nvlLat  sim.Time
 	scratch []int32
-	qps     int // RoCE: QPs per peer per plane (transport.roce.qps_per_peer), each its own ECMP path
-	evs     int // MRC: paths a sprayed flow samples (transport.mrc.ev.active; 0: maxFlowSpray)
+	// paths is, spraying, the most paths a flow samples; else the QPs per peer per plane,
+	// each its own ECMP path (FlowModel.Paths, at least 1).
+	paths int
+	// model is the transport's flow model, name its plugin's Name (for messages).
+	model transport.FlowModel
+	name  string
 	// bundle maps every directed link of a Clos or fat-tree to its bundle link (see
-	// bundleLinks); nil when MRC flows are not bundled.
+	// bundleLinks); nil when flows are not bundled (the transport does not spray, or the
+	// topology is no Clos).
 	bundle []int32
 	bt     *bundleTable // the same, indexed for routing without walking a path
 	// dead marks the directed links a new route avoids (nil: none), as the transport sees
@@ -48,7 +48,7 @@ type flowRouter struct {
 	dead []bool
 	// in lists each node's incoming directed links, for detours (built on first use).
 	in [][]int32
-	// crossPlane lets a RoCE QP with no live path in its plane take one in another plane:
+	// crossPlane lets a QP that does not spray (RoCE) with no live path in its plane take one in another plane:
 	// set from the first job restart on (flowFaults.qpError). A live RC
 	// QP is bound to its port and cannot move [IBTA §9.7]; on restart NCCL builds new
 	// communicators over the ports that are up, so a dead port's rail is left out.
@@ -129,22 +129,27 @@ func bundleLinks(l *topo.Layout, links []topo.Link, first int) ([]int32, []float
 	return out, caps, bt
 }
 
-// scenarioFlowRouter is newFlowRouter for sc's transport, with RoCE's QPs per peer.
-func scenarioFlowRouter(sc *scenario.Scenario, t topo.Topology, domain int, upRate sim.Rate, upLat sim.Time) (*flowRouter, []float64) {
-	r, caps := newFlowRouter(t, sc.Transport.Kind, sc.Run.Seed, domain, upRate, upLat)
-	if c, ok := sc.Transport.Block().(*roce.Config); ok {
-		r.qps = c.QPsPerPeer
+// scenarioFlowRouter is newFlowRouter for sc's transport (its flow model, flowModelOf): an
+// *InputError when the transport has no flow-level model.
+func scenarioFlowRouter(sc *scenario.Scenario, t topo.Topology, domain int, upRate sim.Rate, upLat sim.Time) (*flowRouter, []float64, error) {
+	m, name, err := flowModelOf(sc, t)
+	if err != nil {
+		return nil, nil, err
 	}
-	if c, ok := sc.Transport.Block().(*mrc.Config); ok && c.EV.Active > 0 {
-		r.evs = c.EV.Active
-	}
-	return r, caps
+	r, caps := newFlowRouter(t, m, sc.Run.Seed, domain, upRate, upLat)
+	r.name = name
+	return r, caps, nil
 }
 
-// newFlowRouter returns the router and the directed link capacities in bits/s (fabric links
-// at their rate; scale-up links at upRate when domain > 1).
-func newFlowRouter(t topo.Topology, kind string, seed uint64, domain int, upRate sim.Rate, upLat sim.Time) (*flowRouter, []float64) {
-	r := &flowRouter{t: t, links: t.Links(), planes: t.Params().Planes, spray: kind != "roce", seed: seed, domain: domain, nvlLat: upLat}
+// newFlowRouter returns the router for flow model m and the directed link capacities in
+// bits/s (fabric links at their rate; scale-up links at upRate when domain > 1; bundles, for
+// a spraying transport on a Clos or fat-tree, at their members' summed rates).
+func newFlowRouter(t topo.Topology, m transport.FlowModel, seed uint64, domain int, upRate sim.Rate, upLat sim.Time) (*flowRouter, []float64) {
+	r := &flowRouter{t: t, links: t.Links(), planes: t.Params().Planes, spray: m.Spray, seed: seed, domain: domain, nvlLat: upLat, model: m}
+	r.paths = max(m.Paths, 1)
+	if m.Spray && m.Paths <= 0 {
+		r.paths = transport.DefaultFlowPaths
+	}
 	caps := make([]float64, 2*len(r.links), 2*len(r.links)+2*t.NumHosts())
 	for k, l := range r.links {
 		caps[2*k], caps[2*k+1] = float64(l.Rate), float64(l.Rate)
@@ -363,23 +368,20 @@ func (r *flowRouter) bundledWalk(src, dst int, buf []flow.Path) ([]flow.Path, si
 	return buf, lat, nil
 }
 
-// pick chooses the path indices a flow from src to dst (per paths in each plane) uses: MRC
-// up to ev.active/planes (default maxFlowSpray/planes) evenly spaced (from a hashed offset) in every plane, RoCE one
-// hashed by (src, dst, key) in every plane. With live (a failure model: nil when every path
-// is up), MRC drops the sampled paths that are not live, and samples every live path when
-// none of its own is; RoCE rehashes a choice that is not live until it finds one (a flow
-// on a live path keeps it). When nothing is live the choice stands (the flow stalls).
+// pick chooses the path indices a flow from src to dst (per paths in each plane) uses: a
+// spraying transport (MRC) up to paths/planes evenly spaced (from a hashed offset) in every
+// plane; one that does not (RoCE) one hashed by (src, dst, key) per QP, paths QPs in every
+// plane. With live (a failure model: nil when every path is up), spraying drops the sampled
+// paths that are not live, and samples every live path when none of its own is; a hashed
+// QP rehashes a choice that is not live until it finds one (a flow on a live path keeps
+// it). When nothing is live the choice stands (the flow stalls).
 func (r *flowRouter) pick(src, dst, per int, key uint64, live func(i int) bool) []int {
 	var idx []int
 	if r.spray {
 		// Evenly spaced from an offset of the flow's own, so that flows sampling fewer paths
 		// than there are still cover every uplink together (a fixed offset would leave the
 		// paths between the samples unused by every flow).
-		evs := r.evs
-		if evs <= 0 {
-			evs = maxFlowSpray
-		}
-		m := max(1, min(per, evs/r.planes))
+		m := max(1, min(per, r.paths/r.planes))
 		off := int(mix(mix(r.seed+0x632be59bd9b4e019)^uint64(src)<<40^uint64(dst)<<16^key*0x9e3779b97f4a7c15) % uint64(per))
 		for plane := range r.planes {
 			for k := range m {
@@ -409,12 +411,12 @@ func (r *flowRouter) pick(src, dst, per int, key uint64, live func(i int) bool) 
 		}
 		return kept
 	}
-	// One ECMP-hashed path per QP: qps_per_peer QPs on each plane, the transfer striped over
-	// them equally, as at packet level. The seed is mixed on its own first, so seeds that
-	// differ only in low bits do not collide with the plane and QP numbers.
+	// One ECMP-hashed path per QP: paths (qps_per_peer) QPs on each plane, the transfer
+	// striped over them equally, as at packet level. The seed is mixed on its own first, so
+	// seeds that differ only in low bits do not collide with the plane and QP numbers.
 	flow := mix(mix(r.seed+0x632be59bd9b4e019) ^ uint64(src)<<40 ^ uint64(dst)<<16 ^ key*0x9e3779b97f4a7c15)
 	for plane := range r.planes {
-		for q := range max(r.qps, 1) {
+		for q := range r.paths {
 			h := mix(flow ^ uint64(plane)<<32 ^ uint64(q))
 			i := int(h%uint64(per))*r.planes + plane
 			if live != nil && !live(i) {

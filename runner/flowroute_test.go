@@ -1,15 +1,18 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lockstepsim/lockstep/flow"
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/transport"
 )
 
 // MRC flows on a Clos or fat-tree are perfect spraying over bundles: a T0's uplinks (and the
@@ -38,7 +41,7 @@ func TestFlowBundles(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := l.Dims()
-			r, caps := newFlowRouter(l, "mrc", 1, 0, 0, 0)
+			r, caps := newFlowRouter(l, transport.FlowModel{Spray: true}, 1, 0, 0, 0)
 			if r.bundle == nil {
 				t.Fatal("MRC on a Clos is not bundled")
 			}
@@ -192,7 +195,10 @@ func TestFlowRouterHonoursEVActive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		base, _ := scenarioFlowRouter(sc, l, 0, 0, 0)
+		base, _, err := scenarioFlowRouter(sc, l, 0, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
 		r := &collRouter{flowRouter: base}
 		src, dst := 0, l.NumHosts()-1
 		paths, _, err := r.Paths(src, dst, 0, nil)
@@ -208,6 +214,171 @@ func TestFlowRouterHonoursEVActive(t *testing.T) {
 		}
 		if len(paths) != want {
 			t.Errorf("%s, ev.active %d: %d -> %d sprayed over %d paths; want %d (of %d minimal)", c.topo, c.active, src, dst, len(paths), want, l.NumPaths(src, dst))
+		}
+	}
+}
+
+// Issue 18: ev.active and every other transport setting is honoured at flow level; each
+// comes to the flow level through the transport's flow model (flowModelOf), and the result
+// moves with it. ev.active bounds the paths a sprayed MRC flow samples off a Clos (a torus
+// and a rail here), and so the all-to-all time; qps_per_peer is RoCE's ECMP paths per peer
+// per plane, and so its collisions; rto and retry_count are the give-up time of a RoCE QP
+// stalled on a dead path (TestFlowGiveUpHonoured).
+func TestFlowTransportSettingsHonoured(t *testing.T) {
+	const y = `
+topology: {%s}
+transport: {kind: %s, %s: {%s}}
+workload:
+  collectives: [{op: all_to_all, bytes: 16MiB}]
+run: {engine: flow, seed: 3}
+`
+	for _, c := range []struct {
+		name, topo, kind, key string
+		values                []int
+	}{
+		{"torus ev.active", "torus: {dims: 4x4x4, link_rate: 100G}", "mrc", "ev: {active: %d}", []int{1, 4, 32, 128}},
+		// Two planes (ev.active a multiple of 2), 8 minimal paths between servers.
+		{"rail ev.active", "rail: {servers: 8, gpus_per_server: 4, planes: 2, radix: 8, host_link: 100G}", "mrc", "ev: {active: %d}", []int{2, 4, 6, 8}},
+		{"clos qps_per_peer", "clos: {tiers: 2, planes: 2, radix: 16, hosts: 64, host_link: 100G}", "roce", "qps_per_peer: %d", []int{1, 2, 4, 8}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var prevPaths int
+			var prevUs float64
+			for i, v := range c.values {
+				yaml := fmt.Sprintf(y, c.topo, c.kind, c.kind, fmt.Sprintf(c.key, v))
+				sc, err := scenario.Parse([]byte(yaml))
+				if err != nil {
+					t.Fatal(err)
+				}
+				l, err := sc.Topology.Describe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				base, _, err := scenarioFlowRouter(sc, l, 0, 0, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := &collRouter{flowRouter: base}
+				src, dst := 0, 1 // the pair with the most minimal paths
+				for h := 2; h < l.NumHosts(); h++ {
+					if l.NumPaths(src, h) > l.NumPaths(src, dst) {
+						dst = h
+					}
+				}
+				paths, _, err := r.Paths(src, dst, 0, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				planes, total := l.Params().Planes, l.NumPaths(src, dst)
+				want := v * planes // RoCE: one ECMP path per QP per plane
+				if c.kind == "mrc" {
+					want = max(planes, min(total, v/planes*planes)) // at least one per plane
+				}
+				if len(paths) != want {
+					t.Errorf("%s %d: %d -> %d over %d paths; want %d (of %d minimal, %d planes)", c.name, v, src, dst, len(paths), want, total, planes)
+				}
+				if i > 0 && len(paths) < prevPaths {
+					t.Errorf("%s %d: %d paths, fewer than the %d of the setting before", c.name, v, len(paths), prevPaths)
+				}
+				prevPaths = len(paths)
+				us := mustRun(t, yaml).Summary.Collectives[0].TimeUs
+				t.Logf("%s %d: %d paths, all-to-all %.1f us", c.name, v, len(paths), us)
+				if i > 0 && us >= prevUs {
+					t.Errorf("%s %d: all-to-all %.3f us, not faster than %.3f with %d; want more paths to spread it", c.name, v, us, prevUs, c.values[i-1])
+				}
+				prevUs = us
+			}
+		})
+	}
+}
+
+// Issue 18: rto and retry_count are honoured at flow level: a RoCE QP stalled on a dead
+// path (a T1 switch down, routing reconverging only after 1 s) gives up after RTO x
+// (retry_count + 1) without progress, the job restart's time, for every setting swept.
+func TestFlowGiveUpHonoured(t *testing.T) {
+	base := tfCase{radix: 16, hosts: 32, transport: "{kind: roce}", steps: 2}.run(t).Summary
+	at := 0.5 * base.Training.StepTimeUs // the middle of step 0
+	seen := map[float64]string{}
+	for _, rto := range []sim.Time{sim.Millisecond, 3 * sim.Millisecond} {
+		for _, retry := range []int{1, 3, 7} {
+			c := tfCase{radix: 16, hosts: 32, transport: fmt.Sprintf("{kind: roce, roce: {rto: %dus, retry_count: %d}}", rto/sim.Microsecond, retry), steps: 2,
+				faults: fmt.Sprintf("  - {at: %.0fus, switch: p0.t1-0, action: down}\n", at)}
+			tf := c.run(t).Summary.TrainingFaults
+			if tf == nil || len(tf.Restarts) != 1 {
+				t.Fatalf("rto %v retry_count %d: restarts %+v; want one", rto, retry, tf)
+			}
+			r := tf.Restarts[0]
+			budget := rto * sim.Time(retry+1)
+			var sinceMs float64
+			if i := strings.Index(r.Cause, " from "); i < 0 {
+				t.Fatalf("cause %q names no stall time", r.Cause)
+			} else if _, err := fmt.Sscanf(r.Cause[i:], " from %f ms", &sinceMs); err != nil {
+				t.Fatalf("cause %q: %v", r.Cause, err)
+			}
+			t.Logf("rto %v retry_count %d: stalled from %.3f ms, gave up at %.3f ms: %s", rto, retry, sinceMs, r.AtUs/1e3, r.Cause)
+			if got := r.AtUs - 1e3*sinceMs; math.Abs(got-budget.Micros()) > 1 {
+				t.Errorf("rto %v retry_count %d: gave up %.1f us after stalling; want RTO x (retry_count + 1) = %v", rto, retry, got, budget)
+			}
+			if !strings.Contains(r.Cause, "retry budget ("+budget.String()+")") {
+				t.Errorf("rto %v retry_count %d: cause %q does not name the budget %v", rto, retry, r.Cause, budget)
+			}
+			if prev, dup := seen[r.AtUs]; dup {
+				t.Errorf("rto %v retry_count %d: gave up at %.1f us, as %s did", rto, retry, r.AtUs, prev)
+			}
+			seen[r.AtUs] = fmt.Sprintf("rto %v retry_count %d", rto, retry)
+		}
+	}
+}
+
+// flowModelOf: a kind with no flow-level model is an *InputError naming it and the way out;
+// a registered transport gives its plugin's model and Name; checkFlowModel refuses models
+// the flow level cannot run.
+func TestFlowModelOf(t *testing.T) {
+	l, err := topo.Clos{Tiers: 2, Planes: 2, Radix: 8, Hosts: 16, HostLink: 100e9}.Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		kind, name string
+		spray      bool
+	}{{"mrc", "MRC", true}, {"roce", "RoCE", false}, {"nosuch", "", false}, {"ideal", "", false}} {
+		sc := &scenario.Scenario{}
+		sc.Transport.Kind = c.kind
+		m, name, err := flowModelOf(sc, l)
+		if c.name == "" {
+			var ie *InputError
+			want := "transport.kind: " + c.kind + " has no flow-level model; use run.engine: packet"
+			if !errors.As(err, &ie) || err.Error() != want {
+				t.Errorf("%s: %v; want an InputError %q", c.kind, err, want)
+			}
+			continue
+		}
+		if err != nil || name != c.name || m.Spray != c.spray || m.GiveUp <= 0 {
+			t.Errorf("%s: %+v %q %v; want %s's model", c.kind, m, name, err, c.name)
+		}
+	}
+	good := transport.FlowModel{Paths: 1, WireBytes: 4178, HeaderBytes: 82, AckBytes: 82, RTO: sim.Millisecond, GiveUp: 8 * sim.Millisecond}
+	for _, c := range []struct {
+		name string
+		edit func(m *transport.FlowModel)
+		ok   bool
+	}{
+		{"good", func(m *transport.FlowModel) {}, true},
+		{"spray, default paths", func(m *transport.FlowModel) { m.Spray, m.Paths = true, 0 }, true},
+		{"reroute without rto", func(m *transport.FlowModel) { m.EndpointReroute, m.RTO = true, 0 }, true},
+		{"never gives up", func(m *transport.FlowModel) { m.GiveUp = sim.MaxTime }, true},
+		{"negative paths", func(m *transport.FlowModel) { m.Paths = -1 }, false},
+		{"no wire", func(m *transport.FlowModel) { m.WireBytes = 0 }, false},
+		{"no ack", func(m *transport.FlowModel) { m.AckBytes = 0 }, false},
+		{"negative header", func(m *transport.FlowModel) { m.HeaderBytes = -1 }, false},
+		{"no give-up", func(m *transport.FlowModel) { m.GiveUp = 0 }, false},
+		{"no rto, no reroute", func(m *transport.FlowModel) { m.RTO = 0 }, false},
+		{"negative reroute", func(m *transport.FlowModel) { m.EndpointReroute, m.RerouteAfter = true, -1 }, false},
+	} {
+		m := good
+		c.edit(&m)
+		if err := checkFlowModel(m); (err == nil) != c.ok {
+			t.Errorf("%s: %v; want ok %v", c.name, err, c.ok)
 		}
 	}
 }

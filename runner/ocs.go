@@ -94,7 +94,10 @@ func trainingOn(sc *scenario.Scenario, l topo.Topology) (*training.Result, error
 		b, err = training.NewAnalyticBackend(s, idealModel(sc, p))
 	} else {
 		g := job.GPU
-		base, caps := scenarioFlowRouter(sc, l, job.Placement.Domain, g.ScaleUpRate, g.ScaleUpLatency)
+		base, caps, rerr := scenarioFlowRouter(sc, l, job.Placement.Domain, g.ScaleUpRate, g.ScaleUpLatency)
+		if rerr != nil {
+			return nil, rerr
+		}
 		router := &collRouter{flowRouter: base} // any path length (tori)
 		stop := func(now sim.Time, err error) { s.Stop(err) }
 		var fnet *flow.Net

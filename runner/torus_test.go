@@ -8,6 +8,7 @@ import (
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/transport"
 )
 
 // torusA2A is an all-to-all of 4 MiB per chip on a 4x4x8 torus of 100G links, twisted (%v) or
@@ -96,7 +97,7 @@ func TestCollRouterLongPaths(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			base, _ := newFlowRouter(l, "mrc", 1, 0, 0, 0)
+			base, _ := newFlowRouter(l, transport.FlowModel{Spray: true}, 1, 0, 0, 0)
 			r := &collRouter{flowRouter: base}
 			hosts, planes := l.NumHosts(), l.Params().Planes
 			long := 0
@@ -129,8 +130,8 @@ func TestCollRouterLongPaths(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(paths) != maxFlowSpray || lat != 8*500*sim.Nanosecond {
-				t.Errorf("0 -> %d: %d paths, latency %v; want %d sprayed, 4us (8 hops of 500ns)", far, len(paths), lat, maxFlowSpray)
+			if len(paths) != transport.DefaultFlowPaths || lat != 8*500*sim.Nanosecond {
+				t.Errorf("0 -> %d: %d paths, latency %v; want %d sprayed, 4us (8 hops of 500ns)", far, len(paths), lat, transport.DefaultFlowPaths)
 			}
 			links := l.Links()
 			seen := map[string]bool{}

@@ -650,11 +650,13 @@ func finishTrainingFaults(tf *TrainingFaults, tr *training.Result) {
 	tf.RunTimeWithRestartsS = tr.RunTimeS + tf.RestartsChargedS
 }
 
+// transportName is how messages name sc's transport: its plugin's Name ("MRC", "RoCE"),
+// else its kind.
 func transportName(sc *scenario.Scenario) string {
-	if sc.Transport.Kind == scenario.TransportRoCE {
-		return "RoCE"
+	if p, ok := transport.Lookup(sc.Transport.Kind); ok {
+		return p.Name
 	}
-	return "MRC"
+	return sc.Transport.Kind
 }
 
 // markTrainingOutcome fails a packet-level training run that stopped at a job restart

@@ -284,7 +284,7 @@ func TestTrainingLossPerTransport(t *testing.T) {
 			layout, _ := sc.Topology.Describe()
 			rtt := layout.Params().RoundTrip(layout.Sizing().MaxSwitchHops, 4096+82, 82)
 			w := math.Ceil(100e9 * rtt.Seconds() / (8 * (4096 + 82)))
-			g := lossGoodput(sc.Transport.Kind, p, w)
+			g := lossGoodput(kind == "roce", p, w) // go-back-N under RoCE
 			if kind == "roce" {
 				if ff := r.Training.Faults; ff == nil {
 					t.Fatal("no fault report")

@@ -11,7 +11,6 @@ import (
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
 	"github.com/lockstepsim/lockstep/transport"
-	"github.com/lockstepsim/lockstep/transport/roce"
 	"github.com/lockstepsim/lockstep/workload/collective"
 	"github.com/lockstepsim/lockstep/workload/training"
 )
@@ -108,11 +107,13 @@ func (t *TrainingRun) WriteStepsCSV(w io.Writer) error { return t.Result.WriteSt
 
 // flapProcesses turns a training scenario's flapping links (faults with action flap; the
 // scenario admits no other) into failure processes for the goodput model: each matched link
-// fails once per period. Under MRC every flap is absorbed (spraying moves off the failed
-// paths within microseconds). Under RoCE a flap restarts the job when its down time outlasts
-// the QPs' retry budget, RTO x (retry_count + 1), before routing reconverges (then the QPs
-// hashed onto the link break); a shorter one stalls them, and they resume.
-func flapProcesses(sc *scenario.Scenario, layout topo.Topology) ([]training.FailureProcess, error) {
+// fails once per period. fm is the transport's flow model (nil: none, no flap restarts).
+// A transport whose endpoints reroute (MRC) absorbs every flap (spraying moves off the
+// failed paths within microseconds), but for a host link on one plane: see below. Under one
+// that relies on routing (RoCE) a flap restarts the job when its down time outlasts the QPs'
+// retry budget (GiveUp; RoCE's RTO x (retry_count + 1)) before routing reconverges (then the
+// QPs hashed onto the link break); a shorter one stalls them, and they resume.
+func flapProcesses(sc *scenario.Scenario, layout topo.Topology, fm *transport.FlowModel) ([]training.FailureProcess, error) {
 	var out []training.FailureProcess
 	inv := fault.FromLayout(layout)
 	for i, f := range sc.Faults {
@@ -127,10 +128,11 @@ func flapProcesses(sc *scenario.Scenario, layout topo.Topology) ([]training.Fail
 		}
 		links := len(sch.Events)
 		restarts := 0.0
-		if sc.Transport.Kind == scenario.TransportMRC && layout.Params().Planes == 1 && f.DownFor > 100*sim.Millisecond {
-			// One plane: a host link is the GPU's only way out; MRC has no other path to
-			// spray onto, so an outage longer than its ACK-timeout retries (7 fixed plus
-			// exponential ones, tens of ms at the defaults) errors the QPs: a restart.
+		if fm != nil && fm.EndpointReroute && layout.Params().Planes == 1 && f.DownFor > 100*sim.Millisecond {
+			// One plane: a host link is the GPU's only way out; the transport has no other
+			// path to reroute onto, so an outage longer than its retries (MRC's ACK
+			// timeouts: 7 fixed plus exponential ones, tens of ms at the defaults; 100 ms is
+			// the bound taken for them) errors the QPs: a restart.
 			all := layout.Links()
 			for _, e := range sch.Events {
 				if k := int(e.Port) / 2; k < len(all) && all[k].Level == 0 {
@@ -138,10 +140,8 @@ func flapProcesses(sc *scenario.Scenario, layout topo.Topology) ([]training.Fail
 				}
 			}
 		}
-		if sc.Transport.Kind == scenario.TransportRoCE {
-			rc := sc.Transport.Block().(*roce.Config).WithDefaults()
-			budget := rc.RTO * sim.Time(rc.RetryCount+1)
-			if f.DownFor > budget && sc.Fabric.Reconvergence > budget {
+		if fm != nil && !fm.EndpointReroute {
+			if budget := fm.GiveUp; f.DownFor > budget && sc.Fabric.Reconvergence > budget {
 				restarts = 1
 			}
 		}
@@ -186,21 +186,30 @@ func runTraining(sc *scenario.Scenario, layout topo.Topology, res *Result) error
 }
 
 // trainingEnv returns the cluster the goodput model charges failures on: the NICs and
-// links, the share of link failures that restart the job (every one under RoCE; under
-// one-plane MRC on a Clos, the host links'), and the scenario's flapping links as failure
-// processes (flapProcesses).
+// links, the share of link failures that restart the job (every one under a transport
+// without endpoint reroute, RoCE; otherwise, on a one-plane Clos, the host links'), and the
+// scenario's flapping links as failure processes (flapProcesses). The transport's flow model
+// (lookupFlowModel) says which; a transport without one (transport ideal) is charged as one
+// that reroutes.
 func trainingEnv(sc *scenario.Scenario, layout topo.Topology) (training.Env, error) {
 	hosts, p := layout.NumHosts(), layout.Params()
 	env := training.Env{NICs: hosts * p.Planes, Links: layout.NumLinks()}
-	if sc.Transport.Kind == scenario.TransportRoCE {
+	m, _, ok, err := lookupFlowModel(sc, layout)
+	if err != nil {
+		return env, err
+	}
+	var fm *transport.FlowModel
+	if ok {
+		fm = &m
+	}
+	if fm != nil && !fm.EndpointReroute {
 		env.LinkFailureRestarts = 1
 	} else if _, clos := layout.(*topo.Layout); clos && p.Planes == 1 && layout.NumLinks() > 0 {
-		// One plane: a host's only link is its only way out, so MRC cannot spray around its
-		// failure; the host links' share of the links restarts the job.
+		// One plane: a host's only link is its only way out, so the transport cannot
+		// reroute around its failure; the host links' share of the links restarts the job.
 		env.LinkFailureRestarts = float64(hosts) / float64(layout.NumLinks())
 	}
-	var err error
-	if env.Extra, err = flapProcesses(sc, layout); err != nil {
+	if env.Extra, err = flapProcesses(sc, layout, fm); err != nil {
 		return env, &InputError{Err: err}
 	}
 	return env, nil
@@ -250,7 +259,10 @@ func newFlowTrainBackend(sc *scenario.Scenario, layout topo.Topology, res *Resul
 	s := res.Sim
 	b := &trainBackend{engine: "flow"}
 	g := job.GPU
-	base, caps := scenarioFlowRouter(sc, layout, job.Placement.Domain, g.ScaleUpRate, g.ScaleUpLatency)
+	base, caps, err := scenarioFlowRouter(sc, layout, job.Placement.Domain, g.ScaleUpRate, g.ScaleUpLatency)
+	if err != nil {
+		return nil, err
+	}
 	b.router = base
 	stop := func(now sim.Time, err error) { s.Stop(err) }
 	ncfg, ccfg := flow.Config{OnStall: stop}, flow.CollConfig{OnError: stop}
@@ -273,13 +285,12 @@ func newFlowTrainBackend(sc *scenario.Scenario, layout topo.Topology, res *Resul
 				}
 			}
 			ccfg.Reroutable = true
-			if sc.Transport.Kind == scenario.TransportRoCE {
+			if m := base.model; m.RTO > 0 && !m.EndpointReroute {
 				// A message whose last packet is lost waits the RTO (no tail-loss probe).
 				ccfg.TailLoss, ccfg.TailRTO, ccfg.TailSeed = ff.tailLoss, ff.rto, sc.Run.Seed
 			}
 		}
 	}
-	var err error
 	if b.fnet, err = flow.New(s, caps, ncfg); err != nil {
 		return nil, err
 	}

@@ -1,13 +1,51 @@
 package rocenic
 
 import (
-	"errors"
+	"fmt"
 
+	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
 	"github.com/lockstepsim/lockstep/transport"
+	"github.com/lockstepsim/lockstep/transport/roce"
 )
 
-// STUB (issue 18 track F replaces this file).
-func flowModel(cfg any, t topo.Topology) (transport.FlowModel, error) {
-	return transport.FlowModel{}, errors.New("roce: flow model not yet moved")
+// flowModel is RoCEv2 to the flow-level engine (run.engine flow; docs/protocols.md, "Faults
+// at flow level"): each QP rides one ECMP-hashed path, qps_per_peer QPs per peer per plane;
+// go-back-N resends everything in flight after a loss; routing, not the endpoints, moves
+// flows off a link that is down, after fabric.reconvergence; a QP stalled on a dead path
+// retries every rto and errors after retry_count + 1 timeouts without progress. cfg is the
+// resolved *roce.Config (nil: the defaults); t is not needed (RoCE's budget is its RTO's).
+//
+// AckBytes is a packet's headers alone, as the flow level has always sized the ACK in the
+// round trip behind the go-back-N window (the AETH's 4 bytes are left out).
+func flowModel(cfg any, _ topo.Topology) (transport.FlowModel, error) {
+	c, err := flowConfig(cfg)
+	if err != nil {
+		return transport.FlowModel{}, err
+	}
+	return transport.FlowModel{
+		Spray:           false,
+		Paths:           c.QPsPerPeer,
+		WireBytes:       c.PayloadBytes + c.HeaderBytes,
+		HeaderBytes:     c.HeaderBytes,
+		AckBytes:        c.HeaderBytes,
+		GoBackN:         true,
+		EndpointReroute: false,
+		RTO:             c.RTO,
+		GiveUp:          c.RTO * sim.Time(c.RetryCount+1),
+	}, nil
+}
+
+// flowConfig is cfg (a *roce.Config, or nil for the zero block) with its defaults filled.
+func flowConfig(cfg any) (roce.Config, error) {
+	switch c := cfg.(type) {
+	case nil:
+		return roce.Config{}.WithDefaults(), nil
+	case *roce.Config:
+		if c == nil {
+			return roce.Config{}.WithDefaults(), nil
+		}
+		return c.WithDefaults(), nil
+	}
+	return roce.Config{}, fmt.Errorf("transport.roce: flow model: the block is a %T, want *roce.Config", cfg)
 }
