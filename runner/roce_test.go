@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -331,6 +332,9 @@ traffic:
 
 // roceString prints a RoCE run's transport block, common figures and RoCE's own.
 func roceString(s Summary) string {
-	v := s.roceT()
-	return fmt.Sprintf("%+v %+v", *v.Summary, *v.Detail)
+	b, err := json.Marshal(s.Transport)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }
