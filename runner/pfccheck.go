@@ -6,6 +6,7 @@ import (
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/transport/nic"
 )
 
 // checkPFCBuffer rejects a PFC shared buffer (dynamic thresholds) that cannot hold one data
@@ -18,7 +19,7 @@ func checkPFCBuffer(sc *scenario.Scenario, l topo.Topology) error {
 	}
 	pkt := sc.MaxPacketBytes()
 	most, at := 0, -1
-	for n, s := range scenario.SwitchIngresses(l) {
+	for n, s := range nic.SwitchIngresses(l) {
 		if len(s) > most {
 			most, at = len(s), n
 		}

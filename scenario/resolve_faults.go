@@ -7,7 +7,7 @@ import (
 
 	"github.com/lockstepsim/lockstep/fault"
 	"github.com/lockstepsim/lockstep/topo"
-	"github.com/lockstepsim/lockstep/transport/mrc"
+	"github.com/lockstepsim/lockstep/transport"
 )
 
 // faults resolves the faults section (resolveFaults) and rejects a failed chip on a torus
@@ -54,37 +54,21 @@ func (sc *Scenario) resolveFaults(l topo.Topology) error {
 }
 
 // checkFaultEntropy checks faults' entropy values against the transport, since a filter on a
-// value no packet carries silently drops nothing. Under MRC a packet's entropy is its EV's
-// number within its QP (runner: Packet.Entropy = EV), and EVs are numbered plane by plane
-// (mrc.NewEVSet): with A active and B backup EVs over P planes, plane p's are p x (A+B)/P up
-// to (p+1) x (A+B)/P - 1, its A/P active ones first. resolveEVSplit makes A and B multiples
-// of P, so the blocks are the same in every QP. An entropy must then be one of those of the
-// plane of some link the entry names. Under RoCE packets carry no entropy (a QP's ECMP path
-// comes from its UDP source port). Raw traffic's entropy is a sprayed packet's path index,
-// left unchecked.
+// value no packet carries silently drops nothing: the transport's plugin says which values its
+// packets carry where (transport.Plugin.Entropy; MRC: EV numbers by plane, RoCE: none). Raw
+// traffic's entropy is a sprayed packet's path index, left unchecked, as is a transport
+// whose plugin has no Entropy hook.
 func (sc *Scenario) checkFaultEntropy(l topo.Topology, inv *fault.Inventory) error {
+	p, ok := transport.Lookup(sc.Transport.Kind)
+	if !ok || p.Entropy == nil {
+		return nil
+	}
 	var links []topo.Link // read once, when needed
 	for i := range sc.Faults {
 		f := &sc.Faults[i]
 		if f.Entropy == nil {
 			continue
 		}
-		path := fmt.Sprintf("faults[%d].entropy", i)
-		e := int64(*f.Entropy)
-		switch sc.Transport.Kind {
-		case TransportRoCE:
-			return Errorf(path, "%d under transport roce, whose packets carry no entropy value (a QP's ECMP path comes from its UDP source port), so the filter would drop nothing (0: every packet); entropy applies to transport mrc (an EV number) and raw traffic with path: spray (a path index)", e)
-		case TransportMRC:
-		default:
-			continue
-		}
-		ev := sc.Transport.Block().(*mrc.Config).EV
-		planes := l.Params().Planes
-		active, backup := ev.Active, max(ev.Backup, 0)
-		if planes < 1 || active%planes != 0 || backup%planes != 0 {
-			continue // resolveEVSplit rejects these first
-		}
-		per := (active + backup) / planes
 		// The ports the entry acts on: expand it alone, once, at its start (a random
 		// process's draws would name only some of them).
 		one := *f
@@ -98,24 +82,18 @@ func (sc *Scenario) checkFaultEntropy(l topo.Topology, inv *fault.Inventory) err
 		}
 		kind, _ := f.Target()
 		first := s.Events[0]
-		firstPlane := links[first.Port/2].Plane // ports come two per link (fault.FromLayout)
-		span := func(p int) string {
-			return fmt.Sprintf("%d..%d", p*per, (p+1)*per-1)
-		}
-		layout := fmt.Sprintf("EVs are numbered plane by plane, %d per plane: %d active then %d backup, from transport.mrc.ev active %d and backup %d over %d planes", per, active/planes, backup/planes, active, backup, planes)
-		if e >= int64(active+backup) {
-			return Errorf(path, "%d is beyond the %d EVs of a QP (0..%d: transport.mrc.ev active %d + backup %d), so it would drop nothing; %s %s is on plane %d: allowed %s", e, active+backup, active+backup-1, active, backup, kind, first.Name, firstPlane, span(firstPlane))
-		}
-		evPlane := int(e) / per
-		hit := false
-		for _, x := range s.Events {
-			if x.Port >= 0 && links[x.Port/2].Plane == evPlane {
-				hit = true
-				break
+		onPlane := func(pl int) bool {
+			for _, x := range s.Events {
+				if x.Port >= 0 && links[x.Port/2].Plane == pl {
+					return true
+				}
 			}
+			return false
 		}
-		if !hit {
-			return Errorf(path, "%d is an EV of plane %d (EVs %s), but %s %s is on plane %d, which its packets never cross; allowed %s there (%s)", e, evPlane, span(evPlane), kind, first.Name, firstPlane, span(firstPlane), layout)
+		// ports come two per link (fault.FromLayout)
+		err = p.Entropy(sc.Transport.Block(), int64(*f.Entropy), l.Params().Planes, onPlane, kind+" "+first.Name, links[first.Port/2].Plane)
+		if err != nil {
+			return Errorf(fmt.Sprintf("faults[%d].entropy", i), "%v", err)
 		}
 	}
 	return nil

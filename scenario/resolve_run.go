@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/transport"
 )
 
 // name resolves the scenario's name (default "scenario", a safe folder name); it relies on
@@ -148,11 +149,11 @@ func (r *resolver) transferDuration() error {
 	nic := r.c.HostLink * sim.Rate(r.c.Planes)
 	if need := transferBound(sc.Traffic, sc.Transport, hosts, nic); need > 0 && !r.durationGiven {
 		// Transfers end the run when they complete; the duration only bounds it. Left out, it
-		// is long enough for the busiest NIC's bytes at a quarter of line rate, under RoCE at
-		// a sixteenth: each QP is hashed onto one path, so k flows may share a link (a 5-way
+		// is long enough for the busiest NIC's bytes at a quarter of line rate, under an
+		// ECMP-hashed transport (RoCE) at a sixteenth: each QP is hashed onto one path, so k flows may share a link (a 5-way
 		// collision in a 128-host permutation), and a transfer left unfinished fails the run.
 		factor := sim.Time(4)
-		if sc.Transport.Kind == TransportRoCE {
+		if p, ok := transport.Lookup(sc.Transport.Kind); ok && p.ECMPHashed {
 			factor = 16
 		}
 		if d := factor*need + 100*sim.Microsecond; d > run.Duration {

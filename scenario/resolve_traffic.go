@@ -6,6 +6,7 @@ import (
 
 	"github.com/lockstepsim/lockstep/fabric"
 	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/transport"
 )
 
 // traffic resolves the traffic groups (at least one, none beside a workload); it relies on
@@ -123,17 +124,17 @@ func (t *Traffic) resolveTransfers(path string, tr Transport, hosts int, duratio
 	}
 	// ecn and trimmable say how a raw flow's packets are flagged; a transport flags its own
 	// (MRC data: ECN-capable and trimmable; RoCE data: ECN-capable), so even false is unused.
-	what := map[string]string{
-		TransportMRC:  "MRC marks every data packet ECN-capable and trimmable",
-		TransportRoCE: "RoCE marks every data packet ECN-capable (DCQCN) and never trimmable",
-	}[tr.Kind]
+	what, never := "", false
+	if p, ok := transport.Lookup(tr.Kind); ok {
+		what, never = p.DataMarks, p.NeverTrimmed
+	}
 	for _, c := range []struct {
 		f, switchOff string
 		set          bool
 		v            bool
 	}{{"ecn", "fabric.switch_queue.ecn: {enabled: false}", t.ECN || t.given.ecn, t.ECN}, {"trimmable", "fabric.switch_queue.trim: {enabled: false}", t.Trimmable || t.given.trimmable, t.Trimmable}} {
 		if c.set {
-			if tr.Kind == TransportRoCE && c.f == "trimmable" {
+			if never && c.f == "trimmable" {
 				return Errorf(path+"."+c.f, "%v applies to transport raw only; %s", c.v, what)
 			}
 			return Errorf(path+"."+c.f, "%v applies to transport raw only; %s (to change what switches do, set %s and likewise last_hop_queue)", c.v, what, c.switchOff)

@@ -150,7 +150,7 @@ func TestTransportBlockEncode(t *testing.T) {
 // given; a copied scenario does not share later blocks.
 func TestTransportSetBlock(t *testing.T) {
 	for _, active := range []int{4, 8, 16, 32, 64} {
-		sc := Scenario{Transport: Transport{Kind: TransportMRC}, Traffic: []Traffic{{Pattern: PatternPermutation, Bytes: 1 << 20}}}
+		sc := Scenario{Transport: Transport{Kind: "mrc"}, Traffic: []Traffic{{Pattern: PatternPermutation, Bytes: 1 << 20}}}
 		sc.Topology = Topology{}
 		if err := Decode([]byte(trTopo), &sc); err != nil {
 			t.Fatal(err)
@@ -169,7 +169,7 @@ func TestTransportSetBlock(t *testing.T) {
 		}
 	}
 	var tr Transport
-	tr.Kind = TransportRoCE
+	tr.Kind = "roce"
 	tr.SetBlock(&roce.Config{QPsPerPeer: 3})
 	tr.SetBlock(nil)
 	if tr.Block() != nil || tr.blocks != nil {

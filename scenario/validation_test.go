@@ -8,6 +8,8 @@ import (
 	"github.com/lockstepsim/lockstep/fabric"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/transport/mrc"
+	"github.com/lockstepsim/lockstep/transport/mrc/mrcnic"
+	"github.com/lockstepsim/lockstep/transport/roce/rocenic"
 )
 
 // valYAML is a small scenario: an 8-plane Clos of 16 hosts; %s the fabric block (may be
@@ -77,7 +79,7 @@ func TestProfileKeepsGivenQueueSettings(t *testing.T) {
 			}},
 		{"mrc: thresholds without enabled mark, pmax from the profile", "fabric: {switch_queue: {ecn: {kmin: 20KB, kmax: 80KB}}}", mrcT,
 			QueueGiven{SwitchECN: true}, nil, func(f *Fabric) string {
-				if e := f.SwitchQueue.ECN; !e.Enabled || e.Pmax != ProfileMRCPmax {
+				if e := f.SwitchQueue.ECN; !e.Enabled || e.Pmax != mrcnic.ProfilePmax {
 					return fmt.Sprintf("switch ECN %+v; want enabled, pmax 1", e)
 				}
 				return ""
@@ -114,7 +116,7 @@ func TestProfileKeepsGivenQueueSettings(t *testing.T) {
 			}},
 		{"roce: thresholds without enabled mark with pmax 0.2", "fabric: {switch_queue: {ecn: {kmin: 50KB, kmax: 200KB}}}", roceT,
 			QueueGiven{SwitchECN: true, LastECN: true}, nil, func(f *Fabric) string {
-				if e := f.LastHopQueue.ECN; !e.Enabled || e.Pmax != ProfileRoCEPmax {
+				if e := f.LastHopQueue.ECN; !e.Enabled || e.Pmax != rocenic.ProfilePmax {
 					return fmt.Sprintf("last hop ECN %+v", e)
 				}
 				return ""
@@ -171,7 +173,7 @@ func mustParse(t *testing.T) *Scenario {
 // A scenario built in Go (not decoded) is judged by its values, as before presence was
 // recorded.
 func TestProfileGivenFromValues(t *testing.T) {
-	sc := &Scenario{Transport: Transport{Kind: TransportMRC}, Traffic: []Traffic{{Pattern: PatternPermutation, Bytes: 1 << 20}}}
+	sc := &Scenario{Transport: Transport{Kind: "mrc"}, Traffic: []Traffic{{Pattern: PatternPermutation, Bytes: 1 << 20}}}
 	sc.Topology.Clos = mustParse(t).Topology.Clos
 	sc.Fabric.SwitchQueue.Trim = fabric.TrimConfig{Enabled: true, Threshold: 50000}
 	if err := sc.Resolve(); err != nil {

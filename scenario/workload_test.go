@@ -54,7 +54,7 @@ func TestCollectiveResolve(t *testing.T) {
 		if msg := tc.check(c); msg != "" {
 			t.Errorf("%s: got %+v; %s", tc.name, *c, msg)
 		}
-		if tc.name == "workload defaults to MRC" && sc.Transport.Kind != TransportMRC {
+		if tc.name == "workload defaults to MRC" && sc.Transport.Kind != "mrc" {
 			t.Errorf("%s: transport %q", tc.name, sc.Transport.Kind)
 		}
 	}

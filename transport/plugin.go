@@ -47,6 +47,22 @@ type Plugin struct {
 	// transport.kind (one registered plugin at most sets it; none: the workload must name
 	// one).
 	WorkloadDefault bool
+	// ECMPHashed is true for a transport whose QPs each follow one ECMP-hashed path (RoCE):
+	// a left-out run.duration is then sized for colliding flows (a sixteenth of line rate,
+	// not a quarter), so a transfer left unfinished by a hash collision does not fail the run.
+	ECMPHashed bool
+	// DataMarks says, for the error on a traffic group's raw-only ecn or trimmable flag, how
+	// the transport flags its own data packets ("MRC marks every data packet ECN-capable and
+	// trimmable"); NeverTrimmed drops the hint to turn switch trimming off, which then does
+	// not apply.
+	DataMarks    string
+	NeverTrimmed bool
+	// Entropy checks a fault entry's entropy filter (faults[i].entropy, value e) against the
+	// packets the transport sends: planes is the fabric's plane count, onPlane reports whether
+	// the entry acts on a link of plane p, target names the entry's first element ("link
+	// p0.t0-1.up2") and targetPlane its plane. An error (its message only; the resolver adds
+	// the path) says no packet can carry e there. nil: entropy values are not checked.
+	Entropy func(cfg any, e int64, planes int, onPlane func(p int) bool, target string, targetPlane int) error
 	// Profile applies the transport's fabric profile (fabric.profile: <kind>, the default
 	// under this transport) to the queues: it fills only what env.Given says the scenario
 	// left out. cfg is the resolved block (NewConfig's zero block when fabric.profile names

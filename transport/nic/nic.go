@@ -81,3 +81,17 @@ func (w *Wait) Reset() {
 		w.Q, w.Head = w.Q[:0], 0
 	}
 }
+
+// SwitchIngresses lists, by node of l, the links at a switch's ports (one per connected port,
+// so the switch's ingresses; none for a host): what PFC buffer checks and profiles size from.
+func SwitchIngresses(l topo.Topology) [][]topo.Link {
+	out := make([][]topo.Link, l.NumNodes())
+	for _, k := range l.Links() {
+		for _, n := range [2]int{k.A.Node, k.B.Node} {
+			if nd, ok := l.Node(n); ok && nd.Kind == topo.KindSwitch {
+				out[n] = append(out[n], k)
+			}
+		}
+	}
+	return out
+}

@@ -27,6 +27,8 @@ func init() {
 		Resolve:         resolve,
 		Lossless:        false,
 		WorkloadDefault: true,
+		DataMarks:       "MRC marks every data packet ECN-capable and trimmable",
+		Entropy:         entropy,
 		Profile:         profile,
 		Check:           check,
 		NewEndpoint:     newEndpoint,

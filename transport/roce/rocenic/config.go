@@ -5,8 +5,8 @@ import (
 
 	"github.com/lockstepsim/lockstep/fabric"
 	"github.com/lockstepsim/lockstep/sim"
-	"github.com/lockstepsim/lockstep/topo"
 	"github.com/lockstepsim/lockstep/transport"
+	"github.com/lockstepsim/lockstep/transport/nic"
 	"github.com/lockstepsim/lockstep/transport/roce"
 )
 
@@ -125,7 +125,7 @@ func sizeBuffer(env transport.ProfileEnv) {
 	var most sim.Rate
 	ports := 0
 	if !env.Fluid {
-		for _, s := range SwitchIngresses(env.Topology) {
+		for _, s := range nic.SwitchIngresses(env.Topology) {
 			var sum sim.Rate
 			for _, k := range s {
 				sum += k.Rate
@@ -135,20 +135,6 @@ func sizeBuffer(env transport.ProfileEnv) {
 	}
 	// At least one data packet per ingress (the pre-run check), which 1 MiB is up to radix 250.
 	p.SharedBuffer = max(sim.Size(most.BytesIn(BufferTime)), 1<<20, sim.Size(int64(ports)*env.MaxPacketBytes))
-}
-
-// SwitchIngresses lists, by node of l, the links at a switch's ports (one per connected port,
-// so the switch's ingresses; none for a host).
-func SwitchIngresses(l topo.Topology) [][]topo.Link {
-	out := make([][]topo.Link, l.NumNodes())
-	for _, k := range l.Links() {
-		for _, n := range [2]int{k.A.Node, k.B.Node} {
-			if nd, ok := l.Node(n); ok && nd.Kind == topo.KindSwitch {
-				out[n] = append(out[n], k)
-			}
-		}
-	}
-	return out
 }
 
 // losslessLimit is the switch egress queue limit the profile sets under PFC: PFCQueueLimit,
@@ -162,7 +148,7 @@ func losslessLimit(env transport.ProfileEnv) sim.Size {
 		return limit
 	}
 	cfg := env.PFC.WithDefaults()
-	for _, s := range SwitchIngresses(env.Topology) {
+	for _, s := range nic.SwitchIngresses(env.Topology) {
 		var hold sim.Size
 		for _, k := range s {
 			hold += cfg.IngressHold(k.Rate, k.Delay)

@@ -8,6 +8,7 @@ import (
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
 	"github.com/lockstepsim/lockstep/transport"
+	"github.com/lockstepsim/lockstep/transport/nic"
 	"github.com/lockstepsim/lockstep/transport/roce"
 )
 
@@ -109,7 +110,7 @@ func TestProfile(t *testing.T) {
 func TestSwitchIngresses(t *testing.T) {
 	for _, rate := range []sim.Rate{100e9, 400e9} {
 		l := closAt(t, rate)
-		in := SwitchIngresses(l)
+		in := nic.SwitchIngresses(l)
 		links := 0
 		for n, s := range in {
 			nd, _ := l.Node(n)

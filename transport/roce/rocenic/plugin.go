@@ -14,16 +14,20 @@ const Kind = "roce"
 
 func init() {
 	transport.Register(Kind, transport.Plugin{
-		Name:        "RoCE",
-		Proto:       fabric.ProtoRoCE,
-		NewConfig:   newConfig,
-		Resolve:     resolve,
-		Lossless:    true,
-		Profile:     profile,
-		Check:       check,
-		NewEndpoint: newEndpoint,
-		Flow:        flowModel,
-		Print:       printBlock,
-		Label:       label,
+		Name:         "RoCE",
+		Proto:        fabric.ProtoRoCE,
+		NewConfig:    newConfig,
+		Resolve:      resolve,
+		Lossless:     true,
+		ECMPHashed:   true,
+		DataMarks:    "RoCE marks every data packet ECN-capable (DCQCN) and never trimmable",
+		NeverTrimmed: true,
+		Entropy:      entropy,
+		Profile:      profile,
+		Check:        check,
+		NewEndpoint:  newEndpoint,
+		Flow:         flowModel,
+		Print:        printBlock,
+		Label:        label,
 	})
 }
