@@ -7,6 +7,7 @@ import (
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/transport/nic"
 	"github.com/lockstepsim/lockstep/traffic"
 )
 
@@ -67,7 +68,7 @@ func expandTraffic(sc *scenario.Scenario, l topo.Topology, net *fabric.Network) 
 				if rate <= 0 {
 					return nil, fmt.Errorf("%s: flow %d->%d: per-plane rate rounds to 0", path, p.src, p.dst)
 				}
-				if err := pairRouteError(l, p.src, p.dst, g.Path != scenario.PathECMP); err != nil {
+				if err := nic.PairRouteError(l, p.src, p.dst, g.Path != scenario.PathECMP); err != nil {
 					return nil, fmt.Errorf("%s: %w", path, err)
 				}
 				f := traffic.Flow{
