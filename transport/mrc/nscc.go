@@ -28,7 +28,7 @@ const (
 	// packets, not fractions of a BDP, at every hop. At 10G a BDP is about 5 packets and 1.5 BDP
 	// left 2.7 packets of queue for 3 hops: a 128-host permutation ran at 0.74 of line (FCT 1.30
 	// x ideal), at 0.89 with this floor (and the MRC profile's packet floors on ECN and trimming,
-	// scenario.applyMRCProfile). From 100G up, 1.5 BDP is the larger and nothing changes.
+	// transport/mrc/mrcnic/config.go profile). From 100G up, 1.5 BDP is the larger and nothing changes.
 	NSCCMinQueuePackets = 6
 	// NSCCDelayEWMA is the weight of a new sample in the filtered queueing delay (avg_delay)
 	// that sizes and gates the multiplicative decrease [UEC §3.6 NSCC: avg_delay, an EWMA with
