@@ -104,6 +104,15 @@ func endpointSummary(sc *scenario.Scenario, res *Result, ep transport.Endpoint, 
 		faults = append(faults, f.At)
 	}
 	ts := ep.Summary(end, faults)
+	if ts == nil {
+		ts = &transport.Summary{} // a plugin's bug; the run still reports its kind
+	}
+	if ts.Kind == "" {
+		ts.Kind = sc.Transport.Kind
+	}
+	if p, ok := plugin(sc); ok && ts.Name == "" {
+		ts.Name = p.Name
+	}
 	ts.Warnings = res.warnings
 	res.Summary = summarise(sc, res.Net, ts.Flows, smp, snap, end)
 	res.Summary.Transport = ts

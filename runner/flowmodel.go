@@ -16,7 +16,11 @@ import (
 func flowModelOf(sc *scenario.Scenario, t topo.Topology) (transport.FlowModel, string, error) {
 	m, name, ok, err := lookupFlowModel(sc, t)
 	if err == nil && !ok {
-		err = &InputError{Err: fmt.Errorf("transport.kind: %s has no flow-level model; use run.engine: packet", sc.Transport.Kind)}
+		why := ""
+		if sc.Workload.Training != nil {
+			why = " (run.engine defaults to flow for workload.training)"
+		}
+		err = &InputError{Err: fmt.Errorf("transport.kind: %s has no flow-level model; use run.engine: packet%s", sc.Transport.Kind, why)}
 	}
 	return m, name, err
 }

@@ -56,11 +56,11 @@ func (sc *Scenario) resolveFaults(l topo.Topology) error {
 // checkFaultEntropy checks faults' entropy values against the transport, since a filter on a
 // value no packet carries silently drops nothing: the transport's plugin says which values its
 // packets carry where (transport.Plugin.Entropy; MRC: EV numbers by plane, RoCE: none). Raw
-// traffic's entropy is a sprayed packet's path index, left unchecked, as is a transport
-// whose plugin has no Entropy hook.
+// traffic's entropy is a sprayed packet's path index, left unchecked; under a transport
+// whose plugin has no Entropy hook an entropy filter is an error (it could drop nothing).
 func (sc *Scenario) checkFaultEntropy(l topo.Topology, inv *fault.Inventory) error {
 	p, ok := transport.Lookup(sc.Transport.Kind)
-	if !ok || p.Entropy == nil {
+	if !ok {
 		return nil
 	}
 	var links []topo.Link // read once, when needed
@@ -68,6 +68,9 @@ func (sc *Scenario) checkFaultEntropy(l topo.Topology, inv *fault.Inventory) err
 		f := &sc.Faults[i]
 		if f.Entropy == nil {
 			continue
+		}
+		if p.Entropy == nil {
+			return Errorf(fmt.Sprintf("faults[%d].entropy", i), "%d under transport %s, which does not say what entropy values its packets carry, so the filter could drop nothing; entropy applies to raw traffic with path: spray (a path index) and to transports that define it", *f.Entropy, sc.Transport.Kind)
 		}
 		// The ports the entry acts on: expand it alone, once, at its start (a random
 		// process's draws would name only some of them).

@@ -124,9 +124,12 @@ func (t *Traffic) resolveTransfers(path string, tr Transport, hosts int, duratio
 	}
 	// ecn and trimmable say how a raw flow's packets are flagged; a transport flags its own
 	// (MRC data: ECN-capable and trimmable; RoCE data: ECN-capable), so even false is unused.
-	what, never := "", false
+	what, never := fmt.Sprintf("transport %s flags its own data packets", tr.Kind), false
 	if p, ok := transport.Lookup(tr.Kind); ok {
-		what, never = p.DataMarks, p.NeverTrimmed
+		if p.DataMarks != "" {
+			what = p.DataMarks
+		}
+		never = p.NeverTrimmed
 	}
 	for _, c := range []struct {
 		f, switchOff string

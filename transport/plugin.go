@@ -3,7 +3,7 @@
 // scenario resolver, the runner, the flow level and the results writer reach it only
 // through that Plugin. Nothing outside a transport's own packages and the one registration
 // file (transport/all/all.go) names a transport kind. docs/architecture.md, "How to add a
-// transport", walks through a new one; transport/toy_test (a test package) is a complete
+// transport", walks through a new one; transport/toytest (a test-only package) is a complete
 // example written against this interface alone.
 //
 // The engines themselves (transport/mrc, transport/roce) are sans-IO: they see times and
@@ -295,13 +295,14 @@ const DefaultFlowPaths = 128
 var registry = map[string]*Plugin{}
 
 // Register makes a transport available under kind (transport.kind in a scenario and the key
-// of its block). It is called from the transport's package init and panics on an empty or
-// reserved kind, a kind registered twice or a plugin without Name or NewEndpoint: those are
+// of its block). It is called from the transport's package init and panics on a kind that is
+// not a lower-case identifier (a letter, then letters, digits or '_'; at most 32 bytes), a
+// reserved one, a kind registered twice or a plugin without Name or NewEndpoint: those are
 // programming errors found on the first run of any test.
 func Register(kind string, p Plugin) {
 	switch {
-	case kind == "" || reserved[kind]:
-		panic(fmt.Sprintf("transport.Register: kind %q is empty or reserved", kind))
+	case !validKind(kind) || reserved[kind]:
+		panic(fmt.Sprintf("transport.Register: kind %q is reserved or not a lower-case identifier (a-z, then a-z, 0-9 or _)", kind))
 	case registry[kind] != nil:
 		panic(fmt.Sprintf("transport.Register: kind %q registered twice", kind))
 	case p.Name == "" || p.NewEndpoint == nil:
@@ -310,9 +311,25 @@ func Register(kind string, p Plugin) {
 	registry[kind] = &p
 }
 
-// reserved are the kinds the simulator itself provides (paced raw traffic; the ideal,
-// contention-free network of workloads): no plugin may take them.
-var reserved = map[string]bool{"raw": true, "ideal": true}
+// reserved are the kinds no plugin may take: those the simulator itself provides (paced raw
+// traffic; the ideal, contention-free network of workloads), "none" (fabric.profile's
+// value for no profile, where a transport's kind also names its profile) and "kind" (the
+// key beside the blocks in transport: {kind: ...}).
+var reserved = map[string]bool{"raw": true, "ideal": true, "none": true, "kind": true}
+
+// validKind reports whether kind is a lower-case identifier of at most 32 bytes: one YAML
+// key, one path element of a variant, one word in messages.
+func validKind(kind string) bool {
+	if kind == "" || len(kind) > 32 || kind[0] < 'a' || kind[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(kind); i++ {
+		if c := kind[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
 
 // Lookup returns the plugin registered under kind.
 func Lookup(kind string) (*Plugin, bool) {

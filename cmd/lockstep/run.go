@@ -514,7 +514,7 @@ func printFaultCosts(w io.Writer, sc *scenario.Scenario, s *runner.Summary) {
 		// so a QP may route that EV elsewhere. Say so rather than leave a fault that did
 		// nothing looking like a fault MRC shrugged off.
 		if c.Entry < len(sc.Faults) && sc.Faults[c.Entry].Entropy != nil && c.PacketsDropped == 0 {
-			fmt.Fprintf(w, "note: faults[%d] (entropy %d on %s) dropped no packet: no QP routed that EV over the link (each QP draws its EVs' paths; pick another EV of the link's plane)\n",
+			fmt.Fprintf(w, "note: faults[%d] (entropy %d on %s) dropped no packet: no packet with that entropy crossed the link (under MRC each QP draws its EVs' paths: pick another EV of the link's plane; raw spray: another path index)\n",
 				c.Entry, *sc.Faults[c.Entry].Entropy, c.Target)
 		}
 	}
