@@ -7,8 +7,8 @@ import (
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
-	"github.com/lockstepsim/lockstep/transport/nic"
 	"github.com/lockstepsim/lockstep/traffic"
+	"github.com/lockstepsim/lockstep/transport/nic"
 )
 
 // maxSprayRoutes caps the rotation of a spraying flow; beyond it a seeded sample of the plane's
