@@ -95,6 +95,8 @@ func TestMatchHeadline(t *testing.T) {
 		{"mrc.retx_packets.*", "mrc.retx_packets.sack_gap", true},
 		{"mrc.retx_packets.*", "mrc.retx_packets", false},
 		{"mrc.retx_packets.*", "mrc.retx_packets.a.b", false},
+		{"transport.retx_packets_by_cause.*", "transport.retx_packets_by_cause.trim_nack", true},
+		{"transport.retx_packets_by_cause.*", "transport.retx_packets", false},
 		{"collectives[*].busbw_GBps", "collectives[12].busbw_GBps", true},
 		{"collectives[*].busbw_GBps", "collectives[1].algbw_GBps", false},
 		{"drops_packets.*", "drops_packets[0]", false},

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,66 @@ func TestWriteSynthetic(t *testing.T) {
 		}
 	}
 	checkSelfContained(t, page)
+}
+
+// TestHeadlineTransports: the headline lists a transport block's figures that its patterns
+// name and the block has, in pattern order, whichever transport wrote it: MRC's resends by
+// cause and EV states, RoCE's CNPs; none of the others (data_packets, nacks_sent, ...). A
+// comparison of the two lists the union.
+func TestHeadlineTransports(t *testing.T) {
+	common := []string{"transport.kind", "transport.jct_us", "transport.fct_p50_us", "transport.fct_p99_us",
+		"transport.fct_max_us", "transport.fct_over_ideal_mean", "transport.fct_over_ideal_max", "transport.retx_packets"}
+	byCause := []string{"transport.retx_packets_by_cause.trim_nack", "transport.retx_packets_by_cause.sack_gap",
+		"transport.retx_packets_by_cause.timeout", "transport.retx_packets_by_cause.out_of_window"}
+	evs := []string{"transport.ev_good_at_end", "transport.ev_assumed_bad_at_end", "transport.ev_denied_at_end"}
+	cat := func(parts ...[]string) []string {
+		var out []string
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	transportRows := func(rows []string) []string {
+		var out []string
+		for _, r := range rows {
+			if strings.HasPrefix(r, "transport.") {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	mrc, roce := defaultSynth(), defaultSynth()
+	mrc.transport, mrc.name = synthMRCTransport, "mrc-like"
+	roce.transport, roce.name = synthRoCETransport, "roce-like"
+	dirs := map[string]string{}
+	for _, tc := range []struct {
+		run  synthRun
+		want []string
+	}{
+		{mrc, cat(common, byCause, []string{"transport.timeouts", "transport.qp_errors"}, evs)},
+		{roce, cat(common, []string{"transport.timeouts", "transport.cnps_sent", "transport.qp_errors"})},
+	} {
+		dir := synthDir(t, tc.run)
+		dirs[tc.run.name] = dir
+		if err := Write(dir); err != nil {
+			t.Fatal(err)
+		}
+		page := readReport(t, dir)
+		if got := transportRows(headlineRows(t, page)); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: headline transport rows\n got %q\nwant %q", tc.run.name, got, tc.want)
+		}
+		if !strings.Contains(page, `<td>transport.retx_packets</td>`) {
+			t.Errorf("%s: no retx_packets row", tc.run.name)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "compare.html")
+	if err := WriteCompare(out, []string{"mrc", "roce"}, []string{dirs["mrc-like"], dirs["roce-like"]}); err != nil {
+		t.Fatal(err)
+	}
+	want := cat(common, byCause, []string{"transport.timeouts", "transport.cnps_sent", "transport.qp_errors"}, evs)
+	if got := transportRows(headlineRows(t, readFileString(t, out))); !slices.Equal(got, want) {
+		t.Errorf("compare: headline transport rows\n got %q\nwant %q", got, want)
+	}
 }
 
 // TestWriteMissingFiles removes one file at a time: its plots become notes naming the file and

@@ -196,10 +196,13 @@ var networkPatterns = slices.Concat([]string{
 	"collectives[*].busbw_GBps", "collectives[*].time_over_model",
 })
 
-// transportKeys are the headline keys of the transport block of summary.json ("transport":
-// the figures every transport shares, whichever ran), in headline order.
+// transportKeys are the headline key patterns of the transport block of summary.json
+// ("transport"), in headline order: the figures every transport shares, then ones a block may
+// or may not have (resends by cause, CNPs, EV states at the end). The report never asks which
+// transport ran: a key the block lacks is skipped.
 var transportKeys = []string{"kind", "jct_us", "fct_p50_us", "fct_p99_us", "fct_max_us", "fct_over_ideal_mean",
-	"fct_over_ideal_max", "retx_packets", "qp_errors"}
+	"fct_over_ideal_max", "retx_packets", "retx_packets_by_cause.*", "timeouts", "cnps_sent", "qp_errors",
+	"ev_good_at_end", "ev_assumed_bad_at_end", "ev_denied_at_end"}
 
 // transportPatterns are the headline patterns of the transport block.
 func transportPatterns() []string {

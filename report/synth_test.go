@@ -17,6 +17,7 @@ type synthRun struct {
 	ports     int     // switch ports per tier (host NIC ports: 4 per plane)
 	scale     float64 // multiplies FCTs and rates, to tell two runs apart
 	name      string
+	transport string // summary.json's "transport" object; "" for a small MRC-like one
 }
 
 func defaultSynth() synthRun {
@@ -41,12 +42,12 @@ func (s synthRun) files() map[string]string {
   "drops_packets": {"link_down": 3, "queue_full": 0},
   "queue_depth": {"p50_bytes": 4231, "p99_bytes": 25391, "max_bytes": 46687},
   "planes_detail": [{"plane": 0, "trims": 1}, {"plane": 1, "trims": 2}],
-  "transport": {"kind": "mrc", "jct_us": %g, "fct_p50_us": 40.5, "fct_p99_us": 79, "retx_packets": 7, "qp_errors": 0},
+  "transport": %s,
   "pfc": {"pauses": 12, "paused_us_total": 3.5, "ports_paused": 3, "most_paused_port": "p0.t0-0.down1"},
   "fault_slowdown_us": 2.5,
   "collectives": [{"name": "dp", "op": "all_reduce", "busbw_GBps": 55.648}]
 }
-`, s.name, s.flows, 80*s.scale, 400*s.scale, 380*s.scale, 80*s.scale)
+`, s.name, s.flows, 80*s.scale, 400*s.scale, 380*s.scale, s.transportBlock())
 
 	var b strings.Builder
 	b.WriteString("flow,transport,src,dst,plane,bytes,delivered_bytes,start_us,done_us,fct_us,ideal_us,fct_over_ideal,goodput_gbps,retx_packets\n")
@@ -109,6 +110,37 @@ func (s synthRun) files() map[string]string {
 		"dp,4194304,1048576,float,sum,-1,all_reduce,ring,8,131.90,31.80,55.65,113.61\n"
 	return f
 }
+
+// transportBlock is summary.json's "transport" object of the run.
+func (s synthRun) transportBlock() string {
+	if s.transport != "" {
+		return s.transport
+	}
+	return fmt.Sprintf(`{"kind": "mrc", "jct_us": %g, "fct_p50_us": 40.5, "fct_p99_us": 79, "retx_packets": 7, "qp_errors": 0}`, 80*s.scale)
+}
+
+// Transport blocks shaped as lockstep writes them (transport.Summary: the common keys, then
+// the transport's own), with keys the headline lists and keys it does not.
+const (
+	synthMRCTransport = `{"kind": "mrc", "flows": 50, "flows_completed": 49, "qp_errors": 1,
+    "qp_error_list": ["h0->h1: retries exhausted"], "data_packets": 1200,
+    "retx_packets": 10, "retx_packets_by_cause": {"trim_nack": 6, "sack_gap": 3, "timeout": 1, "out_of_window": 0},
+    "retx_bytes": 41800, "timeouts": 1, "base_rtt_us": 5.4, "jct_us": 80, "fct_mean_us": 42,
+    "fct_p50_us": 40.5, "fct_p99_us": 79, "fct_max_us": 80, "ideal_fct_us": 10, "fct_over_ideal_mean": 4.2,
+    "fct_over_ideal_max": 8, "header_overhead_pct": 1.9, "active_until_us": 12,
+    "active_throughput_mean_of_line": 0.4, "active_throughput_min_of_line": 0.2,
+    "throughput_mean_of_line": 0.3, "nacks_sent": 6, "trims_nacked": 6, "sacks_sent": 400,
+    "ev_good_at_end": 1000, "ev_skip_at_end": 3, "ev_assumed_bad_at_end": 24, "ev_denied_at_end": 12,
+    "probes_per_data_pct": 0.8, "rx_budget_cuts": 2}`
+	synthRoCETransport = `{"kind": "roce", "flows": 50, "flows_completed": 50, "qp_errors": 0, "data_packets": 1300,
+    "retx_packets": 100, "retx_bytes": 418000, "timeouts": 4, "base_rtt_us": 5.4, "jct_us": 90,
+    "fct_mean_us": 45, "fct_p50_us": 44, "fct_p99_us": 88, "fct_max_us": 90, "ideal_fct_us": 10,
+    "fct_over_ideal_mean": 4.5, "fct_over_ideal_max": 9, "header_overhead_pct": 1.963,
+    "active_until_us": 12, "active_throughput_mean_of_line": 0.3, "active_throughput_min_of_line": 0.1,
+    "qps": 100, "qps_per_peer": 2, "active_shares_1_half_third_less": [0, 10, 20, 20],
+    "naks_received": 9, "ce_packets": 300, "cnps_sent": 30, "cnps_received": 30,
+    "rate_min_gbps_at_end": 10, "rate_mean_gbps_at_end": 60, "out_of_order_received": 70}`
+)
 
 // writeFiles writes files into dir.
 func writeFiles(t testing.TB, dir string, files map[string]string) {

@@ -16,6 +16,10 @@ import (
 // which transport ran. Under a collective workload a "flow" is a QP carrying many messages:
 // FlowsCompleted counts QPs whose every message was placed, JCT is the workload's end, the
 // FCT figures are per message and the per-flow ideal figures are left out.
+//
+// Goodput is not here: summary.json's top-level delivered_gbps and delivered_fraction are
+// computed by the runner for every transport from Endpoint.Bytes (payload placed over the
+// run's time, and over the payload posted).
 type Summary struct {
 	// Kind is transport.kind ("mrc"); Name how messages name it ("MRC").
 	Kind string `json:"kind"`
@@ -28,8 +32,20 @@ type Summary struct {
 	// verbatim.
 	QPErrors    int      `json:"qp_errors"`
 	QPErrorList []string `json:"qp_error_list,omitempty"`
+	// DataPackets is the data packets the senders put on the wire, retransmissions included
+	// (control packets such as ACKs, NACKs, CNPs or probes are not counted).
+	DataPackets int64 `json:"data_packets"`
 	// RetxPackets is the data packets sent again, every cause.
 	RetxPackets int64 `json:"retx_packets"`
+	// RetxPacketsByCause splits RetxPackets by what triggered the resend, keyed by the
+	// transport's own cause names (MRC: trim_nack, sack_gap, timeout, out_of_window); the
+	// values sum to RetxPackets. Absent when the transport does not count resends by cause.
+	RetxPacketsByCause map[string]int64 `json:"retx_packets_by_cause,omitempty"`
+	// RetxBytes is the wire bytes (headers included) of the data packets sent again, every
+	// cause.
+	RetxBytes int64 `json:"retx_bytes"`
+	// Timeouts is the senders' retransmission (ACK) timer expiries, over all QPs.
+	Timeouts int64 `json:"timeouts"`
 
 	BaseRTTUs float64 `json:"base_rtt_us"`
 	// JCTUs is when the last transfer was acknowledged (all transfers start at their group's
@@ -47,6 +63,18 @@ type Summary struct {
 	// FCT over ideal, per flow: mean and worst.
 	FCTOverIdealMean float64 `json:"fct_over_ideal_mean,omitempty"`
 	FCTOverIdealMax  float64 `json:"fct_over_ideal_max,omitempty"`
+	// HeaderOverheadPct is header / wire bytes of a full-size data packet, in percent: the
+	// share of the line rate that can never be payload.
+	HeaderOverheadPct float64 `json:"header_overhead_pct"`
+	// Throughput while all flows are active (traffic runs with several flows; absent under a
+	// collective workload or when not measured): ActiveUntilUs is the first flow's completion
+	// in microseconds; each traffic flow's payload placed from its start to then, over that
+	// time, as a fraction of the NIC line rate (all planes), is its active_of_line in
+	// flows.csv, and the mean and min over the flows are ActiveThroughputMeanOfLine and
+	// ActiveThroughputMinOfLine. Payload only: HeaderOverheadPct of the wire is headers.
+	ActiveUntilUs              float64 `json:"active_until_us,omitempty"`
+	ActiveThroughputMeanOfLine float64 `json:"active_throughput_mean_of_line,omitempty"`
+	ActiveThroughputMinOfLine  float64 `json:"active_throughput_min_of_line,omitempty"`
 	// Loss-driven retransmissions (SACK gap, NAK or timeout): the first and last time one
 	// was sent and, with faults, the span from the first fault to the last one (its
 	// recovery time when there was one failure).

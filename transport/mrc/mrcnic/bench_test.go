@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/lockstepsim/lockstep/transport/mrc"
-	"github.com/lockstepsim/lockstep/transport/mrc/mrcnic"
 )
 
 // BenchmarkEndpointPermutation runs a 64-host permutation of 1 and 4 MiB on a 2-plane Clos
@@ -32,7 +31,7 @@ func benchPermutation(b *testing.B, bytes int64) {
 		r := runTraffic(b, c, 1, mrc.Config{}, pairs, bytes, 0)
 		runtime.ReadMemStats(&ms)
 		allocs += ms.Mallocs - before
-		packets += uint64(r.sum.Detail.(*mrcnic.Detail).DataPackets)
+		packets += uint64(r.sum.DataPackets)
 	}
 	b.ReportMetric(float64(packets)/float64(b.N), "data_packets/op")
 	b.ReportMetric(float64(allocs)/float64(packets), "allocs/packet")

@@ -85,7 +85,7 @@ func TestMatchesRunnerCollectives(t *testing.T) {
 		maxQPs, evGood                  int
 	}
 	got := figures{sum.Flows, sum.FlowsCompleted, sum.JCTUs, sum.FCTMeanUs, sum.FCTP50Us, sum.FCTP99Us, sum.FCTMaxUs, sum.IdealFCTUs,
-		d.DataPackets, d.SACKsSent, d.RxMaxActiveQPs, d.EVGood}
+		sum.DataPackets, d.SACKsSent, d.RxMaxActiveQPs, d.EVGood}
 	// summary.json "mrc": flows 16, flows_completed 16, jct_us 129.114, fct_mean_us 11.152,
 	// fct_p50_us 11.263, fct_p99_us 23.999, fct_max_us 27.15, no ideal_fct_us, data_packets
 	// 21504, sacks_sent 6964, rx_max_active_qps 2, ev_good_at_end 3072.

@@ -173,13 +173,12 @@ func (r result) check(t *testing.T, pairs []pair, bytes int64) {
 	if s.FCTOverIdealMax < 1 || s.FCTOverIdealMean < 1 || s.FCTMaxUs < s.FCTP50Us || s.FCTMaxUs > s.JCTUs {
 		t.Errorf("FCT figures: over ideal mean %v max %v, p50 %v max %v, JCT %v", s.FCTOverIdealMean, s.FCTOverIdealMax, s.FCTP50Us, s.FCTMaxUs, s.JCTUs)
 	}
-	d := s.Detail.(*mrcnic.Detail)
 	var retx int64
-	for _, n := range d.RetxPacketsByCause {
+	for _, n := range s.RetxPacketsByCause {
 		retx += n
 	}
-	if retx != s.RetxPackets || len(d.RetxPacketsByCause) != int(mrc.NumRetxCauses) {
-		t.Errorf("retx_packets %d, by cause %v", s.RetxPackets, d.RetxPacketsByCause)
+	if retx != s.RetxPackets || len(s.RetxPacketsByCause) != int(mrc.NumRetxCauses) {
+		t.Errorf("retx_packets %d, by cause %v", s.RetxPackets, s.RetxPacketsByCause)
 	}
 	sent, placed, posted := r.ep.Bytes()
 	if want := int64(len(pairs)) * bytes; placed != want || posted != want || sent < want {
@@ -288,10 +287,10 @@ func TestMatchesRunner(t *testing.T) {
 			got := want{
 				jct: s.JCTUs, fctMean: s.FCTMeanUs, p50: s.FCTP50Us, p99: s.FCTP99Us, fctMax: s.FCTMaxUs, ideal: s.IdealFCTUs,
 				overMean: s.FCTOverIdealMean, overMax: s.FCTOverIdealMax, baseRTT: s.BaseRTTUs,
-				activeUntil: d.ActiveUntilUs, activeMean: d.ActiveThroughputMeanOfLine, activeMin: d.ActiveThroughputMinOfLine,
+				activeUntil: s.ActiveUntilUs, activeMean: s.ActiveThroughputMeanOfLine, activeMin: s.ActiveThroughputMinOfLine,
 				tputMean: d.ThroughputMeanOfLine, tputMin: d.ThroughputMinOfLine,
-				data: d.DataPackets, sacks: d.SACKsSent, nacks: d.NACKsSent, trimNACK: d.RetxPacketsByCause[mrc.RetxTrimNack.String()],
-				retxBytes: d.RetxBytes, cuts: d.RxBudgetCuts, maxQPs: d.RxMaxActiveQPs, evGood: d.EVGood,
+				data: s.DataPackets, sacks: d.SACKsSent, nacks: d.NACKsSent, trimNACK: s.RetxPacketsByCause[mrc.RetxTrimNack.String()],
+				retxBytes: s.RetxBytes, cuts: d.RxBudgetCuts, maxQPs: d.RxMaxActiveQPs, evGood: d.EVGood,
 			}
 			if got != tc.want {
 				t.Errorf("figures differ from the runner's:\n got %+v\nwant %+v", got, tc.want)

@@ -98,8 +98,8 @@ func TestRingMessages(t *testing.T) {
 					t.Errorf("workload figures: JCT %v (end %v), ideal %v, FCT mean %v p50 %v max %v", sum.JCTUs, transport.Us(end), sum.IdealFCTUs, sum.FCTMeanUs, sum.FCTP50Us, sum.FCTMaxUs)
 				}
 				d := sum.Detail.(*mrcnic.Detail)
-				if d.ThroughputMeanOfLine != 0 || d.ActiveUntilUs != 0 {
-					t.Errorf("per-flow throughput under a workload: %v, active until %v", d.ThroughputMeanOfLine, d.ActiveUntilUs)
+				if d.ThroughputMeanOfLine != 0 || sum.ActiveUntilUs != 0 {
+					t.Errorf("per-flow throughput under a workload: %v, active until %v", d.ThroughputMeanOfLine, sum.ActiveUntilUs)
 				}
 				var posted int64
 				for _, r := range ep.Flows() {

@@ -8,32 +8,17 @@ import (
 )
 
 // Detail is MRC's own part of summary.json's transport block (transport.Summary.Detail): its
-// keys follow the common ones (flows, retx_packets, the FCT figures, the loss span) in the
-// same object. Under a collective workload the per-flow throughput figures are left out (a
-// QP carries many messages). docs/outputs.md describes each key.
+// keys follow the common ones (flows, packets and retransmissions with their causes,
+// timeouts, the FCT figures, the header overhead, the throughput while all flows were
+// active, the loss span) in the same object. Under a collective workload the per-flow
+// throughput figures are left out (a QP carries many messages). docs/outputs.md describes
+// each key.
 type Detail struct {
 	// Per-flow throughput, payload bytes / FCT, as a fraction of the NIC line rate (all
 	// planes): mean and min over the completed traffic transfers.
 	ThroughputMeanOfLine float64 `json:"throughput_mean_of_line,omitempty"`
 	ThroughputMinOfLine  float64 `json:"throughput_min_of_line,omitempty"`
-	// Throughput while all flows are active: each traffic flow's payload placed from its
-	// start to the first flow's completion (ActiveUntilUs, microseconds), over that time, as
-	// a fraction of the NIC line rate (all planes); mean and min over the flows (flows.csv:
-	// active_of_line). Payload only: HeaderOverheadPct of the wire is headers.
-	ActiveUntilUs              float64 `json:"active_until_us,omitempty"`
-	ActiveThroughputMeanOfLine float64 `json:"active_throughput_mean_of_line,omitempty"`
-	ActiveThroughputMinOfLine  float64 `json:"active_throughput_min_of_line,omitempty"`
-	// HeaderOverheadPct is header / wire bytes of a full data packet, in percent: the share
-	// of line rate that can never be payload.
-	HeaderOverheadPct float64 `json:"header_overhead_pct"`
 
-	// DataPackets is the data packets sent, retransmissions included.
-	DataPackets int64 `json:"data_packets"`
-	// RetxPacketsByCause is the data packets sent again by cause (mrc.RetxCause names: the
-	// common retx_packets is their sum).
-	RetxPacketsByCause map[string]int64 `json:"retx_packets_by_cause"`
-	// Timeouts is the ACK timeouts that fired.
-	Timeouts int64 `json:"timeouts"`
 	// NACKsSent, TrimsNACKed (trimmed headers received, each answered by a NACK), SACKsSent:
 	// the receivers' answers.
 	NACKsSent   int64 `json:"nacks_sent"`
@@ -49,8 +34,6 @@ type Detail struct {
 	EVSkip       int `json:"ev_skip_at_end"`
 	EVAssumedBad int `json:"ev_assumed_bad_at_end"`
 	EVDenied     int `json:"ev_denied_at_end"`
-	// RetxBytes is the wire bytes of data packets sent again (every cause).
-	RetxBytes int64 `json:"retx_bytes"`
 	// ProbesPerDataPct is probes sent over data packets sent, in percent (the probe budget
 	// keeps it near 1% or below; mrc.Sender.probe).
 	ProbesPerDataPct float64 `json:"probes_per_data_pct"`
@@ -97,10 +80,14 @@ func (f *flow) retx() int64 {
 func (m *Endpoint) Summary(end sim.Time, faults []sim.Time) *transport.Summary {
 	cfg := &m.cfg
 	s := &transport.Summary{Kind: Kind, Name: "MRC", Flows: len(m.flows)}
-	d := &Detail{RetxPacketsByCause: map[string]int64{}}
+	s.RetxPacketsByCause = make(map[string]int64, mrc.NumRetxCauses) // every mrc.RetxCause, zeros included
+	for c := mrc.RetxCause(0); c < mrc.NumRetxCauses; c++ {
+		s.RetxPacketsByCause[c.String()] = 0
+	}
+	d := &Detail{}
 	s.Detail = d
 	full := cfg.WireBytes(cfg.PayloadBytes)
-	d.HeaderOverheadPct = transport.Round3(100 * float64(cfg.HeaderBytes) / float64(full))
+	s.HeaderOverheadPct = transport.Round3(100 * float64(cfg.HeaderBytes) / float64(full))
 	var maxBytes int64
 	var sumTput float64
 	minTput := 0.0
@@ -113,16 +100,16 @@ func (m *Endpoint) Summary(end sim.Time, faults []sim.Time) *transport.Summary {
 	n := 0
 	for _, f := range m.flows {
 		st := &f.snd.Stats
-		d.DataPackets += st.DataPackets
+		s.DataPackets += st.DataPackets
 		for c := mrc.RetxCause(0); c < mrc.NumRetxCauses; c++ {
-			d.RetxPacketsByCause[c.String()] += st.Retx[c]
+			s.RetxPacketsByCause[c.String()] += st.Retx[c]
 			s.RetxPackets += st.Retx[c]
 		}
-		d.Timeouts += st.Timeouts
+		s.Timeouts += st.Timeouts
 		d.ProbesSent += st.ProbesSent
 		d.ProbeAcks += st.ProbeAcks
 		d.NoEVStalls += st.NoEVStalls
-		d.RetxBytes += st.RetxBytes
+		s.RetxBytes += st.RetxBytes
 		d.LossStrikes += st.Strikes
 		d.LossesCongestion += st.CongestionLosses
 		d.LossesUnattributed += st.UnattributedLosses
@@ -163,7 +150,7 @@ func (m *Endpoint) Summary(end sim.Time, faults []sim.Time) *transport.Summary {
 	}
 	allDone := s.FlowsCompleted == s.Flows
 	if m.activeAt > 0 {
-		m.activeFigures(d)
+		m.activeFigures(s)
 	}
 	if m.delivered != nil {
 		s.FlowsCompleted = 0
@@ -174,8 +161,8 @@ func (m *Endpoint) Summary(end sim.Time, faults []sim.Time) *transport.Summary {
 		}
 	}
 	s.Fill(m.baseRTT, m.idealFCT(maxBytes, m.layout.Sizing().MaxSwitchHops), &acc, allDone, m.fct, m.fctMax, m.delivered != nil, end)
-	if d.DataPackets > 0 {
-		d.ProbesPerDataPct = transport.Round3(100 * float64(d.ProbesSent) / float64(d.DataPackets))
+	if s.DataPackets > 0 {
+		d.ProbesPerDataPct = transport.Round3(100 * float64(d.ProbesSent) / float64(s.DataPackets))
 	}
 	for _, h := range m.rx {
 		if h != nil {
@@ -187,23 +174,23 @@ func (m *Endpoint) Summary(end sim.Time, faults []sim.Time) *transport.Summary {
 	return s
 }
 
-// activeFigures fills the throughput while all flows were active (snapshotActive): mean and
-// min over the flows measured.
-func (m *Endpoint) activeFigures(d *Detail) {
+// activeFigures fills the common throughput while all flows were active (snapshotActive):
+// mean and min over the flows measured.
+func (m *Endpoint) activeFigures(s *transport.Summary) {
 	var sum float64
 	n := 0
 	for _, f := range m.flows {
 		if x := f.activeOfLine; x >= 0 {
-			if n == 0 || x < d.ActiveThroughputMinOfLine {
-				d.ActiveThroughputMinOfLine = x
+			if n == 0 || x < s.ActiveThroughputMinOfLine {
+				s.ActiveThroughputMinOfLine = x
 			}
 			sum += x
 			n++
 		}
 	}
 	if n > 0 {
-		d.ActiveUntilUs = transport.Us(m.activeAt)
-		d.ActiveThroughputMeanOfLine = transport.Round3(sum / float64(n))
-		d.ActiveThroughputMinOfLine = transport.Round3(d.ActiveThroughputMinOfLine)
+		s.ActiveUntilUs = transport.Us(m.activeAt)
+		s.ActiveThroughputMeanOfLine = transport.Round3(sum / float64(n))
+		s.ActiveThroughputMinOfLine = transport.Round3(s.ActiveThroughputMinOfLine)
 	}
 }

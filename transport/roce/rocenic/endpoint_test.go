@@ -74,8 +74,8 @@ func TestPermutationSweep(t *testing.T) {
 				if s.RetxPackets != 0 || g.net.C.DroppedTotal() != 0 {
 					t.Errorf("lossless permutation: %d resent, %d dropped", s.RetxPackets, g.net.C.DroppedTotal())
 				}
-				if d := s.Detail.(*Detail); hosts > 1 && (d.ActiveUntilUs <= 0 || len(d.ActiveShares) != 4) {
-					t.Errorf("active figures missing: until %v shares %v", d.ActiveUntilUs, d.ActiveShares)
+				if d := s.Detail.(*Detail); hosts > 1 && (s.ActiveUntilUs <= 0 || len(d.ActiveShares) != 4) {
+					t.Errorf("active figures missing: until %v shares %v", s.ActiveUntilUs, d.ActiveShares)
 				}
 			})
 		}

@@ -20,12 +20,12 @@ func printBlock(w io.Writer, s *transport.Summary, collective bool) {
 	}
 	perPeer := fmt.Sprintf(" (%d per peer per plane)", r.QPsPerPeer)
 	transport.PrintTransfers(w, s, collective, perPeer, fmt.Sprintf(" over %d QPs%s", r.QPs, perPeer))
-	transport.PrintActive(w, r.ActiveUntilUs, r.ActiveThroughputMeanOfLine, r.ActiveThroughputMinOfLine, r.HeaderOverheadPct)
+	transport.PrintActive(w, s.ActiveUntilUs, s.ActiveThroughputMeanOfLine, s.ActiveThroughputMinOfLine, s.HeaderOverheadPct)
 	if r.ActiveMaxMinMeanOfLine > 0 {
-		fmt.Fprintf(w, "flow-level max-min over the same ECMP-hashed QP paths: mean %.3f of line (packet level %.3f)\n", r.ActiveMaxMinMeanOfLine, r.ActiveThroughputMeanOfLine)
+		fmt.Fprintf(w, "flow-level max-min over the same ECMP-hashed QP paths: mean %.3f of line (packet level %.3f)\n", r.ActiveMaxMinMeanOfLine, s.ActiveThroughputMeanOfLine)
 	}
 	fmt.Fprintf(w, "RoCE: go-back-N resent %d packets (%d B) after %d NAKs and %d timeouts; CE %d, CNPs %d sent / %d received, rate at end min %.1f mean %.1f Gb/s; QP errors %d\n",
-		s.RetxPackets, r.RetxBytes, r.NAKs, r.Timeouts, r.CEPackets, r.CNPsSent, r.CNPsReceived, r.RateMinGbps, r.RateMeanGbps, s.QPErrors)
+		s.RetxPackets, s.RetxBytes, r.NAKs, s.Timeouts, r.CEPackets, r.CNPsSent, r.CNPsReceived, r.RateMinGbps, r.RateMeanGbps, s.QPErrors)
 	transport.PrintQPErrors(w, s)
 }
 

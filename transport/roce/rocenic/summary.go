@@ -7,36 +7,28 @@ import (
 )
 
 // Detail is the RoCEv2 transport's own figures in summary.json (transport.Summary.Detail;
-// its keys follow the common ones in the "transport" object; units in the keys). Under a
+// its keys follow the common ones in the "transport" object; units in the keys). The
+// packet counts, go-back-N resends (retx_packets, retx_bytes), timeouts, header overhead and
+// the throughput while all flows were active are common (transport.Summary); RoCE leaves
+// retx_packets_by_cause out (its sender counts resends, not their causes). Under a
 // collective workload the active-throughput figures are absent.
 type Detail struct {
 	// QPs is the QPs opened; QPsPerPeer transport.roce.qps_per_peer (per plane).
 	QPs        int `json:"qps"`
 	QPsPerPeer int `json:"qps_per_peer"`
-	// Throughput while all flows are active: each traffic flow's payload placed from its
-	// start to the first flow's completion (ActiveUntilUs), as a fraction of the NIC line
-	// rate (all planes); mean and min over the flows, and how many ran at about 1, 1/2, 1/3
-	// or less than 1/3 of line (nearest share, the quantisation ECMP collisions produce).
-	ActiveUntilUs              float64 `json:"active_until_us,omitempty"`
-	ActiveThroughputMeanOfLine float64 `json:"active_throughput_mean_of_line,omitempty"`
-	ActiveThroughputMinOfLine  float64 `json:"active_throughput_min_of_line,omitempty"`
 	// ActiveMaxMinMeanOfLine is the flow-level answer to the same figure: each QP's stripe
 	// as a fluid flow on its ECMP-hashed path at max-min fair rates (the flow engine), each
 	// flow's payload placed by the first flow's completion over its time (activeMaxMin);
 	// when every flow starts together and the run has no faults.
 	ActiveMaxMinMeanOfLine float64 `json:"active_maxmin_mean_of_line,omitempty"`
-	// ActiveShares counts flows by nearest share: [about 1, about 1/2, about 1/3, below].
+	// ActiveShares counts the flows of the common throughput-while-all-active figures
+	// (active_throughput_*) by nearest share of line: [about 1, about 1/2, about 1/3, below]
+	// (the quantisation ECMP collisions produce).
 	ActiveShares []int `json:"active_shares_1_half_third_less,omitempty"`
-	// HeaderOverheadPct is header / wire bytes of a full data packet, percent.
-	HeaderOverheadPct float64 `json:"header_overhead_pct"`
 
-	// DataPackets is the data packets sent, resends included.
-	DataPackets int64 `json:"data_packets"`
-	// Go-back-N: wire bytes sent again (the packets are the common retx_packets), and what
-	// triggered it: NAKs received and local ACK timeouts.
-	RetxBytes int64 `json:"retx_bytes"`
-	NAKs      int64 `json:"naks_received"`
-	Timeouts  int64 `json:"timeouts"`
+	// NAKs is the sequence-error NAKs received: with the common timeouts, what triggered the
+	// go-back-N resends (the common retx_packets and retx_bytes).
+	NAKs int64 `json:"naks_received"`
 	// DCQCN: CE-marked data packets received, CNPs sent (at most one per cnp_interval per QP)
 	// and received, and the senders' rates at the end in Gb/s (min and mean over QPs that
 	// sent).
@@ -76,7 +68,7 @@ func (r *Endpoint) Summary(end sim.Time, faults []sim.Time) *transport.Summary {
 	d := &Detail{QPs: len(r.qps), QPsPerPeer: cfg.QPsPerPeer}
 	s.Detail = d
 	full := cfg.HeaderBytes + cfg.PayloadBytes
-	d.HeaderOverheadPct = transport.Round3(100 * float64(cfg.HeaderBytes) / float64(full))
+	s.HeaderOverheadPct = transport.Round3(100 * float64(cfg.HeaderBytes) / float64(full))
 	var maxBytes int64
 	for _, f := range r.flows {
 		maxBytes = max(maxBytes, f.bytes)
@@ -90,7 +82,7 @@ func (r *Endpoint) Summary(end sim.Time, faults []sim.Time) *transport.Summary {
 		acc.Add(f.start, f.done, r.IdealFCT(f.bytes, f.hops))
 	}
 	allDone := s.FlowsCompleted == s.Flows
-	r.activeFigures(d)
+	r.activeFigures(s, d)
 	r.engineFigures(s, d, end)
 	if r.collective() {
 		s.Flows, s.FlowsCompleted = len(r.qps), 0
@@ -102,7 +94,7 @@ func (r *Endpoint) Summary(end sim.Time, faults []sim.Time) *transport.Summary {
 	}
 	s.Fill(r.baseRTT, r.IdealFCT(maxBytes, r.layout.Sizing().MaxSwitchHops), &acc, allDone, r.fct, r.fctMax, r.collective(), end)
 	s.SetLossSpan(r.log.LossAt, faults)
-	if d.ActiveUntilUs > 0 && len(faults) == 0 { // max-min is of the intact fabric
+	if s.ActiveUntilUs > 0 && len(faults) == 0 { // max-min is of the intact fabric
 		if x, ok := r.activeMaxMin(); ok {
 			d.ActiveMaxMinMeanOfLine = transport.Round3(x)
 		}
@@ -110,14 +102,14 @@ func (r *Endpoint) Summary(end sim.Time, faults []sim.Time) *transport.Summary {
 	return s
 }
 
-// activeFigures fills the throughput-while-all-active figures from the snapshot taken at the
-// first flow's completion.
-func (r *Endpoint) activeFigures(d *Detail) {
+// activeFigures fills the throughput-while-all-active figures (the common ones in s, the
+// shares in d) from the snapshot taken at the first flow's completion.
+func (r *Endpoint) activeFigures(s *transport.Summary, d *Detail) {
 	n := len(r.activeTput)
 	if n == 0 {
 		return
 	}
-	d.ActiveUntilUs = transport.Us(r.activeAt)
+	s.ActiveUntilUs = transport.Us(r.activeAt)
 	lo, sum := r.activeTput[0], 0.0
 	d.ActiveShares = make([]int, 4)
 	for _, x := range r.activeTput {
@@ -134,7 +126,7 @@ func (r *Endpoint) activeFigures(d *Detail) {
 			d.ActiveShares[3]++
 		}
 	}
-	d.ActiveThroughputMeanOfLine, d.ActiveThroughputMinOfLine = transport.Round3(sum/float64(n)), transport.Round3(lo)
+	s.ActiveThroughputMeanOfLine, s.ActiveThroughputMinOfLine = transport.Round3(sum/float64(n)), transport.Round3(lo)
 }
 
 // engineFigures sums the engines' counters over every QP: packets, resends and their causes,
@@ -143,11 +135,11 @@ func (r *Endpoint) engineFigures(s *transport.Summary, d *Detail, end sim.Time) 
 	var rates []float64
 	for _, q := range r.qps {
 		st := &q.snd.Stats
-		d.DataPackets += st.DataPackets
+		s.DataPackets += st.DataPackets
 		s.RetxPackets += st.RetxPackets
-		d.RetxBytes += st.RetxBytes
+		s.RetxBytes += st.RetxBytes
 		d.NAKs += st.NAKs
-		d.Timeouts += st.Timeouts
+		s.Timeouts += st.Timeouts
 		d.CNPsReceived += st.CNPs
 		rs := &q.rcv.Stats
 		d.CEPackets += rs.CEPackets
