@@ -123,7 +123,7 @@ func compareTable(runs []*runData) (*htmlTable, string) {
 			if !ok {
 				row = append(row, cell{Text: "-"})
 			} else {
-				row = append(row, cell{Text: f.value, Num: f.num})
+				row = append(row, cell{Text: headlineValue(f), Num: f.num})
 			}
 			if i == 0 {
 				continue

@@ -176,3 +176,31 @@ func TestDecimateNaive(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadlineValue pins the headline's rounding across magnitudes: integers and strings as
+// written, 4 significant digits otherwise.
+func TestHeadlineValue(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		num  bool
+		want string
+	}{
+		{"0.0000019926932222157823", true, "1.993e-06"},
+		{"6450.6", true, "6451"},
+		{"12.3456", true, "12.35"},
+		{"0.80431", true, "0.8043"},
+		{"1.5", true, "1.5"},
+		{"0.001", true, "0.001"},
+		{"-2.34567", true, "-2.346"},
+		{"123456789.5", true, "123456790"},
+		{"1e20", true, "1e+20"},
+		{"128", true, "128"},
+		{"0", true, "0"},
+		{"p0.t1-7.down0", false, "p0.t1-7.down0"},
+		{"true", false, "true"},
+	} {
+		if got := headlineValue(leaf{path: "x", value: c.in, num: c.num}); got != c.want {
+			t.Errorf("headlineValue(%s) = %q; want %q", c.in, got, c.want)
+		}
+	}
+}

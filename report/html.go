@@ -67,7 +67,7 @@ func runPage(r *runData) (*page, error) {
 			Caption: "Units are in the names: " + units + " (docs/outputs.md)."}
 		for _, p := range headline(r.summary) {
 			f, _ := r.summary.get(p)
-			t.Rows = append(t.Rows, []cell{{Text: p}, {Text: f.value, Num: f.num}})
+			t.Rows = append(t.Rows, []cell{{Text: p}, {Text: headlineValue(f), Num: f.num}})
 		}
 		pg.Headline = t
 		all := &htmlTable{ID: "summary-table", Title: "Every figure of summary.json", Head: []string{"figure", "value"}}

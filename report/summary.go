@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -272,4 +273,32 @@ func headline(sums ...*summaryData) []string {
 	add(trainingPatterns, all)
 	add(networkPatterns, network)
 	return out
+}
+
+// headlineSig is the significant digits a headline shows of a figure that is not an
+// integer (the "every figure" table and summary.json keep every digit).
+const headlineSig = 4
+
+// headlineValue is how a headline table shows a summary leaf: integers and non-numbers as
+// written; other numbers to headlineSig significant digits, in plain decimals from 0.001 up
+// ("6451", "12.35", "0.8043") and in exponent form below ("1.993e-06"), so a figure such as
+// battery_mwh 0.0000019926932222157823 reads at a glance.
+func headlineValue(f leaf) string {
+	if !f.num {
+		return f.value
+	}
+	x, err := strconv.ParseFloat(f.value, 64)
+	if err != nil || math.IsInf(x, 0) || math.IsNaN(x) || x == math.Trunc(x) && math.Abs(x) < 1e15 {
+		return f.value
+	}
+	ax := math.Abs(x)
+	if ax < 1e-3 || ax >= 1e15 {
+		return strconv.FormatFloat(x, 'g', headlineSig, 64)
+	}
+	decimals := max(headlineSig-1-int(math.Floor(math.Log10(ax))), 0)
+	s := strconv.FormatFloat(x, 'f', decimals, 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
 }
