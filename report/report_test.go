@@ -71,7 +71,7 @@ func TestWriteSynthetic(t *testing.T) {
 // cause and EV states, RoCE's CNPs; none of the others (data_packets, nacks_sent, ...). A
 // comparison of the two lists the union.
 func TestHeadlineTransports(t *testing.T) {
-	common := []string{"transport.kind", "transport.jct_us", "transport.fct_p50_us", "transport.fct_p99_us",
+	common := []string{"transport.kind", "transport.flows", "transport.flows_completed", "transport.jct_us", "transport.fct_p50_us", "transport.fct_p99_us",
 		"transport.fct_max_us", "transport.fct_over_ideal_mean", "transport.fct_over_ideal_max", "transport.retx_packets"}
 	byCause := []string{"transport.retx_packets_by_cause.trim_nack", "transport.retx_packets_by_cause.sack_gap",
 		"transport.retx_packets_by_cause.timeout", "transport.retx_packets_by_cause.out_of_window"}

@@ -159,10 +159,12 @@ func lineCol(data []byte, off int64) (line, col int) {
 // final "*" after other text for any key starting with it ("latency_*"); the figures a pattern
 // matches keep their order in the file.
 //
-// The run's identity comes first; then a training run's figures (trainingPatterns); then the
+// The run's identity and outcome come first (a failed run's reason, a run stopped early,
+// QP errors accepted); then a training run's figures (trainingPatterns); then the
 // network's (networkPatterns), which a training run that sent no packets (the flow-level
 // engine, the closed forms) leaves out, as they are all zero there.
-var headlinePatterns = []string{"scenario", "seed", "hosts", "planes", "switches", "links"}
+var headlinePatterns = []string{"scenario", "seed", "failed", "failure_reason", "stopped_early", "qp_errors_allowed",
+	"hosts", "planes", "switches", "links"}
 
 // trainingPatterns are the headline figures of a training workload: summary.json's training
 // block (step time and where it went, MFU, tokens/s, power, goodput) and its ocs events.
@@ -201,7 +203,7 @@ var networkPatterns = slices.Concat([]string{
 // ("transport"), in headline order: the figures every transport shares, then ones a block may
 // or may not have (resends by cause, CNPs, EV states at the end). The report never asks which
 // transport ran: a key the block lacks is skipped.
-var transportKeys = []string{"kind", "jct_us", "fct_p50_us", "fct_p99_us", "fct_max_us", "fct_over_ideal_mean",
+var transportKeys = []string{"kind", "flows", "flows_completed", "jct_us", "fct_p50_us", "fct_p99_us", "fct_max_us", "fct_over_ideal_mean",
 	"fct_over_ideal_max", "retx_packets", "retx_packets_by_cause.*", "timeouts", "cnps_sent", "qp_errors",
 	"ev_good_at_end", "ev_assumed_bad_at_end", "ev_denied_at_end"}
 
