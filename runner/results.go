@@ -86,7 +86,12 @@ func (res *Result) Files(sc *scenario.Scenario) []File {
 // holds a truncated file under its final name nor a summary.json beside missing data. On an
 // error (the file system's: a full disk; an output's writer; the report's) the files this
 // call wrote are removed again, so the folder holds no part of this run. Errors name the file.
-func WriteResults(sc *scenario.Scenario, summary []byte, res *Result) (err error) {
+func WriteResults(sc *scenario.Scenario, summary []byte, res *Result) error {
+	return writeResults(sc, summary, res.Files(sc))
+}
+
+// writeResults is WriteResults with the data files given.
+func writeResults(sc *scenario.Scenario, summary []byte, files []File) (err error) {
 	dir := sc.Run.Out
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("results folder: %w", err)
@@ -119,7 +124,7 @@ func WriteResults(sc *scenario.Scenario, summary []byte, res *Result) (err error
 	if err := put("scenario.yaml", bytesOf(y)); err != nil {
 		return err
 	}
-	for _, f := range res.Files(sc) {
+	for _, f := range files {
 		if err := put(f.Name, f.Write); err != nil {
 			return err
 		}

@@ -339,7 +339,8 @@ func markInterrupted(sc *scenario.Scenario, res *Result, where string) {
 	at := res.Sim.Now()
 	sm.Complete = false
 	sm.Interrupted = res.meter.stopped
-	sm.InterruptedAtUs = round3(at.Micros())
+	atUs := round3(at.Micros())
+	sm.InterruptedAtUs = &atUs
 	if where == "" {
 		where = "the run"
 	}

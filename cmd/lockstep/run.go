@@ -236,7 +236,7 @@ func interruptErr(intr *runner.Interrupt, res *runner.Result, dir string) error 
 		return &exitError{code: signalExit(intr.Reason()), err: fmt.Errorf("%s: stopped after run %s finished; its results in %s are complete", intr.Reason(), s.Scenario, dir)}
 	}
 	return &exitError{code: signalExit(s.Interrupted), err: fmt.Errorf("run %s interrupted (%s) at %s of simulated time: what it had is in %s (summary.json says \"complete\": false; the fabric was not drained)",
-		s.Scenario, s.Interrupted, fmtUs(s.InterruptedAtUs), dir)}
+		s.Scenario, s.Interrupted, fmtUs(res.Sim.Now().Micros()), dir)}
 }
 
 // fmtUs prints a time in microseconds compactly ("37.5us", "12.3ms").
