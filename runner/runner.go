@@ -96,8 +96,12 @@ type Interrupt struct{ reason atomic.Pointer[string] }
 // "interrupted". The first request's reason wins; later ones change nothing.
 func (i *Interrupt) Request(reason string) { i.reason.CompareAndSwap(nil, &reason) }
 
-// Reason returns the first request's reason, "" while none was made.
+// Reason returns the first request's reason, "" while none was made (and for a nil
+// Interrupt).
 func (i *Interrupt) Reason() string {
+	if i == nil {
+		return ""
+	}
 	if r := i.reason.Load(); r != nil {
 		return *r
 	}

@@ -293,3 +293,38 @@ func TestDescribe(t *testing.T) {
 		}
 	}
 }
+
+// A variants run interrupted in its first variant stops there: exit 130, that variant's
+// folder with complete: false, no later variant and no compare.html; and compare likewise.
+func TestVariantsInterrupted(t *testing.T) {
+	file := filepath.Join("testdata", "variants", "perm-transports.yaml")
+	vs, err := loadVariantsArg(file)
+	if err != nil || len(vs) != 2 {
+		t.Fatalf("variants: %v, %d", err, len(vs))
+	}
+	dir := t.TempDir()
+	intr := &runner.Interrupt{}
+	intr.Request("SIGINT")
+	var out, errb bytes.Buffer
+	err = runVariants(&out, vs, dir, false, runOpts{quiet: true, stderr: &errb, intr: intr})
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 130 || !strings.Contains(err.Error(), filepath.Join(dir, "perm-mrc")) {
+		t.Fatalf("error %v; want exit 130 naming the interrupted variant's folder", err)
+	}
+	if got := strings.Join(listDir(t, dir), " "); got != "perm-mrc" {
+		t.Errorf("folder holds %q; want only the interrupted variant", got)
+	}
+	var s runner.Summary
+	if err := json.Unmarshal(readFile(t, filepath.Join(dir, "perm-mrc", "summary.json")), &s); err != nil || s.Complete || s.Interrupted != "SIGINT" {
+		t.Errorf("summary: %v, complete %v, interrupted %q", err, s.Complete, s.Interrupted)
+	}
+	// A rerun without the signal: both variants, compare.html, nothing stale.
+	mustRun(t, "run", file, "--out", dir, "--quiet")
+	if got := strings.Join(listDir(t, dir), " "); got != "compare.html perm-mrc perm-roce" {
+		t.Errorf("after the rerun the folder holds %q", got)
+	}
+	var s2 runner.Summary
+	if err := json.Unmarshal(readFile(t, filepath.Join(dir, "perm-mrc", "summary.json")), &s2); err != nil || !s2.Complete || s2.Interrupted != "" {
+		t.Errorf("rerun summary: %v, complete %v, interrupted %q", err, s2.Complete, s2.Interrupted)
+	}
+}

@@ -228,7 +228,7 @@ func catchSignals(stderr io.Writer) (intr *runner.Interrupt, stop func()) {
 // complete: false), or of one that finished while the signal arrived, naming where its
 // results are; nil when no signal came.
 func interruptErr(intr *runner.Interrupt, res *runner.Result, dir string) error {
-	if intr == nil || intr.Reason() == "" {
+	if intr.Reason() == "" {
 		return nil
 	}
 	s := &res.Summary
@@ -420,6 +420,10 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 			fmt.Fprintf(ro.stderr, "lockstep: %v\n", err)
 			if failed == nil {
 				failed = err
+			}
+			if r := ro.intr.Reason(); r != "" {
+				// A signal came while this variant failed: run no more.
+				return &exitError{code: signalExit(r), err: fmt.Errorf("%s: stopped after variant %s failed; the variants before it are in %s", r, sc.Name, out)}
 			}
 			continue
 		}
