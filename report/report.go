@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -189,8 +190,56 @@ func writePage(out string, pg *page) error {
 	if err := pageTmpl.Execute(&buf, pg); err != nil {
 		return fmt.Errorf("report: rendering %s: %w", out, err)
 	}
-	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+	if err := WriteFileAtomic(out, func(w io.Writer) error { _, err := w.Write(buf.Bytes()); return err }); err != nil {
 		return fmt.Errorf("report: %w", err)
+	}
+	return nil
+}
+
+// TempPrefix starts the name of every temporary file WriteFileAtomic creates (".lockstep-tmp-"),
+// so a tool clearing a results folder can recognise the ones a killed process left.
+const TempPrefix = ".lockstep-tmp-"
+
+// WriteFileAtomic writes the file path (mode 0644) with write: into a temporary file of the same
+// folder (TempPrefix + the name + a random suffix), synced and then renamed over path, so path
+// is either the previous file or the whole new one, never a truncated one. On any error
+// (write's, the file system's: a full disk) the temporary file is removed and path is left
+// as it was. Errors name the file.
+func WriteFileAtomic(path string, write func(io.Writer) error) error {
+	dir, name := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, TempPrefix+name+"-*")
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	tmp := f.Name()
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	bw := bufio.NewWriterSize(f, 1<<16)
+	if err := write(bw); err != nil {
+		return fail(err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fail(err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
 }

@@ -67,6 +67,7 @@ func runTransport(sc *scenario.Scenario, layout topo.Topology, res *Result) erro
 		}
 	}
 	smp := newEndpointSampler(sc, res, layout.Params().Planes, ep)
+	meterTransfers(sc, res.meter, ep)
 	var onDone func(sim.Time)
 	ep.SetHooks(transport.Hooks{
 		OnDone: func(now sim.Time) { onDone(now) },
@@ -157,3 +158,24 @@ func us(t sim.Time) float64 { return transport.Us(t) }
 // Transfers returns the transport block of the summary, nil for a run without a packet
 // transport (raw traffic, a workload on the analytic or flow-level engine).
 func (s *Summary) Transfers() *transport.Summary { return s.Transport }
+
+// meterTransfers tells the progress reports of a traffic run carried by ep where it is going:
+// the ideal completion of the transfer that ends last (or run.duration, when that comes
+// first and so ends the run) and the payload placed of the payload posted.
+func meterTransfers(sc *scenario.Scenario, m *meter, ep transport.Endpoint) {
+	var target sim.Time
+	for _, f := range ep.Flows() {
+		if f.Ideal > 0 {
+			target = max(target, f.Start+f.Ideal)
+		}
+	}
+	m.target, m.targetWhat = target, "ideal completion"
+	if target == 0 || target > sc.Run.Duration {
+		m.target, m.targetWhat = sc.Run.Duration, "run.duration"
+	}
+	m.unit = "of the payload placed"
+	m.done = func() (float64, float64) {
+		_, placed, posted := ep.Bytes()
+		return float64(placed), float64(posted)
+	}
+}

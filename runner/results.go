@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -41,7 +40,15 @@ type File struct {
 // links.csv (per port and interval), pauses.csv (PFC), power.csv and steps.csv (training),
 // the transport's own files (Endpoint.Files: MRC's ev_states.csv), and trace.json when
 // run.trace is on. docs/outputs.md documents every column.
+//
+// A run interrupted where its own figures cannot be gathered (a collective or training
+// workload, or the fault baseline, stopped midway) lists none: its folder holds summary.json
+// and scenario.yaml (and report.html). An interrupted traffic run lists what it gathered up
+// to then.
 func (res *Result) Files(sc *scenario.Scenario) []File {
+	if res.partial {
+		return nil
+	}
 	files := []File{{"flows.csv", func(w io.Writer) error { return WriteFlowsCSV(w, res) }}}
 	if res.Collective != nil {
 		files = append(files, File{"collectives.csv", func(w io.Writer) error { return collective.WriteCSV(w, res.Collective.Rows) }})
@@ -71,42 +78,80 @@ func (res *Result) Files(sc *scenario.Scenario) []File {
 	return files
 }
 
-// WriteResults fills the results folder sc.Run.Out: summary.json (summary, already
-// marshalled), the resolved scenario.yaml, res.Files, and last report.html, which reads
-// them. Files a previous run left there are removed first. Errors: the file system's, an
-// output's writer, or the report's.
+// WriteResults fills the results folder sc.Run.Out: the resolved scenario.yaml, res.Files,
+// summary.json (summary, already marshalled) and last report.html, which reads them. Files a
+// previous run left there (and temporary files of a write that was killed) are removed
+// first. Each file is written under a temporary name and renamed into place when whole
+// (report.WriteFileAtomic), and summary.json only after every data file, so a folder never
+// holds a truncated file under its final name nor a summary.json beside missing data. On an
+// error (the file system's: a full disk; an output's writer; the report's) the files this
+// call wrote are removed again, so the folder holds no part of this run. Errors name the file.
 func WriteResults(sc *scenario.Scenario, summary []byte, res *Result) error {
+	return writeResults(sc, summary, res.Files(sc))
+}
+
+// writeResults is WriteResults with the data files given.
+func writeResults(sc *scenario.Scenario, summary []byte, files []File) (err error) {
 	dir := sc.Run.Out
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("results folder: %w", err)
 	}
-	for _, f := range ResultFiles() {
-		if err := os.Remove(filepath.Join(dir, f)); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("results folder: cannot replace the previous run's %s: %w", f, err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "summary.json"), summary, 0o644); err != nil {
+	if err := clearResults(dir); err != nil {
 		return err
+	}
+	var written []string
+	defer func() {
+		if err != nil {
+			for _, f := range written {
+				os.Remove(filepath.Join(dir, f))
+			}
+		}
+	}()
+	put := func(name string, write func(io.Writer) error) error {
+		if err := report.WriteFileAtomic(filepath.Join(dir, name), write); err != nil {
+			return err
+		}
+		written = append(written, name)
+		return nil
+	}
+	bytesOf := func(b []byte) func(io.Writer) error {
+		return func(w io.Writer) error { _, err := w.Write(b); return err }
 	}
 	y, err := scenario.Encode(sc)
 	if err != nil {
 		return fmt.Errorf("scenario.yaml: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "scenario.yaml"), y, 0o644); err != nil {
+	if err := put("scenario.yaml", bytesOf(y)); err != nil {
 		return err
 	}
-	for _, f := range res.Files(sc) {
-		var b bytes.Buffer
-		if err := f.Write(&b); err != nil {
-			return fmt.Errorf("%s: %w", f.Name, err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f.Name), b.Bytes(), 0o644); err != nil {
+	for _, f := range files {
+		if err := put(f.Name, f.Write); err != nil {
 			return err
 		}
+	}
+	if err := put("summary.json", bytesOf(summary)); err != nil {
+		return err
 	}
 	// The report reads the files above; written last so it shows all of them.
 	if err := report.Write(dir); err != nil {
 		return fmt.Errorf("report.html: %w", err)
+	}
+	return nil
+}
+
+// clearResults removes from dir every file a results folder may hold (ResultFiles) and the
+// temporary files a killed write left (report.TempPrefix); nothing else.
+func clearResults(dir string) error {
+	for _, f := range ResultFiles() {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("results folder: cannot replace the previous run's %s: %w", f, err)
+		}
+	}
+	tmps, _ := filepath.Glob(filepath.Join(dir, report.TempPrefix+"*"))
+	for _, t := range tmps {
+		if err := os.Remove(t); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("results folder: cannot remove the left-over temporary file %s: %w", t, err)
+		}
 	}
 	return nil
 }

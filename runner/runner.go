@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -61,7 +62,58 @@ type Result struct {
 	// Wall is the wall-clock time the simulation took. It is not part of Summary, which must be
 	// byte-identical across runs.
 	Wall time.Duration
+	// meter is what the progress reports and the interrupt check share with the runners.
+	meter *meter
+	// partial: the run was interrupted where its figures cannot be gathered (a collective or
+	// training workload, the fault baseline): Summary holds the common figures only and Files
+	// lists none.
+	partial bool
 }
+
+// meter is a run's progress state: the interrupt reason once one was honoured, and what the
+// runner knows of where the run is going (Progress.Target, Done, Total).
+type meter struct {
+	stopped    string   // the Interrupt's reason once the kernel was stopped for it
+	target     sim.Time // Progress.Target
+	targetWhat string   // Progress.TargetWhat
+	unit       string   // Progress.Unit
+	done       func() (done, total float64)
+}
+
+// interrupted reports whether the run was stopped by an Interrupt: the runners then skip the
+// drain and the conservation audit (packets are still inside the fabric) and summarise what
+// happened up to then.
+func (res *Result) interrupted() bool { return res.meter != nil && res.meter.stopped != "" }
+
+// Interrupt is a request to stop a run early, made from another goroutine (a signal
+// handler). The run honours it at the next event boundary (checked every few thousand
+// events): the kernel stops there, the drain and the audit are skipped, and the Result
+// describes the run up to that simulated time with Summary.Complete false. The zero value is
+// ready to use.
+type Interrupt struct{ reason atomic.Pointer[string] }
+
+// Request asks the run to stop; reason ("SIGINT") is recorded in summary.json's
+// "interrupted". The first request's reason wins; later ones change nothing.
+func (i *Interrupt) Request(reason string) { i.reason.CompareAndSwap(nil, &reason) }
+
+// Reason returns the first request's reason, "" while none was made (and for a nil
+// Interrupt).
+func (i *Interrupt) Reason() string {
+	if i == nil {
+		return ""
+	}
+	if r := i.reason.Load(); r != nil {
+		return *r
+	}
+	return ""
+}
+
+// interruptEvery is how many events pass between two checks of an Interrupt (flow level:
+// interruptEveryFluid, each event there being a whole rate recompute).
+const (
+	interruptEvery      = 1 << 12
+	interruptEveryFluid = 1 << 2
+)
 
 // Run executes sc, which must be resolved (scenario.Parse or Resolve). Errors: a scenario the
 // builders reject (bad input, exit code 2 in the CLI) are returned as *InputError; a run that
@@ -74,6 +126,8 @@ type Options struct {
 	// from inside the run: for progress bars. It must not keep the Progress past the call.
 	Progress       func(Progress)
 	ProgressEvents uint64
+	// Interrupt, when set, stops the run early when requested (see Interrupt); nil: never.
+	Interrupt *Interrupt
 	// Warn, when set, receives warnings found before the simulation starts (a PFC
 	// configuration that cannot be lossless), one line each; they are in the summary too.
 	Warn func(string)
@@ -87,6 +141,16 @@ type Progress struct {
 	Bound  sim.Time // run.duration: traffic stops, or a workload must be done, by then
 	Events uint64   // events dispatched so far in this phase
 	Wall   time.Duration
+	// Target is the simulated time the run is expected to reach, for a percentage: raw
+	// traffic's run.duration, or the ideal completion (alone on an idle fabric) of the
+	// transfer that ends last, which congestion makes a lower bound; 0 when none is known
+	// (workloads). TargetWhat says which ("run.duration", "ideal completion").
+	Target     sim.Time
+	TargetWhat string
+	// Done of Total units of work are finished (Unit, e.g. "of the payload placed"): the
+	// measure an ETA extrapolates; Total 0 when the runner cannot say cheaply.
+	Done, Total float64
+	Unit        string
 }
 
 // RunWith is Run with options.
@@ -111,23 +175,13 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 		}
 	}
 	s := sim.New(sc.Run.Seed)
-	phaseStart := time.Now() // this simulation's own start: events/s per phase
-	if opt.Progress != nil {
-		every := opt.ProgressEvents
-		if every == 0 {
-			every = 1 << 20
-			if sc.Fluid() {
-				every = 1 << 8 // few events, each a whole rate recompute
-			}
-		}
-		phase := "run"
-		if dryFaults {
-			phase = "baseline"
-		}
-		s.SetProgress(every, func(now sim.Time) {
-			opt.Progress(Progress{Phase: phase, Now: now, Bound: sc.Run.Duration, Events: s.Events(), Wall: time.Since(phaseStart)})
-		})
+	m := &meter{}
+	if twin != nil && twin.interrupted() {
+		// Stopped in the faultless twin: this run never started.
+		m.stopped = twin.meter.stopped
+		return interruptedResult(sc, twin.Sim, twin.Net, m, "the fault baseline (the scenario run without its faults, to measure what they cost)", wallStart), nil
 	}
+	watch(sc, s, m, dryFaults, opt)
 	net := fabric.New(s)
 	layout, err := sc.Topology.Describe()
 	if err != nil {
@@ -160,7 +214,7 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 			}
 		}
 	}
-	res := &Result{Sim: s, Net: net}
+	res := &Result{Sim: s, Net: net, meter: m}
 	if res.warnings, err = transportChecks(sc, layout, res); err != nil {
 		return nil, err
 	}
@@ -196,9 +250,20 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	default:
 		err = runTransport(sc, layout, res)
 	}
+	if res.interrupted() {
+		if err != nil || res.Summary.Scenario == "" {
+			// A workload stopped midway reports no figures of its own (its engines fail
+			// on work left undone): the common ones only.
+			return interruptedResult(sc, s, net, m, "", wallStart), nil
+		}
+		markInterrupted(sc, res, "")
+		res.Wall = time.Since(wallStart)
+		return res, nil
+	}
 	if err != nil {
 		return nil, err
 	}
+	res.Summary.Complete = true
 	markOutcome(sc, &res.Summary)
 	markTrainingOutcome(sc, &res.Summary)
 	if len(faults) > 0 && !dryFaults {
@@ -218,6 +283,96 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	return res, nil
 }
 
+// watch installs the kernel's progress callback of a run: opt.Progress every
+// opt.ProgressEvents events (default 1<<20, flow level 1<<8) and, with opt.Interrupt, a check
+// every interruptEvery events that stops the kernel (sim.Stop, no error) once an interrupt
+// was requested, recording its reason in m. Neither schedules anything, so neither changes
+// what the run computes.
+func watch(sc *scenario.Scenario, s *sim.Sim, m *meter, dryFaults bool, opt Options) {
+	if opt.Progress == nil && opt.Interrupt == nil {
+		return
+	}
+	phaseStart := time.Now() // this simulation's own start: events/s per phase
+	every := opt.ProgressEvents
+	if every == 0 {
+		every = 1 << 20
+		if sc.Fluid() {
+			every = 1 << 8 // few events, each a whole rate recompute
+		}
+	}
+	tick := every
+	if opt.Interrupt != nil {
+		tick = min(tick, interruptEvery)
+		if sc.Fluid() {
+			tick = min(tick, interruptEveryFluid)
+		}
+	}
+	phase := "run"
+	if dryFaults {
+		phase = "baseline"
+	}
+	next := s.Events() + every
+	s.SetProgress(tick, func(now sim.Time) {
+		if opt.Interrupt != nil && m.stopped == "" {
+			if r := opt.Interrupt.Reason(); r != "" {
+				m.stopped = r
+				s.Stop(nil) // at this event boundary; Run returns without advancing the clock
+				return
+			}
+		}
+		if opt.Progress == nil || s.Events() < next {
+			return
+		}
+		next = s.Events() + every
+		p := Progress{Phase: phase, Now: now, Bound: sc.Run.Duration, Events: s.Events(), Wall: time.Since(phaseStart),
+			Target: m.target, TargetWhat: m.targetWhat, Unit: m.unit}
+		if m.done != nil {
+			p.Done, p.Total = m.done()
+		}
+		opt.Progress(p)
+	})
+}
+
+// markInterrupted marks res's summary as the figures of a run interrupted at the kernel's
+// current time (in names where: "" for the run itself): Complete false, the reason, the time
+// reached, and a note that the drain and the audit were skipped. The outcome checks
+// (markOutcome) and fault costs are not made: transfers cut short are not failures, and a
+// failure's cost needs the run to its end.
+func markInterrupted(sc *scenario.Scenario, res *Result, where string) {
+	sm := &res.Summary
+	at := res.Sim.Now()
+	sm.Complete = false
+	sm.Interrupted = res.meter.stopped
+	atUs := round3(at.Micros())
+	sm.InterruptedAtUs = &atUs
+	if where == "" {
+		where = "the run"
+	}
+	what := "the figures and files cover the run up to then, and transfers still in progress show as not finished"
+	if res.partial {
+		what = "only the scenario's size, the events and the time reached are reported (the workload's own figures and files need it to finish)"
+	}
+	sm.InterruptedNote = fmt.Sprintf("%s was interrupted (%s) at %v of simulated time (run.duration %v): the fabric was not drained and packet conservation not audited; %s",
+		where, res.meter.stopped, at, sc.Run.Duration, what)
+}
+
+// interruptedResult is the Result of a run interrupted where its own figures cannot be
+// gathered (see Result.partial): the scenario, seed, fabric size, events and times only.
+func interruptedResult(sc *scenario.Scenario, s *sim.Sim, net *fabric.Network, m *meter, where string, wallStart time.Time) *Result {
+	res := &Result{Sim: s, Net: net, meter: m, partial: true}
+	sm := &res.Summary
+	sm.Scenario, sm.Seed = sc.Name, sc.Run.Seed
+	if net != nil && net.NumHosts() > 0 {
+		sm.Hosts, sm.Planes = net.NumHosts(), len(net.Nodes[0].Ports)
+		sm.Switches, sm.Links = len(net.Nodes)-net.NumHosts(), len(net.Ports)/2
+	}
+	sm.DurationUs, sm.EndUs, sm.Events = round3(s.Now().Micros()), round3(s.Now().Micros()), s.Events()
+	sm.Drops = map[string]int64{}
+	markInterrupted(sc, res, where)
+	res.Wall = time.Since(wallStart)
+	return res
+}
+
 // runRaw offers paced raw traffic over [0, run.duration], then drains the fabric.
 func runRaw(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 	s, net := res.Sim, res.Net
@@ -231,6 +386,7 @@ func runRaw(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 	}
 	smp := newSampler(s, net, layout.Params().Planes, sc.Run.SampleInterval, sc.Run.Duration)
 	res.Links = smp.links
+	res.meter.target, res.meter.targetWhat = sc.Run.Duration, "run.duration"
 	raw.Start()
 	smp.placed = func() int64 { return raw.Totals().RecvBytes }
 	smp.start()
@@ -240,20 +396,25 @@ func runRaw(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 	}
 	snap := snapshot(net)
 	smp.links.finish(net.Sim().Now())
-	if err := s.Drain(sc.Run.Duration + sc.Run.Drain); err != nil {
-		return fmt.Errorf("run stopped during drain at %v: %w", s.Now(), err)
-	}
-	if err := net.Audit(); err != nil {
-		return err
-	}
-	if left := net.InFlight(); left > 0 {
-		return notDrained(net, left, sc.Run.Drain)
+	end := sc.Run.Duration
+	if res.interrupted() {
+		end = s.Now() // no drain, no audit: packets are still inside
+	} else {
+		if err := s.Drain(sc.Run.Duration + sc.Run.Drain); err != nil {
+			return fmt.Errorf("run stopped during drain at %v: %w", s.Now(), err)
+		}
+		if err := net.Audit(); err != nil {
+			return err
+		}
+		if left := net.InFlight(); left > 0 {
+			return notDrained(net, left, sc.Run.Drain)
+		}
 	}
 	res.Raw = raw
-	res.Summary = summarise(sc, net, len(raw.Flows), smp, snap, sc.Run.Duration)
-	res.Summary.PFC = pfcSummary(sc, net, sc.Run.Duration)
-	res.progress, res.trafficEnd = smp.progress, sc.Run.Duration
-	rawFigures(&res.Summary, raw, sc.Run.Duration)
+	res.Summary = summarise(sc, net, len(raw.Flows), smp, snap, end)
+	res.Summary.PFC = pfcSummary(sc, net, end)
+	res.progress, res.trafficEnd = smp.progress, end
+	rawFigures(&res.Summary, raw, end)
 	return nil
 }
 
@@ -437,6 +598,12 @@ func driveTransport(sc *scenario.Scenario, res *Result, smp *sampler, onDone *fu
 		return 0, nil, fmt.Errorf("run stopped at %v: %w", s.Now(), err)
 	}
 	end := s.Now()
+	if res.interrupted() {
+		// No drain and no audit: packets are still inside; the summary covers up to now.
+		snap := snapshot(net)
+		smp.links.finish(end)
+		return end, snap, nil
+	}
 	running, errs := tn.Outstanding()
 	if *doneAt == sim.MaxTime && running > 0 && errs == 0 && s.NextAt() == sim.MaxTime {
 		return 0, nil, fmt.Errorf("stuck at %v: no event pending with %d transfers outstanding: %s", end, running, tn.Stuck(5))

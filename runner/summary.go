@@ -17,6 +17,15 @@ import (
 type Summary struct {
 	Scenario string `json:"scenario"`
 	Seed     uint64 `json:"seed"`
+	// Complete says the simulation ran to its end (false: it was interrupted; Interrupted
+	// says why). A complete run may still have failed (Failed).
+	Complete bool `json:"complete"`
+	// Interrupted is the signal that stopped the run early ("SIGINT", "SIGTERM"), at
+	// InterruptedAtUs of simulated time; InterruptedNote says what that means for the
+	// figures (no drain, no audit, transfers cut short). Absent for a complete run.
+	Interrupted     string   `json:"interrupted,omitempty"`
+	InterruptedAtUs *float64 `json:"interrupted_at_us,omitempty"`
+	InterruptedNote string   `json:"interrupted_note,omitempty"`
 	// Failed says the run did not do what it was asked (markOutcome): a QP errored (unless
 	// run.allow_qp_errors) or a transfer never finished; FailureReason says which, with
 	// counts. Absent (false) for a run that succeeded; the CLI exits 1 on a failed run.

@@ -67,18 +67,28 @@ report, beside them.`,
 				used               = map[string]int{}
 				failed             error // the first run that failed: the exit code
 			)
-			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet, stderr: stderr}
+			intr, stop := catchSignals(stderr)
+			defer stop()
+			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet, stderr: stderr, intr: intr}
+			var folders []string
 			for _, ns := range scs {
-				sc := ns.sc
-				folder := sc.Name
+				folder := ns.sc.Name
 				if used[folder]++; used[folder] > 1 {
 					folder = fmt.Sprintf("%s-%d", folder, used[folder]) // the same scenario twice
 				}
-				sc.Run.Out = filepath.Join(out, folder)
+				folders = append(folders, folder)
+			}
+			clearStale(out, folders, stderr)
+			for i, ns := range scs {
+				sc := ns.sc
+				sc.Run.Out = filepath.Join(out, folders[i])
 				ro.arg = ns.name
 				res, _, err := runAndWrite(sc, "--out", ro)
 				if err != nil {
 					return err
+				}
+				if err := interruptErr(ro.intr, res, sc.Run.Out); err != nil {
+					return err // the scenarios not run yet are not run; no compare.html
 				}
 				if err := outcomeErr(&res.Summary); err != nil && failed == nil {
 					failed = err

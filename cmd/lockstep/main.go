@@ -1,7 +1,8 @@
 // Command lockstep simulates AI-training cluster networks. See README.md.
 //
 // Exit codes: 0 success, 2 bad input (scenario, flags, files), 1 a run that failed (packet
-// conservation broken, kernel error, watchdog).
+// conservation broken, kernel error, watchdog), 130 and 143 a run interrupted by SIGINT and
+// SIGTERM (its results folder holds what it had: summary.json says "complete": false).
 package main
 
 import (

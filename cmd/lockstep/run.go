@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -43,7 +46,9 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 			if cmd.Flags().Changed("seed") && seed == 0 {
 				return badInput(fmt.Errorf("--seed: 0 is not allowed; use a seed >= 1"))
 			}
-			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet || asJSON, stderr: stderr, trace: trace}
+			intr, stop := catchSignals(stderr)
+			defer stop()
+			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet || asJSON, stderr: stderr, trace: trace, intr: intr}
 			if len(args) == 1 {
 				vs, err := loadVariantsArg(args[0])
 				if err != nil {
@@ -76,6 +81,12 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 			if err != nil {
 				return err
 			}
+			if err := interruptErr(ro.intr, res, sc.Run.Out); err != nil {
+				if asJSON {
+					_, _ = stdout.Write(js)
+				}
+				return err
+			}
 			if asJSON {
 				if _, err = stdout.Write(js); err != nil {
 					return err
@@ -100,8 +111,9 @@ type runOpts struct {
 	seed   uint64 // its value (>= 1)
 	quiet  bool   // no progress bar
 	stderr io.Writer
-	arg    string // the scenario argument, prefixed to input errors ("" for the default)
-	trace  bool   // --trace: write trace.json whatever run.trace says
+	arg    string            // the scenario argument, prefixed to input errors ("" for the default)
+	trace  bool              // --trace: write trace.json whatever run.trace says
+	intr   *runner.Interrupt // set by the first SIGINT or SIGTERM (catchSignals); nil: none
 }
 
 // runAndWrite runs sc (seed overridden when --seed was given) into its results folder
@@ -121,20 +133,22 @@ func runAndWrite(sc *scenario.Scenario, outField string, ro runOpts) (*runner.Re
 	if err != nil {
 		return nil, nil, badInput(fmt.Errorf("%s: %q cannot be the results folder: %w", outField, sc.Run.Out, err))
 	}
-	var opt runner.Options
+	opt := runner.Options{Interrupt: ro.intr}
 	var bar *progressbar.ProgressBar
 	if !ro.quiet && stdoutIsTerminal() {
+		fmt.Fprintln(ro.stderr, describe(sc))
+		start := time.Now() // the one clock the line shows: wall time since this run began
 		opt.Progress = func(p runner.Progress) {
+			elapsed := time.Since(start)
 			if bar == nil {
-				if p.Wall < 2*time.Second {
+				if elapsed < 2*time.Second {
 					return // short runs stay quiet
 				}
 				bar = progressbar.NewOptions(-1, progressbar.OptionSetWriter(ro.stderr),
 					progressbar.OptionSpinnerType(14), progressbar.OptionThrottle(200*time.Millisecond),
-					progressbar.OptionClearOnFinish())
+					progressbar.OptionSetElapsedTime(false), progressbar.OptionClearOnFinish())
 			}
-			rate := float64(p.Events) / p.Wall.Seconds()
-			bar.Describe(fmt.Sprintf("%s: simulated %v of at most %v, %.1fs wall, %.2fM events/s", p.Phase, p.Now, p.Bound, p.Wall.Seconds(), rate/1e6))
+			bar.Describe(progressLine(p, elapsed))
 			_ = bar.Add(1)
 		}
 	}
@@ -160,9 +174,178 @@ func runAndWrite(sc *scenario.Scenario, outField string, ro runOpts) (*runner.Re
 	}
 	js = append(js, '\n')
 	if err := runner.WriteResults(sc, js, res); err != nil {
+		undo() // WriteResults removed what it wrote: a folder this run created goes too
 		return nil, nil, runFailed(err)
 	}
 	return res, js, nil
+}
+
+// signalExit is the exit code of a run stopped by the named signal: 128 + its number, as
+// shells report it (SIGINT 130, SIGTERM 143).
+func signalExit(name string) int {
+	if name == "SIGTERM" {
+		return 128 + int(syscall.SIGTERM)
+	}
+	return 128 + int(syscall.SIGINT)
+}
+
+// catchSignals handles SIGINT and SIGTERM while a command runs simulations: the first asks
+// the run in progress to stop at its next event boundary (the Interrupt returned, given to
+// runner.Options) so its results folder gets what exists; a second one exits at once with
+// signalExit (files are written under temporary names and renamed, so none is left
+// truncated). stop restores the default handling.
+func catchSignals(stderr io.Writer) (intr *runner.Interrupt, stop func()) {
+	intr = &runner.Interrupt{}
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		first := true
+		for {
+			select {
+			case sig := <-ch:
+				name := "SIGINT"
+				if sig == syscall.SIGTERM {
+					name = "SIGTERM"
+				}
+				if first {
+					first = false
+					intr.Request(name)
+					fmt.Fprintf(stderr, "\nlockstep: %s: stopping the simulation at the next event and writing what it has (a second signal quits at once)\n", name)
+					continue
+				}
+				fmt.Fprintf(stderr, "\nlockstep: %s again: exiting at once (the results folder may lack files; none is truncated)\n", name)
+				os.Exit(signalExit(name))
+			case <-done:
+				return
+			}
+		}
+	}()
+	return intr, func() { signal.Stop(ch); close(done) }
+}
+
+// interruptErr is the exit-code error of a run a signal interrupted (res's summary says
+// complete: false), or of one that finished while the signal arrived, naming where its
+// results are; nil when no signal came.
+func interruptErr(intr *runner.Interrupt, res *runner.Result, dir string) error {
+	if intr.Reason() == "" {
+		return nil
+	}
+	s := &res.Summary
+	if s.Interrupted == "" {
+		return &exitError{code: signalExit(intr.Reason()), err: fmt.Errorf("%s: stopped after run %s finished; its results in %s are complete", intr.Reason(), s.Scenario, dir)}
+	}
+	return &exitError{code: signalExit(s.Interrupted), err: fmt.Errorf("run %s interrupted (%s) at %s of simulated time: what it had is in %s (summary.json says \"complete\": false; the fabric was not drained)",
+		s.Scenario, s.Interrupted, fmtUs(res.Sim.Now().Micros()), dir)}
+}
+
+// fmtUs prints a time in microseconds compactly ("37.5us", "12.3ms").
+func fmtUs(us float64) string {
+	switch {
+	case us >= 1e6:
+		return strconv.FormatFloat(us/1e6, 'f', 3, 64) + "s"
+	case us >= 1e3:
+		return strconv.FormatFloat(us/1e3, 'f', 3, 64) + "ms"
+	default:
+		return strconv.FormatFloat(us, 'f', 1, 64) + "us"
+	}
+}
+
+// progressLine is the progress bar's text: the phase, the simulated time as a percentage of
+// the run's target (the ideal completion of its last transfer, or run.duration), the work
+// done (payload placed), an ETA extrapolated from the rate so far, and one clock: the wall
+// time elapsed since the run began.
+func progressLine(p runner.Progress, elapsed time.Duration) string {
+	var b strings.Builder
+	phase := p.Phase
+	if phase == "baseline" {
+		phase = "baseline (the run without its faults)"
+	}
+	fmt.Fprintf(&b, "%s: simulated %s", phase, fmtUs(p.Now.Micros()))
+	frac := -1.0 // the fraction of the work done, for the ETA; < 0: unknown
+	if p.Target > 0 {
+		f := float64(p.Now) / float64(p.Target)
+		what := "of run.duration"
+		if p.TargetWhat != "run.duration" {
+			what = "of the ideal completion"
+		}
+		fmt.Fprintf(&b, ", %.0f%% %s (%s)", 100*f, what, fmtUs(p.Target.Micros()))
+		if f < 1 {
+			frac = f
+		}
+	}
+	if p.Total > 0 {
+		frac = p.Done / p.Total
+		fmt.Fprintf(&b, ", %.0f%% %s", 100*frac, p.Unit)
+	}
+	switch {
+	case frac > 0 && frac < 1 && p.Wall > 0:
+		eta := time.Duration(float64(p.Wall) * (1 - frac) / frac)
+		fmt.Fprintf(&b, ", ETA %v", eta.Round(time.Second))
+	case frac < 0 && p.Target > 0:
+		b.WriteString(", past it (no ETA)")
+	}
+	rate := 0.0
+	if p.Wall > 0 {
+		rate = float64(p.Events) / p.Wall.Seconds()
+	}
+	fmt.Fprintf(&b, "; %v elapsed, %.2fM events/s", elapsed.Round(100*time.Millisecond), rate/1e6)
+	return b.String()
+}
+
+// describe is the scenario's one-line description printed before a run on a terminal: its
+// name, hosts, topology kind, transport, and its workload or traffic.
+func describe(sc *scenario.Scenario) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "scenario %s:", sc.Name)
+	if layout, err := sc.Topology.Describe(); err == nil {
+		p := layout.Params()
+		fmt.Fprintf(&b, " %d hosts on a %s", layout.NumHosts(), p.Kind)
+		if p.Planes > 1 {
+			fmt.Fprintf(&b, " of %d planes", p.Planes)
+		}
+		fmt.Fprintf(&b, " (%v host links)", p.HostLink)
+	}
+	fmt.Fprintf(&b, ", transport %s", transportOf(sc))
+	switch {
+	case sc.Workload.Training != nil:
+		t := sc.Workload.Training
+		model := t.Model.Name
+		if model == "" {
+			model = t.Model.Preset
+		}
+		fmt.Fprintf(&b, ", workload: training %s (tp %d, pp %d, dp %d)", model, t.Plan.TP, t.Plan.PP, t.Plan.DP)
+	case len(sc.Workload.Collectives) > 0:
+		var parts []string
+		for _, c := range sc.Workload.Collectives {
+			size := c.Bytes.String()
+			if c.MaxBytes > 0 {
+				size += ".." + c.MaxBytes.String()
+			}
+			parts = append(parts, fmt.Sprintf("%s %s on %d ranks", c.Op, size, c.Ranks))
+		}
+		fmt.Fprintf(&b, ", workload: %s", strings.Join(parts, "; "))
+	default:
+		var parts []string
+		for _, t := range sc.Traffic {
+			what := t.Pattern
+			switch {
+			case t.Bytes > 0:
+				what += " of " + t.Bytes.String() + " transfers"
+			case t.Rate > 0:
+				what += " at " + t.Rate.String() + " per flow"
+			case t.Load > 0:
+				what += fmt.Sprintf(" at load %g", t.Load)
+			}
+			parts = append(parts, what)
+		}
+		fmt.Fprintf(&b, ", traffic: %s", strings.Join(parts, "; "))
+	}
+	if n := len(sc.Faults); n > 0 {
+		fmt.Fprintf(&b, ", %d fault entries", n)
+	}
+	fmt.Fprintf(&b, ", run.duration %v", sc.Run.Duration)
+	return b.String()
 }
 
 // outcomeErr is the exit-code error of a run the runner marked failed (runner.Summary.Failed),
@@ -215,17 +398,32 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 	if out == "" {
 		out, field = filepath.Join("results", vs[0].Base), "results folder"
 	}
+	var folders []string
+	for _, v := range vs {
+		folders = append(folders, v.Scenario.Name)
+	}
+	clearStale(out, folders, ro.stderr)
 	for _, v := range vs {
 		sc := v.Scenario
 		sc.Run.Out = filepath.Join(out, sc.Name)
 		ro.arg = "variant " + sc.Name + " (" + v.Label + ")"
 		res, js, err := runAndWrite(sc, field, ro)
+		if err == nil {
+			if ierr := interruptErr(ro.intr, res, sc.Run.Out); ierr != nil {
+				// The variants not run yet are not run; compare.html is not written.
+				return ierr
+			}
+		}
 		if err != nil {
 			// Keep going: the other variants still compare; the first failure decides the
 			// exit code at the end.
 			fmt.Fprintf(ro.stderr, "lockstep: %v\n", err)
 			if failed == nil {
 				failed = err
+			}
+			if r := ro.intr.Reason(); r != "" {
+				// A signal came while this variant failed: run no more.
+				return &exitError{code: signalExit(r), err: fmt.Errorf("%s: stopped after variant %s failed; the variants before it are in %s", r, sc.Name, out)}
 			}
 			continue
 		}
@@ -261,6 +459,67 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 	printComparison(w, names, kinds, sums)
 	fmt.Fprintf(w, "\ncombined report: %s\n", filepath.Join(out, "compare.html"))
 	return failed
+}
+
+// clearStale prepares out, the folder of a compare or variants run about to write one results
+// folder per name in keep: it removes compare.html and every other subfolder that a
+// previous lockstep run wrote there, so the folder describes this run only. A subfolder is
+// removed only when it holds summary.json or scenario.yaml and nothing but the files a
+// results folder may hold (runner.ResultFiles, and temporary files of a killed write); one
+// with any other file or folder in it is kept, with a warning on stderr. Files are removed
+// one by one and the folder last (never recursively), so nothing else is ever deleted.
+func clearStale(out string, keep []string, stderr io.Writer) {
+	entries, err := os.ReadDir(out)
+	if err != nil {
+		return // a new folder: nothing stale
+	}
+	if fi, err := os.Lstat(filepath.Join(out, "compare.html")); err == nil && fi.Mode().IsRegular() {
+		os.Remove(filepath.Join(out, "compare.html"))
+	}
+	kept := map[string]bool{}
+	for _, k := range keep {
+		kept[k] = true
+	}
+	known := map[string]bool{}
+	for _, f := range runner.ResultFiles() {
+		known[f] = true
+	}
+	for _, e := range entries {
+		if !e.IsDir() || kept[e.Name()] {
+			continue // WriteResults clears the folders this run writes
+		}
+		dir := filepath.Join(out, e.Name())
+		files, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		ours, other := false, ""
+		for _, f := range files {
+			name := f.Name()
+			switch {
+			case !f.Type().IsRegular():
+				other = name
+			case name == "summary.json" || name == "scenario.yaml":
+				ours = true
+			case known[name] || strings.HasPrefix(name, report.TempPrefix):
+			default:
+				other = name
+			}
+		}
+		if !ours {
+			continue // not a results folder: not ours to touch
+		}
+		if other != "" {
+			fmt.Fprintf(stderr, "warning: %s looks like a previous run's results folder but also holds %s: kept (remove it by hand if it is stale)\n", dir, other)
+			continue
+		}
+		for _, f := range files {
+			os.Remove(filepath.Join(dir, f.Name()))
+		}
+		if err := os.Remove(dir); err == nil {
+			fmt.Fprintf(stderr, "removed %s: a previous run's results folder this run does not write\n", dir)
+		}
+	}
 }
 
 // makeDir creates dir and any missing parents. undo removes the folders it created, deepest
