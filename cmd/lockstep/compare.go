@@ -268,6 +268,13 @@ func printComparison(w io.Writer, names, kinds []string, sums []*runner.Summary)
 	}
 	tw.Flush()
 	for i, s := range sums {
+		if t := s.Transfers(); t != nil && t.FlowsCompleted < t.Flows && len(s.Collectives) == 0 {
+			fmt.Fprintf(w, "note: %s: %d of %d transfers did not finish; its FCT figures cover the %d that did\n",
+				names[i], t.Flows-t.FlowsCompleted, t.Flows, t.FlowsCompleted)
+		}
+		if !s.Complete {
+			fmt.Fprintf(w, "note: %s: interrupted (%s) at %.1f us: its figures cover the run so far\n", names[i], s.Interrupted, s.EndUs)
+		}
 		if s.Failed {
 			fmt.Fprintf(w, "RUN FAILED: %s: %s\n", names[i], s.FailureReason)
 		}

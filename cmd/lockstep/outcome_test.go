@@ -93,3 +93,23 @@ func TestUnfinishedNoteStoppedEarly(t *testing.T) {
 		}
 	}
 }
+
+// TestComparisonNotesUnfinished checks compare's table says when a run's FCT figures cover
+// only its finished transfers, and when a run was interrupted.
+func TestComparisonNotesUnfinished(t *testing.T) {
+	mk := func(done int, complete bool) *runner.Summary {
+		return &runner.Summary{Complete: complete, Interrupted: map[bool]string{false: "SIGINT"}[complete], EndUs: 12.5,
+			Transport: &transport.Summary{Kind: "roce", Name: "RoCE", Flows: 64, FlowsCompleted: done, FCTP99Us: 10}}
+	}
+	var b strings.Builder
+	printComparison(&b, []string{"a", "b", "c"}, []string{"roce", "roce", "roce"}, []*runner.Summary{mk(64, true), mk(62, true), mk(64, false)})
+	out := b.String()
+	for _, want := range []string{"note: b: 2 of 64 transfers did not finish; its FCT figures cover the 62 that did", "note: c: interrupted (SIGINT) at 12.5 us"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("comparison lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "note: a:") {
+		t.Errorf("a finished everything, yet has a note:\n%s", out)
+	}
+}
