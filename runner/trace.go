@@ -17,6 +17,9 @@ import (
 // time order) and says how many it left out in a final instant event.
 const MaxTraceSpans = 500_000
 
+// traceSpanLimit is MaxTraceSpans, lowered by tests.
+var traceSpanLimit = MaxTraceSpans
+
 // Counter tracks are bounded too, so a large run's trace stays small: the busiest
 // traceLinkTracks links, and at most traceCounterPoints samples per track (adjacent
 // intervals merged: utilisation and power averaged, queue depth the deepest).
@@ -81,7 +84,7 @@ func BuildTrace(res *Result) *report.Trace {
 	}
 	if b.dropped > 0 {
 		b.clusterProcess()
-		b.t.Instant(b.cluster, 0, fmt.Sprintf("trace truncated: %d spans and arrows left out (MaxTraceSpans %d)", b.dropped, MaxTraceSpans), "lockstep",
+		b.t.Instant(b.cluster, 0, fmt.Sprintf("trace truncated: %d spans and arrows left out (MaxTraceSpans %d)", b.dropped, traceSpanLimit), "lockstep",
 			int64(res.Sim.Now()), report.ScopeGlobal, nil)
 	}
 	if b.t.Len() == 0 {
@@ -114,7 +117,7 @@ func (b *traceBuilder) clusterProcess() {
 
 // room reports whether one more span or arrow fits, counting the one left out if not.
 func (b *traceBuilder) room() bool {
-	if b.spans >= MaxTraceSpans {
+	if b.spans >= traceSpanLimit {
 		b.dropped++
 		return false
 	}
@@ -192,7 +195,8 @@ func (b *traceBuilder) training(tr *TrainingRun) {
 }
 
 // collectives adds each rank's span of each collective and one arrow per collective from
-// rank 0 to the rank that finished last. A collective that never finished spans to the run's
+// rank 0 to the rank that finished last (ties, as at flow level where every rank ends with
+// the collective: the highest rank). A collective that never finished spans to the run's
 // end, named so.
 func (b *traceBuilder) collectives(c *CollectiveRun) {
 	now := b.res.Sim.Now()
@@ -201,31 +205,34 @@ func (b *traceBuilder) collectives(c *CollectiveRun) {
 		if !r.Done {
 			name += " (unfinished)"
 		}
-		firstTid, lastTid, lastRank := -1, -1, -1
-		var lastEnd sim.Time
-		for rank, h := range r.Hosts {
+		ends := make([]sim.Time, len(r.Hosts))
+		lastRank := -1 // the arrow's end: the last rank done (ties: the highest), among spans of positive duration
+		for rank := range r.Hosts {
 			end := r.End
 			if rank < len(r.RankEnd) && r.RankEnd[rank] > 0 {
 				end = r.RankEnd[rank]
 			}
-			end = min(end, now)
-			if end < r.Start {
-				end = r.Start
-			}
-			tid, ok := b.span(h, traceTidCollectives, name, r.Spec.Op.String(), r.Start, end,
-				map[string]any{"rank": rank, "bytes": r.Spec.Bytes, "algorithm": r.Spec.Algo.String(), "ranks": r.Spec.Ranks})
-			if !ok || end == r.Start {
-				continue // no span a flow could bind to
-			}
-			if rank == 0 {
-				firstTid = tid
-			}
-			if end > lastEnd || lastRank < 0 {
-				lastTid, lastRank, lastEnd = tid, rank, end
+			ends[rank] = max(min(end, now), r.Start)
+			if ends[rank] > r.Start && (lastRank < 0 || ends[rank] >= ends[lastRank]) {
+				lastRank = rank
 			}
 		}
-		if firstTid >= 0 && lastRank > 0 {
-			b.arrow(r.Hosts[0], firstTid, r.Start, r.Hosts[lastRank], lastTid, r.Start, r.Name, "collective")
+		wantArrow := lastRank > 0 && ends[0] > r.Start
+		tids := make([]int, len(r.Hosts))
+		for rank, h := range r.Hosts {
+			tid, ok := b.span(h, traceTidCollectives, name, r.Spec.Op.String(), r.Start, ends[rank],
+				map[string]any{"rank": rank, "bytes": r.Spec.Bytes, "algorithm": r.Spec.Algo.String(), "ranks": r.Spec.Ranks})
+			if !ok {
+				tid = -1
+			}
+			tids[rank] = tid
+		}
+		switch {
+		case !wantArrow:
+		case tids[0] >= 0 && tids[lastRank] >= 0:
+			b.arrow(r.Hosts[0], tids[0], r.Start, r.Hosts[lastRank], tids[lastRank], r.Start, r.Name, "collective")
+		default:
+			b.dropped++ // its spans were left out
 		}
 	}
 }
@@ -279,8 +286,12 @@ func (b *traceBuilder) transfers() {
 			rname += " (unfinished)"
 		}
 		rtid, ok2 := b.span(x.dst, traceTidReceived, rname, x.cat, x.start, done, map[string]any{"flow": x.i, "src": x.src})
-		if ok1 && ok2 && done > x.start {
+		switch {
+		case done == x.start: // no span an arrow could bind to
+		case ok1 && ok2:
 			b.arrow(x.src, stid, x.start, x.dst, rtid, x.start, fmt.Sprintf("flow %d", x.i), x.cat)
+		default:
+			b.dropped++ // its spans were left out
 		}
 	}
 }
