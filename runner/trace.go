@@ -60,7 +60,8 @@ var traceThreadNames = map[int]string{traceTidCollectives: "collectives", traceT
 //     flow arrow from the send to the receive.
 //
 // Counter tracks on "cluster": the utilisation (percent of line rate) of the traceLinkTracks
-// links with the highest peak in links.csv's series, the deepest switch egress queue over
+// links with the highest peak in links.csv's series (ties: the highest mean, then the first
+// port), the deepest switch egress queue over
 // time (bytes), and a training run's cluster power (MW, power.csv's series). Failures are
 // global instant events. Times are simulated picoseconds. nil when the run has nothing to
 // trace.
@@ -337,7 +338,8 @@ func (b *traceBuilder) linkCounters(ls *LinkSeries) {
 	}
 	type peak struct {
 		port int
-		pct  float64
+		pct  float64 // the highest interval's utilisation
+		mean float64 // over the series: breaks ties between links that peak alike (at line rate)
 	}
 	var peaks []peak
 	for i := range ports {
@@ -346,10 +348,12 @@ func (b *traceBuilder) linkCounters(ls *LinkSeries) {
 			p = max(p, util(i, k, k+1))
 		}
 		if p > 0 {
-			peaks = append(peaks, peak{i, p})
+			peaks = append(peaks, peak{i, p, util(i, 0, n)})
 		}
 	}
-	slices.SortStableFunc(peaks, func(a, c peak) int { return cmp.Or(cmp.Compare(c.pct, a.pct), cmp.Compare(a.port, c.port)) })
+	slices.SortStableFunc(peaks, func(a, c peak) int {
+		return cmp.Or(cmp.Compare(c.pct, a.pct), cmp.Compare(c.mean, a.mean), cmp.Compare(a.port, c.port))
+	})
 	g := traceGroup(n)
 	for _, p := range peaks[:min(len(peaks), traceLinkTracks)] {
 		b.clusterProcess()

@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/lockstepsim/lockstep/fabric"
+	"github.com/lockstepsim/lockstep/report"
+	"github.com/lockstepsim/lockstep/sim"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -329,6 +334,124 @@ func TestTraceBounded(t *testing.T) {
 		}
 		if kept != limit || note != want {
 			t.Errorf("limit %d of %d: kept %d, note %q; want %d, %q", limit, total, kept, note, limit, want)
+		}
+	}
+}
+
+// The link counters pick the links with the highest peak (ties: the highest mean), at most
+// traceLinkTracks of them, and merge adjacent intervals into at most traceCounterPoints
+// points, each the mean utilisation of its intervals; the deepest-queue track keeps the
+// deepest of its intervals. A synthetic series on a real fabric: port i carries i% of its
+// line rate in odd intervals (double that in even ones), switch port queues grow with time.
+func TestTraceLinkCounters(t *testing.T) {
+	base := mustRun(t, permutation(2, 2, 8, "ecmp", 0.5, 1, "20us")).Links
+	for _, n := range []int{1, 10, traceCounterPoints, traceCounterPoints + 1, 3*traceCounterPoints + 7} {
+		ls := *base
+		ports := ls.ports
+		ls.starts = make([]sim.Time, n)
+		ls.tx, ls.qmax = make([]int64, n*ports), make([]int64, n*ports)
+		sec := ls.interval.Seconds()
+		for k := range n {
+			ls.starts[k] = sim.Time(k) * ls.interval
+			for i := range ports {
+				pct := float64(i % 50)
+				if k%2 == 0 {
+					pct *= 2
+				}
+				ls.tx[k*ports+i] = int64(pct / 100 * float64(ls.net.Ports[i].Rate) * sec / 8)
+				ls.qmax[k*ports+i] = int64(k + 1)
+			}
+		}
+		b := &traceBuilder{t: report.NewTrace(), res: &Result{}, named: map[int]bool{}, lanes: map[[2]int][]sim.Time{}, ranks: map[int]int{}, cluster: 1}
+		b.linkCounters(&ls)
+		var buf bytes.Buffer
+		if _, err := b.t.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		evs := checkTrace(t, buf.Bytes())
+		points := map[string][]float64{}
+		for _, e := range evs {
+			if e.Ph == "C" {
+				for _, v := range e.Args {
+					points[e.Name] = append(points[e.Name], v.(float64))
+				}
+			}
+		}
+		g := traceGroup(n)
+		wantPoints := (n + g - 1) / g
+		if len(points) != traceLinkTracks+1 {
+			t.Fatalf("n %d: %d tracks; want %d links and the deepest queue", n, len(points), traceLinkTracks)
+		}
+		chosen := map[int]bool{}
+		for name, vs := range points {
+			if len(vs) != wantPoints || len(vs) > traceCounterPoints {
+				t.Errorf("n %d: %s has %d points; want %d (at most %d)", n, name, len(vs), wantPoints, traceCounterPoints)
+			}
+			if name == "deepest switch queue" {
+				if vs[0] != float64(g) || vs[len(vs)-1] != float64(n) {
+					t.Errorf("n %d: deepest queue starts %v, ends %v; want %d and %d", n, vs[0], vs[len(vs)-1], g, n)
+				}
+				continue
+			}
+			port := strings.TrimPrefix(name, "util ")
+			i := slices.IndexFunc(ls.net.Ports, func(p fabric.Port) bool { return p.Name == port })
+			chosen[i] = true
+			want := float64(i%50) * 1.5 // even and odd intervals alternate
+			if g == 1 || g%2 == 1 {
+				want = -1 // a group of odd length does not average to 1.5x
+			}
+			if want >= 0 && math.Abs(vs[0]-want) > 0.01 {
+				t.Errorf("n %d: %s first point %.3f%%; want the mean %.3f%%", n, name, vs[0], want)
+			}
+		}
+		// Every chosen port is at least as busy as every other (the busiest: i % 50 == 49).
+		least, most := 100, -1
+		for i := range ports {
+			if chosen[i] {
+				least = min(least, i%50)
+			} else {
+				most = max(most, i%50)
+			}
+		}
+		if least < most {
+			t.Errorf("n %d: a chosen port at %d%% while another at %d%% is left out", n, least, most)
+		}
+	}
+}
+
+// The cluster power track follows power.csv's series, merged into at most traceCounterPoints
+// points of the mean power of their samples: at the default interval one point per sample,
+// at 1 us (more samples than points) fewer, with the same mean.
+func TestTracePowerCounter(t *testing.T) {
+	for _, interval := range []string{"", "1us"} {
+		y := tfCase{radix: 16, hosts: 16, transport: "{kind: ideal}", plan: "{tp: 8, pp: 2}"}.yaml()
+		if interval != "" {
+			y = strings.Replace(y, "    plan:", "    power: {interval: "+interval+"}\n    plan:", 1)
+		}
+		res := mustRun(t, y)
+		mw := res.Training.Result.Power().MW
+		var pts []float64
+		for _, e := range checkTrace(t, traceOf(t, res)) {
+			if e.Ph == "C" && e.Name == "cluster power" {
+				pts = append(pts, e.Args["MW"].(float64))
+			}
+		}
+		g := traceGroup(len(mw))
+		if len(pts) != (len(mw)+g-1)/g || len(pts) > traceCounterPoints {
+			t.Fatalf("interval %q: %d samples, %d points; want %d (at most %d)", interval, len(mw), len(pts), (len(mw)+g-1)/g, traceCounterPoints)
+		}
+		var want, got float64
+		for _, v := range mw[:len(mw)/g*g] {
+			want += v
+		}
+		for _, v := range pts[:len(mw)/g] {
+			got += v
+		}
+		want /= float64(len(mw) / g * g)
+		got /= float64(len(mw) / g)
+		t.Logf("interval %q: %d samples -> %d points, mean %.4f MW", interval, len(mw), len(pts), got)
+		if math.Abs(got-want) > 1e-9*want {
+			t.Errorf("interval %q: mean of the points %.6f MW; want the samples' %.6f", interval, got, want)
 		}
 	}
 }
