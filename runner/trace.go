@@ -61,10 +61,10 @@ var traceThreadNames = map[int]string{traceTidCollectives: "collectives", traceT
 //
 // Counter tracks on "cluster": the utilisation (percent of line rate) of the traceLinkTracks
 // links with the highest peak in links.csv's series (ties: the highest mean, then the first
-// port), the deepest switch egress queue over
-// time (bytes), and a training run's cluster power (MW, power.csv's series). Failures are
-// global instant events. Times are simulated picoseconds. nil when the run has nothing to
-// trace.
+// port), the deepest switch egress queue over time (bytes), and a training run's cluster
+// power (MW, power.csv's series), each at most traceCounterPoints points. Failures are global
+// instant events. Times are simulated picoseconds. docs/outputs.md ("trace.json") describes
+// the file. nil when the run has nothing to trace.
 func BuildTrace(res *Result) *report.Trace {
 	b := &traceBuilder{t: report.NewTrace(), res: res, named: map[int]bool{}, lanes: map[[2]int][]sim.Time{}, ranks: map[int]int{}}
 	b.cluster = res.Summary.Hosts + 1
@@ -106,9 +106,10 @@ type traceBuilder struct {
 	clusterNamed   bool
 }
 
-// pid is host h's process id.
+// tracePid is host h's process id: h + 1, as Perfetto files pid 0 under the kernel.
 func tracePid(h int) int { return h + 1 }
 
+// clusterProcess names the run-wide process the first time something is put on it.
 func (b *traceBuilder) clusterProcess() {
 	if !b.clusterNamed {
 		b.clusterNamed = true
