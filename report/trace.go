@@ -148,12 +148,13 @@ func (t *Trace) Counter(pid int, name string, atPs int64, values map[string]floa
 // toPs, for example from a transfer's send to its receive. It is written as the trace-event
 // format's flow events ("Trace Event Format", section "Flow Events"): a flow start ("s") and a
 // flow end ("f") sharing a fresh "id" (1, 2, ... in the order of the calls), cat and name,
-// the end with binding point "bp":"e" (the enclosing slice, as the start always binds); each
-// is placed on its track after the other events of its instant, so a span starting at that
-// instant encloses it (Perfetto's JSON importer binds a flow event to the slice open on its
-// thread when it reads it; chrome://tracing and Chrome DevTools to the slice with the same
-// pid, tid and ts). Give it times inside spans of positive duration: a viewer drops an arrow
-// with no enclosing span. args are shown with the start (nil for none). A negative time, an
+// the end with binding point "bp":"e" (the enclosing slice, as the start always binds). Each
+// is written on its track after the other events of its instant, so a span starting at that
+// instant encloses it: Perfetto's JSON importer binds a flow event to the slice open on its
+// thread when it reads it, and reads the complete events of one timestamp before its other
+// events (whatever the file order, when the span lasts longer than zero); chrome://tracing
+// and Chrome DevTools bind to the slice with the same pid, tid and ts. Give it times inside
+// spans of positive duration: a viewer drops an arrow with no enclosing span. args are shown with the start (nil for none). A negative time, an
 // end before the start or a pid below 1 is not recorded and is reported by WriteTo. It
 // returns the flow's id, 0 when not recorded.
 func (t *Trace) Flow(fromPid, fromTid int, fromPs int64, toPid, toTid int, toPs int64, name, cat string, args map[string]any) uint64 {
