@@ -160,8 +160,9 @@ func (b *traceBuilder) span(h, kind int, name, cat string, start, end sim.Time, 
 	return tid, true
 }
 
-// arrow records a flow arrow from the span on (src host, srcTid) enclosing from to the span
-// on (dst host, dstTid) enclosing to, within MaxTraceSpans.
+// arrow records a flow arrow from the span on (src host, srcTid) starting at from to the span
+// on (dst host, dstTid) starting at to, within MaxTraceSpans. cat is the spans' category:
+// Chrome DevTools binds a flow event to the span with its pid, tid, ts and cat.
 func (b *traceBuilder) arrow(src, srcTid int, from sim.Time, dst, dstTid int, to sim.Time, name, cat string) {
 	if b.room() {
 		b.t.Flow(tracePid(src), srcTid, int64(from), tracePid(dst), dstTid, int64(to), name, cat, nil)
@@ -232,7 +233,7 @@ func (b *traceBuilder) collectives(c *CollectiveRun) {
 		switch {
 		case !wantArrow:
 		case tids[0] >= 0 && tids[lastRank] >= 0:
-			b.arrow(r.Hosts[0], tids[0], r.Start, r.Hosts[lastRank], tids[lastRank], r.Start, r.Name, "collective")
+			b.arrow(r.Hosts[0], tids[0], r.Start, r.Hosts[lastRank], tids[lastRank], r.Start, r.Name, r.Spec.Op.String())
 		default:
 			b.dropped++ // its spans were left out
 		}

@@ -39,8 +39,8 @@ type traceDocEvent struct {
 // pid >= 1), then the rules between events no schema can state: every pid with events is
 // named by a process_name event and none is 0; the spans of each thread nest (a span that
 // starts inside another ends inside it); each flow id is one "s" and one "f" with the same
-// name and cat, each lying inside a span of positive duration on its thread, the end not
-// before the start. It returns the events.
+// name and cat, each at the start of a span of positive duration and the same cat on its
+// thread, the end not before the start. It returns the events.
 func checkTrace(t *testing.T, raw []byte) []traceDocEvent {
 	t.Helper()
 	sch, err := jsonschema.NewCompiler().Compile(filepath.Join("..", "report", "testdata", "trace-event.schema.json"))
@@ -88,14 +88,16 @@ func checkTrace(t *testing.T, raw []byte) []traceDocEvent {
 			open = append(open, s)
 		}
 	}
-	inSpan := func(e traceDocEvent) bool {
-		for _, s := range spans[track{e.Pid, e.Tid}] {
-			if s[1] > s[0] && e.Ts >= s[0]-eps && e.Ts < s[1] {
-				return true
-			}
+	// A flow event binds in every viewer when it lies at the start of a span of positive
+	// duration with its category on its thread (Perfetto: the enclosing slice; Chrome
+	// DevTools: the slice with the same pid, tid, ts and cat).
+	starts := map[[3]any]bool{}
+	for _, e := range doc.TraceEvents {
+		if e.Ph == "X" && e.Dur > 0 {
+			starts[[3]any{track{e.Pid, e.Tid}, e.Ts, e.Cat}] = true
 		}
-		return false
 	}
+	inSpan := func(e traceDocEvent) bool { return starts[[3]any{track{e.Pid, e.Tid}, e.Ts, e.Cat}] }
 	flows := map[uint64][]traceDocEvent{}
 	for _, e := range doc.TraceEvents {
 		if e.Ph != "M" && !named[e.Pid] {
@@ -104,7 +106,7 @@ func checkTrace(t *testing.T, raw []byte) []traceDocEvent {
 		if e.Ph == "s" || e.Ph == "f" {
 			flows[e.ID] = append(flows[e.ID], e)
 			if !inSpan(e) {
-				t.Fatalf("flow event %+v lies in no span of its thread", e)
+				t.Fatalf("flow event %+v starts no span of its thread and category", e)
 			}
 		}
 	}
