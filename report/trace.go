@@ -27,27 +27,33 @@ const (
 // writes them as one JSON object: {"displayTimeUnit":"ns","traceEvents":[...]}. Times are
 // given in simulator picoseconds (int64, as sim.Time counts) and written in microseconds with
 // exact decimals ("ts":12.345678). A pid is a process track (for example a rank or a host), a
-// tid a thread track within it (for example a QP or a stream).
+// tid a thread track within it (for example a QP or a stream). Pids start at 1: Perfetto
+// files pid 0 under the kernel's idle process (swapper), so an event or name with a pid below
+// 1 is not recorded and is reported like any invalid event.
 //
 // The output is deterministic: metadata events first within each (pid, tid), then events by
-// time, name, longest first (so a span encloses the spans it starts with), category, and the
-// order they were added. An invalid event (a negative time or duration) is not recorded; the
-// first one is reported by WriteTo and WriteFile. A Trace is not safe for concurrent use; its
-// memory grows with the events (about 150 bytes each plus their args).
+// time, flow events after the other events of their instant (so the span a flow binds to is
+// open when a viewer reads it), then by name, longest first (so a span encloses the spans it
+// starts with), category, and the order they were added. An invalid event (a negative time or
+// duration, a pid below 1, a flow that ends before it starts) is not recorded; the first one
+// is reported by WriteTo and WriteFile. A Trace is not safe for concurrent use; its memory
+// grows with the events (about 150 bytes each plus their args).
 type Trace struct {
 	events  []traceEvent
 	process map[int]string
 	thread  map[[2]int]string
+	flows   uint64 // flow ids given out
 	err     error
 }
 
 // traceEvent is one recorded event; ts and dur are picoseconds.
 type traceEvent struct {
-	ph        byte // 'X' complete, 'i' instant, 'C' counter
+	ph        byte // 'X' complete, 'i' instant, 'C' counter, 's' flow start, 'f' flow end
 	pid, tid  int
 	ts, dur   int64
 	name, cat string
 	scope     Scope
+	id        uint64 // flow events: the flow's id
 	args      map[string]any
 	seq       int
 }
@@ -58,18 +64,41 @@ func NewTrace() *Trace {
 }
 
 // Process names the process track pid (a "process_name" metadata event); naming it again
-// replaces the name.
-func (t *Trace) Process(pid int, name string) { t.process[pid] = name }
+// replaces the name. A pid below 1 is not recorded and is reported by WriteTo.
+func (t *Trace) Process(pid int, name string) {
+	if t.badPid("process", name, pid) {
+		return
+	}
+	t.process[pid] = name
+}
 
 // Thread names the thread track tid of process pid (a "thread_name" metadata event); naming it
-// again replaces the name.
-func (t *Trace) Thread(pid, tid int, name string) { t.thread[[2]int{pid, tid}] = name }
+// again replaces the name. A pid below 1 is not recorded and is reported by WriteTo.
+func (t *Trace) Thread(pid, tid int, name string) {
+	if t.badPid("thread", name, pid) {
+		return
+	}
+	t.thread[[2]int{pid, tid}] = name
+}
+
+// badPid records an error and reports true when pid is below 1 (what says so names the kind
+// of event and its name).
+func (t *Trace) badPid(kind, name string, pid int) bool {
+	if pid >= 1 {
+		return false
+	}
+	t.fail(fmt.Errorf("report: trace: %s %q: pid %d: want a pid >= 1 (Perfetto files pid 0 under the kernel's idle process)", kind, name, pid))
+	return true
+}
 
 // Span records a complete event ("X"): name in category cat (comma-separated categories are
 // allowed; "" for none) on track (pid, tid) from startPs for durPs picoseconds, with optional
 // args shown when the span is selected (values must marshal to JSON; nil for none). A negative
 // start or duration is not recorded and is reported by WriteTo.
 func (t *Trace) Span(pid, tid int, name, cat string, startPs, durPs int64, args map[string]any) {
+	if t.badPid("span", name, pid) {
+		return
+	}
 	if startPs < 0 || durPs < 0 {
 		t.fail(fmt.Errorf("report: trace: span %q (pid %d, tid %d) at %d ps for %d ps: negative time or duration", name, pid, tid, startPs, durPs))
 		return
@@ -81,6 +110,9 @@ func (t *Trace) Span(pid, tid int, name, cat string, startPs, durPs int64, args 
 // (ScopeGlobal for a failure that concerns every track). A negative time is not recorded and
 // is reported by WriteTo.
 func (t *Trace) Instant(pid, tid int, name, cat string, atPs int64, scope Scope, args map[string]any) {
+	if t.badPid("instant", name, pid) {
+		return
+	}
 	if atPs < 0 {
 		t.fail(fmt.Errorf("report: trace: instant %q (pid %d, tid %d) at %d ps: negative time", name, pid, tid, atPs))
 		return
@@ -92,9 +124,14 @@ func (t *Trace) Instant(pid, tid int, name, cat string, atPs int64, scope Scope,
 }
 
 // Counter records a counter event ("C") of process pid at atPs: a track named name plotting
-// each of values (for example queue depth in bytes, or EVs per state). A negative time is not
-// recorded and is reported by WriteTo.
+// each of values (for example queue depth in bytes, or EVs per state) from atPs until the
+// track's next event (Perfetto names each series "<name> <key>"). A negative time is not
+// recorded and is reported by WriteTo; so is a value that is not a finite number (when the
+// trace is written: JSON has no NaN or infinity).
 func (t *Trace) Counter(pid int, name string, atPs int64, values map[string]float64) {
+	if t.badPid("counter", name, pid) {
+		return
+	}
 	if atPs < 0 {
 		t.fail(fmt.Errorf("report: trace: counter %q (pid %d) at %d ps: negative time", name, pid, atPs))
 		return
@@ -104,6 +141,34 @@ func (t *Trace) Counter(pid int, name string, atPs int64, values map[string]floa
 		args[k] = v
 	}
 	t.add(traceEvent{ph: 'C', pid: pid, ts: atPs, name: name, args: args})
+}
+
+// Flow records a flow event pair: an arrow named name in category cat from the span on track
+// (fromPid, fromTid) that encloses fromPs to the span on track (toPid, toTid) that encloses
+// toPs, for example from a transfer's send to its receive. It is written as the trace-event
+// format's flow events ("Trace Event Format", section "Flow Events"): a flow start ("s") and a
+// flow end ("f") sharing a fresh "id" (1, 2, ... in the order of the calls), cat and name,
+// the end with binding point "bp":"e" (the enclosing slice, as the start always binds). Each
+// is written on its track after the other events of its instant, so a span starting at that
+// instant encloses it: Perfetto's JSON importer binds a flow event to the slice open on its
+// thread when it reads it, and reads the complete events of one timestamp before its other
+// events (whatever the file order, when the span lasts longer than zero); chrome://tracing
+// and Chrome DevTools bind to the slice with the same pid, tid and ts. Give it times inside
+// spans of positive duration: a viewer drops an arrow with no enclosing span. args are shown with the start (nil for none). A negative time, an
+// end before the start or a pid below 1 is not recorded and is reported by WriteTo. It
+// returns the flow's id, 0 when not recorded.
+func (t *Trace) Flow(fromPid, fromTid int, fromPs int64, toPid, toTid int, toPs int64, name, cat string, args map[string]any) uint64 {
+	if t.badPid("flow", name, fromPid) || t.badPid("flow", name, toPid) {
+		return 0
+	}
+	if fromPs < 0 || toPs < fromPs {
+		t.fail(fmt.Errorf("report: trace: flow %q from pid %d tid %d at %d ps to pid %d tid %d at %d ps: want 0 <= start <= end", name, fromPid, fromTid, fromPs, toPid, toTid, toPs))
+		return 0
+	}
+	t.flows++
+	t.add(traceEvent{ph: 's', pid: fromPid, tid: fromTid, ts: fromPs, name: name, cat: cat, id: t.flows, args: args})
+	t.add(traceEvent{ph: 'f', pid: toPid, tid: toTid, ts: toPs, name: name, cat: cat, id: t.flows})
+	return t.flows
 }
 
 // Len is the number of events recorded, metadata included.
@@ -130,6 +195,8 @@ type jsonEvent struct {
 	Pid  int            `json:"pid"`
 	Tid  int            `json:"tid"`
 	S    string         `json:"s,omitempty"`
+	ID   uint64         `json:"id,omitempty"`
+	BP   string         `json:"bp,omitempty"`
 	Args map[string]any `json:"args,omitempty"`
 }
 
@@ -154,10 +221,16 @@ func (t *Trace) sorted() []traceEvent {
 		}
 		return 1
 	}
+	flow := func(e traceEvent) int { // flow events after the spans they bind to
+		if e.ph == 's' || e.ph == 'f' {
+			return 1
+		}
+		return 0
+	}
 	slices.SortStableFunc(all, func(a, b traceEvent) int {
 		return cmp.Or(cmp.Compare(a.pid, b.pid), cmp.Compare(a.tid, b.tid), cmp.Compare(meta(a), meta(b)),
-			cmp.Compare(a.ts, b.ts), cmp.Compare(a.name, b.name), cmp.Compare(b.dur, a.dur), cmp.Compare(a.cat, b.cat),
-			cmp.Compare(a.ph, b.ph), cmp.Compare(a.seq, b.seq))
+			cmp.Compare(a.ts, b.ts), cmp.Compare(flow(a), flow(b)), cmp.Compare(a.name, b.name), cmp.Compare(b.dur, a.dur),
+			cmp.Compare(a.cat, b.cat), cmp.Compare(a.ph, b.ph), cmp.Compare(a.id, b.id), cmp.Compare(a.seq, b.seq))
 	})
 	return all
 }
@@ -181,6 +254,12 @@ func (t *Trace) WriteTo(w io.Writer) (int64, error) {
 		}
 		if e.ph == 'i' {
 			je.S = string(e.scope)
+		}
+		if e.ph == 's' || e.ph == 'f' {
+			je.ID = e.id
+		}
+		if e.ph == 'f' {
+			je.BP = "e"
 		}
 		buf.Reset()
 		if err := enc.Encode(je); err != nil {
