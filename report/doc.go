@@ -33,8 +33,10 @@
 // [Trace] collects Chrome trace-event format events (the JSON Object Format of "Trace Event
 // Format", Google, 2016: https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMXGEd9d-rjeBPy1TTA):
 // complete events ("X") for spans such as a rank's compute and collective phases or a
-// transfer, instant events ("i") for failures, counter events ("C") and the metadata events
-// ("M") that name processes and threads. Times are given in simulator picoseconds and written
+// transfer, instant events ("i") for failures, counter events ("C"), flow events ("s" and
+// "f" with "bp":"e": an arrow from a send's span to its receive's) and the metadata events
+// ("M") that name processes and threads. pids start at 1 (Perfetto treats pid 0 as the
+// idle process; the writer refuses it). Times are given in simulator picoseconds and written
 // in microseconds, the format's unit, with exact decimals.
 //
 // To look at a trace, open https://ui.perfetto.dev in a browser, choose "Open trace file" and
