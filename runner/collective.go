@@ -175,6 +175,7 @@ func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 	group := func(instance int) int { return instGroup[instance] }
 	w := &sweepState{s: s}
 	ex, err := collective.NewExecutor(s, tr, collective.ExecConfig{
+		RecordSteps:       sc.Run.Trace,
 		Hosts:             net.NumHosts(),
 		ReduceBytesPerSec: model.ReduceBytesPerSec,
 		OnDone:            func(now sim.Time, id int) { w.finished() },

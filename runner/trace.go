@@ -8,6 +8,7 @@ import (
 	"github.com/lockstepsim/lockstep/fabric"
 	"github.com/lockstepsim/lockstep/report"
 	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/workload/collective"
 	"github.com/lockstepsim/lockstep/workload/training"
 )
 
@@ -38,11 +39,12 @@ const (
 	traceTidPhases      = 3 // a training rank's phases: compute, waits on PP/DP/EP/CP, bubble, sync, barrier
 	traceTidTP          = 4 // a training rank's exposed tensor-parallel communication (training.CatTP)
 	traceTidReceived    = 5 // traffic received by the host: each transfer it is the destination of
+	traceTidSteps       = 6 // a rank's algorithm steps of each collective (packet level with run.trace: Result.StepEnd)
 	traceLaneStride     = 10
 )
 
 var traceThreadNames = map[int]string{traceTidCollectives: "collectives", traceTidFlows: "flows", traceTidPhases: "phases",
-	traceTidTP: "tp", traceTidReceived: "received"}
+	traceTidTP: "tp", traceTidReceived: "received", traceTidSteps: "collective steps"}
 
 // BuildTrace returns the run's Chrome/Perfetto trace (package report). Each host is a process
 // with pid = host index + 1 (Perfetto files pid 0 under the kernel), named "host N", or
@@ -236,6 +238,30 @@ func (b *traceBuilder) collectives(c *CollectiveRun) {
 			b.arrow(r.Hosts[0], tids[0], r.Start, r.Hosts[lastRank], tids[lastRank], r.Start, r.Name, r.Spec.Op.String())
 		default:
 			b.dropped++ // its spans were left out
+		}
+		b.collectiveSteps(r, now)
+	}
+}
+
+// collectiveSteps adds, when the executor recorded them (Result.StepEnd), one span per rank
+// and algorithm step: from the rank's previous step's end (or the launch) to the end of its
+// last op in the step, so a ring all-reduce shows its 2(n-1) steps and where a rank waited.
+func (b *traceBuilder) collectiveSteps(r collective.Result, now sim.Time) {
+	for rank, ends := range r.StepEnd {
+		if rank >= len(r.Hosts) {
+			break
+		}
+		prev := r.Start
+		for step, end := range ends {
+			if end <= 0 {
+				continue // no op of this rank in the step
+			}
+			end = min(end, now)
+			if end > prev {
+				b.span(r.Hosts[rank], traceTidSteps, fmt.Sprintf("%s step %d", r.Name, step), r.Spec.Op.String(), prev, end,
+					map[string]any{"rank": rank, "step": step})
+			}
+			prev = max(prev, end)
 		}
 	}
 }

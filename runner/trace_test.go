@@ -202,7 +202,7 @@ func TestTraceSchema(t *testing.T) {
 		{"training flow", small.yaml(), "rank", []string{"phases", "tp"}, []string{"cluster"}, 0, 0, []string{"flows"}},
 		{"training analytic", ideal.yaml(), "rank", []string{"phases", "tp"}, []string{"cluster"}, 0, 0, nil},
 		{"training nvlink", nvl.yaml(), "rank", []string{"phases"}, []string{"cluster"}, 0, 0, []string{"tp"}},
-		{"collectives mrc", collMRCTrace, "host", []string{"collectives"}, []string{"util"}, 2, 1, []string{"flows"}},
+		{"collectives mrc", collMRCTrace, "host", []string{"collectives", "collective steps"}, []string{"util"}, 2, 1, []string{"flows"}},
 		{"collectives flow", collSweep, "host", []string{"collectives"}, nil, 9, 0, nil},
 		{"incast mrc", fmt.Sprintf(mrcYAML, 16, "  - {pattern: incast, senders: [8, 9, 10, 11], receiver: 0, bytes: 256KiB}",
 			"faults:\n  - {at: 5us, link: h8.p5, action: down}"), "host", []string{"flows", "received"}, []string{"util", "deepest"}, 4, 1, nil},
@@ -272,7 +272,34 @@ workload:
     - {name: tp, op: all_gather, hosts: [0, 2, 4, 6, 8, 10, 12, 14], bytes: 1MiB}
 faults:
   - {at: 10us, link: h2.p3, action: down}
+run: {trace: true}
 `
+
+// TestTraceCollectiveSteps checks the per-step spans: a ring all-reduce over 8 ranks has
+// 2 x 7 steps, so each rank gets 14 step spans, in order, none before the launch.
+func TestTraceCollectiveSteps(t *testing.T) {
+	res := mustRun(t, `
+topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 8, host_link: 100G, hop_latency: 500ns}}
+transport: {kind: mrc}
+workload: {collectives: [{name: ar, op: all_reduce, algorithm: ring, ranks: 8, bytes: 1MiB}]}
+run: {trace: true}
+`)
+	evs := checkTrace(t, traceOf(t, res))
+	perRank := map[int]int{}
+	for _, e := range evs {
+		if e.Ph == "X" && strings.HasPrefix(e.Name, "ar/") && strings.Contains(e.Name, " step ") {
+			perRank[e.Pid]++
+		}
+	}
+	if len(perRank) != 8 {
+		t.Fatalf("step spans on %d hosts: %v; want 8", len(perRank), perRank)
+	}
+	for pid, n := range perRank {
+		if n != 14 {
+			t.Errorf("pid %d: %d step spans; want 14 (2 x 7 ring steps)", pid, n)
+		}
+	}
+}
 
 // traceRoCE: a RoCE permutation of 8 hosts, 256 KiB each.
 const traceRoCE = `

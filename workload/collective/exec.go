@@ -50,6 +50,9 @@ type ExecConfig struct {
 	// OnDone, if set, is called when a launched collective completes, with its id, from inside
 	// the simulation event that completed it (a workload can launch the next one from there).
 	OnDone func(now sim.Time, id int)
+	// RecordSteps keeps, per collective, when each rank finished each algorithm step
+	// (Result.StepEnd): ranks x steps times per launch, for traces; off, nothing is kept.
+	RecordSteps bool
 }
 
 // op state bits.
@@ -73,6 +76,10 @@ type instance struct {
 	opsLeft  int
 	started  bool
 	done     bool
+	// steps and stepEnd (RecordSteps): the schedule's step count and, by rank*steps+step,
+	// when the rank's last op of that step completed (0: it had none).
+	steps   int
+	stepEnd []sim.Time
 }
 
 // engine is one host's reduction engine: a FIFO of (instance, op) items with one pending
@@ -167,6 +174,12 @@ func (e *Executor) Launch(at sim.Time, sched *Schedule, comm Comm, name string) 
 	}
 	for r := range in.rankEnd {
 		in.rankEnd[r] = sim.MaxTime
+	}
+	if e.cfg.RecordSteps {
+		for i := range sched.ops {
+			in.steps = max(in.steps, int(sched.ops[i].Step)+1)
+		}
+		in.stepEnd = make([]sim.Time, sched.Ranks()*in.steps)
 	}
 	e.insts = append(e.insts, in)
 	e.running++
@@ -294,6 +307,9 @@ func (e *Executor) drain(now sim.Time) {
 		if in.rankLeft[r]--; in.rankLeft[r] == 0 {
 			in.rankEnd[r] = now
 		}
+		if in.stepEnd != nil {
+			in.stepEnd[int(r)*in.steps+int(in.sch.ops[i].Step)] = now // ops complete in time order
+		}
 		sch := in.sch
 		for _, s := range sch.succ[sch.succOff[i]:sch.succOff[i+1]] {
 			if in.left[s]--; in.left[s] == 0 {
@@ -355,6 +371,10 @@ type Result struct {
 	End     sim.Time   // when its last op completed
 	RankEnd []sim.Time // per rank: when its last op completed (its send delivered, its receive or reduce done)
 	Done    bool       // every op completed
+	// StepEnd, with ExecConfig.RecordSteps, is per rank and algorithm step (Op.Step) when
+	// the rank's last op of that step completed: StepEnd[rank][step], 0 where the rank had no
+	// op in the step; nil without RecordSteps.
+	StepEnd [][]sim.Time
 }
 
 // Time returns End-Start, or sim.MaxTime if not done.
@@ -371,8 +391,15 @@ func (e *Executor) Result(id int) (Result, error) {
 		return Result{}, fieldError("id", id, fmt.Sprintf("no such collective; %d launched", len(e.insts)))
 	}
 	in := e.insts[id]
-	return Result{ID: id, Name: in.name, Spec: in.sch.spec, Hosts: in.comm.Hosts(), Start: in.at, End: in.end,
-		RankEnd: append([]sim.Time(nil), in.rankEnd...), Done: in.done}, nil
+	r := Result{ID: id, Name: in.name, Spec: in.sch.spec, Hosts: in.comm.Hosts(), Start: in.at, End: in.end,
+		RankEnd: append([]sim.Time(nil), in.rankEnd...), Done: in.done}
+	if in.stepEnd != nil {
+		r.StepEnd = make([][]sim.Time, in.sch.Ranks())
+		for k := range r.StepEnd {
+			r.StepEnd[k] = append([]sim.Time(nil), in.stepEnd[k*in.steps:(k+1)*in.steps]...)
+		}
+	}
+	return r, nil
 }
 
 // Results returns every launched collective's outcome, by id.
