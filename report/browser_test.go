@@ -215,6 +215,12 @@ func plotFontInstalled() bool {
 // empty plots, text past a plot's edges (a clipped legend), and blank screenshots.
 func (v *visit) check(t *testing.T, page string) {
 	t.Helper()
+	failed := t.Failed()
+	defer func() {
+		if !failed && t.Failed() {
+			v.saveShots(t, page)
+		}
+	}()
 	for _, m := range v.console {
 		t.Errorf("%s: console: %s", page, m)
 	}
@@ -313,5 +319,34 @@ func TestReportInChromium(t *testing.T) {
 
 	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("browser test took %v, budget 20s", d)
+	}
+}
+
+// saveShots writes the page's and each plot's screenshot as PNG files into the test's
+// artifact directory (kept with go test -artifacts) and logs where, so a failing browser
+// check comes with what the browser saw.
+func (v *visit) saveShots(t *testing.T, page string) {
+	t.Helper()
+	dir := t.ArtifactDir()
+	name := strings.NewReplacer("/", "_", " ", "_", ".", "_").Replace(page)
+	write := func(file string, img image.Image) {
+		if img == nil {
+			return
+		}
+		var b bytes.Buffer
+		if err := png.Encode(&b, img); err != nil {
+			t.Logf("screenshot %s: %v", file, err)
+			return
+		}
+		path := filepath.Join(dir, file)
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			t.Logf("screenshot %s: %v", file, err)
+			return
+		}
+		t.Logf("%s: screenshot %s", page, path)
+	}
+	write(name+".png", v.page)
+	for id, img := range v.shots {
+		write(name+"-"+id+".png", img)
 	}
 }
