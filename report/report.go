@@ -39,6 +39,7 @@ type runData struct {
 	ev      *evData
 	faults  *faultsData
 	colls   *rawTable
+	sweep   *collData // collectives.csv in full, for the busbw plot
 	power   *powerData
 	steps   *stepsData
 	files   []fileStatus
@@ -91,7 +92,12 @@ func loadRun(dir, name string) (*runData, error) {
 		func() (err error) { r.pauses, st, err = readIn(dir, filePauses, readPauses); return err },
 		func() (err error) { r.ev, st, err = readIn(dir, fileEV, readEVStates); return err },
 		func() (err error) { r.faults, st, err = readIn(dir, fileFaults, readFaults); return err },
-		func() (err error) { r.colls, st, err = readIn(dir, fileCollectives, readColls); return err },
+		func() (err error) {
+			if r.colls, st, err = readIn(dir, fileCollectives, readColls); err == nil && st.Found {
+				r.sweep, _, err = readIn(dir, fileCollectives, readCollectives)
+			}
+			return err
+		},
 		func() (err error) { r.power, st, err = readIn(dir, filePower, readPower); return err },
 		func() (err error) { r.steps, st, err = readIn(dir, fileSteps, readSteps); return err },
 	} {
