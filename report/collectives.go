@@ -136,9 +136,20 @@ func sizeAxis(pn *panel, lo, hi float64) {
 	pn.p.X.Min, pn.p.X.Max = lo, hi
 }
 
+// nameDashes tells apart the collectives of one run on a compare page, which share its
+// colour: solid, dashed, dotted, dash-dotted, then again.
+func nameDashes(k int) []vg.Length {
+	return [][]vg.Length{nil, {vg.Points(5), vg.Points(3)}, {vg.Points(1.5), vg.Points(2)}, {vg.Points(6), vg.Points(2), vg.Points(1.5), vg.Points(2)}}[k%4]
+}
+
 // sizeLine adds series i named name through pts (size, GB/s), each measured point marked;
 // dashed draws it dashed, without marks (the model).
 func sizeLine(pn *panel, i int, name string, pts plotter.XYs, dashed bool) error {
+	return sizeLineStyled(pn, i, seriesDashes(i), name, pts, dashed)
+}
+
+// sizeLineStyled is sizeLine with the solid line's dashes given.
+func sizeLineStyled(pn *panel, i int, dashes []vg.Length, name string, pts plotter.XYs, dashed bool) error {
 	var clean plotter.XYs
 	for _, p := range pts {
 		if !math.IsNaN(p.Y) && !math.IsInf(p.Y, 0) {
@@ -154,7 +165,7 @@ func sizeLine(pn *panel, i int, name string, pts plotter.XYs, dashed bool) error
 	}
 	l.LineStyle.Color = seriesColor(i)
 	l.LineStyle.Width = vg.Points(1.3)
-	l.LineStyle.Dashes = seriesDashes(i)
+	l.LineStyle.Dashes = dashes
 	if dashed {
 		l.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(2.5)}
 		l.LineStyle.Width = vg.Points(1)
@@ -286,15 +297,15 @@ func busbwFigure(d *collData) (figure, error) {
 	return figure{ID: idBusbw, Title: title, Caption: caption, SVG: svg}, err
 }
 
-// compareBusbw overlays the busbw-against-size lines of every run with collectives.csv, one
-// line per run and collective.
+// compareBusbw overlays the busbw-against-size lines of every collective run (runData.
+// isCollective), one line per run (its colour) and collective (its dashes).
 func compareBusbw(runs []*runData) (figure, error) {
 	const title = "Bus bandwidth against message size"
 	pn := newPanel("", "message size (bytes, log scale)", "busbw (GB/s)").grid()
 	lo, hi := math.Inf(1), math.Inf(-1)
 	var without []string
 	k := 0
-	for _, r := range runs {
+	for ri, r := range runs {
 		d := r.sweep
 		if d == nil || len(d.names) == 0 || !r.isCollective() {
 			without = append(without, r.name)
@@ -302,7 +313,7 @@ func compareBusbw(runs []*runData) (figure, error) {
 		}
 		l, h := d.sizeRange()
 		lo, hi = min(lo, l), max(hi, h)
-		for _, name := range d.names {
+		for ni, name := range d.names {
 			var pts plotter.XYs
 			for _, row := range d.rows[name] {
 				pts = append(pts, plotter.XY{X: row.size, Y: row.busbw})
@@ -320,7 +331,7 @@ func compareBusbw(runs []*runData) (figure, error) {
 			if len(d.names) > 1 {
 				label += ": " + name
 			}
-			if err := sizeLine(pn, k, label, pts, false); err != nil {
+			if err := sizeLineStyled(pn, ri, nameDashes(ni), label, pts, false); err != nil {
 				return figure{}, err
 			}
 			k++

@@ -266,10 +266,11 @@ func (t lineThumb) Thumbnail(c *draw.Canvas) {
 	c.StrokeLine2(t.sty, c.Min.X, y, c.Max.X, y)
 }
 
-// utilZoom is the y range of a utilisation panel: [0, 1] (or less, when the class never came
-// near its line rate), or, when over the busy intervals (the planes' mean at least half its
-// peak) every plane stays within a band narrow next to its level, that band padded: then a
-// plane that falls behind the others (a failed link) shows as a dip however small.
+// utilZoom is the y range of a utilisation panel whose lines are vals[plane][step]: [0, 1]
+// (or less, when the class never came near its line rate), or, when over the busy steps (the
+// planes' mean at least half its peak; at least 3 of them) every plane stays within a band
+// narrow next to its level, that band padded: then a plane that falls behind the others (a
+// failed link) shows as a dip however small.
 func utilZoom(vals [][]float64) (lo, hi float64, zoomed bool) {
 	if len(vals) == 0 || len(vals[0]) == 0 {
 		return 0, 1, false
@@ -289,8 +290,10 @@ func utilZoom(vals [][]float64) (lo, hi float64, zoomed bool) {
 	}
 	peak := slices.Max(mean)
 	bLo, bHi := math.Inf(1), math.Inf(-1)
+	busy := 0
 	for k, m := range mean {
 		if peak > 0 && m >= peak/2 {
+			busy++
 			for _, v := range vals {
 				if !math.IsNaN(v[k]) {
 					bLo, bHi = min(bLo, v[k]), max(bHi, v[k])
@@ -306,7 +309,7 @@ func utilZoom(vals [][]float64) (lo, hi float64, zoomed bool) {
 			}
 		}
 	}
-	if peak > 0 && bHi-bLo < 0.25*bHi {
+	if busy >= 3 && bHi-bLo < 0.25*bHi {
 		pad := max(0.15*(bHi-bLo), 0.002*bHi)
 		return max(0, bLo-pad), bHi + pad, true
 	}
@@ -491,7 +494,10 @@ func hottestTable(l *linksData, n int) *htmlTable {
 	for i := range loads[:min(hotLinks, len(loads))] {
 		loads[i].rankMean = i + 1
 	}
-	slices.SortFunc(loads, func(a, b linkLoad) int { return cmp.Or(cmp.Compare(b.peak, a.peak), byName(a, b)) })
+	// Many ports peak at line rate: among equal peaks the busier on average come first.
+	slices.SortFunc(loads, func(a, b linkLoad) int {
+		return cmp.Or(cmp.Compare(b.peak, a.peak), cmp.Compare(b.mean, a.mean), byName(a, b))
+	})
 	for i := range loads[:min(hotLinks, len(loads))] {
 		loads[i].rankPeak = i + 1
 	}
@@ -509,7 +515,7 @@ func hottestTable(l *linksData, n int) *htmlTable {
 	}
 	slices.SortFunc(hot, func(a, b linkLoad) int { return cmp.Compare(rank(a), rank(b)) })
 	t := &htmlTable{ID: idHottest, Title: "Hottest links",
-		Caption: fmt.Sprintf("The %d ports (one direction of a link, named as in links.csv and lockstep topo) with the highest mean utilisation up to the traffic's end, and the %d with the highest peak interval: utilisation is the bytes sent over what the line rate could send.", hotLinks, hotLinks),
+		Caption: fmt.Sprintf("The %d ports (one direction of a link, named as in links.csv and lockstep topo) with the highest mean utilisation up to the traffic's end, and the %d with the highest peak interval (equal peaks: the higher mean first), one row each: utilisation is the bytes sent over what the line rate could send.", hotLinks, hotLinks),
 		Head:    []string{"rank by mean", "rank by peak", "port", "class", "plane", "rate (Gb/s)", "mean util (%)", "peak util (%)", "peak at (us)", "deepest queue (KiB)"}}
 	rankText := func(r int) string {
 		if r == 0 {

@@ -58,6 +58,8 @@ func TestWriteSynthetic(t *testing.T) {
 		"49 flows completed", "1 of 50 never finished", // FCT caption: the last flow never finished
 		`id="faults-table"`, `id="collectives-table"`, "flap", // tables
 		"max over T0", "max over NIC ports", // heatmap rows
+		`id="hottest-links"`, "h3.p0", "T0 down", // hottest links: by name, with their class
+		"dp (all_reduce)", "halving_doubling 256 KiB, ring 512 KiB to 4 MiB", // busbw plot and caption
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
