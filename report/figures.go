@@ -523,6 +523,13 @@ func hottestTable(l *linksData, n int) *htmlTable {
 		}
 		return strconv.Itoa(r)
 	}
+	over := 0.0
+	for _, ld := range hot {
+		over = max(over, ld.peak)
+	}
+	if over > 1.0005 {
+		t.Note = fmt.Sprintf("A peak above 100%% (here up to %s%%) is as links.csv gives it (its util_pct agrees): the bytes it credits to an interval.", fmtSig(100*over))
+	}
 	for _, ld := range hot {
 		t.Rows = append(t.Rows, []cell{
 			{Text: rankText(ld.rankMean), Num: true}, {Text: rankText(ld.rankPeak), Num: true},

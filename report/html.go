@@ -113,7 +113,7 @@ func runPage(r *runData) (*page, error) {
 				engine += " (engine " + e.value + ")"
 			}
 			figs = append(figs, func() (figure, error) {
-				return noData(idNetwork, "Network", fmt.Sprintf("the plots of the network's packets (FCT, throughput, queue depth, PFC pauses, EV states) come from the files a packet-level run writes, and %s sent no packets: %s. Its communication is summed up per step in steps.csv; run.engine packet simulates it packet by packet.",
+				return noData(idNetwork, "Network", fmt.Sprintf("the plots of the network's packets (FCT, utilisation, queue depth, PFC pauses, EV states) come from the files a packet-level run writes, and %s sent no packets: %s. Its communication is summed up per step in steps.csv; run.engine packet simulates it packet by packet.",
 					engine, strings.Join(missing, ", "))), nil
 			})
 			if r.faults != nil {
