@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"html/template"
-	"image/color"
 	"math"
 	"slices"
 	"strconv"
@@ -420,11 +419,8 @@ func smallMultiples(id, label string, plots []*plot.Plot, leg legend, xLabel, yL
 	if cols == 1 {
 		rowH = 1.9 * vg.Inch
 	}
-	for i, p := range plots {
+	for _, p := range plots {
 		p.X.Tick.Label.Font, p.Y.Tick.Label.Font = sans(7.5), sans(7.5)
-		if i/cols < rows-1 && i+cols < len(plots) {
-			p.X.Tick.Label.Color = color.Transparent // the bottom row labels the shared time axis
-		}
 	}
 	labelW, labelH := vg.Points(16), vg.Points(18)
 	height := rowH*vg.Length(rows) + labelH
