@@ -332,7 +332,7 @@ func TestReportInChromium(t *testing.T) {
 	}
 	b.open(t, many, []string{idFCT, idThroughput}).check(t, "compare.html of 26 runs")
 
-	if d := time.Since(start); d > 20*time.Second {
-		t.Errorf("browser test took %v, budget 20s", d)
+	if d := time.Since(start); d > 40*time.Second { // nine pages; 7 s on an idle 2-core machine
+		t.Errorf("browser test took %v, budget 40s", d)
 	}
 }
