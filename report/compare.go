@@ -12,8 +12,9 @@ import (
 // WriteCompare reads the results folders dirs (each as [Write] reads one) and writes out, one
 // self-contained HTML page comparing the runs: a link to each run's report.html (relative to
 // out's folder), their headline figures side by side with each later run's ratio to the first,
-// their FCT CDFs overlaid (the caption says, run by run, how many transfers never finished),
-// and the throughput of each run's NIC ports (all planes) over time. Every run is in the
+// their busbw against message size overlaid (runs with collectives.csv), their FCT CDFs
+// overlaid (unless every run is a collective workload's; the caption says, run by run, how
+// many transfers never finished), and the throughput of each run's NIC ports (all planes) over time. Every run is in the
 // legends: when they do not fit beside a plot they go below it. names[i] labels dirs[i]; names
 // may be nil, and an empty name falls back to the scenario name in summary.json, then to the
 // folder's name.
@@ -82,15 +83,29 @@ func comparePage(runs []*runData, out string) (*page, error) {
 		pg.Runs = append(pg.Runs, runLink{Name: r.name, Dir: r.dir, Href: reportHref(out, r.dir)})
 	}
 	pg.Headline, pg.Note = compareTable(runs)
-	fct, err := compareFCT(runs)
-	if err != nil {
-		return nil, err
+	// Collective runs are compared by busbw against size; FCT is for traffic (it stays when
+	// any run is not a collective workload's).
+	colls := 0
+	for _, r := range runs {
+		if r.isCollective() {
+			colls++
+		}
 	}
-	tp, err := compareThroughput(runs)
-	if err != nil {
-		return nil, err
+	var builders []func([]*runData) (figure, error)
+	if colls > 0 {
+		builders = append(builders, compareBusbw)
 	}
-	pg.Figures = []figure{fct, tp}
+	if colls < len(runs) {
+		builders = append(builders, compareFCT)
+	}
+	builders = append(builders, compareThroughput)
+	for _, b := range builders {
+		f, err := b(runs)
+		if err != nil {
+			return nil, err
+		}
+		pg.Figures = append(pg.Figures, f)
+	}
 	return pg, nil
 }
 
@@ -216,9 +231,10 @@ func compareThroughput(runs []*runData) (figure, error) {
 			without = append(without, r.name)
 			continue
 		}
-		tMax = max(tMax, r.tMax())
-		groups := colGroups(len(l.intervals), maxLinePts/2)
-		if err := pn.line(i, r.name, tailZero(stepPoints(l.intervals, groups, l.totalGbps), r.tMax())); err != nil {
+		end, _ := r.tEnd()
+		tMax = max(tMax, end)
+		groups := colGroups(l.shown(end), maxLinePts/2)
+		if err := pn.line(i, r.name, tailZero(stepPoints(l.intervals, groups, l.totalGbps), end)); err != nil {
 			return figure{}, err
 		}
 		drawn++
@@ -229,7 +245,7 @@ func compareThroughput(runs []*runData) (figure, error) {
 	pn.timeAxis(tMax)
 	pn.zeroY()
 	svg, err := figureSVG(idThroughput, title, 0, pn)
-	caption := "Wire bytes all host NIC ports of each run put on their links per interval of its links.csv (0 where links.csv has no row: nothing was sent)."
+	caption := "Wire bytes all host NIC ports of each run put on their links per interval of its links.csv (0 where links.csv has no row: nothing was sent), up to the run's traffic end (summary.json duration_us; the drain after it is not shown)."
 	if len(without) > 0 {
 		caption += " No links.csv: " + strings.Join(without, ", ") + "."
 	}

@@ -6,9 +6,11 @@
 // [Write] reads the files `lockstep run` leaves in a results folder (docs/outputs.md:
 // summary.json, flows.csv, links.csv, pauses.csv, ev_states.csv, faults.csv, collectives.csv,
 // power.csv, steps.csv) and writes report.html beside them: the headline figures, an FCT CDF
-// (for raw traffic, which has no completion time, a CDF of per-flow goodput), throughput per
-// plane, a queue-depth heatmap over links x time, PFC pauses and MRC EV states over time, and a
-// fault timeline whose spans also shade the time plots. links.csv has no row for an interval
+// (for raw traffic, which has no completion time, a CDF of per-flow goodput), busbw against
+// message size for a collective workload, utilisation per tier and plane (a small plot per
+// class of port, a line per plane) with the hottest links by name, a queue-depth heatmap over
+// links x time, PFC pauses and MRC EV states over time, and a fault timeline whose spans also
+// shade the time plots; the time plots end at the traffic's end, not the drain's. links.csv has no row for an interval
 // where nothing happened: the plots show those intervals as zero. A training run's page leads
 // with its figures (step time and where it went, MFU, power, goodput, OCS events), the cluster's
 // power over time with the steps marked, each step's time by category, the step time per step
@@ -16,8 +18,9 @@
 // link of the first and longest steps; the network's plots follow when the run was simulated
 // packet by packet. [WriteCompare] writes one page for
 // several runs: links to each run's report.html, their headline figures side by side with
-// ratios to the first, FCT CDFs overlaid (with, per run, the transfers that never finished) and
-// throughput per run. A legend too long for the column beside its plot goes below it, so every
+// ratios to the first, busbw against size overlaid for collective runs, FCT CDFs overlaid
+// (with, per run, the transfers that never finished; not when every run is a collective
+// workload's) and throughput per run. A legend too long for the column beside its plot goes below it, so every
 // run is named.
 //
 // A page is one file that works offline: CSS and the SVG plots are inline, there is no script,

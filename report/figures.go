@@ -1,9 +1,12 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -19,7 +22,10 @@ import (
 const (
 	idFCT        = "fct-cdf"
 	idGoodput    = "goodput-cdf"
-	idThroughput = "throughput"
+	idThroughput = "throughput" // compare pages: each run's NIC throughput
+	idUtil       = "utilisation"
+	idHottest    = "hottest-links" // a table, under the utilisation plots
+	idBusbw      = "busbw"
 	idQueue      = "queue-heatmap"
 	idPauses     = "pauses"
 	idEV         = "ev-states"
@@ -33,6 +39,7 @@ type figure struct {
 	Caption string        // what the plot shows, one or two sentences
 	SVG     template.HTML // the inline <svg>; empty when Note is set
 	Note    string        // "no data: ..." when the plot could not be drawn
+	Table   *htmlTable    // a table that belongs with the plot, under its caption; may be nil
 }
 
 // noData builds the note of a missing plot.
@@ -195,72 +202,372 @@ func tailZero(pts plotter.XYs, tMax float64) plotter.XYs {
 	return pts
 }
 
-// planeGbps is the mean rate the NIC ports of plane index pi sent at over intervals [lo, hi).
-func (l *linksData) planeGbps(pi, lo, hi int) float64 {
+// tEnd is where a run's time plots end (us): the traffic's end, summary.json's duration_us
+// (raw traffic: run.duration; transports and workloads: their last transfer or collective
+// done, the JCT), else the transport's jct_us, else the latest time any file mentions
+// (runData.tMax); a failure that starts later still shows. drain is a sentence for the
+// captions when summary.json's end_us (drain included) is later and so cut, else "".
+func (r *runData) tEnd() (end float64, drain string) {
+	end, ok := r.summary.number("duration_us")
+	key := "duration_us"
+	if !ok || !(end > 0) {
+		end, ok = r.summary.number("transport.jct_us")
+		key = "transport.jct_us"
+	}
+	if !ok || !(end > 0) {
+		return r.tMax(), ""
+	}
+	for _, s := range r.faultSpans() {
+		end = max(end, s.at)
+	}
+	if e, ok := r.summary.number("end_us"); ok && e > end*(1+1e-9) {
+		drain = fmt.Sprintf(" The time axis ends with the traffic at %s us (summary.json %s); the drain after it, to %s us (end_us), is not shown.", fmtNum(end), key, fmtNum(e))
+	}
+	return end, drain
+}
+
+// totalGbps is the mean rate all NIC ports sent at over intervals [lo, hi).
+func (l *linksData) totalGbps(lo, hi int) float64 {
 	var bytes, us float64
 	for k := lo; k < hi; k++ {
-		bytes += l.nicTx[pi][k]
+		for pi := range l.planes {
+			bytes += l.nicTx[pi][k]
+		}
 		us += l.intervals[k].end - l.intervals[k].start
 	}
 	return bytes * 8 / (us * 1e3)
 }
 
-// totalGbps is the mean rate all NIC ports sent at over intervals [lo, hi).
-func (l *linksData) totalGbps(lo, hi int) float64 {
-	var g float64
-	for pi := range l.planes {
-		g += l.planeGbps(pi, lo, hi)
+// minBins is the fewest intervals of links.csv over the traffic under which a time plot's
+// caption says links.csv is too coarse to show the traffic's shape.
+const minBins = 20
+
+// coarseNote says when the first n intervals of links.csv are too few to show the traffic up
+// to tEnd, or "".
+func coarseNote(l *linksData, n int, tEnd float64) string {
+	if n >= minBins || len(l.intervals) == 0 {
+		return ""
 	}
-	return g
+	span := tEnd
+	if !(span > 0) {
+		span = l.intervals[len(l.intervals)-1].end
+	}
+	return fmt.Sprintf(" links.csv is too coarse for this run: its intervals are %s us, so the traffic's %s us spans only %d of them (a smaller run.sample_interval gives finer ones).",
+		fmtNum(l.step), fmtNum(span), n)
 }
 
-// throughputFigure is the rate each plane's NIC ports sent at, per interval of links.csv.
-func throughputFigure(l *linksData, faults []faultSpan, tMax float64) (figure, error) {
-	const title = "Throughput per plane"
-	switch {
-	case l == nil:
-		return noData(idThroughput, title, absent(fileLinks)), nil
-	case len(l.planes) == 0:
-		return noData(idThroughput, title, "links.csv has no host NIC port rows (tier -1)"), nil
+// lineThumb is a legend thumbnail of a line style.
+type lineThumb struct{ sty draw.LineStyle }
+
+// Thumbnail implements plot.Thumbnailer.
+func (t lineThumb) Thumbnail(c *draw.Canvas) {
+	y := c.Center().Y
+	c.StrokeLine2(t.sty, c.Min.X, y, c.Max.X, y)
+}
+
+// utilZoom is the y range of a utilisation panel whose lines are vals[plane][step]: [0, 1]
+// (or less, when the class never came near its line rate), or, when over the busy steps (the
+// planes' mean at least half its peak; at least 3 of them) every plane stays within a band
+// narrow next to its level, that band padded: then a plane that falls behind the others (a
+// failed link) shows as a dip however small.
+func utilZoom(vals [][]float64) (lo, hi float64, zoomed bool) {
+	if len(vals) == 0 || len(vals[0]) == 0 {
+		return 0, 1, false
 	}
-	pn := newPanel("", "time (us)", "sent by NIC ports (Gb/s)").grid()
-	pn.faults(faults, false)
-	groups := colGroups(len(l.intervals), maxLinePts/2)
-	for pi, plane := range l.planes {
-		pts := tailZero(stepPoints(l.intervals, groups, func(lo, hi int) float64 { return l.planeGbps(pi, lo, hi) }), tMax)
-		if err := pn.line(pi, fmt.Sprintf("plane %d", plane), pts); err != nil {
-			return figure{}, err
+	mean := make([]float64, len(vals[0]))
+	for k := range mean {
+		var n float64
+		for _, v := range vals {
+			if !math.IsNaN(v[k]) {
+				mean[k] += v[k]
+				n++
+			}
+		}
+		if n > 0 {
+			mean[k] /= n
 		}
 	}
-	pn.timeAxis(tMax)
-	pn.zeroY()
-	svg, err := figureSVG(idThroughput, title, 0, pn)
-	caption := fmt.Sprintf("Wire bytes the host NIC ports of each plane put on their links, per interval of %s us (links.csv); an interval without a row in links.csv sent nothing and shows as 0.",
-		fmtNum(l.step))
-	if len(groups) < len(l.intervals) {
-		caption += fmt.Sprintf(" %d intervals averaged into %d steps.", len(l.intervals), len(groups))
+	peak := slices.Max(mean)
+	bLo, bHi := math.Inf(1), math.Inf(-1)
+	busy := 0
+	for k, m := range mean {
+		if peak > 0 && m >= peak/2 {
+			busy++
+			for _, v := range vals {
+				if !math.IsNaN(v[k]) {
+					bLo, bHi = min(bLo, v[k]), max(bHi, v[k])
+				}
+			}
+		}
 	}
-	return figure{ID: idThroughput, Title: title, Caption: caption, SVG: svg}, err
+	top := 0.0
+	for _, v := range vals {
+		for _, x := range v {
+			if !math.IsNaN(x) {
+				top = max(top, x)
+			}
+		}
+	}
+	if busy >= 3 && bHi-bLo < 0.25*bHi {
+		pad := max(0.15*(bHi-bLo), 0.002*bHi)
+		return max(0, bLo-pad), bHi + pad, true
+	}
+	if top <= 0 {
+		return 0, 1, false
+	}
+	return 0, min(1, top*1.1) + max(0, top-1), false
 }
 
-// queueFigure is a heatmap of queue depth over ports x time: one row per tier (the deepest
-// queue of any of its ports) and one per port with the deepest peaks.
-func queueFigure(l *linksData, faults []faultSpan, tMax float64) (figure, error) {
+// utilFigure is the utilisation of each class of port (NIC ports, each tier's up and down
+// ports) as a fraction of line rate, one small plot per class and one line per plane, over
+// the intervals of links.csv up to the traffic's end tEnd; hot is the hottest-links table
+// that goes under it.
+func utilFigure(l *linksData, faults []faultSpan, tEnd float64) (figure, error) {
+	const title = "Utilisation per tier and plane"
+	switch {
+	case l == nil:
+		return noData(idUtil, title, absent(fileLinks)), nil
+	case len(l.classes) == 0:
+		return noData(idUtil, title, "links.csv has no rows"), nil
+	case !l.hasRate:
+		return noData(idUtil, title, "links.csv has no rate_gbps for some ports: utilisation needs each port's line rate"), nil
+	}
+	n := l.shown(tEnd)
+	groups := colGroups(n, maxLinePts/2)
+	xMax := tEnd
+	if !(xMax > 0) {
+		xMax = l.intervals[n-1].end
+	}
+	// One colour per plane across every panel.
+	var planes []int
+	for _, c := range l.classes {
+		planes = append(planes, c.planes...)
+	}
+	slices.Sort(planes)
+	planes = slices.Compact(planes)
+	colourOf := map[int]int{}
+	for i, p := range planes {
+		colourOf[p] = i
+	}
+	var (
+		panels []*plot.Plot
+		zooms  []string
+	)
+	for ci, c := range l.classes {
+		vals := make([][]float64, len(c.planes))
+		for pi := range c.planes {
+			vals[pi] = make([]float64, len(groups))
+			for k, g := range groups {
+				vals[pi][k] = l.classUtil(ci, pi, g[0], g[1])
+			}
+		}
+		ports := 0
+		for _, k := range c.ports {
+			ports += k
+		}
+		pn := newPanel(fmt.Sprintf("%s (%d ports)", c.name(), ports), "", "").grid()
+		pn.p.Title.TextStyle.Font = sans(9.5)
+		pn.faults(faults, false)
+		for pi, pl := range c.planes {
+			pts := make(plotter.XYs, 0, 2*len(groups)+2)
+			for k, g := range groups {
+				pts = append(pts, plotter.XY{X: l.intervals[g[0]].start, Y: vals[pi][k]}, plotter.XY{X: l.intervals[g[1]-1].end, Y: vals[pi][k]})
+			}
+			if err := pn.line(colourOf[pl], fmt.Sprintf("plane %d", pl), tailZero(pts, xMax)); err != nil {
+				return figure{}, err
+			}
+		}
+		pn.timeAxis(xMax)
+		lo, hi, zoomed := utilZoom(vals)
+		pn.p.Y.Min, pn.p.Y.Max = lo, hi
+		if zoomed {
+			zooms = append(zooms, fmt.Sprintf("%s %.3g to %.3g", c.name(), lo, hi))
+		}
+		panels = append(panels, pn.p)
+	}
+	var leg legend
+	for _, pl := range planes {
+		i := colourOf[pl]
+		leg.Add(fmt.Sprintf("plane %d", pl), lineThumb{draw.LineStyle{Color: seriesColor(i), Width: vg.Points(1.3), Dashes: seriesDashes(i)}})
+	}
+	if len(faults) > 0 {
+		leg.Add("failure", &faultOverlay{})
+	}
+	svg, err := smallMultiples(idUtil, title, panels, leg, "time (us)", "fraction of line rate")
+	caption := fmt.Sprintf("Bytes each class of port sent over what its ports' line rates could send, per plane (a port is one direction of a link: NIC ports send from hosts, up ports climb a tier, down ports descend), per interval of %s us of links.csv up to the traffic's end. Every port links.csv names is counted, so a failed link's plane dips; a port that never sent, queued or dropped anything has no row there and is not counted.",
+		fmtNum(l.step))
+	if len(zooms) > 0 {
+		caption += " The y axes zoom where every plane stays in a narrow band while busy (values outside are cut): " + strings.Join(zooms, ", ") + "."
+	}
+	if len(groups) < n {
+		caption += fmt.Sprintf(" %d intervals averaged into %d steps.", n, len(groups))
+	}
+	caption += coarseNote(l, n, tEnd)
+	return figure{ID: idUtil, Title: title, Caption: caption, SVG: svg, Table: hottestTable(l, n)}, err
+}
+
+// smallMultiples draws plots in a grid (one column for up to two, else two), their time axes
+// aligned, with one legend for all of them in a column on the right (below them when it does
+// not fit there) and the axis labels once for the figure.
+func smallMultiples(id, label string, plots []*plot.Plot, leg legend, xLabel, yLabel string) (template.HTML, error) {
+	cols := 1
+	if len(plots) > 2 {
+		cols = 2
+	}
+	rows := (len(plots) + cols - 1) / cols
+	rowH := 1.55 * vg.Inch
+	if cols == 1 {
+		rowH = 1.9 * vg.Inch
+	}
+	for _, p := range plots {
+		p.X.Tick.Label.Font, p.Y.Tick.Label.Font = sans(7.5), sans(7.5)
+	}
+	labelW, labelH := vg.Points(16), vg.Points(18)
+	height := rowH*vg.Length(rows) + labelH
+	size, beside := leg.fitColumn(legendW-vg.Points(10), height-vg.Points(30))
+	below := vg.Length(0)
+	legW := figWidth - vg.Points(48)
+	if !beside {
+		below = leg.gridHeight(legW) + vg.Points(8)
+	}
+	grid := make([][]*plot.Plot, rows)
+	for r := range grid {
+		grid[r] = make([]*plot.Plot, cols)
+		for c := range cols {
+			if i := r*cols + c; i < len(plots) {
+				grid[r][c] = plots[i]
+			}
+		}
+	}
+	return renderSVG(id, label, figWidth, height+below, func(dc draw.Canvas) {
+		right := legendW
+		if !beside {
+			right = vg.Points(10)
+		}
+		area := draw.Crop(dc, labelW, -right, below+labelH, 0)
+		tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(14), PadY: vg.Points(4), PadTop: vg.Points(2)}
+		cs := plot.Align(grid, tiles, area)
+		for r := range grid {
+			for c, p := range grid[r] {
+				if p != nil {
+					p.Draw(cs[r][c])
+				}
+			}
+		}
+		sty := legendStyle(9.5)
+		sty.XAlign = draw.XCenter
+		dc.FillText(sty, vg.Point{X: (area.Min.X + area.Max.X) / 2, Y: dc.Min.Y + below + vg.Points(4)}, xLabel)
+		sty.Rotation = math.Pi / 2
+		sty.YAlign = draw.YTop
+		dc.FillText(sty, vg.Point{X: dc.Min.X + vg.Points(2), Y: (area.Min.Y + area.Max.Y) / 2}, yLabel)
+		if beside {
+			leg.drawColumn(draw.Canvas{Canvas: dc.Canvas, Rectangle: vg.Rectangle{
+				Min: vg.Point{X: dc.Max.X - legendW + vg.Points(8), Y: dc.Min.Y},
+				Max: vg.Point{X: dc.Max.X - vg.Points(2), Y: dc.Max.Y - vg.Points(18)},
+			}}, size)
+		} else {
+			leg.drawGrid(draw.Canvas{Canvas: dc.Canvas, Rectangle: vg.Rectangle{
+				Min: vg.Point{X: dc.Min.X + vg.Points(36), Y: dc.Min.Y},
+				Max: vg.Point{X: dc.Min.X + vg.Points(36) + legW, Y: dc.Min.Y + below - vg.Points(4)},
+			}})
+		}
+	})
+}
+
+// hotLinks is how many ports the hottest-links table lists by mean and by peak utilisation.
+const hotLinks = 10
+
+// hottestTable lists the hotLinks ports with the highest mean utilisation over the first n
+// intervals and the hotLinks with the highest peak interval, by name: one row per port in
+// either list, ordered by its rank by mean, then by peak. nil when no port has a rate.
+func hottestTable(l *linksData, n int) *htmlTable {
+	loads := l.linkLoads(n)
+	if len(loads) == 0 {
+		return nil
+	}
+	byName := func(a, b linkLoad) int { return cmp.Compare(a.port.name, b.port.name) }
+	slices.SortFunc(loads, func(a, b linkLoad) int { return cmp.Or(cmp.Compare(b.mean, a.mean), byName(a, b)) })
+	for i := range loads[:min(hotLinks, len(loads))] {
+		loads[i].rankMean = i + 1
+	}
+	// Many ports peak at line rate: among equal peaks the busier on average come first.
+	slices.SortFunc(loads, func(a, b linkLoad) int {
+		return cmp.Or(cmp.Compare(b.peak, a.peak), cmp.Compare(b.mean, a.mean), byName(a, b))
+	})
+	for i := range loads[:min(hotLinks, len(loads))] {
+		loads[i].rankPeak = i + 1
+	}
+	var hot []linkLoad
+	for _, ld := range loads {
+		if ld.rankMean > 0 || ld.rankPeak > 0 {
+			hot = append(hot, ld)
+		}
+	}
+	rank := func(ld linkLoad) int {
+		if ld.rankMean > 0 {
+			return ld.rankMean
+		}
+		return hotLinks + ld.rankPeak
+	}
+	slices.SortFunc(hot, func(a, b linkLoad) int { return cmp.Compare(rank(a), rank(b)) })
+	t := &htmlTable{ID: idHottest, Title: "Hottest links",
+		Caption: fmt.Sprintf("The %d ports (one direction of a link, named as in links.csv and lockstep topo) with the highest mean utilisation up to the traffic's end, and the %d with the highest peak interval (equal peaks: the higher mean first), one row each: utilisation is the bytes sent over what the line rate could send.", hotLinks, hotLinks),
+		Head:    []string{"rank by mean", "rank by peak", "port", "class", "plane", "rate (Gb/s)", "mean util (%)", "peak util (%)", "peak at (us)", "deepest queue (KiB)"}}
+	rankText := func(r int) string {
+		if r == 0 {
+			return "-"
+		}
+		return strconv.Itoa(r)
+	}
+	over := 0.0
+	for _, ld := range hot {
+		over = max(over, ld.peak)
+	}
+	if over > 1.0005 {
+		t.Note = fmt.Sprintf("A peak above 100%% (here up to %s%%) is as links.csv gives it (its util_pct agrees): the bytes it credits to an interval.", fmtSig(100*over))
+	}
+	for _, ld := range hot {
+		t.Rows = append(t.Rows, []cell{
+			{Text: rankText(ld.rankMean), Num: true}, {Text: rankText(ld.rankPeak), Num: true},
+			{Text: ld.port.name}, {Text: l.classes[ld.port.class].name()}, {Text: strconv.Itoa(ld.port.plane), Num: true},
+			{Text: fmtNum(ld.port.rate), Num: true}, {Text: fmtSig(100 * ld.mean), Num: true}, {Text: fmtSig(100 * ld.peak), Num: true},
+			{Text: fmtNum(ld.peakAt), Num: true}, {Text: fmtSig(ld.queuePeak / 1024), Num: true},
+		})
+	}
+	return t
+}
+
+// maxQueueRows bounds the rows of the queue heatmap: each tier's row and its ports with the
+// deepest peaks (between 3 and 8 per tier, so that all tiers fit in about this many).
+const maxQueueRows = 28
+
+// queueFigure is a heatmap of queue depth over ports x time, up to the traffic's end tEnd: for
+// each tier a row of the deepest queue over its ports and rows for its ports with the deepest
+// peaks.
+func queueFigure(l *linksData, faults []faultSpan, tEnd float64) (figure, error) {
 	const title = "Queue depth over links and time"
 	switch {
 	case l == nil:
 		return noData(idQueue, title, absent(fileLinks)), nil
 	case l.rows == 0:
 		return noData(idQueue, title, "links.csv has no rows"), nil
-	case l.maxQueue == 0:
-		return noData(idQueue, title, "every queue_max_bytes in links.csv is 0: nothing queued"), nil
 	}
-	groups := colGroups(len(l.intervals), maxHeatCol)
+	n := l.shown(tEnd)
+	perTier := min(8, max(3, maxQueueRows/max(len(l.tiers), 1)-1))
+	qrows, maxQ := l.queueRows(n, perTier)
+	if maxQ == 0 {
+		return noData(idQueue, title, "every queue_max_bytes in links.csv up to the traffic's end is 0: nothing queued"), nil
+	}
+	xMax := tEnd
+	if !(xMax > 0) {
+		xMax = l.intervals[n-1].end
+	}
+	groups := colGroups(n, maxHeatCol)
 	edges := make([]float64, 0, len(groups)+1)
 	for _, g := range groups {
 		edges = append(edges, l.intervals[g[0]].start)
 	}
-	edges = append(edges, l.intervals[len(l.intervals)-1].end)
+	edges = append(edges, min(l.intervals[n-1].end, max(xMax, l.intervals[n-1].start)))
 	kib := func(q []float64) []float64 {
 		out := make([]float64, len(groups))
 		for k, g := range groups {
@@ -270,27 +577,17 @@ func queueFigure(l *linksData, faults []faultSpan, tMax float64) (figure, error)
 		}
 		return out
 	}
-	// Rows listed top to bottom; the heatmap's row 0 is at the bottom.
-	var labels []string
-	var rows [][]float64
-	for ti, tier := range l.tiers {
-		labels = append(labels, "max over "+tierName(tier))
-		rows = append(rows, kib(l.tierQ[ti]))
-	}
-	for _, p := range l.top {
-		labels = append(labels, p.name)
-		rows = append(rows, kib(p.q))
-	}
-	maxKiB := l.maxQueue / 1024
+	maxKiB := maxQ / 1024
 	// The palette is fixed (white-yellow-red-black over [0, 1]); heatCells scales values to it.
 	cm := palette.Reverse(moreland.BlackBody())
 	cm.SetMin(0)
 	cm.SetMax(1)
 	hm := &heatCells{edges: edges, max: maxKiB, pal: cm.Palette(64).Colors()}
+	// Rows listed top to bottom; the heatmap's row 0 is at the bottom.
 	var ticks []plot.Tick
-	for i := len(rows) - 1; i >= 0; i-- {
-		ticks = append(ticks, plot.Tick{Value: float64(len(hm.rows)), Label: labels[i]})
-		hm.rows = append(hm.rows, rows[i])
+	for i := len(qrows) - 1; i >= 0; i-- {
+		ticks = append(ticks, plot.Tick{Value: float64(len(hm.rows)), Label: qrows[i].label})
+		hm.rows = append(hm.rows, kib(qrows[i].q))
 	}
 
 	p := newPanel("", "time (us)", "")
@@ -298,8 +595,8 @@ func queueFigure(l *linksData, faults []faultSpan, tMax float64) (figure, error)
 	p.faults(faults, true) // after the cells: the outlines go on top
 	p.p.Y.Tick.Marker = plot.ConstantTicks(ticks)
 	p.p.Y.Tick.Label.Font = sans(7.5)
-	_, xmax, ymin, ymax := hm.DataRange()
-	p.p.X.Min, p.p.X.Max, p.p.Y.Min, p.p.Y.Max = 0, max(xmax, tMax), ymin, ymax
+	_, _, ymin, ymax := hm.DataRange()
+	p.p.X.Min, p.p.X.Max, p.p.Y.Min, p.p.Y.Max = 0, xMax, ymin, ymax
 	p.p.X.Padding, p.p.Y.Padding = 0, 0
 
 	bar := plot.New()
@@ -311,7 +608,7 @@ func queueFigure(l *linksData, faults []faultSpan, tMax float64) (figure, error)
 	bar.Add(colourBar{hm})
 
 	barH := 0.75 * vg.Inch
-	height := vg.Inch + vg.Points(11)*vg.Length(len(rows)) + barH
+	height := vg.Inch + vg.Points(11)*vg.Length(len(qrows)) + barH
 	svg, err := renderSVG(idQueue, title, figWidth, height, func(dc draw.Canvas) {
 		top := draw.Crop(dc, 0, -legendW, barH, 0)
 		p.p.Draw(top)
@@ -320,10 +617,11 @@ func queueFigure(l *linksData, faults []faultSpan, tMax float64) (figure, error)
 		p.leg.drawColumn(lc, size)
 		bar.Draw(draw.Crop(dc, legendW, -legendW-vg.Inch, 0, -(height - barH)))
 	})
-	caption := fmt.Sprintf("Deepest egress queue per interval (KiB): one row per tier (the deepest of its ports) and the %d ports with the deepest peaks, deepest first.", len(l.top))
-	if len(groups) < len(l.intervals) {
-		caption += fmt.Sprintf(" %d intervals merged into %d columns (each the deepest of its intervals).", len(l.intervals), len(groups))
+	caption := fmt.Sprintf("Deepest egress queue per interval (KiB) up to the traffic's end: for each tier, a row of the deepest queue over all its ports (max over ...), then up to %d of its ports with the deepest peaks, deepest first.", perTier)
+	if len(groups) < n {
+		caption += fmt.Sprintf(" %d intervals merged into %d columns (each the deepest of its intervals).", n, len(groups))
 	}
+	caption += coarseNote(l, n, tEnd)
 	return figure{ID: idQueue, Title: title, Caption: caption, SVG: svg}, err
 }
 

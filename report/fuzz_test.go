@@ -83,16 +83,23 @@ func FuzzReadLinks(f *testing.F) {
 				t.Fatalf("interval %+v", iv)
 			}
 		}
-		if len(d.nicTx) != len(d.planes) || len(d.tierQ) != len(d.tiers) || len(d.top) > topQueuePorts {
+		if len(d.nicTx) != len(d.planes) {
 			t.Fatal("series and their keys disagree")
 		}
-		for _, p := range d.top {
-			if len(p.q) != len(d.intervals) || p.peak > d.maxQueue {
-				t.Fatalf("port %s: %d cells for %d intervals, peak %v of %v", p.name, len(p.q), len(d.intervals), p.peak, d.maxQueue)
+		for _, c := range d.classes {
+			if len(c.cap) != len(c.planes) || len(c.tx) != len(c.planes) {
+				t.Fatalf("class %s: %d rates, %d series for %d planes", c.name(), len(c.cap), len(c.tx), len(c.planes))
+			}
+		}
+		n := len(d.intervals)
+		rows, maxQ := d.queueRows(n, 8)
+		for _, r := range rows {
+			if len(r.q) != n || r.peak > maxQ {
+				t.Fatalf("queue row %s: %d cells for %d intervals, peak %v of %v", r.label, len(r.q), n, r.peak, maxQ)
 			}
 		}
 		// Drawing what was read never fails.
-		if _, err := throughputFigure(d, nil, 0); err != nil {
+		if _, err := utilFigure(d, nil, 0); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := queueFigure(d, nil, 0); err != nil {

@@ -113,7 +113,7 @@ func runPage(r *runData) (*page, error) {
 				engine += " (engine " + e.value + ")"
 			}
 			figs = append(figs, func() (figure, error) {
-				return noData(idNetwork, "Network", fmt.Sprintf("the plots of the network's packets (FCT, throughput, queue depth, PFC pauses, EV states) come from the files a packet-level run writes, and %s sent no packets: %s. Its communication is summed up per step in steps.csv; run.engine packet simulates it packet by packet.",
+				return noData(idNetwork, "Network", fmt.Sprintf("the plots of the network's packets (FCT, utilisation, queue depth, PFC pauses, EV states) come from the files a packet-level run writes, and %s sent no packets: %s. Its communication is summed up per step in steps.csv; run.engine packet simulates it packet by packet.",
 					engine, strings.Join(missing, ", "))), nil
 			})
 			if r.faults != nil {
@@ -150,20 +150,35 @@ func runPage(r *runData) (*page, error) {
 	return pg, nil
 }
 
-// networkFigures are the builders of the plots of a run's packets: FCT (or raw goodput),
-// throughput, queue depth, PFC pauses, EV states and the fault timeline. empty says why
-// flows.csv may have no rows.
+// networkFigures are the builders of the plots of a run's packets: busbw against size (a
+// collective workload), FCT (or raw goodput), utilisation per tier and plane with the hottest
+// links, queue depth, PFC pauses, EV states and the fault timeline. empty says why flows.csv
+// may have no rows. The time plots end at the traffic's end (runData.tEnd); their captions say
+// when the drain after it is cut.
 func networkFigures(r *runData, empty string) []func() (figure, error) {
-	tMax := r.tMax()
+	tEnd, drain := r.tEnd()
 	faults := r.faultSpans()
-	return []func() (figure, error){
-		func() (figure, error) { return fctFigure(r.flows, r.summary, empty) },
-		func() (figure, error) { return throughputFigure(r.links, faults, tMax) },
-		func() (figure, error) { return queueFigure(r.links, faults, tMax) },
-		func() (figure, error) { return pausesFigure(r.pauses, faults, tMax, r.interval()) },
-		func() (figure, error) { return evFigure(r.ev, faults, tMax) },
-		func() (figure, error) { return faultFigure(r.faults, tMax) },
+	timed := func(b func() (figure, error)) func() (figure, error) {
+		return func() (figure, error) {
+			f, err := b()
+			if err == nil && f.Note == "" {
+				f.Caption += drain
+			}
+			return f, err
+		}
 	}
+	var figs []func() (figure, error)
+	if r.sweep != nil {
+		figs = append(figs, func() (figure, error) { return busbwFigure(r.sweep) })
+	}
+	return append(figs,
+		func() (figure, error) { return fctFigure(r.flows, r.summary, empty) },
+		timed(func() (figure, error) { return utilFigure(r.links, faults, tEnd) }),
+		timed(func() (figure, error) { return queueFigure(r.links, faults, tEnd) }),
+		timed(func() (figure, error) { return pausesFigure(r.pauses, faults, tEnd, r.interval()) }),
+		timed(func() (figure, error) { return evFigure(r.ev, faults, tEnd) }),
+		timed(func() (figure, error) { return faultFigure(r.faults, tEnd) }),
+	)
 }
 
 // textTable shows a CSV file as read.
@@ -235,6 +250,7 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <style>
 body { font-family: "Liberation Sans", Arial, Helvetica, sans-serif; color: #222; background: #fff; margin: 0 auto; padding: 1em 1.5em 3em; max-width: 1040px; line-height: 1.4; }
 h1 { font-size: 1.5em; margin: 0.2em 0; }
+h3 { font-size: 1em; margin: 1.1em 0 0.3em; }
 h2 { font-size: 1.15em; margin: 1.6em 0 0.4em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
 .sub { color: #555; margin: 0 0 1em; }
 .lead { margin: 0.3em 0; }
@@ -288,6 +304,10 @@ summary { cursor: pointer; font-weight: bold; }
 {{- else}}
 {{.SVG}}
 <p class="caption">{{.Caption}}</p>
+{{- with .Table}}
+<h3 id="sec-{{.ID}}">{{.Title}}</h3>
+{{- template "table" .}}
+{{- end}}
 {{- end}}
 </section>
 {{- end}}

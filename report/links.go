@@ -6,18 +6,17 @@ import (
 	"io"
 	"math"
 	"slices"
+	"sort"
 	"strconv"
+	"strings"
 )
-
-// topQueuePorts is how many ports the queue heatmap shows one by one (those with the deepest
-// peak queue); every tier also gets one aggregate row.
-const topQueuePorts = 24
 
 // interval is one sample interval of links.csv, in microseconds.
 type interval struct{ start, end float64 }
 
-// linksData is what the report takes from links.csv, aggregated while reading so a file of a
-// million (port, interval) rows costs memory only for the ports that queued.
+// linksData is what the report takes from links.csv: the intervals (silent ones filled in),
+// the bytes each class of port sent per plane and interval, and every port's non-empty cells,
+// from which the plots take the part up to the traffic's end (see shown).
 type linksData struct {
 	rows      int
 	step      float64     // the interval's length (us): end_us - start_us of the first row
@@ -25,46 +24,105 @@ type linksData struct {
 	planes    []int       // planes of the host NIC ports (tier -1), ascending
 	nicTx     [][]float64 // [plane index][interval]: wire bytes the plane's NIC ports sent
 	tiers     []int       // tiers seen (-1 = host NIC ports), ascending
-	tierQ     [][]float64 // [tier index][interval]: deepest queue over the tier's ports (bytes)
-	top       []portQueue // up to topQueuePorts ports by peak queue, deepest first, ties by name
-	maxQueue  float64     // deepest queue anywhere (bytes)
+	classes   []portClass // classes of port seen, in the order a packet crosses them
+	ports     []portSeries
+	hasRate   bool // every port has a rate_gbps: utilisation can be computed
 }
 
-// portQueue is one port's queue depth per interval (bytes).
-type portQueue struct {
-	name string
-	tier int
-	peak float64
-	q    []float64 // [interval]
+// portClass is a kind of port: host NIC ports, or a tier's up or down ports (from the port
+// name's last part, "up3", "down5"; anything else is the tier's other ports), with, per plane,
+// the ports' summed rate and the bytes they sent per interval.
+type portClass struct {
+	tier   int
+	dir    string      // "up", "down" or "" (NIC ports and ports named otherwise)
+	planes []int       // ascending
+	cap    []float64   // [plane index]: summed rate_gbps of the class's ports in the plane
+	ports  []int       // [plane index]: how many ports
+	tx     [][]float64 // [plane index][interval]: wire bytes sent
+}
+
+// name labels the class: "NIC ports", "T0 up", "T1 down", "T2 ports".
+func (c portClass) name() string {
+	if c.tier < 0 {
+		return "NIC ports"
+	}
+	if c.dir == "" {
+		return tierName(c.tier) + " ports"
+	}
+	return tierName(c.tier) + " " + c.dir
+}
+
+// order sorts classes as a packet crosses them: NIC ports, the up ports tier by tier, then the
+// down ports from the top tier down, other ports last.
+func (c portClass) order() (int, int) {
+	switch {
+	case c.tier < 0:
+		return 0, 0
+	case c.dir == "up":
+		return 1, c.tier
+	case c.dir == "down":
+		return 2, -c.tier
+	}
+	return 3, c.tier
+}
+
+// portSeries is one port of links.csv: its rate and its cells (intervals with a row whose
+// tx_bytes or queue_max_bytes is not zero).
+type portSeries struct {
+	name  string
+	tier  int
+	plane int
+	class int     // index into linksData.classes
+	rate  float64 // Gb/s; 0 when links.csv has no rate_gbps
+	cells []portCell
+}
+
+// portCell is a port's bytes sent and deepest queue in interval iv.
+type portCell struct {
+	iv    int
+	tx, q float64
+}
+
+// portDir is the direction a switch port's name gives ("p0.t0-1.up3": "up"), or "".
+func portDir(port string) string {
+	last := port[strings.LastIndexByte(port, '.')+1:]
+	base := strings.TrimRight(last, "0123456789")
+	if (base == "up" || base == "down") && len(base) < len(last) {
+		return base
+	}
+	return ""
 }
 
 // readLinks reads links.csv (docs/outputs.md). Required columns: start_us, end_us, port,
-// plane, tier, tx_bytes, queue_max_bytes. The file has no row for a port in an interval where
-// it did nothing: such cells are zero, and intervals with no row at all are filled in (see
-// intervalSlots). Errors are *FileError values naming file, line and column.
+// plane, tier, tx_bytes, queue_max_bytes; rate_gbps (optional) gives the utilisation. The file
+// has no row for a port in an interval where it did nothing: such cells are zero, and
+// intervals with no row at all are filled in (see intervalSlots). Errors are *FileError values
+// naming file, line and column.
 func readLinks(file string, r io.Reader) (*linksData, error) {
 	t, err := newCSVTable(file, r, "start_us", "end_us", "port", "plane", "tier", "tx_bytes", "queue_max_bytes")
 	if err != nil {
 		return nil, err
 	}
-	type cell struct {
-		iv int
-		q  float64
+	_, withRate := t.col["rate_gbps"]
+	type classKey struct {
+		tier int
+		dir  string
 	}
-	type portAgg struct {
-		name  string
-		tier  int
-		peak  float64
-		cells []cell // intervals with a non-empty queue, raw interval indexes
+	type classAgg struct {
+		key   classKey
+		cap   map[int]float64
+		ports map[int]int
+		tx    map[int][]float64
 	}
 	var (
-		rawIvs []interval
-		ivOf   = map[float64]int{} // start_us -> raw interval index
-		nicTx  = map[int][]float64{}
-		tierQ  = map[int][]float64{}
-		portOf = map[string]int{}
-		ports  []portAgg
-		d      = &linksData{}
+		rawIvs  []interval
+		ivOf    = map[float64]int{} // start_us -> raw interval index
+		nicTx   = map[int][]float64{}
+		tiers   = map[int]bool{}
+		portOf  = map[string]int{}
+		classOf = map[classKey]int{}
+		classes []classAgg
+		d       = &linksData{hasRate: withRate}
 	)
 	grow := func(s []float64, i int) []float64 {
 		for len(s) <= i {
@@ -108,6 +166,12 @@ func readLinks(file string, r io.Reader) (*linksData, error) {
 		if err != nil {
 			return nil, err
 		}
+		rate := 0.0
+		if withRate {
+			if rate, err = t.nonNeg("rate_gbps"); err != nil {
+				return nil, err
+			}
+		}
 		port := t.str("port")
 		if port == "" {
 			return nil, t.cellErr("port", errors.New("empty port name"))
@@ -123,20 +187,34 @@ func readLinks(file string, r io.Reader) (*linksData, error) {
 			nicTx[plane] = grow(nicTx[plane], iv)
 			nicTx[plane][iv] += tx
 		}
-		tq := grow(tierQ[tier], iv)
-		tq[iv] = max(tq[iv], q)
-		tierQ[tier] = tq
-		if q > 0 {
-			pi, ok := portOf[port]
-			if !ok {
-				pi = len(ports)
-				portOf[port] = pi
-				ports = append(ports, portAgg{name: port, tier: tier})
+		tiers[tier] = true
+		pi, ok := portOf[port]
+		if !ok {
+			key := classKey{tier: tier}
+			if tier >= 0 {
+				key.dir = portDir(port)
 			}
-			p := &ports[pi]
-			p.peak = max(p.peak, q)
-			p.cells = append(p.cells, cell{iv, q})
-			d.maxQueue = max(d.maxQueue, q)
+			ci, ok := classOf[key]
+			if !ok {
+				ci = len(classes)
+				classOf[key] = ci
+				classes = append(classes, classAgg{key: key, cap: map[int]float64{}, ports: map[int]int{}, tx: map[int][]float64{}})
+			}
+			pi = len(d.ports)
+			portOf[port] = pi
+			d.ports = append(d.ports, portSeries{name: port, tier: tier, plane: plane, class: ci})
+			classes[ci].ports[plane]++
+		}
+		p := &d.ports[pi]
+		if p.rate == 0 && rate > 0 {
+			p.rate = rate
+			classes[p.class].cap[p.plane] += rate
+		}
+		c := &classes[p.class]
+		c.tx[p.plane] = grow(c.tx[p.plane], iv)
+		c.tx[p.plane][iv] += tx
+		if tx > 0 || q > 0 {
+			p.cells = append(p.cells, portCell{iv: iv, tx: tx, q: q})
 		}
 	}
 
@@ -158,21 +236,167 @@ func readLinks(file string, r io.Reader) (*linksData, error) {
 	for _, p := range d.planes {
 		d.nicTx = append(d.nicTx, reorder(nicTx[p]))
 	}
-	d.tiers = sortedKeys(tierQ)
-	for _, k := range d.tiers {
-		d.tierQ = append(d.tierQ, reorder(tierQ[k]))
-	}
-	slices.SortFunc(ports, func(a, b portAgg) int {
-		return cmp.Or(cmp.Compare(b.peak, a.peak), cmp.Compare(a.name, b.name))
-	})
-	for _, p := range ports[:min(len(ports), topQueuePorts)] {
-		pq := portQueue{name: p.name, tier: p.tier, peak: p.peak, q: make([]float64, n)}
-		for _, c := range p.cells {
-			pq.q[pos[c.iv]] = max(pq.q[pos[c.iv]], c.q)
+	d.tiers = sortedKeys(tiers)
+	for i := range d.ports {
+		p := &d.ports[i]
+		for k := range p.cells {
+			p.cells[k].iv = pos[p.cells[k].iv]
 		}
-		d.top = append(d.top, pq)
+		slices.SortStableFunc(p.cells, func(a, b portCell) int { return cmp.Compare(a.iv, b.iv) })
+		if p.rate == 0 {
+			d.hasRate = false
+		}
 	}
+	// Classes in crossing order; ports renumbered to match.
+	order := make([]int, len(classes))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		ca := portClass{tier: classes[a].key.tier, dir: classes[a].key.dir}
+		cb := portClass{tier: classes[b].key.tier, dir: classes[b].key.dir}
+		a1, a2 := ca.order()
+		b1, b2 := cb.order()
+		return cmp.Or(cmp.Compare(a1, b1), cmp.Compare(a2, b2), cmp.Compare(ca.dir, cb.dir))
+	})
+	newIndex := make([]int, len(classes))
+	for ni, oi := range order {
+		newIndex[oi] = ni
+		c := classes[oi]
+		pc := portClass{tier: c.key.tier, dir: c.key.dir, planes: sortedKeys(c.ports)}
+		for _, pl := range pc.planes {
+			pc.cap = append(pc.cap, c.cap[pl])
+			pc.ports = append(pc.ports, c.ports[pl])
+			pc.tx = append(pc.tx, reorder(c.tx[pl]))
+		}
+		d.classes = append(d.classes, pc)
+	}
+	for i := range d.ports {
+		d.ports[i].class = newIndex[d.ports[i].class]
+	}
+	slices.SortFunc(d.ports, func(a, b portSeries) int { return cmp.Compare(a.name, b.name) })
 	return d, nil
+}
+
+// shown is how many of the intervals the plots show: those that start before tEnd (the
+// traffic's end; every interval when tEnd is not positive), at least one.
+func (l *linksData) shown(tEnd float64) int {
+	n := len(l.intervals)
+	if !(tEnd > 0) {
+		return n
+	}
+	k := sort.Search(n, func(i int) bool { return l.intervals[i].start >= tEnd-1e-9 })
+	return max(min(k, n), min(1, n))
+}
+
+// classUtil is the utilisation of class ci's ports in plane index pi over intervals [lo, hi):
+// the bytes they sent over what their summed rate could send in that time (0 to 1).
+func (l *linksData) classUtil(ci, pi, lo, hi int) float64 {
+	c := l.classes[ci]
+	var bytes, us float64
+	for k := lo; k < hi; k++ {
+		bytes += c.tx[pi][k]
+		us += l.intervals[k].end - l.intervals[k].start
+	}
+	if !(c.cap[pi] > 0) || !(us > 0) {
+		return math.NaN()
+	}
+	return bytes * 8 / (c.cap[pi] * us * 1e3)
+}
+
+// queueRow is one row of the queue heatmap: a tier's deepest queue over its ports, or one
+// port's, per interval (bytes).
+type queueRow struct {
+	label string
+	peak  float64
+	q     []float64 // [interval], the first n shown
+}
+
+// queueRows is the heatmap's rows over the first n intervals: for each tier, one row of the
+// deepest queue over its ports ("max over T0") and then up to perTier of its ports with the
+// deepest peaks, deepest first (ties by name); tiers in ascending order. maxQ is the deepest
+// queue in those intervals. A tier whose ports never queued gets no rows.
+func (l *linksData) queueRows(n, perTier int) (rows []queueRow, maxQ float64) {
+	for _, tier := range l.tiers {
+		agg := queueRow{label: "max over " + tierName(tier), q: make([]float64, n)}
+		var ports []queueRow
+		for _, p := range l.ports {
+			if p.tier != tier {
+				continue
+			}
+			var r queueRow
+			for _, c := range p.cells {
+				if c.iv >= n || c.q == 0 {
+					continue
+				}
+				if r.q == nil {
+					r = queueRow{label: p.name, q: make([]float64, n)}
+				}
+				r.q[c.iv] = max(r.q[c.iv], c.q)
+				r.peak = max(r.peak, c.q)
+				agg.q[c.iv] = max(agg.q[c.iv], c.q)
+			}
+			if r.peak > 0 {
+				ports = append(ports, r)
+				agg.peak = max(agg.peak, r.peak)
+			}
+		}
+		if agg.peak == 0 {
+			continue
+		}
+		slices.SortFunc(ports, func(a, b queueRow) int {
+			return cmp.Or(cmp.Compare(b.peak, a.peak), cmp.Compare(a.label, b.label))
+		})
+		rows = append(rows, agg)
+		rows = append(rows, ports[:min(len(ports), perTier)]...)
+		maxQ = max(maxQ, agg.peak)
+	}
+	return rows, maxQ
+}
+
+// linkLoad is one port's utilisation over the shown intervals: the mean (its bytes over what
+// its rate could send in them) and the peak interval's.
+type linkLoad struct {
+	port               *portSeries
+	mean, peak         float64
+	peakAt             float64 // start of the peak interval (us)
+	queuePeak          float64 // bytes
+	rankMean, rankPeak int     // 1-based ranks by mean and by peak (0: not in the top)
+}
+
+// linkLoads is every port's load over the first n intervals (ports without a rate left out).
+func (l *linksData) linkLoads(n int) []linkLoad {
+	if n == 0 {
+		return nil
+	}
+	span := 0.0
+	for _, iv := range l.intervals[:n] {
+		span += iv.end - iv.start
+	}
+	var out []linkLoad
+	for i := range l.ports {
+		p := &l.ports[i]
+		if !(p.rate > 0) {
+			continue
+		}
+		ld := linkLoad{port: p}
+		var bytes float64
+		for _, c := range p.cells {
+			if c.iv >= n {
+				break
+			}
+			bytes += c.tx
+			iv := l.intervals[c.iv]
+			u := c.tx * 8 / (p.rate * (iv.end - iv.start) * 1e3)
+			if u > ld.peak {
+				ld.peak, ld.peakAt = u, iv.start
+			}
+			ld.queuePeak = max(ld.queuePeak, c.q)
+		}
+		ld.mean = bytes * 8 / (p.rate * span * 1e3)
+		out = append(out, ld)
+	}
+	return out
 }
 
 // sortedKeys returns the keys of m in ascending order.

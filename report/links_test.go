@@ -29,7 +29,7 @@ func TestLinksIdleIntervals(t *testing.T) {
 	// Plane 0's NIC port busy in intervals 1, 2 and 7 of 2 us (250,000 B = 1000 Gb/s), plane 1's
 	// in 2 only; a T0 port queues in 7. Intervals 0, 3 to 6 and 8 have no row.
 	for _, k := range []int{1, 2, 7} {
-		fmt.Fprintf(&b, "%d,%d,h0.p0,h0,0,-1,800,100,250000,0,0\n", 2*k, 2*k+2)
+		fmt.Fprintf(&b, "%d,%d,h0.p0,h0,0,-1,1000,100,250000,0,0\n", 2*k, 2*k+2)
 	}
 	b.WriteString("4,6,h0.p1,h0,1,-1,800,100,125000,0,0\n")
 	b.WriteString("14,16,p0.t0-0.down1,p0.t0-0,0,0,800,0,0,4096,0\n")
@@ -47,13 +47,17 @@ func TestLinksIdleIntervals(t *testing.T) {
 			t.Errorf("plane %d sent %v, want %v", pi, l.nicTx[pi], wantTx[pi])
 		}
 	}
-	if len(l.top) != 1 || l.top[0].q[7] != 4096 || l.top[0].q[6] != 0 {
-		t.Errorf("queue rows %+v", l.top)
+	rows, _ := l.queueRows(len(l.intervals), 8)
+	if len(rows) != 2 || rows[0].label != "max over T0" || rows[1].label != "p0.t0-0.down1" || rows[1].q[7] != 4096 || rows[1].q[6] != 0 {
+		t.Errorf("queue rows %+v", rows)
 	}
 
-	// The plotted line: 0 before the first busy interval, 1000 Gb/s in 1 and 2, 0 from 6 to
-	// 14 us, 1000 in 7, then 0 to the end of the run.
-	pts := tailZero(stepPoints(l.intervals, colGroups(len(l.intervals), maxLinePts/2), func(lo, hi int) float64 { return l.planeGbps(0, lo, hi) }), 20)
+	// The plotted line: 0 before the first busy interval, the line rate (1) in 1 and 2, 0
+	// from 6 to 14 us, 1 in 7, then 0 to the end of the run.
+	if l.classes[0].name() != "NIC ports" || l.classes[0].planes[0] != 0 {
+		t.Fatalf("classes %+v", l.classes)
+	}
+	pts := tailZero(stepPoints(l.intervals, colGroups(len(l.intervals), maxLinePts/2), func(lo, hi int) float64 { return l.classUtil(0, 0, lo, hi) }), 20)
 	at := func(x float64) []float64 { // the line's values at x (two at a step)
 		var ys []float64
 		for _, p := range pts {
@@ -75,7 +79,7 @@ func TestLinksIdleIntervals(t *testing.T) {
 			t.Fatalf("a ramp from %v to %v: the line must step, not slope", pts[i-1], pts[i])
 		}
 	}
-	if fmt.Sprint(at(0)) != "[0]" || fmt.Sprint(at(4)) != "[1000 1000]" || fmt.Sprint(at(16)) != "[1000 0]" || fmt.Sprint(at(20)) != "[0]" {
+	if fmt.Sprint(at(0)) != "[0]" || fmt.Sprint(at(4)) != "[1 1]" || fmt.Sprint(at(16)) != "[1 0]" || fmt.Sprint(at(20)) != "[0]" {
 		t.Errorf("line %v", pts)
 	}
 }
@@ -107,7 +111,7 @@ func TestLinksGridRounding(t *testing.T) {
 		busy += l.nicTx[0][k]
 	}
 	want := busy * 8 / (float64(g[1]-g[0]) * dt * 1e3)
-	if got := l.planeGbps(0, g[0], g[1]); math.Abs(got-want) > 1e-6*want {
+	if got := l.totalGbps(g[0], g[1]); math.Abs(got-want) > 1e-6*want {
 		t.Errorf("group %v: %v Gb/s, want %v (its bytes over all its time)", g, got, want)
 	}
 }

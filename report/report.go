@@ -40,6 +40,7 @@ type runData struct {
 	ev      *evData
 	faults  *faultsData
 	colls   *rawTable
+	sweep   *collData // collectives.csv in full, for the busbw plot
 	power   *powerData
 	steps   *stepsData
 	files   []fileStatus
@@ -92,7 +93,12 @@ func loadRun(dir, name string) (*runData, error) {
 		func() (err error) { r.pauses, st, err = readIn(dir, filePauses, readPauses); return err },
 		func() (err error) { r.ev, st, err = readIn(dir, fileEV, readEVStates); return err },
 		func() (err error) { r.faults, st, err = readIn(dir, fileFaults, readFaults); return err },
-		func() (err error) { r.colls, st, err = readIn(dir, fileCollectives, readColls); return err },
+		func() (err error) {
+			if r.colls, st, err = readIn(dir, fileCollectives, readColls); err == nil && st.Found {
+				r.sweep, _, err = readIn(dir, fileCollectives, readCollectives)
+			}
+			return err
+		},
 		func() (err error) { r.power, st, err = readIn(dir, filePower, readPower); return err },
 		func() (err error) { r.steps, st, err = readIn(dir, fileSteps, readSteps); return err },
 	} {
@@ -157,11 +163,13 @@ func (r *runData) faultSpans() []faultSpan {
 
 // Write reads the results folder dir written by `lockstep run` and writes dir/report.html: one
 // self-contained page (inline CSS and SVG plots, no script, nothing fetched) with the headline
-// figures of summary.json, the FCT CDF (flows.csv; raw traffic: the CDF of per-flow goodput),
-// throughput per plane and a queue-depth heatmap over links x time (links.csv, its silent
-// intervals as zero), PFC pauses (pauses.csv), MRC EV states (ev_states.csv), a fault timeline
-// whose spans also shade every time plot (faults.csv), and the tables of faults.csv and
-// collectives.csv. A training run (summary.json's training block) gets its training figures
+// figures of summary.json, busbw and algbw against message size (collectives.csv), the FCT
+// CDF (flows.csv; raw traffic: the CDF of per-flow goodput), utilisation per tier and plane as
+// small multiples with the hottest links, and a queue-depth heatmap over links x time
+// (links.csv, its silent intervals as zero), PFC pauses (pauses.csv), MRC EV states
+// (ev_states.csv), a fault timeline whose spans also shade every time plot (faults.csv), and
+// the tables of faults.csv and collectives.csv. The time plots end at the traffic's end
+// (summary.json duration_us), not the drain's. A training run (summary.json's training block) gets its training figures
 // instead of the packet counters it did not use, the cluster's power over time (power.csv) with
 // the steps marked and each step's time by category (steps.csv); the network's plots follow
 // when it sent packets.
@@ -170,7 +178,7 @@ func (r *runData) faultSpans() []faultSpan {
 // by this run (why)". A file that is present but malformed is an error (a *FileError in the
 // chain, naming the file, line and column); so is a folder that cannot be read or a page that
 // cannot be written. The same folder gives a byte-identical page. Large inputs are reduced
-// (curves downsampled, the heatmap limited to the deepest ports plus one row per tier), so the
+// (curves downsampled, the heatmap limited to each tier's row and its deepest ports), so the
 // page stays small (under 100 KB for 4,096 ports x 130 intervals of links.csv).
 func Write(dir string) error {
 	r, err := loadRun(dir, "")

@@ -58,6 +58,8 @@ func TestWriteSynthetic(t *testing.T) {
 		"49 flows completed", "1 of 50 never finished", // FCT caption: the last flow never finished
 		`id="faults-table"`, `id="collectives-table"`, "flap", // tables
 		"max over T0", "max over NIC ports", // heatmap rows
+		`id="hottest-links"`, "h3.p0", "T0 down", // hottest links: by name, with their class
+		"dp (all_reduce)", "halving_doubling 256 KiB, ring 512 KiB to 4 MiB", // busbw plot and caption
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
@@ -135,7 +137,7 @@ func TestWriteMissingFiles(t *testing.T) {
 	}{
 		{fileSummary, []string{"headline"}},
 		{fileFlows, []string{idFCT}},
-		{fileLinks, []string{idThroughput, idQueue}},
+		{fileLinks, []string{idUtil, idQueue}},
 		{filePauses, []string{idPauses}},
 		{fileEV, []string{idEV}},
 		{fileFaults, []string{idFaults}},
@@ -159,6 +161,13 @@ func TestWriteMissingFiles(t *testing.T) {
 			for _, id := range allPlotIDs {
 				noted := strings.Contains(page, `id="`+id+`-nodata"`)
 				plotted := strings.Contains(page, `<svg class="plot" id="`+id+`"`)
+				if id == idBusbw && tc.file == fileCollectives {
+					// Only a collective workload's page has the busbw plot: no note without it.
+					if noted || plotted {
+						t.Errorf("plot %s without collectives.csv: noted %v, plotted %v; want neither", id, noted, plotted)
+					}
+					continue
+				}
 				if noted == plotted {
 					t.Errorf("plot %s: noted %v, plotted %v; want exactly one", id, noted, plotted)
 				}
@@ -171,8 +180,8 @@ func TestWriteMissingFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		page := readReport(t, dir)
-		if n := strings.Count(page, `class="nodata"`); n != len(allPlotIDs)+2 {
-			t.Errorf("%d no-data notes, want %d (every plot, the headline and collectives)", n, len(allPlotIDs)+2)
+		if n := strings.Count(page, `class="nodata"`); n != len(allPlotIDs)+1 {
+			t.Errorf("%d no-data notes, want %d (every plot but busbw, the headline and collectives)", n, len(allPlotIDs)+1)
 		}
 	})
 }
@@ -339,10 +348,11 @@ func TestWriteRealRuns(t *testing.T) {
 		plots   []string
 		noNotes []string // notes expected, by id
 	}{
-		{"mrc-incast-fail", []string{idFCT, idThroughput, idQueue, idEV, idFaults}, []string{idPauses, "collectives-table"}},
-		{"coll-mrc", []string{idThroughput, idQueue}, []string{idFCT, idPauses, idEV, idFaults}},
-		{"roce-incast-pfc", []string{idFCT, idThroughput, idQueue, idPauses, idFaults}, []string{idEV, "collectives-table"}},
-		{"permutation-ecmp", []string{idGoodput, idThroughput, idQueue}, []string{idPauses, idEV, idFaults}},
+		{"mrc-incast-fail", []string{idFCT, idUtil, idQueue, idEV, idFaults}, []string{idPauses, "collectives-table"}},
+		{"coll-mrc", []string{idUtil, idQueue}, []string{idBusbw, idFCT, idPauses, idEV, idFaults}},
+		{"coll-sweep", []string{idBusbw, idUtil, idQueue}, []string{idFCT, idPauses, idFaults}},
+		{"roce-incast-pfc", []string{idFCT, idUtil, idQueue, idPauses, idFaults}, []string{idEV, "collectives-table"}},
+		{"permutation-ecmp", []string{idGoodput, idUtil, idQueue}, []string{idPauses, idEV, idFaults}},
 		{"train-llama8b", []string{idPower, idSteps, idStepSeries}, []string{idNetwork}},
 	} {
 		t.Run(tc.run, func(t *testing.T) {
@@ -411,7 +421,7 @@ func TestWriteAfterCLIRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := readReport(t, out)
-	for _, id := range []string{idFCT, idThroughput, idQueue, idEV, idFaults} {
+	for _, id := range []string{idFCT, idUtil, idQueue, idEV, idFaults} {
 		if !strings.Contains(page, `<svg class="plot" id="`+id+`"`) {
 			t.Errorf("plot %s missing from the report of a fresh run", id)
 		}

@@ -106,8 +106,26 @@ func (s synthRun) files() map[string]string {
 	f[fileFaults] = "entry,cycle,action,target,at_us,end_us,detect_us,last_retx_us,recover_us,baseline_gbps,during_gbps,during_fraction,throughput_lost_bytes,packets_dropped,loss_retx_events,qp_errors\n" +
 		"0,0,down,h0.p1,30,50,1.5,10,12,400,300,0.75,10000,3,4,0\n" +
 		"1,0,flap,p0.t0-0.down3,60,,,,,400,,,,0,0,0\n"
-	f[fileCollectives] = "name,size_bytes,count,type,redop,root,op,algorithm,ranks,time_us,algbw_GBps,busbw_GBps,model_us\n" +
-		"dp,4194304,1048576,float,sum,-1,all_reduce,ring,8,131.90,31.80,55.65,113.61\n"
+	b.Reset()
+	b.WriteString("name,size_bytes,count,type,redop,root,op,algorithm,ranks,time_us,algbw_GBps,busbw_GBps,model_us\n")
+	// A sweep of two concurrent collectives from 256 KiB to 4 MiB: the time a latency plus
+	// size over a rate, the model a little faster.
+	for k := range 5 {
+		size := 262144 << k
+		for _, c := range []struct {
+			name, op, alg string
+			factor, rate  float64
+		}{{"dp", "all_reduce", "ring", 1.75, 40}, {"tp", "all_gather", "ring", 0.875, 55}} {
+			alg := c.alg
+			if k == 0 && c.name == "dp" {
+				alg = "halving_doubling"
+			}
+			tm := (12 + float64(size)/(c.rate*1e3)) * s.scale
+			algbw := float64(size) / tm / 1e3
+			fmt.Fprintf(&b, "%s,%d,%d,float,sum,-1,%s,%s,8,%.2f,%.2f,%.2f,%.2f\n", c.name, size, size/4, c.op, alg, tm, algbw, algbw*c.factor, tm*0.85)
+		}
+	}
+	f[fileCollectives] = b.String()
 	return f
 }
 
@@ -171,7 +189,7 @@ func readReport(t testing.TB, dir string) string {
 }
 
 // allPlotIDs are the plots of a complete run's page.
-var allPlotIDs = []string{idFCT, idThroughput, idQueue, idPauses, idEV, idFaults}
+var allPlotIDs = []string{idBusbw, idFCT, idUtil, idQueue, idPauses, idEV, idFaults}
 
 // readFileString returns the file at path.
 func readFileString(t testing.TB, path string) string {
