@@ -290,6 +290,13 @@ func TestReportInChromium(t *testing.T) {
 	}
 	b.open(t, filepath.Join(train, ReportFile), []string{idPower, idSteps}).check(t, "training "+ReportFile)
 
+	// A run with a failure: the topology picture with its failed link, from real files.
+	fail := copyDir(t, filepath.Join("testdata", "runs", "roce-incast-pfc"))
+	if err := Write(fail); err != nil {
+		t.Fatal(err)
+	}
+	b.open(t, filepath.Join(fail, ReportFile), []string{idTopology, idFaults}).check(t, "roce-incast-pfc "+ReportFile)
+
 	other := defaultSynth()
 	other.scale, other.name = 1.5, "slower"
 	cmp := filepath.Join(t.TempDir(), "compare.html")

@@ -108,6 +108,7 @@ func (s synthRun) files() map[string]string {
 		"1,0,flap,p0.t0-0.down3,60,,,,,400,,,,0,0,0\n"
 	f[fileCollectives] = "name,size_bytes,count,type,redop,root,op,algorithm,ranks,time_us,algbw_GBps,busbw_GBps,model_us\n" +
 		"dp,4194304,1048576,float,sum,-1,all_reduce,ring,8,131.90,31.80,55.65,113.61\n"
+	f[fileTopology] = synthTopology()
 	return f
 }
 
@@ -171,7 +172,7 @@ func readReport(t testing.TB, dir string) string {
 }
 
 // allPlotIDs are the plots of a complete run's page.
-var allPlotIDs = []string{idFCT, idThroughput, idQueue, idPauses, idEV, idFaults}
+var allPlotIDs = []string{idFCT, idThroughput, idQueue, idPauses, idEV, idFaults, idTopology}
 
 // readFileString returns the file at path.
 func readFileString(t testing.TB, path string) string {
