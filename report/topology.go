@@ -611,7 +611,7 @@ func (sc *tScene) svg(td *topoData, haveUse bool) string {
 			fmt.Fprintf(&b, `<rect class="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#4a4a4a">%s</rect>`+"\n", cls, it.x-m, it.y-m, 2*m, 2*m, title)
 		}
 		if sc.aggregated && it.n > 1 {
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="9" fill="#555">%d</text>`+"\n", it.x, it.y+m+10, it.n)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="9" fill="#444" stroke="#fff" stroke-width="3" paint-order="stroke">%d</text>`+"\n", it.x, it.y+m+10, it.n)
 		}
 	}
 	for _, t := range sc.labels {

@@ -10,11 +10,12 @@ import (
 	"github.com/lockstepsim/lockstep/topo"
 )
 
-// MaxTopologyListLinks bounds the links topology.json lists one by one: 262,144 links (about
-// 100 bytes each, so at most about 30 MB with the nodes). A larger fabric (only the flow level
-// and the closed forms run one) gets the counts and the per-tier summary only, with
-// "listed": false; the report then draws it from the summary.
-const MaxTopologyListLinks = 1 << 18
+// MaxTopologyListLinks bounds the links topology.json lists one by one: 131,072 links (about
+// 140 bytes each with the nodes, so at most about 18 MB; the 8,192-GPU, 8-plane fabric of
+// train-405b-8k is listed). A larger fabric (only the flow level and the closed forms run one)
+// gets the counts and the per-tier summary only, with "listed": false; the report then draws it
+// from the summary.
+const MaxTopologyListLinks = 1 << 17
 
 // topologyJSON is topology.json's top level (docs/outputs.md, "topology.json").
 type topologyJSON struct {
