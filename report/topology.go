@@ -72,7 +72,7 @@ type tText struct {
 func topologyFigure(r *runData, td *topoData) (figure, *htmlTable, error) {
 	const title = "Topology, links by utilisation"
 	if td == nil {
-		return noData(idTopology, title, fileTopology+" not written by this run (runs write it since lockstep records the topology; rerun to get it)"), nil, nil
+		return noData(idTopology, title, fileTopology+" not written by this run (lockstep run writes it for every run; this folder predates it)"), nil, nil
 	}
 	haveUse := false
 	if td.Listed {
