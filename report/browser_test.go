@@ -296,6 +296,14 @@ func TestReportInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.open(t, filepath.Join(fail, ReportFile), []string{idTopology, idFaults}).check(t, "roce-incast-pfc "+ReportFile)
+	// A fabric drawn aggregated (4 planes of 48 T0s, 1,152 hosts): groups, bundles, counts.
+	big := t.TempDir()
+	writeFiles(t, big, map[string]string{fileTopology: synthClosTopology(4, 48, 24, 24), fileLinks: synthClosLinks(4, 48*24),
+		fileSummary: `{"scenario": "big", "duration_us": 20}`})
+	if err := Write(big); err != nil {
+		t.Fatal(err)
+	}
+	b.open(t, filepath.Join(big, ReportFile), []string{idTopology}).check(t, "aggregated topology "+ReportFile)
 
 	other := defaultSynth()
 	other.scale, other.name = 1.5, "slower"

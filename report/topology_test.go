@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -201,6 +202,90 @@ func TestTopologyRealRuns(t *testing.T) {
 			}
 			if tc.failedLinkTxt != "" && !strings.Contains(svg, tc.failedLinkTxt) {
 				t.Errorf("picture lacks %q", tc.failedLinkTxt)
+			}
+		})
+	}
+}
+
+// synthClosTopology is topology.json of a 2-tier Clos of planes planes with t0s T0s of d0 hosts
+// and u uplinks each, one to each of u T1s per plane, as lockstep names them.
+func synthClosTopology(planes, t0s, d0, u int) string {
+	hosts := t0s * d0
+	var nodes, links []string
+	for h := range hosts {
+		nodes = append(nodes, fmt.Sprintf(`{"name":"h%d","kind":"host","tier":-1,"plane":-1}`, h))
+	}
+	for p := range planes {
+		for i := range t0s {
+			nodes = append(nodes, fmt.Sprintf(`{"name":"p%d.t0-%d","kind":"switch","tier":0,"plane":%d}`, p, i, p))
+		}
+		for j := range u {
+			nodes = append(nodes, fmt.Sprintf(`{"name":"p%d.t1-%d","kind":"switch","tier":1,"plane":%d}`, p, j, p))
+		}
+	}
+	for p := range planes {
+		for h := range hosts {
+			links = append(links, fmt.Sprintf(`{"name":"h%d.p%d","a":"h%d","b":"p%d.t0-%d","b_port":"p%d.t0-%d.down%d","rate_gbps":100,"level":0,"plane":%d}`, h, p, h, p, h/d0, p, h/d0, h%d0, p))
+		}
+		for i := range t0s {
+			for j := range u {
+				links = append(links, fmt.Sprintf(`{"name":"p%d.t0-%d.up%d","a":"p%d.t0-%d","b":"p%d.t1-%d","b_port":"p%d.t1-%d.down%d","rate_gbps":100,"level":1,"plane":%d}`, p, i, j, p, i, p, j, p, j, i, p))
+			}
+		}
+	}
+	return fmt.Sprintf(`{"kind":"clos","planes":%d,"hosts":%d,"switches":%d,"num_nodes":%d,"num_links":%d,"listed":true,"tiers":[],"levels":[],`,
+		planes, hosts, len(nodes)-hosts, len(nodes), len(links)) +
+		"\n\"nodes\": [\n  " + strings.Join(nodes, ",\n  ") + "\n],\n\"links\": [\n  " + strings.Join(links, ",\n  ") + "\n]}\n"
+}
+
+// synthClosLinks is links.csv for synthClosTopology: every host port sends in each of 10
+// intervals of 2 us, more for higher host numbers.
+func synthClosLinks(planes, hosts int) string {
+	var b strings.Builder
+	b.WriteString("start_us,end_us,port,node,plane,tier,rate_gbps,util_pct,tx_bytes,queue_max_bytes,drops\n")
+	for k := range 10 {
+		for p := range planes {
+			for h := range hosts {
+				tx := 25000 * (h + k) % 25001
+				fmt.Fprintf(&b, "%d,%d,h%d.p%d,h%d,%d,-1,100,0,%d,0,0\n", 2*k, 2*k+2, h, p, h, p, tx)
+			}
+		}
+	}
+	return b.String()
+}
+
+// TestTopologyAggregated: a fabric beyond the node-by-node limits is drawn in groups and
+// bundles, under MaxTopologySVG bytes, with every group's count shown and the host groups
+// holding whole T0s.
+func TestTopologyAggregated(t *testing.T) {
+	for _, tc := range []struct{ planes, t0s, d0, u int }{
+		{1, 32, 16, 16}, {2, 64, 8, 8}, {8, 16, 32, 32}, {4, 48, 24, 24},
+	} {
+		t.Run(fmt.Sprintf("%d planes %d T0s", tc.planes, tc.t0s), func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, map[string]string{fileTopology: synthClosTopology(tc.planes, tc.t0s, tc.d0, tc.u),
+				fileLinks: synthClosLinks(tc.planes, tc.t0s*tc.d0), fileSummary: `{"scenario": "big", "duration_us": 20}`})
+			if err := Write(dir); err != nil {
+				t.Fatal(err)
+			}
+			svg := topologyPicture(t, readReport(t, dir))
+			if len(svg) > MaxTopologySVG {
+				t.Errorf("picture is %d bytes, bound %d", len(svg), MaxTopologySVG)
+			}
+			if strings.Contains(svg, `class="tn"`) || strings.Contains(svg, `class="tl"`) {
+				t.Errorf("drawn node by node")
+			}
+			groups := strings.Count(svg, `class="tg"`)
+			if want := min(topoHostGroups, tc.t0s) + tc.planes*2*max(topoGroups/tc.planes, 2); groups > want {
+				t.Errorf("%d groups, want at most %d", groups, want)
+			}
+			// Each host group holds whole T0s: its size is a multiple of d0.
+			for _, m := range strings.Split(svg, "hosts)</title>")[:1] {
+				i := strings.LastIndex(m, "(")
+				n, err := strconv.Atoi(strings.TrimSpace(m[i+1:]))
+				if err != nil || n%tc.d0 != 0 {
+					t.Errorf("first host group holds %q hosts, want a multiple of %d", m[i+1:], tc.d0)
+				}
 			}
 		})
 	}
