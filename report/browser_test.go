@@ -296,9 +296,9 @@ func TestReportInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.open(t, filepath.Join(fail, ReportFile), []string{idTopology, idFaults}).check(t, "roce-incast-pfc "+ReportFile)
-	// A fabric drawn aggregated (4 planes of 48 T0s, 1,152 hosts): groups, bundles, counts.
+	// A fabric drawn aggregated (2 planes of 24 T0s, 384 hosts): groups, bundles, counts.
 	big := t.TempDir()
-	writeFiles(t, big, map[string]string{fileTopology: synthClosTopology(4, 48, 24, 24), fileLinks: synthClosLinks(4, 48*24),
+	writeFiles(t, big, map[string]string{fileTopology: synthClosTopology(2, 24, 16, 16), fileLinks: synthClosLinks(2, 24*16),
 		fileSummary: `{"scenario": "big", "duration_us": 20}`})
 	if err := Write(big); err != nil {
 		t.Fatal(err)
