@@ -316,6 +316,20 @@ func TestReportInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.open(t, collCmp, []string{idBusbw, idThroughput}).check(t, "compare.html of collective runs")
+	// A run with a failure: the topology picture with its failed link, from real files.
+	fail := copyDir(t, filepath.Join("testdata", "runs", "roce-incast-pfc"))
+	if err := Write(fail); err != nil {
+		t.Fatal(err)
+	}
+	b.open(t, filepath.Join(fail, ReportFile), []string{idTopology, idFaults}).check(t, "roce-incast-pfc "+ReportFile)
+	// A fabric drawn aggregated (2 planes of 24 T0s, 384 hosts): groups, bundles, counts.
+	big := t.TempDir()
+	writeFiles(t, big, map[string]string{fileTopology: synthClosTopology(2, 24, 16, 16), fileLinks: synthClosLinks(2, 24*16),
+		fileSummary: `{"scenario": "big", "duration_us": 20}`})
+	if err := Write(big); err != nil {
+		t.Fatal(err)
+	}
+	b.open(t, filepath.Join(big, ReportFile), []string{idTopology}).check(t, "aggregated topology "+ReportFile)
 
 	other := defaultSynth()
 	other.scale, other.name = 1.5, "slower"

@@ -134,6 +134,21 @@ func runPage(r *runData) (*page, error) {
 		}
 		pg.Figures = append(pg.Figures, f)
 	}
+	// The topology picture and its hottest links (topology.go).
+	td, st, err := loadTopology(r.dir)
+	if err != nil {
+		return nil, err
+	}
+	r.files = append(r.files, st)
+	pg.Sources[0].Files = r.files
+	topoFig, hot, err := topologyFigure(r, td)
+	if err != nil {
+		return nil, err
+	}
+	pg.Figures = append(pg.Figures, topoFig)
+	if hot != nil {
+		pg.Tables = append(pg.Tables, hot)
+	}
 	if t := stepsTable(r.steps); t != nil && r.isTraining() {
 		pg.Tables = append(pg.Tables, t)
 	}

@@ -126,6 +126,7 @@ func (s synthRun) files() map[string]string {
 		}
 	}
 	f[fileCollectives] = b.String()
+	f[fileTopology] = synthTopology()
 	return f
 }
 
@@ -189,7 +190,7 @@ func readReport(t testing.TB, dir string) string {
 }
 
 // allPlotIDs are the plots of a complete run's page.
-var allPlotIDs = []string{idBusbw, idFCT, idUtil, idQueue, idPauses, idEV, idFaults}
+var allPlotIDs = []string{idBusbw, idFCT, idUtil, idQueue, idPauses, idEV, idFaults, idTopology}
 
 // readFileString returns the file at path.
 func readFileString(t testing.TB, path string) string {

@@ -16,7 +16,7 @@ import (
 // theirs: transport.Plugin.Outputs); WriteResults removes the ones a previous run left, so
 // the folder and its report describe this run only.
 var runFiles = []string{"summary.json", "scenario.yaml", "flows.csv", "links.csv", "pauses.csv",
-	"faults.csv", "collectives.csv", "power.csv", "steps.csv", "trace.json", "report.html"}
+	"faults.csv", "collectives.csv", "power.csv", "steps.csv", "topology.json", "trace.json", "report.html"}
 
 // ResultFiles returns every file name a results folder may hold: the run's own and each
 // registered transport's (sorted by kind), for tools that clear or list a folder.
@@ -38,8 +38,8 @@ type File struct {
 // Files lists the files res writes besides summary.json and scenario.yaml, in order:
 // flows.csv, and where they apply collectives.csv (one nccl-tests row per size), faults.csv,
 // links.csv (per port and interval), pauses.csv (PFC), power.csv and steps.csv (training),
-// the transport's own files (Endpoint.Files: MRC's ev_states.csv), and trace.json when
-// run.trace is on. docs/outputs.md documents every column.
+// the transport's own files (Endpoint.Files: MRC's ev_states.csv), topology.json (every run:
+// WriteTopologyJSON), and trace.json when run.trace is on. docs/outputs.md documents every column.
 //
 // A run interrupted where its own figures cannot be gathered (a collective or training
 // workload, or the fault baseline, stopped midway) lists none: its folder holds summary.json
@@ -70,6 +70,7 @@ func (res *Result) Files(sc *scenario.Scenario) []File {
 			files = append(files, File{f.Name, f.Write})
 		}
 	}
+	files = append(files, File{"topology.json", func(w io.Writer) error { return WriteTopologyJSON(w, sc) }})
 	if sc.Run.Trace {
 		if t := BuildTrace(res); t != nil {
 			files = append(files, File{"trace.json", func(w io.Writer) error { _, err := t.WriteTo(w); return err }})
