@@ -129,7 +129,7 @@ func TestInterruptBinary(t *testing.T) {
 			}
 			t.Logf("%s at %v us of simulated time, %d events", tc.name, *s.InterruptedAtUs, s.Events)
 			got := strings.Join(listDir(t, dir), " ")
-			if want := "ev_states.csv flows.csv links.csv report.html scenario.yaml summary.json"; got != want {
+			if want := "ev_states.csv flows.csv links.csv report.html scenario.yaml summary.json topology.json"; got != want {
 				t.Errorf("files %q; want %q", got, want)
 			}
 			if rows := bytes.Count(readFile(t, filepath.Join(dir, "flows.csv")), []byte("\n")); rows != s.Flows+1 {
