@@ -144,9 +144,21 @@ func (r *resolver) transferDuration() error {
 	sc := r.sc
 	run := &sc.Run
 	if r.wl {
-		// A workload's duration only bounds it; it has no traffic groups. Its sampling
-		// follows the collectives' closed-form time.
-		return r.fineSampling(r.collectivesExpected())
+		// A workload's duration only bounds it; it has no traffic groups. Left out, a
+		// collective workload's bound follows the collectives' closed-form time (a lower
+		// bound), and so does its sampling.
+		exp := r.collectivesExpected()
+		if d := workloadBound(exp); d > 0 && !r.durationGiven && len(sc.Faults) == 0 && d < run.Duration {
+			// Without faults only: they were expanded against the duration already.
+			run.Duration = d
+			if !r.sampleGiven {
+				run.SampleInterval = max(DefaultSampleInterval, run.Duration/20000) // the run step's default at this duration
+			}
+			if err := r.fitSampling(); err != nil {
+				return err
+			}
+		}
+		return r.fineSampling(exp)
 	}
 	hosts := r.l.NumHosts()
 	nic := r.c.HostLink * sim.Rate(r.c.Planes)
@@ -171,6 +183,24 @@ func (r *resolver) transferDuration() error {
 		need = run.Duration // raw traffic runs until run.duration
 	}
 	return r.fineSampling(need)
+}
+
+// Bounds of a left-out run.duration for collective workloads (workloadBound).
+const (
+	workloadBoundFactor = 100                  // times the closed-form estimate
+	minWorkloadBound    = 10 * sim.Millisecond // at least
+)
+
+// workloadBound is the run.duration a collective workload gets when it is left out and the
+// scenario has no faults: workloadBoundFactor x the collectives' closed-form time (a lower
+// bound on their run: the NIC or scale-up rate, free reductions), at least
+// minWorkloadBound, at most DefaultWorkloadDuration; 0 when there is no estimate. A run
+// that takes longer stops naming the waiting ranks, as at the old 1 s bound.
+func workloadBound(expected sim.Time) sim.Time {
+	if expected <= 0 {
+		return 0
+	}
+	return min(max(workloadBoundFactor*expected, minWorkloadBound), DefaultWorkloadDuration)
 }
 
 // samplesPerRun is how many queue samples a left-out run.sample_interval aims at over the
