@@ -85,3 +85,37 @@ func TestCollectiveScaleUpSplit(t *testing.T) {
 		})
 	}
 }
+
+// A collective sweep left to the default sampling gets links.csv at a resolution that shows
+// it: at least about 100 intervals over the collectives' run (and not tens of thousands),
+// across transports and sizes. (The 1 s bound once gave a 616 us sweep 2 intervals.)
+func TestCollectiveLinksResolution(t *testing.T) {
+	for _, c := range []struct{ transport, sizes string }{
+		{"mrc", "bytes: 64KiB, max_bytes: 4MiB, factor: 4"},
+		{"roce", "bytes: 1MiB"},
+		{"mrc", "bytes: 16MiB"},
+	} {
+		t.Run(c.transport+" "+c.sizes, func(t *testing.T) {
+			y := fmt.Sprintf(`
+name: res
+topology:
+  clos: {tiers: 2, planes: 2, radix: 8, hosts: 8, host_link: 100Gbps, hop_latency: 500ns}
+transport: {kind: %s}
+workload:
+  collectives:
+    - {op: all_reduce, ranks: 8, %s}
+`, c.transport, c.sizes)
+			res := runColl(t, y)
+			ls := res.Links
+			if ls == nil {
+				t.Fatal("no links series")
+			}
+			end := res.Summary.DurationUs
+			n := end / ls.Interval().Micros()
+			t.Logf("%.1f us in intervals of %v: %.0f intervals", end, ls.Interval(), n)
+			if n < 80 || n > 5000 {
+				t.Errorf("%.0f links.csv intervals over %.1f us; want about 100 to a few thousand", n, end)
+			}
+		})
+	}
+}
