@@ -168,8 +168,14 @@ func (q QueueStats) MeanDepth(now sim.Time) float64 {
 	if now <= 0 {
 		return 0
 	}
-	area := q.depthArea + float64(q.Depth)*float64(now-q.lastChange)
-	return area / float64(now)
+	return q.DepthArea(now) / float64(now)
+}
+
+// DepthArea returns the integral of the depth over [0, now] in byte-picoseconds (MeanDepth x
+// now, exactly as accumulated: it is unchanged between two times the queue stayed empty); now
+// must not be before the last depth change.
+func (q QueueStats) DepthArea(now sim.Time) float64 {
+	return q.depthArea + float64(q.Depth)*float64(now-q.lastChange)
 }
 
 func (q *QueueStats) setDepth(now sim.Time, d int64) {

@@ -2,6 +2,8 @@ package runner
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/lockstepsim/lockstep/flow"
@@ -37,6 +39,14 @@ type CollectiveRow struct {
 	// SentBytesPerRankMax is the most payload one rank sends (e.g. a MoE dispatch's
 	// (T/P) k H d (P-1)/P).
 	SentBytesPerRankMax int64 `json:"sent_bytes_per_rank_max"`
+	// With scale-up domains in the topology (absent without): the most payload one rank
+	// sends inside its domain (NVLink, never on the fabric) and over the fabric, the share of
+	// all bytes sent that stayed in a domain, and the NIC rate (all planes) busbw compares
+	// with: a busbw above it came from the scale-up links.
+	ScaleUpBytesPerRankMax *int64   `json:"scale_up_bytes_per_rank_max,omitempty"`
+	FabricBytesPerRankMax  *int64   `json:"fabric_bytes_per_rank_max,omitempty"`
+	ScaleUpFraction        *float64 `json:"scale_up_fraction,omitempty"`
+	NICGBps                *float64 `json:"nic_GBps,omitempty"`
 }
 
 // CollectiveRun is what a collective workload leaves beyond the summary: one nccl-tests row per
@@ -53,6 +63,10 @@ type CollectiveRun struct {
 	// hosts of one domain travel on it, not on the fabric; the model column of a hierarchical
 	// all-reduce whose inner groups are the domains charges its inner phases to it.
 	ScaleUp *collective.Model
+	// Domain is the hosts per scale-up domain (host h in domain h / Domain) when ScaleUp is
+	// set, else 0; NICRate is each host's NIC rate over all planes.
+	Domain  int
+	NICRate sim.Rate
 	// Engine is "flow" when the flow-level engine ran the collectives (run.engine flow), else
 	// "packet" (the packet-level transports or the ideal network).
 	Engine string
@@ -191,7 +205,10 @@ func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 	if nvl != nil {
 		nvl.SetSink(ex.Delivered)
 	}
-	run := &CollectiveRun{Model: model, ScaleUp: up, Engine: "packet"}
+	run := &CollectiveRun{Model: model, ScaleUp: up, Engine: "packet", NICRate: nicRate}
+	if up != nil {
+		run.Domain = c.ScaleUpGPUs
+	}
 	res.Collective = run
 	var smp *sampler
 	if ep != nil {
@@ -284,6 +301,12 @@ func (e *packetColl) sent(g int) (int64, error) {
 	return sent, nil
 }
 
+// split returns where collective g's schedule sends its bytes in scale-up domains of domain
+// hosts (Schedule.DomainBytes).
+func (e *packetColl) split(g, domain int) (collective.DomainSplit, error) {
+	return e.scheds[g].DomainBytes(e.groups[g].comm, domain)
+}
+
 // endpointErrs returns ep's QP errors, none without an endpoint.
 func endpointErrs(ep transport.Endpoint) []error {
 	if ep == nil {
@@ -293,16 +316,56 @@ func endpointErrs(ep transport.Endpoint) []error {
 }
 
 // addRow appends collective g's row for one size (spec resolved, t the mean time over iters
-// iterations, sent the most payload one rank sends) to the run and returns its summary form.
-func (run *CollectiveRun) addRow(g collGroup, spec collective.Spec, t sim.Time, iters int, sent int64) CollectiveRow {
+// iterations, sent the most payload one rank sends, split where its bytes went: nil without
+// scale-up domains) to the run and returns its summary form.
+func (run *CollectiveRun) addRow(g collGroup, spec collective.Spec, t sim.Time, iters int, sent int64, split *collective.DomainSplit) CollectiveRow {
 	row := collective.NewRow(spec, t, g.dt)
 	row.Name = g.name
 	row.Model = modelTime(spec, run.Model, run.ScaleUp)
+	row.Split = split
 	run.Rows = append(run.Rows, row)
 	run.Names = append(run.Names, g.name)
 	out := collectiveRow(g.name, row, iters)
 	out.SentBytesPerRankMax = sent
+	if split != nil {
+		up, fab, frac, nic := split.ScaleUpMax, split.FabricMax, round3(split.ScaleUpFraction()), round3(float64(run.NICRate)/8e9)
+		out.ScaleUpBytesPerRankMax, out.FabricBytesPerRankMax, out.ScaleUpFraction, out.NICGBps = &up, &fab, &frac, &nic
+	}
 	return out
+}
+
+// ScaleUpNote returns, for rows (of one collective or all) whose busbw exceeds the NIC rate
+// while most of their bytes stayed in scale-up domains, a one-line note saying so: the
+// highest such busbw, the NIC rate and the share of bytes that went over the scale-up links.
+// "" when no row does (or without scale-up domains).
+func ScaleUpNote(rows []CollectiveRow) string {
+	var top *CollectiveRow
+	for i := range rows {
+		r := &rows[i]
+		if r.NICGBps == nil || r.ScaleUpFraction == nil || *r.ScaleUpFraction <= 0 || r.BusBWGBps <= *r.NICGBps {
+			continue
+		}
+		if top == nil || r.BusBWGBps > top.BusBWGBps {
+			top = r
+		}
+	}
+	if top == nil {
+		return ""
+	}
+	return fmt.Sprintf("busbw up to %.2f GB/s (%s at %s) exceeds the NIC's %.2f GB/s because %.0f%% of the bytes sent stayed in scale-up domains (NVLink): per rank at most %s over the scale-up links, %s over the fabric",
+		top.BusBWGBps, top.Name, binaryBytes(top.SizeBytes), *top.NICGBps, 100**top.ScaleUpFraction, binaryBytes(*top.ScaleUpBytesPerRankMax), binaryBytes(*top.FabricBytesPerRankMax))
+}
+
+// binaryBytes writes b in the largest binary unit it reaches (B, KiB, MiB, GiB, TiB), to
+// at most 2 decimals: "112 MiB", "1.5 KiB", "512 B".
+func binaryBytes(b int64) string {
+	v, u := float64(b), 0
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	for v >= 1024 && u < len(units)-1 {
+		v /= 1024
+		u++
+	}
+	return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64) + " " + units[u]
 }
 
 // modelTime returns the model column for spec (resolved) on the network model m, 0 when

@@ -47,7 +47,10 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 		return &InputError{Err: err}
 	}
 	run := &CollectiveRun{Model: collective.Model{Latency: flowBaseLatency(layout), Rate: p.HostLink * sim.Rate(p.Planes)},
-		ScaleUp: up, Engine: "flow"}
+		ScaleUp: up, Engine: "flow", NICRate: p.HostLink * sim.Rate(p.Planes)}
+	if up != nil {
+		run.Domain = p.ScaleUpGPUs
+	}
 	res.Collective = run
 
 	w := &sweepState{s: s}
@@ -129,6 +132,19 @@ func (e *flowColl) result(g int) (collective.Result, error) { return e.done[g], 
 
 // sent returns the most payload one rank sends in collective g's flow-level expansion.
 func (e *flowColl) sent(g int) (int64, error) { return flowSentMax(e.specs[g]) }
+
+// split returns where collective g's bytes go in scale-up domains of domain hosts: the
+// one-chunk schedule of its spec (Schedule.DomainBytes; the flow engine's expansion moves
+// the same bytes between the same ranks).
+func (e *flowColl) split(g, domain int) (collective.DomainSplit, error) {
+	one := e.specs[g]
+	one.ChunkBytes = max(one.Bytes, 1)
+	sch, err := collective.Build(one)
+	if err != nil {
+		return collective.DomainSplit{}, err
+	}
+	return sch.DomainBytes(e.groups[g].comm, domain)
+}
 
 // flowSpec resolves sp for the flow engine; an all-to-all with a byte matrix gets Bytes = its
 // largest row sum, as collective.Build reports it.

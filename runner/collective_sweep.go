@@ -26,6 +26,9 @@ type collEngine interface {
 	result(g int) (collective.Result, error)
 	// sent returns the most payload one rank of collective g sends at its prepared spec.
 	sent(g int) (int64, error)
+	// split returns where collective g's ranks send their bytes at its prepared spec, in
+	// scale-up domains of domain hosts: inside a domain or over the fabric.
+	split(g, domain int) (collective.DomainSplit, error)
 }
 
 // sweepState is the state of one sweepCollectives run the engines share: the number of
@@ -102,7 +105,15 @@ func sweepCollectives(sc *scenario.Scenario, w *sweepState, run *CollectiveRun, 
 			if err != nil {
 				return nil, &InputError{Err: fmt.Errorf("workload.collectives[%d]: %w", g, err)}
 			}
-			rowsOut = append(rowsOut, run.addRow(groups[g], e.spec(g), totals[g]/sim.Time(n), n, sent))
+			var split *collective.DomainSplit
+			if run.Domain > 1 {
+				d, err := e.split(g, run.Domain)
+				if err != nil {
+					return nil, &InputError{Err: fmt.Errorf("workload.collectives[%d]: %w", g, err)}
+				}
+				split = &d
+			}
+			rowsOut = append(rowsOut, run.addRow(groups[g], e.spec(g), totals[g]/sim.Time(n), n, sent, split))
 		}
 	}
 	return rowsOut, nil

@@ -15,7 +15,7 @@ import (
 const maxLinkCells = 1 << 20
 
 // LinkSeries is every port's traffic over consecutive intervals, for links.csv: bytes sent,
-// drops, and the deepest queue seen at the samples in the interval. It is fed at each queue
+// drops, the deepest queue seen at the samples in the interval and the time-averaged queue. It is fed at each queue
 // sample (run.sample_interval) and keeps at most about maxLinkCells cells: when full, adjacent
 // intervals merge and the interval doubles, so a run of any length keeps a bounded number of
 // rows at the finest resolution that fits.
@@ -25,11 +25,13 @@ type LinkSeries struct {
 	interval sim.Time // current interval length
 	cap      int      // intervals kept before a merge
 	starts   []sim.Time
-	tx       []int64 // [interval*ports + port]: bytes put on the wire
-	drops    []int64 // packets dropped at the port (every reason)
-	qmax     []int64 // deepest queue (bytes) at the samples
+	tx       []int64   // [interval*ports + port]: bytes put on the wire
+	drops    []int64   // packets dropped at the port (every reason)
+	qmax     []int64   // deepest queue (bytes) at the samples
+	area     []float64 // integral of the bytes queued over the interval, byte-picoseconds
 	lastTx   []int64
 	lastDrop []int64
+	lastArea []float64
 	settled  sim.Time // the time the last settle read the counters at
 	// PFC (nil when it is off): picoseconds each egress spent paused and the pauses it
 	// received, per interval, for pauses.csv.
@@ -42,7 +44,8 @@ type LinkSeries struct {
 func newLinkSeries(net *fabric.Network, interval sim.Time) *LinkSeries {
 	n := len(net.Ports)
 	// Bytes are read every 8 samples at most: a finer series would cost more than the run.
-	ls := &LinkSeries{net: net, ports: n, interval: 8 * interval, lastTx: make([]int64, n), lastDrop: make([]int64, n)}
+	ls := &LinkSeries{net: net, ports: n, interval: 8 * interval, lastTx: make([]int64, n), lastDrop: make([]int64, n),
+		lastArea: make([]float64, n)}
 	ls.cap = max(16, maxLinkCells/max(n, 1))
 	if net.PFCOn() {
 		ls.lastPaused, ls.lastPauses = make([]int64, n), make([]int64, n)
@@ -73,6 +76,7 @@ func (ls *LinkSeries) sample(now sim.Time) {
 		ls.tx = append(ls.tx, make([]int64, ls.ports)...)
 		ls.drops = append(ls.drops, make([]int64, ls.ports)...)
 		ls.qmax = append(ls.qmax, make([]int64, ls.ports)...)
+		ls.area = append(ls.area, make([]float64, ls.ports)...)
 		if ls.lastPaused != nil {
 			ls.paused = append(ls.paused, make([]int64, ls.ports)...)
 			ls.pauses = append(ls.pauses, make([]int64, ls.ports)...)
@@ -86,7 +90,8 @@ func (ls *LinkSeries) sample(now sim.Time) {
 	}
 }
 
-// settle credits interval k with every port's bytes sent and drops since the last settle.
+// settle credits interval k with every port's bytes sent, drops and queue area (the fabric's
+// integral of bytes queued over time) since the last settle.
 func (ls *LinkSeries) settle(now sim.Time, k int) {
 	base := k * ls.ports
 	for i := range ls.net.Ports {
@@ -100,6 +105,9 @@ func (ls *LinkSeries) settle(now sim.Time, k int) {
 		ls.tx[base+i] += tx - ls.lastTx[i]
 		ls.drops[base+i] += d - ls.lastDrop[i]
 		ls.lastTx[i], ls.lastDrop[i] = tx, d
+		a := tot.DepthArea(now)
+		ls.area[base+i] += a - ls.lastArea[i]
+		ls.lastArea[i] = a
 		if ls.lastPaused != nil {
 			st := ls.net.PFCStats(fabric.PortID(i), now)
 			ls.paused[base+i] += int64(st.PausedTime) - ls.lastPaused[i]
@@ -126,12 +134,13 @@ func (ls *LinkSeries) merge() {
 		ls.starts[k] = sim.Time(k) * ls.interval
 		for i := 0; i < ls.ports; i++ {
 			a, b := k*ls.ports+i, j*ls.ports+i
-			ls.tx[a], ls.drops[a], ls.qmax[a] = ls.tx[b], ls.drops[b], ls.qmax[b]
+			ls.tx[a], ls.drops[a], ls.qmax[a], ls.area[a] = ls.tx[b], ls.drops[b], ls.qmax[b], ls.area[b]
 			if j+1 < n {
 				c := (j+1)*ls.ports + i
 				ls.tx[a] += ls.tx[c]
 				ls.drops[a] += ls.drops[c]
 				ls.qmax[a] = max(ls.qmax[a], ls.qmax[c])
+				ls.area[a] += ls.area[c]
 			}
 			if ls.paused != nil {
 				ls.paused[a], ls.pauses[a] = ls.paused[b], ls.pauses[b]
@@ -145,7 +154,7 @@ func (ls *LinkSeries) merge() {
 		k++
 	}
 	ls.starts = ls.starts[:k]
-	ls.tx, ls.drops, ls.qmax = ls.tx[:k*ls.ports], ls.drops[:k*ls.ports], ls.qmax[:k*ls.ports]
+	ls.tx, ls.drops, ls.qmax, ls.area = ls.tx[:k*ls.ports], ls.drops[:k*ls.ports], ls.qmax[:k*ls.ports], ls.area[:k*ls.ports]
 	if ls.paused != nil {
 		ls.paused, ls.pauses = ls.paused[:k*ls.ports], ls.pauses[:k*ls.ports]
 	}
@@ -197,10 +206,12 @@ func (ls *LinkSeries) Interval() sim.Time { return ls.interval }
 func (ls *LinkSeries) Intervals() int { return len(ls.starts) }
 
 // LinksCSVHeader is the header of links.csv: one row per port (link direction) and interval.
-var LinksCSVHeader = []string{"start_us", "end_us", "port", "node", "plane", "tier", "rate_gbps", "util_pct", "tx_bytes", "queue_max_bytes", "drops"}
+var LinksCSVHeader = []string{"start_us", "end_us", "port", "node", "plane", "tier", "rate_gbps", "util_pct", "tx_bytes", "queue_max_bytes", "drops", "queue_mean_bytes"}
 
 // WriteCSV writes links.csv: for each interval, every port that carried traffic, dropped or
-// queued in it. util_pct is tx_bytes over what the port's rate could send in the interval.
+// queued in it. util_pct is tx_bytes over what the port's rate could send in the interval;
+// queue_mean_bytes is the time-averaged bytes queued over the interval (the fabric's exact
+// integral, not a mean of the samples).
 // Errors: the writer's.
 func (ls *LinkSeries) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
@@ -212,7 +223,7 @@ func (ls *LinkSeries) WriteCSV(w io.Writer) error {
 		end := start + ls.interval
 		for i := range ls.net.Ports {
 			c := k*ls.ports + i
-			if ls.tx[c] == 0 && ls.drops[c] == 0 && ls.qmax[c] == 0 {
+			if ls.tx[c] == 0 && ls.drops[c] == 0 && ls.qmax[c] == 0 && ls.area[c] == 0 {
 				continue
 			}
 			p := &ls.net.Ports[i]
@@ -223,7 +234,8 @@ func (ls *LinkSeries) WriteCSV(w io.Writer) error {
 				plane = int(p.Local) // a NIC port's plane is its port number
 			}
 			row := []string{f(start.Micros()), f(end.Micros()), p.Name, node.Name, strconv.Itoa(plane), strconv.Itoa(int(node.Tier)),
-				f(float64(p.Rate) / 1e9), f(util), strconv.FormatInt(ls.tx[c], 10), strconv.FormatInt(ls.qmax[c], 10), strconv.FormatInt(ls.drops[c], 10)}
+				f(float64(p.Rate) / 1e9), f(util), strconv.FormatInt(ls.tx[c], 10), strconv.FormatInt(ls.qmax[c], 10), strconv.FormatInt(ls.drops[c], 10),
+				f(ls.area[c] / float64(end-start))}
 			if err := cw.Write(row); err != nil {
 				return err
 			}

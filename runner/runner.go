@@ -430,6 +430,7 @@ func (e *InputError) Unwrap() error { return e.Err }
 // portSnap is one port's counters at the end of the offered-load interval.
 type portSnap struct {
 	txBytes, offeredBytes int64
+	meanDepth             float64 // time-averaged bytes queued over [0, the snapshot]
 }
 
 func snapshot(net *fabric.Network) []portSnap {
@@ -437,7 +438,7 @@ func snapshot(net *fabric.Network) []portSnap {
 	now := net.Sim().Now()
 	for i := range net.Ports {
 		t := net.Ports[i].Totals()
-		out[i] = portSnap{txBytes: net.Ports[i].SentBytes(now), offeredBytes: t.EnqBytes + t.DropBytes}
+		out[i] = portSnap{txBytes: net.Ports[i].SentBytes(now), offeredBytes: t.EnqBytes + t.DropBytes, meanDepth: t.MeanDepth(now)}
 	}
 	return out
 }

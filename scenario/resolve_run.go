@@ -5,6 +5,7 @@ import (
 
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/transport"
+	"github.com/lockstepsim/lockstep/workload/collective"
 )
 
 // name resolves the scenario's name (default "scenario", a safe folder name); it relies on
@@ -143,11 +144,26 @@ func (r *resolver) transferDuration() error {
 	sc := r.sc
 	run := &sc.Run
 	if r.wl {
-		return nil // a workload's duration only bounds it; it has no traffic groups
+		// A workload's duration only bounds it; it has no traffic groups. Left out, a
+		// collective workload's bound follows the collectives' closed-form time (a lower
+		// bound), and so does its sampling.
+		exp := r.collectivesExpected()
+		if d := workloadBound(exp); d > 0 && !r.durationGiven && len(sc.Faults) == 0 && d < run.Duration {
+			// Without faults only: they were expanded against the duration already.
+			run.Duration = d
+			if !r.sampleGiven {
+				run.SampleInterval = max(DefaultSampleInterval, run.Duration/20000) // the run step's default at this duration
+			}
+			if err := r.fitSampling(); err != nil {
+				return err
+			}
+		}
+		return r.fineSampling(exp)
 	}
 	hosts := r.l.NumHosts()
 	nic := r.c.HostLink * sim.Rate(r.c.Planes)
-	if need := transferBound(sc.Traffic, sc.Transport, hosts, nic); need > 0 && !r.durationGiven {
+	need := transferBound(sc.Traffic, sc.Transport, hosts, nic)
+	if need > 0 && !r.durationGiven {
 		// Transfers end the run when they complete; the duration only bounds it. Left out, it
 		// is long enough for the busiest NIC's bytes at a quarter of line rate, under an
 		// ECMP-hashed transport (RoCE) at a sixteenth: each QP is hashed onto one path, so k flows may share a link (a 5-way
@@ -163,5 +179,104 @@ func (r *resolver) transferDuration() error {
 			}
 		}
 	}
+	if need <= 0 {
+		need = run.Duration // raw traffic runs until run.duration
+	}
+	return r.fineSampling(need)
+}
+
+// Bounds of a left-out run.duration for collective workloads (workloadBound).
+const (
+	workloadBoundFactor = 100                  // times the closed-form estimate
+	minWorkloadBound    = 10 * sim.Millisecond // at least
+)
+
+// workloadBound is the run.duration a collective workload gets when it is left out and the
+// scenario has no faults: workloadBoundFactor x the collectives' closed-form time (a lower
+// bound on their run: the NIC or scale-up rate, free reductions), at least
+// minWorkloadBound, at most DefaultWorkloadDuration; 0 when there is no estimate. A run
+// that takes longer stops naming the waiting ranks, as at the old 1 s bound.
+func workloadBound(expected sim.Time) sim.Time {
+	if expected <= 0 {
+		return 0
+	}
+	return min(max(workloadBoundFactor*expected, minWorkloadBound), DefaultWorkloadDuration)
+}
+
+// samplesPerRun is how many queue samples a left-out run.sample_interval aims at over the
+// expected run: links.csv's interval is 8 samples, so about 100 intervals (up to 250, as the
+// period is rounded down to 1, 2 or 5 x a power of ten).
+const samplesPerRun = 800
+
+// fineSampling shortens a left-out run.sample_interval so that a run expected to last
+// expected gets at least about samplesPerRun samples (links.csv about 100 intervals):
+// expected / samplesPerRun rounded down to 1, 2 or 5 x a power of ten, at least 10 ns, never
+// longer than the period the run step chose; then fitSampling grows it again if the queue
+// sample cap over run.duration needs it. A given run.sample_interval, or expected <= 0, is
+// left alone.
+func (r *resolver) fineSampling(expected sim.Time) error {
+	run := &r.sc.Run
+	if r.sampleGiven || expected <= 0 {
+		return nil
+	}
+	if t := max(niceFloor(expected/samplesPerRun), 10*sim.Nanosecond); t < run.SampleInterval {
+		run.SampleInterval = t
+		return r.fitSampling()
+	}
 	return nil
+}
+
+// niceFloor rounds t (> 0) down to 1, 2 or 5 x a power of ten picoseconds.
+func niceFloor(t sim.Time) sim.Time {
+	if t < 1 {
+		return 1
+	}
+	p := sim.Time(1)
+	for p <= t/10 {
+		p *= 10
+	}
+	for _, m := range []sim.Time{5, 2} {
+		if m*p <= t {
+			return m * p
+		}
+	}
+	return p
+}
+
+// collectivesExpected estimates how long workload.collectives run, for their sampling: per
+// collective, its closed form (collective.AlphaBeta, free reductions) at every size of its
+// sweep times its iterations, at the NIC rate (all planes) or the scale-up rate when that is
+// higher (a lower bound for collectives that use it), with the topology's worst-case one-way
+// latency per message; the longest collective's total (they run side by side). 0 without
+// collectives or when no form applies.
+func (r *resolver) collectivesExpected() sim.Time {
+	sc := r.sc
+	rate := r.c.HostLink * sim.Rate(r.c.Planes)
+	if r.c.ScaleUpGPUs > 1 && r.c.ScaleUpRate > rate {
+		rate = r.c.ScaleUpRate
+	}
+	if rate <= 0 {
+		return 0
+	}
+	m := collective.Model{Latency: r.l.Sizing().WorstCaseLatency, Rate: rate}
+	var most sim.Time
+	for i := range sc.Workload.Collectives {
+		wc := &sc.Workload.Collectives[i]
+		base, sizes, err := wc.CollectiveSpec()
+		if err != nil {
+			continue
+		}
+		var total sim.Time
+		for _, sz := range sizes {
+			sp := base
+			if sz > 0 {
+				sp.Bytes = sz
+			}
+			if t, err := collective.AlphaBeta(sp, m); err == nil {
+				total += t * sim.Time(max(wc.Iterations, 1))
+			}
+		}
+		most = max(most, total)
+	}
+	return most
 }

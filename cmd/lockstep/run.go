@@ -591,6 +591,15 @@ func printCollectives(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 			}
 		}
 		collective.WriteTable(w, rows)
+		var mine []runner.CollectiveRow
+		for _, r := range s.Collectives {
+			if r.Name == wc.Name {
+				mine = append(mine, r)
+			}
+		}
+		if note := runner.ScaleUpNote(mine); note != "" {
+			fmt.Fprintf(w, "# note: %s\n", note)
+		}
 		fmt.Fprintln(w)
 	}
 }

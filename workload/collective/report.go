@@ -104,6 +104,10 @@ type Row struct {
 	AlgBW float64    // S / Time, GB/s
 	BusBW float64    // AlgBW x BusFactor(Op, Ranks), GB/s
 	Model sim.Time   // closed-form prediction, 0 if none
+	// Split, when the ranks sit in scale-up domains (the runner sets it), is the payload each
+	// rank sends inside its domain and over the fabric (Schedule.DomainBytes); nil without
+	// domains. It adds collectives.csv's last two columns, not the table's.
+	Split *DomainSplit
 }
 
 // NewRow fills a Row for a collective of spec (Auto resolved, as in Schedule.Spec) that took
@@ -150,8 +154,11 @@ func (r Row) fields() []string {
 
 var tableHeader = []string{"size(B)", "count(elems)", "type", "redop", "root", "op", "algorithm", "ranks", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "model(us)"}
 
-// CSVHeader is the header line WriteCSV writes; units are in the names.
-var CSVHeader = []string{"name", "size_bytes", "count", "type", "redop", "root", "op", "algorithm", "ranks", "time_us", "algbw_GBps", "busbw_GBps", "model_us"}
+// CSVHeader is the header line WriteCSV writes; units are in the names. After nccl-tests'
+// columns and model_us: the most payload one rank sends inside its scale-up domain and over
+// the fabric (empty without scale-up domains).
+var CSVHeader = []string{"name", "size_bytes", "count", "type", "redop", "root", "op", "algorithm", "ranks", "time_us", "algbw_GBps", "busbw_GBps", "model_us",
+	"scale_up_bytes_per_rank_max", "fabric_bytes_per_rank_max"}
 
 // WriteTable renders rows as an aligned text table in nccl-tests' column order (size, count,
 // type, redop, root, then op, algorithm, ranks, time, algbw, busbw and the model time),
@@ -175,7 +182,7 @@ func WriteTable(w io.Writer, rows []Row) error {
 }
 
 // WriteCSV writes rows as CSV with the CSVHeader line first: the row's name (its op when
-// unnamed), then the table's columns. Times are in microseconds,
+// unnamed), then the table's columns, then the scale-up / fabric split (Row.Split). Times are in microseconds,
 // bandwidths in GB/s, an empty model_us means no model. Errors: the writer's.
 func WriteCSV(w io.Writer, rows []Row) error {
 	cw := csv.NewWriter(w)
@@ -187,7 +194,11 @@ func WriteCSV(w io.Writer, rows []Row) error {
 		if name == "" {
 			name = r.Op.String()
 		}
-		if err := cw.Write(append([]string{name}, r.fields()...)); err != nil {
+		up, fab := "", ""
+		if r.Split != nil {
+			up, fab = strconv.FormatInt(r.Split.ScaleUpMax, 10), strconv.FormatInt(r.Split.FabricMax, 10)
+		}
+		if err := cw.Write(append(append([]string{name}, r.fields()...), up, fab)); err != nil {
 			return err
 		}
 	}

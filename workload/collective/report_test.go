@@ -60,8 +60,84 @@ func TestRowAndWriters(t *testing.T) {
 	if len(recs) != 3 || strings.Join(recs[0], ",") != strings.Join(CSVHeader, ",") {
 		t.Fatalf("csv %v", recs)
 	}
-	if got := strings.Join(recs[2], ","); got != "broadcast,4096,1024,float,none,2,broadcast,ring,4,1.00,4.10,4.10," {
+	if got := strings.Join(recs[2], ","); got != "broadcast,4096,1024,float,none,2,broadcast,ring,4,1.00,4.10,4.10,,," {
 		t.Errorf("broadcast csv row %q", got)
+	}
+	// With scale-up domains the last two columns carry the split; the table keeps
+	// nccl-tests' columns.
+	rows[0].Split = &DomainSplit{ScaleUpMax: 123, FabricMax: 45}
+	cb.Reset()
+	if err := WriteCSV(&cb, rows); err != nil {
+		t.Fatal(err)
+	}
+	if recs, _ = csv.NewReader(&cb).ReadAll(); strings.Join(recs[1][len(recs[1])-2:], ",") != "123,45" {
+		t.Errorf("split columns %v", recs[1])
+	}
+	tb.Reset()
+	if err := WriteTable(&tb, rows); err != nil || strings.Contains(tb.String(), "123") {
+		t.Errorf("the table shows the split: %v\n%s", err, tb.String())
+	}
+}
+
+// TestDomainBytes: sends split by scale-up domain (host / domain) as training.SplitTransport
+// routes them, per rank and in total, for the algorithms that cross and stay in domains.
+func TestDomainBytes(t *testing.T) {
+	const S = 1 << 20
+	for _, c := range []struct {
+		name    string
+		algo    Algorithm
+		ranks   int
+		domain  int
+		inner   int
+		wantUp  int64 // the most one rank sends inside its domain
+		wantFab int64 // ... and across
+	}{
+		// A flat ring on 16 ranks in domains of 8: each rank sends 2(n-1)/n S to its next
+		// neighbour, inside the domain for all but the two boundary ranks.
+		{"ring-16-in-8", Ring, 16, 8, 0, 2 * 15 * S / 16, 2 * 15 * S / 16},
+		// One domain holds every rank: nothing crosses.
+		{"ring-8-in-8", Ring, 8, 8, 0, 2 * 7 * S / 8, 0},
+		// Domains of one host: everything crosses.
+		{"ring-8-in-1", Ring, 8, 1, 0, 0, 2 * 7 * S / 8},
+		// Hierarchical, inner = the domain of 8 over 2 domains: inner phases 2(I-1)/I S in the
+		// domain, the outer all-reduce 2(O-1)/O S/I across.
+		{"hier-16-in-8", Hierarchical, 16, 8, 8, 2 * 7 * S / 8, 2 * 1 * S / 2 / 8},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sp := NewSpec(AllReduce, c.ranks, S)
+			sp.Algo, sp.Inner = c.algo, c.inner
+			if c.inner > 0 {
+				sp.Outer = c.ranks / c.inner
+			}
+			sch, err := Build(sp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			comm, _ := RangeComm(0, c.ranks, 1)
+			d, err := sch.DomainBytes(comm, c.domain)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.ScaleUpMax != c.wantUp || d.FabricMax != c.wantFab {
+				t.Errorf("per rank max: scale-up %d, fabric %d; want %d, %d", d.ScaleUpMax, d.FabricMax, c.wantUp, c.wantFab)
+			}
+			var sent int64
+			for r := range c.ranks {
+				sent += sch.SentBytes(r)
+			}
+			if d.ScaleUpTotal+d.FabricTotal != sent {
+				t.Errorf("totals %d + %d, schedule sends %d", d.ScaleUpTotal, d.FabricTotal, sent)
+			}
+		})
+	}
+	sch, _ := Build(NewSpec(AllReduce, 4, S))
+	comm, _ := RangeComm(0, 4, 1)
+	if _, err := sch.DomainBytes(comm, 0); err == nil {
+		t.Error("domain 0 accepted")
+	}
+	small, _ := RangeComm(0, 2, 1)
+	if _, err := sch.DomainBytes(small, 2); err == nil {
+		t.Error("a communicator of 2 for 4 ranks accepted")
 	}
 }
 

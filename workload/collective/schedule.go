@@ -142,6 +142,56 @@ func (s *Schedule) SentBytes(r int) int64 {
 	return t
 }
 
+// DomainSplit is what a schedule's ranks send inside their scale-up domain and across the
+// fabric (payload bytes): the most one rank sends each way (the two may be different ranks)
+// and the totals over every rank.
+type DomainSplit struct {
+	ScaleUpMax, FabricMax     int64 // the most one rank sends to its own domain, to other domains
+	ScaleUpTotal, FabricTotal int64 // summed over the ranks
+}
+
+// ScaleUpFraction returns ScaleUpTotal over all bytes sent, 0 when nothing is sent.
+func (d DomainSplit) ScaleUpFraction() float64 {
+	if all := d.ScaleUpTotal + d.FabricTotal; all > 0 {
+		return float64(d.ScaleUpTotal) / float64(all)
+	}
+	return 0
+}
+
+// DomainBytes splits every send of the schedule by where it travels when rank r runs on host
+// comm.Host(r) and hosts h and g share a scale-up domain when h/domain == g/domain (the split
+// training.SplitTransport makes): inside the domain or over the fabric. Errors: domain < 1, a
+// communicator smaller than the schedule.
+func (s *Schedule) DomainBytes(comm Comm, domain int) (DomainSplit, error) {
+	var d DomainSplit
+	if domain < 1 {
+		return d, fieldError("domain", domain, "must be >= 1 host per scale-up domain")
+	}
+	n := s.spec.Ranks
+	if comm.Size() < n {
+		return d, fieldError("comm", comm.Size(), fmt.Sprintf("must hold the schedule's %d ranks", n))
+	}
+	up, fab := make([]int64, n), make([]int64, n)
+	for i := range s.ops {
+		o := &s.ops[i]
+		if o.Kind != OpSend {
+			continue
+		}
+		b := s.Bytes(i)
+		if comm.Host(int(o.Rank))/domain == comm.Host(int(o.Peer))/domain {
+			up[o.Rank] += b
+		} else {
+			fab[o.Rank] += b
+		}
+	}
+	for r := range n {
+		d.ScaleUpMax, d.FabricMax = max(d.ScaleUpMax, up[r]), max(d.FabricMax, fab[r])
+		d.ScaleUpTotal += up[r]
+		d.FabricTotal += fab[r]
+	}
+	return d, nil
+}
+
 // Describe returns a one-line description of op i for diagnostics:
 // "send to rank 4, chunk 3 step 7 (524288 B)".
 func (s *Schedule) Describe(i int) string { return s.describe(i, nil) }
