@@ -47,6 +47,11 @@ type Config struct {
 	// 0), with Err() as err. A fluid model cannot otherwise stall; a runner typically stops
 	// the simulation with err.
 	OnStall func(now sim.Time, err error)
+	// OnRecompute, if set, is called at the start of every rate recomputation, before the
+	// rates change: LinkLoad still gives the rates in effect since the previous one and
+	// LinkBytesAt the bytes at any instant since then. It must only observe (a runner's
+	// link-load sampler).
+	OnRecompute func(now sim.Time)
 }
 
 // Stats are a Net's counters.
@@ -857,6 +862,9 @@ func (n *Net) recompute(now sim.Time) {
 	n.dirty = false
 	n.needScan = true
 	n.stats.Recomputes++
+	if n.cfg.OnRecompute != nil {
+		n.cfg.OnRecompute(now)
+	}
 	n.fillNow = now
 	newStall := n.fill()
 	next := sim.MaxTime
@@ -992,6 +1000,22 @@ func (n *Net) LinkBytes(buf []float64) []float64 {
 	for i, b := range n.bytes {
 		if sec > 0 {
 			b += n.load[i] * sec / 8
+		}
+		buf[n.int2ext[i]] = b
+	}
+	return buf
+}
+
+// LinkBytesAt appends to buf[:0] the bytes each link had carried at instant t, indexed by
+// link, and returns it: the bytes carried up to the last fluid update plus the current rates
+// from then to t (t may be before it). Exact for any t since the last recomputation up to
+// now, as inside a Config.OnRecompute callback; fractional (fluid).
+func (n *Net) LinkBytesAt(t sim.Time, buf []float64) []float64 {
+	buf = append(buf[:0], make([]float64, len(n.capExt))...)
+	sec := float64(t-n.last) * 1e-12
+	for i, b := range n.bytes {
+		if sec != 0 {
+			b = max(0, b+n.load[i]*sec/8)
 		}
 		buf[n.int2ext[i]] = b
 	}
