@@ -34,19 +34,29 @@ type flowLinkFeed struct {
 	buf    []float64
 }
 
-// maxFlowLinkIntervals bounds a flow-level series' intervals (besides maxLinkCells): when
-// full they merge, so a run keeps between 128 and 256 intervals once it is that long, enough
-// columns for the report's plots without a links.csv of every port at the finest interval.
-const maxFlowLinkIntervals = 256
+// Bounds of a flow-level series. Its intervals: at most maxFlowLinkIntervals (when full they
+// merge, so a run that long keeps 128 to 256, enough columns for the report's plots), and
+// at most maxLinkCells (port, interval) cells. A fabric with so many ports that fewer than
+// minFlowLinkIntervals would fit (more than 32,768 ports: 16,384 links) gets no series and
+// no links.csv at flow level: its file would be hundreds of MB and its sampling a cost on
+// the run.
+const (
+	maxFlowLinkIntervals = 256
+	minFlowLinkIntervals = 32
+)
 
 // newFlowLinkSeries returns the link series of flow network net over layout's fabric (routed
 // by r), its intervals 8 x sample as at packet level (newLinkSeries), doubling as it fills.
-// Feed it with observe and finish.
+// Feed it with observe and finish. nil when the fabric has too many ports
+// (minFlowLinkIntervals) or sample is not positive.
 func newFlowLinkSeries(layout topo.Topology, r *flowRouter, net *flow.Net, sample sim.Time) *flowLinkFeed {
-	f := &flowLinkFeed{net: net, layout: layout, links: r.links, bundle: r.bundle}
 	n := 2 * len(r.links)
+	if n == 0 || sample <= 0 || maxLinkCells/n < minFlowLinkIntervals {
+		return nil
+	}
+	f := &flowLinkFeed{net: net, layout: layout, links: r.links, bundle: r.bundle}
 	ls := &LinkSeries{ports: n, interval: 8 * sample, lastTx: make([]int64, n), lastDrop: make([]int64, n), fl: f}
-	ls.cap = min(maxFlowLinkIntervals, max(16, maxLinkCells/max(n, 1)))
+	ls.cap = min(maxFlowLinkIntervals, maxLinkCells/n)
 	f.ls = ls
 	return f
 }
@@ -56,9 +66,6 @@ func newFlowLinkSeries(layout topo.Topology, r *flowRouter, net *flow.Net, sampl
 // recomputation (true inside flow.Config.OnRecompute, and after the run).
 func (f *flowLinkFeed) observe(now sim.Time) {
 	ls := f.ls
-	if ls.interval <= 0 {
-		return
-	}
 	if len(ls.starts) == 0 {
 		ls.sample(1) // opens interval 0
 	}
