@@ -47,11 +47,11 @@ type Config struct {
 	// 0), with Err() as err. A fluid model cannot otherwise stall; a runner typically stops
 	// the simulation with err.
 	OnStall func(now sim.Time, err error)
-	// OnRecompute, if set, is called at the start of every rate recomputation, before the
-	// rates change: LinkLoad still gives the rates in effect since the previous one and
-	// LinkBytesAt the bytes at any instant since then. It must only observe (a runner's
-	// link-load sampler).
-	OnRecompute func(now sim.Time)
+	// OnAdvance, if set, is called whenever the fluid state is about to move forward to now
+	// (time passed since the last update, and the rates and link loads in effect since then
+	// are still set): LinkBytesAt gives the exact bytes at any instant from the last update to
+	// now. It must only observe (a runner's link-load sampler).
+	OnAdvance func(now sim.Time)
 }
 
 // Stats are a Net's counters.
@@ -687,6 +687,9 @@ func (n *Net) advance(now sim.Time) {
 	}
 	n.needScan = false
 	sec := float64(dt) * 1e-12
+	if dt > 0 && n.cfg.OnAdvance != nil {
+		n.cfg.OnAdvance(now)
+	}
 	if dt > 0 {
 		var sent float64
 		for _, l := range n.used {
@@ -862,9 +865,6 @@ func (n *Net) recompute(now sim.Time) {
 	n.dirty = false
 	n.needScan = true
 	n.stats.Recomputes++
-	if n.cfg.OnRecompute != nil {
-		n.cfg.OnRecompute(now)
-	}
 	n.fillNow = now
 	newStall := n.fill()
 	next := sim.MaxTime
@@ -1007,9 +1007,9 @@ func (n *Net) LinkBytes(buf []float64) []float64 {
 }
 
 // LinkBytesAt appends to buf[:0] the bytes each link had carried at instant t, indexed by
-// link, and returns it: the bytes carried up to the last fluid update plus the current rates
-// from then to t (t may be before it). Exact for any t since the last recomputation up to
-// now, as inside a Config.OnRecompute callback; fractional (fluid).
+// link, and returns it: the bytes carried up to the last fluid update plus the current link
+// loads from then to t. Exact for any t from the last update up to the next change of the
+// loads, as inside a Config.OnAdvance callback for t up to its now; fractional (fluid).
 func (n *Net) LinkBytesAt(t sim.Time, buf []float64) []float64 {
 	buf = append(buf[:0], make([]float64, len(n.capExt))...)
 	sec := float64(t-n.last) * 1e-12

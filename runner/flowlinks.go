@@ -18,9 +18,10 @@ import (
 // fabric and are not listed, as at packet level.
 //
 // The series is read without events of its own (the run's events and times stay those of a
-// run without it): the flow network calls observe at the start of each rate recomputation
-// (flow.Config.OnRecompute), when the rates in effect since the previous one are still set,
-// so the bytes at every interval boundary passed since then are exact (flow.Net.LinkBytesAt).
+// run without it): the flow network calls observe whenever its fluid state is about to move
+// forward (flow.Config.OnAdvance), while the link loads in effect since its last update are
+// still set, so the bytes at every interval boundary passed since then are exact
+// (flow.Net.LinkBytesAt).
 // A bundled link (spraying over a Clos: flowroute.go's bundleLinks) carries its bundle's
 // bytes in proportion to its capacity, which is how the model loads a bundle's members.
 // The fluid model has no queues and drops nothing: queue_max_bytes and drops are 0 (and
@@ -62,8 +63,8 @@ func newFlowLinkSeries(layout topo.Topology, r *flowRouter, net *flow.Net, sampl
 }
 
 // observe closes every interval that ended by now (the series' boundaries up to now),
-// reading the bytes at each boundary. now must be at or after the flow network's last
-// recomputation (true inside flow.Config.OnRecompute, and after the run).
+// reading the bytes at each boundary. The link loads must not have changed since the flow
+// network's last update before now (true inside flow.Config.OnAdvance, and after the run).
 func (f *flowLinkFeed) observe(now sim.Time) {
 	ls := f.ls
 	if len(ls.starts) == 0 {

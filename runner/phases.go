@@ -112,13 +112,18 @@ type phase struct {
 	start, end sim.Time
 }
 
-// rankPhases returns rank's phases in step st: its spans (adjacent ones of one category
+// rankPhases returns rank's phases in step (an index into tr.Steps): its spans with compute
+// split into kernels and NVLink TP (training.Trace.Segments; adjacent phases of one category
 // merged) and, when it reached the barrier before the step's end, the wait there (the
 // bubble with pipeline parallelism, else sync, as the step's breakdown counts it).
-func rankPhases(st *training.StepTrace, rank int, barrier training.Category) []phase {
+func rankPhases(tr *training.Trace, step, rank int, barrier training.Category) []phase {
 	var out []phase
+	st := &tr.Steps[step]
 	last := st.Start
-	st.Spans(rank, func(a, b sim.Time, c training.Category) {
+	tr.Segments(step, rank, func(a, b sim.Time, c training.Category) {
+		if b <= a {
+			return
+		}
 		name := c.String()
 		if n := len(out); n > 0 && out[n-1].cat == name && out[n-1].end == a {
 			out[n-1].end = b
@@ -179,7 +184,7 @@ func (t *TrainingRun) WritePhasesCSV(w io.Writer) error {
 	keep := 0
 	for i, pr := range ranks {
 		for s := range tr.Steps {
-			per[i] = append(per[i], rankPhases(&tr.Steps[s], pr.rank, barrier)...)
+			per[i] = append(per[i], rankPhases(tr, s, pr.rank, barrier)...)
 		}
 		if i > 0 && total+len(per[i]) > MaxPhaseRows {
 			break

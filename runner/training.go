@@ -228,7 +228,7 @@ type trainBackend struct {
 	router *flowRouter
 	ff     *flowFaults
 	rb     *recBackend
-	links  *flowLinkFeed // links.csv's series, read at each rate recomputation
+	links  *flowLinkFeed // links.csv's series, read as the fluid state advances
 	// Packet level: the transport, the executor and the queue sampler.
 	ep  transport.Endpoint
 	eb  *training.ExecutorBackend
@@ -267,8 +267,8 @@ func newFlowTrainBackend(sc *scenario.Scenario, layout topo.Topology, res *Resul
 	b.router = base
 	stop := func(now sim.Time, err error) { s.Stop(err) }
 	ncfg, ccfg := flow.Config{OnStall: stop}, flow.CollConfig{OnError: stop}
-	// links.csv: the links' bytes at the series' boundaries, read as the rates change.
-	ncfg.OnRecompute = func(now sim.Time) {
+	// links.csv: the links' bytes at the series' boundaries, read as the fluid state advances.
+	ncfg.OnAdvance = func(now sim.Time) {
 		if b.links != nil {
 			b.links.observe(now)
 		}
