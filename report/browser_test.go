@@ -288,7 +288,7 @@ func TestReportInChromium(t *testing.T) {
 	if err := Write(train); err != nil {
 		t.Fatal(err)
 	}
-	b.open(t, filepath.Join(train, ReportFile), []string{idPower, idSteps}).check(t, "training "+ReportFile)
+	b.open(t, filepath.Join(train, ReportFile), []string{idPower, idSteps, idStepSeries, idGantt}).check(t, "training "+ReportFile)
 
 	other := defaultSynth()
 	other.scale, other.name = 1.5, "slower"

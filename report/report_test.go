@@ -343,7 +343,7 @@ func TestWriteRealRuns(t *testing.T) {
 		{"coll-mrc", []string{idThroughput, idQueue}, []string{idFCT, idPauses, idEV, idFaults}},
 		{"roce-incast-pfc", []string{idFCT, idThroughput, idQueue, idPauses, idFaults}, []string{idEV, "collectives-table"}},
 		{"permutation-ecmp", []string{idGoodput, idThroughput, idQueue}, []string{idPauses, idEV, idFaults}},
-		{"train-llama8b", []string{idPower, idSteps, idStepSeries}, []string{idNetwork}},
+		{"train-llama8b", []string{idPower, idSteps, idStepSeries, idGantt}, []string{idNetwork}},
 	} {
 		t.Run(tc.run, func(t *testing.T) {
 			dir := copyDir(t, filepath.Join("testdata", "runs", tc.run))
