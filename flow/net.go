@@ -47,6 +47,11 @@ type Config struct {
 	// 0), with Err() as err. A fluid model cannot otherwise stall; a runner typically stops
 	// the simulation with err.
 	OnStall func(now sim.Time, err error)
+	// OnAdvance, if set, is called whenever the fluid state is about to move forward to now
+	// (time passed since the last update, and the rates and link loads in effect since then
+	// are still set): LinkBytesAt gives the exact bytes at any instant from the last update to
+	// now. It must only observe (a runner's link-load sampler).
+	OnAdvance func(now sim.Time)
 }
 
 // Stats are a Net's counters.
@@ -682,6 +687,9 @@ func (n *Net) advance(now sim.Time) {
 	}
 	n.needScan = false
 	sec := float64(dt) * 1e-12
+	if dt > 0 && n.cfg.OnAdvance != nil {
+		n.cfg.OnAdvance(now)
+	}
 	if dt > 0 {
 		var sent float64
 		for _, l := range n.used {
@@ -992,6 +1000,22 @@ func (n *Net) LinkBytes(buf []float64) []float64 {
 	for i, b := range n.bytes {
 		if sec > 0 {
 			b += n.load[i] * sec / 8
+		}
+		buf[n.int2ext[i]] = b
+	}
+	return buf
+}
+
+// LinkBytesAt appends to buf[:0] the bytes each link had carried at instant t, indexed by
+// link, and returns it: the bytes carried up to the last fluid update plus the current link
+// loads from then to t. Exact for any t from the last update up to the next change of the
+// loads, as inside a Config.OnAdvance callback for t up to its now; fractional (fluid).
+func (n *Net) LinkBytesAt(t sim.Time, buf []float64) []float64 {
+	buf = append(buf[:0], make([]float64, len(n.capExt))...)
+	sec := float64(t-n.last) * 1e-12
+	for i, b := range n.bytes {
+		if sec != 0 {
+			b = max(0, b+n.load[i]*sec/8)
 		}
 		buf[n.int2ext[i]] = b
 	}

@@ -294,7 +294,7 @@ func TestReportInChromium(t *testing.T) {
 	if err := Write(train); err != nil {
 		t.Fatal(err)
 	}
-	b.open(t, filepath.Join(train, ReportFile), []string{idPower, idSteps}).check(t, "training "+ReportFile)
+	b.open(t, filepath.Join(train, ReportFile), []string{idPower, idSteps, idStepSeries, idGantt}).check(t, "training "+ReportFile)
 
 	// A collective sweep: busbw against size first; a permutation-like incast with a failure.
 	for _, run := range []struct {

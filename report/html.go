@@ -90,7 +90,8 @@ func runPage(r *runData) (*page, error) {
 		figs = append(figs,
 			func() (figure, error) { return powerFigure(r.power, r.steps, r.summary) },
 			func() (figure, error) { return stepsFigure(r.steps) },
-			func() (figure, error) { return stepSeriesFigure(r.steps) })
+			func() (figure, error) { return stepSeriesFigure(r.steps, r.summary) },
+			func() (figure, error) { return ganttFigure(r.phases) })
 		if r.links != nil || r.flows != nil && r.flows.rows > 0 {
 			// A packet-level run: the network's plots as for any run.
 			figs = append(figs, networkFigures(r, " (a training run lists its steps in steps.csv)")...)

@@ -43,6 +43,7 @@ type runData struct {
 	sweep   *collData // collectives.csv in full, for the busbw plot
 	power   *powerData
 	steps   *stepsData
+	phases  *phasesData
 	files   []fileStatus
 }
 
@@ -101,6 +102,7 @@ func loadRun(dir, name string) (*runData, error) {
 		},
 		func() (err error) { r.power, st, err = readIn(dir, filePower, readPower); return err },
 		func() (err error) { r.steps, st, err = readIn(dir, fileSteps, readSteps); return err },
+		func() (err error) { r.phases, st, err = readIn(dir, filePhases, readPhases); return err },
 	} {
 		if err := read(); err != nil {
 			return nil, fmt.Errorf("report: %s: %w", dir, err)

@@ -353,7 +353,7 @@ func TestWriteRealRuns(t *testing.T) {
 		{"coll-sweep", []string{idBusbw, idUtil, idQueue}, []string{idFCT, idPauses, idFaults}},
 		{"roce-incast-pfc", []string{idFCT, idUtil, idQueue, idPauses, idFaults}, []string{idEV, "collectives-table"}},
 		{"permutation-ecmp", []string{idGoodput, idUtil, idQueue}, []string{idPauses, idEV, idFaults}},
-		{"train-llama8b", []string{idPower, idSteps, idStepSeries}, []string{idNetwork}},
+		{"train-llama8b", []string{idPower, idSteps, idStepSeries, idGantt}, []string{idNetwork}},
 	} {
 		t.Run(tc.run, func(t *testing.T) {
 			dir := copyDir(t, filepath.Join("testdata", "runs", tc.run))

@@ -683,14 +683,27 @@ func prefixed(p, v string) string {
 type eventMarks struct {
 	xs     []float64 // steps, in the plot's x units
 	labels []string  // "" draws the line without a label
+	// restart draws solid, darker lines (job restarts) with their labels on the lowest row.
+	restart bool
+}
+
+// restartEdge is the colour of a restart's mark.
+var restartEdge = color.NRGBA{0x6a, 0x1b, 0x9a, 0xe0}
+
+// style is the marks' line style.
+func (e *eventMarks) style() draw.LineStyle {
+	if e.restart {
+		return draw.LineStyle{Color: restartEdge, Width: vg.Points(1.8)}
+	}
+	return draw.LineStyle{Color: faultEdge, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(3), vg.Points(2)}}
 }
 
 // Plot implements plot.Plotter.
 func (e *eventMarks) Plot(c draw.Canvas, p *plot.Plot) {
 	trX, _ := p.Transforms(&c)
-	edge := draw.LineStyle{Color: faultEdge, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(3), vg.Points(2)}}
+	edge := e.style()
 	sty := legendStyle(7.5)
-	sty.Color = faultEdge
+	sty.Color = edge.Color
 	for i, x := range e.xs {
 		px := trX(x)
 		if px < c.Min.X-vg.Points(0.5) || px > c.Max.X+vg.Points(0.5) {
@@ -698,8 +711,12 @@ func (e *eventMarks) Plot(c draw.Canvas, p *plot.Plot) {
 		}
 		c.StrokeLine2(edge, px, c.Min.Y, px, c.Max.Y)
 		if e.labels[i] != "" {
-			// Stagger the labels of neighbouring marks over three rows so they do not overlap.
+			// Stagger the labels of neighbouring marks over three rows so they do not overlap
+			// (a restart's on a fourth, below them).
 			y := c.Max.Y - vg.Points(9) - vg.Length(i%3)*vg.Points(9)
+			if e.restart {
+				y = c.Max.Y - vg.Points(9) - 3*vg.Points(9)
+			}
 			c.FillText(sty, vg.Point{X: px + vg.Points(2), Y: y}, e.labels[i])
 		}
 	}
@@ -709,7 +726,7 @@ func (e *eventMarks) Plot(c draw.Canvas, p *plot.Plot) {
 func (e *eventMarks) Thumbnail(c *draw.Canvas) {
 	r := c.Rectangle
 	x := (r.Min.X + r.Max.X) / 2
-	c.StrokeLine2(draw.LineStyle{Color: faultEdge, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(3), vg.Points(2)}}, x, r.Min.Y, x, r.Max.Y)
+	c.StrokeLine2(e.style(), x, r.Min.Y, x, r.Max.Y)
 }
 
 // Bounds of the step series: events labelled (the rest are marked without a label) and the
@@ -746,7 +763,7 @@ func (st *stepsData) seriesRows() []stepRow {
 // stepSeriesFigure is the step time against the step index (steps.csv), with the median and
 // 99th-percentile rank's arrival at the step barrier when the file has them, and a labelled
 // marker at every step whose fault timeline (the events column) is not empty.
-func stepSeriesFigure(st *stepsData) (figure, error) {
+func stepSeriesFigure(st *stepsData, sum *summaryData) (figure, error) {
 	const title = "Step time per step, with the fault timeline"
 	switch {
 	case st == nil:
@@ -770,6 +787,9 @@ func stepSeriesFigure(st *stepsData) (figure, error) {
 	div, unit := timeUnit(hi)
 	pn := newPanel("", "step", "time ("+unit+")").grid()
 
+	// A step's marks sit at its first fault event's time within it (summary.json's
+	// training_faults: a step k spans k-0.5 to k+0.5), else at the step.
+	ft := readTrainingFaults(sum)
 	var marks eventMarks
 	var evNotes []string
 	for _, r := range rows {
@@ -781,11 +801,32 @@ func stepSeriesFigure(st *stepsData) (figure, error) {
 			label = fmt.Sprintf("E%d", len(evNotes)+1)
 			evNotes = append(evNotes, fmt.Sprintf("%s step %d: %s", label, r.step, clip(r.events, maxEventText)))
 		}
-		marks.xs, marks.labels = append(marks.xs, float64(r.step)), append(marks.labels, label)
+		x := float64(r.step)
+		if at, ok := ft.firstEvent[r.step]; ok {
+			x = ft.stepX(r.step, at)
+		}
+		marks.xs, marks.labels = append(marks.xs, x), append(marks.labels, label)
+	}
+	// Every other applied fault event of those steps, unlabelled, at its time.
+	for _, ev := range ft.events {
+		if ev.at != ft.firstEvent[ev.step] { // the first is the step's labelled mark
+			marks.xs, marks.labels = append(marks.xs, ft.stepX(ev.step, ev.at)), append(marks.labels, "")
+		}
 	}
 	if len(marks.xs) > 0 {
 		pn.p.Add(&marks)
 		pn.leg.Add("fault events", &marks)
+	}
+	restarts := eventMarks{restart: true}
+	var rsNotes []string
+	for i, rs := range ft.restarts {
+		label := fmt.Sprintf("R%d", i+1)
+		restarts.xs, restarts.labels = append(restarts.xs, ft.stepX(rs.step, rs.at)), append(restarts.labels, label)
+		rsNotes = append(rsNotes, fmt.Sprintf("%s step %d at %s ms: %s", label, rs.step, fmtNum(rs.at/1e3), clip(rs.cause, maxEventText)))
+	}
+	if len(restarts.xs) > 0 {
+		pn.p.Add(&restarts)
+		pn.leg.Add("job restarts", &restarts)
 	}
 	// The step time last, on top (the 99th-percentile rank often arrives with the last).
 	series := []struct {
@@ -894,6 +935,12 @@ func stepSeriesFigure(st *stepsData) (figure, error) {
 			caption += fmt.Sprintf(" The other %d are marked without a label.", len(marks.xs)-len(evNotes))
 		}
 	}
+	if len(ft.events) > 0 {
+		caption += " Each dashed line sits within its step (step k spans k-0.5 to k+0.5) at its event's time in it (summary.json's training_faults)."
+	}
+	if len(rsNotes) > 0 {
+		caption += fmt.Sprintf(" %d job restart(s) (solid purple lines): %s.", len(rsNotes), strings.Join(rsNotes, "; "))
+	}
 	if pn.p.Y.Min > 0 {
 		caption += " The y axis does not start at zero."
 	}
@@ -955,4 +1002,92 @@ func stepsTable(st *stepsData) *htmlTable {
 		t.Note = fmt.Sprintf("%d of %d simulated steps shown: the first %d and the %d longest.", shown, len(rows), stepTableFirst, stepTableWorst)
 	}
 	return t
+}
+
+// stepFaults is summary.json's training_faults as the step series draws it: the simulated
+// steps' spans on the simulation's clock, the applied fault events and the restarts.
+type stepFaults struct {
+	spans      map[int][2]float64 // step -> start_us, end_us
+	events     []stepEvent        // applied events in a simulated step, in file order
+	firstEvent map[int]float64    // step -> its first applied event's at_us
+	restarts   []stepRestart
+}
+
+type stepEvent struct {
+	step int
+	at   float64
+}
+
+type stepRestart struct {
+	step  int
+	at    float64
+	cause string
+}
+
+// Bounds of what the step series reads from training_faults (summary.json keeps at most
+// 500 events).
+const (
+	maxSeriesEvents   = 1000
+	maxSeriesRestarts = 100
+)
+
+// readTrainingFaults reads summary.json's training_faults.steps, .events and .restarts
+// (empty without them).
+func readTrainingFaults(s *summaryData) *stepFaults {
+	ft := &stepFaults{spans: map[int][2]float64{}, firstEvent: map[int]float64{}}
+	if s == nil {
+		return ft
+	}
+	num := func(p string) (float64, bool) { return s.number(p) }
+	for i := 0; i < maxStepsKept; i++ {
+		p := fmt.Sprintf("training_faults.steps[%d].", i)
+		k, ok1 := num(p + "step")
+		a, ok2 := num(p + "start_us")
+		e, ok3 := num(p + "end_us")
+		if !ok1 || !ok2 || !ok3 {
+			break
+		}
+		ft.spans[int(k)] = [2]float64{a, e}
+	}
+	for i := 0; i < maxSeriesEvents; i++ {
+		p := fmt.Sprintf("training_faults.events[%d].", i)
+		at, ok := num(p + "at_us")
+		if !ok {
+			break
+		}
+		k, ok := num(p + "step")
+		applied, _ := s.get(p + "applied")
+		if !ok || k < 0 || applied.value != "true" {
+			continue
+		}
+		if _, ok := ft.spans[int(k)]; !ok {
+			continue
+		}
+		ft.events = append(ft.events, stepEvent{step: int(k), at: at})
+		if _, ok := ft.firstEvent[int(k)]; !ok {
+			ft.firstEvent[int(k)] = at
+		}
+	}
+	for i := 0; i < maxSeriesRestarts; i++ {
+		p := fmt.Sprintf("training_faults.restarts[%d].", i)
+		at, ok := num(p + "at_us")
+		if !ok {
+			break
+		}
+		k, _ := num(p + "step")
+		c, _ := s.get(p + "cause")
+		ft.restarts = append(ft.restarts, stepRestart{step: int(k), at: at, cause: c.value})
+	}
+	return ft
+}
+
+// stepX places time at (us, the simulation's clock) in step k on the series' x axis: k-0.5
+// at the step's start to k+0.5 at its end; k itself when the step's span is unknown.
+func (ft *stepFaults) stepX(k int, at float64) float64 {
+	sp, ok := ft.spans[k]
+	if !ok || !(sp[1] > sp[0]) {
+		return float64(k)
+	}
+	f := min(max((at-sp[0])/(sp[1]-sp[0]), 0), 1)
+	return float64(k) - 0.5 + f
 }

@@ -318,7 +318,7 @@ func TestStepSeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := stepSeriesFigure(st)
+	f, err := stepSeriesFigure(st, nil)
 	if err != nil || f.SVG == "" {
 		t.Fatalf("%v %+v", err, f)
 	}
@@ -357,7 +357,7 @@ func TestStepSeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err = stepSeriesFigure(old)
+	f, err = stepSeriesFigure(old, nil)
 	if err != nil || f.SVG == "" || strings.Contains(f.Caption, "median") || !strings.Contains(f.Caption, "One simulated step (1500 us); raise workload.training.sim_steps") || strings.Contains(f.Caption, "zero") ||
 		!strings.Contains(f.Caption, "No step lists fault events.") || strings.Contains(string(f.SVG), "barrier") {
 		t.Errorf("old format: %v %q", err, f.Caption)
@@ -365,7 +365,7 @@ func TestStepSeries(t *testing.T) {
 	if tb := stepsTable(old); tb == nil || len(tb.Rows) != 1 || tb.Rows[0][2].Text != "" || tb.Note != "" {
 		t.Errorf("old table %+v", tb)
 	}
-	if f, _ := stepSeriesFigure(nil); f.Note == "" {
+	if f, _ := stepSeriesFigure(nil, nil); f.Note == "" {
 		t.Error("no note without steps.csv")
 	}
 	if stepsTable(nil) != nil {

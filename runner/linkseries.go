@@ -39,6 +39,8 @@ type LinkSeries struct {
 	pauses     []int64
 	lastPaused []int64
 	lastPauses []int64
+	// fl, at flow level, feeds the series instead of a packet network (net nil): flowlinks.go.
+	fl *flowLinkFeed
 }
 
 func newLinkSeries(net *fabric.Network, interval sim.Time) *LinkSeries {
@@ -82,6 +84,9 @@ func (ls *LinkSeries) sample(now sim.Time) {
 			ls.pauses = append(ls.pauses, make([]int64, ls.ports)...)
 		}
 	}
+	if ls.fl != nil {
+		return // flow level: no queues
+	}
 	base := k * ls.ports
 	for i := range ls.net.Ports {
 		if q := ls.net.Ports[i].QueueBytes(); q > ls.qmax[base+i] {
@@ -93,6 +98,10 @@ func (ls *LinkSeries) sample(now sim.Time) {
 // settle credits interval k with every port's bytes sent, drops and queue area (the fabric's
 // integral of bytes queued over time) since the last settle.
 func (ls *LinkSeries) settle(now sim.Time, k int) {
+	if ls.fl != nil {
+		ls.fl.settle(now, k)
+		return
+	}
 	base := k * ls.ports
 	for i := range ls.net.Ports {
 		p := &ls.net.Ports[i]
@@ -214,6 +223,9 @@ var LinksCSVHeader = []string{"start_us", "end_us", "port", "node", "plane", "ti
 // integral, not a mean of the samples).
 // Errors: the writer's.
 func (ls *LinkSeries) WriteCSV(w io.Writer) error {
+	if ls.fl != nil {
+		return ls.fl.writeCSV(w)
+	}
 	cw := csv.NewWriter(w)
 	if err := cw.Write(LinksCSVHeader); err != nil {
 		return err

@@ -16,7 +16,7 @@ import (
 // theirs: transport.Plugin.Outputs); WriteResults removes the ones a previous run left, so
 // the folder and its report describe this run only.
 var runFiles = []string{"summary.json", "scenario.yaml", "flows.csv", "links.csv", "pauses.csv",
-	"faults.csv", "collectives.csv", "power.csv", "steps.csv", "topology.json", "trace.json", "report.html"}
+	"faults.csv", "collectives.csv", "power.csv", "steps.csv", "phases.csv", "topology.json", "trace.json", "report.html"}
 
 // ResultFiles returns every file name a results folder may hold: the run's own and each
 // registered transport's (sorted by kind), for tools that clear or list a folder.
@@ -37,9 +37,10 @@ type File struct {
 
 // Files lists the files res writes besides summary.json and scenario.yaml, in order:
 // flows.csv, and where they apply collectives.csv (one nccl-tests row per size), faults.csv,
-// links.csv (per port and interval), pauses.csv (PFC), power.csv and steps.csv (training),
-// the transport's own files (Endpoint.Files: MRC's ev_states.csv), topology.json (every run:
-// WriteTopologyJSON), and trace.json when run.trace is on. docs/outputs.md documents every column.
+// links.csv (per port and interval), pauses.csv (PFC), power.csv, steps.csv and phases.csv
+// (training), the transport's own files (Endpoint.Files: MRC's ev_states.csv), topology.json
+// (every run: WriteTopologyJSON), and trace.json when run.trace is on. docs/outputs.md
+// documents every column.
 //
 // A run interrupted where its own figures cannot be gathered (a collective or training
 // workload, or the fault baseline, stopped midway) lists none: its folder holds summary.json
@@ -63,7 +64,7 @@ func (res *Result) Files(sc *scenario.Scenario) []File {
 		}
 	}
 	if t := res.Training; t != nil {
-		files = append(files, File{"power.csv", t.WritePowerCSV}, File{"steps.csv", t.WriteStepsCSV})
+		files = append(files, File{"power.csv", t.WritePowerCSV}, File{"steps.csv", t.WriteStepsCSV}, File{"phases.csv", t.WritePhasesCSV})
 	}
 	if res.Endpoint != nil {
 		for _, f := range res.Endpoint.Files() {

@@ -228,6 +228,7 @@ type trainBackend struct {
 	router *flowRouter
 	ff     *flowFaults
 	rb     *recBackend
+	links  *flowLinkFeed // links.csv's series, read as the fluid state advances
 	// Packet level: the transport, the executor and the queue sampler.
 	ep  transport.Endpoint
 	eb  *training.ExecutorBackend
@@ -266,6 +267,12 @@ func newFlowTrainBackend(sc *scenario.Scenario, layout topo.Topology, res *Resul
 	b.router = base
 	stop := func(now sim.Time, err error) { s.Stop(err) }
 	ncfg, ccfg := flow.Config{OnStall: stop}, flow.CollConfig{OnError: stop}
+	// links.csv: the links' bytes at the series' boundaries, read as the fluid state advances.
+	ncfg.OnAdvance = func(now sim.Time) {
+		if b.links != nil {
+			b.links.observe(now)
+		}
+	}
 	if specs, idx := trainingFaultSpecs(sc); len(specs) > 0 {
 		evs, err := expandFaults(specs, idx, fault.FromLayout(layout), sc.Run.Seed)
 		if err != nil {
@@ -294,6 +301,7 @@ func newFlowTrainBackend(sc *scenario.Scenario, layout topo.Topology, res *Resul
 	if b.fnet, err = flow.New(s, caps, ncfg); err != nil {
 		return nil, err
 	}
+	b.links = newFlowLinkSeries(layout, base, b.fnet, sc.Run.SampleInterval)
 	if b.fc, err = flow.NewCollectives(b.fnet, &collRouter{flowRouter: base}, ccfg); err != nil {
 		return nil, &InputError{Err: err}
 	}
@@ -453,6 +461,10 @@ func finishTraining(sc *scenario.Scenario, layout topo.Topology, res *Result, jo
 	res.Training = run
 	end := s.Now()
 	res.trafficEnd = end
+	if b.links != nil {
+		b.links.finish(end)
+		res.Links = b.links.ls
+	}
 	if b.eb != nil {
 		if err := finishTransport(sc, res, b.ep, b.smp, end); err != nil {
 			return err
