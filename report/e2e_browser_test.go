@@ -67,16 +67,20 @@ func TestReportsOfRealRunsInChromium(t *testing.T) {
 	}
 	b := report.NewTestBrowser(t, 90*time.Second)
 	sweep := runInto(t, "sweep", e2eSweep)
-	report.OpenAndCheck(t, b, filepath.Join(sweep, report.ReportFile), []string{report.IDBusbw, report.IDUtil, report.IDQueue}, "collective sweep")
+	report.OpenAndCheck(t, b, filepath.Join(sweep, report.ReportFile), []string{report.IDBusbw, report.IDUtil, report.IDQueue, report.IDTopology}, "collective sweep")
 	perm := runInto(t, "perm", e2ePerm)
-	report.OpenAndCheck(t, b, filepath.Join(perm, report.ReportFile), []string{report.IDFCT, report.IDUtil, report.IDQueue, report.IDEV, report.IDFaults}, "permutation with a failure")
+	report.OpenAndCheck(t, b, filepath.Join(perm, report.ReportFile), []string{report.IDFCT, report.IDUtil, report.IDQueue, report.IDEV, report.IDFaults, report.IDTopology}, "permutation with a failure")
 	for _, c := range []struct{ engine, transport string }{{"analytic", "ideal"}, {"flow", "mrc"}, {"packet", "mrc"}} {
 		y := fmt.Sprintf(e2eTrain, c.engine, c.transport)
 		if c.engine == "packet" {
 			y += "\nrun: {engine: packet}"
 		}
 		dir := runInto(t, "train-"+c.engine, y)
-		report.OpenAndCheck(t, b, filepath.Join(dir, report.ReportFile), []string{report.IDPower, report.IDSteps}, "training at "+c.engine)
+		ids := []string{report.IDPower, report.IDSteps, report.IDGantt, report.IDTopology}
+		if c.engine != "analytic" {
+			ids = append(ids, report.IDUtil)
+		}
+		report.OpenAndCheck(t, b, filepath.Join(dir, report.ReportFile), ids, "training at "+c.engine)
 	}
 	var dirs []string
 	for i := range 4 {

@@ -29,4 +29,6 @@ const (
 	IDPower      = idPower
 	IDSteps      = idSteps
 	IDStepSeries = idStepSeries
+	IDGantt      = idGantt
+	IDTopology   = idTopology
 )
