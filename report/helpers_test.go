@@ -204,3 +204,23 @@ func TestHeadlineValue(t *testing.T) {
 		}
 	}
 }
+
+// TestZeroBreakdown pins which headline rows are left out: zero entries of a breakdown whose
+// total is beside them, nothing else.
+func TestZeroBreakdown(t *testing.T) {
+	for _, c := range []struct {
+		path, value string
+		num, want   bool
+	}{
+		{"drops_packets.queue_full", "0", true, true},
+		{"drops_packets.queue_full", "3", true, false},
+		{"transport.retx_packets_by_cause.timeout", "0", true, true},
+		{"transport.retx_packets", "0", true, false},
+		{"dropped_packets", "0", true, false},
+		{"drops_packets.queue_full", "0", false, false},
+	} {
+		if got := zeroBreakdown(c.path, leaf{path: c.path, value: c.value, num: c.num}); got != c.want {
+			t.Errorf("zeroBreakdown(%s = %s) = %v; want %v", c.path, c.value, got, c.want)
+		}
+	}
+}

@@ -63,13 +63,15 @@ func runPage(r *runData) (*page, error) {
 		if r.summary.isTraining() {
 			units = "_us microseconds, _s seconds, _mw megawatts, _mj megajoules, _mwh megawatt-hours, _frac a fraction of 1 (mfu too), _bytes bytes"
 		}
-		t := &htmlTable{ID: "headline-table", Head: []string{"figure", "value"},
-			Caption: "Units are in the names: " + units + " (docs/outputs.md)."}
+		var cells [][2]cell
 		for _, p := range headline(r.summary) {
 			f, _ := r.summary.get(p)
-			t.Rows = append(t.Rows, []cell{{Text: p}, {Text: headlineValue(f), Num: f.num}})
+			if zeroBreakdown(p, f) {
+				continue
+			}
+			cells = append(cells, [2]cell{{Text: p}, {Text: headlineValue(f), Num: f.num}})
 		}
-		pg.Headline = t
+		pg.Headline = headlineTable(cells, "Units are in the names: "+units+" (docs/outputs.md).")
 		all := &htmlTable{ID: "summary-table", Title: "Every figure of summary.json", Head: []string{"figure", "value"}}
 		for i, f := range r.summary.figs {
 			// A run with a random failure process lists thousands of events: the first and
@@ -368,3 +370,41 @@ summary { cursor: pointer; font-weight: bold; }
 {{- end}}
 {{- end}}
 `))
+
+// zeroBreakdown reports whether headline figure p is a zero entry of a breakdown by reason
+// or cause (drops_packets.queue_full 0, transport.retx_packets_by_cause.timeout 0): the
+// total beside it already says 0, so the headline leaves it out (the every-figure table
+// keeps it).
+func zeroBreakdown(p string, f leaf) bool {
+	return f.num && f.value == "0" && (strings.HasPrefix(p, "drops_packets.") || strings.Contains(p, "retx_packets_by_cause."))
+}
+
+// headlineTable lays the headline's (figure, value) pairs out in up to three column pairs,
+// filled column by column, so a run's headline reads on one screen at 1400 px: one pair up to
+// 14 figures, two up to 28, three beyond.
+func headlineTable(cells [][2]cell, caption string) *htmlTable {
+	cols := 1
+	switch n := len(cells); {
+	case n > 28:
+		cols = 3
+	case n > 14:
+		cols = 2
+	}
+	t := &htmlTable{ID: "headline-table", Caption: caption}
+	for range cols {
+		t.Head = append(t.Head, "figure", "value")
+	}
+	rows := (len(cells) + cols - 1) / cols
+	for r := range rows {
+		var row []cell
+		for c := range cols {
+			if i := c*rows + r; i < len(cells) {
+				row = append(row, cells[i][0], cells[i][1])
+			} else {
+				row = append(row, cell{}, cell{})
+			}
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}

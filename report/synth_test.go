@@ -143,7 +143,7 @@ func (s synthRun) transportBlock() string {
 const (
 	synthMRCTransport = `{"kind": "mrc", "flows": 50, "flows_completed": 49, "qp_errors": 1,
     "qp_error_list": ["h0->h1: retries exhausted"], "data_packets": 1200,
-    "retx_packets": 10, "retx_packets_by_cause": {"trim_nack": 6, "sack_gap": 3, "timeout": 1, "out_of_window": 0},
+    "retx_packets": 10, "retx_packets_by_cause": {"trim_nack": 5, "sack_gap": 3, "timeout": 1, "out_of_window": 1},
     "retx_bytes": 41800, "timeouts": 1, "base_rtt_us": 5.4, "jct_us": 80, "fct_mean_us": 42,
     "fct_p50_us": 40.5, "fct_p99_us": 79, "fct_max_us": 80, "ideal_fct_us": 10, "fct_over_ideal_mean": 4.2,
     "fct_over_ideal_max": 8, "header_overhead_pct": 1.9, "active_until_us": 12,

@@ -84,10 +84,24 @@ func headlineRows(t *testing.T, page string) []string {
 		t.Fatal("no headline table")
 	}
 	table, _, _ := strings.Cut(page[i:], "</table>")
-	var names []string
+	// The table holds up to three (figure, value) column pairs, filled column by column.
+	var cols [][]string
 	for _, row := range strings.Split(table, "<tr>")[2:] {
-		name, _, _ := strings.Cut(strings.TrimPrefix(row, "<td>"), "</td>")
-		names = append(names, name)
+		cells := strings.Split(row, "<td")[1:]
+		for k := 0; k < len(cells); k += 2 {
+			_, text, _ := strings.Cut(cells[k], ">")
+			name, _, _ := strings.Cut(text, "</td>")
+			for len(cols) <= k/2 {
+				cols = append(cols, nil)
+			}
+			if name != "" {
+				cols[k/2] = append(cols[k/2], name)
+			}
+		}
+	}
+	var names []string
+	for _, c := range cols {
+		names = append(names, c...)
 	}
 	return names
 }
