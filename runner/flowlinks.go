@@ -33,6 +33,11 @@ type flowLinkFeed struct {
 	links  []topo.Link
 	bundle []int32 // by directed link: its bundle's flow link, -1 none; nil: no bundles
 	buf    []float64
+	// With bundles: each bundle's bytes at the last settle (by flow link) and each member's
+	// share of its bundle's bytes so far. A member is credited with its share of what the
+	// bundle carried since the last settle at its capacity share now, so a member whose
+	// capacity falls (a failed link) keeps what it carried before: its bytes never go down.
+	lastB, share []float64
 }
 
 // Bounds of a flow-level series. Its intervals: at most maxFlowLinkIntervals (when full they
@@ -91,19 +96,26 @@ func (f *flowLinkFeed) finish(now sim.Time) {
 func (f *flowLinkFeed) settle(now sim.Time, k int) {
 	ls := f.ls
 	f.buf = f.net.LinkBytesAt(now, f.buf)
+	if f.bundle != nil && f.lastB == nil {
+		f.lastB, f.share = make([]float64, len(f.buf)), make([]float64, ls.ports)
+	}
 	base := k * ls.ports
 	for i := range ls.ports {
 		b := f.buf[i]
 		if f.bundle != nil {
 			if id := f.bundle[i]; id >= 0 {
 				if bc := f.net.Capacity(int(id)); bc > 0 {
-					b += f.buf[id] * f.net.Capacity(i) / bc
+					f.share[i] += max(0, f.buf[id]-f.lastB[id]) * f.net.Capacity(i) / bc
 				}
+				b += f.share[i]
 			}
 		}
 		tx := int64(math.Round(b))
-		ls.tx[base+i] += tx - ls.lastTx[i]
-		ls.lastTx[i] = tx
+		ls.tx[base+i] += max(0, tx-ls.lastTx[i])
+		ls.lastTx[i] = max(ls.lastTx[i], tx)
+	}
+	if f.bundle != nil {
+		copy(f.lastB, f.buf)
 	}
 }
 

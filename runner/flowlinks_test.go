@@ -61,3 +61,27 @@ func TestFlowLinksCSV(t *testing.T) {
 		}
 	}
 }
+
+// TestFlowLinksUnderFaults: a link failing during a later step (at_step, on a bundled MRC
+// Clos) moves its bundle's share to the other members; no port's bytes ever go down, so no
+// interval of links.csv is negative, and the report can draw it.
+func TestFlowLinksUnderFaults(t *testing.T) {
+	for _, at := range []string{"{at_step: 1, at: 1ms, link: p0.t0-0.up0, action: down}", "{at: 100us, link: p0.t0-0.up0, action: down}"} {
+		c := tfCase{radix: 32, hosts: 32, transport: "{kind: mrc}", steps: 2}
+		y := c.yaml() + "\nfaults:\n  - " + at + "\n"
+		res := mustRun(t, y)
+		if res.Links == nil {
+			t.Fatal("no link series")
+		}
+		head, rows := readCSV(t, func(w *bytes.Buffer) error { return res.Links.WriteCSV(w) })
+		col := map[string]int{}
+		for i, h := range head {
+			col[h] = i
+		}
+		for _, r := range rows {
+			if tx, _ := strconv.ParseFloat(r[col["tx_bytes"]], 64); tx < 0 {
+				t.Fatalf("%s: row %v: negative tx_bytes", at, r)
+			}
+		}
+	}
+}

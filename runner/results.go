@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -103,7 +104,8 @@ func writeResults(sc *scenario.Scenario, summary []byte, files []File) (err erro
 	}
 	var written []string
 	defer func() {
-		if err != nil {
+		var re *ReportError
+		if err != nil && !errors.As(err, &re) {
 			for _, f := range written {
 				os.Remove(filepath.Join(dir, f))
 			}
@@ -134,12 +136,23 @@ func writeResults(sc *scenario.Scenario, summary []byte, files []File) (err erro
 	if err := put("summary.json", bytesOf(summary)); err != nil {
 		return err
 	}
-	// The report reads the files above; written last so it shows all of them.
+	// The report reads the files above; written last so it shows all of them. A report that
+	// cannot be drawn keeps the data: the run's files stand, the caller warns.
 	if err := report.Write(dir); err != nil {
-		return fmt.Errorf("report.html: %w", err)
+		return &ReportError{Err: fmt.Errorf("report.html: %w", err)}
 	}
 	return nil
 }
+
+// ReportError is WriteResults' error when every data file was written but report.html could
+// not be drawn from them: the results folder holds the run's files, without the report.
+type ReportError struct{ Err error }
+
+// Error returns the wrapped error's message.
+func (e *ReportError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *ReportError) Unwrap() error { return e.Err }
 
 // clearResults removes from dir every file a results folder may hold (ResultFiles) and the
 // temporary files a killed write left (report.TempPrefix); nothing else.

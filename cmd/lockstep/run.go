@@ -174,6 +174,12 @@ func runAndWrite(sc *scenario.Scenario, outField string, ro runOpts) (*runner.Re
 	}
 	js = append(js, '\n')
 	if err := runner.WriteResults(sc, js, res); err != nil {
+		var re *runner.ReportError
+		if errors.As(err, &re) {
+			// The data files stand; only the picture of them failed (a bug to report).
+			fmt.Fprintf(ro.stderr, "warning: %v; the results folder %s holds the run's files without it\n", err, sc.Run.Out)
+			return res, js, nil
+		}
 		undo() // WriteResults removed what it wrote: a folder this run created goes too
 		return nil, nil, runFailed(err)
 	}
