@@ -184,7 +184,9 @@ var trainingPatterns = []string{
 }
 
 // networkPatterns are the headline figures of the traffic: rates, packets, latency, queues,
-// the transports, PFC, faults and collectives.
+// the transports, PFC and faults. Collectives are not in the headline: a sweep has six
+// figures per size (88 keys for a small one); the busbw plot and the collectives table just
+// below it show them.
 var networkPatterns = slices.Concat([]string{
 	"flows", "duration_us", "end_us", "offered_gbps", "delivered_gbps", "delivered_fraction",
 	"sent_packets", "delivered_packets", "trimmed_packets", "dropped_packets", "drops_packets.*",
@@ -195,8 +197,6 @@ var networkPatterns = slices.Concat([]string{
 	"pfc.pauses", "pfc.paused_us_total", "pfc.ports_paused", "pfc.most_paused_port",
 	"pfc.headroom_exceeded_ports",
 	"fault_baseline_end_us", "fault_slowdown_us",
-	"collectives[*].name", "collectives[*].op", "collectives[*].size_bytes", "collectives[*].time_us",
-	"collectives[*].busbw_GBps", "collectives[*].time_over_model",
 })
 
 // transportKeys are the headline key patterns of the transport block of summary.json
