@@ -403,7 +403,7 @@ func utilFigure(l *linksData, faults []faultSpan, tEnd float64) (figure, error) 
 		caption += fmt.Sprintf(" %d intervals averaged into %d steps.", n, len(groups))
 	}
 	caption += coarseNote(l, n, tEnd)
-	return figure{ID: idUtil, Title: title, Caption: caption, SVG: svg, Table: hottestTable(l, n)}, err
+	return figure{ID: idUtil, Title: title, Caption: caption, SVG: svg, Table: hottestTable(l, n, tEnd)}, err
 }
 
 // smallMultiples draws plots in a grid (one column for up to two, else two), their time axes
@@ -480,8 +480,8 @@ const hotLinks = 10
 // hottestTable lists the hotLinks ports with the highest mean utilisation over the first n
 // intervals and the hotLinks with the highest peak interval, by name: one row per port in
 // either list, ordered by its rank by mean, then by peak. nil when no port has a rate.
-func hottestTable(l *linksData, n int) *htmlTable {
-	loads := l.linkLoads(n)
+func hottestTable(l *linksData, n int, tEnd float64) *htmlTable {
+	loads := l.linkLoads(n, tEnd)
 	if len(loads) == 0 {
 		return nil
 	}

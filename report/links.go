@@ -365,13 +365,19 @@ type linkLoad struct {
 }
 
 // linkLoads is every port's load over the first n intervals (ports without a rate left out).
-func (l *linksData) linkLoads(n int) []linkLoad {
+func (l *linksData) linkLoads(n int, tEnd float64) []linkLoad {
 	if n == 0 {
 		return nil
 	}
-	span := 0.0
-	for _, iv := range l.intervals[:n] {
-		span += iv.end - iv.start
+	// The mean is over the whole time to the traffic's end (from the run's start, 0), not over
+	// the intervals links.csv happens to have rows for: a port idle for most of the run is
+	// not busy on average (the topology picture's figure, the same).
+	span := max(tEnd, l.intervals[n-1].end)
+	if !(span > 0) {
+		span = 0
+		for _, iv := range l.intervals[:n] {
+			span += iv.end - iv.start
+		}
 	}
 	var out []linkLoad
 	for i := range l.ports {

@@ -219,7 +219,7 @@ func TestHottestLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tab := hottestTable(l, l.shown(10))
+	tab := hottestTable(l, l.shown(10), 10)
 	if len(tab.Rows) != 11 {
 		t.Fatalf("%d rows, want 11 (10 by mean and by peak, and port 3 by peak)", len(tab.Rows))
 	}
@@ -228,6 +228,11 @@ func TestHottestLinks(t *testing.T) {
 	}
 	if r := tab.Rows[10]; r[0].Text != "-" || r[1].Text != "1" || r[2].Text != "p0.t0-0.up3" || r[7].Text != "100" {
 		t.Errorf("last row %v, want port 3 ranked first by peak (100%%)", r)
+	}
+	// The same bytes over a run twice as long (idle after 10 us, no rows there): half the mean.
+	long := hottestTable(l, l.shown(20), 20)
+	if a, b := tab.Rows[0][6].Text, long.Rows[0][6].Text; a == b {
+		t.Errorf("mean %s both over 10 us and over 20 us; want it halved over the longer run", a)
 	}
 }
 
