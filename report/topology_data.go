@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path"
 	"strings"
 )
 
@@ -193,15 +194,34 @@ func (d *topoData) applyFaults(f *faultsData) {
 	if col < 0 {
 		return
 	}
+	// A target is a name or, as faults: entries may be, a path.Match glob of names
+	// ("p0.t0-1.up*", "x0y0z0.r.*"; fault's package doc).
 	targets := map[string]bool{}
+	var globs []string
 	for _, row := range f.table.Rows {
 		if col < len(row) {
-			targets[row[col]] = true
+			t := row[col]
+			if strings.ContainsAny(t, "*?[") {
+				globs = append(globs, t)
+			} else {
+				targets[t] = true
+			}
 		}
+	}
+	named := func(name string) bool {
+		if targets[name] {
+			return true
+		}
+		for _, g := range globs {
+			if ok, _ := path.Match(g, name); ok {
+				return true
+			}
+		}
+		return false
 	}
 	for i := range d.Links {
 		k := &d.Links[i]
-		k.failed = targets[k.Name] || targets[k.BPort] || targets[k.A] || targets[k.B]
+		k.failed = named(k.Name) || named(k.BPort) || named(k.A) || named(k.B)
 	}
 }
 

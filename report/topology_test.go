@@ -290,3 +290,24 @@ func TestTopologyAggregated(t *testing.T) {
 		})
 	}
 }
+
+// TestApplyFaultsGlobs: a faults.csv target marks the links it names, exactly or as a
+// path.Match glob (as faults: entries may be written), by the link, its B port or an end node.
+func TestApplyFaultsGlobs(t *testing.T) {
+	csv := "action,target,at_us\ndown,p0.t0-1.up*,1\ndown,p1.t0-2.up3,2\ndown,x0y0z0.r.?,3\n"
+	f, err := readFaults(fileFaults, strings.NewReader(csv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &topoData{Links: []topoLink{
+		{Name: "p0.t0-1.up0"}, {Name: "p0.t0-1.up7"}, {Name: "p0.t0-2.up0"},
+		{Name: "p1.t0-2.up3"}, {Name: "p1.t0-2.up30"}, {Name: "x0y0z0.r.x"}, {Name: "x0y0z0.r.xy"},
+	}}
+	d.applyFaults(f)
+	want := []bool{true, true, false, true, false, true, false}
+	for i, k := range d.Links {
+		if k.failed != want[i] {
+			t.Errorf("%s: failed %v, want %v", k.Name, k.failed, want[i])
+		}
+	}
+}
