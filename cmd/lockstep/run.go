@@ -17,6 +17,7 @@ import (
 	"github.com/lockstepsim/lockstep/report"
 	"github.com/lockstepsim/lockstep/runner"
 	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/transport"
 	"github.com/lockstepsim/lockstep/workload/collective"
 	"github.com/schollz/progressbar/v3"
@@ -350,7 +351,7 @@ func describe(sc *scenario.Scenario) string {
 	if n := len(sc.Faults); n > 0 {
 		fmt.Fprintf(&b, ", %d fault entries", n)
 	}
-	fmt.Fprintf(&b, ", run.duration %v", sc.Run.Duration)
+	fmt.Fprintf(&b, ", run.duration %s", shortTime(sc.Run.Duration))
 	return b.String()
 }
 
@@ -811,3 +812,18 @@ func printFaultCosts(w io.Writer, sc *scenario.Scenario, s *runner.Summary) {
 // stdoutIsTerminal reports whether stdout is a terminal (a progress bar would only clutter a
 // pipe or a file).
 func stdoutIsTerminal() bool { return term.IsTerminal(int(os.Stdout.Fd())) }
+
+// shortTime writes t to 4 significant digits in the largest unit that keeps it at least 1
+// ("326.4ms", "2.5us"), for one-line descriptions; summary.json keeps every digit.
+func shortTime(t sim.Time) string {
+	us := t.Micros()
+	switch {
+	case us >= 1e6:
+		return strconv.FormatFloat(us/1e6, 'g', 4, 64) + "s"
+	case us >= 1e3:
+		return strconv.FormatFloat(us/1e3, 'g', 4, 64) + "ms"
+	case us >= 1:
+		return strconv.FormatFloat(us, 'g', 4, 64) + "us"
+	}
+	return strconv.FormatFloat(us*1e3, 'g', 4, 64) + "ns"
+}
