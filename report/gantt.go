@@ -203,29 +203,42 @@ func ganttFigure(ph *phasesData) (figure, error) {
 				}
 			}
 		}
-		// Runs of cells of one dominant category become one rectangle.
-		run, runStart := -1, 0
-		flush := func(end int) {
-			if run < 0 {
-				return
+		// Two lanes per row: the upper takes each cell's dominant category, the lower strip
+		// the dominant category other than compute (any share), so short communication
+		// phases between compute (TP inside a layer, a few hundred us in a cell of ms) stay
+		// visible. Runs of cells of one category become one rectangle.
+		mainH := rowH * 0.7
+		lane := func(y0, h float64, pick func(c int) int) {
+			run, runStart := -1, 0
+			flush := func(end int) {
+				if run < 0 {
+					return
+				}
+				used[run] = true
+				x0, x1 := labelW+float64(runStart)*plotW/ganttCells, labelW+float64(end)*plotW/ganttCells
+				fmt.Fprintf(&b, `<rect x="%s" y="%s" width="%s" height="%s" fill="%s"/>`, f(x0), f(y0), f(x1-x0), f(h), hexColor(seriesColor(run)))
 			}
-			used[run] = true
-			x0, x1 := labelW+float64(runStart)*plotW/ganttCells, labelW+float64(end)*plotW/ganttCells
-			fmt.Fprintf(&b, `<rect x="%s" y="%s" width="%s" height="%s" fill="%s"/>`, f(x0), f(y), f(x1-x0), f(rowH), hexColor(seriesColor(run)))
-		}
-		for c := range ganttCells {
-			best, bv := -1, 0.0
-			for k := range phaseCats {
-				if v := acc[c*len(phaseCats)+k]; v > bv {
-					best, bv = k, v
+			for c := range ganttCells {
+				if best := pick(c); best != run {
+					flush(c)
+					run, runStart = best, c
 				}
 			}
-			if best != run {
-				flush(c)
-				run, runStart = best, c
+			flush(ganttCells)
+		}
+		dominant := func(from int) func(c int) int {
+			return func(c int) int {
+				best, bv := -1, 0.0
+				for k := from; k < len(phaseCats); k++ {
+					if v := acc[c*len(phaseCats)+k]; v > bv {
+						best, bv = k, v
+					}
+				}
+				return best
 			}
 		}
-		flush(ganttCells)
+		lane(y, mainH, dominant(0))
+		lane(y+mainH, rowH-mainH, dominant(1)) // phaseCats[0] is compute
 	}
 	// The steps' boundaries and labels.
 	steps := make([]int, 0, len(ph.steps))
@@ -267,7 +280,7 @@ func ganttFigure(ph *phasesData) (figure, error) {
 		lx += 12 + 5.5*float64(len(c.name)) + 14
 	}
 	b.WriteString(`</svg>`)
-	caption := fmt.Sprintf("Each listed rank's phases over the %d simulated step(s) (phases.csv): compute, waiting on TP, PP, DP, EP or CP communication, the pipeline bubble and sync (waiting for other ranks; the wait at a step's end for its slowest rank is the bubble with pipeline parallelism, else sync). phases.csv lists at most 16 ranks: each step's slowest, fastest and busiest (longest compute), the first rank of each pipeline stage, then ranks spread evenly; each row's label says why it was chosen. Each of the %d cells of a row takes the colour of the category the rank spent most of it in, so phases shorter than a cell (%s %s) show only when they dominate it. Categories drawn: %s.",
+	caption := fmt.Sprintf("Each listed rank's phases over the %d simulated step(s) (phases.csv): compute, waiting on TP, PP, DP, EP or CP communication, the pipeline bubble and sync (waiting for other ranks; the wait at a step's end for its slowest rank is the bubble with pipeline parallelism, else sync). phases.csv lists at most 16 ranks: each step's slowest, fastest and busiest (longest compute), the first rank of each pipeline stage, then ranks spread evenly; each row's label says why it was chosen. Each of the %d cells of a row takes the colour of the category the rank spent most of it in, and the thin strip under it the colour of the communication or wait (anything but compute) it spent most of the rest in, so phases shorter than a cell (%s %s) still show. Categories drawn: %s.",
 		len(steps), ganttCells, fmtNum(cell/div), unit, strings.Join(drawn, ", "))
 	if ph.dropped > 0 {
 		caption += fmt.Sprintf(" %d rows of phases.csv are not drawn (more than %d ranks or %d rows).", ph.dropped, maxGanttRanks, maxPhaseRows)
