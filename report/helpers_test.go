@@ -3,6 +3,7 @@ package report
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/plot/plotter"
@@ -221,6 +222,28 @@ func TestZeroBreakdown(t *testing.T) {
 	} {
 		if got := zeroBreakdown(c.path, leaf{path: c.path, value: c.value, num: c.num}); got != c.want {
 			t.Errorf("zeroBreakdown(%s = %s) = %v; want %v", c.path, c.value, got, c.want)
+		}
+	}
+}
+
+// TestTrainingClockNote: the network plots of a training run say when their clock (the
+// simulated time) is shorter than the reported steps, and say nothing otherwise.
+func TestTrainingClockNote(t *testing.T) {
+	for _, c := range []struct {
+		js   string
+		want bool
+	}{
+		{`{"end_us": 849909.759, "training": {"step_time_us": 2634091.9, "simulated_steps": 1}}`, true},
+		{`{"end_us": 2634091.9, "training": {"step_time_us": 2634091.9, "simulated_steps": 1}}`, false},
+		{`{"end_us": 5000, "training": {"step_time_us": 1000, "simulated_steps": 5}}`, false},
+		{`{"end_us": 5000}`, false},
+	} {
+		s, err := readSummary(fileSummary, strings.NewReader(c.js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := trainingClockNote(s) != ""; got != c.want {
+			t.Errorf("%s: note %v, want %v", c.js, got, c.want)
 		}
 	}
 }

@@ -175,6 +175,7 @@ func runPage(r *runData) (*page, error) {
 // when the drain after it is cut.
 func networkFigures(r *runData, empty string) []func() (figure, error) {
 	tEnd, drain := r.tEnd()
+	drain += trainingClockNote(r.summary)
 	faults := r.faultSpans()
 	timed := func(b func() (figure, error)) func() (figure, error) {
 		return func() (figure, error) {
@@ -407,4 +408,19 @@ func headlineTable(cells [][2]cell, caption string) *htmlTable {
 		t.Rows = append(t.Rows, row)
 	}
 	return t
+}
+
+// trainingClockNote says, for a training run whose simulated network time is shorter than
+// its reported steps (the engine simulates each step's distinct phases and repeats the rest,
+// workload.training.exact false), that the network plots' clock is the simulated one, so a
+// time there is not a time on the step series or the Gantt chart; "" otherwise.
+func trainingClockNote(s *summaryData) string {
+	step, ok1 := s.number("training.step_time_us")
+	steps, ok2 := s.number("training.simulated_steps")
+	end, ok3 := s.number("end_us")
+	if !ok1 || !ok2 || !ok3 || !(end > 0) || end >= 0.95*step*steps {
+		return ""
+	}
+	return fmt.Sprintf(" The network's clock here is the simulation's: %s us simulated for %s simulated step(s) of %s us each, as the engine simulates a step's distinct phases once and repeats the rest (workload.training.exact: true simulates all of them), so its times are not those of the step series and the Gantt chart.",
+		fmtNum(end), fmtNum(steps), fmtNum(step))
 }
