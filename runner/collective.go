@@ -187,7 +187,7 @@ func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 	// transports key QPs by (src, dst, group), the group found from the message's instance.
 	instGroup := map[int]int{}
 	group := func(instance int) int { return instGroup[instance] }
-	w := &sweepState{s: s}
+	w := &sweepState{s: s, meter: res.meter}
 	ex, err := collective.NewExecutor(s, tr, collective.ExecConfig{
 		RecordSteps:       sc.Run.Trace,
 		Hosts:             net.NumHosts(),

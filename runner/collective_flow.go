@@ -53,7 +53,7 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 	}
 	res.Collective = run
 
-	w := &sweepState{s: s}
+	w := &sweepState{s: s, meter: res.meter}
 	e := &flowColl{w: w, run: run, fc: fc, groups: groups,
 		specs: make([]collective.Spec, len(groups)), done: make([]collective.Result, len(groups))}
 	rowsOut, err := sweepCollectives(sc, w, run, groups, iters, e)

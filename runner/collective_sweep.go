@@ -36,6 +36,7 @@ type collEngine interface {
 type sweepState struct {
 	s       *sim.Sim
 	running int
+	meter   *meter // the run's progress state (nil: none)
 }
 
 // finished records that a collective of the current iteration completed, pausing the clock
@@ -55,6 +56,15 @@ func (w *sweepState) finished() {
 // stops the sweep.
 func sweepCollectives(sc *scenario.Scenario, w *sweepState, run *CollectiveRun, groups []collGroup, iters int, e collEngine) ([]CollectiveRow, error) {
 	s := w.s
+	if w.meter != nil {
+		// Progress: launches done of the sweep's launches (sizes x each collective's iterations).
+		total := 0
+		for g := range groups {
+			total += len(groups[0].sizes) * sc.Workload.Collectives[g].Iterations
+		}
+		w.meter.unit = "of the collective launches done"
+		w.meter.done = func() (float64, float64) { return float64(len(run.Instances)), float64(total) }
+	}
 	limit := sc.Run.Duration
 	var rowsOut []CollectiveRow
 	active := make([]bool, len(groups))

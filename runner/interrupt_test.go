@@ -237,3 +237,39 @@ func TestWriteFileAtomicKeepsPrevious(t *testing.T) {
 		t.Errorf("file holds %q; want new", b)
 	}
 }
+
+// TestProgressWorkloads: a collective sweep reports the launches done of its launches, a
+// training run the simulated steps done of its simulated steps, rising to the total.
+func TestProgressWorkloads(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml, unit string
+		total            float64
+	}{
+		{"collectives", `topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 8, host_link: 100G, hop_latency: 500ns}}
+transport: {kind: mrc}
+workload: {collectives: [{op: all_reduce, ranks: 8, bytes: 64KiB, max_bytes: 1MiB, iterations: 2}]}`, "of the collective launches done", 10},
+		{"training", `topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 400G, hop_latency: 500ns}}
+transport: {kind: mrc}
+workload: {training: {model: {name: tiny, layers: 4, hidden: 512, heads: 8, ffn: 2048, vocab: 8192, seq_len: 256, global_batch: 16, micro_batch: 1}, gpu: {preset: h100}, plan: {tp: 1, pp: 2}, sim_steps: 3, steps: 3}}
+run: {engine: packet}`, "of the simulated steps done", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, err := scenario.Parse([]byte(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ps []Progress
+			if _, err := RunWith(sc, Options{ProgressEvents: 1 << 10, Progress: func(p Progress) { ps = append(ps, p) }}); err != nil {
+				t.Fatal(err)
+			}
+			if len(ps) < 2 {
+				t.Fatalf("%d progress reports", len(ps))
+			}
+			for i, p := range ps {
+				if p.Unit != tc.unit || p.Total != tc.total || p.Done > p.Total || (i > 0 && p.Done < ps[i-1].Done) {
+					t.Fatalf("report %d: %v %q of %v; want %q of %v, rising", i, p.Done, p.Unit, p.Total, tc.unit, tc.total)
+				}
+			}
+		})
+	}
+}

@@ -396,6 +396,16 @@ func runTrainingJob(sc *scenario.Scenario, layout topo.Topology, res *Result, jo
 	if err != nil {
 		return out, &InputError{Err: err}
 	}
+	if m := res.meter; m != nil {
+		m.unit = "of the simulated steps done"
+		m.done = func() (float64, float64) {
+			n := 0
+			if c := jr.Completed(); c != nil {
+				n = len(c.Steps)
+			}
+			return float64(n), float64(simSteps)
+		}
+	}
 	derr := s.Drain(sim.MaxTime)
 	if done := jr.Completed(); out.links != nil && done != nil && len(done.Steps) > len(out.links.names) {
 		k := len(done.Steps) - 1
