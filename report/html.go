@@ -294,7 +294,7 @@ summary { cursor: pointer; font-weight: bold; }
 {{- if .Subtitle}}
 <p class="sub">{{.Subtitle}}</p>
 {{- end}}
-<nav>{{if .Runs}}<a href="#runs">runs</a>{{end}}<a href="#headline">headline</a>{{range .Figures}}<a href="#sec-{{.ID}}">{{.Title}}</a>{{end}}{{range .Tables}}<a href="#sec-{{.ID}}">{{.Title}}</a>{{end}}</nav>
+<nav>{{if .Runs}}<a href="#runs">runs</a>{{end}}<a href="#headline">headline</a>{{range .Figures}}{{if not .Note}}<a href="#sec-{{.ID}}">{{.Title}}</a>{{end}}{{end}}{{range .Tables}}<a href="#sec-{{.ID}}">{{.Title}}</a>{{end}}</nav>
 </header>
 {{- if .Runs}}
 <section id="runs">
