@@ -655,8 +655,12 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	if s.Transfers() != nil {
 		frac = "of the payload posted placed"
 	}
-	fmt.Fprintf(w, "offered %.1f Gb/s, delivered %.1f Gb/s (%.2f%% %s); packets sent %d, delivered %d, trimmed %d, dropped %d\n",
-		s.OfferedGbps, s.DeliveredGbps, 100*s.DeliveredFraction, frac, s.SentPackets, s.DeliveredPackets, s.TrimmedPackets, s.DroppedPackets)
+	share := fmt.Sprintf("%.2f%% %s", 100*s.DeliveredFraction, frac)
+	if s.SentPackets == 0 && s.DeliveredFraction == 0 {
+		share = "nothing was sent"
+	}
+	fmt.Fprintf(w, "offered %.1f Gb/s, delivered %.1f Gb/s (%s); packets sent %d, delivered %d, trimmed %d, dropped %d\n",
+		s.OfferedGbps, s.DeliveredGbps, share, s.SentPackets, s.DeliveredPackets, s.TrimmedPackets, s.DroppedPackets)
 	unfinished, qpErrs := 0, 0
 	if c := s.Transfers(); c != nil && res.Collective == nil {
 		unfinished, qpErrs = c.Flows-c.FlowsCompleted, c.QPErrors
