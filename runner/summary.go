@@ -17,6 +17,9 @@ import (
 type Summary struct {
 	Scenario string `json:"scenario"`
 	Seed     uint64 `json:"seed"`
+	// Variant names the variant of a file with a variants: section this run is, with its
+	// parameter values by variants key; absent for a plain run. The CLI sets it.
+	Variant *VariantInfo `json:"variant,omitempty"`
 	// Complete says the simulation ran to its end (false: it was interrupted; Interrupted
 	// says why). A complete run may still have failed (Failed).
 	Complete bool `json:"complete"`
@@ -101,6 +104,13 @@ type Summary struct {
 	// TrainingFaults is what a training job's faults did: events by step, restarts and their
 	// charge, the slowest link of every step (present when the scenario has faults).
 	TrainingFaults *TrainingFaults `json:"training_faults,omitempty"`
+}
+
+// VariantInfo is summary.json's "variant": the variant's scenario name and the value of
+// each swept parameter (variants key -> value as written; a mapping value as "#N").
+type VariantInfo struct {
+	Name   string            `json:"name"`
+	Values map[string]string `json:"values"`
 }
 
 // QueueDepths are percentiles of switch egress queue depth sampled every run.sample_interval

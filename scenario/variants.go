@@ -20,11 +20,18 @@ type Variant struct {
 	Label string
 	// Base is the file's scenario name, before the variant's suffix.
 	Base string
+	// Values are the variant's parameter values in variants-key order: each key (its
+	// dotted path) with its value as Label shows it.
+	Values []Param
 	// Scenario is the parsed, resolved scenario: the file without its variants section,
 	// with this variant's values set and its name suffixed with the values
 	// ("perm-mrc", "perm-roce-8").
 	Scenario *Scenario
 }
+
+// Param is one swept parameter of a variant: its dotted variants key and the value's text
+// (a scalar as written; a mapping or list as its position, "#2").
+type Param struct{ Key, Value string }
 
 // A variants: section maps YAML paths (dotted, e.g. "transport.kind",
 // "transport.roce.qps_per_peer", "fabric.pfc") to lists of values; the file expands to one
@@ -129,6 +136,7 @@ func ParseVariants(data []byte) ([]Variant, error) {
 		}
 		doc := copyNode(base)
 		var labels, suffix []string
+		var params []Param
 		for a, ax := range axes {
 			val := ax.values[pick[a]]
 			if err := setPath(doc, ax.path, copyNode(val)); err != nil {
@@ -139,6 +147,7 @@ func ParseVariants(data []byte) ([]Variant, error) {
 				text = val.Value
 			}
 			labels = append(labels, ax.key+"="+text)
+			params = append(params, Param{Key: ax.key, Value: text})
 			suffix = append(suffix, nameSafe(text))
 		}
 		vname := name + "-" + strings.Join(suffix, "-")
@@ -154,7 +163,7 @@ func ParseVariants(data []byte) ([]Variant, error) {
 		if err != nil {
 			return nil, fmt.Errorf("variant %s: %w", strings.Join(labels, " "), err)
 		}
-		out = append(out, Variant{Label: strings.Join(labels, " "), Base: name, Scenario: sc})
+		out = append(out, Variant{Label: strings.Join(labels, " "), Base: name, Values: params, Scenario: sc})
 	}
 	return out, nil
 }

@@ -20,6 +20,7 @@ func newCompareCmd(stdout, stderr io.Writer) *cobra.Command {
 		seed  uint64
 		out   string
 		quiet bool
+		jobs  int
 	)
 	cmd := &cobra.Command{
 		Use:   "compare SCENARIO.yaml|PRESET SCENARIO.yaml|PRESET...",
@@ -36,9 +37,13 @@ report, beside them.`,
 			if cmd.Flags().Changed("seed") && seed == 0 {
 				return badInput(fmt.Errorf("--seed: 0 is not allowed; use a seed >= 1"))
 			}
+			if err := checkJobs(jobs); err != nil {
+				return err
+			}
 			type named struct {
-				name string
-				sc   *scenario.Scenario
+				name    string
+				sc      *scenario.Scenario
+				variant *runner.VariantInfo
 			}
 			var scs []named
 			for _, a := range args {
@@ -47,7 +52,7 @@ report, beside them.`,
 					return badInput(err)
 				}
 				for _, v := range vs {
-					scs = append(scs, named{v.Scenario.Name, v.Scenario})
+					scs = append(scs, named{v.Scenario.Name, v.Scenario, variantInfo(v)})
 				}
 				if vs != nil {
 					continue
@@ -56,7 +61,7 @@ report, beside them.`,
 				if err != nil {
 					return badInput(err)
 				}
-				scs = append(scs, named{a, sc})
+				scs = append(scs, named{a, sc, nil})
 			}
 			if len(scs) < 2 {
 				return badInput(fmt.Errorf("compare needs at least two scenarios; %s gives %d", strings.Join(args, ", "), len(scs)))
@@ -69,7 +74,7 @@ report, beside them.`,
 			)
 			intr, stop := catchSignals(stderr)
 			defer stop()
-			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet, stderr: stderr, intr: intr}
+			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet || jobs > 1, stderr: stderr, intr: intr, jobs: jobs}
 			var folders []string
 			for _, ns := range scs {
 				folder := ns.sc.Name
@@ -79,11 +84,21 @@ report, beside them.`,
 				folders = append(folders, folder)
 			}
 			clearStale(out, folders, stderr)
+			p := startPool(len(scs), jobs, intr, stderr, func(i int, stderr io.Writer) (*runner.Result, []byte, error) {
+				ro := ro
+				ro.stderr, ro.arg, ro.variant = stderr, scs[i].name, scs[i].variant
+				scs[i].sc.Run.Out = filepath.Join(out, folders[i])
+				return runAndWrite(scs[i].sc, "--out", ro)
+			})
+			defer p.wait()
 			for i, ns := range scs {
 				sc := ns.sc
-				sc.Run.Out = filepath.Join(out, folders[i])
-				ro.arg = ns.name
-				res, _, err := runAndWrite(sc, "--out", ro)
+				job := p.next(i)
+				if job.skipped {
+					r := intr.Reason()
+					return &exitError{code: signalExit(r), err: fmt.Errorf("%s: stopped before %s started; the scenarios before it are in %s", r, ns.name, out)}
+				}
+				res, err := job.res, job.err
 				if err != nil {
 					return err
 				}
@@ -110,6 +125,7 @@ report, beside them.`,
 	cmd.Flags().Uint64Var(&seed, "seed", 0, "random seed for every scenario, overriding run.seed (>= 1)")
 	cmd.Flags().StringVar(&out, "out", filepath.Join("results", "compare"), "folder for each scenario's results folder and compare.html")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
+	cmd.Flags().IntVarP(&jobs, "jobs", "j", defaultJobs(), "scenarios run at once (results and output as with -j 1)")
 	return cmd
 }
 

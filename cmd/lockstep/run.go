@@ -32,6 +32,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 		asJSON bool
 		quiet  bool
 		trace  bool
+		jobs   int
 	)
 	cmd := &cobra.Command{
 		Use:   "run [SCENARIO.yaml | PRESET]",
@@ -47,9 +48,12 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 			if cmd.Flags().Changed("seed") && seed == 0 {
 				return badInput(fmt.Errorf("--seed: 0 is not allowed; use a seed >= 1"))
 			}
+			if err := checkJobs(jobs); err != nil {
+				return err
+			}
 			intr, stop := catchSignals(stderr)
 			defer stop()
-			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet || asJSON, stderr: stderr, trace: trace, intr: intr}
+			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet || asJSON, stderr: stderr, trace: trace, intr: intr, jobs: jobs}
 			if len(args) == 1 {
 				vs, err := loadVariantsArg(args[0])
 				if err != nil {
@@ -103,6 +107,7 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print summary.json to stdout instead of the table")
 	cmd.Flags().BoolVar(&trace, "trace", false, "also write trace.json (Chrome/Perfetto trace events; same as run.trace: true)")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress bar (there is none either when stdout is not a terminal, or for runs under 2 s)")
+	cmd.Flags().IntVarP(&jobs, "jobs", "j", defaultJobs(), "variants of a file with variants: run at once (results and output as with -j 1)")
 	return cmd
 }
 
@@ -115,6 +120,9 @@ type runOpts struct {
 	arg    string            // the scenario argument, prefixed to input errors ("" for the default)
 	trace  bool              // --trace: write trace.json whatever run.trace says
 	intr   *runner.Interrupt // set by the first SIGINT or SIGTERM (catchSignals); nil: none
+	jobs   int               // -j: variants run at once (>= 1)
+	// variant is summary.json's "variant" (nil: a plain run).
+	variant *runner.VariantInfo
 }
 
 // runAndWrite runs sc (seed overridden when --seed was given) into its results folder
@@ -155,6 +163,9 @@ func runAndWrite(sc *scenario.Scenario, outField string, ro runOpts) (*runner.Re
 	}
 	opt.Warn = func(w string) { fmt.Fprintln(ro.stderr, "warning:", w) }
 	res, err := runner.RunWith(sc, opt)
+	if err == nil {
+		res.Summary.Variant = ro.variant
+	}
 	if bar != nil {
 		_ = bar.Finish()
 	}
@@ -410,11 +421,19 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 		folders = append(folders, v.Scenario.Name)
 	}
 	clearStale(out, folders, ro.stderr)
-	for _, v := range vs {
+	p := startPool(len(vs), ro.jobs, ro.intr, ro.stderr, func(i int, stderr io.Writer) (*runner.Result, []byte, error) {
+		return runVariant(vs[i], out, field, ro, stderr)
+	})
+	defer p.wait()
+	for i, v := range vs {
 		sc := v.Scenario
-		sc.Run.Out = filepath.Join(out, sc.Name)
-		ro.arg = "variant " + sc.Name + " (" + v.Label + ")"
-		res, js, err := runAndWrite(sc, field, ro)
+		job := p.next(i)
+		if job.skipped {
+			// A signal came before a worker reached this variant: run no more.
+			r := ro.intr.Reason()
+			return &exitError{code: signalExit(r), err: fmt.Errorf("%s: stopped before variant %s started; the variants before it are in %s", r, sc.Name, out)}
+		}
+		res, js, err := job.res, job.js, job.err
 		if err == nil {
 			if ierr := interruptErr(ro.intr, res, sc.Run.Out); ierr != nil {
 				// The variants not run yet are not run; compare.html is not written.
@@ -466,6 +485,20 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 	printComparison(w, names, kinds, sums)
 	fmt.Fprintf(w, "\ncombined report: %s\n", filepath.Join(out, "compare.html"))
 	return failed
+}
+
+// runVariant runs variant v into out/<its name> with its terminal output on stderr (a
+// worker's buffer when several run at once: then without a progress bar).
+func runVariant(v scenario.Variant, out, field string, ro runOpts, stderr io.Writer) (*runner.Result, []byte, error) {
+	sc := v.Scenario
+	sc.Run.Out = filepath.Join(out, sc.Name)
+	ro.arg = "variant " + sc.Name + " (" + v.Label + ")"
+	ro.variant = variantInfo(v)
+	ro.stderr = stderr
+	if ro.jobs > 1 {
+		ro.quiet = true // progress bars of runs side by side would overwrite each other
+	}
+	return runAndWrite(sc, field, ro)
 }
 
 // clearStale prepares out, the folder of a compare or variants run about to write one results
