@@ -1,0 +1,156 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// treeFiles reads every file under dir, by path relative to it.
+func treeFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		files[rel], err = os.ReadFile(p)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// A sweep on a pool of workers writes the same folders, byte for byte (every file,
+// report.html and compare.html included), and prints the same output as a serial one, for
+// run FILE, sweep FILE and compare FILE.
+func TestSweepPoolMatchesSerial(t *testing.T) {
+	file, err := filepath.Abs(filepath.Join("testdata", "variants", "sweep4.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"run", "sweep", "compare"} {
+		t.Run(cmd, func(t *testing.T) {
+			var serialOut string
+			var serial map[string][]byte
+			for _, j := range []string{"1", "2", "4"} {
+				// The same relative --out from a fresh folder, so scenario.yaml's run.out
+				// and compare.html's paths read alike too.
+				t.Chdir(t.TempDir())
+				args := []string{cmd, file, "-j", j, "--out", "res"}
+				if cmd != "compare" {
+					args = append(args, "--quiet")
+				}
+				out := mustRun(t, args...)
+				files := treeFiles(t, "res")
+				if len(files) < 4*5 {
+					t.Fatalf("-j %s wrote %d files; want every variant's results folder", j, len(files))
+				}
+				if serial == nil {
+					serialOut, serial = out, files
+					continue
+				}
+				if out != serialOut {
+					t.Errorf("-j %s printed\n%s\nwant (-j 1)\n%s", j, out, serialOut)
+				}
+				for name, b := range serial {
+					if got, ok := files[name]; !ok {
+						t.Errorf("-j %s: %s missing", j, name)
+					} else if string(got) != string(b) {
+						t.Errorf("-j %s: %s differs from -j 1's", j, name)
+					}
+				}
+				if len(files) != len(serial) {
+					t.Errorf("-j %s wrote %d files, -j 1 %d", j, len(files), len(serial))
+				}
+			}
+		})
+	}
+}
+
+// summary.json names the variant and its values; a plain run's has no "variant".
+func TestSweepVariantKey(t *testing.T) {
+	file := filepath.Join("testdata", "variants", "sweep4.yaml")
+	dir := t.TempDir()
+	mustRun(t, "sweep", file, "--out", dir, "--quiet", "-j", "2")
+	var s struct {
+		Variant *struct {
+			Name   string            `json:"name"`
+			Values map[string]string `json:"values"`
+		} `json:"variant"`
+	}
+	if err := json.Unmarshal(readFile(t, filepath.Join(dir, "sw-roce-256KiB", "summary.json")), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Variant == nil || s.Variant.Name != "sw-roce-256KiB" || s.Variant.Values["transport.kind"] != "roce" || s.Variant.Values["traffic.0.bytes"] != "256KiB" || len(s.Variant.Values) != 2 {
+		t.Errorf("variant key: %+v", s.Variant)
+	}
+	plain := t.TempDir()
+	mustRun(t, "run", filepath.Join("testdata", "coll-ideal.yaml"), "--out", plain, "--quiet")
+	if b := readFile(t, filepath.Join(plain, "summary.json")); strings.Contains(string(b), `"variant"`) {
+		t.Errorf("a plain run's summary.json has a variant key")
+	}
+}
+
+// --list prints every variant; --variant runs exactly one, by name or index, into the folder
+// the whole sweep gives it; bad values are bad input naming what is allowed.
+func TestSweepListAndVariant(t *testing.T) {
+	file := filepath.Join("testdata", "variants", "sweep4.yaml")
+	list := mustRun(t, "sweep", file, "--list")
+	want := []string{"index name transport.kind traffic.0.bytes", "0 sw-mrc-256KiB mrc 256KiB", "1 sw-mrc-1MiB mrc 1MiB",
+		"2 sw-roce-256KiB roce 256KiB", "3 sw-roce-1MiB roce 1MiB"}
+	lines := strings.Split(strings.TrimSpace(list), "\n")
+	for i := range lines {
+		lines[i] = strings.Join(strings.Fields(lines[i]), " ")
+	}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Errorf("--list printed\n%s\nwant\n%s", list, strings.Join(want, "\n"))
+	}
+	whole := t.TempDir()
+	mustRun(t, "sweep", file, "--out", whole, "--quiet", "-j", "2")
+	for _, tc := range []struct{ arg, name string }{{"2", "sw-roce-256KiB"}, {"sw-mrc-1MiB", "sw-mrc-1MiB"}, {"0", "sw-mrc-256KiB"}} {
+		dir := t.TempDir()
+		out := mustRun(t, "sweep", file, "--variant", tc.arg, "--out", dir, "--quiet")
+		if !strings.Contains(out, tc.name) {
+			t.Errorf("--variant %s printed\n%s", tc.arg, out)
+		}
+		entries, _ := os.ReadDir(dir)
+		if len(entries) != 1 || entries[0].Name() != tc.name {
+			t.Errorf("--variant %s wrote %v; want only %s", tc.arg, entries, tc.name)
+			continue
+		}
+		a, b := readFile(t, filepath.Join(dir, tc.name, "summary.json")), readFile(t, filepath.Join(whole, tc.name, "summary.json"))
+		if string(a) != string(b) {
+			t.Errorf("--variant %s: summary.json differs from the whole sweep's", tc.arg)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--variant", "4"}, []string{"index 4 is out of range", "0..3"}},
+		{[]string{"--variant", "-1"}, []string{"index -1 is out of range", "0..3"}},
+		{[]string{"--variant", "nope"}, []string{`"nope"`, "0..3", "sw-mrc-256KiB", "sw-roce-1MiB"}},
+		{[]string{"--variant", "1", "--list"}, []string{"--list and --variant"}},
+		{[]string{"-j", "0"}, []string{"-j: 0 is not allowed"}},
+	} {
+		code, _, stderr := cli(t, append([]string{"sweep", file}, tc.args...)...)
+		if code != 2 {
+			t.Errorf("sweep %v: exit %d; want 2", tc.args, code)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("sweep %v: stderr %q lacks %q", tc.args, stderr, w)
+			}
+		}
+		checkOneLine(t, stderr)
+	}
+	if code, _, stderr := cli(t, "sweep", filepath.Join("testdata", "coll-ideal.yaml"), "--list"); code != 2 || !strings.Contains(stderr, "no variants") {
+		t.Errorf("sweep of a file without variants: exit %d, %q", code, stderr)
+	}
+}
