@@ -154,3 +154,40 @@ func TestSweepListAndVariant(t *testing.T) {
 		t.Errorf("sweep of a file without variants: exit %d, %q", code, stderr)
 	}
 }
+
+// compare on a pool runs scenarios of every kind at once (raw traffic, MRC with a fault and
+// its twin, RoCE with PFC, collectives at packet level and closed form, training) and gives
+// what a serial run gives: run under -race, this checks the runner, fabric, transports,
+// workloads and report keep no shared mutable state.
+func TestPoolMixedKindsMatchesSerial(t *testing.T) {
+	var args []string
+	for _, f := range []string{"permutation-ecmp.yaml", "mrc-incast-fail.yaml", "roce-incast-victim.yaml", "coll-mrc.yaml", "coll-ideal.yaml", "train-llama8b.yaml", "flows-oversub.yaml"} {
+		a, err := filepath.Abs(filepath.Join("testdata", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, a)
+	}
+	var serialOut string
+	var serial map[string][]byte
+	for _, j := range []string{"1", "3"} {
+		t.Chdir(t.TempDir())
+		out := mustRun(t, append(append([]string{"compare"}, args...), "-j", j, "--out", "res")...)
+		files := treeFiles(t, "res")
+		if serial == nil {
+			serialOut, serial = out, files
+			continue
+		}
+		if out != serialOut {
+			t.Errorf("-j %s printed\n%s\nwant (-j 1)\n%s", j, out, serialOut)
+		}
+		for name, b := range serial {
+			if string(files[name]) != string(b) {
+				t.Errorf("-j %s: %s differs from -j 1's", j, name)
+			}
+		}
+		if len(files) != len(serial) {
+			t.Errorf("-j %s wrote %d files, -j 1 %d", j, len(files), len(serial))
+		}
+	}
+}
