@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/lockstepsim/lockstep/runner"
 )
 
 // treeFiles reads every file under dir, by path relative to it.
@@ -188,6 +193,61 @@ func TestPoolMixedKindsMatchesSerial(t *testing.T) {
 		}
 		if len(files) != len(serial) {
 			t.Errorf("-j %s wrote %d files, -j 1 %d", j, len(files), len(serial))
+		}
+	}
+}
+
+// A signal during a sweep on a pool stops every worker: the variants running stop at their
+// next event (complete: false), no further one starts, compare.html is not written, and the
+// exit code is 130.
+func TestPoolInterrupted(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "big.yaml")
+	os.WriteFile(file, []byte(`name: big
+topology:
+  clos: {tiers: 2, planes: 1, radix: 16, hosts: 128, host_link: 100G}
+transport: {kind: mrc}
+traffic:
+  - {pattern: permutation, bytes: 16MiB}
+variants:
+  transport: [mrc, roce]
+  run.seed: [1, 2, 3, 4]
+`), 0o644)
+	vs, err := loadVariantsArg(file)
+	if err != nil || len(vs) != 8 {
+		t.Fatalf("variants: %v, %d", err, len(vs))
+	}
+	dir := t.TempDir()
+	intr := &runner.Interrupt{}
+	var out, errb bytes.Buffer
+	done := make(chan error, 1)
+	go func() { done <- runVariants(&out, vs, dir, false, runOpts{quiet: true, stderr: &errb, intr: intr, jobs: 2}) }()
+	// Interrupt once the first two variants have started (their folders exist).
+	deadline := time.Now().Add(time.Minute)
+	for len(listDir(t, dir)) < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	intr.Request("SIGINT")
+	err = <-done
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 130 {
+		t.Fatalf("error %v; want exit 130", err)
+	}
+	got := listDir(t, dir)
+	if len(got) == 0 || len(got) > 2 {
+		t.Fatalf("folder holds %q; want the two variants that were running, nothing else", got)
+	}
+	for _, name := range got {
+		if name == "compare.html" {
+			t.Errorf("compare.html written after an interrupt")
+			continue
+		}
+		var s runner.Summary
+		if err := json.Unmarshal(readFile(t, filepath.Join(dir, name, "summary.json")), &s); err != nil {
+			t.Errorf("%s: %v", name, err)
+		} else if name != "big-mrc-1" && name != "big-mrc-2" {
+			t.Errorf("%s started after the signal", name)
+		} else if s.Complete || s.Interrupted != "SIGINT" {
+			t.Errorf("%s: complete %v, interrupted %q; want stopped by the SIGINT", name, s.Complete, s.Interrupted)
 		}
 	}
 }
