@@ -220,7 +220,9 @@ variants:
 	intr := &runner.Interrupt{}
 	var out, errb bytes.Buffer
 	done := make(chan error, 1)
-	go func() { done <- runVariants(&out, vs, dir, false, runOpts{quiet: true, stderr: &errb, intr: intr, jobs: 2}) }()
+	go func() {
+		done <- runVariants(&out, vs, dir, false, runOpts{quiet: true, stderr: &errb, intr: intr, jobs: 2})
+	}()
 	// Interrupt once the first two variants have started (their folders exist).
 	deadline := time.Now().Add(time.Minute)
 	for len(listDir(t, dir)) < 2 && time.Now().Before(deadline) {
