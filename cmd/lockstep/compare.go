@@ -108,7 +108,9 @@ report, beside them.`,
 				if err := outcomeErr(&res.Summary); err != nil && failed == nil {
 					failed = err
 				}
-				sums = append(sums, &res.Summary)
+				sum := res.Summary // a copy: the Result (its whole fabric) is freed after this one
+				sums = append(sums, &sum)
+				job.res = nil
 				kinds = append(kinds, transportOf(sc))
 				names = append(names, ns.name)
 				dirs = append(dirs, sc.Run.Out)

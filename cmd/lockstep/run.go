@@ -459,7 +459,9 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 		names = append(names, sc.Name)
 		dirs = append(dirs, sc.Run.Out)
 		kinds = append(kinds, transportOf(sc))
-		sums = append(sums, &res.Summary)
+		sum := res.Summary // a copy: the Result (its whole fabric) is freed after this one
+		sums = append(sums, &sum)
+		job.res = nil
 		all[sc.Name] = js
 		if !asJSON {
 			fmt.Fprintf(w, "%s (%s): results in %s\n", sc.Name, v.Label, sc.Run.Out)
