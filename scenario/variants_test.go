@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,12 +49,18 @@ func TestParseVariants(t *testing.T) {
 	if vs[0].Label != "transport.kind=mrc traffic.0.bytes=1MiB" {
 		t.Errorf("label %q", vs[0].Label)
 	}
+	if got, want := vs[3].Values, []Param{{"transport.kind", "roce"}, {"traffic.0.bytes", "2MiB"}}; !slices.Equal(got, want) {
+		t.Errorf("values %v; want %v", got, want)
+	}
 	// A mapping value replaces the node; it is labelled by position.
 	vs, err = ParseVariants([]byte(variantBase + `variants:
   transport: [{kind: roce, roce: {qps_per_peer: 1}}, {kind: roce, roce: {qps_per_peer: 8}}]
 `))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := vs[1].Values; len(got) != 1 || got[0] != (Param{"transport", "#2"}) {
+		t.Errorf("mapping variant values %v; want transport #2", got)
 	}
 	if vs[1].Scenario.Transport.Block().(*roce.Config).QPsPerPeer != 8 || vs[1].Scenario.Name != "perm-#2" && vs[1].Scenario.Name != "perm-_2" {
 		t.Errorf("mapping variant: %s with %d QPs", vs[1].Scenario.Name, vs[1].Scenario.Transport.Block().(*roce.Config).QPsPerPeer)
