@@ -163,7 +163,7 @@ func lineCol(data []byte, off int64) (line, col int) {
 // QP errors accepted); then a training run's figures (trainingPatterns); then the
 // network's (networkPatterns), which a training run that sent no packets (the flow-level
 // engine, the closed forms) leaves out, as they are all zero there.
-var headlinePatterns = []string{"scenario", "seed", "complete", "interrupted", "interrupted_at_us", "failed", "failure_reason", "stopped_early", "qp_errors_allowed",
+var headlinePatterns = []string{"scenario", "seed", "variant.name", "variant.values.*", "complete", "interrupted", "interrupted_at_us", "failed", "failure_reason", "stopped_early", "qp_errors_allowed",
 	"hosts", "planes", "switches", "links"}
 
 // trainingPatterns are the headline figures of a training workload: summary.json's training
