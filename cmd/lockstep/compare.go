@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -23,7 +25,7 @@ func newCompareCmd(stdout, stderr io.Writer) *cobra.Command {
 		jobs  int
 	)
 	cmd := &cobra.Command{
-		Use:   "compare SCENARIO.yaml|PRESET SCENARIO.yaml|PRESET...",
+		Use:   "compare SCENARIO.yaml|PRESET|RESULTS-DIR SCENARIO.yaml|PRESET|RESULTS-DIR...",
 		Short: "Run several scenarios and print their headline figures side by side",
 		Long: `Run each scenario (a file or an embedded preset) and print one column per scenario with
 its headline figures (transport, when the traffic or workload ended, delivered goodput, FCT
@@ -31,7 +33,8 @@ percentiles, drops, retransmissions, QP errors, what faults cost, collective bus
 and each figure's ratio to the first scenario's. A file with a variants: section counts as
 its variants (e.g. variants: {transport: [mrc, roce]}). Each run's results folder goes into
 --out (default results/compare), one folder per scenario, with compare.html, the combined
-report, beside them.`,
+report, beside them. A results folder (one holding summary.json, from an earlier run, sweep
+or compare) is not run again: its summary.json is read back and shown beside the others.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("seed") && seed == 0 {
@@ -44,15 +47,30 @@ report, beside them.`,
 				name    string
 				sc      *scenario.Scenario
 				variant *runner.VariantInfo
+				dir     string          // a results folder given as an argument: not run
+				sum     *runner.Summary // its summary.json
+				kind    string
 			}
 			var scs []named
 			for _, a := range args {
+				if fi, err := os.Stat(a); err == nil && fi.IsDir() {
+					sum, kind, err := loadResultsDir(a)
+					if err != nil {
+						return badInput(err)
+					}
+					name := sum.Scenario
+					if sum.Variant != nil && sum.Variant.Name != "" {
+						name = sum.Variant.Name
+					}
+					scs = append(scs, named{name: name, dir: a, sum: sum, kind: kind})
+					continue
+				}
 				vs, err := loadVariantsArg(a)
 				if err != nil {
 					return badInput(err)
 				}
 				for _, v := range vs {
-					scs = append(scs, named{v.Scenario.Name, v.Scenario, variantInfo(v)})
+					scs = append(scs, named{name: v.Scenario.Name, sc: v.Scenario, variant: variantInfo(v)})
 				}
 				if vs != nil {
 					continue
@@ -61,7 +79,7 @@ report, beside them.`,
 				if err != nil {
 					return badInput(err)
 				}
-				scs = append(scs, named{a, sc, nil})
+				scs = append(scs, named{name: a, sc: sc})
 			}
 			if len(scs) < 2 {
 				return badInput(fmt.Errorf("compare needs at least two scenarios; %s gives %d", strings.Join(args, ", "), len(scs)))
@@ -75,25 +93,65 @@ report, beside them.`,
 			intr, stop := catchSignals(stderr)
 			defer stop()
 			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet || jobs > 1, stderr: stderr, intr: intr, jobs: jobs}
-			var folders []string
+			// Results folders given as arguments inside --out are kept (never cleared or
+			// overwritten by a run of this compare).
+			absOut, _ := filepath.Abs(out)
+			given := map[string]bool{}
 			for _, ns := range scs {
+				if ns.dir == "" {
+					continue
+				}
+				if ad, err := filepath.Abs(ns.dir); err == nil && filepath.Dir(ad) == absOut {
+					given[filepath.Base(ad)] = true
+					used[filepath.Base(ad)]++
+				}
+			}
+			var folders []string
+			var runs []int // the indexes in scs of the scenarios to run
+			for i, ns := range scs {
+				if ns.dir != "" {
+					continue
+				}
 				folder := ns.sc.Name
 				if used[folder]++; used[folder] > 1 {
 					folder = fmt.Sprintf("%s-%d", folder, used[folder]) // the same scenario twice
 				}
+				if given[folder] {
+					return badInput(fmt.Errorf("%s would overwrite the results folder %s given to compare; use another --out", ns.name, filepath.Join(out, folder)))
+				}
 				folders = append(folders, folder)
+				runs = append(runs, i)
+				scs[i].sc.Run.Out = filepath.Join(out, folder)
 			}
-			clearStale(out, folders, stderr)
-			p := startPool(len(scs), jobs, intr, stderr, func(i int, stderr io.Writer) (*runner.Result, []byte, error) {
+			if len(runs) > 0 {
+				keep := append([]string(nil), folders...)
+				for g := range given {
+					keep = append(keep, g)
+				}
+				clearStale(out, keep, stderr)
+			}
+			p := startPool(len(runs), jobs, intr, stderr, func(k int, stderr io.Writer) (*runner.Result, []byte, error) {
+				i := runs[k]
 				ro := ro
 				ro.stderr, ro.arg, ro.variant = stderr, scs[i].name, scs[i].variant
-				scs[i].sc.Run.Out = filepath.Join(out, folders[i])
 				return runAndWrite(scs[i].sc, "--out", ro)
 			})
 			defer p.wait()
-			for i, ns := range scs {
+			k := 0
+			for _, ns := range scs {
+				if ns.dir != "" {
+					if err := outcomeErr(ns.sum); err != nil && failed == nil {
+						failed = err
+					}
+					sums = append(sums, ns.sum)
+					kinds = append(kinds, ns.kind)
+					names = append(names, ns.name)
+					dirs = append(dirs, ns.dir)
+					continue
+				}
 				sc := ns.sc
-				job := p.next(i)
+				job := p.next(k)
+				k++
 				if job.skipped {
 					r := intr.Reason()
 					return &exitError{code: signalExit(r), err: fmt.Errorf("%s: stopped before %s started; the scenarios before it are in %s", r, ns.name, out)}
@@ -117,6 +175,9 @@ report, beside them.`,
 			}
 			printComparison(stdout, names, kinds, sums)
 			html := filepath.Join(out, "compare.html")
+			if err := os.MkdirAll(out, 0o755); err != nil { // only folders were compared
+				return badInput(fmt.Errorf("--out: %q cannot hold compare.html: %w", out, err))
+			}
 			if err := report.WriteCompare(html, names, dirs); err != nil {
 				return runFailed(fmt.Errorf("compare.html: %w", err))
 			}
@@ -129,6 +190,26 @@ report, beside them.`,
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", defaultJobs(), "scenarios run at once (results and output as with -j 1)")
 	return cmd
+}
+
+// loadResultsDir reads back a results folder given to compare: its summary.json, and the
+// transport's label from its scenario.yaml (else summary.json's transport kind).
+func loadResultsDir(dir string) (*runner.Summary, string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return nil, "", fmt.Errorf("%s is a folder but not a results folder (no summary.json): %w", dir, err)
+	}
+	var sum runner.Summary
+	if err := json.Unmarshal(data, &sum); err != nil {
+		return nil, "", fmt.Errorf("%s: summary.json: %w", filepath.Join(dir, "summary.json"), err)
+	}
+	if sc, err := scenario.Load(filepath.Join(dir, "scenario.yaml")); err == nil {
+		return &sum, transportOf(sc), nil
+	}
+	if sum.Transport != nil {
+		return &sum, sum.Transport.Kind, nil
+	}
+	return &sum, "", nil
 }
 
 // transportOf names sc's transport for the comparison table: the plugin's label of its block

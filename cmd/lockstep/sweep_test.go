@@ -253,3 +253,49 @@ variants:
 		}
 	}
 }
+
+// compare takes results folders (read back from summary.json, not run again), alone or
+// mixed with scenario files: folders print the same table as the files that made them.
+func TestCompareFolders(t *testing.T) {
+	file, err := filepath.Abs(filepath.Join("testdata", "variants", "sweep4.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	table := func(out string) string { // the comparison, without the closing results: line
+		i := strings.Index(out, "\nresults: ")
+		if i < 0 {
+			t.Fatalf("no results: line in\n%s", out)
+		}
+		return out[:i]
+	}
+	want := table(mustRun(t, "compare", file, "--out", "res"))
+	before := treeFiles(t, "res")
+	var dirs []string
+	for _, v := range []string{"sw-mrc-256KiB", "sw-mrc-1MiB", "sw-roce-256KiB", "sw-roce-1MiB"} {
+		dirs = append(dirs, filepath.Join("res", v))
+	}
+	for _, out := range []string{"cmp", "res"} { // another folder, and the folders' own
+		got := table(mustRun(t, append(append([]string{"compare"}, dirs...), "--out", out)...))
+		if got != want {
+			t.Errorf("compare of the folders (--out %s) printed\n%s\nwant (compare of the file)\n%s", out, got, want)
+		}
+		if _, err := os.Stat(filepath.Join(out, "compare.html")); err != nil {
+			t.Errorf("compare of folders: %v", err)
+		}
+		after := treeFiles(t, "res")
+		for name, b := range before {
+			if name != "compare.html" && string(after[name]) != string(b) {
+				t.Errorf("--out %s: %s changed: the folders must be read, not run again", out, name)
+			}
+		}
+	}
+	// Mixed: a folder and a scenario file.
+	mixed := mustRun(t, "compare", dirs[0], filepath.Join(filepath.Dir(file), "perm-transports.yaml"), "--out", "mix")
+	if !strings.Contains(mixed, "sw-mrc-256KiB") || !strings.Contains(mixed, "x first") {
+		t.Errorf("compare of a folder and a file printed\n%s", mixed)
+	}
+	if code, _, stderr := cli(t, "compare", t.TempDir(), dirs[0]); code != 2 || !strings.Contains(stderr, "summary.json") {
+		t.Errorf("compare of a folder without summary.json: exit %d, stderr %q; want 2 naming summary.json", code, stderr)
+	}
+}
