@@ -421,6 +421,7 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 		folders = append(folders, v.Scenario.Name)
 	}
 	clearStale(out, folders, ro.stderr)
+	rows := make([]*runner.Summary, len(vs)) // sweep.csv's: nil for a variant that did not run
 	p := startPool(len(vs), ro.jobs, ro.intr, ro.stderr, func(i int, stderr io.Writer) (*runner.Result, []byte, error) {
 		return runVariant(vs[i], out, field, ro, stderr)
 	})
@@ -461,11 +462,15 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 		kinds = append(kinds, transportOf(sc))
 		sum := res.Summary // a copy: the Result (its whole fabric) is freed after this one
 		sums = append(sums, &sum)
+		rows[i] = &sum
 		job.res = nil
 		all[sc.Name] = js
 		if !asJSON {
 			fmt.Fprintf(w, "%s (%s): results in %s\n", sc.Name, v.Label, sc.Run.Out)
 		}
+	}
+	if err := writeSweepCSV(filepath.Join(out, "sweep.csv"), vs, rows); err != nil {
+		return runFailed(fmt.Errorf("sweep.csv: %w", err))
 	}
 	if len(names) == 0 {
 		return failed
@@ -504,7 +509,7 @@ func runVariant(v scenario.Variant, out, field string, ro runOpts, stderr io.Wri
 }
 
 // clearStale prepares out, the folder of a compare or variants run about to write one results
-// folder per name in keep: it removes compare.html and every other subfolder that a
+// folder per name in keep: it removes compare.html, sweep.csv and every other subfolder that a
 // previous lockstep run wrote there, so the folder describes this run only. A subfolder is
 // removed only when it holds summary.json or scenario.yaml and nothing but the files a
 // results folder may hold (runner.ResultFiles, and temporary files of a killed write); one
@@ -515,8 +520,10 @@ func clearStale(out string, keep []string, stderr io.Writer) {
 	if err != nil {
 		return // a new folder: nothing stale
 	}
-	if fi, err := os.Lstat(filepath.Join(out, "compare.html")); err == nil && fi.Mode().IsRegular() {
-		os.Remove(filepath.Join(out, "compare.html"))
+	for _, f := range []string{"compare.html", "sweep.csv"} {
+		if fi, err := os.Lstat(filepath.Join(out, f)); err == nil && fi.Mode().IsRegular() {
+			os.Remove(filepath.Join(out, f))
+		}
 	}
 	kept := map[string]bool{}
 	for _, k := range keep {

@@ -1,14 +1,19 @@
 package main
 
 import (
+	"bytes"
+	"encoding/csv"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/lockstepsim/lockstep/runner"
 	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/lockstepsim/lockstep/transport"
 	"github.com/spf13/cobra"
 )
 
@@ -156,4 +161,104 @@ func runOneVariant(w io.Writer, v scenario.Variant, out string, asJSON bool, ro 
 	fmt.Fprintf(w, "%s (%s): results in %s\n", sc.Name, v.Label, sc.Run.Out)
 	printSummary(w, sc, res)
 	return outcomeErr(&res.Summary)
+}
+
+// sweepFigures are sweep.csv's headline columns after seed (docs/outputs.md): each reads a
+// summary's figure, or reports that it does not apply to that run (an empty cell).
+var sweepFigures = []struct {
+	col string
+	get func(s *runner.Summary) (float64, bool)
+}{
+	{"duration_us", func(s *runner.Summary) (float64, bool) { return s.DurationUs, s.Training == nil }},
+	{"delivered_gbps", func(s *runner.Summary) (float64, bool) {
+		return s.DeliveredGbps, s.Training == nil && s.Engine != "flow"
+	}},
+	{"jct_us", sweepXfer(func(t *transport.Summary) (float64, bool) { return t.JCTUs, t.JCTUs > 0 })},
+	{"fct_p50_us", sweepXfer(func(t *transport.Summary) (float64, bool) { return t.FCTP50Us, t.FlowsCompleted > 0 })},
+	{"fct_p99_us", sweepXfer(func(t *transport.Summary) (float64, bool) { return t.FCTP99Us, t.FlowsCompleted > 0 })},
+	{"fct_max_us", sweepXfer(func(t *transport.Summary) (float64, bool) { return t.FCTMaxUs, t.FlowsCompleted > 0 })},
+	{"retx_packets", sweepXfer(func(t *transport.Summary) (float64, bool) { return float64(t.RetxPackets), true })},
+	{"qp_errors", sweepXfer(func(t *transport.Summary) (float64, bool) { return float64(t.QPErrors), true })},
+	{"failed", nil}, // true or false: written apart
+	{"step_time_us", func(s *runner.Summary) (float64, bool) {
+		if s.Training == nil {
+			return 0, false
+		}
+		return s.Training.StepTimeUs, true
+	}},
+	{"mfu", func(s *runner.Summary) (float64, bool) {
+		if s.Training == nil {
+			return 0, false
+		}
+		return s.Training.MFU, true
+	}},
+	{"busbw_GBps", func(s *runner.Summary) (float64, bool) {
+		if len(s.Collectives) == 0 {
+			return 0, false
+		}
+		var t float64
+		for _, c := range s.Collectives {
+			t += c.BusBWGBps
+		}
+		return t / float64(len(s.Collectives)), true
+	}},
+}
+
+// sweepXfer reads a transport figure (transport.Summary's common fields): it does not apply
+// to a run without a packet-level transport, nor where f says so (FCTs when nothing finished).
+func sweepXfer(f func(t *transport.Summary) (float64, bool)) func(s *runner.Summary) (float64, bool) {
+	return func(s *runner.Summary) (float64, bool) {
+		if t := s.Transfers(); t != nil {
+			return f(t)
+		}
+		return 0, false
+	}
+}
+
+// writeSweepCSV writes sweep.csv at path: one row per variant of vs in variant order (index,
+// name, each swept parameter's value, seed, then sweepFigures), sums[i] being variant i's
+// summary (nil: it did not run, so it counts as failed and its figures are empty).
+func writeSweepCSV(path string, vs []scenario.Variant, sums []*runner.Summary) error {
+	var buf bytes.Buffer
+	cw := csv.NewWriter(&buf)
+	head := []string{"index", "name"}
+	for _, p := range vs[0].Values {
+		head = append(head, p.Key)
+	}
+	head = append(head, "seed")
+	for _, f := range sweepFigures {
+		head = append(head, f.col)
+	}
+	_ = cw.Write(head)
+	for i, v := range vs {
+		row := []string{strconv.Itoa(i), v.Scenario.Name}
+		for _, p := range v.Values {
+			row = append(row, p.Value)
+		}
+		s := sums[i]
+		row = append(row, strconv.FormatUint(v.Scenario.Run.Seed, 10))
+		for _, f := range sweepFigures {
+			switch {
+			case f.get == nil:
+				row = append(row, strconv.FormatBool(s == nil || s.Failed))
+			case s == nil:
+				row = append(row, "")
+			default:
+				if x, ok := f.get(s); ok {
+					row = append(row, strconv.FormatFloat(x, 'g', -1, 64))
+				} else {
+					row = append(row, "")
+				}
+			}
+		}
+		_ = cw.Write(row)
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -297,5 +298,63 @@ func TestCompareFolders(t *testing.T) {
 	}
 	if code, _, stderr := cli(t, "compare", t.TempDir(), dirs[0]); code != 2 || !strings.Contains(stderr, "summary.json") {
 		t.Errorf("compare of a folder without summary.json: exit %d, stderr %q; want 2 naming summary.json", code, stderr)
+	}
+}
+
+// A sweep writes sweep.csv in its --out folder: one row per variant in variant order with its
+// parameter values, seed and headline figures (empty where one does not apply), the same
+// file whatever -j is.
+func TestSweepCSV(t *testing.T) {
+	file, err := filepath.Abs(filepath.Join("testdata", "variants", "sweep4.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	mustRun(t, "sweep", file, "-j", "1", "--out", "j1", "--quiet")
+	mustRun(t, "sweep", file, "-j", "2", "--out", "j2", "--quiet", "--seed", "1")
+	b1, b2 := readFile(t, filepath.Join("j1", "sweep.csv")), readFile(t, filepath.Join("j2", "sweep.csv"))
+	if string(b1) != string(b2) {
+		t.Errorf("sweep.csv differs between -j 1 and -j 2:\n%s\n%s", b1, b2)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b1), "\n"), "\n")
+	head := "index,name,transport.kind,traffic.0.bytes,seed,duration_us,delivered_gbps,jct_us,fct_p50_us,fct_p99_us,fct_max_us,retx_packets,qp_errors,failed,step_time_us,mfu,busbw_GBps"
+	if len(lines) != 5 || lines[0] != head {
+		t.Fatalf("sweep.csv:\n%s\nwant the header\n%s\nand 4 rows", b1, head)
+	}
+	want := [][]string{
+		{"0", "sw-mrc-256KiB", "mrc", "256KiB", "1"},
+		{"1", "sw-mrc-1MiB", "mrc", "1MiB", "1"},
+		{"2", "sw-roce-256KiB", "roce", "256KiB", "1"},
+		{"3", "sw-roce-1MiB", "roce", "1MiB", "1"},
+	}
+	ncol := len(strings.Split(head, ","))
+	for i, w := range want {
+		cells := strings.Split(lines[i+1], ",")
+		if len(cells) != ncol || strings.Join(cells[:5], ",") != strings.Join(w, ",") {
+			t.Errorf("row %d: %s; want %d cells starting %s", i, lines[i+1], ncol, strings.Join(w, ","))
+			continue
+		}
+		var sum runner.Summary
+		if err := json.Unmarshal(readFile(t, filepath.Join("j1", w[1], "summary.json")), &sum); err != nil {
+			t.Fatal(err)
+		}
+		tr := sum.Transfers()
+		if tr == nil {
+			t.Fatalf("%s: no transport block", w[1])
+		}
+		for col, v := range map[int]float64{5: sum.DurationUs, 6: sum.DeliveredGbps, 7: tr.JCTUs, 8: tr.FCTP50Us, 9: tr.FCTP99Us, 10: tr.FCTMaxUs} {
+			if v <= 0 || cells[col] != strconv.FormatFloat(v, 'g', -1, 64) {
+				t.Errorf("row %d: column %d is %q; want summary.json's %v", i, col, cells[col], v)
+			}
+		}
+		if cells[11] != strconv.FormatInt(tr.RetxPackets, 10) || cells[12] != strconv.Itoa(tr.QPErrors) || cells[13] != "false" {
+			t.Errorf("row %d: retx, QP errors, failed = %v; want %d, %d, false", i, cells[11:14], tr.RetxPackets, tr.QPErrors)
+		}
+		for _, c := range cells[14:] { // step time, MFU, busbw: no training, no collectives
+			if c != "" {
+				t.Errorf("row %d: %v; want the training and collective cells empty", i, cells[14:])
+				break
+			}
+		}
 	}
 }
