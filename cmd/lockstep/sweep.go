@@ -34,7 +34,9 @@ func newSweepCmd(stdout, stderr io.Writer) *cobra.Command {
 		Long: `Run every variant of a scenario file with a variants: section, -j N at once (default one
 per core), each into its own results folder (--out DIR/<variant>, default
 results/<the file's name>/<variant>), and print them side by side with compare.html beside
-them: the same as 'lockstep run FILE', and the same files and output whatever -j is.
+them and sweep.csv (one row per variant: its parameter values, seed and headline figures;
+docs/outputs.md): the same as 'lockstep run FILE', and the same files and output whatever
+-j is.
 
 --list prints the variants (index, name, parameter values) without running any.
 --variant NAME|INDEX runs exactly one of them (an index counts from 0, as --list shows),
