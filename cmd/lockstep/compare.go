@@ -43,43 +43,9 @@ or compare) is not run again: its summary.json is read back and shown beside the
 			if err := checkJobs(jobs); err != nil {
 				return err
 			}
-			type named struct {
-				name    string
-				sc      *scenario.Scenario
-				variant *runner.VariantInfo
-				dir     string          // a results folder given as an argument: not run
-				sum     *runner.Summary // its summary.json
-				kind    string
-			}
-			var scs []named
-			for _, a := range args {
-				if fi, err := os.Stat(a); err == nil && fi.IsDir() {
-					sum, kind, err := loadResultsDir(a)
-					if err != nil {
-						return badInput(err)
-					}
-					name := sum.Scenario
-					if sum.Variant != nil && sum.Variant.Name != "" {
-						name = sum.Variant.Name
-					}
-					scs = append(scs, named{name: name, dir: a, sum: sum, kind: kind})
-					continue
-				}
-				vs, err := loadVariantsArg(a)
-				if err != nil {
-					return badInput(err)
-				}
-				for _, v := range vs {
-					scs = append(scs, named{name: v.Scenario.Name, sc: v.Scenario, variant: variantInfo(v)})
-				}
-				if vs != nil {
-					continue
-				}
-				sc, err := loadScenarioArg(a)
-				if err != nil {
-					return badInput(err)
-				}
-				scs = append(scs, named{name: a, sc: sc})
+			scs, err := compareArgs(args)
+			if err != nil {
+				return err
 			}
 			if len(scs) < 2 {
 				return badInput(fmt.Errorf("compare needs at least two scenarios; %s gives %d", strings.Join(args, ", "), len(scs)))
@@ -87,41 +53,14 @@ or compare) is not run again: its summary.json is read back and shown beside the
 			var (
 				sums               []*runner.Summary
 				kinds, names, dirs []string
-				used               = map[string]int{}
 				failed             error // the first run that failed: the exit code
 			)
 			intr, stop := catchSignals(stderr)
 			defer stop()
 			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet || jobs > 1, stderr: stderr, intr: intr, jobs: jobs}
-			// Results folders given as arguments inside --out are kept (never cleared or
-			// overwritten by a run of this compare).
-			absOut, _ := filepath.Abs(out)
-			given := map[string]bool{}
-			for _, ns := range scs {
-				if ns.dir == "" {
-					continue
-				}
-				if ad, err := filepath.Abs(ns.dir); err == nil && filepath.Dir(ad) == absOut {
-					given[filepath.Base(ad)] = true
-					used[filepath.Base(ad)]++
-				}
-			}
-			var folders []string
-			var runs []int // the indexes in scs of the scenarios to run
-			for i, ns := range scs {
-				if ns.dir != "" {
-					continue
-				}
-				folder := ns.sc.Name
-				if used[folder]++; used[folder] > 1 {
-					folder = fmt.Sprintf("%s-%d", folder, used[folder]) // the same scenario twice
-				}
-				if given[folder] {
-					return badInput(fmt.Errorf("%s would overwrite the results folder %s given to compare; use another --out", ns.name, filepath.Join(out, folder)))
-				}
-				folders = append(folders, folder)
-				runs = append(runs, i)
-				scs[i].sc.Run.Out = filepath.Join(out, folder)
+			folders, runs, given, err := compareFolders(scs, out)
+			if err != nil {
+				return err
 			}
 			if len(runs) > 0 {
 				keep := append([]string(nil), folders...)
@@ -190,6 +129,88 @@ or compare) is not run again: its summary.json is read back and shown beside the
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", defaultJobs(), "scenarios run at once (results and output as with -j 1)")
 	return cmd
+}
+
+// compareItem is one of compare's runs: a scenario to run, or a results folder given as an
+// argument (dir), read back and not run.
+type compareItem struct {
+	name    string
+	sc      *scenario.Scenario
+	variant *runner.VariantInfo
+	dir     string          // a results folder given as an argument: not run
+	sum     *runner.Summary // its summary.json
+	kind    string
+}
+
+// compareArgs loads compare's arguments: results folders, files (a file with variants: is
+// its variants) and presets, in order.
+func compareArgs(args []string) ([]compareItem, error) {
+	var scs []compareItem
+	for _, a := range args {
+		if fi, err := os.Stat(a); err == nil && fi.IsDir() {
+			sum, kind, err := loadResultsDir(a)
+			if err != nil {
+				return nil, badInput(err)
+			}
+			name := sum.Scenario
+			if sum.Variant != nil && sum.Variant.Name != "" {
+				name = sum.Variant.Name
+			}
+			scs = append(scs, compareItem{name: name, dir: a, sum: sum, kind: kind})
+			continue
+		}
+		vs, err := loadVariantsArg(a)
+		if err != nil {
+			return nil, badInput(err)
+		}
+		for _, v := range vs {
+			scs = append(scs, compareItem{name: v.Scenario.Name, sc: v.Scenario, variant: variantInfo(v)})
+		}
+		if vs != nil {
+			continue
+		}
+		sc, err := loadScenarioArg(a)
+		if err != nil {
+			return nil, badInput(err)
+		}
+		scs = append(scs, compareItem{name: a, sc: sc})
+	}
+	return scs, nil
+}
+
+// compareFolders gives each scenario of scs to run its results folder under out (setting
+// run.out): its name, with a -N suffix for the same scenario again. It returns those folder
+// names, the indexes in scs of the scenarios to run, and the names of the results folders
+// given as arguments that lie directly in out (kept, never cleared nor overwritten).
+func compareFolders(scs []compareItem, out string) (folders []string, runs []int, given map[string]bool, err error) {
+	used := map[string]int{}
+	given = map[string]bool{}
+	absOut, _ := filepath.Abs(out)
+	for _, ns := range scs {
+		if ns.dir == "" {
+			continue
+		}
+		if ad, err := filepath.Abs(ns.dir); err == nil && filepath.Dir(ad) == absOut {
+			given[filepath.Base(ad)] = true
+			used[filepath.Base(ad)]++
+		}
+	}
+	for i, ns := range scs {
+		if ns.dir != "" {
+			continue
+		}
+		folder := ns.sc.Name
+		if used[folder]++; used[folder] > 1 {
+			folder = fmt.Sprintf("%s-%d", folder, used[folder]) // the same scenario twice
+		}
+		if given[folder] {
+			return nil, nil, nil, badInput(fmt.Errorf("%s would overwrite the results folder %s given to compare; use another --out", ns.name, filepath.Join(out, folder)))
+		}
+		folders = append(folders, folder)
+		runs = append(runs, i)
+		scs[i].sc.Run.Out = filepath.Join(out, folder)
+	}
+	return folders, runs, given, nil
 }
 
 // loadResultsDir reads back a results folder given to compare: its summary.json, and the
