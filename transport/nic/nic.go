@@ -5,6 +5,7 @@ package nic
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
@@ -94,4 +95,14 @@ func SwitchIngresses(l topo.Topology) [][]topo.Link {
 		}
 	}
 	return out
+}
+
+// StuckList formats the descriptions of the QPs still waiting, for Endpoint.Stuck: sorted (so
+// the message does not depend on QP order), at most max of them, then "and N more".
+func StuckList(out []string, max int) string {
+	sort.Strings(out)
+	if len(out) > max {
+		out = append(out[:max], fmt.Sprintf("and %d more", len(out)-max))
+	}
+	return fmt.Sprint(out)
 }

@@ -3,7 +3,6 @@ package mrcnic
 import (
 	"fmt"
 	"math"
-	"sort"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/lockstepsim/lockstep/fabric"
@@ -504,11 +503,7 @@ func (m *Endpoint) Stuck(max int) string {
 			out = append(out, fmt.Sprintf("qp %d (h%d->h%d): %s", i, f.src, f.dst, f.snd.Outstanding()))
 		}
 	}
-	sort.Strings(out)
-	if len(out) > max {
-		out = append(out[:max], fmt.Sprintf("and %d more", len(out)-max))
-	}
-	return fmt.Sprint(out)
+	return nic.StuckList(out, max)
 }
 
 // allLeftErrored reports whether every transfer not yet acknowledged is on a QP that gave up.

@@ -2,7 +2,6 @@ package rocenic
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/lockstepsim/lockstep/fabric"
@@ -520,11 +519,7 @@ func (r *Endpoint) Stuck(max int) string {
 			out = append(out, fmt.Sprintf("qp %d (h%d->h%d plane %d): %s", q.qp, q.src, q.dst, q.plane, q.snd.Outstanding()))
 		}
 	}
-	sort.Strings(out)
-	if len(out) > max {
-		out = append(out[:max], fmt.Sprintf("and %d more", len(out)-max))
-	}
-	return fmt.Sprint(out)
+	return nic.StuckList(out, max)
 }
 
 // Sample does nothing: RoCE keeps no per-sample series of its own.
