@@ -377,7 +377,15 @@ summary { cursor: pointer; font-weight: bold; }
 // total beside it already says 0, so the headline leaves it out (the every-figure table
 // keeps it).
 func zeroBreakdown(p string, f leaf) bool {
-	return f.num && f.value == "0" && (strings.HasPrefix(p, "drops_packets.") || strings.Contains(p, "retx_packets_by_cause."))
+	if !f.num || f.value != "0" {
+		return false
+	}
+	for _, b := range breakdownPatterns {
+		if matchHeadline(b, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // headlineTable lays the headline's (figure, value) pairs out in up to three column pairs,

@@ -189,7 +189,7 @@ var trainingPatterns = []string{
 // below it show them.
 var networkPatterns = slices.Concat([]string{
 	"flows", "duration_us", "end_us", "offered_gbps", "delivered_gbps", "delivered_fraction",
-	"sent_packets", "delivered_packets", "trimmed_packets", "dropped_packets", "drops_packets.*",
+	"sent_packets", "delivered_packets", "trimmed_packets", "dropped_packets", breakdownPatterns[0],
 	"in_flight_packets_at_end", "ce_marks",
 	"latency_*",
 	"queue_depth.p50_bytes", "queue_depth.p99_bytes", "queue_depth.max_bytes",
@@ -204,8 +204,12 @@ var networkPatterns = slices.Concat([]string{
 // or may not have (resends by cause, CNPs, EV states at the end). The report never asks which
 // transport ran: a key the block lacks is skipped.
 var transportKeys = []string{"kind", "flows", "flows_completed", "jct_us", "fct_p50_us", "fct_p99_us", "fct_max_us", "fct_over_ideal_mean",
-	"fct_over_ideal_max", "retx_packets", "retx_packets_by_cause.*", "timeouts", "cnps_sent", "qp_errors",
+	"fct_over_ideal_max", "retx_packets", strings.TrimPrefix(breakdownPatterns[1], "transport."), "timeouts", "cnps_sent", "qp_errors",
 	"ev_good_at_end", "ev_assumed_bad_at_end", "ev_denied_at_end"}
+
+// breakdownPatterns are the headline patterns that break a total shown beside them down by
+// reason or cause: the headline leaves out their zero entries (zeroBreakdown).
+var breakdownPatterns = []string{"drops_packets.*", "transport.retx_packets_by_cause.*"}
 
 // transportPatterns are the headline patterns of the transport block.
 func transportPatterns() []string {
