@@ -191,7 +191,7 @@ func NewSender(cfg Config, qp uint32, path Path, rng *rand.Rand) (*Sender, error
 	}
 	s := &Sender{
 		cfg: cfg, qp: qp, evs: evs, cc: cc, baseRTT: path.BaseRTT, reo: reo, rto0: ackTimeout(t),
-		wnd: wnd, mask: wnd - 1, ring: make([]pktState, wnd),
+		wnd: wnd, mask: initRing - 1, ring: make([]pktState, initRing),
 		rackAt: sim.MaxTime, rtoAt: sim.MaxTime,
 		probeOut: make([]sim.Time, evs.Len()),
 		strikes:  make([]uint8, evs.Len()),
@@ -203,15 +203,28 @@ func NewSender(cfg Config, qp uint32, path Path, rng *rand.Rand) (*Sender, error
 	s.rtSeen, s.rtPSN, s.rtGen = make([]sim.Time, len(s.route)), make([]uint32, len(s.route)), make([]uint32, len(s.route))
 	s.holdCong = 2*s.rto0 + path.BaseRTT
 	s.jit = rng.Uint64()
-	if wnd&(wnd-1) != 0 { // window_mpr not a power of two: round the ring up
-		n := uint32(1)
-		for n < wnd {
-			n <<= 1
-		}
-		s.mask = n - 1
-		s.ring = make([]pktState, n)
-	}
 	return s, nil
+}
+
+// initRing is the PSN ring's first size (a power of two, 512 bytes): the ring doubles as
+// PSNs in flight need it (growRing), up to the window rounded up to a power of two, so a QP
+// that sends a few packets does not hold a whole window's ring (4,096 entries of 32 bytes,
+// 128 KiB, at the default window_mpr).
+const initRing = 16
+
+// growRing doubles the PSN ring (keeping the states of the PSNs from una to next at their new
+// slots) when the next new PSN would overwrite a live one; the ring never outgrows the window
+// rounded up to a power of two, which nextPSN never lets next - una reach.
+func (s *Sender) growRing() {
+	if s.next-s.una < uint32(len(s.ring)) {
+		return
+	}
+	ring := make([]pktState, 2*len(s.ring))
+	mask := uint32(len(ring) - 1)
+	for psn := s.una; psn != s.next; psn++ {
+		ring[psn&mask] = s.ring[psn&s.mask]
+	}
+	s.ring, s.mask = ring, mask
 }
 
 // SetPlaneBacklog tells the sender how to read each plane's NIC transmit backlog (bytes queued
@@ -370,6 +383,7 @@ func (s *Sender) Pump(now sim.Time) {
 			if !s.fits(now, wire) {
 				break
 			}
+			s.growRing()
 			p = &s.ring[psn&s.mask]
 			*p = pktState{offset: m.cut, len: int32(n), msg: uint32(s.msgCut)}
 		} else {
