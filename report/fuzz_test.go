@@ -67,9 +67,38 @@ func FuzzReadFlows(f *testing.F) {
 	})
 }
 
+// maxDrawnInput bounds the inputs FuzzReadLinks and FuzzReadPowerSteps read and draw: drawing a
+// figure costs 1 to 3 ms whatever its data, and the fuzzer minimises every new input by
+// thousands of executions, so a seed of tens of kilobytes (the default synthetic run's
+// links.csv is 78 KB) kept each minimisation busy for up to a minute and the fuzzer ran a
+// handful of new inputs in 30 s. Longer files are the unit tests' (the synthetic runs and the
+// real runs' folders); every row format fits well within the bound.
+const maxDrawnInput = 2048
+
+// tinySynth is the synthetic run cut down to fuzz seeds of a few hundred bytes: 3 intervals,
+// 2 switch ports per tier.
+func tinySynth() synthRun {
+	s := defaultSynth()
+	s.intervals, s.ports, s.flows = 3, 2, 4
+	return s
+}
+
+// firstLines is the header and the first n rows of a CSV body.
+func firstLines(body string, n int) string {
+	lines := strings.SplitAfter(body, "\n")
+	return strings.Join(lines[:min(len(lines), n+1)], "")
+}
+
 func FuzzReadLinks(f *testing.F) {
-	seed(f, fileLinks, "start_us,end_us,port,plane,tier,tx_bytes,queue_max_bytes\n0,1,a,0,-1,5,0\n0,2,a,0,-1,5,7\n")
+	links := tinySynth().files()[fileLinks]
+	f.Add(firstLines(links, 26))
+	f.Add(firstLines(links, 1))
+	f.Add("start_us,end_us,port,plane,tier,tx_bytes,queue_max_bytes\n0,1,a,0,-1,5,0\n0,2,a,0,-1,5,7\n")
+	f.Add("start_us,end_us,port,plane,tier,tx_bytes,queue_max_bytes\n0,1e308,a,0,-1,5,0\n1,NaN,a,0,0,-5,7")
 	f.Fuzz(func(t *testing.T, in string) {
+		if len(in) > maxDrawnInput {
+			t.Skip()
+		}
 		d, err := readLinks(fileLinks, strings.NewReader(in))
 		checkReadErr(t, fileLinks, err)
 		if err != nil {
@@ -197,10 +226,13 @@ func FuzzReadSummary(f *testing.F) {
 }
 
 func FuzzReadPowerSteps(f *testing.F) {
-	f.Add(trainingFiles()[filePower], trainingFiles()[fileSteps])
+	f.Add(firstLines(trainingFiles()[filePower], 6), firstLines(trainingFiles()[fileSteps], 3))
 	f.Add("time_us,power_mw\n0,0\n", "step,start_us,step_time_us\n0,0,0\n")
 	f.Add("time_us,power_mw\n5,1\n5,2\n", "step,start_us,step_time_us,simulated,compute_us\n0,1e300,1e300,0,1e300\n")
 	f.Fuzz(func(t *testing.T, power, steps string) {
+		if len(power)+len(steps) > maxDrawnInput {
+			t.Skip()
+		}
 		p, err := readPower(filePower, strings.NewReader(power))
 		checkReadErr(t, filePower, err)
 		s, err2 := readSteps(fileSteps, strings.NewReader(steps))
