@@ -46,6 +46,8 @@ import "github.com/lockstepsim/lockstep/topo"
 //     (topology, run.engine, the largest packet); last, so the checks of step 13 see the
 //     queues as written and the resolved scenario is what runs. Settings given explicitly
 //     are kept, so it is a fixed point.
+//  15. the memory budget (estimate.go): the estimate of the resolved scenario against
+//     run.max_memory; it needs everything above.
 func (sc *Scenario) Resolve() error {
 	r := &resolver{sc: sc}
 	for _, step := range []func() error{
@@ -63,6 +65,7 @@ func (sc *Scenario) Resolve() error {
 		r.trafficBudget,
 		sc.checkQueues,
 		r.profile,
+		r.memoryBudget,
 	} {
 		if err := step(); err != nil {
 			return err

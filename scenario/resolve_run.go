@@ -55,8 +55,8 @@ func (r *resolver) run() error {
 			run.SampleInterval = run.Duration / 20000 // at most 20,000 samples over a workload's bound
 		}
 	}
-	if run.Duration > sim.Hour {
-		return Errorf("run.duration", "%v is too long for a packet-level run; allowed up to 1h", run.Duration)
+	if run.Duration > MaxRunDuration {
+		return Errorf("run.duration", "%v is too long for a run at run.engine %s; allowed up to %v", run.Duration, run.Engine, MaxRunDuration)
 	}
 	if run.SampleInterval < 10*sim.Nanosecond {
 		return Errorf("run.sample_interval", "%v is too short; allowed >= 10ns", run.SampleInterval)
@@ -148,6 +148,9 @@ func (r *resolver) transferDuration() error {
 		// collective workload's bound follows the collectives' closed-form time (a lower
 		// bound), and so does its sampling.
 		exp := r.collectivesExpected()
+		if exp > run.Duration {
+			return Errorf("workload.collectives", "take at least %v (their closed form at the NIC rate, a lower bound), beyond run.duration (%v) of this run at run.engine %s; use smaller sizes or fewer iterations, or give a longer run.duration (up to %v)", exp, run.Duration, run.Engine, MaxRunDuration)
+		}
 		if d := workloadBound(exp); d > 0 && !r.durationGiven && len(sc.Faults) == 0 && d < run.Duration {
 			// Without faults only: they were expanded against the duration already.
 			run.Duration = d
@@ -172,8 +175,11 @@ func (r *resolver) transferDuration() error {
 		if p, ok := transport.Lookup(sc.Transport.Kind); ok && p.ECMPHashed {
 			factor = 16
 		}
-		if d := factor*need + 100*sim.Microsecond; d > run.Duration {
-			run.Duration = min(d, sim.Hour)
+		if need > MaxRunDuration {
+			return Errorf("traffic", "the busiest host NIC's transfers need at least %v at line rate (%v, all planes), beyond %v, the longest run (run.engine %s); use smaller transfers or fewer of them per host", need, nic, MaxRunDuration, run.Engine)
+		}
+		if d := satAdd(satMul(need, int64(factor)), 100*sim.Microsecond); d > run.Duration {
+			run.Duration = min(d, MaxRunDuration)
 			if err := r.fitSampling(); err != nil {
 				return err
 			}
@@ -273,7 +279,7 @@ func (r *resolver) collectivesExpected() sim.Time {
 				sp.Bytes = sz
 			}
 			if t, err := collective.AlphaBeta(sp, m); err == nil {
-				total += t * sim.Time(max(wc.Iterations, 1))
+				total = satAdd(total, satMul(t, int64(max(wc.Iterations, 1))))
 			}
 		}
 		most = max(most, total)

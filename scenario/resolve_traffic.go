@@ -152,6 +152,9 @@ func (t *Traffic) resolveTransfers(path string, tr Transport, hosts int, duratio
 	if t.Bytes == 0 && t.given.bytes {
 		return Errorf(path+".bytes", "%v is not a transfer size; want a positive size such as 4MiB", t.Bytes)
 	}
+	if err := checkBytes(path+".bytes", t.Bytes, EnginePacket); err != nil {
+		return err
+	}
 	if t.Bytes == 0 && t.Pattern != PatternFlows {
 		return Errorf(path+".bytes", "missing; give the transfer size of each flow, e.g. 16MiB")
 	}
@@ -162,6 +165,9 @@ func (t *Traffic) resolveTransfers(path string, tr Transport, hosts int, duratio
 		}
 		if f.Bytes < 0 {
 			return Errorf(fmt.Sprintf("%s.flows[%d].bytes", path, j), "%v must be positive", f.Bytes)
+		}
+		if err := checkBytes(fmt.Sprintf("%s.flows[%d].bytes", path, j), f.Bytes, EnginePacket); err != nil {
+			return err
 		}
 		if f.Bytes == 0 && f.bytesGiven {
 			return Errorf(fmt.Sprintf("%s.flows[%d].bytes", path, j), "%v is not a transfer size; want a positive size such as 4MiB (or leave it out for the group's bytes)", f.Bytes)
@@ -284,7 +290,7 @@ func transferBound(groups []Traffic, tr Transport, hosts int, nic sim.Rate) sim.
 	for h := range hosts {
 		most = max(most, out[h], in[h])
 	}
-	return start + nic.TxTime(int64(min(most, 1<<62)))
+	return satAdd(start, nic.TxTime(int64(min(most, 1<<62))))
 }
 
 // estimatePackets is the number of packets the group offers: flows x rate x time / size (raw),

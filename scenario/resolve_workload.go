@@ -172,6 +172,16 @@ func (c *Collective) resolve(path string, env workloadEnv) (float64, error) {
 	if err := c.resolveSizes(path); err != nil {
 		return 0, err
 	}
+	engine := EnginePacket
+	if env.flow {
+		engine = EngineFlow
+	}
+	if err := checkBytes(path+".bytes", c.Bytes, engine); err != nil {
+		return 0, err
+	}
+	if err := checkBytes(path+".max_bytes", c.MaxBytes, engine); err != nil {
+		return 0, err
+	}
 	return c.moved(path, env)
 }
 

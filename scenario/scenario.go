@@ -339,6 +339,11 @@ type Run struct {
 	// for failure studies: the run still reports them in the headline and summary.json but
 	// does not count as failed. Default false: any QP error fails the run (exit code 1).
 	AllowQPErrors bool `yaml:"allow_qp_errors,omitempty"`
+	// MaxMemory bounds the run's estimated peak memory (Scenario.Estimate; left out:
+	// DefaultMaxMemory, 64 GiB): a scenario estimated beyond it is rejected before it starts,
+	// naming the figures, instead of being killed for memory hours in. Raise it on a machine
+	// with more.
+	MaxMemory sim.Size `yaml:"max_memory,omitempty"`
 }
 
 // Fluid reports whether the scenario runs without the packet fabric: a workload at flow
