@@ -5,7 +5,7 @@ import (
 )
 
 // Bounds on sizes checked before any arithmetic on them, so no input overflows a sim.Time, a
-// byte count or a packet count (docs/scenarios.md, "Bounds").
+// byte count or a packet count (README.md, "Bounds"; TestBounds lists the cases).
 const (
 	// MaxTransferBytes bounds a traffic transfer (traffic[i].bytes, flows[j].bytes) and a
 	// collective's size (bytes, max_bytes): 1 PiB. The busiest NIC of the fastest fabric

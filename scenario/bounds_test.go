@@ -1,0 +1,65 @@
+package scenario
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestBounds: huge and overflowing inputs get a clean error naming the field, the value and,
+// where the limit depends on it, the engine; none overflows into a run that looks valid (1 EiB
+// transfers used to resolve to a 1 ms run, a flow-level 1 EiB all-reduce to one "not done at
+// 0s"), panics or allocates without bound.
+func TestBounds(t *testing.T) {
+	clos := "topology: {clos: {tiers: 2, planes: 1, radix: 16, hosts: 16, host_link: 100Gbps}}\n"
+	slow := "topology: {clos: {tiers: 2, planes: 1, radix: 16, hosts: 16, host_link: 1bps}}\n"
+	mrc := clos + "transport: {kind: mrc}\n"
+	perm := func(bytes string) string { return mrc + "traffic: [{pattern: permutation, bytes: " + bytes + "}]\n" }
+	coll := func(engine, extra string) string {
+		return mrc + "run: {engine: " + engine + "}\nworkload: {collectives: [{op: all_reduce, ranks: 16, " + extra + "}]}\n"
+	}
+	var flows strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&flows, "{src: %d, dst: %d}, ", i%16, (i+1)%16)
+	}
+	for _, c := range []struct {
+		name string
+		y    string
+		want []string // substrings of the error
+	}{
+		{"1 EiB transfers", perm("1048576TiB"), []string{"traffic[0].bytes", "1048576TiB", "1024TiB", "run.engine packet"}},
+		{"int64 max bytes", perm("9223372036854775807"), []string{"traffic[0].bytes", "9223372036854775807B", "run.engine packet"}},
+		{"bytes past int64", perm("9223372036854775808"), []string{"traffic[0].bytes", "9223372036854775808", "too large"}},
+		{"1 EiB explicit flow", mrc + "traffic: [{pattern: flows, flows: [{src: 0, dst: 1, bytes: 1048576TiB}]}]\n", []string{"traffic[0].flows[0].bytes", "1048576TiB", "run.engine packet"}},
+		{"transfers past the longest run", perm("100TiB"), []string{"traffic", "need at least", "beyond 3600s", "run.engine packet"}},
+		{"1 bps host links", slow + "transport: {kind: mrc}\ntraffic: [{pattern: permutation, bytes: 4KiB}]\n", []string{"traffic", "32768s", "1bps", "run.engine packet"}},
+		{"flow-level 1 EiB all-reduce", coll("flow", "bytes: 1048576TiB"), []string{"workload.collectives[0].bytes", "1048576TiB", "run.engine flow"}},
+		{"packet-level 1 EiB all-reduce", coll("packet", "bytes: 1048576TiB"), []string{"workload.collectives[0].bytes", "1048576TiB", "run.engine packet"}},
+		{"flow-level 1 EiB sweep", coll("flow", "bytes: 1MiB, max_bytes: 1048576TiB"), []string{"workload.collectives[0].max_bytes", "1048576TiB", "run.engine flow"}},
+		{"flow-level all-reduce past run.duration", coll("flow", "bytes: 1TiB"), []string{"workload.collectives", "beyond run.duration (1s)", "run.engine flow"}},
+		{"flow-level 1000 iterations of 1 PiB", coll("flow", "bytes: 1024TiB, iterations: 1000"), []string{"workload.collectives", "beyond run.duration", "run.engine flow"}},
+		{"a billion iterations", coll("flow", "bytes: 1MiB, iterations: 1000000000"), []string{"workload.collectives[0].iterations", "1000000000", "1..1000"}},
+		{"run.duration never", perm("4KiB") + "run: {duration: never}\n", []string{"run.duration", "never", "run.engine packet", "3600s"}},
+		{"flow-level run.duration 2h", mrc + "run: {engine: flow, duration: 2h}\nworkload: {collectives: [{op: all_reduce, ranks: 16, bytes: 1MiB}]}\n", []string{"run.duration", "7200s", "run.engine flow"}},
+		{"start near MaxTime", mrc + "traffic: [{pattern: permutation, bytes: 4KiB, start: 2562047h}]\n", []string{"traffic", "start"}},
+		{"rate 1e30", clos + "transport: {kind: raw}\ntraffic: [{pattern: permutation, rate: 1e30bps}]\n", []string{"traffic[0].rate", "1e30bps", "too large"}},
+		{"host link 1e21 bps", "topology: {clos: {tiers: 2, planes: 1, radix: 16, host_link: 1000000000Tbps}}\ntransport: {kind: mrc}\ntraffic: [{pattern: permutation, bytes: 4KiB}]\n", []string{"topology.clos.host_link", "1000000000Tbps", "too large"}},
+		{"a million-port radix", "topology: {clos: {tiers: 3, planes: 8, radix: 1000000, host_link: 100G}}\ntransport: {kind: mrc}\ntraffic: [{pattern: permutation, bytes: 4KiB}]\n", []string{"topology.clos.radix", "1000000", "4096"}},
+		{"10ns samples over an hour", perm("4KiB") + "run: {sample_interval: 10ns, duration: 1h}\n", []string{"run.sample_interval", "10ns", "250000000"}},
+		{"negative max_memory", perm("4KiB") + "run: {max_memory: -1B}\n", []string{"run.max_memory"}},
+		{"2,000 explicit flows past max_memory", mrc + "traffic: [{pattern: flows, bytes: 4KiB, flows: [" + flows.String() + "]}]\nrun: {max_memory: 100MiB}\n",
+			[]string{"run: the packet-level run is estimated at", "2000 flows x 46 KB", "beyond run.max_memory (100MiB)"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.y))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Fatalf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}

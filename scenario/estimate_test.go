@@ -1,0 +1,83 @@
+package scenario
+
+import (
+	"testing"
+	"time"
+
+	"github.com/lockstepsim/lockstep/sim"
+)
+
+// TestEstimate checks the estimate's closed forms on small scenarios: flows, packets, memory
+// terms and the wall-time range.
+func TestEstimate(t *testing.T) {
+	const clos = "topology: {clos: {tiers: 2, planes: 4, radix: 16, hosts: 32, host_link: 100Gbps}}\n"
+	for _, c := range []struct {
+		name            string
+		y               string
+		engine          string
+		flows           int64
+		packets         float64
+		links, inFlight float64
+		perFlow         float64
+	}{
+		// 32 hosts x 1 MiB over MRC's 4,096-byte payloads; 4 planes x 64 packets per host port.
+		{"mrc permutation", clos + "transport: {kind: mrc}\ntraffic: [{pattern: permutation, bytes: 1MiB}]\n", "packet", 32, 32 * 256, 256, 32 * 256, MemPerFlow},
+		// Raw: one flow per pair and plane; 1 ms at load 0.5 of 4 x 100 Gb/s in 4,160-byte packets.
+		{"raw incast", clos + "transport: {kind: raw}\ntraffic: [{pattern: incast, senders: [1, 2, 3], receiver: 0, load: 0.5}]\n", "packet", 3 * 4, 3 * 0.5 * 400e9 * 1e-3 / (8 * 4160), 256, 32 * 4 * 64, MemPerRawFlow},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sc, err := Parse([]byte(c.y))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := sc.Estimate()
+			if err != nil {
+				t.Fatal(err)
+			}
+			inFlight := min(c.packets, c.inFlight)
+			mem := MemBase + c.links*MemPerLink + float64(c.flows)*c.perFlow + inFlight*MemPerPacket
+			if e.Engine != c.engine || e.Flows != c.flows || e.Hosts != 32 || float64(e.Links) != c.links ||
+				!near(e.Packets, c.packets) || !near(e.MemoryBytes, mem) || e.MaxMemory != DefaultMaxMemory {
+				t.Fatalf("got %+v; want flows %d packets %v memory %v", e, c.flows, c.packets, mem)
+			}
+			if lo, hi := time.Duration(c.packets/packetRateMax*1e9), time.Duration(c.packets/packetRateMin*1e9); !nearD(e.WallMin, lo) || !nearD(e.WallMax, hi) {
+				t.Fatalf("wall %v..%v, want %v..%v", e.WallMin, e.WallMax, lo, hi)
+			}
+		})
+	}
+	// Flow level: hosts x MemPerFluidHost, no packets, no wall time.
+	sc, err := Parse([]byte(clos + "transport: {kind: mrc}\nrun: {engine: flow}\nworkload: {collectives: [{op: all_reduce, ranks: 32, bytes: 1MiB}]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := sc.Estimate()
+	if e.Engine != "flow" || e.Packets != 0 || e.WallMax != 0 || e.MemoryBytes != MemBase+32*MemPerFluidHost {
+		t.Fatalf("flow level: %+v", e)
+	}
+}
+
+func near(a, b float64) bool { return a == b || (a-b)/b < 1e-9 && (b-a)/b < 1e-9 }
+
+func nearD(a, b time.Duration) bool { d := a - b; return d < time.Microsecond && d > -time.Microsecond }
+
+// TestSaturating: the saturating helpers at and past the ends of sim.Time.
+func TestSaturating(t *testing.T) {
+	for _, c := range []struct{ a, b, sum sim.Time }{
+		{1, 2, 3}, {sim.MaxTime, 1, sim.MaxTime}, {sim.MaxTime - 1, 1, sim.MaxTime}, {sim.MaxTime / 2, sim.MaxTime/2 + 2, sim.MaxTime}, {0, sim.MaxTime, sim.MaxTime},
+	} {
+		if got := satAdd(c.a, c.b); got != c.sum {
+			t.Errorf("satAdd(%d, %d) = %d, want %d", c.a, c.b, got, c.sum)
+		}
+	}
+	for _, c := range []struct {
+		a    sim.Time
+		k    int64
+		prod sim.Time
+	}{
+		{3, 4, 12}, {sim.MaxTime, 0, 0}, {sim.MaxTime/4 + 1, 4, sim.MaxTime}, {sim.MaxTime / 4, 4, sim.MaxTime / 4 * 4}, {sim.Hour, 1 << 40, sim.MaxTime},
+	} {
+		if got := satMul(c.a, c.k); got != c.prod {
+			t.Errorf("satMul(%d, %d) = %d, want %d", c.a, c.k, got, c.prod)
+		}
+	}
+}
