@@ -148,8 +148,8 @@ func (r *resolver) transferDuration() error {
 		// collective workload's bound follows the collectives' closed-form time (a lower
 		// bound), and so does its sampling.
 		exp := r.collectivesExpected()
-		if exp > run.Duration {
-			return Errorf("workload.collectives", "take at least %v (their closed form at the NIC rate, a lower bound), beyond run.duration (%v) of this run at run.engine %s; use smaller sizes or fewer iterations, or give a longer run.duration (up to %v)", exp, run.Duration, run.Engine, MaxRunDuration)
+		if least := r.collectivesTime(false); least > run.Duration {
+			return Errorf("workload.collectives", "take at least %v (their closed form at the NIC rate without latency, a lower bound), beyond run.duration (%v) of this run at run.engine %s; use smaller sizes or fewer iterations, or give a longer run.duration (up to %v)", least, run.Duration, run.Engine, MaxRunDuration)
 		}
 		if d := workloadBound(exp); d > 0 && !r.durationGiven && len(sc.Faults) == 0 && d < run.Duration {
 			// Without faults only: they were expanded against the duration already.
@@ -255,7 +255,11 @@ func niceFloor(t sim.Time) sim.Time {
 // higher (a lower bound for collectives that use it), with the topology's worst-case one-way
 // latency per message; the longest collective's total (they run side by side). 0 without
 // collectives or when no form applies.
-func (r *resolver) collectivesExpected() sim.Time {
+func (r *resolver) collectivesExpected() sim.Time { return r.collectivesTime(true) }
+
+// collectivesTime is collectivesExpected, without the per-message latency when latency is
+// false: then a lower bound on the collectives' run whatever paths their messages take.
+func (r *resolver) collectivesTime(latency bool) sim.Time {
 	sc := r.sc
 	rate := r.c.HostLink * sim.Rate(r.c.Planes)
 	if r.c.ScaleUpGPUs > 1 && r.c.ScaleUpRate > rate {
@@ -264,7 +268,10 @@ func (r *resolver) collectivesExpected() sim.Time {
 	if rate <= 0 {
 		return 0
 	}
-	m := collective.Model{Latency: r.l.Sizing().WorstCaseLatency, Rate: rate}
+	m := collective.Model{Rate: rate}
+	if latency {
+		m.Latency = r.l.Sizing().WorstCaseLatency
+	}
 	var most sim.Time
 	for i := range sc.Workload.Collectives {
 		wc := &sc.Workload.Collectives[i]
