@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/lockstepsim/lockstep/sim"
 )
 
 // TestBounds: huge and overflowing inputs get a clean error naming the field, the value and,
@@ -36,8 +38,9 @@ func TestBounds(t *testing.T) {
 		{"flow-level 1 EiB all-reduce", coll("flow", "bytes: 1048576TiB"), []string{"workload.collectives[0].bytes", "1048576TiB", "run.engine flow"}},
 		{"packet-level 1 EiB all-reduce", coll("packet", "bytes: 1048576TiB"), []string{"workload.collectives[0].bytes", "1048576TiB", "run.engine packet"}},
 		{"flow-level 1 EiB sweep", coll("flow", "bytes: 1MiB, max_bytes: 1048576TiB"), []string{"workload.collectives[0].max_bytes", "1048576TiB", "run.engine flow"}},
-		{"flow-level all-reduce past run.duration", coll("flow", "bytes: 1TiB"), []string{"workload.collectives", "beyond run.duration (1s)", "run.engine flow"}},
-		{"flow-level 1000 iterations of 1 PiB", coll("flow", "bytes: 1024TiB, iterations: 1000"), []string{"workload.collectives", "beyond run.duration", "run.engine flow"}},
+		{"flow-level all-reduce past the longest run", coll("flow", "bytes: 100TiB"), []string{"workload.collectives", "take at least 16492", "beyond 3600s", "run.engine flow"}},
+		{"flow-level 1000 iterations of 1 PiB", coll("flow", "bytes: 1024TiB, iterations: 1000"), []string{"workload.collectives", "beyond 3600s", "run.engine flow"}},
+		{"packet-level all-reduce past the longest run", coll("packet", "bytes: 100TiB, chunk: 1GiB"), []string{"workload.collectives", "run.max_packets"}},
 		{"a billion iterations", coll("flow", "bytes: 1MiB, iterations: 1000000000"), []string{"workload.collectives[0].iterations", "1000000000", "1..1000"}},
 		{"run.duration never", perm("4KiB") + "run: {duration: never}\n", []string{"run.duration", "never", "run.engine packet", "3600s"}},
 		{"flow-level run.duration 2h", mrc + "run: {engine: flow, duration: 2h}\nworkload: {collectives: [{op: all_reduce, ranks: 16, bytes: 1MiB}]}\n", []string{"run.duration", "7200s", "run.engine flow"}},
@@ -57,6 +60,9 @@ func TestBounds(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Parse([]byte(c.y))
+			if err == nil && c.want == nil {
+				return
+			}
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -66,5 +72,26 @@ func TestBounds(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCollectiveDurationGrows: a left-out run.duration grows past its 1 s default to 4 x the
+// collectives' lower bound (a flow-level 1 TiB all-reduce on 16 ranks at 100 Gb/s: 2 x 15/16
+// x 2^40 B x 8 / 100 Gb/s = 164.9 s, so 659.7 s), where it used to stop at 1 s as "not done";
+// a given one is kept (the run then stops naming the waiting ranks).
+func TestCollectiveDurationGrows(t *testing.T) {
+	base := "topology: {clos: {tiers: 2, planes: 1, radix: 16, hosts: 16, host_link: 100Gbps}}\ntransport: {kind: mrc}\n" +
+		"workload: {collectives: [{op: all_reduce, algorithm: ring, ranks: 16, bytes: 1TiB}]}\nrun: {engine: flow"
+	sc, err := Parse([]byte(base + "}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	least := 2 * 15.0 / 16 * float64(1<<40) * 8 / 100e9
+	if got := sc.Run.Duration.Seconds(); got < 4*least || got > 4*least*1.001 {
+		t.Fatalf("run.duration %v, want 4 x %.1f s", sc.Run.Duration, least)
+	}
+	sc, err = Parse([]byte(base + ", duration: 1s}\n"))
+	if err != nil || sc.Run.Duration != sim.Second {
+		t.Fatalf("given 1s: %v, %v", err, sc)
 	}
 }

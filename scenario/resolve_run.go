@@ -148,10 +148,23 @@ func (r *resolver) transferDuration() error {
 		// collective workload's bound follows the collectives' closed-form time (a lower
 		// bound), and so does its sampling.
 		exp := r.collectivesExpected()
-		if least := r.collectivesTime(false); least > run.Duration {
-			return Errorf("workload.collectives", "take at least %v (their closed form at the NIC rate without latency, a lower bound), beyond run.duration (%v) of this run at run.engine %s; use smaller sizes or fewer iterations, or give a longer run.duration (up to %v)", least, run.Duration, run.Engine, MaxRunDuration)
+		least := r.collectivesTime(false)
+		if least > run.Duration && !r.durationGiven && len(sc.Faults) == 0 {
+			// Left out, the bound grows to fit collectives longer than the default (as it
+			// does for transfers): 4 x their lower bound, up to the longest run. A given
+			// run.duration is kept: a collective it cuts short stops naming the waiting ranks.
+			if least > MaxRunDuration {
+				return Errorf("workload.collectives", "take at least %v (their closed form at the NIC rate without latency, a lower bound), beyond %v, the longest run (run.engine %s); use smaller sizes or fewer iterations", least, MaxRunDuration, run.Engine)
+			}
+			run.Duration = min(satMul(least, 4), MaxRunDuration)
+			if !r.sampleGiven {
+				run.SampleInterval = max(DefaultSampleInterval, run.Duration/20000)
+			}
+			if err := r.fitSampling(); err != nil {
+				return err
+			}
 		}
-		if d := workloadBound(exp); d > 0 && !r.durationGiven && len(sc.Faults) == 0 && d < run.Duration {
+		if d := workloadBound(exp); d > 0 && !r.durationGiven && len(sc.Faults) == 0 && d < run.Duration && d >= least {
 			// Without faults only: they were expanded against the duration already.
 			run.Duration = d
 			if !r.sampleGiven {

@@ -153,7 +153,9 @@ const MaxMoERanks = 4096
 const DefaultIdealLatency = 5 * sim.Microsecond
 
 // DefaultWorkloadDuration bounds a workload run when run.duration is not given: the run stops
-// with an error naming the waiting ranks if the workload is not done by then.
+// with an error naming the waiting ranks if the workload is not done by then. Collectives
+// whose closed form without latency (a lower bound) is longer get 4 x that bound instead, up
+// to MaxRunDuration (transferDuration in resolve_run.go).
 const DefaultWorkloadDuration = sim.Second
 
 // CollectiveSpec returns the collective's base spec (at its first size) and the sizes of its
