@@ -92,8 +92,17 @@ const (
 // shared 2-core machine, from 20,000 packets/s (incast-255: 34 events per data packet, its
 // trims, NACKs and probes) to 1.3 million (raw-ecmp: 5 events per packet); perm-1024 and
 // mrc-fail ran 70,000-100,000 (10-16 events per packet at 0.6-1.1 million events/s).
+//
+// A transport's sampler also visits every QP at every queue sample (MRC's EV state counts), so
+// many small flows cost wall time without packets: 5,000 explicit 4 KiB MRC flows on 128
+// hosts (1,300 samples at 10 ns) spent 430 ms of CPU in the sampler, 66 ns per flow and
+// sample; 20,000 such flows 3.6 s of the run's 6.2 s of CPU (the model: 1 to 11 s). The range
+// adds flows x samples over the transfers' line-rate bound at 50 to 500 ns each. Both are CPU
+// time on one core: a machine shared with other work takes longer (that run took 36 s of
+// wall time on a 2-core machine running other simulations).
 const (
 	packetRateMin, packetRateMax = 2e4, 1.3e6
+	flowSampleMin, flowSampleMax = 50e-9, 500e-9 // seconds per flow and queue sample
 )
 
 // Estimate returns the resolved scenario's estimate: hosts, links, flows and packets from the
@@ -101,7 +110,8 @@ const (
 // MemPerFlow + packets in flight x MemPerPacket + schedule operations x MemPerOp at packet
 // level, MemPerRawFlow for raw flows; MemBase + hosts x MemPerFluidHost at flow level and for
 // training under transport ideal; MemBase alone for collectives under transport ideal), wall
-// time from packets at the measured packet rates. Errors: a topology that does not build (an unresolved scenario).
+// time from packets at the measured packet rates and, for transfers, the sampler's visits to
+// every QP. Errors: a topology that does not build (an unresolved scenario).
 func (sc *Scenario) Estimate() (Estimate, error) {
 	l, err := sc.Topology.Describe()
 	if err != nil {
@@ -191,8 +201,13 @@ func (sc *Scenario) estimate(l topo.Topology) Estimate {
 	e.MemoryBytes = MemBase + float64(e.Links)*MemPerLink + float64(e.Flows)*e.perFlow +
 		inFlight*MemPerPacket + e.ScheduleOps*MemPerOp
 	if e.Packets > 0 {
-		e.WallMin = wallTime(e.Packets / packetRateMax)
-		e.WallMax = wallTime(e.Packets / packetRateMin)
+		var flowSamples float64 // QPs visited by the sampler over the transfers' bound
+		if !wl && sc.Transport.payloadBytes() > 0 && sc.Run.SampleInterval > 0 {
+			need := transferBound(sc.Traffic, sc.Transport, e.Hosts, c.HostLink*sim.Rate(c.Planes))
+			flowSamples = float64(e.Flows) * float64(min(need, sc.Run.Duration)) / float64(sc.Run.SampleInterval)
+		}
+		e.WallMin = wallTime(e.Packets/packetRateMax + flowSamples*flowSampleMin)
+		e.WallMax = wallTime(e.Packets/packetRateMin + flowSamples*flowSampleMax)
 	}
 	return e
 }

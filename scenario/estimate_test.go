@@ -19,11 +19,12 @@ func TestEstimate(t *testing.T) {
 		packets         float64
 		links, inFlight float64
 		perFlow         float64
+		need            float64 // the transfers' line-rate bound, seconds (0: raw)
 	}{
 		// 32 hosts x 1 MiB over MRC's 4,096-byte payloads; 4 planes x 64 packets per host port.
-		{"mrc permutation", clos + "transport: {kind: mrc}\ntraffic: [{pattern: permutation, bytes: 1MiB}]\n", "packet", 32, 32 * 256, 256, 32 * 256, MemPerFlow},
+		{"mrc permutation", clos + "transport: {kind: mrc}\ntraffic: [{pattern: permutation, bytes: 1MiB}]\n", "packet", 32, 32 * 256, 256, 32 * 256, MemPerFlow, float64(1<<20) * 8 / 400e9},
 		// Raw: one flow per pair and plane; 1 ms at load 0.5 of 4 x 100 Gb/s in 4,160-byte packets.
-		{"raw incast", clos + "transport: {kind: raw}\ntraffic: [{pattern: incast, senders: [1, 2, 3], receiver: 0, load: 0.5}]\n", "packet", 3 * 4, 3 * 0.5 * 400e9 * 1e-3 / (8 * 4160), 256, 32 * 4 * 64, MemPerRawFlow},
+		{"raw incast", clos + "transport: {kind: raw}\ntraffic: [{pattern: incast, senders: [1, 2, 3], receiver: 0, load: 0.5}]\n", "packet", 3 * 4, 3 * 0.5 * 400e9 * 1e-3 / (8 * 4160), 256, 32 * 4 * 64, MemPerRawFlow, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sc, err := Parse([]byte(c.y))
@@ -40,7 +41,11 @@ func TestEstimate(t *testing.T) {
 				!near(e.Packets, c.packets) || !near(e.MemoryBytes, mem) || e.MaxMemory != DefaultMaxMemory {
 				t.Fatalf("got %+v; want flows %d packets %v memory %v", e, c.flows, c.packets, mem)
 			}
-			if lo, hi := time.Duration(c.packets/packetRateMax*1e9), time.Duration(c.packets/packetRateMin*1e9); !nearD(e.WallMin, lo) || !nearD(e.WallMax, hi) {
+			// The sampler visits every QP at every queue sample over the transfers' bound.
+			flowSamples := float64(c.flows) * c.need / sc.Run.SampleInterval.Seconds()
+			lo := time.Duration((c.packets/packetRateMax + flowSamples*flowSampleMin) * 1e9)
+			hi := time.Duration((c.packets/packetRateMin + flowSamples*flowSampleMax) * 1e9)
+			if !nearD(e.WallMin, lo) || !nearD(e.WallMax, hi) {
 				t.Fatalf("wall %v..%v, want %v..%v", e.WallMin, e.WallMax, lo, hi)
 			}
 		})
