@@ -31,9 +31,8 @@ collective schedules) and stops it before its first events, so the runner's own 
 checks (a spread assignment that cannot exist, a route a topology lacks) are made too;
 --no-setup skips that (faster on a huge fabric; the resolver's checks and the estimate
 remain). The results folder is not created. Bad input gets exactly run's error and exit
-code (2); a valid scenario exits 0. With
---json, prints {"scenario": ..., "estimate": ...} (variants: a list of {"name", "label",
-"estimate"}) instead.`,
+code (2); a valid scenario exits 0. With --json, prints {"scenario": ..., "estimate": ...}
+(variants: a list of {"name", "label", "estimate"}) instead.`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeScenarioArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
