@@ -68,8 +68,9 @@ type Estimate struct {
 //
 // Against lockstep bench's peak RSS the model gives perm-1024 169 MB (measured 120),
 // incast-255 119 MB (142), mrc-fail 115 MB (92), raw-ecmp 78 MB (37), and 20,000 explicit
-// 4 KiB MRC flows on 128 hosts 992 MB (946; 3.4 GB before the PSN ring grew on demand, by the
-// same model with 175 KB per flow): within a factor of two,
+// 4 KiB MRC flows on 128 hosts 992 MB (934-946; 1,050 before the PSN ring grew on demand:
+// most of the 128 KiB rings were allocated but never touched, so they cost heap and
+// collector work more than resident memory): within a factor of two,
 // which is what a limit needs (Go's collector lets the heap reach about twice the live data).
 const (
 	MemPerLink      = 12_500
