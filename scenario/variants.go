@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -54,7 +55,7 @@ func LoadVariants(path string) ([]Variant, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
-	vs, err := ParseVariants(data)
+	vs, err := parseVariantsIn(data, filepath.Dir(path))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -69,7 +70,10 @@ func HasVariants(data []byte) bool {
 }
 
 // ParseVariants expands data's variants section (see LoadVariants); (nil, nil) without one.
-func ParseVariants(data []byte) ([]Variant, error) {
+func ParseVariants(data []byte) ([]Variant, error) { return parseVariantsIn(data, "") }
+
+// parseVariantsIn is ParseVariants for a file in folder dir (see ParseIn).
+func parseVariantsIn(data []byte, dir string) ([]Variant, error) {
 	root, err := parseDocument(data)
 	if err != nil {
 		return nil, err
@@ -159,7 +163,7 @@ func ParseVariants(data []byte) ([]Variant, error) {
 		if err != nil {
 			return nil, fmt.Errorf("variants: %s: %w", strings.Join(labels, " "), err)
 		}
-		sc, err := Parse(data)
+		sc, err := ParseIn(data, dir)
 		if err != nil {
 			return nil, fmt.Errorf("variant %s: %w", strings.Join(labels, " "), err)
 		}
