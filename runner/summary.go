@@ -111,6 +111,9 @@ type Summary struct {
 type VariantInfo struct {
 	Name   string            `json:"name"`
 	Values map[string]string `json:"values"`
+	// ScenarioSHA256 is the SHA-256 (hex) of the resolved scenario's YAML without run.out:
+	// a rerun of the sweep skips this variant while it matches (docs/sweeps.md).
+	ScenarioSHA256 string `json:"scenario_sha256"`
 }
 
 // QueueDepths are percentiles of switch egress queue depth sampled every run.sample_interval

@@ -318,8 +318,11 @@ func TestVariantsInterrupted(t *testing.T) {
 	if err := json.Unmarshal(readFile(t, filepath.Join(dir, "perm-mrc", "summary.json")), &s); err != nil || s.Complete || s.Interrupted != "SIGINT" {
 		t.Errorf("summary: %v, complete %v, interrupted %q", err, s.Complete, s.Interrupted)
 	}
-	// A rerun without the signal: both variants, compare.html, sweep.csv, nothing stale.
-	mustRun(t, "run", file, "--out", dir, "--quiet")
+	// A rerun without the signal: both variants (the interrupted one rerun, saying so),
+	// compare.html, sweep.csv, nothing stale.
+	if code, _, stderr := cli(t, "run", file, "--out", dir, "--quiet"); code != 0 || stderr != "lockstep: variant perm-mrc: rerunning: it was interrupted\n" {
+		t.Errorf("rerun: exit %d, stderr %q", code, stderr)
+	}
 	if got := strings.Join(listDir(t, dir), " "); got != "compare.html perm-mrc perm-roce sweep.csv" {
 		t.Errorf("after the rerun the folder holds %q", got)
 	}

@@ -32,7 +32,10 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 		asJSON bool
 		quiet  bool
 		trace  bool
-		jobs   int
+		force  bool
+
+		maxVariants int
+		jobs        int
 	)
 	cmd := &cobra.Command{
 		Use:   "run [SCENARIO.yaml | PRESET]",
@@ -53,9 +56,9 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 			}
 			intr, stop := catchSignals(stderr)
 			defer stop()
-			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet || asJSON, stderr: stderr, trace: trace, intr: intr, jobs: jobs}
+			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet || asJSON, stderr: stderr, trace: trace, intr: intr, jobs: jobs, force: force}
 			if len(args) == 1 {
-				vs, err := loadVariantsArg(args[0])
+				vs, err := loadVariantsMax(args[0], maxVariants)
 				if err != nil {
 					return badInput(err)
 				}
@@ -106,6 +109,8 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 	cmd.Flags().Uint64Var(&seed, "seed", 0, "random seed, overriding run.seed (>= 1)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print summary.json to stdout instead of the table")
 	cmd.Flags().BoolVar(&trace, "trace", false, "also write trace.json (Chrome/Perfetto trace events; same as run.trace: true)")
+	cmd.Flags().IntVar(&maxVariants, "max", scenario.MaxVariants, "the most variants a file may expand to (a guard against typos; up to 100000)")
+	cmd.Flags().BoolVar(&force, "force", false, "rerun every variant, even one whose folder holds a complete run of the same scenario (a rerun skips those)")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress bar (there is none either when stdout is not a terminal, or for runs under 2 s)")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", defaultJobs(), "variants of a file with variants: run at once (results and output as with -j 1)")
 	return cmd
@@ -123,6 +128,8 @@ type runOpts struct {
 	jobs   int               // -j: variants run at once (>= 1)
 	// variant is summary.json's "variant" (nil: a plain run).
 	variant *runner.VariantInfo
+	// force: rerun every variant, even those complete in their folders (resume.go).
+	force bool
 }
 
 // runAndWrite runs sc (seed overridden when --seed was given) into its results folder
@@ -130,12 +137,7 @@ type runOpts struct {
 // terminal, and returns the result and summary.json's bytes. Errors are already wrapped with
 // the exit code (badInput, runFailed).
 func runAndWrite(sc *scenario.Scenario, outField string, ro runOpts) (*runner.Result, []byte, error) {
-	if ro.seeded {
-		sc.Run.Seed = ro.seed
-	}
-	if ro.trace {
-		sc.Run.Trace = true
-	}
+	applyRunOpts(sc, ro)
 	// Create the results folder before the run, so an unusable one is bad input reported at
 	// once rather than after a long simulation.
 	undo, err := makeDir(sc.Run.Out)
@@ -390,11 +392,17 @@ func printOutcome(w io.Writer, s *runner.Summary) {
 // loadVariantsArg returns the variants of a scenario file with a variants section, or nil
 // (no error) for a preset or a file without one.
 func loadVariantsArg(arg string) ([]scenario.Variant, error) {
+	return loadVariantsMax(arg, scenario.MaxVariants)
+}
+
+// loadVariantsMax is loadVariantsArg allowing up to max variants (--max); beyond it the
+// error says how many the file has and the --max that runs them.
+func loadVariantsMax(arg string, max int) ([]scenario.Variant, error) {
 	data, err := os.ReadFile(arg)
 	if err != nil || !scenario.HasVariants(data) {
 		return nil, nil // loadScenarioArg reports a missing file or a bad one
 	}
-	vs, err := scenario.ParseVariants(data)
+	vs, err := scenario.ParseVariantsIn(data, filepath.Dir(arg), max)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", arg, err)
 	}
@@ -422,13 +430,21 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 	}
 	clearStale(out, folders, ro.stderr)
 	rows := make([]*runner.Summary, len(vs)) // sweep.csv's: nil for a variant that did not run
+	plan := planResume(vs, out, ro)
 	p := startPool(len(vs), ro.jobs, ro.intr, ro.stderr, func(i int, stderr io.Writer) (*runner.Result, []byte, error) {
+		if st := plan[i]; st != nil {
+			vs[i].Scenario.Run.Out = filepath.Join(out, vs[i].Scenario.Name)
+			return &runner.Result{Summary: *st.sum}, st.js, nil
+		}
 		return runVariant(vs[i], out, field, ro, stderr)
 	})
 	defer p.wait()
+	clearLine, stopLine := showSweepProgress(p, ro)
+	defer stopLine()
 	for i, v := range vs {
 		sc := v.Scenario
 		job := p.next(i)
+		clearLine()
 		if job.skipped {
 			// A signal came before a worker reached this variant: run no more.
 			r := ro.intr.Reason()
@@ -469,6 +485,7 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 			fmt.Fprintf(w, "%s (%s): results in %s\n", sc.Name, v.Label, sc.Run.Out)
 		}
 	}
+	stopLine()
 	if err := writeSweepCSV(filepath.Join(out, "sweep.csv"), vs, rows); err != nil {
 		return runFailed(fmt.Errorf("sweep.csv: %w", err))
 	}
@@ -500,7 +517,9 @@ func runVariant(v scenario.Variant, out, field string, ro runOpts, stderr io.Wri
 	sc := v.Scenario
 	sc.Run.Out = filepath.Join(out, sc.Name)
 	ro.arg = "variant " + sc.Name + " (" + v.Label + ")"
+	applyRunOpts(sc, ro)
 	ro.variant = variantInfo(v)
+	ro.variant.ScenarioSHA256 = scenarioHash(sc)
 	ro.stderr = stderr
 	if ro.jobs > 1 {
 		ro.quiet = true // progress bars of runs side by side would overwrite each other
