@@ -489,6 +489,9 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 	if err := writeSweepCSV(filepath.Join(out, "sweep.csv"), vs, rows); err != nil {
 		return runFailed(fmt.Errorf("sweep.csv: %w", err))
 	}
+	if err := writeSeedStats(filepath.Join(out, "sweep_stats.csv"), vs, rows); err != nil {
+		return runFailed(fmt.Errorf("sweep_stats.csv: %w", err))
+	}
 	if len(names) == 0 {
 		return failed
 	}
@@ -507,6 +510,7 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 	}
 	fmt.Fprintln(w)
 	printComparison(w, names, kinds, sums)
+	printSeedStats(w, vs, rows)
 	fmt.Fprintf(w, "\ncombined report: %s\n", filepath.Join(out, "compare.html"))
 	return failed
 }
@@ -539,7 +543,7 @@ func clearStale(out string, keep []string, stderr io.Writer) {
 	if err != nil {
 		return // a new folder: nothing stale
 	}
-	for _, f := range []string{"compare.html", "sweep.csv"} {
+	for _, f := range []string{"compare.html", "sweep.csv", "sweep_stats.csv", "sweep.html"} {
 		if fi, err := os.Lstat(filepath.Join(out, f)); err == nil && fi.Mode().IsRegular() {
 			os.Remove(filepath.Join(out, f))
 		}
