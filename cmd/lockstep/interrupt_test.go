@@ -169,7 +169,7 @@ func TestVariantsRemoveStaleFolders(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if got, want := strings.Join(listDir(t, dir), " "), "compare.html mixed notes perm-mrc perm-roce readme.txt sweep.csv"; got != want {
+	if got, want := strings.Join(listDir(t, dir), " "), "compare.html mixed notes perm-mrc perm-roce readme.txt sweep.csv sweep.html"; got != want {
 		t.Errorf("folder holds %q; want %q", got, want)
 	}
 	if !strings.Contains(stderr, "removed "+filepath.Join(dir, "perm-old")) || !strings.Contains(stderr, "mixed looks like a previous run's results folder but also holds mine.txt") {
@@ -323,7 +323,7 @@ func TestVariantsInterrupted(t *testing.T) {
 	if code, _, stderr := cli(t, "run", file, "--out", dir, "--quiet"); code != 0 || stderr != "lockstep: variant perm-mrc: rerunning: it was interrupted\n" {
 		t.Errorf("rerun: exit %d, stderr %q", code, stderr)
 	}
-	if got := strings.Join(listDir(t, dir), " "); got != "compare.html perm-mrc perm-roce sweep.csv" {
+	if got := strings.Join(listDir(t, dir), " "); got != "compare.html perm-mrc perm-roce sweep.csv sweep.html" {
 		t.Errorf("after the rerun the folder holds %q", got)
 	}
 	var s2 runner.Summary

@@ -33,6 +33,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 		quiet  bool
 		trace  bool
 		force  bool
+		figure string
 
 		maxVariants int
 		jobs        int
@@ -54,9 +55,12 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 			if err := checkJobs(jobs); err != nil {
 				return err
 			}
+			if err := checkFigure(figure); err != nil {
+				return err
+			}
 			intr, stop := catchSignals(stderr)
 			defer stop()
-			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet || asJSON, stderr: stderr, trace: trace, intr: intr, jobs: jobs, force: force}
+			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet || asJSON, stderr: stderr, trace: trace, intr: intr, jobs: jobs, force: force, figure: figure}
 			if len(args) == 1 {
 				vs, err := loadVariantsMax(args[0], maxVariants)
 				if err != nil {
@@ -110,6 +114,7 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print summary.json to stdout instead of the table")
 	cmd.Flags().BoolVar(&trace, "trace", false, "also write trace.json (Chrome/Perfetto trace events; same as run.trace: true)")
 	cmd.Flags().IntVar(&maxVariants, "max", scenario.MaxVariants, "the most variants a file may expand to (a guard against typos; up to 100000)")
+	cmd.Flags().StringVar(&figure, "figure", "", "the figure sweep.html plots against each swept parameter (a sweep.csv column; default the first of step_time_us, busbw_GBps, jct_us, fct_p99_us, duration_us a variant has)")
 	cmd.Flags().BoolVar(&force, "force", false, "rerun every variant, even one whose folder holds a complete run of the same scenario (a rerun skips those)")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress bar (there is none either when stdout is not a terminal, or for runs under 2 s)")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", defaultJobs(), "variants of a file with variants: run at once (results and output as with -j 1)")
@@ -130,6 +135,8 @@ type runOpts struct {
 	variant *runner.VariantInfo
 	// force: rerun every variant, even those complete in their folders (resume.go).
 	force bool
+	// figure: sweep.html's figure (--figure; "" = the default, sweepPlotDefault).
+	figure string
 }
 
 // runAndWrite runs sc (seed overridden when --seed was given) into its results folder
@@ -498,6 +505,9 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 	if err := report.WriteCompare(filepath.Join(out, "compare.html"), names, dirs); err != nil {
 		return runFailed(fmt.Errorf("compare.html: %w", err))
 	}
+	if err := report.WriteSweep(filepath.Join(out, "sweep.html"), names, dirs, sweepPlot(vs, rows, ro.figure)); err != nil {
+		return runFailed(fmt.Errorf("sweep.html: %w", err))
+	}
 	if asJSON {
 		js, err := json.MarshalIndent(all, "", "  ")
 		if err != nil {
@@ -511,7 +521,7 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 	fmt.Fprintln(w)
 	printComparison(w, names, kinds, sums)
 	printSeedStats(w, vs, rows)
-	fmt.Fprintf(w, "\ncombined report: %s\n", filepath.Join(out, "compare.html"))
+	fmt.Fprintf(w, "\ncombined report: %s (and %s)\n", filepath.Join(out, "compare.html"), filepath.Join(out, "sweep.html"))
 	return failed
 }
 

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/lockstepsim/lockstep/report"
 	"github.com/lockstepsim/lockstep/runner"
 	"github.com/lockstepsim/lockstep/scenario"
-	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // A sweep over seeds (the variants key seeds, or a run.seed list) repeats each setting of the
@@ -84,27 +84,10 @@ type seedStat struct {
 	mean, ci95 float64 // ci95: the half-width (0 for n < 2)
 }
 
-// statsOf computes the mean and the 95% confidence half-width of xs (Student's t).
+// statsOf computes the mean and the 95% confidence half-width of xs (report.MeanCI95).
 func statsOf(xs []float64) seedStat {
-	n := len(xs)
-	if n == 0 {
-		return seedStat{}
-	}
-	var sum float64
-	for _, x := range xs {
-		sum += x
-	}
-	mean := sum / float64(n)
-	if n < 2 {
-		return seedStat{n: n, mean: mean}
-	}
-	var ss float64
-	for _, x := range xs {
-		ss += (x - mean) * (x - mean)
-	}
-	sd := math.Sqrt(ss / float64(n-1))
-	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}.Quantile(0.975)
-	return seedStat{n: n, mean: mean, ci95: t * sd / math.Sqrt(float64(n))}
+	mean, half := report.MeanCI95(xs)
+	return seedStat{n: len(xs), mean: mean, ci95: half}
 }
 
 // groupStats returns, for group g, each sweepFigures figure's statistics (by column; figures
@@ -245,4 +228,77 @@ func writeSeedStats(path string, vs []scenario.Variant, sums []*runner.Summary) 
 		return err
 	}
 	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// sweepPlotDefault is the order in which sweep.html picks its figure when --figure is not
+// given: the first that some variant has.
+var sweepPlotDefault = []string{"step_time_us", "busbw_GBps", "jct_us", "fct_p99_us", "duration_us"}
+
+// checkFigure validates --figure: a sweep.csv figure column ("" = the default).
+func checkFigure(col string) error {
+	if col == "" {
+		return nil
+	}
+	var allowed []string
+	for _, f := range sweepFigures {
+		if f.get == nil {
+			continue
+		}
+		if f.col == col {
+			return nil
+		}
+		allowed = append(allowed, f.col)
+	}
+	return badInput(fmt.Errorf("--figure: %q is not a sweep figure; allowed %s (sweep.csv's columns, docs/outputs.md)", col, strings.Join(allowed, ", ")))
+}
+
+// sweepPlot is sweep.html's data: vs's parameter values and figure col (the default order
+// when col is ""), rows[i] being variant i's summary (nil: it did not run).
+func sweepPlot(vs []scenario.Variant, rows []*runner.Summary, col string) report.Sweep {
+	sw := report.Sweep{SeedParam: -1}
+	for k, p := range vs[0].Values {
+		sw.Params = append(sw.Params, p.Key)
+		if isSeedKey(p.Key) {
+			sw.SeedParam = k
+		}
+	}
+	get := func(c string) func(s *runner.Summary) (float64, bool) {
+		for _, f := range sweepFigures {
+			if f.col == c {
+				return f.get
+			}
+		}
+		return nil
+	}
+	if col == "" {
+		col = sweepPlotDefault[len(sweepPlotDefault)-1]
+	pick:
+		for _, c := range sweepPlotDefault {
+			for _, s := range rows {
+				if s != nil {
+					if _, ok := get(c)(s); ok {
+						col = c
+						break pick
+					}
+				}
+			}
+		}
+	}
+	sw.Figure = col
+	f := get(col)
+	for i, v := range vs {
+		vals := make([]string, len(v.Values))
+		for k, p := range v.Values {
+			vals[k] = p.Value
+		}
+		sw.Values = append(sw.Values, vals)
+		y := math.NaN()
+		if rows[i] != nil && f != nil {
+			if x, ok := f(rows[i]); ok {
+				y = x
+			}
+		}
+		sw.Y = append(sw.Y, y)
+	}
+	return sw
 }

@@ -51,6 +51,17 @@ variants:
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	// sweep.html: the figure against the one non-seed parameter (seeds averaged), then the
+	// comparison of every run.
+	page := string(readFile(t, filepath.Join(dir, "res", "sweep.html")))
+	for _, want := range []string{`id="sweep-0"`, "jct_us against traffic.0.bytes", "mean over the seeds, with its 95% confidence interval", "sd-512KiB-s4/report.html"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("sweep.html lacks %q", want)
+		}
+	}
+	if strings.Contains(page, `id="sweep-1"`) {
+		t.Errorf("sweep.html plots against the seed axis")
+	}
 	f, err := os.Open(filepath.Join(dir, "res", "sweep_stats.csv"))
 	if err != nil {
 		t.Fatal(err)

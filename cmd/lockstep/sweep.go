@@ -25,6 +25,7 @@ func newSweepCmd(stdout, stderr io.Writer) *cobra.Command {
 		quiet  bool
 		trace  bool
 		force  bool
+		figure string
 
 		maxVariants int
 		jobs        int
@@ -53,6 +54,9 @@ the same folders as a local sweep.`,
 			if err := checkJobs(jobs); err != nil {
 				return err
 			}
+			if err := checkFigure(figure); err != nil {
+				return err
+			}
 			if list && cmd.Flags().Changed("variant") {
 				return badInput(fmt.Errorf("--list and --variant: give one of them"))
 			}
@@ -72,7 +76,7 @@ the same folders as a local sweep.`,
 			}
 			intr, stop := catchSignals(stderr)
 			defer stop()
-			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet || asJSON, stderr: stderr, trace: trace, intr: intr, jobs: jobs, force: force}
+			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet || asJSON, stderr: stderr, trace: trace, intr: intr, jobs: jobs, force: force, figure: figure}
 			if !cmd.Flags().Changed("variant") {
 				return runVariants(stdout, vs, out, asJSON, ro)
 			}
@@ -88,6 +92,7 @@ the same folders as a local sweep.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summaries (by variant name; with --variant, its summary.json) instead of the table")
 	cmd.Flags().BoolVar(&trace, "trace", false, "also write trace.json in every variant's folder")
 	cmd.Flags().IntVar(&maxVariants, "max", scenario.MaxVariants, "the most variants the file may expand to (a guard against typos; up to 100000)")
+	cmd.Flags().StringVar(&figure, "figure", "", "the figure sweep.html plots against each swept parameter (a sweep.csv column; default the first of step_time_us, busbw_GBps, jct_us, fct_p99_us, duration_us a variant has)")
 	cmd.Flags().BoolVar(&force, "force", false, "rerun every variant, even one whose folder holds a complete run of the same scenario (a rerun skips those)")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", defaultJobs(), "variants run at once (results and output as with -j 1)")
