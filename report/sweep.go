@@ -67,8 +67,8 @@ func WriteSweep(out string, names, dirs []string, sw Sweep) error {
 		return fmt.Errorf("report: sweep: %w", err)
 	}
 	pg.Title = "lockstep sweep: " + strings.Join(sw.Params, " x ")
-	pg.Subtitle = fmt.Sprintf("%d variants (%d ran); %s against each swept parameter first, then the runs side by side (ratios to the first, %s).",
-		len(sw.Values), len(dirs), sw.Figure, names[0])
+	pg.Subtitle = fmt.Sprintf("%d variants (%d ran): the runs side by side (ratios to the first, %s), then %s against each swept parameter.",
+		len(sw.Values), len(dirs), names[0], sw.Figure)
 	var figs []figure
 	for p := range sw.Params {
 		if p == sw.SeedParam {
@@ -80,7 +80,7 @@ func WriteSweep(out string, names, dirs []string, sw Sweep) error {
 		}
 		figs = append(figs, f)
 	}
-	pg.Figures = append(figs, pg.Figures...)
+	pg.Figures = append(figs, pg.Figures...) // the sweep's own plots lead the figures
 	return writePage(out, pg)
 }
 
@@ -141,15 +141,20 @@ func sweepFigure(sw Sweep, p int) (figure, error) {
 		if name == "" {
 			name = sw.Figure
 		}
-		if err := pn.line(si, name, pts); err != nil {
-			return figure{}, err
-		}
 		sc, err := plotter.NewScatter(pts)
 		if err != nil {
 			return figure{}, err
 		}
 		sc.GlyphStyle.Color, sc.GlyphStyle.Radius = seriesColor(si), vg.Points(2.2)
 		pn.p.Add(sc)
+		if numeric {
+			// A line joins values on a numeric axis; categories stay points.
+			if err := pn.line(si, name, pts); err != nil {
+				return figure{}, err
+			}
+		} else {
+			pn.leg.Add(name, sc)
+		}
 		if bars {
 			eb, err := plotter.NewYErrorBars(struct {
 				plotter.XYer
@@ -170,6 +175,7 @@ func sweepFigure(sw Sweep, p int) (figure, error) {
 		pn.p.X.Tick.Marker = plot.ConstantTicks(ticks)
 		pn.p.X.Min, pn.p.X.Max = -0.5, float64(len(labels))-0.5
 	}
+	pn.zeroY()
 	svg, err := figureSVG(id, title, 0, pn)
 	if err != nil {
 		return figure{}, err
