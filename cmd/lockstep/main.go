@@ -110,18 +110,3 @@ var flagKinds = map[string]string{
 	"intSlice":     "a comma-separated list of whole numbers",
 	"float64Slice": "a comma-separated list of numbers",
 }
-
-// version is set at build time with -ldflags "-X main.version=..."; "dev" otherwise.
-var version = "dev"
-
-func newVersionCmd(stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the lockstep version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			fmt.Fprintln(stdout, "lockstep", version)
-			return nil
-		},
-	}
-}
