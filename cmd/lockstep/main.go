@@ -81,7 +81,7 @@ Run the built-in default scenario with 'lockstep run', or give a scenario file.`
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(flagValueError) // inherited by every subcommand
-	root.AddCommand(newRunCmd(stdout, stderr), newCompareCmd(stdout, stderr), newSweepCmd(stdout, stderr), newTopoCmd(stdout), newBenchCmd(stdout), newVersionCmd(stdout))
+	root.AddCommand(newRunCmd(stdout, stderr), newCompareCmd(stdout, stderr), newSweepCmd(stdout, stderr), newTopoCmd(stdout), newBenchCmd(stdout), newVersionCmd(stdout), newNCCLCmd(stdout, stderr))
 	return root
 }
 
