@@ -534,7 +534,8 @@ func ncclDefaultFabric(nodes, g int) string {
 	if g > 1 {
 		su = fmt.Sprintf(", scale_up: {gpus: %d, rate: 3.6Tbps}", g)
 	}
-	return fmt.Sprintf(`# lockstep nccl's built-in fabric: %d servers of %d GPUs, a 400 Gb/s NIC per GPU on a rail-optimised
+	return fmt.Sprintf(`name: nccl
+# lockstep nccl's built-in fabric: %d servers of %d GPUs, a 400 Gb/s NIC per GPU on a rail-optimised
 # fabric of radix-64 switches, NVLink 3.6 Tb/s per GPU inside a server, on the flow-level engine.
 topology:
   rail: {servers: %d, gpus_per_server: %d, radix: 64, host_link: 400Gbps%s}
@@ -647,11 +648,26 @@ func (p *ncclPlan) scenarioYAML(base []byte, bytes, maxBytes int64) ([]byte, err
 	if p.f.seed != 0 {
 		setKey(run, "seed", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatUint(p.f.seed, 10)})
 	}
-	out, err := yaml.Marshal(&doc)
-	if err != nil {
+	// The base's opening comment described the base; say what this scenario is instead.
+	from := "lockstep nccl's built-in fabric"
+	if p.f.base != "" {
+		from = "the fabric of " + p.f.base
+	}
+	doc.HeadComment, root.HeadComment = "", ""
+	if len(root.Content) > 0 {
+		root.Content[0].HeadComment = ""
+	}
+	doc.HeadComment = fmt.Sprintf("lockstep nccl %s (nccl-tests %s) on %d ranks over %s:\nlockstep run of this file gives the times lockstep nccl printed.", p.op.name, p.binary(), p.ranks, from)
+	var b strings.Builder
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
 		return nil, err
 	}
-	return out, nil
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return []byte(b.String()), nil
 }
 
 func strNode(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
