@@ -9,9 +9,10 @@ package main
 // run of it gives the same times.
 //
 // Sources (facts and formats, no code):
-//   - nccl-tests README.md (github.com/NVIDIA/nccl-tests): the flags -t -g -b -e -i -f -o -d -r
-//     -n -w -m -c and their defaults (-b and -e 32M, -n 20, -w 5, -m 1, -c 1, -o sum, -d float,
-//     -r 0, -i (max-min)/10 when -f is not given).
+//   - nccl-tests README.md (github.com/NVIDIA/nccl-tests, the version documenting -J): the
+//     flags -t -g -b -e -i -f -o -d -r -n -w -m -c -G -J and the others accepted here, and
+//     their defaults (-b and -e 32M, -i 1M, -f disabled, -n 20, -w 1, -m 1, -c 1, -o sum,
+//     -d float, -r 0).
 //   - nccl-tests src/util.cu (writeDeviceReport, writeResultHeader, writeBenchmarkLinePreamble,
 //     writeBenchmarkLineBody, getFloatStr, writeResultFooter and the JSON writer used by -J,
 //     nccl-tests 2.14 and later): the header lines, the column widths, the number formatting,
@@ -237,6 +238,8 @@ type ncclFlags struct {
 	stepFactor                    int
 	iters, warmup, agg            int
 	check, graph                  int
+	blocking, average, parallel   int // accepted for nccl-tests' command lines; nothing to simulate
+	register, timeout, memReport  int
 	redop, dtype                  string
 	root                          int
 	threads, gpus                 int
@@ -314,21 +317,27 @@ runs move the same bytes and print the same figures; #wrong is 0 (N/A with -c 0)
 	fs.SortFlags = false
 	fs.StringVarP(&f.minBytes, "minbytes", "b", "32M", "minimum size in bytes (K, M, G suffixes are powers of 1024, as nccl-tests)")
 	fs.StringVarP(&f.maxBytes, "maxbytes", "e", "32M", "maximum size in bytes")
-	fs.StringVarP(&f.stepBytes, "stepbytes", "i", "", "fixed increment between sizes (default (max-min)/10 when -f is not given)")
+	fs.StringVarP(&f.stepBytes, "stepbytes", "i", "1M", "fixed increment between sizes, when -f is not given")
 	fs.IntVarP(&f.stepFactor, "stepfactor", "f", 1, "multiplication factor between sizes (>= 2; default: fixed increments, -i)")
 	fs.IntVarP(&f.iters, "iters", "n", 20, "iterations per size, as nccl-tests (printed; --sim-iters are simulated)")
-	fs.IntVarP(&f.warmup, "warmup_iters", "w", 5, "warmup iterations (printed; not simulated)")
+	fs.IntVarP(&f.warmup, "warmup_iters", "w", 1, "warmup iterations (printed; not simulated)")
 	fs.IntVarP(&f.agg, "agg_iters", "m", 1, "operations aggregated per iteration (printed; not simulated)")
-	fs.IntVarP(&f.check, "check", "c", 1, "check results: 1 prints #wrong 0, 0 prints N/A")
+	fs.IntVarP(&f.check, "check", "c", 1, "check iterations: > 0 prints #wrong 0, 0 prints N/A")
 	fs.StringVarP(&f.redop, "op", "o", "sum", "reduction operator: "+strings.Join(ncclRedOps, ", "))
 	fs.StringVarP(&f.dtype, "datatype", "d", "float", "data type (sets the element size and the count column)")
 	fs.IntVarP(&f.root, "root", "r", 0, "root rank of broadcast and reduce; the sender of sendrecv")
 	fs.IntVarP(&f.threads, "nthreads", "t", 1, "threads per process (node)")
 	fs.IntVarP(&f.gpus, "ngpus", "g", 1, "GPUs per thread")
 	fs.IntVarP(&f.graph, "cudagraph", "G", 0, "CUDA graph launches (printed; not simulated)")
+	fs.IntVarP(&f.blocking, "blocking", "z", 0, "blocking collectives (accepted; the simulation has no host threads)")
+	fs.IntVarP(&f.average, "average", "a", 1, "report across ranks as 0 rank 0, 1 avg, 2 min, 3 max (accepted; the simulated time is the slowest rank's)")
+	fs.IntVarP(&f.parallel, "parallel_init", "p", 0, "parallel NCCL init (accepted; nothing to initialise)")
+	fs.IntVarP(&f.register, "local_register", "R", 0, "buffer registration (accepted; not simulated)")
+	fs.IntVarP(&f.timeout, "timeout", "T", 0, "timeout in seconds (accepted; a simulated run stops on run.duration instead)")
+	fs.IntVarP(&f.memReport, "memory_report", "M", 0, "memory usage report (accepted; no GPU memory)")
 	fs.StringVarP(&f.jsonOut, "output_file", "J", "", "also write nccl-tests' JSON results to this file (an existing file is kept: FILE.0, FILE.1, ... as nccl-tests)")
 	fs.IntVar(&f.nodes, "nodes", 1, "servers (processes, one per node); ranks = nodes x nthreads x ngpus (with --scenario: default its hosts / (nthreads x ngpus))")
-	fs.StringVar(&f.base, "scenario", "", "scenario file or preset whose topology, fabric, transport, faults and run settings to use")
+	fs.StringVar(&f.base, "scenario", "", "scenario file or preset (default: lockstep run's built-in one) whose topology, fabric, transport, faults and run settings to use")
 	fs.StringVar(&f.transport, "transport", "", "transport: mrc, roce or ideal (default: the scenario's, else lockstep's workload default, mrc)")
 	fs.StringVar(&f.engine, "engine", "", "packet, flow or analytic (the ideal network's closed forms); default flow, or the --scenario's run.engine")
 	fs.StringVar(&f.algorithm, "algorithm", "auto", "collective algorithm: auto, ring, tree, halving_doubling, recursive_doubling, pairwise, hierarchical, direct")
@@ -402,8 +411,17 @@ func (f ncclFlags) plan(opArg string, factorGiven, stepGiven bool) (*ncclPlan, e
 			return nil, fmt.Errorf("%s: %d; want at least %d %s", c.name, c.v, c.lo, c.what)
 		}
 	}
-	if f.check != 0 && f.check != 1 {
-		return nil, fmt.Errorf("-c/--check: %d; want 0 or 1", f.check)
+	if f.check < 0 {
+		return nil, fmt.Errorf("-c/--check: %d; want 0 (no check) or a count of checked iterations", f.check)
+	}
+	for _, c := range []struct {
+		name   string
+		v      int
+		lo, hi int
+	}{{"-z/--blocking", f.blocking, 0, 2}, {"-a/--average", f.average, 0, 3}, {"-p/--parallel_init", f.parallel, 0, 1}, {"-R/--local_register", f.register, 0, 2}, {"-T/--timeout", f.timeout, 0, math.MaxInt32}, {"-M/--memory_report", f.memReport, 0, 1}} {
+		if c.v < c.lo || c.v > c.hi {
+			return nil, fmt.Errorf("%s: %d; want %d to %d", c.name, c.v, c.lo, c.hi)
+		}
 	}
 	if f.simIters < 1 || f.simIters > 1000 {
 		return nil, fmt.Errorf("--sim-iters: %d; want 1 to 1000", f.simIters)
@@ -423,7 +441,7 @@ func (f ncclFlags) plan(opArg string, factorGiven, stepGiven bool) (*ncclPlan, e
 	if p.min > p.max {
 		return nil, fmt.Errorf("-b/--minbytes: %d is larger than -e/--maxbytes %d; want -b <= -e", p.min, p.max)
 	}
-	if stepGiven {
+	if f.stepFactor < 2 || stepGiven {
 		if p.step, err = parseNCCLSize(f.stepBytes); err != nil {
 			return nil, fmt.Errorf("-i/--stepbytes: %w", err)
 		}
@@ -438,9 +456,6 @@ func (f ncclFlags) plan(opArg string, factorGiven, stepGiven bool) (*ncclPlan, e
 		return nil, errors.New("-f/--stepfactor and -i/--stepbytes are both given; nccl-tests takes one of them")
 	case f.stepFactor < 2:
 		p.factor = 1
-		if !stepGiven {
-			p.step = max((p.max-p.min)/10, 1) // nccl-tests README: (max-min)/10
-		}
 	}
 	raw, err := ncclSizes(p.min, p.max, p.step, p.factor)
 	if err != nil {
@@ -535,7 +550,7 @@ func ncclDefaultFabric(nodes, g int) string {
 		su = fmt.Sprintf(", scale_up: {gpus: %d, rate: 3.6Tbps}", g)
 	}
 	return fmt.Sprintf(`name: nccl
-# lockstep nccl's built-in fabric: %d servers of %d GPUs, a 400 Gb/s NIC per GPU on a rail-optimised
+# lockstep nccl's built-in fabric: %d server(s) of %d GPU(s), a 400 Gb/s NIC per GPU on a rail-optimised
 # fabric of radix-64 switches, NVLink 3.6 Tb/s per GPU inside a server, on the flow-level engine.
 topology:
   rail: {servers: %d, gpus_per_server: %d, radix: 64, host_link: 400Gbps%s}
@@ -552,8 +567,11 @@ func (f ncclFlags) baseYAML() ([]byte, int, error) {
 	var data []byte
 	if _, err := os.Stat(f.base); err != nil && !strings.ContainsAny(f.base, "/.") {
 		y, perr := scenario.PresetYAML(f.base)
-		if perr != nil {
-			return nil, 0, fmt.Errorf("--scenario: %q is neither a scenario file nor a preset; presets: %s", f.base, strings.Join(scenario.Presets(), ", "))
+		switch {
+		case f.base == "default":
+			y = scenario.DefaultYAML() // lockstep run's built-in default
+		case perr != nil:
+			return nil, 0, fmt.Errorf("--scenario: %q is neither a scenario file nor a preset; presets: default (lockstep run's), %s", f.base, strings.Join(scenario.Presets(), ", "))
 		}
 		data = y
 	} else if data, err = os.ReadFile(f.base); err != nil {
@@ -589,7 +607,8 @@ type ncclCollective struct {
 
 // scenarioYAML returns the scenario of one run: the base with its traffic and workload
 // replaced by the collective at bytes (a sweep to maxBytes by the factor when maxBytes > 0),
-// named nccl-<op>, with --transport, --engine and --seed applied.
+// named nccl-<op>, with --transport, --engine and --seed applied and run.out, run.duration
+// and run.sample_interval left out.
 func (p *ncclPlan) scenarioYAML(base []byte, bytes, maxBytes int64) ([]byte, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(base, &doc); err != nil || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
@@ -635,7 +654,12 @@ func (p *ncclPlan) scenarioYAML(base []byte, bytes, maxBytes int64) ([]byte, err
 		run = &yaml.Node{Kind: yaml.MappingNode}
 		setKey(root, "run", run)
 	}
+	// run.out is --out's; run.duration and run.sample_interval were sized for the base's own
+	// traffic or workload, so they go too: the workload's default bound (100 x the
+	// closed-form time) applies and the sampling period fits it.
 	delKey(run, "out")
+	delKey(run, "duration")
+	delKey(run, "sample_interval")
 	switch e := p.f.engine; e {
 	case "":
 	case "analytic":

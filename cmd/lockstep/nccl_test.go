@@ -118,8 +118,8 @@ func TestNCCLTable(t *testing.T) {
 			if p.header == nil {
 				t.Fatalf("no nThread header line in\n%s", out)
 			}
-			if want := []string{"1", "4", "1024", "16777216", "4", "factor", "5", "20", "1", "1", "0"}; strings.Join(p.header[1:], " ") != strings.Join(want, " ") {
-				t.Errorf("header %q; want nThread 1 nGpus 4 minBytes 1024 maxBytes 16777216 step: 4(factor) warmup 5 iters 20 agg 1 validation 1 graph 0", p.header[0])
+			if want := []string{"1", "4", "1024", "16777216", "4", "factor", "1", "20", "1", "1", "0"}; strings.Join(p.header[1:], " ") != strings.Join(want, " ") {
+				t.Errorf("header %q; want nThread 1 nGpus 4 minBytes 1024 maxBytes 16777216 step: 4(factor) warmup 1 iters 20 agg 1 validation 1 graph 0", p.header[0])
 			}
 			if p.devices != n || !p.cols || p.oob != 0 || !p.avgSeen {
 				t.Errorf("devices %d (want %d), column headers %v, out of bounds %d, avg line %v", p.devices, n, p.cols, p.oob, p.avgSeen)
@@ -184,6 +184,18 @@ func TestNCCLRounding(t *testing.T) {
 		if (r.size == 0) != (r.time[0] == 0) {
 			t.Errorf("row %d: size %d took %.2f us; a zero-byte row has time 0 and only it", i, r.size, r.time[0])
 		}
+	}
+}
+
+// TestNCCLDefaults: nccl-tests' defaults (one 32 MiB size, step 1M bytes, 20 iterations, 1
+// warmup) and a typical script's extra flags (-z 0 -a 1 -p 0 -c 5) are accepted.
+func TestNCCLDefaults(t *testing.T) {
+	p := parseNCCLOutput(t, mustRun(t, "nccl", "all_reduce_perf", "-g", "2", "-z", "0", "-a", "1", "-p", "0", "-c", "5"))
+	if p.header == nil || strings.Join(p.header[1:], " ") != "1 2 33554432 33554432 1048576 bytes 1 20 1 5 0" {
+		t.Errorf("header %v; want nThread 1 nGpus 2 minBytes 33554432 maxBytes 33554432 step: 1048576(bytes) warmup iters: 1 iters: 20 agg iters: 1 validation: 5 graph: 0", p.header)
+	}
+	if len(p.rows) != 1 || p.rows[0].size != 32<<20 || p.rows[0].wrong[0] != "0" || p.devices != 2 {
+		t.Errorf("rows %+v, devices %d; want one 32 MiB row with #wrong 0 on 2 devices", p.rows, p.devices)
 	}
 }
 
@@ -295,7 +307,7 @@ func TestNCCLJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := d.Config
-	if c.NThreads != 1 || c.NGPUs != 2 || c.MinimumBytes != 1<<20 || c.MaximumBytes != 4<<20 || c.StepFactor != 2 || c.Iterations != 20 || c.WarmupIters != 5 || len(c.Devices) != 4 || c.Devices[3].Hostname != "node1" {
+	if c.NThreads != 1 || c.NGPUs != 2 || c.MinimumBytes != 1<<20 || c.MaximumBytes != 4<<20 || c.StepFactor != 2 || c.Iterations != 20 || c.WarmupIters != 1 || len(c.Devices) != 4 || c.Devices[3].Hostname != "node1" {
 		t.Errorf("config %+v", c)
 	}
 	if len(d.Results) != len(p.rows) || len(p.rows) != 3 {
@@ -335,7 +347,9 @@ func TestNCCLBadFlags(t *testing.T) {
 		{[]string{"all_reduce", "-t", "-1"}, []string{"-t/--nthreads"}},
 		{[]string{"all_reduce", "--nodes", "0"}, []string{"--nodes", "at least 1"}},
 		{[]string{"all_reduce", "-n", "0"}, []string{"-n/--iters"}},
-		{[]string{"all_reduce", "-c", "2"}, []string{"-c/--check", "0 or 1"}},
+		{[]string{"all_reduce", "-c", "-1"}, []string{"-c/--check", "-1"}},
+		{[]string{"all_reduce", "-z", "3"}, []string{"-z/--blocking", "0 to 2"}},
+		{[]string{"all_reduce", "-C", "1"}, []string{"unknown shorthand flag", "'C'"}},
 		{[]string{"all_reduce", "-b", "lots"}, []string{"-b/--minbytes", `"lots"`}},
 		{[]string{"all_reduce", "-e", "2T"}, []string{"-e/--maxbytes", "1 TiB"}},
 		{[]string{"all_reduce", "-b", "1", "-e", "1M", "-i", "1"}, []string{"more than 256 sizes"}},
