@@ -109,6 +109,7 @@ var ncclTypeAliases = map[string]string{
 	"float64": "double", "fp64": "double", "bf16": "bfloat16", "fp8e4m3": "f8e4m3", "fp8e5m2": "f8e5m2",
 }
 
+// parseNCCLType parses -d: a name of ncclTypes or an alias (ncclTypeAliases).
 func parseNCCLType(s string) (ncclType, error) {
 	k := strings.ToLower(strings.TrimSpace(s))
 	if a, ok := ncclTypeAliases[k]; ok {
@@ -128,6 +129,7 @@ func parseNCCLType(s string) (ncclType, error) {
 // network, so every one takes the same simulated time; it is printed in the redop column.
 var ncclRedOps = []string{"sum", "prod", "max", "min", "avg", "mulsum"}
 
+// parseNCCLRedOp parses -o: one of ncclRedOps, any case.
 func parseNCCLRedOp(s string) (string, error) {
 	k := strings.ToLower(strings.TrimSpace(s))
 	for _, o := range ncclRedOps {
@@ -173,6 +175,13 @@ func parseNCCLSize(s string) (int64, error) {
 	return v, nil
 }
 
+// ncclMaxPerNode bounds -t x -g (GPUs per node) and ncclMaxRanks the ranks, beyond any
+// topology lockstep builds (so rank arithmetic never overflows).
+const (
+	ncclMaxPerNode = 1024
+	ncclMaxRanks   = 1 << 21
+)
+
 // ncclMaxSizes bounds the sizes of one sweep: each is a simulation.
 const ncclMaxSizes = 256
 
@@ -206,6 +215,7 @@ func ncclSizes(min, max, step int64, factor int) ([]int64, error) {
 	return out, nil
 }
 
+// stepLabel names the step of a sweep for errors ("x2 (-f)", "+1024 B (-i)").
 func stepLabel(step int64, factor int) string {
 	if factor > 1 {
 		return fmt.Sprintf("x%d (-f)", factor)
@@ -259,6 +269,7 @@ type ncclFlags struct {
 	engineGiven bool
 }
 
+// newNCCLCmd is lockstep nccl: nccl-tests' flags, lockstep's fabric flags, and the run.
 func newNCCLCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f ncclFlags
 	cmd := &cobra.Command{
@@ -411,6 +422,12 @@ func (f ncclFlags) plan(opArg string, factorGiven, stepGiven bool) (*ncclPlan, e
 			return nil, fmt.Errorf("%s: %d; want at least %d %s", c.name, c.v, c.lo, c.what)
 		}
 	}
+	if f.gpus > ncclMaxPerNode || f.threads > ncclMaxPerNode || f.threads*f.gpus > ncclMaxPerNode {
+		return nil, fmt.Errorf("-t/--nthreads %d x -g/--ngpus %d: want at most %d GPUs per node", f.threads, f.gpus, ncclMaxPerNode)
+	}
+	if f.nodes > ncclMaxRanks/(f.threads*f.gpus) {
+		return nil, fmt.Errorf("--nodes: %d x %d GPUs per node; want at most %d ranks", f.nodes, f.threads*f.gpus, ncclMaxRanks)
+	}
 	if f.check < 0 {
 		return nil, fmt.Errorf("-c/--check: %d; want 0 (no check) or a count of checked iterations", f.check)
 	}
@@ -531,6 +548,7 @@ func (f ncclFlags) plan(opArg string, factorGiven, stepGiven bool) (*ncclPlan, e
 	return p, nil
 }
 
+// equalSizes reports whether a and b hold the same sizes in the same order.
 func equalSizes(a, b []int64) bool {
 	if len(a) != len(b) {
 		return false
@@ -694,6 +712,7 @@ func (p *ncclPlan) scenarioYAML(base []byte, bytes, maxBytes int64) ([]byte, err
 	return []byte(b.String()), nil
 }
 
+// strNode is a YAML string scalar.
 func strNode(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
 
 // getKey returns the value of key in mapping m, or nil.
@@ -987,6 +1006,8 @@ type ncclSimulator struct {
 	SimTimeUs float64              `json:"simulated_time_us"`
 }
 
+// ncclJSONConfig is the -J document's "config": the flags as nccl-tests records them, and the
+// devices (one per rank).
 type ncclJSONConfig struct {
 	NThreads      int        `json:"nthreads"`
 	NGPUs         int        `json:"ngpus"`
@@ -1005,6 +1026,7 @@ type ncclJSONConfig struct {
 	Devices       []rankInfo `json:"devices"`
 }
 
+// ncclJSONRow is one "results" entry: a table row.
 type ncclJSONRow struct {
 	Size       int64        `json:"size"`
 	Count      int64        `json:"count"`
@@ -1017,6 +1039,7 @@ type ncclJSONRow struct {
 	Experiment string       `json:"experiment_name"`
 }
 
+// ncclJSONPerf is a row's "out_of_place" or "in_place": time in us, bandwidths in GB/s.
 type ncclJSONPerf struct {
 	Time   float64  `json:"time"`
 	AlgBW  float64  `json:"alg_bw"`

@@ -346,6 +346,8 @@ func TestNCCLBadFlags(t *testing.T) {
 		{[]string{"all_reduce", "-g", "0"}, []string{"-g/--ngpus", "0", "at least 1"}},
 		{[]string{"all_reduce", "-t", "-1"}, []string{"-t/--nthreads"}},
 		{[]string{"all_reduce", "--nodes", "0"}, []string{"--nodes", "at least 1"}},
+		{[]string{"all_reduce", "--nodes", "4611686018427387904", "-g", "4"}, []string{"--nodes", "at most 2097152 ranks"}},
+		{[]string{"all_reduce", "-g", "2048"}, []string{"-g/--ngpus 2048", "at most 1024"}},
 		{[]string{"all_reduce", "-n", "0"}, []string{"-n/--iters"}},
 		{[]string{"all_reduce", "-c", "-1"}, []string{"-c/--check", "-1"}},
 		{[]string{"all_reduce", "-z", "3"}, []string{"-z/--blocking", "0 to 2"}},
@@ -440,6 +442,35 @@ func FuzzNCCLSize(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if v, err := parseNCCLSize(s); err == nil && v < 0 {
 			t.Errorf("parseNCCLSize(%q) = %d", s, v)
+		}
+	})
+}
+
+// FuzzNCCLFlags: any command line either prints the scenario (--print-scenario runs nothing)
+// or is bad input with one line; never a panic or another exit code.
+func FuzzNCCLFlags(f *testing.F) {
+	for _, s := range []string{
+		"all_reduce -b 8 -e 8G -f 2 -g 8 --nodes 16", "all_gather -b 1 -e 1M -i 7 -g 3 --nodes 5 -d half",
+		"alltoall -b 0 -e 0 -f 2", "broadcast -r 7 -g 8", "sendrecv -g 1", "reduce_scatter -b 1K -e 1G -f 3 -t 2 -g 3 --nodes 7",
+		"all_reduce --nodes 9223372036854775807 -g 9", "all_reduce -f 0 -i 0", "all_reduce -b 1T -e 1T -d double",
+		"all_reduce --scenario testdata/coll-mrc.yaml -g 4", "all_reduce --engine analytic --transport mrc",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		args := append(append([]string{"nccl"}, strings.Fields(line)...), "--print-scenario")
+		for _, a := range args {
+			if strings.HasPrefix(a, "-J") || strings.HasPrefix(a, "--output_file") || strings.HasPrefix(a, "--out") {
+				return // would write files; covered by TestNCCLJSON
+			}
+		}
+		code, _, stderr := cli(t, args...)
+		switch code {
+		case 0:
+		case 2:
+			checkOneLine(t, stderr)
+		default:
+			t.Errorf("lockstep %s: exit %d, stderr %q", strings.Join(args, " "), code, stderr)
 		}
 	})
 }
