@@ -255,18 +255,17 @@ type ncclFlags struct {
 	threads, gpus                 int
 	jsonOut                       string
 
-	nodes       int
-	base        string // --scenario
-	transport   string
-	engine      string
-	algorithm   string
-	simIters    int
-	seed        uint64
-	out         string
-	printScen   bool
-	quiet       bool
-	nodesGiven  bool
-	engineGiven bool
+	nodes      int
+	base       string // --scenario
+	transport  string
+	engine     string
+	algorithm  string
+	simIters   int
+	seed       uint64
+	out        string
+	printScen  bool
+	quiet      bool
+	nodesGiven bool
 }
 
 // newNCCLCmd is lockstep nccl: nccl-tests' flags, lockstep's fabric flags, and the run.
@@ -288,6 +287,7 @@ each, one 400 Gb/s NIC per GPU on radix-64 switches, NVLink at 3.6 Tb/s per GPU,
 flow-level engine (any size runs in seconds). --scenario FILE|PRESET takes the topology,
 fabric, transport, faults and run settings of a scenario instead (its traffic or workload is
 replaced). --engine packet simulates every packet (small sizes and fabrics only).
+--print-scenario prints the scenario the flags make; lockstep run of it gives the same times.
 
 Simulated time has no noise: every iteration of a size takes the same time unless faults or
 congestion state differ, so lockstep simulates --sim-iters iterations (default 1) and reports
@@ -299,7 +299,7 @@ runs move the same bytes and print the same figures; #wrong is 0 (N/A with -c 0)
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl := cmd.Flags()
-			f.nodesGiven, f.engineGiven = fl.Changed("nodes"), fl.Changed("engine")
+			f.nodesGiven = fl.Changed("nodes")
 			if fl.Changed("seed") && f.seed == 0 {
 				return badInput(errors.New("--seed: 0 is not allowed; use a seed >= 1"))
 			}
