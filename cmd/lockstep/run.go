@@ -174,6 +174,7 @@ func runAndWrite(sc *scenario.Scenario, outField string, ro runOpts) (*runner.Re
 	res, err := runner.RunWith(sc, opt)
 	if err == nil {
 		res.Summary.Variant = ro.variant
+		res.Summary.Version = buildVersion()
 	}
 	if bar != nil {
 		_ = bar.Finish()
