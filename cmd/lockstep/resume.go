@@ -19,8 +19,10 @@ import (
 // scenario's YAML (scenario.yaml's content) with run.out left out, so moving the folder
 // keeps it, while any other change (a value, the seed, --trace, a default that moved with a
 // new lockstep version) reruns the variant. A folder that is missing, interrupted
-// ("complete": false), failed, written by a different lockstep version (summary.json's
-// version block, when both have one) or unreadable is rerun. --force reruns every variant.
+// ("complete": false), failed, written by a different lockstep build (summary.json's
+// version block: module version, VCS revision and modified flag; a build from a modified
+// tree cannot tell its own edits apart, hence --force) or unreadable is rerun. --force
+// reruns every variant.
 // docs/sweeps.md says the same for users.
 
 // applyRunOpts sets what the command line overrides in sc before it runs (--seed, --trace),
@@ -74,6 +76,8 @@ func resumable(dir, name, hash string) resumeState {
 		return resumeState{reason: "it was interrupted"}
 	case s.Failed:
 		return resumeState{reason: "it failed"}
+	case !sameBuild(s.Version, buildVersion()):
+		return resumeState{reason: "another lockstep build wrote it (summary.json's version differs)"}
 	}
 	for _, f := range []string{"scenario.yaml", "report.html"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
@@ -109,4 +113,20 @@ func planResume(vs []scenario.Variant, out string, ro runOpts) []*resumeState {
 			reused, len(vs), out, len(vs)-reused)
 	}
 	return plan
+}
+
+// sameBuild reports whether a and b name the same lockstep build: the same module version,
+// VCS revision and modified flag. A summary without a version block (written before
+// summary.json had one) matches any build.
+func sameBuild(a, b *runner.BuildVersion) bool {
+	if a == nil || b == nil {
+		return true
+	}
+	mod := func(v *runner.BuildVersion) string {
+		if v.Modified == nil {
+			return ""
+		}
+		return fmt.Sprint(*v.Modified)
+	}
+	return a.Version == b.Version && a.Revision == b.Revision && mod(a) == mod(b)
 }
