@@ -61,7 +61,7 @@ func runTransport(sc *scenario.Scenario, layout topo.Topology, res *Result) erro
 			if bytes == 0 {
 				bytes = int64(g.Bytes)
 			}
-			if err := ep.AddFlow(p.src, p.dst, bytes, g.Start); err != nil {
+			if err := ep.AddFlow(p.src, p.dst, bytes, max(g.Start, p.start)); err != nil {
 				return &InputError{Err: fmt.Errorf("traffic[%d]: %w", gi, err)}
 			}
 		}

@@ -20,7 +20,8 @@ const maxSprayRoutes = 4096
 type pair struct {
 	src, dst int
 	rate     sim.Rate
-	bytes    int64 // transfer size (transports); 0 = the group's
+	bytes    int64    // transfer size (transports); 0 = the group's
+	start    sim.Time // the flow's own start; 0 = the group's
 }
 
 // expandTraffic turns the scenario's traffic groups into per-plane raw flows.
@@ -73,7 +74,7 @@ func expandTraffic(sc *scenario.Scenario, l topo.Topology, net *fabric.Network) 
 				}
 				f := traffic.Flow{
 					Src: int32(p.src), Dst: int32(p.dst), Plane: plane, Rate: rate,
-					PacketSize: int32(g.PacketSize), Start: g.Start, Stop: g.Stop,
+					PacketSize: int32(g.PacketSize), Start: max(g.Start, p.start), Stop: g.Stop,
 					SrcPort: uint16(49152 + rng.IntN(16384)), Flags: flags,
 				}
 				switch g.Path {
@@ -158,9 +159,9 @@ func groupPairs(g *scenario.Traffic, hosts int, perm func(int) []int) []pair {
 		for _, s := range g.Senders {
 			pairs = append(pairs, pair{src: s, dst: *g.Receiver})
 		}
-	case scenario.PatternFlows:
-		for _, f := range g.Flows {
-			pairs = append(pairs, pair{src: *f.Src, dst: *f.Dst, rate: f.Rate, bytes: int64(f.Bytes)})
+	default: // pattern flows or a generated pattern
+		for _, f := range g.FlowList() {
+			pairs = append(pairs, pair{src: *f.Src, dst: *f.Dst, rate: f.Rate, bytes: int64(f.Bytes), start: f.Start})
 		}
 	}
 	return pairs

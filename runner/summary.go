@@ -17,6 +17,9 @@ import (
 type Summary struct {
 	Scenario string `json:"scenario"`
 	Seed     uint64 `json:"seed"`
+	// Version is the lockstep build that wrote the summary (module version and VCS revision
+	// from the binary's build information); absent when the caller sets none (the CLI does).
+	Version *BuildVersion `json:"version,omitempty"`
 	// Variant names the variant of a file with a variants: section this run is, with its
 	// parameter values by variants key; absent for a plain run. The CLI sets it.
 	Variant *VariantInfo `json:"variant,omitempty"`
@@ -106,11 +109,34 @@ type Summary struct {
 	TrainingFaults *TrainingFaults `json:"training_faults,omitempty"`
 }
 
+// BuildVersion is summary.json's "version": what runtime/debug.ReadBuildInfo says of the
+// binary, so a results folder names the code that produced it. It depends only on the binary,
+// never on the run or the wall clock, so the same binary still writes byte-identical
+// summaries. A build from a git checkout (go build, go run) carries the VCS fields; a binary
+// built without VCS information (go test, -buildvcs=false, a source tree without .git) has
+// none, and Version is "(devel)" unless a module version or -ldflags set one.
+type BuildVersion struct {
+	// Module is the main module's path (github.com/lockstepsim/lockstep).
+	Module string `json:"module"`
+	// Version is the module version (v1.2.3 from go install ...@v1.2.3, a pseudo-version),
+	// "(devel)" for a build from a source tree, or what -ldflags "-X main.version=..." set.
+	Version string `json:"version"`
+	// VCS is the version control system ("git"); Revision the commit hash, Time its commit
+	// time (RFC 3339) and Modified whether the tree had uncommitted changes when built.
+	VCS      string `json:"vcs,omitempty"`
+	Revision string `json:"vcs_revision,omitempty"`
+	Time     string `json:"vcs_time,omitempty"`
+	Modified *bool  `json:"vcs_modified,omitempty"`
+}
+
 // VariantInfo is summary.json's "variant": the variant's scenario name and the value of
 // each swept parameter (variants key -> value as written; a mapping value as "#N").
 type VariantInfo struct {
 	Name   string            `json:"name"`
 	Values map[string]string `json:"values"`
+	// ScenarioSHA256 is the SHA-256 (hex) of the resolved scenario's YAML without run.out:
+	// a rerun of the sweep skips this variant while it matches (docs/sweeps.md).
+	ScenarioSHA256 string `json:"scenario_sha256"`
 }
 
 // QueueDepths are percentiles of switch egress queue depth sampled every run.sample_interval

@@ -186,8 +186,8 @@ func (sc *Scenario) estimate(l topo.Topology) Estimate {
 				n = int64(hosts)
 			case PatternIncast:
 				n = int64(len(t.Senders))
-			case PatternFlows:
-				n = int64(len(t.Flows))
+			default: // explicit flows or a generated pattern's
+				n = int64(len(t.FlowList()))
 			}
 			if sc.Transport.Kind == TransportRaw {
 				n *= int64(planes) // one raw flow per pair and plane

@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/lockstepsim/lockstep/fabric"
 	"github.com/lockstepsim/lockstep/sim"
@@ -23,7 +24,11 @@ func (r *resolver) traffic() error {
 		if !r.durationGiven && sc.Transport.payloadBytes() > 0 {
 			dur = sim.Hour // transfers: the duration left out is derived below, after their start
 		}
-		if err := t.resolve(fmt.Sprintf("traffic[%d]", i), sc.Transport, r.l.NumHosts(), dur); err != nil {
+		env := TrafficEnv{
+			Path: fmt.Sprintf("traffic[%d]", i), Hosts: r.l.NumHosts(), HostRate: r.c.HostLink * sim.Rate(r.c.Planes),
+			Transport: sc.Transport, Duration: dur, Seed: sc.Run.Seed, Dir: sc.dir,
+		}
+		if err := t.resolve(env); err != nil {
 			return err
 		}
 	}
@@ -50,13 +55,22 @@ func (r *resolver) trafficBudget() error {
 	return nil
 }
 
-func (t *Traffic) resolve(path string, tr Transport, hosts int, duration sim.Time) error {
-	switch t.Pattern {
-	case PatternPermutation, PatternIncast, PatternFlows:
-	case "":
-		return Errorf(path+".pattern", "missing; allowed permutation, incast, flows")
+func (t *Traffic) resolve(env TrafficEnv) error {
+	path, tr, hosts, duration := env.Path, env.Transport, env.Hosts, env.Duration
+	gen := patternGenerator(t.Pattern)
+	switch {
+	case t.Pattern == PatternPermutation || t.Pattern == PatternIncast || t.Pattern == PatternFlows:
+	case gen != nil:
+		if tr.Kind == TransportRaw {
+			return Errorf(path+".pattern", "%s makes transfers, which need a transport; set transport.kind: %s", t.Pattern, transferTransport())
+		}
+		if err := t.generate(gen, env); err != nil {
+			return err
+		}
+	case t.Pattern == "":
+		return Errorf(path+".pattern", "missing; allowed %s", strings.Join(PatternNames(), ", "))
 	default:
-		return Errorf(path+".pattern", "%q is not a pattern; allowed permutation, incast, flows", t.Pattern)
+		return Errorf(path+".pattern", "%q is not a pattern; allowed %s", t.Pattern, strings.Join(PatternNames(), ", "))
 	}
 	if tr.Kind != TransportRaw {
 		return t.resolveTransfers(path, tr, hosts, duration)
@@ -100,6 +114,11 @@ func (t *Traffic) resolve(path string, tr Transport, hosts int, duration sim.Tim
 	}
 	if t.Stop <= t.Start {
 		return Errorf(path+".stop", "%v is not after start %v", t.Stop, t.Start)
+	}
+	for j, f := range t.Flows {
+		if f.Start != 0 && (f.Start < t.Start || f.Start >= t.Stop) {
+			return Errorf(fmt.Sprintf("%s.flows[%d].start", path, j), "%v is outside the group's [start %v, stop %v)", f.Start, t.Start, t.Stop)
+		}
 	}
 	return t.checkHosts(path, hosts)
 }
@@ -155,28 +174,32 @@ func (t *Traffic) resolveTransfers(path string, tr Transport, hosts int, duratio
 	if err := checkBytes(path+".bytes", t.Bytes, EnginePacket); err != nil {
 		return err
 	}
-	if t.Bytes == 0 && t.Pattern != PatternFlows {
+	if t.Bytes == 0 && !t.explicit() {
 		return Errorf(path+".bytes", "missing; give the transfer size of each flow, e.g. 16MiB")
 	}
-	for j := range t.Flows {
-		f := &t.Flows[j]
+	flows := t.FlowList()
+	for j := range flows {
+		f, fp := &flows[j], t.flowPath(path, j)
 		if f.Rate != 0 {
-			return Errorf(fmt.Sprintf("%s.flows[%d].rate", path, j), "applies to transport raw only; give bytes")
+			return Errorf(fp+".rate", "applies to transport raw only; give bytes")
 		}
 		if f.Bytes < 0 {
-			return Errorf(fmt.Sprintf("%s.flows[%d].bytes", path, j), "%v must be positive", f.Bytes)
+			return Errorf(fp+".bytes", "%v must be positive", f.Bytes)
 		}
-		if err := checkBytes(fmt.Sprintf("%s.flows[%d].bytes", path, j), f.Bytes, EnginePacket); err != nil {
+		if err := checkBytes(fp+".bytes", f.Bytes, EnginePacket); err != nil {
 			return err
 		}
 		if f.Bytes == 0 && f.bytesGiven {
-			return Errorf(fmt.Sprintf("%s.flows[%d].bytes", path, j), "%v is not a transfer size; want a positive size such as 4MiB (or leave it out for the group's bytes)", f.Bytes)
+			return Errorf(fp+".bytes", "%v is not a transfer size; want a positive size such as 4MiB (or leave it out for the group's bytes)", f.Bytes)
 		}
 		if f.Bytes == 0 {
 			if t.Bytes == 0 {
-				return Errorf(fmt.Sprintf("%s.flows[%d].bytes", path, j), "missing; set it here or bytes for the group")
+				return Errorf(fp+".bytes", "missing; set it here or bytes for the group")
 			}
 			f.Bytes = t.Bytes
+		}
+		if f.Start != 0 && (f.Start < t.Start || f.Start >= duration) {
+			return Errorf(fp+".start", "%v is outside [the group's start %v, run.duration %v); transfers start inside the run", f.Start, t.Start, duration)
 		}
 	}
 	return t.checkHosts(path, hosts)
@@ -222,12 +245,12 @@ func (t *Traffic) checkHosts(path string, hosts int) error {
 			}
 			seen[s] = true
 		}
-	case PatternFlows:
-		if len(t.Flows) == 0 {
+	default: // explicit: pattern flows or a generated pattern
+		if len(t.FlowList()) == 0 {
 			return Errorf(path+".flows", "missing; pattern flows needs at least one {src, dst}")
 		}
-		for j, f := range t.Flows {
-			p := fmt.Sprintf("%s.flows[%d]", path, j)
+		for j, f := range t.FlowList() {
+			p := t.flowPath(path, j)
 			if f.Src == nil {
 				return Errorf(p+".src", "missing; give the sending host")
 			}
@@ -270,6 +293,9 @@ func transferBound(groups []Traffic, tr Transport, hosts int, nic sim.Rate) sim.
 	for i := range groups {
 		t := &groups[i]
 		start = max(start, t.Start)
+		for _, f := range t.FlowList() {
+			start = max(start, f.Start)
+		}
 		switch t.Pattern {
 		case PatternPermutation:
 			for h := range hosts {
@@ -280,8 +306,8 @@ func transferBound(groups []Traffic, tr Transport, hosts int, nic sim.Rate) sim.
 			for _, s := range t.Senders {
 				add(&s, t.Receiver, t.Bytes)
 			}
-		case PatternFlows:
-			for _, f := range t.Flows {
+		default:
+			for _, f := range t.FlowList() {
 				add(f.Src, f.Dst, f.Bytes)
 			}
 		}
@@ -298,19 +324,19 @@ func transferBound(groups []Traffic, tr Transport, hosts int, nic sim.Rate) sim.
 // sender's NIC can send at line rate (all planes) before duration ends.
 func (t *Traffic) estimatePackets(tr Transport, hosts, planes int, hostLink sim.Rate, duration sim.Time) float64 {
 	if pay := tr.payloadBytes(); pay > 0 {
-		sendable := func(b sim.Size) float64 {
-			line := float64(hostLink) * float64(planes) / 8 * max(0, (duration-t.Start).Seconds())
+		sendable := func(b sim.Size, start sim.Time) float64 {
+			line := float64(hostLink) * float64(planes) / 8 * max(0, (duration-max(start, t.Start)).Seconds())
 			return min(float64(b), line)
 		}
 		var bytes float64
 		switch t.Pattern {
 		case PatternPermutation:
-			bytes = float64(hosts) * sendable(t.Bytes)
+			bytes = float64(hosts) * sendable(t.Bytes, t.Start)
 		case PatternIncast:
-			bytes = float64(len(t.Senders)) * sendable(t.Bytes)
-		case PatternFlows:
-			for _, f := range t.Flows {
-				bytes += sendable(f.Bytes)
+			bytes = float64(len(t.Senders)) * sendable(t.Bytes, t.Start)
+		default:
+			for _, f := range t.FlowList() {
+				bytes += sendable(f.Bytes, f.Start)
 			}
 		}
 		return bytes / pay

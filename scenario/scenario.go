@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/lockstepsim/lockstep/fabric"
@@ -29,7 +30,13 @@ type Scenario struct {
 	// Faults act on named links during the run.
 	Faults []Fault `yaml:"faults,omitempty"`
 	Run    Run     `yaml:"run"`
+
+	dir string // the folder files the scenario names are read from (ParseIn)
 }
+
+// Dir returns the folder the files a scenario names (traffic files, traces) are read from:
+// the scenario file's folder (Load, LoadVariants), or "" for the working directory.
+func (sc *Scenario) Dir() string { return sc.dir }
 
 // Transport kinds the simulator itself provides; every other kind is a registered transport
 // (transport.Register; transport/all/all.go lists the shipped ones).
@@ -264,13 +271,30 @@ type Traffic struct {
 	// Senders and Receiver define an incast: host indices.
 	Senders  []int `yaml:"senders,omitempty"`
 	Receiver *int  `yaml:"receiver,omitempty"`
-	// Flows is the explicit list for pattern "flows".
+	// Flows is the explicit list for pattern "flows". A generated pattern (RegisterPattern)
+	// leaves it empty and keeps its expansion apart (FlowList).
 	Flows []FlowSpec `yaml:"flows,omitempty"`
 	// Bytes is the size of the one RDMA Write transfer each flow carries (transports only;
 	// raw flows are paced by load or rate instead).
 	Bytes sim.Size `yaml:"bytes,omitempty"`
 
-	given trafficKeys // what the YAML wrote (recordPresence)
+	given     trafficKeys // what the YAML wrote (recordPresence)
+	generated []FlowSpec  // a generated pattern's flows, made by Resolve (FlowList)
+}
+
+// FlowList returns the group's explicit flows: Flows for pattern "flows", the expansion of a
+// generated pattern (RegisterPattern) once resolved, nil for permutation and incast.
+func (t *Traffic) FlowList() []FlowSpec {
+	if t.Pattern == PatternFlows {
+		return t.Flows
+	}
+	return t.generated
+}
+
+// explicit reports whether the group's flows are a list (FlowList): pattern flows or a
+// generated pattern.
+func (t *Traffic) explicit() bool {
+	return t.Pattern == PatternFlows || patternGenerator(t.Pattern) != nil
 }
 
 // trafficKeys records which of a traffic group's fields whose zero value is also a value the
@@ -292,6 +316,10 @@ type FlowSpec struct {
 	Rate sim.Rate `yaml:"rate,omitempty"`
 	// Bytes overrides the group's transfer size for this flow (transports only).
 	Bytes sim.Size `yaml:"bytes,omitempty"`
+	// Start is when this flow starts (absolute simulated time), overriding the group's
+	// start; it must not be before the group's start. Under a transport it is when the
+	// transfer is posted; under raw it must also be before the group's stop.
+	Start sim.Time `yaml:"start,omitempty"`
 
 	bytesGiven bool // the YAML wrote bytes (bytes: 0 is an error, not "the group's")
 }
@@ -403,7 +431,7 @@ func Load(path string) (*Scenario, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
-	sc, err := Parse(data)
+	sc, err := ParseIn(data, filepath.Dir(path))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -441,11 +469,15 @@ func LoadTopology(path string) (topo.Spec, error) {
 
 // Parse decodes YAML, fills defaults and validates. Errors are one line naming the field path,
 // the bad value and what is allowed.
-func Parse(data []byte) (*Scenario, error) {
+func Parse(data []byte) (*Scenario, error) { return ParseIn(data, "") }
+
+// ParseIn is Parse for a scenario read from folder dir: the files it names (traffic in other
+// tools' formats, traces) are read relative to dir ("" = the working directory).
+func ParseIn(data []byte, dir string) (*Scenario, error) {
 	if HasVariants(data) {
 		return nil, Errorf("variants", "this file describes several scenarios; run or compare it as a file (lockstep run FILE, lockstep compare FILE), which expand the variants")
 	}
-	var sc Scenario
+	sc := Scenario{dir: dir}
 	if err := Decode(data, &sc); err != nil {
 		return nil, err
 	}

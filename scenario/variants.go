@@ -3,15 +3,38 @@ package scenario
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
 
-// MaxVariants bounds the variants one file may expand to (the product of every list's
-// length), so a typo cannot start thousands of runs.
+// MaxVariants bounds the variants one file expands to (the product of every list's length)
+// unless the caller allows more (LoadVariantsMax: the CLI's --max), so a typo cannot start
+// thousands of runs.
 const MaxVariants = 64
+
+// MaxVariantsLimit is the most variants LoadVariantsMax accepts whatever its max: each is
+// resolved up front, and each is a results folder.
+const MaxVariantsLimit = 100000
+
+// ErrTooManyVariants is wrapped by the error of a file that expands beyond the variants
+// allowed; TooManyVariants carries the count.
+type TooManyVariants struct {
+	// Count is the number of variants the file expands to (capped at MaxVariantsLimit+1),
+	// Max the number allowed.
+	Count, Max int
+	// Line is the variants section's line.
+	Line int
+}
+
+func (e *TooManyVariants) Error() string {
+	if e.Max >= MaxVariantsLimit {
+		return fmt.Sprintf("variants (line %d): expands to more than %d scenarios, the most one file may hold; split the file", e.Line, MaxVariantsLimit)
+	}
+	return fmt.Sprintf("variants (line %d): expands to %d scenarios, beyond the %d allowed; pass --max %d to run them all (lockstep sweep --list shows them), or shorten the lists", e.Line, e.Count, e.Max, e.Count)
+}
 
 // Variant is one scenario of a file whose top level has a variants: section.
 type Variant struct {
@@ -49,12 +72,16 @@ type Param struct{ Key, Value string }
 // LoadVariants reads a scenario file. Without a variants section it returns (nil, nil): load
 // it with Load. Otherwise it returns every variant, parsed and resolved. Errors name the file
 // and the variants path, or the variant whose scenario is invalid.
-func LoadVariants(path string) ([]Variant, error) {
+func LoadVariants(path string) ([]Variant, error) { return LoadVariantsMax(path, MaxVariants) }
+
+// LoadVariantsMax is LoadVariants allowing up to max variants (at most MaxVariantsLimit);
+// beyond it the error is a *TooManyVariants.
+func LoadVariantsMax(path string, max int) ([]Variant, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
-	vs, err := ParseVariants(data)
+	vs, err := parseVariantsIn(data, filepath.Dir(path), max)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -69,7 +96,16 @@ func HasVariants(data []byte) bool {
 }
 
 // ParseVariants expands data's variants section (see LoadVariants); (nil, nil) without one.
-func ParseVariants(data []byte) ([]Variant, error) {
+func ParseVariants(data []byte) ([]Variant, error) { return parseVariantsIn(data, "", MaxVariants) }
+
+// ParseVariantsIn is ParseVariants for a file read from folder dir (see ParseIn) allowing up
+// to max variants (at most MaxVariantsLimit; beyond it the error is a *TooManyVariants).
+func ParseVariantsIn(data []byte, dir string, max int) ([]Variant, error) {
+	return parseVariantsIn(data, dir, max)
+}
+
+func parseVariantsIn(data []byte, dir string, max int) ([]Variant, error) {
+	max = min(max, MaxVariantsLimit)
 	root, err := parseDocument(data)
 	if err != nil {
 		return nil, err
@@ -89,6 +125,7 @@ func ParseVariants(data []byte) ([]Variant, error) {
 		path   []string
 		key    string
 		values []*yaml.Node
+		seeds  bool // the seeds key: names get "s<seed>"
 	}
 	var axes []axis
 	total := 1
@@ -97,6 +134,15 @@ func ParseVariants(data []byte) ([]Variant, error) {
 		field := "variants." + k.Value
 		if k.Kind != yaml.ScalarNode || k.Value == "" {
 			return nil, &FieldError{Path: "variants", Line: k.Line, Msg: "keys are dotted YAML paths such as transport.kind"}
+		}
+		if k.Value == SeedsKey {
+			seeds, err := seedValues(v, field)
+			if err != nil {
+				return nil, err
+			}
+			axes = append(axes, axis{path: []string{"run", "seed"}, key: SeedsKey, values: seeds, seeds: true})
+			total = min(total*len(seeds), MaxVariantsLimit+1)
+			continue
 		}
 		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
 			return nil, &FieldError{Path: field, Line: v.Line, Msg: "want a non-empty list of values, e.g. [mrc, roce]"}
@@ -114,10 +160,10 @@ func ParseVariants(data []byte) ([]Variant, error) {
 			p = []string{"transport", "kind"} // shorthand: transport: [mrc, roce]
 		}
 		axes = append(axes, axis{path: p, key: strings.Join(p, "."), values: v.Content})
-		total *= len(v.Content)
-		if total > MaxVariants {
-			return nil, &FieldError{Path: "variants", Line: sec.Line, Msg: fmt.Sprintf("expands to more than %d scenarios; split the file or shorten the lists", MaxVariants)}
-		}
+		total = min(total*len(v.Content), MaxVariantsLimit+1)
+	}
+	if total > max {
+		return nil, &TooManyVariants{Count: total, Max: max, Line: sec.Line}
 	}
 	base := copyNode(root)
 	base.Content = append(base.Content[:vi:vi], base.Content[vi+2:]...)
@@ -148,7 +194,11 @@ func ParseVariants(data []byte) ([]Variant, error) {
 			}
 			labels = append(labels, ax.key+"="+text)
 			params = append(params, Param{Key: ax.key, Value: text})
-			suffix = append(suffix, nameSafe(text))
+			if ax.seeds {
+				suffix = append(suffix, "s"+nameSafe(text))
+			} else {
+				suffix = append(suffix, nameSafe(text))
+			}
 		}
 		vname := name + "-" + strings.Join(suffix, "-")
 		if seen[vname]++; seen[vname] > 1 {
@@ -159,7 +209,7 @@ func ParseVariants(data []byte) ([]Variant, error) {
 		if err != nil {
 			return nil, fmt.Errorf("variants: %s: %w", strings.Join(labels, " "), err)
 		}
-		sc, err := Parse(data)
+		sc, err := ParseIn(data, dir)
 		if err != nil {
 			return nil, fmt.Errorf("variant %s: %w", strings.Join(labels, " "), err)
 		}
@@ -245,4 +295,53 @@ func nameSafe(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// SeedsKey is the variants key that sweeps run.seed: a list of seeds ([1, 2, 3]) or an
+// inclusive range written "1..20". Its variants are named "<name>-...-s<seed>", and a
+// sweep reports each figure's mean and 95% confidence interval over the seeds of variants
+// that differ only in their seed (docs/outputs.md, sweep_stats.csv).
+const SeedsKey = "seeds"
+
+// seedValues expands the seeds key's value (a list of seeds or "A..B") into scalar nodes,
+// checking each seed is an integer >= 1.
+func seedValues(v *yaml.Node, field string) ([]*yaml.Node, error) {
+	bad := func(msg string) error { return &FieldError{Path: field, Line: v.Line, Msg: msg} }
+	var seeds []uint64
+	switch v.Kind {
+	case yaml.ScalarNode:
+		lo, hi, ok := strings.Cut(v.Value, "..")
+		a, errA := strconv.ParseUint(strings.TrimSpace(lo), 10, 64)
+		b, errB := strconv.ParseUint(strings.TrimSpace(hi), 10, 64)
+		if !ok || errA != nil || errB != nil {
+			return nil, bad(fmt.Sprintf("%q is not a list of seeds or a range; want e.g. 1..20 or [1, 2, 3]", v.Value))
+		}
+		if a < 1 || b < a {
+			return nil, bad(fmt.Sprintf("%q: want 1 <= first <= last", v.Value))
+		}
+		if b-a >= MaxVariantsLimit {
+			return nil, bad(fmt.Sprintf("%q is %d seeds, beyond the %d variants one file may hold", v.Value, b-a+1, MaxVariantsLimit))
+		}
+		for s := a; s <= b; s++ {
+			seeds = append(seeds, s)
+		}
+	case yaml.SequenceNode:
+		if len(v.Content) == 0 {
+			return nil, bad("want a non-empty list of seeds or a range such as 1..20")
+		}
+		for _, n := range v.Content {
+			s, err := strconv.ParseUint(n.Value, 10, 64)
+			if n.Kind != yaml.ScalarNode || err != nil || s < 1 {
+				return nil, &FieldError{Path: field, Line: n.Line, Msg: fmt.Sprintf("%s is not a seed; want an integer >= 1", describeNode(n))}
+			}
+			seeds = append(seeds, s)
+		}
+	default:
+		return nil, bad("want a list of seeds or a range such as 1..20")
+	}
+	nodes := make([]*yaml.Node, len(seeds))
+	for i, s := range seeds {
+		nodes[i] = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatUint(s, 10), Line: v.Line}
+	}
+	return nodes, nil
 }

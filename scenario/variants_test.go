@@ -1,6 +1,10 @@
 package scenario
 
 import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -81,7 +85,15 @@ func TestParseVariantsErrors(t *testing.T) {
 		{"variants: {transport.kind.x: [a]}", "is a value"},
 		{"variants: {transport..kind: [a]}", "empty path element"},
 		{"variants: {transport: [mrc, warp]}", "warp"},
-		{"variants: {a: [1, 2, 3, 4], b: [1, 2, 3, 4], c: [1, 2, 3, 4, 5]}", "more than 64"},
+		{"variants: {a: [1, 2, 3, 4], b: [1, 2, 3, 4], c: [1, 2, 3, 4, 5]}", "expands to 80 scenarios, beyond the 64 allowed; pass --max 80"},
+		{"variants: {seeds: 1..65}", "expands to 65 scenarios, beyond the 64 allowed"},
+		{"variants: {seeds: 0..3}", "variants.seeds (line 8): \"0..3\": want 1 <= first <= last"},
+		{"variants: {seeds: 5..3}", "want 1 <= first <= last"},
+		{"variants: {seeds: 1-3}", "is not a list of seeds or a range; want e.g. 1..20"},
+		{"variants: {seeds: [1, x]}", "is not a seed; want an integer >= 1"},
+		{"variants: {seeds: []}", "non-empty list of seeds"},
+		{"variants: {seeds: {a: 1}}", "want a list of seeds or a range"},
+		{"variants: {seeds: 1..1000000000}", "beyond the 100000 variants one file may hold"},
 	} {
 		_, err := ParseVariants([]byte(variantBase + c.variants + "\n"))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -104,4 +116,34 @@ func FuzzParseVariants(f *testing.F) {
 			t.Fatalf("%d variants", len(vs))
 		}
 	})
+}
+
+// seeds: A..B (or a list) sweeps run.seed, naming variants s<seed>; --max (LoadVariantsMax)
+// lifts the 64-variant bound.
+func TestVariantsSeeds(t *testing.T) {
+	vs, err := ParseVariants([]byte(variantBase + "variants: {transport: [mrc, roce], seeds: 3..5}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, v := range vs {
+		names = append(names, fmt.Sprintf("%s/%d", v.Scenario.Name, v.Scenario.Run.Seed))
+	}
+	want := "perm-mrc-s3/3 perm-mrc-s4/4 perm-mrc-s5/5 perm-roce-s3/3 perm-roce-s4/4 perm-roce-s5/5"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("variants %s, want %s", got, want)
+	}
+	if vs[0].Values[1] != (Param{Key: "seeds", Value: "3"}) {
+		t.Errorf("values %v", vs[0].Values)
+	}
+	file := filepath.Join(t.TempDir(), "many.yaml")
+	os.WriteFile(file, []byte(variantBase+"variants: {seeds: 1..70}\n"), 0o644)
+	if _, err := LoadVariants(file); err == nil {
+		t.Errorf("70 variants loaded without a max")
+	} else if tm := (*TooManyVariants)(nil); !errors.As(err, &tm) || tm.Count != 70 {
+		t.Errorf("error %v; want a *TooManyVariants of 70", err)
+	}
+	if vs, err := LoadVariantsMax(file, 70); err != nil || len(vs) != 70 {
+		t.Errorf("LoadVariantsMax 70: %d, %v", len(vs), err)
+	}
 }

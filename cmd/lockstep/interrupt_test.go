@@ -169,7 +169,7 @@ func TestVariantsRemoveStaleFolders(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if got, want := strings.Join(listDir(t, dir), " "), "compare.html mixed notes perm-mrc perm-roce readme.txt sweep.csv"; got != want {
+	if got, want := strings.Join(listDir(t, dir), " "), "compare.html mixed notes perm-mrc perm-roce readme.txt sweep.csv sweep.html"; got != want {
 		t.Errorf("folder holds %q; want %q", got, want)
 	}
 	if !strings.Contains(stderr, "removed "+filepath.Join(dir, "perm-old")) || !strings.Contains(stderr, "mixed looks like a previous run's results folder but also holds mine.txt") {
@@ -318,9 +318,12 @@ func TestVariantsInterrupted(t *testing.T) {
 	if err := json.Unmarshal(readFile(t, filepath.Join(dir, "perm-mrc", "summary.json")), &s); err != nil || s.Complete || s.Interrupted != "SIGINT" {
 		t.Errorf("summary: %v, complete %v, interrupted %q", err, s.Complete, s.Interrupted)
 	}
-	// A rerun without the signal: both variants, compare.html, sweep.csv, nothing stale.
-	mustRun(t, "run", file, "--out", dir, "--quiet")
-	if got := strings.Join(listDir(t, dir), " "); got != "compare.html perm-mrc perm-roce sweep.csv" {
+	// A rerun without the signal: both variants (the interrupted one rerun, saying so),
+	// compare.html, sweep.csv, nothing stale.
+	if code, _, stderr := cli(t, "run", file, "--out", dir, "--quiet"); code != 0 || stderr != "lockstep: variant perm-mrc: rerunning: it was interrupted\n" {
+		t.Errorf("rerun: exit %d, stderr %q", code, stderr)
+	}
+	if got := strings.Join(listDir(t, dir), " "); got != "compare.html perm-mrc perm-roce sweep.csv sweep.html" {
 		t.Errorf("after the rerun the folder holds %q", got)
 	}
 	var s2 runner.Summary

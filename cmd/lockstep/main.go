@@ -81,7 +81,7 @@ Run the built-in default scenario with 'lockstep run', or give a scenario file.`
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(flagValueError) // inherited by every subcommand
-	root.AddCommand(newRunCmd(stdout, stderr), newCompareCmd(stdout, stderr), newSweepCmd(stdout, stderr), newTopoCmd(stdout), newBenchCmd(stdout), newVersionCmd(stdout),
+	root.AddCommand(newRunCmd(stdout, stderr), newCompareCmd(stdout, stderr), newSweepCmd(stdout, stderr), newTopoCmd(stdout), newBenchCmd(stdout), newVersionCmd(stdout), newNCCLCmd(stdout, stderr),
 		newValidateCmd(stdout, stderr), newSchemaCmd(stdout))
 	addCompletions(root)
 	return root
@@ -111,19 +111,4 @@ var flagKinds = map[string]string{
 	"float64":      "a number",
 	"intSlice":     "a comma-separated list of whole numbers",
 	"float64Slice": "a comma-separated list of numbers",
-}
-
-// version is set at build time with -ldflags "-X main.version=..."; "dev" otherwise.
-var version = "dev"
-
-func newVersionCmd(stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the lockstep version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			fmt.Fprintln(stdout, "lockstep", version)
-			return nil
-		},
-	}
 }

@@ -32,7 +32,11 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 		asJSON bool
 		quiet  bool
 		trace  bool
-		jobs   int
+		force  bool
+		figure string
+
+		maxVariants int
+		jobs        int
 	)
 	cmd := &cobra.Command{
 		Use:   "run [SCENARIO.yaml | PRESET]",
@@ -51,11 +55,14 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 			if err := checkJobs(jobs); err != nil {
 				return err
 			}
+			if err := checkFigure(figure); err != nil {
+				return err
+			}
 			intr, stop := catchSignals(stderr)
 			defer stop()
-			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet || asJSON, stderr: stderr, trace: trace, intr: intr, jobs: jobs}
+			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet || asJSON, stderr: stderr, trace: trace, intr: intr, jobs: jobs, force: force, figure: figure}
 			if len(args) == 1 {
-				vs, err := loadVariantsArg(args[0])
+				vs, err := loadVariantsMax(args[0], maxVariants)
 				if err != nil {
 					return badInput(err)
 				}
@@ -106,6 +113,9 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 	cmd.Flags().Uint64Var(&seed, "seed", 0, "random seed, overriding run.seed (>= 1)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print summary.json to stdout instead of the table")
 	cmd.Flags().BoolVar(&trace, "trace", false, "also write trace.json (Chrome/Perfetto trace events; same as run.trace: true)")
+	cmd.Flags().IntVar(&maxVariants, "max", scenario.MaxVariants, "the most variants a file may expand to (a guard against typos; up to 100000)")
+	cmd.Flags().StringVar(&figure, "figure", "", "the figure sweep.html plots against each swept parameter (a sweep.csv column; default the first of step_time_us, busbw_GBps, jct_us, fct_p99_us, duration_us a variant has)")
+	cmd.Flags().BoolVar(&force, "force", false, "rerun every variant, even one whose folder holds a complete run of the same scenario (a rerun skips those)")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress bar (there is none either when stdout is not a terminal, or for runs under 2 s)")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", defaultJobs(), "variants of a file with variants: run at once (results and output as with -j 1)")
 	return cmd
@@ -123,6 +133,10 @@ type runOpts struct {
 	jobs   int               // -j: variants run at once (>= 1)
 	// variant is summary.json's "variant" (nil: a plain run).
 	variant *runner.VariantInfo
+	// force: rerun every variant, even those complete in their folders (resume.go).
+	force bool
+	// figure: sweep.html's figure (--figure; "" = the default, sweepPlotDefault).
+	figure string
 }
 
 // runAndWrite runs sc (seed overridden when --seed was given) into its results folder
@@ -130,12 +144,7 @@ type runOpts struct {
 // terminal, and returns the result and summary.json's bytes. Errors are already wrapped with
 // the exit code (badInput, runFailed).
 func runAndWrite(sc *scenario.Scenario, outField string, ro runOpts) (*runner.Result, []byte, error) {
-	if ro.seeded {
-		sc.Run.Seed = ro.seed
-	}
-	if ro.trace {
-		sc.Run.Trace = true
-	}
+	applyRunOpts(sc, ro)
 	// Create the results folder before the run, so an unusable one is bad input reported at
 	// once rather than after a long simulation.
 	undo, err := makeDir(sc.Run.Out)
@@ -165,6 +174,7 @@ func runAndWrite(sc *scenario.Scenario, outField string, ro runOpts) (*runner.Re
 	res, err := runner.RunWith(sc, opt)
 	if err == nil {
 		res.Summary.Variant = ro.variant
+		res.Summary.Version = buildVersion()
 	}
 	if bar != nil {
 		_ = bar.Finish()
@@ -390,11 +400,17 @@ func printOutcome(w io.Writer, s *runner.Summary) {
 // loadVariantsArg returns the variants of a scenario file with a variants section, or nil
 // (no error) for a preset or a file without one.
 func loadVariantsArg(arg string) ([]scenario.Variant, error) {
+	return loadVariantsMax(arg, scenario.MaxVariants)
+}
+
+// loadVariantsMax is loadVariantsArg allowing up to max variants (--max); beyond it the
+// error says how many the file has and the --max that runs them.
+func loadVariantsMax(arg string, max int) ([]scenario.Variant, error) {
 	data, err := os.ReadFile(arg)
 	if err != nil || !scenario.HasVariants(data) {
 		return nil, nil // loadScenarioArg reports a missing file or a bad one
 	}
-	vs, err := scenario.ParseVariants(data)
+	vs, err := scenario.ParseVariantsIn(data, filepath.Dir(arg), max)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", arg, err)
 	}
@@ -422,13 +438,21 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 	}
 	clearStale(out, folders, ro.stderr)
 	rows := make([]*runner.Summary, len(vs)) // sweep.csv's: nil for a variant that did not run
+	plan := planResume(vs, out, ro)
 	p := startPool(len(vs), ro.jobs, ro.intr, ro.stderr, func(i int, stderr io.Writer) (*runner.Result, []byte, error) {
+		if st := plan[i]; st != nil {
+			vs[i].Scenario.Run.Out = filepath.Join(out, vs[i].Scenario.Name)
+			return &runner.Result{Summary: *st.sum}, st.js, nil
+		}
 		return runVariant(vs[i], out, field, ro, stderr)
 	})
 	defer p.wait()
+	clearLine, stopLine := showSweepProgress(p, ro)
+	defer stopLine()
 	for i, v := range vs {
 		sc := v.Scenario
 		job := p.next(i)
+		clearLine()
 		if job.skipped {
 			// A signal came before a worker reached this variant: run no more.
 			r := ro.intr.Reason()
@@ -469,14 +493,21 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 			fmt.Fprintf(w, "%s (%s): results in %s\n", sc.Name, v.Label, sc.Run.Out)
 		}
 	}
+	stopLine()
 	if err := writeSweepCSV(filepath.Join(out, "sweep.csv"), vs, rows); err != nil {
 		return runFailed(fmt.Errorf("sweep.csv: %w", err))
+	}
+	if err := writeSeedStats(filepath.Join(out, "sweep_stats.csv"), vs, rows); err != nil {
+		return runFailed(fmt.Errorf("sweep_stats.csv: %w", err))
 	}
 	if len(names) == 0 {
 		return failed
 	}
 	if err := report.WriteCompare(filepath.Join(out, "compare.html"), names, dirs); err != nil {
 		return runFailed(fmt.Errorf("compare.html: %w", err))
+	}
+	if err := report.WriteSweep(filepath.Join(out, "sweep.html"), names, dirs, sweepPlot(vs, rows, ro.figure)); err != nil {
+		return runFailed(fmt.Errorf("sweep.html: %w", err))
 	}
 	if asJSON {
 		js, err := json.MarshalIndent(all, "", "  ")
@@ -490,7 +521,8 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 	}
 	fmt.Fprintln(w)
 	printComparison(w, names, kinds, sums)
-	fmt.Fprintf(w, "\ncombined report: %s\n", filepath.Join(out, "compare.html"))
+	printSeedStats(w, vs, rows)
+	fmt.Fprintf(w, "\ncombined report: %s (and %s)\n", filepath.Join(out, "compare.html"), filepath.Join(out, "sweep.html"))
 	return failed
 }
 
@@ -500,7 +532,9 @@ func runVariant(v scenario.Variant, out, field string, ro runOpts, stderr io.Wri
 	sc := v.Scenario
 	sc.Run.Out = filepath.Join(out, sc.Name)
 	ro.arg = "variant " + sc.Name + " (" + v.Label + ")"
+	applyRunOpts(sc, ro)
 	ro.variant = variantInfo(v)
+	ro.variant.ScenarioSHA256 = scenarioHash(sc)
 	ro.stderr = stderr
 	if ro.jobs > 1 {
 		ro.quiet = true // progress bars of runs side by side would overwrite each other
@@ -520,7 +554,7 @@ func clearStale(out string, keep []string, stderr io.Writer) {
 	if err != nil {
 		return // a new folder: nothing stale
 	}
-	for _, f := range []string{"compare.html", "sweep.csv"} {
+	for _, f := range []string{"compare.html", "sweep.csv", "sweep_stats.csv", "sweep.html"} {
 		if fi, err := os.Lstat(filepath.Join(out, f)); err == nil && fi.Mode().IsRegular() {
 			os.Remove(filepath.Join(out, f))
 		}

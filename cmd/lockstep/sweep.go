@@ -19,14 +19,18 @@ import (
 
 func newSweepCmd(stdout, stderr io.Writer) *cobra.Command {
 	var (
-		out     string
-		seed    uint64
-		asJSON  bool
-		quiet   bool
-		trace   bool
-		jobs    int
-		list    bool
-		variant string
+		out    string
+		seed   uint64
+		asJSON bool
+		quiet  bool
+		trace  bool
+		force  bool
+		figure string
+
+		maxVariants int
+		jobs        int
+		list        bool
+		variant     string
 	)
 	cmd := &cobra.Command{
 		Use:   "sweep SCENARIO.yaml [-j N] [--list] [--variant NAME|INDEX]",
@@ -50,10 +54,13 @@ the same folders as a local sweep.`,
 			if err := checkJobs(jobs); err != nil {
 				return err
 			}
+			if err := checkFigure(figure); err != nil {
+				return err
+			}
 			if list && cmd.Flags().Changed("variant") {
 				return badInput(fmt.Errorf("--list and --variant: give one of them"))
 			}
-			vs, err := loadVariantsArg(args[0])
+			vs, err := loadVariantsMax(args[0], maxVariants)
 			if err != nil {
 				return badInput(err)
 			}
@@ -69,7 +76,7 @@ the same folders as a local sweep.`,
 			}
 			intr, stop := catchSignals(stderr)
 			defer stop()
-			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet || asJSON, stderr: stderr, trace: trace, intr: intr, jobs: jobs}
+			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet || asJSON, stderr: stderr, trace: trace, intr: intr, jobs: jobs, force: force, figure: figure}
 			if !cmd.Flags().Changed("variant") {
 				return runVariants(stdout, vs, out, asJSON, ro)
 			}
@@ -84,6 +91,9 @@ the same folders as a local sweep.`,
 	cmd.Flags().Uint64Var(&seed, "seed", 0, "random seed for every variant, overriding run.seed (>= 1)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summaries (by variant name; with --variant, its summary.json) instead of the table")
 	cmd.Flags().BoolVar(&trace, "trace", false, "also write trace.json in every variant's folder")
+	cmd.Flags().IntVar(&maxVariants, "max", scenario.MaxVariants, "the most variants the file may expand to (a guard against typos; up to 100000)")
+	cmd.Flags().StringVar(&figure, "figure", "", "the figure sweep.html plots against each swept parameter (a sweep.csv column; default the first of step_time_us, busbw_GBps, jct_us, fct_p99_us, duration_us a variant has)")
+	cmd.Flags().BoolVar(&force, "force", false, "rerun every variant, even one whose folder holds a complete run of the same scenario (a rerun skips those)")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", defaultJobs(), "variants run at once (results and output as with -j 1)")
 	cmd.Flags().BoolVar(&list, "list", false, "print the variants (index, name, parameter values) and run none")
@@ -143,8 +153,21 @@ func runOneVariant(w io.Writer, v scenario.Variant, out string, asJSON bool, ro 
 		out, field = filepath.Join("results", v.Base), "results folder"
 	}
 	ro.jobs = 1 // one run: its progress bar may show
-	res, js, err := runVariant(v, out, field, ro, ro.stderr)
-	if err != nil {
+	var (
+		res *runner.Result
+		js  []byte
+		err error
+	)
+	if st := planResume([]scenario.Variant{v}, out, ro)[0]; st != nil {
+		// Complete from an earlier run (an array task run twice): nothing to do.
+		if asJSON {
+			_, err = w.Write(st.js)
+			return err
+		}
+		fmt.Fprintf(w, "%s (%s): results in %s, complete from an earlier run (--force reruns it)\n", v.Scenario.Name, v.Label, filepath.Join(out, v.Scenario.Name))
+		return nil
+	}
+	if res, js, err = runVariant(v, out, field, ro, ro.stderr); err != nil {
 		return err
 	}
 	sc := v.Scenario

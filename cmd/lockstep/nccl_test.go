@@ -1,0 +1,476 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Regular expressions written against nccl-tests' documented output (README.md and
+// src/util.cu: writeDeviceReport, writeResultHeader, writeBenchmarkLine*, writeResultFooter),
+// as a script parsing nccl-tests would use them.
+var (
+	ncclHeaderRe = regexp.MustCompile(`^# nThread (\d+) nGpus (\d+) minBytes (\d+) maxBytes (\d+) step: (\d+)\((factor|bytes)\) warmup iters: (\d+) iters: (\d+) agg iters: (\d+) validation: (\d+) graph: (\d+)`)
+	ncclDeviceRe = regexp.MustCompile(`^#\s+Rank\s+(\d+) Group\s+(\d+) Pid\s+(\d+) on\s+(\S+) device\s+(\d+) \[([0-9a-fA-F:x]+)\] (.+)$`)
+	ncclColsRe   = regexp.MustCompile(`^#\s+size\s+count\s+type\s+redop\s+root\s+time\s+algbw\s+busbw\s+#wrong\s+time\s+algbw\s+busbw\s+#wrong\s*$`)
+	ncclUnitsRe  = regexp.MustCompile(`^#\s+\(B\)\s+\(elements\)\s+\(us\)\s+\(GB/s\)\s+\(GB/s\)\s+\(us\)\s+\(GB/s\)\s+\(GB/s\)\s*$`)
+	num          = `([0-9.]+(?:e[+-]\d+)?)`
+	ncclRowRe    = regexp.MustCompile(`^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(-?\d+)\s+` + num + `\s+` + num + `\s+` + num + `\s+(\d+|N/A)\s+` + num + `\s+` + num + `\s+` + num + `\s+(\d+|N/A)\s*$`)
+	ncclOOBRe    = regexp.MustCompile(`^# Out of bounds values : (\d+) (OK|FAILED)$`)
+	ncclAvgRe    = regexp.MustCompile(`^# Avg bus bandwidth\s+: ` + num)
+)
+
+// ncclParsed is nccl-tests output as a parser reads it.
+type ncclParsed struct {
+	header  []string // ncclHeaderRe's groups
+	devices int
+	cols    bool // both column-header lines seen
+	rows    []ncclParsedRow
+	oob     int
+	avg     float64
+	avgSeen bool
+}
+
+type ncclParsedRow struct {
+	size, count        int64
+	typ, redop         string
+	root               int
+	time, algbw, busbw [2]float64 // out-of-place, in-place
+	wrong              [2]string
+}
+
+func parseNCCLOutput(t *testing.T, out string) ncclParsed {
+	t.Helper()
+	var p ncclParsed
+	colLines := 0
+	for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		switch {
+		case ncclHeaderRe.MatchString(l):
+			p.header = ncclHeaderRe.FindStringSubmatch(l)
+		case ncclDeviceRe.MatchString(l):
+			p.devices++
+		case ncclColsRe.MatchString(l), ncclUnitsRe.MatchString(l):
+			colLines++
+		case ncclOOBRe.MatchString(l):
+			p.oob, _ = strconv.Atoi(ncclOOBRe.FindStringSubmatch(l)[1])
+		case ncclAvgRe.MatchString(l):
+			p.avg, _ = strconv.ParseFloat(ncclAvgRe.FindStringSubmatch(l)[1], 64)
+			p.avgSeen = true
+		case strings.HasPrefix(l, "#"):
+		default:
+			m := ncclRowRe.FindStringSubmatch(l)
+			if m == nil {
+				t.Fatalf("line %q is neither a comment nor a row of nccl-tests' table", l)
+			}
+			var r ncclParsedRow
+			r.size, _ = strconv.ParseInt(m[1], 10, 64)
+			r.count, _ = strconv.ParseInt(m[2], 10, 64)
+			r.typ, r.redop = m[3], m[4]
+			r.root, _ = strconv.Atoi(m[5])
+			for k := 0; k < 2; k++ {
+				r.time[k], _ = strconv.ParseFloat(m[6+4*k], 64)
+				r.algbw[k], _ = strconv.ParseFloat(m[7+4*k], 64)
+				r.busbw[k], _ = strconv.ParseFloat(m[8+4*k], 64)
+				r.wrong[k] = m[9+4*k]
+			}
+			p.rows = append(p.rows, r)
+		}
+	}
+	p.cols = colLines == 2
+	return p
+}
+
+// near reports whether a printed figure matches want to its printed precision (2 decimals, or
+// fewer for large values: within 0.006 or 0.1%).
+func near(got, want float64) bool { return math.Abs(got-want) <= 0.006+1e-3*math.Abs(want) }
+
+// TestNCCLTable runs every benchmark on a small fabric (2 nodes x 4 GPUs, flow level) and
+// reads the output with the regexes above: the header echoes the flags, one device line per
+// rank, sizes and counts as nccl-tests rounds them, algbw = size / time, busbw = algbw x the
+// op's factor (nccl-tests doc/PERFORMANCE.md), in-place equal to out-of-place, times growing
+// with size, and the footer's average the mean of the busbw column.
+func TestNCCLTable(t *testing.T) {
+	const n = 8
+	cases := []struct {
+		op      string
+		factor  float64 // busbw / algbw on n ranks
+		redop   string
+		root    int
+		perRank bool
+	}{
+		{"all_reduce", 2.0 * (n - 1) / n, "sum", -1, false},
+		{"all_gather_perf", float64(n-1) / n, "none", -1, true},
+		{"reduce_scatter", float64(n-1) / n, "sum", -1, true},
+		{"alltoall", float64(n-1) / n, "none", -1, true},
+		{"broadcast", 1, "none", 3, false},
+		{"reduce", 1, "sum", 3, false},
+		{"sendrecv", 1, "none", -1, false},
+	}
+	for _, c := range cases {
+		t.Run(c.op, func(t *testing.T) {
+			out := mustRun(t, "nccl", c.op, "-b", "1K", "-e", "16M", "-f", "4", "-g", "4", "--nodes", "2", "-r", "3")
+			p := parseNCCLOutput(t, out)
+			if p.header == nil {
+				t.Fatalf("no nThread header line in\n%s", out)
+			}
+			if want := []string{"1", "4", "1024", "16777216", "4", "factor", "1", "20", "1", "1", "0"}; strings.Join(p.header[1:], " ") != strings.Join(want, " ") {
+				t.Errorf("header %q; want nThread 1 nGpus 4 minBytes 1024 maxBytes 16777216 step: 4(factor) warmup 1 iters 20 agg 1 validation 1 graph 0", p.header[0])
+			}
+			if p.devices != n || !p.cols || p.oob != 0 || !p.avgSeen {
+				t.Errorf("devices %d (want %d), column headers %v, out of bounds %d, avg line %v", p.devices, n, p.cols, p.oob, p.avgSeen)
+			}
+			if len(p.rows) != 8 { // 1K, 4K, ..., 16M
+				t.Fatalf("%d rows; want 8 (1K to 16M by 4)", len(p.rows))
+			}
+			var sum float64
+			for i, r := range p.rows {
+				size := int64(1024) << (2 * i)
+				count := size / 4
+				if c.perRank {
+					count = size / 4 / n // 16-byte aligned already: powers of two
+				}
+				if r.size != size || r.count != count || r.typ != "float" || r.redop != c.redop || r.root != c.root {
+					t.Errorf("row %d: %d %d %s %s %d; want %d %d float %s %d", i, r.size, r.count, r.typ, r.redop, r.root, size, count, c.redop, c.root)
+				}
+				if r.time != [2]float64{r.time[0], r.time[0]} || r.algbw[0] != r.algbw[1] || r.busbw[0] != r.busbw[1] || r.wrong != [2]string{"0", "0"} {
+					t.Errorf("row %d: in-place %v/%v/%v differs from out-of-place or #wrong %v", i, r.time, r.algbw, r.busbw, r.wrong)
+				}
+				// The time is printed to 0.01 us (or 0.1 us past 10 ms), hence the tolerance.
+				if want := float64(r.size) / r.time[0] / 1e3; math.Abs(r.algbw[0]-want) > 0.006+want*(0.05/r.time[0]+1e-3) {
+					t.Errorf("row %d: algbw %.2f; want size/time = %.4f", i, r.algbw[0], want)
+				}
+				if want := r.algbw[0] * c.factor; !near(r.busbw[0], want) && math.Abs(r.busbw[0]-want) > 0.006*c.factor+0.006 {
+					t.Errorf("row %d: busbw %.2f; want algbw %.2f x %.4f = %.4f", i, r.busbw[0], r.algbw[0], c.factor, want)
+				}
+				if i > 0 && r.time[0] <= p.rows[i-1].time[0] {
+					t.Errorf("row %d: %d B took %.2f us, not more than %d B's %.2f us", i, r.size, r.time[0], p.rows[i-1].size, p.rows[i-1].time[0])
+				}
+				sum += r.busbw[0]
+			}
+			if avg := sum / float64(len(p.rows)); math.Abs(p.avg-avg) > 0.01 {
+				t.Errorf("Avg bus bandwidth %g; want the busbw column's mean %.4f", p.avg, avg)
+			}
+			if again := mustRun(t, "nccl", c.op, "-b", "1K", "-e", "16M", "-f", "4", "-g", "4", "--nodes", "2", "-r", "3"); again != out {
+				t.Errorf("a second run printed different output")
+			}
+		})
+	}
+}
+
+// TestNCCLRounding: sizes round as nccl-tests rounds them (all_gather on 12 ranks: the
+// per-rank count down to 16 bytes; sizes too small for one 16-byte chunk per rank are rows of
+// zeros), -i gives fixed steps, -d sets the element size and -c 0 prints N/A.
+func TestNCCLRounding(t *testing.T) {
+	out := mustRun(t, "nccl", "all_gather", "-b", "64", "-e", "1000", "-i", "312", "-g", "4", "--nodes", "3", "-d", "half", "-c", "0")
+	p := parseNCCLOutput(t, out)
+	if p.header == nil || p.header[5] != "312" || p.header[6] != "bytes" {
+		t.Fatalf("header %v; want step: 312(bytes)", p.header)
+	}
+	// 64, 376, 688, 1000 B of half on 12 ranks: per-rank counts 64/2/12 = 2 -> 0, 15 -> 8,
+	// 28 -> 24, 41 -> 40 (multiples of 8 halves = 16 B).
+	want := [][2]int64{{0, 0}, {192, 8}, {576, 24}, {960, 40}}
+	if len(p.rows) != len(want) {
+		t.Fatalf("%d rows; want %d:\n%s", len(p.rows), len(want), out)
+	}
+	for i, r := range p.rows {
+		if r.size != want[i][0] || r.count != want[i][1] || r.typ != "half" || r.wrong[0] != "N/A" {
+			t.Errorf("row %d: size %d count %d type %s #wrong %s; want %d %d half N/A", i, r.size, r.count, r.typ, r.wrong[0], want[i][0], want[i][1])
+		}
+		if (r.size == 0) != (r.time[0] == 0) {
+			t.Errorf("row %d: size %d took %.2f us; a zero-byte row has time 0 and only it", i, r.size, r.time[0])
+		}
+	}
+}
+
+// TestNCCLDefaults: nccl-tests' defaults (one 32 MiB size, step 1M bytes, 20 iterations, 1
+// warmup) and a typical script's extra flags (-z 0 -a 1 -p 0 -c 5) are accepted.
+func TestNCCLDefaults(t *testing.T) {
+	p := parseNCCLOutput(t, mustRun(t, "nccl", "all_reduce_perf", "-g", "2", "-z", "0", "-a", "1", "-p", "0", "-c", "5"))
+	if p.header == nil || strings.Join(p.header[1:], " ") != "1 2 33554432 33554432 1048576 bytes 1 20 1 5 0" {
+		t.Errorf("header %v; want nThread 1 nGpus 2 minBytes 33554432 maxBytes 33554432 step: 1048576(bytes) warmup iters: 1 iters: 20 agg iters: 1 validation: 5 graph: 0", p.header)
+	}
+	if len(p.rows) != 1 || p.rows[0].size != 32<<20 || p.rows[0].wrong[0] != "0" || p.devices != 2 {
+		t.Errorf("rows %+v, devices %d; want one 32 MiB row with #wrong 0 on 2 devices", p.rows, p.devices)
+	}
+}
+
+// TestNCCLScenarioEquivalent: lockstep run of the scenario --print-scenario shows gives the
+// times lockstep nccl printed, for one sweep (a geometric sweep) and for per-size scenarios.
+func TestNCCLScenarioEquivalent(t *testing.T) {
+	for _, args := range [][]string{
+		{"nccl", "all_reduce", "-b", "64K", "-e", "4M", "-f", "4", "-g", "4", "--nodes", "2"},
+		{"nccl", "all_gather", "-b", "4K", "-e", "12K", "-i", "4K", "-g", "3", "--nodes", "2", "--engine", "packet"},
+	} {
+		t.Run(args[1], func(t *testing.T) {
+			p := parseNCCLOutput(t, mustRun(t, args...))
+			docs := strings.Split(mustRun(t, append(args, "--print-scenario")...), "\n---\n")
+			var times []float64
+			for i, d := range docs {
+				path := filepath.Join(t.TempDir(), "s.yaml")
+				if err := os.WriteFile(path, []byte(d), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				_, sum := runTo(t, path)
+				var s struct {
+					Collectives []struct {
+						SizeBytes int64   `json:"size_bytes"`
+						TimeUs    float64 `json:"time_us"`
+					} `json:"collectives"`
+				}
+				if err := json.Unmarshal(sum, &s); err != nil {
+					t.Fatal(err)
+				}
+				if len(s.Collectives) == 0 {
+					t.Fatalf("scenario %d ran no collective", i)
+				}
+				for _, c := range s.Collectives {
+					times = append(times, c.TimeUs)
+				}
+			}
+			if len(times) != len(p.rows) {
+				t.Fatalf("the scenarios ran %d sizes; lockstep nccl printed %d rows", len(times), len(p.rows))
+			}
+			for i, r := range p.rows {
+				if !near(r.time[0], times[i]) {
+					t.Errorf("size %d: lockstep nccl %.2f us, lockstep run of its scenario %.3f us", r.size, r.time[0], times[i])
+				}
+			}
+		})
+	}
+}
+
+// TestNCCLJSON: -J writes nccl-tests' JSON with its documented keys and the table's figures;
+// the file is the same on every run, and an existing file is kept (the next goes to FILE.0).
+func TestNCCLJSON(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.json")
+	args := []string{"nccl", "reduce_scatter", "-b", "1M", "-e", "4M", "-f", "2", "-g", "2", "--nodes", "2", "-J", path}
+	out := mustRun(t, args...)
+	if !strings.HasPrefix(out, "# Writing JSON output to "+path+"\n") {
+		t.Errorf("output does not start with the JSON line: %q", strings.SplitN(out, "\n", 2)[0])
+	}
+	p := parseNCCLOutput(t, out)
+	data := readFile(t, path)
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"version", "start_time", "args", "env", "nccl_version", "config", "results", "out_of_bounds", "average_bus_bandwidth", "errors", "end_time"} {
+		if _, ok := doc[k]; !ok {
+			t.Errorf("JSON has no %q", k)
+		}
+	}
+	var d struct {
+		Config struct {
+			NThreads     int   `json:"nthreads"`
+			NGPUs        int   `json:"ngpus"`
+			MinimumBytes int64 `json:"minimum_bytes"`
+			MaximumBytes int64 `json:"maximum_bytes"`
+			StepFactor   int   `json:"step_factor"`
+			Iterations   int   `json:"iterations"`
+			WarmupIters  int   `json:"warmup_iters"`
+			Devices      []struct {
+				Rank     int    `json:"rank"`
+				Hostname string `json:"hostname"`
+			} `json:"devices"`
+		} `json:"config"`
+		Results []struct {
+			Size       int64  `json:"size"`
+			Count      int64  `json:"count"`
+			Type       string `json:"type"`
+			RedOp      string `json:"redop"`
+			Root       string `json:"root"`
+			OutOfPlace struct {
+				Time   float64  `json:"time"`
+				AlgBW  float64  `json:"alg_bw"`
+				BusBW  float64  `json:"bus_bw"`
+				NWrong *float64 `json:"nwrong"`
+			} `json:"out_of_place"`
+			InPlace struct {
+				Time float64 `json:"time"`
+			} `json:"in_place"`
+		} `json:"results"`
+		OutOfBounds struct {
+			Count int  `json:"count"`
+			Okay  bool `json:"okay"`
+		} `json:"out_of_bounds"`
+		Avg struct {
+			Bandwidth float64 `json:"bandwidth"`
+		} `json:"average_bus_bandwidth"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatal(err)
+	}
+	c := d.Config
+	if c.NThreads != 1 || c.NGPUs != 2 || c.MinimumBytes != 1<<20 || c.MaximumBytes != 4<<20 || c.StepFactor != 2 || c.Iterations != 20 || c.WarmupIters != 1 || len(c.Devices) != 4 || c.Devices[3].Hostname != "node1" {
+		t.Errorf("config %+v", c)
+	}
+	if len(d.Results) != len(p.rows) || len(p.rows) != 3 {
+		t.Fatalf("%d JSON results, %d table rows; want 3", len(d.Results), len(p.rows))
+	}
+	for i, r := range d.Results {
+		row := p.rows[i]
+		if r.Size != row.size || r.Count != row.count || r.Type != "float" || r.RedOp != "sum" || strings.TrimSpace(r.Root) != "-1" ||
+			!near(row.time[0], r.OutOfPlace.Time) || !near(row.algbw[0], r.OutOfPlace.AlgBW) || !near(row.busbw[0], r.OutOfPlace.BusBW) ||
+			r.InPlace.Time != r.OutOfPlace.Time || r.OutOfPlace.NWrong == nil || *r.OutOfPlace.NWrong != 0 {
+			t.Errorf("result %d %+v does not match the row %+v", i, r, row)
+		}
+	}
+	if d.OutOfBounds.Count != 0 || !d.OutOfBounds.Okay || math.Abs(d.Avg.Bandwidth-p.avg) > 1e-3*p.avg {
+		t.Errorf("out_of_bounds %+v, average %g (table %g)", d.OutOfBounds, d.Avg.Bandwidth, p.avg)
+	}
+	mustRun(t, args...)
+	if again := readFile(t, path+".0"); string(again) != string(data) {
+		t.Errorf("the second run's %s.0 differs from the first's %s", path, path)
+	}
+}
+
+// TestNCCLBadFlags: bad flags exit 2 with one line naming the flag, the value and what is
+// allowed.
+func TestNCCLBadFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"gather"}, []string{`"gather"`, "all_reduce", "sendrecv"}},
+		{[]string{"all_reduce", "-b", "1G", "-e", "8"}, []string{"-b/--minbytes", "1073741824", "-e/--maxbytes"}},
+		{[]string{"all_reduce", "-b", "8", "-e", "1M", "-f", "1"}, []string{"-f/--stepfactor", "at least 2", "-i/--stepbytes"}},
+		{[]string{"all_reduce", "-f", "2", "-i", "1K"}, []string{"-f/--stepfactor", "-i/--stepbytes", "both"}},
+		{[]string{"all_reduce", "-o", "xor"}, []string{"-o/--op", `"xor"`, "sum", "mulsum"}},
+		{[]string{"all_reduce", "-d", "float128"}, []string{"-d/--datatype", `"float128"`, "bfloat16"}},
+		{[]string{"all_reduce", "-g", "0"}, []string{"-g/--ngpus", "0", "at least 1"}},
+		{[]string{"all_reduce", "-t", "-1"}, []string{"-t/--nthreads"}},
+		{[]string{"all_reduce", "--nodes", "0"}, []string{"--nodes", "at least 1"}},
+		{[]string{"all_reduce", "--nodes", "4611686018427387904", "-g", "4"}, []string{"--nodes", "at most 2097152 ranks"}},
+		{[]string{"all_reduce", "-g", "2048"}, []string{"-g/--ngpus 2048", "at most 1024"}},
+		{[]string{"all_reduce", "-n", "0"}, []string{"-n/--iters"}},
+		{[]string{"all_reduce", "-c", "-1"}, []string{"-c/--check", "-1"}},
+		{[]string{"all_reduce", "-z", "3"}, []string{"-z/--blocking", "0 to 2"}},
+		{[]string{"all_reduce", "-C", "1"}, []string{"unknown shorthand flag", "'C'"}},
+		{[]string{"all_reduce", "-b", "lots"}, []string{"-b/--minbytes", `"lots"`}},
+		{[]string{"all_reduce", "-e", "2T"}, []string{"-e/--maxbytes", "1 TiB"}},
+		{[]string{"all_reduce", "-b", "1", "-e", "1M", "-i", "1"}, []string{"more than 256 sizes"}},
+		{[]string{"broadcast", "-g", "4", "-r", "4"}, []string{"-r/--root", "0 to 3"}},
+		{[]string{"sendrecv"}, []string{"sendrecv", "at least 2 ranks"}},
+		{[]string{"all_reduce", "--engine", "warp"}, []string{"--engine", `"warp"`, "packet, flow or analytic"}},
+		{[]string{"all_reduce", "--engine", "analytic", "--transport", "roce"}, []string{"--engine analytic", "--transport roce"}},
+		{[]string{"all_reduce", "--algorithm", "magic"}, []string{"--algorithm", `"magic"`}},
+		{[]string{"all_reduce", "--sim-iters", "0"}, []string{"--sim-iters", "1 to 1000"}},
+		{[]string{"all_reduce", "--scenario", "no/such.yaml"}, []string{"--scenario", "no/such.yaml"}},
+		{[]string{"all_reduce", "--scenario", "testdata/coll-mrc.yaml", "--nodes", "5", "-g", "4"}, []string{"20 ranks", "16 hosts"}},
+		{[]string{"all_reduce", "--seed", "0"}, []string{"--seed"}},
+		{[]string{"all_reduce", "-n", "x"}, []string{"--iters", `"x"`}},
+	} {
+		code, stdout, stderr := cli(t, append([]string{"nccl"}, c.args...)...)
+		if code != 2 || stdout != "" {
+			t.Errorf("lockstep nccl %s: exit %d, stdout %q; want exit 2 and no output", strings.Join(c.args, " "), code, stdout)
+			continue
+		}
+		checkOneLine(t, stderr)
+		for _, w := range c.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("lockstep nccl %s: %q does not mention %q", strings.Join(c.args, " "), stderr, w)
+			}
+		}
+	}
+}
+
+// TestNCCLUnits checks the size parser, the sweep, nccl-tests' rounding and its number format.
+func TestNCCLUnits(t *testing.T) {
+	for in, want := range map[string]int64{"8": 8, "128K": 128 << 10, "1m": 1 << 20, "8G": 8 << 30, "2T": 2 << 40, "4KiB": 4096, "64MB": 64e6, "1500B": 1500} {
+		if got, err := parseNCCLSize(in); err != nil || got != want {
+			t.Errorf("parseNCCLSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "x", "-1", "1.5", "8X", "9223372036854775807K"} {
+		if got, err := parseNCCLSize(in); err == nil {
+			t.Errorf("parseNCCLSize(%q) = %d; want an error", in, got)
+		}
+	}
+	if got, _ := ncclSizes(8, 100, 0, 2); len(got) != 4 || got[3] != 64 {
+		t.Errorf("ncclSizes(8, 100, x2) = %v; want 8 16 32 64", got)
+	}
+	if got, _ := ncclSizes(10, 40, 10, 1); len(got) != 4 || got[3] != 40 {
+		t.Errorf("ncclSizes(10, 40, +10) = %v; want 10 20 30 40", got)
+	}
+	if got, _ := ncclSizes(0, 64, 0, 2); len(got) != 1 {
+		t.Errorf("ncclSizes(0, 64, x2) = %v; want [0] (0 x 2 is 0: nccl-tests would loop)", got)
+	}
+	ag, _ := parseNCCLOp("all_gather")
+	ar, _ := parseNCCLOp("all_reduce_perf_mpi")
+	for _, c := range []struct {
+		op         ncclOp
+		size       int64
+		elt, n     int
+		bytes, cnt int64
+	}{
+		{ar, 1023, 4, 8, 1020, 255},
+		{ag, 1024, 4, 8, 1024, 32},
+		{ag, 1000, 4, 8, 896, 28},  // 250 / 8 = 31 -> 28 (multiple of 4 floats)
+		{ag, 100, 4, 8, 0, 0},      // 25 / 8 = 3 -> 0
+		{ag, 1000, 8, 3, 960, 40},  // 125 / 3 = 41 -> 40 (multiple of 2 doubles)
+		{ag, 1000, 1, 3, 960, 320}, // 333 -> 320 (multiple of 16 int8)
+	} {
+		if b, n := ncclRound(c.op, c.size, c.elt, c.n); b != c.bytes || n != c.cnt {
+			t.Errorf("ncclRound(%s, %d, %d B, %d ranks) = %d B, count %d; want %d, %d", c.op.name, c.size, c.elt, c.n, b, n, c.bytes, c.cnt)
+		}
+	}
+	for _, c := range []struct {
+		v     float64
+		width int
+		want  string
+	}{
+		{2.5, 7, "   2.50"}, {9999.99, 7, "9999.99"}, {18454.7, 7, "18454.7"}, {123456, 7, " 123456"},
+		{1.2e7, 7, "1.2e+07"}, {0, 6, "  0.00"}, {231.26, 6, "231.26"}, {1234.5, 6, "1234.5"}, {123456, 6, "123456"}, {1e7, 6, " 1e+07"},
+	} {
+		if got := ncclFloat(c.v, c.width); got != c.want {
+			t.Errorf("ncclFloat(%g, %d) = %q; want %q", c.v, c.width, got, c.want)
+		}
+	}
+}
+
+// FuzzNCCLSize: the size parser never panics and returns no negative size.
+func FuzzNCCLSize(f *testing.F) {
+	for _, s := range []string{"8", "8G", "128k", "4KiB", "64MB", "-1", "", "9223372036854775807", "1.5K", "1e3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if v, err := parseNCCLSize(s); err == nil && v < 0 {
+			t.Errorf("parseNCCLSize(%q) = %d", s, v)
+		}
+	})
+}
+
+// FuzzNCCLFlags: any command line either prints the scenario (--print-scenario runs nothing)
+// or is bad input with one line; never a panic or another exit code.
+func FuzzNCCLFlags(f *testing.F) {
+	for _, s := range []string{
+		"all_reduce -b 8 -e 8G -f 2 -g 8 --nodes 16", "all_gather -b 1 -e 1M -i 7 -g 3 --nodes 5 -d half",
+		"alltoall -b 0 -e 0 -f 2", "broadcast -r 7 -g 8", "sendrecv -g 1", "reduce_scatter -b 1K -e 1G -f 3 -t 2 -g 3 --nodes 7",
+		"all_reduce --nodes 9223372036854775807 -g 9", "all_reduce -f 0 -i 0", "all_reduce -b 1T -e 1T -d double",
+		"all_reduce --scenario testdata/coll-mrc.yaml -g 4", "all_reduce --engine analytic --transport mrc",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		args := append(append([]string{"nccl"}, strings.Fields(line)...), "--print-scenario")
+		for _, a := range args {
+			if strings.HasPrefix(a, "-J") || strings.HasPrefix(a, "--output_file") || strings.HasPrefix(a, "--out") {
+				return // would write files; covered by TestNCCLJSON
+			}
+		}
+		code, _, stderr := cli(t, args...)
+		switch code {
+		case 0:
+		case 2:
+			checkOneLine(t, stderr)
+		default:
+			t.Errorf("lockstep %s: exit %d, stderr %q", strings.Join(args, " "), code, stderr)
+		}
+	})
+}
