@@ -4,13 +4,16 @@ import (
 	"strings"
 
 	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/lockstepsim/lockstep/transport"
 	"github.com/spf13/cobra"
 )
 
 // Shell completion: cobra's default completion command (lockstep completion bash|zsh|fish|
-// powershell) writes the script; these functions give it the values. No command takes a
-// transport kind or a port name on its command line (they are scenario keys, which
-// lockstep schema gives editors), so nothing completes them here.
+// powershell) writes the script; these functions give it the values: presets (and files)
+// for scenario arguments, topology kinds for topo --kind, and for nccl its ops, transport
+// kinds (--transport), engines, reduction operators and algorithms. No command takes a port
+// name on its command line (ports are named in scenario files, whose keys lockstep schema
+// gives editors), so nothing completes one here.
 
 // completeScenarioArg completes a scenario argument: the embedded presets matching what was
 // typed, and files (the shell's own completion).
@@ -68,6 +71,22 @@ func addCompletions(root *cobra.Command) {
 		case "topo":
 			_ = c.RegisterFlagCompletionFunc("kind", fixedValues(topoKinds...))
 			_ = c.RegisterFlagCompletionFunc("routing", fixedValues("minimal", "dor"))
+		case "nccl":
+			var ops []string
+			for _, o := range ncclOps {
+				ops = append(ops, o.name)
+			}
+			c.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+				if len(args) > 0 {
+					return nil, cobra.ShellCompDirectiveNoFileComp
+				}
+				return fixedValues(ops...)(cmd, args, toComplete)
+			}
+			_ = c.RegisterFlagCompletionFunc("transport", fixedValues(append(transport.Kinds(), scenario.TransportIdeal)...))
+			_ = c.RegisterFlagCompletionFunc("engine", fixedValues(scenario.EnginePacket, scenario.EngineFlow, "analytic"))
+			_ = c.RegisterFlagCompletionFunc("scenario", completeScenarioArgs)
+			_ = c.RegisterFlagCompletionFunc("op", fixedValues(ncclRedOps...))
+			_ = c.RegisterFlagCompletionFunc("algorithm", fixedValues("auto", "ring", "tree", "halving_doubling", "recursive_doubling", "pairwise", "hierarchical", "direct"))
 		}
 	}
 }

@@ -10,7 +10,8 @@ import (
 
 // TestCompletion drives cobra's hidden __complete command as the shell scripts do: presets
 // for scenario arguments (with file completion kept, directive 0), presets only for bench
-// (4: no files), topology kinds and routings for topo's flags.
+// (4: no files), topology kinds and routings for topo's flags, nccl's ops, transport kinds,
+// engines, base scenario and reduction operators.
 func TestCompletion(t *testing.T) {
 	var perm []string
 	for _, p := range scenario.Presets() {
@@ -33,6 +34,11 @@ func TestCompletion(t *testing.T) {
 		{[]string{"topo", "--kind", "t"}, []string{"torus"}, ":4"},
 		{[]string{"topo", "--kind", ""}, topoKinds, ":4"},
 		{[]string{"topo", "--routing", ""}, []string{"minimal", "dor"}, ":4"},
+		{[]string{"nccl", "all_"}, []string{"all_reduce", "all_gather"}, ":4"},
+		{[]string{"nccl", "all_reduce", "--transport", ""}, []string{"mrc", "roce", "ideal"}, ":4"},
+		{[]string{"nccl", "all_reduce", "--engine", "a"}, []string{"analytic"}, ":4"},
+		{[]string{"nccl", "all_reduce", "--scenario", "mrc"}, []string{"mrc-fail"}, ":0"},
+		{[]string{"nccl", "all_reduce", "--op", "m"}, []string{"max", "min", "mulsum"}, ":4"},
 	} {
 		code, out, stderr := cli(t, append([]string{"__complete"}, c.args...)...)
 		if code != 0 {
