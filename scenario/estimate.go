@@ -253,6 +253,10 @@ func (e Estimate) breakdown() string {
 	return fmt.Sprintf("%s base, %d links x %s, %d flows x %s, %.3g packets in flight x %d B, %.3g schedule operations x %d B", fmtBytes(MemBase), e.Links, fmtBytes(MemPerLink), e.Flows, fmtBytes(e.perFlow), e.inFlight, MemPerPacket, e.ScheduleOps, MemPerOp)
 }
 
+// FormatBytes prints a byte count to 3 significant digits in B, KB, MB, GB or TB (decimal),
+// as the estimates do.
+func FormatBytes(b float64) string { return fmtBytes(b) }
+
 // fmtBytes prints a byte count to 3 significant digits in B, KB, MB, GB or TB (decimal).
 func fmtBytes(b float64) string {
 	for _, u := range []struct {

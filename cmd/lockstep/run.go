@@ -67,6 +67,9 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 					return badInput(err)
 				}
 				if vs != nil {
+					if len(vs) > scenario.MaxVariants {
+						fmt.Fprintln(stderr, "lockstep:", sweepEstimate(vs, jobs))
+					}
 					return runVariants(stdout, vs, out, asJSON, ro)
 				}
 			}

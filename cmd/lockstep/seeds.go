@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/lockstepsim/lockstep/report"
 	"github.com/lockstepsim/lockstep/runner"
@@ -301,4 +302,35 @@ func sweepPlot(vs []scenario.Variant, rows []*runner.Summary, col string) report
 		sw.Y = append(sw.Y, y)
 	}
 	return sw
+}
+
+// sweepEstimate is the one-line estimate of a whole sweep: the data packets of all variants,
+// the peak memory of the largest one (each worker runs one variant at a time) and the wall
+// time of all of them on jobs workers (scenario.Estimate's range, summed and divided). It
+// is printed by sweep --list and before a sweep of more than scenario.MaxVariants variants.
+func sweepEstimate(vs []scenario.Variant, jobs int) string {
+	var packets, mem float64
+	var wmin, wmax time.Duration
+	flow := 0
+	for _, v := range vs {
+		e, err := v.Scenario.Estimate()
+		if err != nil {
+			continue // the run reports it
+		}
+		packets += e.Packets
+		mem = max(mem, e.MemoryBytes)
+		wmin += e.WallMin
+		wmax += e.WallMax
+		if e.WallMax == 0 && e.Engine != scenario.EnginePacket {
+			flow++
+		}
+	}
+	jobs = max(1, min(jobs, len(vs)))
+	var b strings.Builder
+	fmt.Fprintf(&b, "estimate for %d variants: %.3g packets in all, peak memory per worker about %s (the largest variant), wall time about %v to %v at -j %d",
+		len(vs), packets, scenario.FormatBytes(mem), (wmin / time.Duration(jobs)).Round(time.Second), (wmax / time.Duration(jobs)).Round(time.Second), jobs)
+	if flow > 0 {
+		fmt.Fprintf(&b, " (%d flow-level or analytic variants not timed)", flow)
+	}
+	return b.String()
 }

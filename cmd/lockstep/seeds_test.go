@@ -109,3 +109,34 @@ variants:
 		t.Errorf("sweep_stats.csv left: %v", err)
 	}
 }
+
+// More than 64 variants need --max; the error names the count and the flag, --list prints an
+// estimate of the whole sweep, and a sweep past 64 prints it before running.
+func TestSweepMax(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "many.yaml")
+	os.WriteFile(file, []byte(`name: many
+topology:
+  clos: {tiers: 2, planes: 1, radix: 8, hosts: 8, host_link: 100G}
+transport: {kind: mrc}
+traffic:
+  - {pattern: permutation, bytes: 16KiB}
+variants:
+  seeds: 1..70
+`), 0o644)
+	code, _, stderr := cli(t, "sweep", file, "--out", filepath.Join(dir, "res"), "--quiet")
+	if code != 2 || !strings.Contains(stderr, "expands to 70 scenarios, beyond the 64 allowed; pass --max 70") {
+		t.Errorf("without --max: exit %d, %s", code, stderr)
+	}
+	_, _, out := cli(t, "sweep", file, "--list", "--max", "70")
+	if !strings.Contains(out, "estimate for 70 variants:") || !strings.Contains(out, "packets in all, peak memory per worker about") {
+		t.Errorf("--list lacks the estimate:\n%s", out)
+	}
+	code, _, stderr = cli(t, "sweep", file, "--out", filepath.Join(dir, "res"), "--quiet", "--max", "70", "-j", "2")
+	if code != 0 || !strings.Contains(stderr, "estimate for 70 variants:") {
+		t.Errorf("with --max: exit %d, %s", code, stderr)
+	}
+	if n := len(listDir(t, filepath.Join(dir, "res"))); n != 70+4 {
+		t.Errorf("%d entries in the sweep folder; want 70 variants + compare.html, sweep.csv, sweep.html, sweep_stats.csv", n)
+	}
+}

@@ -72,7 +72,11 @@ the same folders as a local sweep.`,
 			}
 			if list {
 				printVariants(stdout, vs)
+				fmt.Fprintln(stderr, sweepEstimate(vs, jobs)) // stdout stays the table, for scripts
 				return nil
+			}
+			if len(vs) > scenario.MaxVariants && !cmd.Flags().Changed("variant") {
+				fmt.Fprintln(stderr, "lockstep:", sweepEstimate(vs, jobs))
 			}
 			intr, stop := catchSignals(stderr)
 			defer stop()

@@ -107,7 +107,10 @@ func TestSweepVariantKey(t *testing.T) {
 // the whole sweep gives it; bad values are bad input naming what is allowed.
 func TestSweepListAndVariant(t *testing.T) {
 	file := filepath.Join("testdata", "variants", "sweep4.yaml")
-	list := mustRun(t, "sweep", file, "--list")
+	code, list, stderr := cli(t, "sweep", file, "--list")
+	if code != 0 || !strings.HasPrefix(stderr, "estimate for 4 variants: ") {
+		t.Errorf("--list: exit %d, stderr %q; want the sweep's estimate on stderr", code, stderr)
+	}
 	want := []string{"index name transport.kind traffic.0.bytes", "0 sw-mrc-256KiB mrc 256KiB", "1 sw-mrc-1MiB mrc 1MiB",
 		"2 sw-roce-256KiB roce 256KiB", "3 sw-roce-1MiB roce 1MiB"}
 	lines := strings.Split(strings.TrimSpace(list), "\n")
