@@ -504,7 +504,18 @@ func (f ncclFlags) plan(opArg string, factorGiven, stepGiven bool) (*ncclPlan, e
 		return nil, fmt.Errorf("sendrecv needs at least 2 ranks; --nodes x -t x -g is %d", p.ranks)
 	}
 
-	// Sizes as nccl-tests runs them; the sizes to simulate (bytes > 0), in order.
+	if err := p.buildJobs(raw, base); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// buildJobs rounds the requested sizes raw as nccl-tests does into p.sizes and makes the
+// scenarios that run them from the base YAML: one sweeping them all when they are the
+// scenario sweep bytes x factor^k (collective.Sizes) of at most 64 sizes, else one per size.
+// Sizes that round to 0 bytes run nothing.
+func (p *ncclPlan) buildJobs(raw []int64, base []byte) error {
+	f, op := p.f, p.op
 	var run []int64
 	for _, s := range raw {
 		b, c := ncclRound(op, s, p.typ.size, p.ranks)
@@ -516,18 +527,16 @@ func (f ncclFlags) plan(opArg string, factorGiven, stepGiven bool) (*ncclPlan, e
 		p.sizes = append(p.sizes, ncclSize{bytes: b, count: c, job: job})
 	}
 	if len(run) == 0 {
-		return p, nil // every size rounds to 0: nothing to simulate
+		return nil // every size rounds to 0: nothing to simulate
 	}
-	// One scenario sweeping the sizes when they are the scenario sweep bytes x factor^k
-	// (collective.Sizes) of at most 64 sizes; else one scenario per size.
 	if p.factor > 1 && len(run) <= 64 {
 		if sw, err := collective.Sizes(run[0], run[len(run)-1], p.factor); err == nil && equalSizes(sw, run) {
 			y, err := p.scenarioYAML(base, run[0], run[len(run)-1])
 			if err != nil {
-				return nil, err
+				return err
 			}
 			p.jobs = []ncclJob{{yaml: y, out: f.out}}
-			return p, nil
+			return nil
 		}
 	}
 	for i := range p.sizes {
@@ -536,7 +545,7 @@ func (f ncclFlags) plan(opArg string, factorGiven, stepGiven bool) (*ncclPlan, e
 		}
 		y, err := p.scenarioYAML(base, p.sizes[i].bytes, 0)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		out := ""
 		if f.out != "" {
@@ -545,7 +554,7 @@ func (f ncclFlags) plan(opArg string, factorGiven, stepGiven bool) (*ncclPlan, e
 		p.sizes[i].job = len(p.jobs)
 		p.jobs = append(p.jobs, ncclJob{yaml: y, out: out})
 	}
-	return p, nil
+	return nil
 }
 
 // equalSizes reports whether a and b hold the same sizes in the same order.
