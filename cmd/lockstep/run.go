@@ -73,15 +73,7 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 					return runVariants(stdout, vs, out, asJSON, ro)
 				}
 			}
-			var (
-				sc  *scenario.Scenario
-				err error
-			)
-			if len(args) == 1 {
-				sc, err = loadScenarioArg(args[0])
-			} else {
-				sc, err = scenario.Default()
-			}
+			sc, err := loadScenarioOrDefault(args)
 			if err != nil {
 				return badInput(err)
 			}
@@ -834,6 +826,15 @@ func loadScenarioArg(arg string) (*scenario.Scenario, error) {
 		return nil, fmt.Errorf("%q is neither a scenario file nor a preset; presets: %s", arg, strings.Join(scenario.Presets(), ", "))
 	}
 	return scenario.Load(arg)
+}
+
+// loadScenarioOrDefault loads the one scenario argument of run and validate (a file or a
+// preset), or the built-in default when there is none.
+func loadScenarioOrDefault(args []string) (*scenario.Scenario, error) {
+	if len(args) == 1 {
+		return loadScenarioArg(args[0])
+	}
+	return scenario.Default()
 }
 
 // printFaultCosts writes one line per failure: when, what, and what it cost (empty figures

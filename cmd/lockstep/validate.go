@@ -45,15 +45,7 @@ code (2); a valid scenario exits 0. With --json, prints {"scenario": ..., "estim
 					return validateVariants(stdout, stderr, vs, asJSON, noSetup)
 				}
 			}
-			var (
-				sc  *scenario.Scenario
-				err error
-			)
-			if len(args) == 1 {
-				sc, err = loadScenarioArg(args[0])
-			} else {
-				sc, err = scenario.Default()
-			}
+			sc, err := loadScenarioOrDefault(args)
 			if err != nil {
 				return badInput(err)
 			}
