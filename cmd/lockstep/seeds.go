@@ -327,8 +327,8 @@ func sweepEstimate(vs []scenario.Variant, jobs int) string {
 	}
 	jobs = max(1, min(jobs, len(vs)))
 	var b strings.Builder
-	fmt.Fprintf(&b, "estimate for %d variants: %.3g packets in all, peak memory per worker about %s (the largest variant), wall time about %v to %v at -j %d",
-		len(vs), packets, scenario.FormatBytes(mem), (wmin / time.Duration(jobs)).Round(time.Second), (wmax / time.Duration(jobs)).Round(time.Second), jobs)
+	fmt.Fprintf(&b, "estimate for %d variants: %.3g packets in all, peak memory per worker about %s (the largest variant), wall time about %s to %s at -j %d",
+		len(vs), packets, scenario.FormatBytes(mem), wallStr(wmin/time.Duration(jobs)), wallStr(wmax/time.Duration(jobs)), jobs)
 	if flow > 0 {
 		fmt.Fprintf(&b, " (%d flow-level or analytic variants not timed)", flow)
 	}

@@ -128,6 +128,12 @@ variants:
 	if code != 2 || !strings.Contains(stderr, "expands to 70 scenarios, beyond the 64 allowed; pass --max 70") {
 		t.Errorf("without --max: exit %d, %s", code, stderr)
 	}
+	if code, _, vstderr := cli(t, "validate", file, "--no-setup"); code != 2 || !strings.Contains(vstderr, "pass --max 70") {
+		t.Errorf("validate without --max: exit %d, %s", code, vstderr)
+	}
+	if code, vout, vstderr := cli(t, "validate", file, "--no-setup", "--max", "70"); code != 0 || strings.Count(vout, ": valid;") != 70 || !strings.Contains(vout, "estimate for 70 variants:") {
+		t.Errorf("validate --max 70: exit %d, %s\n%s", code, vout, vstderr)
+	}
 	_, _, out := cli(t, "sweep", file, "--list", "--max", "70")
 	if !strings.Contains(out, "estimate for 70 variants:") || !strings.Contains(out, "packets in all, peak memory per worker about") {
 		t.Errorf("--list lacks the estimate:\n%s", out)

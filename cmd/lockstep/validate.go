@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -16,7 +17,10 @@ import (
 )
 
 func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
-	var asJSON, noSetup bool
+	var (
+		asJSON, noSetup bool
+		maxVariants     int
+	)
 	cmd := &cobra.Command{
 		Use:   "validate [SCENARIO.yaml | PRESET]",
 		Short: "Resolve a scenario and print it with estimates of its cost, running nothing",
@@ -24,7 +28,8 @@ func newValidateCmd(stdout, stderr io.Writer) *cobra.Command {
 when none is given), run nothing, and print the resolved scenario (what run writes as
 scenario.yaml) followed by a second YAML document, estimate:, with the engine, hosts,
 links, flows, packets, memory and a wall-time range (scenario.Estimate: an order of
-magnitude, from measured costs). A file with variants prints one line per variant.
+magnitude, from measured costs). A file with variants prints one line per variant
+(--max raises the 64-variant guard as run and sweep do).
 
 After resolving, validate sets the run up as run does (the fabric, routes, endpoints,
 collective schedules) and stops it before its first events, so the runner's own input
@@ -37,7 +42,7 @@ code (2); a valid scenario exits 0. With --json, prints {"scenario": ..., "estim
 		ValidArgsFunction: completeScenarioArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
-				vs, err := loadVariantsArg(args[0])
+				vs, err := loadVariantsMax(args[0], maxVariants)
 				if err != nil {
 					return badInput(err)
 				}
@@ -63,6 +68,7 @@ code (2); a valid scenario exits 0. With --json, prints {"scenario": ..., "estim
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"scenario": ..., "estimate": ...} as JSON`)
 	cmd.Flags().BoolVar(&noSetup, "no-setup", false, "resolve only: do not set the run up (skips the runner's own input checks)")
+	cmd.Flags().IntVar(&maxVariants, "max", scenario.MaxVariants, "the most variants a file may expand to, as run's and sweep's --max (up to 100000)")
 	return cmd
 }
 
@@ -187,6 +193,7 @@ func validateVariants(w, stderr io.Writer, vs []scenario.Variant, asJSON, noSetu
 		}
 		fmt.Fprintln(w)
 	}
+	fmt.Fprintln(w, sweepEstimate(vs, runtime.NumCPU()))
 	return nil
 }
 

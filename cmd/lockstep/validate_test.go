@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -100,9 +101,10 @@ func TestValidateValid(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(lines) != len(vs) {
-					t.Fatalf("%d lines for %d variants:\n%s", len(lines), len(vs), out)
+				if len(lines) != len(vs)+1 || !strings.HasPrefix(lines[len(vs)], fmt.Sprintf("estimate for %d variants:", len(vs))) {
+					t.Fatalf("%d lines for %d variants (want one each and the sweep's estimate):\n%s", len(lines), len(vs), out)
 				}
+				lines = lines[:len(vs)]
 				for i, l := range lines {
 					if !strings.HasPrefix(l, vs[i].Scenario.Name+" (") || !strings.Contains(l, "valid;") || !strings.Contains(l, "memory ") {
 						t.Fatalf("line %d %q", i, l)
