@@ -183,6 +183,21 @@ func TestChainCollectives(t *testing.T) {
 	}
 }
 
+// TestSendRecvShift: a ring shift (every rank to the next, nccl-tests' sendrecv_perf) on a
+// crossbar takes one pair's time, S x 8 / B + a, at every rank count: each NIC sends and
+// receives S at once.
+func TestSendRecvShift(t *testing.T) {
+	for _, n := range []int{2, 3, 8, 64} {
+		sp := spec(collective.SendRecv, collective.Direct, n, 256<<20)
+		sp.Peer = collective.ShiftPeer
+		res, _ := crossbarRun(t, n, []collective.Spec{sp}, false)
+		want := testRate.TxTime(sp.Bytes) + testLat
+		if got := res[0].Time(); !within(got, want, 0) {
+			t.Errorf("n=%d: %v, want %v", n, got, want)
+		}
+	}
+}
+
 // TestRingDoublingBytes: doubling S doubles the bandwidth term and keeps the latency term.
 func TestRingDoublingBytes(t *testing.T) {
 	const n = 16

@@ -16,7 +16,7 @@ import (
 //	ring all-gather        as reduce-scatter
 //	broadcast (chain)      1 phase: n-1 flows root+i -> root+i+1, S each; latency (n-1) x mean a
 //	reduce (chain)         1 phase: n-1 flows root+i+1 -> root+i, S each; latency (n-1) x mean a
-//	send/recv              1 phase: one flow root -> peer, S; latency a
+//	send/recv              1 phase: one flow root -> peer, S; latency a (peer ShiftPeer: n flows r -> r+1, S each; latency a each)
 //	pairwise all-to-all    1 phase: n(n-1) flows i -> j of S/n (split as the schedule does) or Matrix[i][j], zero-byte pairs omitted; latency a each
 //	double binary tree AR  1 phase: for both trees t and every non-root rank r, r -> parent and parent -> r, split(S,2,t) each, same-pair flows merged; latency 2 D x mean a (D = collective.TreeDepth(n))
 //	halving-doubling AR    lg p phases of recursive halving (partner v^d, d = p/2..1, S d/p each way), lg p of recursive doubling (d = 1..p/2, S d/p), plus a fold phase before and after when n is not a power of two (p the largest power of two <= n; 2i -> 2i+1 for i < n-p, S, and back); latency a each
@@ -117,6 +117,12 @@ func (c *Collectives) expand(in *coll, ph int) phase {
 			return phase{k: int64(n - 1), mean: true}
 		}
 	case collective.Direct:
+		if sp.Peer == collective.ShiftPeer {
+			for i := 0; i < n; i++ {
+				c.dem = append(c.dem, demand{src: int32(i), dst: int32((i + 1) % n), b: [2]int64{S}, trees: 1})
+			}
+			return phase{k: 1}
+		}
 		c.dem = append(c.dem, demand{src: int32(sp.Root), dst: int32(sp.Peer), b: [2]int64{S}, trees: 1})
 		return phase{k: 1}
 	case collective.Pairwise:

@@ -90,7 +90,9 @@ type Collective struct {
 	// data over that many independent instances of the algorithm (default 1).
 	Chunk    sim.Size `yaml:"chunk"`
 	Channels int      `yaml:"channels"`
-	// Root (broadcast, reduce, sendrecv sender) and Peer (sendrecv receiver), as ranks.
+	// Root (broadcast, reduce, sendrecv sender) and Peer (sendrecv receiver), as ranks; peer
+	// -1 makes send_recv a ring shift (every rank sends to the next, as nccl-tests'
+	// sendrecv_perf; root 0).
 	Root int `yaml:"root,omitempty"`
 	Peer int `yaml:"peer,omitempty"`
 	// Inner x Outer is the hierarchical (2-D ring of rings) layout; Inner x Outer = Ranks.

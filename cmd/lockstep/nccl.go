@@ -336,7 +336,7 @@ runs move the same bytes and print the same figures; #wrong is 0 (N/A with -c 0)
 	fs.IntVarP(&f.check, "check", "c", 1, "check iterations: > 0 prints #wrong 0, 0 prints N/A")
 	fs.StringVarP(&f.redop, "op", "o", "sum", "reduction operator: "+strings.Join(ncclRedOps, ", "))
 	fs.StringVarP(&f.dtype, "datatype", "d", "float", "data type (sets the element size and the count column)")
-	fs.IntVarP(&f.root, "root", "r", 0, "root rank of broadcast and reduce; the sender of sendrecv")
+	fs.IntVarP(&f.root, "root", "r", 0, "root rank of broadcast and reduce (sendrecv has none: every rank sends to the next, as nccl-tests)")
 	fs.IntVarP(&f.threads, "nthreads", "t", 1, "threads per process (node)")
 	fs.IntVarP(&f.gpus, "ngpus", "g", 1, "GPUs per thread")
 	fs.IntVarP(&f.graph, "cudagraph", "G", 0, "CUDA graph launches (printed; not simulated)")
@@ -653,7 +653,8 @@ func (p *ncclPlan) scenarioYAML(base []byte, bytes, maxBytes int64) ([]byte, err
 	case collective.Broadcast, collective.Reduce:
 		c.Root = p.f.root
 	case collective.SendRecv:
-		c.Root, c.Peer = p.f.root, (p.f.root+1)%p.ranks
+		// nccl-tests' sendrecv_perf: every rank sends to rank+1 and receives from rank-1.
+		c.Peer = collective.ShiftPeer
 	}
 	var wl yaml.Node
 	if err := wl.Encode(map[string][]ncclCollective{"collectives": {c}}); err != nil {

@@ -67,13 +67,22 @@ func buildPairwise(b *builder) {
 	}
 }
 
-// buildDirect expands a send/recv: Root sends Bytes to Peer, split over the channels and cut
-// into chunks that go back to back.
+// buildDirect expands a send/recv: Root sends Bytes to Peer (with Peer == ShiftPeer, every
+// rank to the next), split over the channels and cut into chunks that go back to back.
 func buildDirect(b *builder) {
 	sp := b.s.spec
+	src, dst := []int32{int32(sp.Root)}, []int32{int32(sp.Peer)}
+	if sp.Peer == ShiftPeer {
+		src, dst = make([]int32, sp.Ranks), make([]int32, sp.Ranks)
+		for r := range src {
+			src[r], dst[r] = int32(r), int32((r+1)%sp.Ranks)
+		}
+	}
 	forLoops(sp.Bytes, sp.Channels, sp.ChunkBytes, func(c, j int, bytes int64) {
 		b.ch = int32(c)
-		blk := b.addBlock(bytes, int32(j), int32(sp.Root), int32(sp.Peer))
-		b.rawXfer(int32(sp.Root), int32(sp.Peer), blk, 0)
+		for i := range src {
+			blk := b.addBlock(bytes, int32(j), src[i], dst[i])
+			b.rawXfer(src[i], dst[i], blk, 0)
+		}
 	})
 }

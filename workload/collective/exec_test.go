@@ -105,6 +105,9 @@ func TestPipelinedFormExact(t *testing.T) {
 		{"broadcast chain", spec(Broadcast, Ring, 10, 64<<20), 512 << 10, 1},
 		{"reduce chain", spec(Reduce, Ring, 10, 64<<20), 1 << 20, 1},
 		{"send/recv", spec(SendRecv, Direct, 2, 64<<20), 512 << 10, 1},
+		{"send/recv shift 2", spec(SendRecv, Direct, 2, 64<<20), 512 << 10, 1},
+		{"send/recv shift 16", spec(SendRecv, Direct, 16, 64<<20), 512 << 10, 2},
+		{"send/recv shift 7 latency-bound", spec(SendRecv, Direct, 7, 4<<10), 1 << 10, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,6 +115,10 @@ func TestPipelinedFormExact(t *testing.T) {
 			sp.ChunkBytes, sp.Channels = tc.chunk, tc.ch
 			if sp.Op == SendRecv {
 				sp.Root, sp.Peer = 0, 1
+				if strings.Contains(tc.name, "shift") {
+					// Every NIC sends and receives S at once (full duplex): the one pair's time.
+					sp.Peer = ShiftPeer
+				}
 			}
 			if sp.Op == Broadcast || sp.Op == Reduce {
 				sp.Root = 3

@@ -18,7 +18,9 @@ type Collective uint8
 //   - Broadcast, Reduce: the root's buffer.
 //   - AllToAll: the bytes each rank sends, its own share included (S/n to every rank); with a
 //     Matrix, the largest row sum.
-//   - SendRecv: the message from Root to Peer.
+//   - SendRecv: the message from Root to Peer; with Peer == ShiftPeer, the message every
+//     rank sends to the next (rank r to r+1 mod n, receiving from r-1), as nccl-tests'
+//     sendrecv_perf posts it (src/sendrecv.cu: sendPeer = (rank+1)%nranks).
 const (
 	AllReduce Collective = iota
 	ReduceScatter
@@ -139,7 +141,7 @@ type Spec struct {
 	Matrix [][]int64
 
 	Root int // Broadcast and Reduce: the root rank; SendRecv: the sender. In [0, Ranks).
-	Peer int // SendRecv: the receiver, in [0, Ranks), != Root.
+	Peer int // SendRecv: the receiver, in [0, Ranks), != Root; or ShiftPeer (every rank sends to the next).
 
 	// ChunkBytes (> 0) is the pipelining unit. Ring: loops of Ranks chunks, one chunk per
 	// message. Tree, chain (broadcast, reduce), recursive doubling, pairwise, direct: one chunk
@@ -165,6 +167,11 @@ type Spec struct {
 	// takes Inner = Domain. 0 or 1: no domains.
 	Domain int
 }
+
+// ShiftPeer as Spec.Peer makes a SendRecv a ring shift: every rank r sends Bytes to rank
+// (r+1) mod Ranks at once (Root is then ignored and must be 0), which is what nccl-tests'
+// sendrecv_perf measures; busbw = algbw as for one pair.
+const ShiftPeer = -1
 
 // NewSpec returns a Spec for op over n ranks of S bytes with the defaults: Algo Auto,
 // ChunkBytes DefaultChunkBytes, one channel, root 0.
@@ -243,8 +250,14 @@ func (s Spec) Validate() error {
 		if s.Root < 0 || s.Root >= s.Ranks {
 			return fieldError("root", s.Root, fmt.Sprintf("the sender must be a rank in [0, %d)", s.Ranks))
 		}
+		if s.Peer == ShiftPeer {
+			if s.Root != 0 {
+				return fieldError("root", s.Root, fmt.Sprintf("must be 0 with peer %d (every rank sends to the next)", ShiftPeer))
+			}
+			break
+		}
 		if s.Peer < 0 || s.Peer >= s.Ranks || s.Peer == s.Root {
-			return fieldError("peer", s.Peer, fmt.Sprintf("the receiver must be a rank in [0, %d) other than root %d", s.Ranks, s.Root))
+			return fieldError("peer", s.Peer, fmt.Sprintf("the receiver must be a rank in [0, %d) other than root %d, or %d (every rank sends to the next)", s.Ranks, s.Root, ShiftPeer))
 		}
 	}
 	if s.Matrix != nil {
