@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -56,7 +57,8 @@ type CollectiveRun struct {
 	Names []string // Rows[i] belongs to collective Names[i]
 	// Model: the ideal transport's latency and NIC rate; under MRC, alpha = half the base RTT
 	// and B = the NIC rate x payload / wire bytes of a full packet (the payload rate); at flow
-	// level, alpha = the one-way latency of the longest minimal path and B = the NIC rate.
+	// level, alpha = the one-way latency of the longest minimal path and B = the NIC's payload
+	// rate as under MRC (the flow level runs fabric links at their payload rate: payloadShare).
 	Model collective.Model
 	// ScaleUp, when the topology has scale-up domains (Params.ScaleUpGPUs > 1), is their
 	// model: alpha = the scale-up latency, B = each GPU's scale-up rate. Messages between
@@ -218,8 +220,12 @@ func runCollective(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 	e := &packetColl{s: s, ex: ex, ep: ep, groups: groups, instGroup: instGroup,
 		scheds: make([]*collective.Schedule, len(groups)), ids: make([]int, len(groups))}
 	rowsOut, err := sweepCollectives(sc, w, run, groups, iters, e)
-	if err != nil {
+	var stall *stallError
+	if err != nil && !errors.As(err, &stall) {
 		return err
+	}
+	if stall != nil {
+		res.stall = stall.Error()
 	}
 	end := s.Now()
 	if ep != nil {
@@ -283,8 +289,8 @@ func (e *packetColl) settle(drainErr error, running int, limit sim.Time) error {
 		if errs := endpointErrs(e.ep); len(errs) > 0 {
 			why = fmt.Sprintf("%d QP(s) gave up, the first: %v", len(errs), errs[0])
 		}
-		return fmt.Errorf("%d collective(s) not done at %v (%s); waiting: %s", running, s.Now(), why,
-			strings.ReplaceAll(e.ex.Stuck(12), "\n", "; "))
+		return &stallError{fmt.Errorf("%d collective(s) not done at %v (%s); waiting: %s", running, s.Now(), why,
+			strings.ReplaceAll(e.ex.Stuck(12), "\n", "; "))}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -46,7 +47,8 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 	if err != nil {
 		return &InputError{Err: err}
 	}
-	run := &CollectiveRun{Model: collective.Model{Latency: flowBaseLatency(layout), Rate: p.HostLink * sim.Rate(p.Planes)},
+	nicPayload := sim.Rate(float64(p.HostLink*sim.Rate(p.Planes)) * payloadShare(base.model))
+	run := &CollectiveRun{Model: collective.Model{Latency: flowBaseLatency(layout), Rate: nicPayload},
 		ScaleUp: up, Engine: "flow", NICRate: p.HostLink * sim.Rate(p.Planes)}
 	if up != nil {
 		run.Domain = p.ScaleUpGPUs
@@ -57,8 +59,12 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 	e := &flowColl{w: w, run: run, fc: fc, groups: groups,
 		specs: make([]collective.Spec, len(groups)), done: make([]collective.Result, len(groups))}
 	rowsOut, err := sweepCollectives(sc, w, run, groups, iters, e)
-	if err != nil {
+	var stall *stallError
+	if err != nil && !errors.As(err, &stall) {
 		return err
+	}
+	if stall != nil {
+		res.stall = stall.Error()
 	}
 	end := s.Now()
 	st := fnet.Stats()
@@ -122,7 +128,7 @@ func (e *flowColl) settle(drainErr error, running int, limit sim.Time) error {
 		if s.NextAt() == sim.MaxTime {
 			at, why = s.Now(), "nothing left to happen"
 		}
-		return fmt.Errorf("%d collective(s) not done at %v (%s): %v", running, at, why, e.fc.Incomplete())
+		return &stallError{fmt.Errorf("%d collective(s) not done at %v (%s): %v", running, at, why, e.fc.Incomplete())}
 	}
 	return nil
 }

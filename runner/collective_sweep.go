@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/lockstepsim/lockstep/scenario"
@@ -53,7 +54,8 @@ func (w *sweepState) finished() {
 // after each launch. Every completed launch is appended to run.Instances, and each
 // collective records one row per size (the mean time over its iterations), returned in
 // order. The first error (a spec that does not build, a failed launch, a collective not done)
-// stops the sweep.
+// stops the sweep; on a *stallError (collectives not done) the rows of the sizes finished
+// before it are returned with it.
 func sweepCollectives(sc *scenario.Scenario, w *sweepState, run *CollectiveRun, groups []collGroup, iters int, e collEngine) ([]CollectiveRow, error) {
 	s := w.s
 	if w.meter != nil {
@@ -95,6 +97,10 @@ func sweepCollectives(sc *scenario.Scenario, w *sweepState, run *CollectiveRun, 
 			}
 			// Drain, not Run: on a stall the clock stays at the last event, not at the limit.
 			if err := e.settle(s.Drain(limit), w.running, limit); err != nil {
+				var stall *stallError
+				if errors.As(err, &stall) {
+					return rowsOut, err // the sizes done so far keep their rows
+				}
 				return nil, err
 			}
 			for g := range groups {

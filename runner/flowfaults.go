@@ -71,6 +71,7 @@ type flowFaults struct {
 	berP  []float64 // per directed link: bit error rate
 	black []bool    // per node: a blackholed switch
 	nodeL [][]int32 // per node: its links (built on the first blackhole)
+	share float64   // payloadShare of the model: a link's payload rate is its rate x share
 	cur   []float64 // per Net link: the capacity set now
 	built []float64 // per Net link: the capacity as built
 	cause []int32   // per Net link: the event that last took it to 0, -1 none
@@ -184,6 +185,7 @@ func newFlowFaults(sc *scenario.Scenario, layout topo.Topology, s *sim.Sim, r *f
 	for k, l := range links {
 		ff.rate[k] = float64(l.Rate)
 	}
+	ff.share = payloadShare(m)
 	for i := range ff.cause {
 		ff.cause[i] = -1
 	}
@@ -326,7 +328,7 @@ func (ff *flowFaults) eff(d int) float64 {
 	if b := ff.berP[d]; b > 0 {
 		p = 1 - (1-p)*math.Pow(1-b, ff.pktBits)
 	}
-	return ff.rate[k] * ff.goodput(p)
+	return ff.rate[k] * ff.share * ff.goodput(p)
 }
 
 // refresh sets directed link d's capacity (and its bundle's) to what its state gives; ev is

@@ -10,8 +10,9 @@ import (
 // markOutcome decides whether a finished run failed and why, into s.Failed and
 // s.FailureReason: a transport run fails when a QP errored (unless run.allow_qp_errors) or a
 // transfer never finished (with QP errors allowed, only when no QP errored: the errored QPs
-// are what stranded them). A collective that does not finish stops the run with an error
-// before this point. The CLI prints the reason in the headline and exits 1.
+// are what stranded them). A collective not done when the run ends (Result.stall) fails it
+// too, in run, with the waiting ranks first in the reason. The CLI prints the reason in the
+// headline and exits 1.
 func markOutcome(sc *scenario.Scenario, s *Summary) {
 	c := s.Transport
 	if c == nil {

@@ -68,7 +68,19 @@ type Result struct {
 	// training workload, the fault baseline): Summary holds the common figures only and Files
 	// lists none.
 	partial bool
+	// stall, when a workload stopped with collectives not done (a stallError), is why: the
+	// run keeps the figures gathered up to then and fails with it (markOutcome's peer).
+	stall string
 }
+
+// stallError is a workload that stopped before its collectives were done (run.duration
+// reached, nothing left to happen, a QP that gave up): not bad input nor a broken run, but
+// a failed one, whose results folder is still written with "failed": true and the reason,
+// so a user sees what finished and what was stuck.
+type stallError struct{ err error }
+
+func (e *stallError) Error() string { return e.err.Error() }
+func (e *stallError) Unwrap() error { return e.err }
 
 // meter is a run's progress state: the interrupt reason once one was honoured, and what the
 // runner knows of where the run is going (Progress.Target, Done, Total).
@@ -265,6 +277,14 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	}
 	res.Summary.Complete = true
 	markOutcome(sc, &res.Summary)
+	if res.stall != "" {
+		sm := &res.Summary
+		why := res.stall
+		if sm.FailureReason != "" {
+			why += "; " + sm.FailureReason
+		}
+		sm.Failed, sm.FailureReason = true, why
+	}
 	markTrainingOutcome(sc, &res.Summary)
 	if len(faults) > 0 && !dryFaults {
 		var base []progressSample

@@ -515,7 +515,7 @@ func TestTrainingAtStep(t *testing.T) {
 		s := c.run(t).Summary
 		tf := s.TrainingFaults
 		t.Logf("%s: step 2 events %q; events %+v", engine, tf.Steps[2].Events, tf.Events)
-		if !strings.HasPrefix(tf.Steps[2].Events, "1.000 ms faults[0] down p0.t1-0") || len(tf.Events) != 2 || tf.Events[1].AtUs != tf.Events[0].AtUs+2000 || !tf.Events[1].Applied {
+		if !strings.HasPrefix(tf.Steps[2].Events, "1.000 ms faults[0] down p0.t1-0") || len(tf.Events) != 2 || math.Abs(tf.Events[1].AtUs-tf.Events[0].AtUs-2000) > 1e-6 || !tf.Events[1].Applied {
 			t.Errorf("%s: step 2 events %q, events %+v; want the failure 1 ms in and its restore 2 ms later", engine, tf.Steps[2].Events, tf.Events)
 		}
 		if d := tf.Events[0].AtUs - (tf.Steps[2].StartUs + 1000); d > 1e-6 || d < -1e-6 {

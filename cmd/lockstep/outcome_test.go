@@ -113,3 +113,48 @@ func TestComparisonNotesUnfinished(t *testing.T) {
 		t.Errorf("a finished everything, yet has a note:\n%s", out)
 	}
 }
+
+// A collective that is not done when run.duration ends fails like unfinished transfers: the
+// results folder is written (summary.json failed, with the waiting ranks in the reason; the
+// rows of the sizes that finished kept), the headline says RUN FAILED, and the exit code is 1
+// — at packet and at flow level. 64 KiB finishes in about 13 us at 100G, 4 MiB cannot in 40 us.
+func TestCollectiveStallFails(t *testing.T) {
+	for _, engine := range []string{"packet", "flow"} {
+		t.Run(engine, func(t *testing.T) {
+			dir := t.TempDir()
+			file := filepath.Join(dir, "stall.yaml")
+			os.WriteFile(file, []byte(`name: stall
+topology:
+  clos: {tiers: 2, planes: 1, radix: 8, hosts: 8, host_link: 100G}
+transport: {kind: mrc}
+workload:
+  collectives:
+    - {op: all_reduce, bytes: 64KiB, max_bytes: 4MiB, factor: 64}
+run: {duration: 40us, engine: `+engine+`}
+`), 0o644)
+			out := filepath.Join(dir, "res")
+			code, stdout, stderr := cli(t, "run", file, "--out", out, "--quiet")
+			if code != 1 || !strings.Contains(stdout, "RUN FAILED") || !strings.Contains(stderr, "not done at 40us") {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 1, RUN FAILED, the collective not done", code, stdout, stderr)
+			}
+			var s struct {
+				Failed      bool   `json:"failed"`
+				Reason      string `json:"failure_reason"`
+				Complete    bool   `json:"complete"`
+				Collectives []struct {
+					SizeBytes int64 `json:"size_bytes"`
+				} `json:"collectives"`
+			}
+			js, err := os.ReadFile(filepath.Join(out, "summary.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(js, &s); err != nil || !s.Failed || !s.Complete || !strings.Contains(s.Reason, "collective(s) not done") {
+				t.Errorf("summary.json failed %v complete %v reason %q (%v)", s.Failed, s.Complete, s.Reason, err)
+			}
+			if len(s.Collectives) != 1 || s.Collectives[0].SizeBytes != 64<<10 {
+				t.Errorf("rows %+v; want the 64 KiB row that finished, alone", s.Collectives)
+			}
+		})
+	}
+}

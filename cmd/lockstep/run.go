@@ -708,6 +708,7 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	if res.Collective != nil {
 		printCollectives(w, sc, res)
 		if sc.Transport.Kind == scenario.TransportIdeal || res.Collective.Engine == "flow" {
+			printOutcome(w, &res.Summary)
 			fmt.Fprintf(w, "results: %s\n", filepath.Join(sc.Run.Out, "summary.json"))
 			return
 		}
