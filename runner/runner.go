@@ -42,6 +42,8 @@ type Result struct {
 	Collective *CollectiveRun
 	// Training holds a training workload's result (workload.training).
 	Training *TrainingRun
+	// Chakra holds a Chakra trace's node times (workload.chakra).
+	Chakra *ChakraRun
 	Faults   []FaultEvent
 	// Links is every port's traffic per interval (links.csv); nil under transport ideal.
 	Links *LinkSeries
@@ -241,6 +243,8 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 		}
 	})
 	switch {
+	case sc.Workload.Chakra != nil:
+		err = runChakra(sc, layout, res)
 	case sc.Workload.Training != nil:
 		err = runTraining(sc, layout, res)
 	case len(sc.Workload.Collectives) > 0:
