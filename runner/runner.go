@@ -44,7 +44,7 @@ type Result struct {
 	Training *TrainingRun
 	// Chakra holds a Chakra trace's node times (workload.chakra).
 	Chakra *ChakraRun
-	Faults   []FaultEvent
+	Faults []FaultEvent
 	// Links is every port's traffic per interval (links.csv); nil under transport ideal.
 	Links *LinkSeries
 	// Reconverge lists when the ECMP tables were due to be recomputed after link faults
