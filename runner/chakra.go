@@ -70,7 +70,8 @@ type chakraExec struct {
 	instGrp  map[int]int   // executor instance -> QP group
 	work     []uint64      // rank<<32|node to complete now
 	busy     bool
-	nodes    int // not yet completed
+	nodes    int      // not yet completed
+	lastEnd  sim.Time // when the last node completed
 	err      error
 	inFlight int
 	commFrom sim.Time
@@ -372,6 +373,7 @@ func (e *chakraExec) drain(now sim.Time) {
 		r, i := int(w>>32), int32(uint32(w))
 		e.end[r][i] = now
 		e.nodes--
+		e.lastEnd = now
 		off := e.succOff[r]
 		for _, s := range e.succs[r][off[i]:off[i+1]] {
 			if e.left[r][s]--; e.left[r][s] == 0 {
@@ -413,7 +415,7 @@ func (e *chakraExec) settle(drainErr error, limit sim.Time, ep transport.Endpoin
 	if errs := endpointErrs(ep); len(errs) > 0 {
 		why = fmt.Sprintf("%d QP(s) gave up, the first: %v", len(errs), errs[0])
 	}
-	return fmt.Errorf("chakra trace %s: %d node(s) not done at %v (%s); %s", e.cfg.Path, e.nodes, s.Now(), why, e.stuck(8))
+	return fmt.Errorf("chakra trace %s: %d node(s) not done at %v, the last node completed at %v (%s); %s", e.cfg.Path, e.nodes, s.Now(), e.lastEnd, why, e.stuck(8))
 }
 
 // stuck describes up to max ranks with nodes not done: each one's first ready node left

@@ -1,13 +1,18 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/workload/chakra"
+	"github.com/lockstepsim/lockstep/workload/chakra/etpb"
+	"github.com/lockstepsim/lockstep/workload/collective"
 )
 
 // chakraFabric is a 16-host two-tier Clos of 4 x 100G planes; %s is the transport.
@@ -83,6 +88,9 @@ transport: ` + c.tp + "\n"
 			res := runScenario(t, "name: pp4\n"+fab+"workload:\n  chakra: {path: ../workload/chakra/testdata/pp4/pp}\n")
 			one := runScenario(t, "name: p2p\n"+fab+fmt.Sprintf("workload:\n  collectives:\n    - {op: send_recv, bytes: %d, root: 0, peer: 1}\n", p.ActivationBytes))
 			tt := one.Summary.Collectives[0].TimeUs
+			if ideal := 5 + float64(p.ActivationBytes)*8/100e9*1e6; c.tol < 1e-6 && math.Abs(tt-ideal) > 1e-3 {
+				t.Fatalf("ideal transfer %.3f us, want a + A/B = %.3f us", tt, ideal)
+			}
 			S, M := float64(p.Stages), float64(p.Microbatches)
 			want := (M+S-1)*(p.Forward.Micros()+p.Backward.Micros()) + 2*(S-1)*tt
 			got := res.Summary.Chakra.StepTimeUs
@@ -97,5 +105,80 @@ transport: ` + c.tp + "\n"
 				t.Errorf("StepTime %v, summary %.3f us", got, res.Summary.Chakra.StepTimeUs)
 			}
 		})
+	}
+}
+
+// chakraTrace writes ranks as a trace in a temporary folder and returns its prefix.
+func chakraTrace(t *testing.T, ranks [][]chakra.Node) string {
+	t.Helper()
+	prefix := filepath.Join(t.TempDir(), "t")
+	if err := chakra.WriteTrace(prefix, ranks); err != nil {
+		t.Fatal(err)
+	}
+	return prefix
+}
+
+func coll(id uint64, group string, bytes int64, deps ...uint64) chakra.Node {
+	return chakra.Node{ID: id, Name: fmt.Sprintf("c%d", id), Type: etpb.NodeType_COMM_COLL_NODE, Comm: collective.AllReduce, Bytes: bytes, Group: group, Deps: deps}
+}
+
+// TestChakraProcessGroups: two disjoint process groups' all-reduces run at once on the ideal
+// network, each as long as the same all-reduce alone in workload.collectives, and a
+// trace-wide barrier (a zero-byte all-reduce) after them; ranks placed on other hosts by
+// hosts: take the same time.
+func TestChakraProcessGroups(t *testing.T) {
+	const S = 1 << 20
+	ranks := make([][]chakra.Node, 4)
+	for r := range ranks {
+		g := []string{"a", "b"}[r/2]
+		ranks[r] = []chakra.Node{coll(1, g, S), {ID: 2, Name: "barrier", Type: etpb.NodeType_COMM_COLL_NODE, Comm: collective.AllReduce, Deps: []uint64{1}}}
+	}
+	prefix := chakraTrace(t, ranks)
+	fab := "topology:\n  clos: {tiers: 2, planes: 1, radix: 8, hosts: 8, host_link: 100Gbps}\ntransport: {kind: ideal, ideal: {latency: 5us}}\n"
+	pair := runScenario(t, "name: pair\n"+fab+fmt.Sprintf("workload:\n  collectives:\n    - {op: all_reduce, bytes: %d, ranks: 2}\n", S)).Summary.Collectives[0].TimeUs
+	var steps []float64
+	for _, hosts := range []string{"[0, 1, 2, 3]", "[7, 5, 6, 0]"} {
+		res := runScenario(t, "name: pg\n"+fab+"workload:\n  chakra: {path: "+prefix+", hosts: "+hosts+"}\n")
+		c := res.Summary.Chakra
+		if c.ProcessGroups != 3 || c.Collectives != 3 {
+			t.Fatalf("summary %+v", c)
+		}
+		// Each group's all-reduce ends together; the barrier starts then.
+		a, b := res.Chakra.End[0][0], res.Chakra.End[2][0]
+		if math.Abs(a.Micros()-pair) > 1e-3 || math.Abs(b.Micros()-pair) > 1e-3 {
+			t.Errorf("hosts %s: group all-reduces end at %v and %v, want %.3f us each (alone)", hosts, a, b, pair)
+		}
+		if res.Chakra.Ready[0][1] != a || c.StepTimeUs <= a.Micros() {
+			t.Errorf("hosts %s: barrier ready %v, step %.3f us", hosts, res.Chakra.Ready[0][1], c.StepTimeUs)
+		}
+		steps = append(steps, c.StepTimeUs)
+	}
+	if steps[0] != steps[1] {
+		t.Errorf("step %.3f us on hosts 0-3, %.3f us elsewhere; the ideal network has no placement", steps[0], steps[1])
+	}
+}
+
+// TestChakraStall: collectives of two groups reached in opposite orders deadlock; the error
+// names the ranks, their node ids and the rank each waits for.
+func TestChakraStall(t *testing.T) {
+	prefix := chakraTrace(t, [][]chakra.Node{
+		{coll(1, "x", 4096), coll(2, "y", 4096, 1)},
+		{coll(1, "y", 4096), coll(2, "x", 4096, 1)},
+	})
+	sc, err := scenario.Parse([]byte("name: stall\ntopology:\n  clos: {tiers: 2, planes: 1, radix: 4, hosts: 4, host_link: 100Gbps}\ntransport: {kind: roce}\nworkload:\n  chakra: {path: " + prefix + ", hosts: [0, 3]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(sc)
+	for _, want := range []string{"4 node(s) not done", "the last node completed at 0s", "nothing left to happen: the trace is deadlocked",
+		`rank 0: node id 1 ("c1"): all_reduce collective 0 of process group "x" waits for rank 1 node id 2 to reach it`,
+		`rank 1: node id 1 ("c1"): all_reduce collective 0 of process group "y" waits for rank 0 node id 2 to reach it`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err %v, want %q", err, want)
+		}
+	}
+	var in *InputError
+	if errors.As(err, &in) {
+		t.Errorf("a stalled trace is a failed run, not bad input: %v", err)
 	}
 }
