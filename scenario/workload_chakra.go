@@ -38,6 +38,35 @@ type Chakra struct {
 
 	trace *chakra.Trace
 	plan  *chakra.Plan
+	moved float64 // payload bytes sent over all ranks (a collective counted 2 S per member)
+}
+
+// estimate returns the packets of pay payload bytes the resolved trace sends, its QPs (each
+// group's members' ring neighbours and every sending pair, both ways), and the largest
+// schedule's operations (Scenario.Estimate).
+func (c *Chakra) estimate(pay float64) (packets float64, flows int64, ops float64) {
+	if c.plan == nil {
+		return 0, 0, 0
+	}
+	if pay > 0 {
+		packets = c.moved / pay
+	}
+	pairs := map[[2]int]bool{}
+	for _, m := range c.plan.P2Ps {
+		pairs[[2]int{m.Src, m.Dst}] = true
+	}
+	flows = 2 * int64(len(pairs))
+	for _, g := range c.plan.Groups {
+		flows += 4 * int64(len(g.Members))
+		for _, cl := range g.Colls {
+			if sp, err := c.Spec(cl.Op, len(g.Members), cl.Bytes); err == nil {
+				if n, err := collective.EstimateOps(sp); err == nil {
+					ops = max(ops, n)
+				}
+			}
+		}
+	}
+	return packets, flows, ops
 }
 
 // Trace returns the trace read when the scenario was resolved and its communication matched
@@ -182,6 +211,7 @@ func (r *resolver) chakra() error {
 		}
 		moved += sent[rk]
 	}
+	c.moved = moved
 	if pay := sc.Transport.payloadBytes(); pay > 0 {
 		if packets := moved / pay; packets > float64(run.MaxPackets) {
 			return Errorf(path, "moves about %.3g packets, beyond run.max_packets (%d, one to four minutes of wall time); use a smaller trace, transport ideal, or raise run.max_packets", packets, run.MaxPackets)
