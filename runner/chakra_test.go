@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -180,5 +182,27 @@ func TestChakraStall(t *testing.T) {
 	var in *InputError
 	if errors.As(err, &in) {
 		t.Errorf("a stalled trace is a failed run, not bad input: %v", err)
+	}
+}
+
+// TestChakraDeterministic: the same trace and seed give byte-identical summaries and node
+// times.
+func TestChakraDeterministic(t *testing.T) {
+	yaml := "name: dp16\n" + fmt.Sprintf(chakraFabric, "{kind: roce}") + "workload:\n  chakra: {path: ../workload/chakra/testdata/dp16/dp}\n"
+	var outs [2][]byte
+	for i := range outs {
+		res := runScenario(t, yaml)
+		js, err := json.Marshal(res.Summary)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := res.Chakra.WriteNodesCSV(&b); err != nil {
+			t.Fatal(err)
+		}
+		outs[i] = append(js, b.Bytes()...)
+	}
+	if !bytes.Equal(outs[0], outs[1]) {
+		t.Fatal("two runs of one scenario differ")
 	}
 }
