@@ -51,7 +51,7 @@ type ChakraRun struct {
 // messages through the executor.
 type chakraExec struct {
 	s     *sim.Sim
-	ex    *collective.Executor
+	car   chakraCarrier
 	cfg   *scenario.Chakra
 	tr    *chakra.Trace
 	plan  *chakra.Plan
@@ -65,10 +65,7 @@ type chakraExec struct {
 	arrived  [][]int32
 	p2p      []uint8
 	comms    []collective.Comm
-	scheds   map[schedKey]*collective.Schedule
-	inst     map[int]int64 // executor instance -> group<<32|k, or -1-p2p
-	instGrp  map[int]int   // executor instance -> QP group
-	work     []uint64      // rank<<32|node to complete now
+	work     []uint64 // rank<<32|node to complete now
 	busy     bool
 	nodes    int      // not yet completed
 	lastEnd  sim.Time // when the last node completed
@@ -123,17 +120,19 @@ func runChakra(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 		tr0 = split
 	}
 	e := newChakraExec(s, cfg, tr, plan)
-	e.ex, err = collective.NewExecutor(s, tr0, collective.ExecConfig{Hosts: net.NumHosts(), ReduceBytesPerSec: float64(cfg.ReduceRate) / 8, OnDone: e.onDone})
+	pc := &chakraPacket{scheds: map[schedKey]*collective.Schedule{}, done: map[int]func(sim.Time){}, group: map[int]int{}}
+	pc.ex, err = collective.NewExecutor(s, tr0, collective.ExecConfig{Hosts: net.NumHosts(), ReduceBytesPerSec: float64(cfg.ReduceRate) / 8, OnDone: pc.onDone})
 	if err != nil {
 		return &InputError{Err: err}
 	}
+	e.car = pc
 	if ideal != nil {
-		ideal.SetSink(e.ex.Delivered)
+		ideal.SetSink(pc.ex.Delivered)
 	} else {
-		ep.SetHooks(transport.Hooks{Delivered: e.ex.Delivered, Group: func(instance int) int { return e.instGrp[instance] }})
+		ep.SetHooks(transport.Hooks{Delivered: pc.ex.Delivered, Group: func(instance int) int { return pc.group[instance] }})
 	}
 	if nvl != nil {
-		nvl.SetSink(e.ex.Delivered)
+		nvl.SetSink(pc.ex.Delivered)
 	}
 	if res.meter != nil {
 		total := float64(e.nodes)
@@ -172,8 +171,7 @@ func newChakraExec(s *sim.Sim, cfg *scenario.Chakra, tr *chakra.Trace, plan *cha
 		left: make([][]int32, n), succOff: make([][]int32, n), succs: make([][]int32, n),
 		ready: make([][]sim.Time, n), end: make([][]sim.Time, n),
 		arrived: make([][]int32, len(plan.Groups)), p2p: make([]uint8, len(plan.P2Ps)),
-		comms: make([]collective.Comm, len(plan.Groups)), scheds: map[schedKey]*collective.Schedule{},
-		inst: map[int]int64{}, instGrp: map[int]int{}, commFrom: -1}
+		comms: make([]collective.Comm, len(plan.Groups)), commFrom: -1}
 	e.kComp = s.Register("chakra.compute", e.onCompute)
 	for r, rk := range tr.Ranks {
 		m := len(rk.Nodes)
@@ -254,42 +252,22 @@ func (e *chakraExec) makeReady(now sim.Time, r int, i int32) {
 	}
 }
 
-// schedKey is what tells a trace's schedules apart (the rest of the spec is the scenario's).
-type schedKey struct {
-	op    collective.Collective
-	ranks int
-	bytes int64
-}
-
-// schedule returns the (cached) schedule of sp.
-func (e *chakraExec) schedule(sp collective.Spec) (*collective.Schedule, error) {
-	k := schedKey{sp.Op, sp.Ranks, sp.Bytes}
-	if sch, ok := e.scheds[k]; ok {
-		return sch, nil
-	}
-	sch, err := collective.Build(sp)
-	if err != nil {
-		return nil, err
-	}
-	e.scheds[k] = sch
-	return sch, nil
-}
-
 // launchColl starts group g's k-th collective: every member has reached it.
 func (e *chakraExec) launchColl(now sim.Time, g, k int) {
 	grp := &e.plan.Groups[g]
 	cl := &grp.Colls[k]
 	sp, err := e.cfg.Spec(cl.Op, len(grp.Members), cl.Bytes)
 	if err == nil {
-		var sch *collective.Schedule
-		if sch, err = e.schedule(sp); err == nil {
-			var id int
-			if id, err = e.ex.Launch(now, sch, e.comms[g], fmt.Sprintf("%s/%s#%d", groupName(grp.Name), cl.Op, k)); err == nil {
-				e.inst[id], e.instGrp[id] = int64(g)<<32|int64(k), g
-				e.commStart(now, cl.Bytes)
-				e.colls++
-				return
+		done := func(now sim.Time) {
+			for m, r := range grp.Members {
+				e.work = append(e.work, uint64(r)<<32|uint64(grp.Colls[k].Nodes[m]))
 			}
+			e.commDone(now)
+		}
+		if err = e.car.launch(now, sp, e.comms[g], fmt.Sprintf("%s/%s#%d", groupName(grp.Name), cl.Op, k), g, done); err == nil {
+			e.commStart(now, cl.Bytes)
+			e.colls++
+			return
 		}
 	}
 	e.fail(fmt.Errorf("process group %s collective %d (%s of %d bytes): %w", groupName(grp.Name), k, cl.Op, cl.Bytes, err))
@@ -300,17 +278,16 @@ func (e *chakraExec) launchP2P(now sim.Time, i int) {
 	m := &e.plan.P2Ps[i]
 	sp, err := e.cfg.Spec(collective.SendRecv, 2, m.Bytes)
 	if err == nil {
-		var sch *collective.Schedule
 		var comm collective.Comm
-		if sch, err = e.schedule(sp); err == nil {
-			if comm, err = collective.NewComm([]int{e.cfg.Host(m.Src), e.cfg.Host(m.Dst)}); err == nil {
-				var id int
-				if id, err = e.ex.Launch(now, sch, comm, fmt.Sprintf("send %d->%d tag %d", m.Src, m.Dst, m.Tag)); err == nil {
-					e.inst[id], e.instGrp[id] = -1-int64(i), len(e.plan.Groups)
-					e.commStart(now, m.Bytes)
-					e.msgs++
-					return
-				}
+		if comm, err = collective.NewComm([]int{e.cfg.Host(m.Src), e.cfg.Host(m.Dst)}); err == nil {
+			done := func(now sim.Time) {
+				e.work = append(e.work, uint64(m.Src)<<32|uint64(m.SendNode), uint64(m.Dst)<<32|uint64(m.RecvNode))
+				e.commDone(now)
+			}
+			if err = e.car.launch(now, sp, comm, fmt.Sprintf("send %d->%d tag %d", m.Src, m.Dst, m.Tag), len(e.plan.Groups), done); err == nil {
+				e.commStart(now, m.Bytes)
+				e.msgs++
+				return
 			}
 		}
 	}
@@ -332,25 +309,10 @@ func (e *chakraExec) commEnd(now sim.Time) {
 	}
 }
 
-// onDone completes the nodes of a finished collective (on every member) or message (its
-// send and its receive).
-func (e *chakraExec) onDone(now sim.Time, id int) {
-	ref, ok := e.inst[id]
-	if !ok {
-		return
-	}
-	delete(e.inst, id)
+// commDone completes what a finished collective or message queued (its nodes on every
+// member, or its send and its receive).
+func (e *chakraExec) commDone(now sim.Time) {
 	e.commEnd(now)
-	if ref >= 0 {
-		g, k := int(ref>>32), int(uint32(ref))
-		grp := &e.plan.Groups[g]
-		for m, r := range grp.Members {
-			e.work = append(e.work, uint64(r)<<32|uint64(grp.Colls[k].Nodes[m]))
-		}
-	} else {
-		m := &e.plan.P2Ps[-1-ref]
-		e.work = append(e.work, uint64(m.Src)<<32|uint64(m.SendNode), uint64(m.Dst)<<32|uint64(m.RecvNode))
-	}
 	if !e.busy {
 		e.busy = true
 		e.drain(now)
@@ -403,8 +365,8 @@ func (e *chakraExec) settle(drainErr error, limit sim.Time, ep transport.Endpoin
 		return fmt.Errorf("chakra trace stopped at %v: %w", s.Now(), e.err)
 	case drainErr != nil:
 		return fmt.Errorf("run stopped at %v: %w", s.Now(), drainErr)
-	case e.ex.Err() != nil:
-		return fmt.Errorf("chakra trace stopped at %v: %w", s.Now(), e.ex.Err())
+	case e.car.err() != nil:
+		return fmt.Errorf("chakra trace stopped at %v: %w", s.Now(), e.car.err())
 	case e.nodes == 0:
 		return nil
 	}
@@ -561,3 +523,58 @@ func (c *ChakraRun) WriteNodesCSV(w io.Writer) error {
 	cw.Flush()
 	return cw.Error()
 }
+
+// chakraCarrier is what carries a trace's collectives and messages: the executor over a
+// packet-level transport or the ideal network (chakraPacket), or the flow-level engine
+// (chakraFlow, chakra_flow.go).
+type chakraCarrier interface {
+	// launch starts sp on comm now under name, its messages on QP group group; done is
+	// called once, from a simulation event, when it completes.
+	launch(now sim.Time, sp collective.Spec, comm collective.Comm, name string, group int, done func(now sim.Time)) error
+	// err returns an asynchronous error that stopped the carrier, or nil.
+	err() error
+}
+
+// chakraPacket carries a trace's communication through the collective executor.
+type chakraPacket struct {
+	ex     *collective.Executor
+	scheds map[schedKey]*collective.Schedule
+	done   map[int]func(sim.Time) // executor instance -> its completion
+	group  map[int]int            // executor instance -> QP group
+}
+
+// schedKey is what tells a trace's schedules apart (the rest of the spec is the scenario's).
+type schedKey struct {
+	op    collective.Collective
+	ranks int
+	bytes int64
+}
+
+// launch builds (or reuses) sp's schedule and launches it on the executor.
+func (c *chakraPacket) launch(now sim.Time, sp collective.Spec, comm collective.Comm, name string, group int, done func(sim.Time)) error {
+	k := schedKey{sp.Op, sp.Ranks, sp.Bytes}
+	sch, ok := c.scheds[k]
+	if !ok {
+		var err error
+		if sch, err = collective.Build(sp); err != nil {
+			return err
+		}
+		c.scheds[k] = sch
+	}
+	id, err := c.ex.Launch(now, sch, comm, name)
+	if err != nil {
+		return err
+	}
+	c.done[id], c.group[id] = done, group
+	return nil
+}
+
+// onDone runs a finished instance's completion.
+func (c *chakraPacket) onDone(now sim.Time, id int) {
+	if f, ok := c.done[id]; ok {
+		delete(c.done, id)
+		f(now)
+	}
+}
+
+func (c *chakraPacket) err() error { return c.ex.Err() }
