@@ -79,10 +79,14 @@ type chakraExec struct {
 }
 
 // runChakra runs workload.chakra on the MRC or RoCE fabric or the ideal network (messages
-// inside a scale-up domain on the domain's links, as for collectives): every rank's nodes
+// inside a scale-up domain on the domain's links, as for collectives), or under run.engine
+// flow on the flow-level engine (runChakraFlow): every rank's nodes
 // start when their dependencies are done; the run ends when every node has, or stops with
 // the ranks and nodes still waiting.
 func runChakra(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
+	if sc.Fluid() {
+		return runChakraFlow(sc, layout, res)
+	}
 	cfg := sc.Workload.Chakra
 	tr, plan := cfg.Trace()
 	if tr == nil {

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/lockstepsim/lockstep/scenario"
-	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/workload/chakra"
 	"github.com/lockstepsim/lockstep/workload/chakra/etpb"
 	"github.com/lockstepsim/lockstep/workload/collective"
@@ -46,7 +45,8 @@ func runScenario(t *testing.T, yaml string) *Result {
 // noise, not the trace's execution (about 1.9% apart at the same settings).
 func TestChakraDPMatchesCollectives(t *testing.T) {
 	d := chakra.TestDataParallel
-	for _, tp := range []string{"{kind: mrc}", "{kind: roce}", "{kind: ideal, ideal: {latency: 5us}}"} {
+	for _, tp := range []string{"{kind: mrc}", "{kind: roce}", "{kind: ideal, ideal: {latency: 5us}}",
+		"{kind: mrc}\nrun: {engine: flow}", "{kind: roce}\nrun: {engine: flow}"} {
 		t.Run(tp, func(t *testing.T) {
 			fab := fmt.Sprintf(chakraFabric, tp)
 			tr := runScenario(t, "name: dp16\n"+fab+"workload:\n  chakra: {path: ../workload/chakra/testdata/dp16/dp, algorithm: ring}\n")
@@ -57,7 +57,7 @@ func TestChakraDPMatchesCollectives(t *testing.T) {
 			}
 			want := d.Forward.Micros() + d.Backward.Micros() + float64(d.Buckets)*T + d.Optimizer.Micros()
 			got := tr.Summary.Chakra.StepTimeUs
-			t.Logf("%s: step %.2f us, forward + backward + %d x %.2f us + optimizer = %.2f us (%+.3f%%)", tp, got, d.Buckets, T, want, 100*(got/want-1))
+			t.Logf("step %.2f us, forward + backward + %d x %.2f us + optimizer = %.2f us (%+.3f%%)", got, d.Buckets, T, want, 100*(got/want-1))
 			if math.Abs(got/want-1) > 0.02 {
 				t.Errorf("step time %.2f us, want within 2%% of %.2f us", got, want)
 			}
@@ -69,18 +69,22 @@ func TestChakraDPMatchesCollectives(t *testing.T) {
 }
 
 // TestChakraPipelineClosedForm: the shipped GPipe trace (S stages, M microbatches) takes
-// (M + S - 1)(f + b) + 2 (S - 1) t, t one activation's transfer time, measured as a lone
-// send_recv of the same size on the same fabric: exact on the ideal network (t = a + A/B),
-// within 2% on MRC and RoCE.
+// (M + S - 1)(f + b) + sum over the stage pairs of t(s, s+1) + t(s+1, s), t(a, b) one
+// activation's transfer from stage a to stage b, measured as a lone send_recv of the same
+// size between those hosts on the same fabric (the pairs differ: stages 1 and 2 sit under
+// different T0s): exact on the ideal network (t = a + A/B) and the flow-level engine, within
+// 0.1% under MRC and RoCE (measured: 0.0006% and 0.0004%).
 func TestChakraPipelineClosedForm(t *testing.T) {
 	p := chakra.TestPipeline
 	for _, c := range []struct {
 		tp  string
 		tol float64
 	}{
-		{"{kind: ideal, ideal: {latency: 5us}}", 1e-9},
-		{"{kind: mrc}", 0.02},
-		{"{kind: roce}", 0.02},
+		{"{kind: ideal, ideal: {latency: 5us}}", 1e-6},
+		{"{kind: mrc}", 1e-3},
+		{"{kind: roce}", 1e-3},
+		{"{kind: mrc}\nrun: {engine: flow}", 1e-6},
+		{"{kind: roce}\nrun: {engine: flow}", 1e-6},
 	} {
 		t.Run(c.tp, func(t *testing.T) {
 			fab := `
@@ -88,22 +92,28 @@ topology:
   clos: {tiers: 2, planes: 1, radix: 4, hosts: 4, host_link: 100Gbps, hop_latency: 500ns}
 transport: ` + c.tp + "\n"
 			res := runScenario(t, "name: pp4\n"+fab+"workload:\n  chakra: {path: ../workload/chakra/testdata/pp4/pp}\n")
-			one := runScenario(t, "name: p2p\n"+fab+fmt.Sprintf("workload:\n  collectives:\n    - {op: send_recv, bytes: %d, root: 0, peer: 1}\n", p.ActivationBytes))
-			tt := one.Summary.Collectives[0].TimeUs
-			if ideal := 5 + float64(p.ActivationBytes)*8/100e9*1e6; c.tol < 1e-6 && math.Abs(tt-ideal) > 1e-3 {
-				t.Fatalf("ideal transfer %.3f us, want a + A/B = %.3f us", tt, ideal)
+			var transfers float64
+			for s := 0; s+1 < p.Stages; s++ {
+				for _, pair := range [][2]int{{s, s + 1}, {s + 1, s}} {
+					one := runScenario(t, "name: p2p\n"+fab+fmt.Sprintf("workload:\n  collectives:\n    - {op: send_recv, bytes: %d, hosts: [%d, %d], root: 0, peer: 1}\n", p.ActivationBytes, pair[0], pair[1]))
+					tt := one.Summary.Collectives[0].TimeUs
+					if ideal := 5 + float64(p.ActivationBytes)*8/100e9*1e6; strings.Contains(c.tp, "ideal") && math.Abs(tt-ideal) > 1e-3 {
+						t.Fatalf("ideal transfer %.3f us, want a + A/B = %.3f us", tt, ideal)
+					}
+					transfers += tt
+				}
 			}
 			S, M := float64(p.Stages), float64(p.Microbatches)
-			want := (M+S-1)*(p.Forward.Micros()+p.Backward.Micros()) + 2*(S-1)*tt
+			want := (M+S-1)*(p.Forward.Micros()+p.Backward.Micros()) + transfers
 			got := res.Summary.Chakra.StepTimeUs
-			t.Logf("%s: step %.3f us, closed form %.3f us with t = %.3f us (%+.4f%%)", c.tp, got, want, tt, 100*(got/want-1))
+			t.Logf("step %.3f us, closed form %.3f us with transfers %.3f us (%+.4f%%)", got, want, transfers, 100*(got/want-1))
 			if math.Abs(got/want-1) > c.tol {
 				t.Errorf("step time %.3f us, want %.3f us within %g", got, want, c.tol)
 			}
 			if s := res.Summary.Chakra; s.Messages != 2*(p.Stages-1)*p.Microbatches || s.Collectives != 0 {
 				t.Errorf("summary %+v", s)
 			}
-			if got := res.Chakra.StepTime(); got != sim.Time(math.Round(res.Summary.Chakra.StepTimeUs*1e6)) && math.Abs(got.Micros()-res.Summary.Chakra.StepTimeUs) > 1e-3 {
+			if got := res.Chakra.StepTime(); math.Abs(got.Micros()-res.Summary.Chakra.StepTimeUs) > 1e-3 {
 				t.Errorf("StepTime %v, summary %.3f us", got, res.Summary.Chakra.StepTimeUs)
 			}
 		})
@@ -167,11 +177,18 @@ func TestChakraStall(t *testing.T) {
 		{coll(1, "x", 4096), coll(2, "y", 4096, 1)},
 		{coll(1, "y", 4096), coll(2, "x", 4096, 1)},
 	})
-	sc, err := scenario.Parse([]byte("name: stall\ntopology:\n  clos: {tiers: 2, planes: 1, radix: 4, hosts: 4, host_link: 100Gbps}\ntransport: {kind: roce}\nworkload:\n  chakra: {path: " + prefix + ", hosts: [0, 3]}\n"))
-	if err != nil {
-		t.Fatal(err)
+	for _, tp := range []string{"{kind: roce}", "{kind: mrc}\nrun: {engine: flow}"} {
+		sc, err := scenario.Parse([]byte("name: stall\ntopology:\n  clos: {tiers: 2, planes: 1, radix: 4, hosts: 4, host_link: 100Gbps}\ntransport: " + tp + "\nworkload:\n  chakra: {path: " + prefix + ", hosts: [0, 3]}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Run(sc)
+		checkStall(t, err)
 	}
-	_, err = Run(sc)
+}
+
+func checkStall(t *testing.T, err error) {
+	t.Helper()
 	for _, want := range []string{"4 node(s) not done", "the last node completed at 0s", "nothing left to happen: the trace is deadlocked",
 		`rank 0: node id 1 ("c1"): all_reduce collective 0 of process group "x" waits for rank 1 node id 2 to reach it`,
 		`rank 1: node id 1 ("c1"): all_reduce collective 0 of process group "y" waits for rank 0 node id 2 to reach it`} {

@@ -111,11 +111,8 @@ func (r *resolver) engine() error {
 		return Errorf("run.engine", "%q is not an engine; allowed packet, flow", run.Engine)
 	}
 	if run.Engine == EngineFlow && sc.Workload.Training == nil {
-		if sc.Workload.Chakra != nil {
-			return Errorf("run.engine", "flow does not run Chakra traces yet; use run.engine packet")
-		}
-		if len(sc.Workload.Collectives) == 0 {
-			return Errorf("run.engine", "flow runs workloads only (workload.collectives or workload.training); traffic groups run at packet level (run.engine: packet)")
+		if len(sc.Workload.Collectives) == 0 && sc.Workload.Chakra == nil {
+			return Errorf("run.engine", "flow runs workloads only (workload.collectives, workload.training or workload.chakra); traffic groups run at packet level (run.engine: packet)")
 		}
 		if len(sc.Faults) > 0 {
 			return Errorf("faults", "not supported with run.engine flow yet; run the collectives at packet level (run.engine: packet) to fail links")

@@ -212,7 +212,7 @@ func (r *resolver) chakra() error {
 		moved += sent[rk]
 	}
 	c.moved = moved
-	if pay := sc.Transport.payloadBytes(); pay > 0 {
+	if pay := sc.Transport.payloadBytes(); pay > 0 && !sc.Fluid() {
 		if packets := moved / pay; packets > float64(run.MaxPackets) {
 			return Errorf(path, "moves about %.3g packets, beyond run.max_packets (%d, one to four minutes of wall time); use a smaller trace, transport ideal, or raise run.max_packets", packets, run.MaxPackets)
 		}

@@ -39,7 +39,7 @@ func TestChakraRunCLI(t *testing.T) {
 	if err := chakra.WriteTrace(filepath.Join(dir, "traces", "pp"), chakra.TestPipeline.Nodes()); err != nil {
 		t.Fatal(err)
 	}
-	for _, tp := range []string{"{kind: ideal}", "{kind: mrc}"} {
+	for _, tp := range []string{"{kind: ideal}", "{kind: mrc}", "{kind: roce}\nrun: {engine: flow}"} {
 		sc := chakraScenario(t, dir, "traces/pp", tp)
 		out := t.TempDir()
 		stdout := mustRun(t, "run", sc, "--out", out)

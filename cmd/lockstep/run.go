@@ -709,7 +709,7 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	}
 	if res.Chakra != nil {
 		printChakra(w, sc, res)
-		if sc.Transport.Kind == scenario.TransportIdeal {
+		if sc.Transport.Kind == scenario.TransportIdeal || sc.Fluid() {
 			fmt.Fprintf(w, "results: %s\n", filepath.Join(sc.Run.Out, "summary.json"))
 			return
 		}
