@@ -42,8 +42,10 @@ type Chakra struct {
 }
 
 // estimate returns the packets of pay payload bytes the resolved trace sends, its QPs (each
-// group's members' ring neighbours and every sending pair, both ways), and the largest
-// schedule's operations (Scenario.Estimate).
+// group's members' ring neighbours and every sending pair, both ways), and its memory in
+// schedule-op equivalents (MemPerOp bytes each, Scenario.Estimate): the distinct schedules'
+// operations (the runner builds each once), the executor's state of every launch (5 bytes
+// per operation, kept to the end), and the trace's nodes (about MemPerChakraNode each).
 func (c *Chakra) estimate(pay float64) (packets float64, flows int64, ops float64) {
 	if c.plan == nil {
 		return 0, 0, 0
@@ -56,18 +58,47 @@ func (c *Chakra) estimate(pay float64) (packets float64, flows int64, ops float6
 		pairs[[2]int{m.Src, m.Dst}] = true
 	}
 	flows = 2 * int64(len(pairs))
+	type key struct {
+		op    collective.Collective
+		n     int
+		bytes int64
+	}
+	distinct := map[key]float64{}
+	var launched float64
+	count := func(op collective.Collective, n int, bytes int64) {
+		k := key{op, n, bytes}
+		n0, ok := distinct[k]
+		if !ok {
+			if sp, err := c.Spec(op, n, bytes); err == nil {
+				n0, _ = collective.EstimateOps(sp)
+			}
+			distinct[k] = n0
+		}
+		launched += n0
+	}
 	for _, g := range c.plan.Groups {
 		flows += 4 * int64(len(g.Members))
 		for _, cl := range g.Colls {
-			if sp, err := c.Spec(cl.Op, len(g.Members), cl.Bytes); err == nil {
-				if n, err := collective.EstimateOps(sp); err == nil {
-					ops = max(ops, n)
-				}
-			}
+			count(cl.Op, len(g.Members), cl.Bytes)
 		}
 	}
+	for _, m := range c.plan.P2Ps {
+		count(collective.SendRecv, 2, m.Bytes)
+	}
+	for _, n := range distinct {
+		ops += n
+	}
+	nodes := 0
+	for _, rk := range c.trace.Ranks {
+		nodes += len(rk.Nodes)
+	}
+	ops += launched*5/MemPerOp + float64(nodes)*MemPerChakraNode/MemPerOp
 	return packets, flows, ops
 }
+
+// MemPerChakraNode is the memory of one trace node while it runs: its decoded form, its
+// dependency lists and the runner's ready and end times and counters (bytes, about).
+const MemPerChakraNode = 200
 
 // Trace returns the trace read when the scenario was resolved and its communication matched
 // across ranks (nil before).
