@@ -24,7 +24,7 @@ type ChakraSummary struct {
 	Ranks      int     `json:"ranks"`
 	Nodes      int     `json:"nodes"` // over all ranks
 	StepTimeUs float64 `json:"step_time_us"`
-	// RankEndUs: the earliest and latest end of a rank's last node.
+	// FirstRankEndUs and LastRankEndUs: the earliest and latest end of a rank's last node.
 	FirstRankEndUs float64 `json:"first_rank_end_us"`
 	LastRankEndUs  float64 `json:"last_rank_end_us"`
 	// ComputeUsMax is the most computation (sum of duration_micros of non-communication

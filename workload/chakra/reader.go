@@ -44,7 +44,8 @@ const (
 	MaxTag = 1 << 40
 )
 
-// Node is one node of a rank's trace, with the attributes lockstep runs on.
+// Node is one node of a rank's trace, with the attributes lockstep runs on: its id (unique in
+// the file), name and type as in the file.
 type Node struct {
 	ID   uint64
 	Name string
@@ -74,12 +75,13 @@ func (n *Node) IsComm() bool {
 	return n.Type == etpb.NodeType_COMM_COLL_NODE || n.Type == etpb.NodeType_COMM_SEND_NODE || n.Type == etpb.NodeType_COMM_RECV_NODE
 }
 
-// Rank is one rank's file: its metadata version and its nodes in file order.
+// Rank is one rank's file: its name (as given to ReadRank), the GlobalMetadata version, and
+// its nodes in file order.
 type Rank struct {
 	File    string
 	Version string
 	Nodes   []Node
-	index   map[uint64]int32
+	index   map[uint64]int32 // node id -> position in Nodes
 }
 
 // Index returns the position in Nodes of the node with id, or -1.
@@ -204,11 +206,11 @@ func convert(pn *etpb.Node) (Node, error) {
 	if _, ok := etpb.NodeType_name[int32(nd.Type)]; !ok || nd.Type == etpb.NodeType_INVALID_NODE {
 		return nd, fmt.Errorf("type = %d: not a node type; allowed COMP_NODE, COMM_COLL_NODE, COMM_SEND_NODE, COMM_RECV_NODE, MEM_LOAD_NODE, MEM_STORE_NODE, METADATA_NODE, BATCH_NODE, CHECKPOINT_NODE, STORAGE_NODE", nd.Type)
 	}
-	if d := pn.GetDurationMicros(); d > MaxDurationMicros {
+	d := pn.GetDurationMicros()
+	if d > MaxDurationMicros {
 		return nd, fmt.Errorf("duration_micros = %d; allowed up to %d", d, MaxDurationMicros)
-	} else {
-		nd.Duration = sim.Time(d) * sim.Microsecond
 	}
+	nd.Duration = sim.Time(d) * sim.Microsecond
 	seen := map[uint64]bool{}
 	for _, list := range [][]uint64{pn.GetCtrlDeps(), pn.GetDataDeps()} {
 		for _, d := range list {
@@ -363,7 +365,7 @@ func (r *Rank) checkDAG() error {
 	return fmt.Errorf("%s: the dependencies form a cycle: %d nodes never become ready (ids %v...)", r.File, len(r.Nodes)-done, ids)
 }
 
-// Trace is every rank's file of one trace: rank r read from Prefix.r.et.
+// Trace is every rank's file of one trace: Ranks[r] read from FileName(Prefix, r).
 type Trace struct {
 	Prefix string
 	Ranks  []*Rank
