@@ -17,7 +17,7 @@ import (
 // theirs: transport.Plugin.Outputs); WriteResults removes the ones a previous run left, so
 // the folder and its report describe this run only.
 var runFiles = []string{"summary.json", "scenario.yaml", "flows.csv", "links.csv", "pauses.csv",
-	"faults.csv", "collectives.csv", "power.csv", "steps.csv", "phases.csv", "topology.json", "trace.json", "report.html"}
+	"faults.csv", "collectives.csv", "power.csv", "steps.csv", "phases.csv", "chakra_nodes.csv", "topology.json", "trace.json", "report.html"}
 
 // ResultFiles returns every file name a results folder may hold: the run's own and each
 // registered transport's (sorted by kind), for tools that clear or list a folder.
@@ -66,6 +66,9 @@ func (res *Result) Files(sc *scenario.Scenario) []File {
 	}
 	if t := res.Training; t != nil {
 		files = append(files, File{"power.csv", t.WritePowerCSV}, File{"steps.csv", t.WriteStepsCSV}, File{"phases.csv", t.WritePhasesCSV})
+	}
+	if res.Chakra != nil {
+		files = append(files, File{"chakra_nodes.csv", res.Chakra.WriteNodesCSV})
 	}
 	if res.Endpoint != nil {
 		for _, f := range res.Endpoint.Files() {

@@ -42,7 +42,9 @@ type Result struct {
 	Collective *CollectiveRun
 	// Training holds a training workload's result (workload.training).
 	Training *TrainingRun
-	Faults   []FaultEvent
+	// Chakra holds a Chakra trace's node times (workload.chakra).
+	Chakra *ChakraRun
+	Faults []FaultEvent
 	// Links is every port's traffic per interval (links.csv); nil under transport ideal.
 	Links *LinkSeries
 	// Reconverge lists when the ECMP tables were due to be recomputed after link faults
@@ -253,6 +255,8 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 		}
 	})
 	switch {
+	case sc.Workload.Chakra != nil:
+		err = runChakra(sc, layout, res)
 	case sc.Workload.Training != nil:
 		err = runTraining(sc, layout, res)
 	case len(sc.Workload.Collectives) > 0:

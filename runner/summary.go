@@ -95,6 +95,8 @@ type Summary struct {
 	FaultSlowdownUs    float64 `json:"fault_slowdown_us,omitempty"`
 	// Collectives holds one nccl-tests style row per size of a collective workload.
 	Collectives []CollectiveRow `json:"collectives,omitempty"`
+	// Chakra is a Chakra trace's step time and counts (workload.chakra).
+	Chakra *ChakraSummary `json:"chakra,omitempty"`
 	// Engine says how a workload's collectives ran when not simply at packet level:
 	// analytic (closed forms), flow (the flow-level engine) or packet (training).
 	Engine string `json:"engine,omitempty"`

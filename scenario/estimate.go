@@ -142,6 +142,8 @@ func (sc *Scenario) estimate(l topo.Topology) Estimate {
 		e.MemoryBytes = MemBase
 		e.Note = "transport ideal: the collectives run on the ideal network; no packet is simulated"
 		return e
+	case sc.Workload.Chakra != nil:
+		e.Packets, e.Flows, e.ScheduleOps = sc.Workload.Chakra.estimate(sc.Transport.payloadBytes())
 	case sc.Workload.Training != nil:
 		e.Flows = 4 * int64(e.Hosts) // each rank's ring and pipeline neighbours
 		e.Note = "a training job at packet level: packets and wall time are not estimated"

@@ -79,7 +79,7 @@ type resolver struct {
 	sc *Scenario
 	l  topo.Topology // the described topology (step topology)
 	c  topo.Params   // its parameters
-	// wl: a workload is given (workload.collectives or workload.training).
+	// wl: a workload is given (workload.collectives, workload.training or workload.chakra).
 	wl bool
 	// durationGiven and sampleGiven: run.duration and run.sample_interval were given, not
 	// defaulted (step run).

@@ -31,7 +31,7 @@ func (r *resolver) name() error {
 func (r *resolver) run() error {
 	sc := r.sc
 	run := &sc.Run
-	r.wl = len(sc.Workload.Collectives) > 0 || sc.Workload.Training != nil
+	r.wl = len(sc.Workload.Collectives) > 0 || sc.Workload.Training != nil || sc.Workload.Chakra != nil
 	if err := r.engine(); err != nil {
 		return err
 	}
@@ -111,8 +111,8 @@ func (r *resolver) engine() error {
 		return Errorf("run.engine", "%q is not an engine; allowed packet, flow", run.Engine)
 	}
 	if run.Engine == EngineFlow && sc.Workload.Training == nil {
-		if len(sc.Workload.Collectives) == 0 {
-			return Errorf("run.engine", "flow runs workloads only (workload.collectives or workload.training); traffic groups run at packet level (run.engine: packet)")
+		if len(sc.Workload.Collectives) == 0 && sc.Workload.Chakra == nil {
+			return Errorf("run.engine", "flow runs workloads only (workload.collectives, workload.training or workload.chakra); traffic groups run at packet level (run.engine: packet)")
 		}
 		if len(sc.Faults) > 0 {
 			return Errorf("faults", "not supported with run.engine flow yet; run the collectives at packet level (run.engine: packet) to fail links")

@@ -15,6 +15,8 @@ import (
 func (r *resolver) load() error {
 	sc := r.sc
 	switch {
+	case sc.Workload.Chakra != nil:
+		return r.chakra()
 	case sc.Workload.Training != nil:
 		return r.training()
 	case r.wl:

@@ -22,6 +22,8 @@ type Workload struct {
 	// Training runs whole training steps of a model under a parallelism plan (package
 	// workload/training): compute, TP/PP/DP/EP communication in lockstep, power, goodput.
 	Training *training.Config `yaml:"training,omitempty"`
+	// Chakra runs a Chakra execution trace, one file per rank (workload_chakra.go).
+	Chakra *Chakra `yaml:"chakra,omitempty"`
 }
 
 // trainingError turns a *training.FieldError into a *FieldError with the same path.

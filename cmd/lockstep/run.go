@@ -331,6 +331,8 @@ func describe(sc *scenario.Scenario) string {
 	}
 	fmt.Fprintf(&b, ", transport %s", transportOf(sc))
 	switch {
+	case sc.Workload.Chakra != nil:
+		fmt.Fprintf(&b, ", workload: chakra trace %s", sc.Workload.Chakra.Path)
 	case sc.Workload.Training != nil:
 		t := sc.Workload.Training
 		model := t.Model.Name
@@ -704,6 +706,13 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 		}
 		fmt.Fprintf(w, "results: %s\n", filepath.Join(sc.Run.Out, "summary.json"))
 		return
+	}
+	if res.Chakra != nil {
+		printChakra(w, sc, res)
+		if sc.Transport.Kind == scenario.TransportIdeal || sc.Fluid() {
+			fmt.Fprintf(w, "results: %s\n", filepath.Join(sc.Run.Out, "summary.json"))
+			return
+		}
 	}
 	if res.Collective != nil {
 		printCollectives(w, sc, res)
