@@ -157,6 +157,7 @@ func (r *resolver) chakra() error {
 	if err != nil {
 		return Errorf(path+".path", "%v", err)
 	}
+
 	plan, err := tr.Match()
 	if err != nil {
 		return Errorf(path+".path", "%v", err)
@@ -267,6 +268,11 @@ func (r *resolver) chakra() error {
 				return err
 			}
 		}
+	}
+	// The resolved scenario (a results folder's scenario.yaml) names the trace absolutely,
+	// so it runs again from anywhere on this machine.
+	if abs, err := filepath.Abs(file); err == nil {
+		c.Path = abs
 	}
 	return nil
 }

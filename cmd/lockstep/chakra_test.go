@@ -43,8 +43,12 @@ func TestChakraRunCLI(t *testing.T) {
 		sc := chakraScenario(t, dir, "traces/pp", tp)
 		out := t.TempDir()
 		stdout := mustRun(t, "run", sc, "--out", out)
-		if !strings.Contains(stdout, "chakra trace traces/pp: 4 ranks") || !strings.Contains(stdout, "step time ") {
+		if !strings.Contains(stdout, filepath.Join(dir, "traces", "pp")+": 4 ranks") || !strings.Contains(stdout, "step time ") {
 			t.Fatalf("stdout:\n%s", stdout)
+		}
+		// The results folder's scenario.yaml names the trace absolutely: it resolves again.
+		if code, _, stderr := cli(t, "validate", filepath.Join(out, "scenario.yaml"), "--no-setup"); code != 0 {
+			t.Errorf("validate of the results' scenario.yaml: exit %d, %s", code, stderr)
 		}
 		var sum struct {
 			Chakra struct {
