@@ -44,9 +44,10 @@ const slurmScriptName = "sweep.sbatch"
 // maxListedVariants is how many variants the script's header comment lists by index.
 const maxListedVariants = 64
 
-// slurmPollFirst and slurmPollMax bound --wait's squeue polling: the first interval, grown
-// by half each poll up to the last (squeue asks slurmctld, which a busy cluster shares).
-var slurmPollFirst, slurmPollMax = time.Second, 30 * time.Second
+// --wait polls squeue every slurmPoll for its first slurmPollSteady, then at intervals
+// grown by half each poll up to slurmPollMax (squeue asks slurmctld, which a busy cluster
+// shares; a short array still ends within a second of its last task).
+var slurmPoll, slurmPollSteady, slurmPollMax = time.Second, 30 * time.Second, 30 * time.Second
 
 // checkSlurmFlags rejects Slurm flags given without --slurm (changed says whether a flag
 // was given), --wait without --submit, and values sbatch would refuse. Errors name the
@@ -392,7 +393,7 @@ func slurmWait(id string, n int, ro runOpts) (map[int]string, error) {
 		return nil, runFailed(fmt.Errorf("--wait: no squeue on PATH (Slurm's client commands, Debian package slurm-client): job %s was submitted; watch it with your cluster's tools", id))
 	}
 	states := map[int]string{}
-	poll, last, errs := slurmPollFirst, "", 0
+	poll, last, errs, began := slurmPoll, "", 0, time.Now()
 	for {
 		var stdout, stderr bytes.Buffer
 		cmd := exec.Command(squeue, "-h", "-r", "-t", "all", "-j", id, "-o", "%K %T")
@@ -436,7 +437,9 @@ func slurmWait(id string, n int, ro runOpts) (map[int]string, error) {
 			return states, &exitError{code: signalExit(r), err: fmt.Errorf("%s: stopped waiting; Slurm job %s goes on (scancel %s stops it)", r, id, id)}
 		}
 		time.Sleep(poll)
-		poll = min(poll*3/2, slurmPollMax)
+		if time.Since(began) > slurmPollSteady {
+			poll = min(poll*3/2, slurmPollMax)
+		}
 	}
 }
 
