@@ -114,6 +114,9 @@ func checkSlurmTime(s string) error {
 		if f == "" || len(f) > 7 || strings.Trim(f, "0123456789") != "" {
 			return bad(what + " " + strconv.Quote(f) + " is not a whole number")
 		}
+		if max > 0 && len(f) > 2 {
+			return bad(what + " " + strconv.Quote(f) + " has more than two digits")
+		}
 		if n, _ := strconv.Atoi(f); max > 0 && n > max {
 			return bad(fmt.Sprintf("%s %d is over %d", what, n, max))
 		}
@@ -377,7 +380,9 @@ func parseSqueue(out string, n int) map[int]string {
 		if err != nil || i < 0 || i >= n {
 			continue
 		}
-		states[i] = strings.TrimSuffix(f[1], "+") // squeue may mark a truncated state with +
+		if st := strings.TrimSuffix(f[1], "+"); st != "" { // squeue may mark a truncated state with +
+			states[i] = st
+		}
 	}
 	return states
 }
@@ -445,7 +450,8 @@ func slurmWait(id string, n int, ro runOpts) (map[int]string, error) {
 
 // reportArray prints, after --wait, each variant whose task did not complete or whose
 // folder is not a complete run (collectVariant says why), with its task's log files, and
-// the --collect command; any such variant makes it a failed run (exit 1).
+// the --collect command; any such variant makes it a failed run (exit 1). A task that
+// ended in a state other than COMPLETED is named even when its folder is complete.
 func reportArray(w io.Writer, id string, s *slurmScript, states map[int]string, ro runOpts) error {
 	var bad []string
 	for i, v := range s.vs {
@@ -456,8 +462,10 @@ func reportArray(w io.Writer, id string, s *slurmScript, states map[int]string, 
 		if why == "" && sum.Failed {
 			why = "its run failed: " + sum.FailureReason
 		}
+		// A task last seen before its end (slurmctld forgot it since) is judged by its
+		// folder alone.
 		st := states[i]
-		if why == "" && (st == "" || st == "COMPLETED") {
+		if why == "" && (!slurmFinal[st] || st == "COMPLETED") {
 			continue
 		}
 		what := "task " + strconv.Itoa(i)
