@@ -470,18 +470,17 @@ func reportArray(w io.Writer, id string, s *slurmScript, states map[int]string, 
 		}
 		what := "task " + strconv.Itoa(i)
 		if st != "" {
-			what += " " + st
+			what += " ended " + st
 		}
 		if why == "" {
-			why = "its folder is complete"
+			why = "its folder holds a complete run all the same"
 		}
 		log := filepath.Join(s.out, fmt.Sprintf("slurm-%s_%d", id, i))
-		line := fmt.Sprintf("variant %s (%s): %s; its log: %s.out, %s.err", sc.Name, what, why, log, log)
-		fmt.Fprintln(w, line)
+		fmt.Fprintf(w, "variant %s: %s; %s; its log: %s.out, %s.err\n", sc.Name, what, why, log, log)
 		bad = append(bad, sc.Name)
 	}
 	if len(bad) > 0 {
-		return runFailed(fmt.Errorf("slurm job %s: %d of %d variants did not complete: %s", id, len(bad), len(s.vs), strings.Join(bad, ", ")))
+		return runFailed(fmt.Errorf("slurm job %s: %d of %d variants failed or are not complete: %s", id, len(bad), len(s.vs), strings.Join(bad, ", ")))
 	}
 	fmt.Fprintf(w, "slurm job %s: all %d tasks completed; gather them with: %s\n", id, len(s.vs), s.collectLine())
 	return nil
@@ -496,7 +495,7 @@ func collectVariant(dir, name, hash string) (*runner.Summary, []byte, string) {
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		if _, err := os.Stat(dir); err != nil {
-			return nil, nil, "its folder is missing (its task has not run)"
+			return nil, nil, "its folder is missing (the variant has not run into it)"
 		}
 		return nil, nil, "its folder has no summary.json (its task has not finished, or stopped before writing)"
 	case err != nil:

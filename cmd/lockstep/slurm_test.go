@@ -486,7 +486,7 @@ func TestSlurmSubmitWait(t *testing.T) {
 	out := filepath.Join(wd, "res")
 	for _, want := range []string{
 		"submitted Slurm job 4242 (array 0-3)",
-		"variant sw-roce-256KiB (task 2 FAILED): its folder is missing (its task has not run); its log: " + out + "/slurm-4242_2.out, " + out + "/slurm-4242_2.err",
+		"variant sw-roce-256KiB: task 2 ended FAILED; its folder is missing (the variant has not run into it); its log: " + out + "/slurm-4242_2.out, " + out + "/slurm-4242_2.err",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout\n%s\nlacks %q", stdout, want)
@@ -496,7 +496,7 @@ func TestSlurmSubmitWait(t *testing.T) {
 		"slurm job 4242: 0 of 4 tasks done (0 failed), 1 running, 3 pending",
 		"slurm job 4242: 1 of 4 tasks done (0 failed), 2 running, 1 pending",
 		"slurm job 4242: 4 of 4 tasks done (1 failed), 0 running, 0 pending",
-		"slurm job 4242: 1 of 4 variants did not complete: sw-roce-256KiB",
+		"slurm job 4242: 1 of 4 variants failed or are not complete: sw-roce-256KiB",
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr\n%s\nlacks %q", stderr, want)
