@@ -189,6 +189,13 @@ func TestSlurmFlagErrors(t *testing.T) {
 			}
 		})
 	}
+	t.Run("out with a space", func(t *testing.T) {
+		t.Chdir(t.TempDir())
+		code, _, stderr := cli(t, "sweep", file, "--slurm", "--out", "my results", "--lockstep", "/bin/true")
+		if code != 2 || !strings.Contains(stderr, "the results folder (--out) ") || !strings.Contains(stderr, `it holds " ", which an #SBATCH line cannot carry`) {
+			t.Errorf("exit %d, stderr %q", code, stderr)
+		}
+	})
 	for _, c := range []struct {
 		flags []string
 		want  string

@@ -69,9 +69,6 @@ missing, incomplete or failed (exit 1). docs/sweeps.md shows the workflow.`,
 			if err := checkFigure(figure); err != nil {
 				return err
 			}
-			if list && cmd.Flags().Changed("variant") {
-				return badInput(fmt.Errorf("--list and --variant: give one of them"))
-			}
 			if err := checkSweepModes(list, cmd.Flags().Changed("variant"), slurm, collect); err != nil {
 				return err
 			}
