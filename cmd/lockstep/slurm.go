@@ -112,7 +112,7 @@ func checkSlurmTime(s string) error {
 	}
 	num := func(f string, what string, max int) error {
 		if f == "" || len(f) > 7 || strings.Trim(f, "0123456789") != "" {
-			return bad(what + " " + strconv.Quote(f) + " is not a whole number")
+			return bad(what + " " + strconv.Quote(f) + " is not a whole number of at most 7 digits")
 		}
 		if max > 0 && len(f) > 2 {
 			return bad(what + " " + strconv.Quote(f) + " has more than two digits")
@@ -122,7 +122,6 @@ func checkSlurmTime(s string) error {
 		}
 		return nil
 	}
-	rest := s
 	if d, r, ok := strings.Cut(s, "-"); ok {
 		if err := num(d, "days", 0); err != nil {
 			return err
@@ -139,7 +138,7 @@ func checkSlurmTime(s string) error {
 		}
 		return nil
 	}
-	parts := strings.Split(rest, ":")
+	parts := strings.Split(s, ":")
 	names := map[int][]string{1: {"minutes"}, 2: {"minutes", "seconds"}, 3: {"hours", "minutes", "seconds"}}[len(parts)]
 	if names == nil {
 		return bad("too many ':' fields")
