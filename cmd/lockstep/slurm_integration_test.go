@@ -190,17 +190,17 @@ func TestSlurmIntegration(t *testing.T) {
 	start := time.Now()
 	work := t.TempDir()
 	bin := filepath.Join(work, "lockstep")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		gobin = filepath.Join(runtime.GOROOT(), "bin", "go") // go test found it, so it is there
+	}
 	if out, err := exec.Command(gobin, "build", "-buildvcs=false", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	t.Logf("built lockstep in %v", time.Since(start).Round(time.Millisecond))
 	startMiniSlurm(t, bins)
 	t.Logf("Slurm up after %v", time.Since(start).Round(time.Millisecond))
-	file, err := filepath.Abs(filepath.Join("testdata", "variants", "sweep4.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	file := sweep4(t)
 
 	stdout, stderr, err := lockstepCmd(bin, work, "sweep", file, "--out", "slurm", "--slurm", "--submit", "--wait", "--time", "5", "--cpus-per-task", "1")
 	if err != nil {
