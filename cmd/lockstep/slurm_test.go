@@ -385,8 +385,9 @@ func TestCollectNamesMissing(t *testing.T) {
 
 // The script's task command, run by bash as Slurm would (SLURM_ARRAY_TASK_ID set) with a
 // stand-in binary that records its arguments, gives arguments that, run as the CLI, fill
-// the folders a local sweep does: --collect on them then writes the same sweep.csv. The
-// scenario file's path has a space and a quote, which the command must carry whole.
+// the folders a local sweep does (a task run twice runs nothing the second time): --collect
+// on them then writes the same sweep.csv. The scenario file's path has a space and a
+// quote, which the command must carry whole.
 func TestSlurmTaskCommand(t *testing.T) {
 	dir := t.TempDir()
 	odd := filepath.Join(dir, "my sweeps", "it's")
@@ -416,6 +417,10 @@ func TestSlurmTaskCommand(t *testing.T) {
 		}
 		if _, stderr := mustRunErr(t, args...); stderr != "" {
 			t.Fatalf("task %d: lockstep %q: %s", i, args, stderr)
+		}
+		// The task run again (a resubmitted array) finds its variant complete.
+		if stdout, _ := mustRunErr(t, args...); !strings.Contains(stdout, sweep4Names[i]+" (") || !strings.Contains(stdout, "complete from an earlier run") {
+			t.Errorf("task %d run again printed %q; want its variant complete from an earlier run", i, stdout)
 		}
 	}
 	mustRun(t, "sweep", file, "--out", "slurm", "--collect")
