@@ -419,12 +419,7 @@ func loadVariantsMax(arg string, max int) ([]scenario.Variant, error) {
 // (or, with asJSON, a JSON object of the summaries by variant name) and writes the combined
 // report out/compare.html.
 func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro runOpts) error {
-	var (
-		names, kinds, dirs []string
-		sums               []*runner.Summary
-		all                = map[string]json.RawMessage{}
-		failed             error
-	)
+	var failed error
 	field := "--out"
 	if out == "" {
 		out, field = filepath.Join("results", vs[0].Base), "results folder"
@@ -434,7 +429,7 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 		folders = append(folders, v.Scenario.Name)
 	}
 	clearStale(out, folders, ro.stderr)
-	rows := make([]*runner.Summary, len(vs)) // sweep.csv's: nil for a variant that did not run
+	got := newSweepResults(len(vs))
 	plan := planResume(vs, out, ro)
 	p := startPool(len(vs), ro.jobs, ro.intr, ro.stderr, func(i int, stderr io.Writer) (*runner.Result, []byte, error) {
 		if st := plan[i]; st != nil {
@@ -478,19 +473,48 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 		if err := outcomeErr(&res.Summary); err != nil && failed == nil {
 			failed = err
 		}
-		names = append(names, sc.Name)
-		dirs = append(dirs, sc.Run.Out)
-		kinds = append(kinds, transportOf(sc))
 		sum := res.Summary // a copy: the Result (its whole fabric) is freed after this one
-		sums = append(sums, &sum)
-		rows[i] = &sum
+		got.add(i, sc, &sum, js)
 		job.res = nil
-		all[sc.Name] = js
 		if !asJSON {
 			fmt.Fprintf(w, "%s (%s): results in %s\n", sc.Name, v.Label, sc.Run.Out)
 		}
 	}
 	stopLine()
+	return finishSweep(w, vs, out, got, asJSON, ro.figure, failed)
+}
+
+// sweepResults gathers what a sweep's variants gave, in variant order, for finishSweep.
+type sweepResults struct {
+	names, kinds, dirs []string                   // of the variants that ran, in order
+	sums               []*runner.Summary          // their summaries
+	rows               []*runner.Summary          // sweep.csv's, by variant index: nil for one that did not run
+	all                map[string]json.RawMessage // summary.json's bytes by variant name (--json)
+}
+
+// newSweepResults is an empty sweepResults for a sweep of n variants.
+func newSweepResults(n int) *sweepResults {
+	return &sweepResults{rows: make([]*runner.Summary, n), all: map[string]json.RawMessage{}}
+}
+
+// add records variant i, scenario sc (its results folder sc.Run.Out), whose run gave sum
+// and summary.json's bytes js.
+func (r *sweepResults) add(i int, sc *scenario.Scenario, sum *runner.Summary, js []byte) {
+	r.names = append(r.names, sc.Name)
+	r.dirs = append(r.dirs, sc.Run.Out)
+	r.kinds = append(r.kinds, transportOf(sc))
+	r.sums = append(r.sums, sum)
+	r.rows[i] = sum
+	r.all[sc.Name] = js
+}
+
+// finishSweep writes a sweep's combined files into out (sweep.csv, sweep_stats.csv,
+// compare.html, sweep.html; figure is --figure) and prints its comparison table (or, with
+// asJSON, the summaries by variant name) from what its variants gave: the end of a local
+// sweep and of sweep --collect alike. It returns failed (the first variant's error) unless
+// writing fails.
+func finishSweep(w io.Writer, vs []scenario.Variant, out string, got *sweepResults, asJSON bool, figure string, failed error) error {
+	names, kinds, dirs, sums, rows, all := got.names, got.kinds, got.dirs, got.sums, got.rows, got.all
 	if err := writeSweepCSV(filepath.Join(out, "sweep.csv"), vs, rows); err != nil {
 		return runFailed(fmt.Errorf("sweep.csv: %w", err))
 	}
@@ -503,7 +527,7 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 	if err := report.WriteCompare(filepath.Join(out, "compare.html"), names, dirs); err != nil {
 		return runFailed(fmt.Errorf("compare.html: %w", err))
 	}
-	if err := report.WriteSweep(filepath.Join(out, "sweep.html"), names, dirs, sweepPlot(vs, rows, ro.figure)); err != nil {
+	if err := report.WriteSweep(filepath.Join(out, "sweep.html"), names, dirs, sweepPlot(vs, rows, figure)); err != nil {
 		return runFailed(fmt.Errorf("sweep.html: %w", err))
 	}
 	if asJSON {

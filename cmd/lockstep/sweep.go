@@ -31,9 +31,12 @@ func newSweepCmd(stdout, stderr io.Writer) *cobra.Command {
 		jobs        int
 		list        bool
 		variant     string
+
+		slurm, collect bool
+		so             slurmOpts
 	)
 	cmd := &cobra.Command{
-		Use:   "sweep SCENARIO.yaml [-j N] [--list] [--variant NAME|INDEX]",
+		Use:   "sweep SCENARIO.yaml [-j N] [--list] [--variant NAME|INDEX] [--slurm [--submit [--wait]]] [--collect]",
 		Short: "Run the variants of a file with a variants: section on a local worker pool",
 		Long: `Run every variant of a scenario file with a variants: section, -j N at once (default one
 per core), each into its own results folder (--out DIR/<variant>, default
@@ -45,7 +48,16 @@ docs/outputs.md): the same as 'lockstep run FILE', and the same files and output
 --list prints the variants (index, name, parameter values) without running any.
 --variant NAME|INDEX runs exactly one of them (an index counts from 0, as --list shows),
 into the folder the whole sweep gives it, so an array scheduler (one task per index) fills
-the same folders as a local sweep.`,
+the same folders as a local sweep.
+
+--slurm writes sweep.sbatch into the results folder: a plain sbatch job array script, one
+array task per variant running 'lockstep sweep FILE --variant $SLURM_ARRAY_TASK_ID' into
+the folder a local sweep gives it (--partition, --time, --cpus-per-task and --mem become
+#SBATCH options; --lockstep the binary the tasks run, default this one). --submit submits
+it with sbatch and prints the job id; --wait then waits for the array and names the
+variants whose tasks did not complete. --collect reads the variants' folders back and
+writes sweep.csv, sweep.html and the table as a local sweep would, naming any variant
+missing, incomplete or failed (exit 1). docs/sweeps.md shows the workflow.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("seed") && seed == 0 {
@@ -57,8 +69,11 @@ the same folders as a local sweep.`,
 			if err := checkFigure(figure); err != nil {
 				return err
 			}
-			if list && cmd.Flags().Changed("variant") {
-				return badInput(fmt.Errorf("--list and --variant: give one of them"))
+			if err := checkSweepModes(list, cmd.Flags().Changed("variant"), slurm, collect); err != nil {
+				return err
+			}
+			if err := checkSlurmFlags(so, slurm, cmd.Flags().Changed); err != nil {
+				return err
 			}
 			vs, err := loadVariantsMax(args[0], maxVariants)
 			if err != nil {
@@ -81,7 +96,12 @@ the same folders as a local sweep.`,
 			intr, stop := catchSignals(stderr)
 			defer stop()
 			ro := runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed, quiet: quiet || asJSON, stderr: stderr, trace: trace, intr: intr, jobs: jobs, force: force, figure: figure}
-			if !cmd.Flags().Changed("variant") {
+			switch {
+			case slurm:
+				return sweepSlurm(stdout, args[0], vs, out, so, taskFlags(cmd.Flags().Changed, seed, trace, maxVariants, force), ro)
+			case collect:
+				return collectSweep(stdout, vs, out, asJSON, ro)
+			case !cmd.Flags().Changed("variant"):
 				return runVariants(stdout, vs, out, asJSON, ro)
 			}
 			i, err := pickVariant(vs, variant)
@@ -102,6 +122,15 @@ the same folders as a local sweep.`,
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", defaultJobs(), "variants run at once (results and output as with -j 1)")
 	cmd.Flags().BoolVar(&list, "list", false, "print the variants (index, name, parameter values) and run none")
 	cmd.Flags().StringVar(&variant, "variant", "", "run only this variant: its name or its index (from 0, as --list shows)")
+	cmd.Flags().BoolVar(&slurm, "slurm", false, "write a Slurm job array script (one task per variant) into the results folder and run none here")
+	cmd.Flags().BoolVar(&so.submit, "submit", false, "with --slurm: submit the script with sbatch and print the job id")
+	cmd.Flags().BoolVar(&so.wait, "wait", false, "with --submit: wait for the array to finish and name the variants that did not complete")
+	cmd.Flags().StringVar(&so.partition, "partition", "", "with --slurm: the Slurm partition (#SBATCH --partition; default the cluster's)")
+	cmd.Flags().StringVar(&so.time, "time", "", "with --slurm: each task's time limit, as sbatch takes it: minutes, HH:MM:SS or D-HH:MM:SS (default the partition's)")
+	cmd.Flags().IntVar(&so.cpus, "cpus-per-task", 0, "with --slurm: CPUs per task (#SBATCH --cpus-per-task; a variant runs on one core)")
+	cmd.Flags().StringVar(&so.mem, "mem", "", "with --slurm: memory per task, as sbatch takes it: 4G, 500M (default the partition's)")
+	cmd.Flags().StringVar(&so.lockstep, "lockstep", "", "with --slurm: the lockstep binary the tasks run (default this one's absolute path)")
+	cmd.Flags().BoolVar(&collect, "collect", false, "gather the variants' folders (from Slurm tasks, or any --variant runs) into sweep.csv, sweep.html and the table, running none")
 	return cmd
 }
 
@@ -290,4 +319,42 @@ func writeSweepCSV(path string, vs []scenario.Variant, sums []*runner.Summary) e
 		return err
 	}
 	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// checkSweepModes rejects two of sweep's modes at once: --list, --variant, --slurm and
+// --collect each exclude the others.
+func checkSweepModes(list, variant, slurm, collect bool) error {
+	var given []string
+	for _, m := range []struct {
+		on   bool
+		name string
+	}{{list, "--list"}, {variant, "--variant"}, {slurm, "--slurm"}, {collect, "--collect"}} {
+		if m.on {
+			given = append(given, m.name)
+		}
+	}
+	if len(given) > 1 {
+		return badInput(fmt.Errorf("%s: give one of them (--list prints the variants, --variant runs one, --slurm writes the job array, --collect gathers the folders)", strings.Join(given, " and ")))
+	}
+	return nil
+}
+
+// taskFlags are the flags a Slurm array task and --collect pass on so they resolve the same
+// scenarios as the command that wrote the script: --seed, --trace, --max and --force as
+// given (changed says whether a flag was).
+func taskFlags(changed func(string) bool, seed uint64, trace bool, maxVariants int, force bool) []string {
+	var f []string
+	if changed("seed") {
+		f = append(f, "--seed", strconv.FormatUint(seed, 10))
+	}
+	if trace {
+		f = append(f, "--trace")
+	}
+	if changed("max") {
+		f = append(f, "--max", strconv.Itoa(maxVariants))
+	}
+	if force {
+		f = append(f, "--force")
+	}
+	return f
 }
