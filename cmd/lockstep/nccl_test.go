@@ -474,3 +474,38 @@ func FuzzNCCLFlags(f *testing.F) {
 		}
 	})
 }
+
+// TestNCCLLargeScaleUp: with scale-up domains (-g 8 --nodes 16: 16 domains of 8) the flat
+// algorithms cross the 400 Gb/s NICs, and the left-out run.duration covers them: a 64 GiB
+// ring all-gather or reduce-scatter takes its closed form 127/128 x 2^36 B x 8 / 400 Gb/s =
+// 1,363,652 us (plus latencies), where the run used to stop at 1 s "not done"; sendrecv and
+// the 1 TiB ones (about 21.8 s) likewise. An all-to-all's rank sends 120/128 of its bytes
+// to the other domains.
+func TestNCCLLargeScaleUp(t *testing.T) {
+	for _, c := range []struct {
+		op, size string
+		bytes    float64 // of the row
+		factor   float64 // the closed form is factor x bytes x 8 / 400 Gb/s
+	}{
+		{"all_gather", "64G", 1 << 36, 127.0 / 128}, {"reduce_scatter", "64G", 1 << 36, 127.0 / 128}, {"sendrecv", "64G", 1 << 36, 1},
+		{"all_gather", "1T", 1 << 40, 127.0 / 128}, {"alltoall", "1T", 1 << 40, 120.0 / 128}, {"sendrecv", "1T", 1 << 40, 1},
+	} {
+		code, stdout, stderr := cli(t, "nccl", c.op, "-b", c.size, "-e", c.size, "-g", "8", "--nodes", "16", "--quiet")
+		if code != 0 {
+			t.Errorf("nccl %s -b %s -g 8 --nodes 16: exit %d: %s", c.op, c.size, code, stderr)
+			continue
+		}
+		p := parseNCCLOutput(t, stdout)
+		if len(p.rows) != 1 {
+			t.Fatalf("%s: %d rows", c.op, len(p.rows))
+		}
+		want := c.factor * c.bytes * 8 / 400e9 * 1e6
+		lo, hi := want, want*1.01
+		if want >= 1e7 { // printed as 2.1e+07: two digits
+			lo, hi = want*0.95, want*1.05
+		}
+		if got := p.rows[0].time[0]; got < lo || got > hi {
+			t.Errorf("nccl %s -b %s: %.0f us; want its closed form %.0f us (%.0f to %.0f)", c.op, c.size, got, want, lo, hi)
+		}
+	}
+}
