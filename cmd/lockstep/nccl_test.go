@@ -353,7 +353,9 @@ func TestNCCLBadFlags(t *testing.T) {
 		{[]string{"all_reduce", "-z", "3"}, []string{"-z/--blocking", "0 to 2"}},
 		{[]string{"all_reduce", "-C", "1"}, []string{"unknown shorthand flag", "'C'"}},
 		{[]string{"all_reduce", "-b", "lots"}, []string{"-b/--minbytes", `"lots"`}},
-		{[]string{"all_reduce", "-e", "2T"}, []string{"-e/--maxbytes", "1 TiB"}},
+		{[]string{"all_reduce", "-e", "2T"}, []string{"-e/--maxbytes", "1 TiB", "out of range"}},
+		{[]string{"all_reduce", "-b", "1P"}, []string{"-b/--minbytes", "out of range", "1099511627776"}},
+		{[]string{"all_reduce", "-e", "1E"}, []string{"-e/--maxbytes", "out of range", "1099511627776"}},
 		{[]string{"all_reduce", "-b", "1", "-e", "1M", "-i", "1"}, []string{"more than 256 sizes"}},
 		{[]string{"broadcast", "-g", "4", "-r", "4"}, []string{"-r/--root", "0 to 3"}},
 		{[]string{"sendrecv"}, []string{"sendrecv", "at least 2 ranks"}},
@@ -382,14 +384,28 @@ func TestNCCLBadFlags(t *testing.T) {
 
 // TestNCCLUnits checks the size parser, the sweep, nccl-tests' rounding and its number format.
 func TestNCCLUnits(t *testing.T) {
-	for in, want := range map[string]int64{"8": 8, "128K": 128 << 10, "1m": 1 << 20, "8G": 8 << 30, "2T": 2 << 40, "4KiB": 4096, "64MB": 64e6, "1500B": 1500} {
+	// nccl-tests' parsesize: a float times the binary multiplier, truncated to bytes.
+	for in, want := range map[string]int64{"8": 8, "128K": 128 << 10, "1m": 1 << 20, "8G": 8 << 30, "1T": 1 << 40, "4KiB": 4096, "64MB": 64e6, "1500B": 1500,
+		"1.5M": 1572864, "0.5M": 524288, "1.5K": 1536, "1.0001K": 1024, ".5k": 512, "1.5": 1, "1e3": 1000, "0.75G": 805306368} {
 		if got, err := parseNCCLSize(in); err != nil || got != want {
 			t.Errorf("parseNCCLSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "x", "-1", "1.5", "8X", "9223372036854775807K"} {
-		if got, err := parseNCCLSize(in); err == nil {
+	for in, want := range map[string]string{"": "not a size", "x": "not a size", "-1": "negative", "-1.5K": "negative", "8X": "not a size", "1.2.3K": "not a size",
+		"9223372036854775807K": "out of range", "1P": "out of range", "1E": "out of range", "2T": "out of range", "1.0001T": "out of range", "2TiB": "out of range"} {
+		got, err := parseNCCLSize(in)
+		if err == nil {
 			t.Errorf("parseNCCLSize(%q) = %d; want an error", in, got)
+			continue
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("parseNCCLSize(%q): %q; want %q", in, err, want)
+		}
+		if want == "out of range" && !strings.Contains(err.Error(), "1099511627776") {
+			t.Errorf("parseNCCLSize(%q): %q does not name the limit", in, err)
+		}
+		if want == "not a size" && !strings.Contains(err.Error(), "K, M, G or T") {
+			t.Errorf("parseNCCLSize(%q): %q does not list the README's units (K, M, G or T)", in, err)
 		}
 	}
 	if got, _ := ncclSizes(8, 100, 0, 2); len(got) != 4 || got[3] != 64 {
@@ -440,7 +456,7 @@ func FuzzNCCLSize(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if v, err := parseNCCLSize(s); err == nil && v < 0 {
+		if v, err := parseNCCLSize(s); err == nil && (v < 0 || v > ncclMaxBytes) {
 			t.Errorf("parseNCCLSize(%q) = %d", s, v)
 		}
 	})
