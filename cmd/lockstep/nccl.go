@@ -376,7 +376,7 @@ runs move the same bytes and print the same figures; #wrong is 0 (N/A with -c 0)
 	fs.StringVar(&f.base, "scenario", "", "scenario file or preset (default: lockstep run's built-in one) whose topology, fabric, transport, faults and run settings to use")
 	fs.StringVar(&f.duration, "duration", "", "run.duration, the simulated time the run may take (default: the --scenario file's, else covering the sizes' closed forms)")
 	fs.StringVar(&f.transport, "transport", "", "transport: mrc, roce or ideal (default: the scenario's, else lockstep's workload default, mrc)")
-	fs.StringVar(&f.engine, "engine", "", "packet, flow or analytic (the ideal network's closed forms); default flow, or the --scenario's run.engine")
+	fs.StringVar(&f.engine, "engine", "", "packet, flow or analytic (the ideal network: each message at the NIC rate after the fabric's worst-case latency, no contention); default flow, or the --scenario's run.engine")
 	fs.StringVar(&f.algorithm, "algorithm", "auto", "collective algorithm: auto, ring, tree, halving_doubling, recursive_doubling, pairwise, hierarchical, direct")
 	fs.IntVar(&f.simIters, "sim-iters", 1, "iterations simulated per size, 1 to 1000 (the time is their mean)")
 	fs.Uint64Var(&f.seed, "seed", 0, "random seed, overriding run.seed (>= 1)")
@@ -705,6 +705,16 @@ func (p *ncclPlan) scenarioYAML(base []byte, bytes, maxBytes int64) ([]byte, err
 			_ = n.Encode(map[string]string{"kind": t})
 			setKey(root, "transport", &n)
 		}
+		if tr := getKey(root, "transport"); t == scenario.TransportIdeal && getKey(getKey(tr, "ideal"), "latency") == nil {
+			// The ideal network's per-message latency defaults to the fabric's worst-case
+			// one-way latency (topology sizing), not scenario.DefaultIdealLatency, so that the
+			// analytic engine is charged the latency the fabric model has.
+			if lat := p.fabricLatency(base); lat > 0 {
+				var n yaml.Node
+				_ = n.Encode(map[string]string{"latency": lat.String()})
+				setKey(tr, "ideal", &n)
+			}
+		}
 	}
 	run := getKey(root, "run")
 	if run == nil || run.Kind != yaml.MappingNode {
@@ -758,6 +768,20 @@ func (p *ncclPlan) scenarioYAML(base []byte, bytes, maxBytes int64) ([]byte, err
 		return nil, err
 	}
 	return []byte(b.String()), nil
+}
+
+// fabricLatency is the base scenario's worst-case one-way latency across its fabric
+// (topo.Sizing.WorstCaseLatency), 0 when its topology does not describe.
+func (p *ncclPlan) fabricLatency(base []byte) sim.Time {
+	var sc scenario.Scenario
+	if err := scenario.Decode(base, &sc); err != nil {
+		return 0
+	}
+	l, err := sc.Topology.Describe()
+	if err != nil {
+		return 0
+	}
+	return l.Sizing().WorstCaseLatency
 }
 
 // strNode is a YAML string scalar.
@@ -888,6 +912,10 @@ func (p *ncclPlan) run(stdout, stderr io.Writer, intr *runner.Interrupt) error {
 func (p *ncclPlan) runJob(i int, j ncclJob, res *ncclResult, stderr io.Writer, intr *runner.Interrupt) ([]sim.Time, error) {
 	sc, err := scenario.Parse(j.yaml)
 	if err != nil {
+		if p.f.engine == "analytic" && strings.Contains(err.Error(), "schedule operations") {
+			// The ideal network runs every message of the schedule; the flow engine does not.
+			return nil, badInput(fmt.Errorf("--engine analytic runs each size's schedule message by message on the ideal network, and %w; use --engine flow (the default), which runs any size", err))
+		}
 		return nil, badInput(fmt.Errorf("the scenario the flags make (lockstep nccl ... --print-scenario shows it): %w", err))
 	}
 	if i == 0 {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/lockstepsim/lockstep/runner"
+	"github.com/lockstepsim/lockstep/scenario"
 )
 
 // Regular expressions written against nccl-tests' documented output (README.md and
@@ -673,5 +674,46 @@ func TestNCCLOutStale(t *testing.T) {
 	}
 	if !exists("summary.json") || exists("size-1024") || exists("size-2048") {
 		t.Errorf("sweep after per size: summary.json %v, size folders %v %v (want gone)", exists("summary.json"), exists("size-1024"), exists("size-2048"))
+	}
+}
+
+// TestNCCLAnalytic: --engine analytic's ideal network is charged the fabric's worst-case
+// one-way latency (topology sizing; 2.33 us on 16 x 8 GPUs), not the ideal transport's 5 us
+// default, so a 64 KiB all_reduce takes 16.5 us, not 27.2 us (flow: 11.2 us, each path its
+// own latency); a scenario's own transport.ideal.latency is kept; and a size whose schedule
+// is too large for it names --engine flow.
+func TestNCCLAnalytic(t *testing.T) {
+	var base scenario.Scenario
+	if err := scenario.Decode([]byte(ncclDefaultFabric(16, 8)), &base); err != nil {
+		t.Fatal(err)
+	}
+	l, err := base.Topology.Describe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst := l.Sizing().WorstCaseLatency
+	y := mustRun(t, "nccl", "all_reduce", "-b", "64K", "-e", "64K", "-g", "8", "--nodes", "16", "--engine", "analytic", "--print-scenario")
+	sc, err := scenario.Parse([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Transport.Kind != scenario.TransportIdeal || sc.Transport.Ideal == nil || sc.Transport.Ideal.Latency != worst || worst <= 0 || worst >= scenario.DefaultIdealLatency {
+		t.Errorf("analytic: transport %s, ideal %+v; want ideal at the fabric's worst-case latency %v (below the default %v)", sc.Transport.Kind, sc.Transport.Ideal, worst, scenario.DefaultIdealLatency)
+	}
+	ana := parseNCCLOutput(t, mustRun(t, "nccl", "all_reduce", "-b", "64K", "-e", "64K", "-g", "8", "--nodes", "16", "--engine", "analytic"))
+	flow := parseNCCLOutput(t, mustRun(t, "nccl", "all_reduce", "-b", "64K", "-e", "64K", "-g", "8", "--nodes", "16"))
+	if len(ana.rows) != 1 || len(flow.rows) != 1 || ana.rows[0].time[0] >= 27 || ana.rows[0].time[0] < flow.rows[0].time[0] {
+		t.Errorf("64 KiB: analytic %v us, flow %v us; want analytic below the 5 us-latency 27.2 us and at least flow's (worst-case latency per message)", ana.rows, flow.rows)
+	}
+	scen := filepath.Join(t.TempDir(), "ideal.yaml")
+	if err := os.WriteFile(scen, []byte("topology: {rail: {servers: 2, gpus_per_server: 4, radix: 64, host_link: 400Gbps}}\ntransport: {kind: ideal, ideal: {latency: 7us}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if y := mustRun(t, "nccl", "all_reduce", "-g", "4", "--scenario", scen, "--engine", "analytic", "--print-scenario"); !strings.Contains(y, "latency: 7us") {
+		t.Errorf("a scenario's ideal latency was replaced:\n%s", y)
+	}
+	code, _, stderr := cli(t, "nccl", "all_reduce", "-b", "8", "-e", "8G", "-f", "2", "-g", "8", "--nodes", "16", "--engine", "analytic")
+	if code != 2 || !strings.Contains(stderr, "use --engine flow") || !strings.Contains(stderr, "schedule operations") {
+		t.Errorf("analytic 8 GiB on 128 ranks: exit %d, %q; want exit 2 suggesting --engine flow", code, stderr)
 	}
 }
