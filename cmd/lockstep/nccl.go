@@ -311,7 +311,9 @@ Without --scenario the fabric is a rail-optimised cluster of --nodes servers, -t
 each, one 400 Gb/s NIC per GPU on radix-64 switches, NVLink at 3.6 Tb/s per GPU, run on the
 flow-level engine (any size runs in seconds). --scenario FILE|PRESET takes the topology,
 fabric, transport, faults and run settings of a scenario instead (its traffic or workload is
-replaced). --engine packet simulates every packet (small sizes and fabrics only).
+replaced; a file's run.duration is kept, a preset's left out); --duration sets run.duration.
+A run that fails or is interrupted prints the rows of the sizes that finished, then
+"# Collective test stopped: ..." (exit 1, or 130 on Ctrl-C). --engine packet simulates every packet (small sizes and fabrics only).
 --print-scenario prints the scenario the flags make; lockstep run of it gives the same times.
 
 Simulated time has no noise: every iteration of a size takes the same time unless faults or
@@ -663,8 +665,10 @@ type ncclCollective struct {
 
 // scenarioYAML returns the scenario of one run: the base with its traffic and workload
 // replaced by the collective at bytes (a sweep to maxBytes by the factor when maxBytes > 0),
-// named nccl-<op>, with --transport, --engine and --seed applied and run.out, run.duration
-// and run.sample_interval left out.
+// named nccl-<op>, with --transport, --engine (analytic: transport ideal at the fabric's
+// worst-case latency unless the base gives one), --seed and --duration applied and run.out
+// left out; run.duration and run.sample_interval are kept from a scenario file the user
+// wrote (p.keepRun) and left out of a preset or the built-in fabric.
 func (p *ncclPlan) scenarioYAML(base []byte, bytes, maxBytes int64) ([]byte, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(base, &doc); err != nil || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
