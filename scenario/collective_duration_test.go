@@ -71,3 +71,18 @@ func TestCollectiveDurationCoversClosedForm(t *testing.T) {
 		t.Fatalf("only %d op/algorithm pairs parsed", checked)
 	}
 }
+
+// TestCollectiveDurationOnePair: a send/recv of one pair inside one scale-up domain (ranks 0
+// and 1 of 16 x 8 GPUs) moves at NVLink's 3.6 Tb/s, so the lower bound is S x 8 / 3.6 Tb/s
+// (1 TiB: 2.443 s) and the left-out run.duration 4 x that, not 4 x the NIC's 21.99 s.
+func TestCollectiveDurationOnePair(t *testing.T) {
+	sc, err := Parse([]byte("topology: {rail: {servers: 16, gpus_per_server: 8, radix: 64, host_link: 400Gbps, scale_up: {gpus: 8, rate: 3.6Tbps}}}\nrun: {engine: flow}\n" +
+		"workload: {collectives: [{op: send_recv, ranks: 128, bytes: 1TiB, root: 0, peer: 1}]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := float64(int64(1)<<40) * 8 / 3.6e12
+	if got := sc.Run.Duration.Seconds(); got < up || got > 4*up*1.001 {
+		t.Errorf("run.duration %v; want 4 x %.3f s (the pair at NVLink's rate)", sc.Run.Duration, up)
+	}
+}

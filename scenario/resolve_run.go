@@ -342,8 +342,9 @@ func oneDomain(wc *Collective, g int) bool {
 //     as a lower bound the larger of the inner sum and the outer sum (the packet-level
 //     schedule overlaps the phases of successive loops, each on its own links);
 //   - any other (a flat algorithm over ranks in several domains, or no domains): the form on
-//     net. A ring's or send/recv's data crosses a domain boundary at some rank in every step,
-//     so the NIC form is a lower bound for them; for the tree, halving-doubling and pairwise
+//     net. A ring's or a send/recv ring shift's data crosses a domain boundary at some rank
+//     in every step, so the NIC form is a lower bound for them (a send/recv of one pair may
+//     stay in a domain: the form at the higher rate); for the tree, halving-doubling and pairwise
 //     all-to-all at least half of the busiest rank's bytes cross a NIC, so the lower bound
 //     takes half the NIC form, and for recursive doubling recursiveDoublingLower.
 //
@@ -398,10 +399,13 @@ func collectiveForm(sp collective.Spec, net collective.Model, up *collective.Mod
 	if !ok || !lower {
 		return t, ok
 	}
-	switch rs.Algo {
-	case collective.Ring, collective.Direct:
+	switch {
+	case rs.Algo == collective.Direct && rs.Op == collective.SendRecv && rs.Peer != collective.ShiftPeer:
+		// One pair, which may sit in one domain: only the higher rate bounds it.
+		return form(rs, fast)
+	case rs.Algo == collective.Ring || rs.Algo == collective.Direct:
 		return t, true
-	case collective.RecursiveDoubling:
+	case rs.Algo == collective.RecursiveDoubling:
 		return recursiveDoublingLower(rs, net, fast), true
 	default:
 		f, _ := form(rs, fast)
