@@ -846,14 +846,11 @@ type ncclResult struct {
 // run runs the plan's scenarios and prints the table (and writes -J). A run that fails (exit
 // 1) or is interrupted (exit 130, 143) still prints the header and the rows of the sizes that
 // finished, then a "# Collective test stopped" line, and -J gets those rows with the failure
-// in its "errors"; bad input (exit 2) prints nothing. Before the runs, --out is cleared of a
-// previous lockstep nccl run's files this one does not write (clearNCCLOut).
+// in its "errors"; bad input (exit 2) prints nothing. Before the first run, --out is cleared
+// of a previous lockstep run's files this one does not write (clearNCCLOut).
 func (p *ncclPlan) run(stdout, stderr io.Writer, intr *runner.Interrupt) error {
 	res := &ncclResult{}
 	times := make([][]sim.Time, len(p.jobs)) // per job, its rows' times in size order
-	if p.f.out != "" {
-		p.clearNCCLOut(stderr)
-	}
 	var failure error
 	for i, j := range p.jobs {
 		ts, err := p.runJob(i, j, res, stderr, intr)
@@ -921,6 +918,9 @@ func (p *ncclPlan) runJob(i int, j ncclJob, res *ncclResult, stderr io.Writer, i
 			return nil, badInput(fmt.Errorf("--engine analytic runs each size's schedule message by message on the ideal network, and %w; use --engine flow (the default), which runs any size", err))
 		}
 		return nil, badInput(fmt.Errorf("the scenario the flags make (lockstep nccl ... --print-scenario shows it): %w", err))
+	}
+	if i == 0 && p.f.out != "" {
+		p.clearNCCLOut(stderr) // once the first scenario is known to be good input
 	}
 	if i == 0 {
 		res.scenario, res.transport = sc, sc.Transport.Kind
