@@ -149,12 +149,13 @@ func (r *resolver) transferDuration() error {
 		// bound), and so does its sampling.
 		exp := r.collectivesExpected()
 		least := r.collectivesTime(false)
-		if least > run.Duration && !r.durationGiven && len(sc.Faults) == 0 {
-			// Left out, the bound grows to fit collectives longer than the default (as it
-			// does for transfers): 4 x their lower bound, up to the longest run. A given
+		if satMul(least, 4) > run.Duration && !r.durationGiven && len(sc.Faults) == 0 {
+			// Left out, the bound grows to fit collectives whose 4 x lower bound is longer
+			// than the default (as it does for transfers): 4 x their lower bound, up to the
+			// longest run. A given
 			// run.duration is kept: a collective it cuts short stops naming the waiting ranks.
 			if least > MaxRunDuration {
-				return Errorf("workload.collectives", "take at least %v (their closed form at the NIC rate without latency, a lower bound), beyond %v, the longest run (run.engine %s); use smaller sizes or fewer iterations", least, MaxRunDuration, run.Engine)
+				return Errorf("workload.collectives", "take at least %v (their closed form without latency, a lower bound), beyond %v, the longest run (run.engine %s); use smaller sizes or fewer iterations", least, MaxRunDuration, run.Engine)
 			}
 			run.Duration = min(satMul(least, 4), MaxRunDuration)
 			if !r.sampleGiven {
@@ -164,8 +165,9 @@ func (r *resolver) transferDuration() error {
 				return err
 			}
 		}
-		if d := workloadBound(exp); d > 0 && !r.durationGiven && len(sc.Faults) == 0 && d < run.Duration && d >= least {
-			// Without faults only: they were expanded against the duration already.
+		if d := workloadBound(exp); d > 0 && !r.durationGiven && len(sc.Faults) == 0 && d < run.Duration && d >= satMul(least, 4) {
+			// Without faults only: they were expanded against the duration already. Never below
+			// 4 x the lower bound, the growth above.
 			run.Duration = d
 			if !r.sampleGiven {
 				run.SampleInterval = max(DefaultSampleInterval, run.Duration/20000) // the run step's default at this duration
@@ -263,27 +265,30 @@ func niceFloor(t sim.Time) sim.Time {
 }
 
 // collectivesExpected estimates how long workload.collectives run, for their sampling: per
-// collective, its closed form (collective.AlphaBeta, free reductions) at every size of its
-// sweep times its iterations, at the NIC rate (all planes) or the scale-up rate when that is
-// higher (a lower bound for collectives that use it), with the topology's worst-case one-way
-// latency per message; the longest collective's total (they run side by side). 0 without
-// collectives or when no form applies.
+// collective, its closed form (collectiveForm) at every size of its sweep times its
+// iterations, with the topology's worst-case one-way latency per message on the network and
+// the scale-up latency inside a domain; the longest collective's total (they run side by
+// side). 0 without collectives or when no form applies.
 func (r *resolver) collectivesExpected() sim.Time { return r.collectivesTime(true) }
 
-// collectivesTime is collectivesExpected, without the per-message latency when latency is
-// false: then a lower bound on the collectives' run whatever paths their messages take.
+// collectivesTime is collectivesExpected, without latencies and with every form taken as a
+// lower bound when latency is false (collectiveForm): then a lower bound on the collectives'
+// run whatever paths their messages take.
 func (r *resolver) collectivesTime(latency bool) sim.Time {
 	sc := r.sc
-	rate := r.c.HostLink * sim.Rate(r.c.Planes)
-	if r.c.ScaleUpGPUs > 1 && r.c.ScaleUpRate > rate {
-		rate = r.c.ScaleUpRate
-	}
-	if rate <= 0 {
+	net := collective.Model{Rate: r.c.HostLink * sim.Rate(r.c.Planes)}
+	if net.Rate <= 0 {
 		return 0
 	}
-	m := collective.Model{Rate: rate}
+	var up *collective.Model
+	if r.c.ScaleUpGPUs > 1 && r.c.ScaleUpRate > 0 {
+		up = &collective.Model{Rate: r.c.ScaleUpRate}
+		if latency {
+			up.Latency = r.c.ScaleUpLatency
+		}
+	}
 	if latency {
-		m.Latency = r.l.Sizing().WorstCaseLatency
+		net.Latency = r.l.Sizing().WorstCaseLatency
 	}
 	var most sim.Time
 	for i := range sc.Workload.Collectives {
@@ -292,17 +297,144 @@ func (r *resolver) collectivesTime(latency bool) sim.Time {
 		if err != nil {
 			continue
 		}
+		base.Domain = wc.Domain(r.c.ScaleUpGPUs)
+		inOne := up != nil && oneDomain(wc, r.c.ScaleUpGPUs)
 		var total sim.Time
 		for _, sz := range sizes {
 			sp := base
 			if sz > 0 {
 				sp.Bytes = sz
 			}
-			if t, err := collective.AlphaBeta(sp, m); err == nil {
+			if t, ok := collectiveForm(sp, net, up, inOne, !latency); ok {
 				total = satAdd(total, satMul(t, int64(max(wc.Iterations, 1))))
 			}
 		}
 		most = max(most, total)
 	}
 	return most
+}
+
+// oneDomain reports whether every rank of wc sits in one scale-up domain of g hosts (hosts h
+// and h' share one when h/g == h'/g), so that all its messages travel at the scale-up rate.
+func oneDomain(wc *Collective, g int) bool {
+	if g <= 1 {
+		return false
+	}
+	if len(wc.Hosts) == 0 {
+		return wc.Ranks <= g // ranks 0..n-1 on hosts 0..n-1
+	}
+	for _, h := range wc.Hosts {
+		if h/g != wc.Hosts[0]/g {
+			return false
+		}
+	}
+	return true
+}
+
+// collectiveForm is the closed form of sp (its algorithm resolved with sp.Domain) on the
+// fabric: net is the per-GPU NIC (all planes), up the scale-up domain (nil: none), inOne that
+// every rank sits in one domain. Each ring or collective form is the smaller of
+// collective.Pipelined and collective.AlphaBeta (free reductions), and
+//
+//   - ranks in one domain: the form at the scale-up rate (the higher of it and the NIC's);
+//   - a hierarchical collective whose inner groups lie in the domains: its phases
+//     (collective.HierarchicalPhases), inner ones on up and outer ones on net; their sum, or
+//     as a lower bound the larger of the inner sum and the outer sum (the packet-level
+//     schedule overlaps the phases of successive loops, each on its own links);
+//   - any other (a flat algorithm over ranks in several domains, or no domains): the form on
+//     net. A ring's or a send/recv ring shift's data crosses a domain boundary at some rank
+//     in every step, so the NIC form is a lower bound for them (a send/recv of one pair may
+//     stay in a domain: the form at the higher rate); for the tree, halving-doubling and pairwise
+//     all-to-all at least half of the busiest rank's bytes cross a NIC, so the lower bound
+//     takes half the NIC form, and for recursive doubling recursiveDoublingLower.
+//
+// ok is false when no form applies. Without domains (up nil) a flat algorithm's form on net
+// is the lower bound.
+func collectiveForm(sp collective.Spec, net collective.Model, up *collective.Model, inOne, lower bool) (sim.Time, bool) {
+	rs, err := sp.Resolve()
+	if err != nil {
+		return 0, false
+	}
+	form := func(s collective.Spec, m collective.Model) (sim.Time, bool) {
+		t, err := collective.AlphaBeta(s, m)
+		ok := err == nil
+		if p, perr := collective.Pipelined(s, m); perr == nil && (!ok || p < t) {
+			t, ok = p, true
+		}
+		return t, ok
+	}
+	fast := net
+	if up != nil && up.Rate > fast.Rate {
+		fast = *up
+	}
+	if up == nil {
+		return form(rs, net)
+	}
+	if inOne {
+		return form(rs, fast)
+	}
+	if rs.Algo == collective.Hierarchical && rs.Domain > 1 && rs.Inner >= 1 && rs.Domain%rs.Inner == 0 {
+		phases, err := collective.HierarchicalPhases(rs)
+		if err != nil {
+			return 0, false
+		}
+		var inner, outer sim.Time
+		for _, ph := range phases {
+			m, sum := net, &outer
+			if ph.Inner {
+				m, sum = *up, &inner
+			}
+			t, ok := form(ph.Spec, m)
+			if !ok {
+				return 0, false
+			}
+			*sum = satAdd(*sum, t)
+		}
+		if lower {
+			return max(inner, outer), true
+		}
+		return satAdd(inner, outer), true
+	}
+	t, ok := form(rs, net)
+	if !ok || !lower {
+		return t, ok
+	}
+	switch {
+	case rs.Algo == collective.Direct && rs.Op == collective.SendRecv && rs.Peer != collective.ShiftPeer:
+		// One pair, which may sit in one domain: only the higher rate bounds it.
+		return form(rs, fast)
+	case rs.Algo == collective.Ring || rs.Algo == collective.Direct:
+		return t, true
+	case rs.Algo == collective.RecursiveDoubling:
+		return recursiveDoublingLower(rs, net, fast), true
+	default:
+		f, _ := form(rs, fast)
+		return max(t/2, f), true
+	}
+}
+
+// recursiveDoublingLower is a lower bound on a recursive-doubling all-reduce of S = rs.Bytes
+// over n ranks: rank 0 exchanges S with rank d = 1, 2, 4, ... < p (p the largest power of two
+// <= n), each step after the one before, so it takes S b per step, at the NIC's b when rank d
+// is in another scale-up domain (d >= rs.Domain, whole domains) and at fast's b (the higher
+// rate) otherwise; the fold when p < n adds S b at fast's. Without whole domains every step is
+// charged at fast.
+func recursiveDoublingLower(rs collective.Spec, net, fast collective.Model) sim.Time {
+	bits := func(m collective.Model) float64 { return float64(rs.Bytes) * 8 / float64(m.Rate) }
+	p := 1
+	for p*2 <= rs.Ranks {
+		p *= 2
+	}
+	var t float64
+	for d := 1; d < p; d *= 2 {
+		if rs.Domain > 1 && d >= rs.Domain {
+			t += bits(net)
+		} else {
+			t += bits(fast)
+		}
+	}
+	if p < rs.Ranks {
+		t += bits(fast)
+	}
+	return sim.FromSeconds(t)
 }

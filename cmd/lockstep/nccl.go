@@ -31,6 +31,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -140,39 +141,61 @@ func parseNCCLRedOp(s string) (string, error) {
 	return "", fmt.Errorf("-o/--op: %q is not a reduction operator; want one of %s (\"all\" is not supported: every operator takes the same simulated time)", s, strings.Join(ncclRedOps, ", "))
 }
 
-// parseNCCLSize parses a size as nccl-tests does: a whole number with an optional K, M, G or
-// T suffix (either case), powers of 1024 ("8G" is 8 GiB, 8589934592). Anything else is
-// lockstep's size syntax (sim.ParseSize: "4KiB", "64MB" = 64e6, "1500B").
+// parseNCCLSize parses a size as nccl-tests does (its parsesize: a floating-point number
+// times an optional K, M, G or T suffix, either case, powers of 1024, truncated to whole
+// bytes: "8G" is 8589934592, "1.5M" 1572864, "1.0001K" 1024, "1.5" 1). Anything else is
+// lockstep's size syntax (sim.ParseSize: "4KiB", "64MB" = 64e6, "1500B"). P and E suffixes,
+// and any size beyond ncclMaxBytes, are out of range; errors say so with the limit.
 func parseNCCLSize(s string) (int64, error) {
 	in := strings.TrimSpace(s)
-	mult := int64(1)
+	shift := 0
 	num := in
 	if n := len(in); n > 1 {
 		switch in[n-1] {
 		case 'K', 'k':
-			mult, num = 1<<10, in[:n-1]
+			shift = 10
 		case 'M', 'm':
-			mult, num = 1<<20, in[:n-1]
+			shift = 20
 		case 'G', 'g':
-			mult, num = 1<<30, in[:n-1]
+			shift = 30
 		case 'T', 't':
-			mult, num = 1<<40, in[:n-1]
+			shift = 40
+		case 'P', 'p':
+			shift = 50
+		case 'E', 'e':
+			shift = 60
+		}
+		if shift > 0 {
+			num = in[:n-1]
 		}
 	}
-	if v, err := strconv.ParseInt(num, 10, 64); err == nil {
-		if v < 0 {
-			return 0, fmt.Errorf("%q is negative; want a size in bytes", s)
+	if strings.HasPrefix(num, "-") && ncclNumberRe.MatchString(num[1:]) {
+		return 0, fmt.Errorf("%q is negative; want a size in bytes", s)
+	}
+	if ncclNumberRe.MatchString(num) {
+		v, err := strconv.ParseFloat(num, 64)
+		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) || v*math.Exp2(float64(shift)) > ncclMaxBytes {
+			return 0, ncclRangeError(s)
 		}
-		if v > math.MaxInt64/mult {
-			return 0, fmt.Errorf("%q is beyond the largest size", s)
-		}
-		return v * mult, nil
+		return int64(v * math.Exp2(float64(shift))), nil // truncated, as nccl-tests' size_t
 	}
 	v, err := sim.ParseSize(in)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a size: want bytes with an optional K, M, G suffix (powers of 1024, as nccl-tests: 8, 128K, 8G) or a unit such as 4KiB or 64MB", s)
+		return 0, fmt.Errorf("%q is not a size: want bytes, a number with an optional K, M, G or T suffix (powers of 1024, as nccl-tests: 8, 1.5M, 8G, 1T) or a unit such as 4KiB or 64MB", s)
+	}
+	if v > ncclMaxBytes {
+		return 0, ncclRangeError(s)
 	}
 	return v, nil
+}
+
+// ncclNumberRe is the number part of an nccl-tests size: decimal digits with an optional
+// fraction and exponent (what C's strtod reads, less hex, inf and nan).
+var ncclNumberRe = regexp.MustCompile(`^([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
+
+// ncclRangeError is the error of a size beyond ncclMaxBytes.
+func ncclRangeError(s string) error {
+	return fmt.Errorf("%q is out of range; want at most %d B (1T, 1 TiB: larger collectives would outlast the longest simulated run)", s, int64(ncclMaxBytes))
 }
 
 // ncclMaxPerNode bounds -t x -g (GPUs per node) and ncclMaxRanks the ranks, beyond any
@@ -185,7 +208,8 @@ const (
 // ncclMaxSizes bounds the sizes of one sweep: each is a simulation.
 const ncclMaxSizes = 256
 
-// ncclMaxBytes bounds -e: 1 TiB, far beyond any GPU's memory.
+// ncclMaxBytes bounds -b, -e and -i: 1 TiB, far beyond any GPU's memory (a 1 TiB all-reduce
+// on 128 GPUs at 400 Gb/s simulates about 41 s; 1 PiB would outlast scenario.MaxRunDuration).
 const ncclMaxBytes = 1 << 40
 
 // ncclSizes returns nccl-tests' sizes from min to max: times factor each step when factor > 1,
@@ -256,6 +280,7 @@ type ncclFlags struct {
 	jsonOut                       string
 
 	nodes      int
+	duration   string // --duration: run.duration
 	base       string // --scenario
 	transport  string
 	engine     string
@@ -286,7 +311,9 @@ Without --scenario the fabric is a rail-optimised cluster of --nodes servers, -t
 each, one 400 Gb/s NIC per GPU on radix-64 switches, NVLink at 3.6 Tb/s per GPU, run on the
 flow-level engine (any size runs in seconds). --scenario FILE|PRESET takes the topology,
 fabric, transport, faults and run settings of a scenario instead (its traffic or workload is
-replaced). --engine packet simulates every packet (small sizes and fabrics only).
+replaced; a file's run.duration is kept, a preset's left out); --duration sets run.duration.
+A run that fails or is interrupted prints the rows of the sizes that finished, then
+"# Collective test stopped: ..." (exit 1, or 130 on Ctrl-C). --engine packet simulates every packet (small sizes and fabrics only).
 --print-scenario prints the scenario the flags make; lockstep run of it gives the same times.
 
 Simulated time has no noise: every iteration of a size takes the same time unless faults or
@@ -349,8 +376,9 @@ runs move the same bytes and print the same figures; #wrong is 0 (N/A with -c 0)
 	fs.StringVarP(&f.jsonOut, "output_file", "J", "", "also write nccl-tests' JSON results to this file (an existing file is kept: FILE.0, FILE.1, ... as nccl-tests)")
 	fs.IntVar(&f.nodes, "nodes", 1, "servers (processes, one per node); ranks = nodes x nthreads x ngpus (with --scenario: default its hosts / (nthreads x ngpus))")
 	fs.StringVar(&f.base, "scenario", "", "scenario file or preset (default: lockstep run's built-in one) whose topology, fabric, transport, faults and run settings to use")
+	fs.StringVar(&f.duration, "duration", "", "run.duration, the simulated time the run may take (default: the --scenario file's, else covering the sizes' closed forms)")
 	fs.StringVar(&f.transport, "transport", "", "transport: mrc, roce or ideal (default: the scenario's, else lockstep's workload default, mrc)")
-	fs.StringVar(&f.engine, "engine", "", "packet, flow or analytic (the ideal network's closed forms); default flow, or the --scenario's run.engine")
+	fs.StringVar(&f.engine, "engine", "", "packet, flow or analytic (the ideal network: each message at the NIC rate after the fabric's worst-case latency, no contention); default flow, or the --scenario's run.engine")
 	fs.StringVar(&f.algorithm, "algorithm", "auto", "collective algorithm: auto, ring, tree, halving_doubling, recursive_doubling, pairwise, hierarchical, direct")
 	fs.IntVar(&f.simIters, "sim-iters", 1, "iterations simulated per size, 1 to 1000 (the time is their mean)")
 	fs.Uint64Var(&f.seed, "seed", 0, "random seed, overriding run.seed (>= 1)")
@@ -378,6 +406,9 @@ type ncclPlan struct {
 	sizes  []ncclSize
 	jobs   []ncclJob
 	args   []string // the command line, for the JSON's args
+	// keepRun: the base is a scenario file the user wrote, so its run.duration and
+	// run.sample_interval stay (a preset's or the built-in fabric's are left out).
+	keepRun bool
 }
 
 // ncclSize is one row: the bytes run (nccl-tests' rounding applied) and the count column.
@@ -452,9 +483,6 @@ func (f ncclFlags) plan(opArg string, factorGiven, stepGiven bool) (*ncclPlan, e
 	if p.max, err = parseNCCLSize(f.maxBytes); err != nil {
 		return nil, fmt.Errorf("-e/--maxbytes: %w", err)
 	}
-	if p.max > ncclMaxBytes {
-		return nil, fmt.Errorf("-e/--maxbytes: %d; want at most %d (1 TiB)", p.max, int64(ncclMaxBytes))
-	}
 	if p.min > p.max {
 		return nil, fmt.Errorf("-b/--minbytes: %d is larger than -e/--maxbytes %d; want -b <= -e", p.min, p.max)
 	}
@@ -479,10 +507,11 @@ func (f ncclFlags) plan(opArg string, factorGiven, stepGiven bool) (*ncclPlan, e
 		return nil, err
 	}
 
-	base, hosts, err := f.baseYAML()
+	base, hosts, written, err := f.baseYAML()
 	if err != nil {
 		return nil, err
 	}
+	p.keepRun = written
 	p.perBox = f.threads * f.gpus
 	p.nodes = f.nodes
 	if f.base != "" && !f.nodesGiven {
@@ -586,36 +615,38 @@ run: {engine: flow}
 }
 
 // baseYAML returns the base scenario's YAML (--scenario, or the built-in fabric) and, for a
-// --scenario, its hosts (0 for the built-in one, sized from the flags).
-func (f ncclFlags) baseYAML() ([]byte, int, error) {
+// --scenario, its hosts (0 for the built-in one, sized from the flags); written is whether it
+// is a file the user wrote (not the built-in fabric or a preset).
+func (f ncclFlags) baseYAML() (data []byte, hosts int, written bool, err error) {
 	if f.base == "" {
-		return []byte(ncclDefaultFabric(f.nodes, f.threads*f.gpus)), 0, nil
+		return []byte(ncclDefaultFabric(f.nodes, f.threads*f.gpus)), 0, false, nil
 	}
-	var data []byte
 	if _, err := os.Stat(f.base); err != nil && !strings.ContainsAny(f.base, "/.") {
 		y, perr := scenario.PresetYAML(f.base)
 		switch {
 		case f.base == "default":
 			y = scenario.DefaultYAML() // lockstep run's built-in default
 		case perr != nil:
-			return nil, 0, fmt.Errorf("--scenario: %q is neither a scenario file nor a preset; presets: default (lockstep run's), %s", f.base, strings.Join(scenario.Presets(), ", "))
+			return nil, 0, false, fmt.Errorf("--scenario: %q is neither a scenario file nor a preset; presets: default (lockstep run's), %s", f.base, strings.Join(scenario.Presets(), ", "))
 		}
 		data = y
 	} else if data, err = os.ReadFile(f.base); err != nil {
-		return nil, 0, fmt.Errorf("--scenario: %w", err)
+		return nil, 0, false, fmt.Errorf("--scenario: %w", err)
+	} else {
+		written = true
 	}
 	if scenario.HasVariants(data) {
-		return nil, 0, fmt.Errorf("--scenario %s has a variants section; give one scenario (lockstep sweep --list shows the variants)", f.base)
+		return nil, 0, false, fmt.Errorf("--scenario %s has a variants section; give one scenario (lockstep sweep --list shows the variants)", f.base)
 	}
 	var sc scenario.Scenario
 	if err := scenario.Decode(data, &sc); err != nil {
-		return nil, 0, fmt.Errorf("--scenario %s: %w", f.base, err)
+		return nil, 0, false, fmt.Errorf("--scenario %s: %w", f.base, err)
 	}
 	layout, err := sc.Topology.Describe()
 	if err != nil {
-		return nil, 0, fmt.Errorf("--scenario %s: %w", f.base, err)
+		return nil, 0, false, fmt.Errorf("--scenario %s: %w", f.base, err)
 	}
-	return data, layout.NumHosts(), nil
+	return data, layout.NumHosts(), written, nil
 }
 
 // ncclCollective is the workload.collectives entry the command runs, as YAML writes it.
@@ -634,8 +665,10 @@ type ncclCollective struct {
 
 // scenarioYAML returns the scenario of one run: the base with its traffic and workload
 // replaced by the collective at bytes (a sweep to maxBytes by the factor when maxBytes > 0),
-// named nccl-<op>, with --transport, --engine and --seed applied and run.out, run.duration
-// and run.sample_interval left out.
+// named nccl-<op>, with --transport, --engine (analytic: transport ideal at the fabric's
+// worst-case latency unless the base gives one), --seed and --duration applied and run.out
+// left out; run.duration and run.sample_interval are kept from a scenario file the user
+// wrote (p.keepRun) and left out of a preset or the built-in fabric.
 func (p *ncclPlan) scenarioYAML(base []byte, bytes, maxBytes int64) ([]byte, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(base, &doc); err != nil || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
@@ -676,18 +709,37 @@ func (p *ncclPlan) scenarioYAML(base []byte, bytes, maxBytes int64) ([]byte, err
 			_ = n.Encode(map[string]string{"kind": t})
 			setKey(root, "transport", &n)
 		}
+		if tr := getKey(root, "transport"); t == scenario.TransportIdeal && getKey(getKey(tr, "ideal"), "latency") == nil {
+			// The ideal network's per-message latency defaults to the fabric's worst-case
+			// one-way latency (topology sizing), not scenario.DefaultIdealLatency, so that the
+			// analytic engine is charged the latency the fabric model has.
+			if lat := p.fabricLatency(base); lat > 0 {
+				var n yaml.Node
+				_ = n.Encode(map[string]string{"latency": lat.String()})
+				setKey(tr, "ideal", &n)
+			}
+		}
 	}
 	run := getKey(root, "run")
 	if run == nil || run.Kind != yaml.MappingNode {
 		run = &yaml.Node{Kind: yaml.MappingNode}
 		setKey(root, "run", run)
 	}
-	// run.out is --out's; run.duration and run.sample_interval were sized for the base's own
-	// traffic or workload, so they go too: the workload's default bound (100 x the
-	// closed-form time) applies and the sampling period fits it.
+	// run.out is --out's. A scenario file's other run settings are the user's and stay; a
+	// preset's run.duration and run.sample_interval were sized for its own traffic, so they
+	// go: the workload's default bound (covering 4 x the closed-form lower bound) applies
+	// and the sampling period fits it. --duration sets run.duration.
 	delKey(run, "out")
-	delKey(run, "duration")
-	delKey(run, "sample_interval")
+	if !p.keepRun {
+		delKey(run, "duration")
+		delKey(run, "sample_interval")
+	}
+	if d := p.f.duration; d != "" {
+		if _, err := sim.ParseTime(d); err != nil {
+			return nil, fmt.Errorf("--duration: %q is not a duration; want a time such as 30s or 500ms (run.duration): %v", d, err)
+		}
+		setKey(run, "duration", strNode(d))
+	}
 	switch e := p.f.engine; e {
 	case "":
 	case "analytic":
@@ -720,6 +772,20 @@ func (p *ncclPlan) scenarioYAML(base []byte, bytes, maxBytes int64) ([]byte, err
 		return nil, err
 	}
 	return []byte(b.String()), nil
+}
+
+// fabricLatency is the base scenario's worst-case one-way latency across its fabric
+// (topo.Sizing.WorstCaseLatency), 0 when its topology does not describe.
+func (p *ncclPlan) fabricLatency(base []byte) sim.Time {
+	var sc scenario.Scenario
+	if err := scenario.Decode(base, &sc); err != nil {
+		return 0
+	}
+	l, err := sc.Topology.Describe()
+	if err != nil {
+		return 0
+	}
+	return l.Sizing().WorstCaseLatency
 }
 
 // strNode is a YAML string scalar.
@@ -774,56 +840,35 @@ type ncclResult struct {
 	scenario  *scenario.Scenario // the first job's, resolved
 	simEndUs  float64            // simulated time of all runs together
 	hostNames []string
+	failure   error // the run's failure or interruption; nil when every size finished
 }
 
-// run runs the plan's scenarios and prints the table (and writes -J).
+// run runs the plan's scenarios and prints the table (and writes -J). A run that fails (exit
+// 1) or is interrupted (exit 130, 143) still prints the header and the rows of the sizes that
+// finished, then a "# Collective test stopped" line, and -J gets those rows with the failure
+// in its "errors"; bad input (exit 2) prints nothing. Before the first run, --out is cleared
+// of a previous lockstep run's files this one does not write (clearNCCLOut).
 func (p *ncclPlan) run(stdout, stderr io.Writer, intr *runner.Interrupt) error {
 	res := &ncclResult{}
 	times := make([][]sim.Time, len(p.jobs)) // per job, its rows' times in size order
+	var failure error
 	for i, j := range p.jobs {
-		sc, err := scenario.Parse(j.yaml)
+		ts, err := p.runJob(i, j, res, stderr, intr)
 		if err != nil {
-			return badInput(fmt.Errorf("the scenario the flags make (lockstep nccl ... --print-scenario shows it): %w", err))
-		}
-		if i == 0 {
-			res.scenario, res.transport = sc, sc.Transport.Kind
-		}
-		var r *runner.Result
-		if j.out != "" {
-			sc.Run.Out = j.out
-			ro := runOpts{quiet: p.f.quiet, stderr: stderr, intr: intr, arg: "lockstep nccl"}
-			if r, _, err = runAndWrite(sc, "--out", ro); err != nil {
-				return err
+			var ee *exitError
+			if errors.As(err, &ee) && ee.code == 2 {
+				return err // bad input: nothing ran
 			}
-		} else {
-			r, err = runner.RunWith(sc, runner.Options{Interrupt: intr, Warn: func(w string) { fmt.Fprintln(stderr, "warning:", w) }})
-			if err != nil {
-				var ie *runner.InputError
-				if errors.As(err, &ie) {
-					return badInput(fmt.Errorf("the scenario the flags make (--print-scenario shows it): %w", err))
-				}
-				return runFailed(err)
+			failure = err
+			if ee != nil && ee.code == 1 && len(p.jobs) == 1 && len(p.sizes) > 1 {
+				// One sweep of every size failed: its finished sizes are found by running
+				// them one at a time (p.salvage).
+				ts = p.salvage(res, stderr, intr)
 			}
+			times[i] = ts
+			break
 		}
-		if r.Summary.Interrupted != "" {
-			return &exitError{code: signalExit(r.Summary.Interrupted), err: fmt.Errorf("lockstep nccl interrupted (%s)", r.Summary.Interrupted)}
-		}
-		if err := outcomeErr(&r.Summary); err != nil {
-			return err
-		}
-		if r.Collective == nil {
-			return runFailed(errors.New("the run left no collective rows"))
-		}
-		if i == 0 {
-			res.engine = r.Collective.Engine
-			if sc.Transport.Kind == scenario.TransportIdeal {
-				res.engine = "analytic"
-			}
-		}
-		res.simEndUs += r.Summary.EndUs
-		for _, row := range r.Collective.Rows {
-			times[i] = append(times[i], row.Time)
-		}
+		times[i] = ts
 	}
 	next := make([]int, len(p.jobs))
 	factor := collective.BusFactor(p.op.op, p.ranks)
@@ -832,7 +877,10 @@ func (p *ncclPlan) run(stdout, stderr io.Writer, intr *runner.Interrupt) error {
 		if s.job >= 0 {
 			ts := times[s.job]
 			if next[s.job] >= len(ts) {
-				return runFailed(fmt.Errorf("the run of size %d B left no row", s.bytes))
+				if failure == nil {
+					failure = runFailed(fmt.Errorf("the run of size %d B left no row", s.bytes))
+				}
+				break // sizes run in order: the rest did not finish
 			}
 			t := ts[next[s.job]]
 			next[s.job]++
@@ -844,15 +892,160 @@ func (p *ncclPlan) run(stdout, stderr io.Writer, intr *runner.Interrupt) error {
 		}
 		res.rows = append(res.rows, row)
 	}
+	res.failure = failure
 	jsonPath := ""
 	if p.f.jsonOut != "" {
 		var err error
 		if jsonPath, err = writeNCCLJSON(p, res); err != nil {
-			return badInput(fmt.Errorf("-J/--output_file: %w", err))
+			if failure != nil {
+				fmt.Fprintf(stderr, "warning: -J/--output_file: %v\n", err)
+			} else {
+				return badInput(fmt.Errorf("-J/--output_file: %w", err))
+			}
 		}
 	}
 	p.writeTable(stdout, res, jsonPath)
-	return nil
+	return failure
+}
+
+// runJob runs job i and returns its rows' times in size order; the first job's scenario,
+// transport and engine go into res, and every job's simulated time is added to res.simEndUs.
+func (p *ncclPlan) runJob(i int, j ncclJob, res *ncclResult, stderr io.Writer, intr *runner.Interrupt) ([]sim.Time, error) {
+	sc, err := scenario.Parse(j.yaml)
+	if err != nil {
+		if p.f.engine == "analytic" && strings.Contains(err.Error(), "schedule operations") {
+			// The ideal network runs every message of the schedule; the flow engine does not.
+			return nil, badInput(fmt.Errorf("--engine analytic runs each size's schedule message by message on the ideal network, and %w; use --engine flow (the default), which runs any size", err))
+		}
+		return nil, badInput(fmt.Errorf("the scenario the flags make (lockstep nccl ... --print-scenario shows it): %w", err))
+	}
+	if i == 0 && p.f.out != "" {
+		p.clearNCCLOut(stderr) // once the first scenario is known to be good input
+	}
+	if i == 0 {
+		res.scenario, res.transport = sc, sc.Transport.Kind
+		res.engine = sc.Run.Engine
+		if sc.Transport.Kind == scenario.TransportIdeal {
+			res.engine = "analytic"
+		}
+	}
+	var r *runner.Result
+	if j.out != "" {
+		sc.Run.Out = j.out
+		ro := runOpts{quiet: p.f.quiet, stderr: stderr, intr: intr, arg: "lockstep nccl"}
+		if r, _, err = runAndWrite(sc, "--out", ro); err != nil {
+			return nil, err
+		}
+	} else {
+		r, err = runner.RunWith(sc, runner.Options{Interrupt: intr, Warn: func(w string) { fmt.Fprintln(stderr, "warning:", w) }})
+		if err != nil {
+			var ie *runner.InputError
+			if errors.As(err, &ie) {
+				return nil, badInput(fmt.Errorf("the scenario the flags make (--print-scenario shows it): %w", err))
+			}
+			return nil, runFailed(err)
+		}
+	}
+	if r.Summary.Interrupted != "" {
+		return nil, &exitError{code: signalExit(r.Summary.Interrupted), err: fmt.Errorf("lockstep nccl interrupted (%s)", r.Summary.Interrupted)}
+	}
+	if err := outcomeErr(&r.Summary); err != nil {
+		return nil, err
+	}
+	if r.Collective == nil {
+		return nil, runFailed(errors.New("the run left no collective rows"))
+	}
+	if i == 0 {
+		res.engine = r.Collective.Engine
+		if sc.Transport.Kind == scenario.TransportIdeal {
+			res.engine = "analytic"
+		}
+	}
+	res.simEndUs += r.Summary.EndUs
+	var ts []sim.Time
+	for _, row := range r.Collective.Rows {
+		ts = append(ts, row.Time)
+	}
+	return ts, nil
+}
+
+// salvage finds the sizes a failed sweep (the plan's one job, every size back to back in one
+// simulation) finished: it runs the sizes one scenario each, in order, with the same settings
+// and no --out, and returns their times while each succeeds and the sweep's clock (their
+// simulated times summed) stays within the sweep's run.duration. res.simEndUs becomes that
+// clock.
+func (p *ncclPlan) salvage(res *ncclResult, stderr io.Writer, intr *runner.Interrupt) []sim.Time {
+	if res.scenario == nil {
+		return nil
+	}
+	bound := res.scenario.Run.Duration
+	base, _, _, err := p.f.baseYAML()
+	if err != nil {
+		return nil
+	}
+	var ts []sim.Time
+	var clock float64 // us
+	for _, s := range p.sizes {
+		if s.job < 0 {
+			continue
+		}
+		q := *p
+		q.f.duration = bound.String() // the sweep's, not this size's own default
+		if d, err := sim.ParseTime(q.f.duration); err != nil || d != bound {
+			break
+		}
+		y, err := q.scenarioYAML(base, s.bytes, 0)
+		if err != nil {
+			break
+		}
+		sc, err := scenario.Parse(y)
+		if err != nil {
+			break
+		}
+		r, err := runner.RunWith(sc, runner.Options{Interrupt: intr})
+		if err != nil || r.Summary.Interrupted != "" || r.Summary.Failed || r.Collective == nil || len(r.Collective.Rows) != 1 {
+			break
+		}
+		if clock+r.Summary.EndUs > bound.Micros() {
+			break
+		}
+		clock += r.Summary.EndUs
+		ts = append(ts, r.Collective.Rows[0].Time)
+	}
+	res.simEndUs = clock
+	return ts
+}
+
+// clearNCCLOut removes what a previous lockstep run left in --out that this run does not
+// write, so the folder describes this run only (as lockstep run's variants do, clearStale):
+// with one sweep (results in --out itself) the subfolders a previous run wrote, which
+// clearStale removes when they hold only results files; with one run per size (size-<bytes>
+// subfolders) those of other sizes, and the previous sweep's results files in --out itself
+// (runner.ResultFiles, regular files only, removed one by one).
+func (p *ncclPlan) clearNCCLOut(stderr io.Writer) {
+	var keep []string
+	top := false
+	for _, j := range p.jobs {
+		if filepath.Clean(j.out) == filepath.Clean(p.f.out) {
+			top = true
+		} else {
+			keep = append(keep, filepath.Base(j.out))
+		}
+	}
+	clearStale(p.f.out, keep, stderr)
+	if top {
+		return // WriteResults replaces the results files in --out
+	}
+	removed := 0
+	for _, f := range runner.ResultFiles() {
+		path := filepath.Join(p.f.out, f)
+		if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && os.Remove(path) == nil {
+			removed++
+		}
+	}
+	if removed > 0 {
+		fmt.Fprintf(stderr, "removed %d results file(s) of a previous run from %s: this run writes one folder per size\n", removed, p.f.out)
+	}
 }
 
 // binary is the nccl-tests binary the run stands for ("all_reduce_perf").
@@ -910,6 +1103,9 @@ func (p *ncclPlan) writeTable(w io.Writer, res *ncclResult, jsonPath string) {
 		fmt.Fprintf(w, "#  ... %d more ranks, %d per node\n", p.ranks-ncclMaxDeviceLines, p.perBox)
 	}
 	fmt.Fprintln(w, "#")
+	if p.ranks == 1 {
+		fmt.Fprintln(w, "# 1 rank: no network traffic, so every time is 0 (give --nodes or -g for more ranks)")
+	}
 	fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "", "", "", "")
 	fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s \n", "size", "count", "type", "redop", "root",
 		"time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong")
@@ -923,6 +1119,10 @@ func (p *ncclPlan) writeTable(w io.Writer, res *ncclResult, jsonPath string) {
 		}
 		fmt.Fprintln(w)
 		sum += 2 * r.busbw
+	}
+	if res.failure != nil {
+		fmt.Fprintf(w, "# Collective test stopped: %s after %d of %d sizes: %s\n", p.binary(), len(res.rows), len(p.sizes), oneLine(res.failure.Error()))
+		return
 	}
 	avg := 0.0
 	if len(res.rows) > 0 {
@@ -955,7 +1155,11 @@ func (p *ncclPlan) describe(res *ncclResult) string {
 			}
 		}
 	}
-	b.WriteString(fmt.Sprintf("; transport %s, engine %s; %d simulated iteration(s) per size", res.transport, res.engine, p.f.simIters))
+	if len(p.jobs) == 0 {
+		b.WriteString("; nothing simulated: every size rounds to 0 bytes")
+	} else {
+		b.WriteString(fmt.Sprintf("; transport %s, engine %s; %d simulated iteration(s) per size", res.transport, res.engine, p.f.simIters))
+	}
 	return b.String()
 }
 
@@ -1093,6 +1297,10 @@ func writeNCCLJSON(p *ncclPlan, res *ncclResult) (string, error) {
 		doc.Results = append(doc.Results, ncclJSONRow{Size: r.size, Count: r.count, Type: p.typ.name, RedOp: p.redop,
 			Root: fmt.Sprintf("%6d", p.root), OutOfPlace: perf, InPlace: perf, ActualIter: p.f.iters, Experiment: ""})
 		sum += r.busbw
+	}
+	if res.failure != nil {
+		// nccl-tests' "errors" list: this run's failure, after the rows that finished.
+		doc.Errors = append(doc.Errors, oneLine(res.failure.Error()))
 	}
 	doc.OutOfBounds.Okay = true
 	if len(res.rows) > 0 {

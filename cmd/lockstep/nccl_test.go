@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/lockstepsim/lockstep/runner"
+	"github.com/lockstepsim/lockstep/scenario"
 )
 
 // Regular expressions written against nccl-tests' documented output (README.md and
@@ -353,7 +358,9 @@ func TestNCCLBadFlags(t *testing.T) {
 		{[]string{"all_reduce", "-z", "3"}, []string{"-z/--blocking", "0 to 2"}},
 		{[]string{"all_reduce", "-C", "1"}, []string{"unknown shorthand flag", "'C'"}},
 		{[]string{"all_reduce", "-b", "lots"}, []string{"-b/--minbytes", `"lots"`}},
-		{[]string{"all_reduce", "-e", "2T"}, []string{"-e/--maxbytes", "1 TiB"}},
+		{[]string{"all_reduce", "-e", "2T"}, []string{"-e/--maxbytes", "1 TiB", "out of range"}},
+		{[]string{"all_reduce", "-b", "1P"}, []string{"-b/--minbytes", "out of range", "1099511627776"}},
+		{[]string{"all_reduce", "-e", "1E"}, []string{"-e/--maxbytes", "out of range", "1099511627776"}},
 		{[]string{"all_reduce", "-b", "1", "-e", "1M", "-i", "1"}, []string{"more than 256 sizes"}},
 		{[]string{"broadcast", "-g", "4", "-r", "4"}, []string{"-r/--root", "0 to 3"}},
 		{[]string{"sendrecv"}, []string{"sendrecv", "at least 2 ranks"}},
@@ -382,14 +389,28 @@ func TestNCCLBadFlags(t *testing.T) {
 
 // TestNCCLUnits checks the size parser, the sweep, nccl-tests' rounding and its number format.
 func TestNCCLUnits(t *testing.T) {
-	for in, want := range map[string]int64{"8": 8, "128K": 128 << 10, "1m": 1 << 20, "8G": 8 << 30, "2T": 2 << 40, "4KiB": 4096, "64MB": 64e6, "1500B": 1500} {
+	// nccl-tests' parsesize: a float times the binary multiplier, truncated to bytes.
+	for in, want := range map[string]int64{"8": 8, "128K": 128 << 10, "1m": 1 << 20, "8G": 8 << 30, "1T": 1 << 40, "4KiB": 4096, "64MB": 64e6, "1500B": 1500,
+		"1.5M": 1572864, "0.5M": 524288, "1.5K": 1536, "1.0001K": 1024, ".5k": 512, "1.5": 1, "1e3": 1000, "0.75G": 805306368} {
 		if got, err := parseNCCLSize(in); err != nil || got != want {
 			t.Errorf("parseNCCLSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "x", "-1", "1.5", "8X", "9223372036854775807K"} {
-		if got, err := parseNCCLSize(in); err == nil {
+	for in, want := range map[string]string{"": "not a size", "x": "not a size", "-1": "negative", "-1.5K": "negative", "8X": "not a size", "1.2.3K": "not a size",
+		"9223372036854775807K": "out of range", "1P": "out of range", "1E": "out of range", "2T": "out of range", "1.0001T": "out of range", "2TiB": "out of range"} {
+		got, err := parseNCCLSize(in)
+		if err == nil {
 			t.Errorf("parseNCCLSize(%q) = %d; want an error", in, got)
+			continue
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("parseNCCLSize(%q): %q; want %q", in, err, want)
+		}
+		if want == "out of range" && !strings.Contains(err.Error(), "1099511627776") {
+			t.Errorf("parseNCCLSize(%q): %q does not name the limit", in, err)
+		}
+		if want == "not a size" && !strings.Contains(err.Error(), "K, M, G or T") {
+			t.Errorf("parseNCCLSize(%q): %q does not list the README's units (K, M, G or T)", in, err)
 		}
 	}
 	if got, _ := ncclSizes(8, 100, 0, 2); len(got) != 4 || got[3] != 64 {
@@ -440,7 +461,7 @@ func FuzzNCCLSize(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if v, err := parseNCCLSize(s); err == nil && v < 0 {
+		if v, err := parseNCCLSize(s); err == nil && (v < 0 || v > ncclMaxBytes) {
 			t.Errorf("parseNCCLSize(%q) = %d", s, v)
 		}
 	})
@@ -473,4 +494,226 @@ func FuzzNCCLFlags(f *testing.F) {
 			t.Errorf("lockstep %s: exit %d, stderr %q", strings.Join(args, " "), code, stderr)
 		}
 	})
+}
+
+// TestNCCLLargeScaleUp: with scale-up domains (-g 8 --nodes 16: 16 domains of 8) the flat
+// algorithms cross the 400 Gb/s NICs, and the left-out run.duration covers them: a 64 GiB
+// ring all-gather or reduce-scatter takes its closed form 127/128 x 2^36 B x 8 / 400 Gb/s =
+// 1,363,652 us (plus latencies), where the run used to stop at 1 s "not done"; sendrecv and
+// the 1 TiB ones (about 21.8 s) likewise. An all-to-all's rank sends 120/128 of its bytes
+// to the other domains.
+func TestNCCLLargeScaleUp(t *testing.T) {
+	for _, c := range []struct {
+		op, size string
+		bytes    float64 // of the row
+		factor   float64 // the closed form is factor x bytes x 8 / 400 Gb/s
+	}{
+		{"all_gather", "64G", 1 << 36, 127.0 / 128}, {"reduce_scatter", "64G", 1 << 36, 127.0 / 128}, {"sendrecv", "64G", 1 << 36, 1},
+		{"all_gather", "1T", 1 << 40, 127.0 / 128}, {"alltoall", "1T", 1 << 40, 120.0 / 128}, {"sendrecv", "1T", 1 << 40, 1},
+	} {
+		code, stdout, stderr := cli(t, "nccl", c.op, "-b", c.size, "-e", c.size, "-g", "8", "--nodes", "16", "--quiet")
+		if code != 0 {
+			t.Errorf("nccl %s -b %s -g 8 --nodes 16: exit %d: %s", c.op, c.size, code, stderr)
+			continue
+		}
+		p := parseNCCLOutput(t, stdout)
+		if len(p.rows) != 1 {
+			t.Fatalf("%s: %d rows", c.op, len(p.rows))
+		}
+		want := c.factor * c.bytes * 8 / 400e9 * 1e6
+		lo, hi := want, want*1.01
+		if want >= 1e7 { // printed as 2.1e+07: two digits
+			lo, hi = want*0.95, want*1.05
+		}
+		if got := p.rows[0].time[0]; got < lo || got > hi {
+			t.Errorf("nccl %s -b %s: %.0f us; want its closed form %.0f us (%.0f to %.0f)", c.op, c.size, got, want, lo, hi)
+		}
+	}
+}
+
+// ncclStopped is the line a failed or interrupted run prints after its finished rows.
+const ncclStopped = "# Collective test stopped: "
+
+// TestNCCLFailedRunPrintsFinished: a --scenario file's run.duration of 1 s is kept, so a 1 to
+// 64 GiB all-gather sweep on 16 x 8 GPUs (each size 127/128 x S x 8 / 400 Gb/s: 21.4, 42.7,
+// 85.3, 170.5, 341.0 ms, then 682 ms that would end past 1 s) exits 1 but prints the header,
+// the 5 sizes that finished and the stop line; -J holds those 5 rows and the failure in
+// "errors". --duration 30s lets every size finish; an interrupted run (exit 130) prints the
+// header and the stop line.
+func TestNCCLFailedRunPrintsFinished(t *testing.T) {
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "mine.yaml")
+	if err := os.WriteFile(scen, []byte("name: mine\ntopology:\n  rail: {servers: 16, gpus_per_server: 8, radix: 64, host_link: 400Gbps, scale_up: {gpus: 8, rate: 3.6Tbps}}\nrun: {engine: flow, duration: 1s, seed: 7}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	js := filepath.Join(dir, "r.json")
+	args := []string{"nccl", "all_gather", "-b", "1G", "-e", "64G", "-f", "2", "-g", "8", "--scenario", scen, "--quiet"}
+	code, stdout, stderr := cli(t, append(args, "-J", js)...)
+	if code != 1 || !strings.Contains(stderr, "not done at 1s") {
+		t.Fatalf("exit %d, stderr %q; want exit 1, not done at 1s", code, stderr)
+	}
+	p := parseNCCLOutput(t, stdout)
+	if p.header == nil || p.devices != 128 || !p.cols || p.avgSeen {
+		t.Fatalf("header %v, devices %d, columns %v, avg line %v; want the header, 128 devices, the columns and no average", p.header != nil, p.devices, p.cols, p.avgSeen)
+	}
+	if len(p.rows) != 5 {
+		t.Fatalf("%d rows; want the 5 sizes 1 to 16 GiB that finished within 1 s:\n%s", len(p.rows), stdout)
+	}
+	for i, r := range p.rows {
+		want := 127.0 / 128 * float64(int64(1)<<(30+i)) * 8 / 400e9 * 1e6
+		if r.size != 1<<(30+i) || r.time[0] < want || r.time[0] > want*1.01 {
+			t.Errorf("row %d: %d B in %.1f us; want %d B in %.1f us", i, r.size, r.time[0], int64(1)<<(30+i), want)
+		}
+	}
+	if !strings.Contains(stdout, ncclStopped+"all_gather_perf after 5 of 7 sizes: 1 collective(s) not done at 1s") {
+		t.Errorf("no stop line in\n%s", stdout)
+	}
+	var doc ncclJSON
+	b, err := os.ReadFile(js)
+	if err != nil || json.Unmarshal(b, &doc) != nil {
+		t.Fatalf("-J: %v", err)
+	}
+	if len(doc.Results) != 5 || len(doc.Errors) != 1 || !strings.Contains(doc.Errors[0], "not done at 1s") {
+		t.Errorf("-J: %d results, errors %q; want 5 and the failure", len(doc.Results), doc.Errors)
+	}
+
+	if got := mustRun(t, append(args, "--duration", "30s")...); len(parseNCCLOutput(t, got).rows) != 7 || strings.Contains(got, ncclStopped) {
+		t.Errorf("--duration 30s: want 7 rows and no stop line:\n%s", got)
+	}
+
+	f := ncclFlags{minBytes: "1K", maxBytes: "4K", stepBytes: "1K", stepFactor: 1, iters: 20, warmup: 1, agg: 1, check: 1, redop: "sum", dtype: "float",
+		threads: 1, gpus: 4, nodes: 2, algorithm: "auto", simIters: 1, quiet: true}
+	pl, err := f.plan("all_reduce", false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	intr := &runner.Interrupt{}
+	intr.Request("SIGINT")
+	var out, errb bytes.Buffer
+	err = pl.run(&out, &errb, intr)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 130 {
+		t.Fatalf("interrupted: %v; want exit 130", err)
+	}
+	if ip := parseNCCLOutput(t, out.String()); ip.header == nil || !ip.cols || !strings.Contains(out.String(), ncclStopped+"all_reduce_perf after 0 of 4 sizes: lockstep nccl interrupted (SIGINT)") {
+		t.Errorf("interrupted: want the header, the columns and the stop line:\n%s", out.String())
+	}
+}
+
+// TestNCCLScenarioRunKept: a --scenario file's run settings stay in the scenario the flags
+// make (run.duration, run.seed, run.drain ...), --duration overrides run.duration, and a
+// preset's run.duration (sized for its own traffic) is left out.
+func TestNCCLScenarioRunKept(t *testing.T) {
+	scen := filepath.Join(t.TempDir(), "mine.yaml")
+	if err := os.WriteFile(scen, []byte("topology: {rail: {servers: 2, gpus_per_server: 4, radix: 64, host_link: 400Gbps}}\nrun: {engine: flow, duration: 30s, drain: 5ms, seed: 7}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args      []string
+		want, not []string
+	}{
+		{[]string{"--scenario", scen}, []string{"duration: 30s", "drain: 5ms", "seed: 7"}, nil},
+		{[]string{"--scenario", scen, "--duration", "2s"}, []string{"duration: 2s", "drain: 5ms", "seed: 7"}, []string{"30s"}},
+		{[]string{"--duration", "250ms"}, []string{"duration: 250ms"}, nil},
+		{[]string{"--scenario", "default"}, nil, []string{"duration:"}},
+	} {
+		out := mustRun(t, append([]string{"nccl", "all_reduce", "-g", "4", "--nodes", "2", "--print-scenario"}, c.args...)...)
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%v: the scenario lacks %q:\n%s", c.args, w, out)
+			}
+		}
+		for _, w := range c.not {
+			if strings.Contains(out, w) {
+				t.Errorf("%v: the scenario has %q:\n%s", c.args, w, out)
+			}
+		}
+	}
+	code, _, stderr := cli(t, "nccl", "all_reduce", "--duration", "2x")
+	if code != 2 || !strings.Contains(stderr, "--duration") || !strings.Contains(stderr, `"2x"`) {
+		t.Errorf("--duration 2x: exit %d, %q; want exit 2 naming the flag and value", code, stderr)
+	}
+}
+
+// TestNCCLNotes: one rank prints a note that nothing crosses the network (its rows are 0, as
+// nccl-tests' with one GPU print rows), and sizes that all round to 0 bytes say nothing was
+// simulated instead of an empty transport and engine.
+func TestNCCLNotes(t *testing.T) {
+	out := mustRun(t, "nccl", "all_reduce")
+	if !strings.Contains(out, "# 1 rank: no network traffic") || len(parseNCCLOutput(t, out).rows) != 1 {
+		t.Errorf("1 rank: want the note and one row:\n%s", out)
+	}
+	if out := mustRun(t, "nccl", "all_reduce", "-g", "2"); strings.Contains(out, "1 rank:") {
+		t.Errorf("2 ranks: a 1-rank note:\n%s", out)
+	}
+	out = mustRun(t, "nccl", "all_reduce", "-b", "0", "-e", "0", "-g", "2")
+	if strings.Contains(out, "transport ,") || strings.Contains(out, "engine ;") || !strings.Contains(out, "nothing simulated: every size rounds to 0 bytes") {
+		t.Errorf("-b 0 -e 0: want no empty fields and the note:\n%s", out)
+	}
+}
+
+// TestNCCLOutStale: reusing an --out folder leaves only this run's files: a per-size run after
+// a sweep removes the sweep's top-level summary.json, and a sweep after it removes the
+// size-<bytes> folders.
+func TestNCCLOutStale(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "res")
+	base := []string{"nccl", "all_reduce", "-g", "2", "--nodes", "2", "--quiet", "--out", out}
+	exists := func(p string) bool { _, err := os.Stat(filepath.Join(out, p)); return err == nil }
+	cli(t, append(base, "-b", "1K", "-e", "4K", "-f", "2")...)
+	if !exists("summary.json") {
+		t.Fatal("the sweep wrote no summary.json")
+	}
+	if code, _, stderr := cli(t, append(base, "-b", "1K", "-e", "2K", "-i", "1K")...); code != 0 {
+		t.Fatalf("per size: exit %d: %s", code, stderr)
+	}
+	if exists("summary.json") || exists("scenario.yaml") || !exists("size-1024/summary.json") || !exists("size-2048/summary.json") {
+		t.Errorf("per size after a sweep: top-level summary.json %v (want gone), size folders %v %v", exists("summary.json"), exists("size-1024"), exists("size-2048"))
+	}
+	if code, _, stderr := cli(t, append(base, "-b", "1K", "-e", "4K", "-f", "2")...); code != 0 {
+		t.Fatalf("sweep: exit %d: %s", code, stderr)
+	}
+	if !exists("summary.json") || exists("size-1024") || exists("size-2048") {
+		t.Errorf("sweep after per size: summary.json %v, size folders %v %v (want gone)", exists("summary.json"), exists("size-1024"), exists("size-2048"))
+	}
+}
+
+// TestNCCLAnalytic: --engine analytic's ideal network is charged the fabric's worst-case
+// one-way latency (topology sizing; 2.33 us on 16 x 8 GPUs), not the ideal transport's 5 us
+// default, so a 64 KiB all_reduce takes 16.5 us, not 27.2 us (flow: 11.2 us, each path its
+// own latency); a scenario's own transport.ideal.latency is kept; and a size whose schedule
+// is too large for it names --engine flow.
+func TestNCCLAnalytic(t *testing.T) {
+	var base scenario.Scenario
+	if err := scenario.Decode([]byte(ncclDefaultFabric(16, 8)), &base); err != nil {
+		t.Fatal(err)
+	}
+	l, err := base.Topology.Describe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst := l.Sizing().WorstCaseLatency
+	y := mustRun(t, "nccl", "all_reduce", "-b", "64K", "-e", "64K", "-g", "8", "--nodes", "16", "--engine", "analytic", "--print-scenario")
+	sc, err := scenario.Parse([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Transport.Kind != scenario.TransportIdeal || sc.Transport.Ideal == nil || sc.Transport.Ideal.Latency != worst || worst <= 0 || worst >= scenario.DefaultIdealLatency {
+		t.Errorf("analytic: transport %s, ideal %+v; want ideal at the fabric's worst-case latency %v (below the default %v)", sc.Transport.Kind, sc.Transport.Ideal, worst, scenario.DefaultIdealLatency)
+	}
+	ana := parseNCCLOutput(t, mustRun(t, "nccl", "all_reduce", "-b", "64K", "-e", "64K", "-g", "8", "--nodes", "16", "--engine", "analytic"))
+	flow := parseNCCLOutput(t, mustRun(t, "nccl", "all_reduce", "-b", "64K", "-e", "64K", "-g", "8", "--nodes", "16"))
+	if len(ana.rows) != 1 || len(flow.rows) != 1 || ana.rows[0].time[0] >= 27 || ana.rows[0].time[0] < flow.rows[0].time[0] {
+		t.Errorf("64 KiB: analytic %v us, flow %v us; want analytic below the 5 us-latency 27.2 us and at least flow's (worst-case latency per message)", ana.rows, flow.rows)
+	}
+	scen := filepath.Join(t.TempDir(), "ideal.yaml")
+	if err := os.WriteFile(scen, []byte("topology: {rail: {servers: 2, gpus_per_server: 4, radix: 64, host_link: 400Gbps}}\ntransport: {kind: ideal, ideal: {latency: 7us}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if y := mustRun(t, "nccl", "all_reduce", "-g", "4", "--scenario", scen, "--engine", "analytic", "--print-scenario"); !strings.Contains(y, "latency: 7us") {
+		t.Errorf("a scenario's ideal latency was replaced:\n%s", y)
+	}
+	code, _, stderr := cli(t, "nccl", "all_reduce", "-b", "8", "-e", "8G", "-f", "2", "-g", "8", "--nodes", "16", "--engine", "analytic")
+	if code != 2 || !strings.Contains(stderr, "use --engine flow") || !strings.Contains(stderr, "schedule operations") {
+		t.Errorf("analytic 8 GiB on 128 ranks: exit %d, %q; want exit 2 suggesting --engine flow", code, stderr)
+	}
 }
