@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/lockstepsim/lockstep/transport/mrc"
 	"math"
 	"os"
 	"path/filepath"
@@ -498,8 +499,8 @@ func FuzzNCCLFlags(f *testing.F) {
 
 // TestNCCLLargeScaleUp: with scale-up domains (-g 8 --nodes 16: 16 domains of 8) the flat
 // algorithms cross the 400 Gb/s NICs, and the left-out run.duration covers them: a 64 GiB
-// ring all-gather or reduce-scatter takes its closed form 127/128 x 2^36 B x 8 / 400 Gb/s =
-// 1,363,652 us (plus latencies), where the run used to stop at 1 s "not done"; sendrecv and
+// ring all-gather or reduce-scatter takes its closed form 127/128 x 2^36 B x 8 / (400 Gb/s x
+// 4,096/4,230, MRC's payload rate) = 1,408,264 us (plus latencies), where the run used to stop at 1 s "not done"; sendrecv and
 // the 1 TiB ones (about 21.8 s) likewise. An all-to-all's rank sends 120/128 of its bytes
 // to the other domains.
 func TestNCCLLargeScaleUp(t *testing.T) {
@@ -520,7 +521,7 @@ func TestNCCLLargeScaleUp(t *testing.T) {
 		if len(p.rows) != 1 {
 			t.Fatalf("%s: %d rows", c.op, len(p.rows))
 		}
-		want := c.factor * c.bytes * 8 / 400e9 * 1e6
+		want := c.factor * c.bytes * 8 / mrcPayloadRate(400e9) * 1e6
 		lo, hi := want, want*1.01
 		if want >= 1e7 { // printed as 2.1e+07: two digits
 			lo, hi = want*0.95, want*1.05
@@ -531,12 +532,18 @@ func TestNCCLLargeScaleUp(t *testing.T) {
 	}
 }
 
+// mrcPayloadRate is an MRC NIC's payload rate at line rate bps: headers take
+// mrc.DefaultHeaderBytes of every 4,096 B packet (the flow level charges them too).
+func mrcPayloadRate(bps float64) float64 {
+	return bps * 4096 / (4096 + mrc.DefaultHeaderBytes)
+}
+
 // ncclStopped is the line a failed or interrupted run prints after its finished rows.
 const ncclStopped = "# Collective test stopped: "
 
 // TestNCCLFailedRunPrintsFinished: a --scenario file's run.duration of 1 s is kept, so a 1 to
-// 64 GiB all-gather sweep on 16 x 8 GPUs (each size 127/128 x S x 8 / 400 Gb/s: 21.4, 42.7,
-// 85.3, 170.5, 341.0 ms, then 682 ms that would end past 1 s) exits 1 but prints the header,
+// 64 GiB all-gather sweep on 16 x 8 GPUs (each size 127/128 x S x 8 / MRC's payload rate at
+// 400 Gb/s: 22.0, 44.0, 88.0, 176.0, 352.0 ms, then 704 ms that would end past 1 s) exits 1 but prints the header,
 // the 5 sizes that finished and the stop line; -J holds those 5 rows and the failure in
 // "errors". --duration 30s lets every size finish; an interrupted run (exit 130) prints the
 // header and the stop line.
@@ -560,12 +567,12 @@ func TestNCCLFailedRunPrintsFinished(t *testing.T) {
 		t.Fatalf("%d rows; want the 5 sizes 1 to 16 GiB that finished within 1 s:\n%s", len(p.rows), stdout)
 	}
 	for i, r := range p.rows {
-		want := 127.0 / 128 * float64(int64(1)<<(30+i)) * 8 / 400e9 * 1e6
+		want := 127.0 / 128 * float64(int64(1)<<(30+i)) * 8 / mrcPayloadRate(400e9) * 1e6
 		if r.size != 1<<(30+i) || r.time[0] < want || r.time[0] > want*1.01 {
 			t.Errorf("row %d: %d B in %.1f us; want %d B in %.1f us", i, r.size, r.time[0], int64(1)<<(30+i), want)
 		}
 	}
-	if !strings.Contains(stdout, ncclStopped+"all_gather_perf after 5 of 7 sizes: 1 collective(s) not done at 1s") {
+	if !strings.Contains(stdout, ncclStopped+"all_gather_perf after 5 of 7 sizes: ") || !strings.Contains(stdout, "1 collective(s) not done at 1s") {
 		t.Errorf("no stop line in\n%s", stdout)
 	}
 	var doc ncclJSON
