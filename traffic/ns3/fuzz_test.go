@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/lockstepsim/lockstep/topo"
 )
 
 func seed(f *testing.F, names ...string) {
@@ -74,6 +76,11 @@ func FuzzReadTopology(f *testing.F) {
 		for _, l := range tp.Links {
 			if l.A < 0 || l.A >= tp.Nodes || l.B < 0 || l.B >= tp.Nodes || l.A == l.B || l.Rate <= 0 || l.Delay < 0 || !(l.ErrorRate >= 0 && l.ErrorRate <= 1) {
 				t.Fatalf("bad link %+v", l)
+			}
+		}
+		if spec, err := tp.GraphSpec(); err == nil {
+			if _, err := topo.NewGraph(spec); err != nil {
+				t.Fatalf("GraphSpec made a spec NewGraph rejects: %v", err)
 			}
 		}
 		var b bytes.Buffer
