@@ -10,6 +10,9 @@ import (
 // writes its defaults back so the resolved scenario shows them; it relies on nothing.
 func (r *resolver) topology() error {
 	sc := r.sc
+	if sc.Topology.Graph != nil {
+		sc.Topology.Graph.dir = sc.dir // its file is read from the scenario's folder
+	}
 	l, err := sc.Topology.Describe()
 	if err != nil {
 		return err

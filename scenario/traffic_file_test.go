@@ -1,0 +1,125 @@
+package scenario
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/traffic/htsim"
+	"github.com/lockstepsim/lockstep/traffic/ns3"
+)
+
+// The test files are the importers' own hand-made ones.
+const (
+	htsimData = "../traffic/htsim/testdata"
+	ns3Data   = "../traffic/ns3/testdata"
+)
+
+// fileScenario parses a scenario in dir with the given topology and traffic.
+func fileScenario(dir, topology, traffic string) (*Scenario, error) {
+	return ParseIn([]byte(fmt.Sprintf("topology: %s\ntransport: {kind: mrc}\ntraffic: %s\nrun: {duration: 1ms}\n", topology, traffic)), dir)
+}
+
+const clos16 = "{clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}"
+
+// TestFileHTSim: a connection matrix's connections become the group's flows, bytes and
+// start from the file, offset by the group's start; the resolved scenario keeps the file,
+// not the expansion.
+func TestFileHTSim(t *testing.T) {
+	sc, err := fileScenario(htsimData, clos16, "[{pattern: file, format: htsim, file: perm16.cm, start: 3us}]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := sc.Traffic[0].FlowList()
+	if len(fl) != 16 {
+		t.Fatalf("%d flows, want 16", len(fl))
+	}
+	if *fl[0].Src != 7 || *fl[0].Dst != 5 || fl[0].Bytes != 2000000 || fl[0].Start != 3*sim.Microsecond {
+		t.Fatalf("flow 0 = %d->%d %v at %v", *fl[0].Src, *fl[0].Dst, fl[0].Bytes, fl[0].Start)
+	}
+	out, err := Encode(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := ParseIn(out, htsimData)
+	if err != nil {
+		t.Fatalf("re-resolving the written scenario: %v\n%s", err, out)
+	}
+	if n := len(again.Traffic[0].FlowList()); n != 16 {
+		t.Fatalf("re-resolved %d flows", n)
+	}
+}
+
+// TestFileNS3: flow.txt on the k=4 fat-tree given as an ns-3 topology.txt (topology.graph).
+func TestFileNS3(t *testing.T) {
+	sc, err := fileScenario(ns3Data, "{graph: {format: ns3, file: fattree4.txt}}", "[{pattern: file, format: ns3, file: flow.txt}]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := sc.Topology.Describe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.NumHosts() != 16 || l.Params().Kind != "graph" {
+		t.Fatalf("%d hosts, kind %s", l.NumHosts(), l.Params().Kind)
+	}
+	fl := sc.Traffic[0].FlowList()
+	if len(fl) != 8 || *fl[6].Src != 13 || *fl[6].Dst != 2 || fl[6].Bytes != 100000 || fl[6].Start != 3500*sim.Nanosecond {
+		t.Fatalf("flows %d, flow 6 %d->%d %v at %v", len(fl), *fl[6].Src, *fl[6].Dst, fl[6].Bytes, fl[6].Start)
+	}
+}
+
+// TestFileErrors: every error names the field, and for a bad line the file, line and column.
+func TestFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("bad.cm", "Nodes 4\nConnections 1\n0->1 start 0 size x\n")
+	write("big.cm", "Nodes 32\nConnections 1\n0->1 start 0 size 10\n")
+	write("zero.cm", "Nodes 4\nConnections 1\n0->1 start 0 size 0\n")
+	write("trig.cm", "Nodes 4\nConnections 2\nTriggers 1\n0->1 start 0 size 9 send_done_trigger 1\n1->2 trigger 1 size 9\ntrigger id 1 oneshot\n")
+	write("fail.cm", "Nodes 4\nConnections 1\nFailures 1\n0->1 start 0 size 9\nfailure switch_type TOR switch_id 0\n")
+	write("flow.txt", "1\n0 99 3 100 10 0\n")
+	write("lossy.txt", "4 1 3\n3\n0 3 1Gbps 1us 0\n1 3 1Gbps 1us 0.01\n2 3 1Gbps 1us 0\n")
+	write("swfirst.txt", "3 1 2\n0\n0 1 1Gbps 1us 0\n0 2 1Gbps 1us 0\n")
+	cases := []struct{ name, topo, traffic, want string }{
+		{"no format", clos16, "[{pattern: file, file: bad.cm}]", "traffic[0].format: missing; pattern file needs the file's format: allowed htsim, ns3"},
+		{"bad format", clos16, "[{pattern: file, format: omnet, file: bad.cm}]", `traffic[0].format: "omnet" is not a traffic file format; allowed htsim, ns3`},
+		{"no file", clos16, "[{pattern: file, format: htsim}]", "traffic[0].file: missing"},
+		{"missing file", clos16, "[{pattern: file, format: htsim, file: nope.cm}]", "traffic[0].file: open " + filepath.Join(dir, "nope.cm")},
+		{"bytes", clos16, "[{pattern: file, format: htsim, file: bad.cm, bytes: 1MiB}]", "traffic[0].bytes: 1MiB is set, but pattern file takes each flow's size"},
+		{"bad line", clos16, "[{pattern: file, format: htsim, file: bad.cm}]", "traffic[0].file: " + filepath.Join(dir, "bad.cm") + `:3:19: size "x" is not a byte count`},
+		{"too many nodes", clos16, "[{pattern: file, format: htsim, file: big.cm}]", "has Nodes 32, but the topology has 16 hosts"},
+		{"unbounded", clos16, "[{pattern: file, format: htsim, file: zero.cm}]", "zero.cm:3: connection 0->1 has size 0, an unbounded flow"},
+		{"triggers", clos16, "[{pattern: file, format: htsim, file: trig.cm}]", "trig.cm:4: connection 0->1 uses triggers"},
+		{"failures", clos16, "[{pattern: file, format: htsim, file: fail.cm}]", "fail.cm:5: failure lines name htsim fat-tree switches"},
+		{"file on permutation", clos16, "[{pattern: permutation, bytes: 1MiB, file: bad.cm}]", `traffic[0].file: "bad.cm" is set, but only pattern file reads a traffic file`},
+		{"format on flows", clos16, "[{pattern: flows, bytes: 1MiB, format: htsim, flows: [{src: 0, dst: 1}]}]", `traffic[0].format: "htsim" is set`},
+		{"ns3 host range", clos16, "[{pattern: file, format: ns3, file: flow.txt}]", `flow.txt:2:3: flow 0's dst "99" is not an integer in [0, 15] (the topology has 16 hosts)`},
+		{"graph format", "{graph: {file: lossy.txt}}", "[{pattern: permutation, bytes: 1MiB}]", "topology.graph.format: missing; allowed ns3"},
+		{"graph no file", "{graph: {format: ns3}}", "[{pattern: permutation, bytes: 1MiB}]", "topology.graph.file: missing"},
+		{"graph loss", "{graph: {format: ns3, file: lossy.txt}}", "[{pattern: permutation, bytes: 1MiB}]", "topology.graph.file: " + filepath.Join(dir, "lossy.txt") + ":4: link h1.p0 has error_rate 0.01; lockstep models link loss as a fault"},
+		{"graph shape", "{graph: {format: ns3, file: swfirst.txt}}", "[{pattern: permutation, bytes: 1MiB}]", "topology.graph.file: " + filepath.Join(dir, "swfirst.txt") + ": switch id 0 is below host id 1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := fileScenario(dir, c.topo, c.traffic)
+			wantErr(t, err, []string{c.want})
+		})
+	}
+}
+
+// The importers' bounds are the scenario's.
+func TestImporterBounds(t *testing.T) {
+	if htsim.MaxConnections != MaxGeneratedFlows || ns3.MaxFlows != MaxGeneratedFlows {
+		t.Errorf("flow bounds %d, %d; want scenario.MaxGeneratedFlows %d", htsim.MaxConnections, ns3.MaxFlows, MaxGeneratedFlows)
+	}
+	if htsim.MaxSize != int64(MaxTransferBytes) || ns3.MaxSize != int64(MaxTransferBytes) {
+		t.Errorf("size bounds %d, %d; want scenario.MaxTransferBytes %d", htsim.MaxSize, ns3.MaxSize, MaxTransferBytes)
+	}
+}
