@@ -114,7 +114,6 @@ func NS3Flows(fl []ns3.Flow, file, path string, start sim.Time) ([]FlowSpec, err
 	return flows, nil
 }
 
-
 // checkFileKeys rejects file and format on a group whose pattern is not file.
 func (t *Traffic) checkFileKeys(path string) error {
 	if t.Pattern == PatternFile {
