@@ -288,8 +288,9 @@ type Traffic struct {
 	// "file" (scenario/traffic_file.go, docs/importers.md): format "htsim" (a connection
 	// matrix, .cm) or "ns3" (an HPCC flow.txt). A relative File is read from the scenario's
 	// folder (Scenario.Dir).
-	File   string `yaml:"file,omitempty"`
-	Format string `yaml:"format,omitempty"`
+	File     string       `yaml:"file,omitempty"`
+	Format   string       `yaml:"format,omitempty"`
+	triggers *TriggerPlan // a file's triggers, made with its flows (Triggers)
 
 	given     trafficKeys // what the YAML wrote (recordPresence)
 	generated []FlowSpec  // a generated pattern's flows, made by Resolve (FlowList)

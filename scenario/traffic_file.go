@@ -46,6 +46,7 @@ func expandFile(t *Traffic, env TrafficEnv) ([]FlowSpec, error) {
 	case t.Bytes != 0 || t.given.bytes:
 		return nil, Errorf(env.Path+".bytes", "%v is set, but pattern file takes each flow's size from %s; leave bytes out", t.Bytes, t.File)
 	}
+	t.triggers = nil
 	path := t.filePath(env)
 	f, err := os.Open(path)
 	if err != nil {
@@ -59,35 +60,43 @@ func expandFile(t *Traffic, env TrafficEnv) ([]FlowSpec, error) {
 	if err != nil {
 		return nil, Errorf(env.Path+".file", "%v", err)
 	}
-	return HTSimFlows(m, path, env.Path, env.Hosts, t.Start)
+	flows, plan, err := HTSimFlows(m, path, env.Path, env.Hosts, t.Start, env.HostRate)
+	t.triggers = plan
+	return flows, err
 }
 
 // HTSimFlows turns a connection matrix read from file into flows on a topology of hosts
-// hosts, each starting start plus its own start. path names the traffic group in errors.
-// Errors: more nodes than hosts, an unbounded flow (size 0), a connection waiting on or
-// activating a trigger, failure lines (lockstep import writes those as faults), a start
-// beyond sim.MaxTime.
-func HTSimFlows(m *htsim.Matrix, file, path string, hosts int, start sim.Time) ([]FlowSpec, error) {
+// hosts, each starting start plus its own start, and its trigger plan (nil when no
+// connection uses a trigger). A flow waiting on a trigger gets the earliest start the DAG
+// allows at rate (a host's NIC rate; see TriggerPlan). path names the traffic group in
+// errors. Errors: more nodes than hosts, an unbounded flow (size 0), failure lines (lockstep
+// import writes those as faults), a start beyond sim.MaxTime, a waiting flow whose trigger
+// never fires, an over-activated trigger.
+func HTSimFlows(m *htsim.Matrix, file, path string, hosts int, start sim.Time, rate sim.Rate) ([]FlowSpec, *TriggerPlan, error) {
 	if m.Nodes > hosts {
-		return nil, Errorf(path+".file", "%s has Nodes %d, but the topology has %d hosts; use a topology with at least %d", file, m.Nodes, hosts, m.Nodes)
+		return nil, nil, Errorf(path+".file", "%s has Nodes %d, but the topology has %d hosts; use a topology with at least %d", file, m.Nodes, hosts, m.Nodes)
 	}
 	if len(m.Failures) > 0 {
-		return nil, Errorf(path+".file", "%s:%d: failure lines name htsim fat-tree switches; lockstep import writes them as faults on a fat_tree topology", file, m.Failures[0].Line)
+		return nil, nil, Errorf(path+".file", "%s:%d: failure lines name htsim fat-tree switches; lockstep import writes them as faults on a fat_tree topology", file, m.Failures[0].Line)
 	}
 	flows := make([]FlowSpec, len(m.Conns))
 	for j, c := range m.Conns {
 		switch {
 		case c.Size == 0:
-			return nil, Errorf(path+".file", "%s:%d: connection %d->%d has size 0, an unbounded flow; lockstep transfers have a size: give size B", file, c.Line, c.Src, c.Dst)
-		case c.Trigger != 0 || c.SendDone != 0 || c.RecvDone != 0:
-			return nil, Errorf(path+".file", "%s:%d: connection %d->%d uses triggers; lockstep runs connection matrices with start times only", file, c.Line, c.Src, c.Dst)
+			return nil, nil, Errorf(path+".file", "%s:%d: connection %d->%d has size 0, an unbounded flow; lockstep transfers have a size: give size B", file, c.Line, c.Src, c.Dst)
 		case c.Start > sim.MaxTime-start:
-			return nil, Errorf(path+".file", "%s:%d: start %v after the group's start %v is beyond the longest run", file, c.Line, c.Start, start)
+			return nil, nil, Errorf(path+".file", "%s:%d: start %v after the group's start %v is beyond the longest run", file, c.Line, c.Start, start)
 		}
 		src, dst := c.Src, c.Dst
 		flows[j] = FlowSpec{Src: &src, Dst: &dst, Bytes: sim.Size(c.Size), Start: start + c.Start}
 	}
-	return flows, nil
+	plan := htsimPlan(m, file)
+	if plan != nil {
+		if err := plan.earliestStarts(flows, rate, path); err != nil {
+			return nil, nil, err
+		}
+	}
+	return flows, plan, nil
 }
 
 // ns3Flows reads an ns-3 flow.txt: src and dst are host indices (ns-3 node ids of a

@@ -82,7 +82,10 @@ func TestFileErrors(t *testing.T) {
 	write("bad.cm", "Nodes 4\nConnections 1\n0->1 start 0 size x\n")
 	write("big.cm", "Nodes 32\nConnections 1\n0->1 start 0 size 10\n")
 	write("zero.cm", "Nodes 4\nConnections 1\n0->1 start 0 size 0\n")
-	write("trig.cm", "Nodes 4\nConnections 2\nTriggers 1\n0->1 start 0 size 9 send_done_trigger 1\n1->2 trigger 1 size 9\ntrigger id 1 oneshot\n")
+	write("never.cm", "Nodes 4\nConnections 2\nTriggers 1\n0->1 start 0 size 9 send_done_trigger 1\n1->2 trigger 1 size 9\ntrigger id 1 barrier count 2\n")
+	write("cycle.cm", "Nodes 4\nConnections 2\nTriggers 1\n0->1 start 0 size 9\n1->2 trigger 1 size 9 send_done_trigger 1\ntrigger id 1 oneshot\n")
+	write("twice.cm", "Nodes 4\nConnections 3\nTriggers 1\n0->1 start 0 size 9 send_done_trigger 1 recv_done_trigger 1\n1->2 trigger 1 size 9\ntrigger id 1 oneshot\n2->3 start 0 size 1\n")
+	write("over.cm", "Nodes 4\nConnections 3\nTriggers 1\n0->1 start 0 size 9 send_done_trigger 1\n1->2 trigger 1 size 9\ntrigger id 1 barrier count 1\n2->3 start 0 size 99 send_done_trigger 1\n")
 	write("fail.cm", "Nodes 4\nConnections 1\nFailures 1\n0->1 start 0 size 9\nfailure switch_type TOR switch_id 0\n")
 	write("flow.txt", "1\n0 99 3 100 10 0\n")
 	write("lossy.txt", "4 1 3\n3\n0 3 1Gbps 1us 0\n1 3 1Gbps 1us 0.01\n2 3 1Gbps 1us 0\n")
@@ -96,7 +99,10 @@ func TestFileErrors(t *testing.T) {
 		{"bad line", clos16, "[{pattern: file, format: htsim, file: bad.cm}]", "traffic[0].file: " + filepath.Join(dir, "bad.cm") + `:3:19: size "x" is not a byte count`},
 		{"too many nodes", clos16, "[{pattern: file, format: htsim, file: big.cm}]", "has Nodes 32, but the topology has 16 hosts"},
 		{"unbounded", clos16, "[{pattern: file, format: htsim, file: zero.cm}]", "zero.cm:3: connection 0->1 has size 0, an unbounded flow"},
-		{"triggers", clos16, "[{pattern: file, format: htsim, file: trig.cm}]", "trig.cm:4: connection 0->1 uses triggers"},
+		{"never fires", clos16, "[{pattern: file, format: htsim, file: never.cm}]", "never.cm:5: the connection waits on trigger 1 (line 6), which never fires: it is a barrier of count 2 and gets 1 activations"},
+		{"never activated", clos16, "[{pattern: file, format: htsim, file: cycle.cm}]", "cycle.cm:5: the connection waits on trigger 1 (line 6), which never fires: no connection activates it"},
+		{"oneshot twice", clos16, "[{pattern: file, format: htsim, file: twice.cm}]", "twice.cm:6: oneshot trigger 1 is activated a second time; htsim allows one activation: use multishot or barrier (by the connection on line 4)"},
+		{"barrier over", clos16, "[{pattern: file, format: htsim, file: over.cm}]", "over.cm:6: barrier trigger 1 (count 1) is activated 2 times"},
 		{"failures", clos16, "[{pattern: file, format: htsim, file: fail.cm}]", "fail.cm:5: failure lines name htsim fat-tree switches"},
 		{"file on permutation", clos16, "[{pattern: permutation, bytes: 1MiB, file: bad.cm}]", `traffic[0].file: "bad.cm" is set, but only pattern file reads a traffic file`},
 		{"format on flows", clos16, "[{pattern: flows, bytes: 1MiB, format: htsim, flows: [{src: 0, dst: 1}]}]", `traffic[0].format: "htsim" is set`},
@@ -121,5 +127,70 @@ func TestImporterBounds(t *testing.T) {
 	}
 	if htsim.MaxSize != int64(MaxTransferBytes) || ns3.MaxSize != int64(MaxTransferBytes) {
 		t.Errorf("size bounds %d, %d; want scenario.MaxTransferBytes %d", htsim.MaxSize, ns3.MaxSize, MaxTransferBytes)
+	}
+}
+
+// TestTriggerPlan: a 3-level DAG's waiting flows get the earliest start the chain allows at
+// the NIC rate (100 Gb/s: 100 kB in 8 us), which run.duration's default then covers.
+func TestTriggerPlan(t *testing.T) {
+	dir := t.TempDir()
+	cm := "Nodes 8\nConnections 4\nTriggers 2\n" +
+		"0->1 id 1 start 0 size 100000 send_done_trigger 1\n" +
+		"2->3 id 2 trigger 1 size 50000 recv_done_trigger 2\n" +
+		"4->5 id 3 trigger 1 size 100000 recv_done_trigger 2\n" +
+		"6->7 id 4 trigger 2 size 10000\n" +
+		"trigger id 1 oneshot\ntrigger id 2 barrier count 2\n"
+	if err := os.WriteFile(filepath.Join(dir, "dag.cm"), []byte(cm), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := ParseIn([]byte("topology: "+clos16+"\ntransport: {kind: mrc}\ntraffic: [{pattern: file, format: htsim, file: dag.cm}]\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &sc.Traffic[0]
+	p := g.Triggers()
+	if p == nil || len(p.Triggers) != 2 || len(p.Flows) != 4 {
+		t.Fatalf("plan %+v", p)
+	}
+	if ft := p.Flows[0]; ft.Wait != -1 || ft.SendDone != 0 || ft.RecvDone != -1 {
+		t.Errorf("flow 0 triggers %+v", ft)
+	}
+	if tr := p.Triggers[1]; tr.Kind != htsim.Barrier || tr.Count != 2 || len(tr.Targets) != 1 || tr.Targets[0] != 3 {
+		t.Errorf("trigger 2 %+v", tr)
+	}
+	us := sim.Microsecond
+	want := []sim.Time{0, 8 * us, 8 * us, 16 * us}
+	for j, f := range g.FlowList() {
+		if f.Start != want[j] {
+			t.Errorf("flow %d earliest start %v, want %v", j, f.Start, want[j])
+		}
+	}
+	if sc.Run.Duration < 16*us+sim.Time(10000*8)*sim.Second/sim.Time(100e9) {
+		t.Errorf("run.duration %v does not cover the chain", sc.Run.Duration)
+	}
+}
+
+// TestTriggerState pins htsim's three trigger types.
+func TestTriggerState(t *testing.T) {
+	p := &TriggerPlan{File: "x.cm", Triggers: []TriggerSpec{
+		{ID: 1, Kind: htsim.Oneshot, Targets: []int{4, 5}},
+		{ID: 2, Kind: htsim.Multishot, Targets: []int{6, 7}},
+		{ID: 3, Kind: htsim.Barrier, Count: 3, Targets: []int{8}},
+	}}
+	st := p.NewState()
+	steps := []struct {
+		k    int
+		want []int
+		err  bool
+	}{
+		{0, []int{4, 5}, false}, {0, nil, true},
+		{1, []int{6}, false}, {1, []int{7}, false}, {1, nil, false},
+		{2, nil, false}, {2, nil, false}, {2, []int{8}, false}, {2, nil, true},
+	}
+	for i, s := range steps {
+		got, err := st.Activate(s.k, nil)
+		if (err != nil) != s.err || fmt.Sprint(got) != fmt.Sprint(append([]int{}, s.want...)) {
+			t.Errorf("step %d: activate %d = %v, %v; want %v, error %v", i, s.k, got, err, s.want, s.err)
+		}
 	}
 }
