@@ -32,7 +32,7 @@ func (r *resolver) topology() error {
 		*t = t.WithDefaults()
 	}
 	r.l, r.c = l, l.Params()
-	return nil
+	return sc.addGraphLosses() // topology_graph.go: link error rates as loss faults
 }
 
 // closError prefixes the Clos's field errors with their scenario path.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/lockstepsim/lockstep/topo"
@@ -15,7 +16,9 @@ import (
 // (traffic/ns3: node, switch and link counts, the switch ids, then "src dst rate delay
 // error_rate" per link), built by ns3.Topology.GraphSpec into a topo.Graph: hosts h0.. (ns-3
 // nodes 0..H-1), switches sw<id>, one NIC port per host, minimal-path routing over the
-// graph (ECMP tables for RoCE, every minimal path for MRC's spraying).
+// graph (ECMP tables for RoCE, every minimal path for MRC's spraying). Links with a
+// non-zero error_rate become loss faults from time 0 (LossFaults), added to the scenario's
+// faults.
 type GraphFile struct {
 	// Format is the file's format: "ns3".
 	Format string `yaml:"format"`
@@ -39,7 +42,7 @@ func (g GraphFile) Validate() error {
 
 // Topology reads the file and returns its Graph. Errors are *topo.FieldError: format not
 // one of the known ones, the file missing or unreadable, a bad value at file:line:col, a shape
-// the graph kind cannot take, a link with a non-zero error rate (give it as a loss fault).
+// the graph kind cannot take.
 func (g GraphFile) Topology() (topo.Topology, error) {
 	spec, err := g.spec()
 	if err != nil {
@@ -91,13 +94,49 @@ func (g GraphFile) spec() (topo.GraphSpec, error) {
 	case g.File == "":
 		return topo.GraphSpec{}, fe("file", "missing; give the topology file (an ns-3 HPCC topology.txt)")
 	}
-	t, spec, err := ReadGraphNS3(g.path())
+	_, spec, err := ReadGraphNS3(g.path())
 	if err != nil {
 		return topo.GraphSpec{}, fe("file", "%v", err)
 	}
-	if ll := t.LossLinks(spec); len(ll) > 0 {
-		l := ll[0]
-		return topo.GraphSpec{}, fe("file", "%s:%d: link %s has error_rate %g; lockstep models link loss as a fault: add faults: [{at: 0s, link: %s, action: loss, loss: %g, direction: both}] and set its error_rate to 0, or let lockstep import write them", g.path(), l.Line, l.Port, l.Loss, l.Port, l.Loss)
-	}
 	return spec, nil
+}
+
+// LossFaults returns the faults that model the file's link error rates: per link with a
+// non-zero error_rate, packet loss at that probability in both directions from the start of
+// the run (ns-3's RateErrorModel drops each packet with the link's error rate).
+func (g GraphFile) LossFaults() ([]Fault, error) {
+	t, spec, err := ReadGraphNS3(g.path())
+	if err != nil {
+		return nil, err
+	}
+	var out []Fault
+	for _, l := range t.LossLinks(spec) {
+		out = append(out, Fault{At: 0, Link: l.Port, Action: "loss", Loss: l.Loss, Direction: "both"})
+	}
+	return out, nil
+}
+
+// addGraphLosses appends the graph's loss faults (LossFaults) that sc.Faults does not
+// already hold, so the resolved scenario shows them and resolving it again is a fixed point.
+func (sc *Scenario) addGraphLosses() error {
+	if sc.Topology.Graph == nil {
+		return nil
+	}
+	lf, err := sc.Topology.Graph.LossFaults()
+	if err != nil {
+		return Errorf("topology.graph.file", "%v", err)
+	}
+	for _, f := range lf {
+		if i := slices.IndexFunc(sc.Faults, func(g Fault) bool {
+			return g.At == 0 && g.Link == f.Link && g.Action == f.Action && (g.Loss != f.Loss || g.Direction != f.Direction)
+		}); i >= 0 {
+			return Errorf(fmt.Sprintf("faults[%d]", i), "sets the loss of link %s at 0s, and %s gives it error_rate %g (a loss fault from 0s); give the loss in one place", f.Link, sc.Topology.Graph.File, f.Loss)
+		}
+		if !slices.ContainsFunc(sc.Faults, func(g Fault) bool {
+			return g.At == 0 && g.Link == f.Link && g.Action == f.Action && g.Loss == f.Loss && g.Direction == f.Direction && g.Random == nil && g.For == 0
+		}) {
+			sc.Faults = append(sc.Faults, f)
+		}
+	}
+	return nil
 }

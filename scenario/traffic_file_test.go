@@ -109,7 +109,7 @@ func TestFileErrors(t *testing.T) {
 		{"ns3 host range", clos16, "[{pattern: file, format: ns3, file: flow.txt}]", `flow.txt:2:3: flow 0's dst "99" is not an integer in [0, 15] (the topology has 16 hosts)`},
 		{"graph format", "{graph: {file: lossy.txt}}", "[{pattern: permutation, bytes: 1MiB}]", "topology.graph.format: missing; allowed ns3"},
 		{"graph no file", "{graph: {format: ns3}}", "[{pattern: permutation, bytes: 1MiB}]", "topology.graph.file: missing"},
-		{"graph loss", "{graph: {format: ns3, file: lossy.txt}}", "[{pattern: permutation, bytes: 1MiB}]", "topology.graph.file: " + filepath.Join(dir, "lossy.txt") + ":4: link h1.p0 has error_rate 0.01; lockstep models link loss as a fault"},
+		{"graph loss given twice", "{graph: {format: ns3, file: lossy.txt}}\nfaults: [{at: 0s, link: h1.p0, action: loss, loss: 0.5}]", "[{pattern: permutation, bytes: 1MiB}]", "faults[0]: sets the loss of link h1.p0 at 0s, and lossy.txt gives it error_rate 0.01 (a loss fault from 0s); give the loss in one place"},
 		{"graph shape", "{graph: {format: ns3, file: swfirst.txt}}", "[{pattern: permutation, bytes: 1MiB}]", "topology.graph.file: " + filepath.Join(dir, "swfirst.txt") + ": switch id 0 is below host id 1"},
 	}
 	for _, c := range cases {
@@ -192,5 +192,32 @@ func TestTriggerState(t *testing.T) {
 		if (err != nil) != s.err || fmt.Sprint(got) != fmt.Sprint(append([]int{}, s.want...)) {
 			t.Errorf("step %d: activate %d = %v, %v; want %v, error %v", i, s.k, got, err, s.want, s.err)
 		}
+	}
+}
+
+// A link's error_rate becomes a loss fault from time 0, shown in the resolved scenario;
+// resolving that again adds nothing (a fixed point).
+func TestGraphLossFaults(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "lossy.txt"), []byte("4 1 3\n3\n0 3 1Gbps 1us 0\n1 3 1Gbps 1us 0.01\n2 3 1Gbps 1us 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := fileScenario(dir, "{graph: {format: ns3, file: lossy.txt}}", "[{pattern: permutation, bytes: 64KiB}]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.Faults) != 1 || sc.Faults[0].Link != "h1.p0" || sc.Faults[0].Action != "loss" || sc.Faults[0].Loss != 0.01 || sc.Faults[0].Direction != "both" {
+		t.Fatalf("faults %+v", sc.Faults)
+	}
+	out, err := Encode(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := ParseIn(out, dir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(again.Faults) != 1 {
+		t.Fatalf("re-resolved faults %+v", again.Faults)
 	}
 }
