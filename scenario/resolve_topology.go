@@ -32,7 +32,10 @@ func (r *resolver) topology() error {
 		*t = t.WithDefaults()
 	}
 	r.l, r.c = l, l.Params()
-	return sc.addGraphLosses() // topology_graph.go: link error rates as loss faults
+	if err := sc.addGraphLosses(); err != nil { // topology_graph.go: link error rates as loss faults
+		return err
+	}
+	return sc.addFileFaults() // traffic_file.go: htsim failure lines as faults
 }
 
 // closError prefixes the Clos's field errors with their scenario path.

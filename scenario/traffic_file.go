@@ -1,8 +1,10 @@
 package scenario
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/lockstepsim/lockstep/sim"
@@ -68,16 +70,13 @@ func expandFile(t *Traffic, env TrafficEnv) ([]FlowSpec, error) {
 // HTSimFlows turns a connection matrix read from file into flows on a topology of hosts
 // hosts, each starting start plus its own start, and its trigger plan (nil when no
 // connection uses a trigger). A flow waiting on a trigger gets the earliest start the DAG
-// allows at rate (a host's NIC rate; see TriggerPlan). path names the traffic group in
-// errors. Errors: more nodes than hosts, an unbounded flow (size 0), failure lines (lockstep
-// import writes those as faults), a start beyond sim.MaxTime, a waiting flow whose trigger
-// never fires, an over-activated trigger.
+// allows at rate (a host's NIC rate; see TriggerPlan). Failure lines are not flows: Resolve
+// turns them into faults (addFileFaults). path names the traffic group in errors. Errors:
+// more nodes than hosts, an unbounded flow (size 0), a start beyond sim.MaxTime, a waiting
+// flow whose trigger never fires, an over-activated trigger.
 func HTSimFlows(m *htsim.Matrix, file, path string, hosts int, start sim.Time, rate sim.Rate) ([]FlowSpec, *TriggerPlan, error) {
 	if m.Nodes > hosts {
 		return nil, nil, Errorf(path+".file", "%s has Nodes %d, but the topology has %d hosts; use a topology with at least %d", file, m.Nodes, hosts, m.Nodes)
-	}
-	if len(m.Failures) > 0 {
-		return nil, nil, Errorf(path+".file", "%s:%d: failure lines name htsim fat-tree switches; lockstep import writes them as faults on a fat_tree topology", file, m.Failures[0].Line)
 	}
 	flows := make([]FlowSpec, len(m.Conns))
 	for j, c := range m.Conns {
@@ -131,6 +130,76 @@ func (t *Traffic) checkFileKeys(path string) error {
 	for _, k := range []struct{ key, v string }{{"file", t.File}, {"format", t.Format}} {
 		if k.v != "" {
 			return Errorf(path+"."+k.key, "%q is set, but only pattern file reads a traffic file; set pattern: file or leave %s out", k.v, k.key)
+		}
+	}
+	return nil
+}
+
+// HTSimFaults maps a connection matrix's failure lines onto a k-ary fat_tree (plane 0):
+// TOR, AGG and CORE are its tiers 0, 1 and 2, switch_id the index within the tier (pod-major,
+// as htsim's FatTreeTopology and lockstep's fat_tree both number them). A failure without
+// link_id takes the switch down at 0s; with link_id, the link on the switch's up<link_id>
+// port (down<link_id> for a core switch, which has no up ports). htsim's failures are
+// static, in force for the whole run. Errors: a switch or port the fat-tree lacks.
+func HTSimFaults(m *htsim.Matrix, file string, k int) ([]Fault, error) {
+	var out []Fault
+	for _, f := range m.Failures {
+		tier := map[htsim.SwitchType]int{htsim.TOR: 0, htsim.AGG: 1, htsim.CORE: 2}[f.SwitchType]
+		switches, ports, port := k*k/2, k/2, "up"
+		if tier == 2 {
+			switches, ports, port = k*k/4, k, "down"
+		}
+		if f.SwitchID >= switches {
+			return nil, fmt.Errorf("%s:%d: switch_id %d is not a %s switch of the k=%d fat-tree; allowed 0 to %d", file, f.Line, f.SwitchID, f.SwitchType, k, switches-1)
+		}
+		sw := fmt.Sprintf("p0.t%d-%d", tier, f.SwitchID)
+		switch {
+		case f.LinkID < 0:
+			out = append(out, Fault{At: 0, Switch: sw, Action: "down"})
+		case f.LinkID >= ports:
+			return nil, fmt.Errorf("%s:%d: link_id %d is not a link of %s switch %d (%s ports); allowed 0 to %d", file, f.Line, f.LinkID, f.SwitchType, f.SwitchID, port, ports-1)
+		default:
+			out = append(out, Fault{At: 0, Link: fmt.Sprintf("%s.%s%d", sw, port, f.LinkID), Action: "down"})
+		}
+	}
+	return out, nil
+}
+
+// addFileFaults appends the faults of the htsim failure lines of every pattern file group
+// (HTSimFaults) that sc.Faults does not already hold, so the resolved scenario shows them and
+// resolving it again is a fixed point. It runs with the topology, before the faults are
+// expanded. Errors: failure lines on a topology other than fat_tree, a bad file (reported
+// again by the traffic step, with its field).
+func (sc *Scenario) addFileFaults() error {
+	for i := range sc.Traffic {
+		t := &sc.Traffic[i]
+		if t.Pattern != PatternFile || t.Format != "htsim" || t.File == "" {
+			continue
+		}
+		path := fmt.Sprintf("traffic[%d]", i)
+		file := t.filePath(TrafficEnv{Dir: sc.dir})
+		f, err := os.Open(file)
+		if err != nil {
+			continue // the traffic step names it
+		}
+		m, err := htsim.Read(f, file)
+		f.Close()
+		if err != nil || len(m.Failures) == 0 {
+			continue
+		}
+		if sc.Topology.FatTree == nil {
+			return Errorf(path+".file", "%s:%d: failure lines name htsim fat-tree switches (TOR, AGG, CORE); use topology.fat_tree (lockstep import makes one)", file, m.Failures[0].Line)
+		}
+		fs, err := HTSimFaults(m, file, sc.Topology.FatTree.K)
+		if err != nil {
+			return Errorf(path+".file", "%v", err)
+		}
+		for _, x := range fs {
+			if !slices.ContainsFunc(sc.Faults, func(g Fault) bool {
+				return g.At == 0 && g.Link == x.Link && g.Switch == x.Switch && g.Action == x.Action && g.Random == nil && g.For == 0
+			}) {
+				sc.Faults = append(sc.Faults, x)
+			}
 		}
 	}
 	return nil

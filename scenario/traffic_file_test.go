@@ -87,9 +87,12 @@ func TestFileErrors(t *testing.T) {
 	write("twice.cm", "Nodes 4\nConnections 3\nTriggers 1\n0->1 start 0 size 9 send_done_trigger 1 recv_done_trigger 1\n1->2 trigger 1 size 9\ntrigger id 1 oneshot\n2->3 start 0 size 1\n")
 	write("over.cm", "Nodes 4\nConnections 3\nTriggers 1\n0->1 start 0 size 9 send_done_trigger 1\n1->2 trigger 1 size 9\ntrigger id 1 barrier count 1\n2->3 start 0 size 99 send_done_trigger 1\n")
 	write("fail.cm", "Nodes 4\nConnections 1\nFailures 1\n0->1 start 0 size 9\nfailure switch_type TOR switch_id 0\n")
+	write("fail9.cm", "Nodes 4\nConnections 1\nFailures 1\n0->1 start 0 size 9\nfailure switch_type TOR switch_id 9\n")
+	write("faillink.cm", "Nodes 4\nConnections 1\nFailures 1\n0->1 start 0 size 9\nfailure switch_type CORE switch_id 1 link_id 4\n")
 	write("flow.txt", "1\n0 99 3 100 10 0\n")
 	write("lossy.txt", "4 1 3\n3\n0 3 1Gbps 1us 0\n1 3 1Gbps 1us 0.01\n2 3 1Gbps 1us 0\n")
 	write("swfirst.txt", "3 1 2\n0\n0 1 1Gbps 1us 0\n0 2 1Gbps 1us 0\n")
+	const ft4 = "{fat_tree: {k: 4, host_link: 100G}}"
 	cases := []struct{ name, topo, traffic, want string }{
 		{"no format", clos16, "[{pattern: file, file: bad.cm}]", "traffic[0].format: missing; pattern file needs the file's format: allowed htsim, ns3"},
 		{"bad format", clos16, "[{pattern: file, format: omnet, file: bad.cm}]", `traffic[0].format: "omnet" is not a traffic file format; allowed htsim, ns3`},
@@ -103,7 +106,9 @@ func TestFileErrors(t *testing.T) {
 		{"never activated", clos16, "[{pattern: file, format: htsim, file: cycle.cm}]", "cycle.cm:5: the connection waits on trigger 1 (line 6), which never fires: no connection activates it"},
 		{"oneshot twice", clos16, "[{pattern: file, format: htsim, file: twice.cm}]", "twice.cm:6: oneshot trigger 1 is activated a second time; htsim allows one activation: use multishot or barrier (by the connection on line 4)"},
 		{"barrier over", clos16, "[{pattern: file, format: htsim, file: over.cm}]", "over.cm:6: barrier trigger 1 (count 1) is activated 2 times"},
-		{"failures", clos16, "[{pattern: file, format: htsim, file: fail.cm}]", "fail.cm:5: failure lines name htsim fat-tree switches"},
+		{"failures off a fat-tree", clos16, "[{pattern: file, format: htsim, file: fail.cm}]", "traffic[0].file: " + filepath.Join(dir, "fail.cm") + ":5: failure lines name htsim fat-tree switches (TOR, AGG, CORE); use topology.fat_tree"},
+		{"failure switch range", ft4, "[{pattern: file, format: htsim, file: fail9.cm}]", "fail9.cm:5: switch_id 9 is not a TOR switch of the k=4 fat-tree; allowed 0 to 7"},
+		{"failure link range", ft4, "[{pattern: file, format: htsim, file: faillink.cm}]", "faillink.cm:5: link_id 4 is not a link of CORE switch 1 (down ports); allowed 0 to 3"},
 		{"file on permutation", clos16, "[{pattern: permutation, bytes: 1MiB, file: bad.cm}]", `traffic[0].file: "bad.cm" is set, but only pattern file reads a traffic file`},
 		{"format on flows", clos16, "[{pattern: flows, bytes: 1MiB, format: htsim, flows: [{src: 0, dst: 1}]}]", `traffic[0].format: "htsim" is set`},
 		{"ns3 host range", clos16, "[{pattern: file, format: ns3, file: flow.txt}]", `flow.txt:2:3: flow 0's dst "99" is not an integer in [0, 15] (the topology has 16 hosts)`},
@@ -218,6 +223,29 @@ func TestGraphLossFaults(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	if len(again.Faults) != 1 {
+		t.Fatalf("re-resolved faults %+v", again.Faults)
+	}
+}
+
+// Failure lines become faults on the fat-tree: a switch down, or a link on its up (core:
+// down) port, from 0s; the resolved scenario shows them and re-resolving adds none.
+func TestHTSimFailureFaults(t *testing.T) {
+	sc, err := fileScenario(htsimData, "{fat_tree: {k: 4, host_link: 100G}}", "[{pattern: file, format: htsim, file: dag.cm}]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.Faults) != 2 || sc.Faults[0].Link != "p0.t1-0.up1" || sc.Faults[0].Action != "down" || sc.Faults[1].Switch != "p0.t2-3" || sc.Faults[1].At != 0 {
+		t.Fatalf("faults %+v", sc.Faults)
+	}
+	out, err := Encode(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := ParseIn(out, htsimData)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(again.Faults) != 2 {
 		t.Fatalf("re-resolved faults %+v", again.Faults)
 	}
 }

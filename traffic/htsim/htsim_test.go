@@ -31,7 +31,7 @@ func TestReadDAG(t *testing.T) {
 	want := &Matrix{
 		Nodes: 8,
 		Conns: []Conn{
-			{Src: 0, Dst: 1, ID: 1, Start: 0, Size: 100000, SendDone: 1, Line: 7},
+			{Src: 0, Dst: 1, ID: 1, Start: 0, Size: 100000, SendDone: 1, RecvDone: 3, Line: 7},
 			{Src: 2, Dst: 3, ID: 2, Start: 1500 * sim.Nanosecond, Size: 100000, RecvDone: 2, Line: 8},
 			{Src: 4, Dst: 5, ID: 3, Trigger: 1, Size: 50000, RecvDone: 2, Line: 9},
 			{Src: 6, Dst: 7, ID: 4, Trigger: 2, Size: 50000, SendDone: 3, Prio: 2, HasPrio: true, Line: 10},
