@@ -32,7 +32,7 @@ type TriggerSpec struct {
 	// ID is its id in the file; Line the line it was declared on.
 	ID   uint32
 	Line int
-	// Kind is "oneshot", "multishot" or "barrier"; Count a barrier's activations.
+	// Kind is oneshot, multishot or barrier; Count is a barrier's activations.
 	Kind  htsim.TriggerKind
 	Count int
 	// Targets are the flows waiting on it (FlowList indices), in file order.
