@@ -21,9 +21,9 @@ import (
 // faults.
 type GraphFile struct {
 	// Format is the file's format: "ns3".
-	Format string `yaml:"format"`
+	Format string `yaml:"format" json:"format"`
 	// File is the topology file; a relative path is read from the scenario's folder.
-	File string `yaml:"file"`
+	File string `yaml:"file" json:"file"`
 
 	dir string // the scenario's folder (Scenario.Dir), set by Resolve
 }
