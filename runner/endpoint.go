@@ -52,32 +52,27 @@ func runTransport(sc *scenario.Scenario, layout topo.Topology, res *Result) erro
 	if err != nil {
 		return err
 	}
-	hosts := net.NumHosts()
-	for gi := range sc.Traffic {
-		g := &sc.Traffic[gi]
-		rng := sim.Stream(sc.Run.Seed, fmt.Sprintf("traffic[%d]", gi))
-		for _, p := range groupPairs(g, hosts, rng.Perm) {
-			bytes := p.bytes
-			if bytes == 0 {
-				bytes = int64(g.Bytes)
-			}
-			if err := ep.AddFlow(p.src, p.dst, bytes, max(g.Start, p.start)); err != nil {
-				return &InputError{Err: fmt.Errorf("traffic[%d]: %w", gi, err)}
-			}
-		}
+	xfers, err := postTransfers(sc, ep, net.NumHosts()) // triggers.go
+	if err != nil {
+		return err
 	}
 	smp := newEndpointSampler(sc, res, layout.Params().Planes, ep)
 	meterTransfers(sc, res.meter, ep)
 	var onDone func(sim.Time)
+	sent, placed := xfers.hooks()
 	ep.SetHooks(transport.Hooks{
 		OnDone: func(now sim.Time) { onDone(now) },
 		Halt: func(now sim.Time) {
 			smp.until = now
 			s.Pause()
 		},
+		FlowSent: sent, FlowPlaced: placed,
 	})
 	end, snap, err := driveTransport(sc, res, smp, &onDone, &res.DoneAt, ep)
 	if err != nil {
+		return err
+	}
+	if err := xfers.check(); err != nil {
 		return err
 	}
 	endpointSummary(sc, res, ep, smp, snap, end)

@@ -10,6 +10,9 @@ import (
 // writes its defaults back so the resolved scenario shows them; it relies on nothing.
 func (r *resolver) topology() error {
 	sc := r.sc
+	if sc.Topology.Graph != nil {
+		sc.Topology.Graph.dir = sc.dir // its file is read from the scenario's folder
+	}
 	l, err := sc.Topology.Describe()
 	if err != nil {
 		return err
@@ -29,7 +32,10 @@ func (r *resolver) topology() error {
 		*t = t.WithDefaults()
 	}
 	r.l, r.c = l, l.Params()
-	return nil
+	if err := sc.addGraphLosses(); err != nil { // topology_graph.go: link error rates as loss faults
+		return err
+	}
+	return sc.addFileFaults() // traffic_file.go: htsim failure lines as faults
 }
 
 // closError prefixes the Clos's field errors with their scenario path.

@@ -58,6 +58,9 @@ func (r *resolver) trafficBudget() error {
 func (t *Traffic) resolve(env TrafficEnv) error {
 	path, tr, hosts, duration := env.Path, env.Transport, env.Hosts, env.Duration
 	gen := patternGenerator(t.Pattern)
+	if err := t.checkFileKeys(path); err != nil {
+		return err
+	}
 	switch {
 	case t.Pattern == PatternPermutation || t.Pattern == PatternIncast || t.Pattern == PatternFlows:
 	case gen != nil:

@@ -79,6 +79,9 @@ type Topology struct {
 	Torus *topo.Torus `yaml:"torus,omitempty"`
 	// Mesh is a 1-tier full mesh: every node linked to every other.
 	Mesh *topo.Mesh `yaml:"mesh,omitempty"`
+	// Graph is a topology read from a file in another simulator's format (an ns-3 HPCC
+	// topology.txt): explicit switches, hosts and links (scenario/topology_graph.go).
+	Graph *GraphFile `yaml:"graph,omitempty"`
 }
 
 // Spec returns the one topology kind that is set, with its YAML key. Errors: none or more
@@ -101,9 +104,12 @@ func (t *Topology) Spec() (topo.Spec, string, error) {
 	if t.Mesh != nil {
 		specs, keys = append(specs, *t.Mesh), append(keys, "mesh")
 	}
+	if t.Graph != nil {
+		specs, keys = append(specs, *t.Graph), append(keys, "graph")
+	}
 	switch len(specs) {
 	case 0:
-		return nil, "", Errorf("topology", "missing; set one of topology.clos, fat_tree, rail, torus, mesh")
+		return nil, "", Errorf("topology", "missing; set one of topology.clos, fat_tree, rail, torus, mesh, graph")
 	case 1:
 		return specs[0], keys[0], nil
 	}
@@ -277,6 +283,14 @@ type Traffic struct {
 	// Bytes is the size of the one RDMA Write transfer each flow carries (transports only;
 	// raw flows are paced by load or rate instead).
 	Bytes sim.Size `yaml:"bytes,omitempty"`
+
+	// File and Format name a traffic file written for another simulator, read by pattern
+	// "file" (scenario/traffic_file.go, docs/importers.md): format "htsim" (a connection
+	// matrix, .cm) or "ns3" (an HPCC flow.txt). A relative File is read from the scenario's
+	// folder (Scenario.Dir).
+	File     string       `yaml:"file,omitempty"`
+	Format   string       `yaml:"format,omitempty"`
+	triggers *TriggerPlan // a file's triggers, made with its flows (Triggers)
 
 	given     trafficKeys // what the YAML wrote (recordPresence)
 	generated []FlowSpec  // a generated pattern's flows, made by Resolve (FlowList)

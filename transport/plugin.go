@@ -188,6 +188,13 @@ type Hooks struct {
 	// Group maps a collective instance to its connection group: QPs are per (src, dst,
 	// group), as NCCL connects each communicator apart. nil: one group.
 	Group func(instance int) int
+	// FlowSent and FlowPlaced, when set, hear of each traffic transfer (AddFlow, numbered
+	// from 0 in call order): FlowSent when its sender has had every byte acknowledged (before
+	// OnDone counts it), FlowPlaced when its receiver has placed every byte. Either may call
+	// AddFlow (with a start no earlier than now): the runner starts flows waiting on htsim
+	// triggers there (runner/triggers.go).
+	FlowSent   func(now sim.Time, flow int)
+	FlowPlaced func(now sim.Time, flow int)
 }
 
 // Endpoint is one transport's NIC adapter over the packet fabric: every host's QPs, their

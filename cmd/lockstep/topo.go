@@ -228,7 +228,7 @@ func (o *topoOpts) spec(fs *pflag.FlagSet) (topo.Spec, error) {
 }
 
 // kindTitles name each kind in headings.
-var kindTitles = map[string]string{"clos": "Clos", "fat_tree": "Fat-tree", "rail": "Rail-optimised", "torus": "Torus", "mesh": "Full mesh"}
+var kindTitles = map[string]string{"clos": "Clos", "fat_tree": "Fat-tree", "rail": "Rail-optimised", "torus": "Torus", "mesh": "Full mesh", "graph": "Graph"}
 
 // fabric is one sized fabric: its effective configuration, topology and label.
 type fabric struct {
@@ -279,6 +279,9 @@ func sizeSpec(s topo.Spec) (fabric, error) {
 		eff := c.WithDefaults()
 		f.config = eff
 		f.label = fmt.Sprintf("%d nodes, %v links", eff.Nodes, eff.LinkRate)
+	case scenario.GraphFile:
+		f.config = c
+		f.label = fmt.Sprintf("%s file %s", c.Format, c.File)
 	}
 	return f, nil
 }

@@ -36,7 +36,8 @@ type flow struct {
 	posts     int            // transfers posted on the QP
 	tokens    []uint64       // collective messages (Send): tokens in posting order; tokens[tokHead:] not yet placed
 	tokHead   int
-	acked     int // transfers acknowledged
+	acked     int   // transfers acknowledged
+	transfer  int32 // the traffic transfer's number (AddFlow order), -1 for a collective QP
 	// activeOfLine is the payload placed from the flow's start to the first traffic flow's
 	// completion over that time, as a fraction of the NIC line rate (all planes); -1 when not
 	// measured (one flow, collective messages, or it started after the first completion).
@@ -67,8 +68,12 @@ type Endpoint struct {
 	errs     []error
 	onDone   func(now sim.Time) // called when every transfer posted so far has completed
 	// halt, when set (traffic runs), stops the run: every transfer left is on a QP that gave up.
-	halt  func(now sim.Time)
-	quiet bool // engines stopped: outboxes are discarded, timers stay off
+	halt func(now sim.Time)
+	// flowSent and flowPlaced hear of each traffic transfer's completion at the sender and
+	// the receiver (Hooks.FlowSent, FlowPlaced); transfers counts the AddFlow calls.
+	flowSent, flowPlaced func(now sim.Time, flow int)
+	transfers            int32
+	quiet                bool // engines stopped: outboxes are discarded, timers stay off
 	// Collective messages (Send): QPs by (src, dst, group), and who hears of placements.
 	layout    topo.Topology
 	seed      uint64
@@ -160,6 +165,7 @@ func newEndpoint(cfg any, env transport.EndpointEnv) (transport.Endpoint, error)
 // QPs carry many messages), Group for a message's connection group.
 func (m *Endpoint) SetHooks(h transport.Hooks) {
 	m.onDone, m.halt, m.delivered, m.group = h.OnDone, h.Halt, h.Delivered, h.Group
+	m.flowSent, m.flowPlaced = h.FlowSent, h.FlowPlaced
 }
 
 // hostRx returns host's shared receive state (mrc.HostRx), made on first use; nil when the
@@ -225,6 +231,8 @@ func (m *Endpoint) AddFlow(src, dst int, bytes int64, start sim.Time) error {
 		return err
 	}
 	f.bytes, f.start, f.posts = bytes, start, 1
+	f.transfer = m.transfers
+	m.transfers++
 	f.hops = nic.PairHops(m.layout, src, dst)
 	m.running++
 	m.s.At(start, m.kStart, f.qp, 0)
@@ -249,7 +257,7 @@ func (m *Endpoint) newQP(src, dst int) (*flow, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &flow{qp: int32(qp), src: int32(src), dst: int32(dst), snd: snd, rcv: mrc.NewReceiver(m.cfg, qp), activeOfLine: -1}
+	f := &flow{qp: int32(qp), src: int32(src), dst: int32(dst), snd: snd, rcv: mrc.NewReceiver(m.cfg, qp), activeOfLine: -1, transfer: -1}
 	if h := m.hostRx(dst); h != nil {
 		f.rcv.SetHost(h)
 	}
@@ -362,6 +370,9 @@ func (m *Endpoint) flushReceiver(now sim.Time, f *flow) {
 	f.rcv.ClearOut()
 	for _, c := range f.rcv.Completions() {
 		f.placed = c.Done
+		if f.transfer >= 0 && m.flowPlaced != nil {
+			m.flowPlaced(now, int(f.transfer)) // may add flows
+		}
 		if f.tokHead < len(f.tokens) {
 			tok := f.tokens[f.tokHead]
 			f.tokHead++
@@ -407,6 +418,9 @@ func (m *Endpoint) flushSender(now sim.Time, f *flow) {
 		ns := int64((c.Done - c.Posted) / sim.Nanosecond)
 		_ = m.fct.RecordValue(ns)
 		m.fctMax = max(m.fctMax, ns)
+		if f.transfer >= 0 && m.flowSent != nil {
+			m.flowSent(now, int(f.transfer)) // may add flows, before running counts this one
+		}
 		m.running--
 		if m.running == 0 && m.onDone != nil {
 			m.onDone(now)

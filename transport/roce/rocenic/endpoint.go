@@ -52,6 +52,7 @@ type transfer struct {
 	qps       []int32
 	parts     int // stripes with bytes
 	partsDone int
+	placed    int // stripes placed at the receiver
 	done      sim.Time
 	hops      int // the pair's switch hops, for the ideal FCT
 	// activeOfLine is the payload placed from the flow's start to the first flow's completion
@@ -365,6 +366,9 @@ func (r *Endpoint) complete(now sim.Time, q *qp, c roce.Completion) {
 			r.snapshotActive(c.Done)
 		}
 		r.recordFCT(c.Done - f.start)
+		if r.hooks.FlowSent != nil {
+			r.hooks.FlowSent(now, int(q.flow)) // may add flows, before running counts this one
+		}
 	} else {
 		r.recordFCT(c.Done - c.Posted)
 	}
@@ -413,6 +417,13 @@ func (r *Endpoint) flushReceiver(now sim.Time, q *qp) {
 	}
 	q.rcv.ClearOut()
 	for range q.rcv.Completions() {
+		if q.flow >= 0 {
+			f := r.flows[q.flow]
+			f.placed++
+			if f.placed == f.parts && r.hooks.FlowPlaced != nil {
+				r.hooks.FlowPlaced(now, int(q.flow)) // may add flows
+			}
+		}
 		if q.tokHead < len(q.tokens) {
 			tok := q.tokens[q.tokHead]
 			q.tokHead++
