@@ -262,8 +262,8 @@ func (g *genTopo) flow(rng *rand.Rand) Flow {
 }
 
 // randomCase runs one random sequence of events on a random topology, checking the rates
-// against a full recomputation after each recomputation.
-func randomCase(t *testing.T, seed uint64) {
+// against a full recomputation after each recomputation, and returns the Net's counters.
+func randomCase(t *testing.T, seed uint64) Stats {
 	rng := rand.New(rand.NewPCG(seed, 99))
 	var g genTopo
 	var caps []float64
@@ -340,15 +340,31 @@ func randomCase(t *testing.T, seed uint64) {
 		h.recompute()
 		h.check(fmt.Sprintf("seed %d event %d (%s)", seed, ev, what))
 	}
+	return h.n.Stats()
 }
 
 // TestIncrementalMatchesFull compares the rates after every recomputation with a full
 // recomputation of the same flows on 1,000 random sequences of arrivals, completions,
 // capacity changes (failures included), holds and repaths, on random link sets and small
 // two-tier Clos fabrics with single-path and sprayed flows (docs/style.md §9).
+// Even seeds run with incrAlways (no fallback to the full fill however large the affected
+// set grows), odd ones with the fallbacks.
 func TestIncrementalMatchesFull(t *testing.T) {
+	var tot [2]Stats
+	defer func() { incrAlways = false }()
 	for seed := range uint64(1000) {
-		randomCase(t, seed)
+		incrAlways = seed%2 == 0
+		st := randomCase(t, seed)
+		m := &tot[seed%2]
+		m.Recomputes += st.Recomputes
+		m.FullRecomputes += st.FullRecomputes
+		m.Refilled += st.Refilled
+	}
+	for i, m := range tot {
+		t.Logf("mode %d: %d recomputations, %d full, %d flows refilled", i, m.Recomputes, m.FullRecomputes, m.Refilled)
+		if m.Recomputes-m.FullRecomputes < m.Recomputes/[2]int64{50, 10}[i] || m.Refilled == 0 {
+			t.Errorf("mode %d: only %d of %d recomputations incremental", i, m.Recomputes-m.FullRecomputes, m.Recomputes)
+		}
 	}
 }
 
