@@ -60,7 +60,6 @@ type incrState struct {
 	lcap      []uint32 // per link: the batch in which its capacity changed
 	mixed     bool     // a change other than flows completing
 	minLeft   float64  // least rate of the flows that completed
-	overflow  bool     // too many changes: fill everything
 
 	// One incremental recomputation.
 	aep    uint32
@@ -92,7 +91,7 @@ func (is *incrState) growSlots() {
 	is.inA = append(is.inA, 0)
 }
 
-// limit is the number of recorded changes past which a recomputation is full.
+// incrLimit is the size of A past which a recomputation is full.
 func (n *Net) incrLimit() int {
 	if incrAlways {
 		return math.MaxInt
@@ -104,12 +103,11 @@ func (n *Net) incrLimit() int {
 func (n *Net) noteFlow(slot int32) {
 	is := &n.inc
 	is.mixed = true
-	if is.overflow || is.fseen[slot] == is.batch {
+	if is.fseen[slot] == is.batch {
 		return
 	}
 	is.fseen[slot] = is.batch
 	is.seedFlows = append(is.seedFlows, slot)
-	n.checkOverflow()
 }
 
 // noteLeave records that the flow in slot leaves its links (it completed, or it is being
@@ -133,21 +131,11 @@ func (n *Net) noteCap(l int32) {
 
 func (n *Net) noteLink(l int32) {
 	is := &n.inc
-	if is.overflow || is.lseen[l] == is.batch {
+	if is.lseen[l] == is.batch {
 		return
 	}
 	is.lseen[l] = is.batch
 	is.seedLinks = append(is.seedLinks, l)
-	n.checkOverflow()
-}
-
-// checkOverflow stops recording once the changes are too many for an incremental
-// recomputation to pay.
-func (n *Net) checkOverflow() {
-	is := &n.inc
-	if k := len(is.seedFlows) + len(is.seedLinks); k > 16 && k > n.incrLimit() {
-		is.overflow = true
-	}
 }
 
 // resetChanges starts recording the changes after a recomputation.
@@ -163,7 +151,6 @@ func (is *incrState) resetChanges() {
 	is.seedLinks = is.seedLinks[:0]
 	is.mixed = false
 	is.minLeft = math.Inf(1)
-	is.overflow = false
 }
 
 // rates recomputes every active flow's rate, incrementally when it can, and reports whether
@@ -171,7 +158,7 @@ func (is *incrState) resetChanges() {
 func (n *Net) rates() bool {
 	is := &n.inc
 	defer is.resetChanges()
-	if !n.cfg.FullRecompute && !is.overflow {
+	if !n.cfg.FullRecompute {
 		if newStall, ok := n.fillIncr(); ok {
 			return newStall
 		}
@@ -210,6 +197,9 @@ func (n *Net) fillIncr() (newStall, ok bool) {
 			}
 		}
 		is.work += len(n.lists[l])
+		if len(is.a) > limit {
+			return false, false
+		}
 	}
 	for _, s := range is.seedFlows {
 		f := &n.flows[s]
