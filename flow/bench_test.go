@@ -72,7 +72,7 @@ func (c *clos) Paths(src, dst int, _ uint64, buf []Path) ([]Path, sim.Time, erro
 
 // benchNet builds a Net on a clos of `flows` hosts (8 planes x 16 uplinks, 32 hosts per T0,
 // 400 Gb/s links) with one sprayed flow per host to a random other host (a permutation),
-// every flow active and rated.
+// every flow active and rated. Its recomputations are full ones (Config.FullRecompute).
 func benchNet(tb testing.TB, flows int) (*sim.Sim, *Net) {
 	c := newClos(flows, 8, 32, 16, 500*sim.Nanosecond)
 	caps := make([]float64, c.numLinks())
@@ -80,7 +80,7 @@ func benchNet(tb testing.TB, flows int) (*sim.Sim, *Net) {
 		caps[i] = 400e9
 	}
 	s := sim.New(1)
-	n, err := New(s, caps, Config{})
+	n, err := New(s, caps, Config{FullRecompute: true})
 	if err != nil {
 		tb.Fatal(err)
 	}

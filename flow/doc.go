@@ -1,6 +1,7 @@
 // Package flow is lockstep's flow-level (fluid) network engine, for fabrics too large for the
 // packet-level simulation (1k to 131k GPUs). Flows share links at max-min fair rates,
-// recomputed whenever a flow starts or ends or a link's capacity changes; between those
+// recomputed whenever a flow starts or ends or a link's capacity changes (incrementally:
+// only the flows the change affects are refilled, see "Cost"); between those
 // instants every rate is constant and nothing is simulated.
 //
 // # Pieces
@@ -8,7 +9,8 @@
 //   - Net (net.go) holds the links and the flows and runs them on a *sim.Sim: one timer for
 //     its next piece of work, whatever it is (a flow starting, a flow's last byte leaving, a
 //     delivery), one rate recomputation per instant however many flows start or end in it.
-//   - fill.go computes the rates by progressive filling.
+//   - fill.go computes the rates by progressive filling; incr.go refills only the flows a
+//     change affects and checks the result.
 //   - Collectives (collective.go, expand.go) expands NCCL-style collectives (collective.Spec on
 //     a collective.Comm) into phases of concurrent flows on a Net, routed by a Router the
 //     caller provides. It has the Launch method the runner's collective interface asks for.
@@ -92,12 +94,31 @@
 // one by one pay one full recomputation per completion (BenchmarkAllToAllRun: 4,096 sprayed
 // flows of random sizes, about 5 ms per completion).
 //
-// Not done: recomputing only the connected component a change touches
-// (under spraying on a Clos every flow shares links with every other: one component); and a
-// warm start on completions (removing a flow of rate r leaves every freeze below level r
-// unchanged, so only flows at rates >= r need refilling: about a 2x saving when completing
-// rates are spread evenly (an estimate, not measured), at the cost of keeping per-level
-// state).
+// Incremental recomputation (incr.go). A recomputation refills only the flows a change can
+// affect, with every other flow held at its rate as frozen load, and checks the result
+// against the max-min characterisation (every flow at its cap or with a saturated link on
+// which no flow is faster) on the flows and links the change and the refill touched; where
+// the check fails it refills more flows, and past a quarter of the active flows (or the work
+// of a full fill, or 32 rounds) it runs the full fill. When only flows completed, every flow
+// slower than the slowest of them keeps its rate (exact: below that level the removed flows
+// saturate nothing) and is left out. The rates equal the full fill's to 1e-9 relative
+// (TestIncrementalMatchesFull: after every change of 1,000 random sequences of arrivals,
+// completions, capacity changes, holds and repaths); Config.FullRecompute forces the full
+// fill, and Stats.FullRecomputes and Stats.Refilled count what was done. The cost of an
+// incremental recomputation is O(sum of the list lengths of the affected flows' links) per
+// round, nothing allocated; the rest of a recomputation (the next completion) and of an event
+// (advancing every flow's remaining bytes) stay O(active flows).
+//
+// Measured on the same shared 2-core machine (BenchmarkFinish16kFull/Incr: 16,384
+// single-path ECMP flows on a one-plane 2-tier clos finishing one by one in random order):
+// 52.7 ms per completion with full recomputations, 0.26 ms incremental (3.4 flows refilled
+// per completion; the O(active) scan for the next completion is most of what is left), no
+// allocation. Whole runs (lockstep run, flow engine, RoCE; results byte-identical to the full
+// fill's): Llama-3-405B (TP 8, PP 16, DP 4) on 512 GPUs, 1,564,229 recomputations, 99.6%
+// incremental: 34.0 s -> 23.8 s of CPU; Llama-3-70B (TP 8, PP 4) on 256 GPUs, time
+// recomputing 4.5 s -> 1.3 s (run 8.1 s -> 5.3 s). Under spraying on a Clos every flow shares
+// links with every other, so most changes touch more than a quarter of the flows and fall
+// back to the full fill.
 //
 // # Failures
 //

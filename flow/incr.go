@@ -40,9 +40,10 @@ import "math"
 // spurious pass bounds the error by the tolerance.
 
 const (
-	rateTol   = 1e-11
-	satTol    = 1e-12
-	maxRounds = 32
+	rateTol    = 1e-11
+	satTol     = 1e-12
+	maxRounds  = 32
+	maxBackoff = 64
 )
 
 // incrAlways, set by tests only, makes every recomputation incremental however large A grows.
@@ -60,6 +61,11 @@ type incrState struct {
 	lcap      []uint32 // per link: the batch in which its capacity changed
 	mixed     bool     // a change other than flows completing
 	minLeft   float64  // least rate of the flows that completed
+
+	// Back-off: after an incremental attempt gave up, the next skip recomputations are full
+	// without trying; backoff doubles (up to maxBackoff) with every attempt that gives up and
+	// resets on one that succeeds.
+	skip, backoff int
 
 	// One incremental recomputation.
 	aep    uint32
@@ -158,10 +164,17 @@ func (is *incrState) resetChanges() {
 func (n *Net) rates() bool {
 	is := &n.inc
 	defer is.resetChanges()
-	if !n.cfg.FullRecompute {
+	switch {
+	case n.cfg.FullRecompute:
+	case is.skip > 0 && !incrAlways:
+		is.skip--
+	default:
 		if newStall, ok := n.fillIncr(); ok {
+			is.backoff = 0
 			return newStall
 		}
+		is.backoff = min(2*is.backoff+1, maxBackoff)
+		is.skip = is.backoff
 	}
 	n.stats.FullRecomputes++
 	return n.fill()
@@ -180,7 +193,7 @@ func (n *Net) fillIncr() (newStall, ok bool) {
 	}
 	is.a, is.links, is.work = is.a[:0], is.links[:0], 0
 	limit := n.incrLimit()
-	workLimit := n.nEnts / 2
+	workLimit := n.nEnts / 4
 	if incrAlways {
 		workLimit = math.MaxInt
 	}
