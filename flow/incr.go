@@ -26,8 +26,10 @@ import "math"
 // When the check passes, the allocation is the max-min fair one (it is unique), so the rates
 // equal a full recomputation's up to rounding (incr_test.go compares them after every change
 // of 1,000 random sequences). When A grows past a quarter of the active flows, or the
-// refills have cost as much as a full fill would, or after maxRounds rounds, the full fill
-// runs instead.
+// refills and checks have visited a quarter of the entries a full fill would, or after
+// maxRounds rounds, the full fill runs instead, and the next 1, 3, 7, ... (up to maxBackoff)
+// recomputations are full without trying: where changes touch everything (spraying on a
+// Clos), the attempts that give up then cost little.
 //
 // One exact shortcut: when the only changes are flows completing, every flow slower than the
 // slowest of them keeps its rate. In progressive filling a flow's links saturate at levels at
