@@ -504,3 +504,58 @@ func TestIncrementalHandCases(t *testing.T) {
 		})
 	}
 }
+
+// TestIncrementalNoAllocs: once its scratch has grown, a completion and its incremental
+// recomputation allocate nothing, and the recomputation is incremental.
+func TestIncrementalNoAllocs(t *testing.T) {
+	n, order := ecmpNet(t, 1024, Config{})
+	k := 0
+	finishNext := func() {
+		now := n.s.Now()
+		n.doneBuf = append(n.doneBuf[:0], order[k])
+		k++
+		n.complete(now)
+		for len(n.deliv) > 0 {
+			p := n.deliv[0]
+			n.deliv = popPend(n.deliv)
+			n.deliver(now, p.slot)
+		}
+		n.recompute(now)
+	}
+	for range 100 {
+		finishNext()
+	}
+	before := n.Stats()
+	if a := testing.AllocsPerRun(200, finishNext); a != 0 {
+		t.Errorf("%v allocations per completion, want 0", a)
+	}
+	st := n.Stats()
+	if full := st.FullRecomputes - before.FullRecomputes; full > (st.Recomputes-before.Recomputes)/10 {
+		t.Errorf("%d of %d recomputations full", full, st.Recomputes-before.Recomputes)
+	}
+}
+
+// TestFullRecomputeConfig: Config.FullRecompute makes every recomputation full, with the
+// same rates as the incremental ones, on 1,024 ECMP flows finishing one by one.
+func TestFullRecomputeConfig(t *testing.T) {
+	inc, order := ecmpNet(t, 1024, Config{})
+	full, _ := ecmpNet(t, 1024, Config{FullRecompute: true})
+	for i := range 300 {
+		for _, n := range []*Net{inc, full} {
+			n.doneBuf = append(n.doneBuf[:0], order[i])
+			n.complete(0)
+			n.recompute(0)
+		}
+		for _, s := range inc.active {
+			if a, b := inc.flows[s].rate, full.flows[s].rate; !relClose(a, b, 1e-9) {
+				t.Fatalf("after %d completions: flow %d rate %v incremental, %v full", i+1, inc.flows[s].id, a, b)
+			}
+		}
+	}
+	if st := full.Stats(); st.FullRecomputes != st.Recomputes || st.Refilled != 0 {
+		t.Errorf("FullRecompute: %d of %d recomputations full, %d refilled", st.FullRecomputes, st.Recomputes, st.Refilled)
+	}
+	if st := inc.Stats(); st.FullRecomputes > st.Recomputes/10 {
+		t.Errorf("incremental: %d of %d recomputations full", st.FullRecomputes, st.Recomputes)
+	}
+}
