@@ -118,8 +118,11 @@
 // per completion; the O(active) scan for the next completion is most of what is left), no
 // allocation. Whole runs (lockstep run, flow engine, RoCE; results byte-identical to the full
 // fill's): Llama-3-405B (TP 8, PP 16, DP 4) on 512 GPUs, 1,564,229 recomputations, 99.6%
-// incremental: 34.0 s -> 23.8 s of CPU; Llama-3-70B (TP 8, PP 4) on 256 GPUs, time
-// recomputing 4.5 s -> 1.3 s (run 8.1 s -> 5.3 s). Under spraying on a Clos every flow shares
+// incremental, 1 flow refilled per recomputation on average: 34-41 s -> 21-25 s of CPU for
+// the whole run (three pairs; wall times on the shared machine 62-104 s -> 40-85 s);
+// Llama-3-70B (TP 8, PP 4) on 256 GPUs, time recomputing 4.5 s -> 1.3 s, network
+// simulation 7.5 s -> 2.0 s wall. What is left per event is mostly advancing every active
+// flow's remaining bytes (Net.advance) and the runner's routing. Under spraying on a Clos every flow shares
 // links with every other, so many changes touch more than a quarter of the flows and fall
 // back to the full fill: 2,048 sprayed flows of random sizes on 1,024 hosts of the 8-plane
 // clos (BenchmarkAllToAllRun's set, halved), 40% of 2,049 recomputations incremental, 15.7 s
