@@ -3,6 +3,7 @@ package flow
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/lockstepsim/lockstep/sim"
@@ -71,7 +72,7 @@ func (c *clos) Paths(src, dst int, _ uint64, buf []Path) ([]Path, sim.Time, erro
 
 // benchNet builds a Net on a clos of `flows` hosts (8 planes x 16 uplinks, 32 hosts per T0,
 // 400 Gb/s links) with one sprayed flow per host to a random other host (a permutation),
-// every flow active and rated.
+// every flow active and rated. Its recomputations are full ones (Config.FullRecompute).
 func benchNet(tb testing.TB, flows int) (*sim.Sim, *Net) {
 	c := newClos(flows, 8, 32, 16, 500*sim.Nanosecond)
 	caps := make([]float64, c.numLinks())
@@ -79,7 +80,7 @@ func benchNet(tb testing.TB, flows int) (*sim.Sim, *Net) {
 		caps[i] = 400e9
 	}
 	s := sim.New(1)
-	n, err := New(s, caps, Config{})
+	n, err := New(s, caps, Config{FullRecompute: true})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -198,3 +199,78 @@ func BenchmarkRingAllReduce8k(b *testing.B) {
 	}
 	b.ReportMetric(took.Seconds()*1e3, "sim-ms")
 }
+
+// ecmpNet builds a Net on a one-plane clos of hosts hosts (32 per T0, 16 uplinks, 400 Gb/s)
+// with one single-path flow per host to a random other host, its uplink chosen by a hash (a
+// RoCE QP pinned by ECMP), every flow active and rated. It returns the flows' slots in a
+// random order.
+func ecmpNet(tb testing.TB, hosts int, cfg Config) (*Net, []int32) {
+	c := newClos(hosts, 1, 32, 16, 500*sim.Nanosecond)
+	caps := make([]float64, c.numLinks())
+	for i := range caps {
+		caps[i] = 400e9
+	}
+	s := sim.New(1)
+	n, err := New(s, caps, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for src, dst := range rng.Perm(hosts) {
+		if dst == src {
+			dst = (dst + 1) % hosts
+		}
+		ts, td := src/c.d, dst/c.d
+		links := []int32{c.hostUp(0, src), c.hostDown(0, dst)}
+		if ts != td {
+			j := rng.IntN(c.u)
+			links = []int32{c.hostUp(0, src), c.t0Up(0, ts, j), c.t1Down(0, j, td), c.hostDown(0, dst)}
+		}
+		if _, err := n.AddFlow(0, Flow{Src: src, Dst: dst, Bytes: 1 << 40, Paths: []Path{{Links: links, Weight: 1}}}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := s.Run(1); err != nil {
+		tb.Fatal(err)
+	}
+	order := slices.Clone(n.active)
+	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	return n, order
+}
+
+// benchFinish: the flows of ecmpNet finish one by one in a random order, each completion
+// followed by its recomputation (one op: a completion, its delivery and the recomputation).
+// The Net is rebuilt, off the clock, when a quarter of its flows are left.
+func benchFinish(b *testing.B, hosts int, cfg Config) {
+	n, order := ecmpNet(b, hosts, cfg)
+	b.ReportAllocs()
+	b.ResetTimer()
+	k := 0
+	for b.Loop() {
+		if k == 3*len(order)/4 {
+			b.StopTimer()
+			n, order = ecmpNet(b, hosts, cfg)
+			k = 0
+			b.StartTimer()
+		}
+		now := n.s.Now()
+		n.doneBuf = append(n.doneBuf[:0], order[k])
+		k++
+		n.complete(now)
+		for len(n.deliv) > 0 {
+			p := n.deliv[0]
+			n.deliv = popPend(n.deliv)
+			n.deliver(now, p.slot)
+		}
+		n.recompute(now)
+	}
+	st := n.Stats()
+	if st.Recomputes > 1 {
+		b.ReportMetric(float64(st.Refilled)/float64(st.Recomputes-st.FullRecomputes+1), "refilled/op")
+	}
+}
+
+// BenchmarkFinish16kFull and BenchmarkFinish16kIncr: 16,384 single-path (ECMP) flows on a
+// 2-tier clos finishing one by one, with full recomputations and with incremental ones.
+func BenchmarkFinish16kFull(b *testing.B) { benchFinish(b, 16384, Config{FullRecompute: true}) }
+func BenchmarkFinish16kIncr(b *testing.B) { benchFinish(b, 16384, Config{}) }

@@ -59,17 +59,21 @@ type fillState struct {
 	sawLinks bool // a path has links
 }
 
-// fill assigns every active flow its max-min fair rate and bottleneck, sets each used link's
-// load, and updates the stall count. It reports whether a flow became stalled (rate 0) that
-// was not before.
-func (n *Net) fill() bool {
-	fs := &n.fs
+// nextEpoch starts a fill: no flow is marked frozen in the new epoch.
+func (fs *fillState) nextEpoch() {
 	fs.epoch++
 	if fs.epoch == 0 { // wrapped: clear the marks so no flow looks frozen
 		clear(fs.mark)
 		fs.epoch = 1
 	}
-	ep := fs.epoch
+}
+
+// fill assigns every active flow its max-min fair rate and bottleneck, sets each used link's
+// load, and updates the stall count. It reports whether a flow became stalled (rate 0) that
+// was not before.
+func (n *Net) fill() bool {
+	fs := &n.fs
+	fs.nextEpoch()
 	ls := fs.ls
 	h := &fs.heap
 	h.reset()
@@ -95,13 +99,30 @@ func (n *Net) fill() bool {
 			h.link = append(h.link, -1-s)
 		}
 	}
-	h.heapify()
-
-	level := 0.0
-	left := len(n.active)
+	n.progress(n.active)
 	newStall := false
-	marks := fs.mark
+	for _, s := range n.active {
+		newStall = n.stallUpdate(s) || newStall
+	}
+	for _, l := range n.used {
+		n.load[l] = max(0, n.capa[l]-ls[l].rem)
+	}
+	return newStall
+}
+
+// progress runs progressive filling over flows (slots, none frozen yet in this epoch; the
+// flows of their links that are not among them are marked frozen), from the link state and
+// heap the caller set up (fill, refill).
+func (n *Net) progress(flows []int32) {
+	fs := &n.fs
+	ep := fs.epoch
+	ls := fs.ls
+	h := &fs.heap
+	h.heapify()
 	fs.dead = 0
+	level := 0.0
+	left := len(flows)
+	marks := fs.mark
 	for left > 0 {
 		if 2*fs.dead > h.len() && h.len() > 64 {
 			n.rebuildHeap(level)
@@ -139,9 +160,9 @@ func (n *Net) fill() bool {
 		}
 		if !found {
 			// Only flows crossing no link and without a cap are left: unconstrained.
-			for _, s := range n.active {
+			for _, s := range flows {
 				if marks[s] != ep {
-					newStall = n.freeze(s, math.Inf(1), -2) || newStall
+					n.freeze(s, math.Inf(1), -2)
 					left--
 				}
 			}
@@ -152,21 +173,17 @@ func (n *Net) fill() bool {
 		h.pop()
 		if id < 0 {
 			s := -1 - id
-			newStall = n.freeze(s, level, fs.soloLink[s]) || newStall
+			n.freeze(s, level, fs.soloLink[s])
 			left--
 			continue
 		}
 		for _, ref := range n.lists[id] {
 			if marks[ref.slot] != ep {
-				newStall = n.freeze(ref.slot, level, id) || newStall
+				n.freeze(ref.slot, level, id)
 				left--
 			}
 		}
 	}
-	for _, l := range n.used {
-		n.load[l] = max(0, n.capa[l]-ls[l].rem)
-	}
-	return newStall
 }
 
 // rebuildHeap drops the dead entries (links without unfrozen flows, frozen flows) and
@@ -224,9 +241,8 @@ func (n *Net) initLink(l int32, k int) {
 }
 
 // freeze fixes the rate of the flow in slot at r (its bottleneck bott: a link, -1 its cap,
-// -2 none) and takes it out of its links' unfrozen sums. It reports whether the flow became
-// stalled (rate 0) just now.
-func (n *Net) freeze(slot int32, r float64, bott int32) bool {
+// -2 none) and takes it out of its links' unfrozen sums.
+func (n *Net) freeze(slot int32, r float64, bott int32) {
 	f := &n.flows[slot]
 	n.fs.mark[slot] = n.fs.epoch
 	f.rate = r
@@ -246,12 +262,18 @@ func (n *Net) freeze(slot int32, r float64, bott int32) bool {
 			lf.w -= e.coef
 		}
 	}
-	if stalled := r == 0; stalled != f.stalled {
+}
+
+// stallUpdate records whether the flow in slot is stalled (rate 0) after a recomputation. It
+// reports whether it became stalled just now (and is not held).
+func (n *Net) stallUpdate(slot int32) bool {
+	f := &n.flows[slot]
+	if stalled := f.rate == 0; stalled != f.stalled {
 		f.stalled = stalled
 		sr := n.sideOf(slot)
 		if stalled {
 			n.nStalled++
-			sr.at, sr.bott = n.fillNow, bott
+			sr.at, sr.bott = n.fillNow, f.bott
 			return !f.held
 		}
 		n.nStalled--

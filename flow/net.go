@@ -52,6 +52,10 @@ type Config struct {
 	// are still set): LinkBytesAt gives the exact bytes at any instant from the last update to
 	// now. It must only observe (a runner's link-load sampler).
 	OnAdvance func(now sim.Time)
+	// FullRecompute, if set, makes every rate recomputation a full one (fill.go) instead of
+	// refilling only the flows a change affects (incr.go); the rates agree to rounding (1e-9
+	// relative). For comparisons and measurements.
+	FullRecompute bool
 }
 
 // Stats are a Net's counters.
@@ -60,6 +64,8 @@ type Stats struct {
 	FlowsCompleted int64         // flows whose last byte was sent
 	FlowsDelivered int64         // flows delivered (Done called)
 	Recomputes     int64         // rate recomputations
+	FullRecomputes int64         // recomputations that refilled every flow (the rest were incremental)
+	Refilled       int64         // flows refilled by the incremental recomputations, summed over them
 	Deferred       int64         // recomputations postponed within an instant to batch changes
 	MaxActive      int           // largest number of flows sending at once
 	BytesSent      float64       // payload bytes sent by every flow so far (fluid; fractional)
@@ -176,6 +182,8 @@ type Net struct {
 	endPending bool
 
 	fs      fillState
+	inc     incrState
+	nEnts   int // (link, coefficient) entries of the active flows
 	doneBuf []int32
 
 	stats    Stats
@@ -227,6 +235,7 @@ func New(s *sim.Sim, capacity []float64, cfg Config) (*Net, error) {
 	for i := range n.ext2int {
 		n.ext2int[i] = -1
 	}
+	n.inc.resetChanges()
 	n.kind = s.Register("flow.net", n.wake)
 	n.kEnd = s.Register("flow.net.end", n.onEnd)
 	n.timer = s.NewTimer(n.kind, 0)
@@ -260,6 +269,7 @@ func (n *Net) intern(l int32) int32 {
 	n.upos = append(n.upos, -1)
 	n.fs.ls = append(n.fs.ls, linkFill{})
 	n.fs.acc = append(n.fs.acc, 0)
+	n.inc.growLinks()
 	return i
 }
 
@@ -298,6 +308,7 @@ func (n *Net) SetCapacity(link int, bitsPerSec float64) error {
 	}
 	n.capa[i] = bitsPerSec
 	if len(n.lists[i]) > 0 {
+		n.noteCap(i)
 		n.dirty = true
 		n.armAt(n.s.Now())
 	}
@@ -392,6 +403,7 @@ func (n *Net) commitFlow(at sim.Time, f Flow) (int32, error) {
 		n.fs.mark = append(n.fs.mark, 0)
 		n.fs.solo = append(n.fs.solo, 0)
 		n.fs.soloLink = append(n.fs.soloLink, 0)
+		n.inc.growSlots()
 		slot = int32(len(n.flows) - 1)
 	}
 	st := &n.flows[slot]
@@ -533,6 +545,7 @@ func (n *Net) Hold(id FlowID, on bool) bool {
 		f.cap = sr.cap0
 	}
 	f.held = on
+	n.noteFlow(s)
 	n.dirty = true
 	n.armAt(n.s.Now())
 	return true
@@ -761,6 +774,8 @@ func (n *Net) linkFlow(slot int32) {
 		n.lists[l] = append(n.lists[l], linkRef{slot: slot, ent: int32(i)})
 		n.wsum[l] += e.coef
 	}
+	n.nEnts += len(f.ents)
+	n.noteFlow(slot)
 	n.dirty = true
 }
 
@@ -786,6 +801,8 @@ func (n *Net) deactivate(slot int32) {
 // unlinkFlow removes the active flow in slot from the lists of its links.
 func (n *Net) unlinkFlow(slot int32) {
 	f := &n.flows[slot]
+	n.noteLeave(slot)
+	n.nEnts -= len(f.ents)
 	for i := range f.ents {
 		e := &f.ents[i]
 		l := e.link
@@ -866,7 +883,7 @@ func (n *Net) recompute(now sim.Time) {
 	n.needScan = true
 	n.stats.Recomputes++
 	n.fillNow = now
-	newStall := n.fill()
+	newStall := n.rates()
 	next := sim.MaxTime
 	for _, s := range n.active {
 		f := &n.flows[s]

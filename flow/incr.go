@@ -1,0 +1,443 @@
+package flow
+
+import "math"
+
+// Incremental recomputation: after a change (flows starting or completing, a link's capacity
+// changing, a flow held, released or repathed) only the flows the change can affect are
+// refilled, by "verify and extend":
+//
+//  1. The affected set A starts as the flows on the links the change touched (the links a
+//     completed flow left, a link whose capacity changed, the links of a flow that started)
+//     and the changed flows themselves.
+//  2. A is refilled by progressive filling with every other flow held at its rate, as frozen
+//     load on A's links (progress, as the full fill, over A and the links of A).
+//  3. The result is checked against the characterisation of the max-min allocation (B&G
+//     §6.5.2): it is feasible and every flow runs at its cap or has a bottleneck, a saturated
+//     link on which no flow is faster. Only the flows whose bottleneck could have changed are
+//     checked: A's flows, and the other flows whose recorded bottleneck is a link whose load,
+//     capacity or flows changed (the links of A and the links the change touched); every
+//     other flow keeps a bottleneck that nothing touched. Feasibility holds by construction:
+//     the refill keeps A's links within capacity, links without a flow of A only lost load,
+//     and every flow on a link whose capacity changed is in A.
+//  4. Where the check fails, A grows: a flow of A whose freezing link carries a faster flow
+//     outside A brings in the faster flows; a flow outside A left without a bottleneck joins
+//     A. Then back to 2.
+//
+// When the check passes, the allocation is the max-min fair one (it is unique), so the rates
+// equal a full recomputation's up to rounding (incr_test.go compares them after every change
+// of 1,000 random sequences). When A grows past a quarter of the active flows, or the
+// refills and checks have visited a quarter of the entries a full fill would, or after
+// maxRounds rounds, the full fill runs instead, and the next 1, 3, 7, ... (up to maxBackoff)
+// recomputations are full without trying: where changes touch everything (spraying on a
+// Clos), the attempts that give up then cost little.
+//
+// One exact shortcut: when the only changes are flows completing, every flow slower than the
+// slowest of them keeps its rate. In progressive filling a flow's links saturate at levels at
+// or above its rate, so below that level the removed flows change no saturation: every freeze
+// below it happens as before. Those flows are left out of the initial A.
+//
+// Tolerances: a rate is "the fastest on a link" when no rate there exceeds it by more than
+// rateTol relative, and a link not saturated by the refill itself counts as saturated when
+// its load is within satTol of its capacity. A spurious failure only costs a larger A; a
+// spurious pass bounds the error by the tolerance.
+
+const (
+	rateTol    = 1e-11
+	satTol     = 1e-12
+	maxRounds  = 32
+	maxBackoff = 64
+)
+
+// incrAlways, set by tests only, makes every recomputation incremental however large A grows.
+var incrAlways = false
+
+// incrState is the bookkeeping of incremental recomputation: the changes since the last
+// recomputation, and the scratch of one.
+type incrState struct {
+	// Changes since the last recomputation, recorded by noteFlow, noteLeave and noteCap.
+	batch     uint32   // epoch of the changes being recorded
+	seedFlows []int32  // slots of flows that started, were held or released, or repathed
+	seedLinks []int32  // links a flow left, or whose capacity changed
+	fseen     []uint32 // per slot: the batch in which it joined seedFlows
+	lseen     []uint32 // per link: the batch in which it joined seedLinks
+	lcap      []uint32 // per link: the batch in which its capacity changed
+	mixed     bool     // a change other than flows completing
+	minLeft   float64  // least rate of the flows that completed
+
+	// Back-off: after an incremental attempt gave up, the next skip recomputations are full
+	// without trying; backoff doubles (up to maxBackoff) with every attempt that gives up and
+	// resets on one that succeeds.
+	skip, backoff int
+
+	// One incremental recomputation.
+	aep    uint32
+	inA    []uint32 // per slot: aep when in A
+	lchg   []uint32 // per link: aep when in links
+	a      []int32  // the affected flows (slots)
+	links  []int32  // the links of A's flows and the links the changes touched
+	work   int      // list entries visited so far
+	rnd    uint32   // epoch of the current round (the caches below)
+	lsat   []uint32 // per link: rnd when a flow of A froze on it in the refill (saturated)
+	lmaxAt []uint32 // per link: rnd when lmax and lload are current
+	lmax   []float64
+	lload  []float64
+}
+
+// growLinks and growSlots extend the per-link and per-slot arrays (intern, commitFlow).
+func (is *incrState) growLinks() {
+	is.lseen = append(is.lseen, 0)
+	is.lcap = append(is.lcap, 0)
+	is.lchg = append(is.lchg, 0)
+	is.lsat = append(is.lsat, 0)
+	is.lmaxAt = append(is.lmaxAt, 0)
+	is.lmax = append(is.lmax, 0)
+	is.lload = append(is.lload, 0)
+}
+
+func (is *incrState) growSlots() {
+	is.fseen = append(is.fseen, 0)
+	is.inA = append(is.inA, 0)
+}
+
+// incrLimit is the size of A past which a recomputation is full.
+func (n *Net) incrLimit() int {
+	if incrAlways {
+		return math.MaxInt
+	}
+	return len(n.active) / 4
+}
+
+// noteFlow records that the flow in slot started, was held or released, or was repathed.
+func (n *Net) noteFlow(slot int32) {
+	is := &n.inc
+	is.mixed = true
+	if is.fseen[slot] == is.batch {
+		return
+	}
+	is.fseen[slot] = is.batch
+	is.seedFlows = append(is.seedFlows, slot)
+}
+
+// noteLeave records that the flow in slot leaves its links (it completed, or it is being
+// repathed). Call it before the flow leaves its links.
+func (n *Net) noteLeave(slot int32) {
+	is := &n.inc
+	f := &n.flows[slot]
+	is.minLeft = min(is.minLeft, f.rate)
+	for i := range f.ents {
+		n.noteLink(f.ents[i].link)
+	}
+}
+
+// noteCap records that link l's capacity changed.
+func (n *Net) noteCap(l int32) {
+	is := &n.inc
+	is.mixed = true
+	is.lcap[l] = is.batch
+	n.noteLink(l)
+}
+
+func (n *Net) noteLink(l int32) {
+	is := &n.inc
+	if is.lseen[l] == is.batch {
+		return
+	}
+	is.lseen[l] = is.batch
+	is.seedLinks = append(is.seedLinks, l)
+}
+
+// resetChanges starts recording the changes after a recomputation.
+func (is *incrState) resetChanges() {
+	is.batch++
+	if is.batch == 0 {
+		clear(is.fseen)
+		clear(is.lseen)
+		clear(is.lcap)
+		is.batch = 1
+	}
+	is.seedFlows = is.seedFlows[:0]
+	is.seedLinks = is.seedLinks[:0]
+	is.mixed = false
+	is.minLeft = math.Inf(1)
+}
+
+// rates recomputes every active flow's rate, incrementally when it can, and reports whether
+// a flow became stalled that was not before.
+func (n *Net) rates() bool {
+	is := &n.inc
+	defer is.resetChanges()
+	switch {
+	case n.cfg.FullRecompute:
+	case is.skip > 0 && !incrAlways:
+		is.skip--
+	default:
+		if newStall, ok := n.fillIncr(); ok {
+			is.backoff = 0
+			return newStall
+		}
+		is.backoff = min(2*is.backoff+1, maxBackoff)
+		is.skip = is.backoff
+	}
+	n.stats.FullRecomputes++
+	return n.fill()
+}
+
+// fillIncr recomputes the rates incrementally (see the top of this file). It reports whether
+// a flow became stalled, and false in ok when it gave up (the caller then fills everything;
+// the rates of the flows it refilled are then not valid).
+func (n *Net) fillIncr() (newStall, ok bool) {
+	is := &n.inc
+	is.aep++
+	if is.aep == 0 {
+		clear(is.inA)
+		clear(is.lchg)
+		is.aep = 1
+	}
+	is.a, is.links, is.work = is.a[:0], is.links[:0], 0
+	limit := n.incrLimit()
+	workLimit := n.nEnts / 4
+	if incrAlways {
+		workLimit = math.MaxInt
+	}
+	thr := math.Inf(-1)
+	if !is.mixed {
+		thr = is.minLeft * (1 - 1e-9)
+	}
+	for _, l := range is.seedLinks {
+		n.addLink(l)
+		all := is.lcap[l] == is.batch
+		for _, ref := range n.lists[l] {
+			if all || n.flows[ref.slot].rate >= thr {
+				n.addA(ref.slot)
+			}
+		}
+		is.work += len(n.lists[l])
+		if len(is.a) > limit {
+			return false, false
+		}
+	}
+	for _, s := range is.seedFlows {
+		f := &n.flows[s]
+		if f.state != stActive || f.apos < 0 {
+			continue // completed since
+		}
+		n.addA(s)
+		for i := range f.ents {
+			l := f.ents[i].link
+			for _, ref := range n.lists[l] {
+				n.addA(ref.slot)
+			}
+			is.work += len(n.lists[l])
+		}
+		if len(is.a) > limit {
+			return false, false
+		}
+	}
+	for round := 0; ; round++ {
+		if len(is.a) > limit || is.work > workLimit || (round >= maxRounds && !incrAlways) {
+			return false, false
+		}
+		n.refill()
+		grew, ok := n.verify()
+		if !ok {
+			return false, false
+		}
+		if !grew {
+			break
+		}
+	}
+	// Commit: the loads of the links whose flows changed, and the stall records.
+	for _, l := range is.links {
+		if len(n.lists[l]) > 0 {
+			n.linkStats(l)
+			n.load[l] = is.lload[l]
+		}
+	}
+	for _, s := range is.a {
+		newStall = n.stallUpdate(s) || newStall
+	}
+	n.stats.Refilled += int64(len(is.a))
+	return newStall, true
+}
+
+// addA adds the flow in slot to A, and its links to the changed links.
+func (n *Net) addA(slot int32) {
+	is := &n.inc
+	if is.inA[slot] == is.aep {
+		return
+	}
+	is.inA[slot] = is.aep
+	is.a = append(is.a, slot)
+	f := &n.flows[slot]
+	for i := range f.ents {
+		n.addLink(f.ents[i].link)
+	}
+}
+
+func (n *Net) addLink(l int32) {
+	is := &n.inc
+	if is.lchg[l] != is.aep {
+		is.lchg[l] = is.aep
+		is.links = append(is.links, l)
+	}
+}
+
+// refill runs progressive filling over A, every other flow frozen at its rate.
+func (n *Net) refill() {
+	is := &n.inc
+	fs := &n.fs
+	fs.nextEpoch()
+	ep, aep := fs.epoch, is.aep
+	h := &fs.heap
+	h.reset()
+	for _, s := range is.a {
+		fs.solo[s] = n.flows[s].cap
+		fs.soloLink[s] = -1
+	}
+	for _, l := range is.links {
+		lf := &fs.ls[l]
+		rem, w, cnt, one := n.capa[l], 0.0, int32(0), int32(-1)
+		list := n.lists[l]
+		is.work += len(list)
+		for _, ref := range list {
+			g := &n.flows[ref.slot]
+			if is.inA[ref.slot] == aep {
+				w += g.ents[ref.ent].coef
+				cnt++
+				one = ref.slot
+			} else {
+				rem -= g.ents[ref.ent].coef * g.rate
+				fs.mark[ref.slot] = ep
+			}
+		}
+		rem = max(rem, 0)
+		lf.rem, lf.w, lf.cnt, lf.heaped = rem, w, cnt, cnt > 1
+		switch {
+		case cnt == 1:
+			// A link of one flow of A is a limit of that flow (as initLink).
+			if lim := rem / w; lim < fs.solo[one] {
+				fs.solo[one] = lim
+				fs.soloLink[one] = l
+			}
+		case cnt > 1:
+			h.key = append(h.key, rem/w)
+			h.link = append(h.link, l)
+		}
+	}
+	for _, s := range is.a {
+		if !math.IsInf(fs.solo[s], 1) {
+			h.key = append(h.key, fs.solo[s])
+			h.link = append(h.link, -1-s)
+		}
+	}
+	n.progress(is.a)
+}
+
+// verify checks the allocation after a refill (see the top of this file) and grows A where
+// it fails. It reports whether A grew, and false in ok when the check failed where A cannot
+// grow (rounding; the caller then fills everything).
+func (n *Net) verify() (grew, ok bool) {
+	is := &n.inc
+	is.rnd++
+	if is.rnd == 0 {
+		clear(is.lsat)
+		clear(is.lmaxAt)
+		is.rnd = 1
+	}
+	aep := is.aep
+	for _, s := range is.a {
+		if b := n.flows[s].bott; b >= 0 {
+			is.lsat[b] = is.rnd
+		}
+	}
+	// A's flows: the link each froze on is saturated (the refill saturated it); a flow
+	// outside A on it must not be faster.
+	nA := len(is.a)
+	for i := 0; i < nA; i++ {
+		s := is.a[i]
+		f := &n.flows[s]
+		b := f.bott
+		if b < 0 || f.rate >= n.linkStats(b)*(1-rateTol) || n.findBott(s) {
+			continue
+		}
+		// The faster flows are outside A, or joined it in this round (A's refilled flows on b
+		// froze at or below f's rate).
+		faster := false
+		for _, ref := range n.lists[b] {
+			if n.flows[ref.slot].rate > f.rate {
+				faster = true
+				n.addA(ref.slot)
+			}
+		}
+		if !faster {
+			return false, false
+		}
+		grew = true
+	}
+	// The other flows whose bottleneck is a changed link.
+	nL := len(is.links)
+	for i := 0; i < nL; i++ {
+		l := is.links[i]
+		list := n.lists[l]
+		is.work += len(list)
+		for _, ref := range list {
+			s := ref.slot
+			if is.inA[s] == aep || n.flows[s].bott != l {
+				continue
+			}
+			if n.isBott(s, l) || n.findBott(s) {
+				continue
+			}
+			n.addA(s)
+			grew = true
+		}
+	}
+	return grew, true
+}
+
+// linkStats returns the fastest rate on link l under the current rates, and caches it and
+// the link's load for this round.
+func (n *Net) linkStats(l int32) float64 {
+	is := &n.inc
+	if is.lmaxAt[l] == is.rnd {
+		return is.lmax[l]
+	}
+	var mx, load float64
+	list := n.lists[l]
+	is.work += len(list)
+	for _, ref := range list {
+		g := &n.flows[ref.slot]
+		mx = max(mx, g.rate)
+		load += g.ents[ref.ent].coef * g.rate
+	}
+	is.lmaxAt[l], is.lmax[l], is.lload[l] = is.rnd, mx, load
+	return mx
+}
+
+// isBott reports whether link l is a bottleneck of the flow in slot: saturated, and no flow
+// on it faster.
+func (n *Net) isBott(slot, l int32) bool {
+	mx := n.linkStats(l)
+	if n.flows[slot].rate < mx*(1-rateTol) {
+		return false
+	}
+	is := &n.inc
+	return is.lsat[l] == is.rnd || n.capa[l]-is.lload[l] <= satTol*n.capa[l]
+}
+
+// findBott looks for a bottleneck of the flow in slot other than its recorded one, among its
+// links and its cap, and records it. It reports whether there is one.
+func (n *Net) findBott(slot int32) bool {
+	f := &n.flows[slot]
+	if f.rate >= f.cap*(1-rateTol) {
+		f.bott = -1
+		return true
+	}
+	for i := range f.ents {
+		if l := f.ents[i].link; l != f.bott && n.isBott(slot, l) {
+			f.bott = l
+			return true
+		}
+	}
+	return false
+}
