@@ -12,7 +12,12 @@ import (
 // faces host i, and ECMP routes each host to its port.
 func star(t *testing.T, n int, rate sim.Rate, delay sim.Time) (*sim.Sim, *fabric.Network) {
 	t.Helper()
-	s := sim.New(1)
+	return starOn(t, sim.New(1), n, rate, delay)
+}
+
+// starOn is star on the kernel s.
+func starOn(t *testing.T, s *sim.Sim, n int, rate sim.Rate, delay sim.Time) (*sim.Sim, *fabric.Network) {
+	t.Helper()
 	net := fabric.New(s)
 	for i := 0; i < n; i++ {
 		if _, err := net.AddNode("h"+string(rune('0'+i)), fabric.Host, -1, -1); err != nil {
