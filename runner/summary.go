@@ -72,14 +72,14 @@ type Summary struct {
 	// transmit timestamp to delivery. LatencyMeanUs is the exact mean (a sum over the
 	// packets); the percentiles are the histogram's (3 significant digits).
 	LatencyMeanUs float64 `json:"latency_mean_us,omitempty"`
+	LatencyP50Us  float64 `json:"latency_p50_us,omitempty"`
+	LatencyP99Us  float64 `json:"latency_p99_us,omitempty"`
+	LatencyP999Us float64 `json:"latency_p999_us,omitempty"`
+	LatencyMaxUs  float64 `json:"latency_max_us,omitempty"`
 	// HostWaitMeanUs is the mean time the same packets waited in their source NIC's queue
 	// before transmission (raw traffic only; exact): with latency_mean_us, the mean delay
 	// from the send.
 	HostWaitMeanUs float64 `json:"host_wait_mean_us,omitempty"`
-	LatencyP50Us   float64 `json:"latency_p50_us,omitempty"`
-	LatencyP99Us   float64 `json:"latency_p99_us,omitempty"`
-	LatencyP999Us  float64 `json:"latency_p999_us,omitempty"`
-	LatencyMaxUs   float64 `json:"latency_max_us,omitempty"`
 
 	Queue QueueDepths `json:"queue_depth"` // all switch egress ports
 
