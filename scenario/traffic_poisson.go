@@ -321,6 +321,11 @@ func arrivalSizes(p, v, dir string) (*cdf.CDF, error) {
 		if !filepath.IsAbs(path) && dir != "" {
 			path = filepath.Join(dir, path)
 		}
+		if st, err := os.Stat(path); err != nil {
+			return nil, Errorf(p, "%q: %v", v, err)
+		} else if !st.Mode().IsRegular() {
+			return nil, Errorf(p, "%q: %s is not a regular file", v, path)
+		}
 		f, err := os.Open(path)
 		if err != nil {
 			return nil, Errorf(p, "%q: %v", v, err)

@@ -202,6 +202,8 @@ func TestArrivalsSizesFile(t *testing.T) {
 	wantErr(t, err, []string{"traffic[0].arrivals.sizes:", "bad.cdf:2:1: size 900 is not above the previous 1000"})
 	_, err = ParseIn(yaml("none.cdf"), dir)
 	wantErr(t, err, []string{"traffic[0].arrivals.sizes:", "none.cdf", "no such file"})
+	_, err = ParseIn(yaml("."), dir)
+	wantErr(t, err, []string{"traffic[0].arrivals.sizes:", "is not a regular file"})
 }
 
 func TestArrivalsErrors(t *testing.T) {
