@@ -3,9 +3,12 @@ package runner
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"testing"
 
+	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/transport"
 )
 
 // md1YAML is one raw flow from host 0 to host 1 of a one-tier Clos with Poisson packet
@@ -54,5 +57,31 @@ func TestPoissonRawMD1(t *testing.T) {
 	paced := mustRun(t, fmt.Sprintf(md1YAML, "paced", 0.8, "1ms")).Summary
 	if paced.HostWaitMeanUs != 0 || paced.Queue.MaxMeanBytes != 0 || paced.Queue.MaxMeanPort != "" {
 		t.Errorf("paced at 0.8: host wait %v us, deepest mean queue %v B at %q; want none", paced.HostWaitMeanUs, paced.Queue.MaxMeanBytes, paced.Queue.MaxMeanPort)
+	}
+}
+
+// fct_by_size groups transfers by size decade: counts, means and nearest-rank p99 of FCT and
+// slowdown, unfinished transfers counted but not timed; absent without generated arrivals.
+func TestFCTBySize(t *testing.T) {
+	var flows []transport.FlowRecord
+	for i := 1; i <= 100; i++ { // 100 small flows: FCT i us, ideal 1 us
+		flows = append(flows, transport.FlowRecord{Bytes: 5000, Start: sim.Microsecond, Done: sim.Time(i+1) * sim.Microsecond, Ideal: sim.Microsecond})
+	}
+	flows = append(flows,
+		transport.FlowRecord{Bytes: 10_000, Done: 4 * sim.Microsecond, Ideal: 2 * sim.Microsecond}, // the edge belongs below
+		transport.FlowRecord{Bytes: 50_000_000, Done: 0},                                           // unfinished, unbounded bucket
+	)
+	sc := &scenario.Scenario{Traffic: []scenario.Traffic{{Arrivals: &scenario.Arrivals{}}}}
+	got := fctBySize(sc, flows)
+	want := []FCTBucket{
+		// 100 flows of 1..100 us plus one of 4 us: mean (5050 + 4) / 101, p99 the 100th of 101
+		{MaxBytes: 10_000, Flows: 101, Completed: 101, FCTMeanUs: round3(5054.0 / 101), FCTP99Us: 99, SlowdownMean: round3(5052.0 / 101), SlowdownP99: 99},
+		{MaxBytes: 0, Flows: 1},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("fctBySize\n got %+v\nwant %+v", got, want)
+	}
+	if fctBySize(&scenario.Scenario{Traffic: []scenario.Traffic{{}}}, flows) != nil {
+		t.Error("fct_by_size without generated arrivals")
 	}
 }

@@ -89,6 +89,9 @@ type Summary struct {
 	// figures, then its own): absent for raw traffic and for workloads on the flow level or
 	// the closed forms.
 	Transport *transport.Summary `json:"transport,omitempty"`
+	// FCTBySize is the flow completion times by transfer size, for traffic with generated
+	// arrivals (patterns poisson and onoff) under a transport (fctsize.go).
+	FCTBySize []FCTBucket `json:"fct_by_size,omitempty"`
 	// PFC, when fabric.pfc is on: pauses and paused time over every port.
 	PFC *PFCSummary `json:"pfc,omitempty"`
 	// Faults holds what each failure cost (faults.csv), when the scenario has faults.

@@ -48,6 +48,11 @@ func TestArrivalsRunUnderTransports(t *testing.T) {
 			dir, sum := runTo(t, file)
 			var s struct {
 				Failed    bool `json:"failed"`
+				FCTBySize []struct {
+					Flows, Completed int
+					FCTMeanUs        float64 `json:"fct_mean_us"`
+					SlowdownMean     float64 `json:"slowdown_mean"`
+				} `json:"fct_by_size"`
 				Transport struct {
 					Kind      string `json:"kind"`
 					Flows     int    `json:"flows"`
@@ -59,6 +64,16 @@ func TestArrivalsRunUnderTransports(t *testing.T) {
 			}
 			if s.Failed || s.Transport.Kind != c.kind || s.Transport.Completed != s.Transport.Flows {
 				t.Fatalf("summary: failed %v, transport %+v", s.Failed, s.Transport)
+			}
+			n := 0
+			for _, b := range s.FCTBySize {
+				n += b.Flows
+				if b.Completed != b.Flows || b.FCTMeanUs <= 0 || b.SlowdownMean < 0.99 {
+					t.Errorf("fct_by_size bucket %+v: want every flow completed, no faster than ideal", b)
+				}
+			}
+			if n != len(want) || len(s.FCTBySize) < 2 {
+				t.Errorf("fct_by_size %+v counts %d flows in %d buckets; want %d in several", s.FCTBySize, n, len(s.FCTBySize), len(want))
 			}
 			f, err := os.Open(filepath.Join(dir, "flows.csv"))
 			if err != nil {
