@@ -84,7 +84,7 @@ type arrivalPlan struct {
 	src, dst []int
 	dstAt    map[int]int // host -> index in dst
 	perHost  float64     // flows/s of one source host (on average)
-	until    sim.Time    // arrivals before it (duration mode), else sim.MaxTime
+	until    sim.Time    // arrivals before it: start + duration, or run.duration (count mode)
 	count    int         // flows to make (count mode), else 0
 	on, off  float64     // onoff: mean periods, ps
 }
@@ -112,6 +112,9 @@ func expandArrivals(t *Traffic, env TrafficEnv, onoff bool) ([]FlowSpec, error) 
 	}
 	if len(flows) >= MaxGeneratedFlows && (pl.count == 0 || pl.count > len(flows)) {
 		return nil, Errorf(env.Path+".arrivals", "made %d flows and more were due, the limit per group; shorten arrivals.duration or lower the load", len(flows))
+	}
+	if pl.count > len(flows) {
+		return nil, Errorf(env.Path+".arrivals.count", "%d, but only %d flows arrived before run.duration (%v); lower count or raise the rate", pl.count, len(flows), env.Duration)
 	}
 	return flows, nil
 }
@@ -276,7 +279,7 @@ func planArrivals(t *Traffic, env TrafficEnv, onoff bool) (*arrivalPlan, error) 
 	case a.Count < 0 || a.Count > MaxGeneratedFlows:
 		return nil, Errorf(p+".count", "%d is out of range; allowed 1..%d flows per group", a.Count, MaxGeneratedFlows)
 	case a.Count > 0:
-		pl.count = a.Count
+		pl.count, pl.until = a.Count, env.Duration
 		if span := float64(a.Count) / rate; span > (env.Duration - t.Start).Seconds() {
 			return nil, Errorf(p+".count", "%d flows at %.4g flows/s take about %v, past run.duration (%v) from the group's start %v; lower count or raise the rate", a.Count, rate, sim.Time(min(span*float64(sim.Second), float64(sim.MaxTime))), env.Duration, t.Start)
 		}

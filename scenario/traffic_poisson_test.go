@@ -247,3 +247,25 @@ func TestArrivalsErrors(t *testing.T) {
 		})
 	}
 }
+
+// count at the edge of the run: count / rate is just under run.duration, so about half of the
+// seeds fall short, with an error naming how many arrived, and the others make exactly count.
+func TestArrivalsCountShort(t *testing.T) {
+	short, full := 0, 0
+	for seed := 1; seed <= 20; seed++ {
+		y := strings.Replace(fmt.Sprintf(valYAML, "", "{kind: mrc}", "[{pattern: poisson, arrivals: {rate: 1.001e6, sizes: fixed 1KiB, count: 1000}}]", ""),
+			"run: {duration: 1ms}", fmt.Sprintf("run: {duration: 1ms, seed: %d}", seed), 1)
+		sc, err := Parse([]byte(y))
+		switch {
+		case err == nil && len(sc.Traffic[0].FlowList()) == 1000:
+			full++
+		case err != nil && strings.Contains(err.Error(), "traffic[0].arrivals.count: 1000, but only") && strings.Contains(err.Error(), "flows arrived before run.duration (1ms)"):
+			short++
+		default:
+			t.Fatalf("seed %d: err %v", seed, err)
+		}
+	}
+	if short == 0 || full == 0 {
+		t.Errorf("%d seeds short, %d full; want both", short, full)
+	}
+}
