@@ -33,7 +33,7 @@ func (e *TooManyVariants) Error() string {
 	if e.Max >= MaxVariantsLimit {
 		return fmt.Sprintf("variants (line %d): expands to more than %d scenarios, the most one file may hold; split the file", e.Line, MaxVariantsLimit)
 	}
-	return fmt.Sprintf("variants (line %d): expands to %d scenarios, beyond the %d allowed; pass --max %d to run them all (lockstep sweep --list shows them), or shorten the lists", e.Line, e.Count, e.Max, e.Count)
+	return fmt.Sprintf("variants (line %d): expands to %d scenarios, beyond the %d allowed; pass --max %d to run them all (lockstep sweep --list --max %d shows them), or shorten the lists", e.Line, e.Count, e.Max, e.Count, e.Count)
 }
 
 // Variant is one scenario of a file whose top level has a variants: section.
