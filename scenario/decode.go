@@ -17,6 +17,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/lockstepsim/lockstep/sim"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -214,7 +215,10 @@ func (d *nodeDecoder) decode(n *yaml.Node, v reflect.Value, p *fieldPath, expand
 			return fieldErr(p, n, "want a single value (%s), got %s", t, describeNode(n))
 		}
 		if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(n.Value)); err != nil {
-			return fieldErr(p, n, "%s: %s", quoteValue(n.Value), err.Error())
+			return textError(p, n, err)
+		}
+		if v.IsZero() && v.Kind() == reflect.Int64 && positiveFields[p.String()] {
+			return fieldErr(p, n, "%s: must be > 0 (it is required; e.g. \"400Gbps\")", quoteValue(n.Value))
 		}
 		return nil
 	}
@@ -287,6 +291,23 @@ func (d *nodeDecoder) decode(n *yaml.Node, v reflect.Value, p *fieldPath, expand
 		return fmt.Errorf("scenario.Decode: %s: cannot decode into %s", p.String(), t)
 	}
 	return nil
+}
+
+// textError is the error of a value its type's UnmarshalText refused: the value (unless the
+// parser's message already quotes it), then the message; a value beyond its type's range
+// (*sim.RangeError) at a field with a smaller limit of its own names that limit instead.
+func textError(p *fieldPath, n *yaml.Node, err error) error {
+	var re *sim.RangeError
+	if errors.As(err, &re) && !re.Below {
+		if lim, ok := fieldLimit(p.String()); ok {
+			return fieldErr(p, n, "%s is out of range; allowed up to %s", quoteValue(n.Value), lim)
+		}
+	}
+	msg := err.Error()
+	if q := quoteValue(n.Value); !strings.Contains(msg, q) {
+		msg = q + ": " + msg
+	}
+	return fieldErr(p, n, "%s", msg)
 }
 
 // misplaced points fields written at a plausible but wrong place to where they go.
