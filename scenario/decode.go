@@ -78,8 +78,8 @@ func Errorf(path string, format string, args ...any) error {
 // present), slices (a sequence), maps with string keys (a mapping), string, bool, every int and
 // uint kind (range-checked), float32 and float64 (finite), and any type whose pointer implements
 // encoding.TextUnmarshaler (given the scalar's text, e.g. sim.Time "2us", sim.Rate "800G",
-// sim.Size "4KiB"). Numbers and booleans may be quoted; integers take 0x, 0o and 0b prefixes
-// and "_" separators.
+// sim.Size "4KiB"). A quoted number or boolean ('2', "true") is a string and refused, as YAML
+// and a JSON Schema read it; integers take 0x, 0o and 0b prefixes and "_" separators.
 //
 // Decoding overlays: fields absent from the YAML keep what out already holds (so out may be
 // pre-filled with defaults), and a pointer that is already set is copied before being decoded
@@ -244,6 +244,12 @@ func (d *nodeDecoder) decode(n *yaml.Node, v reflect.Value, p *fieldPath, expand
 		return fieldErr(p, n, "want %s, got %s", kindWant(t), describeNode(n))
 	}
 	s := n.Value
+	if t.Kind() != reflect.String && n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+		// A quoted scalar is a string in YAML (and in JSON Schema, for an editor): a number or
+		// boolean written so is refused rather than read as one, so the file means the same
+		// to lockstep, to its schema and to any other YAML reader.
+		return fieldErr(p, n, "%s is quoted, a string; want %s: write %s, unquoted", quoteValue(s), kindWant(t), shorten(s))
+	}
 	switch t.Kind() {
 	case reflect.String:
 		v.SetString(s)
