@@ -24,6 +24,7 @@ func TestBounds(t *testing.T) {
 	for i := range 2000 {
 		fmt.Fprintf(&flows, "{src: %d, dst: %d}, ", i%16, (i+1)%16)
 	}
+	flows3k := strings.Repeat("{src: 1, dst: 2}, ", 3000)
 	for _, c := range []struct {
 		name string
 		y    string
@@ -65,12 +66,19 @@ func TestBounds(t *testing.T) {
 		{"2 PiB", perm("2PiB"), []string{"traffic[0].bytes", "2048TiB is beyond 1024TiB"}},
 		{"torus dimension past int", "topology: {torus: {dims: 99999999999999999999x2x2}}\ntransport: {kind: mrc}\ntraffic: [{pattern: permutation, bytes: 4KiB}]\n", []string{"topology.torus.dims", "dimension 99999999999999999999 is out of range; want 2 to 1024"}},
 		{"negative max_memory", perm("4KiB") + "run: {max_memory: -1B}\n", []string{"run.max_memory"}},
+		// Past the budget on the flows alone: refused from the node tree, before decoding them.
+		{"3,000 explicit flows past max_memory", mrc + "traffic: [{pattern: flows, bytes: 4KiB, flows: [" + flows3k + "]}]\nrun: {max_memory: 100MiB}\n",
+			[]string{"traffic (line 3): 3000 explicit flows need at least 138 MB of memory (3000 flows x 46 KB under transport mrc), beyond run.max_memory (100MiB)"}},
+		{"3,000 raw flows within max_memory", clos + "transport: {kind: raw}\ntraffic: [{pattern: flows, load: 0.5, flows: [" + flows3k + "]}]\nrun: {max_memory: 100MiB}\n", nil},
 		{"2,000 explicit flows past max_memory", mrc + "traffic: [{pattern: flows, bytes: 4KiB, flows: [" + flows.String() + "]}]\nrun: {max_memory: 100MiB}\n",
 			[]string{"run: the packet-level run is estimated at", "2000 flows x 46 KB", "beyond run.max_memory (100MiB)"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Parse([]byte(c.y))
-			if err == nil && c.want == nil {
+			if c.want == nil {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
 				return
 			}
 			if err == nil {

@@ -103,8 +103,20 @@ func Decode(data []byte, out any) error {
 	if err != nil {
 		return err
 	}
+	if c, ok := out.(documentChecker); ok {
+		if err := c.checkDocument(root); err != nil {
+			return err
+		}
+	}
 	d := nodeDecoder{active: make(map[*yaml.Node]bool)}
 	return d.decode(root, rv.Elem(), nil, false)
+}
+
+// documentChecker is implemented by a type (*Scenario) that refuses some documents from
+// their node tree alone, before Decode builds a Go value per element: a list too long for
+// the memory budget costs its YAML parse, not its decoding and resolving too.
+type documentChecker interface {
+	checkDocument(root *yaml.Node) error
 }
 
 // parseDocument reads data as exactly one non-empty YAML document and returns its root node.

@@ -13,6 +13,7 @@ import (
 	"github.com/lockstepsim/lockstep/topo"
 	"github.com/lockstepsim/lockstep/workload/collective"
 	"github.com/lockstepsim/lockstep/workload/training"
+	"go.yaml.in/yaml/v3"
 )
 
 // Estimate is what a resolved scenario will cost to run, worked out without running it
@@ -374,4 +375,65 @@ func pipelineTransfers(tc *training.Config, hosts int) float64 {
 	}
 	micro := float64(max(tc.Model.GlobalBatch, 1)) / float64(max(tc.Model.MicroBatch, 1)*dp)
 	return float64(world/pp) * 2 * max(micro, 1) * float64(pp*v-1) * float64(max(tc.SimSteps, 1))
+}
+
+// checkDocument refuses, before decoding, a document whose explicit flow lists
+// (traffic[i].flows) alone pass the memory budget: their count x the per-flow cost of the
+// transport the document names (MemPerFlow; MemPerRawFlow for raw or when it names none), a
+// lower bound of the estimate memoryBudget checks after resolving, against run.max_memory as
+// written (left out or unreadable: DefaultMemoryLimit). A million explicit MRC flows (a 30 MB
+// file) are refused here after their YAML parse instead of after decoding and resolving them.
+func (sc *Scenario) checkDocument(root *yaml.Node) error {
+	if root.Kind != yaml.MappingNode {
+		return nil
+	}
+	tr := mapValue(root, "traffic")
+	if tr == nil || tr.Kind != yaml.SequenceNode {
+		return nil
+	}
+	var flows int64
+	line := tr.Line
+	for _, t := range tr.Content {
+		if fl := mapValue(t, "flows"); fl != nil && fl.Kind == yaml.SequenceNode {
+			flows += int64(len(fl.Content))
+			line = fl.Line
+		}
+	}
+	if flows == 0 {
+		return nil
+	}
+	per, kind := float64(MemPerRawFlow), TransportRaw
+	if k := mapValue(mapValue(root, "transport"), "kind"); k != nil && k.Kind == yaml.ScalarNode && k.Value != TransportRaw && k.Value != "" {
+		per, kind = MemPerFlow, k.Value
+	}
+	limit := DefaultMemoryLimit()
+	if m := mapValue(mapValue(root, "run"), "max_memory"); m != nil && m.Kind == yaml.ScalarNode {
+		var v sim.Size
+		if v.UnmarshalText([]byte(m.Value)) == nil && v > 0 {
+			limit = v
+		}
+	}
+	if need := float64(flows) * per; need > float64(limit) {
+		return &FieldError{Path: "traffic", Line: line, Msg: fmt.Sprintf("%d explicit flows need at least %s of memory (%d flows x %s under transport %s), beyond run.max_memory (%v); use fewer flows or a generated pattern, or raise run.max_memory if the machine has the memory", flows, fmtBytes(need), flows, fmtBytes(per), kind, limit)}
+	}
+	return nil
+}
+
+// mapValue is the value under key k of mapping m (aliases resolved), nil when m is not a
+// mapping or has no such key.
+func mapValue(m *yaml.Node, k string) *yaml.Node {
+	if m != nil && m.Kind == yaml.AliasNode {
+		m = m.Alias
+	}
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	if i := keyIndex(m, k); i >= 0 {
+		v := m.Content[i+1]
+		if v.Kind == yaml.AliasNode && v.Alias != nil {
+			v = v.Alias
+		}
+		return v
+	}
+	return nil
 }
