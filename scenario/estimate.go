@@ -128,8 +128,9 @@ const (
 // Estimate returns the resolved scenario's estimate: hosts, links, flows and packets from the
 // resolver's budgets, memory from the model above (MemBase + links x MemPerLink + flows x
 // MemPerFlow + packets in flight x MemPerPacket + schedule operations x MemPerOp at packet
-// level, MemPerRawFlow for raw flows; MemBase + hosts x MemPerFluidHost at flow level and for
-// training under transport ideal; MemBase alone for collectives under transport ideal), wall
+// level, MemPerRawFlow for raw flows; MemBase + hosts x MemPerTrainingHost + pipeline
+// transfers x MemPerTrainingTransfer for training at flow level and under transport ideal,
+// MemBase + hosts x MemPerFluidHost for other flow-level work; MemBase alone for collectives under transport ideal), wall
 // time from packets at the measured packet rates and, for transfers, the sampler's visits to
 // every QP. Errors: a topology that does not build (an unresolved scenario).
 func (sc *Scenario) Estimate() (Estimate, error) {
