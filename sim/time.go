@@ -142,21 +142,21 @@ func ParseTime(s string) (Time, error) {
 	if u == 0 {
 		return 0, fmt.Errorf("duration %q has unknown unit %q; want ps, ns, us, ms, s, min or h", s, unit)
 	}
+	tooLong := func() error {
+		return &RangeError{Msg: fmt.Sprintf("duration %q is out of range; the largest duration is about 106 days", s)}
+	}
+	tooShort := func() error {
+		return &RangeError{Msg: fmt.Sprintf("duration %q is below the 1 ps resolution; want 0 or at least 1ps", s), Below: true}
+	}
 	v, err := strconv.ParseFloat(num, 64)
-	if math.IsInf(v, 0) && err != nil && !math.IsNaN(v) && v > 0 {
-		return 0, &RangeError{Msg: fmt.Sprintf("duration %q is out of range; the largest duration is about 106 days (%v)", s, maxTimeText)}
+	if math.IsInf(v, 1) && err != nil {
+		return 0, tooLong() // "1e400s": beyond float64, so beyond Time
 	}
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, fmt.Errorf("duration %q: %q is not a number", s, num)
 	}
 	if v < 0 {
 		return 0, fmt.Errorf("duration %q is negative; want a value >= 0", s)
-	}
-	tooLong := func() error {
-		return &RangeError{Msg: fmt.Sprintf("duration %q is out of range; the largest duration is about 106 days (%v)", s, maxTimeText)}
-	}
-	tooShort := func() error {
-		return &RangeError{Msg: fmt.Sprintf("duration %q is below the 1 ps resolution; want 0 or at least 1ps", s), Below: true}
 	}
 	// Plain decimals are converted exactly; exponent forms ("1e3us") go through float64.
 	if ps, frac, ok := scaleDecimal(num, uint64(u)); ok {
@@ -177,9 +177,6 @@ func ParseTime(s string) (Time, error) {
 	}
 	return Time(math.Round(ps)), nil
 }
-
-// maxTimeText is MaxTime in whole days, for range errors.
-const maxTimeText = "106 days 17 h"
 
 // exactlyAtLeast reports whether the plain decimal num in unit u is at least one picosecond
 // (scaleDecimal rounds 0.6ps up to 1).
