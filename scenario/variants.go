@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -33,7 +34,7 @@ func (e *TooManyVariants) Error() string {
 	if e.Max >= MaxVariantsLimit {
 		return fmt.Sprintf("variants (line %d): expands to more than %d scenarios, the most one file may hold; split the file", e.Line, MaxVariantsLimit)
 	}
-	return fmt.Sprintf("variants (line %d): expands to %d scenarios, beyond the %d allowed; pass --max %d to run them all (lockstep sweep --list shows them), or shorten the lists", e.Line, e.Count, e.Max, e.Count)
+	return fmt.Sprintf("variants (line %d): expands to %d scenarios, beyond the %d allowed; pass --max %d to run them all (lockstep sweep --list --max %d shows them), or shorten the lists", e.Line, e.Count, e.Max, e.Count, e.Count)
 }
 
 // Variant is one scenario of a file whose top level has a variants: section.
@@ -91,6 +92,9 @@ func LoadVariantsMax(path string, max int) ([]Variant, error) {
 // HasVariants reports whether data is a YAML mapping with a top-level variants key. Invalid
 // YAML reports false (Parse then names the syntax error).
 func HasVariants(data []byte) bool {
+	if !bytes.Contains(data, []byte("variants")) {
+		return false // no such key: skip parsing (a file of 100,000 flows takes a second)
+	}
 	root, err := parseDocument(data)
 	return err == nil && root.Kind == yaml.MappingNode && keyIndex(root, "variants") >= 0
 }

@@ -403,6 +403,9 @@ func loadVariantsArg(arg string) ([]scenario.Variant, error) {
 // loadVariantsMax is loadVariantsArg allowing up to max variants (--max); beyond it the
 // error says how many the file has and the --max that runs them.
 func loadVariantsMax(arg string, max int) ([]scenario.Variant, error) {
+	if err := checkMaxFlag(max); err != nil {
+		return nil, err
+	}
 	data, err := os.ReadFile(arg)
 	if err != nil || !scenario.HasVariants(data) {
 		return nil, nil // loadScenarioArg reports a missing file or a bad one
