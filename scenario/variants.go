@@ -64,7 +64,10 @@ type Param struct{ Key, Value string }
 // "transport.roce.qps_per_peer", "fabric.pfc") to lists of values; the file expands to one
 // scenario per combination (the cross product, in key order, the first key varying slowest).
 // Each value replaces the node at its path (creating missing mappings), so a value can be a
-// scalar or a whole mapping. Shorthand: "transport: [mrc, roce]" sets transport.kind.
+// scalar or a whole mapping. Shorthand: "transport: [mrc, roce]" sets transport.kind. Two
+// keys may not set the same field (the same key twice, transport and transport.kind, seeds
+// and run.seed) nor one a field inside the other's (traffic and traffic.0.bytes), and name
+// and run.out cannot be varied: each is an error naming the keys.
 //
 //	name: perm
 //	variants:
