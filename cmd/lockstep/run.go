@@ -66,6 +66,9 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 				if err != nil {
 					return badInput(err)
 				}
+				if err := checkSeedFlag(args[0], ro, vs); err != nil {
+					return err
+				}
 				if vs != nil {
 					if len(vs) > scenario.MaxVariants {
 						fmt.Fprintln(stderr, "lockstep:", sweepEstimate(vs, jobs))
@@ -114,6 +117,27 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress bar (there is none either when stdout is not a terminal, or for runs under 2 s)")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", defaultJobs(), "variants of a file with variants: run at once (results and output as with -j 1)")
 	return cmd
+}
+
+// checkSeedFlag rejects --seed (ro.seeded) on a file whose variants set run.seed (the seeds
+// key, run.seed, or run with a seed: scenario.Variant.SeedKey): every variant would run at
+// --seed while its name, sweep.csv and sweep_stats.csv show the file's seeds. Bad input
+// (exit 2) naming the file, the flag and the key.
+func checkSeedFlag(file string, ro runOpts, vs []scenario.Variant) error {
+	if !ro.seeded {
+		return nil
+	}
+	for _, v := range vs {
+		if v.SeedKey == "" {
+			continue
+		}
+		what := "variants key " + v.SeedKey
+		if v.SeedKey == scenario.SeedsKey {
+			what = scenario.SeedsKey + ": axis"
+		}
+		return badInput(fmt.Errorf("%s: --seed %d contradicts the file's %s; leave one out", file, ro.seed, what))
+	}
+	return nil
 }
 
 // runOpts are the run command's flags that apply to every scenario it runs.
