@@ -235,7 +235,9 @@ func (r *Raw) onRecv(now sim.Time, p *fabric.Packet) {
 	st.RecvBytes += int64(p.Size)
 	st.LatencySum += now - p.SentAt
 	st.HostWaitSum += p.SentAt - sim.Time(p.Aux)
-	d := int64((now - p.SentAt) / sim.Nanosecond)
+	// Nearest nanosecond (not truncated), so the percentiles and max agree with the exact
+	// mean to the nanosecond the summary prints.
+	d := int64((now - p.SentAt + sim.Nanosecond/2) / sim.Nanosecond)
 	if d > LatencyMaxNs {
 		d = LatencyMaxNs
 	}
