@@ -65,14 +65,19 @@ func expandFile(t *Traffic, env TrafficEnv) (flows []FlowSpec, err error) {
 	}
 	defer f.Close()
 	if t.Format == "ns3" {
-		return ns3Flows(t, env, f, path)
+		flows, err = ns3Flows(t, env, f, path)
+	} else {
+		var m *htsim.Matrix
+		if m, err = htsim.Read(f, path); err != nil {
+			return nil, Errorf(env.Path+".file", "%v", err)
+		}
+		var plan *TriggerPlan
+		flows, plan, err = HTSimFlows(m, path, env.Path, env.Hosts, t.Start, env.HostRate)
+		t.triggers = plan
 	}
-	m, err := htsim.Read(f, path)
-	if err != nil {
-		return nil, Errorf(env.Path+".file", "%v", err)
+	if err == nil && len(flows) == 0 {
+		return nil, Errorf(env.Path+".file", "%s: has no flows (its count is 0); give at least one", path)
 	}
-	flows, plan, err := HTSimFlows(m, path, env.Path, env.Hosts, t.Start, env.HostRate)
-	t.triggers = plan
 	return flows, err
 }
 

@@ -92,6 +92,10 @@ func TestFileErrors(t *testing.T) {
 	write("flow.txt", "1\n0 99 3 100 10 0\n")
 	write("lossy.txt", "4 1 3\n3\n0 3 1Gbps 1us 0\n1 3 1Gbps 1us 0.01\n2 3 1Gbps 1us 0\n")
 	write("swfirst.txt", "3 1 2\n0\n0 1 1Gbps 1us 0\n0 2 1Gbps 1us 0\n")
+	write("mixed.txt", "3 1 2\n2\n0 2 1Gbps 1us 0\n1 2 100Gbps 1us 0\n")
+	write("split.txt", "6 2 4\n4 5\n0 4 1Gbps 1us 0\n1 4 1Gbps 1us 0\n2 5 1Gbps 1us 0\n3 5 1Gbps 1us 0\n")
+	write("across.txt", "2\n0 1 3 100 10 0\n 1 2 3 100 10 0\n")
+	write("none.txt", "0\n")
 	const ft4 = "{fat_tree: {k: 4, host_link: 100G}}"
 	cases := []struct{ name, topo, traffic, want string }{
 		{"no format", clos16, "[{pattern: file, file: bad.cm}]", "traffic[0].format: missing; pattern file needs the file's format: allowed htsim, ns3"},
@@ -115,7 +119,10 @@ func TestFileErrors(t *testing.T) {
 		{"graph format", "{graph: {file: lossy.txt}}", "[{pattern: permutation, bytes: 1MiB}]", "topology.graph.format: missing; allowed ns3"},
 		{"graph no file", "{graph: {format: ns3}}", "[{pattern: permutation, bytes: 1MiB}]", "topology.graph.file: missing"},
 		{"graph loss given twice", "{graph: {format: ns3, file: lossy.txt}}\nfaults: [{at: 0s, link: h1.p0, action: loss, loss: 0.5}]", "[{pattern: permutation, bytes: 1MiB}]", "faults[0]: sets the loss of link h1.p0 at 0s, and lossy.txt gives it error_rate 0.01 (a loss fault from 0s); give the loss in one place"},
-		{"graph shape", "{graph: {format: ns3, file: swfirst.txt}}", "[{pattern: permutation, bytes: 1MiB}]", "topology.graph.file: " + filepath.Join(dir, "swfirst.txt") + ": switch id 0 is below host id 1"},
+		{"graph shape", "{graph: {format: ns3, file: swfirst.txt}}", "[{pattern: permutation, bytes: 1MiB}]", "topology.graph.file: " + filepath.Join(dir, "swfirst.txt") + ":2:1: switch id 0 is below host id 1"},
+		{"graph host rates", "{graph: {format: ns3, file: mixed.txt}}", "[{pattern: permutation, bytes: 1MiB}]", "topology.graph.file: " + filepath.Join(dir, "mixed.txt") + ":4:1: host links have different rates (h0 1Gbps, h1 100Gbps); lockstep's transports assume one NIC rate per fabric: give every host link the same rate"},
+		{"graph no path", "{graph: {format: ns3, file: split.txt}}", "[{pattern: file, format: ns3, file: across.txt}]", "traffic[0].file: " + filepath.Join(dir, "across.txt") + ":3:2: flow 1 from host 1 to host 2: no path joins them in split.txt"},
+		{"no flows", clos16, "[{pattern: file, format: ns3, file: none.txt}]", "traffic[0].file: " + filepath.Join(dir, "none.txt") + ": has no flows"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
