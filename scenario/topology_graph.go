@@ -75,9 +75,9 @@ func ReadGraphNS3(path string) (*ns3.Topology, topo.GraphSpec, error) {
 	if err != nil {
 		return nil, topo.GraphSpec{}, err
 	}
-	spec, err := t.GraphSpec()
+	spec, err := t.GraphSpec() // its errors name the file
 	if err != nil {
-		return nil, topo.GraphSpec{}, fmt.Errorf("%s: %w", path, err)
+		return nil, topo.GraphSpec{}, err
 	}
 	return t, spec, nil
 }
@@ -116,6 +116,44 @@ func (g GraphFile) LossFaults() ([]Fault, error) {
 	return out, nil
 }
 
+// checkGraphPaths rejects an ns-3 flow.txt flow (pattern file, format ns3) between hosts no
+// path of the graph joins, naming the flow's file:line:col, so import and resolve fail
+// where run would. A file that does not read is left to the traffic step, which names it.
+func (sc *Scenario) checkGraphPaths() error {
+	g := sc.Topology.Graph
+	t, _, err := ReadGraphNS3(g.path())
+	if err != nil {
+		return nil // LossFaults has read it already
+	}
+	var comp []int
+	hosts := t.Nodes - len(t.Switches)
+	for i := range sc.Traffic {
+		tr := &sc.Traffic[i]
+		if tr.Pattern != PatternFile || tr.Format != "ns3" || tr.File == "" {
+			continue
+		}
+		path := tr.filePath(TrafficEnv{Dir: sc.dir})
+		f, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		fl, err := ns3.ReadFlows(f, path, hosts)
+		f.Close()
+		if err != nil {
+			continue
+		}
+		if comp == nil {
+			comp = t.Components()
+		}
+		for j, x := range fl {
+			if comp[x.Src] != comp[x.Dst] {
+				return Errorf(fmt.Sprintf("traffic[%d].file", i), "%s:%d:%d: flow %d from host %d to host %d: no path joins them in %s (they are in separate parts of the graph); link the parts or leave the flow out", path, x.Line, x.Col, j, x.Src, x.Dst, g.File)
+			}
+		}
+	}
+	return nil
+}
+
 // addGraphLosses appends the graph's loss faults (LossFaults) that sc.Faults does not
 // already hold, so the resolved scenario shows them and resolving it again is a fixed point.
 func (sc *Scenario) addGraphLosses() error {
@@ -125,6 +163,9 @@ func (sc *Scenario) addGraphLosses() error {
 	lf, err := sc.Topology.Graph.LossFaults()
 	if err != nil {
 		return Errorf("topology.graph.file", "%v", err)
+	}
+	if err := sc.checkGraphPaths(); err != nil {
+		return err
 	}
 	for _, f := range lf {
 		if i := slices.IndexFunc(sc.Faults, func(g Fault) bool {

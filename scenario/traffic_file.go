@@ -65,14 +65,19 @@ func expandFile(t *Traffic, env TrafficEnv) (flows []FlowSpec, err error) {
 	}
 	defer f.Close()
 	if t.Format == "ns3" {
-		return ns3Flows(t, env, f, path)
+		flows, err = ns3Flows(t, env, f, path)
+	} else {
+		var m *htsim.Matrix
+		if m, err = htsim.Read(f, path); err != nil {
+			return nil, Errorf(env.Path+".file", "%v", err)
+		}
+		var plan *TriggerPlan
+		flows, plan, err = HTSimFlows(m, path, env.Path, env.Hosts, t.Start, env.HostRate)
+		t.triggers = plan
 	}
-	m, err := htsim.Read(f, path)
-	if err != nil {
-		return nil, Errorf(env.Path+".file", "%v", err)
+	if err == nil && len(flows) == 0 {
+		return nil, Errorf(env.Path+".file", "%s: has no flows (its count is 0); give at least one", path)
 	}
-	flows, plan, err := HTSimFlows(m, path, env.Path, env.Hosts, t.Start, env.HostRate)
-	t.triggers = plan
 	return flows, err
 }
 
@@ -91,9 +96,9 @@ func HTSimFlows(m *htsim.Matrix, file, path string, hosts int, start sim.Time, r
 	for j, c := range m.Conns {
 		switch {
 		case c.Size == 0:
-			return nil, nil, Errorf(path+".file", "%s:%d: connection %d->%d has size 0, an unbounded flow; lockstep transfers have a size: give size B", file, c.Line, c.Src, c.Dst)
+			return nil, nil, Errorf(path+".file", "%s:%d:%d: connection %d->%d: size 0 (an unbounded flow) is not supported yet: give size B", file, c.Line, c.SizeCol, c.Src, c.Dst)
 		case c.Start > sim.MaxTime-start:
-			return nil, nil, Errorf(path+".file", "%s:%d: start %v after the group's start %v is beyond the longest run", file, c.Line, c.Start, start)
+			return nil, nil, Errorf(path+".file", "%s:%d:%d: start %v after the group's start %v is beyond the longest run", file, c.Line, c.Col, c.Start, start)
 		}
 		src, dst := c.Src, c.Dst
 		flows[j] = FlowSpec{Src: &src, Dst: &dst, Bytes: sim.Size(c.Size), Start: start + c.Start}
@@ -123,7 +128,7 @@ func NS3Flows(fl []ns3.Flow, file, path string, start sim.Time) ([]FlowSpec, err
 	flows := make([]FlowSpec, len(fl))
 	for j, x := range fl {
 		if x.Start > sim.MaxTime-start {
-			return nil, Errorf(path+".file", "%s:%d: start %v after the group's start %v is beyond the longest run", file, x.Line, x.Start, start)
+			return nil, Errorf(path+".file", "%s:%d:%d: start %v after the group's start %v is beyond the longest run", file, x.Line, x.Col, x.Start, start)
 		}
 		src, dst := x.Src, x.Dst
 		flows[j] = FlowSpec{Src: &src, Dst: &dst, Bytes: sim.Size(x.Size), Start: start + x.Start}
@@ -159,14 +164,14 @@ func HTSimFaults(m *htsim.Matrix, file string, k int) ([]Fault, error) {
 			switches, ports, port = k*k/4, k, "down"
 		}
 		if f.SwitchID >= switches {
-			return nil, fmt.Errorf("%s:%d: switch_id %d is not a %s switch of the k=%d fat-tree; allowed 0 to %d", file, f.Line, f.SwitchID, f.SwitchType, k, switches-1)
+			return nil, fmt.Errorf("%s:%d:%d: switch_id %d is not a %s switch of the k=%d fat-tree; allowed 0 to %d", file, f.Line, f.SwitchIDCol, f.SwitchID, f.SwitchType, k, switches-1)
 		}
 		sw := fmt.Sprintf("p0.t%d-%d", tier, f.SwitchID)
 		switch {
 		case f.LinkID < 0:
 			out = append(out, Fault{At: 0, Switch: sw, Action: "down"})
 		case f.LinkID >= ports:
-			return nil, fmt.Errorf("%s:%d: link_id %d is not a link of %s switch %d (%s ports); allowed 0 to %d", file, f.Line, f.LinkID, f.SwitchType, f.SwitchID, port, ports-1)
+			return nil, fmt.Errorf("%s:%d:%d: link_id %d is not a link of %s switch %d (%s ports); allowed 0 to %d", file, f.Line, f.LinkIDCol, f.LinkID, f.SwitchType, f.SwitchID, port, ports-1)
 		default:
 			out = append(out, Fault{At: 0, Link: fmt.Sprintf("%s.%s%d", sw, port, f.LinkID), Action: "down"})
 		}
@@ -197,7 +202,7 @@ func (sc *Scenario) addFileFaults() error {
 			continue
 		}
 		if sc.Topology.FatTree == nil {
-			return Errorf(path+".file", "%s:%d: failure lines name htsim fat-tree switches (TOR, AGG, CORE); use topology.fat_tree (lockstep import makes one)", file, m.Failures[0].Line)
+			return Errorf(path+".file", "%s:%d:%d: failure lines name htsim fat-tree switches (TOR, AGG, CORE); use topology.fat_tree (lockstep import makes one)", file, m.Failures[0].Line, m.Failures[0].Col)
 		}
 		fs, err := HTSimFaults(m, file, sc.Topology.FatTree.K)
 		if err != nil {

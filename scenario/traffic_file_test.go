@@ -92,6 +92,10 @@ func TestFileErrors(t *testing.T) {
 	write("flow.txt", "1\n0 99 3 100 10 0\n")
 	write("lossy.txt", "4 1 3\n3\n0 3 1Gbps 1us 0\n1 3 1Gbps 1us 0.01\n2 3 1Gbps 1us 0\n")
 	write("swfirst.txt", "3 1 2\n0\n0 1 1Gbps 1us 0\n0 2 1Gbps 1us 0\n")
+	write("mixed.txt", "3 1 2\n2\n0 2 1Gbps 1us 0\n1 2 100Gbps 1us 0\n")
+	write("split.txt", "6 2 4\n4 5\n0 4 1Gbps 1us 0\n1 4 1Gbps 1us 0\n2 5 1Gbps 1us 0\n3 5 1Gbps 1us 0\n")
+	write("across.txt", "2\n0 1 3 100 10 0\n 1 2 3 100 10 0\n")
+	write("none.txt", "0\n")
 	const ft4 = "{fat_tree: {k: 4, host_link: 100G}}"
 	cases := []struct{ name, topo, traffic, want string }{
 		{"no format", clos16, "[{pattern: file, file: bad.cm}]", "traffic[0].format: missing; pattern file needs the file's format: allowed htsim, ns3"},
@@ -101,21 +105,24 @@ func TestFileErrors(t *testing.T) {
 		{"bytes", clos16, "[{pattern: file, format: htsim, file: bad.cm, bytes: 1MiB}]", "traffic[0].bytes: 1MiB is set, but pattern file takes each flow's size"},
 		{"bad line", clos16, "[{pattern: file, format: htsim, file: bad.cm}]", "traffic[0].file: " + filepath.Join(dir, "bad.cm") + `:3:19: size "x" is not a byte count`},
 		{"too many nodes", clos16, "[{pattern: file, format: htsim, file: big.cm}]", "has Nodes 32, but the topology has 16 hosts"},
-		{"unbounded", clos16, "[{pattern: file, format: htsim, file: zero.cm}]", "zero.cm:3: connection 0->1 has size 0, an unbounded flow"},
-		{"never fires", clos16, "[{pattern: file, format: htsim, file: never.cm}]", "never.cm:5: the connection waits on trigger 1 (line 6), which never fires: it is a barrier of count 2 and gets 1 activations"},
-		{"never activated", clos16, "[{pattern: file, format: htsim, file: cycle.cm}]", "cycle.cm:5: the connection waits on trigger 1 (line 6), which never fires: no connection activates it"},
-		{"oneshot twice", clos16, "[{pattern: file, format: htsim, file: twice.cm}]", "twice.cm:6: oneshot trigger 1 is activated a second time; htsim allows one activation: use multishot or barrier (by the connection on line 4)"},
-		{"barrier over", clos16, "[{pattern: file, format: htsim, file: over.cm}]", "over.cm:6: barrier trigger 1 (count 1) is activated 2 times"},
-		{"failures off a fat-tree", clos16, "[{pattern: file, format: htsim, file: fail.cm}]", "traffic[0].file: " + filepath.Join(dir, "fail.cm") + ":5: failure lines name htsim fat-tree switches (TOR, AGG, CORE); use topology.fat_tree"},
-		{"failure switch range", ft4, "[{pattern: file, format: htsim, file: fail9.cm}]", "fail9.cm:5: switch_id 9 is not a TOR switch of the k=4 fat-tree; allowed 0 to 7"},
-		{"failure link range", ft4, "[{pattern: file, format: htsim, file: faillink.cm}]", "faillink.cm:5: link_id 4 is not a link of CORE switch 1 (down ports); allowed 0 to 3"},
+		{"unbounded", clos16, "[{pattern: file, format: htsim, file: zero.cm}]", "zero.cm:3:19: connection 0->1: size 0 (an unbounded flow) is not supported yet: give size B"},
+		{"never fires", clos16, "[{pattern: file, format: htsim, file: never.cm}]", "never.cm:5:1: the connection waits on trigger 1 (line 6), which never fires: it is a barrier of count 2 and gets 1 activations"},
+		{"never activated", clos16, "[{pattern: file, format: htsim, file: cycle.cm}]", "cycle.cm:5:1: the connection waits on trigger 1 (line 6), which never fires: no connection activates it"},
+		{"oneshot twice", clos16, "[{pattern: file, format: htsim, file: twice.cm}]", "twice.cm:6:1: oneshot trigger 1 is activated a second time; htsim allows one activation: use multishot or barrier (by the connection on line 4)"},
+		{"barrier over", clos16, "[{pattern: file, format: htsim, file: over.cm}]", "over.cm:6:1: barrier trigger 1 (count 1) is activated 2 times"},
+		{"failures off a fat-tree", clos16, "[{pattern: file, format: htsim, file: fail.cm}]", "traffic[0].file: " + filepath.Join(dir, "fail.cm") + ":5:1: failure lines name htsim fat-tree switches (TOR, AGG, CORE); use topology.fat_tree"},
+		{"failure switch range", ft4, "[{pattern: file, format: htsim, file: fail9.cm}]", "fail9.cm:5:35: switch_id 9 is not a TOR switch of the k=4 fat-tree; allowed 0 to 7"},
+		{"failure link range", ft4, "[{pattern: file, format: htsim, file: faillink.cm}]", "faillink.cm:5:46: link_id 4 is not a link of CORE switch 1 (down ports); allowed 0 to 3"},
 		{"file on permutation", clos16, "[{pattern: permutation, bytes: 1MiB, file: bad.cm}]", `traffic[0].file: "bad.cm" is set, but only pattern file reads a traffic file`},
 		{"format on flows", clos16, "[{pattern: flows, bytes: 1MiB, format: htsim, flows: [{src: 0, dst: 1}]}]", `traffic[0].format: "htsim" is set`},
 		{"ns3 host range", clos16, "[{pattern: file, format: ns3, file: flow.txt}]", `flow.txt:2:3: flow 0's dst "99" is not an integer in [0, 15] (the topology has 16 hosts)`},
 		{"graph format", "{graph: {file: lossy.txt}}", "[{pattern: permutation, bytes: 1MiB}]", "topology.graph.format: missing; allowed ns3"},
 		{"graph no file", "{graph: {format: ns3}}", "[{pattern: permutation, bytes: 1MiB}]", "topology.graph.file: missing"},
 		{"graph loss given twice", "{graph: {format: ns3, file: lossy.txt}}\nfaults: [{at: 0s, link: h1.p0, action: loss, loss: 0.5}]", "[{pattern: permutation, bytes: 1MiB}]", "faults[0]: sets the loss of link h1.p0 at 0s, and lossy.txt gives it error_rate 0.01 (a loss fault from 0s); give the loss in one place"},
-		{"graph shape", "{graph: {format: ns3, file: swfirst.txt}}", "[{pattern: permutation, bytes: 1MiB}]", "topology.graph.file: " + filepath.Join(dir, "swfirst.txt") + ": switch id 0 is below host id 1"},
+		{"graph shape", "{graph: {format: ns3, file: swfirst.txt}}", "[{pattern: permutation, bytes: 1MiB}]", "topology.graph.file: " + filepath.Join(dir, "swfirst.txt") + ":2:1: switch id 0 is below host id 1"},
+		{"graph host rates", "{graph: {format: ns3, file: mixed.txt}}", "[{pattern: permutation, bytes: 1MiB}]", "topology.graph.file: " + filepath.Join(dir, "mixed.txt") + ":4:1: host links have different rates (h0 1Gbps, h1 100Gbps); lockstep's transports assume one NIC rate per fabric: give every host link the same rate"},
+		{"graph no path", "{graph: {format: ns3, file: split.txt}}", "[{pattern: file, format: ns3, file: across.txt}]", "traffic[0].file: " + filepath.Join(dir, "across.txt") + ":3:2: flow 1 from host 1 to host 2: no path joins them in split.txt"},
+		{"no flows", clos16, "[{pattern: file, format: ns3, file: none.txt}]", "traffic[0].file: " + filepath.Join(dir, "none.txt") + ": has no flows"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

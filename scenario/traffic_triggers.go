@@ -29,9 +29,9 @@ type TriggerPlan struct {
 
 // TriggerSpec is one trigger.
 type TriggerSpec struct {
-	// ID is its id in the file; Line the line it was declared on.
-	ID   uint32
-	Line int
+	// ID is its id in the file; Line and Col the position of its declaration.
+	ID        uint32
+	Line, Col int
 	// Kind is oneshot, multishot or barrier; Count is a barrier's activations.
 	Kind  htsim.TriggerKind
 	Count int
@@ -45,8 +45,8 @@ type FlowTrigger struct {
 	Wait int
 	// SendDone and RecvDone are the triggers it activates when sent and when placed.
 	SendDone, RecvDone int
-	// Line is the flow's line in the file.
-	Line int
+	// Line and Col are the position of the flow's connection line in the file.
+	Line, Col int
 }
 
 // Triggers returns the group's trigger plan, nil when its flows use none.
@@ -74,7 +74,7 @@ func (s *TriggerState) Activate(k int, buf []int) ([]int, error) {
 	switch tr.Kind {
 	case htsim.Oneshot:
 		if n > 1 {
-			return buf, fmt.Errorf("%s:%d: oneshot trigger %d is activated a second time; htsim allows one activation: use multishot or barrier", s.plan.File, tr.Line, tr.ID)
+			return buf, fmt.Errorf("%s:%d:%d: oneshot trigger %d is activated a second time; htsim allows one activation: use multishot or barrier", s.plan.File, tr.Line, tr.Col, tr.ID)
 		}
 		buf = append(buf, tr.Targets...)
 	case htsim.Multishot:
@@ -83,7 +83,7 @@ func (s *TriggerState) Activate(k int, buf []int) ([]int, error) {
 		}
 	case htsim.Barrier:
 		if n > tr.Count {
-			return buf, fmt.Errorf("%s:%d: barrier trigger %d (count %d) is activated %d times; htsim aborts past its count", s.plan.File, tr.Line, tr.ID, tr.Count, n)
+			return buf, fmt.Errorf("%s:%d:%d: barrier trigger %d (count %d) is activated %d times; htsim aborts past its count", s.plan.File, tr.Line, tr.Col, tr.ID, tr.Count, n)
 		}
 		if n == tr.Count {
 			buf = append(buf, tr.Targets...)
@@ -111,7 +111,7 @@ func htsimPlan(m *htsim.Matrix, file string) *TriggerPlan {
 	p := &TriggerPlan{File: file, Triggers: make([]TriggerSpec, len(m.Triggers)), Flows: make([]FlowTrigger, len(m.Conns))}
 	idx := make(map[uint32]int, len(m.Triggers))
 	for i, tr := range m.Triggers {
-		p.Triggers[i] = TriggerSpec{ID: tr.ID, Line: tr.Line, Kind: tr.Kind, Count: tr.Count}
+		p.Triggers[i] = TriggerSpec{ID: tr.ID, Line: tr.Line, Col: tr.Col, Kind: tr.Kind, Count: tr.Count}
 		idx[tr.ID] = i
 	}
 	of := func(id uint32) int {
@@ -121,7 +121,7 @@ func htsimPlan(m *htsim.Matrix, file string) *TriggerPlan {
 		return idx[id] // Read checked every reference is declared
 	}
 	for j, c := range m.Conns {
-		ft := FlowTrigger{Wait: of(c.Trigger), SendDone: of(c.SendDone), RecvDone: of(c.RecvDone), Line: c.Line}
+		ft := FlowTrigger{Wait: of(c.Trigger), SendDone: of(c.SendDone), RecvDone: of(c.RecvDone), Line: c.Line, Col: c.Col}
 		if ft.Wait >= 0 {
 			p.Triggers[ft.Wait].Targets = append(p.Triggers[ft.Wait].Targets, j)
 		}
@@ -177,7 +177,7 @@ func (p *TriggerPlan) earliestStarts(flows []FlowSpec, rate sim.Rate, path strin
 		case tr.Kind == htsim.Multishot && st.Activations(p.Flows[j].Wait) > 0:
 			why = fmt.Sprintf("it is a multishot with %d waiting flows and gets %d activations", len(tr.Targets), st.Activations(p.Flows[j].Wait))
 		}
-		return Errorf(path+".file", "%s:%d: the connection waits on trigger %d (line %d), which never fires: %s", p.File, p.Flows[j].Line, tr.ID, tr.Line, why)
+		return Errorf(path+".file", "%s:%d:%d: the connection waits on trigger %d (line %d), which never fires: %s", p.File, p.Flows[j].Line, p.Flows[j].Col, tr.ID, tr.Line, why)
 	}
 	return nil
 }

@@ -76,6 +76,14 @@ func TestImportErrors(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("Nodes 4\nConnections 1\n0->1 start 0 size q\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// two components: hosts 0, 1 under switch 4, hosts 2, 3 under switch 5
+	split, across := filepath.Join(dir, "split.txt"), filepath.Join(dir, "flow.txt")
+	if err := os.WriteFile(split, []byte("6 2 4\n4 5\n0 4 1Gbps 1us 0\n1 4 1Gbps 1us 0\n2 5 1Gbps 1us 0\n3 5 1Gbps 1us 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(across, []byte("1\n0 2 3 100 1000000 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -85,6 +93,7 @@ func TestImportErrors(t *testing.T) {
 		{[]string{"import", filepath.Join(dir, "x.txt")}, "--format: missing; allowed htsim, ns3"},
 		{[]string{"import", bad, "--topology", "t.txt"}, "--topology: an htsim connection matrix runs on a generated fat_tree"},
 		{[]string{"import", filepath.Join(dir, "none.cm")}, "no such file"},
+		{[]string{"import", across, "--format", "ns3", "--topology", split}, across + ":2:1: flow 0 from host 0 to host 2: no path joins them"},
 	} {
 		code, _, stderr := cli(t, c.args...)
 		if code != 2 || !strings.Contains(stderr, c.want) {

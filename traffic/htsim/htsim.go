@@ -27,8 +27,10 @@
 // with count N (fires after N activations). A failure names a fat-tree switch by
 // switch_type (TOR, AGG or CORE) and switch_id, and optionally one of its links by link_id.
 // Header counts must match the lines given, and every trigger a connection names must be
-// declared. Errors name the file, line and column (File:Line:Col), the bad value and what is
-// allowed.
+// declared, once; a flow id names one connection. The header lines may come in any order
+// before the first body line, as htsim's loader reads them. Errors name the file, line and
+// column (File:Line:Col), the bad value (at most 80 bytes of it, "..." marking the cut) and
+// what is allowed.
 package htsim
 
 import (
@@ -77,8 +79,9 @@ type Conn struct {
 	HasPrio bool
 	// AddOn is the addon flag.
 	AddOn bool
-	// Line is the line number the connection was read from (0 for one made in code).
-	Line int
+	// Line is the line number the connection was read from (0 for one made in code), Col
+	// the column of its src->dst and SizeCol that of its size value.
+	Line, Col, SizeCol int
 }
 
 // TriggerKind is a trigger's type.
@@ -111,7 +114,8 @@ type Trigger struct {
 	Kind TriggerKind
 	// Count is the activations a barrier needs (> 0 for a barrier, 0 otherwise).
 	Count int
-	Line  int
+	// Line and Col are the position of the line's "trigger" keyword.
+	Line, Col int
 }
 
 // SwitchType is the tier of a failed switch.
@@ -143,7 +147,9 @@ type Failure struct {
 	SwitchID   int
 	// LinkID is the failed link's index at the switch, -1 for the whole switch.
 	LinkID int
-	Line   int
+	// Line and Col are the position of the line's "failure" keyword, SwitchIDCol and
+	// LinkIDCol the columns of the switch_id and link_id values (0 when not given).
+	Line, Col, SwitchIDCol, LinkIDCol int
 }
 
 // Matrix is a parsed connection matrix.
@@ -164,6 +170,21 @@ type Error struct {
 
 // Error returns "file:line:col: msg".
 func (e *Error) Error() string { return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg) }
+
+// maxQuote bounds how much of an input value an error quotes, in bytes.
+const maxQuote = 80
+
+// cut returns s, or its first maxQuote bytes and "..." when it is longer, so an error
+// quoting a junk line stays short.
+func cut(s string) string {
+	if len(s) <= maxQuote {
+		return s
+	}
+	return s[:maxQuote] + "..."
+}
+
+// quote returns cut(s) quoted as Go quotes strings.
+func quote(s string) string { return strconv.Quote(cut(s)) }
 
 // token is one space-separated word with its 1-based column.
 type token struct {
@@ -201,6 +222,7 @@ type parser struct {
 	trigLine             map[uint32]int // declared triggers -> their line
 	trigRef              map[uint32]token
 	trigRefLine          map[uint32]int
+	connLine             map[uint32]int // flow ids -> their connection's line
 }
 
 func (p *parser) errf(col int, format string, a ...any) error {
@@ -210,7 +232,7 @@ func (p *parser) errf(col int, format string, a ...any) error {
 // Read parses a connection matrix from r; file names it in errors. Errors are *Error.
 func Read(r io.Reader, file string) (*Matrix, error) {
 	p := &parser{file: file, m: &Matrix{}, nConns: -1, nTrig: -1, nFail: -1,
-		trigLine: map[uint32]int{}, trigRef: map[uint32]token{}, trigRefLine: map[uint32]int{}}
+		trigLine: map[uint32]int{}, trigRef: map[uint32]token{}, trigRefLine: map[uint32]int{}, connLine: map[uint32]int{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), MaxLine)
 	for sc.Scan() {
@@ -248,7 +270,7 @@ func (p *parser) parseLine(line string) error {
 	case head.s == "Nodes" || head.s == "Connections" || head.s == "Triggers" || head.s == "Failures":
 		return p.header(toks)
 	}
-	return p.errf(head.col, "unknown line %q; allowed Nodes, Connections, Triggers, Failures, src->dst, trigger, failure, # comment", head.s)
+	return p.errf(head.col, "unknown line %s; allowed Nodes, Connections, Triggers, Failures, src->dst, trigger, failure, # comment", quote(head.s))
 }
 
 // header parses "Nodes N" and the count lines.
@@ -281,7 +303,7 @@ func (p *parser) header(toks []token) error {
 func (p *parser) intIn(t token, what string, min, max int) (int, error) {
 	v, err := strconv.ParseInt(t.s, 10, 64)
 	if err != nil || v < int64(min) || v > int64(max) {
-		return 0, p.errf(t.col, "%s %q is not an integer in [%d, %d]", what, t.s, min, max)
+		return 0, p.errf(t.col, "%s %s is not an integer in [%d, %d]", what, quote(t.s), min, max)
 	}
 	return int(v), nil
 }
@@ -290,7 +312,7 @@ func (p *parser) intIn(t token, what string, min, max int) (int, error) {
 func (p *parser) id(t token, what string) (uint32, error) {
 	v, err := strconv.ParseUint(t.s, 10, 32)
 	if err != nil || v == 0 {
-		return 0, p.errf(t.col, "%s %q is not an id; allowed 1 to %d (0 is not allowed)", what, t.s, uint32(1<<32-1))
+		return 0, p.errf(t.col, "%s %s is not an id; allowed 1 to %d (0 is not allowed)", what, quote(t.s), uint32(1<<32-1))
 	}
 	return uint32(v), nil
 }
@@ -302,7 +324,7 @@ const maxStartUs = int64(sim.MaxTime / sim.Microsecond)
 // (picoseconds), into ps.
 func (p *parser) parseStart(t token) (sim.Time, error) {
 	bad := func() error {
-		return p.errf(t.col, "start %q is not a time in microseconds; allowed a decimal from 0 to %d with at most 6 fractional digits", t.s, maxStartUs)
+		return p.errf(t.col, "start %s is not a time in microseconds; allowed a decimal from 0 to %d with at most 6 fractional digits", quote(t.s), maxStartUs)
 	}
 	whole, frac, hasDot := strings.Cut(t.s, ".")
 	if whole == "" && !hasDot || len(frac) > 6 || (hasDot && whole == "" && frac == "") {
@@ -350,7 +372,7 @@ func (p *parser) endpoints(t token) (int, int, error) {
 		return 0, 0, err
 	}
 	if src == dst {
-		return 0, 0, p.errf(t.col, "connection %s sends to itself; source and destination must differ", t.s)
+		return 0, 0, p.errf(t.col, "connection %s sends to itself; source and destination must differ", cut(t.s))
 	}
 	return src, dst, nil
 }
@@ -362,7 +384,7 @@ func (p *parser) conn(toks []token) error {
 	if len(p.m.Conns) >= MaxConnections || (p.nConns >= 0 && len(p.m.Conns) >= p.nConns) {
 		return p.errf(toks[0].col, "connection %d is beyond the Connections header (%d) or the limit of %d", len(p.m.Conns)+1, p.nConns, MaxConnections)
 	}
-	c := Conn{Line: p.line}
+	c := Conn{Line: p.line, Col: toks[0].col}
 	var err error
 	if c.Src, c.Dst, err = p.endpoints(toks[0]); err != nil {
 		return err
@@ -372,7 +394,7 @@ func (p *parser) conn(toks []token) error {
 	for i := 1; i < len(toks); i++ {
 		k := toks[i]
 		if seen[k.s] {
-			return p.errf(k.col, "%s given twice", k.s)
+			return p.errf(k.col, "%s given twice", cut(k.s))
 		}
 		seen[k.s] = true
 		if k.s == "addon" {
@@ -382,7 +404,7 @@ func (p *parser) conn(toks []token) error {
 		switch k.s {
 		case "start", "size", "id", "trigger", "send_done_trigger", "recv_done_trigger", "prio":
 		default:
-			return p.errf(k.col, "unknown connection key %q; allowed id, start, size, trigger, send_done_trigger, recv_done_trigger, prio, addon", k.s)
+			return p.errf(k.col, "unknown connection key %s; allowed id, start, size, trigger, send_done_trigger, recv_done_trigger, prio, addon", quote(k.s))
 		}
 		if i+1 >= len(toks) {
 			return p.errf(k.col+len(k.s), "%s has no value", k.s)
@@ -397,11 +419,16 @@ func (p *parser) conn(toks []token) error {
 			var n uint64
 			n, err = strconv.ParseUint(v.s, 10, 64)
 			if err != nil || n > MaxSize {
-				err = p.errf(v.col, "size %q is not a byte count; allowed 0 (unbounded) to %d", v.s, int64(MaxSize))
+				err = p.errf(v.col, "size %s is not a byte count; allowed a whole number of bytes up to %d (size 0, an unbounded flow, is not supported yet)", quote(v.s), int64(MaxSize))
 			}
-			c.Size, hasSize = int64(n), true
+			c.Size, c.SizeCol, hasSize = int64(n), v.col, true
 		case "id":
-			c.ID, err = p.id(v, "flow id")
+			if c.ID, err = p.id(v, "flow id"); err == nil {
+				if l, dup := p.connLine[c.ID]; dup {
+					err = p.errf(v.col, "connection id %d is given twice (lines %d and %d); each connection has its own id", c.ID, l, p.line)
+				}
+				p.connLine[c.ID] = p.line
+			}
 		case "trigger", "send_done_trigger", "recv_done_trigger":
 			var id uint32
 			if id, err = p.id(v, k.s); err == nil {
@@ -420,7 +447,7 @@ func (p *parser) conn(toks []token) error {
 		case "prio":
 			c.Prio, err = strconv.ParseInt(v.s, 10, 64)
 			if err != nil {
-				err = p.errf(v.col, "prio %q is not an integer", v.s)
+				err = p.errf(v.col, "prio %s is not an integer", quote(v.s))
 			}
 			c.HasPrio = true
 		}
@@ -430,22 +457,19 @@ func (p *parser) conn(toks []token) error {
 	}
 	switch {
 	case !hasStart && c.Trigger == 0:
-		return p.errf(toks[0].col, "connection %s has neither start nor trigger; give one", toks[0].s)
+		return p.errf(toks[0].col, "connection %s has neither start nor trigger; give one", cut(toks[0].s))
 	case hasStart && c.Trigger != 0:
-		return p.errf(toks[0].col, "connection %s has both start and trigger; give one", toks[0].s)
+		return p.errf(toks[0].col, "connection %s has both start and trigger; give one", cut(toks[0].s))
 	case !hasSize:
-		return p.errf(toks[0].col, "connection %s has no size; give size B (bytes, 0 for an unbounded flow)", toks[0].s)
+		return p.errf(toks[0].col, "connection %s has no size; give size B (bytes)", cut(toks[0].s))
 	}
 	p.m.Conns = append(p.m.Conns, c)
 	return nil
 }
 
 func (p *parser) trigger(toks []token) error {
-	if len(p.m.Triggers) >= MaxTriggers || (p.nTrig >= 0 && len(p.m.Triggers) >= p.nTrig) {
-		return p.errf(toks[0].col, "trigger %d is beyond the Triggers header (%d) or the limit of %d", len(p.m.Triggers)+1, p.nTrig, MaxTriggers)
-	}
-	t := Trigger{Line: p.line}
-	hasCount := false
+	t := Trigger{Line: p.line, Col: toks[0].col}
+	hasCount, idCol := false, toks[0].col
 	for i := 1; i < len(toks); i++ {
 		k := toks[i]
 		switch k.s {
@@ -465,6 +489,7 @@ func (p *parser) trigger(toks []token) error {
 					return p.errf(k.col, "id given twice")
 				}
 				t.ID, err = p.id(toks[i], "trigger id")
+				idCol = toks[i].col
 			} else {
 				t.Count, err = p.intIn(toks[i], "barrier count", 1, MaxConnections)
 				hasCount = true
@@ -473,7 +498,7 @@ func (p *parser) trigger(toks []token) error {
 				return err
 			}
 		default:
-			return p.errf(k.col, "unknown trigger key %q; allowed id, oneshot, multishot, barrier, count", k.s)
+			return p.errf(k.col, "unknown trigger key %s; allowed id, oneshot, multishot, barrier, count", quote(k.s))
 		}
 	}
 	switch {
@@ -487,7 +512,10 @@ func (p *parser) trigger(toks []token) error {
 		return p.errf(toks[0].col, "count is given for %s trigger %d; only a barrier takes a count", t.Kind, t.ID)
 	}
 	if l, dup := p.trigLine[t.ID]; dup {
-		return p.errf(toks[0].col, "trigger %d declared twice (first on line %d)", t.ID, l)
+		return p.errf(idCol, "trigger id %d is defined twice (lines %d and %d)", t.ID, l, p.line)
+	}
+	if len(p.m.Triggers) >= MaxTriggers || (p.nTrig >= 0 && len(p.m.Triggers) >= p.nTrig) {
+		return p.errf(toks[0].col, "trigger %d is beyond the Triggers header (%d) or the limit of %d", len(p.m.Triggers)+1, p.nTrig, MaxTriggers)
 	}
 	p.trigLine[t.ID] = p.line
 	p.m.Triggers = append(p.m.Triggers, t)
@@ -498,13 +526,13 @@ func (p *parser) failure(toks []token) error {
 	if len(p.m.Failures) >= MaxFailures || (p.nFail >= 0 && len(p.m.Failures) >= p.nFail) {
 		return p.errf(toks[0].col, "failure %d is beyond the Failures header (%d) or the limit of %d", len(p.m.Failures)+1, p.nFail, MaxFailures)
 	}
-	f := Failure{LinkID: -1, SwitchID: -1, Line: p.line}
+	f := Failure{LinkID: -1, SwitchID: -1, Line: p.line, Col: toks[0].col}
 	for i := 1; i < len(toks); i++ {
 		k := toks[i]
 		switch k.s {
 		case "switch_type", "switch_id", "link_id":
 		default:
-			return p.errf(k.col, "unknown failure key %q; allowed switch_type, switch_id, link_id", k.s)
+			return p.errf(k.col, "unknown failure key %s; allowed switch_type, switch_id, link_id", quote(k.s))
 		}
 		if i+1 >= len(toks) {
 			return p.errf(k.col+len(k.s), "%s has no value", k.s)
@@ -516,13 +544,15 @@ func (p *parser) failure(toks []token) error {
 		case "switch_type":
 			st, ok := map[string]SwitchType{"TOR": TOR, "AGG": AGG, "CORE": CORE}[v.s]
 			if !ok {
-				return p.errf(v.col, "switch_type %q is not a switch tier; allowed TOR, AGG, CORE", v.s)
+				return p.errf(v.col, "switch_type %s is not a switch tier; allowed TOR, AGG, CORE", quote(v.s))
 			}
 			f.SwitchType = st
 		case "switch_id":
 			f.SwitchID, err = p.intIn(v, "switch_id", 0, MaxNodes)
+			f.SwitchIDCol = v.col
 		case "link_id":
 			f.LinkID, err = p.intIn(v, "link_id", 0, 1<<16)
+			f.LinkIDCol = v.col
 		}
 		if err != nil {
 			return err

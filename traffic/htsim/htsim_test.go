@@ -31,21 +31,21 @@ func TestReadDAG(t *testing.T) {
 	want := &Matrix{
 		Nodes: 8,
 		Conns: []Conn{
-			{Src: 0, Dst: 1, ID: 1, Start: 0, Size: 100000, SendDone: 1, RecvDone: 3, Line: 7},
-			{Src: 2, Dst: 3, ID: 2, Start: 1500 * sim.Nanosecond, Size: 100000, RecvDone: 2, Line: 8},
-			{Src: 4, Dst: 5, ID: 3, Trigger: 1, Size: 50000, RecvDone: 2, Line: 9},
-			{Src: 6, Dst: 7, ID: 4, Trigger: 2, Size: 50000, SendDone: 3, Prio: 2, HasPrio: true, Line: 10},
-			{Src: 1, Dst: 0, ID: 5, Trigger: 3, Size: 20000, Line: 11},
-			{Src: 3, Dst: 2, ID: 6, Trigger: 3, Size: 20000, AddOn: true, Line: 12},
+			{Src: 0, Dst: 1, ID: 1, Start: 0, Size: 100000, SendDone: 1, RecvDone: 3, Line: 7, Col: 1, SizeCol: 24},
+			{Src: 2, Dst: 3, ID: 2, Start: 1500 * sim.Nanosecond, Size: 100000, RecvDone: 2, Line: 8, Col: 1, SizeCol: 26},
+			{Src: 4, Dst: 5, ID: 3, Trigger: 1, Size: 50000, RecvDone: 2, Line: 9, Col: 1, SizeCol: 26},
+			{Src: 6, Dst: 7, ID: 4, Trigger: 2, Size: 50000, SendDone: 3, Prio: 2, HasPrio: true, Line: 10, Col: 1, SizeCol: 26},
+			{Src: 1, Dst: 0, ID: 5, Trigger: 3, Size: 20000, Line: 11, Col: 1, SizeCol: 26},
+			{Src: 3, Dst: 2, ID: 6, Trigger: 3, Size: 20000, AddOn: true, Line: 12, Col: 1, SizeCol: 26},
 		},
 		Triggers: []Trigger{
-			{ID: 1, Kind: Oneshot, Line: 13},
-			{ID: 2, Kind: Barrier, Count: 2, Line: 14},
-			{ID: 3, Kind: Multishot, Line: 15},
+			{ID: 1, Kind: Oneshot, Line: 13, Col: 1},
+			{ID: 2, Kind: Barrier, Count: 2, Line: 14, Col: 1},
+			{ID: 3, Kind: Multishot, Line: 15, Col: 1},
 		},
 		Failures: []Failure{
-			{SwitchType: AGG, SwitchID: 0, LinkID: 1, Line: 16},
-			{SwitchType: CORE, SwitchID: 3, LinkID: -1, Line: 17},
+			{SwitchType: AGG, SwitchID: 0, LinkID: 1, Line: 16, Col: 1, SwitchIDCol: 35, LinkIDCol: 45},
+			{SwitchType: CORE, SwitchID: 3, LinkID: -1, Line: 17, Col: 1, SwitchIDCol: 36},
 		},
 	}
 	if !reflect.DeepEqual(m, want) {
@@ -73,15 +73,17 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// clearLines zeroes the positions Read records, which Write does not keep.
 func clearLines(m *Matrix) {
 	for i := range m.Conns {
-		m.Conns[i].Line = 0
+		m.Conns[i].Line, m.Conns[i].Col, m.Conns[i].SizeCol = 0, 0, 0
 	}
 	for i := range m.Triggers {
-		m.Triggers[i].Line = 0
+		m.Triggers[i].Line, m.Triggers[i].Col = 0, 0
 	}
 	for i := range m.Failures {
-		m.Failures[i].Line = 0
+		f := &m.Failures[i]
+		f.Line, f.Col, f.SwitchIDCol, f.LinkIDCol = 0, 0, 0, 0
 	}
 }
 
@@ -123,7 +125,7 @@ func TestErrors(t *testing.T) {
 		{hdr + "0->9 start 0 size 1\n", "b.cm:3:4: destination host \"9\" is not an integer in [0, 3]"},
 		{hdr + "x->1 start 0 size 1\n", "b.cm:3:1: source host \"x\""},
 		{hdr + "1->1 start 0 size 1\n", "b.cm:3:1: connection 1->1 sends to itself"},
-		{hdr + "0->1 start 0 size -1\n", "b.cm:3:19: size \"-1\" is not a byte count; allowed 0 (unbounded) to 1125899906842624"},
+		{hdr + "0->1 start 0 size -1\n", "b.cm:3:19: size \"-1\" is not a byte count; allowed a whole number of bytes up to 1125899906842624 (size 0, an unbounded flow, is not supported yet)"},
 		{hdr + "0->1 start 0 size 1125899906842625\n", "b.cm:3:19:"},
 		{hdr + "0->1 start 1e3 size 1\n", "b.cm:3:12: start \"1e3\" is not a time in microseconds"},
 		{hdr + "0->1 start 0.0000001 size 1\n", "b.cm:3:12:"},
@@ -153,7 +155,13 @@ func TestErrors(t *testing.T) {
 		{"Nodes 4\nConnections 0\nTriggers 1\ntrigger id 1 oneshot count 2\n", "b.cm:4:1: count is given for oneshot trigger 1"},
 		{"Nodes 4\nConnections 0\nTriggers 1\ntrigger id 1 barrier count 0\n", "b.cm:4:28: barrier count \"0\""},
 		{"Nodes 4\nConnections 0\nTriggers 1\ntrigger id 1 sometimes\n", "b.cm:4:14: unknown trigger key \"sometimes\""},
-		{"Nodes 4\nConnections 0\nTriggers 2\ntrigger id 1 oneshot\ntrigger id 1 oneshot\n", "b.cm:5:1: trigger 1 declared twice (first on line 4)"},
+		{"Nodes 4\nConnections 0\nTriggers 2\ntrigger id 1 oneshot\ntrigger id 1 oneshot\n", "b.cm:5:12: trigger id 1 is defined twice (lines 4 and 5)"},
+		// the header count is checked after the duplicate, which is the real mistake
+		{"Nodes 4\nConnections 0\nTriggers 1\ntrigger id 1 oneshot\ntrigger id 1 oneshot\n", "b.cm:5:12: trigger id 1 is defined twice (lines 4 and 5)"},
+		{hdr[:len(hdr)-2] + "2\n0->1 id 7 start 0 size 1\n1->2 start 0 id 7 size 1\n", "b.cm:4:17: connection id 7 is given twice (lines 3 and 4)"},
+		// a junk line is quoted up to 80 bytes
+		{strings.Repeat("j", 60000) + "\n", "b.cm:1:1: unknown line \"" + strings.Repeat("j", 80) + "...\"; allowed"},
+		{hdr + "0->1 start 0 size 1 " + strings.Repeat("k", 1000) + " 1\n", "b.cm:3:21: unknown connection key \"" + strings.Repeat("k", 80) + "...\"; allowed"},
 		{"Nodes 4\nConnections 0\nFailures 1\nfailure switch_type SPINE switch_id 1\n", "b.cm:4:21: switch_type \"SPINE\" is not a switch tier; allowed TOR, AGG, CORE"},
 		{"Nodes 4\nConnections 0\nFailures 1\nfailure switch_type TOR\n", "b.cm:4:1: failure needs switch_type"},
 		{"Nodes 4\nConnections 0\nFailures 1\nfailure switch_type TOR switch_id 1 port 2\n", "b.cm:4:37: unknown failure key \"port\""},
@@ -175,6 +183,18 @@ func TestComments(t *testing.T) {
 		t.Fatal(err)
 	}
 	if m.Nodes != 4 || len(m.Conns) != 1 || m.Conns[0].Size != 7 || m.Conns[0].Line != 6 {
+		t.Fatalf("%+v", m)
+	}
+}
+
+// TestHeaderOrder: htsim's ConnectionMatrix::load reads the header lines in any order before
+// the first body line, so Connections before Nodes is accepted.
+func TestHeaderOrder(t *testing.T) {
+	m, err := Read(strings.NewReader("Connections 1\nTriggers 0\nNodes 4\n0->1 start 0 size 7\n"), "o.cm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Nodes != 4 || len(m.Conns) != 1 || m.Conns[0].Col != 1 || m.Conns[0].SizeCol != 19 {
 		t.Fatalf("%+v", m)
 	}
 }

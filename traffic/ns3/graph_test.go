@@ -66,9 +66,14 @@ func TestFatTreeGraph(t *testing.T) {
 func TestGraphErrors(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"3 1 2\n0\n0 1 1Gbps 1us 0\n0 2 1Gbps 1us 0\n", "switch id 0 is below host id 1"},
-		{"4 1 2\n3\n0 3 1Gbps 1us 0\n1 2 1Gbps 1us 0\n", "link 1-2 joins two hosts"},
-		{"4 1 2\n3\n0 3 1Gbps 1us 0\n1 3 1Gbps 1us 0\n", "host 2 has 0 links"},
-		{"4 2 2\n2 3\n0 2 1Gbps 1us 0\n1 2 1Gbps 1us 0\n", "switch 3 is not connected to any host"},
+		{"3 1 2\n0\n0 1 1Gbps 1us 0\n0 2 1Gbps 1us 0\n", "t.txt:2:1: switch id 0 is below"},
+		{"4 1 2\n3\n0 3 1Gbps 1us 0\n  1 2 1Gbps 1us 0\n", "t.txt:4:3: link 1-2 joins two hosts"},
+		{"4 1 2\n3\n0 3 1Gbps 1us 0\n1 3 1Gbps 1us 0\n", "t.txt: host 2 has no link"},
+		{"3 1 3\n2\n0 2 1Gbps 1us 0\n1 2 1Gbps 1us 0\n2 0 1Gbps 1us 0\n", "t.txt:5:1: host 0 has a second link (the first is on line 3)"},
+		{"4 2 2\n2 3\n0 2 1Gbps 1us 0\n1 2 1Gbps 1us 0\n", "t.txt:2:3: switch 3 has no link"},
+		{"5 3 3\n2 3 4\n0 2 1Gbps 1us 0\n1 2 1Gbps 1us 0\n 3 4 1Gbps 1us 0\n", "t.txt:5:2: switch 3 is not connected to any host"},
+		// lockstep sizes runs, base RTTs and timeouts from one NIC rate
+		{"3 1 2\n2\n0 2 1Gbps 1us 0\n1 2 100Gbps 1us 0\n", "t.txt:4:1: host links have different rates (h0 1Gbps, h1 100Gbps); lockstep's transports assume one NIC rate per fabric: give every host link the same rate"},
 	} {
 		tp, err := ReadTopology(strings.NewReader(c.in), "t.txt")
 		if err != nil {

@@ -44,6 +44,8 @@ const (
 	MaxSize = 1 << 50
 	// MaxToken bounds one value's length in bytes.
 	MaxToken = 256
+	// MaxPorts bounds the links of one node: topo.NewGraph's 65,536 ports per node.
+	MaxPorts = 1 << 16
 )
 
 // Error is a parse error at a position of a file.
@@ -72,6 +74,9 @@ func (s *scanner) errf(format string, a ...any) error {
 	return &Error{File: s.file, Line: s.tl, Col: s.tc, Msg: fmt.Sprintf(format, a...)}
 }
 
+// errEOF marks the end of input in next; the error returned wraps it.
+var errEOF = errors.New("end of input")
+
 // next returns the next value; what names it in the error at the end of input.
 func (s *scanner) next(what string) (string, error) {
 	var b strings.Builder
@@ -83,7 +88,7 @@ func (s *scanner) next(what string) (string, error) {
 			}
 			s.tl, s.tc = s.line, s.col
 			if errors.Is(err, io.EOF) {
-				return "", s.errf("the file ends where %s is expected", what)
+				return "", &eofError{s.errf("the file ends where %s is expected", what)}
 			}
 			return "", fmt.Errorf("%s: %w", s.file, err)
 		}
@@ -113,13 +118,24 @@ func (s *scanner) advance(c byte) {
 	}
 }
 
-// end reports an error if anything but whitespace follows.
+// eofError is the error of next at the end of input: an *Error (errors.As finds it).
+type eofError struct{ err error }
+
+func (e *eofError) Error() string { return e.err.Error() }
+func (e *eofError) Unwrap() error { return e.err }
+
+// end reports an error if anything but whitespace follows, a value too long to quote
+// included.
 func (s *scanner) end(what string) error {
-	v, err := s.next("")
+	v, err := s.next("a value")
 	if err != nil {
+		var eof *eofError
+		if errors.As(err, &eof) {
+			return nil
+		}
 		var pe *Error
 		if errors.As(err, &pe) {
-			return nil
+			return s.errf("a value longer than %d bytes after the last %s; the file's count says there are no more", MaxToken, what)
 		}
 		return err
 	}
@@ -148,8 +164,8 @@ type Flow struct {
 	Size int64
 	// Start is when the flow starts (ps).
 	Start sim.Time
-	// Line is the line the flow's first value is on.
-	Line int
+	// Line and Col are the position of the flow's first value.
+	Line, Col int
 }
 
 // ReadFlows parses flow.txt from r; file names it in errors. Node ids must be below nodes
@@ -170,7 +186,7 @@ func ReadFlows(r io.Reader, file string, nodes int) ([]Flow, error) {
 		if err != nil {
 			return nil, err
 		}
-		f.Line = s.tl
+		f.Line, f.Col = s.tl, s.tc
 		dst, err := s.intIn(fmt.Sprintf("flow %d's dst", i), 0, int64(nodes-1))
 		if err != nil {
 			return nil, err
@@ -209,7 +225,7 @@ func parseSeconds(v string) (sim.Time, error) {
 	return sim.Time(math.Round(f * float64(sim.Second))), nil
 }
 
-// WriteFlows writes flows in flow.txt's format; ReadFlows reads them back (Line aside;
+// WriteFlows writes flows in flow.txt's format; ReadFlows reads them back (Line and Col aside;
 // starts exact to the picosecond).
 func WriteFlows(w io.Writer, flows []Flow) error {
 	bw := bufio.NewWriter(w)
@@ -238,8 +254,8 @@ type Link struct {
 	Delay sim.Time
 	// ErrorRate is the per-packet loss probability, in [0, 1].
 	ErrorRate float64
-	// Line is the line the link's first value is on.
-	Line int
+	// Line and Col are the position of the link's first value.
+	Line, Col int
 	// RateText, DelayText and ErrorText are the values as written, for the writer.
 	RateText, DelayText, ErrorText string
 }
@@ -252,6 +268,10 @@ type Topology struct {
 	Switches []int
 	IsSwitch []bool
 	Links    []Link
+	// File is the name ReadTopology was given, for GraphSpec's errors.
+	File string
+	// SwitchLine and SwitchCol are the positions of the switch ids, in file order.
+	SwitchLine, SwitchCol []int
 }
 
 // Hosts returns the host node ids in ascending order.
@@ -267,7 +287,8 @@ func (t *Topology) Hosts() []int {
 
 // ReadTopology parses topology.txt from r; file names it in errors. Errors: counts out of
 // range, a switch id out of range or given twice, a link naming a node out of range or
-// itself, a bad rate, delay or error rate, no host.
+// itself, a node with more than MaxPorts links (at the link that goes past it), a bad rate,
+// delay or error rate, no host.
 func ReadTopology(r io.Reader, file string) (*Topology, error) {
 	s := newScanner(r, file)
 	nodes, err := s.intIn("node_num", 2, MaxNodes)
@@ -282,7 +303,7 @@ func ReadTopology(r io.Reader, file string) (*Topology, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Topology{Nodes: int(nodes), IsSwitch: make([]bool, nodes), Switches: make([]int, 0, nsw)}
+	t := &Topology{Nodes: int(nodes), IsSwitch: make([]bool, nodes), Switches: make([]int, 0, nsw), File: file}
 	for i := int64(0); i < nsw; i++ {
 		id, err := s.intIn(fmt.Sprintf("switch id %d", i), 0, nodes-1)
 		if err != nil {
@@ -293,12 +314,19 @@ func ReadTopology(r io.Reader, file string) (*Topology, error) {
 		}
 		t.IsSwitch[id] = true
 		t.Switches = append(t.Switches, int(id))
+		t.SwitchLine, t.SwitchCol = append(t.SwitchLine, s.tl), append(t.SwitchCol, s.tc)
 	}
 	t.Links = make([]Link, 0, min(nl, 1<<16))
+	deg := make([]int32, nodes)
 	for i := int64(0); i < nl; i++ {
 		l, err := readLink(s, i, nodes)
 		if err != nil {
 			return nil, err
+		}
+		for _, n := range []int{l.A, l.B} {
+			if deg[n]++; deg[n] > MaxPorts {
+				return nil, &Error{File: file, Line: l.Line, Col: l.Col, Msg: fmt.Sprintf("link %d gives node %d its link %d; a node has at most %d ports (links)", i, n, deg[n], MaxPorts)}
+			}
 		}
 		t.Links = append(t.Links, l)
 	}
@@ -311,7 +339,7 @@ func readLink(s *scanner, i, nodes int64) (Link, error) {
 	if err != nil {
 		return l, err
 	}
-	l.Line = s.tl
+	l.Line, l.Col = s.tl, s.tc
 	b, err := s.intIn(fmt.Sprintf("link %d's dst", i), 0, nodes-1)
 	if err != nil {
 		return l, err

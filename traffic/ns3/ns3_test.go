@@ -30,8 +30,8 @@ func TestReadFlows(t *testing.T) {
 	if len(flows) != 8 {
 		t.Fatalf("%d flows, want 8", len(flows))
 	}
-	want0 := Flow{Src: 0, Dst: 5, PG: 3, DPort: 100, Size: 200000, Start: 0, Line: 2}
-	want6 := Flow{Src: 13, Dst: 2, PG: 3, DPort: 100, Size: 100000, Start: 3500 * sim.Nanosecond, Line: 8}
+	want0 := Flow{Src: 0, Dst: 5, PG: 3, DPort: 100, Size: 200000, Start: 0, Line: 2, Col: 1}
+	want6 := Flow{Src: 13, Dst: 2, PG: 3, DPort: 100, Size: 100000, Start: 3500 * sim.Nanosecond, Line: 8, Col: 1}
 	if flows[0] != want0 || flows[6] != want6 {
 		t.Fatalf("got %+v and %+v", flows[0], flows[6])
 	}
@@ -68,7 +68,7 @@ func TestReadTopology(t *testing.T) {
 		rate  sim.Rate
 		delay sim.Time
 		loss  float64
-	}{{400 * sim.Gbps, sim.Microsecond, 0}, {100 * sim.Gbps, 500 * sim.Nanosecond, 0.001}, {100 * sim.Gbps, sim.Microsecond, 0}}
+	}{{100 * sim.Gbps, sim.Microsecond, 0}, {100 * sim.Gbps, 500 * sim.Nanosecond, 0.001}, {100 * sim.Gbps, sim.Microsecond, 0}}
 	for i, w := range want {
 		l := sm.Links[i]
 		if l.Rate != w.rate || l.Delay != w.delay || l.ErrorRate != w.loss {
@@ -84,7 +84,7 @@ func TestReadTopology(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(again, tp) {
+		if !reflect.DeepEqual(positionless(again), positionless(tp)) {
 			t.Fatalf("round trip differs")
 		}
 	}
@@ -148,6 +148,11 @@ func TestErrors(t *testing.T) {
 		{"4 1 1\n3\n0 3 1Gbps 1us 2\n", "f.txt:3:15: link 0's error_rate \"2\" is not a probability", true},
 		{"4 1 1\n3\n0 3 1Gbps 1us\n", "f.txt:4:1: the file ends where link 0's error_rate is expected", true},
 		{"4 1 1\n3\n0 3 1Gbps 1us 0 extra\n", "f.txt:3:17: \"extra\" after the last link", true},
+		// a trailing value too long to quote is still refused, at its position
+		{"1\n0 1 3 100 10 0\n  " + strings.Repeat("x", 300) + "\n", "f.txt:3:3: a value longer than 256 bytes after the last flow", false},
+		{"4 1 1\n3\n0 3 1Gbps 1us 0\n" + strings.Repeat("y", 257), "f.txt:4:1: a value longer than 256 bytes after the last link", true},
+		// a node past MaxPorts links fails at the link that goes past it, before the rest is read
+		{"3 2 70000\n1 2\n" + strings.Repeat("1 2 1Gbps 1us 0\n", 70000), "f.txt:65539:1: link 65536 gives node 1 its link 65537; a node has at most 65536 ports", true},
 	} {
 		var err error
 		if c.topo {
@@ -160,4 +165,16 @@ func TestErrors(t *testing.T) {
 			t.Errorf("%q:\n got %v\nwant %s...", c.in, err, c.want)
 		}
 	}
+}
+
+// positionless returns a copy of t without the positions and file name ReadTopology records,
+// for round-trip comparisons.
+func positionless(t *Topology) *Topology {
+	c := *t
+	c.File, c.SwitchLine, c.SwitchCol = "", nil, nil
+	c.Links = append([]Link(nil), t.Links...)
+	for i := range c.Links {
+		c.Links[i].Line, c.Links[i].Col = 0, 0
+	}
+	return &c
 }

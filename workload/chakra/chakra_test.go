@@ -122,6 +122,7 @@ func TestReadErrors(t *testing.T) {
 		{"gather", raw(md, &etpb.Node{Id: 1, Type: etpb.NodeType_COMM_COLL_NODE, Attr: []*etpb.AttributeProto{attr("comm_type", 3)}}), "comm_type = 3 (GATHER) is not supported"},
 		{"size", raw(md, &etpb.Node{Id: 1, Type: etpb.NodeType_COMM_COLL_NODE, Attr: []*etpb.AttributeProto{attr("comm_type", 0), attr("comm_size", -1)}}), "attribute comm_size = -1; allowed 0 to 1099511627776"},
 		{"size type", raw(md, &etpb.Node{Id: 1, Type: etpb.NodeType_COMM_COLL_NODE, Attr: []*etpb.AttributeProto{attr("comm_type", 0), {Name: "comm_size", Value: &etpb.AttributeProto_StringVal{StringVal: "1"}}}}), "attribute comm_size is not an integer"},
+		{"no comm_size", raw(md, &etpb.Node{Id: 1, Type: etpb.NodeType_COMM_COLL_NODE, Attr: []*etpb.AttributeProto{attr("comm_type", 0)}}), "node index 0 (id 1, \"\"): attribute comm_size missing; a ALL_REDUCE collective needs its bytes (only BARRIER moves none)"},
 		{"no dst", raw(md, &etpb.Node{Id: 1, Type: etpb.NodeType_COMM_SEND_NODE}), "attribute comm_dst missing; a COMM_SEND_NODE needs it"},
 		{"src range", raw(md, &etpb.Node{Id: 1, Type: etpb.NodeType_COMM_RECV_NODE, Attr: []*etpb.AttributeProto{attr("comm_src", MaxRanks)}}), "attribute comm_src = 4096; allowed 0 to 4095"},
 	} {
@@ -241,5 +242,35 @@ func TestTestdata(t *testing.T) {
 	}
 	if _, err := Read(filepath.Join(t.TempDir(), "none")); err == nil || !strings.Contains(err.Error(), "no trace at") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// TestReadRankGap: a trace folder with dp.0.et and dp.2.et names the missing dp.1.et
+// instead of reading one rank; files that are not rank files (dp.x.et, dp.01.et, other
+// prefixes) are not ranks, and a barrier needs no comm_size.
+func TestReadRankGap(t *testing.T) {
+	md := &etpb.GlobalMetadata{Version: "0.0.4"}
+	barrier := raw(md, &etpb.Node{Id: 1, Name: "b", Type: etpb.NodeType_COMM_COLL_NODE, Attr: []*etpb.AttributeProto{
+		{Name: "comm_type", Value: &etpb.AttributeProto_Int64Val{Int64Val: int64(etpb.CollectiveCommType_BARRIER)}}}})
+	dir := t.TempDir()
+	prefix := filepath.Join(dir, "dp")
+	for _, name := range []string{"dp.0.et", "dp.1.et", "dp.x.et", "dp.03.et", "pp.5.et"} {
+		if err := os.WriteFile(filepath.Join(dir, name), barrier, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := Read(prefix)
+	if err != nil || len(tr.Ranks) != 2 {
+		t.Fatalf("read %v, %v; want 2 ranks", tr, err)
+	}
+	if err := os.Remove(filepath.Join(dir, "dp.1.et")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "dp.2.et"), barrier, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "chakra: " + prefix + ": " + prefix + ".1.et is missing, but " + prefix + ".2.et exists"
+	if _, err := Read(prefix); err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("err %v, want %s", err, want)
 	}
 }

@@ -17,7 +17,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -270,6 +272,8 @@ func convert(pn *etpb.Node) (Node, error) {
 		nd.Comm = op
 		if etpb.CollectiveCommType(ct) == etpb.CollectiveCommType_BARRIER {
 			nd.Bytes = 0
+		} else if _, ok := attrs["comm_size"]; !ok {
+			return nd, fmt.Errorf("attribute comm_size missing; a %s collective needs its bytes (only BARRIER moves none)", etpb.CollectiveCommType(ct))
 		}
 	case etpb.NodeType_COMM_SEND_NODE:
 		p, err := integer("comm_dst", 0, MaxRanks-1, true)
@@ -376,7 +380,8 @@ func FileName(prefix string, r int) string { return prefix + "." + strconv.Itoa(
 
 // Read reads the trace at prefix: files prefix.0.et, prefix.1.et, ... up to the first rank
 // with no file (at most MaxRanks), each by ReadFile, and at most MaxTotalNodes nodes in all.
-// Errors: no prefix.0.et, a file's own errors.
+// Errors: no prefix.0.et, a gap in the ranks (a prefix.<r>.et beyond the first missing
+// rank, named), a file's own errors.
 func Read(prefix string) (*Trace, error) {
 	t := &Trace{Prefix: prefix}
 	total := 0
@@ -400,5 +405,35 @@ func Read(prefix string) (*Trace, error) {
 		}
 		t.Ranks = append(t.Ranks, rk)
 	}
+	if hi, name := highestRank(prefix); hi >= len(t.Ranks) {
+		return nil, fmt.Errorf("chakra: %s: %s is missing, but %s exists; a trace's ranks are files %s to %s with no gap", prefix, FileName(prefix, len(t.Ranks)), name, FileName(prefix, 0), FileName(prefix, hi))
+	}
 	return t, nil
+}
+
+// highestRank returns the highest rank r with a file "<prefix>.<r>.et" (r decimal, below
+// MaxRanks) in prefix's folder and that file's path; -1 when there is none or the folder
+// does not read.
+func highestRank(prefix string) (int, string) {
+	dir, base := filepath.Split(prefix)
+	entries, err := os.ReadDir(filepath.Clean(dir + "."))
+	if err != nil {
+		return -1, ""
+	}
+	hi, name := -1, ""
+	for _, e := range entries {
+		r, ok := strings.CutPrefix(e.Name(), base+".")
+		if !ok {
+			continue
+		}
+		r, ok = strings.CutSuffix(r, ".et")
+		n, err := strconv.Atoi(r)
+		if !ok || err != nil || n < 0 || n >= MaxRanks || strconv.Itoa(n) != r {
+			continue
+		}
+		if n > hi {
+			hi, name = n, filepath.Join(dir, e.Name())
+		}
+	}
+	return hi, name
 }
