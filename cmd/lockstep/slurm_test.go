@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -528,8 +529,75 @@ func TestSlurmSubmitWait(t *testing.T) {
 	if code != 0 {
 		t.Errorf("exit %d, stderr %s", code, stderr)
 	}
-	if !strings.Contains(stdout, "slurm job 4242: all 4 tasks completed; gather them with: /bin/true sweep "+sweep4(t)+" --out "+out+" --collect --seed 1") {
+	if !strings.Contains(stdout, "slurm job 4242: all 4 variants' folders hold complete runs (squeue showed 3 of the tasks end COMPLETED); gather them with: /bin/true sweep "+sweep4(t)+" --out "+out+" --collect --seed 1") {
 		t.Errorf("stdout:\n%s", stdout)
+	}
+	if !strings.Contains(stderr, "lockstep: squeue no longer lists job 4242; judging by the folders") {
+		t.Errorf("stderr:\n%s", stderr)
+	}
+}
+
+// squeue listing no task at all (the job ended and was purged before the first poll) is
+// said, not counted as "0 of 0 tasks done", and the folders judge: one missing fails it.
+func TestSlurmWaitNoRows(t *testing.T) {
+	dir := t.TempDir()
+	localSweep(t, dir)
+	fakeSlurm(t, []string{""})
+	code, stdout, stderr := cli(t, "sweep", sweep4(t), "--out", "res", "--slurm", "--submit", "--wait", "--lockstep", "/bin/true", "--force")
+	if code != 0 || strings.Contains(stderr, "0 of 0") || !strings.Contains(stderr, "lockstep: squeue no longer lists job 4242; judging by the folders\n") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if strings.Contains(stdout, "all 4 tasks completed") || !strings.Contains(stdout, "all 4 variants' folders hold complete runs (squeue showed 0 of the tasks end COMPLETED)") {
+		t.Errorf("stdout:\n%s", stdout)
+	}
+	if err := os.RemoveAll(filepath.Join("res", "sw-mrc-1MiB")); err != nil {
+		t.Fatal(err)
+	}
+	fakeSlurm(t, []string{""})
+	code, stdout, _ = cli(t, "sweep", sweep4(t), "--out", "res", "--slurm", "--submit", "--wait", "--lockstep", "/bin/true", "--force")
+	if code != 1 || !strings.Contains(stdout, "variant sw-mrc-1MiB: task 1; its folder is missing") {
+		t.Errorf("a folder missing: exit %d, stdout:\n%s", code, stdout)
+	}
+}
+
+// A SIGTERM while --wait polls stops the waiting, says the array keeps running and how to
+// collect it, and exits 143; it does not speak of stopping a simulation.
+func TestSlurmWaitSignal(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	bin := fakeSlurm(t, []string{"0 RUNNING\n1 PENDING\n2 PENDING\n3 PENDING\n"})
+	type result struct {
+		code           int
+		stdout, stderr string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, stdout, stderr := cli(t, "sweep", sweep4(t), "--out", "res", "--slurm", "--submit", "--wait", "--lockstep", "/bin/true")
+		done <- result{code, stdout, stderr}
+	}()
+	// squeue's first call comes after the signal handler is in place (catchSignals runs first).
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := os.Stat(filepath.Join(bin, "n")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("squeue was not called within a minute")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("--wait still waiting a minute after SIGTERM")
+	}
+	want := "stopped waiting; the array keeps running (job 4242); collect later with --collect"
+	if r.code != 143 || !strings.Contains(r.stderr, "lockstep: SIGTERM: "+want) || strings.Contains(r.stderr, "simulation") {
+		t.Errorf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 }
 
