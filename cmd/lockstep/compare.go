@@ -278,8 +278,10 @@ func outcomeCell(s *runner.Summary) string {
 		return "interrupted (" + s.Interrupted + ")"
 	case s.Failed:
 		why := s.FailureReason
-		if i := strings.IndexAny(why, ";("); i > 0 {
-			why = why[:i]
+		for _, sep := range []string{"; ", " ("} {
+			if i := strings.Index(why, sep); i > 0 {
+				why = why[:i]
+			}
 		}
 		why = strings.TrimRight(strings.TrimSpace(why), ",")
 		if r := []rune(why); len(r) > outcomeReasonMax {
