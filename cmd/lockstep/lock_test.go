@@ -3,11 +3,15 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // holdLock locks dir/.lockstep.lock as another lockstep would: through an open file of its
@@ -202,5 +206,55 @@ func TestLockFileOwn(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join("res", "busy", "summary.json")); err != nil {
 		t.Errorf("the busy folder was touched: %v", err)
+	}
+}
+
+// Two lockstep processes sweeping into one --out a moment apart (the review's case: they
+// removed each other's temporary files, one exited 0 without report.html): the second is
+// refused at once (exit 1, naming the first's pid), and the first finishes a whole sweep
+// whose folders match a sweep run alone, without a lock file left.
+func TestLockTwoProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildCLI(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "CC2")
+	first := exec.Command(bin, "sweep", sweep4(t), "-j", "1", "--out", out, "--quiet")
+	var stderr1 bytes.Buffer
+	first.Stderr = &stderr1
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the first to hold the lock (not a timed assertion: the deadline only keeps a
+	// broken binary from hanging the test).
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := os.Stat(filepath.Join(out, lockFileName)); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			first.Process.Kill()
+			t.Fatalf("no lock file after a minute; stderr %q", stderr1.String())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	second, err := exec.Command(bin, "sweep", sweep4(t), "-j", "1", "--out", out, "--quiet").CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(second), "results folder "+out+" is in use by another lockstep (pid "+strconv.Itoa(first.Process.Pid)+", started ") {
+		t.Errorf("the second sweep: %v, output %q; want exit 1 naming the first's pid", err, second)
+	}
+	if err := first.Wait(); err != nil {
+		t.Fatalf("the first sweep: %v, stderr %q", err, stderr1.String())
+	}
+	alone := filepath.Join(dir, "alone")
+	mustRun(t, "sweep", sweep4(t), "-j", "1", "--out", alone, "--quiet")
+	if a, b := strings.Join(listDir(t, out), " "), strings.Join(listDir(t, alone), " "); a != b {
+		t.Errorf("the first sweep's folder holds %q; a sweep alone %q", a, b)
+	}
+	for _, v := range sweep4Names {
+		if a, b := strings.Join(listDir(t, filepath.Join(out, v)), " "), strings.Join(listDir(t, filepath.Join(alone, v)), " "); a != b {
+			t.Errorf("%s holds %q; alone %q", v, a, b)
+		}
 	}
 }
