@@ -136,8 +136,9 @@ type runOpts struct {
 
 // runAndWrite runs sc (seed overridden when --seed was given) into its results folder
 // sc.Run.Out (outField names where that came from, for errors), with a progress bar on a
-// terminal, and returns the result and summary.json's bytes. Errors are already wrapped with
-// the exit code (badInput, runFailed).
+// terminal, and returns the result and summary.json's bytes, holding the folder's lock
+// (lockDir) while it writes: a folder another lockstep holds is refused (exit 1). Errors
+// are already wrapped with the exit code (badInput, runFailed).
 func runAndWrite(sc *scenario.Scenario, outField string, ro runOpts) (*runner.Result, []byte, error) {
 	applyRunOpts(sc, ro)
 	// Create the results folder before the run, so an unusable one is bad input reported at
@@ -224,7 +225,8 @@ func signalExit(name string) int {
 // the run in progress to stop at its next event boundary (the Interrupt returned, given to
 // runner.Options) so its results folder gets what exists; a second one exits at once with
 // signalExit (files are written under temporary names and renamed, so none is left
-// truncated). stop restores the default handling.
+// truncated). A command that waits rather than simulates (sweep --wait) puts what its
+// first signal does in signalNotes, printed instead. stop restores the default handling.
 func catchSignals(stderr io.Writer) (intr *runner.Interrupt, stop func()) {
 	intr = &runner.Interrupt{}
 	ch := make(chan os.Signal, 2)

@@ -201,9 +201,9 @@ func sbatchPathOK(p string) string {
 }
 
 // commentSafe is s as it may stand in the script's comment lines: every control character
-// (a newline above all, which would start a line of its own, an #SBATCH line sbatch obeys)
-// written as Go escapes it (a newline as a backslash and n), so a value from the scenario file or the command
-// line stays on its "# " line.
+// (a newline above all, which would start a line of its own, maybe an #SBATCH line sbatch
+// obeys) written as Go escapes it (a newline as a backslash and n), so a value from the
+// scenario file or the command line stays on its "# " line.
 func commentSafe(s string) string {
 	if strings.IndexFunc(s, unicode.IsControl) < 0 {
 		return s
@@ -435,10 +435,11 @@ func parseSqueue(out string, n int) map[int]string {
 }
 
 // slurmWait polls squeue until every array task of job id (n of them) is in a final
-// state, or slurmctld has forgotten the job (MinJobAge), printing a line to stderr whenever
-// the counts change. It returns the last states seen by task index (a task missing from
+// state, or squeue lists none of them (slurmctld has forgotten the job, MinJobAge: said
+// on stderr, and the folders then judge), printing a line to stderr whenever the counts
+// change. It returns the last states seen by task index (a task missing from
 // them ended before the poll that would have seen it). A signal stops the wait, not the
-// job.
+// job: catchSignals prints stoppedWaiting (signalNotes) instead of its simulation message.
 func slurmWait(id string, n int, ro runOpts) (map[int]string, error) {
 	squeue, err := exec.LookPath("squeue")
 	if err != nil {
@@ -524,7 +525,9 @@ var signalNotes sync.Map // *runner.Interrupt -> string
 // reportArray prints, after --wait, each variant whose task did not complete or whose
 // folder is not a complete run (collectVariant says why), with its task's log files, and
 // the --collect command; any such variant makes it a failed run (exit 1). A task that
-// ended in a state other than COMPLETED is named even when its folder is complete.
+// ended in a state other than COMPLETED is named even when its folder is complete. The last
+// line says every task completed only when squeue showed each end COMPLETED; otherwise
+// that every variant's folder holds a complete run, and how many ends squeue showed.
 func reportArray(w io.Writer, id string, s *slurmScript, states map[int]string, ro runOpts) error {
 	var bad []string
 	for i, v := range s.vs {
@@ -603,7 +606,9 @@ func collectVariant(dir, name, hash string) (*runner.Summary, []byte, string) {
 // sweep.html and prints the table as the local sweep that wrote them would have
 // (finishSweep). A variant whose folder is missing, incomplete or another scenario's is
 // left out, as a variant that failed to run is; each of those and each failed run is
-// named on stderr, and the exit code is then 1.
+// named on stderr, and the exit code is then 1. It refuses (creating nothing) when no
+// variant's folder exists, and --force (bad input: nothing runs); it holds out's lock
+// (lock.go) while it writes.
 func collectSweep(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro runOpts) error {
 	if ro.force {
 		return badInput(errors.New("--collect runs no variant, so --force (rerun every variant) does not apply: give one of them (--force belongs to the sweep or its array tasks)"))
@@ -611,14 +616,14 @@ func collectSweep(w io.Writer, vs []scenario.Variant, out string, asJSON bool, r
 	if out == "" {
 		out = filepath.Join("results", vs[0].Base)
 	}
-	any := false
+	ran := false // some variant's folder exists
 	for _, v := range vs {
 		if fi, err := os.Stat(filepath.Join(out, v.Scenario.Name)); err == nil && fi.IsDir() {
-			any = true
+			ran = true
 			break
 		}
 	}
-	if !any {
+	if !ran {
 		return runFailed(fmt.Errorf("nothing to collect in %s: no variant folder holds a summary.json; run the array first (or give the --out it ran into)", out))
 	}
 	release, err := lockResults("--out", out) // the sweep's folder, while its files are written
