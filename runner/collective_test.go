@@ -199,18 +199,23 @@ workload:
 	}
 }
 
-// A collective that cannot finish in run.duration stops the run with the ranks it waits on.
+// A collective that cannot finish in run.duration fails the run (a Result, not an error:
+// its results folder is written) with the ranks it waits on in the reason.
 func TestCollectiveWatchdog(t *testing.T) {
 	sc, err := scenario.Parse([]byte(strings.Replace(fmt.Sprintf(idealYAML, "    - {op: all_reduce, algorithm: ring, bytes: 1GiB}"),
 		"workload:", "run: {duration: 1ms}\nworkload:", 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Run(sc)
-	if err == nil || !strings.Contains(err.Error(), "not done") || !strings.Contains(err.Error(), "rank") {
-		t.Fatalf("err = %v; want a report of the waiting ranks", err)
+	res, err := Run(sc)
+	if err != nil {
+		t.Fatalf("err = %v; want a failed Result", err)
 	}
-	t.Log(err)
+	s := &res.Summary
+	if !s.Failed || !s.Complete || !strings.Contains(s.FailureReason, "not done") || !strings.Contains(s.FailureReason, "rank") {
+		t.Fatalf("failed %v complete %v reason %q; want failed with a report of the waiting ranks", s.Failed, s.Complete, s.FailureReason)
+	}
+	t.Log(s.FailureReason)
 }
 
 // The same ring all-reduce on MRC and on RoCEv2 with 1 and 16 QPs per peer over one fabric

@@ -76,6 +76,7 @@ func runTransport(sc *scenario.Scenario, layout topo.Topology, res *Result) erro
 		return err
 	}
 	endpointSummary(sc, res, ep, smp, snap, end)
+	res.Summary.FCTBySize = fctBySize(sc, ep.Flows())
 	res.progress, res.trafficEnd = smp.progress, end
 	return nil
 }

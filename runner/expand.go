@@ -77,6 +77,9 @@ func expandTraffic(sc *scenario.Scenario, l topo.Topology, net *fabric.Network) 
 					PacketSize: int32(g.PacketSize), Start: max(g.Start, p.start), Stop: g.Stop,
 					SrcPort: uint16(49152 + rng.IntN(16384)), Flags: flags,
 				}
+				if g.Process == scenario.ProcessPoisson {
+					f.Arrivals = traffic.Poisson
+				}
 				switch g.Path {
 				case scenario.PathSpread:
 					r, err := l.Path(p.src, p.dst, spread[i]-spread[i]%c.Planes+plane)

@@ -267,7 +267,7 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 		err = runTransport(sc, layout, res)
 	}
 	if res.interrupted() {
-		if err != nil || res.Summary.Scenario == "" {
+		if err != nil || res.Summary.Scenario == "" || res.stall != "" {
 			// A workload stopped midway reports no figures of its own (its engines fail
 			// on work left undone): the common ones only.
 			return interruptedResult(sc, s, net, m, "", wallStart), nil

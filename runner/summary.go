@@ -68,14 +68,18 @@ type Summary struct {
 	InFlightAtEnd    int64            `json:"in_flight_packets_at_end"`
 	CEMarks          int64            `json:"ce_marks"`
 
-	// One-way delay of raw packets delivered whole (raw traffic only).
-	// LatencyMeanUs is the histogram's mean (values kept to 3 significant digits, so within
-	// 0.1% of the exact mean).
+	// One-way delay of raw packets delivered whole (raw traffic only), from the source NIC's
+	// transmit timestamp to delivery. LatencyMeanUs is the exact mean (a sum over the
+	// packets); the percentiles are the histogram's (3 significant digits).
 	LatencyMeanUs float64 `json:"latency_mean_us,omitempty"`
 	LatencyP50Us  float64 `json:"latency_p50_us,omitempty"`
 	LatencyP99Us  float64 `json:"latency_p99_us,omitempty"`
 	LatencyP999Us float64 `json:"latency_p999_us,omitempty"`
 	LatencyMaxUs  float64 `json:"latency_max_us,omitempty"`
+	// HostWaitMeanUs is the mean time the same packets waited in their source NIC's queue
+	// before transmission (raw traffic only; exact): with latency_mean_us, the mean delay
+	// from the send.
+	HostWaitMeanUs float64 `json:"host_wait_mean_us,omitempty"`
 
 	Queue QueueDepths `json:"queue_depth"` // all switch egress ports
 
@@ -85,6 +89,9 @@ type Summary struct {
 	// figures, then its own): absent for raw traffic and for workloads on the flow level or
 	// the closed forms.
 	Transport *transport.Summary `json:"transport,omitempty"`
+	// FCTBySize is the flow completion times by transfer size, for traffic with generated
+	// arrivals (patterns poisson and onoff) under a transport (fctsize.go).
+	FCTBySize []FCTBucket `json:"fct_by_size,omitempty"`
 	// PFC, when fabric.pfc is on: pauses and paused time over every port.
 	PFC *PFCSummary `json:"pfc,omitempty"`
 	// Faults holds what each failure cost (faults.csv), when the scenario has faults.
@@ -153,6 +160,11 @@ type QueueDepths struct {
 	// time, not a mean of the samples) over the offered-load interval, averaged over the ports.
 	MeanBytes float64 `json:"mean_bytes"`
 	Samples   int64   `json:"samples"`
+	// MaxMeanBytes is the largest time-averaged depth of one egress port over the same
+	// interval, NIC ports included (where raw traffic's own queueing is), and MaxMeanPort that
+	// port's name (absent when every queue stayed empty).
+	MaxMeanBytes float64 `json:"max_mean_bytes"`
+	MaxMeanPort  string  `json:"max_mean_port,omitempty"`
 }
 
 // PlaneSummary is one plane's figures. Utilisation is transmitted bits / (rate x duration) over
@@ -206,6 +218,26 @@ func meanDepth(net *fabric.Network, snap []portSnap, plane int) float64 {
 	return round3(sum / float64(n))
 }
 
+// maxMeanDepth returns the deepest time-averaged egress queue in plane (-1: every plane),
+// switch and NIC ports alike, and its port's name ("" when every queue stayed empty). A tie
+// goes to the first port, so the answer is deterministic.
+func maxMeanDepth(net *fabric.Network, snap []portSnap, plane int) (float64, string) {
+	best, name := 0.0, ""
+	for i := range net.Ports {
+		own := &net.Nodes[net.Ports[i].Node]
+		if plane >= 0 && own.Kind == fabric.Switch && int(own.Plane) != plane || i >= len(snap) {
+			continue
+		}
+		if plane >= 0 && own.Kind != fabric.Switch && int(net.Ports[i].Local) != plane {
+			continue
+		}
+		if m := snap[i].meanDepth; m > best {
+			best, name = m, net.Ports[i].Name
+		}
+	}
+	return round3(best), name
+}
+
 // rawFigures fills the raw-traffic figures: offered and delivered rates over the offered-load
 // interval, the delivered fraction and the one-way latency mean and percentiles.
 //
@@ -227,7 +259,10 @@ func rawFigures(s *Summary, raw *traffic.Raw, dur sim.Time) {
 		s.DeliveredGbps = round3(offered / secs / 1e9 * float64(t.RecvBytes) / max(1, float64(t.SentBytes)))
 	}
 	us := func(ns int64) float64 { return round3(float64(ns) / 1e3) }
-	s.LatencyMeanUs = round3(raw.Latency.Mean() / 1e3)
+	if t.RecvPackets > 0 {
+		s.LatencyMeanUs = round3(t.LatencySum.Micros() / float64(t.RecvPackets))
+		s.HostWaitMeanUs = round3(t.HostWaitSum.Micros() / float64(t.RecvPackets))
+	}
 	s.LatencyP50Us = us(raw.Latency.ValueAtQuantile(50))
 	s.LatencyP99Us = us(raw.Latency.ValueAtQuantile(99))
 	s.LatencyP999Us = us(raw.Latency.ValueAtQuantile(99.9))
@@ -257,6 +292,7 @@ func summarise(sc *scenario.Scenario, net *fabric.Network, flows int, smp *sampl
 	}
 	s.Queue = depths(smp.all, smp.maxAll)
 	s.Queue.MeanBytes = meanDepth(net, snap, -1)
+	s.Queue.MaxMeanBytes, s.Queue.MaxMeanPort = maxMeanDepth(net, snap, -1)
 
 	type acc struct {
 		ps                    PlaneSummary
@@ -342,6 +378,7 @@ func summarise(sc *scenario.Scenario, net *fabric.Network, flows int, smp *sampl
 		a.ps.DownlinkUtilMaxPct = round3(a.downMax)
 		a.ps.Queue = depths(smp.hist[p], smp.maxPlane[p])
 		a.ps.Queue.MeanBytes = meanDepth(net, snap, p)
+		a.ps.Queue.MaxMeanBytes, a.ps.Queue.MaxMeanPort = maxMeanDepth(net, snap, p)
 		s.PerPlane = append(s.PerPlane, a.ps)
 	}
 	return s

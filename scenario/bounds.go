@@ -1,7 +1,10 @@
 package scenario
 
 import (
+	"strings"
+
 	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/topo"
 )
 
 // Bounds on sizes checked before any arithmetic on them, so no input overflows a sim.Time, a
@@ -39,4 +42,28 @@ func satMul(a sim.Time, k int64) sim.Time {
 		return sim.MaxTime
 	}
 	return a * sim.Time(k)
+}
+
+// fieldLimit is the limit of the field at YAML path p when it is smaller than its type's
+// range, as text for an error ("1h, the longest run"), and ok false when the field has none
+// of its own. The decoder names it when a value does not even fit the type (a *sim.RangeError:
+// "run.duration: 1000000h"), so the error gives the limit the resolver would check rather than
+// sim.Time's 106 days.
+func fieldLimit(p string) (limit string, ok bool) {
+	key := p[strings.LastIndexByte(p, '.')+1:]
+	switch {
+	case p == "run.duration":
+		return MaxRunDuration.String() + ", the longest run", true
+	case strings.HasPrefix(p, "topology.") && (key == "hop_latency" || key == "latency"):
+		return topo.MaxHopLatency.String() + " (a link plus a switch takes nanoseconds to microseconds)", true
+	case (strings.HasPrefix(p, "traffic[") || strings.HasPrefix(p, "workload.")) && (key == "bytes" || key == "max_bytes" || key == "min_bytes"):
+		return MaxTransferBytes.String() + ", the largest transfer or collective size lockstep simulates", true
+	}
+	return "", false
+}
+
+// positiveFields are the fields whose zero, written explicitly, is an error rather than
+// "left out" (the resolver cannot tell "host_link: 0G" from no host_link).
+var positiveFields = map[string]bool{
+	"topology.clos.host_link": true,
 }

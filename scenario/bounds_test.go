@@ -24,6 +24,7 @@ func TestBounds(t *testing.T) {
 	for i := range 2000 {
 		fmt.Fprintf(&flows, "{src: %d, dst: %d}, ", i%16, (i+1)%16)
 	}
+	flows3k := strings.Repeat("{src: 1, dst: 2}, ", 3000)
 	for _, c := range []struct {
 		name string
 		y    string
@@ -31,7 +32,7 @@ func TestBounds(t *testing.T) {
 	}{
 		{"1 EiB transfers", perm("1048576TiB"), []string{"traffic[0].bytes", "1048576TiB", "1024TiB", "run.engine packet"}},
 		{"int64 max bytes", perm("9223372036854775807"), []string{"traffic[0].bytes", "9223372036854775807B", "run.engine packet"}},
-		{"bytes past int64", perm("9223372036854775808"), []string{"traffic[0].bytes", "9223372036854775808", "too large"}},
+		{"bytes past int64", perm("9223372036854775808"), []string{"traffic[0].bytes", "9223372036854775808", "out of range; allowed up to 1024TiB"}},
 		{"1 EiB explicit flow", mrc + "traffic: [{pattern: flows, flows: [{src: 0, dst: 1, bytes: 1048576TiB}]}]\n", []string{"traffic[0].flows[0].bytes", "1048576TiB", "run.engine packet"}},
 		{"transfers past the longest run", perm("100TiB"), []string{"traffic", "need at least", "beyond 3600s", "run.engine packet"}},
 		{"1 bps host links", slow + "transport: {kind: mrc}\ntraffic: [{pattern: permutation, bytes: 4KiB}]\n", []string{"traffic", "32768s", "1bps", "run.engine packet"}},
@@ -45,8 +46,8 @@ func TestBounds(t *testing.T) {
 		{"run.duration never", perm("4KiB") + "run: {duration: never}\n", []string{"run.duration", "never", "run.engine packet", "3600s"}},
 		{"flow-level run.duration 2h", mrc + "run: {engine: flow, duration: 2h}\nworkload: {collectives: [{op: all_reduce, ranks: 16, bytes: 1MiB}]}\n", []string{"run.duration", "7200s", "run.engine flow"}},
 		{"start near MaxTime", mrc + "traffic: [{pattern: permutation, bytes: 4KiB, start: 2562047h}]\n", []string{"traffic", "start"}},
-		{"rate 1e30", clos + "transport: {kind: raw}\ntraffic: [{pattern: permutation, rate: 1e30bps}]\n", []string{"traffic[0].rate", "1e30bps", "too large"}},
-		{"host link 1e21 bps", "topology: {clos: {tiers: 2, planes: 1, radix: 16, host_link: 1000000000Tbps}}\ntransport: {kind: mrc}\ntraffic: [{pattern: permutation, bytes: 4KiB}]\n", []string{"topology.clos.host_link", "1000000000Tbps", "too large"}},
+		{"rate 1e30", clos + "transport: {kind: raw}\ntraffic: [{pattern: permutation, rate: 1e30bps}]\n", []string{"traffic[0].rate", "1e30bps", "out of range; the largest rate is about 9.2e18 bit/s"}},
+		{"host link 1e21 bps", "topology: {clos: {tiers: 2, planes: 1, radix: 16, host_link: 1000000000Tbps}}\ntransport: {kind: mrc}\ntraffic: [{pattern: permutation, bytes: 4KiB}]\n", []string{"topology.clos.host_link", "1000000000Tbps", "out of range; the largest rate is about 9.2e18 bit/s"}},
 		{"a million-port radix", "topology: {clos: {tiers: 3, planes: 8, radix: 1000000, host_link: 100G}}\ntransport: {kind: mrc}\ntraffic: [{pattern: permutation, bytes: 4KiB}]\n", []string{"topology.clos.radix", "1000000", "4096"}},
 		{"10ns samples over an hour", perm("4KiB") + "run: {sample_interval: 10ns, duration: 1h}\n", []string{"run.sample_interval", "10ns", "250000000"}},
 		{"a billion flaps", perm("4KiB") + "faults: [{at: 1us, link: h0.p0, action: flap, period: 1ns, down_for: 1ns, count: 1000000000}]\n", []string{"faults[0].count", "1000000000", "1000000"}},
@@ -54,13 +55,30 @@ func TestBounds(t *testing.T) {
 		{"MoE matrix past int64", mrc + "workload: {collectives: [{op: all_to_all, ranks: 16, moe: {tokens: 1000000000000000, top_k: 8, hidden: 1000000000}}]}\n", []string{"workload.collectives[0]", "overflows"}},
 		{"a trillion training steps", mrc + "workload: {training: {model: {preset: llama3-8b}, gpu: {preset: h100}, plan: {tp: 8}, steps: 1000000000000}}\n", []string{"workload.training.steps", "1000000000000"}},
 		{"1-byte chunks", mrc + "workload: {collectives: [{op: all_reduce, ranks: 16, bytes: 1MiB, chunk: 1B}]}\n", []string{"workload.collectives[0]", "schedule operations", "20000000"}},
+		// A value its type cannot hold names the field's own limit, not the type's.
+		{"a million-hour run", perm("4KiB") + "run: {duration: 1000000h}\n", []string{"run.duration", `"1000000h" is out of range; allowed up to 3600s, the longest run`}},
+		{"a 1e400 s run", perm("4KiB") + "run: {duration: 1e400s}\n", []string{"run.duration", `"1e400s" is out of range; allowed up to 3600s`}},
+		{"a million-hour hop", "topology: {clos: {tiers: 2, planes: 1, radix: 16, host_link: 100G, hop_latency: 1000000h}}\ntransport: {kind: mrc}\ntraffic: [{pattern: permutation, bytes: 4KiB}]\n", []string{"topology.clos.hop_latency", `"1000000h" is out of range; allowed up to 1ms`}},
+		{"a run below 1 ps", perm("4KiB") + "run: {duration: 1e-400s}\n", []string{"run.duration", "below the 1 ps resolution"}},
+		{"a run of 0.0001 ps", perm("4KiB") + "run: {duration: 0.0001ps}\n", []string{"run.duration", `"0.0001ps" is below the 1 ps resolution`}},
+		{"host_link 0G", "topology: {clos: {tiers: 2, planes: 1, radix: 16, host_link: 0G}}\ntransport: {kind: mrc}\ntraffic: [{pattern: permutation, bytes: 4KiB}]\n", []string{"topology.clos.host_link", `"0G": must be > 0`}},
+		{"100000 PiB", perm("100000PiB"), []string{"traffic[0].bytes", `"100000PiB" is out of range; allowed up to 1024TiB`}},
+		{"2 PiB", perm("2PiB"), []string{"traffic[0].bytes", "2048TiB is beyond 1024TiB"}},
+		{"torus dimension past int", "topology: {torus: {dims: 99999999999999999999x2x2}}\ntransport: {kind: mrc}\ntraffic: [{pattern: permutation, bytes: 4KiB}]\n", []string{"topology.torus.dims", "dimension 99999999999999999999 is out of range; want 2 to 1024"}},
 		{"negative max_memory", perm("4KiB") + "run: {max_memory: -1B}\n", []string{"run.max_memory"}},
+		// Past the budget on the flows alone: refused from the node tree, before decoding them.
+		{"3,000 explicit flows past max_memory", mrc + "traffic: [{pattern: flows, bytes: 4KiB, flows: [" + flows3k + "]}]\nrun: {max_memory: 100MiB}\n",
+			[]string{"traffic (line 3): 3000 explicit flows need at least 138 MB of memory (3000 flows x 46 KB under transport mrc), beyond run.max_memory (100MiB)"}},
+		{"3,000 raw flows within max_memory", clos + "transport: {kind: raw}\ntraffic: [{pattern: flows, load: 0.5, flows: [" + flows3k + "]}]\nrun: {max_memory: 100MiB}\n", nil},
 		{"2,000 explicit flows past max_memory", mrc + "traffic: [{pattern: flows, bytes: 4KiB, flows: [" + flows.String() + "]}]\nrun: {max_memory: 100MiB}\n",
 			[]string{"run: the packet-level run is estimated at", "2000 flows x 46 KB", "beyond run.max_memory (100MiB)"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Parse([]byte(c.y))
-			if err == nil && c.want == nil {
+			if c.want == nil {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
 				return
 			}
 			if err == nil {

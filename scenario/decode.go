@@ -17,6 +17,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/lockstepsim/lockstep/sim"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -77,8 +78,8 @@ func Errorf(path string, format string, args ...any) error {
 // present), slices (a sequence), maps with string keys (a mapping), string, bool, every int and
 // uint kind (range-checked), float32 and float64 (finite), and any type whose pointer implements
 // encoding.TextUnmarshaler (given the scalar's text, e.g. sim.Time "2us", sim.Rate "800G",
-// sim.Size "4KiB"). Numbers and booleans may be quoted; integers take 0x, 0o and 0b prefixes
-// and "_" separators.
+// sim.Size "4KiB"). A quoted number or boolean ('2', "true") is a string and refused, as YAML
+// and a JSON Schema read it; integers take 0x, 0o and 0b prefixes and "_" separators.
 //
 // Decoding overlays: fields absent from the YAML keep what out already holds (so out may be
 // pre-filled with defaults), and a pointer that is already set is copied before being decoded
@@ -102,8 +103,20 @@ func Decode(data []byte, out any) error {
 	if err != nil {
 		return err
 	}
+	if c, ok := out.(documentChecker); ok {
+		if err := c.checkDocument(root); err != nil {
+			return err
+		}
+	}
 	d := nodeDecoder{active: make(map[*yaml.Node]bool)}
 	return d.decode(root, rv.Elem(), nil, false)
+}
+
+// documentChecker is implemented by a type (*Scenario) that refuses some documents from
+// their node tree alone, before Decode builds a Go value per element: a list too long for
+// the memory budget costs its YAML parse, not its decoding and resolving too.
+type documentChecker interface {
+	checkDocument(root *yaml.Node) error
 }
 
 // parseDocument reads data as exactly one non-empty YAML document and returns its root node.
@@ -214,7 +227,10 @@ func (d *nodeDecoder) decode(n *yaml.Node, v reflect.Value, p *fieldPath, expand
 			return fieldErr(p, n, "want a single value (%s), got %s", t, describeNode(n))
 		}
 		if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(n.Value)); err != nil {
-			return fieldErr(p, n, "%s: %s", quoteValue(n.Value), err.Error())
+			return textError(p, n, err)
+		}
+		if v.IsZero() && v.Kind() == reflect.Int64 && positiveFields[p.String()] {
+			return fieldErr(p, n, "%s: must be > 0 (it is required; e.g. \"400Gbps\")", quoteValue(n.Value))
 		}
 		return nil
 	}
@@ -240,6 +256,12 @@ func (d *nodeDecoder) decode(n *yaml.Node, v reflect.Value, p *fieldPath, expand
 		return fieldErr(p, n, "want %s, got %s", kindWant(t), describeNode(n))
 	}
 	s := n.Value
+	if t.Kind() != reflect.String && n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+		// A quoted scalar is a string in YAML (and in JSON Schema, for an editor): a number or
+		// boolean written so is refused rather than read as one, so the file means the same
+		// to lockstep, to its schema and to any other YAML reader.
+		return fieldErr(p, n, "%s is quoted, a string; want %s: write %s, unquoted", quoteValue(s), kindWant(t), shorten(s))
+	}
 	switch t.Kind() {
 	case reflect.String:
 		v.SetString(s)
@@ -287,6 +309,23 @@ func (d *nodeDecoder) decode(n *yaml.Node, v reflect.Value, p *fieldPath, expand
 		return fmt.Errorf("scenario.Decode: %s: cannot decode into %s", p.String(), t)
 	}
 	return nil
+}
+
+// textError is the error of a value its type's UnmarshalText refused: the value (unless the
+// parser's message already quotes it), then the message; a value beyond its type's range
+// (*sim.RangeError) at a field with a smaller limit of its own names that limit instead.
+func textError(p *fieldPath, n *yaml.Node, err error) error {
+	var re *sim.RangeError
+	if errors.As(err, &re) && !re.Below {
+		if lim, ok := fieldLimit(p.String()); ok {
+			return fieldErr(p, n, "%s is out of range; allowed up to %s", quoteValue(n.Value), lim)
+		}
+	}
+	msg := err.Error()
+	if q := quoteValue(n.Value); !strings.Contains(msg, q) {
+		msg = q + ": " + msg
+	}
+	return fieldErr(p, n, "%s", msg)
 }
 
 // misplaced points fields written at a plausible but wrong place to where they go.

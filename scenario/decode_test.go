@@ -74,7 +74,7 @@ name: demo
 topology:
   hosts: 1_024
   planes: 8
-  radix: "64"
+  radix: 64
   tiers: -3
   link: 800G
   latency: 1.5us
@@ -159,6 +159,12 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{"not an integer", "topology:\n  hosts: 4\n  planes: 2\n  radix: abc\n",
 			`topology.radix (line 4): "abc" is not an integer`},
+		{"quoted int", "topology:\n  tiers: '2'\n",
+			`topology.tiers (line 2): "2" is quoted, a string; want an integer: write 2, unquoted`},
+		{"quoted int in a list", "traffic:\n  - {weights: [1, \"2\"]}\n",
+			`traffic[0].weights[1] (line 2): "2" is quoted, a string; want a number: write 2, unquoted`},
+		{"quoted bool", "traffic:\n  - {ecn: \"true\"}\n",
+			`traffic[0].ecn (line 2): "true" is quoted, a string; want true or false: write true, unquoted`},
 		{"float for int", "topology:\n  radix: 1.5\n",
 			`topology.radix (line 2): "1.5" is not an integer`},
 		{"uint8 range", "topology:\n  planes: 300\n",
@@ -176,9 +182,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"unexported field", "hidden: 1\n",
 			`hidden (line 1): unknown field; allowed: faults, labels, name, run, topology, traffic`},
 		{"time without unit", "name: x\nrun:\n  duration: 5\n",
-			`run.duration (line 3): "5": ` + decTimeErr("5")},
+			`run.duration (line 3): ` + decTimeErr("5")},
 		{"rate in bytes", "topology:\n  link: 100GB/s\n",
-			`topology.link (line 2): "100GB/s": ` + decRateErr("100GB/s")},
+			`topology.link (line 2): ` + decRateErr("100GB/s")},
 		{"size as mapping", "traffic:\n  - size: {a: 1}\n",
 			`traffic[0].size (line 2): want a single value (sim.Size), got a mapping`},
 		{"bad float in list", "traffic:\n  - load: 0.5\n  - load: lots\n",
@@ -210,7 +216,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"map of structs", "faults:\n  extra:\n    x: {kind: k, down: 70000}\n",
 			`faults.extra.x.down (line 3): 70000 does not fit in uint16 (0 to 65535)`},
 		{"map of times", "faults:\n  mtbf:\n    l1: soon\n",
-			`faults.mtbf.l1 (line 3): "soon": ` + decTimeErr("soon")},
+			`faults.mtbf.l1 (line 3): ` + decTimeErr("soon")},
 		{"complex key", "labels:\n  ? [a]\n  : b\n",
 			`labels (line 2): a mapping key must be a single value, got a list`},
 		{"duplicate key", "name: a\ntopology:\n  hosts: 1\n  hosts: 2\n",
@@ -335,7 +341,7 @@ func TestDecodeForms(t *testing.T) {
 		name, in string
 		want     tScenario
 	}{
-		{"quoted numbers and bools", "topology: {hosts: '12', planes: \"0x0f\"}\ntraffic: [{ecn: \"True\", load: '1_000.5'}]\n",
+		{"numbers and bools", "topology: {hosts: 12, planes: 0x0f}\ntraffic: [{ecn: True, load: 1_000.5}]\n",
 			tScenario{Topology: tTopology{Hosts: 12, Planes: 15}, Traffic: []tTraffic{{ECN: true, Load: 1000.5}}}},
 		{"number bases", "topology: {hosts: +0o17, radix: -0x10, tiers: 0b111}\n",
 			tScenario{Topology: tTopology{Hosts: 15, Radix: -16, Tiers: 7}}},

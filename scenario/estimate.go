@@ -3,11 +3,17 @@ package scenario
 import (
 	"fmt"
 	"math"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
 	"github.com/lockstepsim/lockstep/workload/collective"
+	"github.com/lockstepsim/lockstep/workload/training"
+	"go.yaml.in/yaml/v3"
 )
 
 // Estimate is what a resolved scenario will cost to run, worked out without running it
@@ -34,7 +40,7 @@ type Estimate struct {
 	ScheduleOps float64 `json:"schedule_ops"`
 	// MemoryBytes is the estimated peak heap, bytes (the model in Scenario.Estimate).
 	MemoryBytes float64 `json:"memory_bytes"`
-	// MaxMemory is the limit it was checked against (run.max_memory or DefaultMaxMemory).
+	// MaxMemory is the limit it was checked against (run.max_memory or DefaultMemoryLimit).
 	MaxMemory sim.Size `json:"max_memory"`
 	// WallMin and WallMax bound the wall time (0 and 0: not estimated, as at flow level,
 	// whose cost is its rate recomputes).
@@ -61,8 +67,16 @@ type Estimate struct {
 //   - per packet in flight: fabric.Packet is 128 bytes; with the event queue's entry and the
 //     sender's PSN state about 256.
 //   - per schedule operation: 75 (collective.EstimateOps: 50-75 bytes per op).
-//   - per host at flow level: train-405b-8k (8,192 hosts, 8 planes, 4.6 million flows)
-//     peaks at 2,549 MB RSS (lockstep bench), 310 KB per host.
+//   - training at flow level: the peak grows with the pipeline transfers of the simulated
+//     steps (pipelineTransfers), hardly with the hosts. Peak RSS (/usr/bin/time -v, lockstep
+//     run PRESET, go1.26, one step): train-405b-8k (8,192 hosts, 4.16 million pipeline
+//     transfers of 4.57 million flows) 2,680 MB in 76 s; train-405b-16k (16,384 hosts, 4.16
+//     million) 2,630 MB in 110 s; train-405b-131k (131,072 hosts, zb-h1: 3.93 million) 3.0 GB
+//     (the review's figure). Fit: 630 B per pipeline transfer and 3.8 KB per host
+//     (MemPerTrainingTransfer, MemPerTrainingHost), which gives 2.72, 2.75 and 3.04 GB; the
+//     old 310 KB per host gave 2.6, 5.1 and 40.7 GB.
+//   - per host at flow level without training (collectives, traffic): 310 KB, the old
+//     training figure (train-405b-8k's 2,549 MB over its hosts), an upper estimate.
 //   - base: 64 MB (the Go runtime, the report's fonts, a small fabric: raw-ecmp peaks at
 //     37 MB RSS).
 //
@@ -79,11 +93,14 @@ const (
 	MemPerPacket    = 256
 	MemPerOp        = 75
 	MemPerFluidHost = 310_000
-	MemBase         = 64 << 20
-	// DefaultMaxMemory is run.max_memory left out: 64 GiB, more than any preset needs
-	// (train-405b-131k: about 41 GB) and what a large workstation or a cluster node has. A
-	// fixed figure rather than this machine's memory, so a scenario is accepted or refused
-	// alike everywhere; lockstep validate prints the estimate to compare with the machine.
+	// MemPerTrainingHost and MemPerTrainingTransfer are the flow-level training model: bytes
+	// per host and per pipeline transfer (see above).
+	MemPerTrainingHost     = 3_800
+	MemPerTrainingTransfer = 630
+	MemBase                = 64 << 20
+	// DefaultMaxMemory caps run.max_memory left out (DefaultMemoryLimit): 64 GiB, what a
+	// large workstation or a cluster node has, and the limit wherever the machine's memory
+	// cannot be read.
 	DefaultMaxMemory = 64 << 30
 	// inFlightPerPort bounds the packets in flight or queued per NIC port in the model: 64
 	// packets of 4 KiB (256 KiB), about the bandwidth-delay product of a 400 Gb/s port over a
@@ -111,8 +128,9 @@ const (
 // Estimate returns the resolved scenario's estimate: hosts, links, flows and packets from the
 // resolver's budgets, memory from the model above (MemBase + links x MemPerLink + flows x
 // MemPerFlow + packets in flight x MemPerPacket + schedule operations x MemPerOp at packet
-// level, MemPerRawFlow for raw flows; MemBase + hosts x MemPerFluidHost at flow level and for
-// training under transport ideal; MemBase alone for collectives under transport ideal), wall
+// level, MemPerRawFlow for raw flows; MemBase + hosts x MemPerTrainingHost + pipeline
+// transfers x MemPerTrainingTransfer for training at flow level and under transport ideal,
+// MemBase + hosts x MemPerFluidHost for other flow-level work; MemBase alone for collectives under transport ideal), wall
 // time from packets at the measured packet rates and, for transfers, the sampler's visits to
 // every QP. Errors: a topology that does not build (an unresolved scenario).
 func (sc *Scenario) Estimate() (Estimate, error) {
@@ -135,6 +153,11 @@ func (sc *Scenario) estimate(l topo.Topology) Estimate {
 			e.Engine = "analytic"
 		}
 		e.MemoryBytes = MemBase + float64(e.Hosts)*MemPerFluidHost
+		if tc := sc.Workload.Training; tc != nil {
+			// breakdown reads the transfers from inFlight and the model from perFlow.
+			e.inFlight, e.perFlow = pipelineTransfers(tc, e.Hosts), MemPerTrainingTransfer
+			e.MemoryBytes = MemBase + float64(e.Hosts)*MemPerTrainingHost + e.inFlight*MemPerTrainingTransfer
+		}
 		e.Note = "flow level: the wall time depends on the rate recomputes and is not estimated"
 		return e
 	case sc.Transport.Kind == TransportIdeal:
@@ -225,12 +248,64 @@ func wallTime(secs float64) time.Duration {
 	return time.Duration(secs * 1e9)
 }
 
-// maxMemory is the memory limit in force: run.max_memory, or DefaultMaxMemory left out.
+// maxMemory is the memory limit in force: run.max_memory, or DefaultMemoryLimit left out.
 func (r *Run) maxMemory() sim.Size {
 	if r.MaxMemory > 0 {
 		return r.MaxMemory
 	}
-	return DefaultMaxMemory
+	return DefaultMemoryLimit()
+}
+
+// DefaultMemoryLimit is run.max_memory left out: 80% of this machine's physical memory
+// (MemTotal of /proc/meminfo on Linux), at most DefaultMaxMemory (64 GiB), rounded down to a
+// whole MiB; DefaultMaxMemory where the memory cannot be read (another OS, no /proc). A run
+// the estimate puts past it is refused before it starts rather than killed by the Go
+// runtime's out-of-memory (on a 23 GB machine the old fixed 64 GiB let a run of a million
+// explicit flows die that way). The resolver writes the figure into run.max_memory, so a
+// resolved scenario.yaml says which limit it was checked against and reruns with it.
+func DefaultMemoryLimit() sim.Size { return defaultMemoryLimit() }
+
+var defaultMemoryLimit = sync.OnceValue(func() sim.Size {
+	return memoryLimitFrom(readMemTotal())
+})
+
+// memoryLimitFrom is DefaultMemoryLimit for a machine of total bytes (0: unknown).
+func memoryLimitFrom(total int64) sim.Size {
+	if total <= 0 {
+		return DefaultMaxMemory
+	}
+	lim := min(total/10*8, DefaultMaxMemory)
+	return sim.Size(lim &^ (1<<20 - 1))
+}
+
+// readMemTotal returns MemTotal of /proc/meminfo in bytes, 0 when it cannot be read.
+func readMemTotal() int64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	return parseMemTotal(data)
+}
+
+// parseMemTotal reads the "MemTotal:   24000000 kB" line of /proc/meminfo (proc(5)) as bytes;
+// 0 when there is none or it is malformed.
+func parseMemTotal(data []byte) int64 {
+	for _, line := range strings.Split(string(data), "\n") {
+		rest, ok := strings.CutPrefix(line, "MemTotal:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil || kb <= 0 || kb > math.MaxInt64/1024 {
+			return 0
+		}
+		return kb * 1024
+	}
+	return 0
 }
 
 // memoryBudget rejects a scenario whose memory estimate passes run.max_memory; it relies on
@@ -238,7 +313,10 @@ func (r *Run) maxMemory() sim.Size {
 func (r *resolver) memoryBudget() error {
 	run := &r.sc.Run
 	if run.MaxMemory < 0 {
-		return Errorf("run.max_memory", "%v must be positive (or left out for %v)", run.MaxMemory, sim.Size(DefaultMaxMemory))
+		return Errorf("run.max_memory", "%v must be positive (or left out for %v, 80%% of this machine's memory up to %v)", run.MaxMemory, DefaultMemoryLimit(), sim.Size(DefaultMaxMemory))
+	}
+	if run.MaxMemory == 0 {
+		run.MaxMemory = DefaultMemoryLimit() // shown in the resolved scenario
 	}
 	e := r.sc.estimate(r.l)
 	if e.MemoryBytes > float64(e.MaxMemory) {
@@ -249,6 +327,9 @@ func (r *resolver) memoryBudget() error {
 
 // breakdown names the terms of the memory estimate.
 func (e Estimate) breakdown() string {
+	if e.Engine != EnginePacket && e.perFlow > 0 {
+		return fmt.Sprintf("%s base, %d hosts x %s, %.3g pipeline transfers x %d B", fmtBytes(MemBase), e.Hosts, fmtBytes(MemPerTrainingHost), e.inFlight, MemPerTrainingTransfer)
+	}
 	if e.Engine != EnginePacket {
 		return fmt.Sprintf("%d hosts x %s", e.Hosts, fmtBytes(MemPerFluidHost))
 	}
@@ -270,4 +351,90 @@ func fmtBytes(b float64) string {
 		}
 	}
 	return fmt.Sprintf("%.0f B", b)
+}
+
+// pipelineTransfers is the pipeline-parallel transfers a resolved training job sends over the
+// simulated steps: each of its world/pp pipelines sends every microbatch's activations forward
+// and gradients backward across each of the pp x v - 1 boundaries between its (virtual)
+// stages, v the interleaved schedule's virtual stages (1 otherwise); microbatches are
+// global_batch / (micro_batch x dp). 0 without pipeline parallelism. The data-parallel
+// reductions (a bucket per rank, about a tenth of train-405b-8k's flows) are in the per-host
+// term.
+func pipelineTransfers(tc *training.Config, hosts int) float64 {
+	pl := tc.Plan
+	world := tc.GPUs
+	if world <= 0 {
+		world = hosts
+	}
+	pp, dp := max(pl.PP, 1), max(pl.DP, 1)
+	if pp == 1 {
+		return 0
+	}
+	v := 1
+	if pl.Schedule == training.ScheduleInterleaved {
+		v = max(pl.VirtualStages, 1)
+	}
+	micro := float64(max(tc.Model.GlobalBatch, 1)) / float64(max(tc.Model.MicroBatch, 1)*dp)
+	return float64(world/pp) * 2 * max(micro, 1) * float64(pp*v-1) * float64(max(tc.SimSteps, 1))
+}
+
+// checkDocument refuses, before decoding, a document whose explicit flow lists
+// (traffic[i].flows) alone pass the memory budget: their count x the per-flow cost of the
+// transport the document names (MemPerFlow; MemPerRawFlow for raw or when it names none), a
+// lower bound of the estimate memoryBudget checks after resolving, against run.max_memory as
+// written (left out or unreadable: DefaultMemoryLimit). A million explicit MRC flows (a 30 MB
+// file) are refused here after their YAML parse instead of after decoding and resolving them.
+func (sc *Scenario) checkDocument(root *yaml.Node) error {
+	if root.Kind != yaml.MappingNode {
+		return nil
+	}
+	tr := mapValue(root, "traffic")
+	if tr == nil || tr.Kind != yaml.SequenceNode {
+		return nil
+	}
+	var flows int64
+	line := tr.Line
+	for _, t := range tr.Content {
+		if fl := mapValue(t, "flows"); fl != nil && fl.Kind == yaml.SequenceNode {
+			flows += int64(len(fl.Content))
+			line = fl.Line
+		}
+	}
+	if flows == 0 {
+		return nil
+	}
+	per, kind := float64(MemPerRawFlow), TransportRaw
+	if k := mapValue(mapValue(root, "transport"), "kind"); k != nil && k.Kind == yaml.ScalarNode && k.Value != TransportRaw && k.Value != "" {
+		per, kind = MemPerFlow, k.Value
+	}
+	limit := DefaultMemoryLimit()
+	if m := mapValue(mapValue(root, "run"), "max_memory"); m != nil && m.Kind == yaml.ScalarNode {
+		var v sim.Size
+		if v.UnmarshalText([]byte(m.Value)) == nil && v > 0 {
+			limit = v
+		}
+	}
+	if need := float64(flows) * per; need > float64(limit) {
+		return &FieldError{Path: "traffic", Line: line, Msg: fmt.Sprintf("%d explicit flows need at least %s of memory (%d flows x %s under transport %s), beyond run.max_memory (%v); use fewer flows or a generated pattern, or raise run.max_memory if the machine has the memory", flows, fmtBytes(need), flows, fmtBytes(per), kind, limit)}
+	}
+	return nil
+}
+
+// mapValue is the value under key k of mapping m (aliases resolved), nil when m is not a
+// mapping or has no such key.
+func mapValue(m *yaml.Node, k string) *yaml.Node {
+	if m != nil && m.Kind == yaml.AliasNode {
+		m = m.Alias
+	}
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	if i := keyIndex(m, k); i >= 0 {
+		v := m.Content[i+1]
+		if v.Kind == yaml.AliasNode && v.Alias != nil {
+			v = v.Alias
+		}
+		return v
+	}
+	return nil
 }

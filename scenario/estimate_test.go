@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -38,7 +39,7 @@ func TestEstimate(t *testing.T) {
 			inFlight := min(c.packets, c.inFlight)
 			mem := MemBase + c.links*MemPerLink + float64(c.flows)*c.perFlow + inFlight*MemPerPacket
 			if e.Engine != c.engine || e.Flows != c.flows || e.Hosts != 32 || float64(e.Links) != c.links ||
-				!near(e.Packets, c.packets) || !near(e.MemoryBytes, mem) || e.MaxMemory != DefaultMaxMemory {
+				!near(e.Packets, c.packets) || !near(e.MemoryBytes, mem) || e.MaxMemory != DefaultMemoryLimit() {
 				t.Fatalf("got %+v; want flows %d packets %v memory %v", e, c.flows, c.packets, mem)
 			}
 			// The sampler visits every QP at every queue sample over the transfers' bound.
@@ -84,5 +85,73 @@ func TestSaturating(t *testing.T) {
 		if got := satMul(c.a, c.k); got != c.prod {
 			t.Errorf("satMul(%d, %d) = %d, want %d", c.a, c.k, got, c.prod)
 		}
+	}
+}
+
+// TestEstimateTraining: a flow-level training job is estimated from its pipeline transfers
+// (world/pp pipelines x 2 directions x microbatches x (pp x v - 1) boundaries) and its hosts,
+// which puts the presets within 10% of their measured peak RSS (estimate.go) where the old
+// 310 KB per host put train-405b-131k at 40.7 GB against 3.0 GB measured.
+func TestEstimateTraining(t *testing.T) {
+	for _, c := range []struct {
+		preset    string
+		transfers float64
+		measured  float64 // peak RSS, bytes
+	}{
+		{"train-405b-8k", 512 * 2 * 32 * 127, 2680e6},
+		{"train-405b-16k", 1024 * 2 * 16 * 127, 2630e6},
+		{"train-405b-131k", 8192 * 2 * 16 * 15, 3.0e9},
+	} {
+		sc, err := Preset(c.preset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := sc.Estimate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := MemBase + float64(e.Hosts)*MemPerTrainingHost + c.transfers*MemPerTrainingTransfer
+		if got := pipelineTransfers(sc.Workload.Training, e.Hosts); got != c.transfers {
+			t.Errorf("%s: %g pipeline transfers, want %g", c.preset, got, c.transfers)
+		}
+		if !near(e.MemoryBytes, want) || e.MemoryBytes < 0.9*c.measured || e.MemoryBytes > 1.1*c.measured {
+			t.Errorf("%s: memory %.4g, want %.4g (within 10%% of the measured %.4g)", c.preset, e.MemoryBytes, want, c.measured)
+		}
+	}
+}
+
+// TestDefaultMemoryLimit: run.max_memory left out is 80% of MemTotal, whole MiB, capped at
+// 64 GiB, and 64 GiB when the memory is unknown; the resolver writes it into the scenario.
+func TestDefaultMemoryLimit(t *testing.T) {
+	for _, c := range []struct {
+		meminfo string
+		want    sim.Size
+	}{
+		{"MemTotal:       24000000 kB\nMemFree: 1 kB\n", sim.Size(24000000*1024/10*8) &^ (1<<20 - 1)},
+		{"MemFree: 1 kB\nMemTotal: 1048576 kB\n", 819 << 20},
+		{"MemTotal: 1000000000 kB\n", DefaultMaxMemory},
+		{"", DefaultMaxMemory},
+		{"MemTotal: lots kB\n", DefaultMaxMemory},
+		{"MemTotal: 1024 MB\n", DefaultMaxMemory},
+		{"MemTotal: -5 kB\n", DefaultMaxMemory},
+		{"MemTotal: 99999999999999999999 kB\n", DefaultMaxMemory},
+	} {
+		if got := memoryLimitFrom(parseMemTotal([]byte(c.meminfo))); got != c.want {
+			t.Errorf("%q: limit %v, want %v", c.meminfo, got, c.want)
+		}
+	}
+	if l := DefaultMemoryLimit(); l <= 0 || l > DefaultMaxMemory || l%(1<<20) != 0 {
+		t.Errorf("DefaultMemoryLimit() = %v", l)
+	}
+	sc, err := Parse([]byte("topology: {clos: {tiers: 2, planes: 1, radix: 16, host_link: 100G}}\ntransport: {kind: mrc}\ntraffic: [{pattern: permutation, bytes: 4KiB}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := Encode(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "max_memory: " + DefaultMemoryLimit().String(); sc.Run.MaxMemory != DefaultMemoryLimit() || !strings.Contains(string(y), want) {
+		t.Errorf("resolved run.max_memory %v; the scenario lacks %q:\n%s", sc.Run.MaxMemory, want, y)
 	}
 }

@@ -138,7 +138,7 @@ func TestFaultsYAMLErrors(t *testing.T) {
 		{"  - {at: 1us, link: h1.p0, action: up}", "faults[0]: brings link h1.p0 up at 1us, but it is not down"},
 		{"  - {at: 1us, link: h1.p0, action: degrade, rate: 400G}", "faults[0].rate: 400Gbps is not below the rate of link h1.p0 (100Gbps)"},
 		{"  - {at: 1us, link: h1.p0, action: ber, ber: 0.5}", "faults[0].ber: 0.5 is out of range"},
-		{"  - {at: -1us, link: h1.p0, action: down}", `faults[0].at (line 5): "-1us": duration "-1us" is negative`},
+		{"  - {at: -1us, link: h1.p0, action: down}", `faults[0].at (line 5): duration "-1us" is negative`},
 		{"  - {at: 1us, link: h1.p0, action: drop}", `faults[0].action: "drop" is not an action`},
 		{"  - {at: 1us, link: h1.p0, action: down, colour: red}", "faults[0].colour (line 5): unknown field"},
 		{"  - {link: h1.p0, action: down, random: {per_day: 1, repair: {dist: gamma, mean: 1us}}}", `faults[0].random.repair.dist: "gamma" is not a distribution`},

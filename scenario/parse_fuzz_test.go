@@ -22,6 +22,9 @@ func FuzzParse(f *testing.F) {
 		"topology: {clos: {tiers: 2, planes: 4, radix: 16, hosts: 16, host_link: 100G}}\ntransport: {kind: ideal, ideal: {latency: 2us}}\nworkload: {collectives: [{op: all_reduce, algorithm: ring, bytes: 1MiB, max_bytes: 4MiB, chunk: 64KiB, channels: 2}]}\n",
 		"topology: {clos: {tiers: 2, planes: 8, radix: 16, hosts: 16, host_link: 100G}}\ntransport: {kind: mrc}\nworkload: {collectives: [{name: a, op: all_gather, hosts: [0, 2, 4], bytes: 96KiB}, {op: all_to_all, ranks: 4, moe: {tokens: 4096, top_k: 2, hidden: 64}}]}\n",
 		"topology: {clos: {tiers: 2, planes: 4, radix: 16, hosts: 16, host_link: 100G}}\ntransport: {kind: ideal}\nworkload: {collectives: [{op: broadcast, root: 3, bytes: 1MiB, dtype: bf16, reduce_rate: 1Tbps, iterations: 3}, {op: sendrecv, root: 1, peer: 2, bytes: 1MiB}, {op: all_reduce, algorithm: hierarchical, ranks: 16, inner: 4, outer: 4, bytes: 1MiB}]}\n",
+		"topology: {clos: {tiers: 2, planes: 2, radix: 8, host_link: 100G}}\ntransport: {kind: mrc}\ntraffic: [{pattern: poisson, start: 1us, arrivals: {load: 0.5, sizes: hadoop, duration: 20us, src: [0, 1], dst: [2, 3]}}]\n",
+		"topology: {clos: {tiers: 2, planes: 1, radix: 8, host_link: 100G}}\ntransport: {kind: roce}\ntraffic: [{pattern: onoff, arrivals: {rate: 1e6, sizes: fixed 64KiB, count: 20, on: 2us, off: 6us}}]\n",
+		"topology: {clos: {tiers: 2, planes: 1, radix: 8, host_link: 100G}}\ntraffic: [{pattern: flows, flows: [{src: 0, dst: 1}], load: 0.8, process: poisson}]\nrun: {duration: 5us}\n",
 	} {
 		f.Add([]byte(s))
 	}

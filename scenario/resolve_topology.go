@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"errors"
+	"path/filepath"
 
 	"github.com/lockstepsim/lockstep/topo"
 )
@@ -34,6 +35,12 @@ func (r *resolver) topology() error {
 	r.l, r.c = l, l.Params()
 	if err := sc.addGraphLosses(); err != nil { // topology_graph.go: link error rates as loss faults
 		return err
+	}
+	if g := sc.Topology.Graph; g != nil {
+		// The resolved scenario names the file absolutely (it resolves again from anywhere).
+		if abs, err := filepath.Abs(g.path()); err == nil {
+			g.File = abs
+		}
 	}
 	return sc.addFileFaults() // traffic_file.go: htsim failure lines as faults
 }

@@ -61,6 +61,9 @@ func (t *Traffic) resolve(env TrafficEnv) error {
 	if err := t.checkFileKeys(path); err != nil {
 		return err
 	}
+	if t.Arrivals != nil && !usesArrivals(t.Pattern) {
+		return Errorf(path+".arrivals", "is set, but pattern %s does not use it; arrivals belong to patterns %s and %s (raw packets take process: poisson)", t.Pattern, PatternPoisson, PatternOnOff)
+	}
 	switch {
 	case t.Pattern == PatternPermutation || t.Pattern == PatternIncast || t.Pattern == PatternFlows:
 	case gen != nil:
@@ -80,6 +83,11 @@ func (t *Traffic) resolve(env TrafficEnv) error {
 	}
 	if t.Bytes != 0 || t.given.bytes {
 		return Errorf(path+".bytes", "%v is set, but transport raw paces flows by load or rate; use transport.kind: %s for transfers", t.Bytes, transferTransport())
+	}
+	switch t.Process {
+	case "", ProcessPaced, ProcessPoisson:
+	default:
+		return Errorf(path+".process", "%q is not a packet process; allowed %s, %s", t.Process, ProcessPaced, ProcessPoisson)
 	}
 	switch t.Path {
 	case "":
@@ -139,7 +147,7 @@ func (t *Traffic) resolveTransfers(path string, tr Transport, hosts int, duratio
 		f   string
 		set bool
 	}{{"load", t.Load != 0}, {"rate", t.Rate != 0}, {"path", t.Path != ""}, {"packet_size", t.PacketSize != 0},
-		{"stop", t.Stop != 0}} {
+		{"stop", t.Stop != 0}, {"process", t.Process != ""}} {
 		if err := rawOnly(c.f, c.set); err != nil {
 			return err
 		}

@@ -291,6 +291,13 @@ type Traffic struct {
 	File     string       `yaml:"file,omitempty"`
 	Format   string       `yaml:"format,omitempty"`
 	triggers *TriggerPlan // a file's triggers, made with its flows (Triggers)
+	// Generated arrivals (scenario/traffic_poisson.go, docs/traffic.md).
+	// Arrivals holds the settings of patterns poisson and onoff: the load or flow rate, the
+	// flow sizes, the hosts and the bound (duration or count) of the flows they make.
+	Arrivals *Arrivals `yaml:"arrivals,omitempty"`
+	// Process is how raw flows space their packets: "paced" (a constant bit rate; the
+	// default) or "poisson" (exponential gaps at the same mean rate). Raw traffic only.
+	Process string `yaml:"process,omitempty"`
 
 	given     trafficKeys // what the YAML wrote (recordPresence)
 	generated []FlowSpec  // a generated pattern's flows, made by Resolve (FlowList)

@@ -37,7 +37,16 @@ func (t *Traffic) filePath(env TrafficEnv) string {
 
 // expandFile reads the group's file. Each flow starts at the group's start plus its own
 // start in the file; its bytes are the file's.
-func expandFile(t *Traffic, env TrafficEnv) ([]FlowSpec, error) {
+func expandFile(t *Traffic, env TrafficEnv) (flows []FlowSpec, err error) {
+	defer func() {
+		// The resolved scenario (a results folder's scenario.yaml) names the file absolutely,
+		// so it resolves again from anywhere on this machine.
+		if err == nil && t.File != "" {
+			if abs, aerr := filepath.Abs(t.filePath(env)); aerr == nil {
+				t.File = abs
+			}
+		}
+	}()
 	switch {
 	case t.Format == "":
 		return nil, Errorf(env.Path+".format", "missing; pattern file needs the file's format: allowed %s", strings.Join(trafficFormats, ", "))

@@ -59,7 +59,7 @@ func TestGeneratedPattern(t *testing.T) {
 		{"raw", "{kind: raw}", "[{pattern: test_ring, bytes: 64KiB}]", "traffic[0].pattern: test_ring makes transfers, which need a transport"},
 		{"generator's error", "{kind: mrc}", "[{pattern: test_ring}]", "traffic[0].bytes: missing; test_ring needs bytes"},
 		{"flows given", "{kind: mrc}", "[{pattern: test_ring, bytes: 1KiB, flows: [{src: 0, dst: 1}]}]", "traffic[0].flows: is given, but pattern test_ring makes its own flows"},
-		{"unknown lists generated", "{kind: mrc}", "[{pattern: ring, bytes: 1KiB}]", "allowed permutation, incast, flows, file, "},
+		{"unknown lists generated", "{kind: mrc}", "[{pattern: ring, bytes: 1KiB}]", "allowed permutation, incast, flows, file, onoff, poisson, test_ring"},
 		{"start past the run", "{kind: mrc}", "[{pattern: test_ring, bytes: 1KiB, start: 999us}]", "traffic[0](test_ring flow 1).start: 1ms is outside"},
 	}
 	for _, c := range cases {

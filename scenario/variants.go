@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -33,7 +34,7 @@ func (e *TooManyVariants) Error() string {
 	if e.Max >= MaxVariantsLimit {
 		return fmt.Sprintf("variants (line %d): expands to more than %d scenarios, the most one file may hold; split the file", e.Line, MaxVariantsLimit)
 	}
-	return fmt.Sprintf("variants (line %d): expands to %d scenarios, beyond the %d allowed; pass --max %d to run them all (lockstep sweep --list shows them), or shorten the lists", e.Line, e.Count, e.Max, e.Count)
+	return fmt.Sprintf("variants (line %d): expands to %d scenarios, beyond the %d allowed; pass --max %d to run them all (lockstep sweep --list --max %d shows them), or shorten the lists", e.Line, e.Count, e.Max, e.Count, e.Count)
 }
 
 // Variant is one scenario of a file whose top level has a variants: section.
@@ -46,6 +47,10 @@ type Variant struct {
 	// Values are the variant's parameter values in variants-key order: each key (its
 	// dotted path) with its value as Label shows it.
 	Values []Param
+	// SeedKey is the variants key that sets this variant's run.seed: SeedsKey, "run.seed",
+	// or "run" when its value holds a seed; "" when the seed is the file's run.seed. A
+	// --seed given with such a file contradicts it (the CLI rejects the pair).
+	SeedKey string
 	// Scenario is the parsed, resolved scenario: the file without its variants section,
 	// with this variant's values set and its name suffixed with the values
 	// ("perm-mrc", "perm-roce-8").
@@ -60,7 +65,10 @@ type Param struct{ Key, Value string }
 // "transport.roce.qps_per_peer", "fabric.pfc") to lists of values; the file expands to one
 // scenario per combination (the cross product, in key order, the first key varying slowest).
 // Each value replaces the node at its path (creating missing mappings), so a value can be a
-// scalar or a whole mapping. Shorthand: "transport: [mrc, roce]" sets transport.kind.
+// scalar or a whole mapping. Shorthand: "transport: [mrc, roce]" sets transport.kind. Two
+// keys may not set the same field (the same key twice, transport and transport.kind, seeds
+// and run.seed) nor one a field inside the other's (traffic and traffic.0.bytes), and name
+// and run.out cannot be varied: each is an error naming the keys.
 //
 //	name: perm
 //	variants:
@@ -91,6 +99,9 @@ func LoadVariantsMax(path string, max int) ([]Variant, error) {
 // HasVariants reports whether data is a YAML mapping with a top-level variants key. Invalid
 // YAML reports false (Parse then names the syntax error).
 func HasVariants(data []byte) bool {
+	if !bytes.Contains(data, []byte("variants")) {
+		return false // no such key: skip parsing (a file of 100,000 flows takes a second)
+	}
 	root, err := parseDocument(data)
 	return err == nil && root.Kind == yaml.MappingNode && keyIndex(root, "variants") >= 0
 }
@@ -121,12 +132,6 @@ func parseVariantsIn(data []byte, dir string, max int) ([]Variant, error) {
 	if sec.Kind != yaml.MappingNode || len(sec.Content) == 0 {
 		return nil, &FieldError{Path: "variants", Line: sec.Line, Msg: "want a mapping of YAML paths to lists of values, e.g. {transport: [mrc, roce]}"}
 	}
-	type axis struct {
-		path   []string
-		key    string
-		values []*yaml.Node
-		seeds  bool // the seeds key: names get "s<seed>"
-	}
 	var axes []axis
 	total := 1
 	for i := 0; i < len(sec.Content); i += 2 {
@@ -140,7 +145,7 @@ func parseVariantsIn(data []byte, dir string, max int) ([]Variant, error) {
 			if err != nil {
 				return nil, err
 			}
-			axes = append(axes, axis{path: []string{"run", "seed"}, key: SeedsKey, values: seeds, seeds: true})
+			axes = append(axes, axis{path: []string{"run", "seed"}, key: SeedsKey, written: k.Value, line: k.Line, values: seeds, seeds: true})
 			total = min(total*len(seeds), MaxVariantsLimit+1)
 			continue
 		}
@@ -156,11 +161,22 @@ func parseVariantsIn(data []byte, dir string, max int) ([]Variant, error) {
 		if p[0] == "variants" || p[0] == "name" {
 			return nil, &FieldError{Path: field, Line: k.Line, Msg: "cannot vary " + p[0] + "; variants are named after their values"}
 		}
+		if err := checkRunOut(p, v, field, k.Line); err != nil {
+			return nil, err
+		}
 		if len(p) == 1 && p[0] == "transport" && v.Content[0].Kind == yaml.ScalarNode {
 			p = []string{"transport", "kind"} // shorthand: transport: [mrc, roce]
 		}
-		axes = append(axes, axis{path: p, key: strings.Join(p, "."), values: v.Content})
+		if len(p) == 2 && p[0] == "run" && p[1] == "seed" {
+			if err := checkDuplicateSeeds(v, field); err != nil {
+				return nil, err
+			}
+		}
+		axes = append(axes, axis{path: p, key: strings.Join(p, "."), written: k.Value, line: k.Line, values: v.Content})
 		total = min(total*len(v.Content), MaxVariantsLimit+1)
+	}
+	if err := checkOverlaps(axes); err != nil {
+		return nil, err
 	}
 	if total > max {
 		return nil, &TooManyVariants{Count: total, Max: max, Line: sec.Line}
@@ -183,8 +199,12 @@ func parseVariantsIn(data []byte, dir string, max int) ([]Variant, error) {
 		doc := copyNode(base)
 		var labels, suffix []string
 		var params []Param
+		seedKey := ""
 		for a, ax := range axes {
 			val := ax.values[pick[a]]
+			if ax.setsSeed(val) {
+				seedKey = ax.key
+			}
 			if err := setPath(doc, ax.path, copyNode(val)); err != nil {
 				return nil, &FieldError{Path: "variants." + ax.key, Line: val.Line, Msg: err.Error()}
 			}
@@ -213,9 +233,130 @@ func parseVariantsIn(data []byte, dir string, max int) ([]Variant, error) {
 		if err != nil {
 			return nil, fmt.Errorf("variant %s: %w", strings.Join(labels, " "), err)
 		}
-		out = append(out, Variant{Label: strings.Join(labels, " "), Base: name, Values: params, Scenario: sc})
+		out = append(out, Variant{Label: strings.Join(labels, " "), Base: name, Values: params, SeedKey: seedKey, Scenario: sc})
 	}
 	return out, nil
+}
+
+// axis is one variants key: the path it sets, as the sweep labels it (key: "transport.kind"
+// for the shorthand "transport") and as written, with its values.
+type axis struct {
+	path    []string
+	key     string // the path joined with "." (SeedsKey for the seeds key)
+	written string // the key as written in the file
+	line    int    // the key's line
+	values  []*yaml.Node
+	seeds   bool // the seeds key: names get "s<seed>"
+}
+
+// setsSeed reports whether ax with value val sets run.seed: the seeds key, run.seed, or run
+// with a mapping holding seed.
+func (ax axis) setsSeed(val *yaml.Node) bool {
+	switch {
+	case ax.seeds, len(ax.path) == 2 && ax.path[0] == "run" && ax.path[1] == "seed":
+		return true
+	case len(ax.path) == 1 && ax.path[0] == "run":
+		return val.Kind == yaml.MappingNode && keyIndex(val, "seed") >= 0
+	}
+	return false
+}
+
+// describe names ax as an error shows it: "variants.transport (line 9, shorthand for
+// transport.kind)".
+func (ax axis) describe() string {
+	s := fmt.Sprintf("variants.%s (line %d", ax.written, ax.line)
+	switch {
+	case ax.seeds:
+		s += ", which sets run.seed"
+	case ax.written != ax.key:
+		s += ", shorthand for " + ax.key
+	}
+	return s + ")"
+}
+
+// checkOverlaps rejects two variants keys that set the same field (the same key twice, which
+// YAML keeps, or two spellings of one path such as transport and transport.kind, or seeds
+// and run.seed) or where one sets a field inside the other's (traffic and traffic.0.bytes):
+// each variant would take the later key's value while its name, label and sweep.csv showed
+// both. A numeric path element compares by its value (traffic.00 is traffic.0).
+func checkOverlaps(axes []axis) error {
+	canon := func(p []string) string {
+		c := make([]string, len(p))
+		for i, part := range p {
+			c[i] = part
+			if j, err := strconv.Atoi(part); err == nil {
+				c[i] = strconv.Itoa(j)
+			}
+		}
+		return strings.Join(c, ".")
+	}
+	at := make(map[string]int, len(axes))
+	for i, ax := range axes {
+		c := canon(ax.path)
+		j, dup := at[c]
+		if !dup {
+			at[c] = i
+			continue
+		}
+		first := axes[j]
+		msg := fmt.Sprintf("sets %s, as %s does; every variant would take this key's value while its name and sweep.csv show both; leave one out", c, first.describe())
+		if first.written == ax.written {
+			msg = fmt.Sprintf("is given twice (also at line %d); every variant would take this one's value while its name and sweep.csv show both; merge the two lists into one", first.line)
+		}
+		return &FieldError{Path: "variants." + ax.written, Line: ax.line, Msg: msg}
+	}
+	for i, ax := range axes {
+		for n := len(ax.path) - 1; n >= 1; n-- {
+			j, ok := at[canon(ax.path[:n])]
+			if !ok {
+				continue
+			}
+			outer := axes[j]
+			a, b := outer, ax // report at the later key
+			if j > i {
+				a, b = ax, outer
+			}
+			return &FieldError{Path: "variants." + b.written, Line: b.line, Msg: fmt.Sprintf("overlaps %s: variants.%s replaces all of %s, inside which variants.%s sets %s, so one would silently override the other while the variant's name and sweep.csv show both; leave one out, or set %s in the values of variants.%s",
+				a.describe(), outer.written, outer.key, ax.written, strings.Join(ax.path, "."), strings.Join(ax.path[n:], "."), outer.written)}
+		}
+	}
+	return nil
+}
+
+// checkRunOut rejects a variants key that sets run.out (run.out itself, or run with a mapping
+// value holding out): every variant writes into DIR/<variant name>, so the value would be
+// ignored.
+func checkRunOut(p []string, v *yaml.Node, field string, line int) error {
+	const msg = "cannot vary run.out; each variant writes its results into DIR/<variant name> (--out sets DIR)"
+	if len(p) >= 2 && p[0] == "run" && p[1] == "out" {
+		return &FieldError{Path: field, Line: line, Msg: msg}
+	}
+	if len(p) == 1 && p[0] == "run" {
+		for _, n := range v.Content {
+			if n.Kind == yaml.MappingNode && keyIndex(n, "out") >= 0 {
+				return &FieldError{Path: field, Line: n.Line, Msg: msg}
+			}
+		}
+	}
+	return nil
+}
+
+// checkDuplicateSeeds rejects a seed given twice in a list of seeds (v, the value of the seeds
+// key or of run.seed): the two variants would be one run counted twice in sweep_stats.csv.
+// Values that are not integers are left to the seed's own checks.
+func checkDuplicateSeeds(v *yaml.Node, field string) error {
+	first := map[uint64]int{}
+	for i, n := range v.Content {
+		s, err := strconv.ParseUint(n.Value, 10, 64)
+		if n.Kind != yaml.ScalarNode || err != nil {
+			continue
+		}
+		if j, dup := first[s]; dup {
+			return &FieldError{Path: field, Line: n.Line, Msg: fmt.Sprintf("seed %d is given twice (items %d and %d); each seed is one run of every setting, so a repeat would count one run twice", s, j+1, i+1)}
+		}
+		first[s] = i
+	}
+	return nil
 }
 
 // keyIndex returns the index in m.Content of mapping m's key k, or -1.
@@ -335,6 +476,9 @@ func seedValues(v *yaml.Node, field string) ([]*yaml.Node, error) {
 				return nil, &FieldError{Path: field, Line: n.Line, Msg: fmt.Sprintf("%s is not a seed; want an integer >= 1", describeNode(n))}
 			}
 			seeds = append(seeds, s)
+		}
+		if err := checkDuplicateSeeds(v, field); err != nil {
+			return nil, err
 		}
 	default:
 		return nil, bad("want a list of seeds or a range such as 1..20")

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -109,6 +110,7 @@ func FuzzParseVariants(f *testing.F) {
 	f.Add([]byte(variantBase + "variants: {transport: [mrc, roce]}\n"))
 	f.Add([]byte(variantBase + "variants: {traffic.0: [{pattern: incast, receiver: 0, senders: [1, 2], bytes: 1KiB}]}\n"))
 	f.Add([]byte("variants: {a.b.c: [1]}\n"))
+	f.Add([]byte(variantBase + "variants: {traffic.0.bytes: [1KiB], traffic: [[{pattern: permutation, bytes: 1KiB}]], seeds: [1, 1]}\n"))
 	f.Add([]byte("variants: &x {a: *x}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		vs, err := ParseVariants(data)
@@ -145,5 +147,81 @@ func TestVariantsSeeds(t *testing.T) {
 	}
 	if vs, err := LoadVariantsMax(file, 70); err != nil || len(vs) != 70 {
 		t.Errorf("LoadVariantsMax 70: %d, %v", len(vs), err)
+	}
+}
+
+// Two variants keys that set the same field, or one inside the other's, are an error naming
+// both: otherwise each variant silently takes one key's value while its name, label and
+// sweep.csv show both. The same goes for run.out (always DIR/<variant>) and a seed given twice.
+func TestVariantsConflictingKeys(t *testing.T) {
+	for _, c := range []struct {
+		variants string
+		want     []string
+	}{
+		// transport: [mrc] is shorthand for transport.kind.
+		{"  transport.kind: [mrc, roce]\n  transport: [mrc]\n", []string{"variants.transport (line 10)", "sets transport.kind", "variants.transport.kind (line 9)", "leave one out"}},
+		{"  transport: [mrc]\n  transport.kind: [roce]\n", []string{"variants.transport.kind (line 10)", "variants.transport (line 9, shorthand for transport.kind)"}},
+		// A list element inside a whole replaced list, either order.
+		{"  traffic.0.bytes: [64KiB]\n  traffic: [[{pattern: permutation, bytes: 1KiB}]]\n", []string{"variants.traffic (line 10)", "overlaps variants.traffic.0.bytes (line 9)", "replaces all of traffic", "set 0.bytes in the values of variants.traffic"}},
+		{"  traffic: [[{pattern: permutation, bytes: 1KiB}]]\n  traffic.0.bytes: [64KiB]\n", []string{"variants.traffic.0.bytes (line 10)", "overlaps variants.traffic (line 9)"}},
+		{"  traffic.0: [{pattern: permutation, bytes: 1KiB}]\n  traffic.00.bytes: [64KiB]\n", []string{"variants.traffic.00.bytes (line 10)", "overlaps variants.traffic.0 (line 9)"}},
+		// A mapping value for transport replaces the whole block, kind and all.
+		{"  transport: [{kind: roce}]\n  transport.roce.qps_per_peer: [4]\n", []string{"variants.transport.roce.qps_per_peer (line 10)", "overlaps variants.transport (line 9)"}},
+		// The same YAML key twice.
+		{"  traffic.0.bytes: [64KiB, 256KiB]\n  traffic.0.bytes: [128KiB]\n", []string{"variants.traffic.0.bytes (line 10)", "given twice (also at line 9)"}},
+		{"  seeds: 1..2\n  seeds: [3]\n", []string{"variants.seeds (line 10)", "given twice (also at line 9)"}},
+		// seeds sets run.seed.
+		{"  seeds: 1..3\n  run.seed: [4, 5]\n", []string{"variants.run.seed (line 10)", "sets run.seed", "variants.seeds (line 9, which sets run.seed)"}},
+		{"  run: [{seed: 4}]\n  seeds: 1..3\n", []string{"variants.seeds (line 10)", "overlaps variants.run (line 9)", "variants.seeds sets run.seed"}},
+		// run.out is never used.
+		{"  run.out: [a, b]\n", []string{"variants.run.out (line 9)", "cannot vary run.out"}},
+		{"  run: [{seed: 1}, {out: b}]\n", []string{"variants.run (line 9)", "cannot vary run.out"}},
+		// A seed given twice.
+		{"  seeds: [1, 1, 2]\n", []string{"variants.seeds (line 9)", "seed 1 is given twice (items 1 and 2)"}},
+		{"  run.seed: [3, 2, 3]\n", []string{"variants.run.seed (line 9)", "seed 3 is given twice (items 1 and 3)"}},
+	} {
+		_, err := ParseVariants([]byte(variantBase + "variants:\n" + c.variants))
+		if err == nil {
+			t.Errorf("%q: accepted", c.variants)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%q: error %q lacks %q", c.variants, err, w)
+			}
+		}
+	}
+	// Keys that only share a prefix of their names, or that set sibling fields, are fine.
+	for _, ok := range []string{
+		"  transport: [roce]\n  transport.roce: [{qps_per_peer: 4}]\n",
+		"  transport.kind: [roce]\n  transport.roce.qps_per_peer: [4, 8]\n  transport.roce.dcqcn: [{}]\n",
+		"  traffic.0.bytes: [1KiB]\n  traffic.0.pattern: [permutation]\n",
+		"  run.seed: [1, 2]\n  run.duration: [1ms]\n",
+	} {
+		if _, err := ParseVariants([]byte(variantBase + "variants:\n" + ok)); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+}
+
+// SeedKey names the key that sets each variant's run.seed, so the CLI can refuse --seed.
+func TestVariantsSeedKey(t *testing.T) {
+	for _, c := range []struct{ variants, want string }{
+		{"{seeds: 1..2}", "seeds seeds"},
+		{"{run.seed: [4, 5]}", "run.seed run.seed"},
+		{"{run: [{seed: 4}, {duration: 1ms}]}", "run -"},
+		{"{transport: [mrc, roce]}", "- -"},
+	} {
+		vs, err := ParseVariants([]byte(variantBase + "variants: " + c.variants + "\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", c.variants, err)
+		}
+		var got []string
+		for _, v := range vs {
+			got = append(got, cmp.Or(v.SeedKey, "-"))
+		}
+		if strings.Join(got, " ") != c.want {
+			t.Errorf("%s: SeedKey %v; want %s", c.variants, got, c.want)
+		}
 	}
 }

@@ -111,7 +111,8 @@ func fmtUnit(a, unit uint64) string {
 // float64's 16 significant digits.
 //
 // Errors: empty input, a missing or unknown unit, a malformed number, a negative value, NaN or
-// infinity, or a value beyond ~106 days.
+// infinity; a *RangeError for a value beyond ~106 days (MaxTime) or nonzero but below 1 ps
+// (which would otherwise become 0, "1e-400s", "0.0001ps").
 func ParseTime(s string) (Time, error) {
 	in := strings.TrimSpace(s)
 	if in == "" {
@@ -141,7 +142,16 @@ func ParseTime(s string) (Time, error) {
 	if u == 0 {
 		return 0, fmt.Errorf("duration %q has unknown unit %q; want ps, ns, us, ms, s, min or h", s, unit)
 	}
+	tooLong := func() error {
+		return &RangeError{Msg: fmt.Sprintf("duration %q is out of range; the largest duration is about 106 days", s)}
+	}
+	tooShort := func() error {
+		return &RangeError{Msg: fmt.Sprintf("duration %q is below the 1 ps resolution; want 0 or at least 1ps", s), Below: true}
+	}
 	v, err := strconv.ParseFloat(num, 64)
+	if math.IsInf(v, 1) && err != nil {
+		return 0, tooLong() // "1e400s": beyond float64, so beyond Time
+	}
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, fmt.Errorf("duration %q: %q is not a number", s, num)
 	}
@@ -149,18 +159,55 @@ func ParseTime(s string) (Time, error) {
 		return 0, fmt.Errorf("duration %q is negative; want a value >= 0", s)
 	}
 	// Plain decimals are converted exactly; exponent forms ("1e3us") go through float64.
-	if ps, _, ok := scaleDecimal(num, uint64(u)); ok {
+	if ps, frac, ok := scaleDecimal(num, uint64(u)); ok {
 		if ps > uint64(MaxTime) {
-			return 0, fmt.Errorf("duration %q is too long; the limit is about 106 days", s)
+			return 0, tooLong()
+		}
+		if ps == 0 && frac || ps == 1 && frac && !exactlyAtLeast(num, u) {
+			return 0, tooShort()
 		}
 		return Time(ps), nil
 	}
 	ps := v * float64(u)
 	if ps >= float64(MaxTime) {
-		return 0, fmt.Errorf("duration %q is too long; the limit is about 106 days", s)
+		return 0, tooLong()
+	}
+	if ps < 1 && nonzeroMantissa(num) {
+		return 0, tooShort() // includes an underflow to 0 ("1e-400s")
 	}
 	return Time(math.Round(ps)), nil
 }
+
+// exactlyAtLeast reports whether the plain decimal num in unit u is at least one picosecond
+// (scaleDecimal rounds 0.6ps up to 1).
+func exactlyAtLeast(num string, u Time) bool {
+	v, err := strconv.ParseFloat(num, 64)
+	return err == nil && v*float64(u) >= 1
+}
+
+// nonzeroMantissa reports whether the number num (before any exponent) has a non-zero digit.
+func nonzeroMantissa(num string) bool {
+	for i := 0; i < len(num); i++ {
+		switch c := num[i]; {
+		case c == 'e' || c == 'E':
+			return false
+		case c >= '1' && c <= '9':
+			return true
+		}
+	}
+	return false
+}
+
+// RangeError is a parser's error for a well-formed value beyond what its type holds: a
+// duration past MaxTime or below 1 ps, a rate or size past int64. Callers that know a
+// field's own, smaller limit (scenario's decoder) replace the message with one naming it.
+type RangeError struct {
+	Msg   string // the message, naming the value and the type's limit
+	Below bool   // the value is too small (nonzero but below the resolution), not too large
+}
+
+// Error returns the message.
+func (e *RangeError) Error() string { return e.Msg }
 
 // MarshalText implements encoding.TextMarshaler with String, so resolved scenarios print
 // durations with units.

@@ -88,8 +88,8 @@ func TestParseTime(t *testing.T) {
 		{".5us", 500 * Nanosecond},
 		{"5.us", 5 * Microsecond},
 		{"007ns", 7 * Nanosecond},
-		{"0.4ps", 0},         // rounds to nearest
-		{"0.5ps", 1},         // half rounds away from zero
+		{"1.4ps", 1},         // rounds to nearest
+		{"1.5ps", 2},         // half rounds away from zero
 		{"1.0004ns", 1000},   // sub-picosecond digits round
 		{"1.0005ns", 1001},   //
 		{"327.68ns", 327680}, // 4 KiB at 100 Gb/s

@@ -100,8 +100,8 @@ func (r Rate) String() string {
 // "1.6Tbps", "25Gb/s", "400e9bps". A byte unit ("GB/s", "GBps") is rejected rather than
 // guessed at.
 //
-// Errors: empty input, malformed number, unknown unit, negative, between 0 and 1 bit/s, or
-// beyond int64.
+// Errors: empty input, malformed number, unknown unit, negative; a *RangeError between 0 and
+// 1 bit/s or beyond int64 (about 9.2e18 bit/s).
 func ParseRate(s string) (Rate, error) {
 	in := strings.TrimSpace(s)
 	if in == "" {
@@ -112,6 +112,12 @@ func ParseRate(s string) (Rate, error) {
 		return 0, fmt.Errorf("rate %q has no number; want e.g. \"100Gbps\" or \"800G\"", s)
 	}
 	v, err := strconv.ParseFloat(num, 64)
+	tooLarge := func() error {
+		return &RangeError{Msg: fmt.Sprintf("rate %q is out of range; the largest rate is %s", s, maxRateText)}
+	}
+	if math.IsInf(v, 1) && err != nil {
+		return 0, tooLarge()
+	}
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, fmt.Errorf("rate %q: %q is not a number", s, num)
 	}
@@ -150,7 +156,7 @@ func ParseRate(s string) (Rate, error) {
 	default:
 		return 0, fmt.Errorf("rate %q has unknown unit %q; want bps, Kbps, Mbps, Gbps, Tbps or Pbps (or K, M, G, T, P)", s, unit)
 	}
-	if v == 0 {
+	if v == 0 && !nonzeroMantissa(num) {
 		return 0, nil
 	}
 	if v < 0 {
@@ -158,29 +164,35 @@ func ParseRate(s string) (Rate, error) {
 	}
 	b := v * float64(mult)
 	if b < 1 {
-		return 0, fmt.Errorf("rate %q is below 1 bit per second", s)
+		return 0, &RangeError{Msg: fmt.Sprintf("rate %q is below 1 bit per second", s), Below: true}
 	}
 	// Plain decimals are converted exactly; exponent forms ("400e9") go through float64.
 	if n, _, ok := scaleDecimal(num, uint64(mult)); ok {
 		if n > math.MaxInt64 {
-			return 0, fmt.Errorf("rate %q is too large", s)
+			return 0, tooLarge()
 		}
 		return Rate(n), nil
 	}
 	if b >= math.MaxInt64 {
-		return 0, fmt.Errorf("rate %q is too large", s)
+		return 0, tooLarge()
 	}
 	return Rate(math.Round(b)), nil
 }
 
+// maxRateText is math.MaxInt64 bit/s, for range errors.
+const maxRateText = "about 9.2e18 bit/s (9223Pbps)"
+
+// maxSizeText is math.MaxInt64 bytes, for range errors.
+const maxSizeText = "about 9.2e18 bytes (8EiB)"
+
 // ParseSize parses a byte count: a number followed by an optional unit. Binary units KiB, MiB,
-// GiB, TiB are powers of 1024; decimal KB, MB, GB, TB are powers of 1000; "B" or no unit is
+// GiB, TiB, PiB are powers of 1024; decimal KB, MB, GB, TB, PB are powers of 1000; "B" or no unit is
 // bytes. Units are case-insensitive except that the "i" marks binary. Examples: "4KiB" = 4096,
 // "1GiB" = 1073741824, "64MB" = 64000000, "1500". Fractions are allowed when the result is a
 // whole number of bytes ("1.5KiB" = 1536). Lower-case "b" (bits) is rejected.
 //
-// Errors: empty input, malformed number, unknown unit, negative, fractional bytes, or beyond
-// int64.
+// Errors: empty input, malformed number, unknown unit, negative, fractional bytes; a
+// *RangeError beyond int64 (about 9.2e18 bytes).
 func ParseSize(s string) (int64, error) {
 	in := strings.TrimSpace(s)
 	if in == "" {
@@ -206,6 +218,8 @@ func ParseSize(s string) (int64, error) {
 		mult = 1 << 30
 	case "tib", "ti":
 		mult = 1 << 40
+	case "pib", "pi":
+		mult = 1 << 50
 	case "kb", "k":
 		mult = 1e3
 	case "mb", "m":
@@ -214,8 +228,10 @@ func ParseSize(s string) (int64, error) {
 		mult = 1e9
 	case "tb", "t":
 		mult = 1e12
+	case "pb", "p":
+		mult = 1e15
 	default:
-		return 0, fmt.Errorf("size %q has unknown unit %q; want B, KiB, MiB, GiB, TiB, KB, MB, GB or TB", s, unit)
+		return 0, fmt.Errorf("size %q has unknown unit %q; want B, KiB, MiB, GiB, TiB, PiB, KB, MB, GB, TB or PB", s, unit)
 	}
 	// Plain decimals are converted exactly ("2.01KB" is 2010 bytes, though 2.01*1000 is not
 	// in float64); exponent forms ("1e3") go through float64.
@@ -224,11 +240,14 @@ func ParseSize(s string) (int64, error) {
 			return 0, fmt.Errorf("size %q is not a whole number of bytes", s)
 		}
 		if n > math.MaxInt64 {
-			return 0, fmt.Errorf("size %q is too large", s)
+			return 0, &RangeError{Msg: fmt.Sprintf("size %q is out of range; the largest size is %s", s, maxSizeText)}
 		}
 		return int64(n), nil
 	}
 	v, err := strconv.ParseFloat(num, 64)
+	if math.IsInf(v, 1) && err != nil {
+		return 0, &RangeError{Msg: fmt.Sprintf("size %q is out of range; the largest size is %s", s, maxSizeText)}
+	}
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, fmt.Errorf("size %q: %q is not a number", s, num)
 	}
@@ -237,9 +256,9 @@ func ParseSize(s string) (int64, error) {
 	}
 	b := v * float64(mult)
 	if b >= math.MaxInt64 {
-		return 0, fmt.Errorf("size %q is too large", s)
+		return 0, &RangeError{Msg: fmt.Sprintf("size %q is out of range; the largest size is %s", s, maxSizeText)}
 	}
-	if b != math.Trunc(b) {
+	if b != math.Trunc(b) || b == 0 && nonzeroMantissa(num) {
 		return 0, fmt.Errorf("size %q is not a whole number of bytes", s)
 	}
 	return int64(b), nil

@@ -2,9 +2,12 @@ package sim
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -420,5 +423,55 @@ func TestBytesInInverse(t *testing.T) {
 	}
 	if got := Rate(0).BytesIn(Second); got != 0 {
 		t.Errorf("zero rate BytesIn = %d", got)
+	}
+}
+
+// TestParseRangeErrors: a well-formed value beyond its type's range, or nonzero but below its
+// resolution, is a *RangeError (Below for the second) naming the value and the limit, never
+// "not a number" and never a silent 0 (which a field would take for "left out").
+func TestParseRangeErrors(t *testing.T) {
+	for _, c := range []struct {
+		in, kind string
+		below    bool
+		want     string
+	}{
+		{"1000000h", "time", false, "about 106 days"},
+		{"1e400s", "time", false, "about 106 days"},
+		{"9223372036854775808ps", "time", false, "about 106 days"},
+		{"1e-400s", "time", true, "below the 1 ps resolution"},
+		{"0.0001ps", "time", true, "below the 1 ps resolution"},
+		{"0.4ps", "time", true, "below the 1 ps resolution"},
+		{"0.0000006ns", "time", true, "below the 1 ps resolution"},
+		{"1e30bps", "rate", false, "9.2e18 bit/s"},
+		{"1e400G", "rate", false, "9.2e18 bit/s"},
+		{"10000Pbps", "rate", false, "9.2e18 bit/s"},
+		{"1e-400G", "rate", true, "below 1 bit per second"},
+		{"0.5bps", "rate", true, "below 1 bit per second"},
+		{"9223372036854775808", "size", false, "9.2e18 bytes"},
+		{"1e400B", "size", false, "9.2e18 bytes"},
+		{"8192PiB", "size", false, "9.2e18 bytes"},
+	} {
+		var err error
+		switch c.kind {
+		case "time":
+			_, err = ParseTime(c.in)
+		case "rate":
+			_, err = ParseRate(c.in)
+		default:
+			_, err = ParseSize(c.in)
+		}
+		var re *RangeError
+		if !errors.As(err, &re) || re.Below != c.below || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), strconv.Quote(c.in)) {
+			t.Errorf("Parse %s %q: error %v; want a *RangeError (below %v) quoting it and %q", c.kind, c.in, err, c.below, c.want)
+		}
+	}
+}
+
+// TestParseSizePetabytes: PiB and PB are 2^50 and 10^15 bytes (1 PiB is the largest transfer).
+func TestParseSizePetabytes(t *testing.T) {
+	for in, want := range map[string]int64{"1PiB": 1 << 50, "1.5PiB": 3 << 49, "2PB": 2e15, "1pi": 1 << 50, "8191PiB": 8191 << 50} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
 	}
 }

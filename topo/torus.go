@@ -42,8 +42,11 @@ func ParseTorusDims(s string) (TorusDims, error) {
 		return d, fmt.Errorf("%q is not three dimensions; want k1xk2xk3, e.g. \"16x20x28\"", s)
 	}
 	for i, p := range parts {
-		if p == "" || len(p) > 7 || strings.TrimLeft(p, "0123456789") != "" {
+		if p == "" || strings.TrimLeft(p, "0123456789") != "" {
 			return d, fmt.Errorf("%q: dimension %q is not a whole number; want k1xk2xk3, e.g. \"16x20x28\"", s, p)
+		}
+		if len(p) > 7 {
+			return d, fmt.Errorf("%q: dimension %s is out of range; want 2 to %d", s, p[:min(len(p), 24)], MaxTorusDim)
 		}
 		d[i], _ = strconv.Atoi(p)
 	}

@@ -6,10 +6,18 @@
 // until Stop. Packet k leaves at Start + TxTime(k x PacketSize) at Rate, computed from k rather
 // than accumulated, so pacing never drifts and a flow at line rate fills its NIC port exactly.
 // Packets are not retransmitted; what the fabric drops is lost and counted.
+//
+// A flow with Arrivals Poisson instead sends its packets at exponentially distributed
+// intervals of mean TxTime(PacketSize) at Rate (a Poisson process of that mean rate), from a
+// random stream of its own (sim.Stream of the kernel's seed and "traffic.raw.<index>"), so
+// the same seed gives the same departures. Fixed-size packets arriving so at one link make the
+// M/D/1 queue: mean waiting packets rho^2 / (2 (1 - rho)), mean wait rho / (2 mu (1 - rho))
+// at load rho and service rate mu (md1_test.go).
 package traffic
 
 import (
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/lockstepsim/lockstep/fabric"
@@ -43,6 +51,28 @@ func (m PathMode) String() string {
 	return fmt.Sprintf("pathmode(%d)", m)
 }
 
+// Arrivals says how a raw flow's packets are spaced in time.
+type Arrivals uint8
+
+// Arrival processes.
+const (
+	// Paced: packet k leaves at Start + TxTime(k x PacketSize), a constant bit rate.
+	Paced Arrivals = iota
+	// Poisson: exponential gaps of mean TxTime(PacketSize), the mean rate Rate.
+	Poisson
+)
+
+// String returns the process's scenario name: "paced" or "poisson".
+func (a Arrivals) String() string {
+	switch a {
+	case Paced:
+		return "paced"
+	case Poisson:
+		return "poisson"
+	}
+	return fmt.Sprintf("arrivals(%d)", a)
+}
+
 // Flow is one paced raw flow on one plane.
 type Flow struct {
 	Src, Dst   int32    // host indices
@@ -56,6 +86,7 @@ type Flow struct {
 	Routes     []fabric.Route // Fixed: one route; Spray: the rotation
 	Class      uint8          // priority class
 	Flags      fabric.Flags   // e.g. fabric.ECT to let queues mark CE
+	Arrivals   Arrivals       // Paced (default) or Poisson
 }
 
 // FlowStats counts one flow's packets. Bytes are wire bytes.
@@ -64,6 +95,13 @@ type FlowStats struct {
 	RecvPackets, RecvBytes int64 // delivered whole
 	RecvTrimmed            int64 // delivered as a trimmed header (payload lost)
 	LastRecv               sim.Time
+	// LatencySum is the sum of the one-way delays of the packets delivered whole (exact,
+	// picoseconds; from the NIC's transmit timestamp, so host queueing is not in it):
+	// LatencySum / RecvPackets is the mean latency.
+	LatencySum sim.Time
+	// HostWaitSum is the sum over the same packets of the time each waited in its source NIC's
+	// queue, from the send to the start of its transmission (picoseconds).
+	HostWaitSum sim.Time
 }
 
 // Raw drives a set of raw flows on a network.
@@ -72,7 +110,8 @@ type Raw struct {
 	s     *sim.Sim
 	Flows []Flow
 	Stats []FlowStats
-	sent  []int64 // packets sent per flow (k)
+	sent  []int64      // packets sent per flow (k)
+	rng   []*rand.Rand // per flow; nil for paced flows
 	kind  sim.Kind
 	// Latency is the one-way delay of every packet delivered whole, in nanoseconds.
 	Latency *hdrhistogram.Histogram
@@ -105,6 +144,8 @@ func NewRaw(net *fabric.Network, flows []Flow) (*Raw, error) {
 			return nil, fmt.Errorf("flow %d: stop %v is before start %v", i, f.Stop, f.Start)
 		case f.Mode != ECMP && len(f.Routes) == 0:
 			return nil, fmt.Errorf("flow %d: path mode %v needs at least one route", i, f.Mode)
+		case f.Arrivals != Paced && f.Arrivals != Poisson:
+			return nil, fmt.Errorf("flow %d: arrivals %v: allowed paced, poisson", i, f.Arrivals)
 		}
 	}
 	r := &Raw{
@@ -113,7 +154,13 @@ func NewRaw(net *fabric.Network, flows []Flow) (*Raw, error) {
 		Flows:   flows,
 		Stats:   make([]FlowStats, len(flows)),
 		sent:    make([]int64, len(flows)),
+		rng:     make([]*rand.Rand, len(flows)),
 		Latency: hdrhistogram.New(1, LatencyMaxNs, 3),
+	}
+	for i := range flows {
+		if flows[i].Arrivals == Poisson {
+			r.rng[i] = sim.Stream(r.s.Seed(), fmt.Sprintf("traffic.raw.%d", i))
+		}
 	}
 	r.kind = r.s.Register("traffic.raw", r.onSend)
 	net.SetReceiver(fabric.ProtoRaw, r.onRecv)
@@ -143,6 +190,7 @@ func (r *Raw) onSend(now sim.Time, obj int32, _ uint64) {
 	p.Flags = f.Flags
 	p.SrcPort = f.SrcPort
 	p.DstPort = 4791
+	p.Aux = uint64(now) // raw owns the transport words: the send time, for the host wait
 	switch f.Mode {
 	case Fixed:
 		p.UseRoute(&f.Routes[0])
@@ -159,7 +207,14 @@ func (r *Raw) onSend(now sim.Time, obj int32, _ uint64) {
 	}
 	k++
 	r.sent[obj] = k
-	next := f.Start + f.Rate.TxTime(k*int64(f.PacketSize))
+	var next sim.Time
+	if g := r.rng[obj]; g != nil {
+		// An exponential gap, at least 1 ps so time advances.
+		mean := float64(f.PacketSize) * 8 * float64(sim.Second) / float64(f.Rate) // ps, unrounded
+		next = now + max(1, sim.Time(g.ExpFloat64()*mean))
+	} else {
+		next = f.Start + f.Rate.TxTime(k*int64(f.PacketSize))
+	}
 	if next < f.Stop {
 		r.s.At(next, r.kind, obj, 0)
 	}
@@ -178,7 +233,11 @@ func (r *Raw) onRecv(now sim.Time, p *fabric.Packet) {
 	}
 	st.RecvPackets++
 	st.RecvBytes += int64(p.Size)
-	d := int64((now - p.SentAt) / sim.Nanosecond)
+	st.LatencySum += now - p.SentAt
+	st.HostWaitSum += p.SentAt - sim.Time(p.Aux)
+	// Nearest nanosecond (not truncated), so the percentiles and max agree with the exact
+	// mean to the nanosecond the summary prints.
+	d := int64((now - p.SentAt + sim.Nanosecond/2) / sim.Nanosecond)
 	if d > LatencyMaxNs {
 		d = LatencyMaxNs
 	}
@@ -195,6 +254,8 @@ func (r *Raw) Totals() FlowStats {
 		t.RecvPackets += s.RecvPackets
 		t.RecvBytes += s.RecvBytes
 		t.RecvTrimmed += s.RecvTrimmed
+		t.LatencySum += s.LatencySum
+		t.HostWaitSum += s.HostWaitSum
 		if s.LastRecv > t.LastRecv {
 			t.LastRecv = s.LastRecv
 		}

@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -12,7 +13,12 @@ import (
 // faces host i, and ECMP routes each host to its port.
 func star(t *testing.T, n int, rate sim.Rate, delay sim.Time) (*sim.Sim, *fabric.Network) {
 	t.Helper()
-	s := sim.New(1)
+	return starOn(t, sim.New(1), n, rate, delay)
+}
+
+// starOn is star on the kernel s.
+func starOn(t *testing.T, s *sim.Sim, n int, rate sim.Rate, delay sim.Time) (*sim.Sim, *fabric.Network) {
+	t.Helper()
 	net := fabric.New(s)
 	for i := 0; i < n; i++ {
 		if _, err := net.AddNode("h"+string(rune('0'+i)), fabric.Host, -1, -1); err != nil {
@@ -140,5 +146,41 @@ func TestSprayRotatesRoutes(t *testing.T) {
 	}
 	if err := net.Audit(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Poisson departures: the count over the interval is rate x T / size bits within 4 standard
+// deviations (sqrt of the mean), the same kernel seed sends the same packets and another seed
+// others, and an unknown process is refused.
+func TestPoissonDepartures(t *testing.T) {
+	run := func(seed uint64) FlowStats {
+		s, net := starOn(t, sim.New(seed), 2, 100*sim.Gbps, 0)
+		r, err := NewRaw(net, []Flow{{Src: 0, Dst: 1, Rate: 40 * sim.Gbps, PacketSize: 1000, Stop: 200 * sim.Microsecond, Arrivals: Poisson}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Start()
+		if err := s.Run(sim.Second); err != nil {
+			t.Fatal(err)
+		}
+		return r.Stats[0]
+	}
+	a, b, c := run(1), run(1), run(2)
+	want := 40e9 * 200e-6 / 8000 // 1000 packets
+	if d := float64(a.SentPackets) - want; d*d > 16*want {
+		t.Errorf("sent %d packets, want %.0f +- %.0f", a.SentPackets, want, 4*math.Sqrt(want))
+	}
+	if a != b {
+		t.Errorf("same seed, different runs: %+v, %+v", a, b)
+	}
+	if a.HostWaitSum == c.HostWaitSum && a.SentPackets == c.SentPackets {
+		t.Errorf("seeds 1 and 2 sent the same packets: %+v", a)
+	}
+	if a.HostWaitSum <= 0 {
+		t.Errorf("Poisson departures at 0.4 of the line never waited: %+v", a)
+	}
+	_, net := star(t, 2, 100*sim.Gbps, 0)
+	if _, err := NewRaw(net, []Flow{{Src: 0, Dst: 1, Rate: sim.Gbps, PacketSize: 1000, Stop: 1, Arrivals: 7}}); err == nil || !strings.Contains(err.Error(), "flow 0: arrivals arrivals(7): allowed paced, poisson") {
+		t.Errorf("err = %v", err)
 	}
 }

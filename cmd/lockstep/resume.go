@@ -16,8 +16,10 @@ import (
 // of the same resolved scenario is not run again; its summary.json is read back and counted
 // as if it had just run (the table, sweep.csv and compare.html are the same as a full run's).
 // "The same" is summary.json's variant.scenario_sha256: the SHA-256 of the resolved
-// scenario's YAML (scenario.yaml's content) with run.out left out, so moving the folder
-// keeps it, while any other change (a value, the seed, --trace, a default that moved with a
+// scenario's YAML (scenario.yaml's content) with run.out and run.max_memory left out, so
+// moving the folder keeps it and so does a machine of another size (max_memory's default is
+// 80% of the machine's memory, and only guards the start: Slurm tasks on compute nodes and
+// --collect on a login node agree), while any other change (a value, the seed, --trace, a default that moved with a
 // new lockstep version) reruns the variant. A folder that is missing, interrupted
 // ("complete": false), failed, written by a different lockstep build (summary.json's
 // version block: module version, VCS revision and modified flag; a build from a modified
@@ -37,10 +39,10 @@ func applyRunOpts(sc *scenario.Scenario, ro runOpts) {
 }
 
 // scenarioHash is summary.json's variant.scenario_sha256 for sc (hex): the SHA-256 of its
-// resolved YAML without run.out. Errors: sc cannot be encoded (a bug), as "".
+// resolved YAML without run.out and run.max_memory. Errors: sc cannot be encoded (a bug), as "".
 func scenarioHash(sc *scenario.Scenario) string {
 	c := *sc
-	c.Run.Out = ""
+	c.Run.Out, c.Run.MaxMemory = "", 0
 	data, err := scenario.Encode(&c)
 	if err != nil {
 		return ""

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"github.com/lockstepsim/lockstep/scenario"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,5 +124,25 @@ func TestSweepLine(t *testing.T) {
 		if got := sweepLine(c.st, c.elapsed); got != c.want {
 			t.Errorf("sweepLine(%+v, %v) = %q, want %q", c.st, c.elapsed, got, c.want)
 		}
+	}
+}
+
+// The resume hash ignores run.out and run.max_memory (its default is a share of the
+// machine's memory, so a Slurm task and --collect on another machine must agree) and sees
+// every other change.
+func TestScenarioHashIgnoresMachine(t *testing.T) {
+	sc, err := scenario.Parse([]byte("name: h\ntopology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 8, host_link: 100G}}\ntransport: {kind: mrc}\ntraffic: [{pattern: permutation, bytes: 64KiB}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := scenarioHash(sc)
+	c := *sc
+	c.Run.Out, c.Run.MaxMemory = "elsewhere", c.Run.MaxMemory/2
+	if scenarioHash(&c) != h {
+		t.Errorf("run.out or run.max_memory changed the hash")
+	}
+	c.Run.Seed++
+	if scenarioHash(&c) == h {
+		t.Errorf("run.seed did not change the hash")
 	}
 }

@@ -66,6 +66,9 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 				if err != nil {
 					return badInput(err)
 				}
+				if err := checkSeedFlag(args[0], ro, vs); err != nil {
+					return err
+				}
 				if vs != nil {
 					if len(vs) > scenario.MaxVariants {
 						fmt.Fprintln(stderr, "lockstep:", sweepEstimate(vs, jobs))
@@ -114,6 +117,27 @@ them; raw-ecmp is raw ECMP-hashed traffic). The results folder defaults to resul
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress bar (there is none either when stdout is not a terminal, or for runs under 2 s)")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", defaultJobs(), "variants of a file with variants: run at once (results and output as with -j 1)")
 	return cmd
+}
+
+// checkSeedFlag rejects --seed (ro.seeded) on a file whose variants set run.seed (the seeds
+// key, run.seed, or run with a seed: scenario.Variant.SeedKey): every variant would run at
+// --seed while its name, sweep.csv and sweep_stats.csv show the file's seeds. Bad input
+// (exit 2) naming the file, the flag and the key.
+func checkSeedFlag(file string, ro runOpts, vs []scenario.Variant) error {
+	if !ro.seeded {
+		return nil
+	}
+	for _, v := range vs {
+		if v.SeedKey == "" {
+			continue
+		}
+		what := "variants key " + v.SeedKey
+		if v.SeedKey == scenario.SeedsKey {
+			what = scenario.SeedsKey + ": axis"
+		}
+		return badInput(fmt.Errorf("%s: --seed %d contradicts the file's %s; leave one out", file, ro.seed, what))
+	}
+	return nil
 }
 
 // runOpts are the run command's flags that apply to every scenario it runs.
@@ -417,6 +441,9 @@ func loadVariantsArg(arg string) ([]scenario.Variant, error) {
 // loadVariantsMax is loadVariantsArg allowing up to max variants (--max); beyond it the
 // error says how many the file has and the --max that runs them.
 func loadVariantsMax(arg string, max int) ([]scenario.Variant, error) {
+	if err := checkMaxFlag(max); err != nil {
+		return nil, err
+	}
 	data, err := os.ReadFile(arg)
 	if err != nil || !scenario.HasVariants(data) {
 		return nil, nil // loadScenarioArg reports a missing file or a bad one

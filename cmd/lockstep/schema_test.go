@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -107,6 +108,90 @@ func TestSchemaRejects(t *testing.T) {
 		}
 		if err := sch.Validate(yamlInstance(t, []byte(c.y))); err == nil {
 			t.Errorf("%s: the schema accepts it", c.name)
+		}
+	}
+}
+
+// TestSchemaAgreesWithValidate: every YAML under cmd/lockstep/testdata and runner/testdata
+// (the bad ones included) that lockstep validate accepts, and every preset, validates against
+// the schema; and a table of files each rejects both (the schema says no more than lockstep,
+// and lockstep no more than the schema, on keys, types and units).
+func TestSchemaAgreesWithValidate(t *testing.T) {
+	sch := compiledSchema(t)
+	var files []string
+	for _, root := range []string{"testdata", filepath.Join("..", "..", "runner", "testdata")} {
+		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".yaml") {
+				files = append(files, p)
+			}
+			return nil
+		})
+	}
+	accepted := 0
+	for _, f := range files {
+		vs, verr := scenario.LoadVariantsMax(f, scenario.MaxVariantsLimit)
+		if vs == nil && verr == nil {
+			_, verr = scenario.Load(f)
+		}
+		if verr != nil {
+			continue // validate refuses it: the schema may accept it (ranges are not its business)
+		}
+		accepted++
+		if err := sch.Validate(yamlInstance(t, readFile(t, f))); err != nil {
+			t.Errorf("%s: lockstep validate accepts it, the schema does not: %v", f, err)
+		}
+	}
+	for _, p := range scenario.Presets() {
+		y, err := scenario.PresetYAML(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sch.Validate(yamlInstance(t, y)); err != nil {
+			t.Errorf("preset %s: %v", p, err)
+		}
+		accepted++
+	}
+	if accepted < 30 {
+		t.Fatalf("only %d files and presets validate; the walk missed the testdata", accepted)
+	}
+
+	base := "topology: {clos: {tiers: 2, planes: 1, radix: 16, host_link: 100G}}\ntransport: {kind: mrc}\n"
+	perm := "traffic: [{pattern: permutation, bytes: 4KiB}]\n"
+	for _, c := range []struct{ name, y string }{
+		{"quoted tiers", "topology: {clos: {tiers: '2', planes: 1, radix: 16, host_link: 100G}}\ntransport: {kind: mrc}\n" + perm},
+		{"quoted oversubscription", "topology: {clos: {tiers: 2, planes: 1, radix: 16, host_link: 100G, oversubscription: ['2']}}\ntransport: {kind: mrc}\n" + perm},
+		{"rate without unit", "topology: {clos: {tiers: 2, planes: 1, radix: 16, host_link: 100}}\ntransport: {kind: mrc}\n" + perm},
+		{"quoted rate without unit", "topology: {clos: {tiers: 2, planes: 1, radix: 16, host_link: '100'}}\ntransport: {kind: mrc}\n" + perm},
+		{"duration without unit", base + perm + "run: {duration: 5}\n"},
+		{"quoted duration without unit", base + perm + "run: {duration: '5'}\n"},
+		{"duration with a bad unit", base + perm + "run: {duration: 5sec}\n"},
+		{"rate in bytes per second", "topology: {clos: {tiers: 2, planes: 1, radix: 16, host_link: 100GB/s}}\ntransport: {kind: mrc}\n" + perm},
+		{"size in bits", base + "traffic: [{pattern: permutation, bytes: 4Kib}]\n"},
+		{"clos without host_link", "topology: {clos: {tiers: 2, planes: 1, radix: 16}}\ntransport: {kind: mrc}\n" + perm},
+		{"clos without radix", "topology: {clos: {tiers: 2, planes: 1, host_link: 100G}}\ntransport: {kind: mrc}\n" + perm},
+		{"traffic without pattern", base + "traffic: [{bytes: 4KiB}]\n"},
+		{"unknown pattern", base + "traffic: [{pattern: allpairs, bytes: 4KiB}]\n"},
+		{"flow without dst", base + "traffic: [{pattern: flows, bytes: 4KiB, flows: [{src: 0}]}]\n"},
+		{"collective without op", base + "workload: {collectives: [{ranks: 4, bytes: 1MiB}]}\n"},
+		{"unknown op", base + "workload: {collectives: [{op: all_sum, ranks: 4, bytes: 1MiB}]}\n"},
+		{"unknown algorithm", base + "workload: {collectives: [{op: all_reduce, algorithm: butterfly, ranks: 4, bytes: 1MiB}]}\n"},
+		{"fault without action", base + perm + "faults: [{at: 1us, link: h0.p0}]\n"},
+		{"seeds not a range", base + perm + "variants: {seeds: 1-20}\n"},
+		{"seeds of strings", base + perm + "variants: {seeds: [a, b]}\n"},
+	} {
+		if _, err := scenario.Parse([]byte(c.y)); err == nil {
+			if vs, verr := scenario.ParseVariants([]byte(c.y)); vs != nil || verr == nil {
+				t.Errorf("%s: lockstep accepts it", c.name)
+			}
+		}
+		if err := sch.Validate(yamlInstance(t, []byte(c.y))); err == nil {
+			t.Errorf("%s: the schema accepts it", c.name)
+		}
+	}
+	// The documented seeds range and a bare 0 validate.
+	for _, y := range []string{base + perm + "variants: {seeds: 1..20}\n", base + perm + "run: {duration: 0}\n", base + perm + "run: {duration: never}\n"} {
+		if err := sch.Validate(yamlInstance(t, []byte(y))); err != nil {
+			t.Errorf("%q: %v", y, err)
 		}
 	}
 }

@@ -85,6 +85,9 @@ missing, incomplete or failed (exit 1). docs/sweeps.md shows the workflow.`,
 				}
 				return badInput(fmt.Errorf("%s has no variants: section, so there is nothing to sweep; run it with lockstep run", args[0]))
 			}
+			if err := checkSeedFlag(args[0], runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed}, vs); err != nil {
+				return err
+			}
 			if list {
 				printVariants(stdout, vs)
 				fmt.Fprintln(stderr, sweepEstimate(vs, jobs)) // stdout stays the table, for scripts
@@ -112,7 +115,7 @@ missing, incomplete or failed (exit 1). docs/sweeps.md shows the workflow.`,
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "folder of the variants' results folders (default results/<the file's name>)")
-	cmd.Flags().Uint64Var(&seed, "seed", 0, "random seed for every variant, overriding run.seed (>= 1)")
+	cmd.Flags().Uint64Var(&seed, "seed", 0, "random seed for every variant, overriding run.seed (>= 1; not with a variants key that sets run.seed, such as seeds)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summaries (by variant name; with --variant, its summary.json) instead of the table")
 	cmd.Flags().BoolVar(&trace, "trace", false, "also write trace.json in every variant's folder")
 	cmd.Flags().IntVar(&maxVariants, "max", scenario.MaxVariants, "the most variants the file may expand to (a guard against typos; up to 100000)")

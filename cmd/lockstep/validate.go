@@ -41,6 +41,9 @@ code (2); a valid scenario exits 0. With --json, prints {"scenario": ..., "estim
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeScenarioArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkMaxFlag(maxVariants); err != nil {
+				return badInput(err)
+			}
 			if len(args) == 1 {
 				vs, err := loadVariantsMax(args[0], maxVariants)
 				if err != nil {
@@ -70,6 +73,15 @@ code (2); a valid scenario exits 0. With --json, prints {"scenario": ..., "estim
 	cmd.Flags().BoolVar(&noSetup, "no-setup", false, "resolve only: do not set the run up (skips the runner's own input checks)")
 	cmd.Flags().IntVar(&maxVariants, "max", scenario.MaxVariants, "the most variants a file may expand to, as run's and sweep's --max (up to 100000)")
 	return cmd
+}
+
+// checkMaxFlag rejects a --max (run, sweep, validate) outside 1..scenario.MaxVariantsLimit,
+// naming the flag, its value and the range.
+func checkMaxFlag(max int) error {
+	if max < 1 || max > scenario.MaxVariantsLimit {
+		return fmt.Errorf("--max: %d; want 1..%d", max, scenario.MaxVariantsLimit)
+	}
+	return nil
 }
 
 // printValidated writes the resolved scenario and its estimate (YAML, two documents; or JSON).

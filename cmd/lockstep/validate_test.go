@@ -214,3 +214,48 @@ func TestValidateMemoryLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateMaxFlag: --max outside 1..100000 is refused by validate, run and sweep (exit 2,
+// naming the flag, the value and the range), and the too-many-variants error's hint is a
+// command that works: sweep --list with the --max it needs.
+func TestValidateMaxFlag(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "many.yaml")
+	if err := os.WriteFile(file, []byte(`name: many
+topology:
+  clos: {tiers: 2, planes: 1, radix: 8, hosts: 8, host_link: 100G}
+transport: {kind: mrc}
+traffic:
+  - {pattern: permutation, bytes: 16KiB}
+variants:
+  seeds: 1..70
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"validate", file, "--no-setup", "--max", "0"}, "--max: 0; want 1..100000"},
+		{[]string{"validate", file, "--no-setup", "--max", "-5"}, "--max: -5; want 1..100000"},
+		{[]string{"validate", file, "--no-setup", "--max", "100001"}, "--max: 100001; want 1..100000"},
+		{[]string{"validate", "--no-setup", "--max", "0"}, "--max: 0; want 1..100000"},
+		{[]string{"validate", "perm-1024", "--no-setup", "--max", "-1"}, "--max: -1; want 1..100000"},
+		{[]string{"run", file, "--out", filepath.Join(dir, "r"), "--quiet", "--max", "0"}, "--max: 0; want 1..100000"},
+		{[]string{"sweep", file, "--list", "--max", "-5"}, "--max: -5; want 1..100000"},
+		{[]string{"sweep", file, "--list", "--max", "100001"}, "--max: 100001; want 1..100000"},
+		{[]string{"validate", file, "--no-setup"}, "(lockstep sweep --list --max 70 shows them)"},
+	} {
+		code, _, stderr := cli(t, c.args...)
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+	// The hint's command works.
+	if code, out, stderr := cli(t, "sweep", file, "--list", "--max", "70"); code != 0 || !strings.Contains(out+stderr, "estimate for 70 variants:") || !strings.Contains(out, "many-s70") {
+		t.Errorf("sweep --list --max 70: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if code, _, stderr := cli(t, "validate", file, "--no-setup", "--max", "100000"); code != 0 {
+		t.Errorf("--max 100000: exit %d, %s", code, stderr)
+	}
+}
