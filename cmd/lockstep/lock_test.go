@@ -258,3 +258,37 @@ func TestLockTwoProcesses(t *testing.T) {
 		}
 	}
 }
+
+// lockHolder reads any lock file's bytes without panicking, and says only what parses: a
+// pid of digits, a start time in RFC 3339.
+func FuzzLockHolder(f *testing.F) {
+	f.Add([]byte("pid 4711\nstarted 2026-12-02T14:00:00Z\n"))
+	f.Add([]byte("pid 12\n"))
+	f.Add([]byte(""))
+	f.Add([]byte("pid x\nstarted yesterday\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(t.TempDir(), lockFileName)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fh, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fh.Close()
+		got := lockHolder(fh)
+		if got == "pid unknown" {
+			return
+		}
+		rest, ok := strings.CutPrefix(got, "pid ")
+		pid, started, _ := strings.Cut(rest, ", started ")
+		if _, err := strconv.Atoi(pid); !ok || err != nil {
+			t.Fatalf("lockHolder(%q) = %q: the pid does not parse", b, got)
+		}
+		if started != "" {
+			if _, err := time.Parse(time.RFC3339, started); err != nil {
+				t.Fatalf("lockHolder(%q) = %q: the start time does not parse", b, got)
+			}
+		}
+	})
+}
