@@ -62,6 +62,11 @@ or compare) is not run again: its summary.json is read back and shown beside the
 			if err != nil {
 				return err
 			}
+			release, err := lockResults("--out", out) // held until compare.html is written
+			if err != nil {
+				return err
+			}
+			defer release()
 			if len(runs) > 0 {
 				keep := append([]string(nil), folders...)
 				for g := range given {
@@ -224,6 +229,18 @@ func loadResultsDir(dir string) (*runner.Summary, string, error) {
 	if err := json.Unmarshal(data, &sum); err != nil {
 		return nil, "", fmt.Errorf("%s: summary.json: %w", filepath.Join(dir, "summary.json"), err)
 	}
+	// Any JSON object unmarshals: one without the fields every run writes is not a run's.
+	var must struct {
+		Scenario *string `json:"scenario"`
+		Complete *bool   `json:"complete"`
+	}
+	_ = json.Unmarshal(data, &must) // it parsed above
+	switch {
+	case must.Scenario == nil || *must.Scenario == "":
+		return nil, "", fmt.Errorf("%s is not a lockstep summary (no scenario)", filepath.Join(dir, "summary.json"))
+	case must.Complete == nil:
+		return nil, "", fmt.Errorf("%s is not a lockstep summary (no complete field)", filepath.Join(dir, "summary.json"))
+	}
 	if sc, err := scenario.Load(filepath.Join(dir, "scenario.yaml")); err == nil {
 		return &sum, transportOf(sc), nil
 	}
@@ -247,6 +264,41 @@ func unfinishedAll(s *runner.Summary) bool {
 	c := s.Transfers()
 	return c != nil && c.FlowsCompleted == 0
 }
+
+// outcomeCell is the comparison table's outcome for a run: "interrupted (SIGINT)" for one a
+// signal stopped (summary.json "complete": false: its figures cover the run so far),
+// "failed: " and the first clause of the reason (at most outcomeReasonMax characters; the
+// note under the table gives it whole), "ok (QP errors allowed)", or "ok".
+func outcomeCell(s *runner.Summary) string {
+	switch {
+	case !s.Complete:
+		if s.Interrupted == "" {
+			return "interrupted"
+		}
+		return "interrupted (" + s.Interrupted + ")"
+	case s.Failed:
+		why := s.FailureReason
+		for _, sep := range []string{"; ", " ("} {
+			if i := strings.Index(why, sep); i > 0 {
+				why = why[:i]
+			}
+		}
+		why = strings.TrimRight(strings.TrimSpace(why), ",")
+		if r := []rune(why); len(r) > outcomeReasonMax {
+			why = string(r[:outcomeReasonMax-3]) + "..."
+		}
+		if why == "" {
+			return "failed"
+		}
+		return "failed: " + why
+	case s.QPErrorsAllowed:
+		return "ok (QP errors allowed)"
+	}
+	return "ok"
+}
+
+// outcomeReasonMax is the most characters of a failure reason the outcome column shows.
+const outcomeReasonMax = 40
 
 // printComparison writes one row per figure, one column per scenario, and the ratio of each
 // later scenario's figure to the first's.
@@ -335,13 +387,7 @@ func printComparison(w io.Writer, names, kinds []string, sums []*runner.Summary)
 	fmt.Fprintln(tw)
 	fmt.Fprint(tw, "outcome\t")
 	for i, s := range sums {
-		o := "ok"
-		switch {
-		case s.Failed:
-			o = "FAILED"
-		case s.QPErrorsAllowed:
-			o = "ok (QP errors allowed)"
-		}
+		o := outcomeCell(s)
 		fmt.Fprintf(tw, "%s\t", o)
 		if i > 0 {
 			fmt.Fprint(tw, "\t")

@@ -849,6 +849,13 @@ type ncclResult struct {
 // in its "errors"; bad input (exit 2) prints nothing. Before the first run, --out is cleared
 // of a previous lockstep run's files this one does not write (clearNCCLOut).
 func (p *ncclPlan) run(stdout, stderr io.Writer, intr *runner.Interrupt) error {
+	if p.f.out != "" {
+		release, err := lockResults("--out", p.f.out) // held while the runs write (lock.go)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	res := &ncclResult{}
 	times := make([][]sim.Time, len(p.jobs)) // per job, its rows' times in size order
 	var failure error

@@ -160,8 +160,9 @@ type runOpts struct {
 
 // runAndWrite runs sc (seed overridden when --seed was given) into its results folder
 // sc.Run.Out (outField names where that came from, for errors), with a progress bar on a
-// terminal, and returns the result and summary.json's bytes. Errors are already wrapped with
-// the exit code (badInput, runFailed).
+// terminal, and returns the result and summary.json's bytes, holding the folder's lock
+// (lockDir) while it writes: a folder another lockstep holds is refused (exit 1). Errors
+// are already wrapped with the exit code (badInput, runFailed).
 func runAndWrite(sc *scenario.Scenario, outField string, ro runOpts) (*runner.Result, []byte, error) {
 	applyRunOpts(sc, ro)
 	// Create the results folder before the run, so an unusable one is bad input reported at
@@ -170,6 +171,14 @@ func runAndWrite(sc *scenario.Scenario, outField string, ro runOpts) (*runner.Re
 	if err != nil {
 		return nil, nil, badInput(fmt.Errorf("%s: %q cannot be the results folder: %w", outField, sc.Run.Out, err))
 	}
+	release, err := lockDir(sc.Run.Out) // held while the run writes its folder (lock.go)
+	if err != nil {
+		undo()
+		return nil, nil, err
+	}
+	defer release()
+	undoDir := undo
+	undo = func() { release(); undoDir() } // the lock file goes first, so the folder is empty
 	opt := runner.Options{Interrupt: ro.intr}
 	var bar *progressbar.ProgressBar
 	if !ro.quiet && stdoutIsTerminal() {
@@ -240,7 +249,8 @@ func signalExit(name string) int {
 // the run in progress to stop at its next event boundary (the Interrupt returned, given to
 // runner.Options) so its results folder gets what exists; a second one exits at once with
 // signalExit (files are written under temporary names and renamed, so none is left
-// truncated). stop restores the default handling.
+// truncated). A command that waits rather than simulates (sweep --wait) puts what its
+// first signal does in signalNotes, printed instead. stop restores the default handling.
 func catchSignals(stderr io.Writer) (intr *runner.Interrupt, stop func()) {
 	intr = &runner.Interrupt{}
 	ch := make(chan os.Signal, 2)
@@ -258,6 +268,10 @@ func catchSignals(stderr io.Writer) (intr *runner.Interrupt, stop func()) {
 				if first {
 					first = false
 					intr.Request(name)
+					if note, ok := signalNotes.Load(intr); ok { // not running a simulation
+						fmt.Fprintf(stderr, "\nlockstep: %s: %s\n", name, note)
+						continue
+					}
 					fmt.Fprintf(stderr, "\nlockstep: %s: stopping the simulation at the next event and writing what it has (a second signal quits at once)\n", name)
 					continue
 				}
@@ -455,6 +469,11 @@ func runVariants(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro
 	for _, v := range vs {
 		folders = append(folders, v.Scenario.Name)
 	}
+	release, err := lockResults(field, out) // the whole sweep's folder, held to its end
+	if err != nil {
+		return err
+	}
+	defer release()
 	clearStale(out, folders, ro.stderr)
 	got := newSweepResults(len(vs))
 	plan := planResume(vs, out, ro)
@@ -594,8 +613,9 @@ func runVariant(v scenario.Variant, out, field string, ro runOpts, stderr io.Wri
 // folder per name in keep: it removes compare.html, sweep.csv and every other subfolder that a
 // previous lockstep run wrote there, so the folder describes this run only. A subfolder is
 // removed only when it holds summary.json or scenario.yaml and nothing but the files a
-// results folder may hold (runner.ResultFiles, and temporary files of a killed write); one
-// with any other file or folder in it is kept, with a warning on stderr. Files are removed
+// results folder may hold (runner.ResultFiles, temporary files of a killed write, and the
+// lock file, lockFileName), and when no other lockstep holds its lock; one with any other
+// file or folder in it, or locked, is kept, with a warning on stderr. Files are removed
 // one by one and the folder last (never recursively), so nothing else is ever deleted.
 func clearStale(out string, keep []string, stderr io.Writer) {
 	entries, err := os.ReadDir(out)
@@ -632,7 +652,7 @@ func clearStale(out string, keep []string, stderr io.Writer) {
 				other = name
 			case name == "summary.json" || name == "scenario.yaml":
 				ours = true
-			case known[name] || strings.HasPrefix(name, report.TempPrefix):
+			case known[name] || name == lockFileName || strings.HasPrefix(name, report.TempPrefix):
 			default:
 				other = name
 			}
@@ -644,9 +664,21 @@ func clearStale(out string, keep []string, stderr io.Writer) {
 			fmt.Fprintf(stderr, "warning: %s looks like a previous run's results folder but also holds %s: kept (remove it by hand if it is stale)\n", dir, other)
 			continue
 		}
-		for _, f := range files {
-			os.Remove(filepath.Join(dir, f.Name()))
+		release, err := lockDir(dir) // not while a --variant run of another sweep writes it
+		if err != nil {
+			var held *lockHeldError
+			if errors.As(err, &held) {
+				err = fmt.Errorf("another lockstep (%s) is writing it", held.holder)
+			}
+			fmt.Fprintf(stderr, "warning: %s looks like a previous run's results folder, but %v: kept\n", dir, err)
+			continue
 		}
+		for _, f := range files {
+			if f.Name() != lockFileName {
+				os.Remove(filepath.Join(dir, f.Name()))
+			}
+		}
+		release()
 		if err := os.Remove(dir); err == nil {
 			fmt.Fprintf(stderr, "removed %s: a previous run's results folder this run does not write\n", dir)
 		}

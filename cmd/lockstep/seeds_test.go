@@ -2,12 +2,16 @@ package main
 
 import (
 	"encoding/csv"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/lockstepsim/lockstep/scenario"
 )
 
 // statsOf: the mean and Student's t 95% half-width, against hand-computed values.
@@ -144,5 +148,41 @@ variants:
 	}
 	if n := len(listDir(t, filepath.Join(dir, "res"))); n != 70+4 {
 		t.Errorf("%d entries in the sweep folder; want 70 variants + compare.html, sweep.csv, sweep.html, sweep_stats.csv", n)
+	}
+}
+
+// The sweep's wall-time estimate counts each variant's fixed cost besides its simulation
+// (variantFixedCost: 20 ms plus 0.75 ms per link, measured): for n variants of one
+// scenario on j workers, exactly n x (simulation + fixed) / j at both ends of the range.
+// So 100,000 seeds of a tiny run on 32 hosts (64 links) take hours at -j 1 (n x 68 ms =
+// 1.9 h), where the simulation alone said seconds.
+func TestSweepEstimateFixedCost(t *testing.T) {
+	if got, want := variantFixedCost(64), 20*time.Millisecond+64*750*time.Microsecond; got != want {
+		t.Fatalf("variantFixedCost(64) = %v; want %v", got, want)
+	}
+	for _, n := range []int{1, 80} {
+		y := fmt.Sprintf("name: m\ntopology:\n  clos: {tiers: 2, planes: 1, radix: 16, hosts: 32, host_link: 100G}\ntransport: {kind: mrc}\ntraffic:\n  - {pattern: permutation, bytes: 4KiB}\nvariants:\n  seeds: 1..%d\n", n)
+		vs, err := scenario.ParseVariantsIn([]byte(y), ".", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := vs[0].Scenario.Estimate()
+		if err != nil || e.Links != 64 {
+			t.Fatalf("estimate %+v, %v; want 64 links", e, err)
+		}
+		for _, j := range []int{1, 2} {
+			_, _, wmin, wmax, _ := sweepCosts(vs, j)
+			jobs := time.Duration(min(j, n))
+			fixed := variantFixedCost(e.Links)
+			if want := time.Duration(n) * (e.WallMin + fixed) / jobs; wmin != want {
+				t.Errorf("%d variants at -j %d: wall from %v; want %v", n, j, wmin, want)
+			}
+			if want := time.Duration(n) * (e.WallMax + fixed) / jobs; wmax != want {
+				t.Errorf("%d variants at -j %d: wall to %v; want %v", n, j, wmax, want)
+			}
+			if wmin < time.Duration(n)*fixed/jobs {
+				t.Errorf("%d variants at -j %d: %v is below the fixed cost alone", n, j, wmin)
+			}
+		}
 	}
 }

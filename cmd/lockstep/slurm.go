@@ -21,7 +21,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode"
 
 	"github.com/lockstepsim/lockstep/runner"
 	"github.com/lockstepsim/lockstep/scenario"
@@ -189,8 +191,41 @@ func shellQuote(s string) string {
 // sbatchPathOK reports why a path cannot go on an #SBATCH line as it is ("" when it can):
 // sbatch reads those lines itself, not through a shell, and expands % in --output.
 func sbatchPathOK(p string) string {
+	if why := commandPathOK(p); why != "" {
+		return why
+	}
 	if i := strings.IndexAny(p, " \t\n\"'%\\"); i >= 0 {
 		return fmt.Sprintf("it holds %q, which an #SBATCH line cannot carry", p[i:i+1])
+	}
+	return ""
+}
+
+// commentSafe is s as it may stand in the script's comment lines: every control character
+// (a newline above all, which would start a line of its own, maybe an #SBATCH line sbatch
+// obeys) written as Go escapes it (a newline as a backslash and n), so a value from the
+// scenario file or the command line stays on its "# " line.
+func commentSafe(s string) string {
+	if strings.IndexFunc(s, unicode.IsControl) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// commandPathOK reports why a path cannot go into the script's command ("" when it can):
+// a control character (a newline) would be carried by the quoting, but is no file name a
+// user means, and would break every line that shows the path.
+func commandPathOK(p string) string {
+	if i := strings.IndexFunc(p, unicode.IsControl); i >= 0 {
+		return fmt.Sprintf("it holds the control character %s", strconv.QuoteRune([]rune(p[i:])[0]))
 	}
 	return ""
 }
@@ -216,20 +251,28 @@ func (s *slurmScript) text() string {
 	var b strings.Builder
 	n := len(s.vs)
 	base := s.vs[0].Base
+	// Every comment line goes through comment: "# " and then text whose user data (paths,
+	// variant names and values) cannot end the line, so no #SBATCH line comes from them.
+	comment := func(format string, args ...any) {
+		b.WriteString("# " + commentSafe(fmt.Sprintf(format, args...)) + "\n")
+	}
 	fmt.Fprintf(&b, "#!/bin/bash\n")
-	fmt.Fprintf(&b, "# Slurm job array for the lockstep sweep %s: %d variants, one array task each.\n", s.file, n)
-	fmt.Fprintf(&b, "# Written by 'lockstep sweep --slurm'; plain sbatch, edit it freely. Submit it with\n#   sbatch %s\n", shellQuote(filepath.Join(s.out, slurmScriptName)))
-	fmt.Fprintf(&b, "# Task i runs variant i (lockstep sweep FILE --list shows them) into %s/<variant name>,\n", s.out)
-	fmt.Fprintf(&b, "# the folder a local sweep gives it; a variant whose folder already holds a complete run of\n")
-	fmt.Fprintf(&b, "# the same scenario is not run again. Each task's output: slurm-<job>_<task>.out and .err\n")
-	fmt.Fprintf(&b, "# there. When every task is done, gather sweep.csv, sweep.html and the table with\n#   %s\n#\n", s.collectLine())
-	fmt.Fprintf(&b, "# task  variant\n")
+	comment("Slurm job array for the lockstep sweep %s: %d variants, one array task each.", s.file, n)
+	comment("Written by 'lockstep sweep --slurm'; plain sbatch, edit it freely. Submit it with")
+	comment("  sbatch %s", shellQuote(filepath.Join(s.out, slurmScriptName)))
+	comment("Task i runs variant i (lockstep sweep FILE --list shows them) into %s/<variant name>,", s.out)
+	comment("the folder a local sweep gives it; a variant whose folder already holds a complete run of")
+	comment("the same scenario is not run again. Each task's output: slurm-<job>_<task>.out and .err")
+	comment("there. When every task is done, gather sweep.csv, sweep.html and the table with")
+	comment("  %s", s.collectLine())
+	b.WriteString("#\n")
+	comment("task  variant")
 	for i, v := range s.vs {
 		if i == maxListedVariants {
-			fmt.Fprintf(&b, "# ...   (%d more: lockstep sweep FILE --list)\n", n-i)
+			comment("...   (%d more: lockstep sweep FILE --list)", n-i)
 			break
 		}
-		fmt.Fprintf(&b, "# %-5d %s (%s)\n", i, v.Scenario.Name, v.Label)
+		comment("%-5d %s (%s)", i, v.Scenario.Name, v.Label)
 	}
 	fmt.Fprintf(&b, "#SBATCH --job-name=%s\n", "lockstep-"+jobNameRE.ReplaceAllString(base, "_"))
 	fmt.Fprintf(&b, "#SBATCH --array=0-%d\n", n-1)
@@ -300,11 +343,16 @@ func sweepSlurm(w io.Writer, file string, vs []scenario.Variant, out string, o s
 	}
 	for _, p := range []struct{ what, path string }{{"the results folder (--out)", s.out}, {"the current folder (the tasks' --chdir)", s.dir}} {
 		if why := sbatchPathOK(p.path); why != "" {
-			return badInput(fmt.Errorf("%s %s cannot be written into the sbatch script: %s; use a folder without spaces, quotes, %% or \\", p.what, p.path, why))
+			return badInput(fmt.Errorf("%s %q cannot be written into the sbatch script: %s; use a folder without spaces, quotes, %%, \\ or control characters", p.what, p.path, why))
 		}
 	}
 	if s.lockstep, err = lockstepBinary(o.lockstep, ro.stderr); err != nil {
 		return err
+	}
+	for _, p := range []struct{ what, path string }{{"the scenario file", s.file}, {"the lockstep binary (--lockstep)", s.lockstep}} {
+		if why := commandPathOK(p.path); why != "" {
+			return badInput(fmt.Errorf("%s %q cannot be written into the sbatch script's command: %s; rename it (or use a link) without newlines or other control characters", p.what, p.path, why))
+		}
 	}
 	s.vs, s.opts, s.extra = vs, o, extra
 	if err := os.MkdirAll(s.out, 0o755); err != nil {
@@ -387,14 +435,19 @@ func parseSqueue(out string, n int) map[int]string {
 }
 
 // slurmWait polls squeue until every array task of job id (n of them) is in a final
-// state, or slurmctld has forgotten the job (MinJobAge), printing a line to stderr whenever
-// the counts change. It returns the last states seen by task index (a task missing from
+// state, or squeue lists none of them (slurmctld has forgotten the job, MinJobAge: said
+// on stderr, and the folders then judge), printing a line to stderr whenever the counts
+// change. It returns the last states seen by task index (a task missing from
 // them ended before the poll that would have seen it). A signal stops the wait, not the
-// job.
+// job: catchSignals prints stoppedWaiting (signalNotes) instead of its simulation message.
 func slurmWait(id string, n int, ro runOpts) (map[int]string, error) {
 	squeue, err := exec.LookPath("squeue")
 	if err != nil {
 		return nil, runFailed(fmt.Errorf("--wait: no squeue on PATH (Slurm's client commands, Debian package slurm-client): job %s was submitted; watch it with your cluster's tools", id))
+	}
+	if ro.intr != nil {
+		signalNotes.Store(ro.intr, stoppedWaiting(id))
+		defer signalNotes.Delete(ro.intr)
 	}
 	states := map[int]string{}
 	poll, last, errs, began := slurmPoll, "", 0, time.Now()
@@ -405,7 +458,9 @@ func slurmWait(id string, n int, ro runOpts) (map[int]string, error) {
 		err := cmd.Run()
 		switch {
 		case err != nil && strings.Contains(stderr.String(), "Invalid job id"):
-			return states, nil // finished and purged from slurmctld's memory
+			// Finished and purged from slurmctld's memory (MinJobAge).
+			fmt.Fprintf(ro.stderr, "lockstep: squeue no longer lists job %s; judging by the folders\n", id)
+			return states, nil
 		case err != nil:
 			if errs++; errs >= 5 {
 				return states, runFailed(fmt.Errorf("--wait: squeue -j %s: %v: %s (the job may still run: squeue -j %s)", id, err, strings.TrimSpace(stderr.String()), id))
@@ -428,29 +483,51 @@ func slurmWait(id string, n int, ro runOpts) (map[int]string, error) {
 					running++
 				}
 			}
+			if len(now) == 0 {
+				// Ended and purged, or never listed: squeue cannot say how the tasks ended.
+				fmt.Fprintf(ro.stderr, "lockstep: squeue no longer lists job %s; judging by the folders\n", id)
+				return states, nil
+			}
 			line := fmt.Sprintf("slurm job %s: %d of %d tasks done (%d failed), %d running, %d pending", id, done, len(now), failed, running, len(now)-done-running)
 			if line != last {
 				fmt.Fprintln(ro.stderr, "lockstep:", line)
 				last = line
 			}
-			if len(now) == 0 || done == len(now) {
+			if done == len(now) {
 				return states, nil
 			}
 		}
-		if r := ro.intr.Reason(); r != "" {
-			return states, &exitError{code: signalExit(r), err: fmt.Errorf("%s: stopped waiting; Slurm job %s goes on (scancel %s stops it)", r, id, id)}
+		for end := time.Now().Add(poll); ; { // a signal ends the sleep within 50 ms
+			if r := ro.intr.Reason(); r != "" {
+				return states, &exitError{code: signalExit(r), err: fmt.Errorf("%s: %s", r, stoppedWaiting(id))}
+			}
+			left := time.Until(end)
+			if left <= 0 {
+				break
+			}
+			time.Sleep(min(left, 50*time.Millisecond))
 		}
-		time.Sleep(poll)
 		if time.Since(began) > slurmPollSteady {
 			poll = min(poll*3/2, slurmPollMax)
 		}
 	}
 }
 
+// stoppedWaiting is what a signal during --wait does: it stops the waiting, not the array.
+func stoppedWaiting(id string) string {
+	return fmt.Sprintf("stopped waiting; the array keeps running (job %s); collect later with --collect (scancel %s stops it)", id, id)
+}
+
+// signalNotes holds, by the Interrupt of a command that is not running a simulation (sweep
+// --wait), what its first signal does instead, for catchSignals to print.
+var signalNotes sync.Map // *runner.Interrupt -> string
+
 // reportArray prints, after --wait, each variant whose task did not complete or whose
 // folder is not a complete run (collectVariant says why), with its task's log files, and
 // the --collect command; any such variant makes it a failed run (exit 1). A task that
-// ended in a state other than COMPLETED is named even when its folder is complete.
+// ended in a state other than COMPLETED is named even when its folder is complete. The last
+// line says every task completed only when squeue showed each end COMPLETED; otherwise
+// that every variant's folder holds a complete run, and how many ends squeue showed.
 func reportArray(w io.Writer, id string, s *slurmScript, states map[int]string, ro runOpts) error {
 	var bad []string
 	for i, v := range s.vs {
@@ -481,7 +558,17 @@ func reportArray(w io.Writer, id string, s *slurmScript, states map[int]string, 
 	if len(bad) > 0 {
 		return runFailed(fmt.Errorf("slurm job %s: %d of %d variants failed or are not complete: %s", id, len(bad), len(s.vs), strings.Join(bad, ", ")))
 	}
-	fmt.Fprintf(w, "slurm job %s: all %d tasks completed; gather them with: %s\n", id, len(s.vs), s.collectLine())
+	seen := 0
+	for i := range s.vs {
+		if states[i] == "COMPLETED" {
+			seen++
+		}
+	}
+	if seen == len(s.vs) {
+		fmt.Fprintf(w, "slurm job %s: all %d tasks completed; gather them with: %s\n", id, len(s.vs), s.collectLine())
+		return nil
+	}
+	fmt.Fprintf(w, "slurm job %s: all %d variants' folders hold complete runs (squeue showed %d of the tasks end COMPLETED); gather them with: %s\n", id, len(s.vs), seen, s.collectLine())
 	return nil
 }
 
@@ -519,11 +606,31 @@ func collectVariant(dir, name, hash string) (*runner.Summary, []byte, string) {
 // sweep.html and prints the table as the local sweep that wrote them would have
 // (finishSweep). A variant whose folder is missing, incomplete or another scenario's is
 // left out, as a variant that failed to run is; each of those and each failed run is
-// named on stderr, and the exit code is then 1.
+// named on stderr, and the exit code is then 1. It refuses (creating nothing) when no
+// variant's folder exists, and --force (bad input: nothing runs); it holds out's lock
+// (lock.go) while it writes.
 func collectSweep(w io.Writer, vs []scenario.Variant, out string, asJSON bool, ro runOpts) error {
+	if ro.force {
+		return badInput(errors.New("--collect runs no variant, so --force (rerun every variant) does not apply: give one of them (--force belongs to the sweep or its array tasks)"))
+	}
 	if out == "" {
 		out = filepath.Join("results", vs[0].Base)
 	}
+	ran := false // some variant's folder exists
+	for _, v := range vs {
+		if fi, err := os.Stat(filepath.Join(out, v.Scenario.Name)); err == nil && fi.IsDir() {
+			ran = true
+			break
+		}
+	}
+	if !ran {
+		return runFailed(fmt.Errorf("nothing to collect in %s: no variant folder holds a summary.json; run the array first (or give the --out it ran into)", out))
+	}
+	release, err := lockResults("--out", out) // the sweep's folder, while its files are written
+	if err != nil {
+		return err
+	}
+	defer release()
 	got := newSweepResults(len(vs))
 	var bad []string
 	for i, v := range vs {

@@ -8,8 +8,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockstepsim/lockstep/scenario"
 )
 
 // sweep4Path is the 4-variant test sweep's absolute path (the tests change folder).
@@ -528,8 +531,75 @@ func TestSlurmSubmitWait(t *testing.T) {
 	if code != 0 {
 		t.Errorf("exit %d, stderr %s", code, stderr)
 	}
-	if !strings.Contains(stdout, "slurm job 4242: all 4 tasks completed; gather them with: /bin/true sweep "+sweep4(t)+" --out "+out+" --collect --seed 1") {
+	if !strings.Contains(stdout, "slurm job 4242: all 4 variants' folders hold complete runs (squeue showed 3 of the tasks end COMPLETED); gather them with: /bin/true sweep "+sweep4(t)+" --out "+out+" --collect --seed 1") {
 		t.Errorf("stdout:\n%s", stdout)
+	}
+	if !strings.Contains(stderr, "lockstep: squeue no longer lists job 4242; judging by the folders") {
+		t.Errorf("stderr:\n%s", stderr)
+	}
+}
+
+// squeue listing no task at all (the job ended and was purged before the first poll) is
+// said, not counted as "0 of 0 tasks done", and the folders judge: one missing fails it.
+func TestSlurmWaitNoRows(t *testing.T) {
+	dir := t.TempDir()
+	localSweep(t, dir)
+	fakeSlurm(t, []string{""})
+	code, stdout, stderr := cli(t, "sweep", sweep4(t), "--out", "res", "--slurm", "--submit", "--wait", "--lockstep", "/bin/true", "--force")
+	if code != 0 || strings.Contains(stderr, "0 of 0") || !strings.Contains(stderr, "lockstep: squeue no longer lists job 4242; judging by the folders\n") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if strings.Contains(stdout, "all 4 tasks completed") || !strings.Contains(stdout, "all 4 variants' folders hold complete runs (squeue showed 0 of the tasks end COMPLETED)") {
+		t.Errorf("stdout:\n%s", stdout)
+	}
+	if err := os.RemoveAll(filepath.Join("res", "sw-mrc-1MiB")); err != nil {
+		t.Fatal(err)
+	}
+	fakeSlurm(t, []string{""})
+	code, stdout, _ = cli(t, "sweep", sweep4(t), "--out", "res", "--slurm", "--submit", "--wait", "--lockstep", "/bin/true", "--force")
+	if code != 1 || !strings.Contains(stdout, "variant sw-mrc-1MiB: task 1; its folder is missing") {
+		t.Errorf("a folder missing: exit %d, stdout:\n%s", code, stdout)
+	}
+}
+
+// A SIGTERM while --wait polls stops the waiting, says the array keeps running and how to
+// collect it, and exits 143; it does not speak of stopping a simulation.
+func TestSlurmWaitSignal(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	bin := fakeSlurm(t, []string{"0 RUNNING\n1 PENDING\n2 PENDING\n3 PENDING\n"})
+	type result struct {
+		code           int
+		stdout, stderr string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, stdout, stderr := cli(t, "sweep", sweep4(t), "--out", "res", "--slurm", "--submit", "--wait", "--lockstep", "/bin/true")
+		done <- result{code, stdout, stderr}
+	}()
+	// squeue's first call comes after the signal handler is in place (catchSignals runs first).
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := os.Stat(filepath.Join(bin, "n")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("squeue was not called within a minute")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("--wait still waiting a minute after SIGTERM")
+	}
+	want := "stopped waiting; the array keeps running (job 4242); collect later with --collect"
+	if r.code != 143 || !strings.Contains(r.stderr, "lockstep: SIGTERM: "+want) || strings.Contains(r.stderr, "simulation") {
+		t.Errorf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 }
 
@@ -546,5 +616,93 @@ func TestSlurmNotInstalled(t *testing.T) {
 	}
 	if _, err := os.Stat(path); err != nil {
 		t.Errorf("the script is not there: %v", err)
+	}
+}
+
+// User data in the script's comment lines (the scenario path, variant names and values)
+// cannot start a line of its own: a newline in a variant's value ("a\n#SBATCH
+// --qos=evil2", as run.out: [...] gives) or in the file's path stays escaped on its "# "
+// line, so the only #SBATCH lines are the script's own; control characters are escaped.
+func TestSlurmScriptCommentsSanitised(t *testing.T) {
+	evil := "a\n#SBATCH --qos=evil2"
+	vs := []scenario.Variant{{
+		Label: "run.out=" + evil, Base: "sw",
+		Values:   []scenario.Param{{Key: "run.out", Value: evil}},
+		Scenario: &scenario.Scenario{Name: "sw-" + evil + "\r#SBATCH --qos=evil3\x1b"},
+	}}
+	s := slurmScript{file: "/home/me/x\n#SBATCH --qos=evil1/s.yaml", out: "/home/me/res", dir: "/home/me", lockstep: "/bin/lockstep", vs: vs}
+	// (sweepSlurm refuses such a file before text: its command would carry the newline in
+	// quotes, below the header, where sbatch reads no option.)
+	text := s.text()
+	header, _, _ := strings.Cut(text, "\n\nset -eu\n")
+	opts := sbatchLines(header)
+	if _, ok := opts["--qos"]; ok || len(opts) != 5 {
+		t.Errorf("the script has #SBATCH options %v; want only its five:\n%s", opts, text)
+	}
+	for i, l := range strings.Split(header, "\n")[1:] {
+		if !strings.HasPrefix(l, "# ") && l != "#" && !strings.HasPrefix(l, "#SBATCH --") {
+			t.Errorf("header line %d %q is neither a comment nor an option", i+2, l)
+		}
+		if strings.ContainsFunc(l, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			t.Errorf("header line %d %q holds a control character", i+2, l)
+		}
+	}
+	for _, want := range []string{`# 0     sw-a\n#SBATCH --qos=evil2\r#SBATCH --qos=evil3\x1b (run.out=a\n#SBATCH --qos=evil2)`, `lockstep sweep /home/me/x\n#SBATCH --qos=evil1/s.yaml: 1 variants`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the script lacks %q:\n%s", want, text)
+		}
+	}
+	if got := commentSafe("plain ünïcode"); got != "plain ünïcode" {
+		t.Errorf("commentSafe changed printable text: %q", got)
+	}
+}
+
+// A path with a newline (or another control character) is refused before anything is
+// written when it would go into the script's command: the scenario file's, --lockstep's,
+// and the results folder's (exit 2, naming it).
+func TestSlurmPathNewline(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	odd := filepath.Join(dir, "x\n#SBATCH --qos=evil")
+	if err := os.MkdirAll(odd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(odd, "sweep4.yaml")
+	if err := os.WriteFile(file, readFile(t, sweep4(t)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sweep", file, "--slurm", "--out", "res", "--lockstep", "/bin/true"}, `the scenario file "` + strings.ReplaceAll(file, "\n", `\n`) + `" cannot be written into the sbatch script's command: it holds the control character '\n'`},
+		{[]string{"sweep", sweep4(t), "--slurm", "--out", "res", "--lockstep", "/bin/l\tx"}, `the lockstep binary (--lockstep) "/bin/l\tx" cannot be written into the sbatch script's command: it holds the control character '\t'`},
+		{[]string{"sweep", sweep4(t), "--slurm", "--out", "r\nes", "--lockstep", "/bin/true"}, `cannot be written into the sbatch script: it holds the control character '\n'`},
+	} {
+		code, _, stderr := cli(t, tc.args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 and %q", tc.args, code, stderr, tc.want)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "res", slurmScriptName)); err == nil {
+			t.Errorf("%q wrote the script", tc.args)
+		}
+	}
+}
+
+// --collect before any variant ran refuses, creating nothing; --collect --force is refused
+// as a combination that does nothing.
+func TestCollectNothing(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	code, _, stderr := cli(t, "sweep", sweep4(t), "--out", "res", "--collect")
+	if want := "nothing to collect in res: no variant folder holds a summary.json; run the array first"; code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, stderr %q; want exit 1 and %q", code, stderr, want)
+	}
+	if _, err := os.Stat("res"); !os.IsNotExist(err) {
+		t.Errorf("--collect created res: %v", err)
+	}
+	code, _, stderr = cli(t, "sweep", sweep4(t), "--out", "res", "--collect", "--force")
+	if code != 2 || !strings.Contains(stderr, "--collect runs no variant, so --force (rerun every variant) does not apply") {
+		t.Errorf("--collect --force: exit %d, stderr %q", code, stderr)
 	}
 }
