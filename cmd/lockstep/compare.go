@@ -43,7 +43,7 @@ or compare) is not run again: its summary.json is read back and shown beside the
 			if err := checkJobs(jobs); err != nil {
 				return err
 			}
-			scs, err := compareArgs(args)
+			scs, err := compareArgs(args, runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed})
 			if err != nil {
 				return err
 			}
@@ -148,8 +148,9 @@ type compareItem struct {
 }
 
 // compareArgs loads compare's arguments: results folders, files (a file with variants: is
-// its variants) and presets, in order.
-func compareArgs(args []string) ([]compareItem, error) {
+// its variants) and presets, in order. ro.seeded (--seed) is refused on a file with a seed
+// axis (checkSeedFlag).
+func compareArgs(args []string, ro runOpts) ([]compareItem, error) {
 	var scs []compareItem
 	for _, a := range args {
 		if fi, err := os.Stat(a); err == nil && fi.IsDir() {
@@ -167,6 +168,9 @@ func compareArgs(args []string) ([]compareItem, error) {
 		vs, err := loadVariantsArg(a)
 		if err != nil {
 			return nil, badInput(err)
+		}
+		if err := checkSeedFlag(a, ro, vs); err != nil {
+			return nil, err
 		}
 		for _, v := range vs {
 			scs = append(scs, compareItem{name: v.Scenario.Name, sc: v.Scenario, variant: variantInfo(v)})

@@ -43,6 +43,7 @@ func TestSweepSeedFlagContradictsVariants(t *testing.T) {
 		{[]string{"sweep", seeds, "--seed", "7", "--collect"}, "--seed 7 contradicts the file's seeds: axis"},
 		{[]string{"sweep", runSeed, "--seed", "2"}, "--seed 2 contradicts the file's variants key run.seed; leave one out"},
 		{[]string{"run", runMap, "--seed", "2"}, "--seed 2 contradicts the file's variants key run; leave one out"},
+		{[]string{"compare", seeds, "--seed", "7"}, "--seed 7 contradicts the file's seeds: axis; leave one out"},
 	} {
 		out := filepath.Join(dir, "out")
 		code, _, stderr := cli(t, append(c.args, "--out", out, "--quiet")...)
