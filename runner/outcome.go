@@ -21,6 +21,7 @@ func markOutcome(sc *scenario.Scenario, s *Summary) {
 	kind, flows, done, errs, list := c.Name, c.Flows, c.FlowsCompleted, c.QPErrors, c.QPErrorList
 	allow := sc.Run.AllowQPErrors
 	s.QPErrorsAllowed = allow && errs > 0
+	s.UnboundedFlows = unboundedFlows(sc)
 	var why []string
 	if errs > 0 && !allow {
 		first := ""
@@ -29,7 +30,7 @@ func markOutcome(sc *scenario.Scenario, s *Summary) {
 		}
 		why = append(why, fmt.Sprintf("%d %s QP(s) errored%s (run.allow_qp_errors: true accepts QP errors for failure studies)", errs, kind, first))
 	}
-	if left := flows - done; left > 0 && (errs == 0 || !allow) {
+	if left := flows - done - s.UnboundedFlows; left > 0 && (errs == 0 || !allow) {
 		what := "transfers"
 		if len(s.Collectives) > 0 {
 			what = "QPs with messages"
@@ -40,4 +41,18 @@ func markOutcome(sc *scenario.Scenario, s *Summary) {
 	if len(why) > 0 {
 		s.Failed, s.FailureReason = true, strings.Join(why, "; ")
 	}
+}
+
+// unboundedFlows counts sc's unbounded flows (scenario.FlowSpec.Unbounded), which never
+// finish by design.
+func unboundedFlows(sc *scenario.Scenario) int {
+	n := 0
+	for i := range sc.Traffic {
+		for _, f := range sc.Traffic[i].FlowList() {
+			if f.Unbounded() {
+				n++
+			}
+		}
+	}
+	return n
 }

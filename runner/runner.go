@@ -299,7 +299,7 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 		}
 		unfinished := 0
 		if t := res.Summary.Transport; t != nil {
-			unfinished = t.Flows - t.FlowsCompleted
+			unfinished = t.Flows - t.FlowsCompleted - res.Summary.UnboundedFlows
 		}
 		res.Summary.Faults = faultCosts(net, faults, labels(sc), res.progress, base, res.lossAt, res.errAt, res.trafficEnd, unfinished)
 	}

@@ -39,6 +39,10 @@ type Summary struct {
 	FailureReason string `json:"failure_reason,omitempty"`
 	// QPErrorsAllowed: QPs errored and run.allow_qp_errors accepted it (a failure study).
 	QPErrorsAllowed bool `json:"qp_errors_allowed,omitempty"`
+	// UnboundedFlows counts the unbounded flows (htsim connections of size 0,
+	// scenario.FlowSpec.Unbounded): transfers that send until run.duration and are expected
+	// not to finish, so they do not fail the run. Absent when there are none.
+	UnboundedFlows int `json:"unbounded_flows,omitempty"`
 
 	Hosts    int `json:"hosts"`
 	Planes   int `json:"planes"`

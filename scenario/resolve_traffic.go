@@ -26,7 +26,7 @@ func (r *resolver) traffic() error {
 		}
 		env := TrafficEnv{
 			Path: fmt.Sprintf("traffic[%d]", i), Hosts: r.l.NumHosts(), HostRate: r.c.HostLink * sim.Rate(r.c.Planes),
-			Transport: sc.Transport, Duration: dur, Seed: sc.Run.Seed, Dir: sc.dir,
+			Transport: sc.Transport, Duration: dur, DurationGiven: r.durationGiven, Seed: sc.Run.Seed, Dir: sc.dir,
 		}
 		if err := t.resolve(env); err != nil {
 			return err

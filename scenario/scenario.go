@@ -343,7 +343,14 @@ type FlowSpec struct {
 	Start sim.Time `yaml:"start,omitempty"`
 
 	bytesGiven bool // the YAML wrote bytes (bytes: 0 is an error, not "the group's")
+	unbounded  bool // an htsim size-0 connection (Unbounded)
 }
+
+// Unbounded reports whether the flow is an unbounded one (an htsim connection of size 0):
+// a transfer sized beyond what its NIC can send before run.duration (Bytes is twice the
+// host rate times the time left), so it sends until the run stops it. Its not finishing is
+// expected: it does not fail the run (Summary.UnboundedFlows counts it).
+func (f FlowSpec) Unbounded() bool { return f.unbounded }
 
 // recordPresence notes whether the flow's mapping gives bytes (see presenceRecorder).
 func (f *FlowSpec) recordPresence(given func(path ...string) bool) { f.bytesGiven = given("bytes") }

@@ -72,7 +72,11 @@ func expandFile(t *Traffic, env TrafficEnv) (flows []FlowSpec, err error) {
 			return nil, Errorf(env.Path+".file", "%v", err)
 		}
 		var plan *TriggerPlan
-		flows, plan, err = HTSimFlows(m, path, env.Path, env.Hosts, t.Start, env.HostRate)
+		until := sim.Time(0)
+		if env.DurationGiven {
+			until = env.Duration
+		}
+		flows, plan, err = HTSimFlows(m, path, env.Path, env.Hosts, t.Start, env.HostRate, until)
 		t.triggers = plan
 	}
 	if err == nil && len(flows) == 0 {
@@ -85,23 +89,32 @@ func expandFile(t *Traffic, env TrafficEnv) (flows []FlowSpec, err error) {
 // hosts, each starting start plus its own start, and its trigger plan (nil when no
 // connection uses a trigger). A flow waiting on a trigger gets the earliest start the DAG
 // allows at rate (a host's NIC rate; see TriggerPlan). Failure lines are not flows: Resolve
-// turns them into faults (addFileFaults). path names the traffic group in errors. Errors:
-// more nodes than hosts, an unbounded flow (size 0), a start beyond sim.MaxTime, a waiting
-// flow whose trigger never fires, an over-activated trigger.
-func HTSimFlows(m *htsim.Matrix, file, path string, hosts int, start sim.Time, rate sim.Rate) ([]FlowSpec, *TriggerPlan, error) {
+// turns them into faults (addFileFaults). path names the traffic group in errors. A
+// connection of size 0 is an unbounded flow (FlowSpec.Unbounded): it sends until until
+// (run.duration; 0 when the scenario leaves it out, an error then), sized at twice what
+// rate sends in the time left. Errors: more nodes than hosts, an unbounded flow without
+// run.duration or with a done trigger (it never completes), a start beyond sim.MaxTime, a
+// waiting flow whose trigger never fires, an over-activated trigger.
+func HTSimFlows(m *htsim.Matrix, file, path string, hosts int, start sim.Time, rate sim.Rate, until sim.Time) ([]FlowSpec, *TriggerPlan, error) {
 	if m.Nodes > hosts {
 		return nil, nil, Errorf(path+".file", "%s has Nodes %d, but the topology has %d hosts; use a topology with at least %d", file, m.Nodes, hosts, m.Nodes)
 	}
 	flows := make([]FlowSpec, len(m.Conns))
 	for j, c := range m.Conns {
 		switch {
-		case c.Size == 0:
-			return nil, nil, Errorf(path+".file", "%s:%d:%d: connection %d->%d: size 0 (an unbounded flow) is not supported yet: give size B", file, c.Line, c.SizeCol, c.Src, c.Dst)
+		case c.Size == 0 && until == 0:
+			return nil, nil, Errorf(path+".file", "%s:%d:%d: connection %d->%d has size 0, an unbounded flow, which sends until run.duration: give run.duration", file, c.Line, c.SizeCol, c.Src, c.Dst)
+		case c.Size == 0 && (c.SendDone != 0 || c.RecvDone != 0):
+			return nil, nil, Errorf(path+".file", "%s:%d:%d: connection %d->%d has size 0, an unbounded flow, which never completes, so its send_done/recv_done trigger would never fire; give size B", file, c.Line, c.SizeCol, c.Src, c.Dst)
 		case c.Start > sim.MaxTime-start:
 			return nil, nil, Errorf(path+".file", "%s:%d:%d: start %v after the group's start %v is beyond the longest run", file, c.Line, c.Col, c.Start, start)
 		}
 		src, dst := c.Src, c.Dst
 		flows[j] = FlowSpec{Src: &src, Dst: &dst, Bytes: sim.Size(c.Size), Start: start + c.Start}
+		if c.Size == 0 {
+			flows[j].unbounded = true
+			flows[j].Bytes = unboundedBytes(rate, until-flows[j].Start)
+		}
 	}
 	plan := htsimPlan(m, file)
 	if plan != nil {
@@ -217,4 +230,11 @@ func (sc *Scenario) addFileFaults() error {
 		}
 	}
 	return nil
+}
+
+// unboundedBytes sizes an unbounded flow with left to run at a NIC of rate: twice what the
+// NIC sends in that time (at least 1 MiB), so it cannot finish before the run stops it.
+func unboundedBytes(rate sim.Rate, left sim.Time) sim.Size {
+	b := 2 * float64(rate) / 8 * max(left, 0).Seconds()
+	return sim.Size(max(b, 1<<20))
 }

@@ -105,7 +105,6 @@ func TestFileErrors(t *testing.T) {
 		{"bytes", clos16, "[{pattern: file, format: htsim, file: bad.cm, bytes: 1MiB}]", "traffic[0].bytes: 1MiB is set, but pattern file takes each flow's size"},
 		{"bad line", clos16, "[{pattern: file, format: htsim, file: bad.cm}]", "traffic[0].file: " + filepath.Join(dir, "bad.cm") + `:3:19: size "x" is not a byte count`},
 		{"too many nodes", clos16, "[{pattern: file, format: htsim, file: big.cm}]", "has Nodes 32, but the topology has 16 hosts"},
-		{"unbounded", clos16, "[{pattern: file, format: htsim, file: zero.cm}]", "zero.cm:3:19: connection 0->1: size 0 (an unbounded flow) is not supported yet: give size B"},
 		{"never fires", clos16, "[{pattern: file, format: htsim, file: never.cm}]", "never.cm:5:1: the connection waits on trigger 1 (line 6), which never fires: it is a barrier of count 2 and gets 1 activations"},
 		{"never activated", clos16, "[{pattern: file, format: htsim, file: cycle.cm}]", "cycle.cm:5:1: the connection waits on trigger 1 (line 6), which never fires: no connection activates it"},
 		{"oneshot twice", clos16, "[{pattern: file, format: htsim, file: twice.cm}]", "twice.cm:6:1: oneshot trigger 1 is activated a second time; htsim allows one activation: use multishot or barrier (by the connection on line 4)"},
@@ -255,4 +254,28 @@ func TestHTSimFailureFaults(t *testing.T) {
 	if len(again.Faults) != 2 {
 		t.Fatalf("re-resolved faults %+v", again.Faults)
 	}
+}
+
+// An htsim connection of size 0 is an unbounded flow: twice what a 100G NIC sends in the
+// 1 ms run (25 MB), marked Unbounded; without run.duration, or with a done trigger (it never
+// completes), it is refused naming the file position.
+func TestFileHTSimUnbounded(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "zero.cm"), []byte("Nodes 4\nConnections 2\n0->1 start 0 size 0\n2->3 start 0 size 4096\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "zerodone.cm"), []byte("Nodes 4\nConnections 2\nTriggers 1\n0->1 start 0 size 0 send_done_trigger 1\n2->3 size 4096 trigger 1\ntrigger id 1 oneshot\n"), 0o644)
+	sc, err := fileScenario(dir, clos16, "[{pattern: file, format: htsim, file: zero.cm}]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := sc.Traffic[0].FlowList()
+	if len(fl) != 2 || !fl[0].Unbounded() || fl[1].Unbounded() {
+		t.Fatalf("flows %+v; want the first unbounded", fl)
+	}
+	if want := sim.Size(2 * 100e9 / 8 * 1e-3); fl[0].Bytes != want || fl[1].Bytes != 4096 {
+		t.Errorf("bytes %v and %v; want %v (twice 100G for 1 ms) and 4096", fl[0].Bytes, fl[1].Bytes, want)
+	}
+	_, err = ParseIn([]byte(fmt.Sprintf("topology: %s\ntransport: {kind: mrc}\ntraffic: [{pattern: file, format: htsim, file: zero.cm}]\n", clos16)), dir)
+	wantErr(t, err, []string{"zero.cm:3:19: connection 0->1 has size 0, an unbounded flow, which sends until run.duration: give run.duration"})
+	_, err = fileScenario(dir, clos16, "[{pattern: file, format: htsim, file: zerodone.cm}]")
+	wantErr(t, err, []string{"zerodone.cm:4:19: connection 0->1 has size 0, an unbounded flow, which never completes"})
 }

@@ -31,6 +31,8 @@ type TrafficEnv struct {
 	// Duration is run.duration as resolved so far: sim.Hour when it is left out and
 	// transfers will size it (see Run.Duration); flows must start before it.
 	Duration sim.Time
+	// DurationGiven is true when the scenario gave run.duration (Duration is then it).
+	DurationGiven bool
 	// Seed is run.seed.
 	Seed uint64
 	// Dir is the folder relative file paths are read from: the scenario file's folder, or

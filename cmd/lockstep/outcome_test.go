@@ -158,3 +158,25 @@ run: {duration: 40us, engine: `+engine+`}
 		})
 	}
 }
+
+// Unbounded htsim flows (size 0) send until run.duration and are stopped there: the run
+// succeeds (exit 0), summary.json counts them, the bounded transfer finishes.
+func TestUnboundedFlowsDoNotFail(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "u.cm"), []byte("Nodes 4\nConnections 2\n0->1 id 1 start 0 size 0\n2->3 id 2 start 0 size 65536\n"), 0o644)
+	file := filepath.Join(dir, "u.yaml")
+	os.WriteFile(file, []byte("name: unb\ntopology:\n  clos: {tiers: 2, planes: 1, radix: 4, hosts: 4, host_link: 100G}\ntransport: {kind: mrc}\ntraffic:\n  - {pattern: file, format: htsim, file: u.cm}\nrun: {duration: 50us}\n"), 0o644)
+	out := filepath.Join(dir, "res")
+	code, stdout, stderr := cli(t, "run", file, "--out", out, "--quiet")
+	if code != 0 || !strings.Contains(stdout, "unbounded flows: 1") || strings.Contains(stdout, "RUN FAILED") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 0 naming the unbounded flow", code, stdout, stderr)
+	}
+	var s struct {
+		Unbounded int  `json:"unbounded_flows"`
+		Failed    bool `json:"failed"`
+	}
+	js, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil || json.Unmarshal(js, &s) != nil || s.Unbounded != 1 || s.Failed {
+		t.Errorf("summary.json unbounded_flows %d failed %v (%v); want 1, false", s.Unbounded, s.Failed, err)
+	}
+}

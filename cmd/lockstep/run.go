@@ -827,7 +827,10 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 		s.OfferedGbps, s.DeliveredGbps, share, s.SentPackets, s.DeliveredPackets, s.TrimmedPackets, s.DroppedPackets)
 	unfinished, qpErrs := 0, 0
 	if c := s.Transfers(); c != nil && res.Collective == nil {
-		unfinished, qpErrs = c.Flows-c.FlowsCompleted, c.QPErrors
+		unfinished, qpErrs = c.Flows-c.FlowsCompleted-s.UnboundedFlows, c.QPErrors
+	}
+	if s.UnboundedFlows > 0 {
+		fmt.Fprintf(w, "unbounded flows: %d (htsim size 0) sent until run.duration %v and were stopped there, as intended; JCT and FCT figures cover the other transfers\n", s.UnboundedFlows, sc.Run.Duration)
 	}
 	if unfinished > 0 {
 		what := fmt.Sprintf("%d transfers had", unfinished)

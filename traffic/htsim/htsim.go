@@ -419,7 +419,7 @@ func (p *parser) conn(toks []token) error {
 			var n uint64
 			n, err = strconv.ParseUint(v.s, 10, 64)
 			if err != nil || n > MaxSize {
-				err = p.errf(v.col, "size %s is not a byte count; allowed a whole number of bytes up to %d (size 0, an unbounded flow, is not supported yet)", quote(v.s), int64(MaxSize))
+				err = p.errf(v.col, "size %s is not a byte count; allowed a whole number of bytes up to %d (0: an unbounded flow)", quote(v.s), int64(MaxSize))
 			}
 			c.Size, c.SizeCol, hasSize = int64(n), v.col, true
 		case "id":

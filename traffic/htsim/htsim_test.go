@@ -125,7 +125,7 @@ func TestErrors(t *testing.T) {
 		{hdr + "0->9 start 0 size 1\n", "b.cm:3:4: destination host \"9\" is not an integer in [0, 3]"},
 		{hdr + "x->1 start 0 size 1\n", "b.cm:3:1: source host \"x\""},
 		{hdr + "1->1 start 0 size 1\n", "b.cm:3:1: connection 1->1 sends to itself"},
-		{hdr + "0->1 start 0 size -1\n", "b.cm:3:19: size \"-1\" is not a byte count; allowed a whole number of bytes up to 1125899906842624 (size 0, an unbounded flow, is not supported yet)"},
+		{hdr + "0->1 start 0 size -1\n", "b.cm:3:19: size \"-1\" is not a byte count; allowed a whole number of bytes up to 1125899906842624 (0: an unbounded flow)"},
 		{hdr + "0->1 start 0 size 1125899906842625\n", "b.cm:3:19:"},
 		{hdr + "0->1 start 1e3 size 1\n", "b.cm:3:12: start \"1e3\" is not a time in microseconds"},
 		{hdr + "0->1 start 0.0000001 size 1\n", "b.cm:3:12:"},
