@@ -55,12 +55,17 @@ func (g GraphFile) Topology() (topo.Topology, error) {
 	return gr, nil
 }
 
-// path returns the file's path: File, under the scenario's folder when relative.
+// path returns the file's path: File, under the scenario's folder when relative, made
+// absolute (so errors name the same file wherever lockstep runs from).
 func (g GraphFile) path() string {
-	if filepath.IsAbs(g.File) || g.dir == "" {
-		return g.File
+	p := g.File
+	if !filepath.IsAbs(p) && g.dir != "" {
+		p = filepath.Join(g.dir, p)
 	}
-	return filepath.Join(g.dir, g.File)
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
 }
 
 // ReadGraphNS3 reads an ns-3 topology file and returns it with its graph lists. Errors name

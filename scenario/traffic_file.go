@@ -27,12 +27,17 @@ func init() {
 	})
 }
 
-// filePath returns the group's file path: File, under env.Dir when relative.
+// filePath returns the group's file path: File, under env.Dir when relative, made absolute
+// (so errors name the same file wherever lockstep runs from).
 func (t *Traffic) filePath(env TrafficEnv) string {
-	if filepath.IsAbs(t.File) || env.Dir == "" {
-		return t.File
+	p := t.File
+	if !filepath.IsAbs(p) && env.Dir != "" {
+		p = filepath.Join(env.Dir, p)
 	}
-	return filepath.Join(env.Dir, t.File)
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
 }
 
 // expandFile reads the group's file. Each flow starts at the group's start plus its own
