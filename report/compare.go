@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // WriteCompare reads the results folders dirs (each as [Write] reads one) and writes out, one
@@ -30,17 +32,9 @@ func WriteCompare(out string, names []string, dirs []string) error {
 	if names != nil && len(names) != len(dirs) {
 		return fmt.Errorf("report: compare: %d names for %d results folders", len(names), len(dirs))
 	}
-	runs := make([]*runData, len(dirs))
-	for i, d := range dirs {
-		name := ""
-		if names != nil {
-			name = names[i]
-		}
-		r, err := loadRun(d, name)
-		if err != nil {
-			return err
-		}
-		runs[i] = r
+	runs, err := loadRuns(dirs, names)
+	if err != nil {
+		return err
 	}
 	pg, err := comparePage(runs, out)
 	if err != nil {
@@ -250,4 +244,39 @@ func compareThroughput(runs []*runData) (figure, error) {
 		caption += " No links.csv: " + strings.Join(without, ", ") + "."
 	}
 	return figure{ID: idThroughput, Title: title, Caption: caption, SVG: svg}, err
+}
+
+// loadRuns reads the results folders dirs (names[i] naming dirs[i]; nil names: the folders'
+// own) on up to GOMAXPROCS goroutines, since a sweep's pages read every variant's CSVs
+// (links.csv is megabytes) and each folder is independent. The runs come back in dirs'
+// order; the error is the first folder's in that order, as a serial read would give.
+func loadRuns(dirs, names []string) ([]*runData, error) {
+	runs := make([]*runData, len(dirs))
+	errs := make([]error, len(dirs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(dirs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				name := ""
+				if names != nil {
+					name = names[i]
+				}
+				runs[i], errs[i] = loadRun(dirs[i], name)
+			}
+		}()
+	}
+	for i := range dirs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return runs, nil
 }

@@ -43,6 +43,35 @@ const maxSweepSeries = 10
 // others evenly in the order the variants section gives them. Errors: as WriteCompare, or
 // an inconsistent sw.
 func WriteSweep(out string, names, dirs []string, sw Sweep) error {
+	return WriteSweepPages("", out, names, dirs, sw)
+}
+
+// WriteSweepPages writes a sweep's compare.html (at compareOut, as WriteCompare; "" skips
+// it) and sweep.html (at out, as WriteSweep) from one reading of the results folders: the
+// pages read every variant's CSVs, which dominate the end of a large sweep. Errors: as
+// WriteCompare and WriteSweep.
+func WriteSweepPages(compareOut, out string, names, dirs []string, sw Sweep) error {
+	if err := checkSweep(names, dirs, sw); err != nil {
+		return err
+	}
+	runs, err := loadRuns(dirs, names)
+	if err != nil {
+		return err
+	}
+	if compareOut != "" {
+		pg, err := comparePage(runs, compareOut)
+		if err != nil {
+			return fmt.Errorf("report: compare: %w", err)
+		}
+		if err := writePage(compareOut, pg); err != nil {
+			return err
+		}
+	}
+	return writeSweep(out, runs, names, dirs, sw)
+}
+
+// checkSweep rejects an inconsistent sw or no folders (WriteSweep's errors).
+func checkSweep(names, dirs []string, sw Sweep) error {
 	if len(sw.Values) != len(sw.Y) {
 		return fmt.Errorf("report: sweep: %d variants with values, %d with figures", len(sw.Values), len(sw.Y))
 	}
@@ -54,14 +83,14 @@ func WriteSweep(out string, names, dirs []string, sw Sweep) error {
 	if len(dirs) == 0 {
 		return errors.New("report: sweep: no results folders")
 	}
-	runs := make([]*runData, len(dirs))
-	for i, d := range dirs {
-		r, err := loadRun(d, names[i])
-		if err != nil {
-			return err
-		}
-		runs[i] = r
+	if len(names) != len(dirs) {
+		return fmt.Errorf("report: sweep: %d names for %d results folders", len(names), len(dirs))
 	}
+	return nil
+}
+
+// writeSweep writes sweep.html at out from the loaded runs (WriteSweep).
+func writeSweep(out string, runs []*runData, names, dirs []string, sw Sweep) error {
 	pg, err := comparePage(runs, out)
 	if err != nil {
 		return fmt.Errorf("report: sweep: %w", err)

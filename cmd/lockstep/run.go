@@ -570,11 +570,9 @@ func finishSweep(w io.Writer, vs []scenario.Variant, out string, got *sweepResul
 	if len(names) == 0 {
 		return failed
 	}
-	if err := report.WriteCompare(filepath.Join(out, "compare.html"), names, dirs); err != nil {
-		return runFailed(fmt.Errorf("compare.html: %w", err))
-	}
-	if err := report.WriteSweep(filepath.Join(out, "sweep.html"), names, dirs, sweepPlot(vs, rows, figure)); err != nil {
-		return runFailed(fmt.Errorf("sweep.html: %w", err))
+	// compare.html and sweep.html from one reading of the variants' folders.
+	if err := report.WriteSweepPages(filepath.Join(out, "compare.html"), filepath.Join(out, "sweep.html"), names, dirs, sweepPlot(vs, rows, figure)); err != nil {
+		return runFailed(fmt.Errorf("compare.html and sweep.html: %w", err))
 	}
 	if asJSON {
 		js, err := json.MarshalIndent(all, "", "  ")
