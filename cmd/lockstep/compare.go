@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"go.yaml.in/yaml/v3"
 	"io"
 	"os"
 	"path/filepath"
@@ -22,7 +23,9 @@ func newCompareCmd(stdout, stderr io.Writer) *cobra.Command {
 		seed  uint64
 		out   string
 		quiet bool
-		jobs  int
+		// engines: --engines, the one scenario at both levels (engineArgs)
+		engines bool
+		jobs    int
 	)
 	cmd := &cobra.Command{
 		Use:   "compare SCENARIO.yaml|PRESET|RESULTS-DIR SCENARIO.yaml|PRESET|RESULTS-DIR...",
@@ -42,6 +45,13 @@ or compare) is not run again: its summary.json is read back and shown beside the
 			}
 			if err := checkJobs(jobs); err != nil {
 				return err
+			}
+			if engines {
+				var err error
+				if args, err = engineArgs(args); err != nil {
+					return err
+				}
+				defer os.Remove(args[0])
 			}
 			scs, err := compareArgs(args, runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed})
 			if err != nil {
@@ -133,7 +143,63 @@ or compare) is not run again: its summary.json is read back and shown beside the
 	cmd.Flags().StringVar(&out, "out", filepath.Join("results", "compare"), "folder for each scenario's results folder and compare.html")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", defaultJobs(), "scenarios run at once (results and output as with -j 1)")
+	cmd.Flags().BoolVar(&engines, "engines", false, "run the one scenario given at packet level and at flow level and print the flow level's ratios to the packet level (a cross-check of the two engines)")
 	return cmd
+}
+
+// engineArgs is compare --engines: the one scenario argument (a file without variants, or
+// a preset) as a copy whose variants are run.engine: [packet, flow], written as a hidden
+// temporary file in the original's folder (so its relative paths resolve as the original's;
+// a preset's copy goes in the working directory) and removed by the caller.
+func engineArgs(args []string) ([]string, error) {
+	if len(args) != 1 {
+		return nil, badInput(fmt.Errorf("--engines takes one scenario (a file or preset), not %d arguments", len(args)))
+	}
+	a := args[0]
+	var data []byte
+	if fi, err := os.Stat(a); err == nil && fi.IsDir() {
+		return nil, badInput(fmt.Errorf("--engines: %s is a results folder; give the scenario file to run at both levels", a))
+	} else if err == nil {
+		if data, err = os.ReadFile(a); err != nil {
+			return nil, badInput(fmt.Errorf("--engines: %w", err))
+		}
+		if scenario.HasVariants(data) {
+			return nil, badInput(fmt.Errorf("--engines: %s has a variants section; add run.engine: [packet, flow] to it and run lockstep compare %s", a, a))
+		}
+	} else if data, err = scenario.PresetYAML(a); err != nil {
+		return nil, badInput(fmt.Errorf("--engines: %s is neither a scenario file nor a preset (%v)", a, err))
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, badInput(fmt.Errorf("--engines: %s is not a YAML mapping", a))
+	}
+	if run := getKey(doc.Content[0], "run"); run != nil && getKey(run, "engine") != nil {
+		return nil, badInput(fmt.Errorf("--engines: %s sets run.engine; leave it out to run both engines", a))
+	}
+	var vars yaml.Node
+	_ = vars.Encode(map[string][]string{"run.engine": {scenario.EnginePacket, scenario.EngineFlow}})
+	setKey(doc.Content[0], "variants", &vars)
+	out, err := yaml.Marshal(&doc)
+	if err != nil {
+		return nil, runFailed(err)
+	}
+	dir := filepath.Dir(a)
+	if _, err := os.Stat(a); err != nil {
+		dir = "." // a preset: its paths are the working directory's
+	}
+	f, err := os.CreateTemp(dir, ".lockstep-engines-*.yaml")
+	if err != nil {
+		return nil, runFailed(fmt.Errorf("--engines: a copy of %s with both engines: %w", a, err))
+	}
+	_, werr := f.Write(out)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		os.Remove(f.Name())
+		return nil, runFailed(fmt.Errorf("--engines: %w", werr))
+	}
+	return []string{f.Name()}, nil
 }
 
 // compareItem is one of compare's runs: a scenario to run, or a results folder given as an

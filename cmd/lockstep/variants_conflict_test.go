@@ -88,3 +88,35 @@ func TestSweepConflictingVariantKeys(t *testing.T) {
 		}
 	}
 }
+
+// compare --engines runs the one scenario at packet and at flow level (variants run.engine),
+// prints both columns with the flow level's ratio, leaves no temporary copy behind, and
+// refuses what it cannot cross-check, naming why.
+func TestCompareEngines(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "eng.yaml")
+	os.WriteFile(file, []byte("name: eng\ntopology:\n  clos: {tiers: 2, planes: 1, radix: 8, hosts: 8, host_link: 100G}\ntransport: {kind: mrc}\nworkload:\n  collectives:\n    - {op: all_reduce, bytes: 1MiB}\n"), 0o644)
+	code, stdout, stderr := cli(t, "compare", file, "--engines", "--out", filepath.Join(dir, "res"), "--quiet")
+	if code != 0 || !strings.Contains(stdout, "eng-packet") || !strings.Contains(stdout, "eng-flow") || !strings.Contains(stdout, "busbw") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want both engines' columns", code, stdout, stderr)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, ".lockstep-engines-*")); len(m) != 0 {
+		t.Errorf("temporary copies left: %v", m)
+	}
+	withEngine := filepath.Join(dir, "set.yaml")
+	os.WriteFile(withEngine, []byte("name: set\ntopology:\n  clos: {tiers: 2, planes: 1, radix: 8, hosts: 8, host_link: 100G}\nworkload:\n  collectives:\n    - {op: all_reduce, bytes: 1MiB}\nrun: {engine: flow}\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"compare", file, file, "--engines"}, "--engines takes one scenario"},
+		{[]string{"compare", withEngine, "--engines"}, "sets run.engine; leave it out"},
+		{[]string{"compare", filepath.Join("testdata", "variants", "sweep4.yaml"), "--engines"}, "has a variants section; add run.engine: [packet, flow] to it"},
+		{[]string{"compare", dir, "--engines"}, "is a results folder"},
+	} {
+		code, _, stderr := cli(t, append(c.args, "--out", filepath.Join(dir, "bad"))...)
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+}
