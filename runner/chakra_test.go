@@ -23,19 +23,6 @@ topology:
 transport: %s
 `
 
-func runScenario(t *testing.T, yaml string) *Result {
-	t.Helper()
-	sc, err := scenario.Parse([]byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Run(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
-}
-
 // TestChakraDPMatchesCollectives: the shipped data-parallel trace (16 ranks, K buckets of S
 // bytes, each all-reduced after its backward part and the previous bucket) takes
 // forward + backward + K x T + optimizer, T the mean of K back-to-back all-reduces of S in
@@ -49,8 +36,8 @@ func TestChakraDPMatchesCollectives(t *testing.T) {
 		"{kind: mrc}\nrun: {engine: flow}", "{kind: roce}\nrun: {engine: flow}"} {
 		t.Run(tp, func(t *testing.T) {
 			fab := fmt.Sprintf(chakraFabric, tp)
-			tr := runScenario(t, "name: dp16\n"+fab+"workload:\n  chakra: {path: ../workload/chakra/testdata/dp16/dp, algorithm: ring}\n")
-			coll := runScenario(t, "name: ar\n"+fab+fmt.Sprintf("workload:\n  collectives:\n    - {op: all_reduce, algorithm: ring, bytes: %d, iterations: %d}\n", d.BucketBytes, d.Buckets))
+			tr := mustRun(t, "name: dp16\n"+fab+"workload:\n  chakra: {path: ../workload/chakra/testdata/dp16/dp, algorithm: ring}\n")
+			coll := mustRun(t, "name: ar\n"+fab+fmt.Sprintf("workload:\n  collectives:\n    - {op: all_reduce, algorithm: ring, bytes: %d, iterations: %d}\n", d.BucketBytes, d.Buckets))
 			T := coll.Summary.Collectives[0].TimeUs
 			if d.Backward.Micros() > T {
 				t.Fatalf("a backward part (%v) is longer than an all-reduce (%.1f us): the buckets do not run back to back", d.Backward, T)
@@ -91,11 +78,11 @@ func TestChakraPipelineClosedForm(t *testing.T) {
 topology:
   clos: {tiers: 2, planes: 1, radix: 4, hosts: 4, host_link: 100Gbps, hop_latency: 500ns}
 transport: ` + c.tp + "\n"
-			res := runScenario(t, "name: pp4\n"+fab+"workload:\n  chakra: {path: ../workload/chakra/testdata/pp4/pp}\n")
+			res := mustRun(t, "name: pp4\n"+fab+"workload:\n  chakra: {path: ../workload/chakra/testdata/pp4/pp}\n")
 			var transfers float64
 			for s := 0; s+1 < p.Stages; s++ {
 				for _, pair := range [][2]int{{s, s + 1}, {s + 1, s}} {
-					one := runScenario(t, "name: p2p\n"+fab+fmt.Sprintf("workload:\n  collectives:\n    - {op: send_recv, bytes: %d, hosts: [%d, %d], root: 0, peer: 1}\n", p.ActivationBytes, pair[0], pair[1]))
+					one := mustRun(t, "name: p2p\n"+fab+fmt.Sprintf("workload:\n  collectives:\n    - {op: send_recv, bytes: %d, hosts: [%d, %d], root: 0, peer: 1}\n", p.ActivationBytes, pair[0], pair[1]))
 					tt := one.Summary.Collectives[0].TimeUs
 					if ideal := 5 + float64(p.ActivationBytes)*8/100e9*1e6; strings.Contains(c.tp, "ideal") && math.Abs(tt-ideal) > 1e-3 {
 						t.Fatalf("ideal transfer %.3f us, want a + A/B = %.3f us", tt, ideal)
@@ -147,10 +134,10 @@ func TestChakraProcessGroups(t *testing.T) {
 	}
 	prefix := chakraTrace(t, ranks)
 	fab := "topology:\n  clos: {tiers: 2, planes: 1, radix: 8, hosts: 8, host_link: 100Gbps}\ntransport: {kind: ideal, ideal: {latency: 5us}}\n"
-	pair := runScenario(t, "name: pair\n"+fab+fmt.Sprintf("workload:\n  collectives:\n    - {op: all_reduce, bytes: %d, ranks: 2}\n", S)).Summary.Collectives[0].TimeUs
+	pair := mustRun(t, "name: pair\n"+fab+fmt.Sprintf("workload:\n  collectives:\n    - {op: all_reduce, bytes: %d, ranks: 2}\n", S)).Summary.Collectives[0].TimeUs
 	var steps []float64
 	for _, hosts := range []string{"[0, 1, 2, 3]", "[7, 5, 6, 0]"} {
-		res := runScenario(t, "name: pg\n"+fab+"workload:\n  chakra: {path: "+prefix+", hosts: "+hosts+"}\n")
+		res := mustRun(t, "name: pg\n"+fab+"workload:\n  chakra: {path: "+prefix+", hosts: "+hosts+"}\n")
 		c := res.Summary.Chakra
 		if c.ProcessGroups != 3 || c.Collectives != 3 {
 			t.Fatalf("summary %+v", c)
@@ -208,7 +195,7 @@ func TestChakraDeterministic(t *testing.T) {
 	yaml := "name: dp16\n" + fmt.Sprintf(chakraFabric, "{kind: roce}") + "workload:\n  chakra: {path: ../workload/chakra/testdata/dp16/dp}\n"
 	var outs [2][]byte
 	for i := range outs {
-		res := runScenario(t, yaml)
+		res := mustRun(t, yaml)
 		js, err := json.Marshal(res.Summary)
 		if err != nil {
 			t.Fatal(err)

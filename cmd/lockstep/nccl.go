@@ -867,12 +867,7 @@ func (p *ncclPlan) run(stdout, stderr io.Writer, intr *runner.Interrupt) error {
 				return err // bad input: nothing ran
 			}
 			failure = err
-			if ee != nil && ee.code == 1 && len(p.jobs) == 1 && len(p.sizes) > 1 {
-				// One sweep of every size failed: its finished sizes are found by running
-				// them one at a time (p.salvage).
-				ts = p.salvage(res, stderr, intr)
-			}
-			times[i] = ts
+			times[i] = ts // the sizes the failed run finished (runner keeps their rows)
 			break
 		}
 		times[i] = ts
@@ -915,7 +910,8 @@ func (p *ncclPlan) run(stdout, stderr io.Writer, intr *runner.Interrupt) error {
 	return failure
 }
 
-// runJob runs job i and returns its rows' times in size order; the first job's scenario,
+// runJob runs job i and returns its rows' times in size order (with a failed run's error,
+// the rows of the sizes it finished); the first job's scenario,
 // transport and engine go into res, and every job's simulated time is added to res.simEndUs.
 func (p *ncclPlan) runJob(i int, j ncclJob, res *ncclResult, stderr io.Writer, intr *runner.Interrupt) ([]sim.Time, error) {
 	sc, err := scenario.Parse(j.yaml)
@@ -956,10 +952,11 @@ func (p *ncclPlan) runJob(i int, j ncclJob, res *ncclResult, stderr io.Writer, i
 	if r.Summary.Interrupted != "" {
 		return nil, &exitError{code: signalExit(r.Summary.Interrupted), err: fmt.Errorf("lockstep nccl interrupted (%s)", r.Summary.Interrupted)}
 	}
-	if err := outcomeErr(&r.Summary); err != nil {
-		return nil, err
-	}
+	failed := outcomeErr(&r.Summary) // a failed run keeps the rows of the sizes it finished
 	if r.Collective == nil {
+		if failed != nil {
+			return nil, failed
+		}
 		return nil, runFailed(errors.New("the run left no collective rows"))
 	}
 	if i == 0 {
@@ -973,54 +970,7 @@ func (p *ncclPlan) runJob(i int, j ncclJob, res *ncclResult, stderr io.Writer, i
 	for _, row := range r.Collective.Rows {
 		ts = append(ts, row.Time)
 	}
-	return ts, nil
-}
-
-// salvage finds the sizes a failed sweep (the plan's one job, every size back to back in one
-// simulation) finished: it runs the sizes one scenario each, in order, with the same settings
-// and no --out, and returns their times while each succeeds and the sweep's clock (their
-// simulated times summed) stays within the sweep's run.duration. res.simEndUs becomes that
-// clock.
-func (p *ncclPlan) salvage(res *ncclResult, stderr io.Writer, intr *runner.Interrupt) []sim.Time {
-	if res.scenario == nil {
-		return nil
-	}
-	bound := res.scenario.Run.Duration
-	base, _, _, err := p.f.baseYAML()
-	if err != nil {
-		return nil
-	}
-	var ts []sim.Time
-	var clock float64 // us
-	for _, s := range p.sizes {
-		if s.job < 0 {
-			continue
-		}
-		q := *p
-		q.f.duration = bound.String() // the sweep's, not this size's own default
-		if d, err := sim.ParseTime(q.f.duration); err != nil || d != bound {
-			break
-		}
-		y, err := q.scenarioYAML(base, s.bytes, 0)
-		if err != nil {
-			break
-		}
-		sc, err := scenario.Parse(y)
-		if err != nil {
-			break
-		}
-		r, err := runner.RunWith(sc, runner.Options{Interrupt: intr})
-		if err != nil || r.Summary.Interrupted != "" || r.Summary.Failed || r.Collective == nil || len(r.Collective.Rows) != 1 {
-			break
-		}
-		if clock+r.Summary.EndUs > bound.Micros() {
-			break
-		}
-		clock += r.Summary.EndUs
-		ts = append(ts, r.Collective.Rows[0].Time)
-	}
-	res.simEndUs = clock
-	return ts
+	return ts, failed
 }
 
 // clearNCCLOut removes what a previous lockstep run left in --out that this run does not
