@@ -170,9 +170,9 @@ func flowSpec(sp collective.Spec) (collective.Spec, error) {
 
 // flowBaseLatency is the one-way latency of the longest minimal path between two hosts,
 // propagation and forwarding only: topo.Sizing.WorstCaseLatency without its serialisation of
-// one SizingPacketBytes packet on the two host links and on every fabric hop. It is what
-// the flow engine charges a flow on that path (the sum of its links' delays), and the alpha
-// of the flow-level rows' model column.
+// one SizingPacketBytes packet on the two host links and on every fabric hop: the alpha of
+// the flow-level rows' model column. A flow on that path is charged this plus one packet's
+// store and forward per link after its first (flowRouter.storeForward).
 func flowBaseLatency(t topo.Topology) sim.Time {
 	z := t.Sizing()
 	p := t.Params()
