@@ -511,16 +511,8 @@ func TestIncrementalNoAllocs(t *testing.T) {
 	n, order := ecmpNet(t, 1024, Config{})
 	k := 0
 	finishNext := func() {
-		now := n.s.Now()
-		n.doneBuf = append(n.doneBuf[:0], order[k])
+		finishOne(n, order[k])
 		k++
-		n.complete(now)
-		for len(n.deliv) > 0 {
-			p := n.deliv[0]
-			n.deliv = popPend(n.deliv)
-			n.deliver(now, p.slot)
-		}
-		n.recompute(now)
 	}
 	for range 100 {
 		finishNext()
