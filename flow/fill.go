@@ -105,8 +105,10 @@ func (n *Net) fill() bool {
 		newStall = n.stallUpdate(s) || newStall
 	}
 	for _, l := range n.used {
+		n.settleLink(l, n.fillNow)
 		n.load[l] = max(0, n.capa[l]-ls[l].rem)
 	}
+	n.rekeyAll()
 	return newStall
 }
 
@@ -243,6 +245,7 @@ func (n *Net) initLink(l int32, k int) {
 // freeze fixes the rate of the flow in slot at r (its bottleneck bott: a link, -1 its cap,
 // -2 none) and takes it out of its links' unfrozen sums.
 func (n *Net) freeze(slot int32, r float64, bott int32) {
+	n.settle(slot, n.fillNow) // its remaining bytes at the rate it had
 	f := &n.flows[slot]
 	n.fs.mark[slot] = n.fs.epoch
 	f.rate = r

@@ -73,6 +73,7 @@ type incrState struct {
 	aep    uint32
 	inA    []uint32 // per slot: aep when in A
 	lchg   []uint32 // per link: aep when in links
+	lscan  []uint32 // per link: aep when every flow on it joined A (seeding)
 	a      []int32  // the affected flows (slots)
 	links  []int32  // the links of A's flows and the links the changes touched
 	work   int      // list entries visited so far
@@ -88,6 +89,7 @@ func (is *incrState) growLinks() {
 	is.lseen = append(is.lseen, 0)
 	is.lcap = append(is.lcap, 0)
 	is.lchg = append(is.lchg, 0)
+	is.lscan = append(is.lscan, 0)
 	is.lsat = append(is.lsat, 0)
 	is.lmaxAt = append(is.lmaxAt, 0)
 	is.lmax = append(is.lmax, 0)
@@ -191,6 +193,7 @@ func (n *Net) fillIncr() (newStall, ok bool) {
 	if is.aep == 0 {
 		clear(is.inA)
 		clear(is.lchg)
+		clear(is.lscan)
 		is.aep = 1
 	}
 	is.a, is.links, is.work = is.a[:0], is.links[:0], 0
@@ -205,7 +208,10 @@ func (n *Net) fillIncr() (newStall, ok bool) {
 	}
 	for _, l := range is.seedLinks {
 		n.addLink(l)
-		all := is.lcap[l] == is.batch
+		all := is.lcap[l] == is.batch || is.mixed
+		if all {
+			is.lscan[l] = is.aep
+		}
 		for _, ref := range n.lists[l] {
 			if all || n.flows[ref.slot].rate >= thr {
 				n.addA(ref.slot)
@@ -224,6 +230,10 @@ func (n *Net) fillIncr() (newStall, ok bool) {
 		n.addA(s)
 		for i := range f.ents {
 			l := f.ents[i].link
+			if is.lscan[l] == is.aep {
+				continue // its flows are in A already (a link many new flows share)
+			}
+			is.lscan[l] = is.aep
 			for _, ref := range n.lists[l] {
 				n.addA(ref.slot)
 			}
@@ -250,11 +260,13 @@ func (n *Net) fillIncr() (newStall, ok bool) {
 	for _, l := range is.links {
 		if len(n.lists[l]) > 0 {
 			n.linkStats(l)
+			n.settleLink(l, n.fillNow)
 			n.load[l] = is.lload[l]
 		}
 	}
 	for _, s := range is.a {
 		newStall = n.stallUpdate(s) || newStall
+		n.rekey(s)
 	}
 	n.stats.Refilled += int64(len(is.a))
 	return newStall, true

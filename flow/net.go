@@ -98,9 +98,10 @@ type flowState struct {
 	id        FlowID
 	ents      []entry // sorted by link; capacity kept across reuse of the slot
 	bytes     int64
-	remaining float64 // bytes left to send, as of Net.last
-	rate      float64 // bits per second, from the last recomputation; +Inf for an unconstrained flow
-	cap       float64 // +Inf for none
+	remaining float64  // bytes left to send, as of upd
+	upd       sim.Time // remaining is as of this instant (the rate has not changed since)
+	rate      float64  // bits per second, from the last recomputation; +Inf for an unconstrained flow
+	cap       float64  // +Inf for none
 	lat       sim.Time
 	start     sim.Time
 	sent      sim.Time // when the last byte left (stSent)
@@ -158,7 +159,8 @@ type Net struct {
 	lists [][]linkRef // active flows crossing the link
 	wsum  []float64   // sum of the coefficients of lists[l]; exactly 0 when the list is empty
 	load  []float64   // bits per second carried, from the last recomputation
-	bytes []float64   // bytes carried so far
+	bytes []float64   // bytes carried up to lupd
+	lupd  []sim.Time  // bytes is as of this instant (the load has not changed since)
 	upos  []int32     // index in used, or -1
 	used  []int32     // links with at least one active flow, in no particular order
 
@@ -170,14 +172,18 @@ type Net struct {
 	starts []pend // flows waiting to start
 	deliv  []pend // flows waiting for delivery
 
-	last     sim.Time // remaining bytes are as of this instant
+	last     sim.Time // the fluid state's last update (Config.OnAdvance)
 	nextDone sim.Time // earliest completion under the current rates (MaxTime: none)
 	wakeAt   sim.Time // the timer's deadline (MaxTime: stopped)
 	inWake   bool
 	dirty    bool // rates need recomputing
-	needScan bool // rates changed at last: scan for completions even if no time passed
-	deferAt  sim.Time
-	defers   int
+	// Completions: every active flow is in both heaps. hDrain is keyed by when its last
+	// byte leaves at its current rate (the timer's next deadline); hSent by the earliest
+	// instant it can count as sent (finished: less than a byte left), a lower bound that is
+	// checked when reached.
+	hDrain, hSent timeHeap
+	deferAt       sim.Time
+	defers        int
 	// endPending: an end-of-instant wake is queued at deferAt.
 	endPending bool
 
@@ -266,6 +272,7 @@ func (n *Net) intern(l int32) int32 {
 	n.wsum = append(n.wsum, 0)
 	n.load = append(n.load, 0)
 	n.bytes = append(n.bytes, 0)
+	n.lupd = append(n.lupd, 0)
 	n.upos = append(n.upos, -1)
 	n.fs.ls = append(n.fs.ls, linkFill{})
 	n.fs.acc = append(n.fs.acc, 0)
@@ -404,6 +411,8 @@ func (n *Net) commitFlow(at sim.Time, f Flow) (int32, error) {
 		n.fs.solo = append(n.fs.solo, 0)
 		n.fs.soloLink = append(n.fs.soloLink, 0)
 		n.inc.growSlots()
+		n.hDrain.grow()
+		n.hSent.grow()
 		slot = int32(len(n.flows) - 1)
 	}
 	st := &n.flows[slot]
@@ -690,47 +699,125 @@ func (n *Net) wake(now sim.Time, _ int32, _ uint64) {
 	n.s.Reset(n.timer, next)
 }
 
-// advance moves the fluid state from n.last to now: every active flow sends rate x elapsed,
-// every used link carries load x elapsed. Flows left with less than a byte (or less than half
-// a picosecond of sending) are queued in doneBuf, in no particular order.
+// advance moves the fluid state to now, lazily: each flow's remaining bytes and each link's
+// bytes are brought up to date only when its rate or load changes (settle, settleLink) or
+// when read. Flows that count as sent by now (finished: less than one byte left, or the last
+// byte leaves within half a picosecond) are queued in doneBuf, in no particular order: those
+// whose hSent key has come, each checked at its exact remaining bytes. O(log active) per
+// flow found, nothing per flow otherwise.
 func (n *Net) advance(now sim.Time) {
-	dt := now - n.last
-	if dt <= 0 && !n.needScan {
-		return
-	}
-	n.needScan = false
-	sec := float64(dt) * 1e-12
-	if dt > 0 && n.cfg.OnAdvance != nil {
-		n.cfg.OnAdvance(now)
-	}
-	if dt > 0 {
-		var sent float64
-		for _, l := range n.used {
-			b := n.load[l] * sec / 8
-			n.bytes[l] += b
+	if now > n.last {
+		if n.cfg.OnAdvance != nil {
+			n.cfg.OnAdvance(now)
 		}
-		for _, s := range n.active {
-			f := &n.flows[s]
-			before := f.remaining
-			if math.IsInf(f.rate, 1) {
-				f.remaining = 0
-			} else {
-				f.remaining -= f.rate * sec / 8
-			}
-			if f.remaining < 0 {
-				f.remaining = 0
-			}
-			sent += before - f.remaining
-		}
-		n.stats.BytesSent += sent
 		n.last = now
 	}
-	for _, s := range n.active {
+	for n.hSent.len() > 0 {
+		at, s := n.hSent.top()
+		if at > now {
+			break
+		}
+		n.settle(s, now)
 		f := &n.flows[s]
 		if finished(f) {
+			n.hSent.remove(s)
+			n.hDrain.remove(s)
 			n.doneBuf = append(n.doneBuf, s)
+			continue
+		}
+		n.hSent.set(s, max(sentKey(f), now+1))
+	}
+}
+
+// settle brings the remaining bytes of the active flow in slot up to now at its current
+// rate, adding what it sent to Stats.BytesSent.
+func (n *Net) settle(slot int32, now sim.Time) {
+	f := &n.flows[slot]
+	if f.upd == now {
+		return
+	}
+	before := f.remaining
+	if math.IsInf(f.rate, 1) {
+		f.remaining = 0
+	} else if f.rate > 0 {
+		f.remaining -= f.rate * (float64(now-f.upd) * 1e-12) / 8
+		if f.remaining < 0 {
+			f.remaining = 0
 		}
 	}
+	n.stats.BytesSent += before - f.remaining
+	f.upd = now
+}
+
+// settleLink brings internal link l's bytes up to now at its current load; call it before
+// the load changes.
+func (n *Net) settleLink(l int32, now sim.Time) {
+	if d := now - n.lupd[l]; d > 0 {
+		n.bytes[l] += n.load[l] * (float64(d) * 1e-12) / 8
+	}
+	n.lupd[l] = now
+}
+
+// sentKey is the earliest instant the flow f (settled: remaining as of f.upd) can count as
+// sent at its rate: when fewer than max(1, rate x 0.5 ps) bytes are left (finished), a
+// picosecond early so that rounding never makes it late; MaxTime for a flow at rate 0 with
+// a byte or more left.
+func sentKey(f *flowState) sim.Time {
+	r := f.rate
+	if f.remaining < 1 || math.IsInf(r, 1) {
+		return f.upd
+	}
+	if !(r > 0) {
+		return sim.MaxTime
+	}
+	thr := max(1, r/16e12)
+	x := (f.remaining - thr) * 8e12 / r
+	if x >= 9e18 {
+		return sim.MaxTime
+	}
+	d := sim.Time(x) - 1
+	if d <= 0 {
+		return f.upd
+	}
+	if f.upd > sim.MaxTime-d {
+		return sim.MaxTime
+	}
+	return f.upd + d
+}
+
+// drainKey is the instant the last byte of flow f (settled) leaves at its rate
+// (f.upd + sendTime); MaxTime at rate 0.
+func drainKey(f *flowState) sim.Time {
+	if !(f.rate > 0) {
+		return sim.MaxTime
+	}
+	d := sendTime(f.remaining, f.rate)
+	if d == sim.MaxTime || f.upd > sim.MaxTime-d {
+		return sim.MaxTime
+	}
+	return f.upd + d
+}
+
+// rekey sets the completion keys of the active flow in slot from its settled state and rate.
+func (n *Net) rekey(slot int32) {
+	f := &n.flows[slot]
+	n.hDrain.set(slot, drainKey(f))
+	n.hSent.set(slot, sentKey(f))
+}
+
+// rekeyAll sets every active flow's completion keys (after a full fill) in O(active).
+func (n *Net) rekeyAll() {
+	for _, s := range n.active {
+		f := &n.flows[s]
+		if n.hDrain.pos[s] < 0 {
+			n.rekey(s)
+			continue
+		}
+		n.hDrain.setLazy(s, drainKey(f))
+		n.hSent.setLazy(s, sentKey(f))
+	}
+	n.hDrain.heapify()
+	n.hSent.heapify()
 }
 
 // finished reports whether an active flow counts as sent: less than one byte left, or its
@@ -748,6 +835,7 @@ func (n *Net) activate(slot int32) {
 	f.state = stActive
 	f.remaining = float64(f.bytes)
 	f.rate = 0
+	f.upd = n.s.Now()
 	if f.bytes == 0 {
 		// Nothing to send: delivered after its latency, without touching a link.
 		n.doneBuf = append(n.doneBuf, slot)
@@ -756,6 +844,8 @@ func (n *Net) activate(slot int32) {
 	f.apos = int32(len(n.active))
 	n.active = append(n.active, slot)
 	n.stats.MaxActive = max(n.stats.MaxActive, len(n.active))
+	n.hDrain.set(slot, sim.MaxTime) // keyed at the recomputation that gives it a rate
+	n.hSent.set(slot, sim.MaxTime)
 	n.linkFlow(slot)
 }
 
@@ -769,6 +859,7 @@ func (n *Net) linkFlow(slot int32) {
 			n.upos[l] = int32(len(n.used))
 			n.used = append(n.used, l)
 			n.load[l] = 0
+			n.lupd[l] = n.s.Now()
 		}
 		e.pos = int32(len(n.lists[l]))
 		n.lists[l] = append(n.lists[l], linkRef{slot: slot, ent: int32(i)})
@@ -790,6 +881,8 @@ func (n *Net) deactivate(slot int32) {
 	n.flows[last].apos = f.apos
 	n.active = n.active[:len(n.active)-1]
 	f.apos = -1
+	n.hDrain.remove(slot)
+	n.hSent.remove(slot)
 	n.unlinkFlow(slot)
 	if f.stalled {
 		f.stalled = false
@@ -816,6 +909,7 @@ func (n *Net) unlinkFlow(slot int32) {
 		n.lists[l] = list[:k]
 		if k == 0 {
 			n.wsum[l] = 0
+			n.settleLink(l, n.s.Now())
 			n.load[l] = 0
 			u := n.upos[l]
 			lu := n.used[len(n.used)-1]
@@ -880,22 +974,10 @@ func (n *Net) deliver(now sim.Time, slot int32) {
 func (n *Net) recompute(now sim.Time) {
 	t0 := time.Now()
 	n.dirty = false
-	n.needScan = true
 	n.stats.Recomputes++
 	n.fillNow = now
 	newStall := n.rates()
-	next := sim.MaxTime
-	for _, s := range n.active {
-		f := &n.flows[s]
-		if f.rate == 0 {
-			continue
-		}
-		d := sendTime(f.remaining, f.rate)
-		if d < next-now {
-			next = now + d
-		}
-	}
-	n.nextDone = next
+	n.nextDone, _ = n.hDrain.top()
 	n.stats.RecomputeWall += time.Since(t0)
 	if newStall && n.cfg.OnStall != nil {
 		n.cfg.OnStall(now, n.Err())
@@ -958,8 +1040,17 @@ func (n *Net) Active() int { return len(n.active) }
 // waiting out their latency).
 func (n *Net) InFlight() int { return len(n.flows) - len(n.free) }
 
-// Stats returns the Net's counters.
-func (n *Net) Stats() Stats { return n.stats }
+// Stats returns the Net's counters, BytesSent as of the last event. O(active flows).
+func (n *Net) Stats() Stats {
+	st := n.stats
+	for _, s := range n.active {
+		f := &n.flows[s]
+		if sec := float64(n.last-f.upd) * 1e-12; sec > 0 && f.rate > 0 {
+			st.BytesSent += min(f.remaining, f.rate*sec/8)
+		}
+	}
+	return st
+}
 
 // FlowInfo is a snapshot of one sending flow.
 type FlowInfo struct {
@@ -977,11 +1068,11 @@ type FlowInfo struct {
 // Flows appends a snapshot of every sending flow to buf[:0], in id order, and returns it.
 func (n *Net) Flows(buf []FlowInfo) []FlowInfo {
 	buf = buf[:0]
-	sec := float64(n.s.Now()-n.last) * 1e-12
+	now := n.s.Now()
 	for _, s := range n.active {
 		f := &n.flows[s]
 		rem := f.remaining
-		if sec > 0 && f.rate > 0 {
+		if sec := float64(now-f.upd) * 1e-12; sec > 0 && f.rate > 0 {
 			rem = max(0, rem-f.rate*sec/8)
 		}
 		buf = append(buf, FlowInfo{ID: f.id, Src: int(f.src), Dst: int(f.dst), Bytes: f.bytes, Remaining: rem,
@@ -1013,9 +1104,9 @@ func (n *Net) LinkLoad(link int) float64 {
 // two snapshots x 8 / (capacity x (t1-t0)).
 func (n *Net) LinkBytes(buf []float64) []float64 {
 	buf = append(buf[:0], make([]float64, len(n.capExt))...)
-	sec := float64(n.s.Now()-n.last) * 1e-12
+	now := n.s.Now()
 	for i, b := range n.bytes {
-		if sec > 0 {
+		if sec := float64(now-n.lupd[i]) * 1e-12; sec > 0 {
 			b += n.load[i] * sec / 8
 		}
 		buf[n.int2ext[i]] = b
@@ -1029,9 +1120,8 @@ func (n *Net) LinkBytes(buf []float64) []float64 {
 // loads, as inside a Config.OnAdvance callback for t up to its now; fractional (fluid).
 func (n *Net) LinkBytesAt(t sim.Time, buf []float64) []float64 {
 	buf = append(buf[:0], make([]float64, len(n.capExt))...)
-	sec := float64(t-n.last) * 1e-12
 	for i, b := range n.bytes {
-		if sec != 0 {
+		if sec := float64(t-n.lupd[i]) * 1e-12; sec != 0 {
 			b = max(0, b+n.load[i]*sec/8)
 		}
 		buf[n.int2ext[i]] = b

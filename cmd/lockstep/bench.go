@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"github.com/lockstepsim/lockstep/flow"
 	"github.com/lockstepsim/lockstep/runner"
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/spf13/cobra"
@@ -70,9 +71,10 @@ for a clean peak-memory figure.`,
 				if t := s.Training; t != nil {
 					// A training preset: the step and its MFU are the figures to compare.
 					tw.Flush()
-					fmt.Fprintln(tw, "preset\tGPUs\tengine\twall s\tevents\tflows\tpeak RSS MB\tstep ms\tMFU %\t")
-					fmt.Fprintf(tw, "%s\t%d\t%s\t%.2f\t%d\t%d\t%.0f\t%.1f\t%.1f\t\n", name, t.GPUs, s.Engine, wall, s.Events,
-						trainingFlows(res), peakRSSMB(), t.StepTimeUs/1e3, 100*t.MFU)
+					fs := trainingFlowStats(res)
+					fmt.Fprintln(tw, "preset\tGPUs\tengine\ttransport\twall s\tevents\tflows\trecomputes\tfull\trefilled\tpeak RSS MB\tstep ms\tMFU %\t")
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.2f\t%d\t%d\t%d\t%d\t%d\t%.0f\t%.1f\t%.1f\t\n", name, t.GPUs, s.Engine, sc.Transport.Kind,
+						wall, s.Events, fs.FlowsAdded, fs.Recomputes, fs.FullRecomputes, fs.Refilled, peakRSSMB(), t.StepTimeUs/1e3, 100*t.MFU)
 					tw.Flush()
 					header = false
 					continue
@@ -97,12 +99,14 @@ for a clean peak-memory figure.`,
 	return cmd
 }
 
-// trainingFlows is the number of flows a flow-level training run added (0 on other engines).
-func trainingFlows(res *runner.Result) int64 {
+// trainingFlowStats is the flow engine's counters of a flow-level training run: flows added,
+// rate recomputations, how many of them were full (the rest incremental) and the flows the
+// incremental ones refilled (all zero on other engines).
+func trainingFlowStats(res *runner.Result) flow.Stats {
 	if res.Training == nil || res.Training.Flow == nil {
-		return 0
+		return flow.Stats{}
 	}
-	return res.Training.Flow.FlowsAdded
+	return *res.Training.Flow
 }
 
 // peakRSSMB is the process's maximum resident set size so far, in MB (getrusage; Linux
