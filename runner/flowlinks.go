@@ -60,7 +60,7 @@ func newFlowLinkSeries(layout topo.Topology, r *flowRouter, net *flow.Net, sampl
 	if n == 0 || sample <= 0 || maxLinkCells/n < minFlowLinkIntervals {
 		return nil
 	}
-	f := &flowLinkFeed{net: net, layout: layout, links: r.links, bundle: r.bundle}
+	f := &flowLinkFeed{net: net, layout: layout, links: r.links, bundle: r.linkBundles()}
 	ls := &LinkSeries{ports: n, interval: 8 * sample, lastTx: make([]int64, n), lastDrop: make([]int64, n), fl: f}
 	ls.cap = min(maxFlowLinkIntervals, maxLinkCells/n)
 	f.ls = ls

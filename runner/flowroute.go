@@ -55,7 +55,34 @@ type flowRouter struct {
 	// QP is bound to its port and cannot move [IBTA §9.7]; on restart NCCL builds new
 	// communicators over the ports that are up, so a dead port's rail is left out.
 	crossPlane bool
+	// routes caches the hashed routes of a transport that does not spray (RoCE) while no
+	// link is dead: a training step asks for the same (src, dst, key) every microbatch, and
+	// walking 8 planes' paths hop by hop was a quarter of a RoCE run. routeLinks holds each
+	// route's paths as a length followed by the links. Bounded by routeCacheLinks.
+	routes     map[routeKey]routeVal
+	routeLinks []int32
+	// hostPort maps every directed link to its host's port bundle when a transport that
+	// does not spray has its host links bundled (bundleHostPorts), -1 for the other links;
+	// nil when they are not.
+	hostPort []int32
 }
+
+// routeKey and routeVal are an entry of flowRouter.routes: the paths' start in routeLinks,
+// their number and the route's latency.
+type routeKey struct {
+	src, dst int32
+	key      uint64
+}
+
+type routeVal struct {
+	off   int
+	paths int32
+	lat   sim.Time
+}
+
+// routeCacheLinks bounds flowRouter.routes: at most this many int32 in routeLinks (128 MB),
+// about a million routes of 8 paths of 4 links.
+const routeCacheLinks = 32 << 20
 
 // bundleTable is what routing a bundled flow needs: each host's, T0's and pod's bundle per
 // direction (0 up, 1 down).
@@ -193,6 +220,53 @@ func newFlowRouter(t topo.Topology, m transport.FlowModel, seed uint64, domain i
 	return r, caps
 }
 
+// bundleHostPorts bundles each host's NIC ports for a transport that does not spray (RoCE)
+// on a Clos or fat-tree of several planes, as MRC's bundles do (bundleLinks): a host's QPs
+// to every peer stripe equally over the planes (pick: Paths QPs per plane), so each of its
+// ports in a direction carries the same share of the same flows, and the ports together act
+// as one link of their summed capacity; the max-min rates are the same with a quarter to a
+// half of the (link, coefficient) entries per flow (8 planes: 18 instead of 32 across a
+// Clos, 2 instead of 16 under one T0). Only without faults (a port failing alone breaks the
+// symmetry; the fault model reads the per-plane links): the caller checks. It returns caps
+// with the bundles' capacities appended (bits/s of payload, from caps) and sets hostPort;
+// caps unchanged when the fabric is no Clos or fat-tree, has one plane or the transport
+// sprays.
+func (r *flowRouter) bundleHostPorts(caps []float64) []float64 {
+	if _, ok := r.t.(*topo.Layout); !ok || r.spray || r.bundle != nil || r.planes < 2 || r.dead != nil {
+		return caps
+	}
+	first := len(caps)
+	hosts := r.t.NumHosts()
+	port := make([]int32, 2*len(r.links))
+	for i := range port {
+		port[i] = -1
+	}
+	caps = append(caps, make([]float64, 2*hosts)...)
+	for k, lk := range r.links {
+		if lk.Level != 0 || lk.A.Node < 0 || lk.A.Node >= hosts {
+			continue
+		}
+		for dir := range 2 {
+			id := first + 2*lk.A.Node + dir
+			port[2*k+dir] = int32(id)
+			caps[id] += caps[2*k+dir]
+		}
+	}
+	r.hostPort = port
+	r.routes, r.routeLinks = nil, nil
+	return caps
+}
+
+// linkBundles is what a flow-level link series credits each directed link of the fabric
+// from (flowLinkFeed): the link's bundle (MRC's bundles or the host port bundles), -1 for a
+// link the flows cross themselves; nil when nothing is bundled.
+func (r *flowRouter) linkBundles() []int32 {
+	if r.bundle != nil {
+		return r.bundle
+	}
+	return r.hostPort
+}
+
 // Paths implements flow.Router.
 func (r *flowRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Path, sim.Time, error) {
 	r.scratch = r.scratch[:0]
@@ -206,6 +280,19 @@ func (r *flowRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Pa
 	}
 	if r.bundle != nil {
 		return r.bundled(src, dst, buf)
+	}
+	cacheable := r.dead == nil && !r.spray
+	if cacheable && r.routes != nil {
+		if v, ok := r.routes[routeKey{int32(src), int32(dst), key}]; ok {
+			buf = buf[:0]
+			o := v.off
+			for range v.paths {
+				k := int(r.routeLinks[o])
+				buf = append(buf, flow.Path{Links: r.routeLinks[o+1 : o+1+k : o+1+k], Weight: 1})
+				o += 1 + k
+			}
+			return buf, v.lat, nil
+		}
 	}
 	var live func(i int) bool
 	if r.dead != nil {
@@ -226,10 +313,28 @@ func (r *flowRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Pa
 			return nil, 0, err
 		}
 		lat = max(lat, l)
+		if r.hostPort != nil {
+			for j := start; j < len(r.scratch); j++ {
+				if b := r.hostPort[r.scratch[j]]; b >= 0 {
+					r.scratch[j] = b
+				}
+			}
+		}
 		buf = append(buf, flow.Path{Links: r.scratch[start:len(r.scratch):len(r.scratch)], Weight: 1})
 	}
 	if r.dead != nil && !r.spray {
 		lat = r.detours(src, dst, key, idx, buf, lat)
+	}
+	if cacheable && len(r.routeLinks) < routeCacheLinks {
+		if r.routes == nil {
+			r.routes = make(map[routeKey]routeVal)
+		}
+		v := routeVal{off: len(r.routeLinks), paths: int32(len(buf)), lat: lat}
+		for _, p := range buf {
+			r.routeLinks = append(r.routeLinks, int32(len(p.Links)))
+			r.routeLinks = append(r.routeLinks, p.Links...)
+		}
+		r.routes[routeKey{int32(src), int32(dst), key}] = v
 	}
 	return buf, lat, nil
 }

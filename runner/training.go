@@ -298,6 +298,9 @@ func newFlowTrainBackend(sc *scenario.Scenario, layout topo.Topology, res *Resul
 			}
 		}
 	}
+	if b.ff == nil {
+		caps = base.bundleHostPorts(caps)
+	}
 	if b.fnet, err = flow.New(s, caps, ncfg); err != nil {
 		return nil, err
 	}
