@@ -105,10 +105,11 @@ func (n *Net) fill() bool {
 		newStall = n.stallUpdate(s) || newStall
 	}
 	for _, l := range n.used {
-		n.settleLink(l, n.fillNow)
-		n.load[l] = max(0, n.capa[l]-ls[l].rem)
+		if load := max(0, n.capa[l]-ls[l].rem); load != n.load[l] {
+			n.settleLink(l, n.fillNow)
+			n.load[l] = load
+		}
 	}
-	n.rekeyAll()
 	return newStall
 }
 
@@ -245,10 +246,14 @@ func (n *Net) initLink(l int32, k int) {
 // freeze fixes the rate of the flow in slot at r (its bottleneck bott: a link, -1 its cap,
 // -2 none) and takes it out of its links' unfrozen sums.
 func (n *Net) freeze(slot int32, r float64, bott int32) {
-	n.settle(slot, n.fillNow) // its remaining bytes at the rate it had
 	f := &n.flows[slot]
+	if r != f.rate {
+		// Its remaining bytes at the rate it had, and new completion keys (rekeyChanged).
+		n.settle(slot, n.fillNow)
+		f.rate = r
+		n.changed = append(n.changed, slot)
+	}
 	n.fs.mark[slot] = n.fs.epoch
-	f.rate = r
 	f.bott = bott
 	ls := n.fs.ls
 	for i := range f.ents {

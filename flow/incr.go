@@ -259,14 +259,14 @@ func (n *Net) fillIncr() (newStall, ok bool) {
 	// Commit: the loads of the links whose flows changed, and the stall records.
 	for _, l := range is.links {
 		if len(n.lists[l]) > 0 {
-			n.linkStats(l)
-			n.settleLink(l, n.fillNow)
-			n.load[l] = is.lload[l]
+			if n.linkStats(l); is.lload[l] != n.load[l] {
+				n.settleLink(l, n.fillNow)
+				n.load[l] = is.lload[l]
+			}
 		}
 	}
 	for _, s := range is.a {
 		newStall = n.stallUpdate(s) || newStall
-		n.rekey(s)
 	}
 	n.stats.Refilled += int64(len(is.a))
 	return newStall, true

@@ -182,6 +182,7 @@ type Net struct {
 	// instant it can count as sent (finished: less than a byte left), a lower bound that is
 	// checked when reached.
 	hDrain, hSent timeHeap
+	changed       []int32 // slots whose rate the recomputation in progress changed (freeze)
 	deferAt       sim.Time
 	defers        int
 	// endPending: an end-of-instant wake is queued at deferAt.
@@ -805,19 +806,27 @@ func (n *Net) rekey(slot int32) {
 	n.hSent.set(slot, sentKey(f))
 }
 
-// rekeyAll sets every active flow's completion keys (after a full fill) in O(active).
-func (n *Net) rekeyAll() {
-	for _, s := range n.active {
-		f := &n.flows[s]
-		if n.hDrain.pos[s] < 0 {
-			n.rekey(s)
-			continue
+// rekeyChanged sets the completion keys of the flows whose rate a recomputation changed
+// (n.changed, duplicates allowed): one by one in O(log active) each, or when they are many
+// all at once and the heaps rebuilt in O(active).
+func (n *Net) rekeyChanged() {
+	if 8*len(n.changed) < len(n.active) {
+		for _, s := range n.changed {
+			if n.flows[s].state == stActive && n.hDrain.pos[s] >= 0 {
+				n.rekey(s)
+			}
 		}
-		n.hDrain.setLazy(s, drainKey(f))
-		n.hSent.setLazy(s, sentKey(f))
+	} else {
+		for _, s := range n.changed {
+			if f := &n.flows[s]; f.state == stActive && n.hDrain.pos[s] >= 0 {
+				n.hDrain.setLazy(s, drainKey(f))
+				n.hSent.setLazy(s, sentKey(f))
+			}
+		}
+		n.hDrain.heapify()
+		n.hSent.heapify()
 	}
-	n.hDrain.heapify()
-	n.hSent.heapify()
+	n.changed = n.changed[:0]
 }
 
 // finished reports whether an active flow counts as sent: less than one byte left, or its
@@ -977,6 +986,7 @@ func (n *Net) recompute(now sim.Time) {
 	n.stats.Recomputes++
 	n.fillNow = now
 	newStall := n.rates()
+	n.rekeyChanged()
 	n.nextDone, _ = n.hDrain.top()
 	n.stats.RecomputeWall += time.Since(t0)
 	if newStall && n.cfg.OnStall != nil {

@@ -2,9 +2,8 @@ package flow
 
 import "github.com/lockstepsim/lockstep/sim"
 
-// timeHeap is an indexed binary min-heap of flow slots keyed by an instant, ties by slot (an
-// order fixed by the inputs): the Net's completion heaps (net.go, "Completions"). Every
-// active flow has an entry; its key is sim.MaxTime while it cannot complete. pos gives each
+// timeHeap is an indexed 4-ary min-heap of flow slots keyed by an instant: the Net's
+// completion heaps (net.go, Net.hDrain and Net.hSent). Every active flow has an entry; its key is sim.MaxTime while it cannot complete. pos gives each
 // slot's index in the heap (-1 none), so a key changes in O(log n).
 type timeHeap struct {
 	at   []sim.Time // by heap index
@@ -25,44 +24,48 @@ func (h *timeHeap) top() (sim.Time, int32) {
 	return h.at[0], h.slot[0]
 }
 
-func (h *timeHeap) less(i, j int) bool {
-	return h.at[i] < h.at[j] || (h.at[i] == h.at[j] && h.slot[i] < h.slot[j])
-}
-
-func (h *timeHeap) swap(i, j int) {
-	h.at[i], h.at[j] = h.at[j], h.at[i]
-	h.slot[i], h.slot[j] = h.slot[j], h.slot[i]
-	h.pos[h.slot[i]] = int32(i)
-	h.pos[h.slot[j]] = int32(j)
-}
+// The heap is 4-ary (half the levels of a binary heap; a node's four children's keys share a
+// cache line) and moves entries into the hole rather than swapping. Equal keys are left in
+// the order the operations put them in (fixed by the inputs).
 
 func (h *timeHeap) up(i int) {
+	at, s := h.at[i], h.slot[i]
 	for i > 0 {
-		p := (i - 1) / 2
-		if !h.less(i, p) {
-			return
+		p := (i - 1) / 4
+		if h.at[p] <= at {
+			break
 		}
-		h.swap(i, p)
+		h.at[i], h.slot[i] = h.at[p], h.slot[p]
+		h.pos[h.slot[i]] = int32(i)
 		i = p
 	}
+	h.at[i], h.slot[i] = at, s
+	h.pos[s] = int32(i)
 }
 
 func (h *timeHeap) down(i int) {
 	n := len(h.at)
+	at, s := h.at[i], h.slot[i]
 	for {
-		c := 2*i + 1
+		c := 4*i + 1
 		if c >= n {
-			return
+			break
 		}
-		if c+1 < n && h.less(c+1, c) {
-			c++
+		m, mk := c, h.at[c]
+		for j := c + 1; j < min(c+4, n); j++ {
+			if h.at[j] < mk {
+				m, mk = j, h.at[j]
+			}
 		}
-		if !h.less(c, i) {
-			return
+		if mk >= at {
+			break
 		}
-		h.swap(i, c)
-		i = c
+		h.at[i], h.slot[i] = mk, h.slot[m]
+		h.pos[h.slot[i]] = int32(i)
+		i = m
 	}
+	h.at[i], h.slot[i] = at, s
+	h.pos[s] = int32(i)
 }
 
 // set gives slot the key at, adding it when absent.
@@ -92,7 +95,10 @@ func (h *timeHeap) setLazy(slot int32, at sim.Time) { h.at[h.pos[slot]] = at }
 
 // heapify restores the heap order in O(n) (Floyd).
 func (h *timeHeap) heapify() {
-	for i := len(h.at)/2 - 1; i >= 0; i-- {
+	if len(h.at) < 2 {
+		return
+	}
+	for i := (len(h.at) - 2) / 4; i >= 0; i-- {
 		h.down(i)
 	}
 }

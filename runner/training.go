@@ -115,10 +115,13 @@ func (t *TrainingRun) WriteStepsCSV(w io.Writer) error { return t.Result.WriteSt
 // QPs hashed onto the link break); a shorter one stalls them, and they resume.
 func flapProcesses(sc *scenario.Scenario, layout topo.Topology, fm *transport.FlowModel) ([]training.FailureProcess, error) {
 	var out []training.FailureProcess
-	inv := fault.FromLayout(layout)
+	var inv *fault.Inventory
 	for i, f := range sc.Faults {
 		if f.Action != scenario.FaultFlap || f.Period <= 0 || f.Random != nil {
 			continue // not a recurring flap (the simulated steps apply every fault)
+		}
+		if inv == nil {
+			inv = fault.FromLayout(layout) // every element's name: seconds at 131,072 hosts
 		}
 		one := f
 		one.Action, one.At, one.DownFor, one.Period, one.Count, one.For = scenario.FaultDown, 0, 0, 0, 0, 0

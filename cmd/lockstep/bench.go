@@ -31,9 +31,12 @@ Presets: perm-1024 (3-tier k=16 fat-tree, 1,024-flow permutation of 2 MB, MRC), 
 (the same on k=32), and the MRC stress cases incast-255 (255 -> 1 of 100 KB; ideal 2,121 us)
 and incast-1023-2mb (1,023 -> 1 of 2 MB; ideal 169 ms), whose FCT max is the incast's JCT;
 the training presets train-405b-8k, train-405b-16k (Llama-3-405B as Meta ran it, Llama 3 paper
-Table 4: 43% and 41% BF16 MFU) and train-405b-131k (the flow tier at 131,072 GPUs with 16
-microbatches), which print the step time and MFU instead of FCTs. Run one preset per process
-for a clean peak-memory figure.`,
+Table 4: 43% and 41% BF16 MFU), train-405b-131k (the flow tier at 131,072 GPUs with 16
+microbatches, MRC) and train-405b-131k-roce (the same under RoCE), and train-dsv3-2k and
+train-dsv3-2k-roce (DeepSeek-V3 with PP 16 and EP 32 on 2,048 GPUs, MRC and RoCE), which print
+the step time and MFU instead of FCTs, with the flow engine's rate recomputations (recomputes),
+how many of them were full (the rest incremental) and the flows the incremental ones refilled.
+Run one preset per process for a clean peak-memory figure.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if list {
 				for _, n := range scenario.Presets() {

@@ -22,7 +22,7 @@ func TestBenchListAndUnknown(t *testing.T) {
 
 // run accepts a preset name where a file is expected, and every preset parses.
 func TestRunPresetNames(t *testing.T) {
-	for _, p := range []string{"perm-1024", "perm-8192", "mrc-fail"} {
+	for _, p := range []string{"perm-1024", "perm-8192", "mrc-fail", "train-405b-131k", "train-405b-131k-roce", "train-dsv3-2k", "train-dsv3-2k-roce"} {
 		if _, err := loadScenarioArg(p); err != nil {
 			t.Errorf("preset %s: %v", p, err)
 		}
