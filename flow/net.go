@@ -112,7 +112,10 @@ type flowState struct {
 	stalled   bool // rate 0 at the last recomputation
 	held      bool // Hold: kept at rate 0 (its own cap in side[slot].cap0)
 	sided     bool // side[slot] belongs to this flow (it has stalled or been held)
-	done      func(now sim.Time)
+	// dgen and sgen are the generations of the flow's entries in Net.hDrain and Net.hSent:
+	// an entry of another generation is stale.
+	dgen, sgen uint32
+	done       func(now sim.Time)
 }
 
 // stallRec is the rarely used part of a flow's state, kept beside the flow table (Net.side,
@@ -177,11 +180,11 @@ type Net struct {
 	wakeAt   sim.Time // the timer's deadline (MaxTime: stopped)
 	inWake   bool
 	dirty    bool // rates need recomputing
-	// Completions: every active flow is in both heaps. hDrain is keyed by when its last
-	// byte leaves at its current rate (the timer's next deadline); hSent by the earliest
-	// instant it can count as sent (finished: less than a byte left), a lower bound that is
-	// checked when reached.
-	hDrain, hSent timeHeap
+	// Completions: every active flow with a rate has a live entry in both heaps (kent).
+	// hDrain is keyed by when its last byte leaves at its current rate (the timer's next
+	// deadline); hSent by the earliest instant it can count as sent (finished: less than a
+	// byte left), a lower bound checked when reached.
+	hDrain, hSent keyHeap
 	changed       []int32 // slots whose rate the recomputation in progress changed (freeze)
 	deferAt       sim.Time
 	defers        int
@@ -412,11 +415,10 @@ func (n *Net) commitFlow(at sim.Time, f Flow) (int32, error) {
 		n.fs.solo = append(n.fs.solo, 0)
 		n.fs.soloLink = append(n.fs.soloLink, 0)
 		n.inc.growSlots()
-		n.hDrain.grow()
-		n.hSent.grow()
 		slot = int32(len(n.flows) - 1)
 	}
 	st := &n.flows[slot]
+	dgen, sgen := st.dgen, st.sgen // the slot's key generations go on: old entries stay stale
 	ents := n.takeEntries(st.ents[:0])
 	c := f.Cap
 	if c == 0 {
@@ -425,6 +427,7 @@ func (n *Net) commitFlow(at sim.Time, f Flow) (int32, error) {
 	*st = flowState{
 		id: n.nextID, ents: ents, bytes: f.Bytes, cap: c, lat: f.Latency, start: at,
 		src: int32(f.Src), dst: int32(f.Dst), bott: -2, apos: -1, state: stPending, done: f.Done,
+		dgen: dgen + 1, sgen: sgen + 1,
 	}
 	n.nextID++
 	n.stats.FlowsAdded++
@@ -714,20 +717,45 @@ func (n *Net) advance(now sim.Time) {
 		n.last = now
 	}
 	for n.hSent.len() > 0 {
-		at, s := n.hSent.top()
-		if at > now {
-			break
-		}
-		n.settle(s, now)
-		f := &n.flows[s]
-		if finished(f) {
-			n.hSent.remove(s)
-			n.hDrain.remove(s)
-			n.doneBuf = append(n.doneBuf, s)
+		e := n.hSent.e[0]
+		f := &n.flows[e.slot]
+		if f.state != stActive || f.sgen != e.gen {
+			n.hSent.pop() // stale
 			continue
 		}
-		n.hSent.set(s, max(sentKey(f), now+1))
+		if e.at > now {
+			break
+		}
+		n.hSent.pop()
+		n.settle(e.slot, now)
+		if finished(f) {
+			n.unkey(e.slot)
+			n.doneBuf = append(n.doneBuf, e.slot)
+			continue
+		}
+		f.sgen++
+		n.hSent.push(kent{at: max(sentKey(f), now+1), slot: e.slot, gen: f.sgen})
 	}
+}
+
+// unkey makes the completion entries of the flow in slot stale (it completed, or is about
+// to be rekeyed).
+func (n *Net) unkey(slot int32) {
+	f := &n.flows[slot]
+	f.dgen++
+	f.sgen++
+}
+
+// drainTop returns the earliest live hDrain key (MaxTime: none), dropping stale entries.
+func (n *Net) drainTop() sim.Time {
+	for n.hDrain.len() > 0 {
+		e := n.hDrain.e[0]
+		if f := &n.flows[e.slot]; f.state == stActive && f.dgen == e.gen {
+			return e.at
+		}
+		n.hDrain.pop()
+	}
+	return sim.MaxTime
 }
 
 // settle brings the remaining bytes of the active flow in slot up to now at its current
@@ -799,11 +827,17 @@ func drainKey(f *flowState) sim.Time {
 	return f.upd + d
 }
 
-// rekey sets the completion keys of the active flow in slot from its settled state and rate.
+// rekey gives the active flow in slot new completion entries from its settled state and
+// rate (none while it cannot complete).
 func (n *Net) rekey(slot int32) {
+	n.unkey(slot)
 	f := &n.flows[slot]
-	n.hDrain.set(slot, drainKey(f))
-	n.hSent.set(slot, sentKey(f))
+	if k := drainKey(f); k != sim.MaxTime {
+		n.hDrain.push(kent{at: k, slot: slot, gen: f.dgen})
+	}
+	if k := sentKey(f); k != sim.MaxTime {
+		n.hSent.push(kent{at: k, slot: slot, gen: f.sgen})
+	}
 }
 
 // rekeyChanged sets the completion keys of the flows whose rate a recomputation changed
@@ -812,15 +846,25 @@ func (n *Net) rekey(slot int32) {
 func (n *Net) rekeyChanged() {
 	if 8*len(n.changed) < len(n.active) {
 		for _, s := range n.changed {
-			if n.flows[s].state == stActive && n.hDrain.pos[s] >= 0 {
+			if n.flows[s].state == stActive {
 				n.rekey(s)
 			}
 		}
+		if limit := 2*len(n.active) + 1024; n.hDrain.len() > limit || n.hSent.len() > limit {
+			n.hDrain.filter(func(e kent) bool { f := &n.flows[e.slot]; return f.state == stActive && f.dgen == e.gen })
+			n.hSent.filter(func(e kent) bool { f := &n.flows[e.slot]; return f.state == stActive && f.sgen == e.gen })
+		}
 	} else {
-		for _, s := range n.changed {
-			if f := &n.flows[s]; f.state == stActive && n.hDrain.pos[s] >= 0 {
-				n.hDrain.setLazy(s, drainKey(f))
-				n.hSent.setLazy(s, sentKey(f))
+		// Many: every active flow's entries afresh, the heaps built in O(active).
+		n.hDrain.e, n.hSent.e = n.hDrain.e[:0], n.hSent.e[:0]
+		for _, s := range n.active {
+			n.unkey(s)
+			f := &n.flows[s]
+			if k := drainKey(f); k != sim.MaxTime {
+				n.hDrain.e = append(n.hDrain.e, kent{at: k, slot: s, gen: f.dgen})
+			}
+			if k := sentKey(f); k != sim.MaxTime {
+				n.hSent.e = append(n.hSent.e, kent{at: k, slot: s, gen: f.sgen})
 			}
 		}
 		n.hDrain.heapify()
@@ -853,8 +897,6 @@ func (n *Net) activate(slot int32) {
 	f.apos = int32(len(n.active))
 	n.active = append(n.active, slot)
 	n.stats.MaxActive = max(n.stats.MaxActive, len(n.active))
-	n.hDrain.set(slot, sim.MaxTime) // keyed at the recomputation that gives it a rate
-	n.hSent.set(slot, sim.MaxTime)
 	n.linkFlow(slot)
 }
 
@@ -890,8 +932,7 @@ func (n *Net) deactivate(slot int32) {
 	n.flows[last].apos = f.apos
 	n.active = n.active[:len(n.active)-1]
 	f.apos = -1
-	n.hDrain.remove(slot)
-	n.hSent.remove(slot)
+	n.unkey(slot)
 	n.unlinkFlow(slot)
 	if f.stalled {
 		f.stalled = false
@@ -987,7 +1028,7 @@ func (n *Net) recompute(now sim.Time) {
 	n.fillNow = now
 	newStall := n.rates()
 	n.rekeyChanged()
-	n.nextDone, _ = n.hDrain.top()
+	n.nextDone = n.drainTop()
 	n.stats.RecomputeWall += time.Since(t0)
 	if newStall && n.cfg.OnStall != nil {
 		n.cfg.OnStall(now, n.Err())
