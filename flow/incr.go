@@ -66,8 +66,11 @@ type incrState struct {
 
 	// Back-off: after an incremental attempt gave up, the next skip recomputations are full
 	// without trying; backoff doubles (up to maxBackoff) with every attempt that gives up and
-	// resets on one that succeeds.
-	skip, backoff int
+	// resets on one that succeeds. The skipping ends early once more than twice as many
+	// flows are active as when the attempt gave up (skipActive): the change that made it give
+	// up (a batch of flows starting or ending among few) says little about single changes
+	// among many, and a full fill among many costs far more.
+	skip, backoff, skipActive int
 
 	// One incremental recomputation.
 	aep    uint32
@@ -170,15 +173,15 @@ func (n *Net) rates() bool {
 	defer is.resetChanges()
 	switch {
 	case n.cfg.FullRecompute:
-	case is.skip > 0 && !incrAlways:
+	case is.skip > 0 && !incrAlways && len(n.active) <= 2*is.skipActive:
 		is.skip--
 	default:
 		if newStall, ok := n.fillIncr(); ok {
-			is.backoff = 0
+			is.backoff, is.skip = 0, 0
 			return newStall
 		}
 		is.backoff = min(2*is.backoff+1, maxBackoff)
-		is.skip = is.backoff
+		is.skip, is.skipActive = is.backoff, len(n.active)
 	}
 	n.stats.FullRecomputes++
 	return n.fill()
@@ -312,13 +315,12 @@ func (n *Net) refill() {
 		list := n.lists[l]
 		is.work += len(list)
 		for _, ref := range list {
-			g := &n.flows[ref.slot]
 			if is.inA[ref.slot] == aep {
-				w += g.ents[ref.ent].coef
+				w += ref.coef
 				cnt++
 				one = ref.slot
 			} else {
-				rem -= g.ents[ref.ent].coef * g.rate
+				rem -= ref.coef * n.flows[ref.slot].rate
 				fs.mark[ref.slot] = ep
 			}
 		}
@@ -420,7 +422,7 @@ func (n *Net) linkStats(l int32) float64 {
 	for _, ref := range list {
 		g := &n.flows[ref.slot]
 		mx = max(mx, g.rate)
-		load += g.ents[ref.ent].coef * g.rate
+		load += ref.coef * g.rate
 	}
 	is.lmaxAt[l], is.lmax[l], is.lload[l] = is.rnd, mx, load
 	return mx

@@ -87,10 +87,13 @@ type entry struct {
 	coef float64 // sum of the weights of the flow's paths through link, > 0
 }
 
-// linkRef is one active flow crossing a link: the flow's slot and the index of its entry.
+// linkRef is one active flow crossing a link: the flow's slot, the index of its entry and
+// the entry's coefficient (a copy, so that a pass over a link's flows reads the flows' rates
+// and not their entries).
 type linkRef struct {
 	slot int32
 	ent  int32
+	coef float64
 }
 
 // flowState is one slot of the flow table. Slots are reused after delivery.
@@ -827,50 +830,42 @@ func drainKey(f *flowState) sim.Time {
 	return f.upd + d
 }
 
-// rekey gives the active flow in slot new completion entries from its settled state and
-// rate (none while it cannot complete).
-func (n *Net) rekey(slot int32) {
-	n.unkey(slot)
-	f := &n.flows[slot]
-	if k := drainKey(f); k != sim.MaxTime {
-		n.hDrain.push(kent{at: k, slot: slot, gen: f.dgen})
-	}
-	if k := sentKey(f); k != sim.MaxTime {
-		n.hSent.push(kent{at: k, slot: slot, gen: f.sgen})
-	}
-}
 
-// rekeyChanged sets the completion keys of the flows whose rate a recomputation changed
-// (n.changed, duplicates allowed): one by one in O(log active) each, or when they are many
-// all at once and the heaps rebuilt in O(active).
+// rekeyChanged gives the flows whose rate a recomputation changed (n.changed, duplicates
+// allowed) new completion entries: pushed one by one in O(log n) each, or when they are
+// many appended and the heaps rebuilt in O(heap size) (no flow but the changed ones is
+// read). The heaps are compacted when stale entries outnumber the live ones.
 func (n *Net) rekeyChanged() {
-	if 8*len(n.changed) < len(n.active) {
-		for _, s := range n.changed {
-			if n.flows[s].state == stActive {
-				n.rekey(s)
+	many := 8*len(n.changed) >= len(n.active)
+	for _, s := range n.changed {
+		f := &n.flows[s]
+		if f.state != stActive {
+			continue
+		}
+		n.unkey(s)
+		if k := drainKey(f); k != sim.MaxTime {
+			if e := (kent{at: k, slot: s, gen: f.dgen}); many {
+				n.hDrain.e = append(n.hDrain.e, e)
+			} else {
+				n.hDrain.push(e)
 			}
 		}
-		if limit := 2*len(n.active) + 1024; n.hDrain.len() > limit || n.hSent.len() > limit {
-			n.hDrain.filter(func(e kent) bool { f := &n.flows[e.slot]; return f.state == stActive && f.dgen == e.gen })
-			n.hSent.filter(func(e kent) bool { f := &n.flows[e.slot]; return f.state == stActive && f.sgen == e.gen })
-		}
-	} else {
-		// Many: every active flow's entries afresh, the heaps built in O(active).
-		n.hDrain.e, n.hSent.e = n.hDrain.e[:0], n.hSent.e[:0]
-		for _, s := range n.active {
-			n.unkey(s)
-			f := &n.flows[s]
-			if k := drainKey(f); k != sim.MaxTime {
-				n.hDrain.e = append(n.hDrain.e, kent{at: k, slot: s, gen: f.dgen})
-			}
-			if k := sentKey(f); k != sim.MaxTime {
-				n.hSent.e = append(n.hSent.e, kent{at: k, slot: s, gen: f.sgen})
+		if k := sentKey(f); k != sim.MaxTime {
+			if e := (kent{at: k, slot: s, gen: f.sgen}); many {
+				n.hSent.e = append(n.hSent.e, e)
+			} else {
+				n.hSent.push(e)
 			}
 		}
+	}
+	n.changed = n.changed[:0]
+	if limit := 2*len(n.active) + 1024; n.hDrain.len() > limit || n.hSent.len() > limit {
+		n.hDrain.filter(func(e kent) bool { f := &n.flows[e.slot]; return f.state == stActive && f.dgen == e.gen })
+		n.hSent.filter(func(e kent) bool { f := &n.flows[e.slot]; return f.state == stActive && f.sgen == e.gen })
+	} else if many {
 		n.hDrain.heapify()
 		n.hSent.heapify()
 	}
-	n.changed = n.changed[:0]
 }
 
 // finished reports whether an active flow counts as sent: less than one byte left, or its
@@ -913,7 +908,7 @@ func (n *Net) linkFlow(slot int32) {
 			n.lupd[l] = n.s.Now()
 		}
 		e.pos = int32(len(n.lists[l]))
-		n.lists[l] = append(n.lists[l], linkRef{slot: slot, ent: int32(i)})
+		n.lists[l] = append(n.lists[l], linkRef{slot: slot, ent: int32(i), coef: e.coef})
 		n.wsum[l] += e.coef
 	}
 	n.nEnts += len(f.ents)
