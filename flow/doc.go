@@ -49,12 +49,16 @@
 //
 // # Events and rounding
 //
-// Rates are float64 bits per second and remaining bytes float64, updated lazily: at each
-// of the Net's events every active flow's remaining bytes drop by rate x elapsed. The next
-// completion is the earliest remaining x 8 / rate over the active flows, rounded up to a whole
-// picosecond (a value within 0.001 ps above a whole number rounds down, which absorbs float
-// error in exact cases); at that instant a flow completes when fewer than 1 byte remains or
-// its last byte would leave within half a picosecond. So completion times are exact to the
+// Rates are float64 bits per second and remaining bytes float64, updated lazily: a flow's
+// remaining bytes drop by rate x elapsed only when its rate changes or it is checked for
+// completion, a link's byte count only when its load changes or it is read. A flow's next
+// completion is remaining x 8 / rate after that update, rounded up to a whole picosecond (a
+// value within 0.001 ps above a whole number rounds down, which absorbs float error in exact
+// cases); the earliest over the flows is the Net's next event. At every event a flow
+// completes when fewer than 1 byte remains or its last byte would leave within half a
+// picosecond. Two heaps of completion keys (theap.go, lazy deletion) find those flows without
+// visiting the others: one keyed by each flow's drain instant (the timer's deadline), one by
+// the earliest instant it can count as sent. So completion times are exact to the
 // picosecond for a constant rate, and flows that the exact arithmetic would finish at the
 // same instant (symmetric flows: a ring's edges) finish together and cost one recomputation.
 //
@@ -110,7 +114,9 @@
 // fill, and Stats.FullRecomputes and Stats.Refilled count what was done. The cost of an
 // incremental recomputation is O(sum of the list lengths of the affected flows' links) per
 // round, nothing allocated; the rest of a recomputation (the next completion) and of an event
-// (advancing every flow's remaining bytes) stay O(active flows).
+// is O(log active) per flow whose rate changed or that completes (the completion heaps;
+// until issue 21's speed work it was O(active flows) per event: every flow advanced and
+// scanned).
 //
 // Measured on the same shared 2-core machine (BenchmarkFinish16kFull/Incr: 16,384
 // single-path ECMP flows on a one-plane 2-tier clos finishing one by one in random order):

@@ -830,7 +830,6 @@ func drainKey(f *flowState) sim.Time {
 	return f.upd + d
 }
 
-
 // rekeyChanged gives the flows whose rate a recomputation changed (n.changed, duplicates
 // allowed) new completion entries: pushed one by one in O(log n) each, or when they are
 // many appended and the heaps rebuilt in O(heap size) (no flow but the changed ones is
