@@ -28,7 +28,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"validate", "perm"}, perm, ":0"},
 		{[]string{"sweep", "perm"}, perm, ":0"},
 		{[]string{"compare", "mrc-fail", "perm"}, perm, ":0"},
-		{[]string{"bench", "perm-1024", "train-405b-1"}, []string{"train-405b-131k", "train-405b-16k"}, ":4"},
+		{[]string{"bench", "perm-1024", "train-405b-1"}, []string{"train-405b-131k", "train-405b-131k-roce", "train-405b-16k"}, ":4"},
 		{[]string{"validate", ""}, scenario.Presets(), ":0"},
 		{[]string{"run", "mrc-fail", ""}, nil, ":4"}, // one argument only
 		{[]string{"topo", "--kind", "t"}, []string{"torus"}, ":4"},
