@@ -289,8 +289,10 @@ func TestFlowEngineScenarioChecks(t *testing.T) {
 	for _, c := range []struct {
 		name, yaml, err string
 	}{
-		{"traffic", topo + "traffic: [{pattern: permutation, bytes: 1MiB}]\ntransport: {kind: mrc}\nrun: {engine: flow}\n",
-			"run.engine: flow runs workloads only"},
+		{"traffic", topo + "traffic: [{pattern: permutation, bytes: 1MiB}]\ntransport: {kind: mrc}\nrun: {engine: flow}\n", ""},
+		{"traffic with faults", topo + "traffic: [{pattern: permutation, bytes: 1MiB}]\ntransport: {kind: roce}\nfaults: [{at: 1us, link: h0.p0, action: down}]\nrun: {engine: flow}\n", ""},
+		{"raw traffic", topo + "traffic: [{pattern: permutation, load: 0.5}]\nrun: {engine: flow}\n",
+			"raw traffic is paced packets"},
 		{"faults", topo + "workload: {collectives: [{op: all_reduce, bytes: 1MiB}]}\nfaults: [{at: 1us, link: h0.p0, action: down}]\nrun: {engine: flow}\n",
 			"faults: not supported with run.engine flow"},
 		{"reduce rate", topo + "workload: {collectives: [{op: all_reduce, bytes: 1MiB, reduce_rate: 1600G}]}\nrun: {engine: flow}\n",

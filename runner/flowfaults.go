@@ -107,6 +107,13 @@ type flowFaults struct {
 	byCause  map[[3]int64]int // failure -> index in restarts
 	stallBuf []flow.StallInfo
 	notes    []string
+
+	// onQPError, when set (a traffic run: flowTraffic), makes a QP error final, as a
+	// transport's QP in the error state is: the flow stays held and is never released, and
+	// onQPError hears of it (at the instant its QPs gave up, the stall and the event behind
+	// it, -1 unknown) instead of a job restart being recorded. It may be called more than
+	// once for one flow.
+	onQPError func(at sim.Time, st flow.StallInfo, ev int)
 }
 
 // qpWait is a flow of a transport without endpoint reroute (RoCE) whose path died: it
@@ -597,7 +604,7 @@ func (ff *flowFaults) tick(now sim.Time, i int) {
 // releaseErrored lets the flows whose QPs gave up go on once their path is live: the
 // restarted job's traffic on the network as it is now.
 func (ff *flowFaults) releaseErrored() {
-	if ff.errored == 0 {
+	if ff.errored == 0 || ff.onQPError != nil {
 		return
 	}
 	ids := make([]flow.FlowID, 0, ff.errored)
@@ -633,6 +640,10 @@ func (ff *flowFaults) check(now sim.Time) {
 // qpError records that the QPs of flow st (stalled since st.Since on st.Link by event ev)
 // gave up at: a job restart, once per failure.
 func (ff *flowFaults) qpError(at sim.Time, st flow.StallInfo, ev int) {
+	if ff.onQPError != nil {
+		ff.onQPError(at, st, ev)
+		return
+	}
 	{
 		key := [3]int64{-1, -1, -1}
 		if ev >= 0 {

@@ -112,7 +112,11 @@ func (r *resolver) engine() error {
 	}
 	if run.Engine == EngineFlow && sc.Workload.Training == nil {
 		if len(sc.Workload.Collectives) == 0 && sc.Workload.Chakra == nil {
-			return Errorf("run.engine", "flow runs workloads only (workload.collectives, workload.training or workload.chakra); traffic groups run at packet level (run.engine: packet)")
+			// Traffic groups: transfers at flow level (runner/flowtraffic.go), faults included.
+			if sc.Transport.Kind == TransportRaw {
+				return Errorf("run.engine", "flow carries transfers, and raw traffic is paced packets with no transfer size; use a transport (transport.kind mrc or roce) for traffic at flow level, or run.engine: packet for raw traffic")
+			}
+			return nil
 		}
 		if len(sc.Faults) > 0 {
 			return Errorf("faults", "not supported with run.engine flow yet; run the collectives at packet level (run.engine: packet) to fail links")

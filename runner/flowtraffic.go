@@ -1,0 +1,540 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/lockstepsim/lockstep/fault"
+	"github.com/lockstepsim/lockstep/flow"
+	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/transport"
+	"github.com/lockstepsim/lockstep/transport/nic"
+	"github.com/lockstepsim/lockstep/workload/collective"
+)
+
+// flowTraffic carries a scenario's traffic transfers (permutation, incast, flows, Poisson
+// arrivals, htsim and ns-3 flow files, triggers) at flow level (run.engine flow): it is the
+// transport.Endpoint of a flow-level traffic run, so runTransport, the triggers
+// (triggers.go), flows.csv, the summary's transport block and the outcome marking are the
+// packet level's, unchanged. Nothing here knows which transport runs: every difference comes
+// from its flow model (transport.FlowModel, through flowRouter and flowFaults).
+//
+// The model. Each transfer is one fluid flow (flow.Collectives.Send) from its post, routed
+// as its transport routes: a spraying transport (MRC) over the link bundles of a Clos or
+// fat-tree or its sampled minimal paths elsewhere, an ECMP transport (RoCE) on the path its
+// QP hashes to, one per plane per QP (the transfer's own key, as a QP's own source port). The
+// fabric links run at their payload rate (payloadShare: the headers' share of the wire is
+// charged); the NIC is the host links of every plane. A transfer's last byte reaches the
+// receiver its path's latency after the bottleneck sent it (the propagation and switch
+// hops, plus one packet's store and forward per hop: flowRouter.walk), which places it
+// (Hooks.FlowPlaced); its sender completes when the acknowledgement of that byte is back,
+// one ACK's one-way time later (ackLatency), which is its FCT (Hooks.FlowSent), as at
+// packet level. With faults, flowFaults applies them at their times; a QP that gives up
+// errors its transfer for good (as a QP in the error state: flowFaults.onQPError), and
+// the run halts once only errored transfers are left.
+//
+// What the fluid model leaves out (docs/flow-agreement.md measures it against the packet
+// level): queueing delay and congestion control dynamics (every flow is at its max-min rate
+// from its first byte: no slow start, no window, no DCQCN cuts), packet loss (a lossy link
+// is a capacity loss, flowFaults), and ECMP collisions inside a plane for a spraying
+// transport.
+type flowTraffic struct {
+	s      *sim.Sim
+	layout topo.Topology
+	params topo.Params
+	r      *flowRouter
+	net    *flow.Net
+	fc     *flow.Collectives
+	ff     *flowFaults
+	links  *flowLinkFeed
+	model  transport.FlowModel
+	kind   string
+	name   string
+	seed   uint64
+	hooks  transport.Hooks
+
+	nicRate sim.Rate // every plane's host link
+	pay     int64    // payload bytes of a full data packet
+	flows   []ftFlow
+	posted  int64 // payload posted
+	sent    int   // transfers whose sender completed
+	errored int   // transfers whose QPs gave up
+	errs    []error
+	errAt   []sim.Time
+	running int // transfers posted, not completed and not errored
+
+	kAck     sim.Kind
+	fct      *hdrhistogram.Histogram
+	fctMax   int64
+	activeAt sim.Time
+	buf      []flow.FlowInfo
+}
+
+// ftFlow is one transfer of a flow-level traffic run.
+type ftFlow struct {
+	src, dst int
+	bytes    int64
+	hops     int
+	start    sim.Time
+	placedAt sim.Time // 0: not placed
+	done     sim.Time // its sender's completion, 0: not done
+	ideal    sim.Time
+	ackLat   sim.Time
+	errored  bool
+	active   float64 // payload placed by activeAt as a fraction of line rate; -1 not measured
+}
+
+// newFlowTraffic builds the flow-level endpoint of sc's traffic over layout, with sc's faults
+// applied to it at their times. Errors: the transport has no flow-level model (an
+// *InputError), or its faults do not expand.
+func newFlowTraffic(sc *scenario.Scenario, layout topo.Topology, res *Result) (*flowTraffic, error) {
+	s := res.Sim
+	r, caps, err := scenarioFlowRouter(sc, layout, 0, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	p := layout.Params()
+	ft := &flowTraffic{s: s, layout: layout, params: p, r: r, model: r.model, kind: sc.Transport.Kind, name: r.name,
+		seed: sc.Run.Seed, nicRate: p.HostLink * sim.Rate(p.Planes), fct: transport.NewFCTHistogram()}
+	ft.pay = int64(r.model.WireBytes - r.model.HeaderBytes)
+	stop := func(now sim.Time, err error) { s.Stop(err) }
+	ncfg, ccfg := flow.Config{OnStall: stop}, flow.CollConfig{OnError: stop}
+	ncfg.OnAdvance = func(now sim.Time) {
+		if ft.links != nil {
+			ft.links.observe(now)
+		}
+	}
+	if specs := res.fluidFaults; len(specs) > 0 {
+		idx := make([]int, len(specs))
+		for i := range idx {
+			idx[i] = i
+		}
+		evs, err := expandFaults(specs, idx, fault.FromLayout(layout), sc.Run.Seed)
+		if err != nil {
+			return nil, &InputError{Err: err}
+		}
+		if len(evs) > 0 {
+			ff := newFlowFaults(sc, layout, s, r, caps, evs)
+			ff.onQPError = ft.qpError
+			ft.ff = ff
+			res.Faults = evs
+			ncfg.OnStall = ff.onStall
+			ccfg.OnError = func(now sim.Time, err error) {
+				var se *flow.StallError
+				if !errors.As(err, &se) {
+					s.Stop(err)
+				}
+			}
+			ccfg.Reroutable = true
+			if m := r.model; m.RTO > 0 && !m.EndpointReroute {
+				ccfg.TailLoss, ccfg.TailRTO, ccfg.TailSeed = ff.tailLoss, ff.rto, sc.Run.Seed
+			}
+		}
+	}
+	if ft.net, err = flow.New(s, caps, ncfg); err != nil {
+		return nil, err
+	}
+	ft.links = newFlowLinkSeries(layout, r, ft.net, sc.Run.SampleInterval)
+	if ft.fc, err = flow.NewCollectives(ft.net, &collRouter{flowRouter: r}, ccfg); err != nil {
+		return nil, &InputError{Err: err}
+	}
+	if ft.ff != nil {
+		ft.ff.start(ft.net, ft.fc)
+	}
+	ft.kAck = s.Register("runner.flowtraffic.ack", func(now sim.Time, obj int32, _ uint64) { ft.acked(now, int(obj)) })
+	res.Endpoint, res.DoneAt = ft, sim.MaxTime
+	return ft, nil
+}
+
+// wireBytes is a transfer of b payload bytes on the wire: full packets of ft.pay payload,
+// the last one shorter, each with the model's headers.
+func (ft *flowTraffic) wireBytes(b int64) (wire, pkt int64) {
+	m := ft.model
+	if ft.pay <= 0 {
+		return b, b
+	}
+	full := int64(m.WireBytes)
+	wire = b / ft.pay * full
+	if rem := b % ft.pay; rem > 0 {
+		wire += rem + int64(m.HeaderBytes)
+	}
+	return wire, min(full, wire)
+}
+
+// ackLatency is an acknowledgement's one-way time over hops switches: every link's
+// propagation and switch latency and the ACK's serialisation (topo.Params.RoundTrip with no
+// data packet, less its data direction's hop latencies).
+func (ft *flowTraffic) ackLatency(hops int) sim.Time {
+	return ft.params.RoundTrip(hops, 0, ft.model.AckBytes) - sim.Time(hops+1)*ft.params.HopLatency
+}
+
+// SetHooks implements transport.Endpoint.
+func (ft *flowTraffic) SetHooks(h transport.Hooks) { ft.hooks = h }
+
+// AddFlow implements transport.Endpoint: one transfer of bytes from src to dst posted at
+// start. Errors: hosts out of range, equal, or with no path between them.
+func (ft *flowTraffic) AddFlow(src, dst int, bytes int64, start sim.Time) error {
+	hosts := ft.layout.NumHosts()
+	if src < 0 || src >= hosts || dst < 0 || dst >= hosts {
+		return fmt.Errorf("flow h%d -> h%d: hosts must be in [0, %d)", src, dst, hosts)
+	}
+	if src == dst {
+		return fmt.Errorf("flow h%d -> h%d: source and destination are the same host", src, dst)
+	}
+	if ft.layout.NumPaths(src, dst) == 0 {
+		return fmt.Errorf("flow h%d -> h%d: no path between them in the topology", src, dst)
+	}
+	if bytes < 0 {
+		return fmt.Errorf("flow h%d -> h%d: %d bytes; want >= 0", src, dst, bytes)
+	}
+	i := len(ft.flows)
+	hops := nic.PairHops(ft.layout, src, dst)
+	wire, pkt := ft.wireBytes(bytes)
+	f := ftFlow{src: src, dst: dst, bytes: bytes, hops: hops, start: start, ackLat: ft.ackLatency(hops), active: -1,
+		ideal: nic.IdealTransfer(ft.params, ft.nicRate, hops, wire, pkt, ft.model.AckBytes)}
+	key := sim.Mix64(ft.seed ^ 0x5eed7aff1c ^ uint64(i)*0x9e3779b97f4a7c15)
+	if err := ft.fc.Send(start, src, dst, bytes, key, fmt.Sprintf("flow %d (h%d -> h%d)", i, src, dst),
+		func(now sim.Time) { ft.delivered(now, i) }); err != nil {
+		return err
+	}
+	ft.flows = append(ft.flows, f)
+	ft.posted += bytes
+	ft.running++
+	return nil
+}
+
+// delivered is transfer i's last byte placed at its receiver: FlowPlaced, then its ACK's
+// return.
+func (ft *flowTraffic) delivered(now sim.Time, i int) {
+	f := &ft.flows[i]
+	f.placedAt = now
+	if ft.hooks.FlowPlaced != nil {
+		ft.hooks.FlowPlaced(now, i)
+	}
+	ft.s.At(now+f.ackLat, ft.kAck, int32(i), 0)
+}
+
+// acked is transfer i's sender completing: its FCT, the throughput snapshot at the first
+// completion, FlowSent (which may post more), then OnDone when nothing is left running.
+func (ft *flowTraffic) acked(now sim.Time, i int) {
+	f := &ft.flows[i]
+	if f.errored || f.done > 0 {
+		return
+	}
+	f.done = now
+	ft.sent++
+	ft.running--
+	ns := int64((now - f.start) / sim.Nanosecond)
+	_ = ft.fct.RecordValue(ns)
+	ft.fctMax = max(ft.fctMax, ns)
+	if ft.activeAt == 0 && len(ft.flows) > 1 {
+		ft.snapshotActive(now)
+	}
+	if ft.hooks.FlowSent != nil {
+		ft.hooks.FlowSent(now, i)
+	}
+	ft.settled(now)
+}
+
+// settled calls OnDone when every transfer posted has completed, Halt when those left all
+// errored.
+func (ft *flowTraffic) settled(now sim.Time) {
+	switch {
+	case ft.running > 0:
+	case ft.errored == 0:
+		if ft.hooks.OnDone != nil {
+			ft.hooks.OnDone(now)
+		}
+	case ft.hooks.Halt != nil:
+		ft.hooks.Halt(now)
+	}
+}
+
+// snapshotActive records, at the first completion, every started transfer's payload placed
+// so far over its time active as a fraction of the NIC line rate: the fluid model places a
+// byte when it is sent (the latency aside), as the packet level counts placed bytes.
+func (ft *flowTraffic) snapshotActive(now sim.Time) {
+	ft.activeAt = now
+	got := make(map[int]float64)
+	ft.buf = ft.net.Flows(ft.buf)
+	for _, fi := range ft.buf {
+		if k := ft.ownerOf(fi); k >= 0 {
+			got[k] = float64(fi.Bytes) - fi.Remaining
+		}
+	}
+	for k := range ft.flows {
+		f := &ft.flows[k]
+		if f.start >= now {
+			continue
+		}
+		b, ok := got[k]
+		if !ok {
+			b = float64(f.bytes) // all sent (the fluid model places a byte as it is sent)
+		}
+		f.active = b * 8 / (now - f.start).Seconds() / float64(ft.nicRate)
+	}
+}
+
+// ownerOf maps a sending Net flow to its transfer: the flows of one Send carry its hosts
+// and start, and a transfer is one Net flow, so the launch index is read from the
+// Collectives when faults keep it (Owner), else matched by hosts and start.
+func (ft *flowTraffic) ownerOf(fi flow.FlowInfo) int {
+	if k := ft.fc.Owner(fi.ID); k >= 0 {
+		return k
+	}
+	for k := range ft.flows {
+		f := &ft.flows[k]
+		if f.src == fi.Src && f.dst == fi.Dst && f.start == fi.Start && f.placedAt == 0 && !f.errored {
+			return k
+		}
+	}
+	return -1
+}
+
+// qpError is flowFaults' final QP error (onQPError): the transfer of the stalled flow
+// errors for good, held at rate 0.
+func (ft *flowTraffic) qpError(at sim.Time, st flow.StallInfo, ev int) {
+	k := ft.fc.Owner(st.ID)
+	if k < 0 || ft.flows[k].errored || ft.flows[k].done > 0 {
+		return
+	}
+	f := &ft.flows[k]
+	f.errored = true
+	ft.net.Hold(st.ID, true)
+	ft.errored++
+	ft.running--
+	cause := ""
+	if ev >= 0 {
+		e := &ft.ff.evs[ev]
+		cause = fmt.Sprintf(" (faults[%d]: %s %s at %v)", e.Entry, e.Action, e.Target, e.At)
+	}
+	link := "a dead link"
+	if st.Link >= 0 {
+		link = ft.linkName(st.Link)
+	}
+	ft.errs = append(ft.errs, fmt.Errorf("%s QP h%d -> h%d (flow %d) gave up at %v: no progress since %v on %s%s",
+		ft.name, f.src, f.dst, k, at, st.Since, link, cause))
+	ft.errAt = append(ft.errAt, at)
+	ft.settled(ft.s.Now())
+}
+
+// linkName names flow link l (a directed topology link, a bundle or a scale-up link).
+func (ft *flowTraffic) linkName(l int) string {
+	if l >= 0 && l < 2*len(ft.r.links) {
+		lk := ft.r.links[l/2]
+		a, b := ft.layout.NodeName(lk.A.Node), ft.layout.NodeName(lk.B.Node)
+		if l%2 == 1 {
+			a, b = b, a
+		}
+		return a + " -> " + b
+	}
+	return fmt.Sprintf("flow link %d", l)
+}
+
+// Send implements collective.Transport: a flow-level traffic run carries no collective
+// messages (workloads at flow level run on flow.Collectives directly).
+func (ft *flowTraffic) Send(now sim.Time, m collective.Message) error {
+	return fmt.Errorf("flow level: a traffic run carries no collective messages")
+}
+
+// Outstanding implements transport.Endpoint.
+func (ft *flowTraffic) Outstanding() (running, errs int) { return ft.running + ft.errored, ft.errored }
+
+// Errs implements transport.Endpoint.
+func (ft *flowTraffic) Errs() []error { return ft.errs }
+
+// Stuck implements transport.Endpoint: the transfers not done, from the flow engine's
+// account, and the faults' stalled flows.
+func (ft *flowTraffic) Stuck(max int) string {
+	var b strings.Builder
+	n := 0
+	for k := range ft.flows {
+		f := &ft.flows[k]
+		if f.done > 0 {
+			continue
+		}
+		if n == max {
+			fmt.Fprintf(&b, "; and %d more", ft.running+ft.errored-n)
+			break
+		}
+		if n > 0 {
+			b.WriteString("; ")
+		}
+		state := "sending"
+		switch {
+		case f.errored:
+			state = "QP error"
+		case f.placedAt > 0:
+			state = "placed, ACK in flight"
+		case f.start > ft.s.Now():
+			state = "not started"
+		}
+		fmt.Fprintf(&b, "flow %d h%d -> h%d (%d B, %s)", k, f.src, f.dst, f.bytes, state)
+		n++
+	}
+	if ft.ff != nil {
+		if s := ft.ff.stuck(ft.linkName); s != "" {
+			b.WriteString("; " + s)
+		}
+	}
+	return b.String()
+}
+
+// Quiesce implements transport.Endpoint: nothing to stop (the flow level has no timers
+// that move packets).
+func (ft *flowTraffic) Quiesce() {}
+
+// Sample implements transport.Endpoint: no series of its own.
+func (ft *flowTraffic) Sample(now sim.Time) {}
+
+// Bytes implements transport.Endpoint: the payload the fluid flows have sent by now (the
+// fluid model places a byte as it is sent, its latency aside: flow.Net.BytesSentNow), its
+// wire bytes (over the payload share) and the payload posted. O(sending flows).
+func (ft *flowTraffic) Bytes() (sent, placed, posted int64) {
+	placed = min(int64(ft.net.BytesSentNow()), ft.posted)
+	return int64(float64(placed) / payloadShare(ft.model)), placed, ft.posted
+}
+
+// Log implements transport.Endpoint: the flow level has no retransmissions; the QP errors'
+// times.
+func (ft *flowTraffic) Log() (lossAt, errAt []sim.Time) { return nil, ft.errAt }
+
+// Link implements transport.Endpoint: half the base round trip and the payload share.
+func (ft *flowTraffic) Link() (latency sim.Time, share float64) {
+	return ft.baseRTT() / 2, payloadShare(ft.model)
+}
+
+// baseRTT is a full data packet's round trip over the topology's longest switch path.
+func (ft *flowTraffic) baseRTT() sim.Time {
+	return ft.params.RoundTrip(ft.layout.Sizing().MaxSwitchHops, ft.model.WireBytes, ft.model.AckBytes)
+}
+
+// flowTrafficDetail is the flow level's own figures in the transport block.
+type flowTrafficDetail struct {
+	// Engine is "flow": the figures come from the fluid model (no packets: retx, timeouts
+	// and data packets are what it implies, 0 retransmissions).
+	Engine string `json:"engine"`
+	// Recomputations is the flow engine's rate recomputations; RefilledFlows the flows
+	// their incremental refills touched (flow.Stats).
+	Recomputations int64 `json:"recomputations"`
+	RefilledFlows  int64 `json:"refilled_flows"`
+}
+
+// Summary implements transport.Endpoint: the common figures of the run that ended at end.
+// Data packets are the transfers' packets as sent once (the fluid model resends nothing).
+func (ft *flowTraffic) Summary(end sim.Time, faults []sim.Time) *transport.Summary {
+	m := ft.model
+	st := ft.net.Stats()
+	s := &transport.Summary{Kind: ft.kind, Name: ft.name, Flows: len(ft.flows), FlowsCompleted: ft.sent,
+		QPErrors: ft.errored, Detail: &flowTrafficDetail{Engine: "flow", Recomputations: st.Recomputes, RefilledFlows: st.Refilled}}
+	for i, e := range ft.errs {
+		if i == 5 {
+			break
+		}
+		s.QPErrorList = append(s.QPErrorList, e.Error())
+	}
+	if m.WireBytes > 0 {
+		s.HeaderOverheadPct = transport.Round3(100 * float64(m.HeaderBytes) / float64(m.WireBytes))
+	}
+	var acc transport.FCTAcc
+	var maxBytes int64
+	for k := range ft.flows {
+		f := &ft.flows[k]
+		maxBytes = max(maxBytes, f.bytes)
+		if ft.pay > 0 {
+			s.DataPackets += max(1, (f.bytes+ft.pay-1)/ft.pay)
+		}
+		if f.done > 0 {
+			acc.Add(f.start, f.done, f.ideal)
+		}
+	}
+	if ft.activeAt > 0 {
+		var sum float64
+		n := 0
+		for k := range ft.flows {
+			if x := ft.flows[k].active; x >= 0 {
+				if n == 0 || x < s.ActiveThroughputMinOfLine {
+					s.ActiveThroughputMinOfLine = x
+				}
+				sum += x
+				n++
+			}
+		}
+		if n > 0 {
+			s.ActiveUntilUs = transport.Us(ft.activeAt)
+			s.ActiveThroughputMeanOfLine = transport.Round3(sum / float64(n))
+			s.ActiveThroughputMinOfLine = transport.Round3(s.ActiveThroughputMinOfLine)
+		}
+	}
+	hops := ft.layout.Sizing().MaxSwitchHops
+	wire, pkt := ft.wireBytes(maxBytes)
+	s.Fill(ft.baseRTT(), nic.IdealTransfer(ft.params, ft.nicRate, hops, wire, pkt, m.AckBytes), &acc, ft.sent == len(ft.flows), ft.fct, ft.fctMax, false, end)
+	return s
+}
+
+// Flows implements transport.Endpoint: one record per transfer, plane -1 (a flow-level
+// transfer uses every plane its routing gives it).
+func (ft *flowTraffic) Flows() []transport.FlowRecord {
+	out := make([]transport.FlowRecord, len(ft.flows))
+	inflight := make(map[int]int64)
+	if len(ft.flows) > 0 {
+		ft.buf = ft.net.Flows(ft.buf)
+		for _, fi := range ft.buf {
+			if k := ft.ownerOf(fi); k >= 0 {
+				inflight[k] = int64(float64(fi.Bytes) - fi.Remaining)
+			}
+		}
+	}
+	for k := range ft.flows {
+		f := &ft.flows[k]
+		d, ok := inflight[k]
+		switch {
+		case f.placedAt > 0:
+			d = f.bytes
+		case !ok && f.start <= ft.s.Now() && !f.errored:
+			d = f.bytes // all sent, in flight to the receiver
+		}
+		out[k] = transport.FlowRecord{Src: f.src, Dst: f.dst, Plane: -1, Bytes: f.bytes, Delivered: d,
+			Start: f.start, Done: f.done, Ideal: f.ideal, ActiveOfLine: f.active}
+	}
+	return out
+}
+
+// Files implements transport.Endpoint: none.
+func (ft *flowTraffic) Files() []transport.File { return nil }
+
+// Run implements transport.Endpoint: the endpoint itself.
+func (ft *flowTraffic) Run() any { return ft }
+
+// drive runs a flow-level traffic run: runTransport's driveTransport without the packet
+// fabric's drain and audit (the fluid model holds no packets). It returns when the traffic
+// ended and the (empty) port counters then.
+func (ft *flowTraffic) drive(sc *scenario.Scenario, res *Result, smp *sampler, onDone *func(sim.Time), doneAt *sim.Time) (sim.Time, []portSnap, error) {
+	s := res.Sim
+	*onDone = func(now sim.Time) {
+		*doneAt = now
+		smp.until = now
+		s.Pause()
+	}
+	smp.start()
+	if err := s.Run(sc.Run.Duration); err != nil {
+		return 0, nil, fmt.Errorf("run stopped at %v: %w", s.Now(), err)
+	}
+	end := s.Now()
+	running, errs := ft.Outstanding()
+	if !res.interrupted() && *doneAt == sim.MaxTime && running > 0 && errs == 0 && s.NextAt() == sim.MaxTime {
+		return 0, nil, fmt.Errorf("stuck at %v: no event pending with %d transfers outstanding: %s", end, running, ft.Stuck(5))
+	}
+	smp.stoppedEarly = *doneAt == sim.MaxTime && running > 0 && end < sc.Run.Duration
+	snap := snapshot(res.Net)
+	smp.links.finish(end)
+	if ft.links != nil {
+		ft.links.finish(end)
+		res.Links = ft.links.ls
+	}
+	return end, snap, nil
+}
