@@ -93,7 +93,7 @@ func runTransport(sc *scenario.Scenario, layout topo.Topology, res *Result) erro
 		// packets, queues or per-plane port counters to report.
 		sm, hosts := &res.Summary, layout.NumHosts()
 		sm.Hosts, sm.Planes, sm.Switches, sm.Links = hosts, layout.Params().Planes, layout.NumNodes()-hosts, layout.NumLinks()
-		sm.Engine, sm.PerPlane = "flow", nil
+		sm.Engine, sm.PerPlane, sm.PFC = "flow", nil, nil
 	}
 	res.Summary.FCTBySize = fctBySize(sc, ep.Flows())
 	res.progress, res.trafficEnd = smp.progress, end

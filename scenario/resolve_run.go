@@ -113,7 +113,7 @@ func (r *resolver) engine() error {
 	if run.Engine == EngineFlow && sc.Workload.Training == nil {
 		if len(sc.Workload.Collectives) == 0 && sc.Workload.Chakra == nil {
 			// Traffic groups: transfers at flow level (runner/flowtraffic.go), faults included.
-			if sc.Transport.Kind == TransportRaw {
+			if k := sc.Transport.Kind; k == TransportRaw || k == "" { // "": raw, filled in later
 				return Errorf("run.engine", "flow carries transfers, and raw traffic is paced packets with no transfer size; use a transport (transport.kind mrc or roce) for traffic at flow level, or run.engine: packet for raw traffic")
 			}
 			return nil
