@@ -93,6 +93,13 @@ const (
 	MemPerPacket    = 256
 	MemPerOp        = 75
 	MemPerFluidHost = 310_000
+	// MemPerFluidTransfer is one traffic transfer at flow level (runner/flowtraffic.go: its
+	// record, its collective, its Net flow and paths, its flows.csv row) and MemPerFluidLink
+	// one topology link there (capacities, link series): a 32,768-host permutation of a
+	// 3-tier Clos (393,216 links) peaked at 172 MB under MRC and 348 MB under RoCE (its QPs'
+	// paths per plane), about 10 KB per transfer.
+	MemPerFluidTransfer = 12_000
+	MemPerFluidLink     = 200
 	// MemPerTrainingHost and MemPerTrainingTransfer are the flow-level training model: bytes
 	// per host and per pipeline transfer (see above).
 	MemPerTrainingHost     = 3_800
@@ -158,6 +165,11 @@ func (sc *Scenario) estimate(l topo.Topology) Estimate {
 			e.inFlight, e.perFlow = pipelineTransfers(tc, e.Hosts), MemPerTrainingTransfer
 			e.MemoryBytes = MemBase + float64(e.Hosts)*MemPerTrainingHost + e.inFlight*MemPerTrainingTransfer
 		}
+		if !wl && sc.Workload.Chakra == nil {
+			// Traffic transfers, one fluid flow each.
+			e.Flows, e.perFlow = sc.trafficFlows(e.Hosts, c.Planes), MemPerFluidTransfer
+			e.MemoryBytes = MemBase + float64(e.Links)*MemPerFluidLink + float64(e.Flows)*MemPerFluidTransfer
+		}
 		e.Note = "flow level: the wall time depends on the rate recomputes and is not estimated"
 		return e
 	case sc.Transport.Kind == TransportIdeal:
@@ -201,24 +213,10 @@ func (sc *Scenario) estimate(l topo.Topology) Estimate {
 			}
 		}
 	default:
-		hosts, planes := e.Hosts, c.Planes
 		for i := range sc.Traffic {
-			t := &sc.Traffic[i]
-			e.Packets += t.estimatePackets(sc.Transport, hosts, planes, c.HostLink, sc.Run.Duration)
-			var n int64
-			switch t.Pattern {
-			case PatternPermutation:
-				n = int64(hosts)
-			case PatternIncast:
-				n = int64(len(t.Senders))
-			default: // explicit flows or a generated pattern's
-				n = int64(len(t.FlowList()))
-			}
-			if sc.Transport.Kind == TransportRaw {
-				n *= int64(planes) // one raw flow per pair and plane
-			}
-			e.Flows += n
+			e.Packets += sc.Traffic[i].estimatePackets(sc.Transport, e.Hosts, c.Planes, c.HostLink, sc.Run.Duration)
 		}
+		e.Flows = sc.trafficFlows(e.Hosts, c.Planes)
 	}
 	e.inFlight = min(e.Packets, float64(e.Hosts)*float64(c.Planes)*inFlightPerPort)
 	inFlight := e.inFlight
@@ -238,6 +236,30 @@ func (sc *Scenario) estimate(l topo.Topology) Estimate {
 		e.WallMax = wallTime(e.Packets/packetRateMin + flowSamples*flowSampleMax)
 	}
 	return e
+}
+
+// trafficFlows counts the flows of sc's traffic groups on hosts hosts and planes planes: a
+// permutation's hosts, an incast's senders, the explicit or generated flows; raw traffic has
+// one flow per pair and plane.
+func (sc *Scenario) trafficFlows(hosts, planes int) int64 {
+	var flows int64
+	for i := range sc.Traffic {
+		t := &sc.Traffic[i]
+		var n int64
+		switch t.Pattern {
+		case PatternPermutation:
+			n = int64(hosts)
+		case PatternIncast:
+			n = int64(len(t.Senders))
+		default: // explicit flows or a generated pattern's
+			n = int64(len(t.FlowList()))
+		}
+		if sc.Transport.Kind == TransportRaw {
+			n *= int64(planes) // one raw flow per pair and plane
+		}
+		flows += n
+	}
+	return flows
 }
 
 // wallTime converts seconds to a duration, saturating.
