@@ -16,8 +16,9 @@ import (
 	"github.com/lockstepsim/lockstep/transport"
 )
 
-// flowFaults applies a training job's fault schedule to the flow-level network (run.engine
-// flow), at the simulated time of each event, as the job's transport would feel it. It is
+// flowFaults applies a training job's (or a traffic run's: flowTraffic) fault schedule to
+// the flow-level network (run.engine flow), at the simulated time of each event, as the
+// transport would feel it. It is
 // only built when the scenario has faults: a run without them has none of this (the same
 // events, the same speed). Every difference between transports here comes from their flow
 // model (transport.FlowModel, the router's): GoBackN for the loss factor, EndpointReroute
@@ -638,7 +639,8 @@ func (ff *flowFaults) check(now sim.Time) {
 }
 
 // qpError records that the QPs of flow st (stalled since st.Since on st.Link by event ev)
-// gave up at: a job restart, once per failure.
+// gave up at: a job restart, once per failure; in a traffic run (onQPError set), the
+// transfer's final error.
 func (ff *flowFaults) qpError(at sim.Time, st flow.StallInfo, ev int) {
 	if ff.onQPError != nil {
 		ff.onQPError(at, st, ev)
