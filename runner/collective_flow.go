@@ -39,13 +39,23 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 	}
 	router := &collRouter{flowRouter: base}
 	stop := func(now sim.Time, err error) { s.Stop(err) }
-	fnet, err := flow.New(s, caps, flow.Config{OnStall: stop})
+	ncfg, ccfg := flow.Config{OnStall: stop}, flow.CollConfig{OnError: stop}
+	var ff *flowFaults
+	var fc *flow.Collectives
+	ff, err = runFlowFaults(sc, layout, res, base, caps, &ncfg, &ccfg,
+		stopOnQPError(s, &ff, &fc, func(l int) string { return flowLinkName(layout, base, l) }))
+	if err != nil {
+		return err
+	}
+	fnet, err := flow.New(s, caps, ncfg)
 	if err != nil {
 		return &InputError{Err: err}
 	}
-	fc, err := flow.NewCollectives(fnet, router, flow.CollConfig{OnError: stop})
-	if err != nil {
+	if fc, err = flow.NewCollectives(fnet, router, ccfg); err != nil {
 		return &InputError{Err: err}
+	}
+	if ff != nil {
+		ff.start(fnet, fc)
 	}
 	nicPayload := sim.Rate(float64(p.HostLink*sim.Rate(p.Planes)) * payloadShare(base.model))
 	run := &CollectiveRun{Model: collective.Model{Latency: flowBaseLatency(layout), Rate: nicPayload},
@@ -56,7 +66,7 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 	res.Collective = run
 
 	w := &sweepState{s: s, meter: res.meter}
-	e := &flowColl{w: w, run: run, fc: fc, groups: groups,
+	e := &flowColl{w: w, run: run, fc: fc, groups: groups, ff: ff, linkName: func(l int) string { return flowLinkName(layout, base, l) },
 		specs: make([]collective.Spec, len(groups)), done: make([]collective.Result, len(groups))}
 	rowsOut, err := sweepCollectives(sc, w, run, groups, iters, e)
 	var stall *stallError
@@ -85,6 +95,10 @@ type flowColl struct {
 	groups []collGroup
 	specs  []collective.Spec
 	done   []collective.Result // each collective's last launch, completed or not
+	// ff is the run's fault model (nil without faults) and linkName its links' names, for
+	// naming what a failure left stalled.
+	ff       *flowFaults
+	linkName func(int) string
 }
 
 // prepare resolves collective g's spec sp for the flow engine.
@@ -128,7 +142,13 @@ func (e *flowColl) settle(drainErr error, running int, limit sim.Time) error {
 		if s.NextAt() == sim.MaxTime {
 			at, why = s.Now(), "nothing left to happen"
 		}
-		return &stallError{fmt.Errorf("%d collective(s) not done at %v (%s): %v", running, at, why, e.fc.Incomplete())}
+		stuck := ""
+		if e.ff != nil {
+			if st := e.ff.stuck(e.linkName); st != "" {
+				stuck = "; " + st
+			}
+		}
+		return &stallError{fmt.Errorf("%d collective(s) not done at %v (%s): %v%s", running, at, why, e.fc.Incomplete(), stuck)}
 	}
 	return nil
 }

@@ -692,12 +692,21 @@ func (ff *flowFaults) stuck(namer func(int) string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d flow(s) stalled with no live path, the first h%d -> h%d since %v on %s", len(ff.stallBuf), st.Src, st.Dst, st.Since, namer(st.Link))
 	action := ""
+	var at sim.Time
 	if st.Link >= 0 && st.Link < len(ff.cause) && ff.cause[st.Link] >= 0 {
 		e := &ff.evs[ff.cause[st.Link]]
-		action = e.Action
+		action, at = e.Action, e.At
 		fmt.Fprintf(&b, " (faults[%d]: %s %s at %v)", e.Entry, e.Action, e.Target, e.At)
 	}
 	switch {
+	case !ff.model.EndpointReroute && action == "down" && ff.s.Now() < at+ff.reconv+ff.rto:
+		// It resumes at its first retransmission after routing reconverged.
+		resume := at + ff.reconv
+		if ff.rto > 0 && resume > st.Since {
+			resume = st.Since + (resume-st.Since+ff.rto-1)/ff.rto*ff.rto
+		}
+		fmt.Fprintf(&b, "; %s routing moves off a dead link only fabric.reconvergence (%v) after it went down, and a stalled QP resends at its retransmission timeout (%v), so it waits until about %v: lower fabric.reconvergence or the transport's rto, or raise run.duration",
+			ff.name, ff.reconv, ff.rto, resume)
 	case !ff.model.EndpointReroute && (action == "blackhole" || action == "loss" || action == "ber"):
 		fmt.Fprintf(&b, "; %s routing only avoids links that are down (a blackhole or a lossy link is no link-state signal), so its QPs keep hashing into it and the job cannot continue", ff.name)
 	case !ff.model.EndpointReroute:

@@ -1,12 +1,10 @@
 package runner
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/lockstepsim/lockstep/fault"
 	"github.com/lockstepsim/lockstep/flow"
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
@@ -108,32 +106,8 @@ func newFlowTraffic(sc *scenario.Scenario, layout topo.Topology, res *Result) (*
 			ft.links.observe(now)
 		}
 	}
-	if specs := res.fluidFaults; len(specs) > 0 {
-		idx := make([]int, len(specs))
-		for i := range idx {
-			idx[i] = i
-		}
-		evs, err := expandFaults(specs, idx, fault.FromLayout(layout), sc.Run.Seed)
-		if err != nil {
-			return nil, &InputError{Err: err}
-		}
-		if len(evs) > 0 {
-			ff := newFlowFaults(sc, layout, s, r, caps, evs)
-			ff.onQPError = ft.qpError
-			ft.ff = ff
-			res.Faults = evs
-			ncfg.OnStall = ff.onStall
-			ccfg.OnError = func(now sim.Time, err error) {
-				var se *flow.StallError
-				if !errors.As(err, &se) {
-					s.Stop(err)
-				}
-			}
-			ccfg.Reroutable = true
-			if m := r.model; m.RTO > 0 && !m.EndpointReroute {
-				ccfg.TailLoss, ccfg.TailRTO, ccfg.TailSeed = ff.tailLoss, ff.rto, sc.Run.Seed
-			}
-		}
+	if ft.ff, err = runFlowFaults(sc, layout, res, r, caps, &ncfg, &ccfg, ft.qpError); err != nil {
+		return nil, err
 	}
 	if ft.net, err = flow.New(s, caps, ncfg); err != nil {
 		return nil, err
@@ -322,18 +296,8 @@ func (ft *flowTraffic) qpError(at sim.Time, st flow.StallInfo, ev int) {
 	ft.settled(ft.s.Now())
 }
 
-// linkName names flow link l (a directed topology link, a bundle or a scale-up link).
-func (ft *flowTraffic) linkName(l int) string {
-	if l >= 0 && l < 2*len(ft.r.links) {
-		lk := ft.r.links[l/2]
-		a, b := ft.layout.NodeName(lk.A.Node), ft.layout.NodeName(lk.B.Node)
-		if l%2 == 1 {
-			a, b = b, a
-		}
-		return a + " -> " + b
-	}
-	return fmt.Sprintf("flow link %d", l)
-}
+// linkName names flow link l (flowLinkName).
+func (ft *flowTraffic) linkName(l int) string { return flowLinkName(ft.layout, ft.r, l) }
 
 // Send implements collective.Transport: a flow-level traffic run carries no collective
 // messages (workloads at flow level run on flow.Collectives directly).
