@@ -405,7 +405,7 @@ func printComparison(w io.Writer, names, kinds []string, sums []*runner.Summary)
 	figs := []fig{
 		{"traffic end us", func(s *runner.Summary) (float64, bool) { return s.DurationUs, s.Training == nil }},
 		{"delivered Gb/s", func(s *runner.Summary) (float64, bool) {
-			return s.DeliveredGbps, s.Training == nil && s.Engine != "flow"
+			return s.DeliveredGbps, s.Training == nil && (s.Engine != "flow" || s.Transport != nil) // flow-level traffic has goodput; workloads do not
 		}},
 		{"transfers done", count(func(c *transport.Summary) int64 { return int64(c.FlowsCompleted) })},
 		{"step time ms", train(func(t *training.Result) float64 { return t.StepTimeUs / 1e3 })},
