@@ -40,12 +40,22 @@ func runChakraFlow(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 		}
 		s.Stop(err)
 	}
-	fnet, err := flow.New(s, caps, flow.Config{OnStall: stop})
+	ncfg, ccfg := flow.Config{OnStall: stop}, flow.CollConfig{OnError: stop}
+	var ff *flowFaults
+	ff, err = runFlowFaults(sc, layout, res, base, caps, &ncfg, &ccfg,
+		stopOnQPError(s, &ff, &fl.fc, func(l int) string { return flowLinkName(layout, base, l) }))
+	if err != nil {
+		return err
+	}
+	fnet, err := flow.New(s, caps, ncfg)
 	if err != nil {
 		return &InputError{Err: err}
 	}
-	if fl.fc, err = flow.NewCollectives(fnet, &collRouter{flowRouter: base}, flow.CollConfig{OnError: stop}); err != nil {
+	if fl.fc, err = flow.NewCollectives(fnet, &collRouter{flowRouter: base}, ccfg); err != nil {
 		return &InputError{Err: err}
+	}
+	if ff != nil {
+		ff.start(fnet, fl.fc)
 	}
 	e := newChakraExec(s, cfg, tr, plan)
 	e.car = fl

@@ -1,8 +1,11 @@
 package runner
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/lockstepsim/lockstep/scenario"
 )
 
 // TestCollectiveFlowFaults: faults act on workload.collectives at flow level as on a
@@ -40,5 +43,29 @@ func TestCollectiveFlowFaults(t *testing.T) {
 		if !s.Failed || !strings.Contains(s.FailureReason, want) {
 			t.Errorf("roce, 150 us retry budget, 1 s reconvergence: failed %v, reason %q; want it to contain %q", s.Failed, s.FailureReason, want)
 		}
+	}
+}
+
+// TestChakraFlowFaults: a Chakra trace at flow level feels its faults: a NIC port of one
+// rank down under MRC slows the data-parallel step (its traffic moves to the other planes);
+// under RoCE with a short retry budget the QP gives up and the run fails naming it.
+func TestChakraFlowFaults(t *testing.T) {
+	trace := "workload:\n  chakra: {path: ../workload/chakra/testdata/dp16/dp, algorithm: ring}\n"
+	step := func(tp, faults string) *Result {
+		return mustRun(t, "name: dp16\n"+fmt.Sprintf(chakraFabric, tp)+trace+"run: {engine: flow}\n"+faults)
+	}
+	clean := step("{kind: mrc}", "")
+	hit := step("{kind: mrc}", "faults: [{at: 10us, link: h3.p0, action: down}]\n")
+	if hit.Summary.Failed || hit.Summary.Chakra.StepTimeUs <= clean.Summary.Chakra.StepTimeUs {
+		t.Errorf("mrc: step %.1f us with h3.p0 down, %.1f us without (failed %v: %s); want slower", hit.Summary.Chakra.StepTimeUs, clean.Summary.Chakra.StepTimeUs, hit.Summary.Failed, hit.Summary.FailureReason)
+	}
+	// A trace that cannot finish is an error, as at packet level (runner/chakra.go settle).
+	sc, err := scenario.Parse([]byte("name: dp16\n" + fmt.Sprintf(chakraFabric, "{kind: roce, roce: {rto: 20us, retry_count: 1}}") + trace +
+		"run: {engine: flow}\nfaults: [{at: 10us, link: p0.t0-0.up0, action: down}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(sc); err == nil || !strings.Contains(err.Error(), "gave up") || !strings.Contains(err.Error(), "faults[0]") {
+		t.Errorf("roce with a 40 us retry budget: %v; want an error naming the QP that gave up and the fault", err)
 	}
 }

@@ -118,9 +118,6 @@ func (r *resolver) engine() error {
 			}
 			return nil
 		}
-		if len(sc.Faults) > 0 && sc.Workload.Chakra != nil {
-			return Errorf("faults", "not supported for workload.chakra at run.engine flow yet; run the trace at packet level (run.engine: packet) to fail links")
-		}
 	}
 	return nil
 }
