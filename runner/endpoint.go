@@ -85,15 +85,27 @@ func runTransport(sc *scenario.Scenario, layout topo.Topology, res *Result) erro
 		return err
 	}
 	if err := xfers.check(); err != nil {
-		return err
+		// Flows left waiting on triggers: a failed run, with its results, when the run
+		// ended on its own terms (a QP gave up, run.duration, nothing left to happen);
+		// else the transport does not report completions, a plugin's bug.
+		if _, errs := ep.Outstanding(); errs == 0 && end < sc.Run.Duration && res.stall == "" && !smp.stoppedEarly {
+			return err
+		}
+		res.stall = joinReasons(res.stall, err.Error())
 	}
 	endpointSummary(sc, res, ep, smp, snap, end)
-	if _, ok := ep.(*flowTraffic); ok {
+	if ft, ok := ep.(*flowTraffic); ok {
 		// No packet fabric was built: the sizes are the topology's, and there are no
 		// packets, queues or per-plane port counters to report.
 		sm, hosts := &res.Summary, layout.NumHosts()
 		sm.Hosts, sm.Planes, sm.Switches, sm.Links = hosts, layout.Params().Planes, layout.NumNodes()-hosts, layout.NumLinks()
 		sm.Engine, sm.PerPlane, sm.PFC = "flow", nil, nil
+		if ft.ff != nil && ft.running > 0 {
+			// Why the transfers left are stalled: the fault, and when its transport would go on.
+			if st := ft.ff.stuck(ft.linkName); st != "" {
+				res.stall = joinReasons(res.stall, st)
+			}
+		}
 	}
 	res.Summary.FCTBySize = fctBySize(sc, ep.Flows())
 	res.progress, res.trafficEnd = smp.progress, end
@@ -193,4 +205,15 @@ func meterTransfers(sc *scenario.Scenario, m *meter, ep transport.Endpoint) {
 		_, placed, posted := ep.Bytes()
 		return float64(placed), float64(posted)
 	}
+}
+
+// joinReasons joins two failure reasons with "; ", either possibly empty.
+func joinReasons(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
 }

@@ -708,11 +708,21 @@ func (ff *flowFaults) stuck(namer func(int) string) string {
 		fmt.Fprintf(&b, "; %s routing moves off a dead link only fabric.reconvergence (%v) after it went down, and a stalled QP resends at its retransmission timeout (%v), so it waits until about %v: lower fabric.reconvergence or the transport's rto, or raise run.duration",
 			ff.name, ff.reconv, ff.rto, resume)
 	case !ff.model.EndpointReroute && (action == "blackhole" || action == "loss" || action == "ber"):
-		fmt.Fprintf(&b, "; %s routing only avoids links that are down (a blackhole or a lossy link is no link-state signal), so its QPs keep hashing into it and the job cannot continue", ff.name)
+		fmt.Fprintf(&b, "; %s routing only avoids links that are down (a blackhole or a lossy link is no link-state signal), so its QPs keep hashing into it and %s", ff.name, ff.cannot("the job cannot continue"))
 	case !ff.model.EndpointReroute:
-		b.WriteString("; no path between the two hosts is up in any plane (every port of a host down cuts it off), so a restarted job could not run there either (a spare host would be needed)")
+		b.WriteString("; no path between the two hosts is up in any plane (every port of a host down cuts it off), so " + ff.cannot("a restarted job could not run there either (a spare host would be needed)"))
 	default:
-		b.WriteString("; every path between the two hosts is dead, so a restarted job could not run there either (a spare host would be needed)")
+		b.WriteString("; every path between the two hosts is dead, so " + ff.cannot("a restarted job could not run there either (a spare host would be needed)"))
 	}
 	return b.String()
+}
+
+// cannot is what a stall that cannot end means: for a training job (the restart model) job,
+// else (a traffic run or a workload, whose QP errors are final) that the flows wait until a
+// path returns.
+func (ff *flowFaults) cannot(job string) string {
+	if ff.onQPError != nil {
+		return "the flows cannot go on until a path between them returns"
+	}
+	return job
 }

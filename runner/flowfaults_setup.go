@@ -92,5 +92,28 @@ func flowLinkName(t topo.Topology, r *flowRouter, l int) string {
 		}
 		return a + " -> " + b
 	}
+	if r.bundle != nil {
+		// A bundle: its members' common ends ("p0.t0-0 -> p0.t1-*"), and how many are up.
+		var first = -1
+		n := 0
+		for d, b := range r.bundle {
+			if int(b) == l {
+				if first < 0 {
+					first = d
+				}
+				n++
+			}
+		}
+		if first >= 0 {
+			return fmt.Sprintf("the bundle of %d links from %s", n, flowLinkName(t, &flowRouter{links: r.links}, first))
+		}
+	}
+	if l >= 2*len(r.links) && l < r.nvl+2*t.NumHosts() && l >= r.nvl && r.domain > 1 {
+		h := (l - r.nvl) / 2
+		if (l-r.nvl)%2 == 0 {
+			return fmt.Sprintf("h%d's scale-up link out", h)
+		}
+		return fmt.Sprintf("h%d's scale-up link in", h)
+	}
 	return fmt.Sprintf("flow link %d", l)
 }

@@ -340,12 +340,7 @@ func (ft *flowTraffic) Stuck(max int) string {
 		fmt.Fprintf(&b, "flow %d h%d -> h%d (%d B, %s)", k, f.src, f.dst, f.bytes, state)
 		n++
 	}
-	if ft.ff != nil {
-		if s := ft.ff.stuck(ft.linkName); s != "" {
-			b.WriteString("; " + s)
-		}
-	}
-	return b.String()
+	return b.String() // the faults' account of the stalled ones: runTransport adds flowFaults.stuck
 }
 
 // Quiesce implements transport.Endpoint: nothing to stop (the flow level has no timers
@@ -491,7 +486,9 @@ func (ft *flowTraffic) drive(sc *scenario.Scenario, res *Result, smp *sampler, o
 	end := s.Now()
 	running, errs := ft.Outstanding()
 	if !res.interrupted() && *doneAt == sim.MaxTime && running > 0 && errs == 0 && s.NextAt() == sim.MaxTime {
-		return 0, nil, fmt.Errorf("stuck at %v: no event pending with %d transfers outstanding: %s", end, running, ft.Stuck(5))
+		// Nothing left to happen (a flow stalled for good, on a transport that never gives
+		// up): a failed run with its results, as at packet level.
+		res.stall = fmt.Sprintf("stuck at %v: nothing left to happen with %d transfer(s) outstanding: %s", end, running, ft.Stuck(5))
 	}
 	smp.stoppedEarly = *doneAt == sim.MaxTime && running > 0 && end < sc.Run.Duration
 	snap := snapshot(res.Net)
