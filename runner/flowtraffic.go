@@ -168,7 +168,26 @@ func (ft *flowTraffic) AddFlow(src, dst int, bytes int64, start sim.Time) error 
 	i := len(ft.flows)
 	hops := nic.PairHops(ft.layout, src, dst)
 	wire, pkt := ft.wireBytes(bytes)
-	f := ftFlow{src: src, dst: dst, bytes: bytes, hops: hops, start: start, ackLat: ft.ackLatency(hops), active: -1,
+	// The router's latency stores and forwards a full packet per hop; a transfer shorter
+	// than one has only its own to forward, so its ACK's wait is that much shorter.
+	ack := ft.ackLatency(hops)
+	if full := int64(ft.model.WireBytes); pkt < full && hops > 0 {
+		p := ft.params
+		over := sim.Time(hops-1)*(p.FabricLink.TxTime(full)-p.FabricLink.TxTime(pkt)) + p.HostLink.TxTime(full) - p.HostLink.TxTime(pkt)
+		ack = max(0, ack-over)
+	}
+	if rem := bytes % max(ft.pay, 1); rem > 0 && ft.pay > 0 {
+		// The fluid rate charges each payload byte its share of a full packet's headers; the
+		// last, partial packet carries all of them: the rest at the NIC rate.
+		h := int64(ft.model.HeaderBytes)
+		ack += ft.nicRate.TxTime(h - h*rem/ft.pay)
+	}
+	if one, all := ft.params.HostLink.TxTime(pkt), ft.nicRate.TxTime(wire); one > all {
+		// A packet leaves on one port: a transfer of few packets cannot use every plane's
+		// rate at once (nic.IdealTransfer's bound), which the fluid split over the planes does.
+		ack += one - all
+	}
+	f := ftFlow{src: src, dst: dst, bytes: bytes, hops: hops, start: start, ackLat: ack, active: -1,
 		ideal: nic.IdealTransfer(ft.params, ft.nicRate, hops, wire, pkt, ft.model.AckBytes)}
 	key := sim.Mix64(ft.seed ^ 0x5eed7aff1c ^ uint64(i)*0x9e3779b97f4a7c15)
 	if err := ft.fc.Send(start, src, dst, bytes, key, fmt.Sprintf("flow %d (h%d -> h%d)", i, src, dst),
@@ -493,6 +512,7 @@ func (ft *flowTraffic) drive(sc *scenario.Scenario, res *Result, smp *sampler, o
 	smp.stoppedEarly = *doneAt == sim.MaxTime && running > 0 && end < sc.Run.Duration
 	snap := snapshot(res.Net)
 	smp.links.finish(end)
+	res.Links = nil // a fabric too large for a series gets no links.csv (newFlowLinkSeries)
 	if ft.links != nil {
 		ft.links.finish(end)
 		res.Links = ft.links.ls

@@ -215,3 +215,21 @@ func TestFlowTrafficBadInput(t *testing.T) {
 		t.Errorf("raw traffic at flow level: %v; want a run.engine error naming raw traffic", err)
 	}
 }
+
+// TestFlowTrafficIdleFCTIsIdeal: one transfer alone on an idle fabric takes its ideal FCT
+// at flow level (nic.IdealTransfer: wire bytes at the NIC rate plus its largest packet's
+// round trip), for sizes below one packet to many, on 1 and 4 planes, MRC and RoCE: the
+// fluid rate's headers, the per-hop store and forward and the ACK's return add up.
+func TestFlowTrafficIdleFCTIsIdeal(t *testing.T) {
+	for _, kind := range []string{"mrc", "roce"} {
+		for _, planes := range []int{1, 4} {
+			for _, size := range []string{"1B", "1000B", "4095B", "100000B", "1MiB"} {
+				res := mustRun(t, fmt.Sprintf("topology: {clos: {tiers: 2, planes: %d, radix: 16, hosts: 64, host_link: 100G}}\ntransport: {kind: %s}\n"+
+					"traffic: [{pattern: flows, flows: [{src: 0, dst: 63, bytes: %s}]}]\nrun: {engine: flow}\n", planes, kind, size))
+				if r := res.Summary.Transport.FCTOverIdealMax; r < 1 || r > 1.002 {
+					t.Errorf("%s, %d planes, %s: FCT/ideal %.4f; want 1", kind, planes, size, r)
+				}
+			}
+		}
+	}
+}
