@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"encoding/json"
 	"fmt"
 	"go.yaml.in/yaml/v3"
@@ -46,8 +47,10 @@ or compare) is not run again: its summary.json is read back and shown beside the
 			if err := checkJobs(jobs); err != nil {
 				return err
 			}
+			orig := ""
 			if engines {
 				var err error
+				orig = args[0]
 				if args, err = engineArgs(args); err != nil {
 					return err
 				}
@@ -55,6 +58,10 @@ or compare) is not run again: its summary.json is read back and shown beside the
 			}
 			scs, err := compareArgs(args, runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed})
 			if err != nil {
+				if orig != "" {
+					// Name the user's file, not its hidden copy with both engines.
+					return badInput(errors.New(strings.ReplaceAll(err.Error(), args[0], orig)))
+				}
 				return err
 			}
 			if len(scs) < 2 {
