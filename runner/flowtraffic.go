@@ -65,11 +65,41 @@ type flowTraffic struct {
 	errAt   []sim.Time
 	running int // transfers posted, not completed and not errored
 
+	until    sim.Time // run.duration: no samples past it
 	kAck     sim.Kind
 	fct      *hdrhistogram.Histogram
 	fctMax   int64
 	activeAt sim.Time
 	buf      []flow.FlowInfo
+
+	// The goodput series: payload sent at every progIv boundary (progNext the next),
+	// halved in resolution (every other sample kept, progIv doubled) when full.
+	progress []progressSample
+	progIv   sim.Time
+	progNext sim.Time
+}
+
+// maxFlowProgress bounds a flow-level traffic run's goodput series.
+const maxFlowProgress = 1 << 14
+
+// observeProgress records the payload sent at every series boundary up to now, with the
+// rates in effect since the Net's last update (flow.Config.OnAdvance, and the run's end).
+func (ft *flowTraffic) observeProgress(now sim.Time) {
+	for ft.progNext <= now && ft.progNext <= ft.until {
+		ft.progress = append(ft.progress, progressSample{At: ft.progNext, Placed: int64(ft.net.BytesSentAt(ft.progNext))})
+		if len(ft.progress) == maxFlowProgress {
+			// Every other sample: those at even multiples of the doubled interval.
+			k := 0
+			for i := 1; i < len(ft.progress); i += 2 {
+				ft.progress[k] = ft.progress[i]
+				k++
+			}
+			ft.progress = ft.progress[:k]
+			ft.progIv *= 2
+			ft.progNext = ft.progress[k-1].At
+		}
+		ft.progNext += ft.progIv
+	}
 }
 
 // ftFlow is one transfer of a flow-level traffic run.
@@ -105,7 +135,13 @@ func newFlowTraffic(sc *scenario.Scenario, layout topo.Topology, res *Result) (*
 		if ft.links != nil {
 			ft.links.observe(now)
 		}
+		ft.observeProgress(now)
 	}
+	// The goodput series (fault costs) is read as the fluid state advances, like links.csv:
+	// no events of its own, so a fine run.sample_interval costs no events and at most
+	// maxFlowProgress samples.
+	ft.progIv, ft.until = max(sc.Run.SampleInterval, 1), sc.Run.Duration
+	ft.progNext = ft.progIv
 	if ft.ff, err = runFlowFaults(sc, layout, res, r, caps, &ncfg, &ccfg, ft.qpError); err != nil {
 		return nil, err
 	}
@@ -498,11 +534,15 @@ func (ft *flowTraffic) drive(sc *scenario.Scenario, res *Result, smp *sampler, o
 		smp.until = now
 		s.Pause()
 	}
-	smp.start()
+	// The packet sampler is not started: there are no queues, and the goodput series comes
+	// from observeProgress.
 	if err := s.Run(sc.Run.Duration); err != nil {
 		return 0, nil, fmt.Errorf("run stopped at %v: %w", s.Now(), err)
 	}
 	end := s.Now()
+	ft.until = end
+	ft.observeProgress(end)
+	smp.progress = ft.progress
 	running, errs := ft.Outstanding()
 	if !res.interrupted() && *doneAt == sim.MaxTime && running > 0 && errs == 0 && s.NextAt() == sim.MaxTime {
 		// Nothing left to happen (a flow stalled for good, on a transport that never gives
