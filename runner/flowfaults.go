@@ -121,6 +121,11 @@ type flowFaults struct {
 // waits for its retransmission timer.
 type qpWait struct {
 	since   sim.Time // its stall: the last progress
+	// sendFor is how long its QP goes on sending into the dead path after the stall: its
+	// bytes left at its port's rate (RoCE's window is unbounded by default, DCQCN paces by
+	// rate). While it still sends, a path that returns carries new packets, whose PSN gap
+	// the receiver NAKs: go-back-N resends at once, without waiting for the timer.
+	sendFor sim.Time
 	link    int      // the dead link
 	cause   int      // the event that killed it, -1 unknown
 	tries   int      // timer ticks so far
@@ -445,6 +450,7 @@ func (ff *flowFaults) apply(now sim.Time, i int) {
 	}
 	if ff.routeChanged && !ff.model.EndpointReroute {
 		ff.releaseErrored()
+		ff.nakResume(now)
 	}
 	if ff.routeChanged && ff.model.EndpointReroute && ff.r.bundle == nil && ff.detectAt < 0 {
 		// Endpoints rerouting flows sprayed over sampled paths (MRC): they move off (or back
@@ -503,6 +509,29 @@ func (ff *flowFaults) reconverge(now sim.Time) {
 		return
 	}
 	ff.releaseErrored()
+	ff.nakResume(now)
+}
+
+// nakResume lets every waiting QP that is still sending (its stall less than sendFor ago)
+// go on at once on the path it hashes to now, when that path is live: its new packets
+// arrive, the receiver NAKs the gap and go-back-N resends from it [IBTA §9.7.5.1: a
+// sequence NAK, not the timer]. The others keep waiting for their timer (tick).
+func (ff *flowFaults) nakResume(now sim.Time) {
+	if len(ff.waits) == 0 || ff.model.EndpointReroute {
+		return
+	}
+	ids := make([]flow.FlowID, 0, len(ff.waits))
+	for id, w := range ff.waits {
+		if !w.errored && now-w.since < w.sendFor {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if live, sending := ff.retry(id); live || !sending {
+			delete(ff.waits, id)
+		}
+	}
 }
 
 // catch holds every flow of a transport without endpoint reroute (RoCE) that stalled on a
@@ -517,11 +546,19 @@ func (ff *flowFaults) catch(now sim.Time) {
 		id flow.FlowID
 	}
 	var dues []due
+	var left map[flow.FlowID]float64 // bytes left by stalled flow, read once
 	for _, st := range ff.stallBuf {
 		if st.Held || ff.waits[st.ID] != nil {
 			continue
 		}
-		w := &qpWait{since: st.Since, link: st.Link, cause: -1}
+		if left == nil {
+			left = map[flow.FlowID]float64{}
+			for _, fi := range ff.net.Flows(nil) {
+				left[fi.ID] = fi.Remaining
+			}
+		}
+		w := &qpWait{since: st.Since, link: st.Link, cause: -1,
+			sendFor: sim.Time(left[st.ID] * 8 / float64(ff.r.t.Params().HostLink) * 1e12)}
 		if st.Link >= 0 && st.Link < len(ff.cause) {
 			w.cause = int(ff.cause[st.Link])
 		}
