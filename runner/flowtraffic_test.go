@@ -233,3 +233,25 @@ func TestFlowTrafficIdleFCTIsIdeal(t *testing.T) {
 		}
 	}
 }
+
+// TestFlowTrafficRoCEShortOutage: a RoCE QP whose NIC port goes down for 10 us while it still
+// has megabytes to send resumes when the port returns (its new packets' PSN gap is NAKed:
+// go-back-N without the 4.3 s timer), so the transfer ends about 10 us late; one whose
+// transfer was all sent into the outage waits its RTO.
+func TestFlowTrafficRoCEShortOutage(t *testing.T) {
+	const y = "topology: {clos: {tiers: 2, planes: 1, radix: 16, hosts: 64, host_link: 100G}}\ntransport: {kind: roce, roce: {rto: 1ms}}\n" +
+		"traffic: [{pattern: flows, flows: [{src: 0, dst: 63, bytes: %s}]}]\nrun: {engine: flow, duration: 10ms}\n"
+	for _, c := range []struct {
+		size, fault      string
+		minLate, maxLate float64 // us beyond the clean run
+	}{
+		{"8MiB", "{at: 50us, link: h0.p0, action: down, for: 10us}", 9.9, 11},     // still sending when the port returns: NAK recovery
+		{"256KiB", "{at: 10us, link: h0.p0, action: down, for: 30us}", 900, 1100}, // the rest (11 us) all sent into the outage: its RTO, 1 ms after its stall
+	} {
+		clean := mustRun(t, fmt.Sprintf(y, c.size)).Summary.Transport.JCTUs
+		hit := mustRun(t, fmt.Sprintf(y, c.size)+"faults: ["+c.fault+"]\n").Summary
+		if late := hit.Transport.JCTUs - clean; hit.Failed || late < c.minLate || late > c.maxLate {
+			t.Errorf("%s: JCT %.1f us with a 10 us outage, %.1f us without (failed %v): %.1f us late; want %.0f to %.0f", c.size, hit.Transport.JCTUs, clean, hit.Failed, late, c.minLate, c.maxLate)
+		}
+	}
+}
