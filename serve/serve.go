@@ -157,7 +157,7 @@ func CheckAddr(addr string, allowRemote bool) (remote bool, err error) {
 		return false, nil
 	}
 	shown := host
-	if shown == "" {
+	if ip := net.ParseIP(strings.Trim(host, "[]")); host == "" || ip != nil && ip.IsUnspecified() {
 		shown = "every interface"
 	}
 	if !allowRemote {
@@ -214,7 +214,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // traversal says what is wrong with u's path ("" when nothing): a ".." segment after URL
-// decoding, a NUL byte or a backslash.
+// decoding, a NUL byte, a backslash or an empty segment ("//").
 func traversal(u *url.URL) string {
 	p := u.Path
 	if strings.ContainsRune(p, 0) {
@@ -222,6 +222,9 @@ func traversal(u *url.URL) string {
 	}
 	if strings.Contains(p, `\`) {
 		return "a backslash"
+	}
+	if strings.Contains(p, "//") {
+		return "an empty path segment"
 	}
 	for _, seg := range strings.Split(p, "/") {
 		if seg == ".." {
@@ -246,7 +249,7 @@ func (s *Server) Close() {
 	s.runs.stopAll()
 }
 
-// ListenAndServe serves on ln until ctx is cancelled, then shuts down: event streams end,
+// Serve serves on ln until ctx is cancelled, then shuts down: event streams end,
 // runs stop, and in-flight requests get up to 5 s.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
