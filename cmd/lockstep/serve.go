@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,6 +26,7 @@ import (
 	"github.com/lockstepsim/lockstep/serve"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	yaml "go.yaml.in/yaml/v3"
 )
 
 func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -209,14 +211,67 @@ func (b *cliBackend) Topo(q url.Values) (any, error) {
 }
 
 // scenarioError turns a scenario error into the API's, with the field path and line of a
-// *scenario.FieldError.
-func scenarioError(err error) error {
+// *scenario.FieldError; when the error has no line (the resolver's checks), the line of the
+// field in yaml, if it is there.
+func scenarioError(err error, src []byte) error {
 	e := &serve.Error{Status: http.StatusBadRequest, Msg: oneLine(err.Error())}
 	var fe *scenario.FieldError
 	if errors.As(err, &fe) {
 		e.Path, e.Line = fe.Path, fe.Line
+		if e.Line == 0 && e.Path != "" {
+			e.Line = fieldLine(src, e.Path)
+		}
 	}
 	return e
+}
+
+// pathPart matches one step of a scenario field path: a key, a quoted key, or an index.
+var pathPart = regexp.MustCompile(`^(?:\.?([A-Za-z0-9_]+)|\["((?:[^"\\]|\\.)*)"\]|\[(\d+)\])`)
+
+// fieldLine returns the 1-based line of the field at path ("traffic[1].load",
+// `labels["odd key"]`) in src, or of the deepest part of it found; 0 when none is.
+func fieldLine(src []byte, path string) int {
+	var doc yaml.Node
+	if yaml.Unmarshal(src, &doc) != nil || len(doc.Content) == 0 {
+		return 0
+	}
+	n, line := doc.Content[0], 0
+	for path != "" {
+		m := pathPart.FindStringSubmatch(path)
+		if m == nil {
+			break
+		}
+		path = path[len(m[0]):]
+		var next *yaml.Node
+		switch {
+		case m[3] != "":
+			i, _ := strconv.Atoi(m[3])
+			if n.Kind == yaml.SequenceNode && i < len(n.Content) {
+				next = n.Content[i]
+			}
+		default:
+			key := m[1]
+			if m[2] != "" {
+				key, _ = strconv.Unquote(`"` + m[2] + `"`)
+			}
+			if n.Kind == yaml.MappingNode {
+				for i := 0; i+1 < len(n.Content); i += 2 {
+					if n.Content[i].Value == key {
+						line, next = n.Content[i].Line, n.Content[i+1]
+						break
+					}
+				}
+			}
+		}
+		if next == nil {
+			break
+		}
+		n = next
+		if n.Line > 0 && line == 0 {
+			line = n.Line
+		}
+	}
+	return line
 }
 
 // validated is /api/validate's answer for a valid scenario.
@@ -228,20 +283,20 @@ type validated struct {
 	Warnings []string          `json:"warnings"`
 }
 
-// Validate resolves yaml as lockstep validate does: scenario.Parse, the set-up check of the
+// Validate resolves src (YAML) as lockstep validate does: scenario.Parse, the set-up check of the
 // runner (setupCheck), then the estimate.
-func (b *cliBackend) Validate(yaml []byte) (any, error) {
-	sc, err := scenario.Parse(yaml)
+func (b *cliBackend) Validate(src []byte) (any, error) {
+	sc, err := scenario.Parse(src)
 	if err != nil {
-		return nil, scenarioError(err)
+		return nil, scenarioError(err, src)
 	}
 	var warn bytes.Buffer
 	if err := setupCheck(sc, "", &warn); err != nil {
-		return nil, scenarioError(err)
+		return nil, scenarioError(err, src)
 	}
 	e, err := sc.Estimate()
 	if err != nil {
-		return nil, scenarioError(err)
+		return nil, scenarioError(err, src)
 	}
 	v := validated{Valid: true, Name: sc.Name, Describe: describe(sc), Estimate: e, Warnings: []string{}}
 	for _, l := range strings.Split(strings.TrimSpace(warn.String()), "\n") {
@@ -255,13 +310,13 @@ func (b *cliBackend) Validate(yaml []byte) (any, error) {
 // folderName keeps a scenario name's safe characters for a results folder name.
 var folderName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// PrepareRun resolves yaml (scenario.Parse, as run does; its estimate limits applied by the
+// PrepareRun resolves src (YAML) (scenario.Parse, as run does; its estimate limits applied by the
 // resolver) and returns a job that runs it into results/serve/<name>-<time> through a
 // one-job pool of pool.go, as run and sweep do.
-func (b *cliBackend) PrepareRun(yaml []byte, results string) (*serve.Job, error) {
-	sc, err := scenario.Parse(yaml)
+func (b *cliBackend) PrepareRun(src []byte, results string) (*serve.Job, error) {
+	sc, err := scenario.Parse(src)
 	if err != nil {
-		return nil, scenarioError(err)
+		return nil, scenarioError(err, src)
 	}
 	name := strings.Trim(folderName.ReplaceAllString(sc.Name, "_"), "._")
 	if name == "" {
