@@ -19,7 +19,9 @@ const testToken = "0123456789abcdef0123456789abcdef"
 // fakeBackend answers with fixed data; its jobs report progress twice and finish.
 type fakeBackend struct{ block chan struct{} }
 
-func (fakeBackend) Topo(q url.Values) (any, error) { return map[string]string{"kind": q.Get("kind")}, nil }
+func (fakeBackend) Topo(q url.Values) (any, error) {
+	return map[string]string{"kind": q.Get("kind")}, nil
+}
 
 func (fakeBackend) Validate(y []byte) (any, error) {
 	if strings.Contains(string(y), "bad") {
