@@ -290,6 +290,12 @@ func (s *Server) routes() {
 			return
 		}
 		v, err := s.cfg.Backend.Validate(body)
+		var e *Error
+		if errors.As(err, &e) && e.Status == http.StatusBadRequest {
+			// An invalid scenario is an answer, not a failed request.
+			writeJSON(w, http.StatusOK, map[string]any{"valid": false, "error": e.Msg, "path": e.Path, "line": e.Line})
+			return
+		}
 		reply(w, v, err)
 	})
 	s.mux.HandleFunc("POST /api/run", s.startRun)

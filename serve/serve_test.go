@@ -219,7 +219,7 @@ func TestUploadLimit(t *testing.T) {
 	}
 	// A validation error carries its field and line.
 	code, body := do(s, "POST", "/api/validate", "", hdr, strings.NewReader("bad"))
-	if code != 400 || !strings.Contains(body, `"path":"topology.clos.radix"`) || !strings.Contains(body, `"line":2`) {
+	if code != 200 || !strings.Contains(body, `"valid":false`) || !strings.Contains(body, `"path":"topology.clos.radix"`) || !strings.Contains(body, `"line":2`) {
 		t.Errorf("POST /api/validate of a bad scenario: %d %s", code, body)
 	}
 }

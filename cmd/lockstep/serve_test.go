@@ -196,8 +196,8 @@ func TestServeValidate(t *testing.T) {
 		{serveSmall + "bogus: 1\n", "bogus", `"line":6`, "bogus"},
 	} {
 		code, body := post(t, ts.URL+"/api/validate", token, c.yaml)
-		if code != 400 || !strings.Contains(string(body), `"path":"`+c.path+`"`) || !strings.Contains(string(body), c.line) {
-			t.Errorf("want 400 at %s %s: %d %s", c.path, c.line, code, body)
+		if code != 200 || !strings.Contains(string(body), `"valid":false`) || !strings.Contains(string(body), `"path":"`+c.path+`"`) || !strings.Contains(string(body), c.line) {
+			t.Errorf("want valid false at %s %s: %d %s", c.path, c.line, code, body)
 		}
 		// The message is lockstep validate's.
 		f := filepath.Join(t.TempDir(), "s.yaml")

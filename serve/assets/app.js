@@ -414,6 +414,7 @@ async function validateNow() {
   try {
     const v = await postText("/api/validate", text);
     if (seq !== validateSeq) return;
+    if (!v.valid) throw Object.assign(new Error(v.error), v);
     const e = v.estimate;
     box.className = "validation ok";
     box.replaceChildren(el("strong", {}, "valid: "), v.describe,

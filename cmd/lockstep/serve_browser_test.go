@@ -1,0 +1,391 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+	"github.com/spf13/pflag"
+)
+
+// serveChromium is where Debian's chromium package installs the browser (as the report
+// package's browser test).
+const serveChromium = "/usr/bin/chromium"
+
+// serveShotEnv names a PNG file to write a screenshot of the explorer to (docs/serve.png).
+const serveShotEnv = "LOCKSTEP_SERVE_SCREENSHOT"
+
+// newServeBrowser starts headless Chromium with the report test's flags, for at most limit,
+// or skips the test naming the package to install.
+func newServeBrowser(t *testing.T, limit time.Duration) context.Context {
+	t.Helper()
+	if _, err := os.Stat(serveChromium); err != nil {
+		t.Skipf("headless browser test needs %s: install Debian package chromium (apt-get install -y chromium)", serveChromium)
+	}
+	limitCtx, cancelLimit := context.WithTimeout(context.Background(), limit)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(limitCtx,
+		chromedp.ExecPath(serveChromium),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1500, 1100),
+	)
+	ctx, cancelCtx := chromedp.NewContext(allocCtx)
+	t.Cleanup(func() { cancelCtx(); cancelAlloc(); cancelLimit() })
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting %s: %v", serveChromium, err)
+	}
+	return ctx
+}
+
+// cliRows is what the topo command's code computes for an /api/topo query: its sizing rows.
+func cliRows(t *testing.T, query string) [][2]string {
+	t.Helper()
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o topoOpts
+	fs := pflag.NewFlagSet("topo", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	addTopoFlags(fs, &o)
+	var argv []string
+	for k, vs := range q {
+		for _, v := range vs {
+			argv = append(argv, "--"+k+"="+v)
+		}
+	}
+	if err := fs.Parse(argv); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	spec, err := o.spec(fs)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	f, err := sizeSpec(spec)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return sizingRows(f.topo.Sizing(), f.topo.Params())
+}
+
+// pageDesign is what the page shows of one design.
+type pageDesign struct {
+	Query string      `json:"query"`
+	Rows  [][2]string `json:"rows"`
+	Picks int         `json:"picks"` // clickable elements in the drawing
+	Count string      `json:"count"` // the drawing's first row count ("16 of 2,048")
+	Label string      `json:"label"`
+}
+
+const readDesign = `((i) => {
+	const col = document.querySelector('.design[data-design="' + i + '"]');
+	return {query: col.dataset.query,
+		rows: [...col.querySelectorAll("table.sizing tr[data-label]")].filter(tr => tr.dataset.label !== "note").map(tr => [tr.dataset.label, tr.querySelector("td").textContent]),
+		picks: col.querySelectorAll("svg.topo .pick").length,
+		count: (col.querySelector("svg.topo .row-count") || {}).textContent || "",
+		label: col.querySelector(".label").textContent};
+})(%d)`
+
+// setDesign sets design i's kind and parameters as a user would (the controls' values and
+// their change events) and waits for the page to show the answer.
+func setDesign(t *testing.T, ctx context.Context, i int, kind string, params map[string]string) pageDesign {
+	t.Helper()
+	js := fmt.Sprintf(`((i, kind, params) => {
+		const col = document.querySelector('.design[data-design="' + i + '"]');
+		const sel = col.querySelector("select.kind");
+		if (sel.value !== kind) { sel.value = kind; sel.dispatchEvent(new Event("change", {bubbles: true})); }
+		for (const [k, v] of Object.entries(params)) {
+			const inp = col.querySelector('.params [name="' + k + '"]');
+			if (!inp) throw new Error("no control " + k + " for " + kind);
+			if (inp.type === "checkbox") inp.checked = v === "true"; else inp.value = v;
+		}
+		col.querySelector(".params").dispatchEvent(new Event("change", {bubbles: true}));
+		return true;
+	})(%d, %q, %s)`, i, kind, jsonString(params))
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js)); err != nil {
+		t.Fatalf("setting design %d to %s %v: %v", i, kind, params, err)
+	}
+	return waitDesign(t, ctx, i)
+}
+
+func waitDesign(t *testing.T, ctx context.Context, i int) pageDesign {
+	t.Helper()
+	state, err := chromedp.Run(ctx, chromedp.Poll[string](fmt.Sprintf(`(() => { const s = document.querySelector('.design[data-design="%d"]').dataset.state; return s === "loading" ? false : s; })()`, i),
+		chromedp.WithPollingTimeout(20*time.Second)))
+	if err != nil {
+		t.Fatalf("design %d never finished loading: %v", i, err)
+	}
+	if state != "ready" {
+		msg, _ := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`document.querySelector('.design[data-design="%d"] .error').textContent`, i)))
+		t.Fatalf("design %d: %s: %s", i, state, msg)
+	}
+	d, err := chromedp.Run(ctx, chromedp.Evaluate[pageDesign](fmt.Sprintf(readDesign, i)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func jsonString(m map[string]string) string {
+	var b strings.Builder
+	b.WriteString("{")
+	first := true
+	for k, v := range m {
+		if !first {
+			b.WriteString(",")
+		}
+		first = false
+		fmt.Fprintf(&b, "%q:%q", k, v)
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// TestServeInChromium drives the page in headless Chromium: the explorer shows, for every
+// kind, the sizing the topo command's code computes (read from the page), a changed parameter
+// changes numbers and drawing, a click names an element as faults: does, three designs stand
+// side by side, the results list shows a run, a validation error is shown at its field, and a
+// run started from the page streams its events to a report whose plots are present; no
+// console error, no request leaves the loopback server.
+func TestServeInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a browser and runs a simulation")
+	}
+	ctx := newServeBrowser(t, 120*time.Second)
+	results := t.TempDir()
+	ts, token := newTestServe(t, results, 2)
+
+	sub, stop := context.WithCancel(ctx)
+	msgs := chromedp.Console(sub)
+	reqs := chromedp.Events(sub, network.RequestWillBeSent)
+	var mu sync.Mutex
+	var console, requests []string
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for m, err := range msgs {
+			if err != nil {
+				return
+			}
+			switch m.Type {
+			case chromedp.ConsoleError, chromedp.ConsoleException, chromedp.ConsoleWarning, "assert":
+				mu.Lock()
+				console = append(console, m.String())
+				mu.Unlock()
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for ev, err := range reqs {
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			requests = append(requests, ev.Request.URL)
+			mu.Unlock()
+		}
+	}()
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/?token="+token)); err != nil {
+		t.Fatal(err)
+	}
+	first := waitDesign(t, ctx, 0)
+	checkRows(t, "default clos", first, cliRows(t, first.Query))
+
+	// Every kind, with parameters set on the page, shows the topo code's numbers.
+	for _, c := range []struct {
+		kind   string
+		params map[string]string
+	}{
+		{"clos", map[string]string{"tiers": "3", "radix": "16", "planes": "2", "oversub": "3,1"}},
+		{"torus", map[string]string{"dims": "4x4x8", "twisted": "true", "ocs": "true", "spare-cubes": "1"}},
+		{"rail", map[string]string{"servers": "32", "gpus-per-server": "8", "radix": "64", "scale-up-gpus": "8", "scale-up-rate": "7.2T"}},
+		{"fat_tree", map[string]string{"k": "8", "oversub": "3"}},
+		{"mesh", map[string]string{"nodes": "12", "link": "200G"}},
+	} {
+		d := setDesign(t, ctx, 0, c.kind, c.params)
+		for k, v := range c.params {
+			if !strings.Contains(d.Query, url.QueryEscape(k)+"="+url.QueryEscape(v)) {
+				t.Errorf("%s: the page asked for %q, without %s=%s", c.kind, d.Query, k, v)
+			}
+		}
+		checkRows(t, c.kind, d, cliRows(t, d.Query))
+		if d.Picks < 5 {
+			t.Errorf("%s: %d clickable elements drawn", c.kind, d.Picks)
+		}
+	}
+
+	// Changing one parameter changes the numbers and the drawing.
+	a := setDesign(t, ctx, 0, "clos", map[string]string{"tiers": "2", "radix": "64", "planes": "1", "oversub": ""})
+	b := setDesign(t, ctx, 0, "clos", map[string]string{"radix": "32"})
+	checkRows(t, "clos radix 32", b, cliRows(t, b.Query))
+	if row(a, "hosts") != "2,048" || row(b, "hosts") != "512" || a.Count == b.Count {
+		t.Errorf("radix 64 -> 32: hosts %q -> %q, drawing %q -> %q; want 2,048 -> 512 and a new drawing", row(a, "hosts"), row(b, "hosts"), a.Count, b.Count)
+	}
+
+	// A click on a switch, and on a link, shows its scenario name.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`.design[data-design="0"] svg.topo g.pick[data-name="p0.t1-0"]`))); err != nil {
+		t.Fatalf("clicking p0.t1-0: %v", err)
+	}
+	if got := selected(t, ctx); got != "p0.t1-0" {
+		t.Errorf("clicked switch p0.t1-0; selection shows %q", got)
+	}
+	link, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const g = [...document.querySelectorAll('.design[data-design="0"] svg.topo g.pick')].find(g => /\.up\d+$/.test(g.dataset.name)); g.dispatchEvent(new MouseEvent("click", {bubbles: true})); return g.dataset.name; })()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := selected(t, ctx); got != link || !strings.HasPrefix(link, "p0.t0-") {
+		t.Errorf("clicked link %q; selection shows %q", link, got)
+	}
+
+	// Three designs side by side.
+	for i := 1; i <= 2; i++ {
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("add-design"))); err != nil {
+			t.Fatal(err)
+		}
+		d := waitDesign(t, ctx, i)
+		checkRows(t, fmt.Sprintf("design %d", i), d, cliRows(t, d.Query))
+	}
+	tops, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`[...document.querySelectorAll(".design")].map(d => d.getBoundingClientRect().top)`))
+	if err != nil || len(tops) != 3 || tops[0] != tops[1] || tops[1] != tops[2] {
+		t.Errorf("three designs: tops %v (%v); want three side by side", tops, err)
+	}
+	if p := os.Getenv(serveShotEnv); p != "" {
+		shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A scenario error is shown at its field and line.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("tab-run"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("validation").dataset.state === "valid"`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Fatalf("the sample scenario never validated: %v", err)
+	}
+	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => {
+		const ta = document.getElementById("scenario-text");
+		ta.value = ta.value.replace("radix: 8", "radix: 7");
+		ta.dispatchEvent(new Event("input", {bubbles: true}));
+		return true;
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	where, err := chromedp.Run(ctx, chromedp.Poll[string](`document.getElementById("validation").dataset.state === "invalid" && document.querySelector("#validation .field").textContent`, chromedp.WithPollingTimeout(20*time.Second)))
+	if err != nil || where != "topology.clos.radix (line 2)" {
+		t.Errorf("invalid scenario: shown at %q (%v); want topology.clos.radix (line 2)", where, err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => {
+		const ta = document.getElementById("scenario-text");
+		ta.value = ta.value.replace("radix: 7", "radix: 8");
+		ta.dispatchEvent(new Event("input", {bubbles: true}));
+		return true;
+	})()`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("validation").dataset.state === "valid"`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Fatalf("the scenario put back never validated: %v", err)
+	}
+
+	// A run from the page streams its events and links its report.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("start-run"))); err != nil {
+		t.Fatal(err)
+	}
+	st, err := chromedp.Run(ctx, chromedp.Poll[string](`(s => (s.dataset.state === "done" || s.dataset.state === "failed" || s.dataset.state === "refused") && s.dataset.state + " " + (s.dataset.progress || 0) + " " + s.textContent)(document.getElementById("run-status"))`,
+		chromedp.WithPollingTimeout(60*time.Second)))
+	if err != nil {
+		t.Fatalf("the run never finished: %v", err)
+	}
+	var state string
+	var progress int
+	fmt.Sscan(st, &state, &progress)
+	if state != "done" || progress < 1 {
+		t.Errorf("run: %q; want done after at least one progress event", st)
+	}
+	report, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("report-link").getAttribute("href")`))
+	if err != nil || !strings.HasPrefix(report, "/results/serve/small-perm-") {
+		t.Fatalf("report link %q (%v)", report, err)
+	}
+
+	// The results tab lists it.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("tab-results"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelectorAll("#results-table tbody tr[data-dir]").length === 1`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Errorf("the results tab does not list the run: %v", err)
+	}
+
+	// Its report has its plots.
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+report)); err != nil {
+		t.Fatal(err)
+	}
+	plots, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg.plot").length`))
+	if err != nil || plots < 3 {
+		t.Errorf("report %s: %d plots (%v)", report, plots, err)
+	}
+
+	stop()
+	wg.Wait()
+	for _, m := range console {
+		t.Errorf("console: %s", m)
+	}
+	if len(requests) < 10 {
+		t.Errorf("%d requests seen: the network events were not recorded", len(requests))
+	}
+	for _, u := range requests {
+		if !strings.HasPrefix(u, ts.URL+"/") && !strings.HasPrefix(u, "data:") {
+			t.Errorf("request left the loopback server: %s", u)
+		}
+	}
+}
+
+// checkRows fails unless the page's sizing rows are the topo code's, row for row.
+func checkRows(t *testing.T, what string, d pageDesign, want [][2]string) {
+	t.Helper()
+	if len(d.Rows) != len(want) {
+		t.Errorf("%s (%s): page shows %d sizing rows, topo computes %d:\npage %q\ntopo %q", what, d.Query, len(d.Rows), len(want), d.Rows, want)
+		return
+	}
+	for i := range want {
+		if d.Rows[i] != want[i] {
+			t.Errorf("%s (%s): row %q on the page is %q; topo computes %q", what, d.Query, want[i][0], d.Rows[i][1], want[i][1])
+		}
+	}
+}
+
+func row(d pageDesign, label string) string {
+	for _, r := range d.Rows {
+		if r[0] == label {
+			return r[1]
+		}
+	}
+	return ""
+}
+
+func selected(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("selection").dataset.name || ""`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
