@@ -265,7 +265,7 @@ func TestServeInChromium(t *testing.T) {
 		t.Errorf("three designs: tops %v (%v); want three side by side", tops, err)
 	}
 	if p := os.Getenv(serveShotEnv); p != "" {
-		shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+		shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -212,7 +212,7 @@ function select(what, name, extra) {
   const key = {link: "link", switch: "switch", nic: "nic", chip: "switch"}[what] || what;
   const target = what === "chip" ? name + ".r" : name;
   box.replaceChildren(el("strong", {}, what + " "), el("code", {class: "selected-name"}, name),
-    extra ? el("span", {class: "hint"}, " " + extra) : null,
+    el("span", {class: "hint"}, extra ? " " + extra : ""),
     el("div", {}, "in a scenario: ", el("code", {class: "snippet"}, "faults: [{at: 1ms, " + key + ": " + target + ", action: down}]")));
   box.dataset.name = name;
   for (const s of document.querySelectorAll(".picked")) s.classList.remove("picked");
@@ -314,9 +314,13 @@ function drawTorus(m) {
     const [x1, y1] = at(m.nodes[l.a]), [x2, y2] = at(m.nodes[l.b]);
     let shape;
     if (l.wrap) {
-      const horiz = Math.abs(y1 - y2) < 1;
-      const d = horiz ? `M${x1},${y1} C${x1 + 20},${y1 - 26} ${x2 - 20},${y2 - 26} ${x2},${y2}`
-        : `M${x1},${y1} C${x1 - 26},${y1 + 20} ${x2 - 26},${y2 - 20} ${x2},${y2}`;
+      // a wrap-around link leaves the face at one edge and comes back at the other: two
+      // dashed stubs, one element
+      // (a twisted torus's wrap-around also shifts along the other dimension)
+      const horiz = Math.abs(x1 - x2) > 1.5 * cell, out = pad - 6;
+      const [hi, lo] = (horiz ? x1 > x2 : y1 > y2) ? [[x1, y1], [x2, y2]] : [[x2, y2], [x1, y1]];
+      const d = horiz ? `M${hi[0]},${hi[1]} h${out} M${lo[0]},${lo[1]} h${-out}`
+        : `M${hi[0]},${hi[1]} v${out} M${lo[0]},${lo[1]} v${-out}`;
       shape = sv("path", {d, class: "link wrap"});
     } else {
       shape = sv("line", {x1, y1, x2, y2, class: "link"});
