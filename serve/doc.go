@@ -14,6 +14,7 @@
 //	POST /api/run                   scenario YAML body -> {"id": ...}; the run starts (or queues)
 //	GET  /api/run/{id}/events       server-sent events: queued, started, progress, done or run_error
 //	GET  /api/runs                  the runs started since the server started
+//	POST /api/compare               {"dirs": [...]} -> report.WriteCompare's compare.html in a new folder
 //
 // # Security
 //

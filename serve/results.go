@@ -11,6 +11,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/lockstepsim/lockstep/report"
 )
 
 // maxListed bounds how many results folders /api/results lists (the newest first).
@@ -211,4 +214,59 @@ func (s *Server) ResolveResult(rel string) (string, error) {
 		return "", &Error{Status: http.StatusForbidden, Msg: fmt.Sprintf("results path %q resolves outside the results directory (a symlink?): refused", rel)}
 	}
 	return full, nil
+}
+
+// maxCompared bounds the runs one compare page holds.
+const maxCompared = 8
+
+// compareRuns answers POST /api/compare: the body is {"dirs": [...]}, two or more results
+// folders relative to the results directory; report.WriteCompare writes their compare.html
+// into a new folder serve/compare-<UTC time>-<random>, and the answer is its URL.
+func (s *Server) compareRuns(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var req struct {
+		Dirs []string `json:"dirs"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, &Error{Status: http.StatusBadRequest, Msg: `compare: want {"dirs": ["run1", "run2"]}: ` + err.Error()})
+		return
+	}
+	if len(req.Dirs) < 2 || len(req.Dirs) > maxCompared {
+		writeError(w, &Error{Status: http.StatusBadRequest, Msg: fmt.Sprintf("compare: %d folders; give 2 to %d", len(req.Dirs), maxCompared)})
+		return
+	}
+	var dirs []string
+	for _, d := range req.Dirs {
+		full, err := s.ResolveResult(d)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if st, err := os.Stat(filepath.Join(full, "summary.json")); err != nil || !st.Mode().IsRegular() {
+			writeError(w, &Error{Status: http.StatusBadRequest, Msg: fmt.Sprintf("compare: %q is not a results folder (no summary.json)", d)})
+			return
+		}
+		dirs = append(dirs, full)
+	}
+	suffix, err := NewToken()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	rel := "serve/compare-" + time.Now().UTC().Format("20060102-150405") + "-" + suffix[:6]
+	out := filepath.Join(s.cfg.Results, filepath.FromSlash(rel))
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		writeError(w, fmt.Errorf("compare: %w", err))
+		return
+	}
+	if err := report.WriteCompare(filepath.Join(out, "compare.html"), nil, dirs); err != nil {
+		os.RemoveAll(out)
+		writeError(w, &Error{Status: http.StatusBadRequest, Msg: "compare: " + err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"dir": rel, "page": "/results/" + escapePath(rel) + "/compare.html"})
 }

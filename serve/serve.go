@@ -299,6 +299,7 @@ func (s *Server) routes() {
 		reply(w, v, err)
 	})
 	s.mux.HandleFunc("POST /api/run", s.startRun)
+	s.mux.HandleFunc("POST /api/compare", s.compareRuns)
 	s.mux.HandleFunc("GET /api/run/{id}/events", s.runEvents)
 	s.mux.HandleFunc("GET /api/runs", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, s.runs.list(), nil)

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -333,6 +335,27 @@ func TestServeInChromium(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelectorAll("#results-table tbody tr[data-dir]").length === 1`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
 		t.Errorf("the results tab does not list the run: %v", err)
 	}
+	// With a second run (over the API), the two compared from the tab.
+	code, body := post(t, ts.URL+"/api/run", token, serveSmall)
+	if code != 202 {
+		t.Fatalf("second run: %d %s", code, body)
+	}
+	var r2 struct{ Events string }
+	_ = json.Unmarshal(body, &r2)
+	sseEvents(t, ts.URL+r2.Events)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("refresh-results"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelectorAll("#results-table tbody .pick-run").length === 2`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Fatalf("the results tab does not list two runs: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { for (const c of document.querySelectorAll(".pick-run")) c.checked = true; document.getElementById("compare-results").click(); return true; })()`)); err != nil {
+		t.Fatal(err)
+	}
+	cmpPage, err := chromedp.Run(ctx, chromedp.Poll[string](`(l => l && l.getAttribute("href"))(document.getElementById("compare-link"))`, chromedp.WithPollingTimeout(20*time.Second)))
+	if err != nil || !strings.HasSuffix(cmpPage, "/compare.html") {
+		t.Errorf("compare link %q (%v)", cmpPage, err)
+	}
 
 	// Its report has its plots.
 	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+report)); err != nil {
@@ -341,6 +364,23 @@ func TestServeInChromium(t *testing.T) {
 	plots, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg.plot").length`))
 	if err != nil || plots < 3 {
 		t.Errorf("report %s: %d plots (%v)", report, plots, err)
+	}
+	// And so has the comparison, whose links to the runs' reports resolve on the server.
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+cmpPage)); err != nil {
+		t.Fatal(err)
+	}
+	links, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("a[href$='report.html']")].map(a => a.href)`))
+	plots, err2 := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg.plot").length`))
+	if err != nil || err2 != nil || plots < 1 || len(links) != 2 {
+		t.Errorf("compare page %s: %d plots, links %q (%v, %v)", cmpPage, plots, links, err, err2)
+	}
+	for _, l := range links {
+		resp, err := http.Get(l)
+		if err != nil || resp.StatusCode != 200 {
+			t.Errorf("compare page's link %s: %v %v", l, resp, err)
+		} else {
+			resp.Body.Close()
+		}
 	}
 
 	stop()

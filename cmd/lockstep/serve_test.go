@@ -266,6 +266,35 @@ func TestServeRun(t *testing.T) {
 	if len(list.Folders) != 1 || list.Folders[0].Dir != r.Dir || list.Folders[0].Scenario != "small-perm" || list.Folders[0].Report == "" {
 		t.Errorf("results list: %+v", list.Folders)
 	}
+	// A second run, and the two compared: compare.html in a new folder, served.
+	code, body = post(t, ts.URL+"/api/run", token, strings.Replace(serveSmall, "bytes: 2MiB", "bytes: 1MiB", 1))
+	if code != http.StatusAccepted {
+		t.Fatalf("second POST /api/run: %d %s", code, body)
+	}
+	var r2 struct{ Dir, Events string }
+	_ = json.Unmarshal(body, &r2)
+	if evs := sseEvents(t, ts.URL+r2.Events); evs[len(evs)-1].name != "done" {
+		t.Fatalf("second run: %v", evs[len(evs)-1])
+	}
+	code, body = post(t, ts.URL+"/api/compare", token, `{"dirs": ["`+r.Dir+`", "`+r2.Dir+`"]}`)
+	var cmp struct{ Page string }
+	if err := json.Unmarshal(body, &cmp); code != 200 || err != nil || !strings.HasSuffix(cmp.Page, "/compare.html") {
+		t.Fatalf("POST /api/compare: %d %s", code, body)
+	}
+	if resp, err := http.Get(ts.URL + cmp.Page); err != nil || resp.StatusCode != 200 {
+		t.Errorf("GET %s: %v %v", cmp.Page, resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	for _, bad := range []string{`{"dirs": ["` + r.Dir + `"]}`, `{"dirs": ["` + r.Dir + `", "../x"]}`, `{"dirs": ["` + r.Dir + `", "serve"]}`, `[1]`} {
+		if code, body := post(t, ts.URL+"/api/compare", token, bad); code != 400 {
+			t.Errorf("POST /api/compare %s: %d %s; want 400", bad, code, body)
+		}
+	}
+	if code, _ := post(t, ts.URL+"/api/compare", "", `{"dirs": ["`+r.Dir+`", "`+r2.Dir+`"]}`); code != 403 {
+		t.Errorf("POST /api/compare without the token: %d, want 403", code)
+	}
+
 	// A bad scenario is refused before it runs, with its field.
 	code, body = post(t, ts.URL+"/api/run", token, strings.Replace(serveSmall, "radix: 8", "radix: 7", 1))
 	if code != 400 || !strings.Contains(string(body), "topology.clos.radix") {

@@ -390,7 +390,15 @@ function compareSelected() {
     return;
   }
   const keys = [...new Set(picked.flatMap(f => Object.keys(f.headline)))];
-  box.replaceChildren(el("table", {class: "compare-table"},
+  const page = el("div", {class: "compare-page hint"}, "writing compare.html ...");
+  fetch("/api/compare", {method: "POST", headers: {"X-Lockstep-Token": token, "Content-Type": "application/json"}, body: JSON.stringify({dirs: picked.map(f => f.dir)})})
+    .then(async r => {
+      const a = await r.json();
+      if (!r.ok) throw new Error(a.error || r.statusText);
+      page.replaceChildren(el("a", {href: a.page, target: "_blank", rel: "noopener", id: "compare-link"}, "open the comparison (compare.html: plots overlaid)"), " ", a.dir);
+    })
+    .catch(e => { page.className = "compare-page bad"; page.textContent = e.message; });
+  box.replaceChildren(page, el("table", {class: "compare-table"},
     el("tr", {}, el("th", {}, "figure"), picked.map(f => el("th", {}, f.report ? el("a", {href: f.report, target: "_blank", rel: "noopener"}, f.dir) : f.dir))),
     keys.map(k => el("tr", {}, el("th", {}, k), picked.map(f => {
       const v = f.headline[k], v0 = picked[0].headline[k];
