@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockstepsim/lockstep/report"
@@ -77,7 +78,7 @@ func (s *Server) listResults(w http.ResponseWriter, r *http.Request) {
 				continue // symlinks are not followed: folders outside the root are not listed
 			}
 			sub, subRel := filepath.Join(dir, e.Name()), pathJoin(rel, e.Name())
-			if f, ok := readFolder(sub, subRel); ok {
+			if f, ok := s.folders.readFolder(sub, subRel); ok {
 				out = append(out, f)
 			}
 			if depth < 2 {
@@ -109,6 +110,55 @@ func pathJoin(rel, name string) string {
 		return name
 	}
 	return rel + "/" + name
+}
+
+// folderKey identifies what a listed folder was read from: a changed summary.json or a
+// changed file list gives a new key.
+type folderKey struct {
+	sumSize, sumMod, dirMod int64
+}
+
+// folderCache holds the folders /api/results read, by folder, so a listing reads again only
+// those whose summary.json or file list changed.
+type folderCache struct {
+	mu sync.Mutex
+	m  map[string]cachedFolder
+}
+
+type cachedFolder struct {
+	key folderKey
+	f   ResultFolder
+}
+
+// readFolder reads dir's summary.json headline (through the cache); ok is false when it
+// has none (or it is not JSON).
+func (c *folderCache) readFolder(dir, rel string) (ResultFolder, bool) {
+	st, err := os.Lstat(filepath.Join(dir, "summary.json"))
+	if err != nil || !st.Mode().IsRegular() || st.Size() > maxSummaryBytes {
+		return ResultFolder{}, false
+	}
+	dst, err := os.Stat(dir)
+	if err != nil {
+		return ResultFolder{}, false
+	}
+	key := folderKey{st.Size(), st.ModTime().UnixNano(), dst.ModTime().UnixNano()}
+	c.mu.Lock()
+	if e, ok := c.m[rel]; ok && e.key == key {
+		c.mu.Unlock()
+		return e.f, true
+	}
+	c.mu.Unlock()
+	f, ok := readFolder(dir, rel)
+	if !ok {
+		return f, false
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) > 4*maxListed {
+		c.m = map[string]cachedFolder{} // forget folders deleted since
+	}
+	c.m[rel] = cachedFolder{key, f}
+	c.mu.Unlock()
+	return f, true
 }
 
 // readFolder reads dir's summary.json headline; ok is false when it has none (or it is not

@@ -111,6 +111,7 @@ type Server struct {
 	cfg     Config
 	mux     *http.ServeMux
 	runs    *runs
+	folders folderCache // /api/results' folders already read
 	closing chan struct{}
 	once    sync.Once
 }
