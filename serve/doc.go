@@ -9,6 +9,7 @@
 //	GET  /assets/{file}             its stylesheet and script
 //	GET  /api/topo?kind=clos&...    sizing and drawing of one fabric (Backend.Topo)
 //	GET  /api/results               the results folders under --results, with summary.json's headline
+//	GET  /api/series?dir=RUN        links.csv as mean utilisation per class of port over time
 //	GET  /results/{path...}         a file inside the results directory, read-only
 //	POST /api/validate              scenario YAML body -> resolved, estimated, or the error at its field
 //	POST /api/run                   scenario YAML body -> {"id": ...}; the run starts (or queues)

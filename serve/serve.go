@@ -283,6 +283,7 @@ func (s *Server) routes() {
 		reply(w, v, err)
 	})
 	s.mux.HandleFunc("GET /api/results", s.listResults)
+	s.mux.HandleFunc("GET /api/series", s.series)
 	s.mux.HandleFunc("GET /results/{path...}", s.resultFile)
 	s.mux.HandleFunc("POST /api/validate", func(w http.ResponseWriter, r *http.Request) {
 		body, err := readBody(r)

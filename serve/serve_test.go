@@ -287,3 +287,33 @@ func TestCloseStopsRuns(t *testing.T) {
 		t.Errorf("after Close: finished %v, last event %q; want the run_error event", finished, evs[len(evs)-1].name)
 	}
 }
+
+// TestReadSeries: mean utilisation per class of port and interval, a missing row counting
+// as 0; a file without the columns is refused.
+func TestReadSeries(t *testing.T) {
+	csv := "start_us,end_us,port,node,plane,tier,rate_gbps,util_pct\n" +
+		"0,1,h0.p0,h0,0,-1,100,100\n" +
+		"0,1,h1.p0,h1,0,-1,100,50\n" +
+		"1,2,h0.p0,h0,0,-1,100,20\n" +
+		"0,1,p0.t0-0.up0,p0.t0-0,0,0,100,40\n" +
+		"1,2,p0.t0-0.down1,p0.t0-0,0,0,100,30\n" +
+		"1,2,x0y0z0.r.x+,x0y0z0.r,0,0,100,10\n"
+	s, err := readSeries(strings.NewReader(csv))
+	must(t, err)
+	want := map[string][]float64{"NIC": {75, 10}, "T0 up": {40, 0}, "T0 down": {0, 30}, "T0": {0, 10}}
+	if len(s.X) != 2 || s.X[0] != 0 || s.X[1] != 1 || len(s.Lines) != len(want) || s.Lines[0].Name != "NIC" {
+		t.Fatalf("series %+v", s)
+	}
+	for _, l := range s.Lines {
+		w := want[l.Name]
+		if len(l.Y) != 2 || l.Y[0] != w[0] || l.Y[1] != w[1] {
+			t.Errorf("%s: %v, want %v", l.Name, l.Y, w)
+		}
+	}
+	if _, err := readSeries(strings.NewReader("a,b\n1,2\n")); err == nil || !strings.Contains(err.Error(), "start_us") {
+		t.Errorf("no columns: %v", err)
+	}
+	if _, err := readSeries(strings.NewReader("start_us,port,tier,util_pct\nx,h0.p0,-1,5\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("bad number: %v", err)
+	}
+}

@@ -22,7 +22,8 @@ import (
 // package's browser test).
 const serveChromium = "/usr/bin/chromium"
 
-// serveShotEnv names a PNG file to write a screenshot of the explorer to (docs/serve.png).
+// serveShotEnv names a PNG file to write a screenshot of the explorer to (docs/serve.png);
+// the results tab goes beside it, as NAME-results.png.
 const serveShotEnv = "LOCKSTEP_SERVE_SCREENSHOT"
 
 // newServeBrowser starts headless Chromium with the report test's flags, for at most limit,
@@ -355,6 +356,62 @@ func TestServeInChromium(t *testing.T) {
 	cmpPage, err := chromedp.Run(ctx, chromedp.Poll[string](`(l => l && l.getAttribute("href"))(document.getElementById("compare-link"))`, chromedp.WithPollingTimeout(20*time.Second)))
 	if err != nil || !strings.HasSuffix(cmpPage, "/compare.html") {
 		t.Errorf("compare link %q (%v)", cmpPage, err)
+	}
+
+	// A run's links.csv as an interactive plot: hover values, a series toggled from the
+	// legend, a drag zooming on time.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#results-table tbody tr .plot-run`))); err != nil {
+		t.Fatal(err)
+	}
+	nSeries, err := chromedp.Run(ctx, chromedp.Poll[int](`document.querySelectorAll("#chart-svg path.series").length`, chromedp.WithPollingTimeout(20*time.Second)))
+	if err != nil || nSeries < 2 {
+		t.Fatalf("plot: %d series (%v)", nSeries, err)
+	}
+	type chartState struct {
+		Series int     `json:"series"`
+		Hover  string  `json:"hover"`
+		Span   float64 `json:"span"`
+	}
+	const act = `((what) => {
+		const svg = document.getElementById("chart-svg"), ov = svg.querySelector(".overlay"), r = ov.getBoundingClientRect();
+		const at = f => ({clientX: r.left + f * r.width, clientY: r.top + r.height / 2, bubbles: true});
+		if (what === "hover") ov.dispatchEvent(new MouseEvent("mousemove", at(0.5)));
+		if (what === "toggle") svg.querySelector(".legend-item").dispatchEvent(new MouseEvent("click", {bubbles: true}));
+		if (what === "zoom") {
+			ov.dispatchEvent(new MouseEvent("mousedown", at(0.3)));
+			ov.dispatchEvent(new MouseEvent("mousemove", at(0.6)));
+			ov.dispatchEvent(new MouseEvent("mouseup", at(0.6)));
+		}
+		const s = document.getElementById("chart-svg");
+		return {series: s.querySelectorAll("path.series").length, hover: document.getElementById("chart-hover").textContent,
+			span: Number(s.dataset.x1) - Number(s.dataset.x0)};
+	})(%q)`
+	do := func(what string) chartState {
+		st, err := chromedp.Run(ctx, chromedp.Evaluate[chartState](fmt.Sprintf(act, what)))
+		if err != nil {
+			t.Fatalf("plot %s: %v", what, err)
+		}
+		return st
+	}
+	before := do("")
+	if h := do("hover"); !strings.Contains(h.Hover, "µs") || !strings.Contains(h.Hover, "NIC") || !strings.Contains(h.Hover, "%") {
+		t.Errorf("hover shows %q; want the time and each series' value", h.Hover)
+	}
+	if tg := do("toggle"); tg.Series != before.Series-1 {
+		t.Errorf("legend click: %d series drawn, want %d", tg.Series, before.Series-1)
+	}
+	if z := do("zoom"); !(z.Span > 0 && z.Span < 0.5*before.Span) {
+		t.Errorf("drag from 30%% to 60%%: time span %g -> %g; want about 0.3 of it", before.Span, z.Span)
+	}
+
+	if p := os.Getenv(serveShotEnv); p != "" {
+		shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(strings.TrimSuffix(p, ".png")+"-results.png", shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// Its report has its plots.

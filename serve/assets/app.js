@@ -369,7 +369,7 @@ async function loadResults() {
       el("td", {}, f.scenario),
       el("td", {class: f.failed ? "bad" : ""}, f.failed ? "failed" + (f.failure_reason ? ": " + f.failure_reason : "") : f.complete ? "complete" : "incomplete"),
       el("td", {class: "headline"}, Object.entries(f.headline).map(([k, v]) => el("span", {}, `${k} ${fmt(v)}`))),
-      el("td", {class: "files"}, f.files.map(n => el("a", {href: "/results/" + f.dir.split("/").map(encodeURIComponent).join("/") + "/" + encodeURIComponent(n), target: "_blank", rel: "noopener"}, n))))));
+      el("td", {class: "files"}, f.files.includes("links.csv") ? el("button", {type: "button", class: "plot-run", onclick: () => plotRun(f.dir)}, "plot") : null, f.files.map(n => el("a", {href: "/results/" + f.dir.split("/").map(encodeURIComponent).join("/") + "/" + encodeURIComponent(n), target: "_blank", rel: "noopener"}, n))))));
   } catch (e) {
     tbody.replaceChildren(el("tr", {}, el("td", {colspan: 6, class: "bad"}, e.message)));
   }
@@ -405,6 +405,108 @@ function compareSelected() {
       const ratio = typeof v === "number" && typeof v0 === "number" && v0 !== 0 && f !== picked[0] ? ` (${(v / v0).toFixed(2)}x)` : "";
       return el("td", {}, v === undefined ? "-" : fmt(v) + ratio);
     })))));
+}
+
+// ---- an interactive plot of a run's links.csv ----
+
+const COLORS = ["#2f6fba", "#d0562e", "#3a9a5b", "#8a5cc2", "#c49a1a", "#1b9aa5", "#b8467a", "#6b6b6b"];
+
+async function plotRun(dir) {
+  const box = document.getElementById("chart");
+  box.hidden = false;
+  box.replaceChildren(el("p", {class: "hint"}, "reading " + dir + "/links.csv ..."));
+  try {
+    const data = await getJSON("/api/series?dir=" + encodeURIComponent(dir));
+    box.replaceChildren(el("h2", {}, `${dir}: utilisation over time`),
+      el("p", {class: "hint"}, "Hover for values; drag across the plot to zoom on time, double-click to zoom out; click a legend entry to hide or show its series."),
+      lineChart(data));
+  } catch (e) {
+    box.replaceChildren(el("p", {class: "bad"}, e.message));
+  }
+}
+
+// lineChart draws data's series against its x axis (µs) with hover values, zoom on the
+// time axis and series toggled from the legend.
+function lineChart(data) {
+  const W = 900, H = 320, L = 56, R = 170, T = 12, B = 40;
+  const s = sv("svg", {class: "chart-svg", id: "chart-svg", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img"});
+  const hidden = new Set();
+  let x0 = data.x[0] || 0, x1 = data.x[data.x.length - 1] || 1;
+  if (x1 <= x0) x1 = x0 + 1;
+  const hover = el("div", {class: "chart-hover", id: "chart-hover"}, " ");
+  const px = x => L + (x - x0) / (x1 - x0) * (W - L - R);
+  const ux = p => x0 + (p - L) / (W - L - R) * (x1 - x0);
+  const toSvgX = ev => { const r = s.getBoundingClientRect(); return (ev.clientX - r.left) * W / r.width; };
+  let drag = null;
+  function render() {
+    s.replaceChildren();
+    s.dataset.x0 = String(x0);
+    s.dataset.x1 = String(x1);
+    const idx = data.x.map((x, i) => i).filter(i => data.x[i] >= x0 && data.x[i] <= x1);
+    let ymax = 1;
+    data.series.forEach((se, k) => { if (!hidden.has(k)) for (const i of idx) ymax = Math.max(ymax, se.y[i]); });
+    ymax = Math.ceil(ymax / 10) * 10;
+    const py = y => T + (1 - y / ymax) * (H - T - B);
+    for (let k = 0; k <= 5; k++) {
+      const y = ymax * k / 5;
+      s.append(sv("line", {x1: L, x2: W - R, y1: py(y), y2: py(y), class: "grid"}), sv("text", {x: L - 6, y: py(y) + 4, "text-anchor": "end", class: "tick"}, String(Math.round(y))));
+    }
+    for (let k = 0; k <= 6; k++) {
+      const x = x0 + (x1 - x0) * k / 6;
+      s.append(sv("text", {x: px(x), y: H - B + 16, "text-anchor": "middle", class: "tick"}, x.toPrecision(4)));
+    }
+    s.append(sv("text", {x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle", class: "axis"}, "time (µs)"),
+      sv("text", {x: 12, y: (T + H - B) / 2, transform: `rotate(-90 12 ${(T + H - B) / 2})`, "text-anchor": "middle", class: "axis"}, data.y_label));
+    data.series.forEach((se, k) => {
+      if (hidden.has(k) || idx.length === 0) return;
+      const d = idx.map((i, j) => (j ? "L" : "M") + px(data.x[i]).toFixed(1) + "," + py(se.y[i]).toFixed(1)).join("");
+      s.append(sv("path", {d, class: "series", stroke: COLORS[k % COLORS.length], "data-series": se.name}));
+    });
+    data.series.forEach((se, k) => {
+      const y = T + 10 + k * 20;
+      const g = sv("g", {class: "legend-item" + (hidden.has(k) ? " off" : ""), "data-series": se.name},
+        sv("rect", {x: W - R + 12, y: y - 8, width: 14, height: 10, fill: COLORS[k % COLORS.length]}),
+        sv("text", {x: W - R + 32, y: y + 1, class: "tick"}, `${se.name} (${se.ports} ports)`));
+      g.addEventListener("click", () => { hidden.has(k) ? hidden.delete(k) : hidden.add(k); render(); });
+      s.append(g);
+    });
+    const rule = sv("line", {x1: 0, x2: 0, y1: T, y2: H - B, class: "rule", visibility: "hidden"});
+    const band = sv("rect", {x: 0, y: T, width: 0, height: H - T - B, class: "zoom-band", visibility: "hidden"});
+    const overlay = sv("rect", {x: L, y: T, width: W - L - R, height: H - T - B, class: "overlay"});
+    s.append(rule, band, overlay);
+    overlay.addEventListener("mousemove", ev => {
+      const p = toSvgX(ev);
+      if (drag !== null) {
+        band.setAttribute("x", Math.min(drag, p));
+        band.setAttribute("width", Math.abs(p - drag));
+        band.setAttribute("visibility", "visible");
+      }
+      if (idx.length === 0) return;
+      const x = ux(p);
+      let best = idx[0];
+      for (const i of idx) if (Math.abs(data.x[i] - x) < Math.abs(data.x[best] - x)) best = i;
+      rule.setAttribute("x1", px(data.x[best]));
+      rule.setAttribute("x2", px(data.x[best]));
+      rule.setAttribute("visibility", "visible");
+      hover.textContent = `t = ${data.x[best]} µs: ` + data.series.filter((se, k) => !hidden.has(k)).map(se => `${se.name} ${se.y[best].toFixed(1)}%`).join(", ");
+    });
+    overlay.addEventListener("mousedown", ev => { drag = toSvgX(ev); ev.preventDefault(); });
+    overlay.addEventListener("mouseup", ev => {
+      const p = toSvgX(ev);
+      if (drag !== null && Math.abs(p - drag) > 4) {
+        const a = ux(Math.min(drag, p)), b = ux(Math.max(drag, p));
+        x0 = a; x1 = b;
+        drag = null;
+        render();
+        return;
+      }
+      drag = null;
+      band.setAttribute("visibility", "hidden");
+    });
+    overlay.addEventListener("dblclick", () => { x0 = data.x[0]; x1 = data.x[data.x.length - 1]; if (x1 <= x0) x1 = x0 + 1; render(); });
+  }
+  render();
+  return el("div", {}, s, hover);
 }
 
 // ---- runs ----
