@@ -23,9 +23,14 @@ const maxListed = 500
 // maxSummaryBytes bounds the summary.json read for a folder's headline.
 const maxSummaryBytes = 4 << 20
 
-// headlineKeys are the summary.json figures /api/results shows, when a run has them.
-var headlineKeys = []string{"hosts", "planes", "flows", "end_us", "delivered_gbps", "delivered_fraction", "jct_us", "step_time_us",
-	"fct_p99_us", "busbw_GBps"}
+// headlineKeys are the summary.json figures /api/results shows, when a run has them: the
+// name shown, and its path in summary.json (docs/outputs.md).
+var headlineKeys = [][2]string{
+	{"hosts", "hosts"}, {"flows", "flows"}, {"end_us", "end_us"}, {"delivered_gbps", "delivered_gbps"},
+	{"jct_us", "transport.jct_us"}, {"fct_p99_us", "transport.fct_p99_us"}, {"retx_packets", "transport.retx_packets"},
+	{"fault_slowdown_us", "fault_slowdown_us"},
+	{"step_time_us", "training.step_time_us"}, {"mfu", "training.mfu"}, {"chakra_step_time_us", "chakra.step_time_us"},
+}
 
 // ResultFolder is one results folder as /api/results lists it.
 type ResultFolder struct {
@@ -43,12 +48,35 @@ type ResultFolder struct {
 	mod      int64
 }
 
-// Headline picks headlineKeys out of a decoded summary.json.
+// Headline picks headlineKeys out of a decoded summary.json, and busbw_GBps, the largest
+// bus bandwidth of its collectives rows.
 func Headline(sum map[string]any) map[string]any {
 	h := map[string]any{}
 	for _, k := range headlineKeys {
-		if v, ok := sum[k]; ok {
-			h[k] = v
+		var v any = sum
+		for _, part := range strings.Split(k[1], ".") {
+			m, ok := v.(map[string]any)
+			if !ok {
+				v = nil
+				break
+			}
+			v = m[part]
+		}
+		if v != nil {
+			h[k[0]] = v
+		}
+	}
+	if rows, ok := sum["collectives"].([]any); ok {
+		best := -1.0
+		for _, r := range rows {
+			if m, ok := r.(map[string]any); ok {
+				if b, ok := m["busbw_GBps"].(float64); ok && b > best {
+					best = b
+				}
+			}
+		}
+		if best >= 0 {
+			h["busbw_GBps"] = best
 		}
 	}
 	return h

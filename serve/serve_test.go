@@ -3,6 +3,7 @@ package serve
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -315,5 +316,26 @@ func TestReadSeries(t *testing.T) {
 	}
 	if _, err := readSeries(strings.NewReader("start_us,port,tier,util_pct\nx,h0.p0,-1,5\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("bad number: %v", err)
+	}
+}
+
+// TestHeadline: top-level and nested figures, the best busbw of the collectives rows, and
+// nothing for what a run lacks.
+func TestHeadline(t *testing.T) {
+	for _, c := range []struct {
+		sum  string
+		want string
+	}{
+		{`{"hosts": 16, "end_us": 210.1, "transport": {"jct_us": 161.5, "fct_p99_us": 160}}`, `{"end_us":210.1,"fct_p99_us":160,"hosts":16,"jct_us":161.5}`},
+		{`{"hosts": 8, "collectives": [{"busbw_GBps": 10}, {"busbw_GBps": 40.5}, {"busbw_GBps": 30}]}`, `{"busbw_GBps":40.5,"hosts":8}`},
+		{`{"training": {"step_time_us": 1200, "mfu": 0.41}}`, `{"mfu":0.41,"step_time_us":1200}`},
+		{`{"transport": "mrc"}`, `{}`},
+	} {
+		var sum map[string]any
+		must(t, json.Unmarshal([]byte(c.sum), &sum))
+		got, _ := json.Marshal(Headline(sum))
+		if string(got) != c.want {
+			t.Errorf("Headline(%s) = %s; want %s", c.sum, got, c.want)
+		}
 	}
 }
