@@ -100,7 +100,7 @@ func readSeries(rd io.Reader) (*Series, error) {
 		}
 	}
 	sums := map[string]map[float64]float64{} // class -> interval start -> sum of util_pct
-	ports := map[string]map[string]bool{}     // class -> ports
+	ports := map[string]map[string]bool{}    // class -> ports
 	xs := map[float64]bool{}
 	for line := 2; ; line++ {
 		rec, err := cr.Read()
