@@ -25,12 +25,12 @@ const maxSeriesPoints = 2000
 type Series struct {
 	Dir    string      `json:"dir"`
 	X      []float64   `json:"x"`      // interval starts, µs
-	Lines  []LineSerie `json:"series"` // one per class of port
+	Lines  []SeriesLine `json:"series"` // one per class of port
 	YLabel string      `json:"y_label"`
 }
 
-// LineSerie is one class of port ("NIC", "T0 up", "T0 down", ...) and its values at Series.X.
-type LineSerie struct {
+// SeriesLine is one class of port ("NIC", "T0 up", "T0 down", ...) and its values at Series.X.
+type SeriesLine struct {
 	Name  string    `json:"name"`
 	Ports int       `json:"ports"` // ports of the class seen in links.csv
 	Y     []float64 `json:"y"`
@@ -163,7 +163,7 @@ func readSeries(rd io.Reader) (*Series, error) {
 			}
 			ys[i] = sum / float64(k)
 		}
-		out.Lines = append(out.Lines, LineSerie{Name: c, Ports: len(ports[c]), Y: ys})
+		out.Lines = append(out.Lines, SeriesLine{Name: c, Ports: len(ports[c]), Y: ys})
 	}
 	out.X = bx
 	return out, nil

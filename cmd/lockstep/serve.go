@@ -41,7 +41,8 @@ func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
 		Long: `Serve a local web application from this binary (no CDN, no fonts fetched: everything is
 embedded): a topology explorer (every kind of lockstep topo, drawn, with the same sizing and
 blast radius, up to three designs side by side; click an element for its scenario name), a
-results browser over --results (each run's report.html, headline figures side by side), and
+results browser over --results (each run's report.html and files, an interactive plot of its
+links.csv, selected runs' headline figures side by side and their compare.html), and
 runs started from the page (validated as lockstep validate does, run as lockstep run does,
 progress streamed as server-sent events, the report linked when done).
 
@@ -49,8 +50,9 @@ The server listens on loopback (127.0.0.1:8080) by default; a non-loopback --add
 unless --allow-remote is given (then a warning is printed: anyone who reaches the port can
 read results and, with the token, start runs). Open the URL printed at the start: it carries
 a random token, made anew at every start, that every state-changing request must carry.
-Runs write into new folders under --results; -j of them run at once. Stop with Ctrl-C: runs
-in progress stop and keep what they have, as run does.`,
+Runs write into new folders under --results; -j of them run at once. Stop with Ctrl-C or
+SIGTERM (exit 0): runs in progress stop at their next check and keep what they have, as run's
+do.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkJobs(jobs); err != nil {
