@@ -15,6 +15,9 @@ import (
 // forgotten (their folders stay).
 const maxKeptRuns = 200
 
+// maxWaiting is how many runs may wait for a slot; a run started past it gets 429.
+const maxWaiting = 32
+
 // progressEvery is the least wall time between two progress events of one run.
 const progressEvery = 100 * time.Millisecond
 
@@ -85,7 +88,9 @@ type runs struct {
 	byID  map[string]*run
 	order []*run
 	slots chan struct{}
-	wg    sync.WaitGroup
+	// unfinished counts the runs queued or running.
+	unfinished int
+	wg         sync.WaitGroup
 	ctx   context.Context
 	stop  context.CancelFunc
 }
@@ -148,7 +153,8 @@ func (rs *runs) get(id string) *run {
 }
 
 // startRun answers POST /api/run: the body is a scenario; bad input is answered at once
-// (400, with the field and line), else the run is queued for a slot and its id returned.
+// (400, with the field and line), else the run is queued for a slot and its id returned;
+// with maxWaiting runs already waiting, 429.
 func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(r)
 	if err != nil {
@@ -172,13 +178,24 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id = id[:12]
+	rs := s.runs
+	rs.mu.Lock()
+	if rs.unfinished >= cap(rs.slots)+maxWaiting {
+		n := rs.unfinished
+		rs.mu.Unlock()
+		writeError(w, &Error{Status: http.StatusTooManyRequests, Msg: fmt.Sprintf("%d runs are running or waiting (at most %d run at once, %d wait): start this one when one has finished", n, cap(rs.slots), maxWaiting)})
+		return
+	}
+	rs.unfinished++
+	rs.mu.Unlock()
+
 	rn := &run{id: id, name: job.Name, dir: job.Dir, started: time.Now(), changed: make(chan struct{})}
 	s.runs.add(rn)
 	rn.publish("queued", map[string]any{"id": id, "name": job.Name, "dir": job.Dir}, false)
-	rs := s.runs
 	rs.wg.Add(1)
 	go func() {
 		defer rs.wg.Done()
+		defer func() { rs.mu.Lock(); rs.unfinished--; rs.mu.Unlock() }()
 		select {
 		case rs.slots <- struct{}{}:
 		case <-rs.ctx.Done():

@@ -339,3 +339,22 @@ func TestHeadline(t *testing.T) {
 		}
 	}
 }
+
+// TestRunQueueBound: past MaxRuns running and maxWaiting waiting, a run is refused with 429.
+func TestRunQueueBound(t *testing.T) {
+	block := make(chan struct{})
+	s, err := New(Config{Results: t.TempDir(), Token: testToken, Backend: fakeBackend{block: block}})
+	must(t, err)
+	defer s.Close()
+	defer close(block)
+	hdr := map[string]string{TokenHeader: testToken}
+	for i := range 1 + maxWaiting {
+		if code, body := do(s, "POST", "/api/run", "", hdr, strings.NewReader("x")); code != http.StatusAccepted {
+			t.Fatalf("run %d: %d %s", i, code, body)
+		}
+	}
+	code, body := do(s, "POST", "/api/run", "", hdr, strings.NewReader("x"))
+	if code != http.StatusTooManyRequests || !strings.Contains(body, "running or waiting") {
+		t.Errorf("run %d: %d %s; want 429", 2+maxWaiting, code, body)
+	}
+}
