@@ -91,8 +91,8 @@ type runs struct {
 	// unfinished counts the runs queued or running.
 	unfinished int
 	wg         sync.WaitGroup
-	ctx   context.Context
-	stop  context.CancelFunc
+	ctx        context.Context
+	stop       context.CancelFunc
 }
 
 func newRuns(max int) *runs {

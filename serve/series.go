@@ -23,10 +23,10 @@ const maxSeriesPoints = 2000
 // Series is what /api/series returns: one x axis (each interval's start, µs) and the mean
 // utilisation, in percent, of each class of port over it.
 type Series struct {
-	Dir    string      `json:"dir"`
-	X      []float64   `json:"x"`      // interval starts, µs
+	Dir    string       `json:"dir"`
+	X      []float64    `json:"x"`      // interval starts, µs
 	Lines  []SeriesLine `json:"series"` // one per class of port
-	YLabel string      `json:"y_label"`
+	YLabel string       `json:"y_label"`
 }
 
 // SeriesLine is one class of port ("NIC", "T0 up", "T0 down", ...) and its values at Series.X.
