@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -159,8 +160,10 @@ func jsonString(m map[string]string) string {
 // TestServeInChromium drives the page in headless Chromium: the explorer shows, for every
 // kind, the sizing the topo command's code computes (read from the page), a changed parameter
 // changes numbers and drawing, a click names an element as faults: does, three designs stand
-// side by side, the results list shows a run, a validation error is shown at its field, and a
-// run started from the page streams its events to a report whose plots are present; no
+// side by side, the results list shows a run, a validation error is shown at its field, an
+// uploaded file is loaded, a run started from the page streams its events to a report whose
+// plots are present, a run's links.csv plots with hover, toggles and zoom, and two runs
+// compare; no
 // console error, no request leaves the loopback server.
 func TestServeInChromium(t *testing.T) {
 	if testing.Short() {
@@ -309,6 +312,18 @@ func TestServeInChromium(t *testing.T) {
 		t.Fatalf("the scenario put back never validated: %v", err)
 	}
 
+	// A scenario uploaded from a file replaces the text and is validated.
+	up := filepath.Join(t.TempDir(), "uploaded.yaml")
+	if err := os.WriteFile(up, []byte(strings.Replace(serveSmall, "name: small-perm", "name: uploaded", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.SetUploadFiles(chromedp.ID("upload"), []string{up})); err != nil {
+		t.Fatalf("uploading %s: %v", up, err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("scenario-text").value.startsWith("name: uploaded") && document.getElementById("validation").dataset.state === "valid"`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Fatalf("the uploaded scenario was not loaded and validated: %v", err)
+	}
+
 	// A run from the page streams its events and links its report.
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("start-run"))); err != nil {
 		t.Fatal(err)
@@ -325,7 +340,7 @@ func TestServeInChromium(t *testing.T) {
 		t.Errorf("run: %q; want done after at least one progress event", st)
 	}
 	report, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("report-link").getAttribute("href")`))
-	if err != nil || !strings.HasPrefix(report, "/results/serve/small-perm-") {
+	if err != nil || !strings.HasPrefix(report, "/results/serve/uploaded-") {
 		t.Fatalf("report link %q (%v)", report, err)
 	}
 
