@@ -349,7 +349,7 @@ func execServeRun(ctx context.Context, sc *scenario.Scenario, progress func(serv
 	j := p.next(0)
 	p.wait()
 	if j.err != nil {
-		return serve.Outcome{}, j.err
+		return serve.Outcome{}, errors.New(oneLine(j.err.Error()))
 	}
 	s := &j.res.Summary
 	var sum map[string]any
@@ -372,7 +372,14 @@ func serveRunAndWrite(sc *scenario.Scenario, intr *runner.Interrupt, progress fu
 	}
 	defer release()
 	start := time.Now()
-	opt := runner.Options{Interrupt: intr, Warn: warn, ProgressEvents: 1 << 14, Progress: func(p runner.Progress) {
+	// Progress every 16,384 events at packet level (a few a second on a small run; the
+	// terminal's 1<<20 would give none); at flow level the runner's default (256 events, each
+	// a rate recompute).
+	every := uint64(1 << 14)
+	if sc.Fluid() {
+		every = 0
+	}
+	opt := runner.Options{Interrupt: intr, Warn: warn, ProgressEvents: every, Progress: func(p runner.Progress) {
 		pct := -1.0
 		switch {
 		case p.Total > 0:

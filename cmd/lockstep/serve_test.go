@@ -295,6 +295,20 @@ func TestServeRun(t *testing.T) {
 		t.Errorf("POST /api/compare without the token: %d, want 403", code)
 	}
 
+	// A training job at flow level runs the same way; its headline has the step time.
+	code, body = post(t, ts.URL+"/api/run", token, `name: train-flow
+topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 400G, hop_latency: 500ns}}
+transport: {kind: mrc}
+workload: {training: {model: {name: tiny, layers: 4, hidden: 512, heads: 8, ffn: 2048, vocab: 8192, seq_len: 256, global_batch: 16, micro_batch: 1}, gpu: {preset: h100}, plan: {tp: 1, pp: 2}}}
+`)
+	var r3 struct{ Events string }
+	if err := json.Unmarshal(body, &r3); code != http.StatusAccepted || err != nil {
+		t.Fatalf("training run: %d %s", code, body)
+	}
+	if evs := sseEvents(t, ts.URL+r3.Events); evs[len(evs)-1].name != "done" || !strings.Contains(evs[len(evs)-1].data, `"step_time_us"`) {
+		t.Errorf("training run: last event %v; want done with step_time_us", evs[len(evs)-1])
+	}
+
 	// A bad scenario is refused before it runs, with its field.
 	code, body = post(t, ts.URL+"/api/run", token, strings.Replace(serveSmall, "radix: 8", "radix: 7", 1))
 	if code != 400 || !strings.Contains(string(body), "topology.clos.radix") {
