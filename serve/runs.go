@@ -108,6 +108,9 @@ func (rs *runs) stopAll() {
 
 // RunInfo is one run as /api/runs lists it.
 type RunInfo struct {
+	// ID is the run's id (its events are /api/run/ID/events), Name its scenario's name, Dir
+	// its folder relative to the results directory, Started the UTC time it was posted (RFC
+	// 3339), Finished whether its final event was sent.
 	ID       string `json:"id"`
 	Name     string `json:"name"`
 	Dir      string `json:"dir"`

@@ -68,6 +68,8 @@ type Progress struct {
 
 // Outcome is what a finished run's final event carries.
 type Outcome struct {
+	// Complete, Failed and FailureReason are summary.json's: the run reached its end (not
+	// interrupted), and whether it failed (packet conservation, a drain, a QP error...) and why.
 	Complete      bool   `json:"complete"`
 	Failed        bool   `json:"failed"`
 	FailureReason string `json:"failure_reason,omitempty"`
