@@ -94,7 +94,7 @@ type Sender struct {
 	cfg     Config
 	qp      uint32
 	evs     *EVSet
-	cc      *NSCC
+	ccs     []*NSCC // by plane: that plane's congestion controller (planeCC)
 	baseRTT sim.Time
 	reo     sim.Time // RACK reordering window
 	rto0    sim.Time // ACK timeout before backoff
@@ -135,6 +135,9 @@ type Sender struct {
 	gated   bool    // the last Pump stopped because the NIC had no room (SetNICGate)
 	pend    []int64 // by plane: wire bytes put in the outbox during the current Pump
 	nicDown []bool  // by plane: the NIC port was down at the last Pump (its EVs denied)
+	pinfl   []int64    // by plane: wire bytes in flight on the plane's EVs
+	pdelay  []sim.Time // by plane: queueing delay of the latest answer echoing a packet of the plane
+	packed  []int64    // by plane: scratch for absorb, wire bytes the current answer acknowledges
 
 	// Loss attribution (blame).
 	strikes  []uint8    // by EV: two per untrimmed loss, less one per clean delivery
@@ -172,11 +175,7 @@ func NewSender(cfg Config, qp uint32, path Path, rng *rand.Rand) (*Sender, error
 	if err != nil {
 		return nil, fmt.Errorf("mrc: qp %d: %w", qp, err)
 	}
-	cc, err := NewNSCC(NSCCConfig{
-		BaseRTT: path.BaseRTT, LinkRate: path.NICRate, MTU: int64(cfg.WireBytes(cfg.PayloadBytes)),
-		TargetFactor: cfg.CC.TargetFactor, MaxWindowFactor: cfg.CC.MaxWindowFactor, Gamma: cfg.CC.Gamma,
-		FairIncrease: cfg.CC.FairIncrease, PropIncrease: cfg.CC.PropIncrease,
-	})
+	ccs, err := planeNSCCs(cfg, path, evs.Planes())
 	if err != nil {
 		return nil, fmt.Errorf("mrc: qp %d: %w", qp, err)
 	}
@@ -190,7 +189,7 @@ func NewSender(cfg Config, qp uint32, path Path, rng *rand.Rand) (*Sender, error
 		reo = path.BaseRTT + path.MaxQueueDelay
 	}
 	s := &Sender{
-		cfg: cfg, qp: qp, evs: evs, cc: cc, baseRTT: path.BaseRTT, reo: reo, rto0: ackTimeout(t),
+		cfg: cfg, qp: qp, evs: evs, ccs: ccs, baseRTT: path.BaseRTT, reo: reo, rto0: ackTimeout(t),
 		wnd: wnd, mask: initRing - 1, ring: make([]pktState, initRing),
 		rackAt: sim.MaxTime, rtoAt: sim.MaxTime,
 		probeOut: make([]sim.Time, evs.Len()),
@@ -198,12 +197,38 @@ func NewSender(cfg Config, qp uint32, path Path, rng *rand.Rand) (*Sender, error
 		runLoss:  make([]uint8, evs.Len()),
 		route:    evRoutes(evs),
 		trimTil:  make([]sim.Time, evs.Planes()),
+		pinfl:    make([]int64, evs.Planes()),
+		pdelay:   make([]sim.Time, evs.Planes()),
+		packed:   make([]int64, evs.Planes()),
 		probeTok: ProbeBurst,
 	}
 	s.rtSeen, s.rtPSN, s.rtGen = make([]sim.Time, len(s.route)), make([]uint32, len(s.route)), make([]uint32, len(s.route))
 	s.holdCong = 2*s.rto0 + path.BaseRTT
 	s.jit = rng.Uint64()
 	return s, nil
+}
+
+// planeNSCCs makes one NSCC per plane, each sized for its plane's share of the NIC
+// (path.NICRate / planes; the whole NIC on a one-plane path). See Sender.planeCC for why a QP
+// keeps one window per plane rather than one for the connection.
+func planeNSCCs(cfg Config, path Path, planes int) ([]*NSCC, error) {
+	ccs := make([]*NSCC, planes)
+	rate := path.NICRate / sim.Rate(planes)
+	if rate <= 0 {
+		return nil, fmt.Errorf("NIC rate %v over %d planes leaves no rate per plane", path.NICRate, planes)
+	}
+	for p := range ccs {
+		cc, err := NewNSCC(NSCCConfig{
+			BaseRTT: path.BaseRTT, LinkRate: rate, MTU: int64(cfg.WireBytes(cfg.PayloadBytes)),
+			TargetFactor: cfg.CC.TargetFactor, MaxWindowFactor: cfg.CC.MaxWindowFactor, Gamma: cfg.CC.Gamma,
+			FairIncrease: cfg.CC.FairIncrease, PropIncrease: cfg.CC.PropIncrease,
+		})
+		if err != nil {
+			return nil, err
+		}
+		ccs[p] = cc
+	}
+	return ccs, nil
 }
 
 // initRing is the PSN ring's first size (a power of two, 512 bytes): the ring doubles as
@@ -290,13 +315,18 @@ func (s *Sender) Gated() bool { return s.gated }
 // slow local port drains slower, is the quietest less often and gets fewer packets, instead of
 // an equal share of every rotation setting the QP's rate. With no such plane (cannot happen
 // while the active set is not empty), the least backlogged of all.
-func (s *Sender) quietestPlane() int {
+func (s *Sender) quietestPlane(wire int64) int {
 	best, bestB, bestP := -1, int64(-1), 0.0
-	for pass := 0; pass < 2 && best < 0; pass++ {
+	full := false // a usable plane was passed over only because its window is full
+	for pass := 0; pass < 2 && best < 0 && !full; pass++ {
 		for i := 0; i < s.planes; i++ {
 			p := (s.planeRR + i) % s.planes
 			b := s.planeBacklog(p)
 			if pass == 0 && (s.evs.PlaneUsable(p) == 0 || b == math.MaxInt64) {
+				continue
+			}
+			if pass == 0 && !s.planeFits(p, wire) {
+				full = true
 				continue
 			}
 			pr := s.evs.Progress(p)
@@ -305,15 +335,76 @@ func (s *Sender) quietestPlane() int {
 			}
 		}
 	}
+	if best < 0 {
+		return -1
+	}
 	s.planeRR = (best + 1) % s.planes
 	return best
+}
+
+// addPlaneInflight adds wire bytes to the in-flight count of ev's plane.
+func (s *Sender) addPlaneInflight(ev int, wire int64) {
+	if pl, _, ok := s.evs.Route(ev); ok {
+		s.pinfl[pl] += wire
+	}
 }
 
 // EVs returns the sender's EV set, for reports and the operator's denylist.
 func (s *Sender) EVs() *EVSet { return s.evs }
 
-// CC returns the sender's congestion controller, for reports.
-func (s *Sender) CC() *NSCC { return s.cc }
+// CC returns plane 0's congestion controller (the connection's only one on a one-plane NIC),
+// for reports; PlaneCC gives the others.
+func (s *Sender) CC() *NSCC { return s.ccs[0] }
+
+// PlaneCC returns plane p's congestion controller, or nil for a plane out of range.
+func (s *Sender) PlaneCC(p int) *NSCC {
+	if p < 0 || p >= len(s.ccs) {
+		return nil
+	}
+	return s.ccs[p]
+}
+
+// PlaneInFlight returns the wire bytes in flight on plane p's EVs (0 for a plane out of range).
+func (s *Sender) PlaneInFlight(p int) int64 {
+	if p < 0 || p >= len(s.pinfl) {
+		return 0
+	}
+	return s.pinfl[p]
+}
+
+// planeCC returns the congestion controller of ev's plane.
+//
+// One window per plane, lockstep's reading of MRC's per-path congestion response [MRC §2.1]:
+// NSCC sizes the window for the connection's bottleneck, which under spraying over a
+// full-bisection fabric is the NIC, and every plane then carries an equal share of it. When
+// one plane loses capacity somewhere along the QP's paths (a dead T0 uplink, a failed T1), a
+// single window is cut by that plane's queues and trims, and because the planes share it
+// equally, the healthy planes are held to the damaged plane's rate: a 64-host 2-plane
+// permutation with one of a T0's 8 plane-0 uplinks down took 1.47 x its ideal for the flows
+// of that T0 instead of the 1.07 its capacity allows. With a window per plane, each plane's
+// share is clocked by its own ACKs and NACKs (delay, CE and trims of its own packets): the
+// damaged plane settles at what it delivers and the others stay at line rate.
+func (s *Sender) planeCC(ev int) *NSCC {
+	if pl, _, ok := s.evs.Route(ev); ok {
+		return s.ccs[pl]
+	}
+	return s.ccs[0]
+}
+
+// planeFits reports whether wire more bytes fit in plane p's window: one packet may always go
+// on a plane with nothing in flight.
+func (s *Sender) planeFits(p int, wire int64) bool {
+	return s.pinfl[p] == 0 || s.pinfl[p]+wire <= s.ccs[p].Window()
+}
+
+// ccWindow is the sum of the planes' windows.
+func (s *Sender) ccWindow() int64 {
+	var w int64
+	for _, c := range s.ccs {
+		w += c.Window()
+	}
+	return w
+}
 
 // Err returns the QP error that stopped the sender (retries exhausted), or nil.
 func (s *Sender) Err() error { return s.err }
@@ -395,7 +486,10 @@ func (s *Sender) Pump(now sim.Time) {
 		}
 		var ev int
 		if s.backlog != nil {
-			plane := s.quietestPlane()
+			plane := s.quietestPlane(wire)
+			if plane < 0 {
+				break // every usable plane's window is full
+			}
 			if s.gate > 0 {
 				if b := s.planeBacklog(plane); b >= s.gate && b != math.MaxInt64 {
 					s.gated = true
@@ -442,6 +536,7 @@ func (s *Sender) Pump(now sim.Time) {
 		p.ev = uint16(ev)
 		p.state = stInFlight
 		s.inflight += wire
+		s.addPlaneInflight(ev, wire)
 		s.paceNext(now, wire)
 		s.Stats.DataPackets++
 		s.Stats.DataBytes += wire
@@ -518,10 +613,11 @@ func (s *Sender) nextPSN() (psn uint32, fresh, ok bool) {
 	return 0, false, false
 }
 
-// Window returns the effective window in wire bytes: NSCC's window, capped by the receiver's
-// share for this QP when its answers carry one (Header.RcvWnd).
+// Window returns the effective window in wire bytes: the sum of the planes' NSCC windows
+// (planeCC), capped by the receiver's share for this QP when its answers carry one
+// (Header.RcvWnd).
 func (s *Sender) Window() int64 {
-	w := s.cc.Window()
+	w := s.ccWindow()
 	if s.rcvWnd > 0 && s.rcvWnd < w {
 		w = s.rcvWnd
 	}
@@ -546,7 +642,10 @@ func (s *Sender) fits(now sim.Time, wire int64) bool {
 	if s.rcvWnd > 0 && s.inflight >= s.rcvWnd {
 		return false
 	}
-	return s.inflight+wire <= s.cc.Window()
+	if s.backlog != nil {
+		return true // each plane's own window is checked when the plane is chosen (quietestPlane)
+	}
+	return s.inflight+wire <= s.ccWindow()
 }
 
 // paceNext records a data packet of wire bytes sent at now, for pacing.
@@ -666,6 +765,7 @@ func (s *Sender) OnSACK(now sim.Time, h *Header) {
 // marks what they acknowledge, feeds NSCC, completes transfers and runs loss detection.
 func (s *Sender) absorb(now sim.Time, h *Header) {
 	var acked int64
+	clear(s.packed)
 	// Cumulative part.
 	for ; int32(h.CumPSN-s.una) > 0 && s.una != s.next; s.una++ {
 		acked += s.ackPSN(now, s.una)
@@ -700,9 +800,26 @@ func (s *Sender) absorb(now sim.Time, h *Header) {
 		if delay < 0 {
 			delay = 0
 		}
-		s.cc.OnAck(now, acked, delay, h.CE)
+		// Each plane's NSCC gets the bytes of its own packets this answer acknowledges. The
+		// answer's delay and CE mark are those of the packet it echoes, so they go to that
+		// packet's plane; another plane's bytes count with the delay its latest echo measured
+		// and no mark (the mark was for the echoed packet's path alone).
+		ep, _, _ := s.evs.Route(int(h.EchoEV))
+		if ep < len(s.pdelay) {
+			s.pdelay[ep] = delay
+		}
+		for p, b := range s.packed {
+			switch {
+			case b == 0:
+			case p == ep:
+				s.ccs[p].OnAck(now, b, delay, h.CE)
+			default:
+				s.ccs[p].OnAck(now, b, s.pdelay[p], false)
+			}
+		}
 		s.rtoAt = now + s.rto()
 	}
+	clear(s.packed)
 	s.fifoLoss(now, h)
 	s.complete(now)
 	s.detectLoss(now)
@@ -752,6 +869,10 @@ func (s *Sender) ackPSN(now sim.Time, psn uint32) int64 {
 	case stInFlight:
 		freed = int64(s.cfg.WireBytes(int(p.len)))
 		s.inflight -= freed
+		s.addPlaneInflight(int(p.ev), -freed)
+		if pl, _, ok := s.evs.Route(int(p.ev)); ok {
+			s.packed[pl] += freed
+		}
 	case stLost:
 		// Acknowledged after being declared lost: the retransmit queue skips it.
 	default:
@@ -831,7 +952,9 @@ func (s *Sender) detectLoss(now sim.Time) {
 // lose moves an in-flight packet to the retransmit queue.
 func (s *Sender) lose(psn uint32, p *pktState, cause RetxCause) {
 	if p.state == stInFlight {
-		s.inflight -= int64(s.cfg.WireBytes(int(p.len)))
+		w := int64(s.cfg.WireBytes(int(p.len)))
+		s.inflight -= w
+		s.addPlaneInflight(int(p.ev), -w)
 	}
 	p.state = stLost
 	s.pushRetx(psn)
@@ -880,7 +1003,7 @@ func (s *Sender) OnNACK(now sim.Time, h *Header) {
 	case NackTrimmed, NackTrimmedLastHop:
 		s.evs.OnTrimNack(int(p.ev), reason == NackTrimmedLastHop)
 		s.lose(psn, p, RetxTrimNack)
-		s.cc.OnNack(now, wire)
+		s.planeCC(int(p.ev)).OnNack(now, wire)
 	default:
 		s.lose(psn, p, RetxOutOfWindow)
 	}
@@ -978,7 +1101,9 @@ func (s *Sender) OnTimer(now sim.Time) {
 				s.blame(now, p)
 			}
 		}
-		s.cc.OnTimeout(now)
+		for _, c := range s.ccs {
+			c.OnTimeout(now) // each plane's quick adapt keeps what that plane delivered
+		}
 		s.rtoAt = now + rto
 	}
 	s.Pump(now)

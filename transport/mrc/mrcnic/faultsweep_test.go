@@ -1,0 +1,111 @@
+package mrcnic_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/lockstepsim/lockstep/runner"
+	"github.com/lockstepsim/lockstep/scenario"
+)
+
+// faultSweepYAML is a permutation of %d MiB under MRC on a Clos of %d tiers, %d planes,
+// radix 8 and %d hosts at 100G, with one fault (%s) at 20 us, at engine %s. The runner runs
+// the faultless twin itself (run.fault_baseline), so one run gives both JCTs.
+const faultSweepYAML = `
+name: mrc-fault-sweep
+topology: {clos: {tiers: %d, planes: %d, radix: 8, hosts: %d, host_link: 100G, hop_latency: 500ns}}
+transport: {kind: mrc}
+traffic:
+  - {pattern: permutation, bytes: %dMiB}
+faults:
+  - %s
+run: {duration: 50ms, engine: %s}
+`
+
+// faultSlowdown runs the case at engine and returns its JCT with the fault over the JCT of
+// its faultless twin, both in us.
+func faultSlowdown(t *testing.T, tiers, planes, hosts, mib int, fault, engine string) (slow, jct, base float64) {
+	t.Helper()
+	y := fmt.Sprintf(faultSweepYAML, tiers, planes, hosts, mib, fault, engine)
+	sc, err := scenario.Parse([]byte(y))
+	if err != nil {
+		t.Fatalf("parse: %v\n%s", err, y)
+	}
+	res, err := runner.Run(sc)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, y)
+	}
+	m := res.Summary.Transport
+	if m == nil || m.FlowsCompleted != m.Flows || m.QPErrors != 0 {
+		t.Fatalf("%s: transfers not all done (%+v)", engine, m)
+	}
+	jct, base = m.JCTUs, res.Summary.FaultBaselineEndUs
+	if base <= 0 {
+		t.Fatalf("%s: no faultless baseline (fault_baseline_end_us %v)", engine, base)
+	}
+	return jct / base, jct, base
+}
+
+// TestMRCFaultSlowdownSweep: losing part of one plane's capacity must cost MRC about what the
+// capacity loss costs, not more. For each case the packet-level slowdown (JCT with the fault
+// over the faultless twin's) is set against the flow-level one (max-min over perfect
+// spraying, the capacity-loss bound: lockstep's flow engine with the same fault), and the
+// excess over 1 may be at most faultExcessFactor times the bound's plus faultExcessSlack.
+// Before per-plane congestion windows (mrc.Sender.planeCC), a QP's single window was cut by
+// the damaged plane and the healthy planes, loaded equally, were held to its rate; the
+// 2-tier 2-plane uplink cases then paid 3 to 6 times the bound's excess (docs/protocols.md,
+// "A plane that lost capacity").
+func TestMRCFaultSlowdownSweep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sweep of 38 runs")
+	}
+	// 2 tiers, radix 8, 32 hosts: 8 T0s of 4 hosts with 4 uplinks per plane, 4 T1s per
+	// plane. 3 tiers, radix 8, 32 hosts: 2 pods.
+	const uplink = `{at: 20us, link: "p0.t0-0.up0", action: down}`
+	const t1 = `{at: 20us, switch: "p0.t1-0", action: down}`
+	const nic = `{at: 20us, link: "h0.p0", action: down}`
+	type tc struct {
+		tiers, planes, hosts, mib int
+		fault, what               string
+	}
+	var cases []tc
+	for _, planes := range []int{1, 2, 4, 8} {
+		mib := 4 * planes // about 360 us of transfer whatever the NIC's rate
+		cases = append(cases,
+			tc{2, planes, 32, mib, uplink, "uplink"},
+			tc{2, planes, 32, mib, t1, "T1"},
+			tc{3, planes, 32, mib, uplink, "uplink"},
+		)
+		if planes > 1 { // one plane: the host would be cut off
+			cases = append(cases, tc{2, planes, 32, mib, nic, "NIC port"})
+		}
+	}
+	cases = append(cases, tc{2, 2, 32, 4, uplink, "uplink"}, tc{2, 2, 32, 32, uplink, "uplink"})
+	for _, c := range cases {
+		name := fmt.Sprintf("%dtier-%dplanes-%s-%dMiB", c.tiers, c.planes, c.what, c.mib)
+		t.Run(name, func(t *testing.T) {
+			sp, jct, base := faultSlowdown(t, c.tiers, c.planes, c.hosts, c.mib, c.fault, "packet")
+			sb, fjct, fbase := faultSlowdown(t, c.tiers, c.planes, c.hosts, c.mib, c.fault, "flow")
+			ratio := 0.0
+			if sb > 1 {
+				ratio = (sp - 1) / (sb - 1)
+			}
+			t.Logf("%s: packet %.1f / %.1f us = %.3f; flow (bound) %.1f / %.1f us = %.3f; excess %.2f x the bound's",
+				name, jct, base, sp, fjct, fbase, sb, ratio)
+			if limit := 1 + faultExcessFactor*(max(sb, 1)-1) + faultExcessSlack; sp > limit {
+				t.Errorf("slowdown %.3f with the fault; want <= %.3f (bound %.3f: excess at most %.1f x the bound's + %.2f)",
+					sp, limit, sb, faultExcessFactor, faultExcessSlack)
+			}
+		})
+	}
+}
+
+// faultExcessFactor and faultExcessSlack bound TestMRCFaultSlowdownSweep's packet-level
+// slowdown s against the flow-level bound b: s <= 1 + faultExcessFactor (b - 1) +
+// faultExcessSlack. The slack covers what the fluid bound leaves out: detecting the failure
+// and resending what the dead link lost (tens of us, a few percent of a 4 MiB transfer's
+// 180 us).
+const (
+	faultExcessFactor = 1.5
+	faultExcessSlack  = 0.03
+)
