@@ -130,11 +130,11 @@ type Sender struct {
 	stalled bool // the window had room but no EV was usable at the last Pump
 	backlog func(plane int) int64
 	planes  int
-	planeRR int     // rotating start for ties in quietestPlane
-	gate    int64   // SetNICGate: new packets only while the quietest plane's backlog is below it; 0 = off
-	gated   bool    // the last Pump stopped because the NIC had no room (SetNICGate)
-	pend    []int64 // by plane: wire bytes put in the outbox during the current Pump
-	nicDown []bool  // by plane: the NIC port was down at the last Pump (its EVs denied)
+	planeRR int        // rotating start for ties in quietestPlane
+	gate    int64      // SetNICGate: new packets only while the quietest plane's backlog is below it; 0 = off
+	gated   bool       // the last Pump stopped because the NIC had no room (SetNICGate)
+	pend    []int64    // by plane: wire bytes put in the outbox during the current Pump
+	nicDown []bool     // by plane: the NIC port was down at the last Pump (its EVs denied)
 	pinfl   []int64    // by plane: wire bytes in flight on the plane's EVs
 	pdelay  []sim.Time // by plane: queueing delay of the latest answer echoing a packet of the plane
 	packed  []int64    // by plane: scratch for absorb, wire bytes the current answer acknowledges
