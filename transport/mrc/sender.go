@@ -142,6 +142,7 @@ type Sender struct {
 	// Loss attribution (blame).
 	strikes  []uint8    // by EV: two per untrimmed loss, less one per clean delivery
 	runLoss  []uint8    // by EV: losses since its strikes were last zero
+	rtStrike []uint8    // by route (Sender.route): as strikes, for all the route's EVs together
 	trimTil  []sim.Time // by plane: a trim NACK arrived; losses until then may be congestion
 	holdCong sim.Time   // how long a trim NACK marks the destination congested
 	bgLosses int64      // losses on paths that delivered again afterwards (background loss)
@@ -193,8 +194,6 @@ func NewSender(cfg Config, qp uint32, path Path, rng *rand.Rand) (*Sender, error
 		wnd: wnd, mask: initRing - 1, ring: make([]pktState, initRing),
 		rackAt: sim.MaxTime, rtoAt: sim.MaxTime,
 		probeOut: make([]sim.Time, evs.Len()),
-		strikes:  make([]uint8, evs.Len()),
-		runLoss:  make([]uint8, evs.Len()),
 		route:    evRoutes(evs),
 		trimTil:  make([]sim.Time, evs.Planes()),
 		pinfl:    make([]int64, evs.Planes()),
@@ -203,6 +202,7 @@ func NewSender(cfg Config, qp uint32, path Path, rng *rand.Rand) (*Sender, error
 		probeTok: ProbeBurst,
 	}
 	s.rtSeen, s.rtPSN, s.rtGen = make([]sim.Time, len(s.route)), make([]uint32, len(s.route)), make([]uint32, len(s.route))
+	s.strikes, s.runLoss, s.rtStrike = make([]uint8, evs.Len()), make([]uint8, evs.Len()), make([]uint8, len(s.route))
 	s.holdCong = 2*s.rto0 + path.BaseRTT
 	s.jit = rng.Uint64()
 	return s, nil
@@ -885,6 +885,9 @@ func (s *Sender) ackPSN(now sim.Time, psn uint32) int64 {
 		if p.sentAt > s.rackXmit {
 			s.rackXmit, s.rackRTT = p.sentAt, now-p.sentAt
 		}
+		if k := &s.rtStrike[s.route[p.ev]]; *k > 0 {
+			*k--
+		}
 		if k := &s.strikes[p.ev]; *k > 0 {
 			*k-- // a clean delivery on the EV outweighs half a loss
 			if *k == 0 {
@@ -1160,12 +1163,20 @@ func (s *Sender) StrikeLimit() int {
 // receiver port that is slow or degraded trims only its own plane's packets, and retiring
 // those EVs is what moves traffic to the healthy planes; an incast trims on every plane.
 //
-// A loss that counts adds two strikes to its EV and every clean delivery on it (a packet sent
-// once and acknowledged) takes one away, so the score rises on a path that loses more than a
-// third of its packets and decays on a path that loses at random. At 2 x StrikeLimit strikes
-// the EV's route is retired (EVSet.OnPathLoss). A failed path is therefore retired after
-// StrikeLimit losses, a few rotations of the active set (tens of microseconds), while random
-// loss of 0.1-1% per link retires no healthy EV (checked in the runner's stress suite).
+// A loss that counts adds two strikes to its EV and two to its route (the plane and path the
+// EV travels: every EV on it is the same static source route [MRC §2.2]); every clean
+// delivery (a packet sent once and acknowledged) takes one from each, so a score rises on a
+// path that loses more than a third of its packets and decays on a path that loses at random.
+// When either reaches 2 x StrikeLimit the route is retired (EVSet.OnPathLoss). The route's
+// score finds a failed path after StrikeLimit of its packets are lost, whichever of its EVs
+// carried them: microseconds at line rate. The EV's finds a loss tied to the entropy value
+// itself (a gray failure that drops one EV's packets, diluted in its route's deliveries).
+// Random loss of 0.1-1% per link retires no healthy EV (checked in the runner's stress suite).
+// With the EV's score alone, each of a failed route's EVs had to lose StrikeLimit packets
+// itself, one per rotation of the active set: on one 100G plane with 128 EVs, three rotations
+// of 43 us, while the route kept taking its share of the QP's packets and one lost PSN could
+// be resent onto it again and again (a PSN of TestMRCFaultSlowdownSweep's one-plane uplink
+// case sent 8 times over 140 us, every copy on the dead route, holding the cumulative ACK).
 func (s *Sender) blame(now sim.Time, p *pktState) {
 	ev := int(p.ev)
 	switch {
@@ -1179,13 +1190,16 @@ func (s *Sender) blame(now sim.Time, p *pktState) {
 	s.Stats.Strikes++
 	k := &s.strikes[ev]
 	*k = uint8(min(int(*k)+2, math.MaxUint8))
+	rk := &s.rtStrike[s.route[ev]]
+	*rk = uint8(min(int(*rk)+2, math.MaxUint8))
 	// The loss joins the EV's pending run; it becomes background loss only if the path then
 	// delivers again (ackPSN): a failed path's losses must not raise the limit that has to
 	// find it.
 	s.runLoss[ev] = uint8(min(int(s.runLoss[ev])+1, math.MaxUint8))
-	if int(*k) < 2*s.StrikeLimit() {
+	if limit := 2 * s.StrikeLimit(); int(*k) < limit && int(*rk) < limit {
 		return
 	}
+	*rk = 0
 	plane, path, _ := s.evs.Route(ev)
 	for e := range s.strikes {
 		if pl, pa, _ := s.evs.Route(e); pl == plane && pa == path {
