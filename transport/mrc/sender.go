@@ -391,6 +391,26 @@ func (s *Sender) planeCC(ev int) *NSCC {
 	return s.ccs[0]
 }
 
+// slowPlane reports whether a delay sample of plane p says the plane, not the destination,
+// is slow: p's queueing delay is above twice the target while another plane's latest is below
+// the target. The last hop marks no CE [MRC §2.1], so NSCC's quadrants never cut a window for
+// a queue there and only trims at its 1.5-BDP threshold would; a receiver port running at a
+// fraction of its rate holds that threshold's bytes for many base RTTs (a 10G port of a 100G
+// plane: 80 us), and the plane's window, kept by fair increases, keeps it full. An incast
+// queues every plane's last hop alike and is left alone. Then the plane's window is quick-
+// adapted to what it delivers (NSCC.ArmQuickAdapt).
+func (s *Sender) slowPlane(p int, delay sim.Time) bool {
+	if len(s.ccs) < 2 || delay <= 2*s.ccs[p].Target() {
+		return false
+	}
+	for q, d := range s.pdelay {
+		if q != p && d < s.ccs[q].Target() && s.ccs[q].Window() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // planeFits reports whether wire more bytes fit in plane p's window: one packet may always go
 // on a plane with nothing in flight.
 func (s *Sender) planeFits(p int, wire int64) bool {
@@ -813,6 +833,9 @@ func (s *Sender) absorb(now sim.Time, h *Header) {
 			case b == 0:
 			case p == ep:
 				s.ccs[p].OnAck(now, b, delay, h.CE)
+				if !h.CE && s.slowPlane(p, delay) {
+					s.ccs[p].ArmQuickAdapt(now)
+				}
 			default:
 				s.ccs[p].OnAck(now, b, s.pdelay[p], false)
 			}
