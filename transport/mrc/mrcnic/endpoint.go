@@ -581,12 +581,3 @@ func (m *Endpoint) snapshotActive(now sim.Time) {
 		}
 	}
 }
-
-// Sender returns the requester side of QP qp (AddFlow and Send number QPs from 0 in the order
-// they are opened), for tests and diagnostics; nil for a QP out of range.
-func (m *Endpoint) Sender(qp int) *mrc.Sender {
-	if qp < 0 || qp >= len(m.flows) {
-		return nil
-	}
-	return m.flows[qp].snd
-}
