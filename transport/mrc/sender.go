@@ -392,8 +392,8 @@ func (s *Sender) planeCC(ev int) *NSCC {
 }
 
 // slowPlane reports whether a delay sample of plane p says the plane, not the destination,
-// is slow: p's queueing delay is above twice the target while another plane's latest is below
-// the target. The last hop marks no CE [MRC §2.1], so NSCC's quadrants never cut a window for
+// is slow: p's queueing delay is above twice the target while the latest of another plane
+// still in use (active EVs) is below the target. The last hop marks no CE [MRC §2.1], so NSCC's quadrants never cut a window for
 // a queue there and only trims at its 1.5-BDP threshold would; a receiver port running at a
 // fraction of its rate holds that threshold's bytes for many base RTTs (a 10G port of a 100G
 // plane: 80 us), and the plane's window, kept by fair increases, keeps it full. An incast
@@ -404,7 +404,7 @@ func (s *Sender) slowPlane(p int, delay sim.Time) bool {
 		return false
 	}
 	for q, d := range s.pdelay {
-		if q != p && d < s.ccs[q].Target() && s.ccs[q].Window() > 0 {
+		if q != p && d < s.ccs[q].Target() && s.evs.PlaneUsable(q) > 0 {
 			return true
 		}
 	}
