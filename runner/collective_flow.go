@@ -3,6 +3,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/bits"
 
@@ -38,6 +39,9 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 		return err
 	}
 	router := &collRouter{flowRouter: base}
+	if !base.spray && p.Planes > 1 {
+		router.msgPlanes = map[uint64]uint64{} // RoCE: each message on one QP, one port
+	}
 	stop := func(now sim.Time, err error) { s.Stop(err) }
 	fnet, err := flow.New(s, caps, flow.Config{OnStall: stop})
 	if err != nil {
@@ -56,7 +60,7 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 	res.Collective = run
 
 	w := &sweepState{s: s, meter: res.meter}
-	e := &flowColl{w: w, run: run, fc: fc, groups: groups,
+	e := &flowColl{w: w, run: run, fc: fc, groups: groups, router: router,
 		specs: make([]collective.Spec, len(groups)), done: make([]collective.Result, len(groups))}
 	rowsOut, err := sweepCollectives(sc, w, run, groups, iters, e)
 	var stall *stallError
@@ -82,6 +86,7 @@ type flowColl struct {
 	w      *sweepState
 	run    *CollectiveRun
 	fc     *flow.Collectives
+	router *collRouter
 	groups []collGroup
 	specs  []collective.Spec
 	done   []collective.Result // each collective's last launch, completed or not
@@ -104,6 +109,7 @@ func (e *flowColl) launch(g int, name string) error {
 	e.done[g] = collective.Result{ID: len(e.run.Instances) + e.w.running, Name: name, Spec: e.specs[g], Hosts: e.groups[g].comm.Hosts(),
 		Start: start, End: sim.MaxTime}
 	r := &e.done[g]
+	e.router.setMsgPlanes(e.specs[g], e.groups[g].comm)
 	err := e.fc.Launch(start, e.specs[g], e.groups[g].comm, name, func(now sim.Time) {
 		r.End, r.Done = now, true
 		e.w.finished()
@@ -279,13 +285,30 @@ type collRouter struct {
 	queue   []int32
 	lbuf    []int32
 	longBuf []int32
+	// msgPlanes, for a transport that does not spray, maps a collective connection's key to
+	// the planes its messages use (setMsgPlanes); nil: every plane.
+	msgPlanes map[uint64]uint64
 }
 
 // collRouterCacheBytes bounds the memory of collRouter's path counts.
 const collRouterCacheBytes = 64 << 20
 
-// Paths implements flow.Router.
+// Paths implements flow.Router: the paths of allPaths, cut to the connection's planes
+// (msgPlanes).
 func (r *collRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Path, sim.Time, error) {
+	buf, lat, err := r.allPaths(src, dst, key, buf)
+	if err != nil || r.msgPlanes == nil {
+		return buf, lat, err
+	}
+	if mask, ok := r.msgPlanes[key]; ok {
+		buf = r.keepPlanes(src, mask, buf)
+	}
+	return buf, lat, nil
+}
+
+// allPaths returns every path of a flow: newFlowRouter's, or for hosts farther apart than
+// topo.MaxHops the same choice over Topology.LinkPath.
+func (r *collRouter) allPaths(src, dst int, key uint64, buf []flow.Path) ([]flow.Path, sim.Time, error) {
 	if r.domain > 1 && src/r.domain == dst/r.domain || r.t.NumPaths(src, dst) > 0 {
 		return r.flowRouter.Paths(src, dst, key, buf)
 	}
@@ -423,4 +446,99 @@ func (r *collRouter) pathCounts(dst int) []uint32 {
 	r.counts[dst] = cnt
 	r.fifo = append(r.fifo, dst)
 	return cnt
+}
+
+// setMsgPlanes records, for a transport that does not spray (RoCE: r.msgPlanes not nil),
+// the planes each connection of collective sp on comm uses, keyed as package flow keys its
+// Router calls (a hash of the communicator's hosts, plus the channel: flow.Collectives).
+// The packet level carries a collective message whole on one QP, the QPs of a host pair
+// (qps_per_peer per plane, QP i on plane i mod planes) taken round robin message by message
+// (rocenic.Endpoint.Send, as NCCL_IB_SPLIT_DATA_ON_QPS=0 does), so a pair with m messages in
+// flight uses min(m, planes) ports, not all of them: a ring all-reduce whose per-rank
+// segment is one chunk has one message in flight per channel and runs at one port's rate.
+// The fluid model gives logical channel c (tree: 2c+t) the planes (c + jC') mod planes,
+// j < L (msgLoops: its chunk messages to one peer posted at once, C' the logical channels),
+// which is the order the packet level posts its first messages in (loop-major, channels
+// interleaved). A later collective on the same hosts replaces the record.
+func (r *collRouter) setMsgPlanes(sp collective.Spec, comm collective.Comm) {
+	if r.msgPlanes == nil {
+		return
+	}
+	h := fnv.New64a()
+	var b [4]byte
+	for i := 0; i < comm.Size(); i++ {
+		x := comm.Host(i)
+		b = [4]byte{byte(x), byte(x >> 8), byte(x >> 16), byte(x >> 24)}
+		h.Write(b[:])
+	}
+	key0 := sim.Mix64(h.Sum64())
+	chans, loops := msgLoops(sp)
+	for c := range chans {
+		var mask uint64
+		for j := 0; j < loops && j < r.planes; j++ {
+			mask |= 1 << uint((c+j*chans)%r.planes)
+		}
+		r.msgPlanes[key0+uint64(c)] = mask
+	}
+}
+
+// msgLoops returns the logical channels of sp's packet-level schedule (Channels; the tree
+// 2 x Channels) and how many chunk messages one of them posts to a peer at once: the loops of
+// package collective's builders (ring.go, hier.go, hd.go, tree.go, alltoall.go), each
+// channel's ceil(Bytes/channels) cut into loops of (ranks in the ring or exchange) x
+// ChunkBytes (ring, hierarchical, halving-doubling) or ChunkBytes (the others; an
+// all-to-all's per-peer share).
+func msgLoops(sp collective.Spec) (chans, loops int) {
+	chans = max(sp.Channels, 1)
+	chunk := max(sp.ChunkBytes, 1)
+	per, part := chunk, ceilDiv64(sp.Bytes, int64(chans))
+	switch sp.Algo {
+	case collective.Ring:
+		if sp.Op == collective.AllReduce || sp.Op == collective.ReduceScatter || sp.Op == collective.AllGather {
+			per = int64(sp.Ranks) * chunk
+		}
+	case collective.Hierarchical:
+		per = int64(max(sp.Inner, 1)) * chunk
+	case collective.HalvingDoubling:
+		per = int64(1<<(bits.Len(uint(sp.Ranks))-1)) * chunk
+	case collective.Tree:
+		chans *= 2
+		part = ceilDiv64(sp.Bytes, int64(chans))
+	case collective.Pairwise:
+		part = ceilDiv64(part, int64(max(sp.Ranks, 1)))
+	}
+	return chans, int(max(ceilDiv64(part, per), 1))
+}
+
+// ceilDiv64 is ceil(a/b) for a >= 0, b > 0.
+func ceilDiv64(a, b int64) int64 { return (a + b - 1) / b }
+
+// keepPlanes drops from buf the paths (of a flow from host src) whose first link leaves
+// src on a plane outside mask, keeping buf whole when none would be left.
+func (r *collRouter) keepPlanes(src int, mask uint64, buf []flow.Path) []flow.Path {
+	kept := 0
+	for _, p := range buf {
+		if len(p.Links) > 0 && mask&(1<<uint(r.planeOf(p.Links[0]))) != 0 {
+			kept++
+		}
+	}
+	if kept == 0 || kept == len(buf) {
+		return buf
+	}
+	out := buf[:0]
+	for _, p := range buf {
+		if len(p.Links) > 0 && mask&(1<<uint(r.planeOf(p.Links[0]))) != 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// planeOf returns the plane of directed link d (2k: link k from A to B, 2k+1 back; a
+// scale-up or bundle link, past the topology's links, is plane 0).
+func (r *collRouter) planeOf(d int32) int {
+	if int(d/2) >= len(r.links) {
+		return 0
+	}
+	return r.links[d/2].Plane
 }
