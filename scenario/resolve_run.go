@@ -268,7 +268,8 @@ func niceFloor(t sim.Time) sim.Time {
 // collective, its closed form (collectiveForm) at every size of its sweep times its
 // iterations, with the topology's worst-case one-way latency per message on the network and
 // the scale-up latency inside a domain; the longest collective's total (they run side by
-// side). 0 without collectives or when no form applies.
+// side), or the most any host's fabric-only collectives add up to (they share its NIC).
+// 0 without collectives or when no form applies.
 func (r *resolver) collectivesExpected() sim.Time { return r.collectivesTime(true) }
 
 // collectivesTime is collectivesExpected, without latencies and with every form taken as a
@@ -291,6 +292,10 @@ func (r *resolver) collectivesTime(latency bool) sim.Time {
 		net.Latency = r.l.Sizing().WorstCaseLatency
 	}
 	var most sim.Time
+	// perHost sums, for every host, the forms of the fabric-only collectives on it (no
+	// scale-up domain), which share its NIC when they run side by side (a larger lower
+	// bound than the longest one alone, with many collectives on the same hosts).
+	var perHost []sim.Time
 	for i := range sc.Workload.Collectives {
 		wc := &sc.Workload.Collectives[i]
 		base, sizes, err := wc.CollectiveSpec()
@@ -310,6 +315,22 @@ func (r *resolver) collectivesTime(latency bool) sim.Time {
 			}
 		}
 		most = max(most, total)
+		if up != nil || base.Domain > 1 || total == 0 {
+			continue
+		}
+		if perHost == nil {
+			perHost = make([]sim.Time, r.l.NumHosts())
+		}
+		for k := range wc.Ranks {
+			h := k
+			if len(wc.Hosts) > 0 {
+				h = wc.Hosts[k]
+			}
+			if h >= 0 && h < len(perHost) {
+				perHost[h] = satAdd(perHost[h], total)
+				most = max(most, perHost[h])
+			}
+		}
 	}
 	return most
 }
