@@ -38,10 +38,7 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 	if err != nil {
 		return err
 	}
-	router := &collRouter{flowRouter: base}
-	if !base.spray && p.Planes > 1 {
-		router.msgPlanes = map[uint64]uint64{} // RoCE: each message on one QP, one port
-	}
+	router := newMsgRouter(base)
 	stop := func(now sim.Time, err error) { s.Stop(err) }
 	fnet, err := flow.New(s, caps, flow.Config{OnStall: stop})
 	if err != nil {
@@ -448,6 +445,17 @@ func (r *collRouter) pathCounts(dst int) []uint32 {
 	return cnt
 }
 
+// newMsgRouter returns the collective router over base that, for a transport that does not
+// spray (RoCE) on more than one plane, keeps each collective connection on the planes its
+// messages use at packet level (setMsgPlanes; call it before each Launch).
+func newMsgRouter(base *flowRouter) *collRouter {
+	r := &collRouter{flowRouter: base}
+	if !base.spray && base.planes > 1 {
+		r.msgPlanes = map[uint64]uint64{}
+	}
+	return r
+}
+
 // setMsgPlanes records, for a transport that does not spray (RoCE: r.msgPlanes not nil),
 // the planes each connection of collective sp on comm uses, keyed as package flow keys its
 // Router calls (a hash of the communicator's hosts, plus the channel: flow.Collectives).
@@ -464,14 +472,7 @@ func (r *collRouter) setMsgPlanes(sp collective.Spec, comm collective.Comm) {
 	if r.msgPlanes == nil {
 		return
 	}
-	h := fnv.New64a()
-	var b [4]byte
-	for i := 0; i < comm.Size(); i++ {
-		x := comm.Host(i)
-		b = [4]byte{byte(x), byte(x >> 8), byte(x >> 16), byte(x >> 24)}
-		h.Write(b[:])
-	}
-	key0 := sim.Mix64(h.Sum64())
+	key0 := commKey(comm)
 	chans, loops := msgLoops(sp)
 	for c := range chans {
 		var mask uint64
@@ -480,6 +481,19 @@ func (r *collRouter) setMsgPlanes(sp collective.Spec, comm collective.Comm) {
 		}
 		r.msgPlanes[key0+uint64(c)] = mask
 	}
+}
+
+// commKey is the base of the Router keys package flow gives comm's connections: a 64-bit
+// FNV-1a hash of its hosts (4 bytes each, little-endian), mixed (flow.Collectives.Launch).
+func commKey(comm collective.Comm) uint64 {
+	h := fnv.New64a()
+	var b [4]byte
+	for i := 0; i < comm.Size(); i++ {
+		x := comm.Host(i)
+		b = [4]byte{byte(x), byte(x >> 8), byte(x >> 16), byte(x >> 24)}
+		h.Write(b[:])
+	}
+	return sim.Mix64(h.Sum64())
 }
 
 // msgLoops returns the logical channels of sp's packet-level schedule (Channels; the tree

@@ -56,11 +56,11 @@ const (
 
 // Residual causes (docs/flow-agreement.md, "Residuals").
 const (
-	whyPairwise = "pairwise steps at packet level (a new QP per step, each step's slowest pair), all pairs at once at flow level"
-	whyTreeFill = "tree pipeline fill: the flow level models the tree's steady state, the packet level fills 2 x depth stages chunk by chunk"
-	whyECMP     = "RoCE ECMP: the flow level hashes QPs onto paths with its own hash, the packet switches with theirs, so collisions differ"
-	whyHDSteps  = "halving-doubling steps: to be measured"
-	whyDCQCN    = "RoCE halving-doubling: ECMP collisions on the exchanges make DCQCN cut rates that recover slowly at packet level"
+	whyPairwise = "pairwise all-to-all at packet level: steps overlap at the receivers (last-hop queues, trims or CNPs); the flow level, like the ideal network's run of the schedule, has no such contention"
+	whyTreeFill = "double binary tree: its chunk dependencies leave NICs idle at packet level (the ideal network's run of the schedule too); the flow level models its steady state, every tree edge busy"
+	whyECMP     = "RoCE ECMP: the flow level hashes QPs onto uplinks with its own hash, the packet switches with theirs, so which flows collide differs (seed 3: 0.983)"
+	whyHDSteps  = "halving-doubling at packet level: a rank done with a step early sends the next step's data into a receiver still taking the last one (last-hop queues, trims), which neither the flow level nor the ideal network's run of the schedule has"
+	whyDCQCN    = "RoCE halving-doubling on 8 oversubscribed planes: ECN marks make DCQCN cut rates (3,445 CNPs) at packet level; the flow level has no congestion control dynamics"
 )
 
 // Name is the case's scenario name: agree-<algo>-<transport>-p<planes>-o<oversub>-<bytes>.
@@ -247,17 +247,34 @@ func printAgree(w io.Writer, rows []agreeRow) (missed int) {
 }
 
 // benchAgree is lockstep bench agree: the suite at AgreeLargeHosts hosts and AgreeLargeScale
-// x each case's bytes, its table on w; an error when a case leaves its tolerance.
+// x each case's bytes, its table on w, each case judged against the target
+// (AgreeTolMRC, AgreeTolRoCE; the residual causes measured at AgreeSmallHosts are shown). It
+// measures and does not fail: TestAgreement enforces the suite's tolerances.
 func benchAgree(w io.Writer) error {
-	rows := runAgreeSuite(agreeCases(), AgreeLargeHosts, AgreeLargeScale, runtime.GOMAXPROCS(0))
-	if n := printAgree(w, rows); n > 0 {
-		var names []string
-		for _, r := range rows {
-			if !r.Within() {
-				names = append(names, r.Case.Name())
-			}
-		}
-		return runFailed(fmt.Errorf("agree: %d of %d cases outside their tolerance: %s", n, len(rows), strings.Join(names, ", ")))
+	cases := agreeCases()
+	for i := range cases {
+		cases[i].Tol = agreeTarget(cases[i].Transport)
 	}
+	rows := runAgreeSuite(cases, AgreeLargeHosts, AgreeLargeScale, runtime.GOMAXPROCS(0))
+	missed := printAgree(w, rows)
+	var names []string
+	for _, r := range rows {
+		if !r.Within() {
+			names = append(names, r.Case.Name())
+		}
+	}
+	fmt.Fprintf(w, "%d of %d cases within the issue's targets (%.0f%% MRC, %.0f%% RoCE) on %d hosts", len(rows)-missed, len(rows), 100*AgreeTolMRC, 100*AgreeTolRoCE, AgreeLargeHosts)
+	if missed > 0 {
+		fmt.Fprintf(w, "; outside: %s", strings.Join(names, ", "))
+	}
+	fmt.Fprintln(w)
 	return nil
+}
+
+// agreeTarget is the agreement target under transport kind.
+func agreeTarget(kind string) float64 {
+	if kind == "roce" {
+		return AgreeTolRoCE
+	}
+	return AgreeTolMRC
 }

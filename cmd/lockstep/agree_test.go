@@ -43,10 +43,7 @@ func TestAgreementSuiteCovers(t *testing.T) {
 		seen["algo "+c.Algo+" "+c.Transport] = true
 		seen["planes "+string(rune('0'+c.Planes))] = true
 		seen["oversub "+string(rune('0'+c.Oversub))] = true
-		target := AgreeTolMRC
-		if c.Transport == "roce" {
-			target = AgreeTolRoCE
-		}
+		target := agreeTarget(c.Transport)
 		if c.Tol > target+1e-12 && c.Why == "" {
 			t.Errorf("%s: tolerance %.2f beyond the target %.2f without a cause", c.Name(), c.Tol, target)
 		}
