@@ -46,12 +46,12 @@ func TestCollectivesNoFixedCap(t *testing.T) {
 		{"1000 flow", manyCollectives(1000, "all_reduce", "flow", ""), "flow", 1000 * (MemPerCollective + 64*MemPerCollectiveFlow), ""},
 		{"1000 packet", manyCollectives(1000, "all_reduce", "packet", ""), "packet", 0, ""},
 		{"1000 all-to-all flow", manyCollectives(1000, "all_to_all", "flow", ""), "flow", 1000 * (MemPerCollective + 240*MemPerCollectiveFlow), ""},
-		// 1,000 x 45 KB = 45 MB passes 40 MiB before anything is decoded.
+		// 1,000 x 60 KB = 60 MB passes 40 MiB before anything is decoded.
 		{"list too long", manyCollectives(1000, "all_reduce", "flow", "40MiB"), "", 0,
-			"workload.collectives (line 6): 1000 collectives need at least 45 MB of memory (1000 x 45 KB), beyond run.max_memory (40MiB)"},
-		// 64 MiB base + 128 hosts x 310 KB = 107 MB; 1,000 all-to-alls add 189 MB.
+			"workload.collectives (line 6): 1000 collectives need at least 60 MB of memory (1000 x 60 KB), beyond run.max_memory (40MiB)"},
+		// 64 MiB base + 128 hosts x 310 KB = 107 MB; 1,000 all-to-alls add 204 MB.
 		{"flow estimate", manyCollectives(1000, "all_to_all", "flow", "200MiB"), "", 0,
-			"workload.collectives: 1000 collectives at run.engine flow are estimated at 296 MB of memory"},
+			"workload.collectives: 1000 collectives at run.engine flow are estimated at 311 MB of memory"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sc, err := Parse([]byte(c.y))
@@ -86,5 +86,21 @@ func TestCollectivesNoFixedCap(t *testing.T) {
 				t.Errorf("packet-level memory %.0f leaves out the collectives' %d x %d", e.MemoryBytes, 1000, MemPerCollective)
 			}
 		})
+	}
+}
+
+// TestCollectivesSharedNICDuration: a left-out run.duration covers 4 x the lower bound of
+// the collectives sharing one host's NIC, not of the longest alone. 4,000 16-rank ring
+// all-reduces of 1 MiB put 500 on every host, each at least 2 x 15/16 MiB x 8 / 400 Gb/s =
+// 39.3 us on its NICs: 19.7 ms together, so the duration is at least 78.6 ms (the longest
+// alone gave 13.9 ms, and the run stopped with none done).
+func TestCollectivesSharedNICDuration(t *testing.T) {
+	sc, err := Parse([]byte(manyCollectives(4000, "all_reduce", "flow", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := 2 * 15.0 / 16 * (1 << 20) * 8 / 400e9 // seconds
+	if got, want := sc.Run.Duration.Seconds(), 4*500*one; got < want {
+		t.Errorf("run.duration %v; want at least %.1f ms", sc.Run.Duration, want*1e3)
 	}
 }

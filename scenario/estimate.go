@@ -80,9 +80,9 @@ type Estimate struct {
 //     training figure (train-405b-8k's 2,549 MB over its hosts), an upper estimate.
 //   - per collective of workload.collectives (they all run side by side, so their costs add):
 //     at flow level 1,000 and 4,000 16-rank ring all-reduces of 1 MiB on 128 hosts (4
-//     planes, MRC; lockstep run, /usr/bin/time -v) peaked at 87 and 247 MB RSS, 53 KB per
-//     collective of 16 flows; 1,000 16-rank all-to-alls (240 flows each) at 217 MB, 580 B
-//     per further flow: MemPerCollective 45 KB (its spec, hosts, result rows and report) and
+//     planes, MRC; lockstep run, /usr/bin/time -v) peaked at 82 and 291 MB RSS, 70 KB per
+//     collective of 16 flows; 1,000 16-rank all-to-alls (240 flows each) at 217 MB, 600 B
+//     per further flow: MemPerCollective 60 KB (its spec, hosts, result rows and report) and
 //     MemPerCollectiveFlow 600 B per flow of its largest phase (collectiveFlows).
 //   - base: 64 MB (the Go runtime, the report's fonts, a small fabric: raw-ecmp peaks at
 //     37 MB RSS).
@@ -101,7 +101,7 @@ const (
 	MemPerOp        = 75
 	MemPerFluidHost = 310_000
 	// MemPerCollective and MemPerCollectiveFlow are each collective's cost (see above).
-	MemPerCollective     = 45_000
+	MemPerCollective     = 60_000
 	MemPerCollectiveFlow = 600
 	// MemPerTrainingHost and MemPerTrainingTransfer are the flow-level training model: bytes
 	// per host and per pipeline transfer (see above).

@@ -268,13 +268,13 @@ func niceFloor(t sim.Time) sim.Time {
 // collective, its closed form (collectiveForm) at every size of its sweep times its
 // iterations, with the topology's worst-case one-way latency per message on the network and
 // the scale-up latency inside a domain; the longest collective's total (they run side by
-// side), or the most any host's fabric-only collectives add up to (they share its NIC).
-// 0 without collectives or when no form applies.
+// side). 0 without collectives or when no form applies.
 func (r *resolver) collectivesExpected() sim.Time { return r.collectivesTime(true) }
 
 // collectivesTime is collectivesExpected, without latencies and with every form taken as a
 // lower bound when latency is false (collectiveForm): then a lower bound on the collectives'
-// run whatever paths their messages take.
+// run whatever paths their messages take, at least what any host's fabric-only collectives
+// add up to (they share its NIC).
 func (r *resolver) collectivesTime(latency bool) sim.Time {
 	sc := r.sc
 	net := collective.Model{Rate: r.c.HostLink * sim.Rate(r.c.Planes)}
@@ -292,8 +292,8 @@ func (r *resolver) collectivesTime(latency bool) sim.Time {
 		net.Latency = r.l.Sizing().WorstCaseLatency
 	}
 	var most sim.Time
-	// perHost sums, for every host, the forms of the fabric-only collectives on it (no
-	// scale-up domain), which share its NIC when they run side by side (a larger lower
+	// perHost sums, for the lower bound, the forms of every host's fabric-only collectives
+	// (no scale-up domain), which share its NIC when they run side by side (a larger lower
 	// bound than the longest one alone, with many collectives on the same hosts).
 	var perHost []sim.Time
 	for i := range sc.Workload.Collectives {
@@ -315,7 +315,7 @@ func (r *resolver) collectivesTime(latency bool) sim.Time {
 			}
 		}
 		most = max(most, total)
-		if up != nil || base.Domain > 1 || total == 0 {
+		if latency || up != nil || base.Domain > 1 || total == 0 {
 			continue
 		}
 		if perHost == nil {
