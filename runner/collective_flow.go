@@ -283,8 +283,9 @@ type collRouter struct {
 	lbuf    []int32
 	longBuf []int32
 	// msgPlanes, for a transport that does not spray, maps a collective connection's key to
-	// the planes its messages use (setMsgPlanes); nil: every plane.
-	msgPlanes map[uint64]uint64
+	// the QPs its messages use (setMsgPlanes); nil: every QP of every plane.
+	msgPlanes map[uint64]msgQPs
+	qpMark    []bool
 }
 
 // collRouterCacheBytes bounds the memory of collRouter's path counts.
@@ -297,8 +298,8 @@ func (r *collRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Pa
 	if err != nil || r.msgPlanes == nil {
 		return buf, lat, err
 	}
-	if mask, ok := r.msgPlanes[key]; ok {
-		buf = r.keepPlanes(src, mask, buf)
+	if set, ok := r.msgPlanes[key]; ok {
+		buf = r.keepQPs(set, buf)
 	}
 	return buf, lat, nil
 }
@@ -451,23 +452,23 @@ func (r *collRouter) pathCounts(dst int) []uint32 {
 func newMsgRouter(base *flowRouter) *collRouter {
 	r := &collRouter{flowRouter: base}
 	if !base.spray && base.planes > 1 {
-		r.msgPlanes = map[uint64]uint64{}
+		r.msgPlanes = map[uint64]msgQPs{}
 	}
 	return r
 }
 
 // setMsgPlanes records, for a transport that does not spray (RoCE: r.msgPlanes not nil),
-// the planes each connection of collective sp on comm uses, keyed as package flow keys its
+// the QPs each connection of collective sp on comm uses, keyed as package flow keys its
 // Router calls (a hash of the communicator's hosts, plus the channel: flow.Collectives).
-// The packet level carries a collective message whole on one QP, the QPs of a host pair
-// (qps_per_peer per plane, QP i on plane i mod planes) taken round robin message by message
+// The packet level carries a collective message whole on one QP, the Q = qps_per_peer x
+// planes QPs of a host pair (QP i on plane i mod planes) taken round robin message by message
 // (rocenic.Endpoint.Send, as NCCL_IB_SPLIT_DATA_ON_QPS=0 does), so a pair with m messages in
-// flight uses min(m, planes) ports, not all of them: a ring all-reduce whose per-rank
-// segment is one chunk has one message in flight per channel and runs at one port's rate.
-// The fluid model gives logical channel c (tree: 2c+t) the planes (c + jC') mod planes,
-// j < L (msgLoops: its chunk messages to one peer posted at once, C' the logical channels),
-// which is the order the packet level posts its first messages in (loop-major, channels
-// interleaved). A later collective on the same hosts replaces the record.
+// flight uses min(m, Q) QPs on min(m, planes) ports, not all of them: a ring all-reduce whose
+// per-rank segment is one chunk has one message in flight per channel and runs at one port's
+// rate. The fluid model gives logical channel c (tree: 2c+t) of C' the QPs (c + jC') mod Q,
+// j < L (msgLoops: its chunk messages to one peer posted at once), the order in which the
+// packet level posts its first messages (loop-major, channels interleaved). A later
+// collective on the same hosts replaces the record.
 func (r *collRouter) setMsgPlanes(sp collective.Spec, comm collective.Comm) {
 	if r.msgPlanes == nil {
 		return
@@ -475,13 +476,13 @@ func (r *collRouter) setMsgPlanes(sp collective.Spec, comm collective.Comm) {
 	key0 := commKey(comm)
 	chans, loops := msgLoops(sp)
 	for c := range chans {
-		var mask uint64
-		for j := 0; j < loops && j < r.planes; j++ {
-			mask |= 1 << uint((c+j*chans)%r.planes)
-		}
-		r.msgPlanes[key0+uint64(c)] = mask
+		r.msgPlanes[key0+uint64(c)] = msgQPs{first: c, stride: chans, count: loops}
 	}
 }
+
+// msgQPs is the QPs of a host pair one collective connection's messages use: (first +
+// j x stride) mod Q for j < count, Q the pair's QPs.
+type msgQPs struct{ first, stride, count int }
 
 // commKey is the base of the Router keys package flow gives comm's connections: a 64-bit
 // FNV-1a hash of its hosts (4 bytes each, little-endian), mixed (flow.Collectives.Launch).
@@ -527,23 +528,31 @@ func msgLoops(sp collective.Spec) (chans, loops int) {
 // ceilDiv64 is ceil(a/b) for a >= 0, b > 0.
 func ceilDiv64(a, b int64) int64 { return (a + b - 1) / b }
 
-// keepPlanes drops from buf the paths (of a flow from host src) whose first link leaves
-// src on a plane outside mask, keeping buf whole when none would be left.
-func (r *collRouter) keepPlanes(src int, mask uint64, buf []flow.Path) []flow.Path {
-	kept := 0
-	for _, p := range buf {
-		if len(p.Links) > 0 && mask&(1<<uint(r.planeOf(p.Links[0]))) != 0 {
-			kept++
-		}
-	}
-	if kept == 0 || kept == len(buf) {
+// keepQPs keeps of buf, a RoCE flow's paths (one per QP: r.paths QPs on each plane, plane
+// by plane, as flowRouter.pick lists them; path k is QP (k mod paths) x planes + k / paths),
+// those of the QPs in set. A buf of another shape (a scale-up pair's one path) is kept whole.
+func (r *collRouter) keepQPs(set msgQPs, buf []flow.Path) []flow.Path {
+	per := max(r.paths, 1)
+	q := per * r.planes
+	if len(buf) != q || set.count >= q && set.stride == 1 {
 		return buf
 	}
+	if cap(r.qpMark) < q {
+		r.qpMark = make([]bool, q)
+	}
+	mark := r.qpMark[:q]
+	clear(mark)
+	for j := 0; j < min(set.count, q); j++ {
+		mark[(set.first+j*set.stride)%q] = true
+	}
 	out := buf[:0]
-	for _, p := range buf {
-		if len(p.Links) > 0 && mask&(1<<uint(r.planeOf(p.Links[0]))) != 0 {
+	for k, p := range buf {
+		if mark[(k%per)*r.planes+k/per] {
 			out = append(out, p)
 		}
+	}
+	if len(out) == 0 {
+		return buf[:q]
 	}
 	return out
 }

@@ -51,16 +51,24 @@ func TestMsgPlanes(t *testing.T) {
 		kind   string
 		bytes  string
 		chans  int
+		qps    int // transport.roce.qps_per_peer
 		planes int // distinct planes over the channels' paths
+		paths  int // paths (QPs) over the channels
 	}{
-		{"roce", "4MiB", 1, 1},
-		{"roce", "32MiB", 1, 4}, // 4 loops
-		{"roce", "16MiB", 1, 2}, // 2 loops
-		{"roce", "4MiB", 2, 2},  // one loop on each of 2 channels
-		{"mrc", "4MiB", 1, 0},
+		{"roce", "4MiB", 1, 1, 1, 1},
+		{"roce", "32MiB", 1, 1, 4, 4}, // 4 loops
+		{"roce", "16MiB", 1, 1, 2, 2}, // 2 loops
+		{"roce", "4MiB", 2, 1, 2, 2},  // one loop on each of 2 channels
+		{"roce", "4MiB", 1, 2, 1, 1},  // one message: one QP of the 8
+		{"roce", "32MiB", 1, 2, 4, 4}, // 4 messages: QPs 0-3, one per plane
+		{"mrc", "4MiB", 1, 1, 0, 0},
 	} {
-		name := fmt.Sprintf("%s %s %d channel(s)", c.kind, c.bytes, c.chans)
-		y := fmt.Sprintf("topology: {clos: {tiers: 2, planes: 4, radix: 16, hosts: 16, host_link: 100Gbps}}\ntransport: {kind: %s}\nrun: {engine: flow}\nworkload: {collectives: [{op: all_reduce, algorithm: ring, bytes: %s, channels: %d}]}\n", c.kind, c.bytes, c.chans)
+		name := fmt.Sprintf("%s %s %d channel(s) %d QP(s) per peer", c.kind, c.bytes, c.chans, c.qps)
+		tr := c.kind
+		if c.kind == "roce" {
+			tr = fmt.Sprintf("roce, roce: {qps_per_peer: %d}", c.qps)
+		}
+		y := fmt.Sprintf("topology: {clos: {tiers: 2, planes: 4, radix: 16, hosts: 16, host_link: 100Gbps}}\ntransport: {kind: %s}\nrun: {engine: flow}\nworkload: {collectives: [{op: all_reduce, algorithm: ring, bytes: %s, channels: %d}]}\n", tr, c.bytes, c.chans)
 		sc, err := scenario.Parse([]byte(y))
 		if err != nil {
 			t.Fatal(err)
@@ -94,17 +102,19 @@ func TestMsgPlanes(t *testing.T) {
 		r.setMsgPlanes(sp, comm)
 		key0 := commKey(comm)
 		used := map[int]bool{}
+		n := 0
 		for ch := range c.chans {
 			paths, _, err := r.Paths(0, 15, key0+uint64(ch), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
+			n += len(paths)
 			for _, p := range paths {
 				used[r.planeOf(p.Links[0])] = true
 			}
 		}
-		if len(used) != c.planes {
-			t.Errorf("%s: paths on %d planes %v; want %d", name, len(used), used, c.planes)
+		if len(used) != c.planes || n != c.paths {
+			t.Errorf("%s: %d paths on %d planes %v; want %d on %d", name, n, len(used), used, c.paths, c.planes)
 		}
 		all, _, err := r.Paths(0, 15, key0+99, nil)
 		if err != nil {
@@ -114,8 +124,8 @@ func TestMsgPlanes(t *testing.T) {
 		for _, p := range all {
 			seen[r.planeOf(p.Links[0])] = true
 		}
-		if len(seen) != 4 {
-			t.Errorf("%s: an unregistered key's paths are on %d planes; want all 4", name, len(seen))
+		if len(seen) != 4 || len(all) != 4*c.qps {
+			t.Errorf("%s: an unregistered key's %d paths are on %d planes; want %d on all 4", name, len(all), len(seen), 4*c.qps)
 		}
 	}
 }

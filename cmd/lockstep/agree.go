@@ -56,7 +56,7 @@ const (
 
 // Residual causes (docs/flow-agreement.md, "Residuals").
 const (
-	whyPairwise = "pairwise all-to-all at packet level: steps overlap at the receivers (last-hop queues, trims or CNPs); the flow level, like the ideal network's run of the schedule, has no such contention"
+	whyPairwise = "pairwise all-to-all: n-1 steps at packet level, which on the fabric overlap at receivers (MRC trims) and each wait for their worst ECMP collision (RoCE); all pairs at once at flow level (NCCL's grouping), as fast as the ideal network's run of the steps"
 	whyTreeFill = "double binary tree: its chunk dependencies leave NICs idle at packet level (the ideal network's run of the schedule too); the flow level models its steady state, every tree edge busy"
 	whyECMP     = "RoCE ECMP: the flow level hashes QPs onto uplinks with its own hash, the packet switches with theirs, so which flows collide differs (seed 3: 0.983)"
 	whyHDSteps  = "halving-doubling at packet level: a rank done with a step early sends the next step's data into a receiver still taking the last one (last-hop queues, trims), which neither the flow level nor the ideal network's run of the schedule has"
