@@ -467,8 +467,10 @@ func newMsgRouter(base *flowRouter) *collRouter {
 // per-rank segment is one chunk has one message in flight per channel and runs at one port's
 // rate. The fluid model gives logical channel c (tree: 2c+t) of C' the QPs (c + jC') mod Q,
 // j < L (msgLoops: its chunk messages to one peer posted at once), the order in which the
-// packet level posts its first messages (loop-major, channels interleaved). A later
-// collective on the same hosts replaces the record.
+// packet level posts its first messages (loop-major, channels interleaved). For the tree,
+// whose pipeline keeps fewer chunks in flight on an edge than it posts, this is an
+// approximation (docs/flow-agreement.md, "Residuals"). A later collective on the same hosts
+// replaces the record.
 func (r *collRouter) setMsgPlanes(sp collective.Spec, comm collective.Comm) {
 	if r.msgPlanes == nil {
 		return
