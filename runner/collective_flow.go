@@ -291,7 +291,7 @@ type collRouter struct {
 // collRouterCacheBytes bounds the memory of collRouter's path counts.
 const collRouterCacheBytes = 64 << 20
 
-// Paths implements flow.Router: the paths of allPaths, cut to the connection's planes
+// Paths implements flow.Router: the paths of allPaths, cut to the QPs of the connection
 // (msgPlanes).
 func (r *collRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Path, sim.Time, error) {
 	buf, lat, err := r.allPaths(src, dst, key, buf)

@@ -140,7 +140,9 @@ const (
 // MemPerFlow + packets in flight x MemPerPacket + schedule operations x MemPerOp at packet
 // level, MemPerRawFlow for raw flows; MemBase + hosts x MemPerTrainingHost + pipeline
 // transfers x MemPerTrainingTransfer for training at flow level and under transport ideal,
-// MemBase + hosts x MemPerFluidHost for other flow-level work; MemBase alone for collectives under transport ideal), wall
+// MemBase + hosts x MemPerFluidHost for other flow-level work, plus each collective's
+// MemPerCollective (and at flow level MemPerCollectiveFlow per flow of its largest phase);
+// MemBase alone for collectives under transport ideal), wall
 // time from packets at the measured packet rates and, for transfers, the sampler's visits to
 // every QP. Errors: a topology that does not build (an unresolved scenario).
 func (sc *Scenario) Estimate() (Estimate, error) {
