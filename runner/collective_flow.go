@@ -462,7 +462,7 @@ func newMsgRouter(base *flowRouter) *collRouter {
 // Router calls (a hash of the communicator's hosts, plus the channel: flow.Collectives).
 // The packet level carries a collective message whole on one QP, the Q = qps_per_peer x
 // planes QPs of a host pair (QP i on plane i mod planes) taken round robin message by message
-// (rocenic.Endpoint.Send, as NCCL_IB_SPLIT_DATA_ON_QPS=0 does), so a pair with m messages in
+// (rocenic.Endpoint.Send: a message is not striped), so a pair with m messages in
 // flight uses min(m, Q) QPs on min(m, planes) ports, not all of them: a ring all-reduce whose
 // per-rank segment is one chunk has one message in flight per channel and runs at one port's
 // rate. The fluid model gives logical channel c (tree: 2c+t) of C' the QPs (c + jC') mod Q,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -290,7 +291,7 @@ func benchAgree(w io.Writer) error {
 	var names []string
 	for _, r := range rows {
 		if !r.Within() {
-			names = append(names, r.Case.Name())
+			names = append(names, cmp.Or(r.Name, r.Case.Name()))
 		}
 	}
 	fmt.Fprintf(w, "%d of %d cases within the issue's targets (%.0f%% MRC, %.0f%% RoCE) on %d hosts", len(rows)-missed, len(rows), 100*AgreeTolMRC, 100*AgreeTolRoCE, AgreeLargeHosts)
