@@ -51,7 +51,8 @@ func runChakraFlow(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 	if err != nil {
 		return &InputError{Err: err}
 	}
-	if fl.fc, err = flow.NewCollectives(fnet, &collRouter{flowRouter: base}, ccfg); err != nil {
+	fl.router = newMsgRouter(base)
+	if fl.fc, err = flow.NewCollectives(fnet, fl.router, ccfg); err != nil {
 		return &InputError{Err: err}
 	}
 	if ff != nil {
@@ -86,6 +87,7 @@ func runChakraFlow(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 // chakraFlow carries a trace's communication on the flow-level engine.
 type chakraFlow struct {
 	fc      *flow.Collectives
+	router  *collRouter // its connections' planes (setMsgPlanes)
 	stopErr error
 }
 
@@ -95,6 +97,7 @@ func (c *chakraFlow) launch(now sim.Time, sp collective.Spec, comm collective.Co
 	if err != nil {
 		return err
 	}
+	c.router.setMsgPlanes(sp, comm)
 	return c.fc.Launch(now, sp, comm, name, done)
 }
 

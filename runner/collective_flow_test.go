@@ -223,8 +223,21 @@ func TestCollectivesFlowOps(t *testing.T) {
 			}
 			// The fluid ring has no per-chunk store-and-forward, which Pipelined charges, and
 			// pays the mean latency of its edges, not the longest path's: a little below.
-			if r.Algorithm == "ring" && (r.Op == "all_reduce" || r.Op == "reduce_scatter") && (r.TimeOverModel < 0.9 || r.TimeOverModel > 1.1) {
-				t.Errorf("%s %s: ring at %.3fx its model; want 0.9-1.1 on a non-blocking Clos", kind, coll, r.TimeOverModel)
+			// Under RoCE a message rides one QP, one port (setMsgPlanes): a ring with one chunk
+			// message in flight per pair (8 MiB over 16 ranks: 512 KiB steps) has one of the
+			// two planes, half the model's NIC rate.
+			lo, hi := 0.9, 1.1
+			if kind == "roce" {
+				rs, err := base.Resolve()
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, loops := msgLoops(rs)
+				f := 2 / float64(min(2, loops))
+				lo, hi = lo*f, hi*f
+			}
+			if r.Algorithm == "ring" && (r.Op == "all_reduce" || r.Op == "reduce_scatter") && (r.TimeOverModel < lo || r.TimeOverModel > hi) {
+				t.Errorf("%s %s: ring at %.3fx its model; want %.2f-%.2f on a non-blocking Clos", kind, coll, r.TimeOverModel, lo, hi)
 			}
 		}
 	}

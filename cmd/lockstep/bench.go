@@ -31,13 +31,15 @@ Presets: perm-1024 (3-tier k=16 fat-tree, 1,024-flow permutation of 2 MB, MRC), 
 and incast-1023-2mb (1,023 -> 1 of 2 MB; ideal 169 ms), whose FCT max is the incast's JCT;
 the training presets train-405b-8k, train-405b-16k (Llama-3-405B as Meta ran it, Llama 3 paper
 Table 4: 43% and 41% BF16 MFU) and train-405b-131k (the flow tier at 131,072 GPUs with 16
-microbatches), which print the step time and MFU instead of FCTs. Run one preset per process
-for a clean peak-memory figure.`,
+microbatches), which print the step time and MFU instead of FCTs. agree runs the packet-vs-flow
+agreement suite for collectives on 64 hosts (docs/flow-agreement.md) and fails when a case
+leaves its tolerance. Run one preset per process for a clean peak-memory figure.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if list {
 				for _, n := range scenario.Presets() {
 					fmt.Fprintln(stdout, n)
 				}
+				fmt.Fprintln(stdout, "agree") // the agreement suite (agree.go), no preset
 				return nil
 			}
 			if len(args) == 0 {
@@ -57,6 +59,14 @@ for a clean peak-memory figure.`,
 			tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 			header := false
 			for _, name := range args {
+				if name == "agree" {
+					tw.Flush()
+					if err := benchAgree(stdout); err != nil {
+						return err
+					}
+					header = false
+					continue
+				}
 				sc, err := scenario.Preset(name)
 				if err != nil {
 					return badInput(err)

@@ -176,19 +176,9 @@ func engineArgs(args []string) ([]string, error) {
 	} else if data, err = scenario.PresetYAML(a); err != nil {
 		return nil, badInput(fmt.Errorf("--engines: %s is neither a scenario file nor a preset (%v)", a, err))
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, badInput(fmt.Errorf("--engines: %s is not a YAML mapping", a))
-	}
-	if run := getKey(doc.Content[0], "run"); run != nil && getKey(run, "engine") != nil {
-		return nil, badInput(fmt.Errorf("--engines: %s sets run.engine; leave it out to run both engines", a))
-	}
-	var vars yaml.Node
-	_ = vars.Encode(map[string][]string{"run.engine": {scenario.EnginePacket, scenario.EngineFlow}})
-	setKey(doc.Content[0], "variants", &vars)
-	out, err := yaml.Marshal(&doc)
+	out, err := withEngines(data, a)
 	if err != nil {
-		return nil, runFailed(err)
+		return nil, err
 	}
 	dir := filepath.Dir(a)
 	if _, err := os.Stat(a); err != nil {
@@ -207,6 +197,28 @@ func engineArgs(args []string) ([]string, error) {
 		return nil, runFailed(fmt.Errorf("--engines: %w", werr))
 	}
 	return []string{f.Name()}, nil
+}
+
+// withEngines returns scenario data (a mapping without variants nor run.engine; what names
+// it in errors) with the variants run.engine: [packet, flow]: the scenario at both levels,
+// as compare --engines and the agreement suite (agree.go) run it. Errors: data is not a
+// YAML mapping, or it sets run.engine.
+func withEngines(data []byte, what string) ([]byte, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, badInput(fmt.Errorf("--engines: %s is not a YAML mapping", what))
+	}
+	if run := getKey(doc.Content[0], "run"); run != nil && getKey(run, "engine") != nil {
+		return nil, badInput(fmt.Errorf("--engines: %s sets run.engine; leave it out to run both engines", what))
+	}
+	var vars yaml.Node
+	_ = vars.Encode(map[string][]string{"run.engine": {scenario.EnginePacket, scenario.EngineFlow}})
+	setKey(doc.Content[0], "variants", &vars)
+	out, err := yaml.Marshal(&doc)
+	if err != nil {
+		return nil, runFailed(err)
+	}
+	return out, nil
 }
 
 // compareItem is one of compare's runs: a scenario to run, or a results folder given as an
