@@ -120,16 +120,16 @@ type flowFaults struct {
 // qpWait is a flow of a transport without endpoint reroute (RoCE) whose path died: it
 // waits for its retransmission timer.
 type qpWait struct {
-	since   sim.Time // its stall: the last progress
+	since sim.Time // its stall: the last progress
 	// sendFor is how long its QP goes on sending into the dead path after the stall: its
 	// bytes left at its port's rate (RoCE's window is unbounded by default, DCQCN paces by
 	// rate). While it still sends, a path that returns carries new packets, whose PSN gap
 	// the receiver NAKs: go-back-N resends at once, without waiting for the timer.
 	sendFor sim.Time
-	link    int      // the dead link
-	cause   int      // the event that killed it, -1 unknown
-	tries   int      // timer ticks so far
-	errored bool     // its QPs gave up (retry_count + 1 timeouts)
+	link    int  // the dead link
+	cause   int  // the event that killed it, -1 unknown
+	tries   int  // timer ticks so far
+	errored bool // its QPs gave up (retry_count + 1 timeouts)
 }
 
 // flowRestart is a job restart the flow-level fault model found: QPs that gave up.

@@ -35,7 +35,7 @@ type flowLinkFeed struct {
 	// wire turns the fluid model's payload bytes into wire bytes (1 / payloadShare): a
 	// port's tx_bytes count headers, as at packet level.
 	wire float64
-	buf    []float64
+	buf  []float64
 	// With bundles: each bundle's bytes at the last settle (by flow link) and each member's
 	// share of its bundle's bytes so far. A member is credited with its share of what the
 	// bundle carried since the last settle at its capacity share now, so a member whose
