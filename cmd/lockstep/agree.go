@@ -83,7 +83,7 @@ func agreeCases() []agreeCase {
 		{"ring", "mrc", 8, 2, "32MiB", m, ""},
 		{"ring", "mrc", 8, 1, "4MiB", m, ""},
 		{"tree", "mrc", 1, 1, "32MiB", 0.16, whyTreeFill},
-		{"tree", "mrc", 8, 2, "32MiB", 0.12, whyTreeFill} // 0.895 after per-plane windows (transport/mrc),
+		{"tree", "mrc", 8, 2, "32MiB", 0.12, whyTreeFill}, // 0.895 after per-plane windows (transport/mrc),
 		{"halving_doubling", "mrc", 4, 1, "32MiB", 0.15, whyHDSteps},
 		{"halving_doubling", "mrc", 4, 2, "32MiB", m, ""},
 		{"halving_doubling", "mrc", 8, 1, "4MiB", m, ""},
