@@ -290,8 +290,9 @@ func (ft *flowTraffic) snapshotActive(now sim.Time) {
 	ft.activeAt = now
 	got := make(map[int]float64)
 	ft.buf = ft.net.Flows(ft.buf)
+	own := ft.owners(ft.buf)
 	for _, fi := range ft.buf {
-		if k := ft.ownerOf(fi); k >= 0 {
+		if k, ok := own[fi.ID]; ok {
 			got[k] = float64(fi.Bytes) - fi.Remaining
 		}
 	}
@@ -308,20 +309,38 @@ func (ft *flowTraffic) snapshotActive(now sim.Time) {
 	}
 }
 
-// ownerOf maps a sending Net flow to its transfer: the flows of one Send carry its hosts
-// and start, and a transfer is one Net flow, so the launch index is read from the
-// Collectives when faults keep it (Owner), else matched by hosts and start.
-func (ft *flowTraffic) ownerOf(fi flow.FlowInfo) int {
-	if k := ft.fc.Owner(fi.ID); k >= 0 {
-		return k
+// owners maps the sending Net flows of buf (Net.Flows) to their transfers: a transfer is one
+// Net flow, read from the Collectives when faults keep it (Owner), else matched by hosts
+// and start among the transfers not yet placed (those of one pair and start in launch
+// order, as their flows' ids are). O(flows).
+func (ft *flowTraffic) owners(buf []flow.FlowInfo) map[flow.FlowID]int {
+	out := make(map[flow.FlowID]int, len(buf))
+	if ft.ff != nil {
+		for _, fi := range buf {
+			if k := ft.fc.Owner(fi.ID); k >= 0 {
+				out[fi.ID] = k
+			}
+		}
+		return out
 	}
+	type key struct {
+		src, dst int
+		start    sim.Time
+	}
+	open := map[key][]int{}
 	for k := range ft.flows {
-		f := &ft.flows[k]
-		if f.src == fi.Src && f.dst == fi.Dst && f.start == fi.Start && f.placedAt == 0 && !f.errored {
-			return k
+		if f := &ft.flows[k]; f.placedAt == 0 && !f.errored {
+			kk := key{f.src, f.dst, f.start}
+			open[kk] = append(open[kk], k)
 		}
 	}
-	return -1
+	for _, fi := range buf { // id order: launch order within a key
+		kk := key{fi.Src, fi.Dst, fi.Start}
+		if q := open[kk]; len(q) > 0 {
+			out[fi.ID], open[kk] = q[0], q[1:]
+		}
+	}
+	return out
 }
 
 // qpError is flowFaults' final QP error (onQPError): the transfer of the stalled flow
@@ -466,24 +485,13 @@ func (ft *flowTraffic) Summary(end sim.Time, faults []sim.Time) *transport.Summa
 			acc.Add(f.start, f.done, f.ideal)
 		}
 	}
-	if ft.activeAt > 0 {
-		var sum float64
-		n := 0
+	s.SetActive(ft.activeAt, func(yield func(float64) bool) {
 		for k := range ft.flows {
-			if x := ft.flows[k].active; x >= 0 {
-				if n == 0 || x < s.ActiveThroughputMinOfLine {
-					s.ActiveThroughputMinOfLine = x
-				}
-				sum += x
-				n++
+			if !yield(ft.flows[k].active) {
+				return
 			}
 		}
-		if n > 0 {
-			s.ActiveUntilUs = transport.Us(ft.activeAt)
-			s.ActiveThroughputMeanOfLine = transport.Round3(sum / float64(n))
-			s.ActiveThroughputMinOfLine = transport.Round3(s.ActiveThroughputMinOfLine)
-		}
-	}
+	})
 	hops := ft.layout.Sizing().MaxSwitchHops
 	wire, pkt := ft.wireBytes(maxBytes)
 	s.Fill(ft.baseRTT(), nic.IdealTransfer(ft.params, ft.nicRate, hops, wire, pkt, m.AckBytes), &acc, ft.sent == len(ft.flows), ft.fct, ft.fctMax, false, end)
@@ -497,8 +505,9 @@ func (ft *flowTraffic) Flows() []transport.FlowRecord {
 	inflight := make(map[int]int64)
 	if len(ft.flows) > 0 {
 		ft.buf = ft.net.Flows(ft.buf)
+		own := ft.owners(ft.buf)
 		for _, fi := range ft.buf {
-			if k := ft.ownerOf(fi); k >= 0 {
+			if k, ok := own[fi.ID]; ok {
 				inflight[k] = int64(float64(fi.Bytes) - fi.Remaining)
 			}
 		}
