@@ -207,6 +207,30 @@ func (c *Collectives) Launch(at sim.Time, spec collective.Spec, comm collective.
 	return nil
 }
 
+// Send schedules one point-to-point transfer of bytes from host src to host dst to start at
+// time at (>= now): a send/recv (collective.SendRecv, algorithm Direct) on the two-host
+// communicator {src, dst}, routed with Router key key (so transfers between the same hosts
+// can hash onto different paths, as a transport's QPs do with their own source ports). It
+// is a collective like any other: it shares the links, Reroute moves it, Incomplete and
+// Results name it. done, if not nil, is called once when it is delivered. Errors: as
+// Launch's; src == dst; a negative size.
+func (c *Collectives) Send(at sim.Time, src, dst int, bytes int64, key uint64, name string, done func(now sim.Time)) error {
+	if src == dst {
+		return fmt.Errorf("flow: send %q: source and destination are both host %d", name, src)
+	}
+	comm, err := collective.NewComm([]int{src, dst})
+	if err != nil {
+		return fmt.Errorf("flow: send %q: %w", name, err)
+	}
+	sp := collective.NewSpec(collective.SendRecv, 2, bytes)
+	sp.Algo, sp.Root, sp.Peer = collective.Direct, 0, 1
+	if err := c.Launch(at, sp, comm, name, done); err != nil {
+		return err
+	}
+	c.insts[len(c.insts)-1].key = key
+	return nil
+}
+
 func (c *Collectives) onStart(now sim.Time, obj int32, _ uint64) {
 	in := c.insts[obj]
 	in.started = true
@@ -578,4 +602,24 @@ func (c *Collectives) Reroute(sel func(id FlowID, stalled bool) bool) (int, erro
 		done++
 	}
 	return done, nil
+}
+
+// Owner returns the launch index (the order of Launch and Send calls, from 0) of the
+// collective that sending or waiting Net flow id belongs to, -1 when it is not one of its
+// flows or not in flight. It needs CollConfig.Reroutable (else -1). O(active flows).
+func (c *Collectives) Owner(id FlowID) int {
+	if !c.cfg.Reroutable {
+		return -1
+	}
+	n := c.net
+	for s := range c.recs {
+		r := &c.recs[s]
+		if r.in == nil || s >= len(n.flows) || r.id != id {
+			continue
+		}
+		if f := &n.flows[s]; f.id == id && (f.state == stPending || f.state == stActive) {
+			return r.in.id
+		}
+	}
+	return -1
 }

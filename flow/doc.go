@@ -13,7 +13,8 @@
 //     change affects and checks the result.
 //   - Collectives (collective.go, expand.go) expands NCCL-style collectives (collective.Spec on
 //     a collective.Comm) into phases of concurrent flows on a Net, routed by a Router the
-//     caller provides. It has the Launch method the runner's collective interface asks for.
+//     caller provides. It has the Launch method the runner's collective interface asks for,
+//     and Send for one point-to-point transfer (a traffic flow at flow level).
 //   - Crossbar (crossbar.go) is a Router for an ideal non-blocking switch, for tests and for
 //     users without a topology.
 //

@@ -1218,3 +1218,22 @@ func popPend(h []pend) []pend {
 }
 
 func pendLess(a, b *pend) bool { return a.at < b.at || (a.at == b.at && a.id < b.id) }
+
+// BytesSentNow returns the payload bytes every flow has sent up to the current instant
+// (Stats.BytesSent brought forward from the last update at the current rates): the exact
+// fluid figure between events. O(sending flows).
+func (n *Net) BytesSentNow() float64 { return n.BytesSentAt(n.s.Now()) }
+
+// BytesSentAt is BytesSentNow at time t, for t from the Net's last update to its next
+// (inside Config.OnAdvance, up to the instant it advances to; after the run, up to its end).
+// O(sending flows).
+func (n *Net) BytesSentAt(t sim.Time) float64 {
+	b := n.stats.BytesSent
+	for _, s := range n.active {
+		f := &n.flows[s] // remaining is as of f.upd; its rate has held since
+		if sec := float64(t-f.upd) * 1e-12; sec > 0 && f.rate > 0 {
+			b += min(f.remaining, f.rate*sec/8)
+		}
+	}
+	return b
+}

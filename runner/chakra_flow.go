@@ -40,12 +40,23 @@ func runChakraFlow(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 		}
 		s.Stop(err)
 	}
-	fnet, err := flow.New(s, caps, flow.Config{OnStall: stop})
+	ncfg, ccfg := flow.Config{OnStall: stop}, flow.CollConfig{OnError: stop}
+	var ff *flowFaults
+	ff, err = runFlowFaults(sc, layout, res, base, caps, &ncfg, &ccfg,
+		stopOnQPError(s, &ff, &fl.fc, func(l int) string { return flowLinkName(layout, base, l) }))
+	if err != nil {
+		return err
+	}
+	fnet, err := flow.New(s, caps, ncfg)
 	if err != nil {
 		return &InputError{Err: err}
 	}
-	if fl.fc, err = flow.NewCollectives(fnet, &collRouter{flowRouter: base}, flow.CollConfig{OnError: stop}); err != nil {
+	fl.router = newMsgRouter(base)
+	if fl.fc, err = flow.NewCollectives(fnet, fl.router, ccfg); err != nil {
 		return &InputError{Err: err}
+	}
+	if ff != nil {
+		ff.start(fnet, fl.fc)
 	}
 	e := newChakraExec(s, cfg, tr, plan)
 	e.car = fl
@@ -76,6 +87,7 @@ func runChakraFlow(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 // chakraFlow carries a trace's communication on the flow-level engine.
 type chakraFlow struct {
 	fc      *flow.Collectives
+	router  *collRouter // its connections' planes (setMsgPlanes)
 	stopErr error
 }
 
@@ -85,6 +97,7 @@ func (c *chakraFlow) launch(now sim.Time, sp collective.Spec, comm collective.Co
 	if err != nil {
 		return err
 	}
+	c.router.setMsgPlanes(sp, comm)
 	return c.fc.Launch(now, sp, comm, name, done)
 }
 

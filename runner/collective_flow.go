@@ -3,6 +3,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/bits"
 
@@ -37,15 +38,25 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 	if err != nil {
 		return err
 	}
-	router := &collRouter{flowRouter: base}
+	router := newMsgRouter(base)
 	stop := func(now sim.Time, err error) { s.Stop(err) }
-	fnet, err := flow.New(s, caps, flow.Config{OnStall: stop})
+	ncfg, ccfg := flow.Config{OnStall: stop}, flow.CollConfig{OnError: stop}
+	var ff *flowFaults
+	var fc *flow.Collectives
+	ff, err = runFlowFaults(sc, layout, res, base, caps, &ncfg, &ccfg,
+		stopOnQPError(s, &ff, &fc, func(l int) string { return flowLinkName(layout, base, l) }))
+	if err != nil {
+		return err
+	}
+	fnet, err := flow.New(s, caps, ncfg)
 	if err != nil {
 		return &InputError{Err: err}
 	}
-	fc, err := flow.NewCollectives(fnet, router, flow.CollConfig{OnError: stop})
-	if err != nil {
+	if fc, err = flow.NewCollectives(fnet, router, ccfg); err != nil {
 		return &InputError{Err: err}
+	}
+	if ff != nil {
+		ff.start(fnet, fc)
 	}
 	nicPayload := sim.Rate(float64(p.HostLink*sim.Rate(p.Planes)) * payloadShare(base.model))
 	run := &CollectiveRun{Model: collective.Model{Latency: flowBaseLatency(layout), Rate: nicPayload},
@@ -56,7 +67,7 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 	res.Collective = run
 
 	w := &sweepState{s: s, meter: res.meter}
-	e := &flowColl{w: w, run: run, fc: fc, groups: groups,
+	e := &flowColl{w: w, run: run, fc: fc, groups: groups, router: router, ff: ff, linkName: func(l int) string { return flowLinkName(layout, base, l) },
 		specs: make([]collective.Spec, len(groups)), done: make([]collective.Result, len(groups))}
 	rowsOut, err := sweepCollectives(sc, w, run, groups, iters, e)
 	var stall *stallError
@@ -82,9 +93,14 @@ type flowColl struct {
 	w      *sweepState
 	run    *CollectiveRun
 	fc     *flow.Collectives
+	router *collRouter
 	groups []collGroup
 	specs  []collective.Spec
 	done   []collective.Result // each collective's last launch, completed or not
+	// ff is the run's fault model (nil without faults) and linkName its links' names, for
+	// naming what a failure left stalled.
+	ff       *flowFaults
+	linkName func(int) string
 }
 
 // prepare resolves collective g's spec sp for the flow engine.
@@ -104,6 +120,7 @@ func (e *flowColl) launch(g int, name string) error {
 	e.done[g] = collective.Result{ID: len(e.run.Instances) + e.w.running, Name: name, Spec: e.specs[g], Hosts: e.groups[g].comm.Hosts(),
 		Start: start, End: sim.MaxTime}
 	r := &e.done[g]
+	e.router.setMsgPlanes(e.specs[g], e.groups[g].comm)
 	err := e.fc.Launch(start, e.specs[g], e.groups[g].comm, name, func(now sim.Time) {
 		r.End, r.Done = now, true
 		e.w.finished()
@@ -128,7 +145,13 @@ func (e *flowColl) settle(drainErr error, running int, limit sim.Time) error {
 		if s.NextAt() == sim.MaxTime {
 			at, why = s.Now(), "nothing left to happen"
 		}
-		return &stallError{fmt.Errorf("%d collective(s) not done at %v (%s): %v", running, at, why, e.fc.Incomplete())}
+		stuck := ""
+		if e.ff != nil {
+			if st := e.ff.stuck(e.linkName); st != "" {
+				stuck = "; " + st
+			}
+		}
+		return &stallError{fmt.Errorf("%d collective(s) not done at %v (%s): %v%s", running, at, why, e.fc.Incomplete(), stuck)}
 	}
 	return nil
 }
@@ -279,13 +302,31 @@ type collRouter struct {
 	queue   []int32
 	lbuf    []int32
 	longBuf []int32
+	// msgPlanes, for a transport that does not spray, maps a collective connection's key to
+	// the QPs its messages use (setMsgPlanes); nil: every QP of every plane.
+	msgPlanes map[uint64]msgQPs
+	qpMark    []bool
 }
 
 // collRouterCacheBytes bounds the memory of collRouter's path counts.
 const collRouterCacheBytes = 64 << 20
 
-// Paths implements flow.Router.
+// Paths implements flow.Router: the paths of allPaths, cut to the QPs of the connection
+// (msgPlanes).
 func (r *collRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Path, sim.Time, error) {
+	buf, lat, err := r.allPaths(src, dst, key, buf)
+	if err != nil || r.msgPlanes == nil {
+		return buf, lat, err
+	}
+	if set, ok := r.msgPlanes[key]; ok {
+		buf = r.keepQPs(set, buf)
+	}
+	return buf, lat, nil
+}
+
+// allPaths returns every path of a flow: newFlowRouter's, or for hosts farther apart than
+// topo.MaxHops the same choice over Topology.LinkPath.
+func (r *collRouter) allPaths(src, dst int, key uint64, buf []flow.Path) ([]flow.Path, sim.Time, error) {
 	if r.domain > 1 && src/r.domain == dst/r.domain || r.t.NumPaths(src, dst) > 0 {
 		return r.flowRouter.Paths(src, dst, key, buf)
 	}
@@ -423,4 +464,126 @@ func (r *collRouter) pathCounts(dst int) []uint32 {
 	r.counts[dst] = cnt
 	r.fifo = append(r.fifo, dst)
 	return cnt
+}
+
+// newMsgRouter returns the collective router over base that, for a transport that does not
+// spray (RoCE) on more than one plane, keeps each collective connection on the planes its
+// messages use at packet level (setMsgPlanes; call it before each Launch).
+func newMsgRouter(base *flowRouter) *collRouter {
+	r := &collRouter{flowRouter: base}
+	if !base.spray && base.planes > 1 {
+		r.msgPlanes = map[uint64]msgQPs{}
+	}
+	return r
+}
+
+// setMsgPlanes records, for a transport that does not spray (RoCE: r.msgPlanes not nil),
+// the QPs each connection of collective sp on comm uses, keyed as package flow keys its
+// Router calls (a hash of the communicator's hosts, plus the channel: flow.Collectives).
+// The packet level carries a collective message whole on one QP, the Q = qps_per_peer x
+// planes QPs of a host pair (QP i on plane i mod planes) taken round robin message by message
+// (rocenic.Endpoint.Send: a message is not striped), so a pair with m messages in
+// flight uses min(m, Q) QPs on min(m, planes) ports, not all of them: a ring all-reduce whose
+// per-rank segment is one chunk has one message in flight per channel and runs at one port's
+// rate. The fluid model gives logical channel c (tree: 2c+t) of C' the QPs (c + jC') mod Q,
+// j < L (msgLoops: its chunk messages to one peer posted at once), the order in which the
+// packet level posts its first messages (loop-major, channels interleaved). For the tree,
+// whose pipeline keeps fewer chunks in flight on an edge than it posts, this is an
+// approximation (docs/flow-agreement.md, "Residuals"). A later collective on the same hosts
+// replaces the record.
+func (r *collRouter) setMsgPlanes(sp collective.Spec, comm collective.Comm) {
+	if r.msgPlanes == nil {
+		return
+	}
+	key0 := commKey(comm)
+	chans, loops := msgLoops(sp)
+	for c := range chans {
+		r.msgPlanes[key0+uint64(c)] = msgQPs{first: c, stride: chans, count: loops}
+	}
+}
+
+// msgQPs is the QPs of a host pair one collective connection's messages use: (first +
+// j x stride) mod Q for j < count, Q the pair's QPs.
+type msgQPs struct{ first, stride, count int }
+
+// commKey is the base of the Router keys package flow gives comm's connections: a 64-bit
+// FNV-1a hash of its hosts (4 bytes each, little-endian), mixed (flow.Collectives.Launch).
+func commKey(comm collective.Comm) uint64 {
+	h := fnv.New64a()
+	var b [4]byte
+	for i := 0; i < comm.Size(); i++ {
+		x := comm.Host(i)
+		b = [4]byte{byte(x), byte(x >> 8), byte(x >> 16), byte(x >> 24)}
+		h.Write(b[:])
+	}
+	return sim.Mix64(h.Sum64())
+}
+
+// msgLoops returns the logical channels of sp's packet-level schedule (Channels; the tree
+// 2 x Channels) and how many chunk messages one of them posts to a peer at once: the loops of
+// package collective's builders (ring.go, hier.go, hd.go, tree.go, alltoall.go), each
+// channel's ceil(Bytes/channels) cut into loops of (ranks in the ring or exchange) x
+// ChunkBytes (ring, hierarchical, halving-doubling) or ChunkBytes (the others; an
+// all-to-all's per-peer share).
+func msgLoops(sp collective.Spec) (chans, loops int) {
+	chans = max(sp.Channels, 1)
+	chunk := max(sp.ChunkBytes, 1)
+	per, part := chunk, ceilDiv64(sp.Bytes, int64(chans))
+	switch sp.Algo {
+	case collective.Ring:
+		if sp.Op == collective.AllReduce || sp.Op == collective.ReduceScatter || sp.Op == collective.AllGather {
+			per = int64(sp.Ranks) * chunk
+		}
+	case collective.Hierarchical:
+		per = int64(max(sp.Inner, 1)) * chunk
+	case collective.HalvingDoubling:
+		per = int64(1<<(bits.Len(uint(sp.Ranks))-1)) * chunk
+	case collective.Tree:
+		chans *= 2
+		part = ceilDiv64(sp.Bytes, int64(chans))
+	case collective.Pairwise:
+		part = ceilDiv64(part, int64(max(sp.Ranks, 1)))
+	}
+	return chans, int(max(ceilDiv64(part, per), 1))
+}
+
+// ceilDiv64 is ceil(a/b) for a >= 0, b > 0.
+func ceilDiv64(a, b int64) int64 { return (a + b - 1) / b }
+
+// keepQPs keeps of buf, a RoCE flow's paths (one per QP: r.paths QPs on each plane, plane
+// by plane, as flowRouter.pick lists them; path k is QP (k mod paths) x planes + k / paths),
+// those of the QPs in set. A buf of another shape (a scale-up pair's one path) is kept whole.
+func (r *collRouter) keepQPs(set msgQPs, buf []flow.Path) []flow.Path {
+	per := max(r.paths, 1)
+	q := per * r.planes
+	if len(buf) != q || set.count >= q && set.stride == 1 {
+		return buf
+	}
+	if cap(r.qpMark) < q {
+		r.qpMark = make([]bool, q)
+	}
+	mark := r.qpMark[:q]
+	clear(mark)
+	for j := 0; j < min(set.count, q); j++ {
+		mark[(set.first+j*set.stride)%q] = true
+	}
+	out := buf[:0]
+	for k, p := range buf {
+		if mark[(k%per)*r.planes+k/per] {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return buf[:q]
+	}
+	return out
+}
+
+// planeOf returns the plane of directed link d (2k: link k from A to B, 2k+1 back; a
+// scale-up or bundle link, past the topology's links, is plane 0).
+func (r *collRouter) planeOf(d int32) int {
+	if int(d/2) >= len(r.links) {
+		return 0
+	}
+	return r.links[d/2].Plane
 }

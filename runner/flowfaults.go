@@ -16,8 +16,9 @@ import (
 	"github.com/lockstepsim/lockstep/transport"
 )
 
-// flowFaults applies a training job's fault schedule to the flow-level network (run.engine
-// flow), at the simulated time of each event, as the job's transport would feel it. It is
+// flowFaults applies a training job's (or a traffic run's: flowTraffic) fault schedule to
+// the flow-level network (run.engine flow), at the simulated time of each event, as the
+// transport would feel it. It is
 // only built when the scenario has faults: a run without them has none of this (the same
 // events, the same speed). Every difference between transports here comes from their flow
 // model (transport.FlowModel, the router's): GoBackN for the loss factor, EndpointReroute
@@ -107,16 +108,28 @@ type flowFaults struct {
 	byCause  map[[3]int64]int // failure -> index in restarts
 	stallBuf []flow.StallInfo
 	notes    []string
+
+	// onQPError, when set (a traffic run: flowTraffic), makes a QP error final, as a
+	// transport's QP in the error state is: the flow stays held and is never released, and
+	// onQPError hears of it (at the instant its QPs gave up, the stall and the event behind
+	// it, -1 unknown) instead of a job restart being recorded. It may be called more than
+	// once for one flow.
+	onQPError func(at sim.Time, st flow.StallInfo, ev int)
 }
 
 // qpWait is a flow of a transport without endpoint reroute (RoCE) whose path died: it
 // waits for its retransmission timer.
 type qpWait struct {
-	since   sim.Time // its stall: the last progress
-	link    int      // the dead link
-	cause   int      // the event that killed it, -1 unknown
-	tries   int      // timer ticks so far
-	errored bool     // its QPs gave up (retry_count + 1 timeouts)
+	since sim.Time // its stall: the last progress
+	// sendFor is how long its QP goes on sending into the dead path after the stall: its
+	// bytes left at its port's rate (RoCE's window is unbounded by default, DCQCN paces by
+	// rate). While it still sends, a path that returns carries new packets, whose PSN gap
+	// the receiver NAKs: go-back-N resends at once, without waiting for the timer.
+	sendFor sim.Time
+	link    int  // the dead link
+	cause   int  // the event that killed it, -1 unknown
+	tries   int  // timer ticks so far
+	errored bool // its QPs gave up (retry_count + 1 timeouts)
 }
 
 // flowRestart is a job restart the flow-level fault model found: QPs that gave up.
@@ -437,6 +450,7 @@ func (ff *flowFaults) apply(now sim.Time, i int) {
 	}
 	if ff.routeChanged && !ff.model.EndpointReroute {
 		ff.releaseErrored()
+		ff.nakResume(now)
 	}
 	if ff.routeChanged && ff.model.EndpointReroute && ff.r.bundle == nil && ff.detectAt < 0 {
 		// Endpoints rerouting flows sprayed over sampled paths (MRC): they move off (or back
@@ -495,6 +509,29 @@ func (ff *flowFaults) reconverge(now sim.Time) {
 		return
 	}
 	ff.releaseErrored()
+	ff.nakResume(now)
+}
+
+// nakResume lets every waiting QP that is still sending (its stall less than sendFor ago)
+// go on at once on the path it hashes to now, when that path is live: its new packets
+// arrive, the receiver NAKs the gap and go-back-N resends from it [IBTA §9.7.5.1: a
+// sequence NAK, not the timer]. The others keep waiting for their timer (tick).
+func (ff *flowFaults) nakResume(now sim.Time) {
+	if len(ff.waits) == 0 || ff.model.EndpointReroute {
+		return
+	}
+	ids := make([]flow.FlowID, 0, len(ff.waits))
+	for id, w := range ff.waits {
+		if !w.errored && now-w.since < w.sendFor {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if live, sending := ff.retry(id); live || !sending {
+			delete(ff.waits, id)
+		}
+	}
 }
 
 // catch holds every flow of a transport without endpoint reroute (RoCE) that stalled on a
@@ -509,11 +546,19 @@ func (ff *flowFaults) catch(now sim.Time) {
 		id flow.FlowID
 	}
 	var dues []due
+	var left map[flow.FlowID]float64 // bytes left by stalled flow, read once
 	for _, st := range ff.stallBuf {
 		if st.Held || ff.waits[st.ID] != nil {
 			continue
 		}
-		w := &qpWait{since: st.Since, link: st.Link, cause: -1}
+		if left == nil {
+			left = map[flow.FlowID]float64{}
+			for _, fi := range ff.net.Flows(nil) {
+				left[fi.ID] = fi.Remaining
+			}
+		}
+		w := &qpWait{since: st.Since, link: st.Link, cause: -1,
+			sendFor: sim.Time(left[st.ID] * 8 / float64(ff.r.t.Params().HostLink) * 1e12)}
 		if st.Link >= 0 && st.Link < len(ff.cause) {
 			w.cause = int(ff.cause[st.Link])
 		}
@@ -597,7 +642,7 @@ func (ff *flowFaults) tick(now sim.Time, i int) {
 // releaseErrored lets the flows whose QPs gave up go on once their path is live: the
 // restarted job's traffic on the network as it is now.
 func (ff *flowFaults) releaseErrored() {
-	if ff.errored == 0 {
+	if ff.errored == 0 || ff.onQPError != nil {
 		return
 	}
 	ids := make([]flow.FlowID, 0, ff.errored)
@@ -631,8 +676,13 @@ func (ff *flowFaults) check(now sim.Time) {
 }
 
 // qpError records that the QPs of flow st (stalled since st.Since on st.Link by event ev)
-// gave up at: a job restart, once per failure.
+// gave up at: a job restart, once per failure; in a traffic run (onQPError set), the
+// transfer's final error.
 func (ff *flowFaults) qpError(at sim.Time, st flow.StallInfo, ev int) {
+	if ff.onQPError != nil {
+		ff.onQPError(at, st, ev)
+		return
+	}
 	{
 		key := [3]int64{-1, -1, -1}
 		if ev >= 0 {
@@ -679,18 +729,37 @@ func (ff *flowFaults) stuck(namer func(int) string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d flow(s) stalled with no live path, the first h%d -> h%d since %v on %s", len(ff.stallBuf), st.Src, st.Dst, st.Since, namer(st.Link))
 	action := ""
+	var at sim.Time
 	if st.Link >= 0 && st.Link < len(ff.cause) && ff.cause[st.Link] >= 0 {
 		e := &ff.evs[ff.cause[st.Link]]
-		action = e.Action
+		action, at = e.Action, e.At
 		fmt.Fprintf(&b, " (faults[%d]: %s %s at %v)", e.Entry, e.Action, e.Target, e.At)
 	}
 	switch {
+	case !ff.model.EndpointReroute && action == "down" && ff.s.Now() < at+ff.reconv+ff.rto:
+		// It resumes at its first retransmission after routing reconverged.
+		resume := at + ff.reconv
+		if ff.rto > 0 && resume > st.Since {
+			resume = st.Since + (resume-st.Since+ff.rto-1)/ff.rto*ff.rto
+		}
+		fmt.Fprintf(&b, "; %s routing moves off a dead link only fabric.reconvergence (%v) after it went down, and a stalled QP resends at its retransmission timeout (%v), so it waits until about %v: lower fabric.reconvergence or the transport's rto, or raise run.duration",
+			ff.name, ff.reconv, ff.rto, resume)
 	case !ff.model.EndpointReroute && (action == "blackhole" || action == "loss" || action == "ber"):
-		fmt.Fprintf(&b, "; %s routing only avoids links that are down (a blackhole or a lossy link is no link-state signal), so its QPs keep hashing into it and the job cannot continue", ff.name)
+		fmt.Fprintf(&b, "; %s routing only avoids links that are down (a blackhole or a lossy link is no link-state signal), so its QPs keep hashing into it and %s", ff.name, ff.cannot("the job cannot continue"))
 	case !ff.model.EndpointReroute:
-		b.WriteString("; no path between the two hosts is up in any plane (every port of a host down cuts it off), so a restarted job could not run there either (a spare host would be needed)")
+		b.WriteString("; no path between the two hosts is up in any plane (every port of a host down cuts it off), so " + ff.cannot("a restarted job could not run there either (a spare host would be needed)"))
 	default:
-		b.WriteString("; every path between the two hosts is dead, so a restarted job could not run there either (a spare host would be needed)")
+		b.WriteString("; every path between the two hosts is dead, so " + ff.cannot("a restarted job could not run there either (a spare host would be needed)"))
 	}
 	return b.String()
+}
+
+// cannot is what a stall that cannot end means: for a training job (the restart model) job,
+// else (a traffic run or a workload, whose QP errors are final) that the flows wait until a
+// path returns.
+func (ff *flowFaults) cannot(job string) string {
+	if ff.onQPError != nil {
+		return "the flows cannot go on until a path between them returns"
+	}
+	return job
 }

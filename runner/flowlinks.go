@@ -32,7 +32,10 @@ type flowLinkFeed struct {
 	layout topo.Topology
 	links  []topo.Link
 	bundle []int32 // by directed link: its bundle's flow link, -1 none; nil: no bundles
-	buf    []float64
+	// wire turns the fluid model's payload bytes into wire bytes (1 / payloadShare): a
+	// port's tx_bytes count headers, as at packet level.
+	wire float64
+	buf  []float64
 	// With bundles: each bundle's bytes at the last settle (by flow link) and each member's
 	// share of its bundle's bytes so far. A member is credited with its share of what the
 	// bundle carried since the last settle at its capacity share now, so a member whose
@@ -60,7 +63,7 @@ func newFlowLinkSeries(layout topo.Topology, r *flowRouter, net *flow.Net, sampl
 	if n == 0 || sample <= 0 || maxLinkCells/n < minFlowLinkIntervals {
 		return nil
 	}
-	f := &flowLinkFeed{net: net, layout: layout, links: r.links, bundle: r.linkBundles()}
+	f := &flowLinkFeed{net: net, layout: layout, links: r.links, bundle: r.linkBundles(), wire: 1 / payloadShare(r.model)}
 	ls := &LinkSeries{ports: n, interval: 8 * sample, lastTx: make([]int64, n), lastDrop: make([]int64, n), fl: f}
 	ls.cap = min(maxFlowLinkIntervals, maxLinkCells/n)
 	f.ls = ls
@@ -110,7 +113,7 @@ func (f *flowLinkFeed) settle(now sim.Time, k int) {
 				b += f.share[i]
 			}
 		}
-		tx := int64(math.Round(b))
+		tx := int64(math.Round(b * f.wire))
 		ls.tx[base+i] += max(0, tx-ls.lastTx[i])
 		ls.lastTx[i] = max(ls.lastTx[i], tx)
 	}

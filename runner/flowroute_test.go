@@ -139,7 +139,9 @@ func firstUplink(links []topo.Link) int {
 }
 
 // RoCE at flow level hashes one ECMP path per QP: qps_per_peer QPs per plane spread a
-// transfer over more paths, so an all-to-all collides less and finishes sooner; and seeds that
+// transfer over more paths, so an all-to-all collides less and finishes sooner (with 16 KiB
+// chunks: 64 messages to each peer at once, as many as its QPs; a collective message rides
+// one QP, so QPs beyond the messages in flight are idle, at packet level too); and seeds that
 // differ only in their low bits give different hashes (the seed is mixed before the plane and
 // QP numbers, which once shared its low bits: seeds 1-7 gave one result on 8 planes).
 func TestFlowRoCEQPsAndSeeds(t *testing.T) {
@@ -148,7 +150,7 @@ name: roce-flow
 topology: {clos: {tiers: 2, planes: 4, radix: 16, hosts: 64, host_link: 100G}}
 transport: {kind: roce, roce: {qps_per_peer: %d}}
 workload:
-  collectives: [{op: all_to_all, bytes: 64MiB}]
+  collectives: [{op: all_to_all, bytes: 64MiB, chunk: 16KiB}]
 run: {engine: flow, seed: %d}
 `
 	at := func(qps, seed int) float64 {
@@ -222,14 +224,15 @@ func TestFlowRouterHonoursEVActive(t *testing.T) {
 // comes to the flow level through the transport's flow model (flowModelOf), and the result
 // moves with it. ev.active bounds the paths a sprayed MRC flow samples off a Clos (a torus
 // and a rail here), and so the all-to-all time; qps_per_peer is RoCE's ECMP paths per peer
-// per plane, and so its collisions; rto and retry_count are the give-up time of a RoCE QP
+// per plane, and so its collisions (16 KiB chunks: 16 messages to each peer at once, enough
+// for 8 QPs on each of the 2 planes); rto and retry_count are the give-up time of a RoCE QP
 // stalled on a dead path (TestFlowGiveUpHonoured).
 func TestFlowTransportSettingsHonoured(t *testing.T) {
 	const y = `
 topology: {%s}
 transport: {kind: %s, %s: {%s}}
 workload:
-  collectives: [{op: all_to_all, bytes: 16MiB}]
+  collectives: [{op: all_to_all, bytes: 16MiB, chunk: 16KiB}]
 run: {engine: flow, seed: 3}
 `
 	for _, c := range []struct {

@@ -32,8 +32,10 @@ type Result struct {
 	Sim     *sim.Sim
 	Net     *fabric.Network
 	Raw     *traffic.Raw
-	// Endpoint is the packet-level transport's NIC adapter (nil for raw traffic, transport
-	// ideal and flow level); Endpoint.Run gives its typed run (*mrcnic.Run, *rocenic.Run).
+	// Endpoint is the transport's NIC adapter carrying traffic transfers: the packet-level
+	// one, or at flow level the fluid model's (flowTraffic); nil for raw traffic, transport
+	// ideal and workloads at flow level. Endpoint.Run gives its typed run (*mrcnic.Run,
+	// *rocenic.Run).
 	Endpoint transport.Endpoint
 	// DoneAt is when the transport's last transfer was acknowledged (MaxTime if some never
 	// were); 0 without an Endpoint.
@@ -70,6 +72,9 @@ type Result struct {
 	// training workload, the fault baseline): Summary holds the common figures only and Files
 	// lists none.
 	partial bool
+	// fluidFaults are the fault entries a flow-level traffic run applies itself
+	// (flowTraffic, through flowFaults); nil in the fault baseline twin.
+	fluidFaults []scenario.Fault
 	// stall, when a workload stopped with collectives not done (a stallError), is why: the
 	// run keeps the figures gathered up to then and fails with it (markOutcome's peer).
 	stall string
@@ -238,14 +243,17 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 		}
 	}
 	specs := sc.Faults
-	if training && sc.Fluid() {
+	if sc.Fluid() {
 		specs = nil // the flow level applies them (flowFaults)
+		if !training && !dryFaults {
+			res.fluidFaults = sc.Faults // flowTraffic's
+		}
 	}
 	faults, faultKind, err := scheduleFaults(s, net, specs, dryFaults)
 	if err != nil {
 		return nil, &InputError{Err: err}
 	}
-	res.Faults = faults
+	res.Faults = faults // a flow-level traffic run sets its own (newFlowTraffic)
 	var reconvergeAt func(sim.Time)
 	res.Reconverge, reconvergeAt = scheduleReconvergence(s, net, faults, sc.Fabric.Reconvergence, dryFaults)
 	res.stepFaults = stepFaults(s, faults, faultKind, func(at sim.Time) {
@@ -290,7 +298,7 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 		sm.Failed, sm.FailureReason = true, why
 	}
 	markTrainingOutcome(sc, &res.Summary)
-	if len(faults) > 0 && !dryFaults {
+	if faults := res.Faults; len(faults) > 0 && !dryFaults {
 		var base []progressSample
 		if twin != nil {
 			base = twin.progress

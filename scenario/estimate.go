@@ -51,6 +51,7 @@ type Estimate struct {
 
 	inFlight float64 // packets in flight in the model
 	perFlow  float64 // bytes per flow in the model
+	coll     float64 // bytes of workload.collectives' own terms in the model
 }
 
 // Costs of the memory model (bytes). The per-element costs were measured with
@@ -77,6 +78,12 @@ type Estimate struct {
 //     old 310 KB per host gave 2.6, 5.1 and 40.7 GB.
 //   - per host at flow level without training (collectives, traffic): 310 KB, the old
 //     training figure (train-405b-8k's 2,549 MB over its hosts), an upper estimate.
+//   - per collective of workload.collectives (they all run side by side, so their costs add):
+//     at flow level 1,000 and 4,000 16-rank ring all-reduces of 1 MiB on 128 hosts (4
+//     planes, MRC; lockstep run, /usr/bin/time -v) peaked at 82 and 291 MB RSS, 70 KB per
+//     collective of 16 flows; 1,000 16-rank all-to-alls (240 flows each) at 217 MB, 600 B
+//     per further flow: MemPerCollective 60 KB (its spec, hosts, result rows and report) and
+//     MemPerCollectiveFlow 600 B per flow of its largest phase (collectiveFlows).
 //   - base: 64 MB (the Go runtime, the report's fonts, a small fabric: raw-ecmp peaks at
 //     37 MB RSS).
 //
@@ -93,6 +100,16 @@ const (
 	MemPerPacket    = 256
 	MemPerOp        = 75
 	MemPerFluidHost = 310_000
+	// MemPerFluidTransfer is one traffic transfer at flow level (runner/flowtraffic.go: its
+	// record, its collective, its Net flow and paths, its flows.csv row) and MemPerFluidLink
+	// one topology link there (capacities, link series): a 32,768-host permutation of a
+	// 3-tier Clos (393,216 links) peaked at 172 MB under MRC and 348 MB under RoCE (its QPs'
+	// paths per plane), about 10 KB per transfer.
+	MemPerFluidTransfer = 12_000
+	MemPerFluidLink     = 200
+	// MemPerCollective and MemPerCollectiveFlow are each collective's cost (see above).
+	MemPerCollective     = 60_000
+	MemPerCollectiveFlow = 600
 	// MemPerTrainingHost and MemPerTrainingTransfer are the flow-level training model: bytes
 	// per host and per pipeline transfer (see above).
 	MemPerTrainingHost     = 3_800
@@ -130,7 +147,9 @@ const (
 // MemPerFlow + packets in flight x MemPerPacket + schedule operations x MemPerOp at packet
 // level, MemPerRawFlow for raw flows; MemBase + hosts x MemPerTrainingHost + pipeline
 // transfers x MemPerTrainingTransfer for training at flow level and under transport ideal,
-// MemBase + hosts x MemPerFluidHost for other flow-level work; MemBase alone for collectives under transport ideal), wall
+// MemBase + hosts x MemPerFluidHost for other flow-level work, plus each collective's
+// MemPerCollective (and at flow level MemPerCollectiveFlow per flow of its largest phase);
+// MemBase alone for collectives under transport ideal), wall
 // time from packets at the measured packet rates and, for transfers, the sampler's visits to
 // every QP. Errors: a topology that does not build (an unresolved scenario).
 func (sc *Scenario) Estimate() (Estimate, error) {
@@ -158,6 +177,13 @@ func (sc *Scenario) estimate(l topo.Topology) Estimate {
 			e.inFlight, e.perFlow = pipelineTransfers(tc, e.Hosts), MemPerTrainingTransfer
 			e.MemoryBytes = MemBase + float64(e.Hosts)*MemPerTrainingHost + e.inFlight*MemPerTrainingTransfer
 		}
+		if !wl && sc.Workload.Chakra == nil {
+			// Traffic transfers, one fluid flow each.
+			e.Flows, e.perFlow = sc.trafficFlows(e.Hosts, c.Planes), MemPerFluidTransfer
+			e.MemoryBytes = MemBase + float64(e.Links)*MemPerFluidLink + float64(e.Flows)*MemPerFluidTransfer
+		}
+		e.coll = sc.collectivesMemory()
+		e.MemoryBytes += e.coll
 		e.Note = "flow level: the wall time depends on the rate recomputes and is not estimated"
 		return e
 	case sc.Transport.Kind == TransportIdeal:
@@ -201,24 +227,10 @@ func (sc *Scenario) estimate(l topo.Topology) Estimate {
 			}
 		}
 	default:
-		hosts, planes := e.Hosts, c.Planes
 		for i := range sc.Traffic {
-			t := &sc.Traffic[i]
-			e.Packets += t.estimatePackets(sc.Transport, hosts, planes, c.HostLink, sc.Run.Duration)
-			var n int64
-			switch t.Pattern {
-			case PatternPermutation:
-				n = int64(hosts)
-			case PatternIncast:
-				n = int64(len(t.Senders))
-			default: // explicit flows or a generated pattern's
-				n = int64(len(t.FlowList()))
-			}
-			if sc.Transport.Kind == TransportRaw {
-				n *= int64(planes) // one raw flow per pair and plane
-			}
-			e.Flows += n
+			e.Packets += sc.Traffic[i].estimatePackets(sc.Transport, e.Hosts, c.Planes, c.HostLink, sc.Run.Duration)
 		}
+		e.Flows = sc.trafficFlows(e.Hosts, c.Planes)
 	}
 	e.inFlight = min(e.Packets, float64(e.Hosts)*float64(c.Planes)*inFlightPerPort)
 	inFlight := e.inFlight
@@ -228,6 +240,10 @@ func (sc *Scenario) estimate(l topo.Topology) Estimate {
 	}
 	e.MemoryBytes = MemBase + float64(e.Links)*MemPerLink + float64(e.Flows)*e.perFlow +
 		inFlight*MemPerPacket + e.ScheduleOps*MemPerOp
+	if n := len(sc.Workload.Collectives); n > 0 {
+		e.coll = float64(n)*MemPerCollective + e.ScheduleOps*MemPerOp + float64(e.Flows)*e.perFlow
+		e.MemoryBytes += float64(n) * MemPerCollective
+	}
 	if e.Packets > 0 {
 		var flowSamples float64 // QPs visited by the sampler over the transfers' bound
 		if !wl && sc.Transport.payloadBytes() > 0 && sc.Run.SampleInterval > 0 {
@@ -238,6 +254,51 @@ func (sc *Scenario) estimate(l topo.Topology) Estimate {
 		e.WallMax = wallTime(e.Packets/packetRateMin + flowSamples*flowSampleMax)
 	}
 	return e
+}
+
+// trafficFlows counts the flows of sc's traffic groups on hosts hosts and planes planes: a
+// permutation's hosts, an incast's senders, the explicit or generated flows; raw traffic has
+// one flow per pair and plane.
+func (sc *Scenario) trafficFlows(hosts, planes int) int64 {
+	var flows int64
+	for i := range sc.Traffic {
+		t := &sc.Traffic[i]
+		var n int64
+		switch t.Pattern {
+		case PatternPermutation:
+			n = int64(hosts)
+		case PatternIncast:
+			n = int64(len(t.Senders))
+		default: // explicit flows or a generated pattern's
+			n = int64(len(t.FlowList()))
+		}
+		if sc.Transport.Kind == TransportRaw {
+			n *= int64(planes) // one raw flow per pair and plane
+		}
+		flows += n
+	}
+	return flows
+}
+
+// collectivesMemory is the flow level's cost of workload.collectives: MemPerCollective each
+// and MemPerCollectiveFlow per flow of its largest phase (collectiveFlows).
+func (sc *Scenario) collectivesMemory() float64 {
+	var m float64
+	for i := range sc.Workload.Collectives {
+		m += MemPerCollective + collectiveFlows(&sc.Workload.Collectives[i])*MemPerCollectiveFlow
+	}
+	return m
+}
+
+// collectiveFlows bounds the flows of one phase of wc at flow level (flow/expand.go): n(n-1)
+// for an all-to-all of n ranks (every pair at once), 4n otherwise (a tree's up and down flows
+// in both trees; a ring, chain or exchange has at most n).
+func collectiveFlows(wc *Collective) float64 {
+	n := float64(max(wc.Ranks, len(wc.Hosts), 1))
+	if wc.Op == "all_to_all" {
+		return n * (n - 1)
+	}
+	return 4 * n
 }
 
 // wallTime converts seconds to a duration, saturating.
@@ -319,6 +380,10 @@ func (r *resolver) memoryBudget() error {
 		run.MaxMemory = DefaultMemoryLimit() // shown in the resolved scenario
 	}
 	e := r.sc.estimate(r.l)
+	if n := len(r.sc.Workload.Collectives); n > 0 && e.MemoryBytes > float64(e.MaxMemory) && e.MemoryBytes-e.coll <= float64(e.MaxMemory) {
+		// The collectives' own terms put it over: name them.
+		return Errorf("workload.collectives", "%d collectives at run.engine %s are estimated at %s of memory (%s), beyond run.max_memory (%v); use fewer or smaller collectives, or raise run.max_memory if the machine has the memory", n, e.Engine, fmtBytes(e.MemoryBytes), e.breakdown(), e.MaxMemory)
+	}
 	if e.MemoryBytes > float64(e.MaxMemory) {
 		return Errorf("run", "the %s-level run is estimated at %s of memory (%s), beyond run.max_memory (%v); use a smaller fabric or fewer flows, or raise run.max_memory if the machine has the memory", e.Engine, fmtBytes(e.MemoryBytes), e.breakdown(), e.MaxMemory)
 	}
@@ -331,9 +396,16 @@ func (e Estimate) breakdown() string {
 		return fmt.Sprintf("%s base, %d hosts x %s, %.3g pipeline transfers x %d B", fmtBytes(MemBase), e.Hosts, fmtBytes(MemPerTrainingHost), e.inFlight, MemPerTrainingTransfer)
 	}
 	if e.Engine != EnginePacket {
+		if e.coll > 0 {
+			return fmt.Sprintf("%d hosts x %s, collectives %s at %s each and %d B per flow", e.Hosts, fmtBytes(MemPerFluidHost), fmtBytes(e.coll), fmtBytes(MemPerCollective), MemPerCollectiveFlow)
+		}
 		return fmt.Sprintf("%d hosts x %s", e.Hosts, fmtBytes(MemPerFluidHost))
 	}
-	return fmt.Sprintf("%s base, %d links x %s, %d flows x %s, %.3g packets in flight x %d B, %.3g schedule operations x %d B", fmtBytes(MemBase), e.Links, fmtBytes(MemPerLink), e.Flows, fmtBytes(e.perFlow), e.inFlight, MemPerPacket, e.ScheduleOps, MemPerOp)
+	coll := ""
+	if e.coll > 0 {
+		coll = fmt.Sprintf(", collectives x %s", fmtBytes(MemPerCollective))
+	}
+	return fmt.Sprintf("%s base, %d links x %s, %d flows x %s, %.3g packets in flight x %d B, %.3g schedule operations x %d B%s", fmtBytes(MemBase), e.Links, fmtBytes(MemPerLink), e.Flows, fmtBytes(e.perFlow), e.inFlight, MemPerPacket, e.ScheduleOps, MemPerOp, coll)
 }
 
 // FormatBytes prints a byte count to 3 significant digits in B, KB, MB, GB or TB (decimal),
@@ -388,6 +460,9 @@ func (sc *Scenario) checkDocument(root *yaml.Node) error {
 	if root.Kind != yaml.MappingNode {
 		return nil
 	}
+	if err := checkCollectivesCount(root); err != nil {
+		return err
+	}
 	tr := mapValue(root, "traffic")
 	if tr == nil || tr.Kind != yaml.SequenceNode {
 		return nil
@@ -407,17 +482,40 @@ func (sc *Scenario) checkDocument(root *yaml.Node) error {
 	if k := mapValue(mapValue(root, "transport"), "kind"); k != nil && k.Kind == yaml.ScalarNode && k.Value != TransportRaw && k.Value != "" {
 		per, kind = MemPerFlow, k.Value
 	}
-	limit := DefaultMemoryLimit()
-	if m := mapValue(mapValue(root, "run"), "max_memory"); m != nil && m.Kind == yaml.ScalarNode {
-		var v sim.Size
-		if v.UnmarshalText([]byte(m.Value)) == nil && v > 0 {
-			limit = v
-		}
-	}
+	limit := docMaxMemory(root)
 	if need := float64(flows) * per; need > float64(limit) {
 		return &FieldError{Path: "traffic", Line: line, Msg: fmt.Sprintf("%d explicit flows need at least %s of memory (%d flows x %s under transport %s), beyond run.max_memory (%v); use fewer flows or a generated pattern, or raise run.max_memory if the machine has the memory", flows, fmtBytes(need), flows, fmtBytes(per), kind, limit)}
 	}
 	return nil
+}
+
+// checkCollectivesCount refuses, before decoding, a workload.collectives list whose length
+// alone passes the memory budget: its entries x MemPerCollective, a lower bound of the
+// estimate memoryBudget checks after resolving, against run.max_memory as written (left out
+// or unreadable: DefaultMemoryLimit).
+func checkCollectivesCount(root *yaml.Node) error {
+	cl := mapValue(mapValue(root, "workload"), "collectives")
+	if cl == nil || cl.Kind != yaml.SequenceNode {
+		return nil
+	}
+	n := len(cl.Content)
+	limit := docMaxMemory(root)
+	if need := float64(n) * MemPerCollective; need > float64(limit) {
+		return &FieldError{Path: "workload.collectives", Line: cl.Line, Msg: fmt.Sprintf("%d collectives need at least %s of memory (%d x %s), beyond run.max_memory (%v); use fewer collectives, or raise run.max_memory if the machine has the memory", n, fmtBytes(need), n, fmtBytes(MemPerCollective), limit)}
+	}
+	return nil
+}
+
+// docMaxMemory is run.max_memory as a document writes it, DefaultMemoryLimit when it is left
+// out or unreadable.
+func docMaxMemory(root *yaml.Node) sim.Size {
+	if m := mapValue(mapValue(root, "run"), "max_memory"); m != nil && m.Kind == yaml.ScalarNode {
+		var v sim.Size
+		if v.UnmarshalText([]byte(m.Value)) == nil && v > 0 {
+			return v
+		}
+	}
+	return DefaultMemoryLimit()
 }
 
 // mapValue is the value under key k of mapping m (aliases resolved), nil when m is not a

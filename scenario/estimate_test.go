@@ -51,13 +51,14 @@ func TestEstimate(t *testing.T) {
 			}
 		})
 	}
-	// Flow level: hosts x MemPerFluidHost, no packets, no wall time.
+	// Flow level: hosts x MemPerFluidHost and the collective (45 KB, 4 x 32 flows of 600 B),
+	// no packets, no wall time.
 	sc, err := Parse([]byte(clos + "transport: {kind: mrc}\nrun: {engine: flow}\nworkload: {collectives: [{op: all_reduce, ranks: 32, bytes: 1MiB}]}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	e, _ := sc.Estimate()
-	if e.Engine != "flow" || e.Packets != 0 || e.WallMax != 0 || e.MemoryBytes != MemBase+32*MemPerFluidHost {
+	if e.Engine != "flow" || e.Packets != 0 || e.WallMax != 0 || e.MemoryBytes != MemBase+32*MemPerFluidHost+MemPerCollective+4*32*MemPerCollectiveFlow {
 		t.Fatalf("flow level: %+v", e)
 	}
 }

@@ -112,10 +112,11 @@ func (r *resolver) engine() error {
 	}
 	if run.Engine == EngineFlow && sc.Workload.Training == nil {
 		if len(sc.Workload.Collectives) == 0 && sc.Workload.Chakra == nil {
-			return Errorf("run.engine", "flow runs workloads only (workload.collectives, workload.training or workload.chakra); traffic groups run at packet level (run.engine: packet)")
-		}
-		if len(sc.Faults) > 0 {
-			return Errorf("faults", "not supported with run.engine flow yet; run the collectives at packet level (run.engine: packet) to fail links")
+			// Traffic groups: transfers at flow level (runner/flowtraffic.go), faults included.
+			if k := sc.Transport.Kind; k == TransportRaw || k == "" { // "": raw, filled in later
+				return Errorf("run.engine", "flow carries transfers, and raw traffic is paced packets with no transfer size; use a transport (transport.kind mrc or roce) for traffic at flow level, or run.engine: packet for raw traffic")
+			}
+			return nil
 		}
 	}
 	return nil
@@ -273,7 +274,8 @@ func (r *resolver) collectivesExpected() sim.Time { return r.collectivesTime(tru
 
 // collectivesTime is collectivesExpected, without latencies and with every form taken as a
 // lower bound when latency is false (collectiveForm): then a lower bound on the collectives'
-// run whatever paths their messages take.
+// run whatever paths their messages take, at least what any host's fabric-only collectives
+// add up to (they share its NIC).
 func (r *resolver) collectivesTime(latency bool) sim.Time {
 	sc := r.sc
 	net := collective.Model{Rate: r.c.HostLink * sim.Rate(r.c.Planes)}
@@ -291,6 +293,10 @@ func (r *resolver) collectivesTime(latency bool) sim.Time {
 		net.Latency = r.l.Sizing().WorstCaseLatency
 	}
 	var most sim.Time
+	// perHost sums, for the lower bound, the forms of every host's fabric-only collectives
+	// (no scale-up domain), which share its NIC when they run side by side (a larger lower
+	// bound than the longest one alone, with many collectives on the same hosts).
+	var perHost []sim.Time
 	for i := range sc.Workload.Collectives {
 		wc := &sc.Workload.Collectives[i]
 		base, sizes, err := wc.CollectiveSpec()
@@ -310,6 +316,22 @@ func (r *resolver) collectivesTime(latency bool) sim.Time {
 			}
 		}
 		most = max(most, total)
+		if latency || up != nil || base.Domain > 1 || total == 0 {
+			continue
+		}
+		if perHost == nil {
+			perHost = make([]sim.Time, r.l.NumHosts())
+		}
+		for k := range wc.Ranks {
+			h := k
+			if len(wc.Hosts) > 0 {
+				h = wc.Hosts[k]
+			}
+			if h >= 0 && h < len(perHost) {
+				perHost[h] = satAdd(perHost[h], total)
+				most = max(most, perHost[h])
+			}
+		}
 	}
 	return most
 }

@@ -39,8 +39,8 @@ func (r *resolver) traffic() error {
 // and the final run.duration (transferDuration).
 func (r *resolver) trafficBudget() error {
 	sc, run := r.sc, &r.sc.Run
-	if r.wl {
-		return nil // collectives check their own budget
+	if r.wl || r.flowLevel {
+		return nil // collectives check their own budget; the flow level has no packets (Estimate bounds its memory)
 	}
 	var packets float64
 	for i := range sc.Traffic {

@@ -109,9 +109,6 @@ func (sc *Scenario) resolveTraining(hosts int) error {
 // payload bytes the workload moves over the network (for the packet budget; 0 under
 // run.engine flow).
 func (w *Workload) resolve(env workloadEnv) (float64, error) {
-	if len(w.Collectives) > MaxCollectives {
-		return 0, Errorf("workload.collectives", "%d collectives; allowed up to %d", len(w.Collectives), MaxCollectives)
-	}
 	var moved float64
 	steps := -1
 	names := map[string]int{}

@@ -16,7 +16,10 @@ import (
 //
 // Several collectives run concurrently on one fabric (their communicators may overlap): step k
 // of the sweep launches every collective at its k-th size together, and the step ends when all
-// of them are done, so every collective needs the same number of sizes.
+// of them are done, so every collective needs the same number of sizes. There is no fixed
+// bound on their number: the memory estimate (Scenario.Estimate: MemPerCollective each, and
+// their flows or schedules) is checked against run.max_memory, and at packet level their
+// packets against run.max_packets.
 type Workload struct {
 	Collectives []Collective `yaml:"collectives,omitempty"`
 	// Training runs whole training steps of a model under a parallelism plan (package
@@ -34,9 +37,6 @@ func trainingError(err error) error {
 	}
 	return Errorf("workload.training", "%v", err)
 }
-
-// MaxCollectives bounds workload.collectives.
-const MaxCollectives = 64
 
 // MaxPlacementShown is how many hosts PlacementLabel lists before it elides the rest.
 const MaxPlacementShown = 32

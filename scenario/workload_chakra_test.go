@@ -79,7 +79,6 @@ func TestChakraResolveErrors(t *testing.T) {
 		{"workload: {chakra: {path: dp16/dp, channels: 2000}}", "workload.chakra.channels: 2000; allowed 1 to 1024"},
 		{"workload: {chakra: {path: dp16/dp, chunk: 1B}}", "workload.chakra.chunk: process group \"\" collective 0 needs about"},
 		{"workload: {chakra: {path: dp16/dp}}\ntransport: {kind: raw}", "transport.kind: raw cannot carry a trace's messages"},
-		{"workload: {chakra: {path: dp16/dp}}\nrun: {engine: flow}\nfaults: [{at: 1us, action: down, nic: h0.p0}]", "faults: not supported with run.engine flow yet"},
 		{"workload: {chakra: {path: dp16/dp}, collectives: [{op: all_reduce, bytes: 1MiB}]}", "workload.chakra: given with workload.training or workload.collectives"},
 		{"workload: {chakra: {path: dp16/dp}}\ntraffic: [{pattern: permutation, bytes: 1MiB}]", "traffic: given with workload.chakra"},
 		{"workload: {chakra: {path: dp16/dp}}\nrun: {max_packets: 100}", "workload.chakra: moves about"},

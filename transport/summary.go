@@ -165,6 +165,34 @@ func (s *Summary) Fill(baseRTT, ideal sim.Time, a *FCTAcc, allDone bool, h *hdrh
 	s.FCTP50Us, s.FCTP99Us, s.FCTMaxUs = FCTPercentiles(h, hMax)
 }
 
+// SetActive fills the throughput-while-all-flows-are-active figures from the first
+// completion's time activeAt and each flow's active_of_line (payload placed from its start
+// to activeAt over that time, as a fraction of the NIC line rate; negative: not measured):
+// ActiveUntilUs, and the mean and min over the measured flows. Nothing when activeAt is 0 or
+// no flow was measured.
+func (s *Summary) SetActive(activeAt sim.Time, ofLine func(yield func(float64) bool)) {
+	if activeAt <= 0 {
+		return
+	}
+	var sum, lo float64
+	n := 0
+	for x := range ofLine {
+		if x < 0 {
+			continue
+		}
+		if n == 0 || x < lo {
+			lo = x
+		}
+		sum += x
+		n++
+	}
+	if n > 0 {
+		s.ActiveUntilUs = Us(activeAt)
+		s.ActiveThroughputMeanOfLine = Round3(sum / float64(n))
+		s.ActiveThroughputMinOfLine = Round3(lo)
+	}
+}
+
 // SetLossSpan fills the loss span from the loss-driven retransmission times lossAt
 // (ascending) and the fault times faults (ascending; the span is measured from the first).
 func (s *Summary) SetLossSpan(lossAt, faults []sim.Time) {

@@ -36,12 +36,15 @@ microbatches, MRC) and train-405b-131k-roce (the same under RoCE), and train-dsv
 train-dsv3-2k-roce (DeepSeek-V3 with PP 16 and EP 32 on 2,048 GPUs, MRC and RoCE), which print
 the step time and MFU instead of FCTs, with the flow engine's rate recomputations (recomputes),
 how many of them were full (the rest incremental) and the flows the incremental ones refilled.
-Run one preset per process for a clean peak-memory figure.`,
+agree runs the packet-vs-flow agreement suite for collectives on 64 hosts
+(docs/flow-agreement.md) and fails when a case leaves its tolerance. Run one preset per process
+for a clean peak-memory figure.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if list {
 				for _, n := range scenario.Presets() {
 					fmt.Fprintln(stdout, n)
 				}
+				fmt.Fprintln(stdout, "agree") // the agreement suite (agree.go), no preset
 				return nil
 			}
 			if len(args) == 0 {
@@ -61,6 +64,14 @@ Run one preset per process for a clean peak-memory figure.`,
 			tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 			header := false
 			for _, name := range args {
+				if name == "agree" {
+					tw.Flush()
+					if err := benchAgree(stdout); err != nil {
+						return err
+					}
+					header = false
+					continue
+				}
 				sc, err := scenario.Preset(name)
 				if err != nil {
 					return badInput(err)

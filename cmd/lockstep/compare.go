@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"go.yaml.in/yaml/v3"
 	"io"
@@ -46,8 +47,10 @@ or compare) is not run again: its summary.json is read back and shown beside the
 			if err := checkJobs(jobs); err != nil {
 				return err
 			}
+			orig := ""
 			if engines {
 				var err error
+				orig = args[0]
 				if args, err = engineArgs(args); err != nil {
 					return err
 				}
@@ -55,6 +58,10 @@ or compare) is not run again: its summary.json is read back and shown beside the
 			}
 			scs, err := compareArgs(args, runOpts{seeded: cmd.Flags().Changed("seed"), seed: seed})
 			if err != nil {
+				if orig != "" {
+					// Name the user's file, not its hidden copy with both engines.
+					return badInput(errors.New(strings.ReplaceAll(err.Error(), args[0], orig)))
+				}
 				return err
 			}
 			if len(scs) < 2 {
@@ -169,19 +176,9 @@ func engineArgs(args []string) ([]string, error) {
 	} else if data, err = scenario.PresetYAML(a); err != nil {
 		return nil, badInput(fmt.Errorf("--engines: %s is neither a scenario file nor a preset (%v)", a, err))
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, badInput(fmt.Errorf("--engines: %s is not a YAML mapping", a))
-	}
-	if run := getKey(doc.Content[0], "run"); run != nil && getKey(run, "engine") != nil {
-		return nil, badInput(fmt.Errorf("--engines: %s sets run.engine; leave it out to run both engines", a))
-	}
-	var vars yaml.Node
-	_ = vars.Encode(map[string][]string{"run.engine": {scenario.EnginePacket, scenario.EngineFlow}})
-	setKey(doc.Content[0], "variants", &vars)
-	out, err := yaml.Marshal(&doc)
+	out, err := withEngines(data, a)
 	if err != nil {
-		return nil, runFailed(err)
+		return nil, err
 	}
 	dir := filepath.Dir(a)
 	if _, err := os.Stat(a); err != nil {
@@ -200,6 +197,28 @@ func engineArgs(args []string) ([]string, error) {
 		return nil, runFailed(fmt.Errorf("--engines: %w", werr))
 	}
 	return []string{f.Name()}, nil
+}
+
+// withEngines returns scenario data (a mapping without variants nor run.engine; what names
+// it in errors) with the variants run.engine: [packet, flow]: the scenario at both levels,
+// as compare --engines and the agreement suite (agree.go) run it. Errors: data is not a
+// YAML mapping, or it sets run.engine.
+func withEngines(data []byte, what string) ([]byte, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, badInput(fmt.Errorf("--engines: %s is not a YAML mapping", what))
+	}
+	if run := getKey(doc.Content[0], "run"); run != nil && getKey(run, "engine") != nil {
+		return nil, badInput(fmt.Errorf("--engines: %s sets run.engine; leave it out to run both engines", what))
+	}
+	var vars yaml.Node
+	_ = vars.Encode(map[string][]string{"run.engine": {scenario.EnginePacket, scenario.EngineFlow}})
+	setKey(doc.Content[0], "variants", &vars)
+	out, err := yaml.Marshal(&doc)
+	if err != nil {
+		return nil, runFailed(err)
+	}
+	return out, nil
 }
 
 // compareItem is one of compare's runs: a scenario to run, or a results folder given as an
@@ -405,7 +424,7 @@ func printComparison(w io.Writer, names, kinds []string, sums []*runner.Summary)
 	figs := []fig{
 		{"traffic end us", func(s *runner.Summary) (float64, bool) { return s.DurationUs, s.Training == nil }},
 		{"delivered Gb/s", func(s *runner.Summary) (float64, bool) {
-			return s.DeliveredGbps, s.Training == nil && s.Engine != "flow"
+			return s.DeliveredGbps, s.Training == nil && (s.Engine != "flow" || s.Transport != nil) // flow-level traffic has goodput; workloads do not
 		}},
 		{"transfers done", count(func(c *transport.Summary) int64 { return int64(c.FlowsCompleted) })},
 		{"step time ms", train(func(t *training.Result) float64 { return t.StepTimeUs / 1e3 })},

@@ -83,6 +83,7 @@ Run the built-in default scenario with 'lockstep run', or give a scenario file.`
 	root.SetFlagErrorFunc(flagValueError) // inherited by every subcommand
 	root.AddCommand(newRunCmd(stdout, stderr), newCompareCmd(stdout, stderr), newSweepCmd(stdout, stderr), newTopoCmd(stdout), newBenchCmd(stdout), newVersionCmd(stdout), newNCCLCmd(stdout, stderr),
 		newValidateCmd(stdout, stderr), newSchemaCmd(stdout), newImportCmd(stdout))
+	root.AddCommand(newServeCmd(stdout, stderr))
 	addCompletions(root)
 	return root
 }

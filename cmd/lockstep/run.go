@@ -811,8 +811,14 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	if secs := res.Wall.Seconds(); secs > 0 {
 		rate = float64(s.Events) / secs
 	}
-	fmt.Fprintf(w, "simulated %.3fus of traffic (+ drain to %.3fus) in %.2fs wall, %d events (%.1fM events/s)\n",
-		s.DurationUs, s.EndUs, res.Wall.Seconds(), s.Events, rate/1e6)
+	fluid := s.Engine == "flow" // traffic at flow level: no packets, queues or drain
+	if fluid {
+		fmt.Fprintf(w, "simulated %.3fus of traffic at flow level (fluid max-min rates, no packets) in %.2fs wall, %d events\n",
+			s.DurationUs, res.Wall.Seconds(), s.Events)
+	} else {
+		fmt.Fprintf(w, "simulated %.3fus of traffic (+ drain to %.3fus) in %.2fs wall, %d events (%.1fM events/s)\n",
+			s.DurationUs, s.EndUs, res.Wall.Seconds(), s.Events, rate/1e6)
+	}
 	frac := "of bytes sent delivered"
 	if s.Transfers() != nil {
 		frac = "of the payload posted placed"
@@ -821,8 +827,12 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	if s.SentPackets == 0 && s.DeliveredFraction == 0 {
 		share = "nothing was sent"
 	}
-	fmt.Fprintf(w, "offered %.1f Gb/s, delivered %.1f Gb/s (%s); packets sent %d, delivered %d, trimmed %d, dropped %d\n",
-		s.OfferedGbps, s.DeliveredGbps, share, s.SentPackets, s.DeliveredPackets, s.TrimmedPackets, s.DroppedPackets)
+	if fluid {
+		fmt.Fprintf(w, "offered %.1f Gb/s, delivered %.1f Gb/s (%s)\n", s.OfferedGbps, s.DeliveredGbps, share)
+	} else {
+		fmt.Fprintf(w, "offered %.1f Gb/s, delivered %.1f Gb/s (%s); packets sent %d, delivered %d, trimmed %d, dropped %d\n",
+			s.OfferedGbps, s.DeliveredGbps, share, s.SentPackets, s.DeliveredPackets, s.TrimmedPackets, s.DroppedPackets)
+	}
 	unfinished, qpErrs := 0, 0
 	if c := s.Transfers(); c != nil && res.Collective == nil {
 		unfinished, qpErrs = c.Flows-c.FlowsCompleted-s.UnboundedFlows, c.QPErrors
@@ -873,6 +883,10 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 		fmt.Fprintln(w)
 	}
 	printFaultCosts(w, sc, s)
+	if fluid {
+		fmt.Fprintf(w, "results: %s\n", filepath.Join(sc.Run.Out, "summary.json"))
+		return
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "plane\tnic util%\tuplink util% min/mean/max\tuplinks idle/over\tdownlinks over\tqueue p50\tp99\tp99.9\tmax\tdrops\ttrims\tCE\t")
 	for _, p := range s.PerPlane {

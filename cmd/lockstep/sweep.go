@@ -232,7 +232,7 @@ var sweepFigures = []struct {
 }{
 	{"duration_us", func(s *runner.Summary) (float64, bool) { return s.DurationUs, s.Training == nil }},
 	{"delivered_gbps", func(s *runner.Summary) (float64, bool) {
-		return s.DeliveredGbps, s.Training == nil && s.Engine != "flow"
+		return s.DeliveredGbps, s.Training == nil && (s.Engine != "flow" || s.Transport != nil) // flow-level traffic has goodput; workloads do not
 	}},
 	{"jct_us", sweepXfer(func(t *transport.Summary) (float64, bool) { return t.JCTUs, t.JCTUs > 0 })},
 	{"fct_p50_us", sweepXfer(func(t *transport.Summary) (float64, bool) { return t.FCTP50Us, t.FlowsCompleted > 0 })},

@@ -374,6 +374,15 @@ func (c *NSCC) OnTimeout(now sim.Time) {
 	c.endEpoch(now)
 }
 
+// ArmQuickAdapt arms quick adapt without shrinking the window: at the end of the current
+// measurement interval the window is set to the bytes delivered in it, if that is smaller (see
+// OnNack). The caller uses it for a signal NSCC's quadrants do not see (lockstep: a plane of a
+// multi-plane QP whose queueing delay far exceeds the target with no CE mark, Sender.absorb).
+func (c *NSCC) ArmQuickAdapt(now sim.Time) {
+	c.qaArmed = true
+	c.endEpoch(now)
+}
+
 // endEpoch starts the first measurement interval, or closes the current one if it has ended,
 // applying an armed quick adapt. It reports whether a quick adapt changed the window.
 func (c *NSCC) endEpoch(now sim.Time) bool {

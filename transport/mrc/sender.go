@@ -94,7 +94,7 @@ type Sender struct {
 	cfg     Config
 	qp      uint32
 	evs     *EVSet
-	cc      *NSCC
+	ccs     []*NSCC // by plane: that plane's congestion controller (planeCC)
 	baseRTT sim.Time
 	reo     sim.Time // RACK reordering window
 	rto0    sim.Time // ACK timeout before backoff
@@ -130,15 +130,19 @@ type Sender struct {
 	stalled bool // the window had room but no EV was usable at the last Pump
 	backlog func(plane int) int64
 	planes  int
-	planeRR int     // rotating start for ties in quietestPlane
-	gate    int64   // SetNICGate: new packets only while the quietest plane's backlog is below it; 0 = off
-	gated   bool    // the last Pump stopped because the NIC had no room (SetNICGate)
-	pend    []int64 // by plane: wire bytes put in the outbox during the current Pump
-	nicDown []bool  // by plane: the NIC port was down at the last Pump (its EVs denied)
+	planeRR int        // rotating start for ties in quietestPlane
+	gate    int64      // SetNICGate: new packets only while the quietest plane's backlog is below it; 0 = off
+	gated   bool       // the last Pump stopped because the NIC had no room (SetNICGate)
+	pend    []int64    // by plane: wire bytes put in the outbox during the current Pump
+	nicDown []bool     // by plane: the NIC port was down at the last Pump (its EVs denied)
+	pinfl   []int64    // by plane: wire bytes in flight on the plane's EVs
+	pdelay  []sim.Time // by plane: queueing delay of the latest answer echoing a packet of the plane
+	packed  []int64    // by plane: scratch for absorb, wire bytes the current answer acknowledges
 
 	// Loss attribution (blame).
 	strikes  []uint8    // by EV: two per untrimmed loss, less one per clean delivery
 	runLoss  []uint8    // by EV: losses since its strikes were last zero
+	rtStrike []uint8    // by route (Sender.route): as strikes, for all the route's EVs together
 	trimTil  []sim.Time // by plane: a trim NACK arrived; losses until then may be congestion
 	holdCong sim.Time   // how long a trim NACK marks the destination congested
 	bgLosses int64      // losses on paths that delivered again afterwards (background loss)
@@ -172,11 +176,7 @@ func NewSender(cfg Config, qp uint32, path Path, rng *rand.Rand) (*Sender, error
 	if err != nil {
 		return nil, fmt.Errorf("mrc: qp %d: %w", qp, err)
 	}
-	cc, err := NewNSCC(NSCCConfig{
-		BaseRTT: path.BaseRTT, LinkRate: path.NICRate, MTU: int64(cfg.WireBytes(cfg.PayloadBytes)),
-		TargetFactor: cfg.CC.TargetFactor, MaxWindowFactor: cfg.CC.MaxWindowFactor, Gamma: cfg.CC.Gamma,
-		FairIncrease: cfg.CC.FairIncrease, PropIncrease: cfg.CC.PropIncrease,
-	})
+	ccs, err := planeNSCCs(cfg, path, evs.Planes())
 	if err != nil {
 		return nil, fmt.Errorf("mrc: qp %d: %w", qp, err)
 	}
@@ -190,20 +190,45 @@ func NewSender(cfg Config, qp uint32, path Path, rng *rand.Rand) (*Sender, error
 		reo = path.BaseRTT + path.MaxQueueDelay
 	}
 	s := &Sender{
-		cfg: cfg, qp: qp, evs: evs, cc: cc, baseRTT: path.BaseRTT, reo: reo, rto0: ackTimeout(t),
+		cfg: cfg, qp: qp, evs: evs, ccs: ccs, baseRTT: path.BaseRTT, reo: reo, rto0: ackTimeout(t),
 		wnd: wnd, mask: initRing - 1, ring: make([]pktState, initRing),
 		rackAt: sim.MaxTime, rtoAt: sim.MaxTime,
 		probeOut: make([]sim.Time, evs.Len()),
-		strikes:  make([]uint8, evs.Len()),
-		runLoss:  make([]uint8, evs.Len()),
 		route:    evRoutes(evs),
 		trimTil:  make([]sim.Time, evs.Planes()),
+		pinfl:    make([]int64, evs.Planes()),
+		pdelay:   make([]sim.Time, evs.Planes()),
+		packed:   make([]int64, evs.Planes()),
 		probeTok: ProbeBurst,
 	}
 	s.rtSeen, s.rtPSN, s.rtGen = make([]sim.Time, len(s.route)), make([]uint32, len(s.route)), make([]uint32, len(s.route))
+	s.strikes, s.runLoss, s.rtStrike = make([]uint8, evs.Len()), make([]uint8, evs.Len()), make([]uint8, len(s.route))
 	s.holdCong = 2*s.rto0 + path.BaseRTT
 	s.jit = rng.Uint64()
 	return s, nil
+}
+
+// planeNSCCs makes one NSCC per plane, each sized for its plane's share of the NIC
+// (path.NICRate / planes; the whole NIC on a one-plane path). See Sender.planeCC for why a QP
+// keeps one window per plane rather than one for the connection.
+func planeNSCCs(cfg Config, path Path, planes int) ([]*NSCC, error) {
+	ccs := make([]*NSCC, planes)
+	rate := path.NICRate / sim.Rate(planes)
+	if rate <= 0 {
+		return nil, fmt.Errorf("NIC rate %v over %d planes leaves no rate per plane", path.NICRate, planes)
+	}
+	for p := range ccs {
+		cc, err := NewNSCC(NSCCConfig{
+			BaseRTT: path.BaseRTT, LinkRate: rate, MTU: int64(cfg.WireBytes(cfg.PayloadBytes)),
+			TargetFactor: cfg.CC.TargetFactor, MaxWindowFactor: cfg.CC.MaxWindowFactor, Gamma: cfg.CC.Gamma,
+			FairIncrease: cfg.CC.FairIncrease, PropIncrease: cfg.CC.PropIncrease,
+		})
+		if err != nil {
+			return nil, err
+		}
+		ccs[p] = cc
+	}
+	return ccs, nil
 }
 
 // initRing is the PSN ring's first size (a power of two, 512 bytes): the ring doubles as
@@ -290,13 +315,18 @@ func (s *Sender) Gated() bool { return s.gated }
 // slow local port drains slower, is the quietest less often and gets fewer packets, instead of
 // an equal share of every rotation setting the QP's rate. With no such plane (cannot happen
 // while the active set is not empty), the least backlogged of all.
-func (s *Sender) quietestPlane() int {
+func (s *Sender) quietestPlane(wire int64) int {
 	best, bestB, bestP := -1, int64(-1), 0.0
-	for pass := 0; pass < 2 && best < 0; pass++ {
+	full := false // a usable plane was passed over only because its window is full
+	for pass := 0; pass < 2 && best < 0 && !full; pass++ {
 		for i := 0; i < s.planes; i++ {
 			p := (s.planeRR + i) % s.planes
 			b := s.planeBacklog(p)
 			if pass == 0 && (s.evs.PlaneUsable(p) == 0 || b == math.MaxInt64) {
+				continue
+			}
+			if pass == 0 && !s.planeFits(p, wire) {
+				full = true
 				continue
 			}
 			pr := s.evs.Progress(p)
@@ -305,15 +335,96 @@ func (s *Sender) quietestPlane() int {
 			}
 		}
 	}
+	if best < 0 {
+		return -1
+	}
 	s.planeRR = (best + 1) % s.planes
 	return best
+}
+
+// addPlaneInflight adds wire bytes to the in-flight count of ev's plane.
+func (s *Sender) addPlaneInflight(ev int, wire int64) {
+	if pl, _, ok := s.evs.Route(ev); ok {
+		s.pinfl[pl] += wire
+	}
 }
 
 // EVs returns the sender's EV set, for reports and the operator's denylist.
 func (s *Sender) EVs() *EVSet { return s.evs }
 
-// CC returns the sender's congestion controller, for reports.
-func (s *Sender) CC() *NSCC { return s.cc }
+// CC returns plane 0's congestion controller (the connection's only one on a one-plane NIC),
+// for reports; PlaneCC gives the others.
+func (s *Sender) CC() *NSCC { return s.ccs[0] }
+
+// PlaneCC returns plane p's congestion controller, or nil for a plane out of range.
+func (s *Sender) PlaneCC(p int) *NSCC {
+	if p < 0 || p >= len(s.ccs) {
+		return nil
+	}
+	return s.ccs[p]
+}
+
+// PlaneInFlight returns the wire bytes in flight on plane p's EVs (0 for a plane out of range).
+func (s *Sender) PlaneInFlight(p int) int64 {
+	if p < 0 || p >= len(s.pinfl) {
+		return 0
+	}
+	return s.pinfl[p]
+}
+
+// planeCC returns the congestion controller of ev's plane.
+//
+// One window per plane, lockstep's reading of MRC's per-path congestion response [MRC §2.1]:
+// NSCC sizes the window for the connection's bottleneck, which under spraying over a
+// full-bisection fabric is the NIC, and every plane then carries an equal share of it. When
+// one plane loses capacity somewhere along the QP's paths (a dead T0 uplink, a failed T1), a
+// single window is cut by that plane's queues and trims, and because the planes share it
+// equally, the healthy planes are held to the damaged plane's rate: a 64-host 2-plane
+// permutation with one of a T0's 8 plane-0 uplinks down took 1.47 x its ideal for the flows
+// of that T0 instead of the 1.07 its capacity allows. With a window per plane, each plane's
+// share is clocked by its own ACKs and NACKs (delay, CE and trims of its own packets): the
+// damaged plane settles at what it delivers and the others stay at line rate.
+func (s *Sender) planeCC(ev int) *NSCC {
+	if pl, _, ok := s.evs.Route(ev); ok {
+		return s.ccs[pl]
+	}
+	return s.ccs[0]
+}
+
+// slowPlane reports whether a delay sample of plane p says the plane, not the destination,
+// is slow: p's queueing delay is above twice the target while the latest of another plane
+// still in use (active EVs) is below the target. The last hop marks no CE [MRC §2.1], so NSCC's quadrants never cut a window for
+// a queue there and only trims at its 1.5-BDP threshold would; a receiver port running at a
+// fraction of its rate holds that threshold's bytes for many base RTTs (a 10G port of a 100G
+// plane: 80 us), and the plane's window, kept by fair increases, keeps it full. An incast
+// queues every plane's last hop alike and is left alone. Then the plane's window is quick-
+// adapted to what it delivers (NSCC.ArmQuickAdapt).
+func (s *Sender) slowPlane(p int, delay sim.Time) bool {
+	if len(s.ccs) < 2 || delay <= 2*s.ccs[p].Target() {
+		return false
+	}
+	for q, d := range s.pdelay {
+		if q != p && d < s.ccs[q].Target() && s.evs.PlaneUsable(q) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// planeFits reports whether wire more bytes fit in plane p's window: one packet may always go
+// on a plane with nothing in flight.
+func (s *Sender) planeFits(p int, wire int64) bool {
+	return s.pinfl[p] == 0 || s.pinfl[p]+wire <= s.ccs[p].Window()
+}
+
+// ccWindow is the sum of the planes' windows.
+func (s *Sender) ccWindow() int64 {
+	var w int64
+	for _, c := range s.ccs {
+		w += c.Window()
+	}
+	return w
+}
 
 // Err returns the QP error that stopped the sender (retries exhausted), or nil.
 func (s *Sender) Err() error { return s.err }
@@ -395,7 +506,10 @@ func (s *Sender) Pump(now sim.Time) {
 		}
 		var ev int
 		if s.backlog != nil {
-			plane := s.quietestPlane()
+			plane := s.quietestPlane(wire)
+			if plane < 0 {
+				break // every usable plane's window is full
+			}
 			if s.gate > 0 {
 				if b := s.planeBacklog(plane); b >= s.gate && b != math.MaxInt64 {
 					s.gated = true
@@ -442,6 +556,7 @@ func (s *Sender) Pump(now sim.Time) {
 		p.ev = uint16(ev)
 		p.state = stInFlight
 		s.inflight += wire
+		s.addPlaneInflight(ev, wire)
 		s.paceNext(now, wire)
 		s.Stats.DataPackets++
 		s.Stats.DataBytes += wire
@@ -518,10 +633,11 @@ func (s *Sender) nextPSN() (psn uint32, fresh, ok bool) {
 	return 0, false, false
 }
 
-// Window returns the effective window in wire bytes: NSCC's window, capped by the receiver's
-// share for this QP when its answers carry one (Header.RcvWnd).
+// Window returns the effective window in wire bytes: the sum of the planes' NSCC windows
+// (planeCC), capped by the receiver's share for this QP when its answers carry one
+// (Header.RcvWnd).
 func (s *Sender) Window() int64 {
-	w := s.cc.Window()
+	w := s.ccWindow()
 	if s.rcvWnd > 0 && s.rcvWnd < w {
 		w = s.rcvWnd
 	}
@@ -546,7 +662,10 @@ func (s *Sender) fits(now sim.Time, wire int64) bool {
 	if s.rcvWnd > 0 && s.inflight >= s.rcvWnd {
 		return false
 	}
-	return s.inflight+wire <= s.cc.Window()
+	if s.backlog != nil {
+		return true // each plane's own window is checked when the plane is chosen (quietestPlane)
+	}
+	return s.inflight+wire <= s.ccWindow()
 }
 
 // paceNext records a data packet of wire bytes sent at now, for pacing.
@@ -666,6 +785,7 @@ func (s *Sender) OnSACK(now sim.Time, h *Header) {
 // marks what they acknowledge, feeds NSCC, completes transfers and runs loss detection.
 func (s *Sender) absorb(now sim.Time, h *Header) {
 	var acked int64
+	clear(s.packed)
 	// Cumulative part.
 	for ; int32(h.CumPSN-s.una) > 0 && s.una != s.next; s.una++ {
 		acked += s.ackPSN(now, s.una)
@@ -700,9 +820,29 @@ func (s *Sender) absorb(now sim.Time, h *Header) {
 		if delay < 0 {
 			delay = 0
 		}
-		s.cc.OnAck(now, acked, delay, h.CE)
+		// Each plane's NSCC gets the bytes of its own packets this answer acknowledges. The
+		// answer's delay and CE mark are those of the packet it echoes, so they go to that
+		// packet's plane; another plane's bytes count with the delay its latest echo measured
+		// and no mark (the mark was for the echoed packet's path alone).
+		ep, _, _ := s.evs.Route(int(h.EchoEV))
+		if ep < len(s.pdelay) {
+			s.pdelay[ep] = delay
+		}
+		for p, b := range s.packed {
+			switch {
+			case b == 0:
+			case p == ep:
+				s.ccs[p].OnAck(now, b, delay, h.CE)
+				if !h.CE && s.slowPlane(p, delay) {
+					s.ccs[p].ArmQuickAdapt(now)
+				}
+			default:
+				s.ccs[p].OnAck(now, b, s.pdelay[p], false)
+			}
+		}
 		s.rtoAt = now + s.rto()
 	}
+	clear(s.packed)
 	s.fifoLoss(now, h)
 	s.complete(now)
 	s.detectLoss(now)
@@ -752,6 +892,10 @@ func (s *Sender) ackPSN(now sim.Time, psn uint32) int64 {
 	case stInFlight:
 		freed = int64(s.cfg.WireBytes(int(p.len)))
 		s.inflight -= freed
+		s.addPlaneInflight(int(p.ev), -freed)
+		if pl, _, ok := s.evs.Route(int(p.ev)); ok {
+			s.packed[pl] += freed
+		}
 	case stLost:
 		// Acknowledged after being declared lost: the retransmit queue skips it.
 	default:
@@ -763,6 +907,9 @@ func (s *Sender) ackPSN(now sim.Time, psn uint32) int64 {
 	if !p.retx {
 		if p.sentAt > s.rackXmit {
 			s.rackXmit, s.rackRTT = p.sentAt, now-p.sentAt
+		}
+		if k := &s.rtStrike[s.route[p.ev]]; *k > 0 {
+			*k--
 		}
 		if k := &s.strikes[p.ev]; *k > 0 {
 			*k-- // a clean delivery on the EV outweighs half a loss
@@ -831,7 +978,9 @@ func (s *Sender) detectLoss(now sim.Time) {
 // lose moves an in-flight packet to the retransmit queue.
 func (s *Sender) lose(psn uint32, p *pktState, cause RetxCause) {
 	if p.state == stInFlight {
-		s.inflight -= int64(s.cfg.WireBytes(int(p.len)))
+		w := int64(s.cfg.WireBytes(int(p.len)))
+		s.inflight -= w
+		s.addPlaneInflight(int(p.ev), -w)
 	}
 	p.state = stLost
 	s.pushRetx(psn)
@@ -880,7 +1029,7 @@ func (s *Sender) OnNACK(now sim.Time, h *Header) {
 	case NackTrimmed, NackTrimmedLastHop:
 		s.evs.OnTrimNack(int(p.ev), reason == NackTrimmedLastHop)
 		s.lose(psn, p, RetxTrimNack)
-		s.cc.OnNack(now, wire)
+		s.planeCC(int(p.ev)).OnNack(now, wire)
 	default:
 		s.lose(psn, p, RetxOutOfWindow)
 	}
@@ -978,7 +1127,9 @@ func (s *Sender) OnTimer(now sim.Time) {
 				s.blame(now, p)
 			}
 		}
-		s.cc.OnTimeout(now)
+		for _, c := range s.ccs {
+			c.OnTimeout(now) // each plane's quick adapt keeps what that plane delivered
+		}
 		s.rtoAt = now + rto
 	}
 	s.Pump(now)
@@ -1035,12 +1186,20 @@ func (s *Sender) StrikeLimit() int {
 // receiver port that is slow or degraded trims only its own plane's packets, and retiring
 // those EVs is what moves traffic to the healthy planes; an incast trims on every plane.
 //
-// A loss that counts adds two strikes to its EV and every clean delivery on it (a packet sent
-// once and acknowledged) takes one away, so the score rises on a path that loses more than a
-// third of its packets and decays on a path that loses at random. At 2 x StrikeLimit strikes
-// the EV's route is retired (EVSet.OnPathLoss). A failed path is therefore retired after
-// StrikeLimit losses, a few rotations of the active set (tens of microseconds), while random
-// loss of 0.1-1% per link retires no healthy EV (checked in the runner's stress suite).
+// A loss that counts adds two strikes to its EV and two to its route (the plane and path the
+// EV travels: every EV on it is the same static source route [MRC §2.2]); every clean
+// delivery (a packet sent once and acknowledged) takes one from each, so a score rises on a
+// path that loses more than a third of its packets and decays on a path that loses at random.
+// When either reaches 2 x StrikeLimit the route is retired (EVSet.OnPathLoss). The route's
+// score finds a failed path after StrikeLimit of its packets are lost, whichever of its EVs
+// carried them: microseconds at line rate. The EV's finds a loss tied to the entropy value
+// itself (a gray failure that drops one EV's packets, diluted in its route's deliveries).
+// Random loss of 0.1-1% per link retires no healthy EV (checked in the runner's stress suite).
+// With the EV's score alone, each of a failed route's EVs had to lose StrikeLimit packets
+// itself, one per rotation of the active set: on one 100G plane with 128 EVs, three rotations
+// of 43 us, while the route kept taking its share of the QP's packets and one lost PSN could
+// be resent onto it again and again (a PSN of TestMRCFaultSlowdownSweep's one-plane uplink
+// case sent 8 times over 140 us, every copy on the dead route, holding the cumulative ACK).
 func (s *Sender) blame(now sim.Time, p *pktState) {
 	ev := int(p.ev)
 	switch {
@@ -1054,13 +1213,16 @@ func (s *Sender) blame(now sim.Time, p *pktState) {
 	s.Stats.Strikes++
 	k := &s.strikes[ev]
 	*k = uint8(min(int(*k)+2, math.MaxUint8))
+	rk := &s.rtStrike[s.route[ev]]
+	*rk = uint8(min(int(*rk)+2, math.MaxUint8))
 	// The loss joins the EV's pending run; it becomes background loss only if the path then
 	// delivers again (ackPSN): a failed path's losses must not raise the limit that has to
 	// find it.
 	s.runLoss[ev] = uint8(min(int(s.runLoss[ev])+1, math.MaxUint8))
-	if int(*k) < 2*s.StrikeLimit() {
+	if limit := 2 * s.StrikeLimit(); int(*k) < limit && int(*rk) < limit {
 		return
 	}
+	*rk = 0
 	plane, path, _ := s.evs.Route(ev)
 	for e := range s.strikes {
 		if pl, pa, _ := s.evs.Route(e); pl == plane && pa == path {

@@ -132,8 +132,13 @@ func TestBlameRandomLossNoRetirement(t *testing.T) {
 		if rng.IntN(20) == 0 {
 			p := pktState{ev: 0, sentAt: now - 1, state: stLost}
 			s.blame(now, &p)
-		} else if s.strikes[0] > 0 {
-			s.strikes[0]--
+		} else { // a clean delivery on the EV, hence on its route
+			if s.strikes[0] > 0 {
+				s.strikes[0]--
+			}
+			if r := s.route[0]; s.rtStrike[r] > 0 {
+				s.rtStrike[r]--
+			}
 		}
 	}
 	if r := s.EVs().Stats().Retirements; r != 0 {

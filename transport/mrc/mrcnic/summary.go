@@ -177,20 +177,11 @@ func (m *Endpoint) Summary(end sim.Time, faults []sim.Time) *transport.Summary {
 // activeFigures fills the common throughput while all flows were active (snapshotActive):
 // mean and min over the flows measured.
 func (m *Endpoint) activeFigures(s *transport.Summary) {
-	var sum float64
-	n := 0
-	for _, f := range m.flows {
-		if x := f.activeOfLine; x >= 0 {
-			if n == 0 || x < s.ActiveThroughputMinOfLine {
-				s.ActiveThroughputMinOfLine = x
+	s.SetActive(m.activeAt, func(yield func(float64) bool) {
+		for _, f := range m.flows {
+			if !yield(f.activeOfLine) {
+				return
 			}
-			sum += x
-			n++
 		}
-	}
-	if n > 0 {
-		s.ActiveUntilUs = transport.Us(m.activeAt)
-		s.ActiveThroughputMeanOfLine = transport.Round3(sum / float64(n))
-		s.ActiveThroughputMinOfLine = transport.Round3(s.ActiveThroughputMinOfLine)
-	}
+	})
 }

@@ -1,0 +1,106 @@
+package scenario
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// manyCollectives returns a scenario of n 16-rank ring all-reduces (op all_to_all: a2a) of
+// 1 MiB on the 128 hosts of a 4-plane Clos, collective i on hosts 16(i mod 8) .. +15, at
+// run.engine engine, with run.max_memory when memory is not "".
+func manyCollectives(n int, op, engine, memory string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "topology: {clos: {tiers: 2, planes: 4, radix: 16, hosts: 128, host_link: 100Gbps}}\ntransport: {kind: mrc}\n")
+	fmt.Fprintf(&b, "run: {engine: %s", engine)
+	if memory != "" {
+		fmt.Fprintf(&b, ", max_memory: %s", memory)
+	}
+	b.WriteString("}\nworkload:\n  collectives:\n")
+	for i := range n {
+		g := 16 * (i % 8)
+		fmt.Fprintf(&b, "    - {op: %s, ranks: 16, hosts: [", op)
+		for k := range 16 {
+			if k > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%d", g+k)
+		}
+		b.WriteString("], bytes: 1MiB}\n")
+	}
+	return b.String()
+}
+
+// TestCollectivesNoFixedCap: workload.collectives has no fixed bound (it was 64): 1,000
+// collectives resolve at flow level and at packet level, the memory estimate counts each
+// (MemPerCollective, and at flow level MemPerCollectiveFlow per flow of its largest phase),
+// and a run.max_memory they do not fit in is refused naming workload.collectives, the count
+// and the limit, both before decoding (the list's length alone) and after resolving.
+func TestCollectivesNoFixedCap(t *testing.T) {
+	for _, c := range []struct {
+		name, y string
+		engine  string
+		coll    float64 // the collectives' flow-level terms (0: packet level)
+		want    string  // error substring; "" resolves
+	}{
+		{"1000 flow", manyCollectives(1000, "all_reduce", "flow", ""), "flow", 1000 * (MemPerCollective + 64*MemPerCollectiveFlow), ""},
+		{"1000 packet", manyCollectives(1000, "all_reduce", "packet", ""), "packet", 0, ""},
+		{"1000 all-to-all flow", manyCollectives(1000, "all_to_all", "flow", ""), "flow", 1000 * (MemPerCollective + 240*MemPerCollectiveFlow), ""},
+		// 1,000 x 60 KB = 60 MB passes 40 MiB before anything is decoded.
+		{"list too long", manyCollectives(1000, "all_reduce", "flow", "40MiB"), "", 0,
+			"workload.collectives (line 6): 1000 collectives need at least 60 MB of memory (1000 x 60 KB), beyond run.max_memory (40MiB)"},
+		// 64 MiB base + 128 hosts x 310 KB = 107 MB; 1,000 all-to-alls add 204 MB.
+		{"flow estimate", manyCollectives(1000, "all_to_all", "flow", "200MiB"), "", 0,
+			"workload.collectives: 1000 collectives at run.engine flow are estimated at 311 MB of memory"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sc, err := Parse([]byte(c.y))
+			if c.want != "" {
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("error %v; want one containing %q", err, c.want)
+				}
+				if !strings.Contains(err.Error(), "run.max_memory (200MiB)") && !strings.Contains(err.Error(), "run.max_memory (40MiB)") {
+					t.Errorf("error %v does not name the limit", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sc.Workload.Collectives) != 1000 {
+				t.Fatalf("%d collectives resolved; want 1000", len(sc.Workload.Collectives))
+			}
+			e, err := sc.Estimate()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Engine != c.engine {
+				t.Fatalf("engine %s; want %s", e.Engine, c.engine)
+			}
+			if c.engine == "flow" {
+				want := MemBase + 128*MemPerFluidHost + c.coll
+				if !near(e.MemoryBytes, want) {
+					t.Errorf("memory %.0f; want %.0f", e.MemoryBytes, want)
+				}
+			} else if e.MemoryBytes < 1000*MemPerCollective {
+				t.Errorf("packet-level memory %.0f leaves out the collectives' %d x %d", e.MemoryBytes, 1000, MemPerCollective)
+			}
+		})
+	}
+}
+
+// TestCollectivesSharedNICDuration: a left-out run.duration covers 4 x the lower bound of
+// the collectives sharing one host's NIC, not of the longest alone. 4,000 16-rank ring
+// all-reduces of 1 MiB put 500 on every host, each at least 2 x 15/16 MiB x 8 / 400 Gb/s =
+// 39.3 us on its NICs: 19.7 ms together, so the duration is at least 78.6 ms (the longest
+// alone gave 13.9 ms, and the run stopped with none done).
+func TestCollectivesSharedNICDuration(t *testing.T) {
+	sc, err := Parse([]byte(manyCollectives(4000, "all_reduce", "flow", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := 2 * 15.0 / 16 * (1 << 20) * 8 / 400e9 // seconds
+	if got, want := sc.Run.Duration.Seconds(), 4*500*one; got < want {
+		t.Errorf("run.duration %v; want at least %.1f ms", sc.Run.Duration, want*1e3)
+	}
+}
