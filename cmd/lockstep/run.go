@@ -156,6 +156,12 @@ type runOpts struct {
 	force bool
 	// figure: sweep.html's figure (--figure; "" = the default, sweepPlotDefault).
 	figure string
+	// progress, if set, replaces the terminal's progress bar (lockstep serve's page), called
+	// every progressEvents events (0: the runner's default).
+	progress       func(runner.Progress)
+	progressEvents uint64
+	// warn, if set, receives each warning instead of stderr (lockstep serve's page).
+	warn func(string)
 }
 
 // runAndWrite runs sc (seed overridden when --seed was given) into its results folder
@@ -179,9 +185,9 @@ func runAndWrite(sc *scenario.Scenario, outField string, ro runOpts) (*runner.Re
 	defer release()
 	undoDir := undo
 	undo = func() { release(); undoDir() } // the lock file goes first, so the folder is empty
-	opt := runner.Options{Interrupt: ro.intr}
+	opt := runner.Options{Interrupt: ro.intr, Progress: ro.progress, ProgressEvents: ro.progressEvents}
 	var bar *progressbar.ProgressBar
-	if !ro.quiet && stdoutIsTerminal() {
+	if ro.progress == nil && !ro.quiet && stdoutIsTerminal() {
 		fmt.Fprintln(ro.stderr, describe(sc))
 		start := time.Now() // the one clock the line shows: wall time since this run began
 		opt.Progress = func(p runner.Progress) {
@@ -198,7 +204,10 @@ func runAndWrite(sc *scenario.Scenario, outField string, ro runOpts) (*runner.Re
 			_ = bar.Add(1)
 		}
 	}
-	opt.Warn = func(w string) { fmt.Fprintln(ro.stderr, "warning:", w) }
+	opt.Warn = ro.warn
+	if opt.Warn == nil {
+		opt.Warn = func(w string) { fmt.Fprintln(ro.stderr, "warning:", w) }
+	}
 	res, err := runner.RunWith(sc, opt)
 	if err == nil {
 		res.Summary.Variant = ro.variant
@@ -227,7 +236,7 @@ func runAndWrite(sc *scenario.Scenario, outField string, ro runOpts) (*runner.Re
 		var re *runner.ReportError
 		if errors.As(err, &re) {
 			// The data files stand; only the picture of them failed (a bug to report).
-			fmt.Fprintf(ro.stderr, "warning: %v; the results folder %s holds the run's files without it\n", err, sc.Run.Out)
+			opt.Warn(fmt.Sprintf("%v; the results folder %s holds the run's files without it", err, sc.Run.Out))
 			return res, js, nil
 		}
 		undo() // WriteResults removed what it wrote: a folder this run created goes too

@@ -344,7 +344,27 @@ func execServeRun(ctx context.Context, sc *scenario.Scenario, progress func(serv
 	var warnings []string
 	var stderr bytes.Buffer
 	p := startPool(1, 1, intr, &stderr, func(int, io.Writer) (*runner.Result, []byte, error) {
-		return serveRunAndWrite(sc, intr, progress, func(w string) { warnings = append(warnings, w) })
+		// Progress every 16,384 events at packet level (a few a second on a small run; the
+		// terminal's 1<<20 would give none); at flow level the runner's default (256 events,
+		// each a rate recompute).
+		every := uint64(1 << 14)
+		if sc.Fluid() {
+			every = 0
+		}
+		start := time.Now()
+		return runAndWrite(sc, "run.out", runOpts{intr: intr, quiet: true, stderr: io.Discard, progressEvents: every,
+			warn: func(w string) { warnings = append(warnings, w) },
+			progress: func(p runner.Progress) {
+				pct := -1.0
+				switch {
+				case p.Total > 0:
+					pct = 100 * p.Done / p.Total
+				case p.Target > 0:
+					pct = min(100, 100*float64(p.Now)/float64(p.Target))
+				}
+				progress(serve.Progress{Phase: p.Phase, NowUs: p.Now.Micros(), Percent: pct, Events: p.Events, WallS: p.Wall.Seconds(),
+					Unit: p.Unit, Label: progressLine(p, time.Since(start))})
+			}})
 	})
 	j := p.next(0)
 	p.wait()
@@ -357,60 +377,3 @@ func execServeRun(ctx context.Context, sc *scenario.Scenario, progress func(serv
 	return serve.Outcome{Complete: s.Complete, Failed: s.Failed, FailureReason: s.FailureReason, Headline: serve.Headline(sum), Warnings: warnings}, nil
 }
 
-// serveRunAndWrite is runAndWrite's path for a run from the page: the folder made and
-// locked, runner.RunWith with the page's progress callback, summary.json and the results
-// files written (runner.WriteResults); a failed run leaves no empty folder.
-func serveRunAndWrite(sc *scenario.Scenario, intr *runner.Interrupt, progress func(serve.Progress), warn func(string)) (*runner.Result, []byte, error) {
-	undo, err := makeDir(sc.Run.Out)
-	if err != nil {
-		return nil, nil, badInput(fmt.Errorf("results folder %q: %w", sc.Run.Out, err))
-	}
-	release, err := lockDir(sc.Run.Out)
-	if err != nil {
-		undo()
-		return nil, nil, err
-	}
-	defer release()
-	start := time.Now()
-	// Progress every 16,384 events at packet level (a few a second on a small run; the
-	// terminal's 1<<20 would give none); at flow level the runner's default (256 events, each
-	// a rate recompute).
-	every := uint64(1 << 14)
-	if sc.Fluid() {
-		every = 0
-	}
-	opt := runner.Options{Interrupt: intr, Warn: warn, ProgressEvents: every, Progress: func(p runner.Progress) {
-		pct := -1.0
-		switch {
-		case p.Total > 0:
-			pct = 100 * p.Done / p.Total
-		case p.Target > 0:
-			pct = min(100, 100*float64(p.Now)/float64(p.Target))
-		}
-		progress(serve.Progress{Phase: p.Phase, NowUs: p.Now.Micros(), Percent: pct, Events: p.Events, WallS: p.Wall.Seconds(),
-			Unit: p.Unit, Label: progressLine(p, time.Since(start))})
-	}}
-	res, err := runner.RunWith(sc, opt)
-	if err != nil {
-		release()
-		undo()
-		return nil, nil, err
-	}
-	res.Summary.Version = buildVersion()
-	js, err := json.MarshalIndent(res.Summary, "", "  ")
-	if err != nil {
-		return nil, nil, err
-	}
-	js = append(js, '\n')
-	if err := runner.WriteResults(sc, js, res); err != nil {
-		var re *runner.ReportError
-		if errors.As(err, &re) {
-			warn(err.Error())
-			return res, js, nil
-		}
-		release()
-		undo()
-		return nil, nil, err
-	}
-	return res, js, nil
-}
