@@ -376,4 +376,3 @@ func execServeRun(ctx context.Context, sc *scenario.Scenario, progress func(serv
 	_ = json.Unmarshal(j.js, &sum)
 	return serve.Outcome{Complete: s.Complete, Failed: s.Failed, FailureReason: s.FailureReason, Headline: serve.Headline(sum), Warnings: warnings}, nil
 }
-
