@@ -75,10 +75,34 @@ do.`,
 			}
 			fmt.Fprintf(stdout, "lockstep serve: open %s\n", serveURL(ln.Addr(), token))
 			fmt.Fprintf(stdout, "results directory %s; %d run(s) at once; Ctrl-C stops\n", results, jobs)
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			if err := srv.Serve(ctx, ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			sigs := make(chan os.Signal, 1)
+			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+			defer signal.Stop(sigs)
+			stopped := make(chan os.Signal, 1) // the signal that stopped the server, or nil
+			go func() {
+				select {
+				case sig := <-sigs:
+					name := "SIGINT"
+					if sig == syscall.SIGTERM {
+						name = "SIGTERM"
+					}
+					fmt.Fprintf(stdout, "lockstep serve: %s: stopping (runs in progress stop at their next check and keep what they wrote under %s)\n", name, results)
+					stopped <- sig
+					cancel()
+				case <-ctx.Done():
+					stopped <- nil
+				}
+			}()
+			err = srv.Serve(ctx, ln)
+			cancel()
+			got := <-stopped
+			if err != nil && !errors.Is(err, http.ErrServerClosed) {
 				return runFailed(err)
+			}
+			if got != nil {
+				fmt.Fprintln(stdout, "lockstep serve: stopped") // Serve waited for the runs (Server.Close)
 			}
 			return nil
 		},
