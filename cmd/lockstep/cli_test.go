@@ -276,6 +276,7 @@ func TestBadInput(t *testing.T) {
 		{"version with args", []string{"version", "extra"}, []string{"extra"}},
 		{"topo odd radix", []string{"topo", "--radix", "7"}, []string{"--radix", "topology.clos.radix", "7"}},
 		{"topo bad link", []string{"topo", "--link", "fast"}, []string{"--link", "fast"}},
+		{"topo zero link", []string{"topo", "--link", "0G"}, []string{"--link", "0G", "must be positive"}},
 		{"topo planes 0", []string{"topo", "--planes", "0"}, []string{"--planes", "topology.clos.planes", "0"}},
 		{"topo oversub 0", []string{"topo", "--oversub", "0"}, []string{"--oversub", "topology.clos.oversubscription[0]", "0"}},
 		{"topo parallel", []string{"topo", "--parallel", "3"}, []string{"--parallel", "topology.clos.parallel_links[0]", "3"}},

@@ -153,6 +153,10 @@ func (o *topoOpts) spec(fs *pflag.FlagSet) (topo.Spec, error) {
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", flag, err)
 		}
+		if r == 0 {
+			// 0 would read as "not given" below and be reported as missing.
+			return 0, fmt.Errorf("%s: rate %q must be positive, such as \"400Gbps\"", flag, s)
+		}
 		return r, nil
 	}
 	dur := func(flag, s string) (sim.Time, error) {
