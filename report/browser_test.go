@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/lockstepsim/lockstep/internal/browsertest"
 	"image"
 	"image/png"
 	"os"
@@ -19,40 +20,16 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// chromiumPath is where Debian's chromium package installs the browser.
-const chromiumPath = "/usr/bin/chromium"
-
 // browser is a headless Chromium driven over the DevTools protocol (chromedp).
 type browser struct {
 	ctx context.Context
 }
 
-// newBrowser starts headless Chromium for the test, with the flags that work in CI's sandbox
-// and a fresh profile, and stops it when the test ends. The whole browser lives at most limit.
-// Without /usr/bin/chromium the test is skipped, saying which package to install.
+// newBrowser starts headless Chromium for the test (browsertest.Start), for at most limit,
+// or skips the test naming the package to install.
 func newBrowser(t *testing.T, limit time.Duration) *browser {
 	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Skipf("headless browser test needs %s: install Debian package chromium (apt-get install -y chromium)", chromiumPath)
-	}
-	// The allocator's context bounds the browser's life: a hung page cannot hang the test.
-	limitCtx, cancelLimit := context.WithTimeout(context.Background(), limit)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(limitCtx,
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 1000),
-	)
-	ctx, cancelCtx := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() { cancelCtx(); cancelAlloc(); cancelLimit() })
-	if err := chromedp.Do(ctx); err != nil { // starts the browser, tied to ctx
-		t.Fatalf("starting %s: %v", chromiumPath, err)
-	}
-	return &browser{ctx: ctx}
+	return &browser{ctx: browsertest.Start(t, limit, 1280, 1000)}
 }
 
 // plotInfo is what the page says about one expected plot element.

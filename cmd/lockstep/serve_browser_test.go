@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/lockstepsim/lockstep/internal/browsertest"
 	"io"
 	"net/http"
 	"net/url"
@@ -19,38 +20,15 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// serveChromium is where Debian's chromium package installs the browser (as the report
-// package's browser test).
-const serveChromium = "/usr/bin/chromium"
-
 // serveShotEnv names a PNG file to write a screenshot of the explorer to (docs/serve.png);
 // the results tab goes beside it, as NAME-results.png.
 const serveShotEnv = "LOCKSTEP_SERVE_SCREENSHOT"
 
-// newServeBrowser starts headless Chromium with the report test's flags, for at most limit,
-// or skips the test naming the package to install.
+// newServeBrowser starts headless Chromium (browsertest.Start), for at most limit, or skips
+// the test naming the package to install.
 func newServeBrowser(t *testing.T, limit time.Duration) context.Context {
 	t.Helper()
-	if _, err := os.Stat(serveChromium); err != nil {
-		t.Skipf("headless browser test needs %s: install Debian package chromium (apt-get install -y chromium)", serveChromium)
-	}
-	limitCtx, cancelLimit := context.WithTimeout(context.Background(), limit)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(limitCtx,
-		chromedp.ExecPath(serveChromium),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1500, 1100),
-	)
-	ctx, cancelCtx := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() { cancelCtx(); cancelAlloc(); cancelLimit() })
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("starting %s: %v", serveChromium, err)
-	}
-	return ctx
+	return browsertest.Start(t, limit, 1500, 1100)
 }
 
 // cliRows is what the topo command's code computes for an /api/topo query: its sizing rows.
