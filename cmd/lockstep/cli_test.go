@@ -737,3 +737,32 @@ func TestOutputsIdentical(t *testing.T) {
 		t.Errorf("pauses.csv adds up to %.1f us paused; summary.json says %.1f", paused, s.PFC.PausedUsTotal)
 	}
 }
+
+// TestFlowWorkloadFaultTable: a workload at flow level with a fault prints the fault table
+// and the slowdown line, as the packet level and flow-level traffic do, for collectives and
+// for a Chakra trace.
+func TestFlowWorkloadFaultTable(t *testing.T) {
+	const fabric = "topology: {clos: {tiers: 2, planes: 2, radix: 16, hosts: 16, host_link: 100G}}\ntransport: {kind: mrc}\nrun: {engine: flow}\n" +
+		"faults: [{at: 10us, link: h3.p0, action: down}]\n"
+	trace, err := filepath.Abs("../../workload/chakra/testdata/dp16/dp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, workload string }{
+		{"collectives", "workload: {collectives: [{op: all_reduce, algorithm: ring, bytes: 16MiB}]}\n"},
+		{"chakra", "workload:\n  chakra: {path: " + trace + ", algorithm: ring}\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "s.yaml")
+			if err := os.WriteFile(path, []byte(fabric+c.workload), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := mustRun(t, "run", path, "--out", filepath.Join(t.TempDir(), "out"))
+			for _, want := range []string{"faults[0] down", "h3.p0", "faults slowed the traffic by"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("stdout lacks %q:\n%s", want, out)
+				}
+			}
+		})
+	}
+}

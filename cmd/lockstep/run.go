@@ -800,6 +800,7 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	if res.Chakra != nil {
 		printChakra(w, sc, res)
 		if sc.Transport.Kind == scenario.TransportIdeal || sc.Fluid() {
+			printFaultCosts(w, sc, &res.Summary) // the flow level's faults (none under ideal)
 			fmt.Fprintf(w, "results: %s\n", filepath.Join(sc.Run.Out, "summary.json"))
 			return
 		}
@@ -808,6 +809,7 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 		printCollectives(w, sc, res)
 		if sc.Transport.Kind == scenario.TransportIdeal || res.Collective.Engine == "flow" {
 			printOutcome(w, &res.Summary)
+			printFaultCosts(w, sc, &res.Summary) // the flow level's faults (none under ideal)
 			fmt.Fprintf(w, "results: %s\n", filepath.Join(sc.Run.Out, "summary.json"))
 			return
 		}
