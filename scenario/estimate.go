@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/transport"
 	"github.com/lockstepsim/lockstep/workload/collective"
 	"github.com/lockstepsim/lockstep/workload/training"
 	"go.yaml.in/yaml/v3"
@@ -52,6 +53,7 @@ type Estimate struct {
 	inFlight float64 // packets in flight in the model
 	perFlow  float64 // bytes per flow in the model
 	coll     float64 // bytes of workload.collectives' own terms in the model
+	extraQPs float64 // traffic QPs past the first of each transfer (transport.QPFanout)
 }
 
 // Costs of the memory model (bytes). The per-element costs were measured with
@@ -106,7 +108,13 @@ const (
 	// 3-tier Clos (393,216 links) peaked at 172 MB under MRC and 348 MB under RoCE (its QPs'
 	// paths per plane), about 10 KB per transfer.
 	MemPerFluidTransfer = 12_000
-	MemPerFluidLink     = 200
+	// MemPerStripeQP is each further QP of a traffic transfer that opens several
+	// (transport.QPFanout: RoCE's qps_per_peer on every plane). Measured (lockstep run,
+	// /usr/bin/time peak RSS, go1.26): a 2,048-host RoCE permutation of 64 KiB on 1 plane,
+	// qps_per_peer 1 -> 8 (2,048 -> 16,384 QPs), 182 -> 206 MB; on 8 planes (16,384 -> 131,072
+	// QPs) 360 -> 618 MB: 1.7 and 2.25 KB per further QP, rounded up.
+	MemPerStripeQP  = 2_500
+	MemPerFluidLink = 200
 	// MemPerCollective and MemPerCollectiveFlow are each collective's cost (see above).
 	MemPerCollective     = 60_000
 	MemPerCollectiveFlow = 600
@@ -231,6 +239,13 @@ func (sc *Scenario) estimate(l topo.Topology) Estimate {
 			e.Packets += sc.Traffic[i].estimatePackets(sc.Transport, e.Hosts, c.Planes, c.HostLink, sc.Run.Duration)
 		}
 		e.Flows = sc.trafficFlows(e.Hosts, c.Planes)
+		if f, ok := sc.Transport.Block().(transport.QPFanout); ok {
+			// The further QPs of each transfer (RoCE's qps_per_peer on every plane) hold
+			// their sender and receiver, not the transfer's own records: MemPerStripeQP.
+			transfers := e.Flows
+			e.Flows *= int64(max(1, f.QPsPerTransfer(c.Planes)))
+			e.extraQPs = float64(e.Flows - transfers)
+		}
 	}
 	e.inFlight = min(e.Packets, float64(e.Hosts)*float64(c.Planes)*inFlightPerPort)
 	inFlight := e.inFlight
@@ -238,7 +253,7 @@ func (sc *Scenario) estimate(l topo.Topology) Estimate {
 	if sc.Transport.Kind == TransportRaw {
 		e.perFlow = MemPerRawFlow
 	}
-	e.MemoryBytes = MemBase + float64(e.Links)*MemPerLink + float64(e.Flows)*e.perFlow +
+	e.MemoryBytes = MemBase + float64(e.Links)*MemPerLink + (float64(e.Flows)-e.extraQPs)*e.perFlow + e.extraQPs*MemPerStripeQP +
 		inFlight*MemPerPacket + e.ScheduleOps*MemPerOp
 	if n := len(sc.Workload.Collectives); n > 0 {
 		e.coll = float64(n)*MemPerCollective + e.ScheduleOps*MemPerOp + float64(e.Flows)*e.perFlow
@@ -405,7 +420,11 @@ func (e Estimate) breakdown() string {
 	if e.coll > 0 {
 		coll = fmt.Sprintf(", collectives x %s", fmtBytes(MemPerCollective))
 	}
-	return fmt.Sprintf("%s base, %d links x %s, %d flows x %s, %.3g packets in flight x %d B, %.3g schedule operations x %d B%s", fmtBytes(MemBase), e.Links, fmtBytes(MemPerLink), e.Flows, fmtBytes(e.perFlow), e.inFlight, MemPerPacket, e.ScheduleOps, MemPerOp, coll)
+	flows := fmt.Sprintf("%d flows x %s", e.Flows, fmtBytes(e.perFlow))
+	if e.extraQPs > 0 {
+		flows = fmt.Sprintf("%.0f transfers x %s, %.0f further QPs x %s", float64(e.Flows)-e.extraQPs, fmtBytes(e.perFlow), e.extraQPs, fmtBytes(MemPerStripeQP))
+	}
+	return fmt.Sprintf("%s base, %d links x %s, %s, %.3g packets in flight x %d B, %.3g schedule operations x %d B%s", fmtBytes(MemBase), e.Links, fmtBytes(MemPerLink), flows, e.inFlight, MemPerPacket, e.ScheduleOps, MemPerOp, coll)
 }
 
 // FormatBytes prints a byte count to 3 significant digits in B, KB, MB, GB or TB (decimal),

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -154,5 +155,28 @@ func TestDefaultMemoryLimit(t *testing.T) {
 	}
 	if want := "max_memory: " + DefaultMemoryLimit().String(); sc.Run.MaxMemory != DefaultMemoryLimit() || !strings.Contains(string(y), want) {
 		t.Errorf("resolved run.max_memory %v; the scenario lacks %q:\n%s", sc.Run.MaxMemory, want, y)
+	}
+}
+
+// TestEstimateQPFanout: RoCE opens qps_per_peer QPs on every plane for each transfer
+// (transport.QPFanout); the estimate counts them as flows and charges the further ones
+// MemPerStripeQP each, so memory grows with qps_per_peer and planes.
+func TestEstimateQPFanout(t *testing.T) {
+	for _, c := range []struct{ planes, qps int }{{1, 1}, {4, 1}, {1, 8}, {4, 2}, {8, 8}} {
+		y := fmt.Sprintf("topology: {clos: {tiers: 2, planes: %d, radix: 16, hosts: 32, host_link: 100Gbps}}\n"+
+			"transport: {kind: roce, roce: {qps_per_peer: %d}}\ntraffic: [{pattern: permutation, bytes: 1MiB}]\n", c.planes, c.qps)
+		sc, err := Parse([]byte(y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := sc.Estimate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		qps := int64(32 * c.planes * c.qps)
+		mem := MemBase + float64(e.Links)*MemPerLink + 32*MemPerFlow + float64(qps-32)*MemPerStripeQP + e.inFlight*MemPerPacket
+		if e.Flows != qps || !near(e.MemoryBytes, mem) {
+			t.Errorf("%d planes, qps_per_peer %d: flows %d memory %.0f; want %d QPs, %.0f", c.planes, c.qps, e.Flows, e.MemoryBytes, qps, mem)
+		}
 	}
 }

@@ -124,6 +124,16 @@ type DataPacketSizer interface {
 	DataPacketBytes() (payload, wire int64)
 }
 
+// QPFanout is implemented by a transport block (the pointer NewConfig returns) whose traffic
+// transfers each open more than one QP (RoCE's qps_per_peer on every plane): the scenario's
+// memory estimate counts them without naming the transport. A block that does not implement
+// it opens one QP per transfer (MRC: one QP sprays over every plane).
+type QPFanout interface {
+	// QPsPerTransfer returns the QPs (connections, each with its own sender and receiver
+	// state) one transfer opens on a fabric of planes planes; >= 1.
+	QPsPerTransfer(planes int) int
+}
+
 // ProfileEnv is the fabric a profile adjusts, in place.
 type ProfileEnv struct {
 	Topology topo.Topology

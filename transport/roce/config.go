@@ -382,3 +382,7 @@ func (c *Config) DataWire(payload int, first bool) int {
 func (c *Config) DataPacketBytes() (payload, wire int64) {
 	return int64(c.PayloadBytes), int64(c.DataWire(c.PayloadBytes, true))
 }
+
+// QPsPerTransfer returns the QPs one traffic transfer opens over planes planes: QPsPerPeer on
+// each plane, the transfer striped over them (rocenic.Endpoint; transport.QPFanout).
+func (c *Config) QPsPerTransfer(planes int) int { return max(1, c.QPsPerPeer) * max(1, planes) }
