@@ -272,7 +272,7 @@ func BenchmarkFinish16kIncr(b *testing.B) { benchFinish(b, 16384, Config{}) }
 // completions by hand).
 func finishOne(n *Net, slot int32) {
 	now := n.s.Now()
-	n.doneBuf = append(n.doneBuf[:0], slot)
+	n.doneBuf = append(n.doneBuf[:0], doneRef{id: n.flows[slot].id, slot: slot})
 	n.complete(now)
 	for len(n.deliv) > 0 {
 		p := n.deliv[0]

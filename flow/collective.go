@@ -2,7 +2,6 @@ package flow
 
 import (
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strings"
 
@@ -191,14 +190,7 @@ func (c *Collectives) Launch(at sim.Time, spec collective.Spec, comm collective.
 	if name == "" {
 		name = fmt.Sprintf("%s#%d", sp.Op, id)
 	}
-	h := fnv.New64a()
-	var b [4]byte
-	for r := 0; r < comm.Size(); r++ {
-		x := comm.Host(r)
-		b = [4]byte{byte(x), byte(x >> 8), byte(x >> 16), byte(x >> 24)}
-		h.Write(b[:])
-	}
-	in := &coll{id: id, name: name, spec: sp, comm: comm, key: sim.Mix64(h.Sum64()), done: done,
+	in := &coll{id: id, name: name, spec: sp, comm: comm, key: sim.Mix64(comm.Hash()), done: done,
 		nphase: numPhases(sp), start: at, end: sim.MaxTime}
 	in.cb = func(now sim.Time) { c.flowDone(now, in) }
 	c.insts = append(c.insts, in)

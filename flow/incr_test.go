@@ -39,11 +39,7 @@ func (h *harness) add(f Flow) FlowID {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	for len(h.n.starts) > 0 {
-		p := h.n.starts[0]
-		h.n.starts = popPend(h.n.starts)
-		h.n.activate(p.slot)
-	}
+	h.n.startDue(0)
 	h.ids = append(h.ids, id)
 	return id
 }
@@ -57,7 +53,7 @@ func (h *harness) finish(id FlowID) {
 	if s < 0 {
 		return // completed by settle
 	}
-	h.n.doneBuf = append(h.n.doneBuf, s)
+	h.n.doneBuf = append(h.n.doneBuf, doneRef{id: h.n.flows[s].id, slot: s})
 	h.settle()
 }
 
@@ -534,7 +530,7 @@ func TestFullRecomputeConfig(t *testing.T) {
 	full, _ := ecmpNet(t, 1024, Config{FullRecompute: true})
 	for i := range 300 {
 		for _, n := range []*Net{inc, full} {
-			n.doneBuf = append(n.doneBuf[:0], order[i])
+			n.doneBuf = append(n.doneBuf[:0], doneRef{id: n.flows[order[i]].id, slot: order[i]})
 			n.complete(0)
 			n.recompute(0)
 		}

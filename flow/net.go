@@ -131,6 +131,12 @@ type stallRec struct {
 	cap0 float64  // its own cap while held
 }
 
+// doneRef is a flow queued for completion (Net.doneBuf): its id, for the order, and its slot.
+type doneRef struct {
+	id   FlowID
+	slot int32
+}
+
 // pend is an entry of a time-ordered heap of flows (starts, deliveries), ordered by (at, id).
 type pend struct {
 	at   sim.Time
@@ -176,7 +182,11 @@ type Net struct {
 	nextID FlowID
 
 	starts []pend // flows waiting to start
-	deliv  []pend // flows waiting for delivery
+	// startsNow are the slots of flows added to start at the current instant, in id order
+	// (wake activates them after the due entries of starts, whose ids are all lower: they
+	// were added at an earlier instant). They skip the heap: a phase's flows start at once.
+	startsNow []int32
+	deliv     []pend // flows waiting for delivery
 
 	last     sim.Time // the fluid state's last update (Config.OnAdvance)
 	nextDone sim.Time // earliest completion under the current rates (MaxTime: none)
@@ -197,7 +207,7 @@ type Net struct {
 	fs      fillState
 	inc     incrState
 	nEnts   int // (link, coefficient) entries of the active flows
-	doneBuf []int32
+	doneBuf []doneRef
 
 	stats    Stats
 	nStalled int      // active flows at rate 0 after the last recomputation
@@ -434,7 +444,11 @@ func (n *Net) commitFlow(at sim.Time, f Flow) (int32, error) {
 	}
 	n.nextID++
 	n.stats.FlowsAdded++
-	n.starts = pushPend(n.starts, pend{at: at, id: st.id, slot: slot})
+	if at == now {
+		n.startsNow = append(n.startsNow, slot)
+	} else {
+		n.starts = pushPend(n.starts, pend{at: at, id: st.id, slot: slot})
+	}
 	n.armAt(at)
 	return slot, nil
 }
@@ -651,13 +665,7 @@ func (n *Net) wake(now sim.Time, _ int32, _ uint64) {
 	}
 	n.advance(now)
 	for {
-		progress := false
-		for len(n.starts) > 0 && n.starts[0].at <= now {
-			p := n.starts[0]
-			n.starts = popPend(n.starts)
-			n.activate(p.slot)
-			progress = true
-		}
+		progress := n.startDue(now)
 		if len(n.doneBuf) > 0 {
 			n.complete(now)
 			progress = true
@@ -692,6 +700,9 @@ func (n *Net) wake(now sim.Time, _ int32, _ uint64) {
 	}
 	n.inWake = false
 	next := n.nextDone
+	if len(n.startsNow) > 0 {
+		next = now
+	}
 	if len(n.starts) > 0 {
 		next = min(next, n.starts[0].at)
 	}
@@ -704,6 +715,27 @@ func (n *Net) wake(now sim.Time, _ int32, _ uint64) {
 	}
 	n.wakeAt = next
 	n.s.Reset(n.timer, next)
+}
+
+// startDue activates the flows due to start by now, in id order: those of the start heap,
+// then those added to start at now (startsNow, whose ids are higher). It reports whether
+// it started any.
+func (n *Net) startDue(now sim.Time) bool {
+	progress := false
+	for len(n.starts) > 0 && n.starts[0].at <= now {
+		p := n.starts[0]
+		n.starts = popPend(n.starts)
+		n.activate(p.slot)
+		progress = true
+	}
+	if len(n.startsNow) > 0 {
+		for _, s := range n.startsNow { // activate adds no flow
+			n.activate(s)
+		}
+		n.startsNow = n.startsNow[:0]
+		progress = true
+	}
+	return progress
 }
 
 // advance moves the fluid state to now, lazily: each flow's remaining bytes and each link's
@@ -733,7 +765,7 @@ func (n *Net) advance(now sim.Time) {
 		n.settle(e.slot, now)
 		if finished(f) {
 			n.unkey(e.slot)
-			n.doneBuf = append(n.doneBuf, e.slot)
+			n.doneBuf = append(n.doneBuf, doneRef{id: f.id, slot: e.slot})
 			continue
 		}
 		f.sgen++
@@ -885,7 +917,7 @@ func (n *Net) activate(slot int32) {
 	f.upd = n.s.Now()
 	if f.bytes == 0 {
 		// Nothing to send: delivered after its latency, without touching a link.
-		n.doneBuf = append(n.doneBuf, slot)
+		n.doneBuf = append(n.doneBuf, doneRef{id: f.id, slot: slot})
 		return
 	}
 	f.apos = int32(len(n.active))
@@ -971,17 +1003,10 @@ func (n *Net) unlinkFlow(slot int32) {
 // wait for delivery.
 func (n *Net) complete(now sim.Time) {
 	buf := n.doneBuf
-	slices.SortFunc(buf, func(a, b int32) int {
-		ia, ib := n.flows[a].id, n.flows[b].id
-		if ia < ib {
-			return -1
-		}
-		if ia > ib {
-			return 1
-		}
-		return 0
-	})
-	for _, s := range buf {
+	// Sorted by the ids they carry: comparisons read no flow (ids are unique).
+	slices.SortFunc(buf, func(a, b doneRef) int { return cmpID(a.id, b.id) })
+	for _, d := range buf {
+		s := d.slot
 		f := &n.flows[s]
 		n.deactivate(s)
 		f.remaining = 0

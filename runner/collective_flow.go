@@ -3,7 +3,6 @@ package runner
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"math/bits"
 
@@ -508,16 +507,7 @@ type msgQPs struct{ first, stride, count int }
 
 // commKey is the base of the Router keys package flow gives comm's connections: a 64-bit
 // FNV-1a hash of its hosts (4 bytes each, little-endian), mixed (flow.Collectives.Launch).
-func commKey(comm collective.Comm) uint64 {
-	h := fnv.New64a()
-	var b [4]byte
-	for i := 0; i < comm.Size(); i++ {
-		x := comm.Host(i)
-		b = [4]byte{byte(x), byte(x >> 8), byte(x >> 16), byte(x >> 24)}
-		h.Write(b[:])
-	}
-	return sim.Mix64(h.Sum64())
-}
+func commKey(comm collective.Comm) uint64 { return sim.Mix64(comm.Hash()) }
 
 // msgLoops returns the logical channels of sp's packet-level schedule (Channels; the tree
 // 2 x Channels) and how many chunk messages one of them posts to a peer at once: the loops of

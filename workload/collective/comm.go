@@ -8,6 +8,7 @@ import "fmt"
 // The zero value is an empty communicator; build one with NewComm. Comm is immutable.
 type Comm struct {
 	hosts []int32
+	hash  uint64 // FNV-1a 64 of the hosts (Hash), computed once by NewComm
 }
 
 // NewComm returns the communicator whose rank r runs on hosts[r]. Errors: no hosts, a negative
@@ -31,7 +32,38 @@ func NewComm(hosts []int) (Comm, error) {
 		seen[x] = r
 		h[r] = int32(x)
 	}
-	return Comm{hosts: h}, nil
+	return Comm{hosts: h, hash: hashHosts(h)}, nil
+}
+
+// FNV-1a 64-bit parameters (offset basis and prime), as in Go's hash/fnv and the FNV
+// specification (draft-eastlake-fnv).
+const (
+	fnvOffset64 = 14695981039346656037
+	fnvPrime64  = 1099511628211
+)
+
+// hashHosts is FNV-1a 64 over the hosts, each as 4 little-endian bytes.
+func hashHosts(hosts []int32) uint64 {
+	h := uint64(fnvOffset64)
+	for _, x := range hosts {
+		for k := 0; k < 32; k += 8 {
+			h ^= uint64(byte(x >> k))
+			h *= fnvPrime64
+		}
+	}
+	return h
+}
+
+// Hash returns the FNV-1a 64-bit hash of the rank-to-host list, each host as 4 little-endian
+// bytes, in rank order (the same value hash/fnv's New64a gives over those bytes): a stable
+// key for the communicator, computed once when it is built, so a runner that keys
+// connections by communicator pays nothing per collective. The zero Comm hashes to the FNV
+// offset basis.
+func (c Comm) Hash() uint64 {
+	if c.hosts == nil {
+		return fnvOffset64
+	}
+	return c.hash
 }
 
 // RangeComm returns the communicator of n ranks on hosts first, first+stride, ...

@@ -76,6 +76,7 @@ type stream struct {
 	calls   []callState
 	next    int32
 	dp      bool // a DP or expert-DP stream (gradient reductions, ZeRO all-gathers)
+	ncalls  int  // calls a step posts on it (the largest seq + 1 in its members' programs)
 }
 
 // Run is a job in progress on a simulation (Job.Start). Job.Run drives it to the end; a
@@ -224,6 +225,7 @@ func (j *Job) Start(s *sim.Sim, b Backend, opts RunOptions) (*Run, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
+	r.sizeCalls()
 	r.trace = &Trace{Job: j, SimulatedMicrobatches: r.simM, Periodic: true}
 	r.kCompute = s.Register("training.compute", r.onCompute)
 	r.kStart = s.Register("training.step", r.onStart)
@@ -379,8 +381,12 @@ func (r *Run) onStart(now sim.Time, _ int32, _ uint64) {
 	}
 	r.arrived = 0
 	for i := range r.streams {
-		r.streams[i].calls = r.streams[i].calls[:0]
-		r.streams[i].next = 0
+		st := &r.streams[i]
+		if cap(st.calls) < st.ncalls {
+			st.calls = make([]callState, 0, st.ncalls) // once: a step's calls never regrow it
+		}
+		st.calls = st.calls[:0]
+		st.next = 0
 	}
 	for i := range r.ranks {
 		rs := &r.ranks[i]
@@ -393,6 +399,27 @@ func (r *Run) onStart(now sim.Time, _ int32, _ uint64) {
 }
 
 func (r *Run) onCompute(now sim.Time, rank int32, _ uint64) { r.advance(now, rank) }
+
+// sizeCalls sets each stream's ncalls from the programs: for every rank and role, the
+// largest seq its stage's program posts or waits on for that role, plus one.
+func (r *Run) sizeCalls() {
+	need := make([][numRoles]int32, len(r.progs)) // per stage and role
+	for st, prog := range r.progs {
+		for _, o := range prog {
+			if (o.kind == opPost || o.kind == opWait) && o.seq+1 > need[st][o.role] {
+				need[st][o.role] = o.seq + 1
+			}
+		}
+	}
+	for i := range r.ranks {
+		rs := &r.ranks[i]
+		for rl, si := range rs.str {
+			if si >= 0 {
+				r.streams[si].ncalls = max(r.streams[si].ncalls, int(need[rs.stage][rl]))
+			}
+		}
+	}
+}
 
 // advance runs rank ri's program from its program counter until it blocks.
 func (r *Run) advance(now sim.Time, ri int32) {
