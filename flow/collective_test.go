@@ -213,29 +213,45 @@ func TestRingDoublingBytes(t *testing.T) {
 	}
 }
 
-// TestAllToAllCrossbar: every pair at once; each host's uplink carries (n-1)/n S, so the
-// all-to-all takes (n-1)/n S x 8 / B + a. With a matrix, the busiest uplink or downlink
-// decides.
+// TestAllToAllCrossbar: grouped, every pair at once; each host's uplink carries (n-1)/n S,
+// so the all-to-all takes (n-1)/n S x 8 / B + a. With a matrix, the busiest uplink or
+// downlink decides. Pairwise runs n-1 steps, each as long as its largest pair's bytes plus a
+// (collective.AlphaBeta's pairwise form, exact on a crossbar).
 func TestAllToAllCrossbar(t *testing.T) {
-	const n = 16
-	S := int64(n) << 20
-	res, _ := crossbarRun(t, n, []collective.Spec{spec(collective.AllToAll, collective.Pairwise, n, S)}, false)
-	want := testRate.TxTime(S/n*(n-1)) + testLat
-	if got := res[0].Time(); !within(got, want, 0) {
-		t.Errorf("uniform: %v, want %v", got, want)
-	}
-	if res[0].Flows != n*(n-1) {
-		t.Errorf("%d flows, want %d", res[0].Flows, n*(n-1))
+	for _, n := range []int{2, 5, 16} {
+		S := int64(n) << 20
+		res, _ := crossbarRun(t, n, []collective.Spec{spec(collective.AllToAll, collective.Grouped, n, S)}, false)
+		want := testRate.TxTime(S/int64(n)*int64(n-1)) + testLat
+		if got := res[0].Time(); !within(got, want, 0) {
+			t.Errorf("grouped n=%d: %v, want %v", n, got, want)
+		}
+		if res[0].Flows != n*(n-1) {
+			t.Errorf("grouped n=%d: %d flows, want %d", n, res[0].Flows, n*(n-1))
+		}
+		res, _ = crossbarRun(t, n, []collective.Spec{spec(collective.AllToAll, collective.Pairwise, n, S)}, false)
+		want = sim.Time(n-1) * (testRate.TxTime(S/int64(n)) + testLat)
+		if got := res[0].Time(); !within(got, want, 1e-8) {
+			t.Errorf("pairwise n=%d: %v, want %v", n, got, want)
+		}
+		if res[0].Flows != n*(n-1) {
+			t.Errorf("pairwise n=%d: %d flows, want %d", n, res[0].Flows, n*(n-1))
+		}
 	}
 
 	// Matrix: rank 0 sends 8 MiB to each other rank, the rest 1 MiB: rank 0's uplink carries
-	// 3 x 8 MiB, the most of any link.
-	sp := spec(collective.AllToAll, collective.Pairwise, 4, 0)
+	// 3 x 8 MiB, the most of any link; pairwise, rank 0's 8 MiB sets each of the 3 steps.
+	sp := spec(collective.AllToAll, collective.Grouped, 4, 0)
 	sp.Matrix = [][]int64{{0, 8 << 20, 8 << 20, 8 << 20}, {1 << 20, 0, 1 << 20, 1 << 20}, {1 << 20, 1 << 20, 0, 1 << 20}, {1 << 20, 1 << 20, 1 << 20, 0}}
-	res, _ = crossbarRun(t, 4, []collective.Spec{sp}, false)
-	want = testRate.TxTime(24<<20) + testLat
+	res, _ := crossbarRun(t, 4, []collective.Spec{sp}, false)
+	want := testRate.TxTime(24<<20) + testLat
 	if got := res[0].Time(); !within(got, want, 0) {
-		t.Errorf("matrix: %v, want %v", got, want)
+		t.Errorf("grouped matrix: %v, want %v", got, want)
+	}
+	sp.Algo = collective.Pairwise
+	res, _ = crossbarRun(t, 4, []collective.Spec{sp}, false)
+	want = 3 * (testRate.TxTime(8<<20) + testLat)
+	if got := res[0].Time(); !within(got, want, 1e-8) {
+		t.Errorf("pairwise matrix: %v, want %v", got, want)
 	}
 }
 
@@ -279,6 +295,7 @@ func TestCollectiveDeterminism(t *testing.T) {
 	specs := []collective.Spec{
 		spec(collective.AllReduce, collective.Ring, 16, 123456789),
 		spec(collective.AllToAll, collective.Pairwise, 16, 1<<20+3),
+		spec(collective.AllToAll, collective.Grouped, 16, 1<<20+5),
 		spec(collective.AllReduce, collective.Tree, 16, 1<<24),
 		hier,
 	}

@@ -17,7 +17,8 @@ import (
 //	broadcast (chain)      1 phase: n-1 flows root+i -> root+i+1, S each; latency (n-1) x mean a
 //	reduce (chain)         1 phase: n-1 flows root+i+1 -> root+i, S each; latency (n-1) x mean a
 //	send/recv              1 phase: one flow root -> peer, S; latency a (peer ShiftPeer: n flows r -> r+1, S each; latency a each)
-//	pairwise all-to-all    1 phase: n(n-1) flows i -> j of S/n (split as the schedule does) or Matrix[i][j], zero-byte pairs omitted; latency a each
+//	grouped all-to-all     1 phase: n(n-1) flows i -> j of S/n (split as the schedule does) or Matrix[i][j], zero-byte pairs omitted; latency a each
+//	pairwise all-to-all    n-1 phases: at step k = 1..n-1, n flows i -> i+k of that pair's bytes (zero-byte pairs omitted); latency a each
 //	double binary tree AR  1 phase: for both trees t and every non-root rank r, r -> parent and parent -> r, split(S,2,t) each, same-pair flows merged; latency 2 D x mean a (D = collective.TreeDepth(n))
 //	halving-doubling AR    lg p phases of recursive halving (partner v^d, d = p/2..1, S d/p each way), lg p of recursive doubling (d = 1..p/2, S d/p), plus a fold phase before and after when n is not a power of two (p the largest power of two <= n; 2i -> 2i+1 for i < n-p, S, and back); latency a each
 //	halving-doubling RS/AG the halving (RS) or doubling (AG) phases alone (n a power of two)
@@ -37,8 +38,11 @@ import (
 // on a crossbar; their pipelining of pieces across steps is not modelled (a step barrier
 // stands in for it). The tree is modelled in its pipelined steady state (all tree edges busy
 // at once, each rank sending and receiving about 2S), which is AlphaBeta's tree form on a
-// crossbar; its pipeline fill is in the latency term. All-to-all follows NCCL (one group of
-// concurrent sends and receives: every pair at once, one latency), not the pairwise steps.
+// crossbar; its pipeline fill is in the latency term. The grouped all-to-all (NCCL's, the
+// default) is one group of concurrent sends and receives: every pair at once, one latency,
+// as the packet level posts every pair's chunks at once; the pairwise all-to-all keeps its
+// n-1 steps as phases, as the packet level runs them (its overlap of consecutive steps'
+// chunks stands in for nothing here: a step barrier).
 //
 // Channels: Spec.Channels = C splits every flow's bytes over C connections, Router keys
 // key0 + c (tree: 2c + t, NCCL's logical channel of tree t), each taking 1/C of the flow (its
@@ -88,8 +92,19 @@ func numPhases(sp collective.Spec) int {
 			return 3
 		}
 		return 2
+	case collective.Pairwise:
+		return n - 1
 	}
 	return 1
+}
+
+// pairBytes returns the bytes rank i sends to rank j in the all-to-all sp: Matrix[i][j], or
+// j's share of Bytes split as the schedule splits it.
+func pairBytes(sp *collective.Spec, i, j int) int64 {
+	if sp.Matrix != nil {
+		return sp.Matrix[i][j]
+	}
+	return split(sp.Bytes, sp.Ranks, j)
 }
 
 // expand fills c.dem with the demands of phase ph of in and returns how to time them.
@@ -125,21 +140,21 @@ func (c *Collectives) expand(in *coll, ph int) phase {
 		}
 		c.dem = append(c.dem, demand{src: int32(sp.Root), dst: int32(sp.Peer), b: [2]int64{S}, trees: 1})
 		return phase{k: 1}
-	case collective.Pairwise:
+	case collective.Grouped:
 		for i := 0; i < n; i++ {
 			for j := 0; j < n; j++ {
-				if i == j {
-					continue
-				}
-				var b int64
-				if sp.Matrix != nil {
-					b = sp.Matrix[i][j]
-				} else {
-					b = split(S, n, j)
-				}
-				if b > 0 {
+				if b := pairBytes(sp, i, j); i != j && b > 0 {
 					c.dem = append(c.dem, demand{src: int32(i), dst: int32(j), b: [2]int64{b}, trees: 1})
 				}
+			}
+		}
+		return phase{k: 1}
+	case collective.Pairwise:
+		k := ph + 1 // step k: rank i sends to i+k
+		for i := 0; i < n; i++ {
+			j := (i + k) % n
+			if b := pairBytes(sp, i, j); b > 0 {
+				c.dem = append(c.dem, demand{src: int32(i), dst: int32(j), b: [2]int64{b}, trees: 1})
 			}
 		}
 		return phase{k: 1}

@@ -232,7 +232,7 @@ func flowSentMax(sp collective.Spec) (int64, error) {
 		return S, nil // a chain: every rank but one end sends the buffer once
 	case collective.Direct:
 		return S, nil
-	case collective.Pairwise:
+	case collective.Pairwise, collective.Grouped:
 		var most int64
 		for i := 0; i < n; i++ {
 			var w int64
@@ -531,7 +531,7 @@ func msgLoops(sp collective.Spec) (chans, loops int) {
 	case collective.Tree:
 		chans *= 2
 		part = ceilDiv64(sp.Bytes, int64(chans))
-	case collective.Pairwise:
+	case collective.Pairwise, collective.Grouped:
 		part = ceilDiv64(part, int64(max(sp.Ranks, 1)))
 	}
 	return chans, int(max(ceilDiv64(part, per), 1))

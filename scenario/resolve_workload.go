@@ -201,7 +201,7 @@ func (c *Collective) resolveOp(path string) (collective.Collective, error) {
 	}
 	algo, err := collective.ParseAlgorithm(c.Algorithm)
 	if err != nil {
-		return 0, Errorf(path+".algorithm", "%q is not an algorithm; allowed auto, ring, tree, halving_doubling, recursive_doubling, pairwise, hierarchical, direct", c.Algorithm)
+		return 0, Errorf(path+".algorithm", "%q is not an algorithm; allowed %s", c.Algorithm, strings.Join(collective.AlgorithmNames(), ", "))
 	}
 	c.Algorithm = algo.String()
 	// Fields that apply to some operations only are errors elsewhere, not silently ignored.

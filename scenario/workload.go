@@ -71,7 +71,8 @@ type Collective struct {
 	// Op: all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all or sendrecv.
 	Op string `yaml:"op"`
 	// Algorithm: auto (default; the rule in the collective package), ring, tree,
-	// halving_doubling, recursive_doubling, pairwise, hierarchical or direct.
+	// halving_doubling, recursive_doubling, pairwise, hierarchical, direct or grouped
+	// (collective.AlgorithmNames).
 	Algorithm string `yaml:"algorithm"`
 	// Ranks is the communicator size; rank r runs on host r. Default: every host. Hosts, when
 	// given, places rank r on Hosts[r] instead (distinct hosts) and sets Ranks.

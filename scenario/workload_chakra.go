@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/lockstepsim/lockstep/sim"
@@ -186,7 +187,7 @@ func (r *resolver) chakra() error {
 	}
 	algo, err := collective.ParseAlgorithm(c.Algorithm)
 	if err != nil {
-		return Errorf(path+".algorithm", "%q is not an algorithm; allowed auto, ring, tree, halving_doubling, recursive_doubling, pairwise, hierarchical", c.Algorithm)
+		return Errorf(path+".algorithm", "%q is not an algorithm; allowed %s", c.Algorithm, strings.Join(slices.DeleteFunc(collective.AlgorithmNames(), func(n string) bool { return n == "direct" }), ", "))
 	}
 	c.Algorithm = algo.String()
 	if c.Chunk == 0 {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/transport"
+	"github.com/lockstepsim/lockstep/workload/collective"
 	"github.com/spf13/cobra"
 )
 
@@ -86,7 +87,7 @@ func addCompletions(root *cobra.Command) {
 			_ = c.RegisterFlagCompletionFunc("engine", fixedValues(scenario.EnginePacket, scenario.EngineFlow, "analytic"))
 			_ = c.RegisterFlagCompletionFunc("scenario", completeScenarioArgs)
 			_ = c.RegisterFlagCompletionFunc("op", fixedValues(ncclRedOps...))
-			_ = c.RegisterFlagCompletionFunc("algorithm", fixedValues("auto", "ring", "tree", "halving_doubling", "recursive_doubling", "pairwise", "hierarchical", "direct"))
+			_ = c.RegisterFlagCompletionFunc("algorithm", fixedValues(collective.AlgorithmNames()...))
 		}
 	}
 }

@@ -379,7 +379,7 @@ runs move the same bytes and print the same figures; #wrong is 0 (N/A with -c 0)
 	fs.StringVar(&f.duration, "duration", "", "run.duration, the simulated time the run may take (default: the --scenario file's, else covering the sizes' closed forms)")
 	fs.StringVar(&f.transport, "transport", "", "transport: mrc, roce or ideal (default: the scenario's, else lockstep's workload default, mrc)")
 	fs.StringVar(&f.engine, "engine", "", "packet, flow or analytic (the ideal network: each message at the NIC rate after the fabric's worst-case latency, no contention); default flow, or the --scenario's run.engine")
-	fs.StringVar(&f.algorithm, "algorithm", "auto", "collective algorithm: auto, ring, tree, halving_doubling, recursive_doubling, pairwise, hierarchical, direct")
+	fs.StringVar(&f.algorithm, "algorithm", "auto", "collective algorithm: "+strings.Join(collective.AlgorithmNames(), ", "))
 	fs.IntVar(&f.simIters, "sim-iters", 1, "iterations simulated per size, 1 to 1000 (the time is their mean)")
 	fs.Uint64Var(&f.seed, "seed", 0, "random seed, overriding run.seed (>= 1)")
 	fs.StringVar(&f.out, "out", "", "also write the results folder (summary.json, scenario.yaml, report.html) here; one subfolder per size when the sizes are not one geometric sweep")
@@ -475,7 +475,7 @@ func (f ncclFlags) plan(opArg string, factorGiven, stepGiven bool) (*ncclPlan, e
 		return nil, fmt.Errorf("--sim-iters: %d; want 1 to 1000", f.simIters)
 	}
 	if _, err := collective.ParseAlgorithm(f.algorithm); err != nil {
-		return nil, fmt.Errorf("--algorithm: %q is not an algorithm; want auto, ring, tree, halving_doubling, recursive_doubling, pairwise, hierarchical or direct", f.algorithm)
+		return nil, fmt.Errorf("--algorithm: %q is not an algorithm; want one of %s", f.algorithm, strings.Join(collective.AlgorithmNames(), ", "))
 	}
 	if p.min, err = parseNCCLSize(f.minBytes); err != nil {
 		return nil, fmt.Errorf("-b/--minbytes: %w", err)

@@ -86,3 +86,31 @@ func buildDirect(b *builder) {
 		}
 	})
 }
+
+// buildGrouped expands the all-to-all as NCCL's grouped sends and receives (Grouped): every
+// pair's bytes are split over the channels and cut into chunks (one block each, owner the
+// sender, dest the receiver), all posted at once with no dependencies, so pairs progress
+// independently and the chunks to one peer go in order on the pair's connection. Peers are
+// posted in NCCL's p2p order, by distance k = 1..n-1 (send to i+k, receive from i-k); step
+// k-1 labels them. Zero-byte pairs send nothing; the diagonal is a local copy.
+func buildGrouped(b *builder) {
+	sp := b.s.spec
+	n := sp.Ranks
+	for k := 1; k < n; k++ {
+		for c := 0; c < sp.Channels; c++ {
+			b.ch = int32(c)
+			for i := 0; i < n; i++ {
+				j := (i + k) % n
+				bytes := split(pairBytes(sp, i, j), sp.Channels, c)
+				if bytes == 0 {
+					continue
+				}
+				pieces := ceilDiv(bytes, sp.ChunkBytes)
+				for q := 0; q < pieces; q++ {
+					blk := b.addBlock(split(bytes, pieces, q), int32(q), int32(i), int32(j))
+					b.rawXfer(int32(i), int32(j), blk, int32(k-1))
+				}
+			}
+		}
+	}
+}

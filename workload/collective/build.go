@@ -50,6 +50,8 @@ func Build(spec Spec) (*Schedule, error) {
 		buildHierarchical(b)
 	case Pairwise:
 		buildPairwise(b)
+	case Grouped:
+		buildGrouped(b)
 	case Direct:
 		buildDirect(b)
 	default:
@@ -115,7 +117,7 @@ func estimateOps(sp Spec) float64 {
 			return loops(in*chunk) * n * (3*(in-1) + 3*(out-1))
 		}
 		return loops(in*chunk) * n * (5*(in-1) + 5*(out-1))
-	case Pairwise:
+	case Pairwise, Grouped:
 		if sp.Matrix == nil {
 			return C * n * (n - 1) * 2 * math.Max(1, math.Ceil(S/n/C/chunk))
 		}

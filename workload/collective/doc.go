@@ -35,7 +35,7 @@
 //	all_gather       ring, halving_doubling (power-of-two n only), hierarchical
 //	broadcast        ring (a pipelined chain from the root)
 //	reduce           ring (a pipelined chain to the root)
-//	all_to_all       pairwise (uniform, or with a [n][n] byte matrix)
+//	all_to_all       grouped (NCCL: every pair at once), pairwise (n-1 steps); uniform, or a [n][n] byte matrix
 //	send_recv        direct
 //
 // Halving-doubling and recursive-doubling all-reduces on a non-power-of-two n fold the extra
@@ -48,8 +48,9 @@
 // wins); when S/n < 512 KiB (the ring's per-rank block would be under one chunk, so the ring
 // pays 2(n-1) unpipelined latencies) halving-doubling if n is a power of two (2 log2 n steps,
 // bandwidth-optimal) and the double binary tree otherwise (about 2 log2 n steps); and the ring
-// otherwise (bandwidth-optimal: each rank sends 2(n-1)/n S). Every
-// other operation has one algorithm, which Auto picks; n = 1 is always a ring of no messages.
+// otherwise (bandwidth-optimal: each rank sends 2(n-1)/n S). All-to-all takes grouped, as
+// NCCL runs it (one ncclGroupStart/ncclGroupEnd of a send and a receive per peer); pairwise
+// is the MPI-style alternative. Every other operation has one algorithm, which Auto picks; n = 1 is always a ring of no messages.
 // When the ranks are whole scale-up (NVLink) domains of G (Spec.Domain, WholeDomains), an
 // all-reduce over O >= 2 domains above 64 KiB with S/O >= 512 KiB runs hierarchical with
 // Inner = G (AutoAlgorithmDomain): reduce-scatter in the domain, all-reduce across domains,

@@ -260,6 +260,11 @@ func TestOtherAlgorithmsNearClosedForm(t *testing.T) {
 		{"halving-doubling AG", spec(AllGather, HalvingDoubling, 16, 256<<20), 0.02},
 		{"pairwise all-to-all", spec(AllToAll, Pairwise, 16, 256<<20), 0.02},
 		{"pairwise all-to-all small", spec(AllToAll, Pairwise, 16, 64<<10), 0.02},
+		{"grouped all-to-all", spec(AllToAll, Grouped, 16, 256<<20), 0.01},
+		{"grouped all-to-all small", spec(AllToAll, Grouped, 16, 64<<10), 0.02},
+		{"grouped all-to-all n=2", spec(AllToAll, Grouped, 2, 64<<20), 0.01},
+		{"grouped all-to-all n=33", spec(AllToAll, Grouped, 33, 256<<20), 0.01},
+		{"grouped all-to-all 2 channels", func() Spec { sp := spec(AllToAll, Grouped, 12, 96<<20); sp.Channels = 2; return sp }(), 0.01},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -288,9 +293,11 @@ func TestDeterminism(t *testing.T) {
 	}
 	a2a := spec(AllToAll, Pairwise, 9, 0)
 	a2a.Matrix = mat
+	g2a := a2a
+	g2a.Algo = Grouped
 	tree := spec(AllReduce, Tree, 13, 40<<20)
 	tree.Channels = 2
-	for _, sp := range []Spec{tree, a2a, spec(AllReduce, HalvingDoubling, 11, 20<<20)} {
+	for _, sp := range []Spec{tree, a2a, g2a, spec(AllReduce, HalvingDoubling, 11, 20<<20)} {
 		a, b := run(t, sp, refModel), run(t, sp, refModel)
 		if !reflect.DeepEqual(a, b) {
 			t.Errorf("%s/%s: two runs differ: %v vs %v", sp.Op, sp.Algo, a.RankEnd, b.RankEnd)

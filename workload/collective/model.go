@@ -56,6 +56,7 @@ func (m Model) abg() (a, b, g float64) {
 //	hierarchical RS (I x O)   (I-1)a + (I-1)/I S (b+g) + (O-1)a + (O-1)/O (S/I)(b+g)
 //	hierarchical AG (I x O)   (O-1)a + (O-1)/O (S/I) b + (I-1)a + (I-1)/I S b
 //	pairwise all-to-all       sum over steps k=1..n-1 of (a + max_i M[i][i+k] b)  [Thakur §3.4]
+//	grouped all-to-all        a + max over ranks of max(sum_j M[i][j], sum_j M[j][i]) b (every pair at once: the busiest NIC direction)
 //	send/recv                 a + S b
 //
 // p is the largest power of two <= n; when p < n the fold adds 2a + 2 S b + S g. D is
@@ -139,12 +140,33 @@ func AlphaBeta(spec Spec, m Model) (sim.Time, error) {
 				t += a + float64(most)*b
 			}
 		}
+	case Grouped:
+		t = a + float64(groupedBytes(sp))*b
 	case Direct:
 		t = a + S*b
 	default:
 		return 0, fieldError("algorithm", sp.Algo, "no closed form")
 	}
 	return sim.FromSeconds(t), nil
+}
+
+// groupedBytes returns the most bytes one rank sends or receives in the all-to-all sp
+// (the diagonal excluded): what its NIC carries in one direction when every pair runs at
+// once.
+func groupedBytes(sp Spec) int64 {
+	n := sp.Ranks
+	var most int64
+	for i := 0; i < n; i++ {
+		var out, in int64
+		for j := 0; j < n; j++ {
+			if j != i {
+				out += pairBytes(sp, i, j)
+				in += pairBytes(sp, j, i)
+			}
+		}
+		most = max(most, out, in)
+	}
+	return most
 }
 
 // pairBytes returns the bytes rank i sends to rank j in an all-to-all.
@@ -157,11 +179,12 @@ func pairBytes(sp Spec, i, j int) int64 {
 
 // Pipelined returns the closed form of the chunked schedule Build makes, on the Ideal
 // network, for the algorithms whose pipeline has a simple shape: ring all-reduce,
-// reduce-scatter and all-gather, ring (chain) broadcast and reduce, pairwise all-to-all and
-// send/recv. Let K be the sequential steps a chunk takes (ring AR 2(n-1), RS and AG n-1,
-// chain n-1, pairwise n-1, send/recv 1), P the chunks each rank sends per step (loops summed
-// over channels; for pairwise, chunks per pair), c the largest message and W the bytes each
-// rank sends in total. Then
+// reduce-scatter and all-gather, ring (chain) broadcast and reduce, pairwise and grouped
+// all-to-all and send/recv. Let K be the sequential steps a chunk takes (ring AR 2(n-1), RS
+// and AG n-1, chain n-1, pairwise n-1, grouped and send/recv 1), P the chunks each rank sends
+// per step (loops summed over channels; for the all-to-alls, chunks per pair), c the largest
+// message and W the bytes each rank sends in total (grouped: the most a rank sends or
+// receives). Then
 //
 //	T = max( K(a + c b) + (P-1) c b ,  W b + a )
 //
@@ -169,7 +192,7 @@ func pairBytes(sp Spec, i, j int) int64 {
 // own serialisation, and the last of P chunks trails by (P-1) c b); the second is the
 // bandwidth-bound case (the NIC never idles; the last message then needs a more). On Ideal it
 // is exact in both regimes when every chunk has the same size and steps do not contend at a
-// receiver (rings, chains, send/recv); for pairwise it is approximate. For P = 1 it reduces to
+// receiver (rings, chains, send/recv); for the all-to-alls it is approximate. For P = 1 it reduces to
 // the AlphaBeta form. Reductions are assumed free. Errors: an invalid spec or model, another
 // algorithm, or ReduceBytesPerSec > 0 for a reducing operation.
 func Pipelined(spec Spec, m Model) (sim.Time, error) {
@@ -215,8 +238,11 @@ func Pipelined(spec Spec, m Model) (sim.Time, error) {
 	case sp.Algo == Direct:
 		P, c = loops(sp.ChunkBytes)
 		K, W = 1, sp.Bytes
-	case sp.Algo == Pairwise:
+	case sp.Algo == Pairwise || sp.Algo == Grouped:
 		K = n - 1
+		if sp.Algo == Grouped {
+			K = 1
+		}
 		for i := 0; i < n; i++ {
 			var w int64
 			for j := 0; j < n; j++ {
@@ -233,6 +259,9 @@ func Pipelined(spec Spec, m Model) (sim.Time, error) {
 				}
 			}
 			W = max(W, w)
+		}
+		if sp.Algo == Grouped {
+			W = groupedBytes(sp)
 		}
 	default:
 		return 0, fieldError("algorithm", sp.Algo, fmt.Sprintf("no pipelined closed form for %s; use AlphaBeta", sp.Op))

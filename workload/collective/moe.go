@@ -98,7 +98,7 @@ func (m MoE) Matrix() ([][]int64, error) {
 	return out, nil
 }
 
-// DispatchSpec returns the all-to-all Spec for the dispatch (Matrix set, Pairwise, default
+// DispatchSpec returns the all-to-all Spec for the dispatch (Matrix set, Grouped as NCCL, default
 // chunking). Errors: as Matrix.
 func (m MoE) DispatchSpec() (Spec, error) {
 	mat, err := m.Matrix()
@@ -106,7 +106,7 @@ func (m MoE) DispatchSpec() (Spec, error) {
 		return Spec{}, err
 	}
 	sp := NewSpec(AllToAll, m.Ranks, 0)
-	sp.Algo = Pairwise
+	sp.Algo = Grouped
 	sp.Matrix = mat
 	return sp, nil
 }

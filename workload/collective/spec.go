@@ -89,12 +89,22 @@ const (
 	Hierarchical
 	// Direct: one message (pipelined by chunks) from Root to Peer; the SendRecv algorithm.
 	Direct
+	// Grouped: all-to-all as NCCL runs it, one group of sends and receives
+	// (ncclGroupStart, ncclSend/ncclRecv to every peer, ncclGroupEnd): every pair's chunks are
+	// posted at once and progress independently, the chunks to one peer in order (NCCL User
+	// Guide, "Point-to-point communication": calls within a group "can be seen as progressing
+	// independently", calls to the same peer "are executed in order"). The all-to-all default.
+	Grouped
 	numAlgorithms
 )
 
 var algorithmNames = [numAlgorithms]string{
-	"auto", "ring", "tree", "halving_doubling", "recursive_doubling", "pairwise", "hierarchical", "direct",
+	"auto", "ring", "tree", "halving_doubling", "recursive_doubling", "pairwise", "hierarchical", "direct", "grouped",
 }
+
+// AlgorithmNames returns every algorithm's name as scenarios and reports spell it, "auto"
+// first: the one list CLI flags, completions, errors and the schema take them from.
+func AlgorithmNames() []string { return append([]string(nil), algorithmNames[:]...) }
 
 // String returns the snake_case name used in reports and scenarios ("halving_doubling").
 func (a Algorithm) String() string {
@@ -197,7 +207,7 @@ var supported = [numCollectives][]Algorithm{
 	AllGather:     {Ring, HalvingDoubling, Hierarchical},
 	Broadcast:     {Ring},
 	Reduce:        {Ring},
-	AllToAll:      {Pairwise},
+	AllToAll:      {Grouped, Pairwise},
 	SendRecv:      {Direct},
 }
 
@@ -339,11 +349,11 @@ const (
 // binary tree, whose ranks send and receive 2S each, reaches only about 75% of the link rate
 // (Ideal): at 64 ranks and 1 MiB it takes 291 us against halving-doubling's 101 us.
 //   - ReduceScatter, AllGather, Broadcast, Reduce: Ring.
-//   - AllToAll: Pairwise. SendRecv: Direct.
+//   - AllToAll: Grouped (NCCL's all-to-all). SendRecv: Direct.
 func AutoAlgorithm(op Collective, n int, bytes int64) Algorithm {
 	switch {
 	case op == AllToAll:
-		return Pairwise
+		return Grouped
 	case op == SendRecv:
 		return Direct
 	case n <= 1 || op != AllReduce:

@@ -99,7 +99,7 @@ func TestAuto(t *testing.T) {
 		{ReduceScatter, 64, 1 << 10, Ring},
 		{AllGather, 8, 1 << 30, Ring},
 		{Broadcast, 8, 1, Ring},
-		{AllToAll, 8, 1, Pairwise},
+		{AllToAll, 8, 1, Grouped},
 		{SendRecv, 2, 1, Direct},
 	} {
 		if got := AutoAlgorithm(tc.op, tc.n, tc.bytes); got != tc.want {

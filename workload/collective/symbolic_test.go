@@ -326,7 +326,7 @@ func TestSymbolicCorrectness(t *testing.T) {
 		{ReduceScatter, Ring}, {ReduceScatter, HalvingDoubling}, {ReduceScatter, Hierarchical},
 		{AllGather, Ring}, {AllGather, HalvingDoubling}, {AllGather, Hierarchical},
 		{Broadcast, Ring}, {Reduce, Ring},
-		{AllToAll, Pairwise}, {SendRecv, Direct},
+		{AllToAll, Pairwise}, {AllToAll, Grouped}, {SendRecv, Direct},
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, c := range combos {
