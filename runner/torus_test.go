@@ -33,16 +33,16 @@ run: {engine: flow}
 // routers apart, beyond the 8 a source route holds (topo.MaxHops), so NumPaths is 0 for them
 // and MRC has no path to spray over (checked below); only the flow engine, which follows
 // LinkPath at any length, runs both. (The twisted torus, diameter 6, runs at packet level:
-// 4 MiB takes about 870 us and 8.5 s of wall time, the pairwise schedule's 127 sequential
-// steps against the flow model's one phase of every pair at once.)
+// 4 MiB took about 870 us and 8.5 s of wall time with the pairwise schedule's 127 sequential
+// steps; the default is now grouped, every pair at once at both levels.)
 func TestTorusTwistedAllToAll(t *testing.T) {
 	times := map[bool]float64{}
 	for _, twisted := range []bool{false, true} {
 		start := time.Now()
 		res := mustRun(t, fmt.Sprintf(torusA2A, twisted))
 		r := res.Summary.Collectives[0]
-		if res.Summary.Engine != "flow" || r.Algorithm != "pairwise" || r.Ranks != 128 {
-			t.Fatalf("twisted %v: engine %q, %s on %d ranks; want flow, pairwise, 128", twisted, res.Summary.Engine, r.Algorithm, r.Ranks)
+		if res.Summary.Engine != "flow" || r.Algorithm != "grouped" || r.Ranks != 128 {
+			t.Fatalf("twisted %v: engine %q, %s on %d ranks; want flow, grouped, 128", twisted, res.Summary.Engine, r.Algorithm, r.Ranks)
 		}
 		if want := int64(16256); res.Summary.Flows != int(want) {
 			t.Errorf("twisted %v: %d flows; want every ordered pair, %d", twisted, res.Summary.Flows, want)
