@@ -61,11 +61,11 @@ const (
 	whyPairwiseMRC  = "pairwise all-to-all, n-1 steps at both levels: at packet level a rank done with a step early sends the next step's chunks into a receiver still taking the last step's (last-hop queues, trims); the flow level's steps are barriers with no overlap"
 	whyPairwiseRoCE = "pairwise all-to-all under RoCE, n-1 steps at both levels: each flow-level step is a barrier that waits for its worst ECMP collision (16 flows per step), where packet-level steps overlap and average the collisions out: flow pessimistic"
 	whyGroupedRoCE  = "RoCE grouped all-to-all on 8 oversubscribed planes: which QPs collide on the T0 uplinks depends on the hash (the flow level's own, the packet switches' theirs): run.seed 1, 2, 3 give 0.793, 0.846, 0.873; DCQCN off 0.870"
-	whyTreeFill = "double binary tree: its chunk dependencies leave NICs idle at packet level (the ideal network's run of the schedule too); the flow level models its steady state, every tree edge busy"
-	whyECMP     = "RoCE ECMP: the flow level hashes QPs onto uplinks with its own hash, the packet switches with theirs, so which flows collide differs (seed 3: 0.983)"
-	whyHDSteps  = "halving-doubling at packet level: a rank done with a step early sends the next step's data into a receiver still taking the last one (last-hop queues, trims), which neither the flow level nor the ideal network's run of the schedule has"
-	whyGrouped  = "all-to-all as NCCL groups it on 8 oversubscribed planes: MRC at packet level keeps the T0 uplinks 85% busy (1,953 trims, 12,700 CE marks with 15 senders into every receiver), the fluid 100%"
-	whyDCQCN    = "RoCE halving-doubling on 8 oversubscribed planes: ECN marks make DCQCN cut rates (3,445 CNPs) at packet level; the flow level has no congestion control dynamics"
+	whyTreeFill     = "double binary tree: its chunk dependencies leave NICs idle at packet level (the ideal network's run of the schedule too); the flow level models its steady state, every tree edge busy"
+	whyECMP         = "RoCE ECMP: the flow level hashes QPs onto uplinks with its own hash, the packet switches with theirs, so which flows collide differs (seed 3: 0.983)"
+	whyHDSteps      = "halving-doubling at packet level: a rank done with a step early sends the next step's data into a receiver still taking the last one (last-hop queues, trims), which neither the flow level nor the ideal network's run of the schedule has"
+	whyGrouped      = "all-to-all as NCCL groups it on 8 oversubscribed planes: MRC at packet level keeps the T0 uplinks 85% busy (1,953 trims, 12,700 CE marks with 15 senders into every receiver), the fluid 100%"
+	whyDCQCN        = "RoCE halving-doubling on 8 oversubscribed planes: ECN marks make DCQCN cut rates (3,445 CNPs) at packet level; the flow level has no congestion control dynamics"
 )
 
 // Name is the case's scenario name: agree-<algo>-<transport>-p<planes>-o<oversub>-<bytes>.
