@@ -108,6 +108,11 @@ type flowFaults struct {
 	byCause  map[[3]int64]int // failure -> index in restarts
 	stallBuf []flow.StallInfo
 	notes    []string
+	// reactAt are the instants the transport's modelled reactions happened, in time order:
+	// MRC's endpoint reroute, a RoCE QP's go-back-N resend (its timer or a NAK). They are
+	// the flow level's loss-driven retransmissions (flowTraffic.Log: the fault table's
+	// detect and last retx columns).
+	reactAt []sim.Time
 
 	// onQPError, when set (a traffic run: flowTraffic), makes a QP error final, as a
 	// transport's QP in the error state is: the flow stays held and is never released, and
@@ -471,6 +476,7 @@ func (ff *flowFaults) note(s string) {
 // > 0): the transport's endpoints moved off the dead ones (FlowModel.EndpointReroute, MRC).
 func (ff *flowFaults) endpointReroute(now sim.Time) {
 	ff.detectAt = -1
+	ff.react(now)
 	ff.setDead(func(d int) bool { return ff.cur[d] == 0 })
 	if _, err := ff.fc.Reroute(nil); err != nil {
 		ff.s.Stop(fmt.Errorf("flow level: rerouting after a failure at %v: %w", now, err))
@@ -527,10 +533,20 @@ func (ff *flowFaults) nakResume(now sim.Time) {
 		}
 	}
 	slices.Sort(ids)
+	if len(ids) > 0 {
+		ff.react(now) // the QPs' new packets draw a NAK and go-back-N resends
+	}
 	for _, id := range ids {
 		if live, sending := ff.retry(id); live || !sending {
 			delete(ff.waits, id)
 		}
+	}
+}
+
+// react records a modelled reaction at now (reactAt), once per instant.
+func (ff *flowFaults) react(now sim.Time) {
+	if n := len(ff.reactAt); n == 0 || ff.reactAt[n-1] != now {
+		ff.reactAt = append(ff.reactAt, now)
 	}
 }
 
@@ -625,6 +641,7 @@ func (ff *flowFaults) tick(now sim.Time, i int) {
 			ff.qpError(now, flow.StallInfo{ID: id, Since: w.since, Link: w.link}, w.cause)
 			continue
 		}
+		ff.react(now) // the timer fired: go-back-N resends from the oldest unacknowledged packet
 		if live, sending := ff.retry(id); live || !sending {
 			delete(ff.waits, id)
 			continue

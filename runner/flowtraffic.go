@@ -432,9 +432,16 @@ func (ft *flowTraffic) Bytes() (sent, placed, posted int64) {
 	return int64(float64(placed) / payloadShare(ft.model)), placed, ft.posted
 }
 
-// Log implements transport.Endpoint: the flow level has no retransmissions; the QP errors'
-// times.
-func (ft *flowTraffic) Log() (lossAt, errAt []sim.Time) { return nil, ft.errAt }
+// Log implements transport.Endpoint: the flow level has no packets, so its loss-driven
+// retransmissions are the fault model's modelled reactions (flowFaults.reactAt: MRC's
+// endpoint reroute, RoCE's timer and NAK resends), and the QP errors' times. MRC on a Clos's
+// bundles reacts to a failure as a capacity loss at once and logs none.
+func (ft *flowTraffic) Log() (lossAt, errAt []sim.Time) {
+	if ft.ff != nil {
+		lossAt = ft.ff.reactAt
+	}
+	return lossAt, ft.errAt
+}
 
 // Link implements transport.Endpoint: half the base round trip and the payload share.
 func (ft *flowTraffic) Link() (latency sim.Time, share float64) {

@@ -178,6 +178,23 @@ func TestFlowTrafficFaults(t *testing.T) {
 	if s := roce.Summary; s.Failed || s.Transport.FlowsCompleted != 64 || s.Transport.JCTUs < 120 {
 		t.Errorf("roce, 50 us reconvergence, 100 us RTO: failed %v (%s), %d of 64 done, JCT %.1f us; want all done after 120 us", s.Failed, s.FailureReason, s.Transport.FlowsCompleted, s.Transport.JCTUs)
 	}
+	// The fault table's detect column is the modelled reaction: none for MRC's bundles (a
+	// capacity loss at once), the first go-back-N resend for RoCE (a NAK once routing
+	// reconverged, 50 us after the failure, for the QPs still sending), MRC's endpoint
+	// reroute (RerouteAfter) off sampled paths on a torus.
+	if f := mrc.Summary.Faults; len(f) == 1 && f[0].DetectUs != nil {
+		t.Errorf("mrc on bundles: detect %.1f us; want none (no reaction modelled)", *f[0].DetectUs)
+	}
+	if f := roce.Summary.Faults; len(f) != 1 || f[0].DetectUs == nil || *f[0].DetectUs < 50 || *f[0].DetectUs > 100 || f[0].LastRetxUs == nil {
+		t.Errorf("roce: fault rows %+v; want detect between the reconvergence (50 us) and the RTO (100 us), and a last retx", f)
+	}
+	torus := mustRun(t, "topology: {torus: {dims: 4x4x4, link_rate: 100G}}\ntraffic: [{pattern: permutation, bytes: 4MiB}]\n"+
+		"faults: [{at: 20us, link: x0y0z0.p0, action: down, for: 100us}]\ntransport: {kind: mrc}\nrun: {engine: flow, duration: 5ms}\n")
+	if f := torus.Summary.Faults; len(f) != 1 || f[0].DetectUs == nil || *f[0].DetectUs <= 0 || *f[0].DetectUs > 200 {
+		t.Errorf("mrc on a torus: fault rows %+v; want detect at its endpoint reroute (0-200 us)", f)
+	} else {
+		t.Logf("mrc on a torus: detect %.1f us, last retx %v us; roce: detect %.1f us", *f[0].DetectUs, *f[0].LastRetxUs, *roce.Summary.Faults[0].DetectUs)
+	}
 	gaveUp := mustRun(t, base+"transport: {kind: roce, roce: {rto: 20us, retry_count: 2}}\nrun: {engine: flow, duration: 5ms}\n")
 	s := gaveUp.Summary
 	if !s.Failed || s.Transport.QPErrors == 0 || !strings.Contains(s.FailureReason, "QP") || len(s.Transport.QPErrorList) == 0 {

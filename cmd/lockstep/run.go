@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -984,6 +985,9 @@ func printFaultCosts(w io.Writer, sc *scenario.Scenario, s *runner.Summary) {
 			opt(c.DetectUs, "us"), opt(c.LastRetxUs, "us"), opt(c.RecoverUs, "us"), frac, lost, c.PacketsDropped, c.QPErrors)
 	}
 	tw.Flush()
+	if s.Engine == "flow" && slices.ContainsFunc(costs, func(c runner.FaultCost) bool { return c.DetectUs == nil }) {
+		fmt.Fprintln(w, "note: at flow level detect and last retx are the fault model's reactions (MRC's endpoint reroute off sampled paths, RoCE's go-back-N resends by timer or NAK); MRC on a Clos or fat-tree takes a failure as its bundles' capacity loss at once, with no reaction to time")
+	}
 	for _, c := range costs {
 		if c.Note != "" { // why recover is "-" though the goodput may have caught up
 			fmt.Fprintf(w, "note: faults[%d] %s on %s: %s\n", c.Entry, c.Action, c.Target, c.Note)
