@@ -49,6 +49,12 @@ type CollConfig struct {
 	TailLoss func(links []int32) float64
 	TailRTO  sim.Time
 	TailSeed uint64
+	// Forget releases each collective once it has completed (after its done callback): its
+	// memory is reused by a later Launch, and Results and ResultsFrom list only those not
+	// released. For a runner that needs only the done callbacks and Incomplete, as a
+	// training step's millions of point-to-point sends (131,072 GPUs: about 4 million per
+	// step) would otherwise all stay in memory.
+	Forget bool
 }
 
 // Collectives runs collectives (collective.Spec on a collective.Comm) as flows on a Net. Each
@@ -64,8 +70,9 @@ type Collectives struct {
 	kind  sim.Kind
 	insts []*coll
 
-	running int
-	err     error
+	running  int
+	launched int // collectives launched so far (the default names' numbers)
+	err      error
 
 	// Tail losses (CollConfig.TailLoss): the survival product of the demand being routed,
 	// the draws made so far, and the steps that waited a TailRTO.
@@ -84,6 +91,8 @@ type Collectives struct {
 	// recs[slot] is what the Net flow in slot was routed from (CollConfig.Reroutable).
 	recs []flowRec
 	rr   []int32
+	// free are the ids of released collectives (CollConfig.Forget), reused by Launch.
+	free []int32
 }
 
 // flowRec is what a flow of a collective was routed from, for Reroute.
@@ -127,6 +136,7 @@ type coll struct {
 	end     sim.Time
 	started bool
 	fin     bool
+	gone    bool // released (CollConfig.Forget): its slot awaits reuse
 	err     error
 	flows   int
 	bytes   int64
@@ -169,34 +179,60 @@ const maxPhaseFlows = 1 << 26
 // launched): an invalid spec (collective.Spec.Resolve), a communicator whose size is not
 // spec.Ranks, a start in the past, an all-to-all of more than 2^26 flows.
 func (c *Collectives) Launch(at sim.Time, spec collective.Spec, comm collective.Comm, name string, done func(now sim.Time)) error {
-	sp, err := spec.Resolve()
+	sp, err := c.check(at, spec, comm, name)
 	if err != nil {
 		return err
 	}
+	c.launch(at, sp, comm, name, done)
+	return nil
+}
+
+// check resolves spec and checks a launch of it on comm at at (Launch's errors).
+func (c *Collectives) check(at sim.Time, spec collective.Spec, comm collective.Comm, name string) (collective.Spec, error) {
+	sp, err := spec.Resolve()
+	if err != nil {
+		return sp, err
+	}
 	if comm.Size() != sp.Ranks {
-		return fmt.Errorf("flow: launch %q: communicator has %d ranks, spec has %d", name, comm.Size(), sp.Ranks)
+		return sp, fmt.Errorf("flow: launch %q: communicator has %d ranks, spec has %d", name, comm.Size(), sp.Ranks)
 	}
 	if now := c.s.Now(); at < now {
-		return fmt.Errorf("flow: launch %q: start %v is before now (%v)", name, at, now)
+		return sp, fmt.Errorf("flow: launch %q: start %v is before now (%v)", name, at, now)
 	}
 	if sp.Op == collective.AllToAll && int64(sp.Ranks)*int64(sp.Ranks-1) > maxPhaseFlows {
-		return fmt.Errorf("flow: launch %q: all_to_all over %d ranks is %d flows; the flow engine takes at most %d per phase",
+		return sp, fmt.Errorf("flow: launch %q: all_to_all over %d ranks is %d flows; the flow engine takes at most %d per phase",
 			name, sp.Ranks, int64(sp.Ranks)*int64(sp.Ranks-1), maxPhaseFlows)
 	}
-	id := len(c.insts)
-	if id >= 1<<31-1 {
-		return fmt.Errorf("flow: too many collectives launched")
+	if len(c.free) == 0 && len(c.insts) >= 1<<31-1 {
+		return sp, fmt.Errorf("flow: launch %q: too many collectives in memory (%d)", name, len(c.insts))
 	}
+	return sp, nil
+}
+
+// launch creates the collective sp (resolved and checked) and schedules its start; it
+// returns it. It reuses a released collective's memory when there is one.
+func (c *Collectives) launch(at sim.Time, sp collective.Spec, comm collective.Comm, name string, done func(now sim.Time)) *coll {
 	if name == "" {
-		name = fmt.Sprintf("%s#%d", sp.Op, id)
+		name = fmt.Sprintf("%s#%d", sp.Op, c.launched)
 	}
-	in := &coll{id: id, name: name, spec: sp, comm: comm, key: sim.Mix64(comm.Hash()), done: done,
-		nphase: numPhases(sp), start: at, end: sim.MaxTime}
-	in.cb = func(now sim.Time) { c.flowDone(now, in) }
-	c.insts = append(c.insts, in)
+	var in *coll
+	if k := len(c.free); k > 0 {
+		// A released collective: every field set anew, its flow callback kept (it names
+		// the same coll) and its bottleneck list's memory.
+		in = c.insts[c.free[k-1]]
+		c.free = c.free[:k-1]
+		*in = coll{id: in.id, cb: in.cb, bott: in.bott[:0]}
+	} else {
+		in = &coll{id: len(c.insts)}
+		in.cb = func(now sim.Time) { c.flowDone(now, in) }
+		c.insts = append(c.insts, in)
+	}
+	in.name, in.spec, in.comm, in.key, in.done = name, sp, comm, sim.Mix64(comm.Hash()), done
+	in.nphase, in.start, in.end = numPhases(sp), at, sim.MaxTime
+	c.launched++
 	c.running++
-	c.s.At(at, c.kind, int32(id), 0)
-	return nil
+	c.s.At(at, c.kind, int32(in.id), 0)
+	return in
 }
 
 // Send schedules one point-to-point transfer of bytes from host src to host dst to start at
@@ -216,10 +252,11 @@ func (c *Collectives) Send(at sim.Time, src, dst int, bytes int64, key uint64, n
 	}
 	sp := collective.NewSpec(collective.SendRecv, 2, bytes)
 	sp.Algo, sp.Root, sp.Peer = collective.Direct, 0, 1
-	if err := c.Launch(at, sp, comm, name, done); err != nil {
+	sp, err = c.check(at, sp, comm, name)
+	if err != nil {
 		return err
 	}
-	c.insts[len(c.insts)-1].key = key
+	c.launch(at, sp, comm, name, done).key = key
 	return nil
 }
 
@@ -272,6 +309,10 @@ func (c *Collectives) startPhase(now sim.Time, in *coll) {
 	c.running--
 	if in.done != nil {
 		in.done(now)
+	}
+	if c.cfg.Forget {
+		in.gone, in.done = true, nil
+		c.free = append(c.free, int32(in.id))
 	}
 }
 
@@ -537,15 +578,19 @@ func (c *Collectives) Results() []CollResult { return c.ResultsFrom(0) }
 // launched]), in launch order: a caller reading results as it goes need not copy them all.
 func (c *Collectives) ResultsFrom(i int) []CollResult {
 	i = min(max(i, 0), len(c.insts))
-	out := make([]CollResult, len(c.insts)-i)
-	for i, in := range c.insts[i:] {
-		out[i] = CollResult{Name: in.name, Spec: in.spec, Start: in.start, End: in.end, Done: in.fin,
+	out := make([]CollResult, 0, len(c.insts)-i)
+	for _, in := range c.insts[i:] {
+		if in.gone {
+			continue
+		}
+		r := CollResult{Name: in.name, Spec: in.spec, Start: in.start, End: in.end, Done: in.fin,
 			Phases: in.nphase, Flows: in.flows, Bytes: in.bytes, Err: in.err, Bottleneck: -2}
 		for _, b := range in.bott {
-			if b.t > out[i].BottleneckTime {
-				out[i].Bottleneck, out[i].BottleneckTime = b.link, b.t
+			if b.t > r.BottleneckTime {
+				r.Bottleneck, r.BottleneckTime = b.link, b.t
 			}
 		}
+		out = append(out, r)
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package flow
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -439,5 +440,76 @@ func TestSimultaneousLaunchesBatch(t *testing.T) {
 		if !within(r.Time(), want, 0) {
 			t.Errorf("%s: %v, want %v (capped at half rate)", r.Name, r.Time(), want)
 		}
+	}
+}
+
+// TestCollectivesForget: with CollConfig.Forget a chain of collectives, each launched from
+// the last one's done callback (as a training step launches its next call), runs exactly as
+// without it (the same end times and link bytes) while holding a few collectives in memory
+// instead of every one; Results lists only those not released; a Send launched into a
+// reused slot keeps its own key.
+func TestCollectivesForget(t *testing.T) {
+	run := func(forget bool) (ends []sim.Time, held, listed int, bytes []float64) {
+		s := sim.New(3)
+		x, err := NewCrossbar(8, testLat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := New(s, x.Capacities(float64(testRate)), Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := NewCollectives(n, x, CollConfig{Forget: forget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ring := spec(collective.AllReduce, collective.Ring, 4, 1<<20)
+		comms := make([]collective.Comm, 2)
+		for i := range comms {
+			if comms[i], err = collective.RangeComm(4*i, 4, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var next func(chain, k int) func(now sim.Time)
+		next = func(chain, k int) func(now sim.Time) {
+			return func(now sim.Time) {
+				ends = append(ends, now)
+				if k == 50 {
+					return
+				}
+				var err error
+				if k%3 == 2 {
+					err = c.Send(now, 4*chain, 4*chain+3, int64(k)<<14, uint64(k), "", next(chain, k+1))
+				} else {
+					err = c.Launch(now, ring, comms[chain], "", next(chain, k+1))
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for chain := range comms {
+			if err := c.Launch(0, ring, comms[chain], "", next(chain, 1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Drain(sim.MaxTime); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Incomplete(); err != nil {
+			t.Fatal(err)
+		}
+		return ends, len(c.insts), len(c.Results()), n.LinkBytes(nil)
+	}
+	endA, heldA, listedA, bytesA := run(false)
+	endB, heldB, listedB, bytesB := run(true)
+	if !slices.Equal(endA, endB) || !slices.Equal(bytesA, bytesB) {
+		t.Errorf("Forget changed the run: ends %v vs %v", endA, endB)
+	}
+	if len(endA) != 100 || heldA != 100 || listedA != 100 {
+		t.Errorf("without Forget: %d ends, %d held, %d listed; want 100 each", len(endA), heldA, listedA)
+	}
+	if heldB > 4 || listedB != 0 {
+		t.Errorf("with Forget: %d collectives held, %d listed; want at most 4 held and none listed", heldB, listedB)
 	}
 }

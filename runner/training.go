@@ -303,6 +303,9 @@ func newFlowTrainBackend(sc *scenario.Scenario, layout topo.Topology, res *Resul
 	}
 	if b.ff == nil {
 		caps = base.bundleHostPorts(caps)
+		// Nothing reads a finished collective back without faults (flowStepLinks does
+		// with them): release each one, as a 131,072-GPU step launches millions.
+		ccfg.Forget = true
 	}
 	if b.fnet, err = flow.New(s, caps, ncfg); err != nil {
 		return nil, err
