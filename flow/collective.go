@@ -643,7 +643,9 @@ func (c *Collectives) Reroute(sel func(id FlowID, stalled bool) bool) (int, erro
 
 // Owner returns the launch index (the order of Launch and Send calls, from 0) of the
 // collective that sending or waiting Net flow id belongs to, -1 when it is not one of its
-// flows or not in flight. It needs CollConfig.Reroutable (else -1). O(active flows).
+// flows or not in flight. It needs CollConfig.Reroutable (else -1); with CollConfig.Forget
+// the index is the released slot's, reused by later launches. O(flows in flight); Owners
+// answers for every flow at once.
 func (c *Collectives) Owner(id FlowID) int {
 	if !c.cfg.Reroutable {
 		return -1
@@ -659,4 +661,25 @@ func (c *Collectives) Owner(id FlowID) int {
 		}
 	}
 	return -1
+}
+
+// Owners returns Owner for every flow waiting to start or sending, in one pass over the
+// flows (O(flows), where a call of Owner per flow is O(flows) each): nil without
+// CollConfig.Reroutable.
+func (c *Collectives) Owners() map[FlowID]int {
+	if !c.cfg.Reroutable {
+		return nil
+	}
+	n := c.net
+	out := make(map[FlowID]int)
+	for s := range c.recs {
+		r := &c.recs[s]
+		if r.in == nil || s >= len(n.flows) {
+			continue
+		}
+		if f := &n.flows[s]; f.id == r.id && (f.state == stPending || f.state == stActive) {
+			out[r.id] = r.in.id
+		}
+	}
+	return out
 }

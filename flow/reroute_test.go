@@ -161,3 +161,58 @@ type switchRouter struct{ link int32 }
 func (r *switchRouter) Paths(_, _ int, _ uint64, buf []Path) ([]Path, sim.Time, error) {
 	return append(buf[:0], Path{Links: []int32{r.link}, Weight: 1}), 0, nil
 }
+
+// TestOwners: with Reroutable, Owners maps every flow in flight to its collective's launch
+// index, as Owner does one by one; flows delivered and collectives done leave it; without
+// Reroutable both say nothing.
+func TestOwners(t *testing.T) {
+	for _, reroutable := range []bool{true, false} {
+		s := sim.New(1)
+		x, err := NewCrossbar(8, testLat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := New(s, x.Capacities(float64(testRate)), Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := NewCollectives(n, x, CollConfig{Reroutable: reroutable})
+		if err != nil {
+			t.Fatal(err)
+		}
+		small, _ := collective.RangeComm(0, 4, 1)
+		big, _ := collective.RangeComm(4, 4, 1)
+		for i, sz := range []int64{1 << 16, 1 << 24} {
+			comm := []collective.Comm{small, big}[i]
+			if err := c.Launch(0, spec(collective.AllReduce, collective.Ring, 4, sz), comm, "", nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check := func(when string, want map[int]int) {
+			own := c.Owners()
+			if !reroutable {
+				if own != nil {
+					t.Errorf("%s: Owners %v without Reroutable; want nil", when, own)
+				}
+				return
+			}
+			got := map[int]int{}
+			for _, fi := range n.Flows(nil) {
+				k, ok := own[fi.ID]
+				if !ok || k != c.Owner(fi.ID) {
+					t.Errorf("%s: flow %d: Owners %d (%v), Owner %d", when, fi.ID, k, ok, c.Owner(fi.ID))
+				}
+				got[k]++
+			}
+			if len(own) != len(n.Flows(nil)) || fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%s: owners %v of %d flows; want flows per collective %v", when, own, len(n.Flows(nil)), want)
+			}
+		}
+		at(s, sim.Microsecond, func() { check("both running", map[int]int{0: 4, 1: 4}) })
+		at(s, 500*sim.Microsecond, func() { check("the small one done", map[int]int{1: 4}) })
+		if err := s.Drain(sim.MaxTime); err != nil {
+			t.Fatal(err)
+		}
+		check("all done", map[int]int{})
+	}
+}

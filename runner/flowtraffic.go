@@ -316,8 +316,9 @@ func (ft *flowTraffic) snapshotActive(now sim.Time) {
 func (ft *flowTraffic) owners(buf []flow.FlowInfo) map[flow.FlowID]int {
 	out := make(map[flow.FlowID]int, len(buf))
 	if ft.ff != nil {
+		own := ft.fc.Owners()
 		for _, fi := range buf {
-			if k := ft.fc.Owner(fi.ID); k >= 0 {
+			if k, ok := own[fi.ID]; ok {
 				out[fi.ID] = k
 			}
 		}
