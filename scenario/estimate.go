@@ -52,6 +52,7 @@ type Estimate struct {
 
 	inFlight float64 // packets in flight in the model
 	perFlow  float64 // bytes per flow in the model
+	perHost  float64 // bytes per host in the flow-level training model
 	coll     float64 // bytes of workload.collectives' own terms in the model
 	extraQPs float64 // traffic QPs past the first of each transfer (transport.QPFanout)
 }
@@ -76,8 +77,11 @@ type Estimate struct {
 //     transfers of 4.57 million flows) 2,680 MB in 76 s; train-405b-16k (16,384 hosts, 4.16
 //     million) 2,630 MB in 110 s; train-405b-131k (131,072 hosts, zb-h1: 3.93 million) 3.0 GB
 //     (the review's figure). Fit: 630 B per pipeline transfer and 3.8 KB per host
-//     (MemPerTrainingTransfer, MemPerTrainingHost), which gives 2.72, 2.75 and 3.04 GB; the
-//     old 310 KB per host gave 2.6, 5.1 and 40.7 GB.
+//     (MemPerTrainingTransferKept, MemPerTrainingHostKept), which gives 2.72, 2.75 and 3.04
+//     GB; the old 310 KB per host gave 2.6, 5.1 and 40.7 GB. Since finished collectives are
+//     released (flow.CollConfig.Forget, runs without faults): 996, 931 and 1,813 MB
+//     (/usr/bin/time -v lockstep run PRESET, max RSS x 1,024 B); fit 195 B per transfer and
+//     7.0 KB per host (MemPerTrainingTransfer, MemPerTrainingHost): 935, 993 and 1,751 MB.
 //   - per host at flow level without training (collectives, traffic): 310 KB, the old
 //     training figure (train-405b-8k's 2,549 MB over its hosts), an upper estimate.
 //   - per collective of workload.collectives (they all run side by side, so their costs add):
@@ -119,9 +123,13 @@ const (
 	MemPerCollective     = 60_000
 	MemPerCollectiveFlow = 600
 	// MemPerTrainingHost and MemPerTrainingTransfer are the flow-level training model: bytes
-	// per host and per pipeline transfer (see above).
-	MemPerTrainingHost     = 3_800
-	MemPerTrainingTransfer = 630
+	// per host and per pipeline transfer (see above); MemPerTrainingHostKept and
+	// MemPerTrainingTransferKept the same when the run keeps every finished collective (faults
+	// configured: the per-step link naming reads them back; transport ideal).
+	MemPerTrainingHost         = 7_000
+	MemPerTrainingTransfer     = 195
+	MemPerTrainingHostKept     = 3_800
+	MemPerTrainingTransferKept = 630
 	MemBase                = 64 << 20
 	// DefaultMaxMemory caps run.max_memory left out (DefaultMemoryLimit): 64 GiB, what a
 	// large workstation or a cluster node has, and the limit wherever the machine's memory
@@ -183,7 +191,11 @@ func (sc *Scenario) estimate(l topo.Topology) Estimate {
 		if tc := sc.Workload.Training; tc != nil {
 			// breakdown reads the transfers from inFlight and the model from perFlow.
 			e.inFlight, e.perFlow = pipelineTransfers(tc, e.Hosts), MemPerTrainingTransfer
-			e.MemoryBytes = MemBase + float64(e.Hosts)*MemPerTrainingHost + e.inFlight*MemPerTrainingTransfer
+			e.perHost = MemPerTrainingHost
+			if len(sc.Faults) > 0 || e.Engine == "analytic" {
+				e.perFlow, e.perHost = MemPerTrainingTransferKept, MemPerTrainingHostKept
+			}
+			e.MemoryBytes = MemBase + float64(e.Hosts)*e.perHost + e.inFlight*e.perFlow
 		}
 		if !wl && sc.Workload.Chakra == nil {
 			// Traffic transfers, one fluid flow each.
@@ -408,7 +420,7 @@ func (r *resolver) memoryBudget() error {
 // breakdown names the terms of the memory estimate.
 func (e Estimate) breakdown() string {
 	if e.Engine != EnginePacket && e.perFlow > 0 {
-		return fmt.Sprintf("%s base, %d hosts x %s, %.3g pipeline transfers x %d B", fmtBytes(MemBase), e.Hosts, fmtBytes(MemPerTrainingHost), e.inFlight, MemPerTrainingTransfer)
+		return fmt.Sprintf("%s base, %d hosts x %s, %.3g pipeline transfers x %.0f B", fmtBytes(MemBase), e.Hosts, fmtBytes(e.perHost), e.inFlight, e.perFlow)
 	}
 	if e.Engine != EnginePacket {
 		if e.coll > 0 {
