@@ -130,7 +130,7 @@ const (
 	MemPerTrainingTransfer     = 195
 	MemPerTrainingHostKept     = 3_800
 	MemPerTrainingTransferKept = 630
-	MemBase                = 64 << 20
+	MemBase                    = 64 << 20
 	// DefaultMaxMemory caps run.max_memory left out (DefaultMemoryLimit): 64 GiB, what a
 	// large workstation or a cluster node has, and the limit wherever the machine's memory
 	// cannot be read.
