@@ -71,6 +71,10 @@ type incrState struct {
 	// up (a batch of flows starting or ending among few) says little about single changes
 	// among many, and a full fill among many costs far more.
 	skip, backoff, skipActive int
+	// skipSeeds is the size of the change (seed flows and links) whose attempt gave up: a
+	// change under an eighth of it tries incrementally even while skipping (a batch of
+	// thousands of flows starting says nothing about the single completions after it).
+	skipSeeds int
 
 	// One incremental recomputation.
 	aep    uint32
@@ -173,7 +177,7 @@ func (n *Net) rates() bool {
 	defer is.resetChanges()
 	switch {
 	case n.cfg.FullRecompute:
-	case is.skip > 0 && !incrAlways && len(n.active) <= 2*is.skipActive:
+	case is.skip > 0 && !incrAlways && len(n.active) <= 2*is.skipActive && 8*n.seeds() >= is.skipSeeds:
 		is.skip--
 	default:
 		if newStall, ok := n.fillIncr(); ok {
@@ -181,11 +185,15 @@ func (n *Net) rates() bool {
 			return newStall
 		}
 		is.backoff = min(2*is.backoff+1, maxBackoff)
-		is.skip, is.skipActive = is.backoff, len(n.active)
+		is.skip, is.skipActive, is.skipSeeds = is.backoff, len(n.active), n.seeds()
 	}
 	n.stats.FullRecomputes++
 	return n.fill()
 }
+
+// seeds is the size of the change since the last recomputation: the flows and links it
+// touched (the incremental recomputation's seeds).
+func (n *Net) seeds() int { return len(n.inc.seedFlows) + len(n.inc.seedLinks) }
 
 // fillIncr recomputes the rates incrementally (see the top of this file). It reports whether
 // a flow became stalled, and false in ok when it gave up (the caller then fills everything;

@@ -547,3 +547,62 @@ func TestFullRecomputeConfig(t *testing.T) {
 		t.Errorf("incremental: %d of %d recomputations full", st.FullRecomputes, st.Recomputes)
 	}
 }
+
+// TestBackoffSparesSmallChanges: a batch of flows starting among few makes the incremental
+// attempt give up (A is most of the flows), which backs off to full fills; the single
+// completions that follow are far smaller changes and still go incremental (a training step
+// starts a ring's thousand flows, then its sends finish one by one), with the rates of a full
+// recomputation.
+func TestBackoffSparesSmallChanges(t *testing.T) {
+	n, _ := ecmpNet(t, 256, Config{})
+	ref, _ := ecmpNet(t, 256, Config{FullRecompute: true})
+	c := newClos(256, 1, 32, 16, 500*sim.Nanosecond) // ecmpNet's fabric
+	rng := rand.New(rand.NewPCG(9, 9))
+	var singles, singleFull int64
+	for batch := range 4 {
+		var paths [][]int32
+		for range 512 { // among the first 2 T0s' hosts
+			src, dst := rng.IntN(2*c.d), rng.IntN(2*c.d)
+			if src/c.d == dst/c.d {
+				dst = (dst + c.d) % (2 * c.d)
+			}
+			j := rng.IntN(c.u)
+			paths = append(paths, []int32{c.hostUp(0, src), c.t0Up(0, src/c.d, j), c.t1Down(0, j, dst/c.d), c.hostDown(0, dst)})
+		}
+		for _, m := range []*Net{n, ref} {
+			for _, links := range paths {
+				if _, err := m.AddFlow(m.s.Now(), Flow{Src: -1, Dst: -1, Bytes: 1 << 40, Paths: []Path{{Links: links, Weight: 1}}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m.startDue(m.s.Now())
+			m.recompute(m.s.Now())
+		}
+		var far []int32 // flows between the last T0s' hosts: no link of theirs carries the batch
+		for _, a := range n.active {
+			if f := &n.flows[a]; f.src >= int32(4*c.d) && f.dst >= int32(4*c.d) {
+				far = append(far, a)
+			}
+		}
+		if len(far) < 8 {
+			t.Fatalf("batch %d: %d flows among the last T0s; want 8", batch, len(far))
+		}
+		for k := 0; k < 8; k++ {
+			before := n.Stats().FullRecomputes
+			s := far[k]
+			id := n.flows[s].id
+			finishOne(n, s)
+			finishOne(ref, ref.activeSlot(id))
+			singles++
+			singleFull += n.Stats().FullRecomputes - before
+			for _, a := range n.active {
+				if r, w := n.flows[a].rate, ref.flows[ref.activeSlot(n.flows[a].id)].rate; !relClose(r, w, 1e-9) {
+					t.Fatalf("batch %d, completion %d: flow %d rate %v, full recomputation %v", batch, k, n.flows[a].id, r, w)
+				}
+			}
+		}
+	}
+	if singleFull > 0 {
+		t.Errorf("%d of %d single completions after a batch were full recomputations; want none", singleFull, singles)
+	}
+}
