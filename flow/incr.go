@@ -29,7 +29,9 @@ import "math"
 // refills and checks have visited a quarter of the entries a full fill would, or after
 // maxRounds rounds, the full fill runs instead, and the next 1, 3, 7, ... (up to maxBackoff)
 // recomputations are full without trying: where changes touch everything (spraying on a
-// Clos), the attempts that give up then cost little.
+// Clos), the attempts that give up then cost little. A change under an eighth of the one
+// that gave up (its seed flows and links) still tries: a batch of flows starting says
+// nothing about the single completions after it (TestBackoffSparesSmallChanges).
 //
 // One exact shortcut: when the only changes are flows completing, every flow slower than the
 // slowest of them keeps its rate. In progressive filling a flow's links saturate at levels at
