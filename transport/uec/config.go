@@ -239,8 +239,8 @@ type Path struct {
 	Hops          int
 }
 
-// timers returns the first RTO and the reorder window of c over p, automatic values filled.
-func (c *Config) timers(p Path) (rto, reorder sim.Time) {
+// Timers returns the first RTO and the reorder window of c over p, automatic values filled.
+func (c *Config) Timers(p Path) (rto, reorder sim.Time) {
 	rto, reorder = c.RTO, c.ReorderWindow
 	if rto == 0 {
 		rto = p.BaseRTT + sim.Time(max(p.Hops, 1))*p.MaxQueueDelay

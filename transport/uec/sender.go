@@ -127,7 +127,7 @@ func NewSender(cfg Config, qp uint32, p Path, rng *rand.Rand) (*Sender, error) {
 		return nil, fmt.Errorf("uec: qp %d: path needs a positive base RTT and NIC rate (got %v, %v)", qp, p.BaseRTT, p.NICRate)
 	}
 	s := &Sender{cfg: cfg, rod: cfg.Delivery == DeliveryROD, qp: qp, mtu: int64(cfg.WireBytes(cfg.PayloadBytes)), baseRTT: p.BaseRTT, deadline: sim.MaxTime}
-	s.rto, s.reorder = cfg.timers(p)
+	s.rto, s.reorder = cfg.Timers(p)
 	lb := cfg.LB
 	if s.rod {
 		lb = "" // ROD: one entropy per connection [UEC §3.5 ROD]
