@@ -322,8 +322,11 @@ func (s *Sender) onNack(now sim.Time, h *Header) {
 		return
 	}
 	p := s.pkt(h.PSN)
-	if p.state != stInflight || (h.Reason != NackOutOfOrder && p.sentAt != h.Echo) || (h.Reason == NackOutOfOrder && p.sentAt > h.Echo) {
-		return // a NACK of an earlier transmission, or of a packet sent again since
+	// Echo is the NACKed packet's wire time (the fabric stamps it when the NIC starts
+	// sending, at or after Next handed it over); one before the latest Next is stale: it
+	// names an earlier transmission, or (ROD) a gap this packet was already sent again for.
+	if p.state != stInflight || h.Echo < p.sentAt {
+		return
 	}
 	if h.Reason != NackOutOfOrder {
 		s.ev.OnLoss(p.ev)
