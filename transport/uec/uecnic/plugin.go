@@ -26,6 +26,7 @@ func init() {
 		Resolve:     resolve,
 		DataMarks:   "UEC marks every data packet ECN-capable and trimmable",
 		Profile:     profile,
+		Check:       check,
 		NewEndpoint: newEndpoint,
 		Flow:        flowModel,
 		Print:       printBlock,

@@ -184,3 +184,16 @@ func TestBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckTimers: an RTO or reorder window below the base RTT is rejected before the run.
+func TestCheckTimers(t *testing.T) {
+	for _, f := range []string{"rto", "reorder_window"} {
+		sc, err := scenario.Parse([]byte("topology: {clos: {tiers: 2, radix: 8, planes: 1, hosts: 16, host_link: 100G, hop_latency: 1us}}\ntransport: {kind: uec, uec: {" + f + ": 1us}}\ntraffic: [{pattern: permutation, bytes: 1KiB}]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := runner.Run(sc); err == nil || !strings.Contains(err.Error(), "transport.uec."+f) {
+			t.Errorf("%s 1us: err = %v; want one naming transport.uec.%s", f, err, f)
+		}
+	}
+}
