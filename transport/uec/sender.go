@@ -431,8 +431,9 @@ func (s *Sender) arm(now sim.Time) {
 // Deadline returns when OnTimer must next be called (sim.MaxTime: never).
 func (s *Sender) Deadline() sim.Time { return s.deadline }
 
-// OnTimer runs the RTO at now: every in-flight packet sent at least the current timeout ago
-// is deemed lost (under ROD: the oldest and all after it, go-back-N), NSCC hears of the
+// OnTimer runs the RTO at now: when the oldest in-flight packet was sent at least the
+// current timeout ago, it and every packet in flight are deemed lost (under ROD: from the
+// oldest unacknowledged PSN, go-back-N), NSCC hears of the
 // timeout, and the timeout doubles until the next progress. After MaxRetries expiries in a
 // row without progress the connection errors (Err).
 func (s *Sender) OnTimer(now sim.Time) {
@@ -448,7 +449,11 @@ func (s *Sender) OnTimer(now sim.Time) {
 			s.txH++
 			continue
 		}
-		if r.at+t > now {
+		// Once the oldest has expired, the rest are deemed lost with it, as TCP's RTO
+		// recovery resends everything outstanding [RFC 5681 §3.1]: with the window cut to
+		// what was delivered (NSCC quick adapt), packets lost on a dead path would otherwise
+		// hold it closed until their own, doubled timeouts.
+		if first && r.at+t > now {
 			break
 		}
 		s.txH++

@@ -197,3 +197,39 @@ func TestCheckTimers(t *testing.T) {
 		}
 	}
 }
+
+// TestTraining: a training step over UEC runs at packet level and at flow level, and the
+// network time is above the ideal step at both.
+func TestTraining(t *testing.T) {
+	for _, engine := range []string{"packet", "flow"} {
+		res := run(t, `topology: {clos: {tiers: 2, planes: 1, radix: 16, hosts: 16, host_link: 100G}}
+transport: {kind: uec}
+workload: {training: {model: {name: tiny, layers: 4, hidden: 1024, heads: 8, kv_heads: 8, ffn: 4096, vocab: 32000, seq_len: 1024, global_batch: 16, micro_batch: 1}, gpu: {preset: h100}, plan: {tp: 8, pp: 2}, exact: true}}
+run: {engine: `+engine+`, duration: 100ms}
+`)
+		tr := res.Summary.Training
+		if res.Summary.Failed || tr == nil || tr.MeanStepTimeUs <= 0 || tr.MeanStepTimeUs < tr.IdealStepUs {
+			t.Fatalf("%s: failed %v (%s), training %+v", engine, res.Summary.Failed, res.Summary.FailureReason, tr)
+		}
+		t.Logf("%s: step %.1f us (ideal %.1f)", engine, tr.MeanStepTimeUs, tr.IdealStepUs)
+	}
+}
+
+// TestLinkDown: a T0 uplink failing under a permutation loses the packets hashed onto it;
+// both REPS and oblivious spraying finish every transfer with no QP error, resending what
+// was lost.
+func TestLinkDown(t *testing.T) {
+	for _, lb := range []string{"reps", "oblivious"} {
+		s := complete(t, lb, run(t, `topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G, hop_latency: 1us}}
+transport: {kind: uec, uec: {lb: `+lb+`}}
+traffic: [{pattern: permutation, bytes: 4MiB}]
+faults:
+  - {at: 50us, link: p0.t0-0.up0, action: down}
+run: {seed: 1}
+`))
+		if s.RetxPackets == 0 {
+			t.Errorf("%s: no retransmission after a link failure", lb)
+		}
+		t.Logf("%s: JCT %.1f us, retx %v", lb, s.JCTUs, s.RetxPacketsByCause)
+	}
+}
