@@ -1,0 +1,252 @@
+// Package uec is the Ultra Ethernet transport's packet-delivery engine (UET PDS) as sans-IO
+// values: a Sender and a Receiver per connection that take headers and times and return
+// headers, completions and one deadline each, never touching the fabric. The NIC adapter that
+// moves their headers through fabric packets is transport/uec/uecnic.
+//
+// What it models [UEC = Ultra Ethernet Specification 1.0; docs/protocols.md, "UEC"]:
+//   - RUD (reliable, unordered delivery; the default): every data packet carries its PSN and
+//     its message's PSN range, the receiver places packets in any order, acknowledges each
+//     with a SACK (cumulative PSN + a 64-bit bitmap of the PSNs after it), and the sender
+//     retransmits only what was lost (selective repeat).
+//   - ROD (reliable, ordered delivery), for comparison: one entropy value per connection, the
+//     receiver accepts only the next PSN, and a gap or trim sends the sender back to it
+//     (go-back-N).
+//   - NACKs for trimmed packets (reason trimmed, or trimmed at the last hop) and, under ROD,
+//     for a packet out of order; an untrimmed loss is found by a SACK of a packet sent a
+//     reorder window later, or by the retransmission timeout (RTO, doubling per expiry
+//     without progress); MaxRetries expiries in a row error the connection.
+//   - Load balancing over entropy values (EVs) that the switches hash (ECMP), not source
+//     routes: oblivious spraying or REPS (ev.go).
+//   - Congestion control: NSCC, the implementation transport/mrc shares (mrc.NSCC).
+package uec
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/transport/mrc"
+)
+
+// Delivery modes (Config.Delivery) [UEC §3.5 PDS: RUD, ROD].
+const (
+	DeliveryRUD = "rud" // reliable, unordered delivery: selective retransmission (default)
+	DeliveryROD = "rod" // reliable, ordered delivery: one EV, go-back-N
+)
+
+// Load-balancing schemes (Config.LB).
+const (
+	// LBOblivious sprays packets over the EV pool in a per-connection random order,
+	// reshuffled every round, regardless of what the network reports.
+	LBOblivious = "oblivious"
+	// LBREPS is REPS [Bonato et al., "REPS: Recycling Entropies for Packet Spraying",
+	// arXiv 2407.21625]: an EV whose ACK came back without CE is reused for a later packet;
+	// one that saw CE, a trim or a timeout is not; with nothing to reuse a fresh EV is drawn
+	// at random from the pool (default).
+	LBREPS = "reps"
+)
+
+// Congestion control schemes (Config.CC).
+const (
+	CCNSCC = "nscc" // UEC sender congestion control (mrc.NSCC), the default
+	CCNone = "none" // a fixed window of max_window_factor x BDP, for comparisons
+)
+
+// Header sizes and defaults.
+const (
+	// DefaultPayloadBytes is the payload of a full data packet (lockstep default, as MRC).
+	DefaultPayloadBytes = 4096
+	// DefaultHeaderBytes is a data packet's headers on the wire: Ethernet + FCS (18),
+	// IPv4 (20), UDP (8) and UET's PDS and SES headers; lockstep default 64, the size a trim
+	// leaves (fabric.HeaderBytes, UEC §4.1 trimming keeps the headers). The cross-check
+	// presets use 54 (4,096 + 54 = 4,150 B packets, the reference simulator's).
+	DefaultHeaderBytes = 64
+	// DefaultAckBytes is a SACK or NACK on the wire: a header-only packet (lockstep default).
+	DefaultAckBytes = 64
+	// DefaultPaths is the EV pool size: 128, the reference simulator's path count in the
+	// cross-check (issue 20; UEC deployments use 64-256 EVs per connection).
+	DefaultPaths = 128
+	// DefaultREPSBuffer is how many recycled EVs REPS keeps (lockstep default: larger than a
+	// 1.5-BDP window of 4 KiB packets at 100G, so every clean ACK's EV is reused).
+	DefaultREPSBuffer = 64
+	// DefaultMaxRetries is the RTO expiries in a row without progress before the connection
+	// errors (lockstep default, as RoCE's retry count 7).
+	DefaultMaxRetries = 7
+	// DefaultWindowPSNs bounds the PSNs between the oldest unacknowledged packet and the
+	// next new one (the receive window; lockstep default 4,096, as MRC's 32 x 128).
+	DefaultWindowPSNs = 4096
+	// BitmapBits is the SACK bitmap's reach: PSNs cum+1 .. cum+64 [UEC §3.5 PDS SACK].
+	BitmapBits = 64
+)
+
+// Config holds every UEC parameter a scenario may set (transport: {kind: uec, uec: {...}}).
+// Zero fields take the defaults WithDefaults documents; RTO and ReorderWindow 0 are resolved
+// per connection from the fabric (Path).
+type Config struct {
+	// Delivery is "rud" (default) or "rod".
+	Delivery string `yaml:"delivery"`
+	// LB is "reps" (default) or "oblivious"; ROD always uses one EV.
+	LB string `yaml:"lb"`
+	// Paths is the EV pool size, 1..4096; default 128 (DefaultPaths).
+	Paths int `yaml:"paths"`
+	// REPSBuffer is the recycled-EV buffer of REPS, 1..4096; default 64.
+	REPSBuffer int `yaml:"reps_buffer"`
+	// PayloadBytes per full data packet, 64..65536; default 4096.
+	PayloadBytes int `yaml:"payload_bytes"`
+	// HeaderBytes per data packet, 1..1024; default 64.
+	HeaderBytes int `yaml:"header_bytes"`
+	// AckBytes per SACK or NACK, 64..4096; default 64.
+	AckBytes int `yaml:"ack_bytes"`
+	// RTO is the first retransmission timeout; 0 (default) is automatic: the base RTT plus
+	// a full queue at every switch hop of the longest path (Path.MaxQueueDelay x hops), so a
+	// packet is not declared lost while it may still be queued.
+	RTO sim.Time `yaml:"rto"`
+	// MaxRetries is the RTO expiries in a row without progress before the connection
+	// errors, 1..30; default 7. Each expiry doubles the timeout (exponential backoff).
+	MaxRetries int `yaml:"max_retries"`
+	// ReorderWindow: under RUD, a packet still unacknowledged when a packet sent this much
+	// later was acknowledged is lost. 0 (default): the base RTT plus one hop's largest
+	// queueing (Path.MaxQueueDelay), the most sprayed packets overtake each other by.
+	ReorderWindow sim.Time `yaml:"reorder_window"`
+	// WindowPSNs bounds next PSN - oldest unacknowledged PSN, a multiple of 64 in 64..65536;
+	// default 4096.
+	WindowPSNs int `yaml:"window_psns"`
+	// CC is "nscc" (default) or "none".
+	CC string `yaml:"cc"`
+	// NSCC are NSCC's knobs, as transport.mrc.cc (mrc.NSCCParams; the same defaults).
+	NSCC mrc.NSCCParams `yaml:"nscc"`
+}
+
+// WithDefaults returns c with zero fields set to their defaults (RTO and ReorderWindow stay 0:
+// automatic).
+func (c Config) WithDefaults() Config {
+	if c.Delivery == "" {
+		c.Delivery = DeliveryRUD
+	}
+	if c.LB == "" {
+		c.LB = LBREPS
+	}
+	if c.Paths == 0 {
+		c.Paths = DefaultPaths
+	}
+	if c.REPSBuffer == 0 {
+		c.REPSBuffer = DefaultREPSBuffer
+	}
+	if c.PayloadBytes == 0 {
+		c.PayloadBytes = DefaultPayloadBytes
+	}
+	if c.HeaderBytes == 0 {
+		c.HeaderBytes = DefaultHeaderBytes
+	}
+	if c.AckBytes == 0 {
+		c.AckBytes = DefaultAckBytes
+	}
+	if c.MaxRetries == 0 {
+		c.MaxRetries = DefaultMaxRetries
+	}
+	if c.WindowPSNs == 0 {
+		c.WindowPSNs = DefaultWindowPSNs
+	}
+	if c.CC == "" {
+		c.CC = CCNSCC
+	}
+	n := &c.NSCC
+	if n.TargetFactor == 0 {
+		n.TargetFactor = mrc.NSCCTargetFactorTrimming
+	}
+	if n.MaxWindowFactor == 0 {
+		n.MaxWindowFactor = mrc.NSCCMaxWindowFactor
+	}
+	if n.Gamma == 0 {
+		n.Gamma = mrc.NSCCGamma
+	}
+	if n.FairIncrease == 0 {
+		n.FairIncrease = mrc.DefaultNSCCFairIncrease
+	}
+	if n.PropIncrease == 0 {
+		n.PropIncrease = mrc.DefaultNSCCPropIncrease
+	}
+	return c
+}
+
+// Validate names the first bad field of a config with defaults applied: prefix is the
+// block's YAML path ("transport.uec"), and the error gives the value and what is allowed.
+func (c Config) Validate(prefix string) error {
+	bad := func(f, format string, a ...any) error {
+		return fmt.Errorf("%s.%s: %s", prefix, f, fmt.Sprintf(format, a...))
+	}
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	n := c.NSCC
+	switch {
+	case c.Delivery != DeliveryRUD && c.Delivery != DeliveryROD:
+		return bad("delivery", "%q is not a delivery mode; allowed rud (reliable unordered, default) or rod (reliable ordered)", c.Delivery)
+	case c.LB != LBREPS && c.LB != LBOblivious:
+		return bad("lb", "%q is not a load-balancing scheme; allowed reps (default) or oblivious", c.LB)
+	case c.Paths < 1 || c.Paths > 4096:
+		return bad("paths", "%d is out of range; allowed 1..4096 entropy values (default 128)", c.Paths)
+	case c.REPSBuffer < 1 || c.REPSBuffer > 4096:
+		return bad("reps_buffer", "%d is out of range; allowed 1..4096 (default 64)", c.REPSBuffer)
+	case c.PayloadBytes < 64 || c.PayloadBytes > 65536:
+		return bad("payload_bytes", "%d is out of range; allowed 64..65536", c.PayloadBytes)
+	case c.HeaderBytes < 1 || c.HeaderBytes > 1024:
+		return bad("header_bytes", "%d is out of range; allowed 1..1024", c.HeaderBytes)
+	case c.AckBytes < 64 || c.AckBytes > 4096:
+		return bad("ack_bytes", "%d is out of range; allowed 64..4096 (a trimmed header is 64 B)", c.AckBytes)
+	case c.RTO < 0 || c.RTO > sim.Second:
+		return bad("rto", "%v is out of range; allowed 0 (automatic) up to 1s", c.RTO)
+	case c.MaxRetries < 1 || c.MaxRetries > 30:
+		return bad("max_retries", "%d is out of range; allowed 1..30", c.MaxRetries)
+	case c.ReorderWindow < 0 || c.ReorderWindow > sim.Second:
+		return bad("reorder_window", "%v is out of range; allowed 0 (automatic) up to 1s", c.ReorderWindow)
+	case c.WindowPSNs < 64 || c.WindowPSNs > 65536 || c.WindowPSNs%64 != 0:
+		return bad("window_psns", "%d is out of range; allowed a multiple of 64 in 64..65536", c.WindowPSNs)
+	case c.CC != CCNSCC && c.CC != CCNone:
+		return bad("cc", "%q is not a congestion control; allowed nscc (default) or none (a fixed window)", c.CC)
+	case !(n.TargetFactor > 0 && n.TargetFactor <= 10):
+		return bad("nscc.target_factor", "%v is out of range; allowed (0, 10]", n.TargetFactor)
+	case !(n.MaxWindowFactor >= 0.1 && n.MaxWindowFactor <= 100):
+		return bad("nscc.max_window_factor", "%v is out of range; allowed 0.1..100", n.MaxWindowFactor)
+	case !(n.Gamma > 0 && n.Gamma <= 1):
+		return bad("nscc.gamma", "%v is out of range; allowed (0, 1]", n.Gamma)
+	case !(n.FairIncrease > 0 && n.FairIncrease <= 1) || !finite(n.FairIncrease):
+		return bad("nscc.fair_increase", "%v is out of range; allowed (0, 1] (fraction of the BDP)", n.FairIncrease)
+	case !(n.PropIncrease > 0 && n.PropIncrease <= 1) || !finite(n.PropIncrease):
+		return bad("nscc.prop_increase", "%v is out of range; allowed (0, 1] (fraction of the BDP)", n.PropIncrease)
+	}
+	return nil
+}
+
+// WireBytes is the on-the-wire size of a data packet carrying payload bytes.
+func (c *Config) WireBytes(payload int) int { return payload + c.HeaderBytes }
+
+// DataPacketBytes returns a full data packet's payload and wire size, bytes
+// (transport.DataPacketSizer).
+func (c *Config) DataPacketBytes() (payload, wire int64) {
+	return int64(c.PayloadBytes), int64(c.WireBytes(c.PayloadBytes))
+}
+
+// Path is what a connection's sender knows of the fabric at setup.
+type Path struct {
+	// BaseRTT is the unloaded round trip of a full data packet and its ACK over the longest
+	// path (> 0).
+	BaseRTT sim.Time
+	// NICRate is the sender's NIC rate over all its ports, bits/s (> 0): NSCC's BDP.
+	NICRate sim.Rate
+	// MaxQueueDelay is the most queueing one switch hop can add (its trim threshold or limit
+	// over its rate); Hops the switches on the longest path. They size the automatic RTO and
+	// reorder window.
+	MaxQueueDelay sim.Time
+	Hops          int
+}
+
+// Timers returns the first RTO and the reorder window of c over p, automatic values filled.
+func (c *Config) Timers(p Path) (rto, reorder sim.Time) {
+	rto, reorder = c.RTO, c.ReorderWindow
+	if rto == 0 {
+		rto = p.BaseRTT + sim.Time(max(p.Hops, 1))*p.MaxQueueDelay
+	}
+	if reorder == 0 {
+		reorder = p.BaseRTT + p.MaxQueueDelay
+	}
+	return rto, reorder
+}

@@ -1,0 +1,45 @@
+package uecnic
+
+import (
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/transport"
+	"github.com/lockstepsim/lockstep/transport/uec"
+)
+
+// flowModel is UEC to the flow-level engine (run.engine flow). MRC's flow model
+// (mrcnic.flowModel) is unexported and takes MRC's block, so this one states the same
+// figures for UEC's: under RUD every flow sprays over up to paths EVs and retransmits only
+// what was lost; under ROD it rides one hashed path and goes back N. REPS moves off a dead
+// path by itself one RTO after the fault (its EVs stop being recycled); oblivious spraying
+// keeps hashing onto it until routing reconverges. A QP errors after max_retries doubling
+// timeouts: (2^(max_retries+1) - 1) first timeouts.
+func flowModel(cfg any, t topo.Topology) (transport.FlowModel, error) {
+	c, err := config(cfg)
+	if err != nil {
+		return transport.FlowModel{}, err
+	}
+	wire := c.WireBytes(c.PayloadBytes)
+	s := t.Sizing()
+	rtt := t.Params().RoundTrip(s.MaxSwitchHops, wire, c.AckBytes)
+	// Without built queues, the automatic RTO takes one BDP of queueing per hop.
+	rto, _ := c.Timers(uec.Path{BaseRTT: rtt, MaxQueueDelay: rtt, Hops: s.MaxSwitchHops})
+	rod := c.Delivery == uec.DeliveryROD
+	m := transport.FlowModel{
+		Spray:       !rod,
+		Paths:       c.Paths,
+		WireBytes:   wire,
+		HeaderBytes: c.HeaderBytes,
+		AckBytes:    c.AckBytes,
+		GoBackN:     rod,
+		RTO:         rto,
+		GiveUp:      rto * sim.Time(uint64(1)<<uint(min(c.MaxRetries+1, 40))-1),
+	}
+	if rod {
+		m.Paths = 1
+	}
+	if !rod && c.LB == uec.LBREPS {
+		m.EndpointReroute, m.RerouteAfter, m.RTO = true, rto, 0
+	}
+	return m, nil
+}
