@@ -116,18 +116,24 @@ type CreditStats struct {
 }
 
 // SetCredits turns InfiniBand credit-based flow control on for every link (cfg's defaults
-// filled); call it after the fabric is built and before the run. Errors: an invalid cfg, or
-// PFC already on (the two are alternatives). A buffer smaller than a packet makes that packet
+// filled); call it once, after the fabric is built and before the run. Errors: an invalid
+// cfg, credits already on, or PFC on (the two are alternatives). A buffer smaller than a packet makes that packet
 // wait forever; CreditCheck says so before a run.
 func (n *Network) SetCredits(cfg CreditConfig) error {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate("credits"); err != nil {
 		return err
 	}
+	if n.credOn {
+		return fmt.Errorf("fabric: credits: already on (SetCredits is called once, before the run)")
+	}
 	if n.pfcOn {
 		return fmt.Errorf("fabric: credits: PFC is on; credit-based flow control replaces it (turn fabric.pfc off)")
 	}
 	n.credOn, n.linkFC = true, true
+	// Registered here, not in New: a kind registered there would shift the kinds registered
+	// after it, and with them the kernel's tie order, in every run without credits.
+	n.kCredit = n.sim.Register("fabric.credit", n.onCredit)
 	n.credCfg = cfg
 	for i := range n.Ports {
 		p := &n.Ports[i]
@@ -242,6 +248,10 @@ func (n *Network) creditFree(now sim.Time, in PortID, c int, size int64) {
 	if st.fcHead == len(st.fc) {
 		st.fc, st.fcHead = st.fc[:0], 0
 		n.sim.At(at, n.kCredit, int32(in), 0)
+	} else if st.fcHead >= len(st.fc)/2 {
+		// Keep the ring bounded by the packets in flight on a link that never empties.
+		k := copy(st.fc, st.fc[st.fcHead:])
+		st.fc, st.fcHead = st.fc[:k], 0
 	}
 	st.fc = append(st.fc, fcUpdate{at: at, class: uint8(c), limit: st.adv[c]})
 	st.fcSent++

@@ -337,7 +337,6 @@ func New(s *sim.Sim) *Network {
 	n.kArrive = s.Register("fabric.arrive", n.onArrive)
 	n.kPFC = s.Register("fabric.pfc", n.onPFC)
 	n.kPFCTimer = s.Register("fabric.pfc.timer", n.onPFCTimer)
-	n.kCredit = s.Register("fabric.credit", n.onCredit)
 	return n
 }
 
