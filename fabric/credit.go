@@ -48,6 +48,24 @@ type CreditConfig struct {
 	BufferPerVL sim.Size `yaml:"buffer_per_vl"`
 	// HostBufferPerVL is a host adapter's receive buffer per VL; 0: BufferPerVL.
 	HostBufferPerVL sim.Size `yaml:"host_buffer_per_vl"`
+	// High and Low are the VL arbitration tables [IBTA vol 1 §7.6.9]: each a list of (VL,
+	// weight) entries served in weighted round robin, weight in 64-byte units (an entry may
+	// start a packet while it has weight left; weight 0 skips it). The high table is served
+	// first, the low one when the high table has nothing to send or HighLimit is reached.
+	// Both empty (default): strict priority between VLs, lowest class first.
+	High []VLArbEntry `yaml:"high"`
+	Low  []VLArbEntry `yaml:"low"`
+	// HighLimit is LimitOfHighPriority: the bytes of high-priority packets, in 4 KiB units,
+	// that may be sent while a low-priority packet waits; 0: one packet at a time; 255:
+	// unlimited [IBTA vol 1 §7.6.9].
+	HighLimit int `yaml:"high_limit"`
+}
+
+// VLArbEntry is one entry of a VL arbitration table: a VL (a queue class) and its weight in
+// 64-byte units, 0..255.
+type VLArbEntry struct {
+	VL     int `yaml:"vl"`
+	Weight int `yaml:"weight"`
 }
 
 // WithDefaults fills the zero fields.
@@ -68,6 +86,22 @@ func (c CreditConfig) Validate(prefix string) error {
 	}
 	if c.HostBufferPerVL < CreditBlockBytes || c.HostBufferPerVL > MaxQueueLimit {
 		return fmt.Errorf("%s.host_buffer_per_vl: %v is out of range; allowed %dB (one block)..%v", prefix, c.HostBufferPerVL, CreditBlockBytes, sim.Size(MaxQueueLimit))
+	}
+	for _, t := range []struct {
+		name string
+		e    []VLArbEntry
+	}{{"high", c.High}, {"low", c.Low}} {
+		for i, e := range t.e {
+			if e.VL < 0 || e.VL >= MaxClasses {
+				return fmt.Errorf("%s.%s[%d].vl: %d is out of range; allowed 0..%d (a queue class)", prefix, t.name, i, e.VL, MaxClasses-1)
+			}
+			if e.Weight < 0 || e.Weight > 255 {
+				return fmt.Errorf("%s.%s[%d].weight: %d is out of range; allowed 0..255 (64-byte units)", prefix, t.name, i, e.Weight)
+			}
+		}
+	}
+	if c.HighLimit < 0 || c.HighLimit > 255 {
+		return fmt.Errorf("%s.high_limit: %d is out of range; allowed 0..255 (4 KiB units, 255 unlimited)", prefix, c.HighLimit)
 	}
 	return nil
 }
@@ -99,6 +133,11 @@ type creditState struct {
 	fc        []fcUpdate        // in flight toward the sender, in arrival order
 	fcHead    int
 	fcSent    int64
+	// VL arbiter (CreditConfig.High, Low): each table's current entry and the weight it has
+	// left, bytes; the high-priority bytes sent since a low-priority packet could go.
+	arbPos  [2]int
+	arbLeft [2]int64
+	hiSent  int64
 }
 
 // CreditStats is one port's credit record: as a sender, the time its VLs spent with a packet
@@ -345,4 +384,61 @@ func (n *Network) CreditCheck(pkt int64, max int) []string {
 		}
 	}
 	return out
+}
+
+// arbOn reports whether the VL arbitration tables replace strict priority.
+func (n *Network) arbOn() bool { return len(n.credCfg.High)+len(n.credCfg.Low) > 0 }
+
+// arbDequeue picks the next packet of port under the VL arbitration tables [IBTA vol 1
+// §7.6.9] among the classes with a packet its credits cover (port.paused masks the others),
+// takes it off its queue and returns its slot, or -1 when none may go. A class in neither
+// table is never served by the tables (Validate does not require every class to appear; a
+// run with such traffic stalls, which the stall checks report).
+func (n *Network) arbDequeue(now sim.Time, pid PortID, port *Port) int32 {
+	q, st := &port.q, port.cred
+	ok := q.busy & (1<<q.p.classes - 1) &^ port.paused
+	if ok == 0 {
+		return -1
+	}
+	tables := [2][]VLArbEntry{n.credCfg.High, n.credCfg.Low}
+	limit := int64(n.credCfg.HighLimit) * 4096
+	eligible := func(t int) bool {
+		for _, e := range tables[t] {
+			if e.Weight > 0 && ok&(1<<e.VL) != 0 {
+				return true
+			}
+		}
+		return false
+	}
+	hi, lo := eligible(0), eligible(1)
+	t := 1
+	switch {
+	case hi && (!lo || n.credCfg.HighLimit == 255 || st.hiSent == 0 || st.hiSent < limit):
+		t = 0
+	case !lo:
+		return -1
+	}
+	tab := tables[t]
+	for range len(tab) + 1 {
+		e := tab[st.arbPos[t]]
+		if e.Weight > 0 && ok&(1<<e.VL) != 0 {
+			if st.arbLeft[t] <= 0 {
+				st.arbLeft[t] = int64(e.Weight) * CreditBlockBytes
+			}
+			k := q.pop(now, e.VL, n.lineBlock(pid))
+			st.arbLeft[t] -= q.s[k].v
+			if st.arbLeft[t] <= 0 {
+				st.arbPos[t] = (st.arbPos[t] + 1) % len(tab)
+			}
+			if t == 0 {
+				st.hiSent += q.s[k].v
+			} else {
+				st.hiSent = 0
+			}
+			return k
+		}
+		st.arbPos[t] = (st.arbPos[t] + 1) % len(tab)
+		st.arbLeft[t] = 0
+	}
+	return -1
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lockstepsim/lockstep/fabric"
@@ -219,4 +220,52 @@ func portID(h *harness, name string) fabric.PortID {
 		h.tb.Fatalf("no port %s", name)
 	}
 	return id
+}
+
+// TestVLArbitration: the VL arbitration tables [IBTA vol 1 §7.6.9] share a link between two
+// backlogged VLs by weight (64-byte units): low table VL0:64, VL1:192 gives 1:3; VL0 in the
+// high table and VL1 in the low one alternate with high_limit 0 (one high packet, then a low
+// one may go) and send all of VL0 first with 255 (unlimited).
+func TestVLArbitration(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		cfg       fabric.CreditConfig
+		wantVL0   int // of the first 200 deliveries
+		tolerance int
+	}{
+		{"low 1:3", fabric.CreditConfig{Low: []fabric.VLArbEntry{{VL: 0, Weight: 64}, {VL: 1, Weight: 192}}}, 50, 2},
+		{"high limit 0", fabric.CreditConfig{High: []fabric.VLArbEntry{{VL: 0, Weight: 64}}, Low: []fabric.VLArbEntry{{VL: 1, Weight: 64}}}, 100, 2},
+		{"high unlimited", fabric.CreditConfig{High: []fabric.VLArbEntry{{VL: 0, Weight: 64}}, Low: []fabric.VLArbEntry{{VL: 1, Weight: 64}}, HighLimit: 255}, 200, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 1)
+			a, b := h.node("h0", fabric.Host), h.node("h1", fabric.Host)
+			h.link(a, b, 400*sim.Gbps, 500*sim.Nanosecond, bigQ, bigQ)
+			cfg := tc.cfg
+			cfg.Enabled, cfg.BufferPerVL = true, 1<<20
+			if err := h.n.SetCredits(cfg); err != nil {
+				t.Fatal(err)
+			}
+			h.sendN(0, 300, pkt{src: 0, dst: 1, class: 1})
+			h.sendN(0, 300, pkt{src: 0, dst: 1, class: 0})
+			h.run(sim.MaxTime)
+			h.audit()
+			if len(h.got) != 600 {
+				t.Fatalf("delivered %d of 600", len(h.got))
+			}
+			vl0 := 0
+			for _, g := range h.got[:200] {
+				if g.class == 0 {
+					vl0++
+				}
+			}
+			if d := vl0 - tc.wantVL0; d < -tc.tolerance || d > tc.tolerance {
+				t.Fatalf("VL0 sent %d of the first 200 packets, want %d +- %d", vl0, tc.wantVL0, tc.tolerance)
+			}
+		})
+	}
+	bad := fabric.CreditConfig{Enabled: true, Low: []fabric.VLArbEntry{{VL: 9, Weight: 1}}}.WithDefaults()
+	if err := bad.Validate("fabric.credits"); err == nil || !strings.Contains(err.Error(), "fabric.credits.low[0].vl") {
+		t.Fatalf("VL 9 accepted or the field not named: %v", err)
+	}
 }

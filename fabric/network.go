@@ -620,10 +620,17 @@ func (n *Network) enqueue(now sim.Time, pid PortID, p *Packet) {
 // A transmitter event is scheduled at the end of the serialisation if packets wait behind it
 // or the port is a NIC's.
 func (n *Network) startTx(now sim.Time, pid PortID, port *Port) {
+	var k int32
 	if n.credOn {
 		n.creditBlock(now, port)
+		if n.arbOn() && port.q.busy>>port.q.p.classes == 0 {
+			k = n.arbDequeue(now, pid, port)
+		} else {
+			k = port.q.dequeue(now, n.lineBlock(pid), port.paused)
+		}
+	} else {
+		k = port.q.dequeue(now, n.lineBlock(pid), port.paused)
 	}
-	k := port.q.dequeue(now, n.lineBlock(pid), port.paused)
 	if k < 0 {
 		return
 	}
