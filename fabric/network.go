@@ -148,15 +148,16 @@ type Port struct {
 
 	// Cold.
 	Node      NodeID
-	Peer      PortID      // the port at the other end; -1 until connected
-	Local     uint16      // index in Node.Ports
-	outage    bool        // in a counted outage since downSince
-	downSince sim.Time    // start of the current outage
-	downTime  sim.Time    // completed outages, summed
-	faults    *linkFaults // random loss, bit errors, entropy filters; nil when none
-	pfc       *pfcState   // PFC state; nil when PFC is off
+	Peer      PortID       // the port at the other end; -1 until connected
+	Local     uint16       // index in Node.Ports
+	outage    bool         // in a counted outage since downSince
+	downSince sim.Time     // start of the current outage
+	downTime  sim.Time     // completed outages, summed
+	faults    *linkFaults  // random loss, bit errors, entropy filters; nil when none
+	pfc       *pfcState    // PFC state; nil when PFC is off
+	cred      *creditState // credit flow control state; nil when credits are off (credit.go)
 	Name      string
-	_         [32]byte // pad to 256 bytes (TestPortLayout)
+	_         [24]byte // pad to 256 bytes (TestPortLayout)
 }
 
 // Stats returns the port's per-class queue statistics and its header-queue statistics.
@@ -292,8 +293,13 @@ type Network struct {
 	kPFC        sim.Kind
 	kPFCTimer   sim.Kind
 	pfcShared   []int64 // per node: lossless bytes its ingresses hold in the shared buffer (Alpha > 0)
-	nextID      uint64
-	nicReady    func(now sim.Time, host int32, plane int)
+	// Credits (SetCredits, credit.go): on, the configuration, the flow-control packet event.
+	// linkFC is pfcOn || credOn: the one flag the hot path reads for either.
+	credOn, linkFC bool
+	credCfg        CreditConfig
+	kCredit        sim.Kind
+	nextID         uint64
+	nicReady       func(now sim.Time, host int32, plane int)
 }
 
 // Queue line blocks (Network.qlines): chunk 0 holds the blocks of ports 0..firstChunk-1 and
@@ -614,13 +620,29 @@ func (n *Network) enqueue(now sim.Time, pid PortID, p *Packet) {
 // A transmitter event is scheduled at the end of the serialisation if packets wait behind it
 // or the port is a NIC's.
 func (n *Network) startTx(now sim.Time, pid PortID, port *Port) {
-	k := port.q.dequeue(now, n.lineBlock(pid), port.paused)
+	var k int32
+	if n.credOn {
+		n.creditBlock(now, port)
+		if n.arbOn() && port.q.busy>>port.q.p.classes == 0 {
+			k = n.arbDequeue(now, pid, port)
+		} else {
+			k = port.q.dequeue(now, n.lineBlock(pid), port.paused)
+		}
+	} else {
+		k = port.q.dequeue(now, n.lineBlock(pid), port.paused)
+	}
 	if k < 0 {
 		return
 	}
 	sl := &port.q.s[k]
-	if n.pfcOn {
-		n.pfcOut(now, sl.p)
+	if n.linkFC {
+		if n.pfcOn {
+			n.pfcOut(now, sl.p)
+		} else {
+			n.creditSend(port, k)
+			n.creditRelease(now, sl.p)
+			n.creditBlock(now, port)
+		}
 	}
 	port.txEnd = now + port.Rate.TxTime(sl.v)
 	if port.nic {
@@ -632,6 +654,11 @@ func (n *Network) startTx(now sim.Time, pid PortID, port *Port) {
 		s := port.q.coldFor(p)
 		s.Drops[DropLoss]++
 		s.dropBytes += int64(p.Size)
+		if n.credOn {
+			// Lost on the wire: the receiver resynchronises its count from the sender's
+			// FCTBS [IBTA vol 1 §7.9.4.2], which returns the blocks.
+			n.creditFree(now, port.Peer, port.q.class(p), int64(p.Size))
+		}
 		n.drop(p, DropLoss)
 	} else {
 		at := port.txEnd + port.Delay
@@ -704,11 +731,19 @@ func (n *Network) onArrive(now sim.Time, obj int32, _ uint64) {
 			n.dropAt(&n.Nodes[port.peerNode], p, DropNoRoute)
 			return
 		}
+		if n.credOn {
+			n.creditFree(now, port.Peer, n.Ports[port.Peer].q.class(p), int64(p.Size)) // the adapter takes it at once
+		}
 		n.deliver(now, p)
 		return
 	}
-	if n.pfcOn && n.pfcClass(p) >= 0 {
-		p.ingress = int32(port.Peer) + 1 // accounted at the egress it is queued at
+	if n.linkFC {
+		if !n.pfcOn {
+			n.creditHold(&n.Ports[port.Peer], p)
+			p.ingress = int32(port.Peer) + 1 // its blocks are freed when it leaves the switch
+		} else if n.pfcClass(p) >= 0 {
+			p.ingress = int32(port.Peer) + 1 // accounted at the egress it is queued at
+		}
 	}
 	if hop != 0 {
 		// The next source-route hop, read when the packet was queued here (slot.hop).
@@ -800,6 +835,8 @@ func (n *Network) flush(now sim.Time, port *Port) {
 	for p := out.pop(); p != nil; p = out.pop() {
 		if n.pfcOn {
 			n.pfcOut(now, p)
+		} else if n.credOn {
+			n.creditRelease(now, p)
 		}
 		n.drop(p, DropLinkDown)
 	}
@@ -814,6 +851,9 @@ func (n *Network) dropAt(node *Node, p *Packet, why DropReason) {
 // drop counts p under why in the network's books and frees it. Callers also count it where it
 // happened (a port queue's or a node's Drops), which Audit checks.
 func (n *Network) drop(p *Packet, why DropReason) {
+	if n.credOn && p.ingress != 0 {
+		n.creditRelease(n.sim.Now(), p) // dropped inside a switch: its buffer is free again
+	}
 	n.C.Dropped[why]++
 	n.Free(p)
 }

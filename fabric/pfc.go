@@ -197,7 +197,10 @@ func (n *Network) SetPFC(cfg PFCConfig) error {
 	if err := cfg.Validate("pfc"); err != nil {
 		return err
 	}
-	n.pfcOn = true
+	if n.credOn {
+		return fmt.Errorf("fabric: pfc: credit flow control is on; PFC and credits are alternatives")
+	}
+	n.pfcOn, n.linkFC = true, true
 	n.pfcCfg = cfg
 	n.pfcLossless = 0
 	for _, k := range cfg.Classes {

@@ -22,7 +22,7 @@ func TestTransportKindErrors(t *testing.T) {
 	for _, kind := range []string{"tcp", "MRC", "Roce", "raw ", "none", "irn", "mrc2", "Ideal", "udp"} {
 		for _, load := range []string{trTraffic, trWorkload} {
 			_, err := Parse([]byte(fmt.Sprintf("%stransport: {kind: %q}\n%s", trTopo, kind, load)))
-			want := fmt.Sprintf("transport.kind: %q is not a transport; allowed raw, mrc, roce, uec, ideal", kind)
+			want := fmt.Sprintf("transport.kind: %q is not a transport; allowed raw, ib, mrc, roce, uec, ideal", kind)
 			if err == nil || err.Error() != want {
 				t.Errorf("kind %q: error %v; want %q", kind, err, want)
 			}
@@ -83,8 +83,8 @@ func TestTransportKeys(t *testing.T) {
 	ev := structInfoOf(reflect.TypeFor[mrc.EVConfig]()).allowed
 	rc := structInfoOf(reflect.TypeFor[roce.Config]()).allowed
 	cases := []struct{ yaml, want string }{
-		{"transport: {kind: raw, bogus: 1}", "transport.bogus (line 1): unknown field; allowed: ideal, kind, mrc, roce, uec"},
-		{"transport:\n  kind: mrc\n  Mrc: {}", "transport.Mrc (line 3): unknown field; allowed: ideal, kind, mrc, roce, uec"},
+		{"transport: {kind: raw, bogus: 1}", "transport.bogus (line 1): unknown field; allowed: ib, ideal, kind, mrc, roce, uec"},
+		{"transport:\n  kind: mrc\n  Mrc: {}", "transport.Mrc (line 3): unknown field; allowed: ib, ideal, kind, mrc, roce, uec"},
 		{"transport:\n  kind: mrc\n  mrc:\n    ev: {actve: 32}", "transport.mrc.ev.actve (line 4): unknown field; allowed: " + ev},
 		{"transport:\n  kind: roce\n  roce:\n    qps_per_per: 4", "transport.roce.qps_per_per (line 4): unknown field; allowed: " + rc},
 		{"transport: {kind: roce, roce: {qps_per_peer: many}}", `transport.roce.qps_per_peer (line 1): "many" is not an integer`},
@@ -201,13 +201,13 @@ func TestTransportProfileDefaults(t *testing.T) {
 	}
 	for _, p := range []string{"raw", "ideal", "dcqcn", "MRC", "default"} {
 		_, err := Parse([]byte(fmt.Sprintf("%sfabric: {profile: %s}\n%s", trTopo, p, trTraffic)))
-		want := fmt.Sprintf("fabric.profile: %q is not a profile; allowed mrc, roce, uec, none", p)
+		want := fmt.Sprintf("fabric.profile: %q is not a profile; allowed ib, mrc, roce, uec, none", p)
 		if err == nil || err.Error() != want {
 			t.Errorf("profile %q: error %v; want %q", p, err, want)
 		}
 	}
 	_, err := Parse([]byte(trTopo + "transport: {kind: mrc}\nfabric: {pfc: {enabled: true}}\n" + trTraffic))
-	if want := "fabric.pfc.enabled: true under transport mrc; PFC applies to RoCE (and raw traffic), MRC, UEC and the ideal network run without it"; err == nil || err.Error() != want {
+	if want := "fabric.pfc.enabled: true under transport mrc; PFC applies to RoCE (and raw traffic), InfiniBand, MRC, UEC and the ideal network run without it"; err == nil || err.Error() != want {
 		t.Errorf("pfc under mrc: %v; want %q", err, want)
 	}
 }
@@ -249,12 +249,12 @@ func TestTransportListMessages(t *testing.T) {
 	const train = "workload:\n  training:\n    model: {preset: llama3-8b, global_batch: 64}\n    gpu: {preset: h100}\n    plan: {tp: 8, pp: 2}\n"
 	const big = "topology: {clos: {tiers: 2, planes: 2, radix: 32, hosts: 512, host_link: 100G}}\n"
 	cases := []struct{ doc, want string }{
-		{trTopo + "transport: {kind: raw}\n" + trWorkload, "transport.kind: raw cannot carry a collective's messages; allowed mrc or roce or uec (packet level) or ideal"},
-		{big + "transport: {kind: raw}\n" + train, "transport.kind: raw cannot carry a training job's collectives; allowed mrc, roce, uec or ideal"},
+		{trTopo + "transport: {kind: raw}\n" + trWorkload, "transport.kind: raw cannot carry a collective's messages; allowed ib or mrc or roce or uec (packet level) or ideal"},
+		{big + "transport: {kind: raw}\n" + train, "transport.kind: raw cannot carry a training job's collectives; allowed ib, mrc, roce, uec or ideal"},
 		{trTopo + "transport: {kind: raw}\n" + trTraffic, "traffic[0].bytes: 1MiB is set, but transport raw paces flows by load or rate; use transport.kind: mrc for transfers"},
 		{trTopo + trTraffic, "traffic[0].bytes: 1MiB is set, but transport raw paces flows by load or rate; use transport.kind: mrc for transfers"},
 		{trTopo + "transport: {kind: ideal}\n" + trTraffic, "transport.kind: ideal carries workload messages only; give workload.collectives or use raw or mrc for traffic"},
-		{trTopo + "transport: {kind: ideal}\n" + trWorkload + "faults: [{at: 10us, nic: h0.p0, action: down}]\n", "faults: given with transport ideal, which has no links to fail; use transport mrc or roce or uec"},
+		{trTopo + "transport: {kind: ideal}\n" + trWorkload + "faults: [{at: 10us, nic: h0.p0, action: down}]\n", "faults: given with transport ideal, which has no links to fail; use transport ib or mrc or roce or uec"},
 	}
 	for _, c := range cases {
 		_, err := Parse([]byte(c.doc))

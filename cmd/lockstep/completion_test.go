@@ -35,7 +35,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"topo", "--kind", ""}, topoKinds, ":4"},
 		{[]string{"topo", "--routing", ""}, []string{"minimal", "dor"}, ":4"},
 		{[]string{"nccl", "all_"}, []string{"all_reduce", "all_gather"}, ":4"},
-		{[]string{"nccl", "all_reduce", "--transport", ""}, []string{"mrc", "roce", "uec", "ideal"}, ":4"},
+		{[]string{"nccl", "all_reduce", "--transport", ""}, []string{"ib", "mrc", "roce", "uec", "ideal"}, ":4"},
 		{[]string{"nccl", "all_reduce", "--engine", "a"}, []string{"analytic"}, ":4"},
 		{[]string{"nccl", "all_reduce", "--scenario", "mrc"}, []string{"mrc-fail"}, ":0"},
 		{[]string{"nccl", "all_reduce", "--op", "m"}, []string{"max", "min", "mulsum"}, ":4"},

@@ -126,12 +126,12 @@ func TestFakeKindErrors(t *testing.T) {
 		{"\n  kind: testkind\n  testkind:\n    inner: {dpth: 1}", "", "transport.testkind.inner.dpth (line 5): unknown field; allowed: depth"},
 		{"{kind: testkind, testkind: {window: lots}}", "", `transport.testkind.window (line 2): "lots" is not an integer`},
 		{"{kind: testkind, testkind: {window: -2}}", "", "transport.testkind.window: -2 is negative; allowed 0 (default: 4 per plane) or more"},
-		{"{kind: testkind, bogus: 1}", "", "transport.bogus (line 2): unknown field; allowed: ideal, kind, mrc, roce, testkind, uec"},
-		{"{kind: tcp}", "", `transport.kind: "tcp" is not a transport; allowed raw, mrc, roce, testkind, uec, ideal`},
+		{"{kind: testkind, bogus: 1}", "", "transport.bogus (line 2): unknown field; allowed: ib, ideal, kind, mrc, roce, testkind, uec"},
+		{"{kind: tcp}", "", `transport.kind: "tcp" is not a transport; allowed raw, ib, mrc, roce, testkind, uec, ideal`},
 		{"{kind: mrc, testkind: {window: 2}}", "", `transport.testkind: set, but transport.kind is "mrc"; use kind: testkind or remove the block`},
 		{"{kind: testkind, roce: {}}", "", `transport.roce: set, but transport.kind is "testkind"; use kind: roce or remove the block`},
-		{"{kind: testkind}", "fabric: {profile: bogus}\n", `fabric.profile: "bogus" is not a profile; allowed mrc, roce, testkind, uec, none`},
-		{"{kind: testkind}", "fabric: {pfc: {enabled: true}}\n", "fabric.pfc.enabled: true under transport testkind; PFC applies to RoCE (and raw traffic), MRC, Test, UEC and the ideal network run without it"},
+		{"{kind: testkind}", "fabric: {profile: bogus}\n", `fabric.profile: "bogus" is not a profile; allowed ib, mrc, roce, testkind, uec, none`},
+		{"{kind: testkind}", "fabric: {pfc: {enabled: true}}\n", "fabric.pfc.enabled: true under transport testkind; PFC applies to RoCE (and raw traffic), InfiniBand, MRC, Test, UEC and the ideal network run without it"},
 	}
 	for _, c := range cases {
 		doc := fmt.Sprintf(topoYAML, 4) + "transport: " + c.transport + "\n" + c.extra + trafficYAML

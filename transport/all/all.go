@@ -3,6 +3,7 @@
 package all
 
 import (
+	_ "github.com/lockstepsim/lockstep/transport/ib/ibnic"     // transport.kind ib
 	_ "github.com/lockstepsim/lockstep/transport/mrc/mrcnic"   // transport.kind mrc
 	_ "github.com/lockstepsim/lockstep/transport/roce/rocenic" // transport.kind roce
 	_ "github.com/lockstepsim/lockstep/transport/uec/uecnic"   // transport.kind uec

@@ -77,6 +77,7 @@ type Endpoint struct {
 	flows    []*transfer
 	kStart   sim.Kind
 	kTimer   sim.Kind
+	proto    fabric.Proto // its packets' protocol (Wire)
 	baseRTT  sim.Time
 	fct      *hdrhistogram.Histogram // per traffic flow or message, ns
 	fctMax   int64                   // the largest FCT recorded, ns, exact
@@ -129,6 +130,19 @@ func config(cfg any) (roce.Config, error) {
 // it registers the kernel kinds "roce.start" and "roce.timer", the fabric receiver of
 // fabric.ProtoRoCE and the NIC-ready callback. QPs draw their UDP source ports from env.Seed.
 func New(env transport.EndpointEnv, cfg roce.Config) *Endpoint {
+	return NewWire(env, cfg, Wire{Proto: fabric.ProtoRoCE, Kinds: "roce"})
+}
+
+// Wire is what a transport that shares RoCE's RC engine and NIC adapter but not its wire
+// (InfiniBand's RC over LRH/BTH, transport/ib) changes: the fabric protocol its packets
+// carry and the prefix of its kernel kinds ("<Kinds>.start", "<Kinds>.timer").
+type Wire struct {
+	Proto fabric.Proto
+	Kinds string
+}
+
+// NewWire is New for a transport with its own Wire; New is NewWire with RoCEv2's.
+func NewWire(env transport.EndpointEnv, cfg roce.Config, w Wire) *Endpoint {
 	s, net, l := env.Sim, env.Net, env.Topology
 	c := l.Params()
 	cfg = cfg.WithDefaults()
@@ -141,9 +155,10 @@ func New(env transport.EndpointEnv, cfg roce.Config) *Endpoint {
 	}
 	r.baseRTT = c.RoundTrip(l.Sizing().MaxSwitchHops, cfg.HeaderBytes+cfg.PayloadBytes, cfg.AckWire())
 	r.layout = l
-	r.kStart = s.Register("roce.start", r.onStart)
-	r.kTimer = s.Register("roce.timer", r.onTimer)
-	net.SetReceiver(fabric.ProtoRoCE, r.onPacket)
+	r.proto = w.Proto
+	r.kStart = s.Register(w.Kinds+".start", r.onStart)
+	r.kTimer = s.Register(w.Kinds+".timer", r.onTimer)
+	net.SetReceiver(w.Proto, r.onPacket)
 	r.wait = make([][]nic.Wait, net.NumHosts())
 	for h := range r.wait {
 		r.wait[h] = make([]nic.Wait, c.Planes)
@@ -441,7 +456,7 @@ func (r *Endpoint) flushReceiver(now sim.Time, q *qp) {
 // in Flow.
 func (r *Endpoint) send(now sim.Time, q *qp, h *roce.Header, host, peer int32) {
 	p := r.net.NewPacket()
-	p.Proto = fabric.ProtoRoCE
+	p.Proto = r.proto
 	p.Flow = q.qp
 	p.Src, p.Dst = host, peer
 	p.SrcPort, p.DstPort = q.srcPort, roce.UDPPort

@@ -56,7 +56,7 @@ func (r *Endpoint) activeMaxMin() (float64, bool) {
 				continue
 			}
 			q := r.qps[qi]
-			pkt = fabric.Packet{Proto: fabric.ProtoRoCE, Src: q.src, Dst: q.dst, SrcPort: q.srcPort, DstPort: roce.UDPPort}
+			pkt = fabric.Packet{Proto: r.proto, Src: q.src, Dst: q.dst, SrcPort: q.srcPort, DstPort: roce.UDPPort}
 			if path, err = r.net.ECMPPath(q.src, int(q.plane), &pkt, path); err != nil {
 				return 0, false
 			}

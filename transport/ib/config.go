@@ -1,0 +1,125 @@
+// Package ib is InfiniBand's reliable-connection transport: its configuration, its wire
+// sizes and its defaults (NCCL's IB timeouts). The RC engine itself (PSN, go-back-N with
+// sequence-error NAKs, the local ACK timeout and retry count [IBTA vol 1 §9.7]) is the one
+// RoCEv2 uses, transport/roce: RoCEv2 is the IBTA transport layer (BTH, AETH) carried over
+// UDP/IP [IBTA vol 1 Annex A17], so the two differ below the transport, in the link and
+// network headers, the link's flow control (credits, fabric/credit.go, instead of PFC) and
+// congestion control (none here; DCQCN is RoCE's). Config maps onto a roce.Config with
+// InfiniBand's header sizes and DCQCN off (RC).
+package ib
+
+import (
+	"fmt"
+
+	"github.com/lockstepsim/lockstep/fabric"
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/transport/roce"
+)
+
+// Wire sizes [IBTA vol 1 §5.2, §7.7-7.8, §9.2]: a local route header (LRH, 8 bytes), the base
+// transport header (BTH, 12), the invariant CRC (ICRC, 4) and the variant CRC (VCRC, 2);
+// intra-subnet packets carry no GRH.
+const (
+	LRHBytes  = 8
+	BTHBytes  = 12
+	ICRCBytes = 4
+	VCRCBytes = 2
+	// HeaderBytes is what every IB packet pays on the wire within a subnet: 26 bytes.
+	HeaderBytes = LRHBytes + BTHBytes + ICRCBytes + VCRCBytes
+)
+
+// NCCL's InfiniBand defaults [NCCL environment variables: NCCL_IB_TIMEOUT default 18 (since
+// NCCL 2.14; 4.096 us x 2^18, about 1.07 s), NCCL_IB_RETRY_CNT default 7].
+const (
+	DefaultTimeoutExponent = 18
+	DefaultRetryCount      = 7
+)
+
+// Config is transport.ib: transport: {kind: ib, ib: {...}}.
+type Config struct {
+	// QPsPerPeer is how many QPs each (source, destination) pair opens per plane, each with
+	// its own fixed ECMP entropy (static routing: a destination-based LFT is one path per
+	// QP); default 1.
+	QPsPerPeer int `yaml:"qps_per_peer"`
+	// PayloadBytes is the path MTU: 256..4096 (IBTA), default 4096.
+	PayloadBytes int `yaml:"payload_bytes"`
+	// TimeoutExponent t sets the local ACK timeout 4.096 us x 2^t [IBTA vol 1 §9.7.6.1.3];
+	// default DefaultTimeoutExponent (NCCL_IB_TIMEOUT 18); allowed 1..31.
+	TimeoutExponent int `yaml:"timeout"`
+	// RetryCount is how many times a QP retries before it errors, 1..7; default 7
+	// (NCCL_IB_RETRY_CNT).
+	RetryCount int `yaml:"retry_count"`
+	// Credits is the fabric's link-level flow control under this transport; enabled unless
+	// written false (credits: {enabled: false} runs IB links lossy, for comparison).
+	Credits Credits `yaml:"credits"`
+}
+
+// Credits is transport.ib.credits: fabric.CreditConfig with enabled defaulting to true.
+type Credits struct {
+	Enabled         *bool               `yaml:"enabled"`
+	BufferPerVL     sim.Size            `yaml:"buffer_per_vl"`
+	HostBufferPerVL sim.Size            `yaml:"host_buffer_per_vl"`
+	High            []fabric.VLArbEntry `yaml:"high"`
+	Low             []fabric.VLArbEntry `yaml:"low"`
+	HighLimit       int                 `yaml:"high_limit"`
+}
+
+// Fabric returns the fabric's credit configuration (defaults filled).
+func (c Credits) Fabric() fabric.CreditConfig {
+	return fabric.CreditConfig{Enabled: c.Enabled == nil || *c.Enabled, BufferPerVL: c.BufferPerVL,
+		HostBufferPerVL: c.HostBufferPerVL, High: c.High, Low: c.Low, HighLimit: c.HighLimit}.WithDefaults()
+}
+
+// WithDefaults fills the zero fields.
+func (c Config) WithDefaults() Config {
+	if c.QPsPerPeer == 0 {
+		c.QPsPerPeer = 1
+	}
+	if c.PayloadBytes == 0 {
+		c.PayloadBytes = 4096
+	}
+	if c.TimeoutExponent == 0 {
+		c.TimeoutExponent = DefaultTimeoutExponent
+	}
+	if c.RetryCount == 0 {
+		c.RetryCount = DefaultRetryCount
+	}
+	if c.Credits.Enabled == nil {
+		on := true
+		c.Credits.Enabled = &on
+	}
+	return c
+}
+
+// Validate names the first bad field under prefix ("transport.ib").
+func (c Config) Validate(prefix string) error {
+	if c.TimeoutExponent < 1 || c.TimeoutExponent > 31 {
+		return fmt.Errorf("%s.timeout: %d is out of range; allowed 1..31 (4.096us x 2^t)", prefix, c.TimeoutExponent)
+	}
+	if err := c.RC().Validate(prefix); err != nil {
+		return err
+	}
+	return c.Credits.Fabric().Validate(prefix + ".credits")
+}
+
+// RTO is the local ACK timeout, 4.096 us x 2^TimeoutExponent.
+func (c Config) RTO() sim.Time { return roce.LocalAckTimeout(c.TimeoutExponent) }
+
+// RC returns the RC engine's configuration: InfiniBand's header sizes, the timeout and retry
+// count, DCQCN off.
+func (c Config) RC() roce.Config {
+	rc := roce.Config{QPsPerPeer: c.QPsPerPeer, PayloadBytes: c.PayloadBytes, HeaderBytes: HeaderBytes,
+		RTO: c.RTO(), RetryCount: c.RetryCount}
+	rc.DCQCN.Disabled = true
+	return rc.WithDefaults()
+}
+
+// DataPacketBytes returns a full data packet's payload and its largest wire size
+// (transport.DataPacketSizer).
+func (c *Config) DataPacketBytes() (payload, wire int64) {
+	rc := c.WithDefaults().RC()
+	return rc.DataPacketBytes()
+}
+
+// QPsPerTransfer returns the QPs one transfer opens (transport.QPFanout).
+func (c *Config) QPsPerTransfer(planes int) int { return max(1, c.QPsPerPeer) * max(1, planes) }

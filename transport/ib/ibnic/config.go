@@ -1,0 +1,71 @@
+package ibnic
+
+import (
+	"fmt"
+
+	"github.com/lockstepsim/lockstep/fabric"
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/transport"
+	"github.com/lockstepsim/lockstep/transport/ib"
+	"github.com/lockstepsim/lockstep/transport/nic"
+)
+
+// newConfig returns the zero transport.ib block.
+func newConfig() any { return &ib.Config{} }
+
+// config reads the plugin's block (nil: the defaults), defaults filled.
+func config(cfg any) (ib.Config, error) {
+	switch c := cfg.(type) {
+	case nil:
+		return ib.Config{}.WithDefaults(), nil
+	case *ib.Config:
+		if c == nil {
+			return ib.Config{}.WithDefaults(), nil
+		}
+		return c.WithDefaults(), nil
+	}
+	return ib.Config{}, fmt.Errorf("transport.ib: the block is a %T, want *ib.Config", cfg)
+}
+
+// resolve fills transport.ib's defaults and validates it; errors name the field under
+// env.Path.
+func resolve(cfg any, env transport.ResolveEnv) error {
+	c := cfg.(*ib.Config)
+	*c = c.WithDefaults()
+	return c.Validate(env.Path)
+}
+
+// profile is the ib fabric profile: no ECN marking and no trimming (InfiniBand has neither in
+// phase 1), and under credits switch queue limits of at least what a switch's ingresses may
+// hold of one VL (ports x buffer per VL), so drop-tail never acts before the credits do
+// (fabric.Network.CreditCheck's bound); at most fabric.MaxQueueLimit. Settings the scenario
+// wrote are kept.
+func profile(cfg any, env transport.ProfileEnv) {
+	c, err := config(cfg)
+	if err != nil {
+		return
+	}
+	var limit sim.Size
+	if cr := c.Credits.Fabric(); cr.Enabled && !env.Fluid {
+		for _, s := range nic.SwitchIngresses(env.Topology) {
+			limit = max(limit, sim.Size(len(s))*cr.BufferPerVL)
+		}
+		limit = min(limit, fabric.MaxQueueLimit)
+	}
+	set := func(q *fabric.QueueConfig, limitGiven, ecnGiven, trimGiven bool) {
+		if !limitGiven && q.Limit < limit {
+			q.Limit = limit
+		}
+		if !ecnGiven {
+			q.ECN.Enabled = false
+		}
+		if !trimGiven {
+			q.Trim.Enabled = false
+		}
+	}
+	g := env.Given
+	set(env.SwitchQueue, g.SwitchLimit, g.SwitchECN, g.SwitchTrim)
+	if lh := *env.LastHopQueue; lh != nil {
+		set(lh, g.LastLimit, g.LastECN, g.LastTrim)
+	}
+}

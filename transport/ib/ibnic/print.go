@@ -1,0 +1,27 @@
+package ibnic
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/lockstepsim/lockstep/transport"
+	"github.com/lockstepsim/lockstep/transport/ib"
+)
+
+// printBlock writes InfiniBand's block of the terminal summary: the completions, the
+// throughput while all flows were active, the go-back-N figures, then the QP errors.
+func printBlock(w io.Writer, s *transport.Summary, collective bool) {
+	transport.PrintTransfers(w, s, collective, "", "")
+	transport.PrintActive(w, s.ActiveUntilUs, s.ActiveThroughputMeanOfLine, s.ActiveThroughputMinOfLine, s.HeaderOverheadPct)
+	fmt.Fprintf(w, "InfiniBand: go-back-N resent %d packets (%d B) after %d timeouts; QP errors %d\n", s.RetxPackets, s.RetxBytes, s.Timeouts, s.QPErrors)
+	transport.PrintQPErrors(w, s)
+}
+
+// label names an IB block: "ib (1 QP/peer)".
+func label(cfg any) string {
+	c, _ := cfg.(*ib.Config)
+	if c == nil {
+		return Kind
+	}
+	return fmt.Sprintf("%s (%d QP/peer)", Kind, max(1, c.QPsPerPeer))
+}
