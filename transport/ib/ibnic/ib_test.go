@@ -108,3 +108,25 @@ func TestDeterminism(t *testing.T) {
 		t.Fatalf("two runs differ:\n%s\n%s", ja, jb)
 	}
 }
+
+// TestCreditCheckWarns: a scenario's switch queue limit below what the credits let a switch's
+// ingresses hold draws a pre-run warning naming the egress (drop-tail could act, so the run
+// may not be lossless); the ib profile's own limits draw none.
+func TestCreditCheckWarns(t *testing.T) {
+	const y = "topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}\ntransport: {kind: ib}\n%s" +
+		"traffic: [{pattern: permutation, bytes: 256KB}]\n"
+	warned := func(res *runner.Result) bool {
+		for _, w := range res.Summary.Transport.Warnings {
+			if strings.Contains(w, "transport.ib.credits: cannot be lossless: egress") {
+				return true
+			}
+		}
+		return false
+	}
+	if res := run(t, fmt.Sprintf(y, "")); warned(res) {
+		t.Errorf("ib profile: warnings %q; want no credit warning", res.Summary.Transport.Warnings)
+	}
+	if res := run(t, fmt.Sprintf(y, "fabric: {switch_queue: {limit: 64KB}}\n")); !warned(res) {
+		t.Errorf("64 KB switch queues: warnings %q; want the credit warning", res.Summary.Transport.Warnings)
+	}
+}

@@ -27,6 +27,7 @@ func init() {
 		NeverTrimmed: true,
 		Profile:      profile,
 		NewEndpoint:  newEndpoint,
+		Check:        check,
 		Flow:         flowModel,
 		Print:        printBlock,
 		Label:        label,
