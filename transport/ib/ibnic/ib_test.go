@@ -130,3 +130,23 @@ func TestCreditCheckWarns(t *testing.T) {
 		t.Errorf("64 KB switch queues: warnings %q; want the credit warning", res.Summary.Transport.Warnings)
 	}
 }
+
+// TestCreditBufferBelowPacket: a buffer per VL that holds fewer credit blocks than the largest
+// packet is refused before the run (it could never be sent; the run would only stall),
+// naming the field, the value and the least allowed, for switch and host buffers.
+func TestCreditBufferBelowPacket(t *testing.T) {
+	for _, c := range []struct{ block, field string }{
+		{"buffer_per_vl: 1KB", "transport.ib.credits.buffer_per_vl: 1000B"},
+		{"host_buffer_per_vl: 4KB", "transport.ib.credits.host_buffer_per_vl: 4000B"},
+	} {
+		sc, err := scenario.Parse([]byte("topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}\n" +
+			"transport: {kind: ib, ib: {credits: {" + c.block + "}}}\ntraffic: [{pattern: permutation, bytes: 256KB}]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = runner.Run(sc)
+		if err == nil || !strings.Contains(err.Error(), c.field) || !strings.Contains(err.Error(), "allowed at least 4160B") {
+			t.Errorf("%s: %v; want an error naming %s and the least allowed", c.block, err, c.field)
+		}
+	}
+}
