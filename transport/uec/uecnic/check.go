@@ -19,7 +19,7 @@ func check(cfg any, env transport.CheckEnv) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	rtt := sim.Time(baseRTT(env.Topology, &c))
+	rtt := baseRTT(env.Topology, &c)
 	for _, f := range []struct {
 		name string
 		v    sim.Time

@@ -3,6 +3,7 @@ package uecnic
 import (
 	"fmt"
 
+	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
 	"github.com/lockstepsim/lockstep/transport"
 	"github.com/lockstepsim/lockstep/transport/mrc"
@@ -40,8 +41,8 @@ func config(cfg any) (uec.Config, error) {
 }
 
 // baseRTT is the round trip of a full data packet and its ACK over t's longest path.
-func baseRTT(t topo.Topology, c *uec.Config) int64 {
-	return int64(t.Params().RoundTrip(t.Sizing().MaxSwitchHops, c.WireBytes(c.PayloadBytes), c.AckBytes))
+func baseRTT(t topo.Topology, c *uec.Config) sim.Time {
+	return t.Params().RoundTrip(t.Sizing().MaxSwitchHops, c.WireBytes(c.PayloadBytes), c.AckBytes)
 }
 
 // profile is the uec fabric profile (transport.Plugin.Profile): UEC and MRC share NSCC and

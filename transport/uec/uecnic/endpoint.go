@@ -85,7 +85,7 @@ func newEndpoint(cfg any, env transport.EndpointEnv) (transport.Endpoint, error)
 		return nil, fmt.Errorf("transport.uec: the endpoint needs a kernel, a packet fabric and its topology")
 	}
 	p := l.Params()
-	e := &Endpoint{s: s, net: net, cfg: c, layout: l, seed: env.Seed, baseRTT: sim.Time(baseRTT(l, &c)),
+	e := &Endpoint{s: s, net: net, cfg: c, layout: l, seed: env.Seed, baseRTT: baseRTT(l, &c),
 		nicRate: p.HostLink * sim.Rate(p.Planes), planes: p.Planes, fct: transport.NewFCTHistogram(), pairs: map[[3]int32]int32{}}
 	hold := func(q fabric.QueueConfig, r sim.Rate) sim.Time {
 		b := q.Limit
