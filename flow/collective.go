@@ -650,15 +650,23 @@ func (c *Collectives) Owner(id FlowID) int {
 	if !c.cfg.Reroutable {
 		return -1
 	}
-	n := c.net
 	for s := range c.recs {
-		r := &c.recs[s]
-		if r.in == nil || s >= len(n.flows) || r.id != id {
-			continue
+		if k := c.recOwner(s); k >= 0 && c.recs[s].id == id {
+			return k
 		}
-		if f := &n.flows[s]; f.id == id && (f.state == stPending || f.state == stActive) {
-			return r.in.id
-		}
+	}
+	return -1
+}
+
+// recOwner returns the collective of the flow recs[s] records when that flow is still in
+// flight in slot s (waiting to start or sending), else -1.
+func (c *Collectives) recOwner(s int) int {
+	r := &c.recs[s]
+	if r.in == nil || s >= len(c.net.flows) {
+		return -1
+	}
+	if f := &c.net.flows[s]; f.id == r.id && (f.state == stPending || f.state == stActive) {
+		return r.in.id
 	}
 	return -1
 }
@@ -670,15 +678,10 @@ func (c *Collectives) Owners() map[FlowID]int {
 	if !c.cfg.Reroutable {
 		return nil
 	}
-	n := c.net
 	out := make(map[FlowID]int)
 	for s := range c.recs {
-		r := &c.recs[s]
-		if r.in == nil || s >= len(n.flows) {
-			continue
-		}
-		if f := &n.flows[s]; f.id == r.id && (f.state == stPending || f.state == stActive) {
-			out[r.id] = r.in.id
+		if k := c.recOwner(s); k >= 0 {
+			out[c.recs[s].id] = k
 		}
 	}
 	return out

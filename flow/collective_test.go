@@ -23,11 +23,11 @@ const (
 	testLat  = 2 * sim.Microsecond
 )
 
-// crossbarRun launches each spec at 0 on hosts 0..Ranks-1 (offset by its index x Ranks when
-// disjoint) of a crossbar of rate testRate and latency testLat, and returns the results.
-func crossbarRun(t *testing.T, hosts int, specs []collective.Spec, disjoint bool) ([]CollResult, *Net) {
+// crossbarColls returns a simulation seeded seed, a Net on an ideal crossbar of hosts hosts
+// (testRate links, testLat latency) and Collectives on it with cfg.
+func crossbarColls(t *testing.T, hosts int, seed uint64, cfg CollConfig) (*sim.Sim, *Net, *Collectives) {
 	t.Helper()
-	s := sim.New(1)
+	s := sim.New(seed)
 	x, err := NewCrossbar(hosts, testLat)
 	if err != nil {
 		t.Fatal(err)
@@ -36,10 +36,18 @@ func crossbarRun(t *testing.T, hosts int, specs []collective.Spec, disjoint bool
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewCollectives(n, x, CollConfig{})
+	c, err := NewCollectives(n, x, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, n, c
+}
+
+// crossbarRun launches each spec at 0 on hosts 0..Ranks-1 (offset by its index x Ranks when
+// disjoint) of a crossbar of rate testRate and latency testLat, and returns the results.
+func crossbarRun(t *testing.T, hosts int, specs []collective.Spec, disjoint bool) ([]CollResult, *Net) {
+	t.Helper()
+	s, n, c := crossbarColls(t, hosts, 1, CollConfig{})
 	done := 0
 	for i, sp := range specs {
 		first := 0
@@ -450,19 +458,8 @@ func TestSimultaneousLaunchesBatch(t *testing.T) {
 // reused slot keeps its own key.
 func TestCollectivesForget(t *testing.T) {
 	run := func(forget bool) (ends []sim.Time, held, listed int, bytes []float64) {
-		s := sim.New(3)
-		x, err := NewCrossbar(8, testLat)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := New(s, x.Capacities(float64(testRate)), Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := NewCollectives(n, x, CollConfig{Forget: forget})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, n, c := crossbarColls(t, 8, 3, CollConfig{Forget: forget})
+		var err error
 		ring := spec(collective.AllReduce, collective.Ring, 4, 1<<20)
 		comms := make([]collective.Comm, 2)
 		for i := range comms {

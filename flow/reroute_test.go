@@ -167,19 +167,7 @@ func (r *switchRouter) Paths(_, _ int, _ uint64, buf []Path) ([]Path, sim.Time, 
 // Reroutable both say nothing.
 func TestOwners(t *testing.T) {
 	for _, reroutable := range []bool{true, false} {
-		s := sim.New(1)
-		x, err := NewCrossbar(8, testLat)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := New(s, x.Capacities(float64(testRate)), Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := NewCollectives(n, x, CollConfig{Reroutable: reroutable})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, n, c := crossbarColls(t, 8, 1, CollConfig{Reroutable: reroutable})
 		small, _ := collective.RangeComm(0, 4, 1)
 		big, _ := collective.RangeComm(4, 4, 1)
 		for i, sz := range []int64{1 << 16, 1 << 24} {
