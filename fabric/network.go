@@ -300,6 +300,9 @@ type Network struct {
 	kCredit        sim.Kind
 	nextID         uint64
 	nicReady       func(now sim.Time, host int32, plane int)
+	// Input-buffered switch models (SetSwitch, voq.go): on, and their state (nil when off).
+	voqOn bool
+	voq   *voqState
 }
 
 // Queue line blocks (Network.qlines): chunk 0 holds the blocks of ports 0..firstChunk-1 and
@@ -588,6 +591,9 @@ func (n *Network) Send(now sim.Time, host int32, plane int, p *Packet) error {
 // enqueue offers p to port pid's egress queue and starts the transmitter if it is idle. A down
 // port takes nothing: p is dropped at once (a switch drops on a dead port; a NIC cannot send).
 func (n *Network) enqueue(now sim.Time, pid PortID, p *Packet) {
+	if n.voqOn && n.voqTake(now, pid, p) {
+		return
+	}
 	port := &n.Ports[pid]
 	if port.Down {
 		n.dropLinkDown(port, p)
@@ -680,6 +686,9 @@ func (n *Network) startTx(now sim.Time, pid PortID, port *Port) {
 		port.txEvent = true
 		n.sim.At(port.txEnd, n.kTx, int32(pid), 0)
 	}
+	if n.voqOn {
+		n.voqServe(now, pid)
+	}
 }
 
 // onTxDone: a serialisation ended; start the next one. A port that went down by a direct
@@ -744,6 +753,9 @@ func (n *Network) onArrive(now sim.Time, obj int32, _ uint64) {
 		} else if n.pfcClass(p) >= 0 {
 			p.ingress = int32(port.Peer) + 1 // accounted at the egress it is queued at
 		}
+	}
+	if n.voqOn {
+		n.voqArrive(port.Peer)
 	}
 	if hop != 0 {
 		// The next source-route hop, read when the packet was queued here (slot.hop).
@@ -840,6 +852,9 @@ func (n *Network) flush(now sim.Time, port *Port) {
 		}
 		n.drop(p, DropLinkDown)
 	}
+	if n.voqOn {
+		n.voqFlushed(now, port)
+	}
 }
 
 // dropAt drops p under why, counting it in node's own drops (not a port queue's).
@@ -863,6 +878,9 @@ func (n *Network) InFlight() int64 {
 	var k int64
 	for i := range n.Ports {
 		k += int64(n.Ports[i].held())
+	}
+	if n.voqOn {
+		k += n.voq.held
 	}
 	return k
 }
@@ -927,6 +945,11 @@ func (n *Network) Audit() error {
 	if acc != c.Injected {
 		return fmt.Errorf("fabric: packet conservation broken: injected %d != delivered %d + trimmed %d + dropped %d + in flight %d (difference %d)",
 			c.Injected, c.DeliveredWhole, c.DeliveredTrimmed, c.DroppedTotal(), inflight, c.Injected-acc)
+	}
+	if n.voqOn {
+		if err := n.voqAudit(); err != nil {
+			return err
+		}
 	}
 	var portDrops, nodeDrops [NumDropReasons]int64
 	for i := range n.Ports {

@@ -79,7 +79,7 @@ type Packet struct {
 	Op      uint8  // transport-owned header word; see the owning transport package
 	Flow    int32  // flow or QP index, owned by the source transport (for accounting)
 	ingress int32  // PFC: the switch ingress port it is accounted to, plus one; 0 = none
-	_       [4]byte
+	voqOut  int32  // the egress port it waits for in a switch ingress buffer (voq.go)
 
 	// Second cache line: the ends only.
 	ID     uint64   // unique per injected packet, in injection order
