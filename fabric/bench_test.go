@@ -12,23 +12,30 @@ import (
 // link). A closed loop keeps 64 packets in flight, each delivery sending the next, so the
 // event queue and the free list are in steady state; both are warmed before timing, and
 // allocs/op must be 0. MB/s is simulated bytes delivered per wall second.
-func BenchmarkForward(b *testing.B) { benchForward(b, false, false, false) }
+func BenchmarkForward(b *testing.B) { benchForward(b, false, false, false, "") }
 
 // BenchmarkForwardCredits is BenchmarkForward with InfiniBand credit flow control on every
 // link (fabric.SetCredits, 128 KiB per VL): each hop charges and frees credits and sends a
 // flow-control packet; allocs/op must still be 0.
-func BenchmarkForwardCredits(b *testing.B) { benchForward(b, false, false, true) }
+func BenchmarkForwardCredits(b *testing.B) { benchForward(b, false, false, true, "") }
 
 // BenchmarkForwardECMP is BenchmarkForward with no source route: every switch hashes each
 // packet's 5-tuple and entropy over a group of 4 parallel links.
-func BenchmarkForwardECMP(b *testing.B) { benchForward(b, true, false, false) }
+func BenchmarkForwardECMP(b *testing.B) { benchForward(b, true, false, false, "") }
 
 // BenchmarkForwardFaults is BenchmarkForward with every link lossy: a bit error rate so low
 // (1e-18: 3e-14 per packet) that no packet is lost, but each transmission computes its loss
 // probability, scans an entropy filter and takes a draw, so this prices the loss path.
-func BenchmarkForwardFaults(b *testing.B) { benchForward(b, false, true, false) }
+func BenchmarkForwardFaults(b *testing.B) { benchForward(b, false, true, false, "") }
 
-func benchForward(b *testing.B, ecmp, faults, credits bool) {
+// BenchmarkForwardVOQ and BenchmarkForwardSharedIngress: BenchmarkForward through the
+// input-buffered switch models (voq.go); 0 allocs/op like the others.
+func BenchmarkForwardVOQ(b *testing.B) { benchForward(b, false, false, false, fabric.SwitchVOQ) }
+func BenchmarkForwardSharedIngress(b *testing.B) {
+	benchForward(b, false, false, false, fabric.SwitchSharedIngress)
+}
+
+func benchForward(b *testing.B, ecmp, faults, credits bool, model string) {
 	const window = 64
 	k := 1
 	if ecmp {
@@ -39,6 +46,11 @@ func benchForward(b *testing.B, ecmp, faults, credits bool) {
 	route := lineRoute(k, 0, 0)
 	if credits {
 		if err := net.SetCredits(fabric.CreditConfig{Enabled: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if model != "" {
+		if err := net.SetSwitch(fabric.SwitchConfig{Model: model}); err != nil {
 			b.Fatal(err)
 		}
 	}
