@@ -3,6 +3,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"github.com/lockstepsim/lockstep/transport"
 	"math"
 	"math/bits"
 
@@ -120,6 +121,7 @@ func (e *flowColl) launch(g int, name string) error {
 		Start: start, End: sim.MaxTime}
 	r := &e.done[g]
 	e.router.setMsgPlanes(e.specs[g], e.groups[g].comm)
+	e.router.setOwners(e.specs[g], e.groups[g].comm, transport.CollectiveOwner(g))
 	err := e.fc.Launch(start, e.specs[g], e.groups[g].comm, name, func(now sim.Time) {
 		r.End, r.Done = now, true
 		e.w.finished()
@@ -498,6 +500,18 @@ func (r *collRouter) setMsgPlanes(sp collective.Spec, comm collective.Comm) {
 	chans, loops := msgLoops(sp)
 	for c := range chans {
 		r.msgPlanes[key0+uint64(c)] = msgQPs{first: c, stride: chans, count: loops}
+	}
+}
+
+// setOwners records owner (transport.CollectiveOwner of the packet level's QP group) behind
+// the Router key of every logical channel of collective sp on comm (msgLoops), so that each
+// of its QPs takes the path its packets hash to (flowRouter.hashedWalk). A later collective
+// on the same hosts replaces the record, as setMsgPlanes's.
+func (r *collRouter) setOwners(sp collective.Spec, comm collective.Comm, owner uint64) {
+	key0 := commKey(comm)
+	chans, _ := msgLoops(sp)
+	for c := range chans {
+		r.setOwner(key0+uint64(c), owner)
 	}
 }
 

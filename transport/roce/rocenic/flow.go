@@ -2,6 +2,7 @@ package rocenic
 
 import (
 	"fmt"
+	"github.com/lockstepsim/lockstep/fabric"
 
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
@@ -33,6 +34,7 @@ func flowModel(cfg any, _ topo.Topology) (transport.FlowModel, error) {
 		EndpointReroute: false,
 		RTO:             c.RTO,
 		GiveUp:          c.RTO * sim.Time(c.RetryCount+1),
+		QPTuple:         transport.QPTuple{Proto: fabric.ProtoRoCE, DstPort: roce.UDPPort},
 	}, nil
 }
 
