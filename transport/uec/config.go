@@ -17,7 +17,10 @@
 //     without progress); MaxRetries expiries in a row error the connection.
 //   - Load balancing over entropy values (EVs) that the switches hash (ECMP), not source
 //     routes: oblivious spraying or REPS (ev.go).
-//   - Congestion control: NSCC, the implementation transport/mrc shares (mrc.NSCC).
+//   - Congestion control: NSCC, the implementation transport/mrc shares (mrc.NSCC); RCCC,
+//     receiver credit (rccc.go): the destination paces credit to its active sources near
+//     its link rate, a source sends a speculative first window and then only on credit; or
+//     both, a packet leaving only when NSCC's window and the credit allow it.
 package uec
 
 import (
@@ -50,7 +53,40 @@ const (
 const (
 	CCNSCC = "nscc" // UEC sender congestion control (mrc.NSCC), the default
 	CCNone = "none" // a fixed window of max_window_factor x BDP, for comparisons
+	// CCRCCC is receiver-credit congestion control alone [UEC §3.6 RCCC]: no sender window,
+	// a speculative first window, then only what the destination's credit allows.
+	CCRCCC = "rccc"
+	// CCNSCCRCCC is NSCC and RCCC together: a packet leaves only when NSCC's window and the
+	// credit both allow it (the smaller of the two limits); trims at the last hop do not cut
+	// NSCC's window.
+	CCNSCCRCCC = "nscc+rccc"
 )
+
+// RCCC defaults.
+const (
+	// DefaultSpeculativeBDP is a source's speculative window, sent before any credit, in
+	// BDPs of its NIC (base RTT x NIC rate): one BDP, what keeps an idle receiver's link busy
+	// for the round trip its first credit takes (lockstep default; the UE specification
+	// leaves the amount to the implementation as far as lockstep's sources quote it).
+	DefaultSpeculativeBDP = 1.0
+	// DefaultRCCCRateFactor: the destination paces credit at this fraction of its NIC rate
+	// (1: the sum of its sources' credit is its link rate) [UEC §3.6 RCCC].
+	DefaultRCCCRateFactor = 1.0
+)
+
+// RCCCParams are RCCC's knobs (transport.uec.rccc).
+type RCCCParams struct {
+	// SpeculativeBDP is the speculative window a source may send before credit, in BDPs of
+	// its NIC, (0, 100]; default 1. It is granted again when a message is posted to an idle
+	// connection (every packet acknowledged).
+	SpeculativeBDP float64 `yaml:"speculative_bdp"`
+	// RateFactor scales the credit rate: credit is paced at RateFactor x the destination's
+	// NIC rate, (0, 2]; default 1.
+	RateFactor float64 `yaml:"rate_factor"`
+	// CreditBytes is one grant, wire bytes, 64..1 MiB; default 0: one full data packet's wire
+	// bytes. Each grant is one credit packet of ack_bytes on the wire.
+	CreditBytes int `yaml:"credit_bytes"`
+}
 
 // Header sizes and defaults.
 const (
@@ -111,10 +147,26 @@ type Config struct {
 	// WindowPSNs bounds next PSN - oldest unacknowledged PSN, a multiple of 64 in 64..65536;
 	// default 4096.
 	WindowPSNs int `yaml:"window_psns"`
-	// CC is "nscc" (default) or "none".
+	// CC is "nscc" (default), "rccc", "nscc+rccc" or "none".
 	CC string `yaml:"cc"`
 	// NSCC are NSCC's knobs, as transport.mrc.cc (mrc.NSCCParams; the same defaults).
 	NSCC mrc.NSCCParams `yaml:"nscc"`
+	// RCCC are the receiver-credit knobs (cc rccc or nscc+rccc).
+	RCCC RCCCParams `yaml:"rccc"`
+}
+
+// HasRCCC reports whether the congestion control includes receiver credit.
+func (c *Config) HasRCCC() bool { return c.CC == CCRCCC || c.CC == CCNSCCRCCC }
+
+// HasNSCC reports whether the congestion control includes NSCC.
+func (c *Config) HasNSCC() bool { return c.CC == CCNSCC || c.CC == CCNSCCRCCC }
+
+// CreditQuantum returns one RCCC grant's wire bytes (CreditBytes, or a full data packet).
+func (c *Config) CreditQuantum() int64 {
+	if c.RCCC.CreditBytes > 0 {
+		return int64(c.RCCC.CreditBytes)
+	}
+	return int64(c.WireBytes(c.PayloadBytes))
 }
 
 // WithDefaults returns c with zero fields set to their defaults (RTO and ReorderWindow stay 0:
@@ -149,6 +201,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.CC == "" {
 		c.CC = CCNSCC
+	}
+	if c.RCCC.SpeculativeBDP == 0 {
+		c.RCCC.SpeculativeBDP = DefaultSpeculativeBDP
+	}
+	if c.RCCC.RateFactor == 0 {
+		c.RCCC.RateFactor = DefaultRCCCRateFactor
 	}
 	n := &c.NSCC
 	if n.TargetFactor == 0 {
@@ -200,8 +258,14 @@ func (c Config) Validate(prefix string) error {
 		return bad("reorder_window", "%v is out of range; allowed 0 (automatic) up to 1s", c.ReorderWindow)
 	case c.WindowPSNs < 64 || c.WindowPSNs > 65536 || c.WindowPSNs%64 != 0:
 		return bad("window_psns", "%d is out of range; allowed a multiple of 64 in 64..65536", c.WindowPSNs)
-	case c.CC != CCNSCC && c.CC != CCNone:
-		return bad("cc", "%q is not a congestion control; allowed nscc (default) or none (a fixed window)", c.CC)
+	case c.CC != CCNSCC && c.CC != CCNone && c.CC != CCRCCC && c.CC != CCNSCCRCCC:
+		return bad("cc", "%q is not a congestion control; allowed nscc (default), rccc (receiver credit), nscc+rccc (both) or none (a fixed window)", c.CC)
+	case !(c.RCCC.SpeculativeBDP > 0 && c.RCCC.SpeculativeBDP <= 100):
+		return bad("rccc.speculative_bdp", "%v is out of range; allowed (0, 100] BDPs (default 1)", c.RCCC.SpeculativeBDP)
+	case !(c.RCCC.RateFactor > 0 && c.RCCC.RateFactor <= 2):
+		return bad("rccc.rate_factor", "%v is out of range; allowed (0, 2] (default 1: the destination's NIC rate)", c.RCCC.RateFactor)
+	case c.RCCC.CreditBytes != 0 && (c.RCCC.CreditBytes < 64 || c.RCCC.CreditBytes > 1<<20):
+		return bad("rccc.credit_bytes", "%d is out of range; allowed 0 (one full data packet) or 64..1048576", c.RCCC.CreditBytes)
 	case !(n.TargetFactor > 0 && n.TargetFactor <= 10):
 		return bad("nscc.target_factor", "%v is out of range; allowed (0, 10]", n.TargetFactor)
 	case !(n.MaxWindowFactor >= 0.1 && n.MaxWindowFactor <= 100):

@@ -64,6 +64,13 @@ type Endpoint struct {
 	log      transport.LossLog
 	// nTransfers counts AddFlow calls (a transfer's number).
 	nTransfers int32
+	// RCCC (rccc.go): per receiving host, its credit scheduler and pacer timer; the credit
+	// packets and credit requests sent.
+	kCredit      sim.Kind
+	sched        []*uec.CreditScheduler
+	schedTimer   []sim.TimerID
+	creditsSent  int64
+	requestsSent int64
 }
 
 var _ transport.Endpoint = (*Endpoint)(nil)
@@ -97,6 +104,9 @@ func newEndpoint(cfg any, env transport.EndpointEnv) (transport.Endpoint, error)
 	e.maxQueue = max(hold(env.Queues.Switch, p.FabricLink), hold(env.Queues.LastHop, p.HostLink))
 	e.kStart = s.Register("uec.start", e.onStart)
 	e.kTimer = s.Register("uec.timer", e.onTimer)
+	if c.HasRCCC() {
+		e.kCredit = s.Register("uec.credit", e.onCredit)
+	}
 	net.SetReceiver(fabric.ProtoUET, e.onPacket)
 	e.wait = make([]nic.Wait, net.NumHosts())
 	net.SetNICReady(e.onNICReady)
@@ -224,6 +234,7 @@ func (e *Endpoint) pump(now sim.Time, q *qp) {
 		}
 		e.send(now, q, &h, q.src, q.dst, plane)
 	}
+	e.rcccRequestOut(now, q)
 	e.afterSender(now, q)
 }
 
@@ -329,10 +340,21 @@ func (e *Endpoint) onPacket(now sim.Time, p *fabric.Packet) {
 		e.s.Stop(err)
 		return
 	}
-	if h.Kind != uec.Data {
+	switch h.Kind {
+	case uec.Credit:
+		q.snd.OnCredit(now, h.Req)
+		e.pump(now, q)
+		return
+	case uec.CreditRequest:
+		e.rcccRequest(now, q, &h)
+		return
+	case uec.ACK, uec.NACK:
 		q.snd.OnAck(now, &h)
 		e.pump(now, q)
 		return
+	}
+	if e.sched != nil || e.cfg.HasRCCC() {
+		e.rcccData(now, q, &h, p)
 	}
 	q.rcv.OnData(now, &h, p.Flags&fabric.Trimmed != 0, p.Flags&fabric.TrimmedLastHop != 0, p.Flags&fabric.CE != 0)
 	for i := range q.rcv.Out() {
