@@ -177,6 +177,9 @@ func TestBadConfig(t *testing.T) {
 		{"{rto: -1us}", "transport.uec.rto"},
 		{"{cc: dcqcn}", "transport.uec.cc"},
 		{"{nscc: {gamma: 2}}", "transport.uec.nscc.gamma"},
+		{"{cc: rccc, rccc: {speculative_bdp: -1}}", "transport.uec.rccc.speculative_bdp"},
+		{"{cc: nscc+rccc, rccc: {rate_factor: 3}}", "transport.uec.rccc.rate_factor"},
+		{"{cc: rccc, rccc: {credit_bytes: 10}}", "transport.uec.rccc.credit_bytes"},
 	} {
 		_, err := scenario.Parse([]byte("topology: {clos: {tiers: 2, radix: 8, planes: 1, hosts: 16, host_link: 100G}}\ntransport: {kind: uec, uec: " + c.block + "}\ntraffic: [{pattern: permutation, bytes: 1KiB}]\n"))
 		if err == nil || !strings.Contains(err.Error(), c.field) {
