@@ -47,6 +47,11 @@ const (
 	// one that saw CE, a trim or a timeout is not; with nothing to reuse a fresh EV is drawn
 	// at random from the pool (default).
 	LBREPS = "reps"
+	// LBREPSNoFreeze is REPS without its freezing mode (phase 1's REPS): a failure drops the
+	// EV and exploration goes on.
+	LBREPSNoFreeze = "reps_nofreeze"
+	// LBBitmap is the bitmap/penalty variant: a per-EV penalty over the pool (ev.go).
+	LBBitmap = "bitmap"
 )
 
 // Congestion control schemes (Config.CC).
@@ -108,6 +113,11 @@ const (
 	// DefaultREPSBuffer is how many recycled EVs REPS keeps (lockstep default: larger than a
 	// 1.5-BDP window of 4 KiB packets at 100G, so every clean ACK's EV is reused).
 	DefaultREPSBuffer = 64
+	// DefaultREPSFreezeRTOs: REPS's automatic freezing period is this many first RTOs
+	// (lockstep default: long enough that a failed path's EVs, each lost once, are not
+	// explored again within a flow's steady state; [REPS] freezes after failures and
+	// leaves the period to the implementation as lockstep reads it).
+	DefaultREPSFreezeRTOs = 10
 	// DefaultMaxRetries is the RTO expiries in a row without progress before the connection
 	// errors (lockstep default, as RoCE's retry count 7).
 	DefaultMaxRetries = 7
@@ -124,8 +134,12 @@ const (
 type Config struct {
 	// Delivery is "rud" (default) or "rod".
 	Delivery string `yaml:"delivery"`
-	// LB is "reps" (default) or "oblivious"; ROD always uses one EV.
+	// LB is "reps" (default; with freezing), "reps_nofreeze", "bitmap" or "oblivious"; ROD
+	// always uses one EV.
 	LB string `yaml:"lb"`
+	// REPSFreeze is REPS's freezing period after a loss without trim, 0..1s; 0 (default) is
+	// automatic: 10 first RTOs.
+	REPSFreeze sim.Time `yaml:"reps_freeze"`
 	// Paths is the EV pool size, 1..4096; default 128 (DefaultPaths).
 	Paths int `yaml:"paths"`
 	// REPSBuffer is the recycled-EV buffer of REPS, 1..4096; default 64.
@@ -241,8 +255,10 @@ func (c Config) Validate(prefix string) error {
 	switch {
 	case c.Delivery != DeliveryRUD && c.Delivery != DeliveryROD:
 		return bad("delivery", "%q is not a delivery mode; allowed rud (reliable unordered, default) or rod (reliable ordered)", c.Delivery)
-	case c.LB != LBREPS && c.LB != LBOblivious:
-		return bad("lb", "%q is not a load-balancing scheme; allowed reps (default) or oblivious", c.LB)
+	case c.LB != LBREPS && c.LB != LBOblivious && c.LB != LBREPSNoFreeze && c.LB != LBBitmap:
+		return bad("lb", "%q is not a load-balancing scheme; allowed reps (default, with freezing after failures), reps_nofreeze, bitmap or oblivious", c.LB)
+	case c.REPSFreeze < 0 || c.REPSFreeze > sim.Second:
+		return bad("reps_freeze", "%v is out of range; allowed 0 (automatic: 10 RTOs) up to 1s", c.REPSFreeze)
 	case c.Paths < 1 || c.Paths > 4096:
 		return bad("paths", "%d is out of range; allowed 1..4096 entropy values (default 128)", c.Paths)
 	case c.REPSBuffer < 1 || c.REPSBuffer > 4096:

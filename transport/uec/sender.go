@@ -131,6 +131,7 @@ type Sender struct {
 	starved    bool     // Next last stopped for want of credit
 	creditAt   sim.Time // last credit request sent or credit received
 	creditBack int      // credit re-requests since the connection was last idle
+	lostSends  []sim.Time
 	// Stats counts the sender's work; the caller may read it.
 	Stats SenderStats
 }
@@ -153,6 +154,13 @@ func NewSender(cfg Config, qp uint32, p Path, rng *rand.Rand) (*Sender, error) {
 		lb = "" // ROD: one entropy per connection [UEC §3.5 ROD]
 	}
 	s.ev = NewEVPicker(lb, cfg.Paths, cfg.REPSBuffer, rng)
+	if lb == LBREPS {
+		f := cfg.REPSFreeze
+		if f == 0 {
+			f = DefaultREPSFreezeRTOs * s.rto
+		}
+		s.ev.SetFreeze(f)
+	}
 	n := cfg.NSCC
 	if cfg.HasRCCC() {
 		s.rccc = true
@@ -270,6 +278,7 @@ func (s *Sender) Next(now sim.Time) (Header, bool) {
 		s.Stats.Retx[p.cause]++
 		s.Stats.RetxBytes += int64(p.len)
 	}
+	s.ev.Advance(now)
 	p.state, p.sentAt, p.ev = stInflight, now, s.ev.Next()
 	p.tx++
 	s.inflight += w
@@ -406,7 +415,7 @@ func (s *Sender) OnAck(now sim.Time, h *Header) {
 	}
 	s.advance(now)
 	if !s.rod {
-		s.sackGap(h.Echo)
+		s.sackGap(now, h.Echo)
 	}
 	s.arm(now)
 }
@@ -486,7 +495,7 @@ func (s *Sender) advance(now sim.Time) {
 
 // sackGap (RUD) deems lost every packet still in flight that was sent more than the
 // reorder window before sentAt, the transmit time of a packet just acknowledged.
-func (s *Sender) sackGap(sentAt sim.Time) {
+func (s *Sender) sackGap(now, sentAt sim.Time) {
 	cut := sentAt - s.reorder
 	for s.txH < len(s.txq) {
 		r := s.txq[s.txH]
@@ -498,11 +507,29 @@ func (s *Sender) sackGap(sentAt sim.Time) {
 			break
 		}
 		s.txH++
-		s.ev.OnLoss(s.pkt(r.psn).ev)
+		s.noteLost(now, r)
 		s.lose(r.psn, RetxSackGap)
 	}
 	s.compactTx()
 }
+
+// noteLost hears at now that transmission r was lost without a trim (a SACK gap or the RTO):
+// the EV picker hears of a failure on its EV (REPS freezes, bitmap penalises), and r's send
+// time is kept (LostSends).
+func (s *Sender) noteLost(now sim.Time, r txRec) {
+	s.ev.OnFailure(now, s.pkt(r.psn).ev)
+	if len(s.lostSends) < maxLostSends {
+		s.lostSends = append(s.lostSends, r.at)
+	}
+}
+
+// maxLostSends bounds the send times LostSends keeps per connection.
+const maxLostSends = 1 << 16
+
+// LostSends returns the send times of the data packets deemed lost without a trim (SACK gap
+// or RTO), in the order they were deemed lost (at most the first 65,536): after a link
+// failure, the packets sent onto the dead path.
+func (s *Sender) LostSends() []sim.Time { return s.lostSends }
 
 // live reports whether transmission r is still the packet's latest and in flight.
 func (s *Sender) live(r txRec) bool {
@@ -586,7 +613,7 @@ func (s *Sender) OnTimer(now sim.Time) {
 			break
 		}
 		s.txH++
-		s.ev.OnLoss(s.pkt(r.psn).ev)
+		s.noteLost(now, r)
 		if s.rod {
 			if first {
 				s.goBack(s.una, RetxTimeout)

@@ -29,6 +29,12 @@ type Detail struct {
 	EVsRecycled int64 `json:"evs_recycled"`
 	EVsFresh    int64 `json:"evs_fresh"`
 	EVsDropped  int64 `json:"evs_dropped"`
+	// REPSFreezes: REPS freezing periods begun (lb reps, after a loss without trim);
+	// EVsFrozen: packets sent on a cached EV kept for reuse while frozen; EVsSkipped: EVs
+	// the bitmap variant passed over for their penalty. Omitted when 0.
+	REPSFreezes int64 `json:"reps_freezes,omitempty"`
+	EVsFrozen   int64 `json:"evs_frozen,omitempty"`
+	EVsSkipped  int64 `json:"evs_skipped,omitempty"`
 	// NSCC decisions over all QPs.
 	NSCCDecreases   int64 `json:"nscc_decreases"`
 	NSCCQuickAdapts int64 `json:"nscc_quick_adapts"`
@@ -92,6 +98,9 @@ func (e *Endpoint) Summary(end sim.Time, faults []sim.Time) *transport.Summary {
 		d.EVsRecycled += ev.Recycled
 		d.EVsFresh += ev.Fresh
 		d.EVsDropped += ev.Dropped
+		d.REPSFreezes += ev.Freezes
+		d.EVsFrozen += ev.Frozen
+		d.EVsSkipped += ev.Skipped
 		if n := q.snd.NSCC(); n != nil {
 			d.NSCCDecreases += n.Stats.Decreases
 			d.NSCCQuickAdapts += n.Stats.QuickAdapts
