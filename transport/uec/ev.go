@@ -19,13 +19,13 @@ type EVStats struct {
 	Skipped int64
 }
 
-// Bitmap penalties (lockstep constants): a CE mark or a trim adds BitmapCEPenalty rounds of
-// the pool to an EV's penalty; a loss without trim (a failed path) BitmapLossPenalty << its
-// consecutive losses (capped at BitmapMaxPenalty); a clean ACK clears the loss count.
+// Bitmap penalties (lockstep constants), in rounds of the pool an EV sits out: a CE mark or
+// a trim adds BitmapCEPenalty; a loss without trim (a failed path) sets BitmapMaxPenalty, so
+// a dead path's EV is tried again only after 255 rounds (32,640 packets at 128 EVs: 1.3 ms
+// at 100G).
 const (
-	BitmapCEPenalty   = 1
-	BitmapLossPenalty = 8
-	BitmapMaxPenalty  = 255
+	BitmapCEPenalty  = 1
+	BitmapMaxPenalty = 255
 )
 
 // EVPicker chooses each data packet's entropy value. The switches hash the EV with the
@@ -43,8 +43,8 @@ const (
 //     goes to the back), so packets cycle over the EVs known good until the period ends;
 //   - bitmap: a penalty per EV over the pool, walked in a per-connection random order; an EV
 //     with a penalty is skipped (the penalty decreasing by one per skip); CE or a trim adds
-//     BitmapCEPenalty, a loss without trim BitmapLossPenalty << the EV's consecutive losses
-//     [issue 20's "bitmap/penalty variant"; constants lockstep's];
+//     BitmapCEPenalty, a loss without trim sets BitmapMaxPenalty [issue 20's "bitmap/penalty
+//     variant"; constants lockstep's];
 //   - single (ROD): one EV drawn at setup, every packet on it.
 //
 // Invariants: 0 <= n <= len(buf); every EV returned is below paths.
@@ -60,8 +60,8 @@ type EVPicker struct {
 	one   uint16   // single
 	// REPS freezing: frozen until frozenTo; freeze is the period (0: no freezing).
 	freeze, frozenTo, now sim.Time
-	// bitmap: per-EV penalty and consecutive losses.
-	pen, strikes []uint8
+	// bitmap: per-EV penalty, rounds left to sit out.
+	pen []uint8
 	// Stats counts the picker's choices; the caller may read it.
 	Stats EVStats
 }
@@ -74,7 +74,7 @@ func NewEVPicker(lb string, paths, buffer int, rng *rand.Rand) *EVPicker {
 	p := &EVPicker{lb: lb, paths: paths, rng: rng}
 	switch lb {
 	case LBBitmap:
-		p.pen, p.strikes = make([]uint8, paths), make([]uint8, paths)
+		p.pen = make([]uint8, paths)
 		fallthrough
 	case LBOblivious:
 		p.perm = make([]uint16, paths)
@@ -154,11 +154,9 @@ func (p *EVPicker) Next() uint16 {
 // the oldest entry giving way when the buffer is full; a CE-marked one is not, and any
 // queued copy of it is removed.
 func (p *EVPicker) OnAck(ev uint16, ce bool) {
-	if p.lb == LBBitmap && int(ev) < p.paths {
-		if ce {
+	if p.lb == LBBitmap {
+		if ce && int(ev) < p.paths {
 			p.pen[ev] = uint8(min(int(p.pen[ev])+BitmapCEPenalty, BitmapMaxPenalty))
-		} else {
-			p.strikes[ev] = 0
 		}
 		return
 	}
@@ -193,8 +191,8 @@ func (p *EVPicker) OnLoss(ev uint16) {
 
 // OnFailure hears at now that a packet on ev was lost without a trim (a timeout or a SACK
 // gap: the path may have failed): REPS removes ev and, with a freezing period set, freezes
-// until now + the period (a new failure extends it); bitmap penalises ev by
-// BitmapLossPenalty << its consecutive losses.
+// until now + the period (a new failure extends it); bitmap sets ev's penalty to
+// BitmapMaxPenalty.
 func (p *EVPicker) OnFailure(now sim.Time, ev uint16) {
 	p.Advance(now)
 	switch p.lb {
@@ -208,9 +206,7 @@ func (p *EVPicker) OnFailure(now sim.Time, ev uint16) {
 		}
 	case LBBitmap:
 		if int(ev) < p.paths {
-			s := min(int(p.strikes[ev]), 5)
-			p.pen[ev] = uint8(min(int(p.pen[ev])+BitmapLossPenalty<<s, BitmapMaxPenalty))
-			p.strikes[ev] = uint8(min(int(p.strikes[ev])+1, 255))
+			p.pen[ev] = BitmapMaxPenalty
 		}
 	}
 }

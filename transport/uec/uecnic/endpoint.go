@@ -71,6 +71,10 @@ type Endpoint struct {
 	schedTimer   []sim.TimerID
 	creditsSent  int64
 	requestsSent int64
+	// Sample's series (PlacedSeries).
+	placedAt []sim.Time
+	placed   [][]int64
+	placedN  int
 }
 
 var _ transport.Endpoint = (*Endpoint)(nil)
@@ -403,8 +407,29 @@ func (e *Endpoint) Quiesce() {
 	}
 }
 
-// Sample is a no-op: UEC keeps no series of its own.
-func (e *Endpoint) Sample(sim.Time) {}
+// maxPlacedSamples bounds the entries PlacedSeries keeps (QPs x samples).
+const maxPlacedSamples = 1 << 20
+
+// Sample records, at every queue sample, the payload each QP's receiver has placed so far
+// (PlacedSeries; while QPs x samples stays under 2^20, then no more). Nothing is written to
+// the outputs.
+func (e *Endpoint) Sample(now sim.Time) {
+	if e.quiet || e.placedN+len(e.qps) > maxPlacedSamples {
+		return
+	}
+	row := make([]int64, len(e.qps))
+	for i, q := range e.qps {
+		row[i] = q.rcv.Stats.PlacedBytes
+	}
+	e.placedAt = append(e.placedAt, now)
+	e.placed = append(e.placed, row)
+	e.placedN += len(row)
+}
+
+// PlacedSeries returns the sample times and, per sample, each QP's payload placed by then,
+// bytes (rows as long as the QPs open at that sample), for tests and tools: a flow's rate
+// between two samples is the difference over the interval.
+func (e *Endpoint) PlacedSeries() ([]sim.Time, [][]int64) { return e.placedAt, e.placed }
 
 // Bytes returns the data wire bytes sent, the payload placed and the payload posted.
 func (e *Endpoint) Bytes() (sent, placed, posted int64) {
