@@ -86,7 +86,8 @@ const (
 type RCCCParams struct {
 	// SpeculativeBDP is the speculative window a source may send before credit, in BDPs of
 	// its NIC, (0, 100]; default 0.25. It is granted again when a message is posted to an idle
-	// connection (every packet acknowledged).
+	// connection (every packet acknowledged) or to one whose credit requests have all been
+	// granted.
 	SpeculativeBDP float64 `yaml:"speculative_bdp"`
 	// RateFactor scales the credit rate: credit is paced at RateFactor x the destination's
 	// NIC rate, (0, 2]; default 1.

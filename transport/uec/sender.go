@@ -203,11 +203,13 @@ func (s *Sender) Window() int64 {
 // Post queues a message of bytes (>= 1; less counts as 1) posted at now: its packets follow
 // those of earlier messages.
 //
-// Under RCCC a message posted to an idle connection (every packet acknowledged) brings a new
-// speculative window.
+// Under RCCC a message posted to an idle connection (every packet acknowledged), or to one
+// whose credit requests have all been granted, brings a new speculative window.
 func (s *Sender) Post(now sim.Time, bytes int64) {
 	bytes = max(bytes, 1)
-	if s.rccc && s.Done() {
+	if s.rccc && (s.Done() || s.Request() <= s.granted) {
+		// An idle connection, or one whose every credit request has been granted (nothing
+		// waits at the destination's scheduler), starts the message speculatively.
 		s.specTotal += s.spec
 		s.creditBack = 0
 	}
