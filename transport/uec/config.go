@@ -171,6 +171,13 @@ type Config struct {
 	NSCC mrc.NSCCParams `yaml:"nscc"`
 	// RCCC are the receiver-credit knobs (cc rccc or nscc+rccc).
 	RCCC RCCCParams `yaml:"rccc"`
+	// AckEvery coalesces SACKs: the receiver answers every AckEvery-th new data packet placed
+	// (1..64; default 1, every packet), the SACK echoing the last one (its EV, its send time,
+	// CE if any of them had it). Duplicates and trims are answered at once.
+	AckEvery int `yaml:"ack_every"`
+	// AckDelay bounds how long a coalesced SACK waits, 0..1s; 0 (default) is automatic:
+	// AckEvery full data packets at the receiver's NIC rate.
+	AckDelay sim.Time `yaml:"ack_delay"`
 }
 
 // HasRCCC reports whether the congestion control includes receiver credit.
@@ -219,6 +226,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.CC == "" {
 		c.CC = CCNSCC
+	}
+	if c.AckEvery == 0 {
+		c.AckEvery = 1
 	}
 	if c.RCCC.SpeculativeBDP == 0 {
 		c.RCCC.SpeculativeBDP = DefaultSpeculativeBDP
@@ -280,6 +290,10 @@ func (c Config) Validate(prefix string) error {
 		return bad("window_psns", "%d is out of range; allowed a multiple of 64 in 64..65536", c.WindowPSNs)
 	case c.CC != CCNSCC && c.CC != CCNone && c.CC != CCRCCC && c.CC != CCNSCCRCCC:
 		return bad("cc", "%q is not a congestion control; allowed nscc (default), rccc (receiver credit), nscc+rccc (both) or none (a fixed window)", c.CC)
+	case c.AckEvery < 1 || c.AckEvery > BitmapBits:
+		return bad("ack_every", "%d is out of range; allowed 1 (every packet, default) to 64 (the SACK bitmap's reach)", c.AckEvery)
+	case c.AckDelay < 0 || c.AckDelay > sim.Second:
+		return bad("ack_delay", "%v is out of range; allowed 0 (automatic) up to 1s", c.AckDelay)
 	case !(c.RCCC.SpeculativeBDP > 0 && c.RCCC.SpeculativeBDP <= 100):
 		return bad("rccc.speculative_bdp", "%v is out of range; allowed (0, 100] BDPs (default 0.25)", c.RCCC.SpeculativeBDP)
 	case !(c.RCCC.RateFactor > 0 && c.RCCC.RateFactor <= 2):

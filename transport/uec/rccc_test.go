@@ -132,3 +132,39 @@ func TestSenderCredit(t *testing.T) {
 		t.Errorf("after credit: %+v, %v; want the trimmed PSN %d resent", h, ok, sent[0].PSN)
 	}
 }
+
+// TestAckCoalescing: with ack_every 4 the receiver answers every 4th new packet with one
+// cumulative SACK echoing the last (CE if any of the four had it), a duplicate at once
+// (carrying what was pending), and a pending SACK when its delay is up.
+func TestAckCoalescing(t *testing.T) {
+	r := NewReceiver(Config{AckEvery: 4})
+	r.SetAckDelay(sim.Microsecond)
+	data := func(psn uint64) *Header {
+		return &Header{Kind: Data, PSN: psn, Len: 100, MsgStart: 0, MsgEnd: 100, TS: sim.Time(psn)}
+	}
+	for psn := uint64(0); psn < 4; psn++ {
+		r.OnData(sim.Time(psn), data(psn), false, false, psn == 1)
+	}
+	if out := r.Out(); len(out) != 1 || out[0].Cum != 4 || out[0].PSN != 3 || !out[0].ECE {
+		t.Fatalf("after 4 packets: %+v; want one SACK, cum 4, echoing PSN 3 with CE", out)
+	}
+	r.ClearOut()
+	r.OnData(10, data(6), false, false, false) // out of order: coalesced, the bitmap names it
+	if len(r.Out()) != 0 || r.Deadline() != 10+sim.Microsecond {
+		t.Fatalf("one pending packet: %d answers, deadline %v; want 0 and %v", len(r.Out()), r.Deadline(), 10+sim.Microsecond)
+	}
+	r.OnData(11, data(2), false, false, false) // a duplicate: answered at once
+	if out := r.Out(); len(out) != 1 || out[0].Cum != 4 || out[0].Bitmap != 1<<1 || r.Deadline() != sim.MaxTime {
+		t.Fatalf("duplicate: %+v, deadline %v; want one SACK, cum 4, bitmap naming PSN 6, nothing pending", out, r.Deadline())
+	}
+	r.ClearOut()
+	r.OnData(20, data(4), false, false, false)
+	r.OnTimer(20 + sim.Microsecond - 1)
+	if len(r.Out()) != 0 {
+		t.Fatal("SACK sent before its delay")
+	}
+	r.OnTimer(20 + sim.Microsecond)
+	if out := r.Out(); len(out) != 1 || out[0].Cum != 5 {
+		t.Fatalf("after the delay: %+v; want one SACK, cum 5", out)
+	}
+}

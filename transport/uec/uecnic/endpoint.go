@@ -22,8 +22,9 @@ type qp struct {
 	snd      *uec.Sender
 	rcv      *uec.Receiver
 	timer    sim.TimerID
-	done     sim.Time // last sender completion
-	placed   sim.Time // last receiver completion
+	ackTimer sim.TimerID // receiver's coalesced-SACK timer (ack_every > 1)
+	done     sim.Time    // last sender completion
+	placed   sim.Time    // last receiver completion
 	hops     int
 	posts    int
 	acked    int
@@ -67,6 +68,8 @@ type Endpoint struct {
 	// RCCC (rccc.go): per receiving host, its credit scheduler and pacer timer; the credit
 	// packets and credit requests sent.
 	kCredit      sim.Kind
+	kAck         sim.Kind
+	ackDelay     sim.Time
 	sched        []*uec.CreditScheduler
 	schedTimer   []sim.TimerID
 	creditsSent  int64
@@ -111,6 +114,13 @@ func newEndpoint(cfg any, env transport.EndpointEnv) (transport.Endpoint, error)
 	if c.HasRCCC() {
 		e.kCredit = s.Register("uec.credit", e.onCredit)
 	}
+	if c.AckEvery > 1 {
+		e.kAck = s.Register("uec.ack", e.onAckTimer)
+		e.ackDelay = c.AckDelay
+		if e.ackDelay == 0 {
+			e.ackDelay = (p.HostLink * sim.Rate(p.Planes)).TxTime(int64(c.AckEvery * c.WireBytes(c.PayloadBytes)))
+		}
+	}
 	net.SetReceiver(fabric.ProtoUET, e.onPacket)
 	e.wait = make([]nic.Wait, net.NumHosts())
 	net.SetNICReady(e.onNICReady)
@@ -136,6 +146,10 @@ func (e *Endpoint) newQP(src, dst int) (*qp, error) {
 	}
 	q := &qp{src: int32(src), dst: int32(dst), id: id, snd: snd, rcv: uec.NewReceiver(e.cfg), transfer: -1, hops: nic.PairHops(e.layout, src, dst)}
 	q.timer = e.s.NewTimer(e.kTimer, id)
+	if e.cfg.AckEvery > 1 {
+		q.rcv.SetAckDelay(e.ackDelay)
+		q.ackTimer = e.s.NewTimer(e.kAck, id)
+	}
 	e.qps = append(e.qps, q)
 	return q, nil
 }
@@ -361,6 +375,29 @@ func (e *Endpoint) onPacket(now sim.Time, p *fabric.Packet) {
 		e.rcccData(now, q, &h, p)
 	}
 	q.rcv.OnData(now, &h, p.Flags&fabric.Trimmed != 0, p.Flags&fabric.TrimmedLastHop != 0, p.Flags&fabric.CE != 0)
+	e.receiverOut(now, q)
+}
+
+// onAckTimer sends QP id's coalesced SACK when its delay is up.
+func (e *Endpoint) onAckTimer(now sim.Time, id int32, _ uint64) {
+	if e.quiet {
+		return
+	}
+	q := e.qps[id]
+	q.rcv.OnTimer(now)
+	e.receiverOut(now, q)
+}
+
+// receiverOut sends q's receiver's answers, re-arms its coalescing timer and reports what it
+// completed.
+func (e *Endpoint) receiverOut(now sim.Time, q *qp) {
+	if e.cfg.AckEvery > 1 {
+		if d := q.rcv.Deadline(); d != sim.MaxTime {
+			e.s.Reset(q.ackTimer, d)
+		} else {
+			e.s.StopTimer(q.ackTimer)
+		}
+	}
 	for i := range q.rcv.Out() {
 		a := &q.rcv.Out()[i]
 		e.send(now, q, a, q.dst, q.src, int(a.EV)%e.planes)

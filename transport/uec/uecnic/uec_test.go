@@ -179,6 +179,8 @@ func TestBadConfig(t *testing.T) {
 		{"{nscc: {gamma: 2}}", "transport.uec.nscc.gamma"},
 		{"{cc: rccc, rccc: {speculative_bdp: -1}}", "transport.uec.rccc.speculative_bdp"},
 		{"{lb: freeze}", "transport.uec.lb"},
+		{"{ack_every: 65}", "transport.uec.ack_every"},
+		{"{ack_delay: -1us}", "transport.uec.ack_delay"},
 		{"{reps_freeze: -1us}", "transport.uec.reps_freeze"},
 		{"{cc: nscc+rccc, rccc: {rate_factor: 3}}", "transport.uec.rccc.rate_factor"},
 		{"{cc: rccc, rccc: {credit_bytes: 10}}", "transport.uec.rccc.credit_bytes"},
