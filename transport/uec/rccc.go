@@ -73,6 +73,28 @@ func (c *CreditScheduler) Learn(id int32, req, extra int64) bool {
 	return q.granted < q.req
 }
 
+// UnwrapReq restores a data header's request, carried modulo 2^39, against prev, the last
+// full request known for the connection: the value congruent to wire nearest above prev -
+// 2^38 (requests only grow, and a connection never moves 256 GiB between two data packets).
+func UnwrapReq(prev, wire int64) int64 {
+	const span = maxReq + 1
+	v := prev&^maxReq | wire&maxReq
+	if v < prev-span/2 {
+		v += span
+	} else if v > prev+span/2 && v >= span {
+		v -= span
+	}
+	return v
+}
+
+// Known returns connection id's cumulative request as the scheduler knows it.
+func (c *CreditScheduler) Known(id int32) int64 {
+	if q := c.qps[id]; q != nil {
+		return q.req
+	}
+	return 0
+}
+
 // Request takes a credit request of connection id: it learns req and returns the credit
 // granted so far, which the caller sends back (a lost credit packet is made good: grants are
 // cumulative).

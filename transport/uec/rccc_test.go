@@ -168,3 +168,16 @@ func TestAckCoalescing(t *testing.T) {
 		t.Fatalf("after the delay: %+v; want one SACK, cum 5", out)
 	}
 }
+
+// TestUnwrapReq: a request carried modulo 2^39 comes back whole across the wrap, and a
+// stale (smaller) one stays below what is known.
+func TestUnwrapReq(t *testing.T) {
+	const span = maxReq + 1
+	for _, c := range []struct{ prev, full int64 }{
+		{0, 4160}, {span - 100, span + 50}, {5*span + 7, 5*span + 9000}, {3*span + 10, 3*span - 20},
+	} {
+		if got := UnwrapReq(c.prev, c.full&maxReq); got != c.full {
+			t.Errorf("UnwrapReq(%d, %d) = %d, want %d", c.prev, c.full&maxReq, got, c.full)
+		}
+	}
+}

@@ -291,8 +291,8 @@ func (s *Sender) Next(now sim.Time) (Header, bool) {
 	m := s.msgOf(psn)
 	h := Header{Kind: Data, EV: p.ev, PSN: psn, Len: p.len, MsgStart: m[0], MsgEnd: m[1]}
 	if s.rccc {
-		h.Req = s.Request()
-		s.advertised = max(s.advertised, h.Req)
+		h.Req = s.Request() & maxReq
+		s.advertised = max(s.advertised, s.Request())
 	}
 	return h, true
 }
@@ -307,9 +307,9 @@ func (s *Sender) Credit() int64 {
 }
 
 // Request returns the cumulative credit request, wire bytes: every byte the connection has
-// had to send beyond its speculative windows (0 without RCCC), capped at 2^39-1 (what a data
-// header carries).
-func (s *Sender) Request() int64 { return min(max(0, s.need-s.specTotal), maxReq) }
+// had to send beyond its speculative windows (0 without RCCC). A data header carries it
+// modulo 2^39 (UnwrapReq restores it); credit requests carry it whole.
+func (s *Sender) Request() int64 { return max(0, s.need-s.specTotal) }
 
 // OnCredit takes a credit packet at now carrying the cumulative credit granted (a smaller
 // value than one already seen is stale and ignored).

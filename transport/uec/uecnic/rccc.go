@@ -66,7 +66,8 @@ func (e *Endpoint) rcccData(now sim.Time, q *qp, h *uec.Header, p *fabric.Packet
 	if p.Flags&fabric.Trimmed != 0 {
 		extra = int64(e.cfg.WireBytes(int(h.Len)))
 	}
-	if e.scheduler(q.dst).Learn(q.id, h.Req, extra) {
+	c := e.scheduler(q.dst)
+	if c.Learn(q.id, uec.UnwrapReq(c.Known(q.id), h.Req), extra) {
 		e.wakeCredit(now, q.dst)
 	}
 }
