@@ -66,8 +66,8 @@ func TestREPSFailover(t *testing.T) {
 			minRate = min(minRate, r)
 		}
 		d := s.Detail.(*uecnic.Detail)
-		t.Logf("%s: JCT %.1f us; %d packets lost without trim, %d of them sent after t_fail+100us; slowest flow in [%v, %v] at %.3f of line rate; freezes %d, EVs skipped %d, spurious %d, link-down drops %d",
-			lb, s.JCTUs, lost, late, times[i0], times[i1], minRate, d.REPSFreezes, d.EVsSkipped, d.Spurious, res.Summary.DroppedPackets)
+		t.Logf("%s: JCT %.1f us; %d packets lost without trim, %d of them sent after t_fail+100us; slowest flow in [%v, %v] at %.3f of line rate; freezes %d, EVs skipped %d, spurious %d, duplicates %d, link-down drops %d",
+			lb, s.JCTUs, lost, late, times[i0], times[i1], minRate, d.REPSFreezes, d.EVsSkipped, d.Spurious, d.Duplicates, res.Summary.DroppedPackets)
 		if lb != "oblivious" && minRate < 0.9 {
 			t.Errorf("%s: a flow at %.3f of line rate in the steady state after the failure, want >= 0.9", lb, minRate)
 		}
