@@ -240,3 +240,25 @@ run: {seed: 1}
 		t.Logf("%s: JCT %.1f us, retx %v", lb, s.JCTUs, s.RetxPacketsByCause)
 	}
 }
+
+// TestLabel: comparison tables tell the congestion controls and ACK modes apart; the
+// default label is phase 1's.
+func TestLabel(t *testing.T) {
+	p, ok := transport.Lookup(uecnic.Kind)
+	if !ok {
+		t.Fatal("uec not registered")
+	}
+	for _, c := range []struct{ block, want string }{
+		{"{}", "uec (rud, reps, 128 EVs)"},
+		{"{cc: rccc}", "uec (rud, reps, 128 EVs, rccc)"},
+		{"{cc: nscc+rccc, lb: bitmap, ack_every: 4}", "uec (rud, bitmap, 128 EVs, nscc+rccc, ack every 4)"},
+	} {
+		sc, err := scenario.Parse([]byte("topology: {clos: {tiers: 2, radix: 8, planes: 1, hosts: 16, host_link: 100G}}\ntransport: {kind: uec, uec: " + c.block + "}\ntraffic: [{pattern: permutation, bytes: 1KiB}]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Label(sc.Transport.Block()); got != c.want {
+			t.Errorf("%s: label %q, want %q", c.block, got, c.want)
+		}
+	}
+}
