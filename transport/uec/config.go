@@ -16,7 +16,8 @@
 //     reorder window later, or by the retransmission timeout (RTO, doubling per expiry
 //     without progress); MaxRetries expiries in a row error the connection.
 //   - Load balancing over entropy values (EVs) that the switches hash (ECMP), not source
-//     routes: oblivious spraying or REPS (ev.go).
+//     routes: oblivious spraying, REPS (with its freezing mode after failures) or a
+//     bitmap/penalty variant (ev.go).
 //   - Congestion control: NSCC, the implementation transport/mrc shares (mrc.NSCC); RCCC,
 //     receiver credit (rccc.go): the destination paces credit to its active sources near
 //     its link rate, a source sends a speculative first window and then only on credit; or
