@@ -6,7 +6,7 @@ import (
 	"github.com/lockstepsim/lockstep/sim"
 )
 
-// Switch models (SwitchConfig.Model). Output queueing is the fabric's default: a packet that
+// Switch models (SwitchConfig.Kind). Output queueing is the fabric's default: a packet that
 // reaches a switch is forwarded straight into its egress queue. The two input-buffered models
 // hold it in its ingress port first and move it to the egress when the egress has room (its
 // queue holds less than EgressThreshold), as a crossbar switch with input buffers does
@@ -26,6 +26,9 @@ const (
 	SwitchVOQ           = "voq"
 )
 
+// SwitchPrefix is the scenario path SetSwitch's errors name.
+const SwitchPrefix = "fabric.switch_model"
+
 // Defaults of SwitchConfig.
 const (
 	// DefaultIngressBuffer is each switch ingress port's buffer, bytes (1 MiB).
@@ -36,11 +39,11 @@ const (
 	DefaultEgressThreshold = 8 << 10
 )
 
-// SwitchConfig is fabric.switch: where a switch buffers packets. The zero value (model
-// output) is today's output-queued fabric.
+// SwitchConfig is the scenario's fabric.switch_model: where a switch buffers packets. The
+// zero value (kind output) is the output-queued fabric.
 type SwitchConfig struct {
-	// Model is "output" (default; also ""), "shared_ingress" or "voq".
-	Model string `yaml:"model"`
+	// Kind is "output" (default; also ""), "shared_ingress" or "voq".
+	Kind string `yaml:"kind"`
 	// IngressBuffer is each switch ingress port's buffer, bytes; 0: DefaultIngressBuffer. A
 	// packet that finds it full is dropped (queue_full, counted at the switch node).
 	IngressBuffer sim.Size `yaml:"ingress_buffer"`
@@ -53,8 +56,8 @@ type SwitchConfig struct {
 
 // WithDefaults fills the zero fields.
 func (c SwitchConfig) WithDefaults() SwitchConfig {
-	if c.Model == "" {
-		c.Model = SwitchOutput
+	if c.Kind == "" {
+		c.Kind = SwitchOutput
 	}
 	if c.IngressBuffer == 0 {
 		c.IngressBuffer = DefaultIngressBuffer
@@ -68,12 +71,13 @@ func (c SwitchConfig) WithDefaults() SwitchConfig {
 	return c
 }
 
-// Validate checks c (after WithDefaults); prefix names the block in errors ("fabric.switch").
+// Validate checks c (before or after WithDefaults); prefix names the block in errors
+// ("fabric.switch_model").
 func (c SwitchConfig) Validate(prefix string) error {
-	switch c.Model {
+	switch c.Kind {
 	case "", SwitchOutput, SwitchSharedIngress, SwitchVOQ:
 	default:
-		return fmt.Errorf("%s.model: %q is not a switch model (allowed: output, shared_ingress, voq)", prefix, c.Model)
+		return fmt.Errorf("%s.kind: %q is not a switch model (allowed: output, shared_ingress, voq)", prefix, c.Kind)
 	}
 	for _, f := range []struct {
 		name string
@@ -84,7 +88,10 @@ func (c SwitchConfig) Validate(prefix string) error {
 		}
 	}
 	if c.VOQBuffer > c.IngressBuffer && c.IngressBuffer > 0 {
-		return fmt.Errorf("%s.voq_buffer: %s exceeds ingress_buffer %s", prefix, c.VOQBuffer, c.IngressBuffer)
+		return fmt.Errorf("%s.voq_buffer: %s exceeds ingress_buffer %s (allowed: at most the ingress buffer)", prefix, c.VOQBuffer, c.IngressBuffer)
+	}
+	if c.EgressThreshold > c.IngressBuffer && c.IngressBuffer > 0 {
+		return fmt.Errorf("%s.egress_threshold: %s exceeds ingress_buffer %s (allowed: at most the ingress buffer)", prefix, c.EgressThreshold, c.IngressBuffer)
 	}
 	return nil
 }
@@ -125,6 +132,7 @@ type voqState struct {
 	voq       bool // voq; false: shared_ingress
 	cfg       SwitchConfig
 	inBytes   []int64   // by ingress port: bytes it holds
+	inDrops   []int64   // by ingress port: packets dropped there for want of buffer
 	fifo      []voqFIFO // shared_ingress: by ingress port; voq: by ingress*width + egress local
 	width     []int32   // by node: its port count (voq row width)
 	base      []int32   // by port: the index of its node's first VOQ row (voq)
@@ -143,27 +151,24 @@ type voqState struct {
 // run). output changes nothing. The input-buffered models refuse PFC and credits (both
 // account ingress buffers their own way): errors name the fields.
 func (n *Network) SetSwitch(cfg SwitchConfig) error {
-	if err := cfg.Validate("fabric.switch"); err != nil {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(SwitchPrefix); err != nil {
 		return err
 	}
-	cfg = cfg.WithDefaults()
-	if cfg.Model == SwitchOutput {
+	if cfg.Kind == SwitchOutput {
 		return nil
 	}
 	if n.voq != nil {
-		return fmt.Errorf("fabric.switch: already set (SetSwitch is called once, before the run)")
+		return fmt.Errorf("%s: already set (SetSwitch is called once, before the run)", SwitchPrefix)
 	}
 	if n.pfcOn {
-		return fmt.Errorf("fabric.switch.model: %s with fabric.pfc enabled is not supported (use model output, or turn fabric.pfc off)", cfg.Model)
+		return fmt.Errorf("%s.kind: %s with fabric.pfc enabled is not supported (allowed with PFC: output; or set fabric.pfc: {enabled: false})", SwitchPrefix, cfg.Kind)
 	}
 	if n.credOn {
-		return fmt.Errorf("fabric.switch.model: %s with credit flow control (transport credits) is not supported (use model output)", cfg.Model)
+		return fmt.Errorf("%s.kind: %s with credit-based flow control (transport.ib.credits) is not supported (allowed with credits: output; or set transport.ib.credits: {enabled: false})", SwitchPrefix, cfg.Kind)
 	}
-	if cfg.EgressThreshold > cfg.IngressBuffer {
-		return fmt.Errorf("fabric.switch.egress_threshold: %s exceeds ingress_buffer %s", cfg.EgressThreshold, cfg.IngressBuffer)
-	}
-	st := &voqState{voq: cfg.Model == SwitchVOQ, cfg: cfg, in: -1,
-		inBytes: make([]int64, len(n.Ports)), rr: make([]int32, len(n.Ports)),
+	st := &voqState{voq: cfg.Kind == SwitchVOQ, cfg: cfg, in: -1,
+		inBytes: make([]int64, len(n.Ports)), inDrops: make([]int64, len(n.Ports)), rr: make([]int32, len(n.Ports)),
 		waiting: make([]int64, len(n.Ports)), ecnRNG: n.ecnSeed ^ 0x5f0e1d2c3b4a6978}
 	if st.voq {
 		st.width = make([]int32, len(n.Nodes))
@@ -190,7 +195,7 @@ func (n *Network) SwitchModel() string {
 	if n.voq == nil {
 		return SwitchOutput
 	}
-	return n.voq.cfg.Model
+	return n.voq.cfg.Kind
 }
 
 // voqArrive notes the ingress port of the packet arriving at a switch (onArrive's hook).
@@ -227,6 +232,7 @@ func (n *Network) voqOffer(now sim.Time, in, out PortID, p *Packet) {
 	if st.voq {
 		f = &st.fifo[st.base[in]+int32(port.Local)]
 		if f.bytes+size > int64(st.cfg.VOQBuffer) {
+			st.inDrops[in]++
 			n.dropAt(node, p, DropQueueFull)
 			return
 		}
@@ -234,6 +240,7 @@ func (n *Network) voqOffer(now sim.Time, in, out PortID, p *Packet) {
 		f = &st.fifo[in]
 	}
 	if st.inBytes[in]+size > int64(st.cfg.IngressBuffer) {
+		st.inDrops[in]++
 		n.dropAt(node, p, DropQueueFull)
 		return
 	}
@@ -340,6 +347,16 @@ func (n *Network) VOQHeld() (packets, bytes int64) {
 		return 0, 0
 	}
 	return n.voq.held, n.voq.heldBytes
+}
+
+// VOQIngressDrops returns, by port, the packets dropped at that switch ingress because its
+// buffer (or, under voq, the virtual output queue the packet was bound for) was full; they are
+// also in the switch node's queue_full drops. nil under output queueing.
+func (n *Network) VOQIngressDrops() []int64 {
+	if n.voq == nil {
+		return nil
+	}
+	return append([]int64(nil), n.voq.inDrops...)
 }
 
 // voqAudit checks the ingress buffers' books: each FIFO's list matches its counts, the
