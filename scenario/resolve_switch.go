@@ -71,3 +71,8 @@ func init() {
 
 // switchModelKey is fabric.switch_model's key in the fabric mapping.
 const switchModelKey = "switch_model"
+
+// SwitchModels lists fabric.switch_model's kinds (fabric.SwitchOutput first, the default).
+func SwitchModels() []string {
+	return []string{fabric.SwitchOutput, fabric.SwitchSharedIngress, fabric.SwitchVOQ}
+}

@@ -3,31 +3,40 @@ package main
 import (
 	"encoding/csv"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/lockstepsim/lockstep/scenario"
 )
 
-// holYAML is the head-of-line scenario of fabric.switch_model: a 2-tier Clos of radix 4 (3
-// hosts per T0 at 100 Gb/s, one 400 Gb/s uplink to the one spine), a 3 -> 1 incast into h3
-// (from h0, h1 on T0 0 and h6 on T0 2) and a victim h2 -> h4, to an idle host on the
-// receiver's T0. Victim and incast share T0 1's ingress from the spine and nothing else that
-// is congested (the spine's egress to T0 1 carries 400 Gb/s at most): only an ingress FIFO
-// can delay the victim. %s: the transport block, the switch model, the fabric's other keys.
-const holYAML = `name: hol
-topology:
-  clos: {tiers: 2, planes: 1, radix: 4, host_link: 100G, fabric_link: 400G, oversubscription: [0.75]}
-fabric:
-  switch_model: %s%s
-transport: %s
-traffic:
-  - {pattern: incast, receiver: 3, senders: [0, 1, 6], bytes: 2MiB}
-  - {pattern: flows, flows: [{src: 2, dst: 4, bytes: 1MiB}]}
-run: {duration: 2ms}
-`
+// holScenario is the preset voq-hol (a 3 -> 1 incast and a victim sharing one switch ingress
+// and nothing else congested; its comment says more) with its transport block replaced by tr,
+// fabric.switch_model by sm and extra added to the fabric section.
+func holScenario(t *testing.T, tr, sm, extra string) string {
+	t.Helper()
+	y, err := scenario.PresetYAML("voq-hol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(y)
+	for _, r := range []struct{ old, new string }{
+		{"transport: {kind: uec}\n", "transport: " + tr + "\n"},
+		{"  switch_model: {kind: shared_ingress, ingress_buffer: 4MiB, voq_buffer: 2MiB}\n", "  switch_model: " + sm + "\n" + extra},
+	} {
+		if !strings.Contains(s, r.old) {
+			t.Fatalf("preset voq-hol has no line %q", r.old)
+		}
+		s = strings.Replace(s, r.old, r.new, 1)
+	}
+	f := filepath.Join(t.TempDir(), "hol.yaml")
+	if err := os.WriteFile(f, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
 
 // victimRatio runs the HOL scenario under transport tr (its YAML block, the fabric's extra
 // keys) and switch model, and returns the victim's FCT over its ideal (flows.csv) and the
@@ -38,11 +47,7 @@ func victimRatio(t *testing.T, tr, extra, model string) (ratio float64, kind str
 	if model != "output" {
 		sm = "{kind: " + model + ", ingress_buffer: 4MiB, voq_buffer: 2MiB}"
 	}
-	f := filepath.Join(t.TempDir(), "hol.yaml")
-	if err := os.WriteFile(f, []byte(fmt.Sprintf(holYAML, sm, extra, tr)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dir, summary := runTo(t, f)
+	dir, summary := runTo(t, holScenario(t, tr, sm, extra))
 	var s struct {
 		Switch struct {
 			Kind string `json:"kind"`
@@ -81,7 +86,7 @@ func victimRatio(t *testing.T, tr, extra, model string) (ratio float64, kind str
 func TestSwitchModelHOLCLI(t *testing.T) {
 	for _, tr := range []struct{ name, block, extra string }{
 		{"mrc", "{kind: mrc}", ""},
-		{"roce", "{kind: roce, roce: {rto: 200us}}", "\n  pfc: {enabled: false}"},
+		{"roce", "{kind: roce, roce: {rto: 200us}}", "  pfc: {enabled: false}\n"},
 		{"uec", "{kind: uec}", ""},
 	} {
 		t.Run(tr.name, func(t *testing.T) {
@@ -119,10 +124,7 @@ func TestSwitchModelRefusals(t *testing.T) {
 		{"roce pfc", "{kind: roce}", "", []string{"fabric.switch_model.kind", "voq", "fabric.pfc", "enabled: false"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := filepath.Join(t.TempDir(), "hol.yaml")
-			if err := os.WriteFile(f, []byte(fmt.Sprintf(holYAML, "{kind: voq}", c.extra, c.tr)), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			f := holScenario(t, c.tr, "{kind: voq}", c.extra)
 			for _, cmd := range []string{"validate", "run"} {
 				args := []string{cmd, f}
 				if cmd == "run" {
@@ -140,5 +142,30 @@ func TestSwitchModelRefusals(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSwitchModelSchema: the schema takes fabric.switch_model's kinds and keys and refuses a
+// kind lockstep refuses, a scalar and an unknown key, as the decoder does.
+func TestSwitchModelSchema(t *testing.T) {
+	sch := compiledSchema(t)
+	base := "topology: {clos: {tiers: 2, planes: 1, radix: 4, host_link: 100G}}\ntransport: {kind: uec}\ntraffic: [{pattern: permutation, bytes: 4KiB}]\n"
+	for _, sm := range []string{"{kind: output}", "{kind: shared_ingress, ingress_buffer: 4MiB}", "{kind: voq, ingress_buffer: 4MiB, voq_buffer: 1MiB, egress_threshold: 16KiB}"} {
+		y := base + "fabric: {switch_model: " + sm + "}\n"
+		if _, err := scenario.Parse([]byte(y)); err != nil {
+			t.Fatalf("%s: %v", sm, err)
+		}
+		if err := sch.Validate(yamlInstance(t, []byte(y))); err != nil {
+			t.Errorf("%s: the schema refuses it: %v", sm, err)
+		}
+	}
+	for _, sm := range []string{"{kind: crossbar}", "voq", "{kind: voq, buffer: 1MiB}", "{kind: voq, ingress_buffer: lots}"} {
+		y := base + "fabric: {switch_model: " + sm + "}\n"
+		if _, err := scenario.Parse([]byte(y)); err == nil {
+			t.Errorf("%s: scenario.Parse accepts it", sm)
+		}
+		if err := sch.Validate(yamlInstance(t, []byte(y))); err == nil {
+			t.Errorf("%s: the schema accepts it", sm)
+		}
 	}
 }
