@@ -144,6 +144,7 @@ type voqState struct {
 	pending   []PortID  // egresses to serve once the current serve returns
 	ecnRNG    uint64
 	held      int64 // packets held in ingress buffers
+	marks     int64 // packets marked CE on admission to an ingress buffer
 	heldBytes int64
 }
 
@@ -247,6 +248,7 @@ func (n *Network) voqOffer(now sim.Time, in, out PortID, p *Packet) {
 	if qp := port.q.p; qp.ecn && p.Flags&ECT != 0 && p.Flags&CE == 0 {
 		if mark(&qp.cfg.ECN, port.q.bytes+st.waiting[out], &st.ecnRNG) {
 			p.Flags |= CE
+			st.marks++
 		}
 	}
 	p.voqOut = int32(out)
@@ -357,6 +359,15 @@ func (n *Network) VOQIngressDrops() []int64 {
 		return nil
 	}
 	return append([]int64(nil), n.voq.inDrops...)
+}
+
+// VOQMarks returns the packets marked CE on admission to an ingress buffer (voqOffer); the
+// egress queues' own marks are in the ports' counters. 0 under output queueing.
+func (n *Network) VOQMarks() int64 {
+	if n.voq == nil {
+		return 0
+	}
+	return n.voq.marks
 }
 
 // voqAudit checks the ingress buffers' books: each FIFO's list matches its counts, the

@@ -38,6 +38,10 @@ type SwitchSummary struct {
 	IngressDrops     int64       `json:"ingress_drops_packets"`
 	IngressDropPorts int         `json:"ingress_drop_ports"`
 	IngressDropsTop  []PortDrops `json:"ingress_drops_top,omitempty"`
+	// IngressCEMarks counts the packets marked CE on admission to an ingress buffer, by the
+	// egress's marking curve over its queue plus the bytes waiting for it in the ingresses
+	// (not in ce_marks, which counts the egress queues' marks).
+	IngressCEMarks int64 `json:"ingress_ce_marks"`
 	// HeldAtEnd is the packets still in ingress buffers when the run ended (0 after a drain).
 	HeldAtEnd int64 `json:"ingress_held_packets_at_end"`
 }
@@ -65,6 +69,7 @@ func switchSummary(sc *scenario.Scenario, net *fabric.Network) *SwitchSummary {
 	c := m.WithDefaults()
 	s.IngressBufferBytes, s.VOQBufferBytes, s.EgressThresholdBytes = int64(c.IngressBuffer), int64(c.VOQBuffer), int64(c.EgressThreshold)
 	s.HeldAtEnd, _ = net.VOQHeld()
+	s.IngressCEMarks = net.VOQMarks()
 	var top []PortDrops
 	for pid, d := range net.VOQIngressDrops() {
 		if d == 0 {
