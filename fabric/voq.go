@@ -145,6 +145,7 @@ type voqState struct {
 	ecnRNG    uint64
 	held      int64 // packets held in ingress buffers
 	marks     int64 // packets marked CE on admission to an ingress buffer
+	trims     int64 // packets trimmed on admission (voqTrim)
 	heldBytes int64
 }
 
@@ -216,10 +217,13 @@ func (n *Network) voqTake(now sim.Time, pid PortID, p *Packet) bool {
 }
 
 // voqOffer buffers p at ingress in for egress out, dropping it when the ingress buffer (or its
-// VOQ) is full or the egress is down. ECN: a packet admitted is marked under the egress's
-// marking curve applied to the egress queue plus every byte waiting for that egress in the
-// switch's ingresses (the congestion the packet will queue behind); the egress queue marks
-// again by its own depth when the packet moves, as today.
+// VOQ) is full or the egress is down. ECN and trimming are judged on admission, against the
+// egress's own curve and threshold applied to its queue plus every byte waiting for it in the
+// switch's ingresses: the backlog the packet will queue behind, which an output-queued switch
+// would hold in that egress queue (the egress queue itself stays near EgressThreshold, below
+// where it would mark or trim). A packet the egress would trim, or one that finds its buffer
+// full at an egress that trims, is cut to its header and goes straight to the egress's header
+// queue (voqTrim); the egress marks again by its own depth when a packet moves, as ever.
 func (n *Network) voqOffer(now sim.Time, in, out PortID, p *Packet) {
 	st := n.voq
 	port := &n.Ports[out]
@@ -230,23 +234,26 @@ func (n *Network) voqOffer(now sim.Time, in, out PortID, p *Packet) {
 	}
 	size := int64(p.Size)
 	var f *voqFIFO
+	full := st.inBytes[in]+size > int64(st.cfg.IngressBuffer)
 	if st.voq {
 		f = &st.fifo[st.base[in]+int32(port.Local)]
-		if f.bytes+size > int64(st.cfg.VOQBuffer) {
-			st.inDrops[in]++
-			n.dropAt(node, p, DropQueueFull)
-			return
-		}
+		full = full || f.bytes+size > int64(st.cfg.VOQBuffer)
 	} else {
 		f = &st.fifo[in]
 	}
-	if st.inBytes[in]+size > int64(st.cfg.IngressBuffer) {
+	qp := port.q.p
+	backlog := port.q.bytes + st.waiting[out]
+	if qp.trim && p.Flags&Trimmable != 0 && p.Flags&Trimmed == 0 && (full || backlog+size > qp.trimAt) {
+		n.voqTrim(now, out, port, p)
+		return
+	}
+	if full {
 		st.inDrops[in]++
 		n.dropAt(node, p, DropQueueFull)
 		return
 	}
-	if qp := port.q.p; qp.ecn && p.Flags&ECT != 0 && p.Flags&CE == 0 {
-		if mark(&qp.cfg.ECN, port.q.bytes+st.waiting[out], &st.ecnRNG) {
+	if qp.ecn && p.Flags&ECT != 0 && p.Flags&CE == 0 {
+		if mark(&qp.cfg.ECN, backlog, &st.ecnRNG) {
 			p.Flags |= CE
 			st.marks++
 		}
@@ -262,6 +269,24 @@ func (n *Network) voqOffer(now sim.Time, in, out PortID, p *Packet) {
 	} else if f.head == p {
 		n.voqServe(now, out)
 	}
+}
+
+// voqTrim cuts p to its header at the switch whose egress out (port) trims and hands the header
+// to that egress's header queue at once, past the ingress buffers (headers take the priority
+// queue [NDP, Handley et al. SIGCOMM 2017; UEC §4.1]); it is counted in the egress's trims,
+// as a trim at the egress queue is.
+func (n *Network) voqTrim(now sim.Time, out PortID, port *Port, p *Packet) {
+	st := n.voq
+	port.q.aux.cold[port.q.class(p)].trims++
+	p.Size = HeaderBytes
+	p.Flags |= Trimmed
+	if port.LastHop {
+		p.Flags |= TrimmedLastHop
+	}
+	st.trims++
+	st.moving = true
+	n.enqueue(now, out, p)
+	st.moving = false
 }
 
 // voqServe moves packets to egress out while it has room (startTx's hook and the arrival
@@ -368,6 +393,15 @@ func (n *Network) VOQMarks() int64 {
 		return 0
 	}
 	return n.voq.marks
+}
+
+// VOQTrims returns the packets trimmed on admission to an ingress buffer (voqTrim; they are
+// also in their egress port's Trims). 0 under output queueing.
+func (n *Network) VOQTrims() int64 {
+	if n.voq == nil {
+		return 0
+	}
+	return n.voq.trims
 }
 
 // voqAudit checks the ingress buffers' books: each FIFO's list matches its counts, the

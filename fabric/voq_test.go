@@ -153,3 +153,44 @@ func TestSwitchConfigErrors(t *testing.T) {
 		t.Fatalf("voq with PFC: %v", err)
 	}
 }
+
+// TestSwitchModelTrimOnAdmission: under the input-buffered models an egress that trims judges
+// the backlog for it (its queue plus the bytes waiting in the ingresses) against its trim
+// threshold on admission, so an incast is trimmed as under output queueing instead of filling
+// the ingress buffers; headers reach the receiver, nothing is dropped, and the trims are the
+// egress port's.
+func TestSwitchModelTrimOnAdmission(t *testing.T) {
+	for _, model := range []string{fabric.SwitchOutput, fabric.SwitchSharedIngress, fabric.SwitchVOQ} {
+		h := newHarness(t, 1)
+		q := fabric.QueueConfig{Limit: bigLimit}
+		tq := fabric.QueueConfig{Limit: bigLimit, Trim: fabric.TrimConfig{Enabled: true, Threshold: 64 << 10}}
+		a, b, r := h.node("A", fabric.Host), h.node("B", fabric.Host), h.node("R", fabric.Host)
+		s := h.node("S", fabric.Switch)
+		h.link(a, s, rate100, testDelay, q, q)
+		h.link(b, s, rate100, testDelay, q, q)
+		h.link(s, r, rate100, testDelay, tq, q) // S.p2 -> R trims above 64 KiB
+		if model != fabric.SwitchOutput {
+			if err := h.n.SetSwitch(fabric.SwitchConfig{Kind: model, IngressBuffer: 4 << 20}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.sendN(0, 200, pkt{src: 0, dst: 2, route: []uint16{2}, flags: fabric.Trimmable})
+		h.sendN(0, 200, pkt{src: 1, dst: 2, route: []uint16{2}, flags: fabric.Trimmable})
+		h.run(sim.Time(1e12))
+		h.audit()
+		egress := h.n.Ports[h.n.Nodes[s].Ports[2]].Totals().Trims
+		headers := 0
+		for _, g := range h.got {
+			if g.size == fabric.HeaderBytes {
+				headers++
+			}
+		}
+		t.Logf("%s: %d trims at the egress, %d on admission, %d headers delivered, %d dropped", model, egress, h.n.VOQTrims(), headers, h.n.C.DroppedTotal())
+		if egress == 0 || int64(headers) != egress || h.n.C.DroppedTotal() != 0 || len(h.got) != 400 {
+			t.Fatalf("%s: %d trims, %d headers delivered, %d dropped, %d delivered of 400", model, egress, headers, h.n.C.DroppedTotal(), len(h.got))
+		}
+		if model != fabric.SwitchOutput && h.n.VOQTrims() != egress {
+			t.Fatalf("%s: %d trims on admission, the egress counts %d", model, h.n.VOQTrims(), egress)
+		}
+	}
+}

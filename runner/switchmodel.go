@@ -42,6 +42,9 @@ type SwitchSummary struct {
 	// egress's marking curve over its queue plus the bytes waiting for it in the ingresses
 	// (not in ce_marks, which counts the egress queues' marks).
 	IngressCEMarks int64 `json:"ingress_ce_marks"`
+	// IngressTrims counts the packets trimmed on admission (the egress's trim threshold over
+	// the same backlog); they are also in trimmed_packets.
+	IngressTrims int64 `json:"ingress_trims_packets"`
 	// HeldAtEnd is the packets still in ingress buffers when the run ended (0 after a drain).
 	HeldAtEnd int64 `json:"ingress_held_packets_at_end"`
 }
@@ -70,6 +73,7 @@ func switchSummary(sc *scenario.Scenario, net *fabric.Network) *SwitchSummary {
 	s.IngressBufferBytes, s.VOQBufferBytes, s.EgressThresholdBytes = int64(c.IngressBuffer), int64(c.VOQBuffer), int64(c.EgressThreshold)
 	s.HeldAtEnd, _ = net.VOQHeld()
 	s.IngressCEMarks = net.VOQMarks()
+	s.IngressTrims = net.VOQTrims()
 	var top []PortDrops
 	for pid, d := range net.VOQIngressDrops() {
 		if d == 0 {

@@ -22,7 +22,7 @@ func printSwitchModel(w io.Writer, s *runner.SwitchSummary) {
 	if s.Kind == "voq" {
 		fmt.Fprintf(w, ", %s per VOQ", bytesStr(s.VOQBufferBytes))
 	}
-	fmt.Fprintf(w, ", egress takes below %s): %d marked CE on admission, %d packets dropped at %d ingresses", bytesStr(s.EgressThresholdBytes), s.IngressCEMarks, s.IngressDrops, s.IngressDropPorts)
+	fmt.Fprintf(w, ", egress takes below %s): on admission %d marked CE, %d trimmed; %d packets dropped at %d ingresses", bytesStr(s.EgressThresholdBytes), s.IngressCEMarks, s.IngressTrims, s.IngressDrops, s.IngressDropPorts)
 	if len(s.IngressDropsTop) > 0 {
 		fmt.Fprintf(w, " (most: %s, %d)", s.IngressDropsTop[0].Port, s.IngressDropsTop[0].Packets)
 	}
