@@ -8,7 +8,8 @@ import (
 
 // switchModel resolves fabric.switch_model (fabric.SwitchConfig): left out it stays out (the
 // output-queued fabric, as every scenario without the key ran); given, its defaults are filled
-// (kind output writes only the kind) and it is checked. The input-buffered kinds need the
+// and it is checked (kind output fills none: buffers written under it are kept, unused, so a
+// variants: sweep over the kind can share them). The input-buffered kinds need the
 // packet fabric (the flow level's max-min rates model output queueing: they see no
 // head-of-line blocking, so a run there would silently measure output queueing) and refuse
 // fabric.pfc (its ingress accounting is its own); credit flow control, which a transport
@@ -22,10 +23,13 @@ func (r *resolver) switchModel() error {
 	}
 	c := *m
 	if c.Kind == "" || c.Kind == fabric.SwitchOutput {
-		if c.IngressBuffer != 0 || c.VOQBuffer != 0 || c.EgressThreshold != 0 {
-			return Errorf(fabric.SwitchPrefix, "kind output buffers nothing at the ingress, so ingress_buffer, voq_buffer and egress_threshold do not apply; allowed with them: kind shared_ingress or voq")
+		// Buffers given stay as written and unused, so a variants: sweep over kind can share
+		// them; they must still be valid.
+		c.Kind = fabric.SwitchOutput
+		if err := c.Validate(fabric.SwitchPrefix); err != nil {
+			return switchError(err)
 		}
-		sc.Fabric.SwitchModel = &fabric.SwitchConfig{Kind: fabric.SwitchOutput}
+		sc.Fabric.SwitchModel = &c
 		return nil
 	}
 	c = c.WithDefaults()

@@ -18,6 +18,7 @@ func TestSwitchModelResolve(t *testing.T) {
 		{"left out", "", nil},
 		{"output", "fabric: {switch_model: {kind: output}}", &fabric.SwitchConfig{Kind: "output"}},
 		{"empty kind", "fabric: {switch_model: {}}", &fabric.SwitchConfig{Kind: "output"}},
+		{"output keeps buffers", "fabric: {switch_model: {kind: output, ingress_buffer: 4MiB}}", &fabric.SwitchConfig{Kind: "output", IngressBuffer: 4 << 20}},
 		{"voq defaults", "fabric: {switch_model: {kind: voq}}",
 			&fabric.SwitchConfig{Kind: "voq", IngressBuffer: fabric.DefaultIngressBuffer, VOQBuffer: fabric.DefaultIngressBuffer, EgressThreshold: fabric.DefaultEgressThreshold}},
 		{"shared_ingress given", "fabric: {switch_model: {kind: shared_ingress, ingress_buffer: 4MiB, egress_threshold: 16KiB}}",
@@ -67,7 +68,7 @@ func TestSwitchModelErrors(t *testing.T) {
 		{"negative", "fabric: {switch_model: {kind: voq, ingress_buffer: -1}}", "{kind: mrc}", "", []string{"fabric.switch_model.ingress_buffer"}},
 		{"voq buffer", "fabric: {switch_model: {kind: voq, ingress_buffer: 64KiB, voq_buffer: 1MiB}}", "{kind: mrc}", "", []string{"fabric.switch_model.voq_buffer", "1MiB", "at most the ingress buffer"}},
 		{"threshold", "fabric: {switch_model: {kind: shared_ingress, ingress_buffer: 64KiB, egress_threshold: 1MiB}}", "{kind: mrc}", "", []string{"fabric.switch_model.egress_threshold", "1MiB", "at most the ingress buffer"}},
-		{"output with buffers", "fabric: {switch_model: {kind: output, ingress_buffer: 1MiB}}", "{kind: mrc}", "", []string{"fabric.switch_model", "ingress_buffer", "shared_ingress or voq"}},
+		{"output with bad buffers", "fabric: {switch_model: {kind: output, ingress_buffer: 64KiB, voq_buffer: 1MiB}}", "{kind: mrc}", "", []string{"fabric.switch_model.voq_buffer", "1MiB", "at most the ingress buffer"}},
 		{"roce pfc default", "fabric: {switch_model: {kind: voq}}", "{kind: roce}", "", []string{"fabric.switch_model.kind", "voq", "fabric.pfc", "transport roce", "enabled: false"}},
 		{"raw pfc", "fabric: {switch_model: {kind: shared_ingress}, pfc: {enabled: true}}", "{kind: raw}", "", []string{"fabric.switch_model.kind", "shared_ingress", "fabric.pfc", "allowed with PFC: output"}},
 	} {

@@ -56,6 +56,12 @@ func victimRatio(t *testing.T, tr, extra, model string) (ratio float64, kind str
 	if err := json.Unmarshal(summary, &s); err != nil {
 		t.Fatal(err)
 	}
+	return victimFCT(t, dir), s.Switch.Kind
+}
+
+// victimFCT returns the victim's (h2 -> h4) FCT over its ideal from dir's flows.csv.
+func victimFCT(t *testing.T, dir string) float64 {
+	t.Helper()
 	rows, err := csv.NewReader(strings.NewReader(string(readFile(t, filepath.Join(dir, "flows.csv"))))).ReadAll()
 	if err != nil {
 		t.Fatal(err)
@@ -70,11 +76,11 @@ func victimRatio(t *testing.T, tr, extra, model string) (ratio float64, kind str
 			if err != nil {
 				t.Fatalf("victim fct_over_ideal %q: %v", r[col["fct_over_ideal"]], err)
 			}
-			return v, s.Switch.Kind
+			return v
 		}
 	}
 	t.Fatalf("flows.csv has no victim row (src 2, dst 4):\n%v", rows)
-	return 0, ""
+	return 0
 }
 
 // TestSwitchModelHOLCLI: lockstep run end to end, per transport and switch model. The victim
@@ -167,5 +173,42 @@ func TestSwitchModelSchema(t *testing.T) {
 		if err := sch.Validate(yamlInstance(t, []byte(y))); err == nil {
 			t.Errorf("%s: the schema accepts it", sm)
 		}
+	}
+}
+
+// TestSwitchModelVariants: a variants: sweep over fabric.switch_model.kind runs each model
+// (the buffers written for the input-buffered kinds are kept, unused, under output) and the
+// shared ingress FIFO is the one whose victim is late.
+func TestSwitchModelVariants(t *testing.T) {
+	y, err := scenario.PresetYAML("voq-hol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "hol.yaml")
+	if err := os.WriteFile(f, append(y, []byte("variants:\n  fabric.switch_model.kind: [output, shared_ingress, voq]\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	mustRun(t, "run", f, "--out", dir)
+	for _, model := range []string{"output", "shared_ingress", "voq"} {
+		var s struct {
+			Switch struct {
+				Kind string `json:"kind"`
+			} `json:"switch_model"`
+		}
+		if err := json.Unmarshal(readFile(t, filepath.Join(dir, "voq-hol-"+model, "summary.json")), &s); err != nil {
+			t.Fatal(err)
+		}
+		if s.Switch.Kind != model {
+			t.Errorf("variant %s: summary.json switch_model.kind %q", model, s.Switch.Kind)
+		}
+		r := victimFCT(t, filepath.Join(dir, "voq-hol-"+model))
+		if late := r > 1.1; late != (model == "shared_ingress") {
+			t.Errorf("variant %s: victim at %.3f of its ideal", model, r)
+		}
+	}
+	sweep := string(readFile(t, filepath.Join(dir, "sweep.csv")))
+	if !strings.Contains(sweep, "shared_ingress") {
+		t.Fatalf("sweep.csv does not list the shared_ingress variant:\n%s", sweep)
 	}
 }
