@@ -242,6 +242,9 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 			opt.Warn(w)
 		}
 	}
+	if err := applySwitchModel(sc, net); err != nil {
+		return nil, err
+	}
 	specs := sc.Faults
 	if sc.Fluid() {
 		specs = nil // the flow level applies them (flowFaults)
@@ -288,6 +291,7 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 		return nil, err
 	}
 	res.Summary.Complete = true
+	res.Summary.Switch = switchSummary(sc, net)
 	markOutcome(sc, &res.Summary)
 	if res.stall != "" {
 		sm := &res.Summary

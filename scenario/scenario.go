@@ -168,6 +168,12 @@ type Fabric struct {
 	// xon, headroom). Default: on under transport roce (lossless RoCE, as deployed), off
 	// otherwise; `pfc: {enabled: false}` runs RoCE lossy.
 	PFC *PFC `yaml:"pfc,omitempty"`
+	// SwitchModel is where the switches buffer packets (fabric.SwitchConfig): kind output
+	// (default: straight into the egress queue), shared_ingress (one FIFO per ingress port:
+	// head-of-line blocking) or voq (a virtual output queue per ingress and egress, served
+	// round robin), with ingress_buffer, voq_buffer and egress_threshold. Packet engine only;
+	// not with fabric.pfc or credit flow control (resolve_switch.go).
+	SwitchModel *fabric.SwitchConfig `yaml:"switch_model,omitempty"`
 	// Reconvergence is how long after a link fails or comes back the switches' ECMP tables are
 	// recomputed from the links that are up (the routing protocol's convergence: hundreds of ms to
 	// seconds [docs/protocols.md, "RoCEv2: link failures and timeouts"]). Until then ECMP keeps
