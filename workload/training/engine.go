@@ -85,6 +85,7 @@ type Run struct {
 	j        *Job
 	s        *sim.Sim
 	b        Backend
+	nb       NamedBackend // b, when it takes lazy names; nil otherwise
 	opts     RunOptions
 	kCompute sim.Kind
 	kStart   sim.Kind
@@ -119,6 +120,7 @@ func (j *Job) Start(s *sim.Sim, b Backend, opts RunOptions) (*Run, error) {
 		return nil, errorf("sim_steps", "%d: want 1 to %d steps to simulate", opts.Steps, 1<<20)
 	}
 	r := &Run{j: j, s: s, b: b, opts: opts, simM: j.micro, t0: s.Now()}
+	r.nb, _ = b.(NamedBackend)
 	var err error
 	if r.strag, err = newStragState(j, opts.Stragglers, s.Seed(), s.Now()); err != nil {
 		return nil, err
@@ -508,10 +510,23 @@ func (r *Run) tryLaunch(now sim.Time, si int32) {
 		return
 	}
 	c.launched, c.launchAt = true, now
-	name := st.name + " " + r.labelOf(c.label) + " #" + strconv.Itoa(int(seq)) + " step " + strconv.Itoa(r.step) // (no fmt: one launch per collective)
-	if err := r.b.Launch(now, r.j.specs[c.spec], st.comm, name, func(t sim.Time) { r.callDone(t, si, seq) }); err != nil {
+	done := func(t sim.Time) { r.callDone(t, si, seq) }
+	var err error
+	if r.nb != nil {
+		step, label := r.step, c.label
+		err = r.nb.LaunchNamed(now, r.j.specs[c.spec], st.comm, func() string { return r.callName(si, seq, label, step) }, done)
+	} else {
+		err = r.b.Launch(now, r.j.specs[c.spec], st.comm, r.callName(si, seq, c.label, r.step), done)
+	}
+	if err != nil {
 		r.fail(err)
 	}
+}
+
+// callName names call seq of stream si, of the given label, in step: "<stream> <label> #<seq>
+// step <step>".
+func (r *Run) callName(si, seq, label int32, step int) string {
+	return r.streams[si].name + " " + r.labelOf(label) + " #" + strconv.Itoa(int(seq)) + " step " + strconv.Itoa(step) // (no fmt: one launch per collective)
 }
 
 // callDone completes call seq of stream si: wakes its waiters and launches the next call.
