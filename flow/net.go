@@ -208,6 +208,7 @@ type Net struct {
 	inc     incrState
 	nEnts   int // (link, coefficient) entries of the active flows
 	doneBuf []doneRef
+	doneTmp []doneRef // sortDone's scratch
 
 	stats    Stats
 	nStalled int      // active flows at rate 0 after the last recomputation
@@ -1002,9 +1003,9 @@ func (n *Net) unlinkFlow(slot int32) {
 // complete finishes the flows queued in doneBuf, in id order: they leave their links and
 // wait for delivery.
 func (n *Net) complete(now sim.Time) {
-	buf := n.doneBuf
-	// Sorted by the ids they carry: comparisons read no flow (ids are unique).
-	slices.SortFunc(buf, func(a, b doneRef) int { return cmpID(a.id, b.id) })
+	// Sorted by the ids they carry: no flow is read (ids are unique).
+	buf, spare := sortDone(n.doneBuf, n.doneTmp)
+	n.doneBuf, n.doneTmp = buf, spare
 	for _, d := range buf {
 		s := d.slot
 		f := &n.flows[s]
