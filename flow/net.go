@@ -96,25 +96,28 @@ type linkRef struct {
 	coef float64
 }
 
-// flowState is one slot of the flow table. Slots are reused after delivery.
+// flowState is one slot of the flow table. Slots are reused after delivery. It is 128 bytes,
+// two cache lines of the table: the first holds what the fill and the incremental checks
+// read (rate, entries, cap, bottleneck, remaining bytes), the second what events read (id,
+// state and key generations, which the completion heaps check for staleness).
 type flowState struct {
-	id        FlowID
-	ents      []entry // sorted by link; capacity kept across reuse of the slot
-	bytes     int64
+	rate      float64  // bits per second, from the last recomputation; +Inf for an unconstrained flow
+	ents      []entry  // sorted by link; capacity kept across reuse of the slot
+	cap       float64  // +Inf for none
 	remaining float64  // bytes left to send, as of upd
 	upd       sim.Time // remaining is as of this instant (the rate has not changed since)
-	rate      float64  // bits per second, from the last recomputation; +Inf for an unconstrained flow
-	cap       float64  // +Inf for none
-	lat       sim.Time
-	start     sim.Time
-	sent      sim.Time // when the last byte left (stSent)
-	src, dst  int32
-	bott      int32 // link that froze the flow at the last recomputation; -1 its cap, -2 none
-	apos      int32 // index in Net.active while active
-	state     uint8
-	stalled   bool // rate 0 at the last recomputation
-	held      bool // Hold: kept at rate 0 (its own cap in side[slot].cap0)
-	sided     bool // side[slot] belongs to this flow (it has stalled or been held)
+	bott      int32    // link that froze the flow at the last recomputation; -1 its cap, -2 none
+	apos      int32    // index in Net.active while active
+
+	id       FlowID
+	bytes    int64
+	lat      sim.Time
+	start    sim.Time
+	src, dst int32
+	state    uint8
+	stalled  bool // rate 0 at the last recomputation
+	held     bool // Hold: kept at rate 0 (its own cap in side[slot].cap0)
+	sided    bool // side[slot] belongs to this flow (it has stalled or been held)
 	// dgen and sgen are the generations of the flow's entries in Net.hDrain and Net.hSent:
 	// an entry of another generation is stale.
 	dgen, sgen uint32
@@ -1012,7 +1015,6 @@ func (n *Net) complete(now sim.Time) {
 		n.deactivate(s)
 		f.remaining = 0
 		f.state = stSent
-		f.sent = now
 		n.stats.FlowsCompleted++
 		at := now + f.lat
 		if at < now {
