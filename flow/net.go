@@ -1202,12 +1202,16 @@ func (n *Net) LinkBytesAt(t sim.Time, buf []float64) []float64 {
 	return buf
 }
 
+// The start and delivery heaps are 4-ary (half the levels of a binary heap, a node's children
+// in two cache lines). (at, id) is a total order (ids are unique), so the pop order is the
+// same whatever the heap's shape.
+
 // pushPend adds p to the heap h, ordered by (at, id).
 func pushPend(h []pend, p pend) []pend {
 	h = append(h, p)
 	i := len(h) - 1
 	for i > 0 {
-		j := (i - 1) / 2
+		j := (i - 1) / 4
 		if !pendLess(&p, &h[j]) {
 			break
 		}
@@ -1228,18 +1232,21 @@ func popPend(h []pend) []pend {
 	}
 	i := 0
 	for {
-		c := 2*i + 1
+		c := 4*i + 1
 		if c >= k {
 			break
 		}
-		if c+1 < k && pendLess(&h[c+1], &h[c]) {
-			c++
+		m := c
+		for j := c + 1; j < min(c+4, k); j++ {
+			if pendLess(&h[j], &h[m]) {
+				m = j
+			}
 		}
-		if !pendLess(&h[c], &last) {
+		if !pendLess(&h[m], &last) {
 			break
 		}
-		h[i] = h[c]
-		i = c
+		h[i] = h[m]
+		i = m
 	}
 	h[i] = last
 	return h

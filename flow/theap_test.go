@@ -48,3 +48,30 @@ func TestKeyHeap(t *testing.T) {
 		}
 	}
 }
+
+// The start and delivery heaps pop in (at, id) order, whatever the pushes' order and ties.
+func TestPendHeapOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := 0; trial < 300; trial++ {
+		var h []pend
+		var all []pend
+		ids := rng.Perm(2000) // unique ids, pushed in no particular order
+		for op := 0; op < 2000; op++ {
+			if len(h) > 0 && rng.IntN(3) == 0 {
+				top := h[0]
+				h = popPend(h)
+				k := slices.IndexFunc(all, func(p pend) bool { return p.id == top.id })
+				for _, p := range all {
+					if pendLess(&p, &top) {
+						t.Fatalf("trial %d: popped (%v, %d) before (%v, %d)", trial, top.at, top.id, p.at, p.id)
+					}
+				}
+				all = slices.Delete(all, k, k+1)
+				continue
+			}
+			p := pend{at: sim.Time(rng.IntN(50)), id: FlowID(ids[op]), slot: int32(op)}
+			h = pushPend(h, p)
+			all = append(all, p)
+		}
+	}
+}
