@@ -200,10 +200,11 @@ type Net struct {
 	// hDrain is keyed by when its last byte leaves at its current rate (the timer's next
 	// deadline); hSent by the earliest instant it can count as sent (finished: less than a
 	// byte left), a lower bound checked when reached.
-	hDrain, hSent keyHeap
-	changed       []int32 // slots whose rate the recomputation in progress changed (freeze)
-	deferAt       sim.Time
-	defers        int
+	hDrain  wideHeap
+	hSent   keyHeap
+	changed []int32 // slots whose rate the recomputation in progress changed (freeze)
+	deferAt sim.Time
+	defers  int
 	// endPending: an end-of-instant wake is queued at deferAt.
 	endPending bool
 
