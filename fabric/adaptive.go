@@ -47,6 +47,11 @@ type AdaptiveConfig struct {
 	// NotifyDelay is how long after a switch finds every port toward a destination down its
 	// upstream neighbours stop sending it that destination's packets; 0: DefaultNotifyDelay.
 	NotifyDelay sim.Time `yaml:"notify_delay"`
+	// SMDelay is the subnet manager's delay: how long after a link change its recomputed
+	// tables take effect. The fabric does not read it; the scenario resolves it into
+	// fabric.reconvergence, whose route recomputation models the sweep (0: reconvergence's
+	// own value). Until then only the switches' fast recovery avoids the dead link.
+	SMDelay sim.Time `yaml:"sm_delay"`
 }
 
 // DefaultNotifyDelay is the default upstream fault notification delay, 2 us: SHIELD reacts
@@ -71,6 +76,9 @@ func (c AdaptiveConfig) Validate(prefix string) error {
 	}
 	if c.NotifyDelay < 0 || c.NotifyDelay > sim.Second {
 		return fmt.Errorf("%s.notify_delay: %v is out of range; allowed 0 (default %v)..1s", prefix, c.NotifyDelay, DefaultNotifyDelay)
+	}
+	if c.SMDelay < 0 || c.SMDelay > sim.Hour {
+		return fmt.Errorf("%s.sm_delay: %v is out of range; allowed 0 (fabric.reconvergence) to 1h", prefix, c.SMDelay)
 	}
 	return nil
 }

@@ -221,7 +221,7 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 		net.SetECMPSharedSeed(true)
 	}
 	if a := sc.Fabric.AdaptiveRouting; a != nil && !sc.Fluid() {
-		if err := net.SetAdaptive(a.AdaptiveConfig); err != nil {
+		if err := net.SetAdaptive(*a); err != nil {
 			return nil, &InputError{Err: err}
 		}
 	}

@@ -31,9 +31,6 @@ func (r *resolver) fabricQueues() error {
 		if err := a.Validate("fabric.adaptive_routing"); err != nil {
 			return err
 		}
-		if a.SMDelay < 0 || a.SMDelay > sim.Hour {
-			return Errorf("fabric.adaptive_routing.sm_delay", "%v is out of range; allowed 0 (fabric.reconvergence) to 1h", a.SMDelay)
-		}
 		if a.SMDelay != 0 {
 			if f.Reconvergence != 0 && f.Reconvergence != a.SMDelay {
 				return Errorf("fabric.adaptive_routing.sm_delay", "%v, but fabric.reconvergence is %v: they are the same delay; give one", a.SMDelay, f.Reconvergence)

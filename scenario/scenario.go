@@ -175,23 +175,13 @@ type Fabric struct {
 	// is not affected.
 	Reconvergence sim.Time `yaml:"reconvergence"`
 	// AdaptiveRouting is switch adaptive routing with SHIELD-style fast link-fault recovery
-	// (fabric.AdaptiveConfig: enabled, threshold, notify_delay; issue 19). Default off: static
+	// (fabric.AdaptiveConfig: enabled, threshold, notify_delay, sm_delay; issue 19). Default off: static
 	// ECMP. Its sm_delay is the subnet manager's recomputation delay, the same setting as
 	// reconvergence (give one or the other, or both equal).
-	AdaptiveRouting *AdaptiveRouting `yaml:"adaptive_routing,omitempty"`
+	AdaptiveRouting *fabric.AdaptiveConfig `yaml:"adaptive_routing,omitempty"`
 
 	given QueueGiven // what the profile must keep (Resolve derives it from keys)
 	keys  fabricKeys // what the YAML wrote (recordPresence, while decoding)
-}
-
-// AdaptiveRouting is fabric.adaptive_routing: the fabric's adaptive routing settings and the
-// subnet manager's delay.
-type AdaptiveRouting struct {
-	fabric.AdaptiveConfig `yaml:",inline"`
-	// SMDelay is how long after a link change the subnet manager's recomputed tables take
-	// effect (0: fabric.reconvergence's value). Until then only the switches' own fast
-	// recovery avoids the dead link.
-	SMDelay sim.Time `yaml:"sm_delay"`
 }
 
 // QueueGiven records which queue settings a scenario set explicitly, so a profile fills in
