@@ -220,6 +220,11 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	if sc.Fabric.ECMPSeed == "shared" {
 		net.SetECMPSharedSeed(true)
 	}
+	if a := sc.Fabric.AdaptiveRouting; a != nil && !sc.Fluid() {
+		if err := net.SetAdaptive(*a); err != nil {
+			return nil, &InputError{Err: err}
+		}
+	}
 	if pfc := sc.Fabric.PFC.Config(); pfc.Enabled {
 		if err := net.SetPFC(pfc); err != nil {
 			return nil, &InputError{Err: fmt.Errorf("fabric.pfc: %w", err)}

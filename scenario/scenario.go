@@ -180,6 +180,11 @@ type Fabric struct {
 	// hashing flows onto a dead link and they are blackholed. Default 1s; source-routed traffic (MRC)
 	// is not affected.
 	Reconvergence sim.Time `yaml:"reconvergence"`
+	// AdaptiveRouting is switch adaptive routing with SHIELD-style fast link-fault recovery
+	// (fabric.AdaptiveConfig: enabled, threshold, notify_delay, sm_delay; issue 19). Default off: static
+	// ECMP. Its sm_delay is the subnet manager's recomputation delay, the same setting as
+	// reconvergence (give one or the other, or both equal).
+	AdaptiveRouting *fabric.AdaptiveConfig `yaml:"adaptive_routing,omitempty"`
 
 	given QueueGiven // what the profile must keep (Resolve derives it from keys)
 	keys  fabricKeys // what the YAML wrote (recordPresence, while decoding)
