@@ -50,7 +50,7 @@ func benchForward(b *testing.B, ecmp, faults, credits bool, model string) {
 		}
 	}
 	if model != "" {
-		if err := net.SetSwitch(fabric.SwitchConfig{Model: model}); err != nil {
+		if err := net.SetSwitch(fabric.SwitchConfig{Kind: model}); err != nil {
 			b.Fatal(err)
 		}
 	}

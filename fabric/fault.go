@@ -72,6 +72,7 @@ func (n *Network) SetLinkDown(now sim.Time, p PortID, down bool) error {
 			port.Down = false
 		}
 	}
+	n.arLinkChange(down)
 	return nil
 }
 

@@ -303,6 +303,7 @@ type Network struct {
 	// Input-buffered switch models (SetSwitch, voq.go): on, and their state (nil when off).
 	voqOn bool
 	voq   *voqState
+	ar    *arState // adaptive routing (SetAdaptive, adaptive.go); nil when off
 }
 
 // Queue line blocks (Network.qlines): chunk 0 holds the blocks of ports 0..firstChunk-1 and
@@ -819,7 +820,13 @@ func (n *Network) forward(now sim.Time, id NodeID, p *Packet) {
 			n.dropAt(node, p, DropNoRoute)
 			return
 		}
-		local = int(g[ecmpIndex(node.seed, p, len(g))])
+		if n.ar != nil {
+			if local = n.forwardAdaptive(now, id, p, g); local < 0 {
+				return
+			}
+		} else {
+			local = int(g[ecmpIndex(node.seed, p, len(g))])
+		}
 	}
 	if local >= len(hot.ports) || hot.ports[local] < 0 {
 		n.dropAt(&n.Nodes[id], p, DropNoRoute)

@@ -6,7 +6,7 @@ import (
 	"github.com/lockstepsim/lockstep/sim"
 )
 
-// Switch models (SwitchConfig.Model). Output queueing is the fabric's default: a packet that
+// Switch models (SwitchConfig.Kind). Output queueing is the fabric's default: a packet that
 // reaches a switch is forwarded straight into its egress queue. The two input-buffered models
 // hold it in its ingress port first and move it to the egress when the egress has room (its
 // queue holds less than EgressThreshold), as a crossbar switch with input buffers does
@@ -26,6 +26,9 @@ const (
 	SwitchVOQ           = "voq"
 )
 
+// SwitchPrefix is the scenario path SetSwitch's errors name.
+const SwitchPrefix = "fabric.switch_model"
+
 // Defaults of SwitchConfig.
 const (
 	// DefaultIngressBuffer is each switch ingress port's buffer, bytes (1 MiB).
@@ -36,11 +39,11 @@ const (
 	DefaultEgressThreshold = 8 << 10
 )
 
-// SwitchConfig is fabric.switch: where a switch buffers packets. The zero value (model
-// output) is today's output-queued fabric.
+// SwitchConfig is the scenario's fabric.switch_model: where a switch buffers packets. The
+// zero value (kind output) is the output-queued fabric.
 type SwitchConfig struct {
-	// Model is "output" (default; also ""), "shared_ingress" or "voq".
-	Model string `yaml:"model"`
+	// Kind is "output" (default; also ""), "shared_ingress" or "voq".
+	Kind string `yaml:"kind"`
 	// IngressBuffer is each switch ingress port's buffer, bytes; 0: DefaultIngressBuffer. A
 	// packet that finds it full is dropped (queue_full, counted at the switch node).
 	IngressBuffer sim.Size `yaml:"ingress_buffer"`
@@ -53,8 +56,8 @@ type SwitchConfig struct {
 
 // WithDefaults fills the zero fields.
 func (c SwitchConfig) WithDefaults() SwitchConfig {
-	if c.Model == "" {
-		c.Model = SwitchOutput
+	if c.Kind == "" {
+		c.Kind = SwitchOutput
 	}
 	if c.IngressBuffer == 0 {
 		c.IngressBuffer = DefaultIngressBuffer
@@ -68,12 +71,13 @@ func (c SwitchConfig) WithDefaults() SwitchConfig {
 	return c
 }
 
-// Validate checks c (after WithDefaults); prefix names the block in errors ("fabric.switch").
+// Validate checks c (before or after WithDefaults); prefix names the block in errors
+// ("fabric.switch_model").
 func (c SwitchConfig) Validate(prefix string) error {
-	switch c.Model {
+	switch c.Kind {
 	case "", SwitchOutput, SwitchSharedIngress, SwitchVOQ:
 	default:
-		return fmt.Errorf("%s.model: %q is not a switch model (allowed: output, shared_ingress, voq)", prefix, c.Model)
+		return fmt.Errorf("%s.kind: %q is not a switch model (allowed: output, shared_ingress, voq)", prefix, c.Kind)
 	}
 	for _, f := range []struct {
 		name string
@@ -84,7 +88,10 @@ func (c SwitchConfig) Validate(prefix string) error {
 		}
 	}
 	if c.VOQBuffer > c.IngressBuffer && c.IngressBuffer > 0 {
-		return fmt.Errorf("%s.voq_buffer: %s exceeds ingress_buffer %s", prefix, c.VOQBuffer, c.IngressBuffer)
+		return fmt.Errorf("%s.voq_buffer: %s exceeds ingress_buffer %s (allowed: at most the ingress buffer)", prefix, c.VOQBuffer, c.IngressBuffer)
+	}
+	if c.EgressThreshold > c.IngressBuffer && c.IngressBuffer > 0 {
+		return fmt.Errorf("%s.egress_threshold: %s exceeds ingress_buffer %s (allowed: at most the ingress buffer)", prefix, c.EgressThreshold, c.IngressBuffer)
 	}
 	return nil
 }
@@ -125,6 +132,7 @@ type voqState struct {
 	voq       bool // voq; false: shared_ingress
 	cfg       SwitchConfig
 	inBytes   []int64   // by ingress port: bytes it holds
+	inDrops   []int64   // by ingress port: packets dropped there for want of buffer
 	fifo      []voqFIFO // shared_ingress: by ingress port; voq: by ingress*width + egress local
 	width     []int32   // by node: its port count (voq row width)
 	base      []int32   // by port: the index of its node's first VOQ row (voq)
@@ -136,6 +144,8 @@ type voqState struct {
 	pending   []PortID  // egresses to serve once the current serve returns
 	ecnRNG    uint64
 	held      int64 // packets held in ingress buffers
+	marks     int64 // packets marked CE on admission to an ingress buffer
+	trims     int64 // packets trimmed on admission (voqTrim)
 	heldBytes int64
 }
 
@@ -143,27 +153,24 @@ type voqState struct {
 // run). output changes nothing. The input-buffered models refuse PFC and credits (both
 // account ingress buffers their own way): errors name the fields.
 func (n *Network) SetSwitch(cfg SwitchConfig) error {
-	if err := cfg.Validate("fabric.switch"); err != nil {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(SwitchPrefix); err != nil {
 		return err
 	}
-	cfg = cfg.WithDefaults()
-	if cfg.Model == SwitchOutput {
+	if cfg.Kind == SwitchOutput {
 		return nil
 	}
 	if n.voq != nil {
-		return fmt.Errorf("fabric.switch: already set (SetSwitch is called once, before the run)")
+		return fmt.Errorf("%s: already set (SetSwitch is called once, before the run)", SwitchPrefix)
 	}
 	if n.pfcOn {
-		return fmt.Errorf("fabric.switch.model: %s with fabric.pfc enabled is not supported (use model output, or turn fabric.pfc off)", cfg.Model)
+		return fmt.Errorf("%s.kind: %s with fabric.pfc enabled is not supported (allowed with PFC: output; or set fabric.pfc: {enabled: false})", SwitchPrefix, cfg.Kind)
 	}
 	if n.credOn {
-		return fmt.Errorf("fabric.switch.model: %s with credit flow control (transport credits) is not supported (use model output)", cfg.Model)
+		return fmt.Errorf("%s.kind: %s with credit-based flow control (transport.ib.credits) is not supported (allowed with credits: output; or set transport.ib.credits: {enabled: false})", SwitchPrefix, cfg.Kind)
 	}
-	if cfg.EgressThreshold > cfg.IngressBuffer {
-		return fmt.Errorf("fabric.switch.egress_threshold: %s exceeds ingress_buffer %s", cfg.EgressThreshold, cfg.IngressBuffer)
-	}
-	st := &voqState{voq: cfg.Model == SwitchVOQ, cfg: cfg, in: -1,
-		inBytes: make([]int64, len(n.Ports)), rr: make([]int32, len(n.Ports)),
+	st := &voqState{voq: cfg.Kind == SwitchVOQ, cfg: cfg, in: -1,
+		inBytes: make([]int64, len(n.Ports)), inDrops: make([]int64, len(n.Ports)), rr: make([]int32, len(n.Ports)),
 		waiting: make([]int64, len(n.Ports)), ecnRNG: n.ecnSeed ^ 0x5f0e1d2c3b4a6978}
 	if st.voq {
 		st.width = make([]int32, len(n.Nodes))
@@ -190,7 +197,7 @@ func (n *Network) SwitchModel() string {
 	if n.voq == nil {
 		return SwitchOutput
 	}
-	return n.voq.cfg.Model
+	return n.voq.cfg.Kind
 }
 
 // voqArrive notes the ingress port of the packet arriving at a switch (onArrive's hook).
@@ -210,10 +217,13 @@ func (n *Network) voqTake(now sim.Time, pid PortID, p *Packet) bool {
 }
 
 // voqOffer buffers p at ingress in for egress out, dropping it when the ingress buffer (or its
-// VOQ) is full or the egress is down. ECN: a packet admitted is marked under the egress's
-// marking curve applied to the egress queue plus every byte waiting for that egress in the
-// switch's ingresses (the congestion the packet will queue behind); the egress queue marks
-// again by its own depth when the packet moves, as today.
+// VOQ) is full or the egress is down. ECN and trimming are judged on admission, against the
+// egress's own curve and threshold applied to its queue plus every byte waiting for it in the
+// switch's ingresses: the backlog the packet will queue behind, which an output-queued switch
+// would hold in that egress queue (the egress queue itself stays near EgressThreshold, below
+// where it would mark or trim). A packet the egress would trim, or one that finds its buffer
+// full at an egress that trims, is cut to its header and goes straight to the egress's header
+// queue (voqTrim); the egress marks again by its own depth when a packet moves, as ever.
 func (n *Network) voqOffer(now sim.Time, in, out PortID, p *Packet) {
 	st := n.voq
 	port := &n.Ports[out]
@@ -224,22 +234,28 @@ func (n *Network) voqOffer(now sim.Time, in, out PortID, p *Packet) {
 	}
 	size := int64(p.Size)
 	var f *voqFIFO
+	full := st.inBytes[in]+size > int64(st.cfg.IngressBuffer)
 	if st.voq {
 		f = &st.fifo[st.base[in]+int32(port.Local)]
-		if f.bytes+size > int64(st.cfg.VOQBuffer) {
-			n.dropAt(node, p, DropQueueFull)
-			return
-		}
+		full = full || f.bytes+size > int64(st.cfg.VOQBuffer)
 	} else {
 		f = &st.fifo[in]
 	}
-	if st.inBytes[in]+size > int64(st.cfg.IngressBuffer) {
+	qp := port.q.p
+	backlog := port.q.bytes + st.waiting[out]
+	if qp.trim && p.Flags&Trimmable != 0 && p.Flags&Trimmed == 0 && (full || backlog+size > qp.trimAt) {
+		n.voqTrim(now, out, port, p)
+		return
+	}
+	if full {
+		st.inDrops[in]++
 		n.dropAt(node, p, DropQueueFull)
 		return
 	}
-	if qp := port.q.p; qp.ecn && p.Flags&ECT != 0 && p.Flags&CE == 0 {
-		if mark(&qp.cfg.ECN, port.q.bytes+st.waiting[out], &st.ecnRNG) {
+	if qp.ecn && p.Flags&ECT != 0 && p.Flags&CE == 0 {
+		if mark(&qp.cfg.ECN, backlog, &st.ecnRNG) {
 			p.Flags |= CE
+			st.marks++
 		}
 	}
 	p.voqOut = int32(out)
@@ -253,6 +269,24 @@ func (n *Network) voqOffer(now sim.Time, in, out PortID, p *Packet) {
 	} else if f.head == p {
 		n.voqServe(now, out)
 	}
+}
+
+// voqTrim cuts p to its header at the switch whose egress out (port) trims and hands the header
+// to that egress's header queue at once, past the ingress buffers (headers take the priority
+// queue [NDP, Handley et al. SIGCOMM 2017; UEC §4.1]); it is counted in the egress's trims,
+// as a trim at the egress queue is.
+func (n *Network) voqTrim(now sim.Time, out PortID, port *Port, p *Packet) {
+	st := n.voq
+	port.q.aux.cold[port.q.class(p)].trims++
+	p.Size = HeaderBytes
+	p.Flags |= Trimmed
+	if port.LastHop {
+		p.Flags |= TrimmedLastHop
+	}
+	st.trims++
+	st.moving = true
+	n.enqueue(now, out, p)
+	st.moving = false
 }
 
 // voqServe moves packets to egress out while it has room (startTx's hook and the arrival
@@ -340,6 +374,34 @@ func (n *Network) VOQHeld() (packets, bytes int64) {
 		return 0, 0
 	}
 	return n.voq.held, n.voq.heldBytes
+}
+
+// VOQIngressDrops returns, by port, the packets dropped at that switch ingress because its
+// buffer (or, under voq, the virtual output queue the packet was bound for) was full; they are
+// also in the switch node's queue_full drops. nil under output queueing.
+func (n *Network) VOQIngressDrops() []int64 {
+	if n.voq == nil {
+		return nil
+	}
+	return append([]int64(nil), n.voq.inDrops...)
+}
+
+// VOQMarks returns the packets marked CE on admission to an ingress buffer (voqOffer); the
+// egress queues' own marks are in the ports' counters. 0 under output queueing.
+func (n *Network) VOQMarks() int64 {
+	if n.voq == nil {
+		return 0
+	}
+	return n.voq.marks
+}
+
+// VOQTrims returns the packets trimmed on admission to an ingress buffer (voqTrim; they are
+// also in their egress port's Trims). 0 under output queueing.
+func (n *Network) VOQTrims() int64 {
+	if n.voq == nil {
+		return 0
+	}
+	return n.voq.trims
 }
 
 // voqAudit checks the ingress buffers' books: each FIFO's list matches its counts, the

@@ -27,7 +27,7 @@ func hol(t *testing.T, model string, incast, victim int) (h *harness, victimDone
 	h.link(id[3], s2, rate100, testDelay, q, q) // S2.p2
 	h.link(s2, id[4], rate100, testDelay, q, q) // S2.p3 -> R
 	h.link(s2, id[5], rate100, testDelay, q, q) // S2.p4 -> Q
-	if err := h.n.SetSwitch(fabric.SwitchConfig{Model: model, IngressBuffer: 4 << 20}); err != nil {
+	if err := h.n.SetSwitch(fabric.SwitchConfig{Kind: model, IngressBuffer: 4 << 20}); err != nil {
 		t.Fatal(err)
 	}
 	h.sendN(0, incast, pkt{src: 0, dst: 4, route: []uint16{2, 3}, flow: 1})
@@ -101,7 +101,7 @@ func TestSwitchModelIngressDrops(t *testing.T) {
 	h.link(a, s, rate800, testDelay, q, q)
 	h.link(b, s, rate800, testDelay, q, q)
 	h.link(s, r, rate100, testDelay, q, q)
-	if err := h.n.SetSwitch(fabric.SwitchConfig{Model: fabric.SwitchVOQ, IngressBuffer: 64 << 10}); err != nil {
+	if err := h.n.SetSwitch(fabric.SwitchConfig{Kind: fabric.SwitchVOQ, IngressBuffer: 64 << 10}); err != nil {
 		t.Fatal(err)
 	}
 	h.sendN(0, 100, pkt{src: 0, dst: 2, route: []uint16{2}})
@@ -112,6 +112,20 @@ func TestSwitchModelIngressDrops(t *testing.T) {
 	if drops == 0 || h.n.Nodes[s].Drops[fabric.DropQueueFull] != drops || int64(len(h.got))+drops != 200 {
 		t.Fatalf("drops %d (node %d), delivered %d", drops, h.n.Nodes[s].Drops[fabric.DropQueueFull], len(h.got))
 	}
+	// Every drop is booked at the ingress it happened in: S's two host-facing ports.
+	var sum int64
+	for pid, d := range h.n.VOQIngressDrops() {
+		if d > 0 && (h.n.Ports[pid].Node != s || h.n.Ports[pid].Peer < 0 || h.n.Ports[pid].Local > 1) {
+			t.Errorf("port %s: %d ingress drops, want none there", h.n.Ports[pid].Name, d)
+		}
+		sum += d
+	}
+	if sum != drops {
+		t.Fatalf("ingress drops sum to %d, the node counts %d", sum, drops)
+	}
+	if d := fabric.New(sim.New(1)).VOQIngressDrops(); d != nil {
+		t.Fatalf("output queueing: ingress drops %v, want nil", d)
+	}
 }
 
 // TestSwitchConfigErrors: bad fields are named.
@@ -120,10 +134,10 @@ func TestSwitchConfigErrors(t *testing.T) {
 		cfg  fabric.SwitchConfig
 		want string
 	}{
-		{fabric.SwitchConfig{Model: "crossbar"}, "fabric.switch.model"},
-		{fabric.SwitchConfig{Model: "voq", IngressBuffer: -1}, "fabric.switch.ingress_buffer"},
-		{fabric.SwitchConfig{Model: "voq", IngressBuffer: 1000, VOQBuffer: 2000}, "fabric.switch.voq_buffer"},
-		{fabric.SwitchConfig{Model: "voq", IngressBuffer: 1000, EgressThreshold: 2000}, "fabric.switch.egress_threshold"},
+		{fabric.SwitchConfig{Kind: "crossbar"}, "fabric.switch_model.kind"},
+		{fabric.SwitchConfig{Kind: "voq", IngressBuffer: -1}, "fabric.switch_model.ingress_buffer"},
+		{fabric.SwitchConfig{Kind: "voq", IngressBuffer: 1000, VOQBuffer: 2000}, "fabric.switch_model.voq_buffer"},
+		{fabric.SwitchConfig{Kind: "voq", IngressBuffer: 1000, EgressThreshold: 2000}, "fabric.switch_model.egress_threshold"},
 	} {
 		n := fabric.New(sim.New(1))
 		err := n.SetSwitch(c.cfg)
@@ -135,7 +149,48 @@ func TestSwitchConfigErrors(t *testing.T) {
 	if err := n.SetPFC(fabric.PFCConfig{Enabled: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.SetSwitch(fabric.SwitchConfig{Model: "voq"}); err == nil || !strings.Contains(err.Error(), "fabric.pfc") {
+	if err := n.SetSwitch(fabric.SwitchConfig{Kind: "voq"}); err == nil || !strings.Contains(err.Error(), "fabric.pfc") {
 		t.Fatalf("voq with PFC: %v", err)
+	}
+}
+
+// TestSwitchModelTrimOnAdmission: under the input-buffered models an egress that trims judges
+// the backlog for it (its queue plus the bytes waiting in the ingresses) against its trim
+// threshold on admission, so an incast is trimmed as under output queueing instead of filling
+// the ingress buffers; headers reach the receiver, nothing is dropped, and the trims are the
+// egress port's.
+func TestSwitchModelTrimOnAdmission(t *testing.T) {
+	for _, model := range []string{fabric.SwitchOutput, fabric.SwitchSharedIngress, fabric.SwitchVOQ} {
+		h := newHarness(t, 1)
+		q := fabric.QueueConfig{Limit: bigLimit}
+		tq := fabric.QueueConfig{Limit: bigLimit, Trim: fabric.TrimConfig{Enabled: true, Threshold: 64 << 10}}
+		a, b, r := h.node("A", fabric.Host), h.node("B", fabric.Host), h.node("R", fabric.Host)
+		s := h.node("S", fabric.Switch)
+		h.link(a, s, rate100, testDelay, q, q)
+		h.link(b, s, rate100, testDelay, q, q)
+		h.link(s, r, rate100, testDelay, tq, q) // S.p2 -> R trims above 64 KiB
+		if model != fabric.SwitchOutput {
+			if err := h.n.SetSwitch(fabric.SwitchConfig{Kind: model, IngressBuffer: 4 << 20}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.sendN(0, 200, pkt{src: 0, dst: 2, route: []uint16{2}, flags: fabric.Trimmable})
+		h.sendN(0, 200, pkt{src: 1, dst: 2, route: []uint16{2}, flags: fabric.Trimmable})
+		h.run(sim.Time(1e12))
+		h.audit()
+		egress := h.n.Ports[h.n.Nodes[s].Ports[2]].Totals().Trims
+		headers := 0
+		for _, g := range h.got {
+			if g.size == fabric.HeaderBytes {
+				headers++
+			}
+		}
+		t.Logf("%s: %d trims at the egress, %d on admission, %d headers delivered, %d dropped", model, egress, h.n.VOQTrims(), headers, h.n.C.DroppedTotal())
+		if egress == 0 || int64(headers) != egress || h.n.C.DroppedTotal() != 0 || len(h.got) != 400 {
+			t.Fatalf("%s: %d trims, %d headers delivered, %d dropped, %d delivered of 400", model, egress, headers, h.n.C.DroppedTotal(), len(h.got))
+		}
+		if model != fabric.SwitchOutput && h.n.VOQTrims() != egress {
+			t.Fatalf("%s: %d trims on admission, the egress counts %d", model, h.n.VOQTrims(), egress)
+		}
 	}
 }

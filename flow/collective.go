@@ -124,6 +124,8 @@ type linkTime struct {
 type coll struct {
 	id      int
 	name    string
+	namer   func() string   // builds name on first use (LaunchNamed); nil once built
+	defName int             // the launch index its default name carries ("<op>#<index>")
 	spec    collective.Spec // resolved
 	comm    collective.Comm
 	key     uint64 // base of the Router keys: a hash of the communicator's hosts
@@ -183,7 +185,7 @@ func (c *Collectives) Launch(at sim.Time, spec collective.Spec, comm collective.
 	if err != nil {
 		return err
 	}
-	c.launch(at, sp, comm, name, done)
+	c.launch(at, sp, comm, name, nil, done)
 	return nil
 }
 
@@ -209,10 +211,38 @@ func (c *Collectives) check(at sim.Time, spec collective.Spec, comm collective.C
 	return sp, nil
 }
 
+// LaunchNamed is Launch with the collective's name built by name only when something reads it
+// (an error, Incomplete, Results): a runner launching millions of collectives whose names
+// are seldom read skips building them. name must return the same string whenever called; nil
+// or "" gives the default name. Errors: as Launch's.
+func (c *Collectives) LaunchNamed(at sim.Time, spec collective.Spec, comm collective.Comm, name func() string, done func(now sim.Time)) error {
+	sp, err := c.check(at, spec, comm, "")
+	if err != nil {
+		if name != nil {
+			// The error names the launch: check again with the name (error path only).
+			_, err = c.check(at, spec, comm, name())
+		}
+		return err
+	}
+	c.launch(at, sp, comm, "", name, done)
+	return nil
+}
+
+// nameOf returns the collective's name, building it on first use (LaunchNamed).
+func (in *coll) nameOf() string {
+	if in.namer != nil {
+		in.name, in.namer = in.namer(), nil
+	}
+	if in.name == "" {
+		in.name = fmt.Sprintf("%s#%d", in.spec.Op, in.defName)
+	}
+	return in.name
+}
+
 // launch creates the collective sp (resolved and checked) and schedules its start; it
 // returns it. It reuses a released collective's memory when there is one.
-func (c *Collectives) launch(at sim.Time, sp collective.Spec, comm collective.Comm, name string, done func(now sim.Time)) *coll {
-	if name == "" {
+func (c *Collectives) launch(at sim.Time, sp collective.Spec, comm collective.Comm, name string, namer func() string, done func(now sim.Time)) *coll {
+	if name == "" && namer == nil {
 		name = fmt.Sprintf("%s#%d", sp.Op, c.launched)
 	}
 	var in *coll
@@ -227,7 +257,8 @@ func (c *Collectives) launch(at sim.Time, sp collective.Spec, comm collective.Co
 		in.cb = func(now sim.Time) { c.flowDone(now, in) }
 		c.insts = append(c.insts, in)
 	}
-	in.name, in.spec, in.comm, in.key, in.done = name, sp, comm, sim.Mix64(comm.Hash()), done
+	in.name, in.namer, in.defName = name, namer, c.launched
+	in.spec, in.comm, in.key, in.done = sp, comm, sim.Mix64(comm.Hash()), done
 	in.nphase, in.start, in.end = numPhases(sp), at, sim.MaxTime
 	c.launched++
 	c.running++
@@ -256,7 +287,7 @@ func (c *Collectives) Send(at sim.Time, src, dst int, bytes int64, key uint64, n
 	if err != nil {
 		return err
 	}
-	c.launch(at, sp, comm, name, done).key = key
+	c.launch(at, sp, comm, name, nil, done).key = key
 	return nil
 }
 
@@ -336,7 +367,7 @@ func (c *Collectives) addFlows(now sim.Time, in *coll, ph phase) error {
 		phaseQ *= c.tailQ
 		slot, err := c.net.commitFlow(now, Flow{Src: src, Dst: dst, Bytes: total, Cap: c.cfg.FlowCap, Done: in.cb})
 		if err != nil {
-			return fmt.Errorf("flow: collective %q: %w", in.name, err)
+			return fmt.Errorf("flow: collective %q: %w", in.nameOf(), err)
 		}
 		if c.cfg.Reroutable {
 			for int(slot) >= len(c.recs) {
@@ -407,10 +438,10 @@ func (c *Collectives) route(in *coll, d *demand, tree bool) (sim.Time, error) {
 			c.pbuf = paths
 			if err != nil {
 				return 0, fmt.Errorf("flow: collective %q rank %d (host %d) -> rank %d (host %d), channel %d: %w",
-					in.name, d.src, src, d.dst, dst, logical, err)
+					in.nameOf(), d.src, src, d.dst, dst, logical, err)
 			}
 			if l < 0 {
-				return 0, fmt.Errorf("flow: collective %q host %d -> %d: router latency %v is negative", in.name, src, dst, l)
+				return 0, fmt.Errorf("flow: collective %q host %d -> %d: router latency %v is negative", in.nameOf(), src, dst, l)
 			}
 			lat = max(lat, l)
 			var wsum float64
@@ -418,7 +449,7 @@ func (c *Collectives) route(in *coll, d *demand, tree bool) (sim.Time, error) {
 				wsum += paths[i].Weight
 			}
 			if len(paths) > 0 && !(wsum > 0) {
-				return 0, fmt.Errorf("flow: collective %q host %d -> %d: router path weights sum to %v", in.name, src, dst, wsum)
+				return 0, fmt.Errorf("flow: collective %q host %d -> %d: router path weights sum to %v", in.nameOf(), src, dst, wsum)
 			}
 			scale := share / float64(C) / wsum
 			if c.cfg.TailLoss != nil {
@@ -432,7 +463,7 @@ func (c *Collectives) route(in *coll, d *demand, tree bool) (sim.Time, error) {
 			}
 			for i := range paths {
 				if err := c.net.addPath(paths[i].Links, paths[i].Weight*scale); err != nil {
-					return 0, fmt.Errorf("flow: collective %q host %d -> %d: router path %d: %w", in.name, src, dst, i, err)
+					return 0, fmt.Errorf("flow: collective %q host %d -> %d: router path %d: %w", in.nameOf(), src, dst, i, err)
 				}
 			}
 		}
@@ -529,11 +560,11 @@ func (c *Collectives) Incomplete() error {
 		shown++
 		switch {
 		case !in.started:
-			fmt.Fprintf(&b, "\n  %s: not started (starts at %v)", in.name, in.start)
+			fmt.Fprintf(&b, "\n  %s: not started (starts at %v)", in.nameOf(), in.start)
 		case in.err != nil:
-			fmt.Fprintf(&b, "\n  %s: phase %d of %d failed: %v", in.name, in.phase+1, in.nphase, in.err)
+			fmt.Fprintf(&b, "\n  %s: phase %d of %d failed: %v", in.nameOf(), in.phase+1, in.nphase, in.err)
 		default:
-			fmt.Fprintf(&b, "\n  %s: phase %d of %d, %d flow(s) outstanding", in.name, in.phase+1, in.nphase, in.left)
+			fmt.Fprintf(&b, "\n  %s: phase %d of %d, %d flow(s) outstanding", in.nameOf(), in.phase+1, in.nphase, in.left)
 		}
 	}
 	if err := c.net.Err(); err != nil {
@@ -583,7 +614,7 @@ func (c *Collectives) ResultsFrom(i int) []CollResult {
 		if in.gone {
 			continue
 		}
-		r := CollResult{Name: in.name, Spec: in.spec, Start: in.start, End: in.end, Done: in.fin,
+		r := CollResult{Name: in.nameOf(), Spec: in.spec, Start: in.start, End: in.end, Done: in.fin,
 			Phases: in.nphase, Flows: in.flows, Bytes: in.bytes, Err: in.err, Bottleneck: -2}
 		for _, b := range in.bott {
 			if b.t > r.BottleneckTime {

@@ -510,3 +510,55 @@ func TestCollectivesForget(t *testing.T) {
 		t.Errorf("with Forget: %d collectives held, %d listed; want at most 4 held and none listed", heldB, listedB)
 	}
 }
+
+// LaunchNamed builds the name only when it is read (Results, Incomplete, errors), and the
+// run is the one Launch gives.
+func TestLaunchNamedLazy(t *testing.T) {
+	sp := spec(collective.AllReduce, collective.Ring, 4, 1<<20)
+	comm, err := collective.RangeComm(0, 4, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(named bool) ([]CollResult, int) {
+		s, _, c := crossbarColls(t, 4, 1, CollConfig{})
+		calls := 0
+		name := func() string { calls++; return "lazy" }
+		for i := 0; i < 3; i++ {
+			var err error
+			switch {
+			case !named:
+				err = c.Launch(0, sp, comm, []string{"lazy", "", "lazy"}[i], nil)
+			case i == 1:
+				err = c.LaunchNamed(0, sp, comm, nil, nil) // the default name
+			default:
+				err = c.LaunchNamed(0, sp, comm, name, nil)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Drain(sim.MaxTime); err != nil {
+			t.Fatal(err)
+		}
+		if calls != 0 {
+			t.Fatalf("name built %d times before anything read it", calls)
+		}
+		res := c.Results()
+		c.Results()
+		return res, calls
+	}
+	want, _ := run(false)
+	got, calls := run(true)
+	if calls != 2 {
+		t.Fatalf("name built %d times for 2 named launches read twice; want once each", calls)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("LaunchNamed results %v\nLaunch results %v", got, want)
+	}
+	// A refused launch names the collective.
+	_, _, c := crossbarColls(t, 4, 1, CollConfig{})
+	bad, _ := collective.RangeComm(0, 3, 1)
+	if err := c.LaunchNamed(0, sp, bad, func() string { return "mine" }, nil); err == nil || !strings.Contains(err.Error(), `"mine"`) {
+		t.Fatalf("error %v; want one naming \"mine\"", err)
+	}
+}

@@ -96,25 +96,28 @@ type linkRef struct {
 	coef float64
 }
 
-// flowState is one slot of the flow table. Slots are reused after delivery.
+// flowState is one slot of the flow table. Slots are reused after delivery. It is 128 bytes,
+// two cache lines of the table: the first holds what the fill and the incremental checks
+// read (rate, entries, cap, bottleneck, remaining bytes), the second what events read (id,
+// state and key generations, which the completion heaps check for staleness).
 type flowState struct {
-	id        FlowID
-	ents      []entry // sorted by link; capacity kept across reuse of the slot
-	bytes     int64
+	rate      float64  // bits per second, from the last recomputation; +Inf for an unconstrained flow
+	ents      []entry  // sorted by link; capacity kept across reuse of the slot
+	cap       float64  // +Inf for none
 	remaining float64  // bytes left to send, as of upd
 	upd       sim.Time // remaining is as of this instant (the rate has not changed since)
-	rate      float64  // bits per second, from the last recomputation; +Inf for an unconstrained flow
-	cap       float64  // +Inf for none
-	lat       sim.Time
-	start     sim.Time
-	sent      sim.Time // when the last byte left (stSent)
-	src, dst  int32
-	bott      int32 // link that froze the flow at the last recomputation; -1 its cap, -2 none
-	apos      int32 // index in Net.active while active
-	state     uint8
-	stalled   bool // rate 0 at the last recomputation
-	held      bool // Hold: kept at rate 0 (its own cap in side[slot].cap0)
-	sided     bool // side[slot] belongs to this flow (it has stalled or been held)
+	bott      int32    // link that froze the flow at the last recomputation; -1 its cap, -2 none
+	apos      int32    // index in Net.active while active
+
+	id       FlowID
+	bytes    int64
+	lat      sim.Time
+	start    sim.Time
+	src, dst int32
+	state    uint8
+	stalled  bool // rate 0 at the last recomputation
+	held     bool // Hold: kept at rate 0 (its own cap in side[slot].cap0)
+	sided    bool // side[slot] belongs to this flow (it has stalled or been held)
 	// dgen and sgen are the generations of the flow's entries in Net.hDrain and Net.hSent:
 	// an entry of another generation is stale.
 	dgen, sgen uint32
@@ -197,10 +200,11 @@ type Net struct {
 	// hDrain is keyed by when its last byte leaves at its current rate (the timer's next
 	// deadline); hSent by the earliest instant it can count as sent (finished: less than a
 	// byte left), a lower bound checked when reached.
-	hDrain, hSent keyHeap
-	changed       []int32 // slots whose rate the recomputation in progress changed (freeze)
-	deferAt       sim.Time
-	defers        int
+	hDrain  wideHeap
+	hSent   keyHeap
+	changed []int32 // slots whose rate the recomputation in progress changed (freeze)
+	deferAt sim.Time
+	defers  int
 	// endPending: an end-of-instant wake is queued at deferAt.
 	endPending bool
 
@@ -208,6 +212,7 @@ type Net struct {
 	inc     incrState
 	nEnts   int // (link, coefficient) entries of the active flows
 	doneBuf []doneRef
+	doneTmp []doneRef // sortDone's scratch
 
 	stats    Stats
 	nStalled int      // active flows at rate 0 after the last recomputation
@@ -1002,16 +1007,15 @@ func (n *Net) unlinkFlow(slot int32) {
 // complete finishes the flows queued in doneBuf, in id order: they leave their links and
 // wait for delivery.
 func (n *Net) complete(now sim.Time) {
-	buf := n.doneBuf
-	// Sorted by the ids they carry: comparisons read no flow (ids are unique).
-	slices.SortFunc(buf, func(a, b doneRef) int { return cmpID(a.id, b.id) })
+	// Sorted by the ids they carry: no flow is read (ids are unique).
+	buf, spare := sortDone(n.doneBuf, n.doneTmp)
+	n.doneBuf, n.doneTmp = buf, spare
 	for _, d := range buf {
 		s := d.slot
 		f := &n.flows[s]
 		n.deactivate(s)
 		f.remaining = 0
 		f.state = stSent
-		f.sent = now
 		n.stats.FlowsCompleted++
 		at := now + f.lat
 		if at < now {
@@ -1199,12 +1203,16 @@ func (n *Net) LinkBytesAt(t sim.Time, buf []float64) []float64 {
 	return buf
 }
 
+// The start and delivery heaps are 4-ary (half the levels of a binary heap, a node's children
+// in two cache lines). (at, id) is a total order (ids are unique), so the pop order is the
+// same whatever the heap's shape.
+
 // pushPend adds p to the heap h, ordered by (at, id).
 func pushPend(h []pend, p pend) []pend {
 	h = append(h, p)
 	i := len(h) - 1
 	for i > 0 {
-		j := (i - 1) / 2
+		j := (i - 1) / 4
 		if !pendLess(&p, &h[j]) {
 			break
 		}
@@ -1225,18 +1233,21 @@ func popPend(h []pend) []pend {
 	}
 	i := 0
 	for {
-		c := 2*i + 1
+		c := 4*i + 1
 		if c >= k {
 			break
 		}
-		if c+1 < k && pendLess(&h[c+1], &h[c]) {
-			c++
+		m := c
+		for j := c + 1; j < min(c+4, k); j++ {
+			if pendLess(&h[j], &h[m]) {
+				m = j
+			}
 		}
-		if !pendLess(&h[c], &last) {
+		if !pendLess(&h[m], &last) {
 			break
 		}
-		h[i] = h[c]
-		i = c
+		h[i] = h[m]
+		i = m
 	}
 	h[i] = last
 	return h

@@ -220,6 +220,11 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	if sc.Fabric.ECMPSeed == "shared" {
 		net.SetECMPSharedSeed(true)
 	}
+	if a := sc.Fabric.AdaptiveRouting; a != nil && !sc.Fluid() {
+		if err := net.SetAdaptive(*a); err != nil {
+			return nil, &InputError{Err: err}
+		}
+	}
 	if pfc := sc.Fabric.PFC.Config(); pfc.Enabled {
 		if err := net.SetPFC(pfc); err != nil {
 			return nil, &InputError{Err: fmt.Errorf("fabric.pfc: %w", err)}
@@ -241,6 +246,9 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 		for _, w := range res.warnings {
 			opt.Warn(w)
 		}
+	}
+	if err := applySwitchModel(sc, net); err != nil {
+		return nil, err
 	}
 	specs := sc.Faults
 	if sc.Fluid() {
@@ -288,6 +296,7 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 		return nil, err
 	}
 	res.Summary.Complete = true
+	res.Summary.Switch = switchSummary(sc, net)
 	markOutcome(sc, &res.Summary)
 	if res.stall != "" {
 		sm := &res.Summary

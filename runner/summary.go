@@ -98,6 +98,9 @@ type Summary struct {
 	FCTBySize []FCTBucket `json:"fct_by_size,omitempty"`
 	// PFC, when fabric.pfc is on: pauses and paused time over every port.
 	PFC *PFCSummary `json:"pfc,omitempty"`
+	// Switch, when fabric.switch_model is given (packet level): the switch model and its
+	// ingress drops (switchmodel.go).
+	Switch *SwitchSummary `json:"switch_model,omitempty"`
 	// Faults holds what each failure cost (faults.csv), when the scenario has faults.
 	Faults []FaultCost `json:"faults,omitempty"`
 	// With run.fault_baseline twin: when the same run without faults ended its traffic, and

@@ -25,6 +25,9 @@ func FuzzParse(f *testing.F) {
 		"topology: {clos: {tiers: 2, planes: 2, radix: 8, host_link: 100G}}\ntransport: {kind: mrc}\ntraffic: [{pattern: poisson, start: 1us, arrivals: {load: 0.5, sizes: hadoop, duration: 20us, src: [0, 1], dst: [2, 3]}}]\n",
 		"topology: {clos: {tiers: 2, planes: 1, radix: 8, host_link: 100G}}\ntransport: {kind: roce}\ntraffic: [{pattern: onoff, arrivals: {rate: 1e6, sizes: fixed 64KiB, count: 20, on: 2us, off: 6us}}]\n",
 		"topology: {clos: {tiers: 2, planes: 1, radix: 8, host_link: 100G}}\ntraffic: [{pattern: flows, flows: [{src: 0, dst: 1}], load: 0.8, process: poisson}]\nrun: {duration: 5us}\n",
+		"topology: {clos: {tiers: 2, planes: 1, radix: 8, host_link: 100G}}\nfabric: {switch_model: {kind: voq, ingress_buffer: 2MiB, voq_buffer: 512KiB, egress_threshold: 8KiB}}\ntransport: {kind: mrc}\ntraffic: [{pattern: incast, senders: [1, 2, 3], receiver: 0, bytes: 64KiB}]\n",
+		"topology: {clos: {tiers: 2, planes: 1, radix: 8, host_link: 100G}}\nfabric: {switch_model: {kind: shared_ingress}, pfc: {enabled: false}}\ntransport: {kind: roce}\ntraffic: [{pattern: permutation, bytes: 64KiB}]\n",
+		"topology: {clos: {tiers: 2, planes: 1, radix: 8, host_link: 100G}}\nfabric: {switch_model: {kind: output}}\ntraffic: [{pattern: permutation}]\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -24,7 +24,8 @@ import "github.com/lockstepsim/lockstep/topo"
 //  6. fabric.pfc (resolve_fabric.go): on by default under a lossless transport
 //     (transport.Plugin.Lossless), its data class depends on the kind, its classes on the
 //     switch queues (step 3); the transport's own profile's thresholds apply when
-//     fabric.profile is that or left out (read as given, before step 14).
+//     fabric.profile is that or left out (read as given, before step 14). Then
+//     fabric.switch_model (resolve_switch.go): it needs PFC, the engine and the kind.
 //  7. transport.ideal (resolve_transport.go): needs the kind and whether a workload or
 //     faults are given.
 //  8. fabric.profile and the switch and last-hop queues (resolve_fabric.go): the profile
@@ -57,6 +58,7 @@ func (sc *Scenario) Resolve() error {
 		r.run,
 		r.transportKind,
 		sc.resolvePFC,
+		r.switchModel,
 		r.transportIdeal,
 		r.fabricProfile,
 		r.faults,

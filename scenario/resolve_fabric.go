@@ -27,6 +27,17 @@ func (r *resolver) fabricQueues() error {
 	default:
 		return Errorf("fabric.ecmp_seed", "%q is not a seeding; allowed per_switch, shared", f.ECMPSeed)
 	}
+	if a := f.AdaptiveRouting; a != nil {
+		if err := a.Validate("fabric.adaptive_routing"); err != nil {
+			return err
+		}
+		if a.SMDelay != 0 {
+			if f.Reconvergence != 0 && f.Reconvergence != a.SMDelay {
+				return Errorf("fabric.adaptive_routing.sm_delay", "%v, but fabric.reconvergence is %v: they are the same delay; give one", a.SMDelay, f.Reconvergence)
+			}
+			f.Reconvergence = a.SMDelay
+		}
+	}
 	if f.Reconvergence == 0 {
 		f.Reconvergence = DefaultReconvergence
 	}

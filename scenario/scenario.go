@@ -168,12 +168,23 @@ type Fabric struct {
 	// xon, headroom). Default: on under transport roce (lossless RoCE, as deployed), off
 	// otherwise; `pfc: {enabled: false}` runs RoCE lossy.
 	PFC *PFC `yaml:"pfc,omitempty"`
+	// SwitchModel is where the switches buffer packets (fabric.SwitchConfig): kind output
+	// (default: straight into the egress queue), shared_ingress (one FIFO per ingress port:
+	// head-of-line blocking) or voq (a virtual output queue per ingress and egress, served
+	// round robin), with ingress_buffer, voq_buffer and egress_threshold. Packet engine only;
+	// not with fabric.pfc or credit flow control (resolve_switch.go).
+	SwitchModel *fabric.SwitchConfig `yaml:"switch_model,omitempty"`
 	// Reconvergence is how long after a link fails or comes back the switches' ECMP tables are
 	// recomputed from the links that are up (the routing protocol's convergence: hundreds of ms to
 	// seconds [docs/protocols.md, "RoCEv2: link failures and timeouts"]). Until then ECMP keeps
 	// hashing flows onto a dead link and they are blackholed. Default 1s; source-routed traffic (MRC)
 	// is not affected.
 	Reconvergence sim.Time `yaml:"reconvergence"`
+	// AdaptiveRouting is switch adaptive routing with SHIELD-style fast link-fault recovery
+	// (fabric.AdaptiveConfig: enabled, threshold, notify_delay, sm_delay; issue 19). Default off: static
+	// ECMP. Its sm_delay is the subnet manager's recomputation delay, the same setting as
+	// reconvergence (give one or the other, or both equal).
+	AdaptiveRouting *fabric.AdaptiveConfig `yaml:"adaptive_routing,omitempty"`
 
 	given QueueGiven // what the profile must keep (Resolve derives it from keys)
 	keys  fabricKeys // what the YAML wrote (recordPresence, while decoding)

@@ -152,6 +152,7 @@ func scenarioSchema() *jsonschema.Schema {
 	})
 	setEnum(s, []string{"run", "engine"}, scenario.EnginePacket, scenario.EngineFlow)
 	setEnum(s, []string{"run", "fault_baseline"}, scenario.FaultBaselineTwin, scenario.FaultBaselineNone)
+	setEnum(s, []string{"fabric", "switch_model", "kind"}, scenario.SwitchModels()...)
 	if tr := items(prop(s, "traffic")); tr != nil {
 		setEnum(tr, []string{"path"}, scenario.PathECMP, scenario.PathSpread, scenario.PathSpray)
 		setEnum(tr, []string{"pattern"}, scenario.PatternNames()...)

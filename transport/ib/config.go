@@ -52,6 +52,50 @@ type Config struct {
 	// Credits is the fabric's link-level flow control under this transport; enabled unless
 	// written false (credits: {enabled: false} runs IB links lossy, for comparison).
 	Credits Credits `yaml:"credits"`
+	// OutOfOrder is the responder's out-of-order placement (ConnectX-style; roce.Config.
+	// WithReorder). Default: on when fabric.adaptive_routing is, off otherwise (static
+	// routing keeps a QP's packets in order, and results stay as they were).
+	OutOfOrder OutOfOrder `yaml:"out_of_order"`
+}
+
+// OutOfOrder is transport.ib.out_of_order [NVIDIA DOCA, Out-of-order Data Placement: RC
+// packets that took different paths are placed into host memory as they arrive instead of
+// being dropped and retransmitted].
+type OutOfOrder struct {
+	// Enabled: nil follows fabric.adaptive_routing.enabled.
+	Enabled *bool `yaml:"enabled"`
+	// Window is how many PSNs above the expected one are accepted, packets; default
+	// DefaultReorderWindow; rounded up to a power of two; allowed 1..65536.
+	Window int `yaml:"window"`
+	// Hold is how long a hole may stay open before the responder NAKs it (a real loss rather
+	// than reordering); default DefaultReorderHold; allowed 1us..1s.
+	Hold sim.Time `yaml:"hold"`
+}
+
+// Out-of-order placement defaults: a window of 1,024 packets (4 MiB at a 4 KiB MTU, well over
+// a 100G fat tree's BDP) and a hole hold of 100 us (many RTTs of a two- or three-tier tree at
+// its queue limits, so AR's reordering never triggers it). Lockstep choices: NVIDIA
+// publishes neither figure.
+const (
+	DefaultReorderWindow = 1024
+	DefaultReorderHold   = 100 * sim.Microsecond
+)
+
+// Reorder returns the RC engine's configuration for a fabric with adaptive routing on or off:
+// RC() with out-of-order placement when OutOfOrder is on.
+func (c Config) Reorder(adaptive bool) roce.Config {
+	rc := c.RC()
+	if on := c.OutOfOrder.Enabled; on == nil && adaptive || on != nil && *on {
+		w, h := c.OutOfOrder.Window, c.OutOfOrder.Hold
+		if w == 0 {
+			w = DefaultReorderWindow
+		}
+		if h == 0 {
+			h = DefaultReorderHold
+		}
+		rc = rc.WithReorder(w, h)
+	}
+	return rc
 }
 
 // Credits is transport.ib.credits: fabric.CreditConfig with enabled defaulting to true.
@@ -95,6 +139,12 @@ func (c Config) WithDefaults() Config {
 func (c Config) Validate(prefix string) error {
 	if c.TimeoutExponent < 1 || c.TimeoutExponent > 31 {
 		return fmt.Errorf("%s.timeout: %d is out of range; allowed 1..31 (4.096us x 2^t)", prefix, c.TimeoutExponent)
+	}
+	if w := c.OutOfOrder.Window; w < 0 || w > roce.MaxReorderWindow {
+		return fmt.Errorf("%s.out_of_order.window: %d is out of range; allowed 0 (default %d) or 1..%d packets", prefix, w, DefaultReorderWindow, roce.MaxReorderWindow)
+	}
+	if h := c.OutOfOrder.Hold; h != 0 && (h < sim.Microsecond || h > sim.Second) {
+		return fmt.Errorf("%s.out_of_order.hold: %v is out of range; allowed 0 (default %v) or 1us..1s", prefix, h, DefaultReorderHold)
 	}
 	if err := c.RC().Validate(prefix); err != nil {
 		return err

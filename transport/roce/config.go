@@ -55,6 +55,11 @@ type Config struct {
 	CNPInterval sim.Time `yaml:"cnp_interval"`
 	// DCQCN configures the reaction point (the sender's rate control).
 	DCQCN DCQCNConfig `yaml:"dcqcn"`
+	// reorder is the responder's out-of-order placement window in packets (WithReorder); 0
+	// (RoCEv2's default, and every YAML configuration) accepts data in PSN order only.
+	reorder int
+	// reorderTime is how long a hole may stay open before the responder NAKs it (WithReorder).
+	reorderTime sim.Time
 }
 
 // DCQCNConfig holds the DCQCN reaction-point parameters [DCQCN §3.1, with the values the paper
@@ -386,3 +391,31 @@ func (c *Config) DataPacketBytes() (payload, wire int64) {
 // QPsPerTransfer returns the QPs one traffic transfer opens over planes planes: QPsPerPeer on
 // each plane, the transfer striped over them (rocenic.Endpoint; transport.QPFanout).
 func (c *Config) QPsPerTransfer(planes int) int { return max(1, c.QPsPerPeer) * max(1, planes) }
+
+// WithReorder returns c with out-of-order placement at the responder [NVIDIA DOCA,
+// Out-of-order Data Placement: ConnectX-5 and later accept RC packets that arrive out of order
+// and place them directly into host memory instead of dropping them and triggering
+// retransmissions]: packets up to window-1 PSNs above the expected one are placed as they
+// come and acknowledged cumulatively once the hole fills; a sequence-error NAK goes out only
+// for a packet beyond the window or when a hole has stayed open for hold. window 0 turns it
+// off (in-order, go-back-N). Not a YAML setting: transports opt in (InfiniBand with
+// adaptive routing). A positive window is rounded up to a power of two (the ring indexes by
+// PSN) and clamped to MaxReorderWindow.
+func (c Config) WithReorder(window int, hold sim.Time) Config {
+	w := 0
+	if window > 0 {
+		w = 1
+		for w < window && w < MaxReorderWindow {
+			w <<= 1
+		}
+	}
+	c.reorder, c.reorderTime = w, hold
+	return c
+}
+
+// Reorder returns the out-of-order placement window in packets (0: in order only) and the
+// hole hold time (Config.WithReorder).
+func (c Config) Reorder() (window int, hold sim.Time) { return c.reorder, c.reorderTime }
+
+// MaxReorderWindow bounds the out-of-order placement window, packets.
+const MaxReorderWindow = 1 << 16

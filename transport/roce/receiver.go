@@ -17,6 +17,10 @@ type ReceiverStats struct {
 	CEPackets      int64 // data packets that arrived with a CE mark
 	CNPs           int64 // CNPs sent
 	CNPsSuppressed int64 // CE marks that found a CNP sent less than CNPInterval before
+	// Out-of-order placement (Config.WithReorder): packets accepted above the expected PSN,
+	// and NAKs sent because a packet fell beyond the window or a hole outlived the hold time.
+	Reordered            int64
+	WindowNAKs, HoleNAKs int64
 }
 
 // Receiver is the responder side of one RC QP [IBTA §9.7, responder] and DCQCN's notification point
@@ -54,6 +58,14 @@ type Receiver struct {
 
 	out  []Header
 	done []Completion
+
+	// Out-of-order placement (Config.WithReorder; nil ring when off): ring[psn % len] holds
+	// the header of an accepted packet above epsn until epsn reaches it; holeAt is when the
+	// current hole opened (the first packet above epsn arrived).
+	ring   []Header
+	have   []bool
+	held   int
+	holeAt sim.Time
 
 	// Stats counts what the receiver did.
 	Stats ReceiverStats
@@ -121,6 +133,9 @@ func (r *Receiver) OnData(now sim.Time, h *Header, ce bool) {
 		r.Stats.Duplicates++
 		r.answer(Ack)
 		return
+	case after(h.PSN, r.epsn) && r.cfg.reorder > 0:
+		r.reorderData(now, h)
+		return
 	case after(h.PSN, r.epsn):
 		r.Stats.OutOfOrder++
 		if !r.nakSent {
@@ -129,7 +144,28 @@ func (r *Receiver) OnData(now sim.Time, h *Header, ce bool) {
 		}
 		return
 	}
-	// The expected PSN: place it.
+	// The expected PSN: place it, then whatever it unblocks.
+	r.place(now, h, true)
+	drained := false
+	for r.held > 0 {
+		k := int(r.epsn % uint32(len(r.ring)))
+		if !r.have[k] {
+			r.holeAt = now // a new hole opens behind the packets still held
+			break
+		}
+		r.have[k] = false
+		r.held--
+		hh := r.ring[k]
+		r.place(now, &hh, false)
+		drained = true
+	}
+	if drained && r.pending > 0 {
+		r.answer(Ack) // one cumulative ACK for the packets the hole was holding back
+	}
+}
+
+// place places h, the expected PSN: the in-order path; ack lets it acknowledge at once.
+func (r *Receiver) place(now sim.Time, h *Header, ack bool) {
 	if h.Seg.opens() == r.open || h.Len < 0 || int(h.Len) > r.cfg.PayloadBytes {
 		// First/Only while a transfer is open, Middle/Last while none is, or a length no
 		// sender of this QP would send: not this QP's stream. Dropped, so the sender's
@@ -150,7 +186,7 @@ func (r *Receiver) OnData(now sim.Time, h *Header, ce bool) {
 		r.msgs++
 		r.open = false
 	}
-	if h.AckReq || r.pending >= r.cfg.AckEvery {
+	if ack && (h.AckReq || r.pending >= r.cfg.AckEvery) {
 		r.answer(Ack)
 	}
 }
@@ -164,5 +200,40 @@ func (r *Receiver) answer(k Kind) {
 		r.Stats.ACKs++
 	} else {
 		r.Stats.NAKs++
+	}
+}
+
+// reorderData takes a data packet above the expected PSN under out-of-order placement: held
+// for placement if within the window and new, NAKed (once per hole) if beyond the window or
+// the hole has been open longer than the hold time.
+func (r *Receiver) reorderData(now sim.Time, h *Header) {
+	if r.ring == nil {
+		r.ring, r.have = make([]Header, r.cfg.reorder), make([]bool, r.cfg.reorder)
+	}
+	d := h.PSN - r.epsn
+	if int64(d) >= int64(len(r.ring)) {
+		r.Stats.OutOfOrder++
+		if !r.nakSent {
+			r.nakSent = true
+			r.Stats.WindowNAKs++
+			r.answer(Nak)
+		}
+		return
+	}
+	k := int(h.PSN % uint32(len(r.ring)))
+	if r.have[k] {
+		r.Stats.Duplicates++
+		return
+	}
+	if r.held == 0 {
+		r.holeAt = now
+	}
+	r.ring[k], r.have[k] = *h, true
+	r.held++
+	r.Stats.Reordered++
+	if !r.nakSent && r.cfg.reorderTime > 0 && now-r.holeAt >= r.cfg.reorderTime {
+		r.nakSent = true
+		r.Stats.HoleNAKs++
+		r.answer(Nak)
 	}
 }

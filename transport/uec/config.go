@@ -16,8 +16,12 @@
 //     reorder window later, or by the retransmission timeout (RTO, doubling per expiry
 //     without progress); MaxRetries expiries in a row error the connection.
 //   - Load balancing over entropy values (EVs) that the switches hash (ECMP), not source
-//     routes: oblivious spraying or REPS (ev.go).
-//   - Congestion control: NSCC, the implementation transport/mrc shares (mrc.NSCC).
+//     routes: oblivious spraying, REPS (with its freezing mode after failures) or a
+//     bitmap/penalty variant (ev.go).
+//   - Congestion control: NSCC, the implementation transport/mrc shares (mrc.NSCC); RCCC,
+//     receiver credit (rccc.go): the destination paces credit to its active sources near
+//     its link rate, a source sends a speculative first window and then only on credit; or
+//     both, a packet leaving only when NSCC's window and the credit allow it.
 package uec
 
 import (
@@ -44,13 +48,55 @@ const (
 	// one that saw CE, a trim or a timeout is not; with nothing to reuse a fresh EV is drawn
 	// at random from the pool (default).
 	LBREPS = "reps"
+	// LBREPSNoFreeze is REPS without its freezing mode (phase 1's REPS): a failure drops the
+	// EV and exploration goes on.
+	LBREPSNoFreeze = "reps_nofreeze"
+	// LBBitmap is the bitmap/penalty variant: a per-EV penalty over the pool (ev.go).
+	LBBitmap = "bitmap"
 )
 
 // Congestion control schemes (Config.CC).
 const (
 	CCNSCC = "nscc" // UEC sender congestion control (mrc.NSCC), the default
 	CCNone = "none" // a fixed window of max_window_factor x BDP, for comparisons
+	// CCRCCC is receiver-credit congestion control alone [UEC §3.6 RCCC]: no sender window,
+	// a speculative first window, then only what the destination's credit allows.
+	CCRCCC = "rccc"
+	// CCNSCCRCCC is NSCC and RCCC together: a packet leaves only when NSCC's window and the
+	// credit both allow it (the smaller of the two limits); trims at the last hop do not cut
+	// NSCC's window.
+	CCNSCCRCCC = "nscc+rccc"
 )
+
+// RCCC defaults.
+const (
+	// DefaultSpeculativeBDP is a source's speculative window, sent before any credit, in
+	// BDPs of its NIC (base RTT x NIC rate): a quarter BDP. Lockstep default, measured (the
+	// UE specification's own figure was not available to lockstep): with one BDP per source,
+	// as NDP's and Homa's unscheduled first windows, an incast of 255 sources puts 30 MB into
+	// the fabric at once, the trimmed headers' flood holds data past the RTO and the last
+	// completion lands 4% above N x S / C; a quarter BDP keeps it under 2% at 255 and 1,023
+	// sources (docs/protocols.md, "RCCC").
+	DefaultSpeculativeBDP = 0.25
+	// DefaultRCCCRateFactor: the destination paces credit at this fraction of its NIC rate
+	// (1: the sum of its sources' credit is its link rate) [UEC §3.6 RCCC].
+	DefaultRCCCRateFactor = 1.0
+)
+
+// RCCCParams are RCCC's knobs (transport.uec.rccc).
+type RCCCParams struct {
+	// SpeculativeBDP is the speculative window a source may send before credit, in BDPs of
+	// its NIC, (0, 100]; default 0.25. It is granted again when a message is posted to an idle
+	// connection (every packet acknowledged) or to one whose credit requests have all been
+	// granted.
+	SpeculativeBDP float64 `yaml:"speculative_bdp"`
+	// RateFactor scales the credit rate: credit is paced at RateFactor x the destination's
+	// NIC rate, (0, 2]; default 1.
+	RateFactor float64 `yaml:"rate_factor"`
+	// CreditBytes is one grant, wire bytes, 64..1 MiB; default 0: one full data packet's wire
+	// bytes. Each grant is one credit packet of ack_bytes on the wire.
+	CreditBytes int `yaml:"credit_bytes"`
+}
 
 // Header sizes and defaults.
 const (
@@ -69,6 +115,11 @@ const (
 	// DefaultREPSBuffer is how many recycled EVs REPS keeps (lockstep default: larger than a
 	// 1.5-BDP window of 4 KiB packets at 100G, so every clean ACK's EV is reused).
 	DefaultREPSBuffer = 64
+	// DefaultREPSFreezeRTOs: REPS's automatic freezing period is this many first RTOs
+	// (lockstep default: long enough that a failed path's EVs, each lost once, are not
+	// explored again within a flow's steady state; [REPS] freezes after failures and
+	// leaves the period to the implementation as lockstep reads it).
+	DefaultREPSFreezeRTOs = 10
 	// DefaultMaxRetries is the RTO expiries in a row without progress before the connection
 	// errors (lockstep default, as RoCE's retry count 7).
 	DefaultMaxRetries = 7
@@ -85,8 +136,12 @@ const (
 type Config struct {
 	// Delivery is "rud" (default) or "rod".
 	Delivery string `yaml:"delivery"`
-	// LB is "reps" (default) or "oblivious"; ROD always uses one EV.
+	// LB is "reps" (default; with freezing), "reps_nofreeze", "bitmap" or "oblivious"; ROD
+	// always uses one EV.
 	LB string `yaml:"lb"`
+	// REPSFreeze is REPS's freezing period after a loss without trim, 0..1s; 0 (default) is
+	// automatic: 10 first RTOs.
+	REPSFreeze sim.Time `yaml:"reps_freeze"`
 	// Paths is the EV pool size, 1..4096; default 128 (DefaultPaths).
 	Paths int `yaml:"paths"`
 	// REPSBuffer is the recycled-EV buffer of REPS, 1..4096; default 64.
@@ -111,10 +166,33 @@ type Config struct {
 	// WindowPSNs bounds next PSN - oldest unacknowledged PSN, a multiple of 64 in 64..65536;
 	// default 4096.
 	WindowPSNs int `yaml:"window_psns"`
-	// CC is "nscc" (default) or "none".
+	// CC is "nscc" (default), "rccc", "nscc+rccc" or "none".
 	CC string `yaml:"cc"`
 	// NSCC are NSCC's knobs, as transport.mrc.cc (mrc.NSCCParams; the same defaults).
 	NSCC mrc.NSCCParams `yaml:"nscc"`
+	// RCCC are the receiver-credit knobs (cc rccc or nscc+rccc).
+	RCCC RCCCParams `yaml:"rccc"`
+	// AckEvery coalesces SACKs: the receiver answers every AckEvery-th new data packet placed
+	// (1..64; default 1, every packet), the SACK echoing the last one (its EV, its send time,
+	// CE if any of them had it). Duplicates and trims are answered at once.
+	AckEvery int `yaml:"ack_every"`
+	// AckDelay bounds how long a coalesced SACK waits, 0..1s; 0 (default) is automatic:
+	// AckEvery full data packets at the receiver's NIC rate.
+	AckDelay sim.Time `yaml:"ack_delay"`
+}
+
+// HasRCCC reports whether the congestion control includes receiver credit.
+func (c *Config) HasRCCC() bool { return c.CC == CCRCCC || c.CC == CCNSCCRCCC }
+
+// HasNSCC reports whether the congestion control includes NSCC.
+func (c *Config) HasNSCC() bool { return c.CC == CCNSCC || c.CC == CCNSCCRCCC }
+
+// CreditQuantum returns one RCCC grant's wire bytes (CreditBytes, or a full data packet).
+func (c *Config) CreditQuantum() int64 {
+	if c.RCCC.CreditBytes > 0 {
+		return int64(c.RCCC.CreditBytes)
+	}
+	return int64(c.WireBytes(c.PayloadBytes))
 }
 
 // WithDefaults returns c with zero fields set to their defaults (RTO and ReorderWindow stay 0:
@@ -150,6 +228,15 @@ func (c Config) WithDefaults() Config {
 	if c.CC == "" {
 		c.CC = CCNSCC
 	}
+	if c.AckEvery == 0 {
+		c.AckEvery = 1
+	}
+	if c.RCCC.SpeculativeBDP == 0 {
+		c.RCCC.SpeculativeBDP = DefaultSpeculativeBDP
+	}
+	if c.RCCC.RateFactor == 0 {
+		c.RCCC.RateFactor = DefaultRCCCRateFactor
+	}
 	n := &c.NSCC
 	if n.TargetFactor == 0 {
 		n.TargetFactor = mrc.NSCCTargetFactorTrimming
@@ -180,8 +267,10 @@ func (c Config) Validate(prefix string) error {
 	switch {
 	case c.Delivery != DeliveryRUD && c.Delivery != DeliveryROD:
 		return bad("delivery", "%q is not a delivery mode; allowed rud (reliable unordered, default) or rod (reliable ordered)", c.Delivery)
-	case c.LB != LBREPS && c.LB != LBOblivious:
-		return bad("lb", "%q is not a load-balancing scheme; allowed reps (default) or oblivious", c.LB)
+	case c.LB != LBREPS && c.LB != LBOblivious && c.LB != LBREPSNoFreeze && c.LB != LBBitmap:
+		return bad("lb", "%q is not a load-balancing scheme; allowed reps (default, with freezing after failures), reps_nofreeze, bitmap or oblivious", c.LB)
+	case c.REPSFreeze < 0 || c.REPSFreeze > sim.Second:
+		return bad("reps_freeze", "%v is out of range; allowed 0 (automatic: 10 RTOs) up to 1s", c.REPSFreeze)
 	case c.Paths < 1 || c.Paths > 4096:
 		return bad("paths", "%d is out of range; allowed 1..4096 entropy values (default 128)", c.Paths)
 	case c.REPSBuffer < 1 || c.REPSBuffer > 4096:
@@ -200,8 +289,18 @@ func (c Config) Validate(prefix string) error {
 		return bad("reorder_window", "%v is out of range; allowed 0 (automatic) up to 1s", c.ReorderWindow)
 	case c.WindowPSNs < 64 || c.WindowPSNs > 65536 || c.WindowPSNs%64 != 0:
 		return bad("window_psns", "%d is out of range; allowed a multiple of 64 in 64..65536", c.WindowPSNs)
-	case c.CC != CCNSCC && c.CC != CCNone:
-		return bad("cc", "%q is not a congestion control; allowed nscc (default) or none (a fixed window)", c.CC)
+	case c.CC != CCNSCC && c.CC != CCNone && c.CC != CCRCCC && c.CC != CCNSCCRCCC:
+		return bad("cc", "%q is not a congestion control; allowed nscc (default), rccc (receiver credit), nscc+rccc (both) or none (a fixed window)", c.CC)
+	case c.AckEvery < 1 || c.AckEvery > BitmapBits:
+		return bad("ack_every", "%d is out of range; allowed 1 (every packet, default) to 64 (the SACK bitmap's reach)", c.AckEvery)
+	case c.AckDelay < 0 || c.AckDelay > sim.Second:
+		return bad("ack_delay", "%v is out of range; allowed 0 (automatic) up to 1s", c.AckDelay)
+	case !(c.RCCC.SpeculativeBDP > 0 && c.RCCC.SpeculativeBDP <= 100):
+		return bad("rccc.speculative_bdp", "%v is out of range; allowed (0, 100] BDPs (default 0.25)", c.RCCC.SpeculativeBDP)
+	case !(c.RCCC.RateFactor > 0 && c.RCCC.RateFactor <= 2):
+		return bad("rccc.rate_factor", "%v is out of range; allowed (0, 2] (default 1: the destination's NIC rate)", c.RCCC.RateFactor)
+	case c.RCCC.CreditBytes != 0 && (c.RCCC.CreditBytes < 64 || c.RCCC.CreditBytes > 1<<20):
+		return bad("rccc.credit_bytes", "%d is out of range; allowed 0 (one full data packet) or 64..1048576", c.RCCC.CreditBytes)
 	case !(n.TargetFactor > 0 && n.TargetFactor <= 10):
 		return bad("nscc.target_factor", "%v is out of range; allowed (0, 10]", n.TargetFactor)
 	case !(n.MaxWindowFactor >= 0.1 && n.MaxWindowFactor <= 100):

@@ -1,6 +1,10 @@
 package uec
 
-import "math/rand/v2"
+import (
+	"math/rand/v2"
+
+	"github.com/lockstepsim/lockstep/sim"
+)
 
 // EVStats counts an EV picker's choices over a connection.
 type EVStats struct {
@@ -8,17 +12,39 @@ type EVStats struct {
 	Fresh    int64 // packets sent on an EV drawn from the pool (oblivious: every packet)
 	Dropped  int64 // REPS: EVs removed from the buffer after a CE mark, trim or timeout
 	Overflow int64 // REPS: clean EVs lost because the buffer was full (the oldest goes)
+	// Freezes: REPS freezing periods begun (a loss without trim: a failed path); Frozen the
+	// packets sent while frozen on a cached EV kept for reuse.
+	Freezes, Frozen int64
+	// Skipped: bitmap: EVs passed over for their penalty.
+	Skipped int64
 }
+
+// Bitmap penalties (lockstep constants), in rounds of the pool an EV sits out: a CE mark or
+// a trim adds BitmapCEPenalty; a loss without trim (a failed path) sets BitmapMaxPenalty, so
+// a dead path's EV is tried again only after 255 rounds (32,640 packets at 128 EVs: 1.3 ms
+// at 100G).
+const (
+	BitmapCEPenalty  = 1
+	BitmapMaxPenalty = 255
+)
 
 // EVPicker chooses each data packet's entropy value. The switches hash the EV with the
 // 5-tuple (ECMP) at every tier, so an EV names a path only through the hash; the picker
-// never sees routes. Three schemes:
+// never sees routes. Four schemes:
 //
 //   - oblivious: a per-connection random permutation of the pool 0..paths-1, one EV per
 //     packet, reshuffled every round [UEC §3.5 packet spraying];
 //   - REPS [arXiv 2407.21625 §3]: a FIFO of EVs whose ACKs came back without CE; a packet
 //     reuses the oldest, and with none left takes a fresh random EV from the pool
-//     (exploration); an EV that saw CE, a trim or a timeout is removed;
+//     (exploration); an EV that saw CE, a trim or a timeout is removed. With freezing (lb
+//     reps; not reps_nofreeze), a loss without trim (timeout or SACK gap: a failed path, not
+//     congestion) freezes the picker for the freeze time [REPS, freezing mode after
+//     failures]: no exploration, and a cached EV is reused without leaving the buffer (it
+//     goes to the back), so packets cycle over the EVs known good until the period ends;
+//   - bitmap: a penalty per EV over the pool, walked in a per-connection random order; an EV
+//     with a penalty is skipped (the penalty decreasing by one per skip); CE or a trim adds
+//     BitmapCEPenalty, a loss without trim sets BitmapMaxPenalty [issue 20's "bitmap/penalty
+//     variant"; constants lockstep's];
 //   - single (ROD): one EV drawn at setup, every packet on it.
 //
 // Invariants: 0 <= n <= len(buf); every EV returned is below paths.
@@ -32,23 +58,32 @@ type EVPicker struct {
 	head  int      // REPS: oldest entry
 	n     int      // REPS: entries held
 	one   uint16   // single
+	// REPS freezing: frozen until frozenTo; freeze is the period (0: no freezing).
+	freeze, frozenTo, now sim.Time
+	// bitmap: per-EV penalty, rounds left to sit out.
+	pen []uint8
 	// Stats counts the picker's choices; the caller may read it.
 	Stats EVStats
 }
 
-// NewEVPicker returns a picker for lb (LBOblivious, LBREPS, or "" for a single EV as under
-// ROD) over paths EVs (1..65536) with a REPS buffer of buffer entries, drawing from rng.
+// NewEVPicker returns a picker for lb (LBOblivious, LBREPS, LBREPSNoFreeze, LBBitmap, or ""
+// for a single EV as under ROD) over paths EVs (1..65536) with a REPS buffer of buffer
+// entries, drawing from rng. REPS freezes only once SetFreeze gives it a period.
 func NewEVPicker(lb string, paths, buffer int, rng *rand.Rand) *EVPicker {
 	paths = min(max(paths, 1), 1<<16)
 	p := &EVPicker{lb: lb, paths: paths, rng: rng}
 	switch lb {
+	case LBBitmap:
+		p.pen = make([]uint8, paths)
+		fallthrough
 	case LBOblivious:
 		p.perm = make([]uint16, paths)
 		for i := range p.perm {
 			p.perm[i] = uint16(i)
 		}
 		p.shuffle()
-	case LBREPS:
+	case LBREPS, LBREPSNoFreeze:
+		p.lb = LBREPS
 		p.buf = make([]uint16, max(buffer, 1))
 	default:
 		p.one = uint16(rng.IntN(paths))
@@ -61,9 +96,32 @@ func (p *EVPicker) shuffle() {
 	p.pos = 0
 }
 
+// SetFreeze sets REPS's freezing period (0: never freeze).
+func (p *EVPicker) SetFreeze(d sim.Time) { p.freeze = max(d, 0) }
+
+// Frozen reports whether REPS is frozen at now.
+func (p *EVPicker) Frozen(now sim.Time) bool { return p.lb == LBREPS && now < p.frozenTo }
+
+// Advance tells the picker the time (for the end of a freezing period).
+func (p *EVPicker) Advance(now sim.Time) { p.now = max(p.now, now) }
+
 // Next returns the EV for the next data packet.
 func (p *EVPicker) Next() uint16 {
 	switch p.lb {
+	case LBBitmap:
+		for {
+			if p.pos == len(p.perm) {
+				p.shuffle()
+			}
+			ev := p.perm[p.pos]
+			p.pos++
+			if p.pen[ev] == 0 {
+				p.Stats.Fresh++
+				return ev
+			}
+			p.pen[ev]--
+			p.Stats.Skipped++
+		}
 	case LBOblivious:
 		if p.pos == len(p.perm) {
 			p.shuffle()
@@ -78,6 +136,12 @@ func (p *EVPicker) Next() uint16 {
 			p.head = (p.head + 1) % len(p.buf)
 			p.n--
 			p.Stats.Recycled++
+			if p.now < p.frozenTo {
+				// Frozen: the EV is known good; keep it for reuse (at the back).
+				p.buf[(p.head+p.n)%len(p.buf)] = ev
+				p.n++
+				p.Stats.Frozen++
+			}
 			return ev
 		}
 		p.Stats.Fresh++
@@ -90,6 +154,12 @@ func (p *EVPicker) Next() uint16 {
 // the oldest entry giving way when the buffer is full; a CE-marked one is not, and any
 // queued copy of it is removed.
 func (p *EVPicker) OnAck(ev uint16, ce bool) {
+	if p.lb == LBBitmap {
+		if ce && int(ev) < p.paths {
+			p.pen[ev] = uint8(min(int(p.pen[ev])+BitmapCEPenalty, BitmapMaxPenalty))
+		}
+		return
+	}
 	if p.lb != LBREPS {
 		return
 	}
@@ -106,12 +176,47 @@ func (p *EVPicker) OnAck(ev uint16, ce bool) {
 	p.n++
 }
 
-// OnLoss hears that a packet on ev was trimmed or timed out: under REPS every queued copy
-// of ev is removed.
+// OnLoss hears that a packet on ev was trimmed (congestion): under REPS every queued copy of
+// ev is removed; bitmap adds BitmapCEPenalty to it.
 func (p *EVPicker) OnLoss(ev uint16) {
-	if p.lb == LBREPS {
+	switch p.lb {
+	case LBREPS:
 		p.drop(ev)
+	case LBBitmap:
+		if int(ev) < p.paths {
+			p.pen[ev] = uint8(min(int(p.pen[ev])+BitmapCEPenalty, BitmapMaxPenalty))
+		}
 	}
+}
+
+// OnFailure hears at now that a packet on ev was lost without a trim (a timeout or a SACK
+// gap: the path may have failed): REPS removes ev and, with a freezing period set, freezes
+// until now + the period (a new failure extends it); bitmap sets ev's penalty to
+// BitmapMaxPenalty.
+func (p *EVPicker) OnFailure(now sim.Time, ev uint16) {
+	p.Advance(now)
+	switch p.lb {
+	case LBREPS:
+		p.drop(ev)
+		if p.freeze > 0 {
+			if now >= p.frozenTo {
+				p.Stats.Freezes++
+			}
+			p.frozenTo = max(p.frozenTo, now+p.freeze)
+		}
+	case LBBitmap:
+		if int(ev) < p.paths {
+			p.pen[ev] = BitmapMaxPenalty
+		}
+	}
+}
+
+// Penalty returns ev's bitmap penalty (0 for other schemes).
+func (p *EVPicker) Penalty(ev uint16) int {
+	if p.lb != LBBitmap || int(ev) >= p.paths {
+		return 0
+	}
+	return int(p.pen[ev])
 }
 
 // drop removes every queued copy of ev, keeping the others in order.

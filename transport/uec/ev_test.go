@@ -68,3 +68,73 @@ func TestSingleEV(t *testing.T) {
 		}
 	}
 }
+
+// TestREPSFreeze: a loss without trim freezes REPS for its period [REPS, freezing mode]:
+// while frozen a cached EV is reused without leaving the buffer and nothing fresh is drawn;
+// the failed EV is gone; after the period EVs are consumed again and exploration resumes.
+func TestREPSFreeze(t *testing.T) {
+	p := NewEVPicker(LBREPS, 128, 8, rand.New(rand.NewPCG(4, 4)))
+	p.SetFreeze(100)
+	for _, ev := range []uint16{1, 2, 3} {
+		p.OnAck(ev, false)
+	}
+	p.OnFailure(10, 2)
+	if !p.Frozen(10) || p.Frozen(110) || p.Stats.Freezes != 1 {
+		t.Fatalf("frozen at 10 %v, at 110 %v, freezes %d; want true, false, 1", p.Frozen(10), p.Frozen(110), p.Stats.Freezes)
+	}
+	var got []uint16
+	for i := 0; i < 6; i++ {
+		got = append(got, p.Next())
+	}
+	if !slices.Equal(got, []uint16{1, 3, 1, 3, 1, 3}) || p.Stats.Fresh != 0 {
+		t.Fatalf("frozen picks %v (fresh %d), want the good EVs 1 and 3 cycling, none fresh", got, p.Stats.Fresh)
+	}
+	p.OnFailure(50, 3) // extends the freeze, not a new one
+	if p.Stats.Freezes != 1 || !p.Frozen(149) {
+		t.Fatalf("a failure while frozen: freezes %d, frozen at 149 %v; want 1, true", p.Stats.Freezes, p.Frozen(149))
+	}
+	p.Advance(150)
+	if ev := p.Next(); ev != 1 || len(p.Buffered()) != 0 {
+		t.Fatalf("after the period: %d, buffer %v; want 1 consumed", ev, p.Buffered())
+	}
+	if p.Next(); p.Stats.Fresh != 1 {
+		t.Fatalf("after the period with an empty buffer: fresh %d, want 1", p.Stats.Fresh)
+	}
+	q := NewEVPicker(LBREPSNoFreeze, 128, 8, rand.New(rand.NewPCG(4, 4)))
+	q.SetFreeze(0)
+	q.OnFailure(10, 2)
+	if q.Frozen(10) || q.Stats.Freezes != 0 {
+		t.Fatal("reps without freezing froze")
+	}
+}
+
+// TestBitmapPenalty: the bitmap variant walks the pool in rounds, skipping an EV once per
+// round per penalty point: CE adds one round, a loss without trim sits it out for
+// BitmapMaxPenalty rounds.
+func TestBitmapPenalty(t *testing.T) {
+	const paths = 16
+	p := NewEVPicker(LBBitmap, paths, 8, rand.New(rand.NewPCG(5, 5)))
+	p.OnAck(3, true)
+	p.OnFailure(0, 7)
+	if p.Penalty(3) != BitmapCEPenalty || p.Penalty(7) != BitmapMaxPenalty {
+		t.Fatalf("penalties %d, %d; want %d, %d", p.Penalty(3), p.Penalty(7), BitmapCEPenalty, BitmapMaxPenalty)
+	}
+	count := make([]int, paths)
+	const rounds = 10
+	for i := 0; i < rounds*paths; i++ {
+		ev := p.Next()
+		if ev >= paths {
+			t.Fatalf("EV %d out of the pool", ev)
+		}
+		count[ev]++
+	}
+	if count[7] != 0 {
+		t.Errorf("EV 7 (lost) picked %d times in %d rounds, want 0", count[7], rounds)
+	}
+	if count[3] == 0 || count[3] > rounds {
+		t.Errorf("EV 3 (one CE) picked %d times, want 1..%d", count[3], rounds)
+	}
+	if p.Stats.Skipped == 0 {
+		t.Error("no EV skipped")
+	}
+}

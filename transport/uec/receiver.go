@@ -43,6 +43,13 @@ type Receiver struct {
 	nackGap uint64           // ROD: cum+1 when an out-of-order NACK was sent for cum
 	out     []Header
 	comps   []RxCompletion
+	// ACK coalescing: every ackEvery in-order packets, or ackDelay after the first pending.
+	ackEvery            int
+	ackDelay            sim.Time
+	pending             int
+	pendHdr             Header
+	pendCE              bool
+	pendSince, deadline sim.Time
 	// Stats counts the receiver's work; the caller may read it.
 	Stats ReceiverStats
 }
@@ -51,7 +58,33 @@ type Receiver struct {
 func NewReceiver(cfg Config) *Receiver {
 	cfg = cfg.WithDefaults()
 	w := uint64(cfg.WindowPSNs)
-	return &Receiver{rod: cfg.Delivery == DeliveryROD, window: w, ring: make([]uint64, w/64), lens: map[uint64]int64{}}
+	return &Receiver{rod: cfg.Delivery == DeliveryROD, window: w, ring: make([]uint64, w/64), lens: map[uint64]int64{},
+		ackEvery: cfg.AckEvery, ackDelay: cfg.AckDelay, deadline: sim.MaxTime}
+}
+
+// SetAckDelay sets the longest a coalesced SACK waits (the adapter's automatic value when
+// Config.AckDelay is 0).
+func (r *Receiver) SetAckDelay(d sim.Time) { r.ackDelay = max(d, 0) }
+
+// Deadline returns when OnTimer must next be called to send a coalesced SACK (sim.MaxTime:
+// nothing pending).
+func (r *Receiver) Deadline() sim.Time { return r.deadline }
+
+// OnTimer sends the coalesced SACK pending since at least the ACK delay.
+func (r *Receiver) OnTimer(now sim.Time) {
+	if r.pending > 0 && now >= r.deadline {
+		r.flush()
+	}
+}
+
+// flush sends the pending coalesced SACK: for the last packet, CE if any pending one had it.
+func (r *Receiver) flush() {
+	if r.pending == 0 {
+		return
+	}
+	h, ce := r.pendHdr, r.pendCE
+	r.pending, r.pendCE, r.deadline = 0, false, sim.MaxTime
+	r.sack(&h, ce)
 }
 
 func (r *Receiver) has(psn uint64) bool {
@@ -91,7 +124,7 @@ func (r *Receiver) OnData(now sim.Time, h *Header, trimmed, lastHop, ce bool) {
 	r.Stats.Packets++
 	if h.PSN < r.cum || r.has(h.PSN) {
 		r.Stats.Duplicates++
-		r.sack(h, ce)
+		r.flushInto(h, ce)
 		return
 	}
 	if r.rod && h.PSN != r.cum {
@@ -101,10 +134,31 @@ func (r *Receiver) OnData(now sim.Time, h *Header, trimmed, lastHop, ce bool) {
 			r.nack(h, NackOutOfOrder, r.cum)
 			return
 		}
-		r.sack(h, ce)
+		r.flushInto(h, ce)
 		return
 	}
 	r.place(now, h)
+	if r.ackEvery <= 1 {
+		r.flushInto(h, ce)
+		return
+	}
+	// Coalesce: the SACK is cumulative and its bitmap names the holes.
+	if r.pending == 0 {
+		r.pendSince = now
+		r.deadline = now + r.ackDelay
+	}
+	r.pending++
+	r.pendHdr, r.pendCE = *h, r.pendCE || ce
+	if r.pending >= r.ackEvery {
+		r.flush()
+	}
+}
+
+// flushInto answers h at once, folding any pending coalesced SACK into it (a SACK is
+// cumulative; a pending CE mark rides along).
+func (r *Receiver) flushInto(h *Header, ce bool) {
+	ce = ce || r.pendCE
+	r.pending, r.pendCE, r.deadline = 0, false, sim.MaxTime
 	r.sack(h, ce)
 }
 

@@ -2,6 +2,7 @@ package uec
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/lockstepsim/lockstep/sim"
@@ -65,6 +66,11 @@ type SenderStats struct {
 	Timeouts    int64 // RTO expiries
 	Acks, Nacks int64 // received
 	Spurious    int64 // packets acknowledged after being deemed lost
+	// RCCC: credit packets received, credit requests sent, wire bytes sent speculatively
+	// (before or beyond credit), and last-hop trim NACKs not passed to NSCC.
+	Credits, CreditRequests int64
+	SpeculativeBytes        int64
+	LastHopTrimsIgnored     int64
 }
 
 type msg struct {
@@ -111,6 +117,21 @@ type Sender struct {
 	deadline sim.Time
 	comps    []Completion
 	err      error
+
+	// RCCC (rccc true): credit = specTotal + granted - consumed wire bytes; need is every
+	// wire byte the connection has had to send (posted, then each packet deemed lost again),
+	// and the request the destination is told is need - specTotal, cumulative.
+	rccc       bool
+	spec       int64 // the speculative window, wire bytes
+	specTotal  int64
+	granted    int64
+	consumed   int64
+	need       int64
+	advertised int64    // the largest request sent (data packets and credit requests)
+	starved    bool     // Next last stopped for want of credit
+	creditAt   sim.Time // last credit request sent or credit received
+	creditBack int      // credit re-requests since the connection was last idle
+	lostSends  []sim.Time
 	// Stats counts the sender's work; the caller may read it.
 	Stats SenderStats
 }
@@ -133,8 +154,20 @@ func NewSender(cfg Config, qp uint32, p Path, rng *rand.Rand) (*Sender, error) {
 		lb = "" // ROD: one entropy per connection [UEC §3.5 ROD]
 	}
 	s.ev = NewEVPicker(lb, cfg.Paths, cfg.REPSBuffer, rng)
+	if lb == LBREPS {
+		f := cfg.REPSFreeze
+		if f == 0 {
+			f = DefaultREPSFreezeRTOs * s.rto
+		}
+		s.ev.SetFreeze(f)
+	}
 	n := cfg.NSCC
-	if cfg.CC == CCNSCC {
+	if cfg.HasRCCC() {
+		s.rccc = true
+		s.spec = max(int64(cfg.RCCC.SpeculativeBDP*float64(p.NICRate.BytesIn(p.BaseRTT))), 1)
+	}
+	switch {
+	case cfg.HasNSCC():
 		c, err := mrc.NewNSCC(mrc.NSCCConfig{BaseRTT: p.BaseRTT, LinkRate: p.NICRate, MTU: s.mtu,
 			TargetFactor: n.TargetFactor, MaxWindowFactor: n.MaxWindowFactor, Gamma: n.Gamma,
 			FairIncrease: n.FairIncrease, PropIncrease: n.PropIncrease})
@@ -142,7 +175,9 @@ func NewSender(cfg Config, qp uint32, p Path, rng *rand.Rand) (*Sender, error) {
 			return nil, fmt.Errorf("transport.uec.nscc: %w", err)
 		}
 		s.nscc = c
-	} else {
+	case cfg.CC == CCRCCC:
+		s.fixedWnd = math.MaxInt64 // credit alone limits what is in flight
+	default:
 		s.fixedWnd = max(int64(n.MaxWindowFactor*float64(p.NICRate.BytesIn(p.BaseRTT))), s.mtu)
 	}
 	return s, nil
@@ -167,12 +202,24 @@ func (s *Sender) Window() int64 {
 
 // Post queues a message of bytes (>= 1; less counts as 1) posted at now: its packets follow
 // those of earlier messages.
+//
+// Under RCCC a message posted to an idle connection (every packet acknowledged), or to one
+// whose credit requests have all been granted, brings a new speculative window.
 func (s *Sender) Post(now sim.Time, bytes int64) {
 	bytes = max(bytes, 1)
+	if s.rccc && (s.Done() || s.Request() <= s.granted) {
+		// An idle connection, or one whose every credit request has been granted (nothing
+		// waits at the destination's scheduler), starts the message speculatively.
+		s.specTotal += s.spec
+		s.creditBack = 0
+	}
 	pay := int64(s.cfg.PayloadBytes)
 	for left := bytes; left > 0; left -= pay {
 		s.pkts = append(s.pkts, spkt{len: int32(min(left, pay))})
 		s.end++
+		if s.rccc {
+			s.need += int64(min(left, pay)) + int64(s.cfg.HeaderBytes)
+		}
 	}
 	s.msgs = append(s.msgs, msg{end: s.end, posted: now, bytes: bytes})
 }
@@ -217,6 +264,15 @@ func (s *Sender) Next(now sim.Time) (Header, bool) {
 	if s.inflight > 0 && s.inflight+w > s.Window() {
 		return Header{}, false
 	}
+	if s.rccc {
+		if s.Credit() < w {
+			s.starved = true
+			return Header{}, false
+		}
+		s.starved = false
+		s.Stats.SpeculativeBytes += min(max(s.specTotal-s.consumed, 0), w)
+		s.consumed += w
+	}
 	if psn == s.next {
 		s.next++
 	} else {
@@ -224,6 +280,7 @@ func (s *Sender) Next(now sim.Time) (Header, bool) {
 		s.Stats.Retx[p.cause]++
 		s.Stats.RetxBytes += int64(p.len)
 	}
+	s.ev.Advance(now)
 	p.state, p.sentAt, p.ev = stInflight, now, s.ev.Next()
 	p.tx++
 	s.inflight += w
@@ -232,7 +289,53 @@ func (s *Sender) Next(now sim.Time) (Header, bool) {
 	s.Stats.DataBytes += w
 	s.arm(now)
 	m := s.msgOf(psn)
-	return Header{Kind: Data, EV: p.ev, PSN: psn, Len: p.len, MsgStart: m[0], MsgEnd: m[1]}, true
+	h := Header{Kind: Data, EV: p.ev, PSN: psn, Len: p.len, MsgStart: m[0], MsgEnd: m[1]}
+	if s.rccc {
+		h.Req = s.Request() & maxReq
+		s.advertised = max(s.advertised, s.Request())
+	}
+	return h, true
+}
+
+// Credit returns the RCCC credit in hand, wire bytes: the speculative windows plus the
+// credit granted, less what was sent (0 without RCCC).
+func (s *Sender) Credit() int64 {
+	if !s.rccc {
+		return 0
+	}
+	return s.specTotal + s.granted - s.consumed
+}
+
+// Request returns the cumulative credit request, wire bytes: every byte the connection has
+// had to send beyond its speculative windows (0 without RCCC). A data header carries it
+// modulo 2^39 (UnwrapReq restores it); credit requests carry it whole.
+func (s *Sender) Request() int64 { return max(0, s.need-s.specTotal) }
+
+// OnCredit takes a credit packet at now carrying the cumulative credit granted (a smaller
+// value than one already seen is stale and ignored).
+func (s *Sender) OnCredit(now sim.Time, cum int64) {
+	if !s.rccc {
+		return
+	}
+	s.Stats.Credits++
+	s.creditAt = now
+	s.granted = max(s.granted, cum)
+	s.arm(now)
+}
+
+// WantCredit reports whether the sender must send a credit request: RCCC, stopped for want
+// of credit, and needing more than it has told the destination. The caller sends a
+// CreditRequest carrying Request() and calls CreditRequested.
+func (s *Sender) WantCredit() bool {
+	return s.rccc && s.err == nil && s.starved && s.Request() > s.advertised && s.una < s.end
+}
+
+// CreditRequested records that a credit request for Request() left at now.
+func (s *Sender) CreditRequested(now sim.Time) {
+	s.Stats.CreditRequests++
+	s.advertised = max(s.advertised, s.Request())
+	s.creditAt = now
+	s.arm(now)
 }
 
 // msgOf returns the PSN range [start, end) of the message holding psn (psn >= una).
@@ -256,6 +359,9 @@ func (s *Sender) lose(psn uint64, cause RetxCause) {
 	p.state, p.cause = stLost, cause
 	s.inflight -= s.wire(p)
 	s.retx = append(s.retx, psn)
+	if s.rccc {
+		s.need += s.wire(p)
+	}
 }
 
 // ack marks psn acknowledged and returns the wire bytes newly acknowledged.
@@ -311,7 +417,7 @@ func (s *Sender) OnAck(now sim.Time, h *Header) {
 	}
 	s.advance(now)
 	if !s.rod {
-		s.sackGap(h.Echo)
+		s.sackGap(now, h.Echo)
 	}
 	s.arm(now)
 }
@@ -328,7 +434,13 @@ func (s *Sender) onNack(now sim.Time, h *Header) {
 	if p.state != stInflight || h.Echo < p.sentAt {
 		return
 	}
-	if h.Reason != NackOutOfOrder {
+	switch {
+	case h.Reason == NackTrimmedLastHop && s.rccc:
+		// Under RCCC a trim at the last hop is the receiver's own link being oversubscribed
+		// (speculative windows), which its credit pacing resolves: neither NSCC congestion
+		// nor a bad path [UEC §3.6 RCCC].
+		s.Stats.LastHopTrimsIgnored++
+	case h.Reason != NackOutOfOrder:
 		s.ev.OnLoss(p.ev)
 		if s.nscc != nil {
 			s.nscc.OnNack(now, s.wire(p))
@@ -338,6 +450,11 @@ func (s *Sender) onNack(now sim.Time, h *Header) {
 		s.goBack(h.PSN, RetxTrim)
 	} else {
 		s.lose(h.PSN, RetxTrim)
+	}
+	if s.rccc && h.Reason != NackOutOfOrder {
+		// The destination saw the trimmed header and counts its retransmission in this
+		// connection's request itself (CreditScheduler.Learn): no credit request for it.
+		s.advertised += s.wire(p)
 	}
 	s.arm(now)
 }
@@ -380,7 +497,7 @@ func (s *Sender) advance(now sim.Time) {
 
 // sackGap (RUD) deems lost every packet still in flight that was sent more than the
 // reorder window before sentAt, the transmit time of a packet just acknowledged.
-func (s *Sender) sackGap(sentAt sim.Time) {
+func (s *Sender) sackGap(now, sentAt sim.Time) {
 	cut := sentAt - s.reorder
 	for s.txH < len(s.txq) {
 		r := s.txq[s.txH]
@@ -392,11 +509,29 @@ func (s *Sender) sackGap(sentAt sim.Time) {
 			break
 		}
 		s.txH++
-		s.ev.OnLoss(s.pkt(r.psn).ev)
+		s.noteLost(now, r)
 		s.lose(r.psn, RetxSackGap)
 	}
 	s.compactTx()
 }
+
+// noteLost hears at now that transmission r was lost without a trim (a SACK gap or the RTO):
+// the EV picker hears of a failure on its EV (REPS freezes, bitmap penalises), and r's send
+// time is kept (LostSends).
+func (s *Sender) noteLost(now sim.Time, r txRec) {
+	s.ev.OnFailure(now, s.pkt(r.psn).ev)
+	if len(s.lostSends) < maxLostSends {
+		s.lostSends = append(s.lostSends, r.at)
+	}
+}
+
+// maxLostSends bounds the send times LostSends keeps per connection.
+const maxLostSends = 1 << 16
+
+// LostSends returns the send times of the data packets deemed lost without a trim (SACK gap
+// or RTO), in the order they were deemed lost (at most the first 65,536): after a link
+// failure, the packets sent onto the dead path.
+func (s *Sender) LostSends() []sim.Time { return s.lostSends }
 
 // live reports whether transmission r is still the packet's latest and in flight.
 func (s *Sender) live(r txRec) bool {
@@ -423,9 +558,21 @@ func (s *Sender) arm(now sim.Time) {
 	s.compactTx()
 	if s.txH == len(s.txq) || s.err != nil {
 		s.deadline = sim.MaxTime
+		if s.creditWait() {
+			s.deadline = s.creditAt + s.rto<<uint(min(s.creditBack, 20))
+		}
 		return
 	}
 	s.deadline = s.txq[s.txH].at + s.rto<<uint(min(s.backoff, 30))
+}
+
+// creditWait reports whether the sender waits on credit with nothing in flight: were the
+// credit it was granted lost, nothing would wake it, so it asks again one RTO after its last
+// request or credit, the wait doubling per re-request until the connection is next idle
+// (RCCC; a destination with many sources grants each one rarely, and every request takes
+// room on its link).
+func (s *Sender) creditWait() bool {
+	return s.rccc && s.err == nil && s.una < s.end && s.starved && s.Request() > s.granted
 }
 
 // Deadline returns when OnTimer must next be called (sim.MaxTime: never).
@@ -438,6 +585,17 @@ func (s *Sender) Deadline() sim.Time { return s.deadline }
 // row without progress the connection errors (Err).
 func (s *Sender) OnTimer(now sim.Time) {
 	if s.err != nil || now < s.deadline {
+		return
+	}
+	for s.txH < len(s.txq) && !s.live(s.txq[s.txH]) {
+		s.txH++
+	}
+	if s.txH == len(s.txq) && s.creditWait() {
+		// Nothing in flight, waiting on credit: ask again (CreditRequest), no RTO.
+		s.advertised, s.starved = -1, true
+		s.creditAt = now
+		s.creditBack++
+		s.arm(now)
 		return
 	}
 	s.Stats.Timeouts++
@@ -457,7 +615,7 @@ func (s *Sender) OnTimer(now sim.Time) {
 			break
 		}
 		s.txH++
-		s.ev.OnLoss(s.pkt(r.psn).ev)
+		s.noteLost(now, r)
 		if s.rod {
 			if first {
 				s.goBack(s.una, RetxTimeout)
@@ -491,6 +649,10 @@ func (s *Sender) ClearCompletions() { s.comps = s.comps[:0] }
 
 // Outstanding describes what the sender waits for, for a stuck run's report.
 func (s *Sender) Outstanding() string {
-	return fmt.Sprintf("PSN %d..%d of %d sent, %d B in flight, window %d B, %d queued again, %d timeouts in a row",
+	out := fmt.Sprintf("PSN %d..%d of %d sent, %d B in flight, window %d B, %d queued again, %d timeouts in a row",
 		s.una, s.next, s.end, s.inflight, s.Window(), len(s.retx)-s.rtxH, s.backoff)
+	if s.rccc {
+		out += fmt.Sprintf(", credit %d B (requested %d, granted %d)", s.Credit(), s.Request(), s.granted)
+	}
+	return out
 }

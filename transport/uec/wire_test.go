@@ -15,6 +15,9 @@ var validHeaders = []Header{
 	{Kind: NACK, EV: 9, PSN: 17, Cum: 12, Echo: 3, Reason: NackTrimmed},
 	{Kind: NACK, PSN: 17, Cum: 12, Reason: NackTrimmedLastHop},
 	{Kind: NACK, PSN: 12, Cum: 12, Reason: NackOutOfOrder},
+	{Kind: Data, EV: 2, PSN: 3, Len: 4096, MsgStart: 0, MsgEnd: 9, Req: 1<<39 - 1},
+	{Kind: Credit, EV: 4, Req: 123456789},
+	{Kind: CreditRequest, Req: 1 << 62},
 }
 
 // TestPackRoundTrip: Unpack(Pack(h)) is h, stamped with the packet's time [wire.go].
@@ -40,6 +43,11 @@ func TestUnpackRejects(t *testing.T) {
 		{Op: uint8(NACK) | 1<<opReasonShift, Bitmap: 1}, // NACK with a bitmap
 		{Op: uint8(ACK) | 1<<7},                         // stray bit
 		{Op: uint8(ACK), Aux: 1 << 63},                  // negative echo
+		{Op: opCtl},                                     // control without a kind
+		{Op: opCtl | 3},                                 // control kind 3
+		{Op: opCtl | 1, Aux: 1},                         // credit with aux
+		{Op: opCtl | 2, Seq: 1 << 63},                   // negative request
+		{Op: opCtl | 1 | opECE},                         // stray flag
 	} {
 		if _, err := Unpack(w, 0); err == nil {
 			t.Errorf("%+v: accepted", w)

@@ -14,6 +14,16 @@ type Backend interface {
 	Launch(at sim.Time, spec collective.Spec, comm collective.Comm, name string, done func(now sim.Time)) error
 }
 
+// NamedBackend is a Backend that can build a collective's name lazily: name is called only
+// when something reads the name (an error, a report of collectives in flight), and returns the
+// same string each time. A run uses LaunchNamed when its backend has it (a 131,072-GPU step
+// launches millions of collectives whose names are seldom read; building each costs more
+// than launching it), Launch otherwise. Errors: as Launch's.
+type NamedBackend interface {
+	Backend
+	LaunchNamed(at sim.Time, spec collective.Spec, comm collective.Comm, name func() string, done func(now sim.Time)) error
+}
+
 // specKey identifies a collective spec for caching closed forms and schedules. A Matrix is
 // identified by its first row's address: the job reuses one matrix per all-to-all shape, and
 // a key holding the pointer keeps the matrix alive, so the address is never reused.

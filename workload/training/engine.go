@@ -2,6 +2,7 @@ package training
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -56,25 +57,34 @@ type rankState struct {
 	atBarrier bool
 }
 
+// callState is one call of a stream in the current step: 64 bytes, one cache line in
+// Run.calls.
 type callState struct {
 	spec, label    int32
 	arrived        int32
 	launched, done bool
 	firstAt, allAt sim.Time // first and last member's post
 	launchAt       sim.Time
-	doneAt         sim.Time
-	waiters        []int32
+	waiters        []int32 // its memory is kept from step to step
+}
+
+// streamHot is the part of a stream the engine reads at every post, wait and completion,
+// packed (16 bytes) apart from the rest so that the streams of 131,072 ranks stay in cache.
+type streamHot struct {
+	base int32 // the stream's first call in Run.calls
+	n    int32 // calls in use this step: Run.calls[base : base+n]
+	nmem int32 // members
+	next int32 // the next call to launch (calls launch in order)
 }
 
 // stream is a group's communication stream: its collectives run one at a time, in order,
 // each launching when every member has posted it and the previous one is done (NCCL: one
 // communicator, one CUDA stream).
+// Its calls and its position are in Run.hot and Run.calls.
 type stream struct {
 	name    string
 	comm    collective.Comm
 	members []int32
-	calls   []callState
-	next    int32
 	dp      bool // a DP or expert-DP stream (gradient reductions, ZeRO all-gathers)
 	ncalls  int  // calls a step posts on it (the largest seq + 1 in its members' programs)
 }
@@ -85,6 +95,7 @@ type Run struct {
 	j        *Job
 	s        *sim.Sim
 	b        Backend
+	nb       NamedBackend // b, when it takes lazy names; nil otherwise
 	opts     RunOptions
 	kCompute sim.Kind
 	kStart   sim.Kind
@@ -92,8 +103,10 @@ type Run struct {
 	spanCap  []int // per stage: spans a step's timeline holds at most (one per compute op, two per wait)
 	ranks    []rankState
 	streams  []stream
-	simM     int // microbatches simulated per step
-	kc, rep  int // round repeated and how many extra times
+	hot      []streamHot // by stream
+	calls    []callState // every stream's calls, stream by stream (streamHot.base)
+	simM     int         // microbatches simulated per step
+	kc, rep  int         // round repeated and how many extra times
 	step     int
 	start    sim.Time // simulated start of the current step
 	arrived  int
@@ -119,6 +132,7 @@ func (j *Job) Start(s *sim.Sim, b Backend, opts RunOptions) (*Run, error) {
 		return nil, errorf("sim_steps", "%d: want 1 to %d steps to simulate", opts.Steps, 1<<20)
 	}
 	r := &Run{j: j, s: s, b: b, opts: opts, simM: j.micro, t0: s.Now()}
+	r.nb, _ = b.(NamedBackend)
 	var err error
 	if r.strag, err = newStragState(j, opts.Stragglers, s.Seed(), s.Now()); err != nil {
 		return nil, err
@@ -225,7 +239,9 @@ func (j *Job) Start(s *sim.Sim, b Backend, opts RunOptions) (*Run, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	r.sizeCalls()
+	if err := r.sizeCalls(); err != nil {
+		return nil, err
+	}
 	r.trace = &Trace{Job: j, SimulatedMicrobatches: r.simM, Periodic: true}
 	r.kCompute = s.Register("training.compute", r.onCompute)
 	r.kStart = s.Register("training.step", r.onStart)
@@ -316,11 +332,11 @@ func (r *Run) Stuck(max int) string {
 		si := rs.str[o.role]
 		st := &r.streams[si]
 		desc := fmt.Sprintf("%s call #%d", st.name, o.seq)
-		if int(o.seq) >= len(st.calls) {
+		if o.seq >= r.hot[si].n || r.call(si, o.seq).spec < 0 {
 			lines = append(lines, fmt.Sprintf("%s: waits for %s, which no member has posted", who, desc))
 			continue
 		}
-		c := &st.calls[o.seq]
+		c := r.call(si, o.seq)
 		desc = fmt.Sprintf("%s call #%d %s (%s %s)", st.name, o.seq, r.labelOf(c.label), r.j.specs[c.spec].Op, sim.FormatSize(r.j.specs[c.spec].Bytes))
 		switch {
 		case c.launched:
@@ -335,7 +351,7 @@ func (r *Run) Stuck(max int) string {
 			}
 			lines = append(lines, fmt.Sprintf("%s: waits for %s: %d of %d members posted it; missing rank(s) %s", who, desc, c.arrived, len(st.members), strings.Join(missing, " ")))
 		default:
-			lines = append(lines, fmt.Sprintf("%s: waits for %s: every member posted it; queued behind call #%d on the stream", who, desc, st.next))
+			lines = append(lines, fmt.Sprintf("%s: waits for %s: every member posted it; queued behind call #%d on the stream", who, desc, r.hot[si].next))
 		}
 	}
 	if more > 0 {
@@ -380,13 +396,9 @@ func (r *Run) onStart(now sim.Time, _ int32, _ uint64) {
 		r.opts.OnStep(now, r.step)
 	}
 	r.arrived = 0
-	for i := range r.streams {
-		st := &r.streams[i]
-		if cap(st.calls) < st.ncalls {
-			st.calls = make([]callState, 0, st.ncalls) // once: a step's calls never regrow it
-		}
-		st.calls = st.calls[:0]
-		st.next = 0
+	for i := range r.hot {
+		h := &r.hot[i]
+		h.n, h.next = 0, 0
 	}
 	for i := range r.ranks {
 		rs := &r.ranks[i]
@@ -400,9 +412,10 @@ func (r *Run) onStart(now sim.Time, _ int32, _ uint64) {
 
 func (r *Run) onCompute(now sim.Time, rank int32, _ uint64) { r.advance(now, rank) }
 
-// sizeCalls sets each stream's ncalls from the programs: for every rank and role, the
-// largest seq its stage's program posts or waits on for that role, plus one.
-func (r *Run) sizeCalls() {
+// sizeCalls sets each stream's ncalls from the programs (for every rank and role, the
+// largest seq its stage's program posts or waits on for that role, plus one) and lays the
+// streams' calls out in Run.calls (Run.hot). Errors: more than 2^31-1 calls in a step.
+func (r *Run) sizeCalls() error {
 	need := make([][numRoles]int32, len(r.progs)) // per stage and role
 	for st, prog := range r.progs {
 		for _, o := range prog {
@@ -418,6 +431,31 @@ func (r *Run) sizeCalls() {
 				r.streams[si].ncalls = max(r.streams[si].ncalls, int(need[rs.stage][rl]))
 			}
 		}
+	}
+	r.hot = make([]streamHot, len(r.streams))
+	total := 0
+	for i := range r.streams {
+		if total > math.MaxInt32-r.streams[i].ncalls {
+			return fmt.Errorf("training: a step posts more than %d collectives; too many to simulate", math.MaxInt32)
+		}
+		r.hot[i] = streamHot{base: int32(total), nmem: int32(len(r.streams[i].members))}
+		total += r.streams[i].ncalls
+	}
+	r.calls = make([]callState, total)
+	return nil
+}
+
+// call returns call seq of stream si (seq < ncalls).
+func (r *Run) call(si, seq int32) *callState { return &r.calls[r.hot[si].base+seq] }
+
+// openCalls makes calls [0, seq] of stream si in use this step, each new one reset (its
+// waiters' memory kept).
+func (r *Run) openCalls(si, seq int32) {
+	h := &r.hot[si]
+	for h.n <= seq {
+		c := &r.calls[h.base+h.n]
+		*c = callState{spec: -1, waiters: c.waiters[:0]}
+		h.n++
 	}
 }
 
@@ -451,11 +489,11 @@ func (r *Run) advance(now sim.Time, ri int32) {
 				r.fail(fmt.Errorf("training: rank %d posts on role %d with no stream (program bug)", ri, o.role))
 				return
 			}
-			st := &r.streams[si]
-			for int(o.seq) >= len(st.calls) {
-				st.calls = append(st.calls, callState{spec: -1})
+			h := &r.hot[si]
+			if o.seq >= h.n {
+				r.openCalls(si, o.seq)
 			}
-			c := &st.calls[o.seq]
+			c := &r.calls[h.base+o.seq]
 			if c.spec < 0 {
 				c.spec, c.label = o.arg, o.label
 			}
@@ -464,20 +502,21 @@ func (r *Run) advance(now sim.Time, ri int32) {
 			}
 			c.arrived++
 			rs.pc++
-			if int(c.arrived) == len(st.members) {
+			if c.arrived == h.nmem {
 				c.allAt = now
 				r.tryLaunch(now, si)
 			}
 		case opWait:
-			st := &r.streams[rs.str[o.role]]
-			if int(o.seq) < len(st.calls) && st.calls[o.seq].done {
+			si := rs.str[o.role]
+			h := &r.hot[si]
+			if o.seq < h.n && r.calls[h.base+o.seq].done {
 				rs.pc++
 				continue
 			}
-			for int(o.seq) >= len(st.calls) {
-				st.calls = append(st.calls, callState{spec: -1})
+			if o.seq >= h.n {
+				r.openCalls(si, o.seq)
 			}
-			c := &st.calls[o.seq]
+			c := &r.calls[h.base+o.seq]
 			c.waiters = append(c.waiters, ri)
 			rs.waitStart = now
 			return
@@ -498,34 +537,50 @@ func (r *Run) advance(now sim.Time, ri int32) {
 // tryLaunch launches the next call on stream si if every member posted it (the previous one
 // is done: next only advances on completion).
 func (r *Run) tryLaunch(now sim.Time, si int32) {
+	h := &r.hot[si]
+	if h.next >= h.n {
+		return
+	}
+	seq := h.next
+	c := &r.calls[h.base+seq]
+	if c.launched || c.arrived < h.nmem {
+		return
+	}
 	st := &r.streams[si]
-	if int(st.next) >= len(st.calls) {
-		return
-	}
-	seq := st.next
-	c := &st.calls[seq]
-	if c.launched || int(c.arrived) < len(st.members) {
-		return
-	}
 	c.launched, c.launchAt = true, now
-	name := st.name + " " + r.labelOf(c.label) + " #" + strconv.Itoa(int(seq)) + " step " + strconv.Itoa(r.step) // (no fmt: one launch per collective)
-	if err := r.b.Launch(now, r.j.specs[c.spec], st.comm, name, func(t sim.Time) { r.callDone(t, si, seq) }); err != nil {
+	done := func(t sim.Time) { r.callDone(t, si, seq) }
+	var err error
+	if r.nb != nil {
+		step, label := r.step, c.label
+		err = r.nb.LaunchNamed(now, r.j.specs[c.spec], st.comm, func() string { return r.callName(si, seq, label, step) }, done)
+	} else {
+		err = r.b.Launch(now, r.j.specs[c.spec], st.comm, r.callName(si, seq, c.label, r.step), done)
+	}
+	if err != nil {
 		r.fail(err)
 	}
 }
 
+// callName names call seq of stream si, of the given label, in step: "<stream> <label> #<seq>
+// step <step>".
+func (r *Run) callName(si, seq, label int32, step int) string {
+	return r.streams[si].name + " " + r.labelOf(label) + " #" + strconv.Itoa(int(seq)) + " step " + strconv.Itoa(step) // (no fmt: one launch per collective)
+}
+
 // callDone completes call seq of stream si: wakes its waiters and launches the next call.
 func (r *Run) callDone(now sim.Time, si, seq int32) {
-	st := &r.streams[si]
-	c := &st.calls[seq]
+	h := &r.hot[si]
+	c := &r.calls[h.base+seq]
 	if c.done {
-		r.fail(fmt.Errorf("training: %s call #%d completed twice", st.name, seq))
+		r.fail(fmt.Errorf("training: %s call #%d completed twice", r.streams[si].name, seq))
 		return
 	}
-	c.done, c.doneAt = true, now
-	st.next++
+	c.done = true
+	h.next++
+	// The waiters are read while they run on: none of them waits on this call again (it is
+	// done), and the calls never move (Run.calls is sized once).
 	waiters, allAt := c.waiters, c.allAt
-	c.waiters = nil
+	c.waiters = waiters[:0]
 	for _, w := range waiters {
 		rs := &r.ranks[w]
 		o := r.progs[rs.stage][rs.pc]

@@ -329,3 +329,60 @@ func TestSlowestWaitOnTie(t *testing.T) {
 		t.Errorf("slowest rank %d waits %v; reported %v (%v); want dp", st.Slowest, s, st.SlowestWait, s[st.SlowestWait])
 	}
 }
+
+// nameLog is an AnalyticBackend that records each launch's name; lazy, it takes them through
+// LaunchNamed and builds every name only after the run.
+type nameLog struct {
+	*AnalyticBackend
+	names []string
+	lazy  []func() string
+}
+
+func (b *nameLog) Launch(at sim.Time, sp collective.Spec, comm collective.Comm, name string, done func(sim.Time)) error {
+	b.names = append(b.names, name)
+	return b.AnalyticBackend.Launch(at, sp, comm, name, done)
+}
+
+type lazyNameLog struct{ *nameLog }
+
+func (b lazyNameLog) LaunchNamed(at sim.Time, sp collective.Spec, comm collective.Comm, name func() string, done func(sim.Time)) error {
+	b.lazy = append(b.lazy, name)
+	return b.AnalyticBackend.Launch(at, sp, comm, "", done)
+}
+
+// TestLazyNames: a backend taking lazy names (NamedBackend) gets, when it builds them after
+// the run, the names an eager backend is given, and the same trace.
+func TestLazyNames(t *testing.T) {
+	j := newJob(t, smallMoE(), mustGPU(t, "h100"), Plan{PP: 2, EP: 4}, 16, Options{Overlap: true})
+	run := func(lazy bool) (*Trace, []string) {
+		s := sim.New(1)
+		ab, err := NewAnalyticBackend(s, collective.Model{Latency: 5 * sim.Microsecond, Rate: 100 * sim.Gbps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nl := &nameLog{AnalyticBackend: ab}
+		var b Backend = nl
+		if lazy {
+			b = lazyNameLog{nl}
+		}
+		tr, err := j.Run(s, b, RunOptions{Steps: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lazy && len(nl.names) != 0 {
+			t.Fatalf("a NamedBackend was given %d eager names", len(nl.names))
+		}
+		for _, f := range nl.lazy {
+			nl.names = append(nl.names, f())
+		}
+		return tr, nl.names
+	}
+	te, ne := run(false)
+	tl, nl := run(true)
+	if len(ne) == 0 || strings.Join(ne, "\n") != strings.Join(nl, "\n") {
+		t.Fatalf("lazy names differ from eager ones (%d vs %d)", len(nl), len(ne))
+	}
+	if fmt.Sprint(te.Steps) != fmt.Sprint(tl.Steps) {
+		t.Fatal("lazy names changed the trace")
+	}
+}

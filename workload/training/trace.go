@@ -256,8 +256,8 @@ func (r *Run) finishStep(end sim.Time) {
 		if !sm.dp {
 			continue
 		}
-		for k := range sm.calls {
-			c := &sm.calls[k]
+		h := &r.hot[si]
+		for _, c := range r.calls[h.base : h.base+h.n] {
 			if int(c.arrived) < len(sm.members) {
 				continue
 			}

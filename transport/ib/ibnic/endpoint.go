@@ -34,7 +34,7 @@ func newEndpoint(cfg any, env transport.EndpointEnv) (transport.Endpoint, error)
 			return nil, fmt.Errorf("transport.ib.credits: %w", err)
 		}
 	}
-	r := rocenic.NewWire(env, c.RC(), rocenic.Wire{Proto: fabric.ProtoIB, Kinds: "ib"})
+	r := rocenic.NewWire(env, c.Reorder(env.Net.AdaptiveOn()), rocenic.Wire{Proto: fabric.ProtoIB, Kinds: "ib"})
 	return &Endpoint{Endpoint: r, net: env.Net, cfg: c}, nil
 }
 

@@ -57,7 +57,8 @@ func profile(cfg any, env transport.ProfileEnv) {
 	mrcProfile(c, env)
 }
 
-// label names the block for comparison tables ("uec (rud, reps, 128 EVs)").
+// label names the block for comparison tables ("uec (rud, reps, 128 EVs)"; a cc other than
+// nscc and ack_every above 1 are appended: "uec (rud, reps, 128 EVs, rccc)").
 func label(cfg any) string {
 	c, err := config(cfg)
 	if err != nil {
@@ -66,7 +67,14 @@ func label(cfg any) string {
 	if c.Delivery == uec.DeliveryROD {
 		return "uec (rod)"
 	}
-	return fmt.Sprintf("uec (%s, %s, %d EVs)", c.Delivery, c.LB, c.Paths)
+	l := fmt.Sprintf("uec (%s, %s, %d EVs", c.Delivery, c.LB, c.Paths)
+	if c.CC != uec.CCNSCC {
+		l += ", " + c.CC
+	}
+	if c.AckEvery > 1 {
+		l += fmt.Sprintf(", ack every %d", c.AckEvery)
+	}
+	return l + ")"
 }
 
 // mrcProfile applies MRC's registered profile (mrcnic) to env with c's packet sizes: the

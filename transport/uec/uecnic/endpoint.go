@@ -22,8 +22,9 @@ type qp struct {
 	snd      *uec.Sender
 	rcv      *uec.Receiver
 	timer    sim.TimerID
-	done     sim.Time // last sender completion
-	placed   sim.Time // last receiver completion
+	ackTimer sim.TimerID // receiver's coalesced-SACK timer (ack_every > 1)
+	done     sim.Time    // last sender completion
+	placed   sim.Time    // last receiver completion
 	hops     int
 	posts    int
 	acked    int
@@ -64,6 +65,19 @@ type Endpoint struct {
 	log      transport.LossLog
 	// nTransfers counts AddFlow calls (a transfer's number).
 	nTransfers int32
+	// RCCC (rccc.go): per receiving host, its credit scheduler and pacer timer; the credit
+	// packets and credit requests sent.
+	kCredit      sim.Kind
+	kAck         sim.Kind
+	ackDelay     sim.Time
+	sched        []*uec.CreditScheduler
+	schedTimer   []sim.TimerID
+	creditsSent  int64
+	requestsSent int64
+	// Sample's series (PlacedSeries).
+	placedAt []sim.Time
+	placed   [][]int64
+	placedN  int
 }
 
 var _ transport.Endpoint = (*Endpoint)(nil)
@@ -97,6 +111,16 @@ func newEndpoint(cfg any, env transport.EndpointEnv) (transport.Endpoint, error)
 	e.maxQueue = max(hold(env.Queues.Switch, p.FabricLink), hold(env.Queues.LastHop, p.HostLink))
 	e.kStart = s.Register("uec.start", e.onStart)
 	e.kTimer = s.Register("uec.timer", e.onTimer)
+	if c.HasRCCC() {
+		e.kCredit = s.Register("uec.credit", e.onCredit)
+	}
+	if c.AckEvery > 1 {
+		e.kAck = s.Register("uec.ack", e.onAckTimer)
+		e.ackDelay = c.AckDelay
+		if e.ackDelay == 0 {
+			e.ackDelay = (p.HostLink * sim.Rate(p.Planes)).TxTime(int64(c.AckEvery * c.WireBytes(c.PayloadBytes)))
+		}
+	}
 	net.SetReceiver(fabric.ProtoUET, e.onPacket)
 	e.wait = make([]nic.Wait, net.NumHosts())
 	net.SetNICReady(e.onNICReady)
@@ -122,6 +146,10 @@ func (e *Endpoint) newQP(src, dst int) (*qp, error) {
 	}
 	q := &qp{src: int32(src), dst: int32(dst), id: id, snd: snd, rcv: uec.NewReceiver(e.cfg), transfer: -1, hops: nic.PairHops(e.layout, src, dst)}
 	q.timer = e.s.NewTimer(e.kTimer, id)
+	if e.cfg.AckEvery > 1 {
+		q.rcv.SetAckDelay(e.ackDelay)
+		q.ackTimer = e.s.NewTimer(e.kAck, id)
+	}
 	e.qps = append(e.qps, q)
 	return q, nil
 }
@@ -224,6 +252,7 @@ func (e *Endpoint) pump(now sim.Time, q *qp) {
 		}
 		e.send(now, q, &h, q.src, q.dst, plane)
 	}
+	e.rcccRequestOut(now, q)
 	e.afterSender(now, q)
 }
 
@@ -329,12 +358,46 @@ func (e *Endpoint) onPacket(now sim.Time, p *fabric.Packet) {
 		e.s.Stop(err)
 		return
 	}
-	if h.Kind != uec.Data {
+	switch h.Kind {
+	case uec.Credit:
+		q.snd.OnCredit(now, h.Req)
+		e.pump(now, q)
+		return
+	case uec.CreditRequest:
+		e.rcccRequest(now, q, &h)
+		return
+	case uec.ACK, uec.NACK:
 		q.snd.OnAck(now, &h)
 		e.pump(now, q)
 		return
 	}
+	if e.sched != nil || e.cfg.HasRCCC() {
+		e.rcccData(now, q, &h, p)
+	}
 	q.rcv.OnData(now, &h, p.Flags&fabric.Trimmed != 0, p.Flags&fabric.TrimmedLastHop != 0, p.Flags&fabric.CE != 0)
+	e.receiverOut(now, q)
+}
+
+// onAckTimer sends QP id's coalesced SACK when its delay is up.
+func (e *Endpoint) onAckTimer(now sim.Time, id int32, _ uint64) {
+	if e.quiet {
+		return
+	}
+	q := e.qps[id]
+	q.rcv.OnTimer(now)
+	e.receiverOut(now, q)
+}
+
+// receiverOut sends q's receiver's answers, re-arms its coalescing timer and reports what it
+// completed.
+func (e *Endpoint) receiverOut(now sim.Time, q *qp) {
+	if e.cfg.AckEvery > 1 {
+		if d := q.rcv.Deadline(); d != sim.MaxTime {
+			e.s.Reset(q.ackTimer, d)
+		} else {
+			e.s.StopTimer(q.ackTimer)
+		}
+	}
 	for i := range q.rcv.Out() {
 		a := &q.rcv.Out()[i]
 		e.send(now, q, a, q.dst, q.src, int(a.EV)%e.planes)
@@ -381,8 +444,29 @@ func (e *Endpoint) Quiesce() {
 	}
 }
 
-// Sample is a no-op: UEC keeps no series of its own.
-func (e *Endpoint) Sample(sim.Time) {}
+// maxPlacedSamples bounds the entries PlacedSeries keeps (QPs x samples).
+const maxPlacedSamples = 1 << 20
+
+// Sample records, at every queue sample, the payload each QP's receiver has placed so far
+// (PlacedSeries; while QPs x samples stays under 2^20, then no more). Nothing is written to
+// the outputs.
+func (e *Endpoint) Sample(now sim.Time) {
+	if e.quiet || e.placedN+len(e.qps) > maxPlacedSamples {
+		return
+	}
+	row := make([]int64, len(e.qps))
+	for i, q := range e.qps {
+		row[i] = q.rcv.Stats.PlacedBytes
+	}
+	e.placedAt = append(e.placedAt, now)
+	e.placed = append(e.placed, row)
+	e.placedN += len(row)
+}
+
+// PlacedSeries returns the sample times and, per sample, each QP's payload placed by then,
+// bytes (rows as long as the QPs open at that sample), for tests and tools: a flow's rate
+// between two samples is the difference over the interval.
+func (e *Endpoint) PlacedSeries() ([]sim.Time, [][]int64) { return e.placedAt, e.placed }
 
 // Bytes returns the data wire bytes sent, the payload placed and the payload posted.
 func (e *Endpoint) Bytes() (sent, placed, posted int64) {

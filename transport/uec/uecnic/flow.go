@@ -38,7 +38,7 @@ func flowModel(cfg any, t topo.Topology) (transport.FlowModel, error) {
 	if rod {
 		m.Paths = 1
 	}
-	if !rod && c.LB == uec.LBREPS {
+	if !rod && c.LB != uec.LBOblivious { // reps, reps_nofreeze, bitmap: the sender steers off a dead path
 		m.EndpointReroute, m.RerouteAfter, m.RTO = true, rto, 0
 	}
 	return m, nil

@@ -17,6 +17,10 @@ func printBlock(w io.Writer, s *transport.Summary, collective bool) {
 		fmt.Fprintf(w, "UEC (%s, %s, %d EVs): retransmitted packets: trim NACK %d, SACK gap %d, timeout %d, go-back-N %d; timeouts %d, trims NACKed %d (last hop %d), spurious %d; EVs recycled %d, fresh %d, dropped %d; NSCC decreases %d, quick adapts %d\n",
 			d.Delivery, d.LB, d.Paths, by["trim_nack"], by["sack_gap"], by["timeout"], by["go_back_n"], s.Timeouts, d.TrimsNACKed, d.TrimsLastHop, d.Spurious,
 			d.EVsRecycled, d.EVsFresh, d.EVsDropped, d.NSCCDecreases, d.NSCCQuickAdapts)
+		if d.CC != "" {
+			fmt.Fprintf(w, "UEC %s: credit packets %d (%d B granted), credit requests %d, speculative %d B, last-hop trims not taken as congestion %d\n",
+				d.CC, d.CreditsSent, d.CreditGrantedBytes, d.CreditRequests, d.SpeculativeBytes, d.LastHopTrimsIgnored)
+		}
 	}
 	transport.PrintQPErrors(w, s)
 }

@@ -29,9 +29,26 @@ type Detail struct {
 	EVsRecycled int64 `json:"evs_recycled"`
 	EVsFresh    int64 `json:"evs_fresh"`
 	EVsDropped  int64 `json:"evs_dropped"`
+	// REPSFreezes: REPS freezing periods begun (lb reps, after a loss without trim);
+	// EVsFrozen: packets sent on a cached EV kept for reuse while frozen; EVsSkipped: EVs
+	// the bitmap variant passed over for their penalty. Omitted when 0.
+	REPSFreezes int64 `json:"reps_freezes,omitempty"`
+	EVsFrozen   int64 `json:"evs_frozen,omitempty"`
+	EVsSkipped  int64 `json:"evs_skipped,omitempty"`
 	// NSCC decisions over all QPs.
 	NSCCDecreases   int64 `json:"nscc_decreases"`
 	NSCCQuickAdapts int64 `json:"nscc_quick_adapts"`
+	// RCCC (cc rccc or nscc+rccc; omitted otherwise): CC names the congestion control;
+	// CreditsSent the credit packets the destinations sent (paced grants and answers to
+	// requests), CreditRequests the sources' credit requests, CreditGrantedBytes the wire
+	// bytes of credit the pacers granted, SpeculativeBytes the wire bytes sent before credit,
+	// LastHopTrimsIgnored the last-hop trim NACKs not taken as NSCC congestion.
+	CC                  string `json:"cc,omitempty"`
+	CreditsSent         int64  `json:"credits_sent,omitempty"`
+	CreditRequests      int64  `json:"credit_requests,omitempty"`
+	CreditGrantedBytes  int64  `json:"credit_granted_bytes,omitempty"`
+	SpeculativeBytes    int64  `json:"speculative_bytes,omitempty"`
+	LastHopTrimsIgnored int64  `json:"last_hop_trims_ignored,omitempty"`
 	// RTOUs and ReorderWindowUs are the timers in force (first RTO, RUD reorder window), us.
 	RTOUs           float64 `json:"rto_us"`
 	ReorderWindowUs float64 `json:"reorder_window_us"`
@@ -81,6 +98,9 @@ func (e *Endpoint) Summary(end sim.Time, faults []sim.Time) *transport.Summary {
 		d.EVsRecycled += ev.Recycled
 		d.EVsFresh += ev.Fresh
 		d.EVsDropped += ev.Dropped
+		d.REPSFreezes += ev.Freezes
+		d.EVsFrozen += ev.Frozen
+		d.EVsSkipped += ev.Skipped
 		if n := q.snd.NSCC(); n != nil {
 			d.NSCCDecreases += n.Stats.Decreases
 			d.NSCCQuickAdapts += n.Stats.QuickAdapts
@@ -106,6 +126,19 @@ func (e *Endpoint) Summary(end sim.Time, faults []sim.Time) *transport.Summary {
 		case q.posts > 0 && q.acked == q.posts:
 			s.FlowsCompleted++
 			acc.Add(q.start, q.done, e.idealFCT(q.bytes, q.hops))
+		}
+	}
+	if c.HasRCCC() {
+		d.CC = c.CC
+		d.CreditsSent, d.CreditRequests = e.creditsSent, e.requestsSent
+		for _, sc := range e.sched {
+			if sc != nil {
+				d.CreditGrantedBytes += sc.Stats.GrantedBytes
+			}
+		}
+		for _, q := range e.qps {
+			d.SpeculativeBytes += q.snd.Stats.SpeculativeBytes
+			d.LastHopTrimsIgnored += q.snd.Stats.LastHopTrimsIgnored
 		}
 	}
 	if len(e.qps) > 0 {

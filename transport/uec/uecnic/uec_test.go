@@ -177,6 +177,13 @@ func TestBadConfig(t *testing.T) {
 		{"{rto: -1us}", "transport.uec.rto"},
 		{"{cc: dcqcn}", "transport.uec.cc"},
 		{"{nscc: {gamma: 2}}", "transport.uec.nscc.gamma"},
+		{"{cc: rccc, rccc: {speculative_bdp: -1}}", "transport.uec.rccc.speculative_bdp"},
+		{"{lb: freeze}", "transport.uec.lb"},
+		{"{ack_every: 65}", "transport.uec.ack_every"},
+		{"{ack_delay: -1us}", "transport.uec.ack_delay"},
+		{"{reps_freeze: -1us}", "transport.uec.reps_freeze"},
+		{"{cc: nscc+rccc, rccc: {rate_factor: 3}}", "transport.uec.rccc.rate_factor"},
+		{"{cc: rccc, rccc: {credit_bytes: 10}}", "transport.uec.rccc.credit_bytes"},
 	} {
 		_, err := scenario.Parse([]byte("topology: {clos: {tiers: 2, radix: 8, planes: 1, hosts: 16, host_link: 100G}}\ntransport: {kind: uec, uec: " + c.block + "}\ntraffic: [{pattern: permutation, bytes: 1KiB}]\n"))
 		if err == nil || !strings.Contains(err.Error(), c.field) {
@@ -231,5 +238,27 @@ run: {seed: 1}
 			t.Errorf("%s: no retransmission after a link failure", lb)
 		}
 		t.Logf("%s: JCT %.1f us, retx %v", lb, s.JCTUs, s.RetxPacketsByCause)
+	}
+}
+
+// TestLabel: comparison tables tell the congestion controls and ACK modes apart; the
+// default label is phase 1's.
+func TestLabel(t *testing.T) {
+	p, ok := transport.Lookup(uecnic.Kind)
+	if !ok {
+		t.Fatal("uec not registered")
+	}
+	for _, c := range []struct{ block, want string }{
+		{"{}", "uec (rud, reps, 128 EVs)"},
+		{"{cc: rccc}", "uec (rud, reps, 128 EVs, rccc)"},
+		{"{cc: nscc+rccc, lb: bitmap, ack_every: 4}", "uec (rud, bitmap, 128 EVs, nscc+rccc, ack every 4)"},
+	} {
+		sc, err := scenario.Parse([]byte("topology: {clos: {tiers: 2, radix: 8, planes: 1, hosts: 16, host_link: 100G}}\ntransport: {kind: uec, uec: " + c.block + "}\ntraffic: [{pattern: permutation, bytes: 1KiB}]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Label(sc.Transport.Block()); got != c.want {
+			t.Errorf("%s: label %q, want %q", c.block, got, c.want)
+		}
 	}
 }
