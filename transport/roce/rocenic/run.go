@@ -30,4 +30,3 @@ func (x *Run) Endpoint() *Endpoint { return x.r }
 // SrcPort returns QP i's UDP source port: its ECMP entropy (fabric.Network.ECMPPath of a
 // packet with it gives the path its data takes).
 func (x *Run) SrcPort(i int) uint16 { return x.r.qps[i].srcPort }
-
