@@ -333,7 +333,7 @@ func (r *flowRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Pa
 			// pair (keepQPs), on the path its packets hash to unless that is not live.
 			plane, q := k/r.paths, k%r.paths
 			r.hdr = fabric.Packet{Proto: r.model.QPTuple.Proto, Src: int32(src), Dst: int32(dst), DstPort: r.model.QPTuple.DstPort,
-				SrcPort: transport.QPSourcePort(r.seed, src, dst, owner, q*r.planes+plane)}
+				SrcPort: r.model.QPTuple.Port(r.seed, src, dst, owner, q*r.planes+plane, r.paths*r.planes)}
 			if l, ok = r.hashedWalk(src, dst, plane, &r.hdr); ok && live != nil && !r.live(r.scratch[start:]) {
 				r.scratch, ok = r.scratch[:start], false
 			}

@@ -312,11 +312,29 @@ type FlowModel struct {
 }
 
 // QPTuple is the fixed part of a QP's packet header that ECMP hashes (fabric.ECMPChoice):
-// its protocol and UDP destination port (the source port is QPSourcePort's, no entropy
-// word). The zero value (Proto 0: ProtoRaw) means none is given.
+// its protocol and UDP destination port, and the transport's rule for the UDP source port
+// of each QP (no entropy word). The zero value (Proto 0: ProtoRaw) means none is given.
 type QPTuple struct {
 	Proto   fabric.Proto
 	DstPort uint16
+	// Ports is the transport's rule for its QPs' UDP source ports; nil: QPSourcePort. It
+	// must be a comparable value (FlowModel values are compared).
+	Ports PortRule
+}
+
+// PortRule gives the UDP source port a transport's packets carry for QP qp (0-based, on
+// plane qp mod planes) of owner's connection (FlowOwner, CollectiveOwner) from host src to
+// host dst, perConn the connection's QPs, on a run of seed runSeed.
+type PortRule interface {
+	Port(runSeed uint64, src, dst int, owner uint64, qp, perConn int) uint16
+}
+
+// Port returns QP qp's UDP source port by t.Ports, else QPSourcePort.
+func (t QPTuple) Port(runSeed uint64, src, dst int, owner uint64, qp, perConn int) uint16 {
+	if t.Ports != nil {
+		return t.Ports.Port(runSeed, src, dst, owner, qp, perConn)
+	}
+	return QPSourcePort(runSeed, src, dst, owner, qp)
 }
 
 // QPSourcePort returns the UDP source port of QP qp (0-based; on plane qp mod planes) of
@@ -335,6 +353,15 @@ func QPSourcePort(runSeed uint64, src, dst int, owner uint64, qp int) uint16 {
 // FlowOwner is the owner (QPSourcePort) of traffic flow i's QPs: the i-th transfer an
 // Endpoint's AddFlow was given.
 func FlowOwner(i int) uint64 { return uint64(i) }
+
+// FlowOwnerIndex returns the traffic flow index i of owner = FlowOwner(i), and false for a
+// CollectiveOwner.
+func FlowOwnerIndex(owner uint64) (int, bool) {
+	if owner>>62 != 0 {
+		return 0, false
+	}
+	return int(owner), true
+}
 
 // CollectiveOwner is the owner (QPSourcePort) of the QPs of collective group g (Hooks.Group's
 // value): distinct from every FlowOwner.

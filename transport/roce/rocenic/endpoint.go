@@ -172,8 +172,7 @@ func NewWire(env transport.EndpointEnv, cfg roce.Config, w Wire) *Endpoint {
 func (r *Endpoint) SetHooks(h transport.Hooks) { r.hooks = h }
 
 // newQP opens QP i (on plane i mod planes) of owner's connection from src to dst (owner:
-// transport.FlowOwner or transport.CollectiveOwner), its UDP source port
-// transport.QPSourcePort's.
+// transport.FlowOwner or transport.CollectiveOwner), its UDP source port SourcePort's.
 // Errors: no path joins the hosts.
 func (r *Endpoint) newQP(src, dst, i int, owner uint64, fl int32) (*qp, error) {
 	if err := nic.PairRouteError(r.layout, src, dst, false); err != nil {
@@ -181,7 +180,7 @@ func (r *Endpoint) newQP(src, dst, i int, owner uint64, fl int32) (*qp, error) {
 	}
 	plane := i % r.planes
 	id := uint32(len(r.qps))
-	conn := roce.Conn{QP: id, LineRate: r.portRate, SrcPort: transport.QPSourcePort(r.seed, src, dst, owner, i)}
+	conn := roce.Conn{QP: id, LineRate: r.portRate, SrcPort: SourcePort(r.seed, src, dst, owner, i, r.cfg.QPsPerPeer*r.planes)}
 	snd, err := roce.NewSender(r.cfg, conn)
 	if err != nil {
 		return nil, err
