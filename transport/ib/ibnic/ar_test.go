@@ -2,38 +2,138 @@ package ibnic_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
+
+	"github.com/lockstepsim/lockstep/runner"
+	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/lockstepsim/lockstep/transport"
 )
 
-// permYAML is a random permutation of 1 MB transfers on a 2-tier radix-16 fat tree (128
-// hosts, 8 leaves, 8 spines, 100G, 1 us hops) under transport kind, with or without
-// fabric.adaptive_routing.
-func permYAML(kind string, ar bool, extra string) string {
+// fabricCase is a fat tree of the adaptive routing acceptance sweep and the transfer size
+// of its permutation (per host; large enough that the start-up burst is a small part).
+type fabricCase struct {
+	tiers, planes, radix int
+	bytes                string
+}
+
+func (f fabricCase) String() string {
+	return fmt.Sprintf("%d-tier/%d-plane/radix-%d/%s", f.tiers, f.planes, f.radix, f.bytes)
+}
+
+// permYAML is a random permutation over fat tree f (100G hosts, 1 us hops) under the
+// transport block tr ("kind: ib", "kind: roce, roce: {...}"), with fabric.adaptive_routing
+// on or off, at seed.
+func permYAML(f fabricCase, tr string, ar bool, seed int, extra string) string {
 	a := ""
 	if ar {
 		a = "\n  adaptive_routing: {enabled: true}"
 	}
-	return fmt.Sprintf(`name: perm-%s
+	return fmt.Sprintf(`name: perm
 topology:
-  clos: {tiers: 2, planes: 1, radix: 16, host_link: 100Gbps, hop_latency: 1us}
+  clos: {tiers: %d, planes: %d, radix: %d, host_link: 100Gbps, hop_latency: 1us}
 fabric:%s
   ecmp_seed: per_switch
-transport: {kind: %s%s}
+transport: {%s}
 traffic:
-  - {pattern: permutation, bytes: 1MB}
-run: {seed: 3}
-`, kind, a, kind, extra)
+  - {pattern: permutation, bytes: %s}
+%srun: {seed: %d}
+`, f.tiers, f.planes, f.radix, a, tr, f.bytes, extra, seed)
 }
 
-func TestPermutationAdaptivePrint(t *testing.T) {
-	for _, c := range []struct {
-		kind string
-		ar   bool
-	}{{"ib", false}, {"ib", true}, {"roce", false}, {"roce", true}} {
-		res := run(t, permYAML(c.kind, c.ar, ""))
-		tr := res.Summary.Transport
-		st := res.Net.AdaptiveStats()
-		t.Logf("%s ar=%v: completed %d, jct %.1f us, ideal %.1f, mean of line %.3f, min of line %.3f (ideal/jct %.3f), retx %d, drops %d, ar %+v",
-			c.kind, c.ar, tr.FlowsCompleted, tr.JCTUs, tr.IdealFCTUs, 1/tr.FCTOverIdealMean, 1/tr.FCTOverIdealMax, tr.IdealFCTUs/tr.JCTUs, tr.RetxPackets, res.Summary.DroppedPackets, st)
+// ofIdeal is a run's mean flow throughput as a fraction of what each flow gets alone on an
+// idle fabric (line rate less headers and latency): the harmonic mean of ideal/FCT.
+func ofIdeal(tr *transport.Summary) float64 {
+	if tr.FCTOverIdealMean == 0 {
+		return 0
 	}
+	return 1 / tr.FCTOverIdealMean
+}
+
+// ecmpOneStage is the closed-form expected throughput of a flow, as a fraction of line
+// rate, when ECMP hashes the m cross-T0 flows of a T0 uniformly over its n uplinks (balls
+// into bins, the model of runner's TestECMPIdleUplinksClosedForm): a flow shares its uplink
+// with Binomial(m-1, 1/n) others, and E[1/(1+B)] = (n/m)(1-(1-1/n)^m). Collisions further
+// on (T1 downlinks, more tiers) only lower it, so static routing sits at or below it; hosts
+// per T0 h of N hosts, so m = h(N-h)/(N-1).
+func ecmpOneStage(n, h, hosts int) float64 {
+	m := float64(h) * float64(hosts-h) / float64(hosts-1)
+	return float64(n) / m * (1 - math.Pow(1-1/float64(n), m))
+}
+
+// arSweep is the acceptance sweep: 2 and 3 tiers, 1 and 4 planes, 128 hosts each; floor is
+// the least mean throughput (of ideal) adaptive routing must reach.
+var arSweep = []struct {
+	f     fabricCase
+	floor float64
+}{
+	{fabricCase{2, 1, 16, "2MB"}, 0.9},
+	{fabricCase{2, 4, 16, "4MB"}, 0.9},
+	{fabricCase{3, 1, 8, "4MB"}, 0.9},
+	{fabricCase{3, 4, 8, "8MB"}, 0.85},
+}
+
+// TestPermutationAdaptive [issue 19, "Adaptive routing: on a permutation over a 2-tier fat
+// tree, IB with AR reaches >= 0.9 of line rate (static routing: about the ECMP collision
+// level)"]: over 2- and 3-tier fat trees with 1 and 4 planes, InfiniBand with
+// fabric.adaptive_routing (and out-of-order placement, its default then) reaches the sweep's
+// floor of the ideal throughput with no drop and no retransmission; with static routing it
+// sits below the one-stage ECMP collision closed form and far below adaptive routing.
+func TestPermutationAdaptive(t *testing.T) {
+	for _, c := range arSweep {
+		t.Run(c.f.String(), func(t *testing.T) {
+			if testing.Short() && c.f.planes > 1 && c.f.tiers > 2 {
+				t.Skip("long")
+			}
+			st := run(t, permYAML(c.f, "kind: ib", false, 1, ""))
+			ar := run(t, permYAML(c.f, "kind: ib", true, 1, ""))
+			h := c.f.radix / 2
+			closed := ecmpOneStage(h, h, 128)
+			s, a := st.Summary.Transport, ar.Summary.Transport
+			t.Logf("static: %.3f of ideal (active %.3f of line); AR: %.3f of ideal (active %.3f of line); one-stage ECMP closed form %.3f; AR %+v",
+				ofIdeal(s), s.ActiveThroughputMeanOfLine, ofIdeal(a), a.ActiveThroughputMeanOfLine, closed, ar.Net.AdaptiveStats())
+			for _, r := range []*runner.Result{st, ar} {
+				if tr := r.Summary.Transport; tr.FlowsCompleted != 128 || r.Summary.DroppedPackets != 0 || tr.RetxPackets != 0 {
+					t.Fatalf("completed %d of 128, drops %d, retx %d", tr.FlowsCompleted, r.Summary.DroppedPackets, tr.RetxPackets)
+				}
+			}
+			if ofIdeal(a) < c.floor {
+				t.Errorf("adaptive routing: %.3f of ideal; want >= %.2f", ofIdeal(a), c.floor)
+			}
+			if ofIdeal(s) > closed || ofIdeal(s) < 0.25 {
+				t.Errorf("static routing: %.3f of ideal; want the ECMP collision level, 0.25..%.3f (closed form)", ofIdeal(s), closed)
+			}
+			if ar.Net.AdaptiveStats().Moved == 0 || st.Net.AdaptiveStats().Decisions != 0 {
+				t.Errorf("AR stats %+v, static %+v", ar.Net.AdaptiveStats(), st.Net.AdaptiveStats())
+			}
+		})
+	}
+}
+
+// TestECMPOneStageClosedForm pins the closed form on a case worked by hand: 2 flows on 2
+// uplinks share with probability 1/2, E[throughput] = 1/2 x 1 + 1/2 x 1/2 = 3/4.
+func TestECMPOneStageClosedForm(t *testing.T) {
+	// h = 2 hosts per T0 of N = 3 gives m = 2*1/2 = 1: one flow alone, throughput 1.
+	if got := ecmpOneStage(2, 2, 3); math.Abs(got-1) > 1e-12 {
+		t.Errorf("m=1: %v, want 1", got)
+	}
+	// n = 2 and m = 2 directly: (2/2)(1-(1/2)^2) = 3/4.
+	m := 2.0
+	if got := 2 / m * (1 - math.Pow(0.5, m)); math.Abs(got-0.75) > 1e-12 {
+		t.Errorf("n=m=2: %v, want 0.75", got)
+	}
+}
+
+// parseRun parses y and runs it with opt.
+func parseRun(t *testing.T, y string, opt runner.Options) *runner.Result {
+	t.Helper()
+	sc, err := scenario.Parse([]byte(y))
+	if err != nil {
+		t.Fatalf("parse: %v\n%s", err, y)
+	}
+	res, err := runner.RunWith(sc, opt)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return res
 }
