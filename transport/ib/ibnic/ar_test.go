@@ -1,8 +1,10 @@
 package ibnic_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/lockstepsim/lockstep/runner"
@@ -162,5 +164,31 @@ func TestPermutationEthernetAdaptive(t *testing.T) {
 	}
 	if a.RetxPackets < 10*max(1, o.RetxPackets) || ofIdeal(a) >= ofIdeal(e) {
 		t.Errorf("RoCE + AR in order: retx %d (out-of-order %d), %.3f of ideal; want go-back-N to collapse it below ECMP's %.3f", a.RetxPackets, o.RetxPackets, ofIdeal(a), ofIdeal(e))
+	}
+}
+
+// TestAdaptiveDeterminismAndOff: adaptive routing's seeded tie-breaks give byte-identical
+// summaries for the same seed (and a different run for another seed), and a written
+// adaptive_routing block with enabled false runs exactly as no block (the goldens of every
+// other test pin the runs without it).
+func TestAdaptiveDeterminismAndOff(t *testing.T) {
+	f := fabricCase{2, 1, 8, "256KB"}
+	js := func(r *runner.Result) string {
+		b, err := json.Marshal(r.Summary)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	a, b := run(t, permYAML(f, "kind: ib", true, 5, "")), run(t, permYAML(f, "kind: ib", true, 5, ""))
+	if js(a) != js(b) || a.Net.AdaptiveStats() != b.Net.AdaptiveStats() {
+		t.Errorf("two AR runs at seed 5 differ")
+	}
+	if c := run(t, permYAML(f, "kind: ib", true, 6, "")); c.Net.AdaptiveStats() == a.Net.AdaptiveStats() {
+		t.Errorf("seeds 5 and 6 made the same %d AR decisions", a.Net.AdaptiveStats().Decisions)
+	}
+	off := strings.Replace(permYAML(f, "kind: ib", true, 5, ""), "{enabled: true}", "{enabled: false}", 1)
+	if x, y := run(t, off), run(t, permYAML(f, "kind: ib", false, 5, "")); js(x) != js(y) {
+		t.Errorf("adaptive_routing {enabled: false} differs from no block")
 	}
 }
