@@ -303,6 +303,11 @@ type FlowModel struct {
 	RTO sim.Time
 	// GiveUp is how long a QP may make no progress before it errors (sim.MaxTime: never).
 	GiveUp sim.Time
+	// AdaptiveSpray is true for a transport whose receivers place reordered packets (IB's
+	// out-of-order placement): under fabric.adaptive_routing its flows are sprayed per
+	// packet over the minimal paths as Spray's are (the switches' AR spreads them). False:
+	// the fabric's adaptive routing leaves its flow model as it is.
+	AdaptiveSpray bool
 }
 
 // DefaultFlowPaths bounds the paths one sprayed flow uses at flow level when FlowModel.Paths

@@ -192,3 +192,28 @@ func TestAdaptiveDeterminismAndOff(t *testing.T) {
 		t.Errorf("adaptive_routing {enabled: false} differs from no block")
 	}
 }
+
+// TestFlowLevelAdaptive [issue 19: "flow level gets an IB model (AR as per-packet spreading
+// within minimal paths)"]: at run.engine flow, InfiniBand under fabric.adaptive_routing
+// sprays each flow over the minimal paths, so the 2-tier permutation runs near line rate
+// and within 10% of the packet level's mean throughput; without adaptive routing each QP
+// keeps one ECMP path, and the flow level shows the collisions too.
+func TestFlowLevelAdaptive(t *testing.T) {
+	f := arSweep[0].f
+	fix := func(y string) string { return strings.Replace(y, "run: {seed: 1}", "run: {seed: 1, engine: flow}", 1) }
+	pkt := run(t, permYAML(f, "kind: ib", true, 1, ""))
+	fl := run(t, fix(permYAML(f, "kind: ib", true, 1, "")))
+	st := run(t, fix(permYAML(f, "kind: ib", false, 1, "")))
+	p, a, s := ofIdeal(pkt.Summary.Transport), ofIdeal(fl.Summary.Transport), ofIdeal(st.Summary.Transport)
+	t.Logf("AR: packet %.3f of ideal, flow %.3f (x%.3f); static at flow level %.3f; flow JCT %.1f us, packet %.1f us",
+		p, a, a/p, s, fl.Summary.Transport.JCTUs, pkt.Summary.Transport.JCTUs)
+	if fl.Summary.Transport.FlowsCompleted != 128 || a < 0.95 {
+		t.Errorf("flow level with AR: done %d, %.3f of ideal; want 128 near line rate (>= 0.95)", fl.Summary.Transport.FlowsCompleted, a)
+	}
+	if math.Abs(a/p-1) > 0.10 {
+		t.Errorf("flow %.3f vs packet %.3f of ideal: more than 10%% apart", a, p)
+	}
+	if s > 0.8 {
+		t.Errorf("flow level without AR: %.3f of ideal; want the ECMP collisions (one path per QP)", s)
+	}
+}
