@@ -65,6 +65,9 @@ type Config struct {
 	reorder int
 	// reorderTime is how long a hole may stay open before the responder NAKs it (WithReorder).
 	reorderTime sim.Time
+	// rateControl makes each sender's reaction point instead of DCQCN (WithRateControl); nil:
+	// DCQCN.
+	rateControl RateControlMaker
 }
 
 // DCQCNConfig holds the DCQCN reaction-point parameters [DCQCN §3.1, with the values the paper
