@@ -17,8 +17,9 @@ import (
 //     Threshold with probability 1/(MarkingRate+1) rising to 1 at Kmax = Threshold +
 //     MarkRamp (a RED ramp; the annex marks at a flat rate past the threshold and skips a
 //     port that lacks credits, a victim rather than a root of congestion; neither is
-//     modelled). Packets below PacketSize are never marked (only data packets are marked
-//     here, ACKs and BECNs never are).
+//     modelled). Every data packet may be marked, ACKs and BECNs never are (the annex's
+//     packet_size floor, OpenSM default 512 bytes, is not modelled: it would spare only a
+//     transfer's short last packet).
 //   - Notification (A10.2.2): the destination channel adapter returns every FECN as a BECN
 //     to the source QP (the RC engine's CNP, sent for each marked packet: no spacing).
 //   - Reaction (A10.2.3, A10.4): each BECN raises the QP's congestion control table index
@@ -31,8 +32,8 @@ import (
 //
 // Defaults: threshold, marking rate, packet size and CCTI increase are NVIDIA's OpenSM
 // congestion control manager defaults [Mellanox OFED user manual, "Congestion Control
-// Manager" options: threshold 0xf (the most aggressive), marking_rate 0xa, packet_size
-// 0x200, ccti_increase 1, ccti_min 0]; that manager computes the CCTI timer and the table
+// Manager" options: threshold 0xf (the most aggressive), marking_rate 0xa, ccti_increase 1,
+// ccti_min 0]; that manager computes the CCTI timer and the table
 // from the subnet's size (ccti_timer 0, cct 0), so CCTITimer, CCTILimit and CCTStep are
 // lockstep defaults, chosen so a 7 -> 1 incast settles near 1/7 of line within tens of
 // microseconds. Threshold 0xf of the 4-bit scale maps to DefaultCCThreshold bytes of queue
@@ -46,9 +47,6 @@ type CC struct {
 	// MarkingRate is the mean number of eligible packets between two FECN marks past the
 	// threshold (0: mark every one); default DefaultMarkingRate. Allowed 0..65535.
 	MarkingRate *int `yaml:"marking_rate"`
-	// PacketSize: packets smaller than this (wire bytes) are never marked; default 512.
-	// Informational: only data packets carry ECN here, and they are all larger.
-	PacketSize int `yaml:"packet_size"`
 	// CCTIIncrease is what one BECN adds to the CCTI, 1..255; default 1.
 	CCTIIncrease int `yaml:"ccti_increase"`
 	// CCTILimit is the largest CCTI (the table's last entry), 1..16383; default 128.
@@ -67,7 +65,6 @@ type CC struct {
 const (
 	DefaultCCThreshold  = 16 << 10 // bytes: four 4 KiB packets (threshold 0xf, most aggressive)
 	DefaultMarkingRate  = 10       // OpenSM marking_rate 0xa
-	DefaultCCPacketSize = 512      // OpenSM packet_size 0x200
 	DefaultCCTIIncrease = 1        // OpenSM ccti_increase
 	DefaultCCTILimit    = 128      // lockstep: the rate floor line/(1 + 128 x CCTStep)
 	DefaultCCTITimer    = 10 * sim.Microsecond
@@ -95,9 +92,6 @@ func (c CC) WithDefaults() CC {
 		r := DefaultMarkingRate
 		c.MarkingRate = &r
 	}
-	if c.PacketSize == 0 {
-		c.PacketSize = DefaultCCPacketSize
-	}
 	if c.CCTIIncrease == 0 {
 		c.CCTIIncrease = DefaultCCTIIncrease
 	}
@@ -120,8 +114,6 @@ func (c CC) Validate(prefix string) error {
 		return fmt.Errorf("%s.threshold: %v is out of range; allowed 0 (default %v) up to %v", prefix, c.Threshold, sim.Size(DefaultCCThreshold), sim.Size(fabric.MaxQueueLimit))
 	case c.MarkingRate != nil && (*c.MarkingRate < 0 || *c.MarkingRate > maxMarkingRate):
 		return fmt.Errorf("%s.marking_rate: %d is out of range; allowed 0..%d packets", prefix, *c.MarkingRate, maxMarkingRate)
-	case c.PacketSize < 0 || c.PacketSize > 0x3fc0:
-		return fmt.Errorf("%s.packet_size: %d is out of range; allowed 0..16320 bytes", prefix, c.PacketSize)
 	case c.CCTIIncrease < 0 || c.CCTIIncrease > maxCCTIIncrease:
 		return fmt.Errorf("%s.ccti_increase: %d is out of range; allowed 1..%d", prefix, c.CCTIIncrease, maxCCTIIncrease)
 	case c.CCTILimit < 0 || c.CCTILimit > maxCCTILimit:

@@ -48,7 +48,7 @@ func TestCCTTimeline(t *testing.T) {
 // errors naming the field for bad values.
 func TestCCConfig(t *testing.T) {
 	d := CC{Enabled: true}.WithDefaults()
-	if d.Threshold != DefaultCCThreshold || *d.MarkingRate != 10 || d.PacketSize != 512 || d.CCTIIncrease != 1 || d.CCTILimit != DefaultCCTILimit || d.CCTITimer != DefaultCCTITimer {
+	if d.Threshold != DefaultCCThreshold || *d.MarkingRate != 10 || d.CCTIIncrease != 1 || d.CCTILimit != DefaultCCTILimit || d.CCTITimer != DefaultCCTITimer {
 		t.Errorf("defaults %+v", d)
 	}
 	if e := d.ECN(); !e.Enabled || e.Kmin != DefaultCCThreshold || e.Kmax != DefaultCCThreshold+MarkRamp || e.Pmax != 1.0/11 {
