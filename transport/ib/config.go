@@ -66,8 +66,8 @@ type Config struct {
 // packets that took different paths are placed into host memory as they arrive instead of
 // being dropped and retransmitted].
 type OutOfOrder struct {
-	// Enabled: nil follows fabric.adaptive_routing.enabled.
-	Enabled *bool `yaml:"enabled"`
+	// Enabled: nil (written scenarios leave it out) follows fabric.adaptive_routing.enabled.
+	Enabled *bool `yaml:"enabled,omitempty"`
 	// Window is how many PSNs above the expected one are accepted, packets; default
 	// DefaultReorderWindow; rounded up to a power of two; allowed 1..65536.
 	Window int `yaml:"window"`

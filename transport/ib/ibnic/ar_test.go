@@ -119,9 +119,8 @@ func TestECMPOneStageClosedForm(t *testing.T) {
 	if got := ecmpOneStage(2, 2, 3); math.Abs(got-1) > 1e-12 {
 		t.Errorf("m=1: %v, want 1", got)
 	}
-	// n = 2 and m = 2 directly: (2/2)(1-(1/2)^2) = 3/4.
-	m := 2.0
-	if got := 2 / m * (1 - math.Pow(0.5, m)); math.Abs(got-0.75) > 1e-12 {
+	// h = 4 hosts per T0 of N = 7 gives m = 4*3/6 = 2 flows on n = 2 uplinks: 3/4.
+	if got := ecmpOneStage(2, 4, 7); math.Abs(got-0.75) > 1e-12 {
 		t.Errorf("n=m=2: %v, want 0.75", got)
 	}
 }
