@@ -309,6 +309,11 @@ type FlowModel struct {
 	// hash to, switch by switch (runner/flowroute.go); zero: on a path hashed by the flow
 	// level's own seed, the same in distribution but not the packets' own.
 	QPTuple QPTuple
+	// AdaptiveSpray is true for a transport whose receivers place reordered packets (IB's
+	// out-of-order placement): under fabric.adaptive_routing its flows are sprayed per
+	// packet over the minimal paths as Spray's are (the switches' AR spreads them). False:
+	// the fabric's adaptive routing leaves its flow model as it is.
+	AdaptiveSpray bool
 }
 
 // QPTuple is the fixed part of a QP's packet header that ECMP hashes (fabric.ECMPChoice):

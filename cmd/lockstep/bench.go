@@ -29,7 +29,9 @@ percentiles. Speed is measured here and with go test -bench, never asserted in t
 
 Presets: perm-1024 (3-tier k=16 fat-tree, 1,024-flow permutation of 2 MB, MRC), perm-8192
 (the same on k=32), and the MRC stress cases incast-255 (255 -> 1 of 100 KB; ideal 2,121 us)
-and incast-1023-2mb (1,023 -> 1 of 2 MB; ideal 169 ms), whose FCT max is the incast's JCT;
+and incast-1023-2mb (1,023 -> 1 of 2 MB; ideal 169 ms), whose FCT max is the incast's JCT,
+ib-incast-1023 (InfiniBand with credits, 1,023 -> 1 of 100 KB: lossless; payload at line rate
+8,184 us);
 the training presets train-405b-8k, train-405b-16k (Llama-3-405B as Meta ran it, Llama 3 paper
 Table 4: 43% and 41% BF16 MFU), train-405b-131k (the flow tier at 131,072 GPUs with 16
 microbatches, MRC) and train-405b-131k-roce (the same under RoCE), and train-dsv3-2k and

@@ -35,6 +35,9 @@ func flowModel(cfg any, _ topo.Topology) (transport.FlowModel, error) {
 		RTO:             c.RTO,
 		GiveUp:          c.RTO * sim.Time(c.RetryCount+1),
 		QPTuple:         transport.QPTuple{Proto: fabric.ProtoRoCE, DstPort: roce.UDPPort, Ports: portRule{}},
+		// With out-of-order placement its flows spread like IB's under fabric.adaptive_routing
+		// (runner/flowadaptive.go); go-back-N in order keeps one hashed path per QP.
+		AdaptiveSpray: c.OutOfOrder != nil && c.OutOfOrder.Enabled,
 	}, nil
 }
 
