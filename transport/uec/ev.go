@@ -60,7 +60,7 @@ type EVPicker struct {
 	// held counts REPS's queued copies of each EV (sum = n): while frozen a clean ACK of an
 	// EV already held adds no copy.
 	held []uint16
-	one   uint16   // single
+	one  uint16 // single
 	// REPS freezing: frozen until frozenTo; freeze is the period (0: no freezing).
 	freeze, frozenTo, now sim.Time
 	// bitmap: per-EV penalty, rounds left to sit out.
