@@ -184,6 +184,8 @@ type transportCell struct {
 	BaselineUs, Slowdown float64
 	// QPErrors is the QPs that gave up.
 	QPErrors int
+	// HeaderPct is the transport's header share of a full data packet's wire bytes, percent.
+	HeaderPct float64
 	Err      error
 }
 
@@ -221,7 +223,7 @@ func runTransportCell(c transportCase, t transportCol, z transportsSize) transpo
 	cell.Trims = s.TrimmedPackets
 	if tr := s.Transport; tr != nil {
 		cell.Retx, cell.P99FCTUs, cell.QPErrors = tr.RetxPackets, tr.FCTP99Us, tr.QPErrors
-		cell.TimeUs = tr.JCTUs
+		cell.TimeUs, cell.HeaderPct = tr.JCTUs, tr.HeaderOverheadPct
 	}
 	if c.Kind != tcAllReduce && c.Kind != tcAllToAll {
 		_, vs, vd := z.incastHosts()

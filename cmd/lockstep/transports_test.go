@@ -47,6 +47,25 @@ func TestTransportCompare(t *testing.T) {
 	}
 	get := func(kind, col string) transportCell { return at[kind+"/"+col] }
 
+	// Ring all-reduce: with the ranks in topology order only one ring edge leaves each T0, so
+	// no two flows share a link and every transport runs at its NIC's rate less its headers:
+	// at the largest size each one's time over IB's is its wire bytes per payload byte over
+	// IB's, within 2% (the rest: window and round-trip terms).
+	last := len(z.Sweep) - 1
+	var ib transportCell
+	for _, c := range cells[last] {
+		if c.Col.Name == "ib" {
+			ib = c
+		}
+	}
+	for _, c := range cells[last] {
+		wire := func(x transportCell) float64 { return 1 / (1 - x.HeaderPct/100) }
+		want := wire(c) / wire(ib)
+		if got := c.TimeUs / ib.TimeUs; got < want*0.995 || got > want*1.02 {
+			t.Errorf("%s/%s: %.1f us = %.4f x ib's, want %.4f (headers %.2f%% vs %.2f%%) within -0.5%%/+2%%", c.Case.Name, c.Col.Name, c.TimeUs, got, want, c.HeaderPct, ib.HeaderPct)
+		}
+	}
+
 	// Lossless fabrics: PFC (RoCE, with or without AR) and credits (IB) drop nothing for
 	// congestion in any workload; only the trimming transports trim.
 	for _, row := range cells {
