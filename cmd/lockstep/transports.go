@@ -186,7 +186,7 @@ type transportCell struct {
 	QPErrors int
 	// HeaderPct is the transport's header share of a full data packet's wire bytes, percent.
 	HeaderPct float64
-	Err      error
+	Err       error
 }
 
 // runTransportCell runs case c under column t at size z.
