@@ -39,14 +39,18 @@ train-dsv3-2k-roce (DeepSeek-V3 with PP 16 and EP 32 on 2,048 GPUs, MRC and RoCE
 the step time and MFU instead of FCTs, with the flow engine's rate recomputations (recomputes),
 how many of them were full (the rest incremental) and the flows the incremental ones refilled.
 agree runs the packet-vs-flow agreement suite for collectives on 64 hosts
-(docs/flow-agreement.md) and fails when a case leaves its tolerance. Run one preset per process
+(docs/flow-agreement.md) and fails when a case leaves its tolerance. transports runs the
+transport comparison (MRC, UEC, RoCE, Ethernet with adaptive routing, InfiniBand with and
+without it, every default) on a 128-host Clos and prints its markdown tables
+(docs/transport-compare.md). Run one preset per process
 for a clean peak-memory figure.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if list {
 				for _, n := range scenario.Presets() {
 					fmt.Fprintln(stdout, n)
 				}
-				fmt.Fprintln(stdout, "agree") // the agreement suite (agree.go), no preset
+				fmt.Fprintln(stdout, "agree")      // the agreement suite (agree.go), no preset
+				fmt.Fprintln(stdout, "transports") // the transport comparison (transports.go)
 				return nil
 			}
 			if len(args) == 0 {
@@ -69,6 +73,14 @@ for a clean peak-memory figure.`,
 				if name == "agree" {
 					tw.Flush()
 					if err := benchAgree(stdout); err != nil {
+						return err
+					}
+					header = false
+					continue
+				}
+				if name == "transports" {
+					tw.Flush()
+					if err := benchTransports(stdout); err != nil {
 						return err
 					}
 					header = false
