@@ -22,29 +22,34 @@ import (
 
 // transportCol is one column of the suite: a transport as it comes out of the box.
 type transportCol struct {
-	// Name labels the column (mrc, uec, roce, ethernet-ar, ib, ib-ar).
+	// Name labels the column (mrc, uec, roce, ethernet-ar, eth-ar-ooo, ib, ib-ar).
 	Name string
 	// Kind is transport.kind.
 	Kind string
 	// AR turns fabric.adaptive_routing on (every switch picks the least-loaded minimal
 	// port per packet, with SHIELD-style local fast recovery; fabric/adaptive.go).
 	AR bool
+	// Block is the transport block's options besides kind ("" none), e.g. RoCE's
+	// out-of-order placement.
+	Block string
 }
 
 // transportCols are the suite's transports: MRC (static source-routed spraying), UEC
 // (hashed spraying, REPS, NSCC), RoCE (ECMP, PFC, DCQCN), Ethernet with adaptive routing
-// (RoCE's NIC on AR switches: Spectrum-X's switch half, without its NIC-side reordering,
-// which transport.roce does not expose), InfiniBand with static routing (credits) and
+// (RoCE's in-order go-back-N NIC on AR switches: Spectrum-X's switch half alone), Ethernet
+// with adaptive routing and NIC-side out-of-order placement (transport.roce.out_of_order:
+// Spectrum-X as sold), InfiniBand with static routing (credits) and
 // InfiniBand with adaptive routing (credits, AR, out-of-order placement, which IB turns on
 // with AR by default).
 func transportCols() []transportCol {
 	return []transportCol{
-		{"mrc", "mrc", false},
-		{"uec", "uec", false},
-		{"roce", "roce", false},
-		{"ethernet-ar", "roce", true},
-		{"ib", "ib", false},
-		{"ib-ar", "ib", true},
+		{"mrc", "mrc", false, ""},
+		{"uec", "uec", false, ""},
+		{"roce", "roce", false, ""},
+		{"ethernet-ar", "roce", true, ""},
+		{"eth-ar-ooo", "roce", true, "roce: {out_of_order: {enabled: true}}"},
+		{"ib", "ib", false, ""},
+		{"ib-ar", "ib", true, ""},
 	}
 }
 
@@ -125,7 +130,11 @@ func transportsYAML(c transportCase, t transportCol, z transportsSize) (string, 
 	var b strings.Builder
 	fmt.Fprintf(&b, "name: tc-%s-%s\n", c.Name, t.Name)
 	fmt.Fprintf(&b, "topology:\n  clos: {tiers: 2, planes: 1, radix: %d, hosts: %d, host_link: 100Gbps, hop_latency: 500ns}\n", z.Radix, z.Hosts)
-	fmt.Fprintf(&b, "transport: {kind: %s}\n", t.Kind)
+	if t.Block != "" {
+		fmt.Fprintf(&b, "transport: {kind: %s, %s}\n", t.Kind, t.Block)
+	} else {
+		fmt.Fprintf(&b, "transport: {kind: %s}\n", t.Kind)
+	}
 	if t.AR {
 		b.WriteString("fabric: {adaptive_routing: {enabled: true}}\n")
 	}

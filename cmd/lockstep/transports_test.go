@@ -43,6 +43,8 @@ func transportOrders() []tcOrder {
 			tcPerm, jct, false, []string{"mrc", "uec", "ib-ar"}, []string{"roce", "ib"}, 1.25},
 		{"AR reorders a QP's packets: RoCE's go-back-N responder takes every overtaken packet as a loss, IB's out-of-order placement (on with AR) keeps them",
 			tcPerm, jct, false, []string{"ib-ar"}, []string{"ethernet-ar"}, 1},
+		{"the same for RoCE: with NIC-side out-of-order placement (Spectrum-X's pairing) AR beats in-order go-back-N and ECMP",
+			tcPerm, jct, false, []string{"eth-ar-ooo"}, []string{"ethernet-ar", "roce"}, 1},
 		{"trimming keeps the T1 -> T0 queues short; PFC pauses and blocked credits hold the victim behind the incast (head-of-line blocking)",
 			tcIncast, func(c transportCell) float64 { return c.VictimGbps }, true, []string{"mrc", "uec"}, []string{"roce", "ib"}, 2},
 		{"the sprayers and IB's AR move off a dead link in microseconds; ECMP keeps hashing QPs onto it until the routes reconverge (1 s) and their retry timer fires",
@@ -52,8 +54,8 @@ func transportOrders() []tcOrder {
 
 // transportBounds are the ranges TestTransportCompare asserts at TransportsSmall.
 func transportBounds(z transportsSize) []tcBound {
-	all := []string{"mrc", "uec", "roce", "ethernet-ar", "ib", "ib-ar"}
-	lossless := []string{"roce", "ethernet-ar", "ib", "ib-ar"}
+	all := []string{"mrc", "uec", "roce", "ethernet-ar", "eth-ar-ooo", "ib", "ib-ar"}
+	lossless := []string{"roce", "ethernet-ar", "eth-ar-ooo", "ib", "ib-ar"}
 	return []tcBound{
 		{"PFC and credits drop nothing for congestion", "", lossless, func(c transportCell) float64 { return float64(c.Drops) }, 0, 0},
 		{"only the trimming transports trim", "", lossless, func(c transportCell) float64 { return float64(c.Trims) }, 0, 0},
@@ -61,7 +63,7 @@ func transportBounds(z transportsSize) []tcBound {
 			func(c transportCell) float64 { return c.TimeUs / idealUs(z.Perm, 1) }, 1, 1.15},
 		{"the incast's bottleneck link stays busy (Gb/s of payload into the receiver)", tcIncast, []string{"mrc", "uec", "roce", "ib", "ib-ar"},
 			func(c transportCell) float64 { return c.IncastGbps }, 90, 100},
-		{"go-back-N resends under AR, none with out-of-order placement", tcPerm, []string{"ib-ar"}, func(c transportCell) float64 { return float64(c.Retx) }, 0, 0},
+		{"go-back-N resends under AR, none with out-of-order placement", tcPerm, []string{"ib-ar", "eth-ar-ooo"}, func(c transportCell) float64 { return float64(c.Retx) }, 0, 0},
 		{"", tcPerm, []string{"ethernet-ar"}, func(c transportCell) float64 { return float64(c.Retx) }, 1, math.Inf(1)},
 		{"a failed uplink costs the sprayers and IB-AR at most 30% (a T0 keeps 3 of 4 uplinks)", tcPermFail, []string{"mrc", "uec", "ib-ar"},
 			func(c transportCell) float64 { return c.Slowdown }, 1, 1.3},
@@ -77,7 +79,7 @@ func transportBounds(z transportsSize) []tcBound {
 // header bytes, and the tables transportOrders and transportBounds.
 func TestTransportCompare(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the transport suite runs seven workloads under six transports")
+		t.Skip("the transport suite runs seven workloads under seven transports")
 	}
 	z := TransportsSmall
 	cols := transportCols()
