@@ -436,20 +436,20 @@ func runTrainingJob(sc *scenario.Scenario, layout topo.Topology, res *Result, jo
 		_, errAt := ep.Log()
 		out.qpErrAt = firstTime(errAt)
 	case eb != nil && len(errs) > 0:
-		return out, fmt.Errorf("training stopped at %v: %w (%d QP(s) gave up, the first: %v; the job would restart, but no step finished before it, so there is nothing to report: run.engine: flow goes on through restarts; waiting: %s)", s.Now(), err, len(errs), errs[0], eb.Stuck(8))
+		return out, &JobStoppedError{Err: fmt.Errorf("training stopped at %v: %w (%d QP(s) gave up, the first: %v; the job would restart, but no step finished before it, so there is nothing to report: run.engine: flow goes on through restarts; waiting: %s)", s.Now(), err, len(errs), errs[0], eb.Stuck(8))}
 	case eb != nil:
-		return out, fmt.Errorf("training stopped at %v: %w (waiting: %s)", s.Now(), err, eb.Stuck(8))
+		return out, &JobStoppedError{Err: fmt.Errorf("training stopped at %v: %w (waiting: %s)", s.Now(), err, eb.Stuck(8))}
 	case ff != nil && b.fnet.Err() != nil && jr.Completed() != nil:
 		// A failed run, with the steps that finished reported (summary.json failed,
 		// steps.csv, the RUN FAILED headline).
 		out.trace = jr.Completed()
 		out.failure = fmt.Sprintf("training could not continue at %v, in step %d: %s", s.Now(), len(out.trace.Steps), ff.stuck(flowLinkNamer(layout, b.router, ff)))
 	case ff != nil && b.fnet.Err() != nil:
-		return out, fmt.Errorf("training could not continue at %v: %s (%w)", s.Now(), ff.stuck(flowLinkNamer(layout, b.router, ff)), err)
+		return out, &JobStoppedError{Err: fmt.Errorf("training could not continue at %v: %s (%w)", s.Now(), ff.stuck(flowLinkNamer(layout, b.router, ff)), err)}
 	case fc != nil && fc.Incomplete() != nil:
-		return out, fmt.Errorf("training stopped at %v: %w (%v)", s.Now(), err, fc.Incomplete())
+		return out, &JobStoppedError{Err: fmt.Errorf("training stopped at %v: %w (%v)", s.Now(), err, fc.Incomplete())}
 	default:
-		return out, fmt.Errorf("training stopped at %v: %w", s.Now(), err)
+		return out, &JobStoppedError{Err: fmt.Errorf("training stopped at %v: %w", s.Now(), err)}
 	}
 	return out, nil
 }
@@ -532,3 +532,14 @@ func finishTraining(sc *scenario.Scenario, layout topo.Topology, res *Result, jo
 	}
 	return nil
 }
+
+// JobStoppedError is a training job that stopped before any step finished (a host cut off,
+// a QP that gave up, a collective that cannot complete): nothing of the job's own to report.
+// Run turns it into a failed run with outputs (summary.json failed, its reason, the RUN
+// FAILED headline, exit 1), not an error (stoppedResult).
+type JobStoppedError struct{ Err error }
+
+func (e *JobStoppedError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *JobStoppedError) Unwrap() error { return e.Err }
