@@ -132,6 +132,8 @@ type Sender struct {
 	creditAt   sim.Time // last credit request sent or credit received
 	creditBack int      // credit re-requests since the connection was last idle
 	lostSends  []sim.Time
+	trackFail  bool     // keep failed (TrackFailures)
+	failed     []uint64 // PSNs deemed lost on evidence of a bad path (Failures)
 	// Stats counts the sender's work; the caller may read it.
 	Stats SenderStats
 }
@@ -510,6 +512,7 @@ func (s *Sender) sackGap(now, sentAt sim.Time) {
 		}
 		s.txH++
 		s.noteLost(now, r)
+		s.noteFailed(r.psn)
 		s.lose(r.psn, RetxSackGap)
 	}
 	s.compactTx()
@@ -524,6 +527,25 @@ func (s *Sender) noteLost(now sim.Time, r txRec) {
 		s.lostSends = append(s.lostSends, r.at)
 	}
 }
+
+// TrackFailures makes the sender keep the PSNs it deems lost without a trim on evidence of a
+// bad path (Failures): every SACK-gap loss, and the oldest packet of each RTO expiry (the
+// rest of an expiry's packets are deemed lost with it, not for their own path). The NIC
+// adapter reads them to learn which of its ports' paths are dead.
+func (s *Sender) TrackFailures() { s.trackFail = true }
+
+func (s *Sender) noteFailed(psn uint64) {
+	if s.trackFail {
+		s.failed = append(s.failed, psn)
+	}
+}
+
+// Failures returns the PSNs deemed lost on evidence of a bad path since the last
+// ClearFailures (empty unless TrackFailures was called).
+func (s *Sender) Failures() []uint64 { return s.failed }
+
+// ClearFailures empties the Failures list.
+func (s *Sender) ClearFailures() { s.failed = s.failed[:0] }
 
 // maxLostSends bounds the send times LostSends keeps per connection.
 const maxLostSends = 1 << 16
@@ -616,6 +638,9 @@ func (s *Sender) OnTimer(now sim.Time) {
 		}
 		s.txH++
 		s.noteLost(now, r)
+		if first {
+			s.noteFailed(r.psn)
+		}
 		if s.rod {
 			if first {
 				s.goBack(s.una, RetxTimeout)
@@ -636,8 +661,11 @@ func (s *Sender) OnTimer(now sim.Time) {
 		return
 	}
 	s.arm(now)
-	if s.deadline <= now { // everything in flight was deemed lost: wait for the retransmissions
-		s.deadline = now + t
+	if s.deadline <= now || s.deadline == sim.MaxTime && s.una < s.end {
+		// Everything in flight was deemed lost: wait for the retransmissions, one (doubled)
+		// timeout from now, so a connection whose packets cannot leave at all (its NIC port
+		// down) still backs off and errors after MaxRetries.
+		s.deadline = now + s.rto<<uint(min(s.backoff, 30))
 	}
 }
 
