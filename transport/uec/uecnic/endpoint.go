@@ -259,6 +259,7 @@ func (e *Endpoint) pump(now sim.Time, q *qp) {
 		if !ok {
 			break
 		}
+		e.planeEV(q, &h, plane)
 		e.send(now, q, &h, q.src, q.dst, plane)
 		e.sentOn(q, &h, plane)
 	}

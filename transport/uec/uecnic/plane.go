@@ -112,6 +112,18 @@ func (e *Endpoint) sentOn(q *qp, h *uec.Header, plane int) {
 	e.rot[q.src]++
 }
 
+// planeEV (ROD) moves data packet h's EV to plane's residue (EV modulo the planes = plane), so
+// the receiver's ACKs, sent on their EV's plane, come back on the plane the data took: when
+// the home plane is down at the sender the ACKs follow the connection to the plane it moved
+// to. RUD's EVs are REPS's and stay as picked.
+func (e *Endpoint) planeEV(q *qp, h *uec.Header, plane int) {
+	if q.pl == nil || plane < 0 || e.cfg.Delivery != uec.DeliveryROD {
+		return
+	}
+	ev := int(h.EV)
+	h.EV = uint16(ev - ev%e.planes + plane)
+}
+
 // learnPlanes hears q's sender's path failures: each one's plane is avoided for
 // planeHoldRTOs RTOs from now.
 func (e *Endpoint) learnPlanes(now sim.Time, q *qp) {

@@ -49,6 +49,9 @@ type Detail struct {
 	CreditGrantedBytes  int64  `json:"credit_granted_bytes,omitempty"`
 	SpeculativeBytes    int64  `json:"speculative_bytes,omitempty"`
 	LastHopTrimsIgnored int64  `json:"last_hop_trims_ignored,omitempty"`
+	// PlanesAvoided (multi-plane fabrics): times a connection began avoiding a plane after
+	// a loss on evidence of a dead path there (plane.go). Omitted when 0.
+	PlanesAvoided int64 `json:"planes_avoided,omitempty"`
 	// RTOUs and ReorderWindowUs are the timers in force (first RTO, RUD reorder window), us.
 	RTOUs           float64 `json:"rto_us"`
 	ReorderWindowUs float64 `json:"reorder_window_us"`
@@ -141,6 +144,7 @@ func (e *Endpoint) Summary(end sim.Time, faults []sim.Time) *transport.Summary {
 			d.LastHopTrimsIgnored += q.snd.Stats.LastHopTrimsIgnored
 		}
 	}
+	d.PlanesAvoided = e.planesAvoided
 	if len(e.qps) > 0 {
 		rto, reorder := e.qps[0].snd.Timers()
 		d.RTOUs, d.ReorderWindowUs = transport.Round3(rto.Micros()), transport.Round3(reorder.Micros())
