@@ -321,11 +321,6 @@ func (s *Sender) OnCredit(now sim.Time, cum int64) {
 	}
 	s.Stats.Credits++
 	s.creditAt = now
-	if cum > s.granted {
-		// Progress: the re-request wait starts again from one RTO (a later lost grant or
-		// request is not waited out at the doubled wait of an earlier one; ut20 F2).
-		s.creditBack = 0
-	}
 	s.granted = max(s.granted, cum)
 	s.arm(now)
 }
@@ -595,8 +590,7 @@ func (s *Sender) arm(now sim.Time) {
 
 // creditWait reports whether the sender waits on credit with nothing in flight: were the
 // credit it was granted lost, nothing would wake it, so it asks again one RTO after its last
-// request or credit, the wait doubling per re-request until the connection is next idle or
-// is granted more credit
+// request or credit, the wait doubling per re-request until the connection is next idle
 // (RCCC; a destination with many sources grants each one rarely, and every request takes
 // room on its link).
 func (s *Sender) creditWait() bool {
