@@ -151,11 +151,14 @@ func NewSender(cfg Config, qp uint32, p Path, rng *rand.Rand) (*Sender, error) {
 	}
 	s := &Sender{cfg: cfg, rod: cfg.Delivery == DeliveryROD, qp: qp, mtu: int64(cfg.WireBytes(cfg.PayloadBytes)), baseRTT: p.BaseRTT, deadline: sim.MaxTime}
 	s.rto, s.reorder = cfg.Timers(p)
-	lb := cfg.LB
-	if s.rod {
-		lb = "" // ROD: one entropy per connection [UEC §3.5 ROD]
+	lb, paths := cfg.LB, cfg.Paths
+	if s.rod || lb == LBSingle {
+		lb = "" // one entropy per connection [UEC §3.5 ROD]
 	}
-	s.ev = NewEVPicker(lb, cfg.Paths, cfg.REPSBuffer, rng)
+	if s.rod {
+		paths = DefaultPaths // ROD's one EV, drawn from the default pool
+	}
+	s.ev = NewEVPicker(lb, paths, cfg.REPSBuffer, rng)
 	if lb == LBREPS {
 		f := cfg.REPSFreeze
 		if f == 0 {

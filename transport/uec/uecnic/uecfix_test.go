@@ -2,8 +2,11 @@ package uecnic_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/lockstepsim/lockstep/runner"
+	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/transport/uec/uecnic"
 )
 
@@ -95,6 +98,52 @@ run: {fault_baseline: none}
 		t.Logf("%s: FCT max %.1f us, planes avoided %d", name, s.FCTMaxUs, s.Detail.(*uecnic.Detail).PlanesAvoided)
 		if s.FCTMaxUs > 200 {
 			t.Errorf("%s: FCT max %.1f us, want <= 200 us", name, s.FCTMaxUs)
+		}
+	}
+}
+
+// TestContradictoryOptions (ut20 F5, F6): options that contradict each other or the fabric are
+// errors naming the field; options that are ignored are warnings. Before the fix every case
+// ran without a word (ack_delay 1s: every flow's tail waited for its RTO, 3.97x ideal).
+func TestContradictoryOptions(t *testing.T) {
+	const base = `topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}
+transport: {kind: uec, uec: %s}
+traffic: [{pattern: permutation, bytes: 64KiB}]
+run: {engine: %s}
+`
+	for _, c := range []struct {
+		uec, engine, err, warn string
+	}{
+		{"{ack_every: 8, ack_delay: 1s}", "packet", "transport.uec.ack_delay: 1s plus the base RTT", ""},
+		{"{ack_every: 8, ack_delay: 10us, rto: 10us}", "packet", "transport.uec.ack_delay: 10us is not below the RTO", ""},
+		{"{delivery: rod, lb: bitmap}", "packet", "transport.uec.lb: bitmap with delivery rod", ""},
+		{"{delivery: rod, lb: reps}", "packet", "transport.uec.lb: reps with delivery rod", ""},
+		{"{delivery: rod, paths: 64}", "packet", "transport.uec.paths: 64 with delivery rod", ""},
+		{"{cc: nscc, rccc: {speculative_bdp: 1}}", "packet", "", "the rccc block is ignored"},
+		{"{cc: rccc}", "flow", "", "the flow level does not model receiver credit"},
+		{"{ack_every: 8, ack_delay: 5us}", "packet", "", ""},
+		{"{delivery: rod}", "packet", "", ""},
+		{"{delivery: rod, lb: single, paths: 1}", "packet", "", ""},
+	} {
+		yaml := fmt.Sprintf(base, c.uec, c.engine)
+		sc, err := scenario.Parse([]byte(yaml))
+		var res *runner.Result
+		if err == nil {
+			res, err = runner.Run(sc)
+		}
+		switch {
+		case c.err != "":
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: error %v, want one containing %q", c.uec, err, c.err)
+			}
+			continue
+		case err != nil:
+			t.Errorf("%s: %v, want no error", c.uec, err)
+			continue
+		}
+		got := strings.Join(res.Summary.Transport.Warnings, "; ")
+		if c.warn != "" && !strings.Contains(got, c.warn) || c.warn == "" && strings.Contains(got, "transport.uec") {
+			t.Errorf("%s at %s: warnings %q, want %q", c.uec, c.engine, got, c.warn)
 		}
 	}
 }
