@@ -42,6 +42,7 @@ type spkt struct {
 	state  uint8
 	cause  RetxCause // why it is queued again (stLost)
 	tx     uint16    // transmissions so far
+	tag    uint8     // the caller's mark of its latest transmission (SetTag: the NIC plane)
 }
 
 // txRec is one transmission in send order: the FIFO behind loss detection and the RTO.
@@ -541,6 +542,22 @@ func (s *Sender) noteFailed(psn uint64) {
 	if s.trackFail {
 		s.failed = append(s.failed, psn)
 	}
+}
+
+// SetTag marks psn's latest transmission with tag (the NIC adapter: the plane it left on);
+// psn must be in flight (just returned by Next).
+func (s *Sender) SetTag(psn uint64, tag uint8) {
+	if psn >= s.base && psn < s.next {
+		s.pkt(psn).tag = tag
+	}
+}
+
+// Tag returns psn's mark (SetTag), 0 for a PSN no longer held.
+func (s *Sender) Tag(psn uint64) uint8 {
+	if psn < s.base || psn >= s.next {
+		return 0
+	}
+	return s.pkt(psn).tag
 }
 
 // Failures returns the PSNs deemed lost on evidence of a bad path since the last

@@ -32,10 +32,8 @@ const planeHoldRTOs = 8
 
 // planeState is one QP's plane choice state (nil with one plane).
 type planeState struct {
-	home    int        // ROD: the plane of its EV
-	bad     []sim.Time // per plane: avoided until then
-	sentOn  []uint8    // plane of the latest transmission of PSN p, at p mod len
-	rotated bool
+	home int        // ROD: the plane of its EV
+	bad  []sim.Time // per plane: avoided until then
 }
 
 // initPlanes sets up q's plane state when the fabric has more than one plane.
@@ -50,7 +48,7 @@ func (e *Endpoint) initPlanes(q *qp) {
 			e.rot[i] = uint32(rng.IntN(e.planes))
 		}
 	}
-	ps := &planeState{bad: make([]sim.Time, e.planes), sentOn: make([]uint8, e.cfg.WindowPSNs)}
+	ps := &planeState{bad: make([]sim.Time, e.planes)}
 	if ev, ok := q.snd.EVs().Fixed(); ok {
 		ps.home = int(ev) % e.planes
 	}
@@ -101,14 +99,13 @@ func (e *Endpoint) gatedFor(now sim.Time, q *qp) (bool, int) {
 	return true, -1
 }
 
-// sentOn records that q's data packet h left on plane: the plane of its PSN, and the host's
-// rotation moves on.
+// sentOn records that q's data packet h left on plane (the sender's tag of its PSN), and the
+// host's rotation moves on.
 func (e *Endpoint) sentOn(q *qp, h *uec.Header, plane int) {
-	ps := q.pl
-	if ps == nil || plane < 0 {
+	if q.pl == nil || plane < 0 {
 		return
 	}
-	ps.sentOn[h.PSN%uint64(len(ps.sentOn))] = uint8(plane)
+	q.snd.SetTag(h.PSN, uint8(plane))
 	e.rot[q.src]++
 }
 
@@ -137,7 +134,7 @@ func (e *Endpoint) learnPlanes(now sim.Time, q *qp) {
 	}
 	rto, _ := q.snd.Timers()
 	for _, psn := range fails {
-		pl := int(ps.sentOn[psn%uint64(len(ps.sentOn))])
+		pl := int(q.snd.Tag(psn)) % e.planes
 		if now >= ps.bad[pl] {
 			e.planesAvoided++
 		}
