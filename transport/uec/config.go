@@ -123,7 +123,9 @@ const (
 	// DefaultREPSFreezeRTOs: REPS's automatic freezing period is this many first RTOs
 	// (lockstep default: long enough that a failed path's EVs, each lost once, are not
 	// explored again within a flow's steady state; [REPS] freezes after failures and
-	// leaves the period to the implementation as lockstep reads it).
+	// leaves the period to the implementation as lockstep reads it). Only under lb reps, no
+	// longer the default: 1, 3 and 10 RTOs all measured slower than no freezing in flap,
+	// single-failure and degrade+blackhole permutations (docs/protocols.md, "ut20 fixes").
 	DefaultREPSFreezeRTOs = 10
 	// DefaultMaxRetries is the RTO expiries in a row without progress before the connection
 	// errors (lockstep default, as RoCE's retry count 7).
