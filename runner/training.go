@@ -389,6 +389,7 @@ func runTrainingJob(sc *scenario.Scenario, layout topo.Topology, res *Result, jo
 	out := trainOutcome{qpErrAt: -1}
 	simSteps := min(max(cfg.SimSteps, 1), max(cfg.Steps, 1))
 	opts := training.RunOptions{Steps: simSteps, Exact: cfg.Exact, Stragglers: cfg.Stragglers, OnStep: res.stepFaults}
+	opts.Fold = trainFold(sc, layout, job, b) // symmetric replicas simulated once (flowfold.go)
 	var jr *training.Run
 	if ff != nil {
 		// Each step's slowest link is named as it ends, with the links' fault state then.
