@@ -142,7 +142,7 @@ type coll struct {
 	end     sim.Time
 	started bool
 	fin     bool
-	gone    bool // released (CollConfig.Forget): its slot awaits reuse
+	gone    bool  // released (CollConfig.Forget): its slot awaits reuse
 	fk      uint8 // its communicator under the fold (foldOff, foldAll or foldMixed)
 	err     error
 	flows   int

@@ -41,7 +41,7 @@ type Fold struct {
 	// quotient simulates), -1 for a link no route may use (routing across it is an error).
 	Link []int32
 	// K is the order of pi, >= 2.
-	K int
+	K   int
 	rep []bool // by host: the least host of its orbit
 }
 
