@@ -15,8 +15,9 @@ const foldMinRanks = 1024
 // foldOff disables folding (tests comparing folded and full runs).
 var foldOff = false
 
-// trainFold returns the fold of a flow-level training job's symmetric data-parallel
-// replicas (training.Fold, flow.Fold), or nil when the run cannot be folded exactly. The
+// trainFold returns the candidate folds of a flow-level training job's symmetric
+// data-parallel replicas (training.Fold, flow.Fold; the engine takes the first whose checks
+// pass), none when the run cannot be folded exactly. The
 // fabric part of the proof is here: the routes are MRC's bundles on a Clos or fat-tree
 // (flowRouter.bundled: a flow a -> b crosses a's NIC bundle, the bundles of a's T0 and pod
 // and of b's pod and T0 unless they share them, and b's NIC bundle; its latency is a
@@ -24,11 +25,11 @@ var foldOff = false
 // T0's hosts onto one T0's (and in three tiers every pod's onto one pod's), every scale-up
 // domain onto a domain, and every bundle onto a bundle of the same capacity maps each route
 // onto the route of the image pair, with the same latency. The job's permutation shifts
-// every rank's DP coordinate by whole T0s (pods) and domains (training.Job.FoldPerm). Not
+// every rank's DP coordinate by whole T0s (pods) and domains (training.Job.FoldGroups). Not
 // folded: faults (they break the symmetry), links.csv series (they read each link), other
 // routes (RoCE's ECMP hashing is not equivariant), jobs under foldMinRanks ranks or not
 // filling the fabric.
-func trainFold(sc *scenario.Scenario, layout topo.Topology, job *training.Job, b *trainBackend) *training.Fold {
+func trainFold(sc *scenario.Scenario, layout topo.Topology, job *training.Job, b *trainBackend) []*training.Fold {
 	r := b.router
 	l, ok := layout.(*topo.Layout)
 	if foldOff || !ok || b.ff != nil || b.links != nil || r == nil || r.bt == nil || r.dead != nil || b.fc == nil {
@@ -50,26 +51,33 @@ func trainFold(sc *scenario.Scenario, layout topo.Topology, job *training.Job, b
 	if r.domain > 1 {
 		unit = lcm(unit, r.domain)
 	}
-	perm, k := job.FoldPerm(unit)
-	if perm == nil {
-		return nil
+	var out []*training.Fold
+	for _, gens := range job.FoldGroups(unit) {
+		lgens := make([][]int32, len(gens))
+		for i, g := range gens {
+			if lgens[i] = foldLinks(r, b.fnet, g, hosts); lgens[i] == nil {
+				break
+			}
+		}
+		if lgens[len(gens)-1] == nil {
+			continue
+		}
+		f, err := flow.NewFold(gens, lgens)
+		if err != nil {
+			continue
+		}
+		out = append(out, &training.Fold{
+			Gens: gens,
+			Check: func(stab [][]int32, spec collective.Spec, comm collective.Comm) error {
+				return b.fc.CheckFold(f, stab, spec, comm)
+			},
+			Enable: func() error { return b.fc.SetFold(f) },
+		})
 	}
-	links := foldLinks(r, b.fnet, perm, hosts)
-	if links == nil {
-		return nil
-	}
-	f, err := flow.NewFold(perm, links, k)
-	if err != nil {
-		return nil
-	}
-	return &training.Fold{
-		Perm:   perm,
-		Check:  func(spec collective.Spec, comm collective.Comm) error { return b.fc.CheckFold(f, spec, comm) },
-		Enable: func() error { return b.fc.SetFold(f) },
-	}
+	return out
 }
 
-// foldLinks returns pi on the flow network's directed links (the bundles and the scale-up
+// foldLinks returns permutation perm of the hosts on the flow network's directed links (the bundles and the scale-up
 // links; -1 for the fabric's own links, which bundled routes do not cross), nil when pi
 // does not map T0s (pods, domains) onto T0s (pods, domains) or a bundle onto one of another
 // capacity.

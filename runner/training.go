@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"os"
 	"errors"
 	"fmt"
 	"io"
@@ -389,7 +390,7 @@ func runTrainingJob(sc *scenario.Scenario, layout topo.Topology, res *Result, jo
 	out := trainOutcome{qpErrAt: -1}
 	simSteps := min(max(cfg.SimSteps, 1), max(cfg.Steps, 1))
 	opts := training.RunOptions{Steps: simSteps, Exact: cfg.Exact, Stragglers: cfg.Stragglers, OnStep: res.stepFaults}
-	opts.Fold = trainFold(sc, layout, job, b) // symmetric replicas simulated once (flowfold.go)
+	opts.Folds = trainFold(sc, layout, job, b) // symmetric replicas simulated once (flowfold.go)
 	var jr *training.Run
 	if ff != nil {
 		// Each step's slowest link is named as it ends, with the links' fault state then.
@@ -403,6 +404,9 @@ func runTrainingJob(sc *scenario.Scenario, layout topo.Topology, res *Result, jo
 		}
 	}
 	jr, err := job.Start(s, b.backend, opts)
+	if os.Getenv("LS_FOLD_DEBUG") != "" && jr != nil {
+		fmt.Fprintf(os.Stderr, "fold: %d candidates, folded %v, reason %q\n", len(opts.Folds), jr.Folded(), jr.FoldReason)
+	}
 	if err != nil {
 		return out, &InputError{Err: err}
 	}

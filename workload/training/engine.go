@@ -32,9 +32,10 @@ type RunOptions struct {
 	// throttling, and a slow stage that is not the pipeline's bottleneck takes a transient
 	// as long as its slack lasts (tens of rounds) before the rounds repeat.
 	Stragglers *Stragglers
-	// Fold, if set, simulates the job's symmetric data-parallel replicas once, when Start
-	// can verify the symmetry (see Fold); the trace is the same as without it.
-	Fold *Fold
+	// Folds, if any, are tried in order: the first whose symmetry Start can verify (see
+	// Fold) simulates the job's symmetric data-parallel replicas once; the trace is the same
+	// as without it.
+	Folds []*Fold
 }
 
 // span is an interval of a rank's compute stream: a compute pattern (pat >= 0) or a wait.
@@ -119,7 +120,8 @@ type Run struct {
 	strag    *stragState // nil: no stragglers
 	t0       sim.Time    // the job's start
 	fold     *foldState  // nil: every rank simulated
-	// FoldReason is why RunOptions.Fold was not used ("" when it was, or none was given).
+	// FoldReason is why the RunOptions.Folds before the one used (or all, when none was)
+	// were not used ("" when the first was, or none was given).
 	FoldReason string
 }
 
@@ -248,10 +250,15 @@ func (j *Job) Start(s *sim.Sim, b Backend, opts RunOptions) (*Run, error) {
 	if err := r.sizeCalls(); err != nil {
 		return nil, err
 	}
-	if opts.Fold != nil {
-		if r.FoldReason, err = r.setupFold(opts.Fold); err != nil {
+	for _, f := range opts.Folds {
+		why, err := r.setupFold(f)
+		if err != nil {
 			return nil, err
 		}
+		if why == "" {
+			break
+		}
+		r.FoldReason = joinReason(r.FoldReason, why)
 	}
 	r.trace = &Trace{Job: j, SimulatedMicrobatches: r.simM, Periodic: true}
 	r.kCompute = s.Register("training.compute", r.onCompute)
