@@ -2,6 +2,7 @@ package training
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/lockstepsim/lockstep/workload/collective"
 )
@@ -103,7 +104,9 @@ type foldState struct {
 
 // setupFold checks f against the run's ranks and streams (see Fold) and, when it holds,
 // folds the run: representative member counts per stream, r.fold set, Enable called. It
-// returns why not otherwise ("" when folded).
+// returns why not otherwise ("" when folded). Cost: O(ranks x generators) for the ranks and
+// the streams; the group's elements are enumerated only on the members of streams with a
+// stabiliser (DP groups), K x their members.
 func (r *Run) setupFold(f *Fold) (string, error) {
 	n := len(r.ranks)
 	if r.strag != nil {
@@ -112,6 +115,7 @@ func (r *Run) setupFold(f *Fold) (string, error) {
 	if len(f.Gens) == 0 {
 		return "no generators", nil
 	}
+	k := 1
 	for _, g := range f.Gens {
 		if len(g) != n {
 			return fmt.Sprintf("permutation of %d ranks for %d", len(g), n), nil
@@ -124,44 +128,43 @@ func (r *Run) setupFold(f *Fold) (string, error) {
 				return fmt.Sprintf("rank %d (stage %d) maps to rank %d (stage %d)", i, r.ranks[i].stage, x, r.ranks[x].stage), nil
 			}
 		}
+		o := permOrder(g)
+		if o < 1 || k > maxFoldOrder/o {
+			return fmt.Sprintf("group of more than %d elements", maxFoldOrder), nil
+		}
+		k *= o
 	}
-	// The group's elements other than the identity, by closure under the generators.
-	id := make([]int32, n)
-	for i := range id {
-		id[i] = int32(i)
-	}
-	elems := [][]int32{id}
-	known := map[string]bool{permKey(id): true}
-	for k := 0; k < len(elems); k++ {
-		for _, g := range f.Gens {
-			p := make([]int32, n)
-			for i, x := range elems[k] {
-				p[i] = g[x]
-			}
-			if key := permKey(p); !known[key] {
-				if len(elems) >= maxFoldOrder {
-					return fmt.Sprintf("group of more than %d elements", maxFoldOrder), nil
+	for i := range f.Gens {
+		for j := range i {
+			for x := range n {
+				if f.Gens[i][f.Gens[j][x]] != f.Gens[j][f.Gens[i][x]] {
+					return fmt.Sprintf("generators %d and %d do not commute", j, i), nil
 				}
-				known[key] = true
-				elems = append(elems, p)
 			}
 		}
 	}
-	elems = elems[1:]
-	// Each rank's representative: the least of its orbit; free: K distinct images.
+	// Rank orbits: each of k ranks (then the group has k elements and acts freely), each
+	// rank's representative the least of its orbit.
 	repOf := make([]int32, n)
-	live := 0
 	for i := range repOf {
-		m := int32(i)
-		for _, e := range elems {
-			if e[i] == int32(i) {
-				return fmt.Sprintf("rank %d is fixed by an element of the group", i), nil
-			}
-			m = min(m, e[i])
+		repOf[i] = -1
+	}
+	live := 0
+	var orbit []int32
+	for i := range repOf {
+		if repOf[i] >= 0 {
+			continue
 		}
-		repOf[i] = m
-		if m == int32(i) {
-			live++
+		live++
+		orbit = closure(orbit[:0], int32(i), f.Gens, func(x int32) bool {
+			if repOf[x] >= 0 {
+				return false
+			}
+			repOf[x] = int32(i)
+			return true
+		})
+		if len(orbit) != k {
+			return fmt.Sprintf("rank %d has an orbit of %d ranks, want %d", i, len(orbit), k), nil
 		}
 	}
 	// The specs each (stage, role) posts.
@@ -173,88 +176,119 @@ func (r *Run) setupFold(f *Fold) (string, error) {
 			}
 		}
 	}
-	nrep := make([]int32, len(r.streams))
-	checked := map[string]error{}
-	roles := make([]role, 0, 8)
-	var stab [][]int32
-	var reached []reach
+	// The generators on the streams: img[si*ng+i] the stream generator i maps si onto (every
+	// member onto a member of the same role), exact[...] whether member by member.
+	ng := len(f.Gens)
+	ns := len(r.streams)
+	img := make([]int32, ns*ng)
+	exact := make([]bool, ns*ng)
+	nrep := make([]int32, ns)
+	roles := make([][]role, ns)
 	for si := range r.streams {
 		st := &r.streams[si]
-		roles = roles[:0]
-		reps := 0
-		for _, m := range st.members {
+		roles[si] = make([]role, len(st.members))
+		for i, m := range st.members {
 			rl := r.roleIn(m, int32(si))
 			if rl == numRoles {
 				return fmt.Sprintf("stream %s: member %d has no role (program bug)", st.name, m), nil
 			}
-			roles = append(roles, rl)
+			roles[si][i] = rl
 			if repOf[m] == m {
-				reps++
+				nrep[si]++
 			}
 		}
-		nrep[si] = int32(reps)
-		// Every element maps the stream onto itself (its stabiliser) or onto another stream;
-		// each other stream reached must be reached member by member by some element: the
-		// others reaching it differ from that one by the stabiliser, under which what the
-		// stream posts is invariant (checked below), so they map its collectives onto the
-		// same ones.
-		stab = stab[:0]
-		reached = reached[:0]
-		for _, e := range elems {
-			sj := r.ranks[e[st.members[0]]].str[roles[0]]
-			if sj < 0 {
-				return fmt.Sprintf("stream %s: rank %d maps to rank %d, which has no such stream", st.name, st.members[0], e[st.members[0]]), nil
+		for gi, g := range f.Gens {
+			sj := r.ranks[g[st.members[0]]].str[roles[si][0]]
+			if sj < 0 || len(r.streams[sj].members) != len(st.members) {
+				return fmt.Sprintf("stream %s does not map onto a stream", st.name), nil
 			}
-			img := &r.streams[sj]
-			if len(img.members) != len(st.members) {
-				return fmt.Sprintf("stream %s maps onto stream %s of another size", st.name, img.name), nil
-			}
-			exact := true
+			ex := true
 			for i, m := range st.members {
-				pm := e[m]
-				if r.ranks[pm].str[roles[i]] != sj {
-					return fmt.Sprintf("stream %s: member %d maps to rank %d, not a member of stream %s in its role", st.name, m, pm, img.name), nil
+				pm := g[m]
+				if r.ranks[pm].str[roles[si][i]] != sj {
+					return fmt.Sprintf("stream %s: member %d maps to rank %d, not a member of stream %s in its role", st.name, m, pm, r.streams[sj].name), nil
 				}
-				exact = exact && img.members[i] == pm
+				ex = ex && r.streams[sj].members[i] == pm
 			}
-			if sj == int32(si) {
-				stab = append(stab, e)
+			img[si*ng+gi], exact[si*ng+gi] = sj, ex
+		}
+		if nrep[si] > 0 {
+			for i, m := range st.members {
+				if r.ranks[repOf[m]].str[roles[si][i]] != int32(si) {
+					return fmt.Sprintf("stream %s: the representative of member %d is rank %d, not a member", st.name, m, repOf[m]), nil
+				}
+			}
+		}
+	}
+	// Stream orbits. Each stream of an orbit must be reached from its first by generators
+	// member by member (then its collectives are the images of the first's). A stream of
+	// an orbit of fewer than k streams has a stabiliser: what the orbit's simulated streams
+	// post must be invariant under it (then any element reaching a stream maps the first's
+	// collectives onto that stream's, as the member-by-member one does).
+	seen := make([]bool, ns)
+	checked := map[string]error{}
+	pool := permPool{n: n}
+	var sorb, queue []int32
+	for s0 := range r.streams {
+		if seen[s0] {
+			continue
+		}
+		sorb = append(sorb[:0], int32(s0))
+		seen[s0] = true
+		for q := 0; q < len(sorb); q++ {
+			for gi := range ng {
+				if sj := img[int(sorb[q])*ng+gi]; !seen[sj] {
+					seen[sj] = true
+					sorb = append(sorb, sj)
+				}
+			}
+		}
+		if k%len(sorb) != 0 {
+			return fmt.Sprintf("stream %s has an orbit of %d streams, which does not divide %d", r.streams[s0].name, len(sorb), k), nil
+		}
+		// Member-by-member reach from s0.
+		reach := map[int32]bool{int32(s0): true}
+		queue = append(queue[:0], int32(s0))
+		for q := 0; q < len(queue); q++ {
+			for gi := range ng {
+				x := int(queue[q])*ng + gi
+				if sj := img[x]; exact[x] && !reach[sj] {
+					reach[sj] = true
+					queue = append(queue, sj)
+				}
+			}
+		}
+		if len(reach) != len(sorb) {
+			return fmt.Sprintf("stream %s: not every stream of its orbit is its image member by member", r.streams[s0].name), nil
+		}
+		if len(sorb) == k {
+			continue // no stabiliser
+		}
+		stab, err := r.stabiliser(f.Gens, sorb, roles[sorb[0]], k, &pool)
+		if err != "" {
+			return err, nil
+		}
+		for _, si := range sorb {
+			if nrep[si] == 0 {
 				continue
 			}
-			reached = appendReach(reached, sj, exact)
-		}
-		for _, x := range reached {
-			if !x.exact {
-				return fmt.Sprintf("stream %s: no element maps it member by member onto stream %s", st.name, r.streams[x.si].name), nil
-			}
-		}
-		if reps == 0 {
-			continue
-		}
-		for i, m := range st.members {
-			if r.ranks[repOf[m]].str[roles[i]] != int32(si) {
-				return fmt.Sprintf("stream %s: the representative of member %d is rank %d, not a member", st.name, m, repOf[m]), nil
-			}
-		}
-		if len(stab) == 0 {
-			continue
-		}
-		// Invariance of what the stream posts under its stabiliser, once per pattern (the
-		// stabiliser on the members and which are representatives) and spec.
-		pat := streamPattern(st.members, stab, repOf)
-		for i, m := range st.members {
-			for _, sp := range posts[r.ranks[m].stage][roles[i]] {
-				key := fmt.Sprintf("%d:%s", sp, pat)
-				err, ok := checked[key]
-				if !ok {
-					err = f.Check(stab, r.j.specs[sp], st.comm)
-					checked[key] = err
-				}
-				if err != nil {
-					return fmt.Sprintf("stream %s: %v", st.name, err), nil
+			st := &r.streams[si]
+			pat := streamPattern(st.members, stab, repOf)
+			for i, m := range st.members {
+				for _, sp := range posts[r.ranks[m].stage][roles[si][i]] {
+					key := fmt.Sprintf("%d:%s", sp, pat)
+					err, ok := checked[key]
+					if !ok {
+						err = f.Check(stab, r.j.specs[sp], st.comm)
+						checked[key] = err
+					}
+					if err != nil {
+						return fmt.Sprintf("stream %s: %v", st.name, err), nil
+					}
 				}
 			}
 		}
+		pool.release()
 	}
 	if f.Enable != nil {
 		if err := f.Enable(); err != nil {
@@ -266,6 +300,153 @@ func (r *Run) setupFold(f *Fold) (string, error) {
 	}
 	r.fold = &foldState{repOf: repOf, live: live}
 	return "", nil
+}
+
+// stabiliser returns the elements of the group generated by gens (of k elements) that map
+// stream sorb[0] (its members in roles rls) onto itself, as permutations of the ranks that
+// are the identity outside the members of the streams sorb (an orbit of streams: closed
+// under the group), which is all a fold check reads; their memory is pool's until its
+// release. The elements are enumerated on those members only.
+func (r *Run) stabiliser(gens [][]int32, sorb []int32, rls []role, k int, pool *permPool) ([][]int32, string) {
+	var dom []int32
+	for _, si := range sorb {
+		dom = append(dom, r.streams[si].members...)
+	}
+	slices.Sort(dom)
+	dom = slices.Compact(dom)
+	at := make(map[int32]int32, len(dom))
+	for i, x := range dom {
+		at[x] = int32(i)
+	}
+	d := len(dom)
+	local := make([][]int32, len(gens))
+	for gi, g := range gens {
+		local[gi] = make([]int32, d)
+		for i, x := range dom {
+			j, ok := at[g[x]]
+			if !ok {
+				return nil, fmt.Sprintf("stream %s: its orbit's members are not closed under the group", r.streams[sorb[0]].name)
+			}
+			local[gi][i] = j
+		}
+	}
+	id := make([]int32, d)
+	for i := range id {
+		id[i] = int32(i)
+	}
+	elems := [][]int32{id}
+	known := map[string]bool{permKey(id): true}
+	for q := 0; q < len(elems) && len(elems) <= k; q++ {
+		for _, g := range local {
+			p := make([]int32, d)
+			for i, x := range elems[q] {
+				p[i] = g[x]
+			}
+			if key := permKey(p); !known[key] {
+				known[key] = true
+				elems = append(elems, p)
+			}
+		}
+	}
+	if len(elems) != k {
+		return nil, fmt.Sprintf("stream %s: the group has %d elements on its orbit, want %d", r.streams[sorb[0]].name, len(elems), k)
+	}
+	s0 := sorb[0]
+	members := r.streams[s0].members
+	var stab [][]int32
+	for _, e := range elems[1:] {
+		in := true
+		for i, m := range members {
+			if r.ranks[dom[e[at[m]]]].str[rls[i]] != s0 {
+				in = false
+				break
+			}
+		}
+		if !in {
+			continue
+		}
+		full := pool.get(dom)
+		for i, x := range dom {
+			full[x] = dom[e[i]]
+		}
+		stab = append(stab, full)
+	}
+	return stab, ""
+}
+
+// permPool lends identity permutations of n ranks; release restores the entries set since
+// (those of the domains passed to get) so that they can be lent again.
+type permPool struct {
+	n    int
+	free [][]int32
+	lent [][]int32
+	doms [][]int32
+}
+
+func (p *permPool) get(dom []int32) []int32 {
+	var x []int32
+	if k := len(p.free); k > 0 {
+		x, p.free = p.free[k-1], p.free[:k-1]
+	} else {
+		x = make([]int32, p.n)
+		for i := range x {
+			x[i] = int32(i)
+		}
+	}
+	p.lent, p.doms = append(p.lent, x), append(p.doms, dom)
+	return x
+}
+
+func (p *permPool) release() {
+	for i, x := range p.lent {
+		for _, d := range p.doms[i] {
+			x[d] = d
+		}
+		p.free = append(p.free, x)
+	}
+	p.lent, p.doms = p.lent[:0], p.doms[:0]
+}
+
+// closure appends to buf the orbit of x under gens, visiting each new member with add
+// (which reports whether it is new), and returns it.
+func closure(buf []int32, x int32, gens [][]int32, add func(int32) bool) []int32 {
+	if !add(x) {
+		return buf
+	}
+	buf = append(buf, x)
+	for q := len(buf) - 1; q < len(buf); q++ {
+		for _, g := range gens {
+			if y := g[buf[q]]; add(y) {
+				buf = append(buf, y)
+			}
+		}
+	}
+	return buf
+}
+
+// permOrder returns the order of permutation p (the lcm of its cycle lengths), 0 past
+// maxFoldOrder.
+func permOrder(p []int32) int {
+	seen := make([]bool, len(p))
+	o := 1
+	for h := range p {
+		if seen[h] {
+			continue
+		}
+		size := 0
+		for x := h; !seen[x]; x = int(p[x]) {
+			seen[x] = true
+			size++
+		}
+		a, b := o, size
+		for b != 0 {
+			a, b = b, a%b
+		}
+		if o = o / a * size; o > maxFoldOrder {
+			return 0
+		}
+	}
+	return o
 }
 
 // reach is a stream an element of a fold's group maps another onto, and whether some
