@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"os"
 	"errors"
 	"fmt"
 	"io"
@@ -404,9 +403,6 @@ func runTrainingJob(sc *scenario.Scenario, layout topo.Topology, res *Result, jo
 		}
 	}
 	jr, err := job.Start(s, b.backend, opts)
-	if os.Getenv("LS_FOLD_DEBUG") != "" && jr != nil {
-		fmt.Fprintf(os.Stderr, "fold: %d candidates, folded %v, reason %q\n", len(opts.Folds), jr.Folded(), jr.FoldReason)
-	}
 	if err != nil {
 		return out, &InputError{Err: err}
 	}
