@@ -214,13 +214,23 @@ func (c *Collectives) SetFold(fold *Fold) error {
 		if len(fold.Link) != c.net.NumLinks() {
 			return fmt.Errorf("flow: SetFold: %d links for a Net of %d", len(fold.Link), c.net.NumLinks())
 		}
+		if c.net.nextID > 0 {
+			return fmt.Errorf("flow: SetFold on a Net with flows")
+		}
 		// A class runs at m/K of its capacity (a link fixed by part of G carries the
-		// representatives' load K/m times over).
+		// representatives' load K/m times over); readings of a link are its class's times
+		// K/m.
+		net := c.net
+		nl := len(fold.Link)
+		net.view, net.viewMul, net.capMul = make([]int32, nl), make([]float64, nl), make([]float64, nl)
 		for l, cl := range fold.Link {
-			if cl == int32(l) && int(fold.Orbit[l]) != fold.K {
-				if err := c.net.SetCapacity(l, c.net.Capacity(l)*float64(fold.Orbit[l])/float64(fold.K)); err != nil {
-					return err
-				}
+			net.view[l], net.capMul[l], net.viewMul[l] = cl, 1, 1
+			if m := fold.Orbit[l]; m > 0 && int(m) != fold.K {
+				net.capMul[l] = float64(m) / float64(fold.K)
+				net.viewMul[l] = float64(fold.K) / float64(m)
+			}
+			if i := net.ext2int[l]; i >= 0 {
+				net.capa[i] = net.capExt[l] * net.capMul[l]
 			}
 		}
 	}

@@ -9,8 +9,8 @@ import (
 )
 
 // foldMinRanks is the least job size folded: below it the full simulation is cheap, and
-// small runs keep their event counts.
-const foldMinRanks = 1024
+// small runs keep their event counts (a variable for tests).
+var foldMinRanks = 1024
 
 // foldOff disables folding (tests comparing folded and full runs).
 var foldOff = false
@@ -24,15 +24,16 @@ var foldOff = false
 // function of how many bundles it crosses), so a permutation pi of the hosts that maps every
 // T0's hosts onto one T0's (and in three tiers every pod's onto one pod's), every scale-up
 // domain onto a domain, and every bundle onto a bundle of the same capacity maps each route
-// onto the route of the image pair, with the same latency. The job's permutation shifts
-// every rank's DP coordinate by whole T0s (pods) and domains (training.Job.FoldGroups). Not
-// folded: faults (they break the symmetry), links.csv series (they read each link), other
-// routes (RoCE's ECMP hashing is not equivariant), jobs under foldMinRanks ranks or not
-// filling the fabric.
+// onto the route of the image pair, with the same latency. The candidate groups rotate
+// every rank's TP coordinate inside its domain and move its DP coordinate by whole T0s
+// (pods) and domains (training.Job.FoldGroups). links.csv reads each link as its class
+// times K/m (flow.Net's view). Not folded: faults (they break the symmetry), other routes
+// (RoCE's ECMP hashing is not equivariant), jobs under foldMinRanks ranks or not filling
+// the fabric.
 func trainFold(sc *scenario.Scenario, layout topo.Topology, job *training.Job, b *trainBackend) []*training.Fold {
 	r := b.router
 	l, ok := layout.(*topo.Layout)
-	if foldOff || !ok || b.ff != nil || b.links != nil || r == nil || r.bt == nil || r.dead != nil || b.fc == nil {
+	if foldOff || !ok || b.ff != nil || r == nil || r.bt == nil || r.dead != nil || b.fc == nil {
 		return nil
 	}
 	if sc.Workload.Training == nil || sc.Workload.Training.Stragglers != nil {

@@ -540,8 +540,14 @@ func (r *Run) liveRanks() int {
 	return len(r.ranks)
 }
 
-// Folded reports whether the run simulates one replica per orbit of a fold.
-func (r *Run) Folded() bool { return r.fold != nil }
+// FoldOrder returns how many ranks each simulated rank stands for: the order of the fold's
+// group, 1 when the run is not folded.
+func (r *Run) FoldOrder() int {
+	if r.fold == nil {
+		return 1
+	}
+	return len(r.ranks) / r.fold.live
+}
 
 func joinReason(a, b string) string {
 	if a == "" {
