@@ -340,6 +340,10 @@ func (c *Collectives) startPhase(now sim.Time, in *coll) {
 		}
 		if in.fk == foldMixed {
 			c.foldDemands(in) // an invariant phase (CheckFold): one flow per orbit
+			if len(c.dem) == 0 {
+				c.fail(now, in, fmt.Errorf("flow: collective %q phase %d: no flow from a representative host under the fold (its orbit's representative is another launch's)", in.nameOf(), in.phase))
+				return
+			}
 		}
 		in.phaseAt = now
 		if err := c.addFlows(now, in, ph); err != nil {
