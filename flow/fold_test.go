@@ -269,3 +269,53 @@ func TestFoldRefusals(t *testing.T) {
 		t.Errorf("a generator fixing hosts: %v", err)
 	}
 }
+
+// BenchmarkFoldedSends: 4,096 sends between the T0s of a 4,096-host twoTier fabric (64 per
+// T0), each host to the host 64 above, run in full and folded by the rotation of the T0s
+// (64 per orbit): the folded run routes and fills a 64th of the flows, the same end time.
+func BenchmarkFoldedSends(b *testing.B) {
+	for _, folded := range []bool{false, true} {
+		name := "full"
+		if folded {
+			name = "folded"
+		}
+		b.Run(name, func(b *testing.B) {
+			r := &twoTier{hosts: 4096, per: 64}
+			rot := make([]int32, r.hosts)
+			for h := range rot {
+				rot[h] = int32((h + r.per) % r.hosts)
+			}
+			send := collective.NewSpec(collective.SendRecv, 2, 1<<20)
+			send.Algo, send.Root, send.Peer = collective.Direct, 0, 1
+			comms := make([]collective.Comm, r.hosts)
+			for h := range comms {
+				comms[h], _ = collective.NewComm([]int{h, (h + r.per) % r.hosts})
+			}
+			lg := [][]int32{r.linkGen(rot)}
+			b.ReportAllocs()
+			var end sim.Time
+			for b.Loop() {
+				s := sim.New(1)
+				n, _ := New(s, r.caps(), Config{})
+				c, _ := NewCollectives(n, r, CollConfig{Forget: true})
+				var f *Fold
+				if folded {
+					f, _ = NewFold([][]int32{rot}, lg)
+					_ = c.SetFold(f)
+				}
+				for h, comm := range comms {
+					if f != nil && !f.Rep(h) {
+						continue
+					}
+					if err := c.Launch(0, send, comm, "", func(now sim.Time) { end = max(end, now) }); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := s.Drain(sim.MaxTime); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(end.Seconds()*1e6, "sim-us")
+		})
+	}
+}
