@@ -63,16 +63,31 @@ func trainFold(sc *scenario.Scenario, layout topo.Topology, job *training.Job, b
 		if lgens[len(gens)-1] == nil {
 			continue
 		}
-		f, err := flow.NewFold(gens, lgens)
-		if err != nil {
-			continue
+		// The group's checks (NewFold) only for a candidate the job's checks reach.
+		var f *flow.Fold
+		var ferr error
+		fold := func() (*flow.Fold, error) {
+			if f == nil && ferr == nil {
+				f, ferr = flow.NewFold(gens, lgens)
+			}
+			return f, ferr
 		}
 		out = append(out, &training.Fold{
 			Gens: gens,
 			Check: func(stab [][]int32, spec collective.Spec, comm collective.Comm) error {
+				f, err := fold()
+				if err != nil {
+					return err
+				}
 				return b.fc.CheckFold(f, stab, spec, comm)
 			},
-			Enable: func() error { return b.fc.SetFold(f) },
+			Enable: func() error {
+				f, err := fold()
+				if err != nil {
+					return err
+				}
+				return b.fc.SetFold(f)
+			},
 		})
 	}
 	return out

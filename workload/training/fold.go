@@ -29,7 +29,8 @@ type Fold struct {
 	// representative flows alone is exact (flow.Collectives.CheckFold).
 	Check func(stab [][]int32, spec collective.Spec, comm collective.Comm) error
 	// Enable is called once Start has accepted the fold, before anything is launched: the
-	// backend starts simulating one flow per orbit (flow.Collectives.SetFold).
+	// backend starts simulating one flow per orbit (flow.Collectives.SetFold). An error
+	// (the backend's own checks failed; it must then be unchanged) rejects the fold.
 	Enable func() error
 }
 
@@ -292,7 +293,7 @@ func (r *Run) setupFold(f *Fold) (string, error) {
 	}
 	if f.Enable != nil {
 		if err := f.Enable(); err != nil {
-			return "", err
+			return err.Error(), nil // the backend refused it, unchanged
 		}
 	}
 	for si := range r.hot {
