@@ -3,6 +3,7 @@ package runner
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -23,8 +24,8 @@ workload:
 // Folding symmetric replicas (flowfold.go, flow.Fold, training.Fold) is exact: the training
 // result (step time, every breakdown, MFU, power, goodput: the whole summary block) is the
 // same folded and not, for a TP x DP grid (TP rotation with the DP rotation), a pipeline
-// without TP (the DP rotation alone) and a DP ring and halving-doubling mix; the folded
-// run adds a fraction of the flows.
+// without TP (the DP rotation alone) and a zero-bubble schedule; links.csv's bytes per
+// interval agree to the byte; the folded run adds a fraction of the flows.
 func TestTrainingFoldMatchesFull(t *testing.T) {
 	defer func(m int) { foldMinRanks = m }(foldMinRanks)
 	foldMinRanks = 0
@@ -54,6 +55,25 @@ func TestTrainingFoldMatchesFull(t *testing.T) {
 			b, _ := json.Marshal(folded.Summary.Training)
 			if string(a) != string(b) {
 				t.Fatalf("folded training result differs:\nfull   %s\nfolded %s", a, b)
+			}
+			// links.csv: each link read as its class x K/m; bytes per interval equal up to
+			// the rounding of the fluid bytes to whole ones.
+			if (full.Links == nil) != (folded.Links == nil) {
+				t.Fatalf("link series: full %v, folded %v", full.Links != nil, folded.Links != nil)
+			}
+			if full.Links != nil {
+				a, b := full.Links, folded.Links
+				if !slices.Equal(a.starts, b.starts) || len(a.tx) != len(b.tx) {
+					t.Fatalf("link series: %d intervals, %d folded", len(a.starts), len(b.starts))
+				}
+				var worst, total int64
+				for i := range a.tx {
+					worst = max(worst, abs64(a.tx[i]-b.tx[i]))
+					total += a.tx[i]
+				}
+				if worst > 1 || total == 0 {
+					t.Errorf("link series: bytes differ by up to %d (of %d in all)", worst, total)
+				}
 			}
 			if ft.Flow.FlowsAdded*int64(ft.Fold) != fu.Flow.FlowsAdded {
 				t.Errorf("flows: %d folded by %d, %d full", ft.Flow.FlowsAdded, ft.Fold, fu.Flow.FlowsAdded)
@@ -85,6 +105,13 @@ func TestTrainingFoldRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 func replaceOnce(s, old, new string) string {
