@@ -72,7 +72,7 @@ func (n *Network) SetLinkDown(now sim.Time, p PortID, down bool) error {
 			port.Down = false
 		}
 	}
-	n.arLinkChange(down)
+	n.arLinkChange(now, p, down)
 	return nil
 }
 
