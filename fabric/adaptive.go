@@ -97,6 +97,7 @@ type AdaptiveStats struct {
 	QueuedDeadEnds int64 // of DeadEnds, packets taken off a dead egress's queue with no usable port left
 	LostQueued     int64 // queued at a dead switch egress and not reroutable (a source route), dropped
 	LostInFlight   int64 // on the wire (or being serialised) when their link failed, dropped at arrival
+	LostInFlightB  int64 // their bytes
 	NotifySent     int64 // fault notifications scheduled (each delivered NotifyDelay later, counted in Notices)
 }
 

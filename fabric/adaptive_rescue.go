@@ -183,9 +183,10 @@ func (a *arState) anyUsable(n *Network, id NodeID, g []uint16, dst int32) bool {
 	return false
 }
 
-// arLostInFlight counts a packet lost on the wire of a failed link (adaptive routing on).
-func (n *Network) arLostInFlight() {
+// arLostInFlight counts packet p, lost on the wire of a failed link (adaptive routing on).
+func (n *Network) arLostInFlight(p *Packet) {
 	if n.ar != nil {
 		n.ar.st.LostInFlight++
+		n.ar.st.LostInFlightB += int64(p.Size)
 	}
 }

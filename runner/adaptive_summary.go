@@ -32,6 +32,7 @@ type AdaptiveSummary struct {
 	// end, awaiting the notification upstream), NoRouteFromQueue of them taken off a dead
 	// egress's queue.
 	LostInFlight     int64 `json:"lost_in_flight_packets"`
+	LostInFlightB    int64 `json:"lost_in_flight_bytes"`
 	LostQueued       int64 `json:"lost_queued_packets"`
 	NoRoute          int64 `json:"no_route_packets"`
 	NoRouteFromQueue int64 `json:"no_route_from_queue_packets"`
@@ -47,7 +48,7 @@ func adaptiveSummary(net *fabric.Network) *AdaptiveSummary {
 	return &AdaptiveSummary{
 		Decisions: st.Decisions, Static: st.Static, AdaptivelyRerouted: st.Moved, FastRecoveryReroutes: st.Rerouted,
 		QueueRescued: st.Rescued, NotificationsSent: st.NotifySent, NotificationsDelivered: st.Notices,
-		LostInFlight: st.LostInFlight, LostQueued: st.LostQueued, NoRoute: st.DeadEnds, NoRouteFromQueue: st.QueuedDeadEnds,
+		LostInFlight: st.LostInFlight, LostInFlightB: st.LostInFlightB, LostQueued: st.LostQueued, NoRoute: st.DeadEnds, NoRouteFromQueue: st.QueuedDeadEnds,
 	}
 }
 
