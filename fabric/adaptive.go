@@ -306,6 +306,7 @@ func (n *Network) onNotify(now sim.Time, _ int32, _ uint64) {
 	delete(a.notifying, k)
 	a.avoid[k] = struct{}{}
 	a.st.Notices++
+	n.arCascade(now, k)
 	n.arNotified(now, k.port, k.dst)
 }
 

@@ -190,3 +190,17 @@ func (n *Network) arLostInFlight(p *Packet) {
 		n.ar.st.LostInFlightB += int64(p.Size)
 	}
 }
+
+// arCascade: a notification k now in force may leave its switch with no usable port toward
+// k.dst (a T2 whose only way down to a pod was the notifying T1); that switch then notifies
+// its own upstream at once, rather than at the first packet that finds it a dead end, so the
+// notification climbs one tier per notify_delay and a switch that still has a way stops it.
+func (n *Network) arCascade(now sim.Time, k avoidKey) {
+	id := n.Ports[k.port].Node
+	if n.Nodes[id].Kind != Switch {
+		return
+	}
+	if g := n.Nodes[id].Routes.Lookup(k.dst); len(g) > 0 && !n.ar.anyUsable(n, id, g, k.dst) {
+		n.arNotify(now, id, k.dst)
+	}
+}
