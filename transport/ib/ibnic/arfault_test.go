@@ -123,3 +123,35 @@ func TestLinkDownAdaptive(t *testing.T) {
 		t.Errorf("static routing: drops at the dead link %d then %d; want them to grow (ECMP keeps using it)", ap, bp)
 	}
 }
+
+// TestLinkDownAdaptive3Tier: the same acceptance over the 3-tier radix-8 permutation (4 MB),
+// for a T0-T1 and a T1-T2 link failing at 50 us. Three tiers need the notification to climb:
+// the T2s whose only way down to the pod was the dead T1 pass it on to their own upstream
+// (fabric arCascade). Nothing is dropped after 60 us, nothing queued is lost, every transfer
+// completes.
+func TestLinkDownAdaptive3Tier(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
+	const fail, within = 50 * sim.Microsecond, 10 * sim.Microsecond
+	for _, link := range []string{"p0.t0-0.up0", "p0.t1-0.up0"} {
+		t.Run(link, func(t *testing.T) {
+			y := permYAML(fabricCase{3, 1, 8, "4MB"}, "kind: ib", true, 1, "faults: [{at: 50us, link: "+link+", action: down}]\n")
+			full := run(t, y)
+			cut := stoppedAt(t, y, fail+within)
+			st, tr := full.Net.AdaptiveStats(), full.Summary.Transport
+			d, dc := full.Net.C.DroppedTotal(), cut.Net.C.DroppedTotal()
+			t.Logf("drops by %.1f us %d, whole run %d: in flight %d (%d B), queued %d, no route %d (%d from a queue); rescued %d; notifications %d; done %d of 128, retx %d, JCT %.1f us",
+				float64(cut.Sim.Now())/1e6, dc, d, st.LostInFlight, st.LostInFlightB, st.LostQueued, st.DeadEnds, st.QueuedDeadEnds, st.Rescued, st.Notices, tr.FlowsCompleted, tr.RetxPackets, tr.JCTUs)
+			if d != dc {
+				t.Errorf("%d packets dropped after %v", d-dc, fail+within)
+			}
+			if d != st.LostInFlight+st.LostQueued+st.DeadEnds || st.LostQueued != 0 {
+				t.Errorf("drops %d (%v); want in flight %d + no route %d, none queued (%d)", d, full.Summary.Drops, st.LostInFlight, st.DeadEnds, st.LostQueued)
+			}
+			if tr.FlowsCompleted != 128 || tr.QPErrors != 0 {
+				t.Errorf("completed %d of 128, QP errors %d", tr.FlowsCompleted, tr.QPErrors)
+			}
+		})
+	}
+}
