@@ -877,7 +877,8 @@ func (n *Network) dropLinkDown(port *Port, p *Packet) {
 	n.drop(p, DropLinkDown)
 }
 
-// flush drops, as link_down, every packet queued at port (the link went down).
+// flush drops, as link_down, every packet queued at port (the link went down); with adaptive
+// routing a switch forwards them elsewhere instead (arRescue).
 func (n *Network) flush(now sim.Time, port *Port) {
 	if n.ar != nil && n.arRescue(now, port) {
 		return // adaptive routing forwards the queue elsewhere (adaptive_rescue.go)
