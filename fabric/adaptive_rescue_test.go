@@ -128,3 +128,28 @@ func TestAdaptiveRescueNotified(t *testing.T) {
 		})
 	}
 }
+
+// TestAdaptiveRescueSourceRouted: source-routed packets (MRC's) are never rerouted: those
+// queued at the dead egress are dropped as before, counted as LostQueued, none rescued.
+func TestAdaptiveRescueSourceRouted(t *testing.T) {
+	h := diamond(t, false)
+	const n = 100
+	h.sendN(0, n, pkt{src: 0, dst: 1, route: []uint16{1, 1, 2}})
+	var queued int64
+	h.at(3*sim.Microsecond, func(now sim.Time) {
+		queued = h.port("s0", 1).QueueBytes() / mtu
+		if err := h.n.SetLinkDown(now, portID(h, "s0.p1"), true); err != nil {
+			t.Fatal(err)
+		}
+	})
+	h.run(sim.MaxTime)
+	h.audit()
+	st := h.n.AdaptiveStats()
+	t.Logf("queued %d, %+v, delivered %d", queued, st, len(h.got))
+	if queued == 0 || st.LostQueued != queued || st.Rescued != 0 {
+		t.Errorf("queued %d at the failure: lost queued %d, rescued %d; want all lost, none rescued", queued, st.LostQueued, st.Rescued)
+	}
+	if d := h.n.C.DroppedTotal(); d < st.LostQueued+st.LostInFlight || int64(len(h.got))+d != n {
+		t.Errorf("drops %d (%v), delivered %d of %d", d, h.n.C.Dropped, len(h.got), n)
+	}
+}
