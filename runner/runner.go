@@ -300,6 +300,7 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	}
 	res.Summary.Complete = true
 	res.Summary.Switch = switchSummary(sc, net)
+	res.Summary.Adaptive = adaptiveSummary(net)
 	markOutcome(sc, &res.Summary)
 	if res.stall != "" {
 		sm := &res.Summary
