@@ -54,6 +54,10 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 	if fc, err = flow.NewCollectives(fnet, router, ccfg); err != nil {
 		return &InputError{Err: err}
 	}
+	// Tree, halving-doubling, recursive doubling and pairwise run their packet-level
+	// schedule message by message (flow/dag.go); ring, hierarchical, chain, direct and
+	// grouped keep their phases (flow/expand.go).
+	fc.SetSchedules(true)
 	if ff != nil {
 		ff.start(fnet, fc)
 	}
@@ -495,6 +499,14 @@ func (r *collRouter) setMsgPlanes(sp collective.Spec, comm collective.Comm) {
 		return
 	}
 	key0 := commKey(comm)
+	if schedModel(sp) {
+		// The schedule model (flow/dag.go) posts each message on one QP, round robin
+		// as the packet level does: key key0 + q is QP q alone.
+		for q := range max(r.paths, 1) * r.planes {
+			r.msgPlanes[key0+uint64(q)] = msgQPs{first: q, stride: 1, count: 1}
+		}
+		return
+	}
 	chans, loops := msgLoops(sp)
 	for c := range chans {
 		r.msgPlanes[key0+uint64(c)] = msgQPs{first: c, stride: chans, count: loops}
@@ -576,4 +588,30 @@ func (r *collRouter) planeOf(d int32) int {
 		return 0
 	}
 	return r.links[d/2].Plane
+}
+
+// schedModel reports whether package flow runs sp (resolved) message by message through its
+// packet-level schedule (flow.Collectives.SetSchedules, on for collective workloads): the
+// tree, halving-doubling, recursive doubling and pairwise on two ranks or more.
+func schedModel(sp collective.Spec) bool {
+	if sp.Ranks < 2 {
+		return false
+	}
+	switch sp.Algo {
+	case collective.Tree, collective.HalvingDoubling, collective.RecursiveDoubling, collective.Pairwise:
+		return true
+	}
+	return false
+}
+
+// QPs implements flow.QPRouter: the connections the transport opens between two hosts for
+// one collective, which the schedule model takes round robin message by message: 1 for a
+// transport that sprays (MRC: one QP over every plane) and between hosts of one scale-up
+// domain, else qps_per_peer on each plane (RoCE: rocenic.Endpoint.Send, QP i on plane i mod
+// planes).
+func (r *collRouter) QPs(src, dst int) int {
+	if r.spray || r.domain > 1 && src/r.domain == dst/r.domain {
+		return 1
+	}
+	return max(r.paths, 1) * r.planes
 }
