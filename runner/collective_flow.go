@@ -19,8 +19,12 @@ import (
 // records one nccl-tests row per size. Flows are routed as the transport would route its
 // packets (MRC sprays each flow over its minimal paths, RoCE hashes it onto one path per
 // plane: newFlowRouter), and hosts of one scale-up domain talk over their scale-up links at
-// the domain's rate. The flow model of each algorithm is package flow's (flow/expand.go):
-// phases separated by barriers, reductions free, chunking immaterial. A collective not done
+// the domain's rate. The flow model of each algorithm is package flow's: the tree,
+// halving-doubling, recursive doubling and pairwise run their packet-level schedule message
+// by message (flow/dag.go: the same DAG and chunk pipelining as the packet level, each
+// message on its QP), the others phases separated by barriers (flow/expand.go: the ring's
+// and hierarchical ring's steady state, grouped and direct without dependencies);
+// reductions are free. A collective not done
 // by run.duration, or a stall (a flow at rate 0), stops the run naming the unfinished ones.
 // It uses the topology only, never res.Net (the packet fabric).
 func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result, groups []collGroup, iters int) error {
