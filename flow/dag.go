@@ -8,8 +8,9 @@ import (
 )
 
 // The schedule model (Collectives.SetSchedules): a collective whose algorithm has
-// dependencies between steps (double binary tree, halving-doubling, recursive doubling,
-// pairwise all-to-all) runs at flow level as the packet level runs it, message by message
+// dependencies between messages (ring, chain, hierarchical, double binary tree,
+// halving-doubling, recursive doubling, pairwise all-to-all) and whose schedule is small
+// enough runs at flow level as the packet level runs it, message by message
 // through package collective's Schedule (the same DAG of sends, receives and reductions the
 // packet level's collective.Executor walks), instead of expand.go's phases:
 //
@@ -32,11 +33,12 @@ import (
 // On a non-blocking fabric without contention at the NICs this is the schedule's run on
 // collective.Ideal (one message at a time per NIC, latency a); where several connections of
 // one host are busy at once the fluid shares the NIC max-min fairly where Ideal serves its
-// posted messages in FIFO order (flow/dag_test.go). Ring, hierarchical, chain, direct and
-// grouped collectives keep the phase model: the ring's and hierarchical ring's phases are the
-// steady state of their pipelines (every edge busy at the bottleneck rate: AlphaBeta's form
-// exactly on a crossbar), direct and grouped have no dependencies, and a 131,072-GPU training
-// step's millions of them stay one flow per pair and phase.
+// posted messages in FIFO order (flow/dag_test.go). Direct and grouped collectives keep the
+// phase model (no dependencies: one flow per pair is exactly their chunks in order), and so
+// do schedules above SetSchedules' bound: there the phases are the ring's steady state
+// (AlphaBeta's form exactly on a crossbar, and the schedule's own time when each channel is
+// one loop, S/C <= n x chunk, as at scale), and a 131,072-GPU training step's millions of
+// collectives stay one flow per pair and phase.
 
 // QPRouter is a Router that also says how many connections (QPs) the transport opens between
 // two hosts for one collective, which the schedule model takes round robin message by
@@ -48,17 +50,11 @@ type QPRouter interface {
 	QPs(src, dst int) int
 }
 
-// dagAlgo reports whether the schedule model runs sp (resolved) when it is on: the
-// algorithms whose steps depend on each other.
-func dagAlgo(sp *collective.Spec) bool {
-	if sp.Ranks < 2 {
-		return false
-	}
-	switch sp.Algo {
-	case collective.Tree, collective.HalvingDoubling, collective.RecursiveDoubling, collective.Pairwise:
-		return true
-	}
-	return false
+// schedAlgo reports whether sp's algorithm has a schedule the model can run differently
+// from its phases: every one but direct and grouped, whose messages have no dependencies
+// (their chunks in order on a connection finish when one flow of their sum does).
+func schedAlgo(sp *collective.Spec) bool {
+	return sp.Ranks >= 2 && sp.Algo != collective.Direct && sp.Algo != collective.Grouped
 }
 
 // schedKey identifies a spec without a matrix, for the schedule cache.
@@ -82,14 +78,14 @@ type dagSched struct {
 // dagCacheSize bounds the schedules kept for reuse (a sweep launches each size many times).
 const dagCacheSize = 8
 
-// dagState is the schedule model's state on a Collectives (nil until SetSchedules(true)).
+// dagState is the schedule model's state on a Collectives (nil until SetSchedules turns it on).
 type dagState struct {
-	off   bool     // SetSchedules(false): new collectives run phases
-	kind  sim.Kind // a message's delivery
-	cache []*dagSched
-	insts []*dagInst // by collective id; nil for phase-model collectives
-	work  []uint64   // (collective id, op) to complete, FIFO
-	busy  bool
+	maxOps float64  // SetSchedules: the largest schedule the model runs; 0 off
+	kind   sim.Kind // a message's delivery
+	cache  []*dagSched
+	insts  []*dagInst // by collective id; nil for phase-model collectives
+	work   []uint64   // (collective id, op) to complete, FIFO
+	busy   bool
 }
 
 // dagInst is one running collective of the schedule model.
@@ -123,15 +119,18 @@ type dagConn struct {
 	done     func(now sim.Time)
 }
 
-// SetSchedules turns the schedule model on or off for collectives launched from now on
-// (default off: every algorithm runs expand.go's phases). On, double binary tree,
-// halving-doubling, recursive-doubling and pairwise collectives run message by message
-// through their packet-level schedule (see dag.go), so the flow level keeps the packet
-// level's dependencies and chunk pipelining; the others keep their phases.
-func (c *Collectives) SetSchedules(on bool) {
-	if !on {
+// SetSchedules turns the schedule model on for collectives launched from now on whose
+// schedule has at most maxOps operations (collective.EstimateOps; 0 turns it off, the
+// default: every algorithm runs expand.go's phases). Those collectives, of every algorithm
+// but direct and grouped, run message by message through their packet-level schedule (see
+// dag.go), so the flow level keeps the packet level's dependencies and chunk pipelining;
+// larger ones keep their phases, which cost one flow per pair and phase where the schedule
+// model costs one per message (about 2 us of wall time per op: a 1,024-rank tree all-reduce
+// of 256 MiB, 5.2 million ops, takes 10 s). Errors: none; a negative or NaN maxOps is 0.
+func (c *Collectives) SetSchedules(maxOps float64) {
+	if !(maxOps > 0) {
 		if c.dag != nil {
-			c.dag.off = true
+			c.dag.maxOps = 0
 		}
 		return
 	}
@@ -139,14 +138,29 @@ func (c *Collectives) SetSchedules(on bool) {
 		c.dag = &dagState{}
 		c.dag.kind = c.s.Register("flow.collective.deliver", c.dagDeliver)
 	}
-	c.dag.off = false
+	c.dag.maxOps = maxOps
+}
+
+// Schedules reports whether a launch of spec now would run the schedule model
+// (SetSchedules): its algorithm has dependencies and its schedule is small enough. A spec
+// that does not resolve reports false.
+func (c *Collectives) Schedules(spec collective.Spec) bool {
+	if c.dag == nil || c.dag.maxOps <= 0 {
+		return false
+	}
+	sp, err := spec.Resolve()
+	if err != nil || !schedAlgo(&sp) {
+		return false
+	}
+	ops, err := collective.EstimateOps(sp)
+	return err == nil && ops <= c.dag.maxOps
 }
 
 // dagStart starts collective in under the schedule model if it runs there, and reports
 // whether it did.
 func (c *Collectives) dagStart(now sim.Time, in *coll) bool {
 	g := c.dag
-	if g == nil || g.off || !dagAlgo(&in.spec) {
+	if g == nil || !c.Schedules(in.spec) {
 		return false
 	}
 	ds, err := g.schedule(&in.spec)

@@ -22,7 +22,7 @@ func dagRun(t *testing.T, r Router, caps []float64, specs []collective.Spec, cfg
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.SetSchedules(true)
+	c.SetSchedules(1e9)
 	for _, sp := range specs {
 		comm, err := collective.RangeComm(0, sp.Ranks, 1)
 		if err != nil {
@@ -239,7 +239,7 @@ func TestScheduleModelReroute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.SetSchedules(true)
+	c.SetSchedules(1e9)
 	comm, _ := collective.RangeComm(0, 8, 1)
 	sp := spec(collective.AllReduce, collective.HalvingDoubling, 8, 32<<20)
 	done := 0
@@ -274,5 +274,70 @@ func TestScheduleModelReroute(t *testing.T) {
 	}
 	if len(c.Results()) != 0 {
 		t.Errorf("%d results kept with Forget", len(c.Results()))
+	}
+}
+
+// TestScheduleModelRingOneLoop: a ring all-reduce, reduce-scatter or all-gather whose
+// channels are one loop each (S/C <= n x chunk) takes on a crossbar, message by message,
+// exactly the phase model's time, AlphaBeta's 2(n-1)/n S b + 2(n-1) a (or half of both):
+// every step moves S/n per rank in lockstep. With several loops the schedule hides latencies
+// the phase model charges and stays above the NIC bound.
+func TestScheduleModelRingOneLoop(t *testing.T) {
+	for _, op := range []collective.Collective{collective.AllReduce, collective.ReduceScatter, collective.AllGather} {
+		sp := spec(op, collective.Ring, 16, 16<<20) // 1 MiB segments
+		sp.ChunkBytes = 1 << 20
+		res := dagCrossbar(t, 16, sp)
+		phase, _ := crossbarRun(t, 16, []collective.Spec{sp}, false)
+		ab, _ := collective.AlphaBeta(sp, model())
+		sch, _ := collective.Build(sp)
+		msgs := int64(sch.Len())
+		if d := int64(res[0].Time() - phase[0].Time()); d > msgs || d < -msgs {
+			t.Errorf("%v one loop: schedule %v, phases %v", op, res[0].Time(), phase[0].Time())
+		}
+		if d := int64(res[0].Time() - ab); d > msgs || d < -msgs {
+			t.Errorf("%v one loop: schedule %v, AlphaBeta %v", op, res[0].Time(), ab)
+		}
+	}
+	sp := spec(collective.AllReduce, collective.Ring, 16, 64<<20) // 8 loops of 16 x 512 KiB
+	res := dagCrossbar(t, 16, sp)
+	ab, _ := collective.AlphaBeta(sp, model())
+	nic := testRate.TxTime(sp.Bytes*2*15/16) + testLat
+	if got := res[0].Time(); got >= ab || got < nic {
+		t.Errorf("ring 8 loops: %v, want in [NIC bound %v, AlphaBeta %v)", got, nic, ab)
+	}
+}
+
+// TestSchedulesBound: SetSchedules runs the schedule model for schedules of at most maxOps
+// operations of algorithms with dependencies, never for direct and grouped, and not at all
+// when off.
+func TestSchedulesBound(t *testing.T) {
+	_, _, c := crossbarColls(t, 16, 1, CollConfig{})
+	ring := spec(collective.AllReduce, collective.Ring, 16, 32<<20)
+	if c.Schedules(ring) {
+		t.Error("schedule model on by default")
+	}
+	ops, _ := collective.EstimateOps(ring)
+	c.SetSchedules(ops)
+	if !c.Schedules(ring) {
+		t.Errorf("ring of %v ops with bound %v: phases", ops, ops)
+	}
+	c.SetSchedules(ops - 1)
+	if c.Schedules(ring) {
+		t.Errorf("ring of %v ops with bound %v: schedule model", ops, ops-1)
+	}
+	c.SetSchedules(1e12)
+	for _, a := range []collective.Algorithm{collective.Grouped} {
+		if sp := spec(collective.AllToAll, a, 16, 16<<20); c.Schedules(sp) {
+			t.Errorf("%v: schedule model", a)
+		}
+	}
+	sr := spec(collective.SendRecv, collective.Direct, 2, 1<<20)
+	sr.Root, sr.Peer = 0, 1
+	if c.Schedules(sr) {
+		t.Error("direct: schedule model")
+	}
+	c.SetSchedules(0)
+	if c.Schedules(ring) {
+		t.Error("schedule model after SetSchedules(0)")
 	}
 }

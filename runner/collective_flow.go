@@ -58,10 +58,10 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 	if fc, err = flow.NewCollectives(fnet, router, ccfg); err != nil {
 		return &InputError{Err: err}
 	}
-	// Tree, halving-doubling, recursive doubling and pairwise run their packet-level
-	// schedule message by message (flow/dag.go); ring, hierarchical, chain, direct and
-	// grouped keep their phases (flow/expand.go).
-	fc.SetSchedules(true)
+	// Collectives of up to flowScheduleMaxOps operations run their packet-level schedule
+	// message by message (flow/dag.go); larger ones, and direct and grouped, their phases
+	// (flow/expand.go).
+	fc.SetSchedules(flowScheduleMaxOps)
 	if ff != nil {
 		ff.start(fnet, fc)
 	}
@@ -127,7 +127,7 @@ func (e *flowColl) launch(g int, name string) error {
 	e.done[g] = collective.Result{ID: len(e.run.Instances) + e.w.running, Name: name, Spec: e.specs[g], Hosts: e.groups[g].comm.Hosts(),
 		Start: start, End: sim.MaxTime}
 	r := &e.done[g]
-	e.router.setMsgPlanes(e.specs[g], e.groups[g].comm)
+	e.router.setConnPlanes(e.specs[g], e.groups[g].comm, e.fc.Schedules(e.specs[g]))
 	err := e.fc.Launch(start, e.specs[g], e.groups[g].comm, name, func(now sim.Time) {
 		r.End, r.Done = now, true
 		e.w.finished()
@@ -499,11 +499,18 @@ func newMsgRouter(base *flowRouter) *collRouter {
 // approximation (docs/flow-agreement.md, "Residuals"). A later collective on the same hosts
 // replaces the record.
 func (r *collRouter) setMsgPlanes(sp collective.Spec, comm collective.Comm) {
+	r.setConnPlanes(sp, comm, false)
+}
+
+// setConnPlanes is setMsgPlanes for a collective that runs the phase model (sched false) or
+// the schedule model (sched true: flow.Collectives.Schedules), which posts each message on
+// one QP, so key key0 + q is QP q alone.
+func (r *collRouter) setConnPlanes(sp collective.Spec, comm collective.Comm, sched bool) {
 	if r.msgPlanes == nil {
 		return
 	}
 	key0 := commKey(comm)
-	if schedModel(sp) {
+	if sched {
 		// The schedule model (flow/dag.go) posts each message on one QP, round robin
 		// as the packet level does: key key0 + q is QP q alone.
 		for q := range max(r.paths, 1) * r.planes {
@@ -594,19 +601,13 @@ func (r *collRouter) planeOf(d int32) int {
 	return r.links[d/2].Plane
 }
 
-// schedModel reports whether package flow runs sp (resolved) message by message through its
-// packet-level schedule (flow.Collectives.SetSchedules, on for collective workloads): the
-// tree, halving-doubling, recursive doubling and pairwise on two ranks or more.
-func schedModel(sp collective.Spec) bool {
-	if sp.Ranks < 2 {
-		return false
-	}
-	switch sp.Algo {
-	case collective.Tree, collective.HalvingDoubling, collective.RecursiveDoubling, collective.Pairwise:
-		return true
-	}
-	return false
-}
+// flowScheduleMaxOps is the largest schedule (collective.EstimateOps) a collective workload
+// runs at flow level message by message (flow.Collectives.SetSchedules); larger collectives
+// run their phases. The schedule model costs about 2 us of wall time per op (MRC, 1,024
+// hosts: a tree all-reduce of 256 MiB, 5.2 million ops, 10 s; a pairwise all-to-all of 256
+// MiB, 2.1 million, 3 s), so the bound keeps one collective to a few seconds; a ring
+// all-reduce over 16 ranks of 32 MiB is 4,800 ops, over 1,024 ranks of 1 GiB 10.5 million.
+const flowScheduleMaxOps = 1 << 21
 
 // QPs implements flow.QPRouter: the connections the transport opens between two hosts for
 // one collective, which the schedule model takes round robin message by message: 1 for a

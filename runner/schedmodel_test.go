@@ -54,11 +54,8 @@ func TestScheduleModelQPs(t *testing.T) {
 		if sp, err = flowSpec(sp); err != nil {
 			t.Fatal(err)
 		}
-		if !schedModel(sp) {
-			t.Fatalf("halving-doubling should run the schedule model")
-		}
 		comm, _ := collective.RangeComm(0, 16, 1)
-		r.setMsgPlanes(sp, comm)
+		r.setConnPlanes(sp, comm, true)
 		key0 := commKey(comm)
 		seen := map[string]bool{}
 		for q := range c.want {
