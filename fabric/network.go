@@ -335,7 +335,7 @@ type nodeHot struct {
 // New returns an empty network driven by s. ECMP seeds, ECN marking draws and loss draws come
 // from separate named streams of s's seed.
 func New(s *sim.Sim) *Network {
-	n := &Network{sim: s, seed: s.RNG("fabric.ecmp").Uint64(), ecnSeed: s.RNG("fabric.ecn").Uint64(),
+	n := &Network{sim: s, seed: ecmpBase(s.RNG("fabric.ecmp")), ecnSeed: s.RNG("fabric.ecn").Uint64(),
 		lossSeed: s.RNG("fabric.loss").Uint64()}
 	n.kTx = s.Register("fabric.tx", n.onTxDone)
 	n.kArrive = s.Register("fabric.arrive", n.onArrive)
@@ -351,13 +351,41 @@ func New(s *sim.Sim) *Network {
 // its uplinks stay idle [e.g. Cisco, "ECMP load-sharing polarization"].
 func (n *Network) SetECMPSharedSeed(shared bool) {
 	for id := range n.Nodes {
-		if shared {
-			n.Nodes[id].seed = n.seed
-		} else {
-			n.Nodes[id].seed = sim.Mix64(n.seed ^ uint64(id)*0x9e3779b97f4a7c15)
-		}
+		n.Nodes[id].seed = switchSeed(n.seed, NodeID(id), shared)
 	}
 }
+
+// ecmpBase is the base of every switch's ECMP seed: the first draw of the simulation's
+// "fabric.ecmp" stream.
+func ecmpBase(r interface{ Uint64() uint64 }) uint64 { return r.Uint64() }
+
+// switchSeed is switch id's ECMP hash seed from the network's base: its own (a mix of the
+// base and id) or, shared, the base itself (SetECMPSharedSeed).
+func switchSeed(base uint64, id NodeID, shared bool) uint64 {
+	if shared {
+		return base
+	}
+	return sim.Mix64(base ^ uint64(id)*0x9e3779b97f4a7c15)
+}
+
+// ECMPSeeds returns the ECMP hash seed of each of the first nodes node IDs in a network built
+// from topology node numbers (topo.BuildTopology: NodeID = node index) on a simulation of
+// seed runSeed: each switch its own, or with shared the one every switch has
+// (SetECMPSharedSeed). Code that predicts packet paths without building the fabric (the flow
+// level's hashed routes) uses them with ECMPChoice.
+func ECMPSeeds(runSeed uint64, nodes int, shared bool) []uint64 {
+	base := ecmpBase(sim.Stream(runSeed, "fabric.ecmp"))
+	out := make([]uint64, max(nodes, 0))
+	for id := range out {
+		out[id] = switchSeed(base, NodeID(id), shared)
+	}
+	return out
+}
+
+// ECMPChoice returns the member of an ECMP group of k a switch with hash seed seed picks
+// for a packet with p's 5-tuple and entropy (Proto, Src, Dst, SrcPort, DstPort, Entropy;
+// nothing else of p is read): the hash forward applies.
+func ECMPChoice(seed uint64, p *Packet, k int) int { return ecmpIndex(seed, p, k) }
 
 // SetNICReady registers fn to be called each time a host's NIC port finishes serialising a
 // packet and has nothing left waiting (the next packet, if any, is on the transmitter): the
@@ -390,7 +418,7 @@ func (n *Network) AddNode(name string, kind NodeKind, plane, tier int) (NodeID, 
 		}
 		n.hosts++
 	}
-	seed := sim.Mix64(n.seed ^ uint64(id)*0x9e3779b97f4a7c15)
+	seed := switchSeed(n.seed, id, false)
 	n.Nodes = append(n.Nodes, Node{Name: name, Kind: kind, Plane: int8(plane), Tier: int8(tier), seed: seed})
 	n.hot = append(n.hot, nodeHot{})
 	return id, nil

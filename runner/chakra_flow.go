@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"github.com/lockstepsim/lockstep/transport"
 
 	"github.com/lockstepsim/lockstep/flow"
 	"github.com/lockstepsim/lockstep/scenario"
@@ -91,13 +92,15 @@ type chakraFlow struct {
 	stopErr error
 }
 
-// launch resolves sp for the flow engine (flowSpec) and launches it; QP groups do not apply.
-func (c *chakraFlow) launch(now sim.Time, sp collective.Spec, comm collective.Comm, name string, _ int, done func(sim.Time)) error {
+// launch resolves sp for the flow engine (flowSpec) and launches it; group is the QP group
+// the packet level keys its connections by (Hooks.Group), the owner of its hashed routes.
+func (c *chakraFlow) launch(now sim.Time, sp collective.Spec, comm collective.Comm, name string, group int, done func(sim.Time)) error {
 	sp, err := flowSpec(sp)
 	if err != nil {
 		return err
 	}
 	c.router.setMsgPlanes(sp, comm)
+	c.router.setOwners(sp, comm, transport.CollectiveOwner(group))
 	return c.fc.Launch(now, sp, comm, name, done)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/transport"
 	"github.com/lockstepsim/lockstep/workload/collective"
 )
 
@@ -127,7 +128,9 @@ func (e *flowColl) launch(g int, name string) error {
 	e.done[g] = collective.Result{ID: len(e.run.Instances) + e.w.running, Name: name, Spec: e.specs[g], Hosts: e.groups[g].comm.Hosts(),
 		Start: start, End: sim.MaxTime}
 	r := &e.done[g]
-	e.router.setConnPlanes(e.specs[g], e.groups[g].comm, e.fc.Schedules(e.specs[g]))
+	sched := e.fc.Schedules(e.specs[g])
+	e.router.setConnPlanes(e.specs[g], e.groups[g].comm, sched)
+	e.router.setConnOwners(e.specs[g], e.groups[g].comm, transport.CollectiveOwner(g), sched)
 	err := e.fc.Launch(start, e.specs[g], e.groups[g].comm, name, func(now sim.Time) {
 		r.End, r.Done = now, true
 		e.w.finished()
@@ -521,6 +524,31 @@ func (r *collRouter) setConnPlanes(sp collective.Spec, comm collective.Comm, sch
 	chans, loops := msgLoops(sp)
 	for c := range chans {
 		r.msgPlanes[key0+uint64(c)] = msgQPs{first: c, stride: chans, count: loops}
+	}
+}
+
+// setOwners records owner (transport.CollectiveOwner of the packet level's QP group) behind
+// the Router key of every logical channel of collective sp on comm (msgLoops), so that each
+// of its QPs takes the path its packets hash to (flowRouter.hashedWalk). A later collective
+// on the same hosts replaces the record, as setMsgPlanes's.
+func (r *collRouter) setOwners(sp collective.Spec, comm collective.Comm, owner uint64) {
+	r.setConnOwners(sp, comm, owner, false)
+}
+
+// setConnOwners is setOwners for a collective that runs the phase model (sched false: a key
+// per logical channel) or the schedule model (sched true: flow.Collectives.Schedules, a key
+// key0 + q per QP q of the pair, flow/dag.go).
+func (r *collRouter) setConnOwners(sp collective.Spec, comm collective.Comm, owner uint64, sched bool) {
+	key0 := commKey(comm)
+	keys, _ := msgLoops(sp)
+	if sched {
+		keys = 1
+		if !r.spray {
+			keys = max(r.paths, 1) * r.planes
+		}
+	}
+	for c := range keys {
+		r.setOwner(key0+uint64(c), owner)
 	}
 }
 

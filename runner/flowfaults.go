@@ -319,14 +319,21 @@ func (ff *flowFaults) lossAt(d int) float64 {
 }
 
 // tailLoss is the probability that a message over links loses its last data packet on one
-// of them, 1 - prod(1 - p_d) (flow.CollConfig.TailLoss), for a transport that waits its RTO
-// then (RoCE): go-back-N recovers a loss when a later packet reveals the gap (a NAK), and
-// nothing comes after the last one, so the sender waits its retransmission timer [IBTA
-// §9.7.5.1; docs/protocols.md, "Tail losses"].
+// of them or the ACK that answers it on the way back, 1 - prod(1 - p_d)(1 - p_d') over the
+// path's directed links d and their reverse d' (flow.CollConfig.TailLoss), for a transport
+// that waits its RTO then (RoCE): go-back-N recovers a loss when a later packet reveals the
+// gap (a NAK), and nothing comes after the last one; an earlier ACK's loss is covered by the
+// next (ACKs are cumulative), the last one's by nothing, so in both cases the sender waits
+// its retransmission timer [IBTA §9.7.5.1, §9.7.6; docs/protocols.md, "Tail losses"]. The
+// ACK's path is taken as the data path reversed (the responder hashes the same 5-tuple
+// back, roce.UDPSourcePort).
 func (ff *flowFaults) tailLoss(links []int32) float64 {
 	q := 1.0
 	for _, d := range links {
 		if p := ff.lossAt(int(d)); p > 0 {
+			q *= 1 - p
+		}
+		if p := ff.lossAt(int(d ^ 1)); p > 0 {
 			q *= 1 - p
 		}
 	}

@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 
+	"github.com/lockstepsim/lockstep/fabric"
 	"github.com/lockstepsim/lockstep/flow"
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
@@ -65,6 +66,18 @@ type flowRouter struct {
 	// does not spray has its host links bundled (bundleHostPorts), -1 for the other links;
 	// nil when they are not.
 	hostPort []int32
+	// For a transport that does not spray and gives its packets' 5-tuple
+	// (FlowModel.QPTuple): ecmpShared is fabric.ecmp_seed shared; ecmpSeeds every node's
+	// ECMP seed (fabric.ECMPSeeds, made on first use), rts and rtOK the switches' forwarding
+	// tables as the fabric has them (Topology.Routes, on first use); owners the owner
+	// (transport.FlowOwner, CollectiveOwner) of each Router key its callers registered
+	// (setOwner); hdr the header being hashed. See hashedWalk.
+	ecmpShared bool
+	ecmpSeeds  []uint64
+	rts        []fabric.RouteTable
+	rtOK       []bool
+	owners     map[uint64]uint64
+	hdr        fabric.Packet
 }
 
 // routeKey and routeVal are an entry of flowRouter.routes: the paths' start in routeLinks,
@@ -170,6 +183,7 @@ func scenarioFlowRouter(sc *scenario.Scenario, t topo.Topology, domain int, upRa
 	}
 	r, caps := newFlowRouter(t, m, sc.Run.Seed, domain, upRate, upLat)
 	r.name = name
+	r.ecmpShared = sc.Fabric.ECMPSeed == "shared"
 	return r, caps, nil
 }
 
@@ -306,11 +320,29 @@ func (r *flowRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Pa
 	if cap(r.scratch) < need {
 		r.scratch = make([]int32, 0, need)
 	}
-	for _, i := range idx {
+	hashed := r.model.QPTuple.Proto != 0 && !r.spray
+	var owner uint64
+	if hashed {
+		owner = r.ownerOf(key)
+	}
+	for k, i := range idx {
 		start := len(r.scratch)
-		l, err := r.walk(src, dst, i)
-		if err != nil {
-			return nil, 0, err
+		l, ok := sim.Time(0), false
+		if hashed {
+			// Path k is QP q = k mod paths on plane k / paths: QP q x planes + plane of the
+			// pair (keepQPs), on the path its packets hash to unless that is not live.
+			plane, q := k/r.paths, k%r.paths
+			r.hdr = fabric.Packet{Proto: r.model.QPTuple.Proto, Src: int32(src), Dst: int32(dst), DstPort: r.model.QPTuple.DstPort,
+				SrcPort: r.model.QPTuple.Port(r.seed, src, dst, owner, q*r.planes+plane, r.paths*r.planes)}
+			if l, ok = r.hashedWalk(src, dst, plane, &r.hdr); ok && live != nil && !r.live(r.scratch[start:]) {
+				r.scratch, ok = r.scratch[:start], false
+			}
+		}
+		if !ok {
+			var err error
+			if l, err = r.walk(src, dst, i); err != nil {
+				return nil, 0, err
+			}
 		}
 		lat = max(lat, l)
 		if r.hostPort != nil {
@@ -625,6 +657,84 @@ func (r *flowRouter) pathLive(src, dst, i int) bool {
 // serialisation is the transfer itself (the fluid part). 0 without a wire size.
 func (r *flowRouter) storeForward(k int) sim.Time {
 	return r.links[k].Rate.TxTime(r.wire)
+}
+
+// setOwner records owner (transport.FlowOwner, CollectiveOwner) as the connection behind
+// Router key key (transport.QPSourcePort); a caller registers a key before its first Paths call.
+func (r *flowRouter) setOwner(key, owner uint64) {
+	if r.model.QPTuple.Proto == 0 || r.spray {
+		return
+	}
+	if r.owners == nil {
+		r.owners = make(map[uint64]uint64)
+	}
+	r.owners[key] = owner
+}
+
+// ownerOf returns the owner registered for key, else one of key's own (a flow the packet
+// level has no counterpart of keeps a hash of its own, the same in distribution).
+func (r *flowRouter) ownerOf(key uint64) uint64 {
+	if o, ok := r.owners[key]; ok {
+		return o
+	}
+	return 1<<62 | key>>2
+}
+
+// hashedWalk appends to r.scratch the directed links a packet with header hdr (its 5-tuple,
+// FlowModel.QPTuple) takes from host src's NIC port on plane to host dst, every switch
+// choosing among the equal-cost egresses of its forwarding table (Topology.Routes, as
+// topo.BuildTopology installs it) by the ECMP hash of hdr with its own seed
+// (fabric.ECMPChoice, fabric.ECMPSeeds): the path the packet level's switches give that QP
+// (fabric.Network.ECMPPath; TestHashedWalkMatchesFabric). It returns the path's one-way
+// latency as walk does, and false, with r.scratch as it was, when a port is unconnected, a
+// switch has no route or the walk exceeds topo.MaxHops.
+func (r *flowRouter) hashedWalk(src, dst, plane int, hdr *fabric.Packet) (sim.Time, bool) {
+	if r.ecmpSeeds == nil {
+		r.ecmpSeeds = fabric.ECMPSeeds(r.seed, r.t.NumNodes(), r.ecmpShared)
+		r.rts = make([]fabric.RouteTable, r.t.NumNodes())
+		r.rtOK = make([]bool, r.t.NumNodes())
+	}
+	hosts := r.t.NumHosts()
+	first := len(r.scratch)
+	var lat sim.Time
+	node, port := src, plane
+	for hop := 0; hop <= topo.MaxHops; hop++ { // at most MaxHops + 1 links, as walk's paths
+		k, ok := r.t.LinkOf(node, port)
+		peer, ok2 := r.t.Peer(node, port)
+		if !ok || !ok2 {
+			break
+		}
+		d := int32(2 * k)
+		if r.links[k].A.Node != node {
+			d++
+		}
+		if len(r.scratch) > first {
+			lat += r.storeForward(k)
+		}
+		r.scratch = append(r.scratch, d)
+		lat += r.links[k].Delay
+		node = peer.Node
+		if node == dst {
+			return lat, true
+		}
+		if node < hosts {
+			break
+		}
+		if !r.rtOK[node] {
+			rt, err := r.t.Routes(node)
+			if err != nil {
+				break
+			}
+			r.rts[node], r.rtOK[node] = rt, true
+		}
+		g := r.rts[node].Lookup(int32(dst))
+		if len(g) == 0 {
+			break
+		}
+		port = int(g[fabric.ECMPChoice(r.ecmpSeeds[node], hdr, len(g))])
+	}
+	r.scratch = r.scratch[:first]
+	return 0, false
 }
 
 // walk appends path i from src to dst as directed links to r.scratch and returns its one-way

@@ -226,6 +226,7 @@ func (ft *flowTraffic) AddFlow(src, dst int, bytes int64, start sim.Time) error 
 	f := ftFlow{src: src, dst: dst, bytes: bytes, hops: hops, start: start, ackLat: ack, active: -1,
 		ideal: nic.IdealTransfer(ft.params, ft.nicRate, hops, wire, pkt, ft.model.AckBytes)}
 	key := sim.Mix64(ft.seed ^ 0x5eed7aff1c ^ uint64(i)*0x9e3779b97f4a7c15)
+	ft.r.setOwner(key, transport.FlowOwner(i))
 	if err := ft.fc.Send(start, src, dst, bytes, key, fmt.Sprintf("flow %d (h%d -> h%d)", i, src, dst),
 		func(now sim.Time) { ft.delivered(now, i) }); err != nil {
 		return err

@@ -9,8 +9,8 @@ import (
 
 // markOutcome decides whether a finished run failed and why, into s.Failed and
 // s.FailureReason: a transport run fails when a QP errored (unless run.allow_qp_errors) or a
-// transfer never finished (with QP errors allowed, only when no QP errored: the errored QPs
-// are what stranded them). A collective not done when the run ends (Result.stall) fails it
+// transfer never finished (with QP errors allowed, beyond one per errored QP: an errored QP
+// strands its own transfer, and the others are stuck for some other reason). A collective not done when the run ends (Result.stall) fails it
 // too, in run, with the waiting ranks first in the reason. The CLI prints the reason in the
 // headline and exits 1.
 func markOutcome(sc *scenario.Scenario, s *Summary) {
@@ -30,7 +30,13 @@ func markOutcome(sc *scenario.Scenario, s *Summary) {
 		}
 		why = append(why, fmt.Sprintf("%d %s QP(s) errored%s (run.allow_qp_errors: true accepts QP errors for failure studies)", errs, kind, first))
 	}
-	if left := flows - done - s.UnboundedFlows; left > 0 && (errs == 0 || !allow) {
+	left := flows - done - s.UnboundedFlows
+	if allow {
+		// An errored QP strands at most its own transfer: the unfinished beyond one per
+		// errored QP are stuck for another reason (a sender that never errored).
+		left -= min(left, errs)
+	}
+	if left > 0 {
 		what := "transfers"
 		if len(s.Collectives) > 0 {
 			what = "QPs with messages"

@@ -303,7 +303,74 @@ type FlowModel struct {
 	RTO sim.Time
 	// GiveUp is how long a QP may make no progress before it errors (sim.MaxTime: never).
 	GiveUp sim.Time
+	// QPTuple, for a transport that does not spray, is what its packets carry for the
+	// switches' ECMP besides the hosts and the UDP source port QPSourcePort gives each QP
+	// (fabric.ECMPChoice). With it the flow level routes each QP on the path its packets
+	// hash to, switch by switch (runner/flowroute.go); zero: on a path hashed by the flow
+	// level's own seed, the same in distribution but not the packets' own.
+	QPTuple QPTuple
+	// AdaptiveSpray is true for a transport whose receivers place reordered packets (IB's
+	// out-of-order placement): under fabric.adaptive_routing its flows are sprayed per
+	// packet over the minimal paths as Spray's are (the switches' AR spreads them). False:
+	// the fabric's adaptive routing leaves its flow model as it is.
+	AdaptiveSpray bool
 }
+
+// QPTuple is the fixed part of a QP's packet header that ECMP hashes (fabric.ECMPChoice):
+// its protocol and UDP destination port, and the transport's rule for the UDP source port
+// of each QP (no entropy word). The zero value (Proto 0: ProtoRaw) means none is given.
+type QPTuple struct {
+	Proto   fabric.Proto
+	DstPort uint16
+	// Ports is the transport's rule for its QPs' UDP source ports; nil: QPSourcePort. It
+	// must be a comparable value (FlowModel values are compared).
+	Ports PortRule
+}
+
+// PortRule gives the UDP source port a transport's packets carry for QP qp (0-based, on
+// plane qp mod planes) of owner's connection (FlowOwner, CollectiveOwner) from host src to
+// host dst, perConn the connection's QPs, on a run of seed runSeed.
+type PortRule interface {
+	Port(runSeed uint64, src, dst int, owner uint64, qp, perConn int) uint16
+}
+
+// Port returns QP qp's UDP source port by t.Ports, else QPSourcePort.
+func (t QPTuple) Port(runSeed uint64, src, dst int, owner uint64, qp, perConn int) uint16 {
+	if t.Ports != nil {
+		return t.Ports.Port(runSeed, src, dst, owner, qp, perConn)
+	}
+	return QPSourcePort(runSeed, src, dst, owner, qp)
+}
+
+// QPSourcePort returns the UDP source port of QP qp (0-based; on plane qp mod planes) of
+// owner's connection from host src to host dst on a run of seed runSeed: a hash of all
+// five in the dynamic range 0xC000-0xFFFF. owner is FlowOwner(i) for traffic flow i
+// (Endpoint.AddFlow order) and CollectiveOwner(g) for the connections of collective group g
+// (Hooks.Group). A QP's port depends on what it connects, not on the order QPs were opened,
+// so the flow level (FlowModel.QPTuple) can route every QP on the path its packets take.
+// RoCEv2 leaves the source port to the sender as ECMP entropy [RoCEv2 Annex A17]; real NICs
+// derive it from the QP number, one draw of the same kind.
+func QPSourcePort(runSeed uint64, src, dst int, owner uint64, qp int) uint16 {
+	key := sim.Mix64(owner*0xd6e8feb86659fd93 ^ uint64(uint32(src))<<32 ^ uint64(uint32(dst)))
+	return 0xC000 | uint16(sim.Mix64(runSeed^(key^uint64(uint32(qp)))*0x9e3779b97f4a7c15)&0x3FFF)
+}
+
+// FlowOwner is the owner (QPSourcePort) of traffic flow i's QPs: the i-th transfer an
+// Endpoint's AddFlow was given.
+func FlowOwner(i int) uint64 { return uint64(i) }
+
+// FlowOwnerIndex returns the traffic flow index i of owner = FlowOwner(i), and false for a
+// CollectiveOwner.
+func FlowOwnerIndex(owner uint64) (int, bool) {
+	if owner>>62 != 0 {
+		return 0, false
+	}
+	return int(owner), true
+}
+
+// CollectiveOwner is the owner (QPSourcePort) of the QPs of collective group g (Hooks.Group's
+// value): distinct from every FlowOwner.
+func CollectiveOwner(g int) uint64 { return 1<<63 | uint64(uint32(g)) }
 
 // DefaultFlowPaths bounds the paths one sprayed flow uses at flow level when FlowModel.Paths
 // is 0.

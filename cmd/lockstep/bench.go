@@ -29,7 +29,9 @@ percentiles. Speed is measured here and with go test -bench, never asserted in t
 
 Presets: perm-1024 (3-tier k=16 fat-tree, 1,024-flow permutation of 2 MB, MRC), perm-8192
 (the same on k=32), and the MRC stress cases incast-255 (255 -> 1 of 100 KB; ideal 2,121 us)
-and incast-1023-2mb (1,023 -> 1 of 2 MB; ideal 169 ms), whose FCT max is the incast's JCT;
+and incast-1023-2mb (1,023 -> 1 of 2 MB; ideal 169 ms), whose FCT max is the incast's JCT,
+ib-incast-1023 (InfiniBand with credits, 1,023 -> 1 of 100 KB: lossless; payload at line rate
+8,184 us);
 the training presets train-405b-8k, train-405b-16k (Llama-3-405B as Meta ran it, Llama 3 paper
 Table 4: 43% and 41% BF16 MFU), train-405b-131k (the flow tier at 131,072 GPUs with 16
 microbatches, MRC) and train-405b-131k-roce (the same under RoCE), and train-dsv3-2k and
@@ -37,14 +39,18 @@ train-dsv3-2k-roce (DeepSeek-V3 with PP 16 and EP 32 on 2,048 GPUs, MRC and RoCE
 the step time and MFU instead of FCTs, with the flow engine's rate recomputations (recomputes),
 how many of them were full (the rest incremental) and the flows the incremental ones refilled.
 agree runs the packet-vs-flow agreement suite for collectives on 64 hosts
-(docs/flow-agreement.md) and fails when a case leaves its tolerance. Run one preset per process
+(docs/flow-agreement.md) and fails when a case leaves its tolerance. transports runs the
+transport comparison (MRC, UEC, RoCE, Ethernet with adaptive routing, InfiniBand with and
+without it, every default) on a 128-host Clos and prints its markdown tables
+(docs/transport-compare.md). Run one preset per process
 for a clean peak-memory figure.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if list {
 				for _, n := range scenario.Presets() {
 					fmt.Fprintln(stdout, n)
 				}
-				fmt.Fprintln(stdout, "agree") // the agreement suite (agree.go), no preset
+				fmt.Fprintln(stdout, "agree")      // the agreement suite (agree.go), no preset
+				fmt.Fprintln(stdout, "transports") // the transport comparison (transports.go)
 				return nil
 			}
 			if len(args) == 0 {
@@ -67,6 +73,14 @@ for a clean peak-memory figure.`,
 				if name == "agree" {
 					tw.Flush()
 					if err := benchAgree(stdout); err != nil {
+						return err
+					}
+					header = false
+					continue
+				}
+				if name == "transports" {
+					tw.Flush()
+					if err := benchTransports(stdout); err != nil {
 						return err
 					}
 					header = false

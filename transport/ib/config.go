@@ -4,7 +4,7 @@
 // RoCEv2 uses, transport/roce: RoCEv2 is the IBTA transport layer (BTH, AETH) carried over
 // UDP/IP [IBTA vol 1 Annex A17], so the two differ below the transport, in the link and
 // network headers, the link's flow control (credits, fabric/credit.go, instead of PFC) and
-// congestion control (none here; DCQCN is RoCE's). Config maps onto a roce.Config with
+// congestion control (IB CC as an option, cc.go; DCQCN is RoCE's). Config maps onto a roce.Config with
 // InfiniBand's header sizes and DCQCN off (RC).
 package ib
 
@@ -56,14 +56,18 @@ type Config struct {
 	// WithReorder). Default: on when fabric.adaptive_routing is, off otherwise (static
 	// routing keeps a QP's packets in order, and results stay as they were).
 	OutOfOrder OutOfOrder `yaml:"out_of_order"`
+	// CC is IB congestion control [IBTA vol 1 Annex A10] (cc.go): FECN marking at the
+	// switches, BECNs back from the destination, CCT-indexed injection rate delay at the
+	// source. Absent or enabled false: off (InfiniBand's usual fabric setting).
+	CC *CC `yaml:"cc,omitempty"`
 }
 
 // OutOfOrder is transport.ib.out_of_order [NVIDIA DOCA, Out-of-order Data Placement: RC
 // packets that took different paths are placed into host memory as they arrive instead of
 // being dropped and retransmitted].
 type OutOfOrder struct {
-	// Enabled: nil follows fabric.adaptive_routing.enabled.
-	Enabled *bool `yaml:"enabled"`
+	// Enabled: nil (written scenarios leave it out) follows fabric.adaptive_routing.enabled.
+	Enabled *bool `yaml:"enabled,omitempty"`
 	// Window is how many PSNs above the expected one are accepted, packets; default
 	// DefaultReorderWindow; rounded up to a power of two; allowed 1..65536.
 	Window int `yaml:"window"`
@@ -132,8 +136,15 @@ func (c Config) WithDefaults() Config {
 		on := true
 		c.Credits.Enabled = &on
 	}
+	if c.CC != nil {
+		cc := c.CC.WithDefaults()
+		c.CC = &cc
+	}
 	return c
 }
+
+// CCOn reports whether IB congestion control is on.
+func (c Config) CCOn() bool { return c.CC != nil && c.CC.Enabled }
 
 // Validate names the first bad field under prefix ("transport.ib").
 func (c Config) Validate(prefix string) error {
@@ -146,6 +157,11 @@ func (c Config) Validate(prefix string) error {
 	if h := c.OutOfOrder.Hold; h != 0 && (h < sim.Microsecond || h > sim.Second) {
 		return fmt.Errorf("%s.out_of_order.hold: %v is out of range; allowed 0 (default %v) or 1us..1s", prefix, h, DefaultReorderHold)
 	}
+	if c.CC != nil {
+		if err := c.CC.Validate(prefix + ".cc"); err != nil {
+			return err
+		}
+	}
 	if err := c.RC().Validate(prefix); err != nil {
 		return err
 	}
@@ -156,11 +172,18 @@ func (c Config) Validate(prefix string) error {
 func (c Config) RTO() sim.Time { return roce.LocalAckTimeout(c.TimeoutExponent) }
 
 // RC returns the RC engine's configuration: InfiniBand's header sizes, the timeout and retry
-// count, DCQCN off.
+// count, DCQCN off; with CC on, IB congestion control's reaction point and a BECN for every
+// FECN.
 func (c Config) RC() roce.Config {
 	rc := roce.Config{QPsPerPeer: c.QPsPerPeer, PayloadBytes: c.PayloadBytes, HeaderBytes: HeaderBytes,
 		RTO: c.RTO(), RetryCount: c.RetryCount}
 	rc.DCQCN.Disabled = true
+	if c.CCOn() {
+		// Every FECN is returned as a BECN [IBTA vol 1 A10.2.2]: CNPs unspaced (1 ps),
+		// the sender's reaction point the CCT (cc.go).
+		rc.CNPInterval = 1
+		rc = rc.WithRateControl(c.CC.WithDefaults())
+	}
 	return rc.WithDefaults()
 }
 

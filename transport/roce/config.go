@@ -1,6 +1,7 @@
 package roce
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 
@@ -55,11 +56,18 @@ type Config struct {
 	CNPInterval sim.Time `yaml:"cnp_interval"`
 	// DCQCN configures the reaction point (the sender's rate control).
 	DCQCN DCQCNConfig `yaml:"dcqcn"`
+	// OutOfOrder opts the responder into out-of-order placement (transport.roce.out_of_order;
+	// nil or enabled false: RoCEv2's in-order go-back-N). WithDefaults applies it through
+	// WithReorder.
+	OutOfOrder *OutOfOrder `yaml:"out_of_order,omitempty"`
 	// reorder is the responder's out-of-order placement window in packets (WithReorder); 0
-	// (RoCEv2's default, and every YAML configuration) accepts data in PSN order only.
+	// (RoCEv2's default) accepts data in PSN order only.
 	reorder int
 	// reorderTime is how long a hole may stay open before the responder NAKs it (WithReorder).
 	reorderTime sim.Time
+	// rateControl makes each sender's reaction point instead of DCQCN (WithRateControl); nil:
+	// DCQCN.
+	rateControl RateControlMaker
 }
 
 // DCQCNConfig holds the DCQCN reaction-point parameters [DCQCN §3.1, with the values the paper
@@ -216,6 +224,9 @@ func (c Config) WithDefaults() Config {
 		c.RetryCount = DefaultRetryCount
 	}
 	c.DCQCN = c.DCQCN.WithDefaults()
+	if o := c.OutOfOrder; o != nil && o.Enabled && c.reorder == 0 {
+		c = c.WithReorder(cmp.Or(o.Window, DefaultReorderWindow), cmp.Or(o.Hold, DefaultReorderHold))
+	}
 	if c.CNPInterval == 0 {
 		c.CNPInterval = DefaultCNPInterval
 		if c.DCQCN.Profile == DCQCNProfileProduction {
@@ -295,6 +306,14 @@ func (c Config) Validate(prefix string) error {
 			f = prefix + "." + f
 		}
 		return fmt.Errorf("%s: %s", f, fmt.Sprintf(format, a...))
+	}
+	if o := c.OutOfOrder; o != nil {
+		if o.Window < 0 || o.Window > MaxReorderWindow {
+			return bad("out_of_order.window", "%d is out of range; allowed 0 (default %d) or 1..%d packets", o.Window, DefaultReorderWindow, MaxReorderWindow)
+		}
+		if o.Hold != 0 && (o.Hold < sim.Microsecond || o.Hold > sim.Second) {
+			return bad("out_of_order.hold", "%v is out of range; allowed 0 (default %v) or 1us..1s", o.Hold, DefaultReorderHold)
+		}
 	}
 	if c.QPsPerPeer < 1 || c.QPsPerPeer > MaxQPsPerPeer {
 		return bad("qps_per_peer", "%d is out of range; allowed 1..%d", c.QPsPerPeer, MaxQPsPerPeer)
@@ -419,3 +438,27 @@ func (c Config) Reorder() (window int, hold sim.Time) { return c.reorder, c.reor
 
 // MaxReorderWindow bounds the out-of-order placement window, packets.
 const MaxReorderWindow = 1 << 16
+
+// OutOfOrder is transport.roce.out_of_order: out-of-order placement at the responder, for
+// RoCE over a fabric that reorders (fabric.adaptive_routing: Spectrum-X style Ethernet AR
+// with NIC-side placement [NVIDIA DOCA, Out-of-order Data Placement; NVIDIA Spectrum-X:
+// adaptive routing with packet reordering handled by the receiving SuperNIC]).
+type OutOfOrder struct {
+	// Enabled turns it on; off by default (RoCEv2 is in order).
+	Enabled bool `yaml:"enabled"`
+	// Window is how many PSNs above the expected one are placed, packets; 0:
+	// DefaultReorderWindow; rounded up to a power of two; allowed up to MaxReorderWindow.
+	Window int `yaml:"window,omitempty"`
+	// Hold is how long a hole may stay open before the responder NAKs it; 0:
+	// DefaultReorderHold; allowed 1us..1s.
+	Hold sim.Time `yaml:"hold,omitempty"`
+}
+
+// Out-of-order placement defaults (transport.roce.out_of_order, and InfiniBand's): a window
+// of 1,024 packets (4 MiB at a 4 KiB MTU, well over a 100G fat tree's BDP) and a hole hold of
+// 100 us (many RTTs of a two- or three-tier tree at its queue limits, so adaptive routing's
+// reordering never triggers it). Lockstep choices: NVIDIA does not publish ConnectX's.
+const (
+	DefaultReorderWindow = 1024
+	DefaultReorderHold   = 100 * sim.Microsecond
+)

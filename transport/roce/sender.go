@@ -84,6 +84,7 @@ type Sender struct {
 	qp      uint32
 	srcPort uint16
 	cc      *DCQCN
+	ext     RateControl // Config.WithRateControl's reaction point; nil: cc (DCQCN)
 
 	msgs    []message // posted transfers not yet acknowledged completely, from msgBase on
 	msgBase uint32    // transfer number of msgs[0]
@@ -124,7 +125,11 @@ func NewSender(cfg Config, c Conn) (*Sender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("roce: qp %d: %w", c.QP, err)
 	}
-	return &Sender{cfg: cfg, qp: c.QP, srcPort: c.srcPort(), cc: cc, rtoAt: sim.MaxTime}, nil
+	s := &Sender{cfg: cfg, qp: c.QP, srcPort: c.srcPort(), cc: cc, rtoAt: sim.MaxTime}
+	if cfg.rateControl != nil {
+		s.ext = cfg.rateControl.NewRateControl(c.LineRate)
+	}
+	return s, nil
 }
 
 // Config returns the effective configuration.
@@ -141,9 +146,30 @@ func (s *Sender) SrcPort() uint16 { return s.srcPort }
 // a time; Rate and Alpha bring them up to a given time).
 func (s *Sender) DCQCN() *DCQCN { return s.cc }
 
-// Rate returns the current DCQCN rate Rc at now, bits/s (the line rate when DCQCN is off).
+// Rate returns the current pacing rate at now, bits/s: DCQCN's Rc (the line rate when DCQCN is
+// off), or the WithRateControl reaction point's.
 func (s *Sender) Rate(now sim.Time) sim.Rate {
+	s.advance(now)
+	return s.rate()
+}
+
+// RateControl returns the reaction point Config.WithRateControl made, nil under DCQCN.
+func (s *Sender) RateControl() RateControl { return s.ext }
+
+// advance brings the reaction point to now.
+func (s *Sender) advance(now sim.Time) {
+	if s.ext != nil {
+		s.ext.Advance(now)
+		return
+	}
 	s.cc.Advance(now)
+}
+
+// rate is the reaction point's current rate.
+func (s *Sender) rate() sim.Rate {
+	if s.ext != nil {
+		return s.ext.Rate()
+	}
 	return s.cc.Rate()
 }
 
@@ -171,7 +197,7 @@ func (s *Sender) Outstanding() string {
 		state = "error"
 	}
 	return fmt.Sprintf("qp %d (%s): una %d, next %d, high %d, end %d, in flight %d B, rate %v, alpha %.4f, retries %d of %d, RTO at %v, transfers done %d of %d",
-		s.qp, state, s.una, s.next, s.high, s.end, s.InFlight(), s.cc.Rate(), s.cc.Alpha(), s.retries, s.cfg.RetryCount,
+		s.qp, state, s.una, s.next, s.high, s.end, s.InFlight(), s.rate(), s.cc.Alpha(), s.retries, s.cfg.RetryCount,
 		s.rtoAt, s.msgBase+uint32(s.doneIdx), s.msgBase+uint32(len(s.msgs)))
 }
 
@@ -274,7 +300,7 @@ func (s *Sender) NextSendAt() sim.Time {
 	if s.lastWire == 0 {
 		return s.lastSend
 	}
-	return s.lastSend + s.cc.Rate().TxTime(s.lastWire)
+	return s.lastSend + s.rate().TxTime(s.lastWire)
 }
 
 // canSend reports whether a packet is waiting for nothing but the pacer: there is one, and the
@@ -313,7 +339,7 @@ func (s *Sender) Pump(now sim.Time) {
 	if s.err != nil {
 		return
 	}
-	s.cc.Advance(now)
+	s.advance(now)
 	for s.next != s.end && now >= s.NextSendAt() {
 		if s.gate != nil && s.canSend() && !s.gate() {
 			s.gated = true
@@ -376,6 +402,10 @@ func (s *Sender) send(now sim.Time) {
 	s.lastSend, s.lastWire = now, wire
 	if s.rtoAt == sim.MaxTime {
 		s.rtoAt = now + s.cfg.RTO
+	}
+	if s.ext != nil {
+		s.ext.OnSent(now, wire)
+		return
 	}
 	s.cc.OnSent(now, wire)
 }
@@ -459,6 +489,10 @@ func (s *Sender) OnCNP(now sim.Time, h *Header) {
 	if s.err != nil {
 		return
 	}
+	if s.ext != nil {
+		s.ext.OnCNP(now)
+		return
+	}
 	s.cc.OnCNP(now)
 }
 
@@ -490,7 +524,11 @@ func (s *Sender) Deadline() sim.Time {
 	}
 	if s.canSend() && !s.gated {
 		at := s.NextSendAt()
-		if inc := s.cc.NextEvent(); inc < at {
+		inc := s.cc.NextEvent()
+		if s.ext != nil {
+			inc = s.ext.NextEvent()
+		}
+		if inc < at {
 			at = inc
 		}
 		d = min(d, at)
@@ -505,7 +543,7 @@ func (s *Sender) OnTimer(now sim.Time) {
 	if s.err != nil {
 		return
 	}
-	s.cc.Advance(now)
+	s.advance(now)
 	if s.una != s.high && now >= s.rtoAt {
 		s.Stats.Timeouts++
 		if !s.retry(now) {

@@ -179,7 +179,29 @@ type Config struct {
 	// AckDelay bounds how long a coalesced SACK waits, 0..1s; 0 (default) is automatic:
 	// AckEvery full data packets at the receiver's NIC rate.
 	AckDelay sim.Time `yaml:"ack_delay"`
+	// PDC makes packet delivery contexts ephemeral (transport.uec.pdc); the zero value keeps
+	// one context per connection for the whole run, as before.
+	PDC PDCParams `yaml:"pdc"`
 }
+
+// PDCParams are the ephemeral packet delivery context knobs [UEC §3.5 PDS: a PDC is
+// established by the first packet of a message to a peer, without a handshake, and closed
+// when idle; a NIC holds a bounded number]. A PDC here is one connection (a Sender and a
+// Receiver with their own PSN space, window, EV and credit state): reopening one starts
+// them afresh (PSN 0, NSCC's initial window, an empty REPS buffer, RCCC's speculative
+// window).
+type PDCParams struct {
+	// IdleTimeout closes a PDC that has had nothing outstanding for this long, 0..1s; 0
+	// (default): never on a timer.
+	IdleTimeout sim.Time `yaml:"idle_timeout"`
+	// MaxPerNIC bounds the PDCs open at one source NIC, 0..65536; 0 (default): no bound. A
+	// message (or traffic transfer) that needs a new PDC at a NIC at its bound closes that
+	// NIC's longest-idle PDC, or waits, in order, until one goes idle.
+	MaxPerNIC int `yaml:"max_per_nic"`
+}
+
+// Ephemeral reports whether PDCs open and close during the run (either knob set).
+func (p PDCParams) Ephemeral() bool { return p.IdleTimeout > 0 || p.MaxPerNIC > 0 }
 
 // HasRCCC reports whether the congestion control includes receiver credit.
 func (c *Config) HasRCCC() bool { return c.CC == CCRCCC || c.CC == CCNSCCRCCC }
@@ -295,6 +317,10 @@ func (c Config) Validate(prefix string) error {
 		return bad("ack_every", "%d is out of range; allowed 1 (every packet, default) to 64 (the SACK bitmap's reach)", c.AckEvery)
 	case c.AckDelay < 0 || c.AckDelay > sim.Second:
 		return bad("ack_delay", "%v is out of range; allowed 0 (automatic) up to 1s", c.AckDelay)
+	case c.PDC.IdleTimeout < 0 || c.PDC.IdleTimeout > sim.Second:
+		return bad("pdc.idle_timeout", "%v is out of range; allowed 0 (never close on a timer) up to 1s", c.PDC.IdleTimeout)
+	case c.PDC.MaxPerNIC < 0 || c.PDC.MaxPerNIC > 65536:
+		return bad("pdc.max_per_nic", "%d is out of range; allowed 0 (no bound) to 65536", c.PDC.MaxPerNIC)
 	case !(c.RCCC.SpeculativeBDP > 0 && c.RCCC.SpeculativeBDP <= 100):
 		return bad("rccc.speculative_bdp", "%v is out of range; allowed (0, 100] BDPs (default 0.25)", c.RCCC.SpeculativeBDP)
 	case !(c.RCCC.RateFactor > 0 && c.RCCC.RateFactor <= 2):

@@ -108,6 +108,34 @@ func TestREPSFreeze(t *testing.T) {
 	}
 }
 
+// TestREPSFrozenNoCopies: while frozen, a packet reuses a cached EV without consuming it, so
+// the clean ACK of that packet must not queue a second copy: with copies, the EVs used most
+// would crowd the others out of the buffer (the bug docs/transport-compare.md describes).
+// An ACK of an EV the buffer does not hold (a packet sent before the freeze) still queues it.
+func TestREPSFrozenNoCopies(t *testing.T) {
+	p := NewEVPicker(LBREPS, 128, 8, rand.New(rand.NewPCG(6, 6)))
+	p.SetFreeze(100)
+	p.OnAck(1, false)
+	p.OnAck(3, false)
+	p.OnFailure(10, 9)
+	for range 20 {
+		ev := p.Next()
+		p.OnAck(ev, false)
+	}
+	if got := p.Buffered(); len(got) != 2 {
+		t.Fatalf("frozen buffer after 20 clean round trips: %v, want the two EVs once each", got)
+	}
+	p.OnAck(5, false) // sent before the freeze, not held: queued
+	if got := p.Buffered(); len(got) != 3 || got[2] != 5 {
+		t.Fatalf("buffer %v, want 5 queued after the held EVs", got)
+	}
+	p.Advance(200) // thawed: copies are allowed again (each send consumes one)
+	p.OnAck(1, false)
+	if got := p.Buffered(); len(got) != 4 {
+		t.Fatalf("thawed buffer %v, want a second copy of 1", got)
+	}
+}
+
 // TestBitmapPenalty: the bitmap variant walks the pool in rounds, skipping an EV once per
 // round per penalty point: CE adds one round, a loss without trim sits it out for
 // BitmapMaxPenalty rounds.

@@ -408,6 +408,7 @@ func (s *Sender) OnAck(now sim.Time, h *Header) {
 		}
 		acked += s.ack(h.PSN)
 	}
+	s.ev.Advance(now)
 	s.ev.OnAck(h.EV, h.ECE)
 	if acked > 0 {
 		s.backoff = 0

@@ -35,8 +35,8 @@ func resolve(cfg any, env transport.ResolveEnv) error {
 	return c.Validate(env.Path)
 }
 
-// profile is the ib fabric profile: no ECN marking and no trimming (InfiniBand has neither in
-// phase 1), and under credits switch queue limits of at least what a switch's ingresses may
+// profile is the ib fabric profile: no trimming, no ECN marking unless IB congestion control
+// is on (then FECN marking at CC's threshold and rate, ib.CC.ECN), and under credits switch queue limits of at least what a switch's ingresses may
 // hold of one VL (ports x buffer per VL), so drop-tail never acts before the credits do
 // (fabric.Network.CreditCheck's bound); at most fabric.MaxQueueLimit. Settings the scenario
 // wrote are kept.
@@ -58,6 +58,9 @@ func profile(cfg any, env transport.ProfileEnv) {
 		}
 		if !ecnGiven {
 			q.ECN.Enabled = false
+			if c.CCOn() {
+				q.ECN = c.CC.ECN() // FECN marking (ib.CC)
+			}
 		}
 		if !trimGiven {
 			q.Trim.Enabled = false

@@ -38,10 +38,42 @@ func newEndpoint(cfg any, env transport.EndpointEnv) (transport.Endpoint, error)
 	return &Endpoint{Endpoint: r, net: env.Net, cfg: c}, nil
 }
 
-// Summary is the RC engine's summary under InfiniBand's name.
+// Detail is InfiniBand's own figures in summary.json: the RC engine's (rocenic.Detail:
+// QPs, NAKs, and under IB CC ce_packets = FECN-marked data packets, cnps_sent = BECNs, the
+// injection rates at end) and, with credits on, the time ports spent blocked for credits
+// (credits.csv has it per port): the sum over ports, how many ports were ever blocked, and
+// the most blocked port with its time, microseconds.
+type Detail struct {
+	*rocenic.Detail
+	CreditBlockedUsTotal float64 `json:"credit_blocked_us_total"`
+	CreditBlockedPorts   int     `json:"credit_blocked_ports"`
+	CreditBlockedUsMax   float64 `json:"credit_blocked_us_max"`
+	CreditBlockedMaxPort string  `json:"credit_blocked_max_port,omitempty"`
+}
+
+// Summary is the RC engine's summary under InfiniBand's name, Detail a *Detail.
 func (e *Endpoint) Summary(end sim.Time, faults []sim.Time) *transport.Summary {
 	s := e.Endpoint.Summary(end, faults)
 	s.Kind, s.Name = Kind, "InfiniBand"
+	rd, _ := s.Detail.(*rocenic.Detail)
+	d := &Detail{Detail: rd}
+	if e.net.CreditsOn() {
+		var total, most sim.Time
+		for i := range e.net.Ports {
+			b := e.net.CreditStats(fabric.PortID(i), end).BlockedTime
+			if b <= 0 {
+				continue
+			}
+			total += b
+			d.CreditBlockedPorts++
+			if b > most {
+				most, d.CreditBlockedMaxPort = b, e.net.Ports[i].Name
+			}
+		}
+		d.CreditBlockedUsTotal = transport.Round3(transport.Us(total))
+		d.CreditBlockedUsMax = transport.Round3(transport.Us(most))
+	}
+	s.Detail = d
 	return s
 }
 

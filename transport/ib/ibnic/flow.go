@@ -7,8 +7,10 @@ import (
 	"github.com/lockstepsim/lockstep/transport/ib"
 )
 
-// flowModel is InfiniBand to the flow-level engine with static routing: each QP on one
-// ECMP-hashed path (qps_per_peer per peer per plane), go-back-N, routing (the subnet
+// flowModel is InfiniBand to the flow-level engine: with static routing each QP on one
+// ECMP-hashed path (qps_per_peer per peer per plane); under fabric.adaptive_routing (with
+// out-of-order placement, its default there) each flow sprayed over the minimal paths
+// (FlowModel.AdaptiveSpray: the runner's adaptiveFlowModel); go-back-N, routing (the subnet
 // manager) moves flows off a link that is down after fabric.reconvergence, a stalled QP
 // retries every local ACK timeout and errors after retry_count + 1 timeouts. Credits are not
 // modelled at flow level: max-min rates on lossless links.
@@ -25,5 +27,8 @@ func flowModel(cfg any, _ topo.Topology) (transport.FlowModel, error) {
 		GoBackN:     true,
 		RTO:         c.RTO(),
 		GiveUp:      c.RTO() * sim.Time(c.RetryCount+1),
+		// Out-of-order placement on (its default under adaptive routing): under
+		// fabric.adaptive_routing the flows are sprayed over the minimal paths.
+		AdaptiveSpray: c.OutOfOrder.Enabled == nil || *c.OutOfOrder.Enabled,
 	}, nil
 }

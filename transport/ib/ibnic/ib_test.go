@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockstepsim/lockstep/runner"
 	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/lockstepsim/lockstep/transport/ib/ibnic"
 )
 
 func run(t *testing.T, y string) *runner.Result {
@@ -43,8 +44,8 @@ run: {seed: 1}
 
 // TestIncastLossless: InfiniBand's credits keep 8 -> 1, 64 -> 1 and 255 -> 1 incasts free of
 // drops, every transfer completes without a retransmission, the receiver's link runs at line
-// rate (JCT within 3% of the bytes at line rate), and credits.csv is written with blocked
-// ports in it.
+// rate (JCT within 3% of the bytes at line rate), credits.csv is written with blocked ports
+// in it and summary.json sums the blocked time (credit_blocked_*).
 func TestIncastLossless(t *testing.T) {
 	for _, k := range []int{8, 64, 255} {
 		t.Run(fmt.Sprint(k), func(t *testing.T) {
@@ -74,6 +75,12 @@ func TestIncastLossless(t *testing.T) {
 			if k >= 64 && !strings.Contains(csv.String(), ".up") {
 				t.Fatalf("no uplink in credits.csv of a %d -> 1 incast", k)
 			}
+			// Blocked time per port, summed in summary.json (credit_blocked_*).
+			d, _ := tr.Detail.(*ibnic.Detail)
+			if d == nil || d.CreditBlockedPorts == 0 || d.CreditBlockedUsTotal < d.CreditBlockedUsMax || d.CreditBlockedUsMax <= 0 || d.CreditBlockedMaxPort == "" {
+				t.Fatalf("credit blocked figures %+v; want blocked ports in a %d -> 1 incast", d, k)
+			}
+			t.Logf("%d -> 1: JCT %.1f us (line %.1f), %d ports blocked for credits, %.1f us in all, most %s %.1f us", k, tr.JCTUs, line, d.CreditBlockedPorts, d.CreditBlockedUsTotal, d.CreditBlockedMaxPort, d.CreditBlockedUsMax)
 		})
 	}
 }
@@ -148,5 +155,30 @@ func TestCreditBufferBelowPacket(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.field) || !strings.Contains(err.Error(), "allowed at least 4160B") {
 			t.Errorf("%s: %v; want an error naming %s and the least allowed", c.block, err, c.field)
 		}
+	}
+}
+
+// TestIncast1023Preset [issue 19: "zero drops under any incast in the test suite (8 -> 1 to
+// 1000+ -> 1)"]: the ib-incast-1023 preset (lockstep bench ib-incast-1023) completes all
+// 1,023 transfers with no drop and no retransmission, its JCT within 3% of the payload at
+// line rate.
+func TestIncast1023Preset(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,023 senders")
+	}
+	sc, err := scenario.Preset("ib-incast-1023")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runner.Run(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, tr := res.Summary, res.Summary.Transport
+	line := 1023 * 100e3 * 8 / 100e9 * 1e6
+	d, _ := tr.Detail.(*ibnic.Detail)
+	t.Logf("1023 -> 1: drops %d, done %d, retx %d, JCT %.1f us (payload at line rate %.1f us), blocked ports %d", s.DroppedPackets, tr.FlowsCompleted, tr.RetxPackets, tr.JCTUs, line, d.CreditBlockedPorts)
+	if s.DroppedPackets != 0 || tr.FlowsCompleted != 1023 || tr.RetxPackets != 0 || tr.JCTUs > 1.03*line {
+		t.Errorf("drops %d, done %d of 1023, retx %d, JCT %.1f us (line %.1f)", s.DroppedPackets, tr.FlowsCompleted, tr.RetxPackets, tr.JCTUs, line)
 	}
 }

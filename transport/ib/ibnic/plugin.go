@@ -23,7 +23,7 @@ func init() {
 		NewConfig:    newConfig,
 		Resolve:      resolve,
 		ECMPHashed:   true,
-		DataMarks:    "InfiniBand data packets are never trimmable and carry no ECN (no IB congestion control in phase 1)",
+		DataMarks:    "InfiniBand data packets are never trimmable; they carry FECN (the fabric's ECN marking) only under transport.ib.cc",
 		NeverTrimmed: true,
 		Profile:      profile,
 		NewEndpoint:  newEndpoint,

@@ -9,11 +9,19 @@ import (
 )
 
 // printBlock writes InfiniBand's block of the terminal summary: the completions, the
-// throughput while all flows were active, the go-back-N figures, then the QP errors.
+// throughput while all flows were active, the go-back-N figures, IB CC's marks and BECNs
+// when any, then the QP errors.
 func printBlock(w io.Writer, s *transport.Summary, collective bool) {
 	transport.PrintTransfers(w, s, collective, "", "")
 	transport.PrintActive(w, s.ActiveUntilUs, s.ActiveThroughputMeanOfLine, s.ActiveThroughputMinOfLine, s.HeaderOverheadPct)
 	fmt.Fprintf(w, "InfiniBand: go-back-N resent %d packets (%d B) after %d timeouts; QP errors %d\n", s.RetxPackets, s.RetxBytes, s.Timeouts, s.QPErrors)
+	d, _ := s.Detail.(*Detail)
+	if d != nil && d.Detail != nil && d.CEPackets > 0 {
+		fmt.Fprintf(w, "InfiniBand CC: %d FECN-marked data packets, %d BECNs; injection rate at end min %.1f, mean %.1f Gb/s\n", d.CEPackets, d.CNPsSent, d.RateMinGbps, d.RateMeanGbps)
+	}
+	if d != nil && d.CreditBlockedPorts > 0 {
+		fmt.Fprintf(w, "InfiniBand credits: %d ports blocked for credits, %.1f us in all; most %s, %.1f us (credits.csv)\n", d.CreditBlockedPorts, d.CreditBlockedUsTotal, d.CreditBlockedMaxPort, d.CreditBlockedUsMax)
+	}
 	transport.PrintQPErrors(w, s)
 }
 

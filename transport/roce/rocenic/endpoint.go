@@ -171,13 +171,16 @@ func NewWire(env transport.EndpointEnv, cfg roce.Config, w Wire) *Endpoint {
 // workload run: the summary then counts QPs as flows (Summary).
 func (r *Endpoint) SetHooks(h transport.Hooks) { r.hooks = h }
 
-// newQP opens a QP from src to dst on plane. Errors: no path joins the hosts.
-func (r *Endpoint) newQP(src, dst, plane int, fl int32) (*qp, error) {
+// newQP opens QP i (on plane i mod planes) of owner's connection from src to dst (owner:
+// transport.FlowOwner or transport.CollectiveOwner), its UDP source port SourcePort's.
+// Errors: no path joins the hosts.
+func (r *Endpoint) newQP(src, dst, i int, owner uint64, fl int32) (*qp, error) {
 	if err := nic.PairRouteError(r.layout, src, dst, false); err != nil {
 		return nil, err
 	}
+	plane := i % r.planes
 	id := uint32(len(r.qps))
-	conn := roce.Conn{QP: id, LineRate: r.portRate, SrcPort: roce.UDPSourcePort(r.seed, id)}
+	conn := roce.Conn{QP: id, LineRate: r.portRate, SrcPort: SourcePort(r.seed, src, dst, owner, i, r.cfg.QPsPerPeer*r.planes)}
 	snd, err := roce.NewSender(r.cfg, conn)
 	if err != nil {
 		return nil, err
@@ -206,7 +209,7 @@ func (r *Endpoint) AddFlow(src, dst int, bytes int64, start sim.Time) error {
 	fi := int32(len(r.flows))
 	n := r.cfg.QPsPerPeer * r.planes
 	for i := 0; i < n; i++ {
-		q, err := r.newQP(src, dst, i%r.planes, fi)
+		q, err := r.newQP(src, dst, i, transport.FlowOwner(int(fi)), fi)
 		if err != nil {
 			return err
 		}
@@ -261,7 +264,7 @@ func (r *Endpoint) Send(now sim.Time, msg collective.Message) error {
 	list, ok := r.pairs[key]
 	if !ok {
 		for i := 0; i < r.cfg.QPsPerPeer*r.planes; i++ {
-			q, err := r.newQP(msg.Src, msg.Dst, i%r.planes, -1)
+			q, err := r.newQP(msg.Src, msg.Dst, i, transport.CollectiveOwner(int(key[2])), -1)
 			if err != nil {
 				return err
 			}

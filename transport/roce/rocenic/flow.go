@@ -2,6 +2,7 @@ package rocenic
 
 import (
 	"fmt"
+	"github.com/lockstepsim/lockstep/fabric"
 
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
@@ -33,6 +34,10 @@ func flowModel(cfg any, _ topo.Topology) (transport.FlowModel, error) {
 		EndpointReroute: false,
 		RTO:             c.RTO,
 		GiveUp:          c.RTO * sim.Time(c.RetryCount+1),
+		QPTuple:         transport.QPTuple{Proto: fabric.ProtoRoCE, DstPort: roce.UDPPort, Ports: portRule{}},
+		// With out-of-order placement its flows spread like IB's under fabric.adaptive_routing
+		// (runner/flowadaptive.go); go-back-N in order keeps one hashed path per QP.
+		AdaptiveSpray: c.OutOfOrder != nil && c.OutOfOrder.Enabled,
 	}, nil
 }
 
@@ -48,4 +53,27 @@ func flowConfig(cfg any) (roce.Config, error) {
 		return c.WithDefaults(), nil
 	}
 	return roce.Config{}, fmt.Errorf("transport.roce: flow model: the block is a %T, want *roce.Config", cfg)
+}
+
+// SourcePort is the UDP source port of QP qp (0-based, on plane qp mod planes) of owner's
+// connection from src to dst on a run of seed runSeed, perConn QPs per connection: for
+// traffic flow i (transport.FlowOwner) roce.UDPSourcePort of QP number i x perConn + qp, the
+// number Endpoint.AddFlow gives it when the traffic flows are added before any collective
+// message (as the runner adds them); for a collective's connection (transport.CollectiveOwner)
+// transport.QPSourcePort, a hash of what the QP connects, since collective QPs open on first
+// use in an order only the run decides. Either way the flow level (transport.QPTuple) routes
+// each QP on the path its packets hash to.
+func SourcePort(runSeed uint64, src, dst int, owner uint64, qp, perConn int) uint16 {
+	if i, ok := transport.FlowOwnerIndex(owner); ok {
+		return roce.UDPSourcePort(runSeed, uint32(i*perConn+qp))
+	}
+	return transport.QPSourcePort(runSeed, src, dst, owner, qp)
+}
+
+// portRule is SourcePort as a transport.PortRule.
+type portRule struct{}
+
+// Port implements transport.PortRule with SourcePort.
+func (portRule) Port(runSeed uint64, src, dst int, owner uint64, qp, perConn int) uint16 {
+	return SourcePort(runSeed, src, dst, owner, qp, perConn)
 }

@@ -1,6 +1,7 @@
 package rocenic
 
 import (
+	"github.com/lockstepsim/lockstep/fabric"
 	"testing"
 
 	"github.com/lockstepsim/lockstep/sim"
@@ -36,7 +37,8 @@ func TestFlowModelRoCE(t *testing.T) {
 						wantRTO = roce.DefaultRTO
 					}
 					want := transport.FlowModel{Paths: wantQPs, WireBytes: c.PayloadBytes + c.HeaderBytes, HeaderBytes: c.HeaderBytes,
-						AckBytes: c.HeaderBytes, GoBackN: true, RTO: wantRTO, GiveUp: wantRTO * sim.Time(wantRetry+1)}
+						AckBytes: c.HeaderBytes, GoBackN: true, RTO: wantRTO, GiveUp: wantRTO * sim.Time(wantRetry+1),
+						QPTuple: transport.QPTuple{Proto: fabric.ProtoRoCE, DstPort: roce.UDPPort, Ports: portRule{}}}
 					if m != want {
 						t.Errorf("qps %d retry %d rto %v payload %d: model %+v; want %+v", qps, retry, rto, payload, m, want)
 					}

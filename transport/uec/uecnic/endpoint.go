@@ -34,6 +34,13 @@ type qp struct {
 	waiting  bool
 	lossRetx int64
 	errored  bool
+	// Ephemeral PDCs (pdc.go): the pair's key (collective qps), closed for good, idle since
+	// idleSince with nothing outstanding, and the idle-timeout timer (idle_timeout > 0).
+	key       [3]int32
+	closed    bool
+	idle      bool
+	idleSince sim.Time
+	idleTimer sim.TimerID
 }
 
 // Endpoint is UEC's NIC adapter (transport.Endpoint): one uec.Sender/uec.Receiver pair per
@@ -78,6 +85,8 @@ type Endpoint struct {
 	placedAt []sim.Time
 	placed   [][]int64
 	placedN  int
+	// pdc is the ephemeral PDC bookkeeping (pdc.go); nil unless transport.uec.pdc is set.
+	pdc *pdcState
 }
 
 var _ transport.Endpoint = (*Endpoint)(nil)
@@ -121,6 +130,9 @@ func newEndpoint(cfg any, env transport.EndpointEnv) (transport.Endpoint, error)
 			e.ackDelay = (p.HostLink * sim.Rate(p.Planes)).TxTime(int64(c.AckEvery * c.WireBytes(c.PayloadBytes)))
 		}
 	}
+	if c.PDC.Ephemeral() {
+		e.pdc = newPDCState(net.NumHosts(), s.Register("uec.idle", e.onIdle))
+	}
 	net.SetReceiver(fabric.ProtoUET, e.onPacket)
 	e.wait = make([]nic.Wait, net.NumHosts())
 	net.SetNICReady(e.onNICReady)
@@ -130,12 +142,18 @@ func newEndpoint(cfg any, env transport.EndpointEnv) (transport.Endpoint, error)
 // SetHooks installs the runner's callbacks (transport.Hooks).
 func (e *Endpoint) SetHooks(h transport.Hooks) { e.hooks = h }
 
-func (e *Endpoint) newQP(src, dst int) (*qp, error) {
+// checkPair reports why src -> dst cannot carry a connection: hosts out of range or equal,
+// or no route.
+func (e *Endpoint) checkPair(src, dst int) error {
 	hosts := e.net.NumHosts()
 	if src < 0 || src >= hosts || dst < 0 || dst >= hosts || src == dst {
-		return nil, fmt.Errorf("uec: connection from host %d to host %d: want two distinct hosts of 0..%d", src, dst, hosts-1)
+		return fmt.Errorf("uec: connection from host %d to host %d: want two distinct hosts of 0..%d", src, dst, hosts-1)
 	}
-	if err := nic.PairRouteError(e.layout, src, dst, false); err != nil {
+	return nic.PairRouteError(e.layout, src, dst, false)
+}
+
+func (e *Endpoint) newQP(src, dst int) (*qp, error) {
+	if err := e.checkPair(src, dst); err != nil {
 		return nil, err
 	}
 	id := int32(len(e.qps))
@@ -146,6 +164,9 @@ func (e *Endpoint) newQP(src, dst int) (*qp, error) {
 	}
 	q := &qp{src: int32(src), dst: int32(dst), id: id, snd: snd, rcv: uec.NewReceiver(e.cfg), transfer: -1, hops: nic.PairHops(e.layout, src, dst)}
 	q.timer = e.s.NewTimer(e.kTimer, id)
+	if e.pdc != nil && e.cfg.PDC.IdleTimeout > 0 {
+		q.idleTimer = e.s.NewTimer(e.pdc.kIdle, id)
+	}
 	if e.cfg.AckEvery > 1 {
 		q.rcv.SetAckDelay(e.ackDelay)
 		q.ackTimer = e.s.NewTimer(e.kAck, id)
@@ -177,6 +198,9 @@ func (e *Endpoint) Send(now sim.Time, m collective.Message) error {
 	if e.hooks.Group != nil {
 		key[2] = int32(e.hooks.Group(m.Instance))
 	}
+	if e.pdc != nil {
+		return e.pdcSend(now, m, key)
+	}
 	var q *qp
 	if i, ok := e.pairs[key]; ok {
 		q = e.qps[i]
@@ -191,18 +215,27 @@ func (e *Endpoint) Send(now sim.Time, m collective.Message) error {
 	if err := q.snd.Err(); err != nil {
 		return err
 	}
+	e.running++
+	e.post(now, q, m)
+	return nil
+}
+
+// post carries collective message m on q (the caller has counted it in e.running).
+func (e *Endpoint) post(now sim.Time, q *qp, m collective.Message) {
 	b := max(m.Bytes, 1)
 	q.snd.Post(now, b)
 	q.bytes += b
 	q.posts++
 	q.tokens = append(q.tokens, m.Token)
-	e.running++
 	e.pump(now, q)
-	return nil
 }
 
 func (e *Endpoint) onStart(now sim.Time, id int32, _ uint64) {
 	q := e.qps[id]
+	if e.pdc != nil {
+		e.pdcStart(now, q)
+		return
+	}
 	q.snd.Post(now, q.bytes)
 	e.pump(now, q)
 }
@@ -293,6 +326,9 @@ func (e *Endpoint) afterSender(now sim.Time, q *qp) {
 		e.s.Reset(q.timer, d)
 	} else {
 		e.s.StopTimer(q.timer)
+	}
+	if e.pdc != nil && q.posts > 0 && q.acked == q.posts {
+		e.pdcIdle(now, q)
 	}
 }
 

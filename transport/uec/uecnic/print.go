@@ -21,6 +21,10 @@ func printBlock(w io.Writer, s *transport.Summary, collective bool) {
 			fmt.Fprintf(w, "UEC %s: credit packets %d (%d B granted), credit requests %d, speculative %d B, last-hop trims not taken as congestion %d\n",
 				d.CC, d.CreditsSent, d.CreditGrantedBytes, d.CreditRequests, d.SpeculativeBytes, d.LastHopTrimsIgnored)
 		}
+		if d.PDCsOpened > 0 {
+			fmt.Fprintf(w, "UEC PDCs: opened %d, closed %d, most open at one NIC %d; %d waited for one (mean %.1f us)\n",
+				d.PDCsOpened, d.PDCsClosed, d.PDCPeakOpen, d.PDCWaits, d.PDCWaitMeanUs)
+		}
 	}
 	transport.PrintQPErrors(w, s)
 }

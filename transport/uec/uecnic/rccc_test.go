@@ -56,3 +56,33 @@ func TestRCCCIncast(t *testing.T) {
 		}
 	}
 }
+
+// TestRCCCIncastFlowLevel is issue 20's RCCC at flow level: under cc rccc the destination
+// paces credit at its link rate C, so an N -> 1 incast's sources share C exactly as the flow
+// level's max-min rates do, and the fluid answer is the closed form N x S x (wire / payload)
+// / C + base RTT (the data headers are the only overhead on the bottleneck: credit packets
+// travel the receiver's uplink, opposite to the data). The flow level must land between
+// N x S x (wire / payload) / C and that plus the base RTT of the longest path (the senders of
+// N = 8 share the receiver's T0: their round trip is shorter), and the packet level within
+// 10% of the flow level, at N in {8, 64, 255}.
+func TestRCCCIncastFlowLevel(t *testing.T) {
+	const S = 256 << 10
+	for _, n := range []int{8, 64, 255} {
+		if n == 255 && testing.Short() {
+			continue
+		}
+		y := incastYAML(n, "rccc")
+		pkt := complete(t, fmt.Sprint("packet ", n), run(t, y))
+		fl := complete(t, fmt.Sprint("flow ", n), run(t, strings.Replace(y, "run: {seed: 1}", "run: {seed: 1, engine: flow}", 1)))
+		wire := 1 + pkt.HeaderOverheadPct/(100-pkt.HeaderOverheadPct) // wire / payload of a full packet
+		drain := float64(n) * S * wire * 8 / 100e9 * 1e6
+		t.Logf("rccc %d: packet %.1f us, flow %.1f us (%.4f), closed form N x S x wire/payload / C %.1f us (+ base RTT %.1f us)",
+			n, pkt.JCTUs, fl.JCTUs, fl.JCTUs/pkt.JCTUs, drain, drain+fl.BaseRTTUs)
+		if fl.JCTUs < drain || fl.JCTUs > drain+fl.BaseRTTUs+1e-3 {
+			t.Errorf("rccc %d: flow level %.1f us, want in [%.1f, %.1f] us (N x S x wire/payload / C, + base RTT)", n, fl.JCTUs, drain, drain+fl.BaseRTTUs)
+		}
+		if math.Abs(fl.JCTUs/pkt.JCTUs-1) > 0.10 {
+			t.Errorf("rccc %d: flow %.1f us vs packet %.1f us, want within 10%%", n, fl.JCTUs, pkt.JCTUs)
+		}
+	}
+}

@@ -49,6 +49,14 @@ type Detail struct {
 	CreditGrantedBytes  int64  `json:"credit_granted_bytes,omitempty"`
 	SpeculativeBytes    int64  `json:"speculative_bytes,omitempty"`
 	LastHopTrimsIgnored int64  `json:"last_hop_trims_ignored,omitempty"`
+	// Ephemeral PDCs (transport.uec.pdc set; omitted otherwise): PDCsOpened and PDCsClosed
+	// over the run, PDCPeakOpen the most open at one NIC at once, PDCWaits the messages
+	// (or traffic transfers) that waited for a PDC, PDCWaitMeanUs their mean wait.
+	PDCsOpened    int64   `json:"pdcs_opened,omitempty"`
+	PDCsClosed    int64   `json:"pdcs_closed,omitempty"`
+	PDCPeakOpen   int     `json:"pdc_peak_open,omitempty"`
+	PDCWaits      int64   `json:"pdc_waits,omitempty"`
+	PDCWaitMeanUs float64 `json:"pdc_wait_mean_us,omitempty"`
 	// RTOUs and ReorderWindowUs are the timers in force (first RTO, RUD reorder window), us.
 	RTOUs           float64 `json:"rto_us"`
 	ReorderWindowUs float64 `json:"reorder_window_us"`
@@ -139,6 +147,12 @@ func (e *Endpoint) Summary(end sim.Time, faults []sim.Time) *transport.Summary {
 		for _, q := range e.qps {
 			d.SpeculativeBytes += q.snd.Stats.SpeculativeBytes
 			d.LastHopTrimsIgnored += q.snd.Stats.LastHopTrimsIgnored
+		}
+	}
+	if p := e.pdc; p != nil {
+		d.PDCsOpened, d.PDCsClosed, d.PDCPeakOpen, d.PDCWaits = p.opened, p.closed, p.peak, p.waits
+		if p.waits > 0 {
+			d.PDCWaitMeanUs = transport.Round3(p.waited.Micros() / float64(p.waits))
 		}
 	}
 	if len(e.qps) > 0 {
