@@ -668,7 +668,7 @@ func (c *Collectives) Reroute(sel func(id FlowID, stalled bool) bool) (int, erro
 		n.beginFlow()
 		var err error
 		if r.dag {
-			_, err = c.routeMsg(r.in, r.d.src, r.d.dst, r.d.group)
+			_, err = c.routeMsg(r.in, r.d.src, r.d.dst, r.d.group, false)
 		} else {
 			_, err = c.route(r.in, &r.d, r.tree)
 		}

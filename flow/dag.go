@@ -295,7 +295,7 @@ func (c *Collectives) dagSend(now sim.Time, cn *dagConn) {
 	}
 	bytes := d.ds.sch.Bytes(int(op))
 	c.net.beginFlow()
-	lat, err := c.routeMsg(in, cn.src, cn.dst, cn.qp)
+	lat, err := c.routeMsg(in, cn.src, cn.dst, cn.qp, true)
 	if err == nil {
 		var slot int32
 		src, dst := in.comm.Host(int(cn.src)), in.comm.Host(int(cn.dst))
@@ -319,8 +319,9 @@ func (c *Collectives) dagSend(now sim.Time, cn *dagConn) {
 
 // routeMsg adds the paths of a message from rank src to rank dst of collective in on QP qp
 // (Router key in.key + qp) to the flow being built, and returns its latency: the Router's,
-// plus TailRTO when the message lost its tail (CollConfig.TailLoss, drawn per message).
-func (c *Collectives) routeMsg(in *coll, src, dst, qp int32) (sim.Time, error) {
+// plus TailRTO when the message lost its tail (CollConfig.TailLoss, drawn per message when
+// draw is set: a new message, not a reroute, which keeps its latency).
+func (c *Collectives) routeMsg(in *coll, src, dst, qp int32, draw bool) (sim.Time, error) {
 	hs, hd := in.comm.Host(int(src)), in.comm.Host(int(dst))
 	paths, lat, err := c.r.Paths(hs, hd, in.key+uint64(qp), c.pbuf[:0])
 	c.pbuf = paths
@@ -346,7 +347,7 @@ func (c *Collectives) routeMsg(in *coll, src, dst, qp int32) (sim.Time, error) {
 			return 0, fmt.Errorf("host %d -> %d: router path %d: %w", hs, hd, i, err)
 		}
 	}
-	if pc > 0 {
+	if pc > 0 && draw {
 		c.tailDraws++
 		u := float64(sim.Mix64(c.cfg.TailSeed^0x7a11c0ffee^c.tailDraws*0x9e3779b97f4a7c15)>>11) / (1 << 53)
 		if u < pc {
