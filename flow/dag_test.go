@@ -341,3 +341,25 @@ func TestSchedulesBound(t *testing.T) {
 		t.Error("schedule model after SetSchedules(0)")
 	}
 }
+
+// TestScheduleModelTailLoss: with CollConfig.TailLoss every message draws its own tail loss
+// (RoCE's go-back-N waits TailRTO for a lost last packet): at probability 1 each of a 2-rank
+// exchange's two messages (one each way, at once) waits one TailRTO, at 0 none does.
+func TestScheduleModelTailLoss(t *testing.T) {
+	for _, p := range []float64{0, 1} {
+		x, _ := NewCrossbar(2, testLat)
+		cfg := CollConfig{TailLoss: func([]int32) float64 { return p }, TailRTO: 100 * sim.Microsecond, TailSeed: 3}
+		sp := spec(collective.AllToAll, collective.Pairwise, 2, 2<<20) // 1 MiB each way, one chunk
+		sp.ChunkBytes = 1 << 20
+		res, _, c := dagRun(t, x, x.Capacities(float64(testRate)), []collective.Spec{sp}, cfg)
+		want := testRate.TxTime(1<<20) + testLat
+		waits := int64(0)
+		if p == 1 {
+			want += cfg.TailRTO
+			waits = 2
+		}
+		if got := res[0].Time(); !within(got, want, 1e-9) || c.TailWaits != waits {
+			t.Errorf("p=%v: %v with %d waits, want %v with %d", p, got, c.TailWaits, want, waits)
+		}
+	}
+}
