@@ -92,6 +92,13 @@ type AdaptiveStats struct {
 	Rerouted  int64 // sent elsewhere because the hashed port was down (fast recovery)
 	DeadEnds  int64 // dropped: every port of the group was down (upstream was notified)
 	Notices   int64 // fault notifications delivered to upstream switches
+	// Fast recovery of the queues (adaptive_rescue.go) and the losses at a failed link.
+	Rescued        int64 // packets moved off a dead or avoided egress's queue to another minimal port
+	QueuedDeadEnds int64 // of DeadEnds, packets taken off a dead egress's queue with no usable port left
+	LostQueued     int64 // queued at a dead switch egress and not reroutable (a source route), dropped
+	LostInFlight   int64 // on the wire (or being serialised) when their link failed, dropped at arrival
+	LostInFlightB  int64 // their bytes
+	NotifySent     int64 // fault notifications scheduled (each delivered NotifyDelay later, counted in Notices)
 }
 
 // avoidKey is one upstream port that must not carry packets toward one destination host.
@@ -283,6 +290,7 @@ func (n *Network) arNotify(now sim.Time, id NodeID, dst int32) {
 		}
 		a.notifying[k] = struct{}{}
 		a.pending = append(a.pending, k)
+		a.st.NotifySent++
 		n.sim.At(now+a.cfg.NotifyDelay, a.kNotify, 0, 0)
 	}
 }
@@ -298,15 +306,29 @@ func (n *Network) onNotify(now sim.Time, _ int32, _ uint64) {
 	delete(a.notifying, k)
 	a.avoid[k] = struct{}{}
 	a.st.Notices++
+	n.arCascade(now, k)
+	n.arNotified(now, k.port, k.dst)
 }
 
-// arLinkChange clears the fault notifications when a link comes back up: the notifying switch
-// may have a path again (the subnet manager's sweep would find it; this is the fast case).
-func (n *Network) arLinkChange(down bool) {
-	if n.ar == nil || down || len(n.ar.avoid) == 0 {
+// arLinkChange, after SetLinkDown changed port p's link: when it went down, each switch end
+// notifies upstream at once of the destinations it can no longer reach (arNotifyDead); when
+// it came back up, the fault notifications are cleared: the notifying switch may have a path
+// again (the subnet manager's sweep would find it; this is the fast case).
+func (n *Network) arLinkChange(now sim.Time, p PortID, down bool) {
+	if n.ar == nil {
 		return
 	}
-	clear(n.ar.avoid)
+	if down {
+		for _, id := range [2]PortID{p, n.Ports[p].Peer} {
+			if nd := n.Ports[id].Node; n.Nodes[nd].Kind == Switch {
+				n.arNotifyDead(now, nd)
+			}
+		}
+		return
+	}
+	if len(n.ar.avoid) > 0 {
+		clear(n.ar.avoid)
+	}
 }
 
 // forwardAdaptive is forward's adaptive branch: it picks the local egress for p (no source

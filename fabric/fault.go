@@ -31,7 +31,9 @@ const MaxEntropyFilters = 4
 //     as it arrives there. A dead port holds nothing, as a switch drops on a port whose link is
 //     down; this is simpler to reason about than draining the queue at line rate into a dead
 //     link (drops happen at the failure, not spread over a drain time that depends on the
-//     queue), and an outage costs no events however much traffic is still sent at the port;
+//     queue), and an outage costs no events however much traffic is still sent at the port.
+//     With adaptive routing on (SetAdaptive), a switch forwards its dead egress's queue to
+//     another minimal port instead (adaptive_rescue.go);
 //   - the packet being serialised is lost: it is dropped as link_down when it would have
 //     arrived (a packet goes on the link when its serialisation starts; the transmitter stays
 //     busy until that serialisation would have ended);
@@ -72,7 +74,7 @@ func (n *Network) SetLinkDown(now sim.Time, p PortID, down bool) error {
 			port.Down = false
 		}
 	}
-	n.arLinkChange(down)
+	n.arLinkChange(now, p, down)
 	return nil
 }
 

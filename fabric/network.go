@@ -759,6 +759,7 @@ func (n *Network) onArrive(now sim.Time, obj int32, _ uint64) {
 	}
 	port.q.release(k)
 	if port.Down || epoch != uint16(port.epoch) {
+		n.arLostInFlight(p)
 		n.dropLinkDown(port, p) // on the wire when the link failed, even if it is up again
 		return
 	}
@@ -876,8 +877,12 @@ func (n *Network) dropLinkDown(port *Port, p *Packet) {
 	n.drop(p, DropLinkDown)
 }
 
-// flush drops, as link_down, every packet queued at port (the link went down).
+// flush drops, as link_down, every packet queued at port (the link went down); with adaptive
+// routing a switch forwards them elsewhere instead (arRescue).
 func (n *Network) flush(now sim.Time, port *Port) {
+	if n.ar != nil && n.arRescue(now, port) {
+		return // adaptive routing forwards the queue elsewhere (adaptive_rescue.go)
+	}
 	out := port.q.flush(now)
 	for p := out.pop(); p != nil; p = out.pop() {
 		if n.pfcOn {

@@ -95,6 +95,10 @@ type Collectives struct {
 	free []int32
 	// dag is the schedule model's state (dag.go, SetSchedules); nil until turned on.
 	dag *dagState
+	// fold, when set (SetFold), makes the collectives simulate one representative per orbit
+	// (fold.go); lfold is the scratch of a path's links mapped to their classes.
+	fold  *Fold
+	lfold []int32
 }
 
 // flowRec is what a flow of a collective was routed from, for Reroute.
@@ -141,7 +145,8 @@ type coll struct {
 	end     sim.Time
 	started bool
 	fin     bool
-	gone    bool // released (CollConfig.Forget): its slot awaits reuse
+	gone    bool  // released (CollConfig.Forget): its slot awaits reuse
+	fk      uint8 // its communicator under the fold (foldOff, foldAll or foldMixed)
 	err     error
 	flows   int
 	bytes   int64
@@ -208,6 +213,9 @@ func (c *Collectives) check(at sim.Time, spec collective.Spec, comm collective.C
 		return sp, fmt.Errorf("flow: launch %q: all_to_all over %d ranks is %d flows; the flow engine takes at most %d per phase",
 			name, sp.Ranks, int64(sp.Ranks)*int64(sp.Ranks-1), maxPhaseFlows)
 	}
+	if c.fold != nil && c.foldKindOf(comm.Host, comm.Size()) == foldNone {
+		return sp, fmt.Errorf("flow: launch %q: no host of the communicator represents its orbit under the fold; launch its representative image instead", name)
+	}
 	if len(c.free) == 0 && len(c.insts) >= 1<<31-1 {
 		return sp, fmt.Errorf("flow: launch %q: too many collectives in memory (%d)", name, len(c.insts))
 	}
@@ -263,6 +271,7 @@ func (c *Collectives) launch(at sim.Time, sp collective.Spec, comm collective.Co
 	in.name, in.namer, in.defName = name, namer, c.launched
 	in.spec, in.comm, in.key, in.done = sp, comm, sim.Mix64(comm.Hash()), done
 	in.nphase, in.start, in.end = numPhases(sp), at, sim.MaxTime
+	in.fk = c.foldKindOf(comm.Host, comm.Size())
 	c.launched++
 	c.running++
 	c.s.At(at, c.kind, int32(in.id), 0)
@@ -334,6 +343,13 @@ func (c *Collectives) startPhase(now sim.Time, in *coll) {
 		}
 		if ph.tree {
 			c.mergeDemands()
+		}
+		if in.fk == foldMixed {
+			c.foldDemands(in) // an invariant phase (CheckFold): one flow per orbit
+			if len(c.dem) == 0 {
+				c.fail(now, in, fmt.Errorf("flow: collective %q phase %d: no flow from a representative host under the fold (its orbit's representative is another launch's)", in.nameOf(), in.phase))
+				return
+			}
 		}
 		in.phaseAt = now
 		if err := c.addFlows(now, in, ph); err != nil {
@@ -468,7 +484,13 @@ func (c *Collectives) route(in *coll, d *demand, tree bool) (sim.Time, error) {
 				c.tailQ *= 1 - pc
 			}
 			for i := range paths {
-				if err := c.net.addPath(paths[i].Links, paths[i].Weight*scale); err != nil {
+				links := paths[i].Links
+				if c.fold != nil {
+					if links, err = c.foldLinks(links); err != nil {
+						return 0, fmt.Errorf("flow: collective %q host %d -> %d: %w", in.nameOf(), src, dst, err)
+					}
+				}
+				if err := c.net.addPath(links, paths[i].Weight*scale); err != nil {
 					return 0, fmt.Errorf("flow: collective %q host %d -> %d: router path %d: %w", in.nameOf(), src, dst, i, err)
 				}
 			}

@@ -142,10 +142,11 @@ func (c *Collectives) SetSchedules(maxOps float64) {
 }
 
 // Schedules reports whether a launch of spec now would run the schedule model
-// (SetSchedules): its algorithm has dependencies and its schedule is small enough. A spec
-// that does not resolve reports false.
+// (SetSchedules): its algorithm has dependencies, its schedule is small enough and no fold
+// is set (SetFold: folded collectives keep their phases). A spec that does not resolve
+// reports false.
 func (c *Collectives) Schedules(spec collective.Spec) bool {
-	if c.dag == nil || c.dag.maxOps <= 0 {
+	if c.dag == nil || c.dag.maxOps <= 0 || c.fold != nil {
 		return false
 	}
 	sp, err := spec.Resolve()
@@ -160,8 +161,8 @@ func (c *Collectives) Schedules(spec collective.Spec) bool {
 // whether it did.
 func (c *Collectives) dagStart(now sim.Time, in *coll) bool {
 	g := c.dag
-	if g == nil || !c.Schedules(in.spec) {
-		return false
+	if g == nil || c.fold != nil || !c.Schedules(in.spec) {
+		return false // under a fold (SetFold) every collective keeps its phases
 	}
 	ds, err := g.schedule(&in.spec)
 	if err != nil {

@@ -137,6 +137,23 @@
 // clos (BenchmarkAllToAllRun's set, halved), 40% of 2,049 recomputations incremental, 15.7 s
 // -> 14.5 s; without the back-off the attempts that gave up made it twice as slow.
 //
+// # Folding symmetric replicas
+//
+// Collectives.SetFold (fold.go) simulates one representative per orbit of a group G of
+// host permutations under which the whole run is invariant (a training job's data-parallel
+// replicas moved by whole T0s, and the GPUs of a tensor-parallel group rotated inside their
+// domain, on MRC's bundled Clos): only the flows whose source is the least host of its
+// orbit are added, every link is mapped to the least link of its orbit, and a link orbit of
+// m < K = |G| links runs at m/K of its capacity. The max-min allocation is unique, hence
+// G-invariant, and the quotient's progressive filling reaches the same levels at the same
+// instants; the proof and its conditions are in fold.go, the checks in NewFold (the
+// generators commute, every host orbit has K members), Collectives.CheckFold (every
+// collective on a communicator G maps onto itself is invariant phase by phase), the
+// training engine (training.Fold: stages, streams, stabilisers) and the runner
+// (runner/flowfold.go: the fabric). Folded and full runs give equal results
+// (TestFoldMatchesFull here, runner's TestTrainingFoldMatchesFull: the whole training
+// summary). Net readings of a link (LinkBytes, LinkLoad) are its class's times K/m.
+//
 // # Failures
 //
 // SetCapacity changes a link's capacity at the current instant (0 for a failed link) and

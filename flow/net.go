@@ -168,6 +168,12 @@ type Net struct {
 	capExt  []float64 // by the caller's index: capacity, bits per second, finite, >= 0
 	ext2int []int32   // caller's index -> internal number, -1 until first used
 	int2ext []int32   // internal number -> caller's index
+	// Folded (Collectives.SetFold, fold.go): the caller's link l is read (LinkBytes,
+	// LinkLoad) as its class view[l] times viewMul[l] (K/m), and a class runs at capMul of
+	// its capacity (m/K); nil when not folded.
+	view    []int32
+	viewMul []float64
+	capMul  []float64
 
 	// Per internal link.
 	capa  []float64   // capacity (a copy of capExt)
@@ -289,7 +295,11 @@ func (n *Net) intern(l int32) int32 {
 	i := int32(len(n.int2ext))
 	n.ext2int[l] = i
 	n.int2ext = append(n.int2ext, l)
-	n.capa = append(n.capa, n.capExt[l])
+	c := n.capExt[l]
+	if n.capMul != nil {
+		c *= n.capMul[l]
+	}
+	n.capa = append(n.capa, c)
 	n.lists = append(n.lists, nil)
 	n.wsum = append(n.wsum, 0)
 	n.load = append(n.load, 0)
@@ -331,6 +341,9 @@ func (n *Net) SetCapacity(link int, bitsPerSec float64) error {
 		return err
 	}
 	n.capExt[link] = bitsPerSec
+	if n.capMul != nil {
+		bitsPerSec *= n.capMul[link]
+	}
 	i := n.ext2int[link]
 	if i < 0 || n.capa[i] == bitsPerSec {
 		return nil
@@ -1167,10 +1180,19 @@ func (n *Net) Flows(buf []FlowInfo) []FlowInfo {
 // LinkLoad returns the bits per second link carries under the current rates (0 for an
 // index out of range).
 func (n *Net) LinkLoad(link int) float64 {
-	if link < 0 || link >= len(n.capExt) || n.ext2int[link] < 0 {
+	if link < 0 || link >= len(n.capExt) {
 		return 0
 	}
-	return n.load[n.ext2int[link]]
+	mul := 1.0
+	if n.view != nil {
+		if link, mul = int(n.view[link]), n.viewMul[link]; link < 0 {
+			return 0
+		}
+	}
+	if n.ext2int[link] < 0 {
+		return 0
+	}
+	return n.load[n.ext2int[link]] * mul
 }
 
 // LinkBytes appends to buf[:0] the bytes each link has carried up to now (fluid, fractional),
@@ -1185,6 +1207,7 @@ func (n *Net) LinkBytes(buf []float64) []float64 {
 		}
 		buf[n.int2ext[i]] = b
 	}
+	n.unfoldLinks(buf)
 	return buf
 }
 
@@ -1200,7 +1223,24 @@ func (n *Net) LinkBytesAt(t sim.Time, buf []float64) []float64 {
 		}
 		buf[n.int2ext[i]] = b
 	}
+	n.unfoldLinks(buf)
 	return buf
+}
+
+// unfoldLinks turns per-link readings of the folded Net (by the caller's index) into the
+// full network's: each link gets its class's reading times K/m. A class is the least link
+// of its orbit, so going down the links reads every class before it is scaled itself.
+func (n *Net) unfoldLinks(buf []float64) {
+	if n.view == nil {
+		return
+	}
+	for l := len(buf) - 1; l >= 0; l-- {
+		if c := n.view[l]; c < 0 {
+			buf[l] = 0
+		} else {
+			buf[l] = buf[c] * n.viewMul[l]
+		}
+	}
 }
 
 // The start and delivery heaps are 4-ary (half the levels of a binary heap, a node's children

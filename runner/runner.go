@@ -292,11 +292,15 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 		res.Wall = time.Since(wallStart)
 		return res, nil
 	}
+	if st := (*JobStoppedError)(nil); errors.As(err, &st) && !dryFaults {
+		return stoppedResult(sc, s, net, m, st.Error(), wallStart), nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	res.Summary.Complete = true
 	res.Summary.Switch = switchSummary(sc, net)
+	res.Summary.Adaptive = adaptiveSummary(net)
 	markOutcome(sc, &res.Summary)
 	if res.stall != "" {
 		sm := &res.Summary
@@ -400,6 +404,27 @@ func markInterrupted(sc *scenario.Scenario, res *Result, where string) {
 // interruptedResult is the Result of a run interrupted where its own figures cannot be
 // gathered (see Result.partial): the scenario, seed, fabric size, events and times only.
 func interruptedResult(sc *scenario.Scenario, s *sim.Sim, net *fabric.Network, m *meter, where string, wallStart time.Time) *Result {
+	res := commonResult(sc, s, net, m)
+	markInterrupted(sc, res, where)
+	res.Wall = time.Since(wallStart)
+	return res
+}
+
+// stoppedResult is the Result of a workload that stopped with nothing of its own to report
+// (JobStoppedError): the common figures of interruptedResult, complete (the run went as far
+// as it could) and failed with why, so the CLI writes summary.json and the report, prints
+// RUN FAILED and exits 1.
+func stoppedResult(sc *scenario.Scenario, s *sim.Sim, net *fabric.Network, m *meter, why string, wallStart time.Time) *Result {
+	res := commonResult(sc, s, net, m)
+	res.Summary.Complete = true
+	res.Summary.Failed, res.Summary.FailureReason = true, why
+	res.Wall = time.Since(wallStart)
+	return res
+}
+
+// commonResult is a partial Result (Result.partial) with the figures every run has: the
+// scenario, seed, fabric size, events and the time reached.
+func commonResult(sc *scenario.Scenario, s *sim.Sim, net *fabric.Network, m *meter) *Result {
 	res := &Result{Sim: s, Net: net, meter: m, partial: true}
 	sm := &res.Summary
 	sm.Scenario, sm.Seed = sc.Name, sc.Run.Seed
@@ -409,8 +434,6 @@ func interruptedResult(sc *scenario.Scenario, s *sim.Sim, net *fabric.Network, m
 	}
 	sm.DurationUs, sm.EndUs, sm.Events = round3(s.Now().Micros()), round3(s.Now().Micros()), s.Events()
 	sm.Drops = map[string]int64{}
-	markInterrupted(sc, res, where)
-	res.Wall = time.Since(wallStart)
 	return res
 }
 

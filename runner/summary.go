@@ -101,6 +101,9 @@ type Summary struct {
 	// Switch, when fabric.switch_model is given (packet level): the switch model and its
 	// ingress drops (switchmodel.go).
 	Switch *SwitchSummary `json:"switch_model,omitempty"`
+	// Adaptive, when fabric.adaptive_routing is on (packet level): its decisions, fast
+	// recovery and losses at failed links (adaptive_summary.go).
+	Adaptive *AdaptiveSummary `json:"adaptive_routing,omitempty"`
 	// Faults holds what each failure cost (faults.csv), when the scenario has faults.
 	Faults []FaultCost `json:"faults,omitempty"`
 	// With run.fault_baseline twin: when the same run without faults ended its traffic, and

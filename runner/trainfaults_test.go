@@ -416,9 +416,11 @@ faults: [{at: 30ms, link: "x0y0z0.r.x+", action: down}]
 	if len(tf.Restarts) != 0 || !strings.Contains(tf.Steps[0].Events, "reconverged") {
 		t.Errorf("roce: restarts %+v, events %q; want the detour after reconvergence, no restart", tf.Restarts, tf.Steps[0].Events)
 	}
-	sc, _ := scenario.Parse([]byte(fmt.Sprintf(y, "{kind: mrc}")))
-	if _, err := Run(sc); err == nil || !strings.Contains(err.Error(), "x0y0z0.r.x+") {
-		t.Errorf("mrc: %v; want an error naming the dead link", err)
+	// MRC's EVs are minimal source routes: the torus neighbours' only one died, so the job
+	// stops before its first step: a failed run with outputs, naming the dead link.
+	ms := mustRun(t, fmt.Sprintf(y, "{kind: mrc}")).Summary
+	if !ms.Failed || !strings.Contains(ms.FailureReason, "x0y0z0.r.x+") {
+		t.Errorf("mrc: failed %v, reason %q; want a failed run naming the dead link", ms.Failed, ms.FailureReason)
 	}
 }
 
@@ -700,5 +702,35 @@ func TestTrainingRoCETailLossFlowVsPacket(t *testing.T) {
 	}
 	if a > 1.5*b || b > 1.5*a {
 		t.Errorf("loss: packet %.1f us vs flow %.1f us; want within 1.5x", a, b)
+	}
+}
+
+// TestTrainingStoppedBeforeFirstStep: a job cut off before its first step (a host's only
+// NIC port down) is a failed run with outputs at both engines, not an error: summary.json
+// failed with the reason naming the stuck ranks (the new-user review of issue 20, F11).
+func TestTrainingStoppedBeforeFirstStep(t *testing.T) {
+	const y = `
+name: stopped
+topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G, scale_up: {gpus: 8, rate: 3600G}}}
+transport: {kind: %s}
+workload:
+  training:
+    model: {layers: 4, hidden: 1024, heads: 8, ffn: 4096, vocab: 32000, seq_len: 1024, global_batch: 4, micro_batch: 1}
+    gpu: {preset: h100}
+    plan: {tp: 4, pp: 2}
+faults:
+  - {at: 100us, nic: h8.p0, action: down}
+run: {engine: %s, duration: 20ms}
+`
+	for _, c := range []struct{ kind, engine, want string }{
+		{"mrc", "packet", "ranks have not reached the step barrier"},
+		{"uec", "packet", "ranks have not reached the step barrier"},
+		{"mrc", "flow", "could not continue"},
+	} {
+		res := mustRun(t, fmt.Sprintf(y, c.kind, c.engine))
+		s := res.Summary
+		if !s.Failed || !s.Complete || !strings.Contains(s.FailureReason, c.want) {
+			t.Errorf("%s %s: failed %v complete %v, reason %.200q; want failed, complete, %q", c.kind, c.engine, s.Failed, s.Complete, s.FailureReason, c.want)
+		}
 	}
 }

@@ -30,6 +30,11 @@ type TrainingRun struct {
 	// Faults is what the scenario's faults did to the job (nil without faults): the events
 	// by step, restarts and their charge, per-step slowest link.
 	Faults *TrainingFaults
+	// Fold is the number of symmetric replicas the flow engine simulated as one (the order
+	// of the fold's group, flowfold.go; 1: every rank simulated), FoldNote why the larger
+	// candidate groups were not used.
+	Fold     int
+	FoldNote string
 }
 
 // domainAnalytic is transport ideal's closed forms for a training job: a collective whose
@@ -375,6 +380,9 @@ type trainOutcome struct {
 	// failure is why the flow-level job could not go on after its completed steps, "" when
 	// it did.
 	failure string
+	// fold and foldNote are the run's fold (TrainingRun.Fold, FoldNote).
+	fold     int
+	foldNote string
 }
 
 // runTrainingJob runs job on backend b to the end (training.Job.Run, driven here so that a
@@ -389,6 +397,7 @@ func runTrainingJob(sc *scenario.Scenario, layout topo.Topology, res *Result, jo
 	out := trainOutcome{qpErrAt: -1}
 	simSteps := min(max(cfg.SimSteps, 1), max(cfg.Steps, 1))
 	opts := training.RunOptions{Steps: simSteps, Exact: cfg.Exact, Stragglers: cfg.Stragglers, OnStep: res.stepFaults}
+	opts.Folds = trainFold(sc, layout, job, b) // symmetric replicas simulated once (flowfold.go)
 	var jr *training.Run
 	if ff != nil {
 		// Each step's slowest link is named as it ends, with the links' fault state then.
@@ -402,6 +411,9 @@ func runTrainingJob(sc *scenario.Scenario, layout topo.Topology, res *Result, jo
 		}
 	}
 	jr, err := job.Start(s, b.backend, opts)
+	if jr != nil {
+		out.fold, out.foldNote = jr.FoldOrder(), jr.FoldReason
+	}
 	if err != nil {
 		return out, &InputError{Err: err}
 	}
@@ -436,20 +448,20 @@ func runTrainingJob(sc *scenario.Scenario, layout topo.Topology, res *Result, jo
 		_, errAt := ep.Log()
 		out.qpErrAt = firstTime(errAt)
 	case eb != nil && len(errs) > 0:
-		return out, fmt.Errorf("training stopped at %v: %w (%d QP(s) gave up, the first: %v; the job would restart, but no step finished before it, so there is nothing to report: run.engine: flow goes on through restarts; waiting: %s)", s.Now(), err, len(errs), errs[0], eb.Stuck(8))
+		return out, &JobStoppedError{Err: fmt.Errorf("training stopped at %v: %w (%d QP(s) gave up, the first: %v; the job would restart, but no step finished before it, so there is nothing to report: run.engine: flow goes on through restarts; waiting: %s)", s.Now(), err, len(errs), errs[0], eb.Stuck(8))}
 	case eb != nil:
-		return out, fmt.Errorf("training stopped at %v: %w (waiting: %s)", s.Now(), err, eb.Stuck(8))
+		return out, &JobStoppedError{Err: fmt.Errorf("training stopped at %v: %w (waiting: %s)", s.Now(), err, eb.Stuck(8))}
 	case ff != nil && b.fnet.Err() != nil && jr.Completed() != nil:
 		// A failed run, with the steps that finished reported (summary.json failed,
 		// steps.csv, the RUN FAILED headline).
 		out.trace = jr.Completed()
 		out.failure = fmt.Sprintf("training could not continue at %v, in step %d: %s", s.Now(), len(out.trace.Steps), ff.stuck(flowLinkNamer(layout, b.router, ff)))
 	case ff != nil && b.fnet.Err() != nil:
-		return out, fmt.Errorf("training could not continue at %v: %s (%w)", s.Now(), ff.stuck(flowLinkNamer(layout, b.router, ff)), err)
+		return out, &JobStoppedError{Err: fmt.Errorf("training could not continue at %v: %s (%w)", s.Now(), ff.stuck(flowLinkNamer(layout, b.router, ff)), err)}
 	case fc != nil && fc.Incomplete() != nil:
-		return out, fmt.Errorf("training stopped at %v: %w (%v)", s.Now(), err, fc.Incomplete())
+		return out, &JobStoppedError{Err: fmt.Errorf("training stopped at %v: %w (%v)", s.Now(), err, fc.Incomplete())}
 	default:
-		return out, fmt.Errorf("training stopped at %v: %w", s.Now(), err)
+		return out, &JobStoppedError{Err: fmt.Errorf("training stopped at %v: %w", s.Now(), err)}
 	}
 	return out, nil
 }
@@ -469,6 +481,7 @@ func finishTraining(sc *scenario.Scenario, layout topo.Topology, res *Result, jo
 		return err
 	}
 	run.Result = tr
+	run.Fold, run.FoldNote = max(out.fold, 1), out.foldNote
 	if run.Engine == "analytic" && cfg.TPModel == "simulated" && job.Plan.TP > 1 {
 		// Decision: a note, not an error (the run is valid, just not what simulated promises).
 		tr.Notes = append(tr.Notes, "tp_model simulated with transport ideal: the ideal transport times each NVLink TP collective in closed form without contention, so the result equals tp_model closed_form; use a transport (mrc, roce) with run.engine flow or packet to simulate NVLink sharing")
@@ -532,3 +545,14 @@ func finishTraining(sc *scenario.Scenario, layout topo.Topology, res *Result, jo
 	}
 	return nil
 }
+
+// JobStoppedError is a training job that stopped before any step finished (a host cut off,
+// a QP that gave up, a collective that cannot complete): nothing of the job's own to report.
+// Run turns it into a failed run with outputs (summary.json failed, its reason, the RUN
+// FAILED headline, exit 1), not an error (stoppedResult).
+type JobStoppedError struct{ Err error }
+
+func (e *JobStoppedError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *JobStoppedError) Unwrap() error { return e.Err }

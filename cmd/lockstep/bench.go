@@ -38,6 +38,8 @@ microbatches, MRC) and train-405b-131k-roce (the same under RoCE), and train-dsv
 train-dsv3-2k-roce (DeepSeek-V3 with PP 16 and EP 32 on 2,048 GPUs, MRC and RoCE), which print
 the step time and MFU instead of FCTs, with the flow engine's rate recomputations (recomputes),
 how many of them were full (the rest incremental) and the flows the incremental ones refilled.
+The flow counts are of the flows simulated: under MRC the flow engine simulates one of each
+set of symmetric replicas (folding, docs/flow-agreement.md "Speed"), with the same results.
 agree runs the packet-vs-flow agreement suite for collectives on 64 hosts
 (docs/flow-agreement.md) and fails when a case leaves its tolerance. transports runs the
 transport comparison (MRC, UEC, RoCE, Ethernet with adaptive routing, InfiniBand with and

@@ -39,6 +39,7 @@ import (
 	"github.com/lockstepsim/lockstep/runner"
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/transport"
 	"github.com/lockstepsim/lockstep/workload/collective"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -377,7 +378,7 @@ runs move the same bytes and print the same figures; #wrong is 0 (N/A with -c 0)
 	fs.IntVar(&f.nodes, "nodes", 1, "servers (processes, one per node); ranks = nodes x nthreads x ngpus (with --scenario: default its hosts / (nthreads x ngpus))")
 	fs.StringVar(&f.base, "scenario", "", "scenario file or preset (default: lockstep run's built-in one) whose topology, fabric, transport, faults and run settings to use")
 	fs.StringVar(&f.duration, "duration", "", "run.duration, the simulated time the run may take (default: the --scenario file's, else covering the sizes' closed forms)")
-	fs.StringVar(&f.transport, "transport", "", "transport: mrc, roce or ideal (default: the scenario's, else lockstep's workload default, mrc)")
+	fs.StringVar(&f.transport, "transport", "", "transport: "+strings.Join(append(transport.Kinds(), scenario.TransportIdeal), ", ")+" (default: the scenario's, else lockstep's workload default, mrc)")
 	fs.StringVar(&f.engine, "engine", "", "packet, flow or analytic (the ideal network: each message at the NIC rate after the fabric's worst-case latency, no contention); default flow, or the --scenario's run.engine")
 	fs.StringVar(&f.algorithm, "algorithm", "auto", "collective algorithm: "+strings.Join(collective.AlgorithmNames(), ", "))
 	fs.IntVar(&f.simIters, "sim-iters", 1, "iterations simulated per size, 1 to 1000 (the time is their mean)")

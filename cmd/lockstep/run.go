@@ -895,6 +895,7 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 		fmt.Fprintln(w)
 	}
 	printSwitchModel(w, s.Switch)
+	runner.PrintAdaptive(w, s.Adaptive)
 	printFaultCosts(w, sc, s)
 	if fluid {
 		fmt.Fprintf(w, "results: %s\n", filepath.Join(sc.Run.Out, "summary.json"))

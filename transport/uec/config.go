@@ -46,11 +46,16 @@ const (
 	// LBREPS is REPS [Bonato et al., "REPS: Recycling Entropies for Packet Spraying",
 	// arXiv 2407.21625]: an EV whose ACK came back without CE is reused for a later packet;
 	// one that saw CE, a trim or a timeout is not; with nothing to reuse a fresh EV is drawn
-	// at random from the pool (default).
+	// at random from the pool; with freezing after failures (ev.go).
 	LBREPS = "reps"
 	// LBREPSNoFreeze is REPS without its freezing mode (phase 1's REPS): a failure drops the
-	// EV and exploration goes on.
+	// EV and exploration goes on. The default: measured no slower than freezing in every
+	// failure case lockstep tried and 4-22% faster in flap, single-failure and
+	// degrade+blackhole permutations (docs/protocols.md, "REPS freezing").
 	LBREPSNoFreeze = "reps_nofreeze"
+	// LBSingle is one EV per connection, drawn at setup: ROD's scheme (its default and only
+	// choice), and under RUD a single-path baseline.
+	LBSingle = "single"
 	// LBBitmap is the bitmap/penalty variant: a per-EV penalty over the pool (ev.go).
 	LBBitmap = "bitmap"
 )
@@ -118,7 +123,9 @@ const (
 	// DefaultREPSFreezeRTOs: REPS's automatic freezing period is this many first RTOs
 	// (lockstep default: long enough that a failed path's EVs, each lost once, are not
 	// explored again within a flow's steady state; [REPS] freezes after failures and
-	// leaves the period to the implementation as lockstep reads it).
+	// leaves the period to the implementation as lockstep reads it). Only under lb reps, no
+	// longer the default: 1, 3 and 10 RTOs all measured slower than no freezing in flap,
+	// single-failure and degrade+blackhole permutations (docs/protocols.md, "ut20 fixes").
 	DefaultREPSFreezeRTOs = 10
 	// DefaultMaxRetries is the RTO expiries in a row without progress before the connection
 	// errors (lockstep default, as RoCE's retry count 7).
@@ -136,13 +143,14 @@ const (
 type Config struct {
 	// Delivery is "rud" (default) or "rod".
 	Delivery string `yaml:"delivery"`
-	// LB is "reps" (default; with freezing), "reps_nofreeze", "bitmap" or "oblivious"; ROD
-	// always uses one EV.
+	// LB is "reps_nofreeze" (default), "reps" (with freezing), "bitmap", "oblivious" or
+	// "single"; under ROD only "single" (the default there): ROD uses one EV.
 	LB string `yaml:"lb"`
 	// REPSFreeze is REPS's freezing period after a loss without trim, 0..1s; 0 (default) is
 	// automatic: 10 first RTOs.
 	REPSFreeze sim.Time `yaml:"reps_freeze"`
-	// Paths is the EV pool size, 1..4096; default 128 (DefaultPaths).
+	// Paths is the EV pool size, 1..4096; default 128 (DefaultPaths); under ROD 1 (its one
+	// EV is drawn from 0..DefaultPaths-1).
 	Paths int `yaml:"paths"`
 	// REPSBuffer is the recycled-EV buffer of REPS, 1..4096; default 64.
 	REPSBuffer int `yaml:"reps_buffer"`
@@ -223,11 +231,18 @@ func (c Config) WithDefaults() Config {
 	if c.Delivery == "" {
 		c.Delivery = DeliveryRUD
 	}
+	rod := c.Delivery == DeliveryROD
 	if c.LB == "" {
-		c.LB = LBREPS
+		c.LB = LBREPSNoFreeze
+		if rod {
+			c.LB = LBSingle
+		}
 	}
 	if c.Paths == 0 {
 		c.Paths = DefaultPaths
+		if rod {
+			c.Paths = 1
+		}
 	}
 	if c.REPSBuffer == 0 {
 		c.REPSBuffer = DefaultREPSBuffer
@@ -289,8 +304,12 @@ func (c Config) Validate(prefix string) error {
 	switch {
 	case c.Delivery != DeliveryRUD && c.Delivery != DeliveryROD:
 		return bad("delivery", "%q is not a delivery mode; allowed rud (reliable unordered, default) or rod (reliable ordered)", c.Delivery)
-	case c.LB != LBREPS && c.LB != LBOblivious && c.LB != LBREPSNoFreeze && c.LB != LBBitmap:
-		return bad("lb", "%q is not a load-balancing scheme; allowed reps (default, with freezing after failures), reps_nofreeze, bitmap or oblivious", c.LB)
+	case c.LB != LBREPS && c.LB != LBOblivious && c.LB != LBREPSNoFreeze && c.LB != LBBitmap && c.LB != LBSingle:
+		return bad("lb", "%q is not a load-balancing scheme; allowed reps_nofreeze (default), reps (with freezing after failures), bitmap, oblivious or single (one EV)", c.LB)
+	case c.Delivery == DeliveryROD && c.LB != LBSingle:
+		return bad("lb", "%s with delivery rod: ROD sends every packet of a connection on one EV (one path, so they arrive in order); allowed single (or leave lb out), or delivery rud to spray", c.LB)
+	case c.Delivery == DeliveryROD && c.Paths != 1:
+		return bad("paths", "%d with delivery rod: ROD uses one EV per connection; allowed 1 (or leave paths out), or delivery rud to spray over %d EVs", c.Paths, c.Paths)
 	case c.REPSFreeze < 0 || c.REPSFreeze > sim.Second:
 		return bad("reps_freeze", "%v is out of range; allowed 0 (automatic: 10 RTOs) up to 1s", c.REPSFreeze)
 	case c.Paths < 1 || c.Paths > 4096:
@@ -321,6 +340,8 @@ func (c Config) Validate(prefix string) error {
 		return bad("pdc.idle_timeout", "%v is out of range; allowed 0 (never close on a timer) up to 1s", c.PDC.IdleTimeout)
 	case c.PDC.MaxPerNIC < 0 || c.PDC.MaxPerNIC > 65536:
 		return bad("pdc.max_per_nic", "%d is out of range; allowed 0 (no bound) to 65536", c.PDC.MaxPerNIC)
+	case c.AckDelay > 0 && c.RTO > 0 && c.AckDelay >= c.RTO:
+		return bad("ack_delay", "%v is not below the RTO %v (transport.uec.rto): a coalesced SACK would arrive after the sender's timeout; allowed 0 (automatic) or below %v", c.AckDelay, c.RTO, c.RTO)
 	case !(c.RCCC.SpeculativeBDP > 0 && c.RCCC.SpeculativeBDP <= 100):
 		return bad("rccc.speculative_bdp", "%v is out of range; allowed (0, 100] BDPs (default 0.25)", c.RCCC.SpeculativeBDP)
 	case !(c.RCCC.RateFactor > 0 && c.RCCC.RateFactor <= 2):

@@ -258,3 +258,23 @@ func (p *EVPicker) Buffered() []uint16 {
 	}
 	return out
 }
+
+// Fixed returns the single scheme's EV and true (ROD: the connection's one EV), false for
+// the spraying schemes.
+func (p *EVPicker) Fixed() (uint16, bool) {
+	switch p.lb {
+	case LBBitmap, LBOblivious, LBREPS:
+		return 0, false
+	}
+	return p.one, true
+}
+
+// Peek returns, under REPS, the EV most recently queued for reuse (its ACK came back clean:
+// its path works both ways) without using it, and true; false with none queued or under
+// another scheme. RCCC's credit requests ride it.
+func (p *EVPicker) Peek() (uint16, bool) {
+	if p.lb != LBREPS || p.n == 0 {
+		return 0, false
+	}
+	return p.buf[(p.head+p.n-1)%len(p.buf)], true
+}

@@ -42,6 +42,7 @@ type spkt struct {
 	state  uint8
 	cause  RetxCause // why it is queued again (stLost)
 	tx     uint16    // transmissions so far
+	tag    uint8     // the caller's mark of its latest transmission (SetTag: the NIC plane)
 }
 
 // txRec is one transmission in send order: the FIFO behind loss detection and the RTO.
@@ -132,6 +133,8 @@ type Sender struct {
 	creditAt   sim.Time // last credit request sent or credit received
 	creditBack int      // credit re-requests since the connection was last idle
 	lostSends  []sim.Time
+	trackFail  bool     // keep failed (TrackFailures)
+	failed     []uint64 // PSNs deemed lost on evidence of a bad path (Failures)
 	// Stats counts the sender's work; the caller may read it.
 	Stats SenderStats
 }
@@ -149,11 +152,14 @@ func NewSender(cfg Config, qp uint32, p Path, rng *rand.Rand) (*Sender, error) {
 	}
 	s := &Sender{cfg: cfg, rod: cfg.Delivery == DeliveryROD, qp: qp, mtu: int64(cfg.WireBytes(cfg.PayloadBytes)), baseRTT: p.BaseRTT, deadline: sim.MaxTime}
 	s.rto, s.reorder = cfg.Timers(p)
-	lb := cfg.LB
-	if s.rod {
-		lb = "" // ROD: one entropy per connection [UEC §3.5 ROD]
+	lb, paths := cfg.LB, cfg.Paths
+	if s.rod || lb == LBSingle {
+		lb = "" // one entropy per connection [UEC §3.5 ROD]
 	}
-	s.ev = NewEVPicker(lb, cfg.Paths, cfg.REPSBuffer, rng)
+	if s.rod {
+		paths = DefaultPaths // ROD's one EV, drawn from the default pool
+	}
+	s.ev = NewEVPicker(lb, paths, cfg.REPSBuffer, rng)
 	if lb == LBREPS {
 		f := cfg.REPSFreeze
 		if f == 0 {
@@ -511,6 +517,7 @@ func (s *Sender) sackGap(now, sentAt sim.Time) {
 		}
 		s.txH++
 		s.noteLost(now, r)
+		s.noteFailed(r.psn)
 		s.lose(r.psn, RetxSackGap)
 	}
 	s.compactTx()
@@ -525,6 +532,41 @@ func (s *Sender) noteLost(now sim.Time, r txRec) {
 		s.lostSends = append(s.lostSends, r.at)
 	}
 }
+
+// TrackFailures makes the sender keep the PSNs it deems lost without a trim on evidence of a
+// bad path (Failures): every SACK-gap loss, and the oldest packet of each RTO expiry (the
+// rest of an expiry's packets are deemed lost with it, not for their own path). The NIC
+// adapter reads them to learn which of its ports' paths are dead.
+func (s *Sender) TrackFailures() { s.trackFail = true }
+
+func (s *Sender) noteFailed(psn uint64) {
+	if s.trackFail {
+		s.failed = append(s.failed, psn)
+	}
+}
+
+// SetTag marks psn's latest transmission with tag (the NIC adapter: the plane it left on);
+// psn must be in flight (just returned by Next).
+func (s *Sender) SetTag(psn uint64, tag uint8) {
+	if psn >= s.base && psn < s.next {
+		s.pkt(psn).tag = tag
+	}
+}
+
+// Tag returns psn's mark (SetTag), 0 for a PSN no longer held.
+func (s *Sender) Tag(psn uint64) uint8 {
+	if psn < s.base || psn >= s.next {
+		return 0
+	}
+	return s.pkt(psn).tag
+}
+
+// Failures returns the PSNs deemed lost on evidence of a bad path since the last
+// ClearFailures (empty unless TrackFailures was called).
+func (s *Sender) Failures() []uint64 { return s.failed }
+
+// ClearFailures empties the Failures list.
+func (s *Sender) ClearFailures() { s.failed = s.failed[:0] }
 
 // maxLostSends bounds the send times LostSends keeps per connection.
 const maxLostSends = 1 << 16
@@ -617,6 +659,9 @@ func (s *Sender) OnTimer(now sim.Time) {
 		}
 		s.txH++
 		s.noteLost(now, r)
+		if first {
+			s.noteFailed(r.psn)
+		}
 		if s.rod {
 			if first {
 				s.goBack(s.una, RetxTimeout)
@@ -637,8 +682,11 @@ func (s *Sender) OnTimer(now sim.Time) {
 		return
 	}
 	s.arm(now)
-	if s.deadline <= now { // everything in flight was deemed lost: wait for the retransmissions
-		s.deadline = now + t
+	if s.deadline <= now || s.deadline == sim.MaxTime && s.una < s.end {
+		// Everything in flight was deemed lost: wait for the retransmissions, one (doubled)
+		// timeout from now, so a connection whose packets cannot leave at all (its NIC port
+		// down) still backs off and errors after MaxRetries.
+		s.deadline = now + s.rto<<uint(min(s.backoff, 30))
 	}
 }
 

@@ -145,3 +145,48 @@ func TestBitmapAgainstSet(t *testing.T) {
 		}
 	}
 }
+
+// TestTimerWhenNothingCanLeave (ut20 F1): a sender whose packets can never leave after the
+// first burst (its NIC port down: Next is never called again) must keep its RTO armed,
+// doubling per expiry, and error after max_retries expiries; before the fix one expiry left
+// no deadline and the connection hung without erroring.
+func TestTimerWhenNothingCanLeave(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		cfg     Config
+		retries int
+	}{
+		{"rud nscc", Config{MaxRetries: 3}, 3},
+		{"rod", Config{Delivery: DeliveryROD, MaxRetries: 2}, 2},
+		{"rud none", Config{CC: CCNone, MaxRetries: 5}, 5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, _ := newPair(t, c.cfg)
+			s.Post(0, 64<<10)
+			for {
+				if _, ok := s.Next(0); !ok {
+					break
+				}
+			}
+			rto, _ := s.Timers()
+			prev := sim.Time(0)
+			for i := 0; i <= c.retries; i++ {
+				d := s.Deadline()
+				if d == sim.MaxTime {
+					t.Fatalf("expiry %d: no deadline armed (timeouts %d), want one", i, s.Stats.Timeouts)
+				}
+				if i > 0 && d-prev != rto<<uint(i) {
+					t.Errorf("expiry %d: deadline %v after the last, want %v (doubled)", i, d-prev, rto<<uint(i))
+				}
+				prev = d
+				s.OnTimer(d)
+			}
+			if s.Err() == nil {
+				t.Fatalf("no error after %d expiries (timeouts %d)", c.retries+1, s.Stats.Timeouts)
+			}
+			if s.Stats.Timeouts != int64(c.retries+1) {
+				t.Errorf("timeouts %d, want %d", s.Stats.Timeouts, c.retries+1)
+			}
+		})
+	}
+}

@@ -32,6 +32,10 @@ type RunOptions struct {
 	// throttling, and a slow stage that is not the pipeline's bottleneck takes a transient
 	// as long as its slack lasts (tens of rounds) before the rounds repeat.
 	Stragglers *Stragglers
+	// Folds, if any, are tried in order: the first whose symmetry Start can verify (see
+	// Fold) simulates the job's symmetric data-parallel replicas once; the trace is the same
+	// as without it.
+	Folds []*Fold
 }
 
 // span is an interval of a rank's compute stream: a compute pattern (pat >= 0) or a wait.
@@ -115,6 +119,10 @@ type Run struct {
 	trace    *Trace
 	strag    *stragState // nil: no stragglers
 	t0       sim.Time    // the job's start
+	fold     *foldState  // nil: every rank simulated
+	// FoldReason is why the RunOptions.Folds before the one used (or all, when none was)
+	// were not used ("" when the first was, or none was given).
+	FoldReason string
 }
 
 // Start prepares the job's programs and communicators on s, with b carrying network
@@ -242,6 +250,16 @@ func (j *Job) Start(s *sim.Sim, b Backend, opts RunOptions) (*Run, error) {
 	if err := r.sizeCalls(); err != nil {
 		return nil, err
 	}
+	for _, f := range opts.Folds {
+		why, err := r.setupFold(f)
+		if err != nil {
+			return nil, err
+		}
+		if why == "" {
+			break
+		}
+		r.FoldReason = joinReason(r.FoldReason, why)
+	}
 	r.trace = &Trace{Job: j, SimulatedMicrobatches: r.simM, Periodic: true}
 	r.kCompute = s.Register("training.compute", r.onCompute)
 	r.kStart = s.Register("training.step", r.onStart)
@@ -291,7 +309,7 @@ func (r *Run) Trace() (*Trace, error) {
 	}
 	if !r.finished {
 		msg := fmt.Sprintf("training: step %d did not finish by %v: %d of %d ranks have not reached the step barrier:\n%s",
-			r.step, r.s.Now(), len(r.ranks)-r.arrived, len(r.ranks), r.Stuck(12))
+			r.step, r.s.Now(), r.liveRanks()-r.arrived, r.liveRanks(), r.Stuck(12))
 		if eb, ok := r.b.(*ExecutorBackend); ok {
 			if st := eb.Stuck(12); st != "" {
 				msg += "\nnetwork collectives in flight:\n" + st
@@ -311,7 +329,7 @@ func (r *Run) Stuck(max int) string {
 	pl := r.j.Placement
 	for i := range r.ranks {
 		rs := &r.ranks[i]
-		if rs.atBarrier {
+		if rs.atBarrier || !r.simulated(i) {
 			continue
 		}
 		if max > 0 && len(lines) >= max {
@@ -341,7 +359,7 @@ func (r *Run) Stuck(max int) string {
 		switch {
 		case c.launched:
 			lines = append(lines, fmt.Sprintf("%s: waits for %s, launched at %v, not done", who, desc, c.launchAt))
-		case int(c.arrived) < len(st.members):
+		case c.arrived < r.hot[si].nmem:
 			var missing []string
 			posted := r.postedBy(si, o.seq)
 			for _, m := range st.members {
@@ -401,12 +419,17 @@ func (r *Run) onStart(now sim.Time, _ int32, _ uint64) {
 		h.n, h.next = 0, 0
 	}
 	for i := range r.ranks {
+		if !r.simulated(i) {
+			continue
+		}
 		rs := &r.ranks[i]
 		rs.pc, rs.atBarrier = 0, false
 		rs.spans, rs.marks = make([]span, 0, r.spanCap[rs.stage]), rs.marks[:0]
 	}
 	for i := range r.ranks {
-		r.advance(now, int32(i))
+		if r.simulated(i) {
+			r.advance(now, int32(i))
+		}
 	}
 }
 
@@ -526,7 +549,7 @@ func (r *Run) advance(now sim.Time, ri int32) {
 		case opBarrier:
 			rs.arrive, rs.atBarrier = now, true
 			r.arrived++
-			if r.arrived == len(r.ranks) {
+			if r.arrived == r.liveRanks() {
 				r.endStep(now)
 			}
 			return

@@ -156,7 +156,7 @@ func (r *Run) finishStep(end sim.Time) {
 		b[s.cat] += s.end - s.start
 	}
 	for i := range r.ranks {
-		rs := &r.ranks[i]
+		rs := r.stateOf(i) // folded: its representative's timeline, the same instants
 		tl := rankTL{spans: rs.spans, base: r.start, arrive: rs.arrive - r.start}
 		if r.rep > 0 {
 			if len(rs.marks) < r.kc+3 {

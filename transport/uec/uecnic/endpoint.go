@@ -41,6 +41,11 @@ type qp struct {
 	idle      bool
 	idleSince sim.Time
 	idleTimer sim.TimerID
+	// uecfix (plane.go): plane choice state (nil with one plane); control packets sent.
+	pl     *planeState
+	ctl    uint32
+	rxEV   uint16 // RCCC: EV of the latest data packet or credit request received
+	rxEVOK bool
 }
 
 // Endpoint is UEC's NIC adapter (transport.Endpoint): one uec.Sender/uec.Receiver pair per
@@ -87,6 +92,9 @@ type Endpoint struct {
 	placedN  int
 	// pdc is the ephemeral PDC bookkeeping (pdc.go); nil unless transport.uec.pdc is set.
 	pdc *pdcState
+	// uecfix (plane.go): per-host plane rotation; planes a QP began avoiding.
+	rot           []uint32
+	planesAvoided int64
 }
 
 var _ transport.Endpoint = (*Endpoint)(nil)
@@ -171,6 +179,7 @@ func (e *Endpoint) newQP(src, dst int) (*qp, error) {
 		q.rcv.SetAckDelay(e.ackDelay)
 		q.ackTimer = e.s.NewTimer(e.kAck, id)
 	}
+	e.initPlanes(q)
 	e.qps = append(e.qps, q)
 	return q, nil
 }
@@ -271,7 +280,7 @@ func (e *Endpoint) pump(now sim.Time, q *qp) {
 		return
 	}
 	for {
-		full, plane := e.gated(q.src)
+		full, plane := e.gatedFor(now, q)
 		if full {
 			if !q.waiting && q.snd.Err() == nil {
 				q.waiting = true
@@ -283,7 +292,9 @@ func (e *Endpoint) pump(now sim.Time, q *qp) {
 		if !ok {
 			break
 		}
+		e.planeEV(q, &h, plane)
 		e.send(now, q, &h, q.src, q.dst, plane)
+		e.sentOn(q, &h, plane)
 	}
 	e.rcccRequestOut(now, q)
 	e.afterSender(now, q)
@@ -310,6 +321,7 @@ func (e *Endpoint) afterSender(now sim.Time, q *qp) {
 		}
 	}
 	q.snd.ClearCompletions()
+	e.learnPlanes(now, q)
 	if err := q.snd.Err(); err != nil {
 		if !q.errored {
 			q.errored = true
@@ -436,7 +448,7 @@ func (e *Endpoint) receiverOut(now sim.Time, q *qp) {
 	}
 	for i := range q.rcv.Out() {
 		a := &q.rcv.Out()[i]
-		e.send(now, q, a, q.dst, q.src, int(a.EV)%e.planes)
+		e.send(now, q, a, q.dst, q.src, e.ctrlPlane(q.dst, a.EV))
 	}
 	q.rcv.ClearOut()
 	for range q.rcv.Completions() {

@@ -10,10 +10,13 @@ import (
 // flowModel is UEC to the flow-level engine (run.engine flow). MRC's flow model
 // (mrcnic.flowModel) is unexported and takes MRC's block, so this one states the same
 // figures for UEC's: under RUD every flow sprays over up to paths EVs and retransmits only
-// what was lost; under ROD it rides one hashed path and goes back N. REPS moves off a dead
-// path by itself one RTO after the fault (its EVs stop being recycled); oblivious spraying
-// keeps hashing onto it until routing reconverges. A QP errors after max_retries doubling
-// timeouts: (2^(max_retries+1) - 1) first timeouts.
+// what was lost; under ROD it rides one hashed path and goes back N. On a Clos or fat-tree a
+// spraying flow rides link bundles (transport.FlowModel.Spray): a dead link leaves its
+// bundle at once whatever the lb, so there oblivious spraying costs what REPS does (the
+// packet level's cost of spraying onto a dead link until reconvergence is not modelled;
+// ut20 F10). Elsewhere REPS, reps_nofreeze and bitmap move off a dead path one RTO after the
+// fault (EndpointReroute); oblivious keeps it until routing reconverges. A QP errors after
+// max_retries doubling timeouts: (2^(max_retries+1) - 1) first timeouts.
 //
 // Congestion control needs no term of its own under cc rccc: the destination paces credit at
 // its link rate C over its active sources, which is the max-min share the flow level gives

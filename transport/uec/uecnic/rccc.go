@@ -53,9 +53,9 @@ func (e *Endpoint) onCredit(now sim.Time, host int32, _ uint64) {
 
 // sendCredit sends q's source a credit packet carrying its cumulative credit cum.
 func (e *Endpoint) sendCredit(now sim.Time, q *qp, cum int64) {
-	h := uec.Header{Kind: uec.Credit, EV: uint16(q.id % int32(max(e.cfg.Paths, 1))), Req: cum}
+	h := uec.Header{Kind: uec.Credit, EV: e.creditEV(q), Req: cum}
 	e.creditsSent++
-	e.send(now, q, &h, q.dst, q.src, int(h.EV)%e.planes)
+	e.send(now, q, &h, q.dst, q.src, e.ctrlPlane(q.dst, h.EV))
 }
 
 // rcccData tells the destination's scheduler what a data packet of q says: its cumulative
@@ -66,6 +66,7 @@ func (e *Endpoint) rcccData(now sim.Time, q *qp, h *uec.Header, p *fabric.Packet
 	if p.Flags&fabric.Trimmed != 0 {
 		extra = int64(e.cfg.WireBytes(int(h.Len)))
 	}
+	q.rxEV, q.rxEVOK = h.EV, true
 	c := e.scheduler(q.dst)
 	if c.Learn(q.id, uec.UnwrapReq(c.Known(q.id), h.Req), extra) {
 		e.wakeCredit(now, q.dst)
@@ -76,6 +77,7 @@ func (e *Endpoint) rcccData(now sim.Time, q *qp, h *uec.Header, p *fabric.Packet
 // credit granted so far goes back at once.
 func (e *Endpoint) rcccRequest(now sim.Time, q *qp, h *uec.Header) {
 	c := e.scheduler(q.dst)
+	q.rxEV, q.rxEVOK = h.EV, true
 	cum := c.Request(q.id, h.Req)
 	e.sendCredit(now, q, cum)
 	e.wakeCredit(now, q.dst)
@@ -86,8 +88,12 @@ func (e *Endpoint) rcccRequestOut(now sim.Time, q *qp) {
 	if !q.snd.WantCredit() {
 		return
 	}
-	h := uec.Header{Kind: uec.CreditRequest, EV: uint16(q.id % int32(max(e.cfg.Paths, 1))), Req: q.snd.Request()}
+	ev, ok := q.snd.EVs().Peek()
+	if !ok {
+		ev = e.ctrlEV(q)
+	}
+	h := uec.Header{Kind: uec.CreditRequest, EV: ev, Req: q.snd.Request()}
 	e.requestsSent++
-	e.send(now, q, &h, q.src, q.dst, int(h.EV)%e.planes)
+	e.send(now, q, &h, q.src, q.dst, e.ctrlPlane(q.src, h.EV))
 	q.snd.CreditRequested(now)
 }

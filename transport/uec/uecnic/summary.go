@@ -57,6 +57,9 @@ type Detail struct {
 	PDCPeakOpen   int     `json:"pdc_peak_open,omitempty"`
 	PDCWaits      int64   `json:"pdc_waits,omitempty"`
 	PDCWaitMeanUs float64 `json:"pdc_wait_mean_us,omitempty"`
+	// PlanesAvoided (multi-plane fabrics): times a connection began avoiding a plane after
+	// a loss on evidence of a dead path there (plane.go). Omitted when 0.
+	PlanesAvoided int64 `json:"planes_avoided,omitempty"`
 	// RTOUs and ReorderWindowUs are the timers in force (first RTO, RUD reorder window), us.
 	RTOUs           float64 `json:"rto_us"`
 	ReorderWindowUs float64 `json:"reorder_window_us"`
@@ -155,6 +158,7 @@ func (e *Endpoint) Summary(end sim.Time, faults []sim.Time) *transport.Summary {
 			d.PDCWaitMeanUs = transport.Round3(p.waited.Micros() / float64(p.waits))
 		}
 	}
+	d.PlanesAvoided = e.planesAvoided
 	if len(e.qps) > 0 {
 		rto, reorder := e.qps[0].snd.Timers()
 		d.RTOUs, d.ReorderWindowUs = transport.Round3(rto.Micros()), transport.Round3(reorder.Micros())

@@ -73,7 +73,7 @@ run: {seed: 3}
 // TestLossSweep: random loss on every link (0 to 1%) under RUD (REPS and oblivious) and
 // ROD: every transfer completes with no QP error, and loss costs retransmissions.
 func TestLossSweep(t *testing.T) {
-	for _, mode := range [][2]string{{"rud", "reps"}, {"rud", "oblivious"}, {"rod", "reps"}} {
+	for _, mode := range [][2]string{{"rud", "reps"}, {"rud", "oblivious"}, {"rod", "single"}} {
 		for _, loss := range []float64{0, 0.001, 0.005, 0.01} {
 			name := fmt.Sprintf("%s/%s/loss %v", mode[0], mode[1], loss)
 			faults := ""
@@ -242,15 +242,16 @@ run: {seed: 1}
 }
 
 // TestLabel: comparison tables tell the congestion controls and ACK modes apart; the
-// default label is phase 1's.
+// default lb is reps_nofreeze (ut20 F3).
 func TestLabel(t *testing.T) {
 	p, ok := transport.Lookup(uecnic.Kind)
 	if !ok {
 		t.Fatal("uec not registered")
 	}
 	for _, c := range []struct{ block, want string }{
-		{"{}", "uec (rud, reps, 128 EVs)"},
-		{"{cc: rccc}", "uec (rud, reps, 128 EVs, rccc)"},
+		{"{}", "uec (rud, reps_nofreeze, 128 EVs)"},
+		{"{cc: rccc}", "uec (rud, reps_nofreeze, 128 EVs, rccc)"},
+		{"{lb: reps}", "uec (rud, reps, 128 EVs)"},
 		{"{cc: nscc+rccc, lb: bitmap, ack_every: 4}", "uec (rud, bitmap, 128 EVs, nscc+rccc, ack every 4)"},
 	} {
 		sc, err := scenario.Parse([]byte("topology: {clos: {tiers: 2, radix: 8, planes: 1, hosts: 16, host_link: 100G}}\ntransport: {kind: uec, uec: " + c.block + "}\ntraffic: [{pattern: permutation, bytes: 1KiB}]\n"))

@@ -1,0 +1,66 @@
+package runner
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/lockstepsim/lockstep/fabric"
+)
+
+// AdaptiveSummary is summary.json's "adaptive_routing" block (packet level, when
+// fabric.adaptive_routing is on): the switches' adaptive routing decisions, their SHIELD-style
+// fast recovery and the packets lost at failed links, split by where they were
+// (fabric.AdaptiveStats; docs/outputs.md). Counts are packets unless named otherwise.
+type AdaptiveSummary struct {
+	// Decisions counts the packets forwarded by the adaptive choice (no source route); of them
+	// Static went where the ECMP hash points, AdaptivelyRerouted elsewhere because of load and
+	// FastRecoveryReroutes elsewhere because the hashed port was down or avoided.
+	Decisions            int64 `json:"decisions"`
+	Static               int64 `json:"static_packets"`
+	AdaptivelyRerouted   int64 `json:"adaptively_rerouted_packets"`
+	FastRecoveryReroutes int64 `json:"fast_recovery_reroutes"`
+	// QueueRescued counts the packets taken off a failed (or, after a fault notification,
+	// avoided) egress's queue and forwarded to another minimal port instead of dropped.
+	QueueRescued int64 `json:"queue_rescued_packets"`
+	// NotificationsSent and NotificationsDelivered count the fault notifications to upstream
+	// switches (each takes effect notify_delay after it is sent).
+	NotificationsSent      int64 `json:"notifications_sent"`
+	NotificationsDelivered int64 `json:"notifications_delivered"`
+	// The drops at failed links: LostInFlight were on the wire (or being serialised) when the
+	// link failed; LostQueued were queued at the dead egress and could not be rerouted (a
+	// source route); NoRoute found every minimal port of their switch dead or avoided (a dead
+	// end, awaiting the notification upstream), NoRouteFromQueue of them taken off a dead
+	// egress's queue.
+	LostInFlight     int64 `json:"lost_in_flight_packets"`
+	LostInFlightB    int64 `json:"lost_in_flight_bytes"`
+	LostQueued       int64 `json:"lost_queued_packets"`
+	NoRoute          int64 `json:"no_route_packets"`
+	NoRouteFromQueue int64 `json:"no_route_from_queue_packets"`
+}
+
+// adaptiveSummary is the summary's adaptive_routing block: nil when adaptive routing is off or
+// no packet fabric ran.
+func adaptiveSummary(net *fabric.Network) *AdaptiveSummary {
+	if net == nil || !net.AdaptiveOn() {
+		return nil
+	}
+	st := net.AdaptiveStats()
+	return &AdaptiveSummary{
+		Decisions: st.Decisions, Static: st.Static, AdaptivelyRerouted: st.Moved, FastRecoveryReroutes: st.Rerouted,
+		QueueRescued: st.Rescued, NotificationsSent: st.NotifySent, NotificationsDelivered: st.Notices,
+		LostInFlight: st.LostInFlight, LostInFlightB: st.LostInFlightB, LostQueued: st.LostQueued, NoRoute: st.DeadEnds, NoRouteFromQueue: st.QueuedDeadEnds,
+	}
+}
+
+// PrintAdaptive writes the terminal line of an adaptive_routing block (nothing when a is nil).
+func PrintAdaptive(w io.Writer, a *AdaptiveSummary) {
+	if a == nil {
+		return
+	}
+	fmt.Fprintf(w, "adaptive routing: %d decisions, %d moved by load, %d fast-recovery reroutes, %d rescued from dead queues; %d notifications sent (%d delivered)",
+		a.Decisions, a.AdaptivelyRerouted, a.FastRecoveryReroutes, a.QueueRescued, a.NotificationsSent, a.NotificationsDelivered)
+	if d := a.LostInFlight + a.LostQueued + a.NoRoute; d > 0 {
+		fmt.Fprintf(w, "; dropped at dead links: %d in flight, %d queued, %d no route (awaiting notification)", a.LostInFlight, a.LostQueued, a.NoRoute)
+	}
+	fmt.Fprintln(w)
+}
