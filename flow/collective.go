@@ -93,6 +93,8 @@ type Collectives struct {
 	rr   []int32
 	// free are the ids of released collectives (CollConfig.Forget), reused by Launch.
 	free []int32
+	// dag is the schedule model's state (dag.go, SetSchedules); nil until turned on.
+	dag *dagState
 	// fold, when set (SetFold), makes the collectives simulate one representative per orbit
 	// (fold.go); lfold is the scratch of a path's links mapped to their classes.
 	fold  *Fold
@@ -105,6 +107,7 @@ type flowRec struct {
 	id   FlowID
 	d    demand
 	tree bool
+	dag  bool // a schedule-model message (dag.go): d.src, d.dst its ranks, d.group its QP
 }
 
 // charge adds d to the time link l held the collective up.
@@ -304,6 +307,9 @@ func (c *Collectives) onStart(now sim.Time, obj int32, _ uint64) {
 	in := c.insts[obj]
 	in.started = true
 	in.start = now
+	if c.dagStart(now, in) {
+		return
+	}
 	c.startPhase(now, in)
 }
 
@@ -682,7 +688,13 @@ func (c *Collectives) Reroute(sel func(id FlowID, stalled bool) bool) (int, erro
 		}
 		r := &c.recs[s]
 		n.beginFlow()
-		if _, err := c.route(r.in, &r.d, r.tree); err != nil {
+		var err error
+		if r.dag {
+			_, err = c.routeMsg(r.in, r.d.src, r.d.dst, r.d.group, false)
+		} else {
+			_, err = c.route(r.in, &r.d, r.tree)
+		}
+		if err != nil {
 			n.beginFlow()
 			return done, err
 		}

@@ -8,7 +8,12 @@ import (
 	"github.com/lockstepsim/lockstep/workload/collective"
 )
 
-// The flow-level expansion of each collective: the model Collectives runs. With n ranks, S
+// The flow-level expansion of each collective into phases: the model Collectives runs for
+// every algorithm unless the schedule model is on (SetSchedules, dag.go: the runner turns it
+// on), which runs the tree, halving-doubling, recursive doubling and pairwise message by
+// message through their packet-level schedule instead; the rows below for those four are
+// then the phase model only (the ring, hierarchical, chain, direct and grouped rows hold
+// either way). With n ranks, S
 // bytes (Spec.Bytes, nccl-tests meaning), a = a flow's one-way latency from the Router:
 //
 //	ring all-reduce        1 phase: n flows r -> r+1, 2(n-1)/n S each; latency 2(n-1) x mean(a over the ring's edges)

@@ -3,7 +3,6 @@ package runner
 import (
 	"errors"
 	"fmt"
-	"github.com/lockstepsim/lockstep/transport"
 	"math"
 	"math/bits"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/topo"
+	"github.com/lockstepsim/lockstep/transport"
 	"github.com/lockstepsim/lockstep/workload/collective"
 )
 
@@ -20,8 +20,12 @@ import (
 // records one nccl-tests row per size. Flows are routed as the transport would route its
 // packets (MRC sprays each flow over its minimal paths, RoCE hashes it onto one path per
 // plane: newFlowRouter), and hosts of one scale-up domain talk over their scale-up links at
-// the domain's rate. The flow model of each algorithm is package flow's (flow/expand.go):
-// phases separated by barriers, reductions free, chunking immaterial. A collective not done
+// the domain's rate. The flow model of each algorithm is package flow's: the tree,
+// halving-doubling, recursive doubling and pairwise run their packet-level schedule message
+// by message (flow/dag.go: the same DAG and chunk pipelining as the packet level, each
+// message on its QP), the others phases separated by barriers (flow/expand.go: the ring's
+// and hierarchical ring's steady state, grouped and direct without dependencies);
+// reductions are free. A collective not done
 // by run.duration, or a stall (a flow at rate 0), stops the run naming the unfinished ones.
 // It uses the topology only, never res.Net (the packet fabric).
 func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result, groups []collGroup, iters int) error {
@@ -55,6 +59,10 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 	if fc, err = flow.NewCollectives(fnet, router, ccfg); err != nil {
 		return &InputError{Err: err}
 	}
+	// Collectives of up to flowScheduleMaxOps operations run their packet-level schedule
+	// message by message (flow/dag.go); larger ones, and direct and grouped, their phases
+	// (flow/expand.go).
+	fc.SetSchedules(flowScheduleMaxOps)
 	if ff != nil {
 		ff.start(fnet, fc)
 	}
@@ -120,8 +128,9 @@ func (e *flowColl) launch(g int, name string) error {
 	e.done[g] = collective.Result{ID: len(e.run.Instances) + e.w.running, Name: name, Spec: e.specs[g], Hosts: e.groups[g].comm.Hosts(),
 		Start: start, End: sim.MaxTime}
 	r := &e.done[g]
-	e.router.setMsgPlanes(e.specs[g], e.groups[g].comm)
-	e.router.setOwners(e.specs[g], e.groups[g].comm, transport.CollectiveOwner(g))
+	sched := e.fc.Schedules(e.specs[g])
+	e.router.setConnPlanes(e.specs[g], e.groups[g].comm, sched)
+	e.router.setConnOwners(e.specs[g], e.groups[g].comm, transport.CollectiveOwner(g), sched)
 	err := e.fc.Launch(start, e.specs[g], e.groups[g].comm, name, func(now sim.Time) {
 		r.End, r.Done = now, true
 		e.w.finished()
@@ -493,10 +502,25 @@ func newMsgRouter(base *flowRouter) *collRouter {
 // approximation (docs/flow-agreement.md, "Residuals"). A later collective on the same hosts
 // replaces the record.
 func (r *collRouter) setMsgPlanes(sp collective.Spec, comm collective.Comm) {
+	r.setConnPlanes(sp, comm, false)
+}
+
+// setConnPlanes is setMsgPlanes for a collective that runs the phase model (sched false) or
+// the schedule model (sched true: flow.Collectives.Schedules), which posts each message on
+// one QP, so key key0 + q is QP q alone.
+func (r *collRouter) setConnPlanes(sp collective.Spec, comm collective.Comm, sched bool) {
 	if r.msgPlanes == nil {
 		return
 	}
 	key0 := commKey(comm)
+	if sched {
+		// The schedule model (flow/dag.go) posts each message on one QP, round robin
+		// as the packet level does: key key0 + q is QP q alone.
+		for q := range max(r.paths, 1) * r.planes {
+			r.msgPlanes[key0+uint64(q)] = msgQPs{first: q, stride: 1, count: 1}
+		}
+		return
+	}
 	chans, loops := msgLoops(sp)
 	for c := range chans {
 		r.msgPlanes[key0+uint64(c)] = msgQPs{first: c, stride: chans, count: loops}
@@ -508,9 +532,22 @@ func (r *collRouter) setMsgPlanes(sp collective.Spec, comm collective.Comm) {
 // of its QPs takes the path its packets hash to (flowRouter.hashedWalk). A later collective
 // on the same hosts replaces the record, as setMsgPlanes's.
 func (r *collRouter) setOwners(sp collective.Spec, comm collective.Comm, owner uint64) {
+	r.setConnOwners(sp, comm, owner, false)
+}
+
+// setConnOwners is setOwners for a collective that runs the phase model (sched false: a key
+// per logical channel) or the schedule model (sched true: flow.Collectives.Schedules, a key
+// key0 + q per QP q of the pair, flow/dag.go).
+func (r *collRouter) setConnOwners(sp collective.Spec, comm collective.Comm, owner uint64, sched bool) {
 	key0 := commKey(comm)
-	chans, _ := msgLoops(sp)
-	for c := range chans {
+	keys, _ := msgLoops(sp)
+	if sched {
+		keys = 1
+		if !r.spray {
+			keys = max(r.paths, 1) * r.planes
+		}
+	}
+	for c := range keys {
 		r.setOwner(key0+uint64(c), owner)
 	}
 }
@@ -590,4 +627,24 @@ func (r *collRouter) planeOf(d int32) int {
 		return 0
 	}
 	return r.links[d/2].Plane
+}
+
+// flowScheduleMaxOps is the largest schedule (collective.EstimateOps) a collective workload
+// runs at flow level message by message (flow.Collectives.SetSchedules); larger collectives
+// run their phases. The schedule model costs about 2 us of wall time per op (MRC, 1,024
+// hosts: a tree all-reduce of 256 MiB, 5.2 million ops, 10 s; a pairwise all-to-all of 256
+// MiB, 2.1 million, 3 s), so the bound keeps one collective to a few seconds; a ring
+// all-reduce over 16 ranks of 32 MiB is 4,800 ops, over 1,024 ranks of 1 GiB 10.5 million.
+const flowScheduleMaxOps = 1 << 21
+
+// QPs implements flow.QPRouter: the connections the transport opens between two hosts for
+// one collective, which the schedule model takes round robin message by message: 1 for a
+// transport that sprays (MRC: one QP over every plane) and between hosts of one scale-up
+// domain, else qps_per_peer on each plane (RoCE: rocenic.Endpoint.Send, QP i on plane i mod
+// planes).
+func (r *collRouter) QPs(src, dst int) int {
+	if r.spray || r.domain > 1 && src/r.domain == dst/r.domain {
+		return 1
+	}
+	return max(r.paths, 1) * r.planes
 }
