@@ -237,3 +237,28 @@ func (r *Receiver) reorderData(now sim.Time, h *Header) {
 		r.answer(Nak)
 	}
 }
+
+// HoleDeadline is when the current hole's hold time runs out (Config.WithReorder): the time
+// the responder NAKs the hole if no packet fills it by then, whether or not another packet
+// arrives (OnHoleTimer). sim.MaxTime when no hole is open, it was already NAKed, or
+// out-of-order placement is off.
+func (r *Receiver) HoleDeadline() sim.Time {
+	if r.held == 0 || r.nakSent || r.cfg.reorderTime <= 0 {
+		return sim.MaxTime
+	}
+	return r.holeAt + r.cfg.reorderTime
+}
+
+// OnHoleTimer is the hold timer of out-of-order placement firing at now: a hole still open
+// past its hold time is NAKed once (go-back-N resends from the expected PSN), as reorderData
+// does when a later packet arrives. Without it a hole at a transfer's tail (its last packets
+// overtaken, or lost on a link that died, with nothing after them) waits the requester's
+// local ACK timeout (1.07 s under IB's NCCL defaults).
+func (r *Receiver) OnHoleTimer(now sim.Time) {
+	if d := r.HoleDeadline(); d == sim.MaxTime || now < d {
+		return
+	}
+	r.nakSent = true
+	r.Stats.HoleNAKs++
+	r.answer(Nak)
+}

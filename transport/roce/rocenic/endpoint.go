@@ -23,6 +23,11 @@ type qp struct {
 	snd      *roce.Sender
 	rcv      *roce.Receiver
 	timer    sim.TimerID
+	// hole is the responder's hold timer under out-of-order placement (armed at
+	// Receiver.HoleDeadline), holeAt where it is set; holeOn once made.
+	hole     sim.TimerID
+	holeAt   sim.Time
+	holeOn   bool
 	waiting  bool  // in its NIC port's wait list
 	flow     int32 // traffic flow it carries a stripe of; -1 for collective messages
 	posts    int
@@ -77,6 +82,7 @@ type Endpoint struct {
 	flows    []*transfer
 	kStart   sim.Kind
 	kTimer   sim.Kind
+	kHole    sim.Kind     // out-of-order placement's hold timer (onHoleTimer); 0 when off
 	proto    fabric.Proto // its packets' protocol (Wire)
 	baseRTT  sim.Time
 	fct      *hdrhistogram.Histogram // per traffic flow or message, ns
@@ -158,6 +164,10 @@ func NewWire(env transport.EndpointEnv, cfg roce.Config, w Wire) *Endpoint {
 	r.proto = w.Proto
 	r.kStart = s.Register(w.Kinds+".start", r.onStart)
 	r.kTimer = s.Register(w.Kinds+".timer", r.onTimer)
+	if win, _ := cfg.Reorder(); win > 0 {
+		// Only with out-of-order placement: the kinds of a run without it stay as they were.
+		r.kHole = s.Register(w.Kinds+".hole", r.onHoleTimer)
+	}
 	net.SetReceiver(w.Proto, r.onPacket)
 	r.wait = make([][]nic.Wait, net.NumHosts())
 	for h := range r.wait {
@@ -297,6 +307,38 @@ func (r *Endpoint) post(now sim.Time, q *qp, msg collective.Message) error {
 	q.snd.Pump(now)
 	r.flushSender(now, q)
 	return nil
+}
+
+// onHoleTimer fires QP obj's responder hold timer (out-of-order placement).
+func (r *Endpoint) onHoleTimer(now sim.Time, obj int32, _ uint64) {
+	q := r.qps[obj]
+	q.holeAt = sim.MaxTime
+	q.rcv.OnHoleTimer(now)
+	r.flushReceiver(now, q)
+}
+
+// armHole sets QP q's hold timer to its receiver's HoleDeadline when out-of-order placement
+// is on and the deadline moved.
+func (r *Endpoint) armHole(q *qp) {
+	if r.kHole == 0 {
+		return
+	}
+	d := q.rcv.HoleDeadline()
+	if !q.holeOn {
+		if d == sim.MaxTime {
+			return
+		}
+		q.hole, q.holeOn, q.holeAt = r.s.NewTimer(r.kHole, q.qp), true, sim.MaxTime
+	}
+	if d == q.holeAt {
+		return
+	}
+	q.holeAt = d
+	if d == sim.MaxTime {
+		r.s.StopTimer(q.hole)
+		return
+	}
+	r.s.Reset(q.hole, d)
 }
 
 // onTimer fires QP obj's sender timer.
@@ -490,6 +532,7 @@ func (r *Endpoint) onPacket(now sim.Time, p *fabric.Packet) {
 	case roce.Data:
 		q.rcv.OnData(now, &h, p.Flags&fabric.CE != 0)
 		r.flushReceiver(now, q)
+		r.armHole(q)
 	case roce.Ack:
 		q.snd.OnAck(now, &h)
 		r.flushSender(now, q)
