@@ -126,7 +126,7 @@ func creditsFigure(d *creditsData) (figure, error) {
 	if n == 1 {
 		caption = fmt.Sprintf("The one port whose VLs waited with a packet their credit limit did not cover (credits.csv, blocked_us summed over VLs), of the %d ports in credits.csv: %s us.", d.rows, fmtNum(d.totalUs))
 	}
-	tab := &htmlTable{ID: idCredits + "-table", Head: []string{"port", "node", "blocked_us", "blocked_share", "blocked_spells"}}
+	tab := &htmlTable{ID: idCredits + "-table", Title: "Most blocked ports (credits.csv)", Head: []string{"port", "node", "blocked_us", "blocked_share", "blocked_spells"}}
 	for _, p := range top {
 		tab.Rows = append(tab.Rows, []cell{{Text: p.port}, {Text: p.node},
 			{Text: fmtNum(p.blockedUs), Num: true}, {Text: strconv.FormatFloat(p.share, 'f', 4, 64), Num: true}, {Text: strconv.Itoa(p.spells), Num: true}})

@@ -9,11 +9,11 @@ import (
 	"github.com/lockstepsim/lockstep/report"
 )
 
-// creditsIncast is a 12 -> 1 incast on a 2-tier fabric; %s is the transport kind.
+// creditsIncast is a 12 -> 1 incast of 512 KB each on a 2-tier fabric (16 hosts, 100G); %s is the transport kind.
 const creditsIncast = `name: incast-%s
 topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G, hop_latency: 500ns}}
 transport: {kind: %s}
-traffic: [{pattern: incast, receiver: 0, bytes: 64KB, senders: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]}]
+traffic: [{pattern: incast, receiver: 0, bytes: 512KB, senders: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]}]
 run: {seed: 1}`
 
 // TestCreditsFigure: an InfiniBand incast's report has the credit-blocked plot, drawn, with
