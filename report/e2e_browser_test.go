@@ -41,7 +41,8 @@ func runInto(t *testing.T, name, yaml string) string {
 }
 
 // Small real runs for the end-to-end browser test (issue 23): a collective sweep, a
-// permutation with a failure, a training run at each engine.
+// permutation with a failure, a training run at each engine (and creditsIncast over
+// InfiniBand, credits_test.go).
 const (
 	e2eSweep = `name: sweep
 topology: {clos: {tiers: 2, planes: 2, radix: 8, hosts: 16, host_link: 100G, hop_latency: 500ns}}
@@ -70,6 +71,8 @@ func TestReportsOfRealRunsInChromium(t *testing.T) {
 	report.OpenAndCheck(t, b, filepath.Join(sweep, report.ReportFile), []string{report.IDBusbw, report.IDUtil, report.IDQueue, report.IDTopology}, "collective sweep")
 	perm := runInto(t, "perm", e2ePerm)
 	report.OpenAndCheck(t, b, filepath.Join(perm, report.ReportFile), []string{report.IDFCT, report.IDUtil, report.IDQueue, report.IDEV, report.IDFaults, report.IDTopology}, "permutation with a failure")
+	ibInc := runInto(t, "ib-incast", strings.ReplaceAll(creditsIncast, "%s", "ib"))
+	report.OpenAndCheck(t, b, filepath.Join(ibInc, report.ReportFile), []string{report.IDFCT, report.IDUtil, report.IDCredits, report.IDTopology}, "InfiniBand incast")
 	for _, c := range []struct{ engine, transport string }{{"analytic", "ideal"}, {"flow", "mrc"}, {"packet", "mrc"}} {
 		y := fmt.Sprintf(e2eTrain, c.engine, c.transport)
 		if c.engine == "packet" {

@@ -31,4 +31,5 @@ const (
 	IDStepSeries = idStepSeries
 	IDGantt      = idGantt
 	IDTopology   = idTopology
+	IDCredits    = idCredits
 )

@@ -170,7 +170,7 @@ func runPage(r *runData) (*page, error) {
 
 // networkFigures are the builders of the plots of a run's packets: busbw against size (a
 // collective workload), FCT (or raw goodput), utilisation per tier and plane with the hottest
-// links, queue depth, PFC pauses, EV states and the fault timeline. empty says why flows.csv
+// links, queue depth, PFC pauses, InfiniBand credits (credits.csv written), EV states and the fault timeline. empty says why flows.csv
 // may have no rows. The time plots end at the traffic's end (runData.tEnd); their captions say
 // when the drain after it is cut.
 func networkFigures(r *runData, empty string) []func() (figure, error) {
@@ -190,11 +190,15 @@ func networkFigures(r *runData, empty string) []func() (figure, error) {
 	if r.sweep != nil {
 		figs = append(figs, func() (figure, error) { return busbwFigure(r.sweep) })
 	}
-	return append(figs,
+	figs = append(figs,
 		func() (figure, error) { return fctFigure(r.flows, r.summary, empty) },
 		timed(func() (figure, error) { return utilFigure(r.links, faults, tEnd) }),
 		timed(func() (figure, error) { return queueFigure(r.links, faults, tEnd) }),
-		timed(func() (figure, error) { return pausesFigure(r.pauses, faults, tEnd, r.interval()) }),
+		timed(func() (figure, error) { return pausesFigure(r.pauses, faults, tEnd, r.interval()) }))
+	if r.credits != nil { // only InfiniBand runs with credits on write credits.csv
+		figs = append(figs, func() (figure, error) { return creditsFigure(r.credits) })
+	}
+	return append(figs,
 		timed(func() (figure, error) { return evFigure(r.ev, faults, tEnd) }),
 		timed(func() (figure, error) { return faultFigure(r.faults, tEnd) }),
 	)

@@ -37,6 +37,7 @@ type runData struct {
 	flows   *flowsData
 	links   *linksData
 	pauses  *pausesData
+	credits *creditsData // InfiniBand's credits.csv (credits.go)
 	ev      *evData
 	faults  *faultsData
 	colls   *rawTable
@@ -92,6 +93,7 @@ func loadRun(dir, name string) (*runData, error) {
 		func() (err error) { r.flows, st, err = readIn(dir, fileFlows, readFlows); return err },
 		func() (err error) { r.links, st, err = readIn(dir, fileLinks, readLinks); return err },
 		func() (err error) { r.pauses, st, err = readIn(dir, filePauses, readPauses); return err },
+		func() (err error) { r.credits, st, err = readIn(dir, fileCredits, readCredits); return err },
 		func() (err error) { r.ev, st, err = readIn(dir, fileEV, readEVStates); return err },
 		func() (err error) { r.faults, st, err = readIn(dir, fileFaults, readFaults); return err },
 		func() (err error) {
