@@ -45,6 +45,14 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 	router := newMsgRouter(base)
 	stop := func(now sim.Time, err error) { s.Stop(err) }
 	ncfg, ccfg := flow.Config{OnStall: stop}, flow.CollConfig{OnError: stop}
+	// links.csv: the links' bytes at the series' boundaries, read as the fluid state advances
+	// (flowlinks.go), as at flow level for traffic and training.
+	var links *flowLinkFeed
+	ncfg.OnAdvance = func(now sim.Time) {
+		if links != nil {
+			links.observe(now)
+		}
+	}
 	var ff *flowFaults
 	var fc *flow.Collectives
 	ff, err = runFlowFaults(sc, layout, res, base, caps, &ncfg, &ccfg,
@@ -56,6 +64,7 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 	if err != nil {
 		return &InputError{Err: err}
 	}
+	links = newFlowLinkSeries(layout, base, fnet, sc.Run.SampleInterval)
 	if fc, err = flow.NewCollectives(fnet, router, ccfg); err != nil {
 		return &InputError{Err: err}
 	}
@@ -89,6 +98,10 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 	st := fnet.Stats()
 	run.Flow = &st
 	res.trafficEnd = end
+	if links != nil {
+		links.finish(end)
+		res.Links = links.ls
+	}
 	res.Summary = Summary{Scenario: sc.Name, Seed: sc.Run.Seed, Hosts: hosts, Planes: p.Planes,
 		Switches: layout.NumNodes() - hosts, Links: layout.NumLinks(), Flows: int(st.FlowsAdded),
 		DurationUs: us(end), EndUs: us(end), Events: s.Events(), Engine: "flow", Collectives: rowsOut}

@@ -2,9 +2,11 @@ package runner
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -331,5 +333,48 @@ func TestFlowEngineScenarioChecks(t *testing.T) {
 	res := mustRun(t, topo+"workload: {collectives: [{op: all_reduce, bytes: 1GiB, iterations: 3}]}\nrun: {engine: flow}\n")
 	if r := res.Summary.Collectives[0]; r.Iterations != 3 || r.BusBWGBps < 12 || r.BusBWGBps > 12.5 {
 		t.Errorf("1 GiB ring all-reduce at flow level on 100G NICs: %d iterations, busbw %.2f GB/s; want 3 at about 12.5 GB/s", r.Iterations, r.BusBWGBps)
+	}
+}
+
+// TestCollectiveFlowLinksCSV: a flow-level collective run writes links.csv (issue 21,
+// "Outputs at flow level": per-link utilisation series) whose host ports carry the bytes the
+// packet level's do, within 3% (the packet level's also count ACKs and CNPs).
+func TestCollectiveFlowLinksCSV(t *testing.T) {
+	const y = `
+name: hd-links
+topology:
+  clos: {tiers: 2, planes: 1, radix: 16, hosts: 16, host_link: 100Gbps, hop_latency: 500ns}
+transport: {kind: roce}
+workload:
+  collectives:
+    - {op: all_reduce, algorithm: halving_doubling, bytes: 4MiB}
+run: {engine: %s}
+`
+	hostBytes := func(engine string) float64 {
+		res := mustRun(t, fmt.Sprintf(y, engine))
+		if res.Links == nil {
+			t.Fatalf("%s: no link series", engine)
+		}
+		var b bytes.Buffer
+		if err := res.Links.WriteCSV(&b); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := csv.NewReader(&b).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum float64
+		for _, r := range rows[1:] {
+			if strings.HasPrefix(r[2], "h") {
+				v, _ := strconv.ParseFloat(r[8], 64)
+				sum += v
+			}
+		}
+		return sum
+	}
+	pk, fl := hostBytes("packet"), hostBytes("flow")
+	t.Logf("host egress bytes: packet %.0f, flow %.0f (%.3f)", pk, fl, fl/pk)
+	if fl <= 0 || math.Abs(fl/pk-1) > 0.03 {
+		t.Errorf("flow-level links.csv host bytes %.0f vs packet %.0f; want within 3%%", fl, pk)
 	}
 }
