@@ -36,7 +36,13 @@ type AdaptiveSummary struct {
 	LostQueued       int64 `json:"lost_queued_packets"`
 	NoRoute          int64 `json:"no_route_packets"`
 	NoRouteFromQueue int64 `json:"no_route_from_queue_packets"`
+	// Note says why adaptive routing did nothing when no packet was forwarded by the adaptive
+	// choice (Decisions 0): empty otherwise.
+	Note string `json:"note,omitempty"`
 }
+
+// noAdaptiveNote is AdaptiveSummary.Note for a run in which no packet met an adaptive choice.
+const noAdaptiveNote = "no packet was forwarded by the adaptive choice: every packet carried a source route (MRC's SRv6 entropy values, which switches never reroute) or met only switches with one minimal port toward it, so fabric.adaptive_routing changed nothing in this run"
 
 // adaptiveSummary is the summary's adaptive_routing block: nil when adaptive routing is off or
 // no packet fabric ran.
@@ -45,11 +51,15 @@ func adaptiveSummary(net *fabric.Network) *AdaptiveSummary {
 		return nil
 	}
 	st := net.AdaptiveStats()
-	return &AdaptiveSummary{
+	a := &AdaptiveSummary{
 		Decisions: st.Decisions, Static: st.Static, AdaptivelyRerouted: st.Moved, FastRecoveryReroutes: st.Rerouted,
 		QueueRescued: st.Rescued, NotificationsSent: st.NotifySent, NotificationsDelivered: st.Notices,
 		LostInFlight: st.LostInFlight, LostInFlightB: st.LostInFlightB, LostQueued: st.LostQueued, NoRoute: st.DeadEnds, NoRouteFromQueue: st.QueuedDeadEnds,
 	}
+	if a.Decisions == 0 {
+		a.Note = noAdaptiveNote
+	}
+	return a
 }
 
 // PrintAdaptive writes the terminal line of an adaptive_routing block (nothing when a is nil).
@@ -63,4 +73,7 @@ func PrintAdaptive(w io.Writer, a *AdaptiveSummary) {
 		fmt.Fprintf(w, "; dropped at dead links: %d in flight, %d queued, %d no route (awaiting notification)", a.LostInFlight, a.LostQueued, a.NoRoute)
 	}
 	fmt.Fprintln(w)
+	if a.Note != "" {
+		fmt.Fprintf(w, "note: adaptive routing: %s\n", a.Note)
+	}
 }

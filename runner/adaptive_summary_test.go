@@ -23,3 +23,30 @@ func TestPrintAdaptive(t *testing.T) {
 		t.Errorf("drops: %q", s)
 	}
 }
+
+// TestAdaptiveNoteUnderMRC: fabric.adaptive_routing under MRC, whose packets carry source
+// routes, makes no adaptive decision, and the summary says so instead of staying silent
+// (the new-user review of issue 19).
+func TestAdaptiveNoteUnderMRC(t *testing.T) {
+	res := mustRun(t, `
+name: mrcar
+topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}
+transport: {kind: mrc}
+fabric: {adaptive_routing: {enabled: true}}
+traffic: [{pattern: permutation, bytes: 256KiB}]
+`)
+	a := res.Summary.Adaptive
+	if a == nil || a.Decisions != 0 || !strings.Contains(a.Note, "source route") {
+		t.Fatalf("mrc with adaptive routing: block %+v; want 0 decisions and a note naming source routes", a)
+	}
+	res = mustRun(t, `
+name: ibar
+topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}
+transport: {kind: ib}
+fabric: {adaptive_routing: {enabled: true}}
+traffic: [{pattern: permutation, bytes: 256KiB}]
+`)
+	if a := res.Summary.Adaptive; a == nil || a.Decisions == 0 || a.Note != "" {
+		t.Fatalf("ib with adaptive routing: block %+v; want decisions and no note", a)
+	}
+}
