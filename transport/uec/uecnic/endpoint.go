@@ -309,7 +309,13 @@ func (e *Endpoint) afterSender(now sim.Time, q *qp) {
 	for _, c := range q.snd.Completions() {
 		q.done = c.Done
 		q.acked++
-		ns := int64((c.Done - c.Posted) / sim.Nanosecond)
+		posted := c.Posted
+		if q.transfer >= 0 {
+			// A traffic transfer's FCT runs from its start, so a wait for an ephemeral PDC
+			// (pdc.go) counts, as in flows.csv and the mean.
+			posted = min(posted, q.start)
+		}
+		ns := int64((c.Done - posted) / sim.Nanosecond)
 		_ = e.fct.RecordValue(ns)
 		e.fctMax = max(e.fctMax, ns)
 		if q.transfer >= 0 && e.hooks.FlowSent != nil {
