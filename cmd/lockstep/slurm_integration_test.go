@@ -115,7 +115,9 @@ PartitionName=test Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 	waitFor(t, 5*time.Second, "munged's socket", func() bool { _, err := os.Stat(sock); return err == nil })
 	s.start(t, "slurmctld", exec.Command(bins["slurmctld"], "-D", "-c", "-f", conf))
 	s.start(t, "slurmd", exec.Command(bins["slurmd"], "-D", "-N", "localhost", "-f", conf))
-	waitFor(t, 20*time.Second, "the node idle in sinfo", func() bool {
+	// Up to 60 s: slurmd registers in a few seconds alone, but CI runs this test beside the
+	// other packages' on 2 cores (20 s was once not enough there).
+	waitFor(t, 60*time.Second, "the node idle in sinfo", func() bool {
 		out, err := exec.Command(bins["sinfo"], "-h", "-N", "-o", "%T").Output()
 		return err == nil && strings.TrimSpace(string(out)) == "idle"
 	})
