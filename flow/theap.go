@@ -18,126 +18,72 @@ type kent struct {
 // order fixed by the operations (deterministic).
 type keyHeap struct{ e []kent }
 
-func (h *keyHeap) len() int { return len(h.e) }
-
-// push adds k. O(log n), O(1) when k is not earlier than its parent (a later completion).
-func (h *keyHeap) push(k kent) {
-	h.e = append(h.e, k)
-	i := len(h.e) - 1
-	for i > 0 {
-		p := (i - 1) / 4
-		if h.e[p].at <= k.at {
-			break
-		}
-		h.e[i] = h.e[p]
-		i = p
-	}
-	h.e[i] = k
-}
-
-// pop removes the least entry of the non-empty heap.
-func (h *keyHeap) pop() {
-	k := len(h.e) - 1
-	last := h.e[k]
-	h.e = h.e[:k]
-	if k > 0 {
-		h.e[0] = last
-		h.down(0)
-	}
-}
-
-func (h *keyHeap) down(i int) {
-	e := h.e
-	n := len(e)
-	x := e[i]
-	for {
-		c := 4*i + 1
-		if c >= n {
-			break
-		}
-		m, mk := c, e[c].at
-		for j := c + 1; j < min(c+4, n); j++ {
-			if e[j].at < mk {
-				m, mk = j, e[j].at
-			}
-		}
-		if mk >= x.at {
-			break
-		}
-		e[i] = e[m]
-		i = m
-	}
-	e[i] = x
-}
-
-// heapify restores the heap order in O(n) (Floyd).
-func (h *keyHeap) heapify() {
-	if len(h.e) < 2 {
-		return
-	}
-	for i := (len(h.e) - 2) / 4; i >= 0; i-- {
-		h.down(i)
-	}
-}
-
-// filter keeps the entries keep accepts and restores the heap order, in O(n).
-func (h *keyHeap) filter(keep func(k kent) bool) {
-	j := 0
-	for _, k := range h.e {
-		if keep(k) {
-			h.e[j] = k
-			j++
-		}
-	}
-	h.e = h.e[:j]
-	h.heapify()
-}
-
 // wideHeap is an 8-ary keyHeap (a node's eight children in two adjacent cache lines; a
 // third fewer levels than 4-ary), for the drain heap: only its least key is ever read
 // (Net.drainTop), never the order of equal keys, and most of its pops drop stale entries,
 // each a walk down the heap, where a level costs a cache miss.
 type wideHeap struct{ e []kent }
 
-func (h *wideHeap) len() int { return len(h.e) }
+// The arities of keyHeap and wideHeap as shifts: a node i's children are i<<lg + 1 ..
+// i<<lg + 2^lg, its parent (i-1)>>lg.
+const (
+	keyHeapLg  = 2
+	wideHeapLg = 3
+)
 
-// push adds k. O(log n), O(1) when k is not earlier than its parent.
-func (h *wideHeap) push(k kent) {
-	h.e = append(h.e, k)
-	i := len(h.e) - 1
+func (h *keyHeap) len() int                      { return len(h.e) }
+func (h *keyHeap) push(k kent)                   { h.e = dPush(h.e, k, keyHeapLg) }
+func (h *keyHeap) pop()                          { h.e = dPop(h.e, keyHeapLg) }
+func (h *keyHeap) heapify()                      { dHeapify(h.e, keyHeapLg) }
+func (h *keyHeap) filter(keep func(k kent) bool) { h.e = dFilter(h.e, keep, keyHeapLg) }
+
+func (h *wideHeap) len() int                      { return len(h.e) }
+func (h *wideHeap) push(k kent)                   { h.e = dPush(h.e, k, wideHeapLg) }
+func (h *wideHeap) pop()                          { h.e = dPop(h.e, wideHeapLg) }
+func (h *wideHeap) heapify()                      { dHeapify(h.e, wideHeapLg) }
+func (h *wideHeap) filter(keep func(k kent) bool) { h.e = dFilter(h.e, keep, wideHeapLg) }
+
+// dPush adds k to the 2^lg-ary heap e. O(log n), O(1) when k is not earlier than its parent
+// (a later completion).
+func dPush(e []kent, k kent, lg uint) []kent {
+	e = append(e, k)
+	i := len(e) - 1
 	for i > 0 {
-		p := (i - 1) / 8
-		if h.e[p].at <= k.at {
+		p := (i - 1) >> lg
+		if e[p].at <= k.at {
 			break
 		}
-		h.e[i] = h.e[p]
+		e[i] = e[p]
 		i = p
 	}
-	h.e[i] = k
+	e[i] = k
+	return e
 }
 
-// pop removes the least entry of the non-empty heap.
-func (h *wideHeap) pop() {
-	k := len(h.e) - 1
-	last := h.e[k]
-	h.e = h.e[:k]
+// dPop removes the least entry of the non-empty 2^lg-ary heap e.
+func dPop(e []kent, lg uint) []kent {
+	k := len(e) - 1
+	last := e[k]
+	e = e[:k]
 	if k > 0 {
-		h.e[0] = last
-		h.down(0)
+		e[0] = last
+		dDown(e, 0, lg)
 	}
+	return e
 }
 
-func (h *wideHeap) down(i int) {
-	e := h.e
+// dDown sifts entry i of the 2^lg-ary heap e down to its place.
+func dDown(e []kent, i int, lg uint) {
 	n := len(e)
+	d := 1 << lg
 	x := e[i]
 	for {
-		c := 8*i + 1
+		c := i<<lg + 1
 		if c >= n {
 			break
 		}
 		m, mk := c, e[c].at
-		for j := c + 1; j < min(c+8, n); j++ {
+		for j := c + 1; j < min(c+d, n); j++ {
 			if e[j].at < mk {
 				m, mk = j, e[j].at
 			}
@@ -151,25 +97,27 @@ func (h *wideHeap) down(i int) {
 	e[i] = x
 }
 
-// heapify restores the heap order in O(n) (Floyd).
-func (h *wideHeap) heapify() {
-	if len(h.e) < 2 {
+// dHeapify restores the heap order of the 2^lg-ary heap e in O(n) (Floyd).
+func dHeapify(e []kent, lg uint) {
+	if len(e) < 2 {
 		return
 	}
-	for i := (len(h.e) - 2) / 8; i >= 0; i-- {
-		h.down(i)
+	for i := (len(e) - 2) >> lg; i >= 0; i-- {
+		dDown(e, i, lg)
 	}
 }
 
-// filter keeps the entries keep accepts and restores the heap order, in O(n).
-func (h *wideHeap) filter(keep func(k kent) bool) {
+// dFilter keeps the entries of the 2^lg-ary heap e that keep accepts and restores the heap
+// order, in O(n).
+func dFilter(e []kent, keep func(k kent) bool, lg uint) []kent {
 	j := 0
-	for _, k := range h.e {
+	for _, k := range e {
 		if keep(k) {
-			h.e[j] = k
+			e[j] = k
 			j++
 		}
 	}
-	h.e = h.e[:j]
-	h.heapify()
+	e = e[:j]
+	dHeapify(e, lg)
+	return e
 }
