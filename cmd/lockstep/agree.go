@@ -217,23 +217,7 @@ func runAgreeCase(c agreeCase, hosts, scale int) agreeRow {
 // order.
 func runAgreeSuite(cases []agreeCase, hosts, scale, jobs int) []agreeRow {
 	rows := make([]agreeRow, len(cases))
-	jobs = max(1, min(jobs, len(cases)))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				rows[i] = runAgreeCase(cases[i], hosts, scale)
-			}
-		}()
-	}
-	for i := range cases {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	forEachParallel(len(cases), jobs, func(i int) { rows[i] = runAgreeCase(cases[i], hosts, scale) })
 	return rows
 }
 
@@ -293,4 +277,26 @@ func agreeTarget(kind string) float64 {
 		return AgreeTolRoCE
 	}
 	return AgreeTolMRC
+}
+
+// forEachParallel calls f(i) for every i in [0, n) on jobs goroutines at once (at least 1, at
+// most n), returning when all are done. f must write only what index i owns.
+func forEachParallel(n, jobs int, f func(i int)) {
+	jobs = max(1, min(jobs, n))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }

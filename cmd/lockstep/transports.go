@@ -5,7 +5,6 @@ import (
 	"io"
 	"runtime"
 	"strings"
-	"sync"
 
 	"github.com/lockstepsim/lockstep/runner"
 	"github.com/lockstepsim/lockstep/scenario"
@@ -299,25 +298,10 @@ func runTransportSuite(z transportsSize, cols []transportCol, jobs int) [][]tran
 	for i := range cells {
 		cells[i] = make([]transportCell, len(cols))
 	}
-	n := len(cases) * len(cols)
-	jobs = max(1, min(jobs, n))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range next {
-				i, j := k/len(cols), k%len(cols)
-				cells[i][j] = runTransportCell(cases[i], cols[j], z)
-			}
-		}()
-	}
-	for k := range n {
-		next <- k
-	}
-	close(next)
-	wg.Wait()
+	forEachParallel(len(cases)*len(cols), jobs, func(k int) {
+		i, j := k/len(cols), k%len(cols)
+		cells[i][j] = runTransportCell(cases[i], cols[j], z)
+	})
 	return cells
 }
 
