@@ -101,6 +101,7 @@ func (n *Network) arReforward(now sim.Time, from *Port, out fifo) {
 			n.pfcOut(now, p)
 			p.ingress = in // enqueue accounts it to its ingress again (pfcIn)
 		}
+		p.Flags &^= flagDetour // still at the switch it detoured from: it may pick again
 		g := node.Routes.Lookup(p.Dst)
 		if p.RouteLen > 0 || len(g) == 0 {
 			s := from.q.coldFor(p)

@@ -304,7 +304,13 @@ func (n *Network) creditRelease(now sim.Time, p *Packet) {
 	}
 	in := PortID(p.ingress - 1)
 	p.ingress = 0
-	n.creditFree(now, in, n.Ports[in].q.class(p), int64(p.Size))
+	c := n.Ports[in].q.class(p)
+	if p.Flags&flagEscHeld != 0 {
+		// Moved to the escape VL at this switch: held in the VL it arrived in (adaptive_detour.go).
+		c = int(p.heldClass)
+		p.Flags &^= flagEscHeld
+	}
+	n.creditFree(now, in, c, int64(p.Size))
 }
 
 // onCredit: the head flow-control packet sent by receiving port obj reaches its peer, the
