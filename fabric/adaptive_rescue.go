@@ -25,7 +25,7 @@ import "github.com/lockstepsim/lockstep/sim"
 // (Packet.ingress) until it leaves the switch from its new egress, which frees the blocks
 // then, as for any packet (creditRelease in startTx). With PFC the packet leaves the old
 // egress's ingress accounting and enters the new one's (pfcOut, then enqueue's pfcIn). The
-// VOQ switch models (fabric.switch_model) keep the plain flush.
+// VOQ switch models (fabric.switch_model) rescue their queues too (adaptive_voq.go).
 //
 // Each packet moved counts once in AdaptiveStats.Rescued and as Flushed (not dropped) at the
 // queue it left; the queues' books (EnqPackets = TxPackets + Flushed + queued) still hold.
@@ -79,8 +79,12 @@ func (q *portQueue) extract(now sim.Time, dst int32) fifo {
 // switch model), it forwards the packets queued at dead egress port again instead of dropping
 // them, and reports true; otherwise it does nothing and reports false.
 func (n *Network) arRescue(now sim.Time, port *Port) bool {
-	if n.ar == nil || n.voqOn || n.Nodes[port.Node].Kind != Switch {
+	if n.ar == nil || n.Nodes[port.Node].Kind != Switch {
 		return false
+	}
+	if n.voqOn {
+		n.arRescueVOQ(now, port) // adaptive_voq.go
+		return true
 	}
 	out := port.q.extract(now, -1)
 	n.arReforward(now, port, out)
@@ -127,7 +131,14 @@ func (n *Network) arReforward(now sim.Time, from *Port, out fifo) {
 // transmitter is restarted if its new head can go.
 func (n *Network) arNotified(now sim.Time, pid PortID, dst int32) {
 	port := &n.Ports[pid]
-	if n.voqOn || port.q.empty() || n.Nodes[port.Node].Kind != Switch {
+	if n.Nodes[port.Node].Kind != Switch {
+		return
+	}
+	if n.voqOn {
+		n.arNotifiedVOQ(now, pid, dst) // adaptive_voq.go
+		return
+	}
+	if port.q.empty() {
 		return
 	}
 	out := port.q.extract(now, dst)
