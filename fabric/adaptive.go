@@ -107,6 +107,8 @@ type AdaptiveStats struct {
 	// instead of dropping them, and those the next switch moved to the escape VL.
 	Detours int64
 	Turns   int64
+	// LostInFlightNIC: of LostInFlight, those a host's NIC had sent (the rest left a switch).
+	LostInFlightNIC int64
 }
 
 // avoidKey is one upstream port that must not carry packets toward one destination host.

@@ -195,12 +195,49 @@ func (a *arState) anyUsable(n *Network, id NodeID, g []uint16, dst int32) bool {
 	return false
 }
 
-// arLostInFlight counts packet p, lost on the wire of a failed link (adaptive routing on).
-func (n *Network) arLostInFlight(p *Packet) {
+// arLostInFlight counts packet p, lost on the wire of port's failed link (adaptive routing
+// on).
+func (n *Network) arLostInFlight(port *Port, p *Packet) {
 	if n.ar != nil {
 		n.ar.st.LostInFlight++
 		n.ar.st.LostInFlightB += int64(p.Size)
+		if port.nic {
+			n.ar.st.LostInFlightNIC++
+		}
 	}
+}
+
+// SwitchDrops counts the packets switches discarded: their own drops (no route, dead ends,
+// blackhole) and their egress queues' (full, refused or flushed at a dead port, headroom),
+// but not the packets lost on their links' wires (a failed link's packets in flight, random
+// loss and bit errors), which no switch decision can save. With adaptive routing on it is
+// exact; off, a failed link's wire losses cannot be told from its flushed queue and count
+// here.
+func (n *Network) SwitchDrops() int64 {
+	var d int64
+	for i := range n.Nodes {
+		if n.Nodes[i].Kind != Switch {
+			continue
+		}
+		for _, k := range n.Nodes[i].Drops {
+			d += k
+		}
+		for _, pid := range n.Nodes[i].Ports {
+			if pid < 0 {
+				continue
+			}
+			t := n.Ports[pid].Totals()
+			for r, k := range t.Drops {
+				if DropReason(r) != DropLoss {
+					d += k
+				}
+			}
+		}
+	}
+	if n.ar != nil {
+		d -= n.ar.st.LostInFlight - n.ar.st.LostInFlightNIC
+	}
+	return d
 }
 
 // arCascade: a notification k now in force may leave its switch with no usable port toward
