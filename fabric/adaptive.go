@@ -107,6 +107,10 @@ type AdaptiveStats struct {
 	// instead of dropping them, and those the next switch moved to the escape VL.
 	Detours int64
 	Turns   int64
+	// IntoAvoided: packets with neither a usable minimal port nor a detour sent on a live
+	// minimal port that a fault notification avoids, to the switch that notified, which can
+	// detour them (adaptive_detour.go).
+	IntoAvoided int64
 	// LostInFlightNIC: of LostInFlight, those a host's NIC had sent (the rest left a switch).
 	LostInFlightNIC int64
 }
@@ -238,6 +242,9 @@ func (n *Network) arPick(now sim.Time, id NodeID, p *Packet, g []uint16) int {
 	}
 	if usable == 0 {
 		n.arNotify(now, id, p.Dst)
+		if l := n.arIntoAvoided(now, id, p, g, -1); l >= 0 {
+			return l // on to the notifying switch, which detours it
+		}
 		if l := n.arDetour(now, id, p); l >= 0 {
 			return l // down a non-minimal port, to take the escape VL at the next switch
 		}

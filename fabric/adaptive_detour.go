@@ -213,8 +213,47 @@ func (n *Network) arTurn(now sim.Time, id NodeID, p *Packet, g []uint16) int {
 		}
 	}
 	if best < 0 {
-		a.st.DeadEnds++
 		n.arNotify(now, id, p.Dst)
+		if best = n.arIntoAvoided(now, id, p, g, NodeID(p.detourFrom)); best < 0 {
+			a.st.DeadEnds++
+		}
+	}
+	return best
+}
+
+// arIntoAvoided returns, for a packet at switch id with no usable port in its minimal group
+// g, the least loaded port of g that is up but avoided by a fault notification (not leading
+// to switch not), or -1 when none is. It comes before a detour of this switch's own: a
+// notification says the switch behind that port has no minimal port toward p.Dst left, and
+// that switch, next to the failure, can detour the packet in one hop, while this one may
+// not (its look-ahead sees one table deep). In a 3-tier tree a T2 whose only way down to a
+// pod is the T1 that lost its T0 link is such a switch: a detour of its own would go down
+// to a T1 of another pod and up to another T2 of its group, which is in the same state
+// (TestLinkDownLossless: 18 dead ends that way). Forwarding on a minimal port brings p
+// strictly closer to its destination, so this cannot loop; the hop is minimal, so it keeps
+// the deadlock argument (it is on up*/down* routes in whichever layer p is).
+func (n *Network) arIntoAvoided(now sim.Time, id NodeID, p *Packet, g []uint16, not NodeID) int {
+	a := n.ar
+	if !a.detour || len(a.avoid) == 0 {
+		return -1
+	}
+	hot := &n.hot[id]
+	best := -1
+	var bestLoad int64
+	for _, l := range g {
+		if int(l) >= len(hot.ports) || hot.ports[l] < 0 {
+			continue
+		}
+		pid := hot.ports[l]
+		if n.Ports[pid].Down || n.Ports[pid].peerNode == not {
+			continue
+		}
+		if ld := n.arLoad(now, pid, p); best < 0 || ld < bestLoad {
+			best, bestLoad = int(l), ld
+		}
+	}
+	if best >= 0 {
+		a.st.IntoAvoided++
 	}
 	return best
 }
