@@ -67,10 +67,11 @@ func TestLinkDownLossless(t *testing.T) {
 // wire lost (summary fault_to_last_loss_retx_us: from the failure to the last resend of a
 // lost packet) on the 2-tier case of TestLinkDownLossless, with out-of-order placement (the
 // default under adaptive routing) at its default hold, 100 us, and at 20 us. IB's link
-// layer has no retransmission (a packet that fails its CRC, or is on a wire that dies, is
-// gone [IBTA vol 1 §7.7: the link layer drops a packet with a bad VCRC or ICRC, with no
-// link-level resend]; lossless means no drop for want of buffer), so the RC transport's
-// NAK after the hole timer is what recovers it: the recovery ends about one hold after the
+// layer has no retransmission on another path (a packet that fails its link CRC is
+// discarded [IBTA vol 1, ch. 7, link layer]; NVIDIA's Physical Layer Retransmission resends
+// over the same link after bit errors [NVIDIA Quantum firmware release notes, "Physical
+// Layer Retransmission (PLR)"], which a dead link does not have; lossless means no drop
+// for want of buffer), so the RC transport's NAK after the hole timer is what recovers it: the recovery ends about one hold after the
 // failure (a hole opens at the loss; it is NAKed when the hold runs out; the NAK crosses
 // the fabric and the requester goes back to the hole, resending everything after it, so the
 // last lost packet's resend waits behind the resends before it): measured 154.4 us at the
