@@ -30,9 +30,10 @@ import (
 // output port is out of the choice at once, so a switch moves traffic to another minimal port
 // of the group the moment its link fails (AR on), instead of blackholing the hashed flows
 // until the subnet manager recomputes the tables (fabric.reconvergence: the sm_delay). When
-// no port of the group is up, the switch drops the packet and notifies its upstream
-// neighbours after NotifyDelay; from then they avoid it for that destination (a fault
-// routing notification), until the link comes back.
+// no port of the group is usable, the switch notifies its neighbours, which after
+// NotifyDelay avoid it for that destination (a fault routing notification) until the link
+// comes back, and detours the packet on an escape VL (adaptive_detour.go) or, when it
+// cannot, drops it.
 //
 // Simplified: the load is this switch's own egress state and, with credits, its credit debt
 // toward the next hop (arLoad); there is no remote congestion notification (ARN) and no

@@ -15,11 +15,12 @@ import "github.com/lockstepsim/lockstep/sim"
 // subnet manager; NVIDIA InfiniBand Cluster Bring-up Procedure, Adaptive Routing.]
 //
 // A packet with a source route (RouteLen > 0) is never rerouted: it is dropped as before. A
-// packet whose switch has no usable minimal port left is dropped as a dead end and upstream is
-// notified (arPick); lockstep does not bounce it back up or around: in a fat tree the only
-// other path goes down and up again (a valley), which up*/down* routing forbids because with
-// credit flow control a down-up turn can close a cycle of buffer dependencies (deadlock)
-// [Schroeder et al., "Autonet", IEEE JSAC 9(8), 1991: up*/down* routing is deadlock-free].
+// packet whose switch has no usable minimal port left is detoured (arPick, arDetour): in a
+// fat tree the only other path goes down and up again (a valley), which up*/down* routing
+// forbids on one VL because with credit flow control a down-up turn can close a cycle of
+// buffer dependencies (deadlock) [Schroeder et al., "Autonet", IEEE JSAC 9(8), 1991], so the
+// packet takes the escape VL from the turn on (adaptive_detour.go has the argument); one that
+// cannot detour is dropped as a dead end and upstream is notified.
 //
 // Credits stay consistent: a switch's packet keeps the ingress buffer it was accounted to
 // (Packet.ingress) until it leaves the switch from its new egress, which frees the blocks

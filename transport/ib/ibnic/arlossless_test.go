@@ -1,6 +1,7 @@
 package ibnic_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/lockstepsim/lockstep/fabric"
@@ -60,6 +61,15 @@ func TestLinkDownLossless(t *testing.T) {
 				t.Errorf("completed %d of 128, QP errors %d", tr.FlowsCompleted, tr.QPErrors)
 			}
 		})
+	}
+	// Contrast: without detours (SHIELD as NVIDIA documents it) the dead-end switch drops
+	// what reaches it before its notification takes effect.
+	y := strings.Replace(permYAML(fabricCase{2, 1, 16, "2MB"}, "kind: ib", true, 1, "faults: [{at: 50us, link: p0.t0-0.up0, action: down}]\n"),
+		"adaptive_routing: {enabled: true}", "adaptive_routing: {enabled: true, detour: false}", 1)
+	off := run(t, y)
+	t.Logf("detour off: dropped by switches %d, lost on the wire %d", off.Summary.Adaptive.DroppedBySwitches, off.Net.AdaptiveStats().LostInFlight)
+	if off.Summary.Adaptive.DroppedBySwitches == 0 || off.Net.AdaptiveStats().Detours != 0 {
+		t.Errorf("detour off: %+v; want switch drops and no detour", off.Summary.Adaptive)
 	}
 }
 
