@@ -112,6 +112,10 @@ type AdaptiveStats struct {
 	// minimal port that a fault notification avoids, to the switch that notified, which can
 	// detour them (adaptive_detour.go).
 	IntoAvoided int64
+	// LastDeadEnd is the last time a packet met a switch with no usable minimal port (and
+	// detoured, went on to the notifying switch or was dropped): after it, no traffic
+	// reached a dead end. 0 when none did.
+	LastDeadEnd sim.Time
 	// LostInFlightNIC: of LostInFlight, those a host's NIC had sent (the rest left a switch).
 	LostInFlightNIC int64
 }
@@ -242,6 +246,7 @@ func (n *Network) arPick(now sim.Time, id NodeID, p *Packet, g []uint16) int {
 		}
 	}
 	if usable == 0 {
+		a.st.LastDeadEnd = now
 		n.arNotify(now, id, p.Dst)
 		if l := n.arIntoAvoided(now, id, p, g, -1); l >= 0 {
 			return l // on to the notifying switch, which detours it

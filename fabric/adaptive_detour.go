@@ -213,6 +213,7 @@ func (n *Network) arTurn(now sim.Time, id NodeID, p *Packet, g []uint16) int {
 		}
 	}
 	if best < 0 {
+		a.st.LastDeadEnd = now
 		n.arNotify(now, id, p.Dst)
 		if best = n.arIntoAvoided(now, id, p, g, NodeID(p.detourFrom)); best < 0 {
 			a.st.DeadEnds++
