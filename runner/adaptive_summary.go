@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/lockstepsim/lockstep/fabric"
+	"github.com/lockstepsim/lockstep/sim"
 )
 
 // AdaptiveSummary is summary.json's "adaptive_routing" block (packet level, when
@@ -46,6 +47,10 @@ type AdaptiveSummary struct {
 	// link, 0 means the switches lost nothing and only the failed wire's packets were lost
 	// (fabric.Network.SwitchDrops).
 	DroppedBySwitches int64 `json:"dropped_by_switches_packets"`
+	// LastDeadEndUs is the last time, us, a packet met a switch with no usable minimal port
+	// toward its destination (detoured, sent on to the notifying switch or dropped): after
+	// it the traffic had moved off the failure. Absent when none did.
+	LastDeadEndUs float64 `json:"last_dead_end_us,omitempty"`
 	// Note says why adaptive routing did nothing when no packet was forwarded by the adaptive
 	// choice (Decisions 0): empty otherwise.
 	Note string `json:"note,omitempty"`
@@ -66,6 +71,7 @@ func adaptiveSummary(net *fabric.Network) *AdaptiveSummary {
 		QueueRescued: st.Rescued, NotificationsSent: st.NotifySent, NotificationsDelivered: st.Notices,
 		LostInFlight: st.LostInFlight, LostInFlightB: st.LostInFlightB, LostQueued: st.LostQueued, NoRoute: st.DeadEnds, NoRouteFromQueue: st.QueuedDeadEnds,
 		Detours: st.Detours, EscapeVL: st.Turns, DroppedBySwitches: net.SwitchDrops(),
+		LastDeadEndUs: float64(st.LastDeadEnd) / float64(sim.Microsecond),
 	}
 	if a.Decisions == 0 {
 		a.Note = noAdaptiveNote
