@@ -30,9 +30,10 @@ import (
 // output port is out of the choice at once, so a switch moves traffic to another minimal port
 // of the group the moment its link fails (AR on), instead of blackholing the hashed flows
 // until the subnet manager recomputes the tables (fabric.reconvergence: the sm_delay). When
-// no port of the group is up, the switch drops the packet and notifies its upstream
-// neighbours after NotifyDelay; from then they avoid it for that destination (a fault
-// routing notification), until the link comes back.
+// no port of the group is usable, the switch notifies its neighbours, which after
+// NotifyDelay avoid it for that destination (a fault routing notification) until the link
+// comes back, and detours the packet on an escape VL (adaptive_detour.go) or, when it
+// cannot, drops it.
 //
 // Simplified: the load is this switch's own egress state and, with credits, its credit debt
 // toward the next hop (arLoad); there is no remote congestion notification (ARN) and no
@@ -53,6 +54,10 @@ type AdaptiveConfig struct {
 	// fabric.reconvergence, whose route recomputation models the sweep (0: reconvergence's
 	// own value). Until then only the switches' fast recovery avoids the dead link.
 	SMDelay sim.Time `yaml:"sm_delay"`
+	// Detour lets a switch with no live minimal port toward a packet's destination send it
+	// down to a switch that has one, which forwards it on the escape VL (adaptive_detour.go),
+	// instead of dropping it until the fault notification takes effect; nil: on.
+	Detour *bool `yaml:"detour,omitempty"`
 }
 
 // DefaultNotifyDelay is the default upstream fault notification delay, 2 us: SHIELD reacts
@@ -99,6 +104,20 @@ type AdaptiveStats struct {
 	LostInFlight   int64 // on the wire (or being serialised) when their link failed, dropped at arrival
 	LostInFlightB  int64 // their bytes
 	NotifySent     int64 // fault notifications scheduled (each delivered NotifyDelay later, counted in Notices)
+	// Detours (adaptive_detour.go): packets a dead-end switch sent down a non-minimal port
+	// instead of dropping them, and those the next switch moved to the escape VL.
+	Detours int64
+	Turns   int64
+	// IntoAvoided: packets with neither a usable minimal port nor a detour sent on a live
+	// minimal port that a fault notification avoids, to the switch that notified, which can
+	// detour them (adaptive_detour.go).
+	IntoAvoided int64
+	// LastDeadEnd is the last time a packet met a switch with no usable minimal port (and
+	// detoured, went on to the notifying switch or was dropped): after it, no traffic
+	// reached a dead end. 0 when none did.
+	LastDeadEnd sim.Time
+	// LostInFlightNIC: of LostInFlight, those a host's NIC had sent (the rest left a switch).
+	LostInFlightNIC int64
 }
 
 // avoidKey is one upstream port that must not carry packets toward one destination host.
@@ -118,6 +137,8 @@ type arState struct {
 	notifying map[avoidKey]struct{} // notifications scheduled, not yet delivered
 	pending   []avoidKey            // notifications by event, FIFO (events at equal delays)
 	pendHead  int
+	detour    bool // AdaptiveConfig.DetourOn
+	escape    int  // the escape VL (a queue class) of detoured packets; -1: none
 }
 
 // SetAdaptive turns adaptive routing on (cfg.Enabled) or leaves the network static. Call it
@@ -138,6 +159,10 @@ func (n *Network) SetAdaptive(cfg AdaptiveConfig) error {
 	a := &arState{cfg: cfg, seed: n.sim.RNG("fabric.adaptive").Uint64(),
 		avoid: map[avoidKey]struct{}{}, notifying: map[avoidKey]struct{}{}}
 	a.kNotify = n.sim.Register("fabric.adaptive.notify", n.onNotify)
+	a.escape = -1
+	if a.detour = cfg.DetourOn(); a.detour {
+		n.arEscapeSetup(a)
+	}
 	n.ar = a
 	return nil
 }
@@ -221,8 +246,15 @@ func (n *Network) arPick(now sim.Time, id NodeID, p *Packet, g []uint16) int {
 		}
 	}
 	if usable == 0 {
-		a.st.DeadEnds++
+		a.st.LastDeadEnd = now
 		n.arNotify(now, id, p.Dst)
+		if l := n.arIntoAvoided(now, id, p, g, -1); l >= 0 {
+			return l // on to the notifying switch, which detours it
+		}
+		if l := n.arDetour(now, id, p); l >= 0 {
+			return l // down a non-minimal port, to take the escape VL at the next switch
+		}
+		a.st.DeadEnds++
 		return -1
 	}
 	limit := minLoad + int64(a.cfg.Threshold)
@@ -334,7 +366,12 @@ func (n *Network) arLinkChange(now sim.Time, p PortID, down bool) {
 // forwardAdaptive is forward's adaptive branch: it picks the local egress for p (no source
 // route) at switch id among group g, or returns -1 after dropping p.
 func (n *Network) forwardAdaptive(now sim.Time, id NodeID, p *Packet, g []uint16) int {
-	l := n.arPick(now, id, p, g)
+	var l int
+	if p.Flags&flagDetour != 0 {
+		l = n.arTurn(now, id, p, g) // the switch after a detour (adaptive_detour.go)
+	} else {
+		l = n.arPick(now, id, p, g)
+	}
 	if l < 0 {
 		n.dropAt(&n.Nodes[id], p, DropLinkDown)
 	}

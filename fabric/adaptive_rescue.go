@@ -15,17 +15,18 @@ import "github.com/lockstepsim/lockstep/sim"
 // subnet manager; NVIDIA InfiniBand Cluster Bring-up Procedure, Adaptive Routing.]
 //
 // A packet with a source route (RouteLen > 0) is never rerouted: it is dropped as before. A
-// packet whose switch has no usable minimal port left is dropped as a dead end and upstream is
-// notified (arPick); lockstep does not bounce it back up or around: in a fat tree the only
-// other path goes down and up again (a valley), which up*/down* routing forbids because with
-// credit flow control a down-up turn can close a cycle of buffer dependencies (deadlock)
-// [Schroeder et al., "Autonet", IEEE JSAC 9(8), 1991: up*/down* routing is deadlock-free].
+// packet whose switch has no usable minimal port left is detoured (arPick, arDetour): in a
+// fat tree the only other path goes down and up again (a valley), which up*/down* routing
+// forbids on one VL because with credit flow control a down-up turn can close a cycle of
+// buffer dependencies (deadlock) [Schroeder et al., "Autonet", IEEE JSAC 9(8), 1991], so the
+// packet takes the escape VL from the turn on (adaptive_detour.go has the argument); one that
+// cannot detour is dropped as a dead end and upstream is notified.
 //
 // Credits stay consistent: a switch's packet keeps the ingress buffer it was accounted to
 // (Packet.ingress) until it leaves the switch from its new egress, which frees the blocks
 // then, as for any packet (creditRelease in startTx). With PFC the packet leaves the old
 // egress's ingress accounting and enters the new one's (pfcOut, then enqueue's pfcIn). The
-// VOQ switch models (fabric.switch_model) keep the plain flush.
+// VOQ switch models (fabric.switch_model) rescue their queues too (adaptive_voq.go).
 //
 // Each packet moved counts once in AdaptiveStats.Rescued and as Flushed (not dropped) at the
 // queue it left; the queues' books (EnqPackets = TxPackets + Flushed + queued) still hold.
@@ -79,8 +80,12 @@ func (q *portQueue) extract(now sim.Time, dst int32) fifo {
 // switch model), it forwards the packets queued at dead egress port again instead of dropping
 // them, and reports true; otherwise it does nothing and reports false.
 func (n *Network) arRescue(now sim.Time, port *Port) bool {
-	if n.ar == nil || n.voqOn || n.Nodes[port.Node].Kind != Switch {
+	if n.ar == nil || n.Nodes[port.Node].Kind != Switch {
 		return false
+	}
+	if n.voqOn {
+		n.arRescueVOQ(now, port) // adaptive_voq.go
+		return true
 	}
 	out := port.q.extract(now, -1)
 	n.arReforward(now, port, out)
@@ -101,6 +106,7 @@ func (n *Network) arReforward(now sim.Time, from *Port, out fifo) {
 			n.pfcOut(now, p)
 			p.ingress = in // enqueue accounts it to its ingress again (pfcIn)
 		}
+		p.Flags &^= flagDetour // still at the switch it detoured from: it may pick again
 		g := node.Routes.Lookup(p.Dst)
 		if p.RouteLen > 0 || len(g) == 0 {
 			s := from.q.coldFor(p)
@@ -126,7 +132,14 @@ func (n *Network) arReforward(now sim.Time, from *Port, out fifo) {
 // transmitter is restarted if its new head can go.
 func (n *Network) arNotified(now sim.Time, pid PortID, dst int32) {
 	port := &n.Ports[pid]
-	if n.voqOn || port.q.empty() || n.Nodes[port.Node].Kind != Switch {
+	if n.Nodes[port.Node].Kind != Switch {
+		return
+	}
+	if n.voqOn {
+		n.arNotifiedVOQ(now, pid, dst) // adaptive_voq.go
+		return
+	}
+	if port.q.empty() {
 		return
 	}
 	out := port.q.extract(now, dst)
@@ -183,12 +196,49 @@ func (a *arState) anyUsable(n *Network, id NodeID, g []uint16, dst int32) bool {
 	return false
 }
 
-// arLostInFlight counts packet p, lost on the wire of a failed link (adaptive routing on).
-func (n *Network) arLostInFlight(p *Packet) {
+// arLostInFlight counts packet p, lost on the wire of port's failed link (adaptive routing
+// on).
+func (n *Network) arLostInFlight(port *Port, p *Packet) {
 	if n.ar != nil {
 		n.ar.st.LostInFlight++
 		n.ar.st.LostInFlightB += int64(p.Size)
+		if port.nic {
+			n.ar.st.LostInFlightNIC++
+		}
 	}
+}
+
+// SwitchDrops counts the packets switches discarded: their own drops (no route, dead ends,
+// blackhole) and their egress queues' (full, refused or flushed at a dead port, headroom),
+// but not the packets lost on their links' wires (a failed link's packets in flight, random
+// loss and bit errors), which no switch decision can save. With adaptive routing on it is
+// exact; off, a failed link's wire losses cannot be told from its flushed queue and count
+// here.
+func (n *Network) SwitchDrops() int64 {
+	var d int64
+	for i := range n.Nodes {
+		if n.Nodes[i].Kind != Switch {
+			continue
+		}
+		for _, k := range n.Nodes[i].Drops {
+			d += k
+		}
+		for _, pid := range n.Nodes[i].Ports {
+			if pid < 0 {
+				continue
+			}
+			t := n.Ports[pid].Totals()
+			for r, k := range t.Drops {
+				if DropReason(r) != DropLoss {
+					d += k
+				}
+			}
+		}
+	}
+	if n.ar != nil {
+		d -= n.ar.st.LostInFlight - n.ar.st.LostInFlightNIC
+	}
+	return d
 }
 
 // arCascade: a notification k now in force may leave its switch with no usable port toward

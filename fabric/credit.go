@@ -59,6 +59,30 @@ type CreditConfig struct {
 	// that may be sent while a low-priority packet waits; 0: one packet at a time; 255:
 	// unlimited [IBTA vol 1 §7.6.9].
 	HighLimit int `yaml:"high_limit"`
+	// ScaleByRate makes BufferPerVL and HostBufferPerVL the buffers of a port of up to
+	// CreditBufferRate and gives a faster port proportionally more (BufferFor), so the
+	// buffer covers the same credit round trip at any link rate. The ib transport sets it
+	// when the scenario gives neither buffer (the lockstep default).
+	ScaleByRate bool `yaml:"-"`
+}
+
+// CreditBufferRate is the link rate DefaultCreditBuffer is sized for: 400 Gb/s (NDR).
+const CreditBufferRate = 400 * sim.Gbps
+
+// BufferFor returns the receive buffer per VL of a port at rate: buf, and with ScaleByRate
+// buf x ceil(rate / CreditBufferRate) for a port faster than CreditBufferRate. A link runs
+// at line rate only if its buffer covers its credit round trip (about twice its delay plus a
+// packet's serialisation: TestCreditLinkThroughput), which grows with the rate: at 800 Gb/s
+// (XDR, NVIDIA Quantum-X800 and ConnectX-8, whose per-port buffers NVIDIA does not publish)
+// 128 KiB covers 1.3 us of round trip against 2.6 us at 400 Gb/s, so 1 us hops (2 us plus
+// the next switch's wait) held every link to about 0.64 of line and an adaptively routed
+// permutation to 0.597 of ideal; 256 KiB gives 0.968 (TestPermutationAdaptiveRates).
+func (c CreditConfig) BufferFor(buf sim.Size, rate sim.Rate) sim.Size {
+	if !c.ScaleByRate || rate <= CreditBufferRate {
+		return buf
+	}
+	k := (int64(rate) + int64(CreditBufferRate) - 1) / int64(CreditBufferRate)
+	return sim.Size(min(int64(buf)*k, MaxQueueLimit))
 }
 
 // VLArbEntry is one entry of a VL arbitration table: a VL (a queue class) and its weight in
@@ -176,9 +200,9 @@ func (n *Network) SetCredits(cfg CreditConfig) error {
 	n.credCfg = cfg
 	for i := range n.Ports {
 		p := &n.Ports[i]
-		st := &creditState{capacity: int64(cfg.BufferPerVL) / CreditBlockBytes}
+		st := &creditState{capacity: int64(cfg.BufferFor(cfg.BufferPerVL, p.Rate)) / CreditBlockBytes}
 		if n.Nodes[p.Node].Kind == Host {
-			st.capacity = int64(cfg.HostBufferPerVL) / CreditBlockBytes
+			st.capacity = int64(cfg.BufferFor(cfg.HostBufferPerVL, p.Rate)) / CreditBlockBytes
 		}
 		for c := range st.adv {
 			st.adv[c] = st.capacity
@@ -304,7 +328,13 @@ func (n *Network) creditRelease(now sim.Time, p *Packet) {
 	}
 	in := PortID(p.ingress - 1)
 	p.ingress = 0
-	n.creditFree(now, in, n.Ports[in].q.class(p), int64(p.Size))
+	c := n.Ports[in].q.class(p)
+	if p.Flags&flagEscHeld != 0 {
+		// Moved to the escape VL at this switch: held in the VL it arrived in (adaptive_detour.go).
+		c = int(p.heldClass)
+		p.Flags &^= flagEscHeld
+	}
+	n.creditFree(now, in, c, int64(p.Size))
 }
 
 // onCredit: the head flow-control packet sent by receiving port obj reaches its peer, the

@@ -759,7 +759,7 @@ func (n *Network) onArrive(now sim.Time, obj int32, _ uint64) {
 	}
 	port.q.release(k)
 	if port.Down || epoch != uint16(port.epoch) {
-		n.arLostInFlight(p)
+		n.arLostInFlight(port, p)
 		n.dropLinkDown(port, p) // on the wire when the link failed, even if it is up again
 		return
 	}

@@ -88,7 +88,13 @@ type Packet struct {
 	// Transport-owned header words; see the owning transport package.
 	Seq, Ack, Bitmap, Aux uint64
 
-	_ [16]byte // pad to 128 bytes (TestPacketLayout)
+	// Adaptive routing's detours (adaptive_detour.go), read only by a packet that took one:
+	// the switch that sent it off its minimal route, and the VL its ingress buffer holds it in
+	// after it moved to the escape VL.
+	detourFrom int32
+	heldClass  uint8
+
+	_ [11]byte // pad to 128 bytes (TestPacketLayout)
 }
 
 // SetRoute copies a source route into the packet and resets its hop counter. Hops beyond

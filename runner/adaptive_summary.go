@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/lockstepsim/lockstep/fabric"
+	"github.com/lockstepsim/lockstep/sim"
 )
 
 // AdaptiveSummary is summary.json's "adaptive_routing" block (packet level, when
@@ -36,6 +37,20 @@ type AdaptiveSummary struct {
 	LostQueued       int64 `json:"lost_queued_packets"`
 	NoRoute          int64 `json:"no_route_packets"`
 	NoRouteFromQueue int64 `json:"no_route_from_queue_packets"`
+	// Detours counts the packets a switch with no usable minimal port sent down to a switch
+	// that had one instead of dropping them; EscapeVL those moved to the escape VL there
+	// (fabric/adaptive_detour.go).
+	Detours  int64 `json:"detour_packets"`
+	EscapeVL int64 `json:"escape_vl_packets"`
+	// DroppedBySwitches counts every packet a switch discarded in the run, for any reason,
+	// not counting the packets lost on a wire (LostInFlight, random loss): with one failed
+	// link, 0 means the switches lost nothing and only the failed wire's packets were lost
+	// (fabric.Network.SwitchDrops).
+	DroppedBySwitches int64 `json:"dropped_by_switches_packets"`
+	// LastDeadEndUs is the last time, us, a packet met a switch with no usable minimal port
+	// toward its destination (detoured, sent on to the notifying switch or dropped): after
+	// it the traffic had moved off the failure. Absent when none did.
+	LastDeadEndUs float64 `json:"last_dead_end_us,omitempty"`
 	// Note says why adaptive routing did nothing when no packet was forwarded by the adaptive
 	// choice (Decisions 0): empty otherwise.
 	Note string `json:"note,omitempty"`
@@ -55,6 +70,8 @@ func adaptiveSummary(net *fabric.Network) *AdaptiveSummary {
 		Decisions: st.Decisions, Static: st.Static, AdaptivelyRerouted: st.Moved, FastRecoveryReroutes: st.Rerouted,
 		QueueRescued: st.Rescued, NotificationsSent: st.NotifySent, NotificationsDelivered: st.Notices,
 		LostInFlight: st.LostInFlight, LostInFlightB: st.LostInFlightB, LostQueued: st.LostQueued, NoRoute: st.DeadEnds, NoRouteFromQueue: st.QueuedDeadEnds,
+		Detours: st.Detours, EscapeVL: st.Turns, DroppedBySwitches: net.SwitchDrops(),
+		LastDeadEndUs: float64(st.LastDeadEnd) / float64(sim.Microsecond),
 	}
 	if a.Decisions == 0 {
 		a.Note = noAdaptiveNote
@@ -69,8 +86,12 @@ func PrintAdaptive(w io.Writer, a *AdaptiveSummary) {
 	}
 	fmt.Fprintf(w, "adaptive routing: %d decisions, %d moved by load, %d fast-recovery reroutes, %d rescued from dead queues; %d notifications sent (%d delivered)",
 		a.Decisions, a.AdaptivelyRerouted, a.FastRecoveryReroutes, a.QueueRescued, a.NotificationsSent, a.NotificationsDelivered)
-	if d := a.LostInFlight + a.LostQueued + a.NoRoute; d > 0 {
-		fmt.Fprintf(w, "; dropped at dead links: %d in flight, %d queued, %d no route (awaiting notification)", a.LostInFlight, a.LostQueued, a.NoRoute)
+	if a.Detours > 0 {
+		fmt.Fprintf(w, "; %d detoured on the escape VL", a.Detours)
+	}
+	if d := a.LostInFlight + a.LostQueued + a.NoRoute; d > 0 || a.DroppedBySwitches > 0 {
+		fmt.Fprintf(w, "; %d dropped by switches (at dead links: %d queued, %d no route); %d lost on failed wires (%d B)",
+			a.DroppedBySwitches, a.LostQueued, a.NoRoute, a.LostInFlight, a.LostInFlightB)
 	}
 	fmt.Fprintln(w)
 	if a.Note != "" {

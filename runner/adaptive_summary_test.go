@@ -18,9 +18,14 @@ func TestPrintAdaptive(t *testing.T) {
 		t.Errorf("no drops: %q", s)
 	}
 	b.Reset()
-	PrintAdaptive(&b, &AdaptiveSummary{LostInFlight: 9, LostQueued: 1, NoRoute: 16})
-	if s := b.String(); !strings.Contains(s, "dropped at dead links: 9 in flight, 1 queued, 16 no route") {
+	PrintAdaptive(&b, &AdaptiveSummary{LostInFlight: 9, LostInFlightB: 33006, LostQueued: 1, NoRoute: 16, DroppedBySwitches: 17})
+	if s := b.String(); !strings.Contains(s, "17 dropped by switches (at dead links: 1 queued, 16 no route); 9 lost on failed wires (33006 B)") || strings.Contains(s, "detoured") {
 		t.Errorf("drops: %q", s)
+	}
+	b.Reset()
+	PrintAdaptive(&b, &AdaptiveSummary{LostInFlight: 10, LostInFlightB: 33036, Detours: 25, EscapeVL: 25})
+	if s := b.String(); !strings.Contains(s, "; 25 detoured on the escape VL; 0 dropped by switches (at dead links: 0 queued, 0 no route); 10 lost on failed wires (33036 B)") {
+		t.Errorf("detours: %q", s)
 	}
 }
 

@@ -112,10 +112,13 @@ type Credits struct {
 	HighLimit       int                 `yaml:"high_limit"`
 }
 
-// Fabric returns the fabric's credit configuration (defaults filled).
+// Fabric returns the fabric's credit configuration (defaults filled). With neither buffer
+// given the default buffers scale with each port's rate beyond 400 Gb/s
+// (fabric.CreditConfig.BufferFor).
 func (c Credits) Fabric() fabric.CreditConfig {
 	return fabric.CreditConfig{Enabled: c.Enabled == nil || *c.Enabled, BufferPerVL: c.BufferPerVL,
-		HostBufferPerVL: c.HostBufferPerVL, High: c.High, Low: c.Low, HighLimit: c.HighLimit}.WithDefaults()
+		HostBufferPerVL: c.HostBufferPerVL, High: c.High, Low: c.Low, HighLimit: c.HighLimit,
+		ScaleByRate: c.BufferPerVL == 0 && c.HostBufferPerVL == 0}.WithDefaults()
 }
 
 // WithDefaults fills the zero fields.

@@ -51,9 +51,10 @@ func deadLinkDrops(r *runner.Result) (atPorts, deadEnds int64) {
 //     is forwarded over the T0's other uplinks (queue_rescued_packets > 0, lost_queued 0);
 //   - the packets lost on the wire are at most the link's bandwidth-delay product (both
 //     directions, plus the packet being serialised in each);
-//   - the only other losses are the far T1's dead ends before its notification took effect
-//     (its queue toward the T0 and what arrived in the notify_delay: a fat tree has no
-//     loop-free alternative there, fabric/adaptive_rescue.go);
+//   - the only other losses would be the far T1's dead ends before its notification took
+//     effect (its queue toward the T0 and what arrived in the notify_delay); with detours on
+//     an escape VL (fabric/adaptive_detour.go, the default) there are none
+//     (TestLinkDownLossless);
 //
 // credits keep everything else lossless (no drop of another reason), every transfer completes
 // with no QP error, and summary.json's adaptive_routing block carries the same counts. With

@@ -5,6 +5,7 @@ import (
 
 	"github.com/lockstepsim/lockstep/fabric"
 	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/topo"
 	"github.com/lockstepsim/lockstep/transport"
 	"github.com/lockstepsim/lockstep/transport/ib"
 	"github.com/lockstepsim/lockstep/transport/nic"
@@ -48,7 +49,7 @@ func profile(cfg any, env transport.ProfileEnv) {
 	var limit sim.Size
 	if cr := c.Credits.Fabric(); cr.Enabled && !env.Fluid {
 		for _, s := range nic.SwitchIngresses(env.Topology) {
-			limit = max(limit, sim.Size(len(s))*cr.BufferPerVL)
+			limit = max(limit, ingressHold(cr, s))
 		}
 		limit = min(limit, fabric.MaxQueueLimit)
 	}
@@ -71,4 +72,14 @@ func profile(cfg any, env transport.ProfileEnv) {
 	if lh := *env.LastHopQueue; lh != nil {
 		set(lh, g.LastLimit, g.LastECN, g.LastTrim)
 	}
+}
+
+// ingressHold is what a switch with ingress links s may hold of one VL: its ports' credit
+// buffers (fabric.CreditConfig.BufferFor: scaled by rate under the default buffers).
+func ingressHold(cr fabric.CreditConfig, s []topo.Link) sim.Size {
+	var h sim.Size
+	for _, k := range s {
+		h += cr.BufferFor(cr.BufferPerVL, k.Rate)
+	}
+	return h
 }
