@@ -196,3 +196,20 @@ func (c *Config) DataPacketBytes() (payload, wire int64) {
 
 // QPsPerTransfer returns the QPs one transfer opens (transport.QPFanout).
 func (c *Config) QPsPerTransfer(planes int) int { return max(1, c.QPsPerPeer) * max(1, planes) }
+
+// HopRate is the most one link of rate bits/s and one-way delay carries under this block's
+// credits (transport.HopRateLimiter): fabric.CreditRate with the receiving end's buffer per
+// VL (host_buffer_per_vl into a host adapter, buffer_per_vl into a switch) and a full data
+// packet; rate when credits are off.
+func (c *Config) HopRate(rate sim.Rate, delay sim.Time, intoHost bool) sim.Rate {
+	cr := c.Credits.Fabric()
+	if !cr.Enabled {
+		return rate
+	}
+	buf := cr.BufferPerVL
+	if intoHost {
+		buf = cr.HostBufferPerVL
+	}
+	_, wire := c.DataPacketBytes()
+	return fabric.CreditRate(rate, delay, buf, wire)
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockstepsim/lockstep/runner"
 	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/transport/ib/ibnic"
 )
 
@@ -181,4 +182,26 @@ func TestIncast1023Preset(t *testing.T) {
 	if s.DroppedPackets != 0 || tr.FlowsCompleted != 1023 || tr.RetxPackets != 0 || tr.JCTUs > 1.03*line {
 		t.Errorf("drops %d, done %d of 1023, retx %d, JCT %.1f us (line %.1f)", s.DroppedPackets, tr.FlowsCompleted, tr.RetxPackets, tr.JCTUs, line)
 	}
+}
+
+// TestAutoDurationCreditLimited [issue 19]: with credits that cannot cover a link's credit
+// round trip (8 KiB per VL at 800G over 1 us hops: one 4,122-byte packet per 2.04 us, 16.2
+// Gb/s a hop, fabric.CreditRate) the automatic run.duration sizes the transfers at that rate
+// (scenario's transferRate through transport.HopRateLimiter), so every transfer finishes; at
+// line rate it was 1 ms and none did.
+func TestAutoDurationCreditLimited(t *testing.T) {
+	res := run(t, `name: ib-credit-auto
+topology:
+  clos: {tiers: 2, planes: 1, radix: 8, hosts: 32, host_link: 800Gbps, hop_latency: 1us}
+transport: {kind: ib, ib: {credits: {buffer_per_vl: 8KiB}}}
+traffic:
+  - {pattern: permutation, bytes: 2MB}
+run: {seed: 1}
+`)
+	tr := res.Summary.Transport
+	if tr.FlowsCompleted != tr.Flows || tr.Flows != 32 {
+		t.Fatalf("%d of %d transfers done (want 32 of 32) by the automatic run.duration", tr.FlowsCompleted, tr.Flows)
+	}
+	hop := 4122 * 8 / ((800 * sim.Gbps).TxTime(4122) + 2*sim.Microsecond + (800 * sim.Gbps).TxTime(6)).Seconds()
+	t.Logf("JCT %.1f us; 2 MB at %.1f Gb/s a hop: %.1f us", tr.JCTUs, hop/1e9, 2e6*8/hop*1e6)
 }
