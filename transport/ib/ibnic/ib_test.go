@@ -140,19 +140,15 @@ func TestCreditCheckWarns(t *testing.T) {
 }
 
 // TestCreditBufferBelowPacket: a buffer per VL that holds fewer credit blocks than the largest
-// packet is refused before the run (it could never be sent; the run would only stall),
-// naming the field, the value and the least allowed, for switch and host buffers.
+// packet is refused when the scenario is read (it could never be sent; the run would only
+// stall), naming the field, the value and the least allowed, for switch and host buffers.
 func TestCreditBufferBelowPacket(t *testing.T) {
 	for _, c := range []struct{ block, field string }{
 		{"buffer_per_vl: 1KB", "transport.ib.credits.buffer_per_vl: 1000B"},
 		{"host_buffer_per_vl: 4KB", "transport.ib.credits.host_buffer_per_vl: 4000B"},
 	} {
-		sc, err := scenario.Parse([]byte("topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}\n" +
+		_, err := scenario.Parse([]byte("topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}\n" +
 			"transport: {kind: ib, ib: {credits: {" + c.block + "}}}\ntraffic: [{pattern: permutation, bytes: 256KB}]\n"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = runner.Run(sc)
 		if err == nil || !strings.Contains(err.Error(), c.field) || !strings.Contains(err.Error(), "allowed at least 4160B") {
 			t.Errorf("%s: %v; want an error naming %s and the least allowed", c.block, err, c.field)
 		}
@@ -204,4 +200,43 @@ run: {seed: 1}
 	}
 	hop := 4122 * 8 / ((800 * sim.Gbps).TxTime(4122) + 2*sim.Microsecond + (800 * sim.Gbps).TxTime(6)).Seconds()
 	t.Logf("JCT %.1f us; 2 MB at %.1f Gb/s a hop: %.1f us", tr.JCTUs, hop/1e9, 2e6*8/hop*1e6)
+}
+
+// TestInertSettingsWarn: settings that are legal under InfiniBand but do nothing draw a
+// pre-run warning naming the field, kept in summary.json: ECN marking without
+// transport.ib.cc (no rate reacts to FECN), switch trimming (IB data is never trimmable),
+// and cc parameters with cc.enabled false; the defaults, and ECN under cc, draw none.
+func TestInertSettingsWarn(t *testing.T) {
+	const y = "topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}\n%stransport: {kind: ib%s}\n" +
+		"traffic: [{pattern: permutation, bytes: 64KB}]\n"
+	ecn := "fabric: {switch_queue: {ecn: {enabled: true, kmin: 20KB, kmax: 200KB, pmax: 0.2}}}\n"
+	trim := "fabric: {switch_queue: {trim: {enabled: true, threshold: 100KB}}}\n"
+	for _, c := range []struct {
+		name, fab, ib string
+		want          []string // substrings, one warning each; nil: no warning of these kinds
+	}{
+		{"defaults", "", "", nil},
+		{"ecn without cc", ecn, "", []string{"fabric.switch_queue.ecn: enabled under transport ib without transport.ib.cc"}},
+		{"ecn with cc", ecn, ", ib: {cc: {enabled: true}}", nil},
+		{"trim", trim, "", []string{"fabric.switch_queue.trim: enabled under transport ib: InfiniBand data packets are never trimmable"}},
+		{"cc off with parameters", "", ", ib: {cc: {enabled: false, threshold: 32KiB, ccti_limit: 64}}", []string{"transport.ib.cc: threshold 32KiB, ccti_limit 64 given with enabled false"}},
+		{"cc off alone", "", ", ib: {cc: {enabled: false}}", nil},
+	} {
+		res := run(t, fmt.Sprintf(y, c.fab, c.ib))
+		var got []string
+		for _, w := range res.Summary.Transport.Warnings {
+			if strings.Contains(w, ".ecn:") || strings.Contains(w, ".trim:") || strings.HasPrefix(w, "transport.ib.cc:") {
+				got = append(got, w)
+			}
+		}
+		if len(got) != len(c.want) {
+			t.Errorf("%s: warnings %q; want %d containing %q", c.name, got, len(c.want), c.want)
+			continue
+		}
+		for i, w := range c.want {
+			if !strings.Contains(got[i], w) {
+				t.Errorf("%s: warning %q; want it to contain %q", c.name, got[i], w)
+			}
+		}
+	}
 }
