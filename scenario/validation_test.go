@@ -514,3 +514,26 @@ func TestIBCreditBuffers(t *testing.T) {
 		}
 	}
 }
+
+// TestAdaptiveRoutingDelaysResolved: a left-out fabric.adaptive_routing.notify_delay and
+// sm_delay resolve to the delays in force (2us, and fabric.reconvergence), so lockstep
+// validate and the results' scenario.yaml show them rather than 0s, and the written scenario
+// parses to itself (sm_delay equal to reconvergence is no conflict).
+func TestAdaptiveRoutingDelaysResolved(t *testing.T) {
+	sc, err := Parse([]byte("topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}\nfabric: {adaptive_routing: {enabled: true}, reconvergence: 300ms}\ntransport: {kind: ib}\ntraffic: [{pattern: permutation, bytes: 64KiB}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Encode(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"notify_delay: 2us", "sm_delay: 300ms"} {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("resolved scenario lacks %q:\n%s", w, out)
+		}
+	}
+	if _, err := Parse(out); err != nil {
+		t.Errorf("the resolved scenario does not parse: %v", err)
+	}
+}
