@@ -161,3 +161,20 @@ func (r *flowRouter) planeBundled(src, dst int, buf []flow.Path) ([]flow.Path, s
 	// forward): fabric links, then the destination's host link.
 	return buf, hops*pt.hop + (hops-2)*pt.fwdFabric + pt.fwdHost, nil
 }
+
+// faultReaction is how long after a link goes down or comes up the flow level re-routes the
+// flows of a transport whose endpoints do not reroute by themselves (flowFaults'
+// reconvergence): fabric.reconvergence, the routing recomputation (the subnet manager's
+// sweep, an Ethernet routing protocol); under fabric.adaptive_routing the switches' fast
+// recovery instead (SHIELD, fabric/adaptive.go): a down port leaves the AR choice at once
+// and a switch left with no minimal port toward a destination has its upstream switches
+// avoid it after notify_delay (default 2 us), so flows hashed onto the dead link (one ECMP
+// path per QP: a transport without out-of-order placement, or AR on a topology without
+// bundles) move after notify_delay rather than the sweep. Flows on bundles (per plane or
+// MRC's) take a failure as a capacity loss at once and do not wait for either.
+func faultReaction(sc *scenario.Scenario) sim.Time {
+	if a := sc.Fabric.AdaptiveRouting; a != nil && a.Enabled {
+		return a.WithDefaults().NotifyDelay
+	}
+	return sc.Fabric.Reconvergence
+}

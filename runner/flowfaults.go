@@ -198,7 +198,7 @@ func newFlowFaults(sc *scenario.Scenario, layout topo.Topology, s *sim.Sim, r *f
 		rate: make([]float64, len(links)), down: make([]bool, len(links)),
 		lossP: make([]float64, 2*len(links)), berP: make([]float64, 2*len(links)),
 		cur: slices.Clone(caps), built: slices.Clone(caps), cause: make([]int32, len(caps)),
-		reconv: sc.Fabric.Reconvergence, detectAt: -1, lastCheck: -1, catchAt: -1, byCause: map[[3]int64]int{},
+		reconv: faultReaction(sc), detectAt: -1, lastCheck: -1, catchAt: -1, byCause: map[[3]int64]int{},
 		waits: map[flow.FlowID]*qpWait{}, during: map[int32]string{}}
 	for k, l := range links {
 		ff.rate[k] = float64(l.Rate)
