@@ -178,3 +178,43 @@ func faultReaction(sc *scenario.Scenario) sim.Time {
 	}
 	return sc.Fabric.Reconvergence
 }
+
+// planeBundleName names flow link d when it is a per-plane bundle (withPlaneBundles): "h3
+// NIC port p1, tx", "p1.t0-2 uplinks", "links down into p1.t0-2", "pod 0 T1-T2 uplinks,
+// plane 1", "T2 links down into pod 0, plane 1"; ok false for any other link.
+func (r *flowRouter) planeBundleName(d int) (name string, ok bool) {
+	pt := r.pt
+	if pt == nil || len(pt.hostB) == 0 {
+		return "", false
+	}
+	off := d - int(pt.hostB[0])
+	nh, nt, np := len(pt.hostB), len(pt.t0B), len(pt.podB)
+	if off < 0 || off >= nh+nt+np {
+		return "", false
+	}
+	switch {
+	case off < nh:
+		g, p := off/2/pt.planes, (off/2)%pt.planes
+		return fmt.Sprintf("h%d NIC port p%d, %s", g, p, map[bool]string{true: "tx", false: "rx"}[off%2 == 0]), true
+	case off < nh+nt:
+		o := off - nh
+		g, p := o/2/pt.planes, (o/2)%pt.planes
+		t0 := fmt.Sprintf("T0 %d of plane %d", g, p)
+		if l, ok := r.t.(*topo.Layout); ok {
+			if n := l.SwitchNode(p, 0, g); n >= 0 {
+				t0 = l.NodeName(n)
+			}
+		}
+		if o%2 == 0 {
+			return t0 + " uplinks", true
+		}
+		return "links down into " + t0, true
+	default:
+		o := off - nh - nt
+		g, p := o/2/pt.planes, (o/2)%pt.planes
+		if o%2 == 0 {
+			return fmt.Sprintf("pod %d T1-T2 uplinks, plane %d", g, p), true
+		}
+		return fmt.Sprintf("T2 links down into pod %d, plane %d", g, p), true
+	}
+}
