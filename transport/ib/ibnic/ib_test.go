@@ -7,9 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstepsim/lockstep/fabric"
 	"github.com/lockstepsim/lockstep/runner"
 	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/transport/ib"
 	"github.com/lockstepsim/lockstep/transport/ib/ibnic"
 )
 
@@ -238,5 +240,38 @@ func TestInertSettingsWarn(t *testing.T) {
 				t.Errorf("%s: warning %q; want it to contain %q", c.name, got[i], w)
 			}
 		}
+	}
+}
+
+// TestCreditLimitedIncastClosedForm: an incast into one host adapter whose credits cannot
+// cover the credit round trip (8 KiB per VL at 800G, 1 us hops) drains at the last hop's
+// credit rate, fabric.CreditRate (one 4,122-byte packet per 2.04 us: 16.2 Gb/s), so its JCT
+// is the bytes over that rate, within 3%; the automatic run.duration, sized at the same
+// rate, lets it finish (at line rate it stopped the run with most transfers unfinished).
+func TestCreditLimitedIncastClosedForm(t *testing.T) {
+	const n, size = 31, 256000
+	senders := make([]string, n)
+	for i := range senders {
+		senders[i] = fmt.Sprint(i + 1)
+	}
+	res := run(t, fmt.Sprintf(`name: ib-credit-incast
+topology:
+  clos: {tiers: 2, planes: 1, radix: 8, hosts: 32, host_link: 800Gbps, hop_latency: 1us}
+transport: {kind: ib, ib: {credits: {buffer_per_vl: 8KiB}}}
+traffic:
+  - {pattern: incast, receiver: 0, senders: [%s], bytes: %d}
+run: {seed: 1}
+`, strings.Join(senders, ", "), size))
+	tr := res.Summary.Transport
+	if tr.FlowsCompleted != n || res.Summary.DroppedPackets != 0 {
+		t.Fatalf("%d of %d done, %d drops; want all, none", tr.FlowsCompleted, n, res.Summary.DroppedPackets)
+	}
+	c := ib.Config{}.WithDefaults()
+	_, wire := c.DataPacketBytes()
+	rate := fabric.CreditRate(800*sim.Gbps, sim.Microsecond, 8<<10, wire)
+	want := float64(n*size) * 8 / float64(rate) * 1e6
+	t.Logf("JCT %.1f us; %d x %d B at the credit rate %.2f Gb/s: %.1f us (x%.4f)", tr.JCTUs, n, size, float64(rate)/1e9, want, tr.JCTUs/want)
+	if math.Abs(tr.JCTUs/want-1) > 0.03 {
+		t.Errorf("JCT %.1f us; want the credit-limited closed form %.1f us within 3%%", tr.JCTUs, want)
 	}
 }
