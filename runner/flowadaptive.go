@@ -218,3 +218,12 @@ func (r *flowRouter) planeBundleName(d int) (name string, ok bool) {
 		return fmt.Sprintf("T2 links down into pod %d, plane %d", g, p), true
 	}
 }
+
+// faultReactionName names the setting faultReaction reads, for messages:
+// fabric.reconvergence, or fabric.adaptive_routing.notify_delay under adaptive routing.
+func faultReactionName(sc *scenario.Scenario) string {
+	if a := sc.Fabric.AdaptiveRouting; a != nil && a.Enabled {
+		return "fabric.adaptive_routing.notify_delay"
+	}
+	return "fabric.reconvergence"
+}
