@@ -83,11 +83,12 @@ type flowFaults struct {
 	pktBits float64 // bits per data packet on the wire (BER)
 	gbnW    float64 // go-back-N: packets in flight per QP per round trip
 	reconv  sim.Time
+	detect  sim.Time // endpoint reroute: delay after a link dies or returns (RerouteAfter)
+	rto     sim.Time // retransmission timeout of a stalled QP (RTO)
+	budget  sim.Time // a stall this long errors the QPs (GiveUp; MaxTime: never)
+
 	// reconvName names what sets reconv, for messages (faultReactionName).
 	reconvName string
-	detect     sim.Time // endpoint reroute: delay after a link dies or returns (RerouteAfter)
-	rto        sim.Time // retransmission timeout of a stalled QP (RTO)
-	budget     sim.Time // a stall this long errors the QPs (GiveUp; MaxTime: never)
 
 	kFault, kReconv, kTick, kCatch, kCheck, kDetect sim.Kind
 	reconvAt                                        []sim.Time // reconvergences scheduled (and applied, <= now)
