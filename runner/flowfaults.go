@@ -87,6 +87,9 @@ type flowFaults struct {
 	rto     sim.Time // retransmission timeout of a stalled QP (RTO)
 	budget  sim.Time // a stall this long errors the QPs (GiveUp; MaxTime: never)
 
+	// reconvName names what sets reconv, for messages (faultReactionName).
+	reconvName string
+
 	kFault, kReconv, kTick, kCatch, kCheck, kDetect sim.Kind
 	reconvAt                                        []sim.Time // reconvergences scheduled (and applied, <= now)
 	detectAt                                        sim.Time   // the endpoint reroute pending, -1 none
@@ -198,7 +201,7 @@ func newFlowFaults(sc *scenario.Scenario, layout topo.Topology, s *sim.Sim, r *f
 		rate: make([]float64, len(links)), down: make([]bool, len(links)),
 		lossP: make([]float64, 2*len(links)), berP: make([]float64, 2*len(links)),
 		cur: slices.Clone(caps), built: slices.Clone(caps), cause: make([]int32, len(caps)),
-		reconv: sc.Fabric.Reconvergence, detectAt: -1, lastCheck: -1, catchAt: -1, byCause: map[[3]int64]int{},
+		reconv: faultReaction(sc), reconvName: faultReactionName(sc), detectAt: -1, lastCheck: -1, catchAt: -1, byCause: map[[3]int64]int{},
 		waits: map[flow.FlowID]*qpWait{}, during: map[int32]string{}}
 	for k, l := range links {
 		ff.rate[k] = float64(l.Rate)
@@ -766,8 +769,8 @@ func (ff *flowFaults) stuck(namer func(int) string) string {
 		if ff.rto > 0 && resume > st.Since {
 			resume = st.Since + (resume-st.Since+ff.rto-1)/ff.rto*ff.rto
 		}
-		fmt.Fprintf(&b, "; %s routing moves off a dead link only fabric.reconvergence (%v) after it went down, and a stalled QP resends at its retransmission timeout (%v), so it waits until about %v: lower fabric.reconvergence or the transport's rto, or raise run.duration",
-			ff.name, ff.reconv, ff.rto, resume)
+		fmt.Fprintf(&b, "; %s routing moves off a dead link only %s (%v) after it went down, and a stalled QP resends at its retransmission timeout (%v), so it waits until about %v: lower %s or the transport's rto, or raise run.duration",
+			ff.name, ff.reconvName, ff.reconv, ff.rto, resume, ff.reconvName)
 	case !ff.model.EndpointReroute && (action == "blackhole" || action == "loss" || action == "ber"):
 		fmt.Fprintf(&b, "; %s routing only avoids links that are down (a blackhole or a lossy link is no link-state signal), so its QPs keep hashing into it and %s", ff.name, ff.cannot("the job cannot continue"))
 	case !ff.model.EndpointReroute:

@@ -40,7 +40,7 @@ func lookupFlowModel(sc *scenario.Scenario, t topo.Topology) (m transport.FlowMo
 	if m, err = p.Flow(sc.Transport.Block(), t); err != nil {
 		return m, p.Name, false, fmt.Errorf("transport %s: flow-level model: %w", kind, err)
 	}
-	m = adaptiveFlowModel(sc, m)
+	m = adaptiveFlowModel(sc, t, m)
 	if err = checkFlowModel(m); err != nil {
 		return m, p.Name, false, fmt.Errorf("transport %s: flow-level model: %w", kind, err)
 	}

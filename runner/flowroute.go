@@ -45,6 +45,7 @@ type flowRouter struct {
 	// topology is no Clos).
 	bundle []int32
 	bt     *bundleTable // the same, indexed for routing without walking a path
+	pt     *planeTable  // instead, per-plane bundles of adaptively routed QPs (flowadaptive.go)
 	// dead marks the directed links a new route avoids (nil: none), as the transport sees
 	// the fabric: set by the flow-level fault model (flowFaults). Bundled MRC routes do not
 	// read it (a failure lowers its bundle's capacity instead).
@@ -231,6 +232,7 @@ func newFlowRouter(t topo.Topology, m transport.FlowModel, seed uint64, domain i
 		}
 		caps = append(caps, bcaps...)
 	}
+	caps = r.withPlaneBundles(caps, share)
 	return r, caps
 }
 
@@ -291,6 +293,9 @@ func (r *flowRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Pa
 	n := r.t.NumPaths(src, dst)
 	if n == 0 {
 		return nil, 0, fmt.Errorf("no path from h%d to h%d in the topology", src, dst)
+	}
+	if r.pt != nil {
+		return r.planeBundled(src, dst, buf)
 	}
 	if r.bundle != nil {
 		return r.bundled(src, dst, buf)

@@ -395,6 +395,9 @@ func flowLinkNamer(l topo.Topology, r *flowRouter, ff *flowFaults) func(int) str
 			}
 			return fmt.Sprintf("h%d scale-up %s", (d-r.nvl)/2, dir)
 		}
+		if s, ok := r.planeBundleName(d); ok {
+			return s
+		}
 		if r.bt == nil || len(r.bt.hostB) == 0 {
 			return fmt.Sprintf("link %d", d)
 		}

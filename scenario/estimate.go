@@ -274,7 +274,8 @@ func (sc *Scenario) estimate(l topo.Topology) Estimate {
 	if e.Packets > 0 {
 		var flowSamples float64 // QPs visited by the sampler over the transfers' bound
 		if !wl && sc.Transport.payloadBytes() > 0 && sc.Run.SampleInterval > 0 {
-			need := transferBound(sc.Traffic, sc.Transport, e.Hosts, c.HostLink*sim.Rate(c.Planes))
+			rate, _ := transferRate(sc.Transport, c)
+			need := transferBound(sc.Traffic, sc.Transport, e.Hosts, rate)
 			flowSamples = float64(e.Flows) * float64(min(need, sc.Run.Duration)) / float64(sc.Run.SampleInterval)
 		}
 		e.WallMin = wallTime(e.Packets/packetRateMax + flowSamples*flowSampleMin)

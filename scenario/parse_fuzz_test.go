@@ -28,6 +28,8 @@ func FuzzParse(f *testing.F) {
 		"topology: {clos: {tiers: 2, planes: 1, radix: 8, host_link: 100G}}\nfabric: {switch_model: {kind: voq, ingress_buffer: 2MiB, voq_buffer: 512KiB, egress_threshold: 8KiB}}\ntransport: {kind: mrc}\ntraffic: [{pattern: incast, senders: [1, 2, 3], receiver: 0, bytes: 64KiB}]\n",
 		"topology: {clos: {tiers: 2, planes: 1, radix: 8, host_link: 100G}}\nfabric: {switch_model: {kind: shared_ingress}, pfc: {enabled: false}}\ntransport: {kind: roce}\ntraffic: [{pattern: permutation, bytes: 64KiB}]\n",
 		"topology: {clos: {tiers: 2, planes: 1, radix: 8, host_link: 100G}}\nfabric: {switch_model: {kind: output}}\ntraffic: [{pattern: permutation}]\n",
+		"topology: {clos: {tiers: 2, planes: 2, radix: 8, host_link: 800G}}\nfabric: {adaptive_routing: {enabled: true}}\ntransport: {kind: ib, ib: {credits: {buffer_per_vl: 8KiB}, cc: {enabled: true, threshold: 32KiB}, out_of_order: {window: 512}}}\ntraffic: [{pattern: permutation, bytes: 1MiB}]\n",
+		"topology: {clos: {tiers: 2, planes: 1, radix: 8, host_link: 100G}}\ntransport: {kind: ib, ib: {credits: {enabled: false, host_buffer_per_vl: 4160B}, cc: {enabled: false, ccti_limit: 64}}}\ntraffic: [{pattern: incast, senders: [1, 2], receiver: 0, bytes: 64KiB}]\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -44,6 +44,12 @@ func (r *resolver) fabricQueues() error {
 	if f.Reconvergence < 0 || f.Reconvergence > sim.Hour {
 		return Errorf("fabric.reconvergence", "%v is out of range; allowed 0 (default 1s) to 1h", f.Reconvergence)
 	}
+	if a := f.AdaptiveRouting; a != nil {
+		// The delays in force, so the resolved scenario shows them rather than 0s: the
+		// notification's default and the subnet manager's sweep, which is reconvergence.
+		*a = a.WithDefaults()
+		a.SMDelay = f.Reconvergence
+	}
 	if f.NICQueue.Limit == 0 {
 		f.NICQueue.Limit = DefaultNICQueueLimit
 	}

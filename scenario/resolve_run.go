@@ -180,11 +180,12 @@ func (r *resolver) transferDuration() error {
 		return r.fineSampling(exp)
 	}
 	hosts := r.l.NumHosts()
-	nic := r.c.HostLink * sim.Rate(r.c.Planes)
+	nic, limited := transferRate(sc.Transport, r.c)
 	need := transferBound(sc.Traffic, sc.Transport, hosts, nic)
 	if need > 0 && !r.durationGiven {
 		// Transfers end the run when they complete; the duration only bounds it. Left out, it
-		// is long enough for the busiest NIC's bytes at a quarter of line rate, under an
+		// is long enough for the busiest NIC's bytes at a quarter of line rate (or of the
+		// rate the transport's credits allow a hop, transferRate), under an
 		// ECMP-hashed transport (RoCE) at a sixteenth: each QP is hashed onto one path, so k flows may share a link (a 5-way
 		// collision in a 128-host permutation), and a transfer left unfinished fails the run.
 		factor := sim.Time(4)
@@ -192,7 +193,11 @@ func (r *resolver) transferDuration() error {
 			factor = 16
 		}
 		if need > MaxRunDuration {
-			return Errorf("traffic", "the busiest host NIC's transfers need at least %v at line rate (%v, all planes), beyond %v, the longest run (run.engine %s); use smaller transfers or fewer of them per host", need, nic, MaxRunDuration, run.Engine)
+			at := "line rate"
+			if limited {
+				at = "the rate the transport's link-level flow control allows"
+			}
+			return Errorf("traffic", "the busiest host NIC's transfers need at least %v at %s (%v, all planes), beyond %v, the longest run (run.engine %s); use smaller transfers or fewer of them per host", need, at, nic, MaxRunDuration, run.Engine)
 		}
 		if d := satAdd(satMul(need, int64(factor)), 100*sim.Microsecond); d > run.Duration {
 			run.Duration = min(d, MaxRunDuration)

@@ -478,3 +478,62 @@ func TestRoCERateAIMessage(t *testing.T) {
 		t.Log(err)
 	}
 }
+
+// TestIBCreditBuffers: transport.ib.credits' buffers per VL follow one rule, stated once
+// (ib.Config.CreditBufferMin): at least the largest data packet's credit blocks (4,160 B at
+// the default payload), at most 1 GiB; the error names the field, the value and both
+// bounds whichever is broken, and a left-out buffer resolves to the 128 KiB in force (the
+// written scenario shows it, not 0B).
+func TestIBCreditBuffers(t *testing.T) {
+	const y = "topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}\ntransport: {kind: ib, ib: {credits: {%s}}}\ntraffic: [{pattern: permutation, bytes: 64KiB}]\n"
+	allowed := "allowed at least 4160B (65 blocks of 64 B: the largest packet, 4138 B at payload_bytes 4096) and at most 1GiB"
+	for _, c := range []struct {
+		block string
+		want  []string
+	}{
+		{"buffer_per_vl: 32B", []string{"transport.ib.credits.buffer_per_vl: 32B", "fewer than the largest packet's 65", allowed}},
+		{"buffer_per_vl: 4159B", []string{"transport.ib.credits.buffer_per_vl: 4159B", allowed}},
+		{"host_buffer_per_vl: 4KB", []string{"transport.ib.credits.host_buffer_per_vl: 4000B", allowed}},
+		{"buffer_per_vl: 2GiB", []string{"transport.ib.credits.buffer_per_vl: 2GiB is out of range", allowed}},
+		{"buffer_per_vl: 4160B", nil},
+	} {
+		_, err := Parse([]byte(fmt.Sprintf(y, c.block)))
+		wantErr(t, err, c.want)
+	}
+	sc, err := Parse([]byte(fmt.Sprintf(y, "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Encode(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"buffer_per_vl: 128KiB", "host_buffer_per_vl: 128KiB"} {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("resolved scenario lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+// TestAdaptiveRoutingDelaysResolved: a left-out fabric.adaptive_routing.notify_delay and
+// sm_delay resolve to the delays in force (2us, and fabric.reconvergence), so lockstep
+// validate and the results' scenario.yaml show them rather than 0s, and the written scenario
+// parses to itself (sm_delay equal to reconvergence is no conflict).
+func TestAdaptiveRoutingDelaysResolved(t *testing.T) {
+	sc, err := Parse([]byte("topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}\nfabric: {adaptive_routing: {enabled: true}, reconvergence: 300ms}\ntransport: {kind: ib}\ntraffic: [{pattern: permutation, bytes: 64KiB}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Encode(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"notify_delay: 2us", "sm_delay: 300ms"} {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("resolved scenario lacks %q:\n%s", w, out)
+		}
+	}
+	if _, err := Parse(out); err != nil {
+		t.Errorf("the resolved scenario does not parse: %v", err)
+	}
+}

@@ -310,9 +310,10 @@ type FlowModel struct {
 	// level's own seed, the same in distribution but not the packets' own.
 	QPTuple QPTuple
 	// AdaptiveSpray is true for a transport whose receivers place reordered packets (IB's
-	// out-of-order placement): under fabric.adaptive_routing its flows are sprayed per
-	// packet over the minimal paths as Spray's are (the switches' AR spreads them). False:
-	// the fabric's adaptive routing leaves its flow model as it is.
+	// out-of-order placement): under fabric.adaptive_routing each of its QPs is spread over
+	// the minimal paths of its own plane (the switches' AR spreads its packets there and
+	// never changes plane; runner/flowadaptive.go). False: the fabric's adaptive routing
+	// leaves its flow model as it is. The runner clears it when adaptive routing is off.
 	AdaptiveSpray bool
 }
 

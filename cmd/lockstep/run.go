@@ -988,7 +988,7 @@ func printFaultCosts(w io.Writer, sc *scenario.Scenario, s *runner.Summary) {
 	}
 	tw.Flush()
 	if s.Engine == "flow" && slices.ContainsFunc(costs, func(c runner.FaultCost) bool { return c.DetectUs == nil }) {
-		fmt.Fprintln(w, "note: at flow level detect and last retx are the fault model's reactions (MRC's endpoint reroute off sampled paths, RoCE's go-back-N resends by timer or NAK); MRC on a Clos or fat-tree takes a failure as its bundles' capacity loss at once, with no reaction to time")
+		fmt.Fprintln(w, "note: at flow level detect and last retx are the fault model's reactions (MRC's endpoint reroute off sampled paths, RoCE's go-back-N resends by timer or NAK); MRC on a Clos or fat-tree, and under adaptive routing a transport with out-of-order placement (its bundles per plane), takes a failure as its bundles' capacity loss at once, with no reaction to time")
 	}
 	for _, c := range costs {
 		if c.Note != "" { // why recover is "-" though the goodput may have caught up

@@ -139,6 +139,14 @@ func (c Config) WithDefaults() Config {
 		on := true
 		c.Credits.Enabled = &on
 	}
+	// The buffers in force, so the resolved scenario (lockstep validate) shows them rather
+	// than 0B.
+	if c.Credits.BufferPerVL == 0 {
+		c.Credits.BufferPerVL = fabric.DefaultCreditBuffer
+	}
+	if c.Credits.HostBufferPerVL == 0 {
+		c.Credits.HostBufferPerVL = c.Credits.BufferPerVL
+	}
 	if c.CC != nil {
 		cc := c.CC.WithDefaults()
 		c.CC = &cc
@@ -168,7 +176,45 @@ func (c Config) Validate(prefix string) error {
 	if err := c.RC().Validate(prefix); err != nil {
 		return err
 	}
+	if err := c.validateBuffers(prefix + ".credits"); err != nil {
+		return err
+	}
 	return c.Credits.Fabric().Validate(prefix + ".credits")
+}
+
+// CreditBufferMin is the least credit buffer per VL (buffer_per_vl, host_buffer_per_vl) this
+// block allows: its largest data packet's credit blocks (DataPacketBytes; 65 blocks, 4,160
+// B, at the default payload), since a packet starts only when the receiver's limit covers
+// all its blocks [IBTA vol 1 §7.9.4.2] and a smaller buffer could never admit it. The most
+// is fabric.MaxQueueLimit. This is the one rule for both fields; fabric.CreditConfig's own
+// lower bound (one block) is below it and never reached through this block.
+func (c Config) CreditBufferMin() sim.Size {
+	_, wire := c.DataPacketBytes()
+	blk := int64(fabric.CreditBlockBytes)
+	return sim.Size((wire + blk - 1) / blk * blk)
+}
+
+// validateBuffers checks both buffers per VL (defaults filled) against CreditBufferMin and
+// fabric.MaxQueueLimit, naming the field under prefix ("transport.ib.credits"), the value,
+// its blocks against the packet's, and the range allowed.
+func (c Config) validateBuffers(prefix string) error {
+	least := c.CreditBufferMin()
+	_, wire := c.DataPacketBytes()
+	blk := int64(fabric.CreditBlockBytes)
+	cr := c.Credits.Fabric()
+	for _, b := range []struct {
+		name string
+		v    sim.Size
+	}{{"buffer_per_vl", cr.BufferPerVL}, {"host_buffer_per_vl", cr.HostBufferPerVL}} {
+		allowed := fmt.Sprintf("allowed at least %v (%d blocks of %d B: the largest packet, %d B at payload_bytes %d) and at most %v", least, int64(least)/blk, blk, wire, c.WithDefaults().PayloadBytes, sim.Size(fabric.MaxQueueLimit))
+		switch {
+		case b.v < 0 || b.v > fabric.MaxQueueLimit:
+			return fmt.Errorf("%s.%s: %v is out of range; %s", prefix, b.name, b.v, allowed)
+		case b.v < least:
+			return fmt.Errorf("%s.%s: %v holds %d credit blocks, fewer than the largest packet's %d: it could never be sent; %s", prefix, b.name, b.v, int64(b.v)/blk, int64(least)/blk, allowed)
+		}
+	}
+	return nil
 }
 
 // RTO is the local ACK timeout, 4.096 us x 2^TimeoutExponent.
@@ -199,3 +245,20 @@ func (c *Config) DataPacketBytes() (payload, wire int64) {
 
 // QPsPerTransfer returns the QPs one transfer opens (transport.QPFanout).
 func (c *Config) QPsPerTransfer(planes int) int { return max(1, c.QPsPerPeer) * max(1, planes) }
+
+// HopRate is the most one link of rate bits/s and one-way delay carries under this block's
+// credits (transport.HopRateLimiter): fabric.CreditRate with the receiving end's buffer per
+// VL (host_buffer_per_vl into a host adapter, buffer_per_vl into a switch) and a full data
+// packet; rate when credits are off.
+func (c *Config) HopRate(rate sim.Rate, delay sim.Time, intoHost bool) sim.Rate {
+	cr := c.Credits.Fabric()
+	if !cr.Enabled {
+		return rate
+	}
+	buf := cr.BufferPerVL
+	if intoHost {
+		buf = cr.HostBufferPerVL
+	}
+	_, wire := c.DataPacketBytes()
+	return fabric.CreditRate(rate, delay, buf, wire)
+}

@@ -1,6 +1,8 @@
 package ibnic_test
 
 import (
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/lockstepsim/lockstep/fabric"
@@ -154,5 +156,35 @@ func TestLinkDownAdaptive3Tier(t *testing.T) {
 				t.Errorf("completed %d of 128, QP errors %d", tr.FlowsCompleted, tr.QPErrors)
 			}
 		})
+	}
+}
+
+// TestFlowLevelARFastRecovery [issue 19: fast link fault recovery, at flow level]: under
+// fabric.adaptive_routing the switches move traffic off a dead T0-T1 link within
+// notify_delay (SHIELD; 2 us by default), not after the subnet manager's sweep
+// (fabric.reconvergence, 1 s). At run.engine flow a QP kept on one hashed path (IB with
+// out_of_order off, so no per-plane spreading) that crossed p0.t0-0.up0 when it failed at 50
+// us moves 2 us later: all 128 transfers finish and the fault row's reaction is 2.0 us. It
+// used to wait out fabric.reconvergence plus its local ACK timeout (about 1.07 s), beyond the
+// automatic run.duration: 127 of 128 done. Without adaptive routing it still waits (the
+// static case is unchanged).
+func TestFlowLevelARFastRecovery(t *testing.T) {
+	y := func(ar bool) string {
+		return strings.Replace(permYAML(fabricCase{2, 1, 16, "2MB"}, "kind: ib, ib: {out_of_order: {enabled: false}}", ar, 1,
+			"faults: [{at: 50us, link: p0.t0-0.up0, action: down}]\n"), "run: {seed: 1}", "run: {seed: 1, engine: flow}", 1)
+	}
+	res := run(t, y(true))
+	tr := res.Summary.Transport
+	if tr.FlowsCompleted != 128 || len(res.Summary.Faults) != 1 {
+		t.Fatalf("AR: %d of 128 done, %d fault rows; want 128 and 1", tr.FlowsCompleted, len(res.Summary.Faults))
+	}
+	f := res.Summary.Faults[0]
+	if f.DetectUs == nil || math.Abs(*f.DetectUs-2) > 1e-6 {
+		t.Errorf("AR: reaction %v us after the failure; want notify_delay, 2 us", f.DetectUs)
+	}
+	t.Logf("AR: JCT %.1f us, reaction %.1f us", tr.JCTUs, *f.DetectUs)
+	static := run(t, y(false)).Summary
+	if st := static.Transport; !static.Failed || st.FlowsCompleted != 127 {
+		t.Errorf("static routing: failed %v, %d of 128 done; want the stalled QP to wait for reconvergence (127 done)", static.Failed, st.FlowsCompleted)
 	}
 }

@@ -2,30 +2,35 @@ package ibnic
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/lockstepsim/lockstep/fabric"
-	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/transport"
+	"github.com/lockstepsim/lockstep/transport/ib"
 )
 
 // maxCreditProblems bounds the credit warnings (fabric.Network.CreditCheck).
 const maxCreditProblems = 5
 
-// check is the plugin's Check: on a packet fabric it turns credit flow control on (as
-// newEndpoint would, which then leaves it as it is) so that fabric.Network.CreditCheck can say
-// before the run why the credits cannot keep it lossless: a buffer per VL below the largest
-// packet, or a switch egress whose queue limit (a scenario's switch_queue.limit, which
-// overrides the ib profile's) is below what the switch's ingresses may hold, so drop-tail can
-// still act. cfg is the resolved transport.ib block. Errors: the fabric refusing the credits
-// (PFC on); a buffer per VL (switch or host) below the largest packet's credit blocks.
+// check is the plugin's Check. Warnings for settings that are legal but do nothing under
+// InfiniBand (inertWarnings): ECN marking without transport.ib.cc, switch trimming, a cc
+// block's parameters with cc.enabled false. On a packet fabric it then turns credit flow
+// control on (as newEndpoint would, which then leaves it as it is) so that
+// fabric.Network.CreditCheck can say before the run why the credits cannot keep it
+// lossless: a switch egress whose queue limit (a scenario's switch_queue.limit, which
+// overrides the ib profile's) is below what the switch's ingresses may hold, so drop-tail
+// can still act. A buffer per VL below the largest packet never gets here: the block's
+// Validate refuses it (ib.Config.CreditBufferMin, the one rule). cfg is the resolved
+// transport.ib block. Errors: the fabric refusing the credits (PFC on).
 func check(cfg any, env transport.CheckEnv) ([]string, error) {
 	c, err := config(cfg)
-	if err != nil || env.Net == nil {
+	if err != nil {
 		return nil, err
 	}
+	out := inertWarnings(c, env.Queues)
 	cr := c.Credits.Fabric()
-	if !cr.Enabled {
-		return nil, nil
+	if env.Net == nil || !cr.Enabled {
+		return out, nil
 	}
 	if !env.Net.CreditsOn() {
 		if err := env.Net.SetCredits(cr); err != nil {
@@ -33,22 +38,67 @@ func check(cfg any, env transport.CheckEnv) ([]string, error) {
 		}
 	}
 	_, wire := c.DataPacketBytes()
-	// A buffer that holds fewer blocks than the largest packet can never admit it: the run
-	// would only stall, so it is refused.
-	blk := int64(fabric.CreditBlockBytes)
-	applied := env.Net.CreditConfig()
-	for _, b := range []struct {
-		name string
-		v    sim.Size
-	}{{"buffer_per_vl", applied.BufferPerVL}, {"host_buffer_per_vl", applied.HostBufferPerVL}} {
-		if int64(b.v)/blk < (wire+blk-1)/blk {
-			return nil, fmt.Errorf("transport.ib.credits.%s: %v holds %d credit blocks of %d B, fewer than the largest packet's %d (%d B at payload_bytes %d): it could never be sent; allowed at least %v",
-				b.name, b.v, int64(b.v)/blk, blk, (wire+blk-1)/blk, wire, c.PayloadBytes, sim.Size((wire+blk-1)/blk*blk))
-		}
-	}
-	var out []string
 	for _, w := range env.Net.CreditCheck(wire, maxCreditProblems) {
 		out = append(out, "transport.ib.credits: cannot be lossless: "+w)
 	}
 	return out, nil
+}
+
+// inertWarnings lists what c and the resolved queues q set that has no effect under
+// InfiniBand: ECN marking at a switch queue while transport.ib.cc is off (the RC engine
+// answers FECN with BECNs, but no reaction point changes a rate: marks only cost the
+// BECNs' bytes); trimming at a switch queue (InfiniBand data packets are never trimmable, so
+// a full queue drops, and under credits none fills); and a cc block whose parameters differ
+// from the defaults with enabled false (ignored). The ib profile turns ECN (without cc) and
+// trimming off, so these come only from a scenario's own fabric.switch_queue or
+// last_hop_queue.
+func inertWarnings(c ib.Config, q transport.Queues) []string {
+	var out []string
+	queues := []struct {
+		name string
+		q    fabric.QueueConfig
+	}{{"fabric.switch_queue", q.Switch}}
+	if q.LastHopGiven {
+		queues = append(queues, struct {
+			name string
+			q    fabric.QueueConfig
+		}{"fabric.last_hop_queue", q.LastHop})
+	}
+	for i, s := range queues {
+		if i > 0 && s.q.ECN == q.Switch.ECN && s.q.Trim == q.Switch.Trim {
+			break // the last hop as the switch queue: said once
+		}
+		if s.q.ECN.Enabled && !c.CCOn() {
+			out = append(out, fmt.Sprintf("%s.ecn: enabled under transport ib without transport.ib.cc: switches mark FECN (kmin %v, kmax %v, pmax %g) but no rate reacts to it; turn IB congestion control on (transport.ib.cc: {enabled: true}, which sets the marking itself) or leave ecn out", s.name, s.q.ECN.Kmin, s.q.ECN.Kmax, s.q.ECN.Pmax))
+		}
+		if s.q.Trim.Enabled {
+			out = append(out, fmt.Sprintf("%s.trim: enabled under transport ib: InfiniBand data packets are never trimmable, so trimming does nothing (a full queue drops instead); leave trim out", s.name))
+		}
+	}
+	if c.CC != nil && !c.CC.Enabled {
+		if set := ccSetFields(*c.CC); len(set) > 0 {
+			out = append(out, fmt.Sprintf("transport.ib.cc: %s given with enabled false: IB congestion control is off, so they do nothing; set transport.ib.cc.enabled: true or leave them out", strings.Join(set, ", ")))
+		}
+	}
+	return out
+}
+
+// ccSetFields names the fields of cc (defaults filled) that differ from ib.CC's defaults.
+func ccSetFields(cc ib.CC) []string {
+	d := ib.CC{}.WithDefaults()
+	cc = cc.WithDefaults()
+	var set []string
+	add := func(differ bool, name string, v any) {
+		if differ {
+			set = append(set, fmt.Sprintf("%s %v", name, v))
+		}
+	}
+	add(cc.Threshold != d.Threshold, "threshold", cc.Threshold)
+	add(*cc.MarkingRate != *d.MarkingRate, "marking_rate", *cc.MarkingRate)
+	add(cc.CCTIIncrease != d.CCTIIncrease, "ccti_increase", cc.CCTIIncrease)
+	add(cc.CCTILimit != d.CCTILimit, "ccti_limit", cc.CCTILimit)
+	add(cc.CCTIMin != d.CCTIMin, "ccti_min", cc.CCTIMin)
+	add(cc.CCTITimer != d.CCTITimer, "ccti_timer", cc.CCTITimer)
+	add(cc.CCTStep != d.CCTStep, "cct_step", cc.CCTStep)
+	return set
 }
