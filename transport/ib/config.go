@@ -110,15 +110,30 @@ type Credits struct {
 	High            []fabric.VLArbEntry `yaml:"high"`
 	Low             []fabric.VLArbEntry `yaml:"low"`
 	HighLimit       int                 `yaml:"high_limit"`
+	// ScaleByRate gives a port faster than 400 Gb/s buffer_per_vl (host_buffer_per_vl) x
+	// ceil(rate / 400 Gb/s), so its buffer covers the same credit round trip
+	// (fabric.CreditConfig.BufferFor). Left out: true when the scenario gives neither
+	// buffer (the lockstep default buffers scale), false when it gives one (a given size is
+	// used as written on every port). WithDefaults writes the value in force, so the
+	// resolved scenario runs alike.
+	ScaleByRate *bool `yaml:"scale_by_rate,omitempty"`
+}
+
+// scaleByRate reports the buffer scaling in force (ScaleByRate, or its default).
+func (c Credits) scaleByRate() bool {
+	if c.ScaleByRate != nil {
+		return *c.ScaleByRate
+	}
+	return c.BufferPerVL == 0 && c.HostBufferPerVL == 0
 }
 
 // Fabric returns the fabric's credit configuration (defaults filled). With neither buffer
 // given the default buffers scale with each port's rate beyond 400 Gb/s
-// (fabric.CreditConfig.BufferFor).
+// (fabric.CreditConfig.BufferFor), and so does a given one with scale_by_rate true.
 func (c Credits) Fabric() fabric.CreditConfig {
 	return fabric.CreditConfig{Enabled: c.Enabled == nil || *c.Enabled, BufferPerVL: c.BufferPerVL,
 		HostBufferPerVL: c.HostBufferPerVL, High: c.High, Low: c.Low, HighLimit: c.HighLimit,
-		ScaleByRate: c.BufferPerVL == 0 && c.HostBufferPerVL == 0}.WithDefaults()
+		ScaleByRate: c.scaleByRate()}.WithDefaults()
 }
 
 // WithDefaults fills the zero fields.
@@ -140,7 +155,11 @@ func (c Config) WithDefaults() Config {
 		c.Credits.Enabled = &on
 	}
 	// The buffers in force, so the resolved scenario (lockstep validate) shows them rather
-	// than 0B.
+	// than 0B, and the scaling decided before they are filled.
+	if c.Credits.ScaleByRate == nil {
+		on := c.Credits.scaleByRate()
+		c.Credits.ScaleByRate = &on
+	}
 	if c.Credits.BufferPerVL == 0 {
 		c.Credits.BufferPerVL = fabric.DefaultCreditBuffer
 	}
@@ -255,9 +274,9 @@ func (c *Config) HopRate(rate sim.Rate, delay sim.Time, intoHost bool) sim.Rate 
 	if !cr.Enabled {
 		return rate
 	}
-	buf := cr.BufferPerVL
+	buf := cr.BufferFor(cr.BufferPerVL, rate)
 	if intoHost {
-		buf = cr.HostBufferPerVL
+		buf = cr.BufferFor(cr.HostBufferPerVL, rate)
 	}
 	_, wire := c.DataPacketBytes()
 	return fabric.CreditRate(rate, delay, buf, wire)
