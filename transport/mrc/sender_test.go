@@ -81,3 +81,50 @@ func TestSenderNICGate(t *testing.T) {
 		})
 	}
 }
+
+// A CE mark skips its EV only while marked SACKs are a minority of the plane's
+// (CEMinorityShare, filtered with NSCCDelayEWMA's weight): the first mark on a plane skips;
+// once most of the plane's SACKs are marked, marks no longer skip there, while a mark on the
+// other plane still does; clean SACKs bring the plane back below a half and its marks skip
+// again.
+func TestCESkipOnlyForMinority(t *testing.T) {
+	s := newGateSender(t)
+	s.Pump(0)
+	var evs [2][]int
+	for ev := range s.EVs().Len() {
+		if p, _, ok := s.EVs().Route(ev); ok {
+			evs[p] = append(evs[p], ev)
+		}
+	}
+	next := [2]int{}
+	sack := func(p int, ce bool) (skipped bool) {
+		ev := evs[p][next[p]%len(evs[p])]
+		next[p]++
+		before := s.EVs().Stats().Skips
+		s.OnSACK(0, &Header{Kind: SACK, EchoEV: uint16(ev), CE: ce, CumPSN: 0, BitmapBase: 1})
+		return s.EVs().Stats().Skips > before
+	}
+	if !sack(0, true) {
+		t.Fatal("the first mark on plane 0 did not skip its EV")
+	}
+	n := 1
+	for ; s.ceFrac[0] <= CEMinorityShare && n < 100; n++ {
+		sack(0, true)
+	}
+	t.Logf("plane 0's marked share passed %v after %d marked SACKs (%.3f)", CEMinorityShare, n, s.ceFrac[0])
+	if n < 3 || n > 10 {
+		t.Errorf("%d marked SACKs took the share past a half; want 3..10 at weight %v", n, NSCCDelayEWMA)
+	}
+	if sack(0, true) {
+		t.Error("a mark skipped its EV while most of plane 0's SACKs were marked")
+	}
+	if !sack(1, true) {
+		t.Error("a first mark on plane 1 did not skip its EV")
+	}
+	for s.ceFrac[0] > CEMinorityShare {
+		sack(0, false)
+	}
+	if !sack(0, true) {
+		t.Error("with plane 0's marked share back below a half, a mark did not skip its EV")
+	}
+}
