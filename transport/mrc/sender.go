@@ -1272,7 +1272,7 @@ func evRoutes(evs *EVSet) []int32 {
 // filling the T1s) and a skip only moves the load onto paths as loaded, while the path
 // skipped drains and idles: 16 hosts on a 2:1 oversubscribed plane, a permutation of 4 MiB
 // across the two T0s, took 900.8 us with every mark skipped (T0 uplinks 79% busy, their
-// queues swinging from 60 KB to empty) and 762.6 us with skips left to the minority (the
+// queues swinging from 60 KB to empty) and 756.3 us with skips left to the minority (the
 // fluid bound is about 700 us). The rate stays NSCC's business either way: every mark still
 // reaches the plane's window.
 const CEMinorityShare = 0.5
