@@ -136,7 +136,6 @@ type Sender struct {
 	pend    []int64    // by plane: wire bytes put in the outbox during the current Pump
 	nicDown []bool     // by plane: the NIC port was down at the last Pump (its EVs denied)
 	pinfl   []int64    // by plane: wire bytes in flight on the plane's EVs
-	ceFrac  []float64  // by plane: filtered share of its SACKs that carry a CE mark (onCE)
 	pdelay  []sim.Time // by plane: queueing delay of the latest answer echoing a packet of the plane
 	packed  []int64    // by plane: scratch for absorb, wire bytes the current answer acknowledges
 
@@ -198,7 +197,6 @@ func NewSender(cfg Config, qp uint32, path Path, rng *rand.Rand) (*Sender, error
 		route:    evRoutes(evs),
 		trimTil:  make([]sim.Time, evs.Planes()),
 		pinfl:    make([]int64, evs.Planes()),
-		ceFrac:   make([]float64, evs.Planes()),
 		pdelay:   make([]sim.Time, evs.Planes()),
 		packed:   make([]int64, evs.Planes()),
 		probeTok: ProbeBurst,
@@ -775,7 +773,9 @@ func (s *Sender) OnSACK(now sim.Time, h *Header) {
 		s.Pump(now)
 		return
 	}
-	s.onCE(int(h.EchoEV), h.CE)
+	if h.CE {
+		s.evs.OnCE(int(h.EchoEV))
+	}
 	s.rcvWnd = int64(h.RcvWnd)
 	s.absorb(now, h)
 	s.Pump(now)
@@ -1262,37 +1262,4 @@ func evRoutes(evs *EVSet) []int32 {
 		out[ev] = id
 	}
 	return out
-}
-
-// CEMinorityShare is the largest filtered share of a plane's SACKs carrying a CE mark at which
-// a mark still moves its EV to SKIP (Sender.onCE): a half. [MRC §2.1] skips a marked EV
-// because in a full-bisection fabric a mark means imbalance, a few paths hotter than the rest;
-// that reading holds while the marked paths are a minority of the plane's. When most of a
-// plane's answers are marked, every path is loaded (a 2:1 oversubscribed tier, a permutation
-// filling the T1s) and a skip only moves the load onto paths as loaded, while the path
-// skipped drains and idles: 16 hosts on a 2:1 oversubscribed plane, a permutation of 4 MiB
-// across the two T0s, took 900.8 us with every mark skipped (T0 uplinks 79% busy, their
-// queues swinging from 60 KB to empty) and 756.3 us with skips left to the minority (the
-// fluid bound is about 700 us). The rate stays NSCC's business either way: every mark still
-// reaches the plane's window.
-const CEMinorityShare = 0.5
-
-// onCE takes the CE bit of a SACK that echoes EV ev: it updates the plane's filtered share of
-// marked SACKs (an EWMA with NSCCDelayEWMA's weight, the UEC reference's filter for
-// avg_delay [UEC §3.6]) and moves a marked EV to SKIP (EVSet.OnCE) while that share, before
-// this SACK, was at most CEMinorityShare.
-func (s *Sender) onCE(ev int, ce bool) {
-	pl, _, ok := s.evs.Route(ev)
-	if !ok {
-		return // not an EV of this QP: EVSet.OnCE would ignore it too
-	}
-	f := s.ceFrac[pl]
-	v := 0.0
-	if ce {
-		v = 1
-	}
-	s.ceFrac[pl] = f + NSCCDelayEWMA*(v-f)
-	if ce && f <= CEMinorityShare {
-		s.evs.OnCE(ev)
-	}
 }
