@@ -560,6 +560,27 @@ func (s *EVSet) Progress(p int) float64 {
 	return float64(s.laps[p]-1) + float64(s.pos[p])/float64(len(s.ring[p]))
 }
 
+// Lag returns how far plane p is behind the QP's own mean progress over its planes with
+// active EVs, in laps: the mean of Progress over those planes minus Progress(p). Positive
+// means p has had less than its share of this QP's packets. Unlike Progress it does not grow
+// with the packets the QP has sent, so it compares QPs fairly: a QP that has sent for a long
+// time and one just opened are both level (0) when their planes are even, and a one-plane QP
+// is always level. 0 for a plane out of range or without active EVs.
+func (s *EVSet) Lag(p int) float64 {
+	if p < 0 || p >= len(s.ring) || len(s.ring[p]) == 0 {
+		return 0
+	}
+	var sum float64
+	n := 0
+	for q := range s.ring {
+		if len(s.ring[q]) > 0 {
+			sum += s.Progress(q)
+			n++
+		}
+	}
+	return sum/float64(n) - s.Progress(p)
+}
+
 // nextPlane picks the plane for Next among those whose lap is not over: with RotationFixed the
 // one with the largest part of its lap left (ties: the lowest index), with RotationShuffle one
 // at random weighted by the EVs it has left. -1 if every lap is over.

@@ -242,3 +242,30 @@ func TestSenderSlowPortShare(t *testing.T) {
 		})
 	}
 }
+
+// Lag: a plane's lag is the QP's mean progress over its planes minus the plane's own, so it
+// stays 0 on one plane however many packets the QP sent (QPs opened at different times
+// compare level), and on two planes the one behind has the positive lag.
+func TestEVLag(t *testing.T) {
+	one := evNew(t, EVConfig{Active: 8, Backup: NoEVBackup, MinActive: 1}, []int{8}, 3)
+	for range 100 {
+		one.NextOn(0)
+	}
+	if got := one.Lag(0); got != 0 {
+		t.Errorf("one plane after 100 packets: lag %v; want 0", got)
+	}
+	s := evNew(t, EVConfig{Active: 16, Backup: NoEVBackup, MinActive: 1}, []int{8, 8}, 3)
+	for range 6 {
+		s.NextOn(0)
+	}
+	for range 2 {
+		s.NextOn(1)
+	}
+	// Progress 0.75 and 0.25 laps: mean 0.5.
+	if l0, l1 := s.Lag(0), s.Lag(1); l0 != -0.25 || l1 != 0.25 {
+		t.Errorf("after 6 and 2 packets: lag %v, %v; want -0.25, 0.25", l0, l1)
+	}
+	if got := s.Lag(5); got != 0 {
+		t.Errorf("plane out of range: %v", got)
+	}
+}

@@ -373,3 +373,45 @@ func TestLink(t *testing.T) {
 		}
 	}
 }
+
+// TestNewQPDoesNotStarveOld: a QP opened while another QP of the same NIC is under way shares
+// the NIC with it (onNICReady, EVSet.Lag) instead of taking it until it has sent as many
+// laps of its EV rotation: host 0 sends 2 MiB to host 1 from 0 and 1 MiB to host 2 from
+// 50 us on one 100G plane. Shared fairly, the 1 MiB message runs at half the line from
+// 50 us and is placed about 2 x its wire time later; with the QP of fewer laps served first
+// (the old rule) it took the whole port for about 50 us and was placed at 174.6 us.
+func TestNewQPDoesNotStarveOld(t *testing.T) {
+	s, ep := newEndpoint(t, 4, 1, 1, mrc.Config{})
+	done := map[uint64]sim.Time{}
+	ep.SetHooks(transport.Hooks{
+		OnDone:    func(now sim.Time) { s.Pause() },
+		Delivered: func(now sim.Time, tok uint64) { done[tok] = now },
+	})
+	post := func(at sim.Time, dst int, bytes int64, tok uint64) {
+		k := s.Register(fmt.Sprintf("test.post%d", tok), func(now sim.Time, _ int32, _ uint64) {
+			if err := ep.Send(now, collective.Message{Src: 0, Dst: dst, Bytes: bytes, Token: tok}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		s.At(at, k, 0, 0)
+	}
+	const start = 50 * sim.Microsecond
+	post(0, 1, 2<<20, 1)
+	post(start, 2, 1<<20, 2)
+	if err := s.Run(10 * sim.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if len(done) != 2 {
+		t.Fatalf("%d of 2 messages placed: %s", len(done), ep.Stuck(2))
+	}
+	cfg := mrc.Config{}.WithDefaults()
+	wire := int64(1<<20) / int64(cfg.PayloadBytes) * int64(cfg.WireBytes(cfg.PayloadBytes))
+	alone := (100 * sim.Gbps).TxTime(wire) // the 1 MiB message alone on the port
+	t.Logf("2 MiB placed at %v, 1 MiB (posted at %v) at %v; 1 MiB alone takes %v", done[1], start, done[2], alone)
+	if min := start + alone*9/5; done[2] < min {
+		t.Errorf("the new QP's 1 MiB was placed at %v; shared fairly with the older QP it takes until at least %v", done[2], min)
+	}
+	if done[2] > done[1] {
+		t.Errorf("the 1 MiB message (%v) finished after the 2 MiB one posted 50 us before it (%v)", done[2], done[1])
+	}
+}
