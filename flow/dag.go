@@ -50,6 +50,24 @@ type QPRouter interface {
 	QPs(src, dst int) int
 }
 
+// ScheduleKeyer is a Router that keeps the schedule model's connections apart from the phase
+// model's: a collective whose Router keys are k + c (c its logical channel) under the phase
+// model has keys ScheduleKey(k) + q (q its QP) under the schedule model, so that a router
+// recording something per key (the QPs a key's flows use, the owner its hashed paths come
+// from, a route cache) keeps both when collectives of both models run on the same hosts at
+// once. A Router that is not a ScheduleKeyer gets k + q.
+type ScheduleKeyer interface {
+	Router
+	// ScheduleKey returns the base of the schedule model's Router keys for a collective whose
+	// phase-model base is key.
+	ScheduleKey(key uint64) uint64
+}
+
+// ScheduleKey is the schedule model's key base for phase-model base key that a
+// ScheduleKeyer may return: key mixed with a constant of its own (sim.Mix64), so that it
+// meets no phase-model key k + c of a few channels but with probability about 2^-60.
+func ScheduleKey(key uint64) uint64 { return sim.Mix64(key ^ 0x5c4edb1e0dac0ffe) }
+
 // schedAlgo reports whether sp's algorithm has a schedule the model can run differently
 // from its phases: every one but direct and grouped, whose messages have no dependencies
 // (their chunks in order on a connection finish when one flow of their sum does).
@@ -92,6 +110,7 @@ type dagState struct {
 type dagInst struct {
 	in      *coll
 	ds      *dagSched
+	key     uint64 // base of its Router keys (ScheduleKeyer), + the QP
 	left    []int32 // per op: dependencies not done
 	st      []uint8 // per op: dagReady, dagArrived, dagDone
 	opsLeft int
@@ -172,8 +191,11 @@ func (c *Collectives) dagStart(now sim.Time, in *coll) bool {
 	}
 	sch := ds.sch
 	n := sch.Len()
-	d := &dagInst{in: in, ds: ds, left: make([]int32, n), st: make([]uint8, n), opsLeft: n,
+	d := &dagInst{in: in, ds: ds, key: in.key, left: make([]int32, n), st: make([]uint8, n), opsLeft: n,
 		rr: make([]int32, ds.npairs), conns: make([][]dagConn, ds.npairs)}
+	if kr, ok := c.r.(ScheduleKeyer); ok {
+		d.key = kr.ScheduleKey(in.key)
+	}
 	for i := 0; i < n; i++ {
 		d.left[i] = int32(len(sch.Deps(i)))
 	}
@@ -296,7 +318,7 @@ func (c *Collectives) dagSend(now sim.Time, cn *dagConn) {
 	}
 	bytes := d.ds.sch.Bytes(int(op))
 	c.net.beginFlow()
-	lat, err := c.routeMsg(in, cn.src, cn.dst, cn.qp, true)
+	lat, err := c.routeMsg(in, d.key, cn.src, cn.dst, cn.qp, true)
 	if err == nil {
 		var slot int32
 		src, dst := in.comm.Host(int(cn.src)), in.comm.Host(int(cn.dst))
@@ -305,7 +327,7 @@ func (c *Collectives) dagSend(now sim.Time, cn *dagConn) {
 			for int(slot) >= len(c.recs) {
 				c.recs = append(c.recs, flowRec{})
 			}
-			c.recs[slot] = flowRec{in: in, id: c.net.flows[slot].id, d: demand{src: cn.src, dst: cn.dst, group: cn.qp}, dag: true}
+			c.recs[slot] = flowRec{in: in, id: c.net.flows[slot].id, d: demand{src: cn.src, dst: cn.dst, group: cn.qp}, dag: true, key: d.key}
 		}
 	}
 	if err != nil {
@@ -319,12 +341,12 @@ func (c *Collectives) dagSend(now sim.Time, cn *dagConn) {
 }
 
 // routeMsg adds the paths of a message from rank src to rank dst of collective in on QP qp
-// (Router key in.key + qp) to the flow being built, and returns its latency: the Router's,
+// (Router key key + qp: the dagInst's key) to the flow being built, and returns its latency: the Router's,
 // plus TailRTO when the message lost its tail (CollConfig.TailLoss, drawn per message when
 // draw is set: a new message, not a reroute, which keeps its latency).
-func (c *Collectives) routeMsg(in *coll, src, dst, qp int32, draw bool) (sim.Time, error) {
+func (c *Collectives) routeMsg(in *coll, key uint64, src, dst, qp int32, draw bool) (sim.Time, error) {
 	hs, hd := in.comm.Host(int(src)), in.comm.Host(int(dst))
-	paths, lat, err := c.r.Paths(hs, hd, in.key+uint64(qp), c.pbuf[:0])
+	paths, lat, err := c.r.Paths(hs, hd, key+uint64(qp), c.pbuf[:0])
 	c.pbuf = paths
 	if err != nil {
 		return 0, fmt.Errorf("rank %d (host %d) -> rank %d (host %d), QP %d: %w", src, hs, dst, hd, qp, err)
