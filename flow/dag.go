@@ -110,7 +110,7 @@ type dagState struct {
 type dagInst struct {
 	in      *coll
 	ds      *dagSched
-	key     uint64 // base of its Router keys (ScheduleKeyer), + the QP
+	key     uint64  // base of its Router keys (ScheduleKeyer), + the QP
 	left    []int32 // per op: dependencies not done
 	st      []uint8 // per op: dagReady, dagArrived, dagDone
 	opsLeft int
