@@ -91,6 +91,9 @@ type dagSched struct {
 	sch    *collective.Schedule
 	pair   []int32 // per op: the pair index of a send, -1 otherwise
 	npairs int
+	// pos, rankOff, rankOps: each op's place in its rank's program and the ops by rank
+	// (rankTables; built for folds only).
+	pos, rankOff, rankOps []int32
 }
 
 // dagCacheSize bounds the schedules kept for reuse (a sweep launches each size many times).
@@ -98,8 +101,9 @@ const dagCacheSize = 8
 
 // dagState is the schedule model's state on a Collectives (nil until SetSchedules turns it on).
 type dagState struct {
-	maxOps float64  // SetSchedules: the largest schedule the model runs; 0 off
-	kind   sim.Kind // a message's delivery
+	maxOps float64                        // SetSchedules: the largest schedule the model runs; 0 off
+	keep   func(sp *collective.Spec) bool // SetScheduleFilter; nil: every one
+	kind   sim.Kind                       // a message's delivery
 	cache  []*dagSched
 	insts  []*dagInst // by collective id; nil for phase-model collectives
 	work   []uint64   // (collective id, op) to complete, FIFO
@@ -116,6 +120,9 @@ type dagInst struct {
 	opsLeft int
 	rr      []int32     // per pair: the next connection (round robin)
 	conns   [][]dagConn // per pair: its connections (QPRouter.QPs), created on first use
+	// img, imgOff: on a mixed communicator under the fold (dagfold.go), by send op the
+	// receives its delivery completes (img[imgOff[i]:imgOff[i+1]]); nil otherwise.
+	img, imgOff []int32
 }
 
 // op state bits of the schedule model.
@@ -160,16 +167,30 @@ func (c *Collectives) SetSchedules(maxOps float64) {
 	c.dag.maxOps = maxOps
 }
 
+// SetScheduleFilter narrows the schedule model (SetSchedules) to the collectives for which
+// keep (given the resolved spec) reports true; the others run their phases. nil keeps every
+// one SetSchedules admits. A runner uses it to keep phases where they are the schedule's
+// steady state and messages would cost too much (runner/trainflow.go). Errors: none.
+func (c *Collectives) SetScheduleFilter(keep func(sp *collective.Spec) bool) {
+	if c.dag == nil {
+		c.dag = &dagState{}
+		c.dag.kind = c.s.Register("flow.collective.deliver", c.dagDeliver)
+	}
+	c.dag.keep = keep
+}
+
 // Schedules reports whether a launch of spec now would run the schedule model
-// (SetSchedules): its algorithm has dependencies, its schedule is small enough and no fold
-// is set (SetFold: folded collectives keep their phases). A spec that does not resolve
+// (SetSchedules): its algorithm has dependencies, its schedule is small enough and the
+// filter (SetScheduleFilter) keeps it. Under a fold (SetFold) a schedule-model collective
+// must be on a communicator of representative hosts only (CheckFold refuses the others): it
+// runs on the links' classes and stands for its images. A spec that does not resolve
 // reports false.
 func (c *Collectives) Schedules(spec collective.Spec) bool {
-	if c.dag == nil || c.dag.maxOps <= 0 || c.fold != nil {
+	if c.dag == nil || c.dag.maxOps <= 0 {
 		return false
 	}
 	sp, err := spec.Resolve()
-	if err != nil || !schedAlgo(&sp) {
+	if err != nil || !schedAlgo(&sp) || c.dag.keep != nil && !c.dag.keep(&sp) {
 		return false
 	}
 	ops, err := collective.EstimateOps(sp)
@@ -180,8 +201,8 @@ func (c *Collectives) Schedules(spec collective.Spec) bool {
 // whether it did.
 func (c *Collectives) dagStart(now sim.Time, in *coll) bool {
 	g := c.dag
-	if g == nil || c.fold != nil || !c.Schedules(in.spec) {
-		return false // under a fold (SetFold) every collective keeps its phases
+	if g == nil || !c.Schedules(in.spec) {
+		return false
 	}
 	ds, err := g.schedule(&in.spec)
 	if err != nil {
@@ -199,20 +220,28 @@ func (c *Collectives) dagStart(now sim.Time, in *coll) bool {
 	for i := 0; i < n; i++ {
 		d.left[i] = int32(len(sch.Deps(i)))
 	}
+	if in.fk == foldMixed {
+		// Only the representative ranks run (dagfold.go).
+		if d.opsLeft, err = c.dagFoldInst(d); err != nil {
+			in.nphase = 1
+			c.fail(now, in, fmt.Errorf("flow: collective %q: fold: %w", in.nameOf(), err))
+			return true
+		}
+	}
 	for int(in.id) >= len(g.insts) {
 		g.insts = append(g.insts, nil)
 	}
 	g.insts[in.id] = d
 	in.nphase, in.phase = 1, 0
 	in.phaseAt = now
-	if n == 0 {
+	if d.opsLeft == 0 {
 		c.dagFinish(now, d)
 		return true
 	}
 	wasBusy := g.busy
 	g.busy = true
 	for i := 0; i < n; i++ {
-		if d.left[i] == 0 {
+		if d.left[i] == 0 && d.st[i]&dagDone == 0 {
 			c.dagReady(now, d, int32(i))
 		}
 	}
@@ -366,7 +395,15 @@ func (c *Collectives) routeMsg(in *coll, key uint64, src, dst, qp int32, draw bo
 		if c.cfg.TailLoss != nil {
 			pc += paths[i].Weight / wsum * c.cfg.TailLoss(paths[i].Links)
 		}
-		if err := c.net.addPath(paths[i].Links, paths[i].Weight/wsum); err != nil {
+		links := paths[i].Links
+		if c.fold != nil {
+			// A collective of representative hosts stands for its images (fold.go): its
+			// messages cross the links' classes.
+			if links, err = c.foldLinks(links); err != nil {
+				return 0, fmt.Errorf("host %d -> %d: %w", hs, hd, err)
+			}
+		}
+		if err := c.net.addPath(links, paths[i].Weight/wsum); err != nil {
 			return 0, fmt.Errorf("host %d -> %d: router path %d: %w", hs, hd, i, err)
 		}
 	}
@@ -413,12 +450,21 @@ func (c *Collectives) dagDeliver(now sim.Time, obj int32, data uint64) {
 		return
 	}
 	send := int32(data)
-	recv := d.ds.sch.Ops()[send].Match
-	d.st[recv] |= dagArrived
 	id := uint64(d.in.id) << 32
 	g.work = append(g.work, id|uint64(uint32(send)))
-	if d.st[recv]&dagReady != 0 {
-		g.work = append(g.work, id|uint64(uint32(recv)))
+	if d.img == nil {
+		recv := d.ds.sch.Ops()[send].Match
+		d.st[recv] |= dagArrived
+		if d.st[recv]&dagReady != 0 {
+			g.work = append(g.work, id|uint64(uint32(recv)))
+		}
+	} else {
+		for _, recv := range d.img[d.imgOff[send]:d.imgOff[send+1]] {
+			d.st[recv] |= dagArrived
+			if d.st[recv]&dagReady != 0 {
+				g.work = append(g.work, id|uint64(uint32(recv)))
+			}
+		}
 	}
 	if !g.busy {
 		g.busy = true

@@ -316,13 +316,20 @@ func newFlowTrainBackend(sc *scenario.Scenario, layout topo.Topology, res *Resul
 		return nil, err
 	}
 	b.links = newFlowLinkSeries(layout, base, b.fnet, sc.Run.SampleInterval)
-	if b.fc, err = flow.NewCollectives(b.fnet, &collRouter{flowRouter: base}, ccfg); err != nil {
+	router := newMsgRouter(base)
+	if b.fc, err = flow.NewCollectives(b.fnet, router, ccfg); err != nil {
 		return nil, &InputError{Err: err}
 	}
-	b.backend = b.fc
+	// Collectives of up to flowScheduleMaxOps operations and trainScheduleMaxLoops chunk
+	// loops run their packet-level schedule message by message (flow/dag.go), as at packet
+	// level; direct, grouped and larger ones their phases (flow/expand.go).
+	b.fc.SetSchedules(flowScheduleMaxOps)
+	b.fc.SetScheduleFilter(trainScheduleKeep)
+	tb := newTrainFlowBackend(b.fc, router)
+	b.backend = tb
 	if b.ff != nil {
 		b.ff.start(b.fnet, b.fc)
-		b.rb = &recBackend{Backend: b.fc}
+		b.rb = &recBackend{Backend: tb}
 		b.backend = b.rb
 	}
 	return b, nil

@@ -1,0 +1,84 @@
+package runner
+
+import (
+	"github.com/lockstepsim/lockstep/flow"
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/transport"
+	"github.com/lockstepsim/lockstep/workload/collective"
+)
+
+// trainFlowBackend is the training.Backend of a flow-level job: package flow's collectives,
+// with each collective's connections recorded on the router before its launch as
+// workload.collectives records them (runner/collective_flow.go, flowColl.launch), so that a
+// transport that does not spray (RoCE) carries each message on the QPs the packet level
+// gives it: the schedule model's one QP per message, round robin (setConnPlanes with
+// sched), or the phase model's QPs of a channel's loops; and each QP on the path its
+// packets hash to, its owner the communicator's group as the packet level's
+// training.ExecutorBackend numbers it (Group: communicators in the order of their first
+// launch). Under a transport that sprays (MRC) nothing is recorded (the router keeps
+// nothing per key) and a launch costs what fc's does.
+type trainFlowBackend struct {
+	fc     *flow.Collectives
+	router *collRouter
+	groups map[uint64]int // communicator (its hash, collective.Comm.Hash) -> group, by first launch
+}
+
+// newTrainFlowBackend returns the backend over fc routed by router.
+func newTrainFlowBackend(fc *flow.Collectives, router *collRouter) *trainFlowBackend {
+	return &trainFlowBackend{fc: fc, router: router, groups: map[uint64]int{}}
+}
+
+// record registers spec's connections on comm with the router (a transport that does not
+// spray only).
+func (b *trainFlowBackend) record(spec collective.Spec, comm collective.Comm) {
+	r := b.router
+	if r.spray {
+		return
+	}
+	sp, err := flowSpec(spec)
+	if err != nil {
+		return // the launch reports it
+	}
+	h := comm.Hash()
+	g, ok := b.groups[h]
+	if !ok {
+		g = len(b.groups)
+		b.groups[h] = g
+	}
+	sched := b.fc.Schedules(sp)
+	r.setConnPlanes(sp, comm, sched)
+	r.setConnOwners(sp, comm, transport.CollectiveOwner(g), sched)
+}
+
+// Launch implements training.Backend.
+func (b *trainFlowBackend) Launch(at sim.Time, spec collective.Spec, comm collective.Comm, name string, done func(now sim.Time)) error {
+	b.record(spec, comm)
+	return b.fc.Launch(at, spec, comm, name, done)
+}
+
+// LaunchNamed implements training.NamedBackend.
+func (b *trainFlowBackend) LaunchNamed(at sim.Time, spec collective.Spec, comm collective.Comm, name func() string, done func(now sim.Time)) error {
+	b.record(spec, comm)
+	return b.fc.LaunchNamed(at, spec, comm, name, done)
+}
+
+// trainScheduleMaxLoops is the most chunk loops per logical channel (msgLoops: a ring's
+// ceil(S/C) in loops of ranks x chunk, halving-doubling's of p x chunk, the hierarchical
+// ring's of inner x chunk, a chunk for the tree and chains) a training collective may have
+// to run its packet-level schedule message by message at flow level (flow/dag.go); one with
+// more keeps its phases (flow/expand.go). Messages cost one Net flow each where a phase costs
+// one per pair, so a collective of L loops costs about L times its phases; and with many
+// loops the phases are the schedule's steady state, the pipeline's fill and drain (what the
+// schedule adds on an uncontended fabric) a share of about 1/L of its time. DeepSeek-V3 on
+// 2,048 GPUs (train-dsv3-2k: data-parallel hierarchical all-reduces of 61 loops, 4-rank
+// rings of 122) takes 117 s of CPU with every collective on its schedule and 35,906.5 ms
+// per step, against 4.5 s and 35,909.5 ms with phases (docs/flow-agreement.md, "Training
+// at both levels").
+const trainScheduleMaxLoops = 8
+
+// trainScheduleKeep is the training job's schedule filter (flow.Collectives.SetScheduleFilter):
+// at most trainScheduleMaxLoops loops per logical channel.
+func trainScheduleKeep(sp *collective.Spec) bool {
+	_, loops := msgLoops(*sp)
+	return loops <= trainScheduleMaxLoops
+}
