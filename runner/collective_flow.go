@@ -652,7 +652,7 @@ func (r *collRouter) planeOf(d int32) int {
 // hosts: a tree all-reduce of 256 MiB, 5.2 million ops, 10 s; a pairwise all-to-all of 256
 // MiB, 2.1 million, 3 s), so the bound keeps one collective to a few seconds; a ring
 // all-reduce over 16 ranks of 32 MiB is 4,800 ops, over 1,024 ranks of 1 GiB 10.5 million.
-const flowScheduleMaxOps = 1 << 21
+const flowScheduleMaxOps = scenario.FlowScheduleMaxOps
 
 // ScheduleKey implements flow.ScheduleKeyer: the schedule model's keys apart from the phase
 // model's (flow.ScheduleKey) for a transport that records something per key (RoCE: the QPs a
