@@ -62,7 +62,8 @@ func (b *trainFlowBackend) LaunchNamed(at sim.Time, spec collective.Spec, comm c
 	return b.fc.LaunchNamed(at, spec, comm, name, done)
 }
 
-// trainScheduleMaxLoops is the most chunk loops per logical channel (msgLoops: a ring's
+// trainScheduleMaxLoops is, in a job of more than trainScheduleAllRanks GPUs, the most chunk
+// loops per logical channel (msgLoops: a ring's
 // ceil(S/C) in loops of ranks x chunk, halving-doubling's of p x chunk, the hierarchical
 // ring's of inner x chunk, a chunk for the tree and chains) a training collective may have
 // to run its packet-level schedule message by message at flow level (flow/dag.go); one with
@@ -76,9 +77,20 @@ func (b *trainFlowBackend) LaunchNamed(at sim.Time, spec collective.Spec, comm c
 // at both levels").
 const trainScheduleMaxLoops = 8
 
-// trainScheduleKeep is the training job's schedule filter (flow.Collectives.SetScheduleFilter):
-// at most trainScheduleMaxLoops loops per logical channel.
-func trainScheduleKeep(sp *collective.Spec) bool {
-	_, loops := msgLoops(*sp)
-	return loops <= trainScheduleMaxLoops
+// trainScheduleAllRanks is the largest job (GPUs) whose every collective runs its schedule
+// (up to flowScheduleMaxOps operations), whatever its loops: small jobs are where the packet
+// level can check the flow level, and where messages cost little (TestTrainingAgreement).
+const trainScheduleAllRanks = 256
+
+// trainScheduleFilter returns the schedule filter (flow.Collectives.SetScheduleFilter) of a
+// job of world GPUs: nil (every collective) up to trainScheduleAllRanks, else at most
+// trainScheduleMaxLoops loops per logical channel.
+func trainScheduleFilter(world int) func(sp *collective.Spec) bool {
+	if world <= trainScheduleAllRanks {
+		return nil
+	}
+	return func(sp *collective.Spec) bool {
+		_, loops := msgLoops(*sp)
+		return loops <= trainScheduleMaxLoops
+	}
 }

@@ -320,11 +320,11 @@ func newFlowTrainBackend(sc *scenario.Scenario, layout topo.Topology, res *Resul
 	if b.fc, err = flow.NewCollectives(b.fnet, router, ccfg); err != nil {
 		return nil, &InputError{Err: err}
 	}
-	// Collectives of up to flowScheduleMaxOps operations and trainScheduleMaxLoops chunk
-	// loops run their packet-level schedule message by message (flow/dag.go), as at packet
+	// Collectives of up to flowScheduleMaxOps operations (and in a job of more than
+	// trainScheduleAllRanks GPUs trainScheduleMaxLoops chunk loops) run their packet-level schedule message by message (flow/dag.go), as at packet
 	// level; direct, grouped and larger ones their phases (flow/expand.go).
 	b.fc.SetSchedules(flowScheduleMaxOps)
-	b.fc.SetScheduleFilter(trainScheduleKeep)
+	b.fc.SetScheduleFilter(trainScheduleFilter(job.Placement.World))
 	tb := newTrainFlowBackend(b.fc, router)
 	b.backend = tb
 	if b.ff != nil {
