@@ -21,22 +21,68 @@ type trainFlowBackend struct {
 	fc     *flow.Collectives
 	router *collRouter
 	groups map[uint64]int // communicator (its hash, collective.Comm.Hash) -> group, by first launch
+	specs  map[trainSpecKey]trainSpecConn
+}
+
+// trainSpecKey identifies a spec for trainFlowBackend's cache (a matrix by its first row's
+// address: the job reuses one matrix per all-to-all shape, as training's specKey).
+type trainSpecKey struct {
+	op                   collective.Collective
+	algo                 collective.Algorithm
+	ranks                int
+	bytes, chunk         int64
+	channels, root, peer int
+	inner, outer         int
+	matrix               *int64
+}
+
+// trainSpecConn is what record needs of a spec: resolved for the flow engine, whether it
+// runs the schedule model, and whether the phase model's record keeps every QP of a pair
+// (one channel whose loops reach the pair's QPs: no record needed).
+type trainSpecConn struct {
+	sp      collective.Spec
+	ok      bool
+	sched   bool
+	everyQP bool
 }
 
 // newTrainFlowBackend returns the backend over fc routed by router.
 func newTrainFlowBackend(fc *flow.Collectives, router *collRouter) *trainFlowBackend {
-	return &trainFlowBackend{fc: fc, router: router, groups: map[uint64]int{}}
+	return &trainFlowBackend{fc: fc, router: router, groups: map[uint64]int{}, specs: map[trainSpecKey]trainSpecConn{}}
+}
+
+// conn returns spec's trainSpecConn, cached.
+func (b *trainFlowBackend) conn(spec collective.Spec) trainSpecConn {
+	k := trainSpecKey{op: spec.Op, algo: spec.Algo, ranks: spec.Ranks, bytes: spec.Bytes, chunk: spec.ChunkBytes,
+		channels: spec.Channels, root: spec.Root, peer: spec.Peer, inner: spec.Inner, outer: spec.Outer}
+	if len(spec.Matrix) > 0 && len(spec.Matrix[0]) > 0 {
+		k.matrix = &spec.Matrix[0][0]
+	}
+	if c, ok := b.specs[k]; ok {
+		return c
+	}
+	var c trainSpecConn
+	sp, err := flowSpec(spec)
+	if err == nil {
+		c = trainSpecConn{sp: sp, ok: true, sched: b.fc.Schedules(sp)}
+		chans, loops := msgLoops(sp)
+		c.everyQP = !c.sched && chans == 1 && loops >= max(b.router.paths, 1)*b.router.planes
+	}
+	b.specs[k] = c
+	return c
 }
 
 // record registers spec's connections on comm with the router (a transport that does not
-// spray only).
+// spray only): their QPs and owner, as flowColl.launch does. A phase-model collective whose
+// record would keep every QP of a pair (collRouter.keepQPs keeps them all) clears its key's
+// record instead of writing one.
 func (b *trainFlowBackend) record(spec collective.Spec, comm collective.Comm) {
 	r := b.router
 	if r.spray {
 		return
 	}
-	sp, err := flowSpec(spec)
-	if err != nil {
+	c := b.conn(spec)
+	if !c.ok {
 		return // the launch reports it
 	}
 	h := comm.Hash()
@@ -45,9 +91,14 @@ func (b *trainFlowBackend) record(spec collective.Spec, comm collective.Comm) {
 		g = len(b.groups)
 		b.groups[h] = g
 	}
-	sched := b.fc.Schedules(sp)
-	r.setConnPlanes(sp, comm, sched)
-	r.setConnOwners(sp, comm, transport.CollectiveOwner(g), sched)
+	if c.everyQP {
+		if r.msgPlanes != nil {
+			delete(r.msgPlanes, commKey(comm))
+		}
+	} else {
+		r.setConnPlanes(c.sp, comm, c.sched)
+	}
+	r.setConnOwners(c.sp, comm, transport.CollectiveOwner(g), c.sched)
 }
 
 // Launch implements training.Backend.
