@@ -108,6 +108,77 @@ type dagState struct {
 	insts  []*dagInst // by collective id; nil for phase-model collectives
 	work   []uint64   // (collective id, op) to complete, FIFO
 	busy   bool
+	due    dagDueHeap // deliveries not yet made, by (time, collective id, op)
+}
+
+// dagDue is a message's delivery: at its time, the send op op of collective id.
+type dagDue struct {
+	at sim.Time
+	id int32
+	op int32
+}
+
+// dagDueHeap is a binary min-heap of deliveries by (at, id, op).
+type dagDueHeap []dagDue
+
+func (a dagDue) less(b dagDue) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	if a.id != b.id {
+		return a.id < b.id
+	}
+	return a.op < b.op
+}
+
+func (h *dagDueHeap) push(x dagDue) {
+	*h = append(*h, x)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q[i].less(q[p]) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+}
+
+func (h *dagDueHeap) pop() dagDue {
+	q := *h
+	top := q[0]
+	n := len(q) - 1
+	q[0] = q[n]
+	q = q[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && q[l].less(q[m]) {
+			m = l
+		}
+		if l+1 < n && q[l+1].less(q[m]) {
+			m = l + 1
+		}
+		if m == i {
+			break
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+	*h = q
+	return top
+}
+
+// dagWake is the delivery event: every delivery due by now is made, in (collective id, op)
+// order, so that which QP a send readied by them takes (round robin in readiness order)
+// does not depend on the order in which the simulation breaks ties between events of one
+// instant (the same delivery times give the same QPs in every step). A later event of the
+// same instant finds its delivery made.
+func (c *Collectives) dagWake(now sim.Time, _ int32, _ uint64) {
+	g := c.dag
+	for len(g.due) > 0 && g.due[0].at <= now {
+		d := g.due.pop()
+		c.dagDeliver(now, d.id, uint64(uint32(d.op)))
+	}
 }
 
 // dagInst is one running collective of the schedule model.
@@ -162,7 +233,7 @@ func (c *Collectives) SetSchedules(maxOps float64) {
 	}
 	if c.dag == nil {
 		c.dag = &dagState{}
-		c.dag.kind = c.s.Register("flow.collective.deliver", c.dagDeliver)
+		c.dag.kind = c.s.Register("flow.collective.deliver", c.dagWake)
 	}
 	c.dag.maxOps = maxOps
 }
@@ -174,7 +245,7 @@ func (c *Collectives) SetSchedules(maxOps float64) {
 func (c *Collectives) SetScheduleFilter(keep func(sp *collective.Spec) bool) {
 	if c.dag == nil {
 		c.dag = &dagState{}
-		c.dag.kind = c.s.Register("flow.collective.deliver", c.dagDeliver)
+		c.dag.kind = c.s.Register("flow.collective.deliver", c.dagWake)
 	}
 	c.dag.keep = keep
 }
@@ -437,11 +508,12 @@ func (c *Collectives) dagSent(now sim.Time, cn *dagConn) {
 	if at < now {
 		at = sim.MaxTime
 	}
-	c.s.At(at, c.dag.kind, int32(in.id), uint64(uint32(op)))
+	c.dag.due.push(dagDue{at: at, id: int32(in.id), op: op})
+	c.s.At(at, c.dag.kind, 0, 0)
 	c.dagSend(now, cn)
 }
 
-// dagDeliver is a message's delivery event: obj the collective, data the send op. It
+// dagDeliver is a message's delivery (dagWake): obj the collective, data the send op. It
 // completes the send and, when ready, its receive (collective.Executor.Delivered).
 func (c *Collectives) dagDeliver(now sim.Time, obj int32, data uint64) {
 	g := c.dag
