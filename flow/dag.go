@@ -104,6 +104,7 @@ type dagState struct {
 	maxOps float64                        // SetSchedules: the largest schedule the model runs; 0 off
 	keep   func(sp *collective.Spec) bool // SetScheduleFilter; nil: every one
 	kind   sim.Kind                       // a message's delivery
+	resume sim.Kind                       // a connection's lost-tail wait over
 	cache  []*dagSched
 	insts  []*dagInst // by collective id; nil for phase-model collectives
 	work   []uint64   // (collective id, op) to complete, FIFO
@@ -214,6 +215,9 @@ type dagConn struct {
 	curAt    sim.Time
 	curLat   sim.Time
 	done     func(now sim.Time)
+	pair     int32    // its pair's index (dagSched.pair)
+	curWait  sim.Time // the message on the Net lost its tail: the QP waits this (TailRTO) after its last byte
+	blocked  bool     // waiting out a lost tail (go-back-N): no message starts until resumed
 }
 
 // SetSchedules turns the schedule model on for collectives launched from now on whose
@@ -234,6 +238,7 @@ func (c *Collectives) SetSchedules(maxOps float64) {
 	if c.dag == nil {
 		c.dag = &dagState{}
 		c.dag.kind = c.s.Register("flow.collective.deliver", c.dagWake)
+		c.dag.resume = c.s.Register("flow.collective.resume", c.dagResume)
 	}
 	c.dag.maxOps = maxOps
 }
@@ -246,6 +251,7 @@ func (c *Collectives) SetScheduleFilter(keep func(sp *collective.Spec) bool) {
 	if c.dag == nil {
 		c.dag = &dagState{}
 		c.dag.kind = c.s.Register("flow.collective.deliver", c.dagWake)
+		c.dag.resume = c.s.Register("flow.collective.resume", c.dagResume)
 	}
 	c.dag.keep = keep
 }
@@ -384,7 +390,7 @@ func (c *Collectives) dagReady(now sim.Time, d *dagInst, i int32) {
 			d.conns[p] = make([]dagConn, q)
 			for k := range d.conns[p] {
 				cn := &d.conns[p][k]
-				cn.d, cn.src, cn.dst, cn.qp, cn.cur = d, o.Rank, o.Peer, int32(k), -1
+				cn.d, cn.src, cn.dst, cn.qp, cn.cur, cn.pair = d, o.Rank, o.Peer, int32(k), -1, p
 				cn.done = func(now sim.Time) { c.dagSent(now, cn) }
 			}
 		}
@@ -392,7 +398,7 @@ func (c *Collectives) dagReady(now sim.Time, d *dagInst, i int32) {
 		d.rr[p] = (k + 1) % int32(len(d.conns[p]))
 		cn := &d.conns[p][k]
 		cn.queue = append(cn.queue, i)
-		if cn.cur < 0 {
+		if cn.cur < 0 && !cn.blocked {
 			c.dagSend(now, cn)
 		}
 	case collective.OpRecv:
@@ -418,7 +424,12 @@ func (c *Collectives) dagSend(now sim.Time, cn *dagConn) {
 	}
 	bytes := d.ds.sch.Bytes(int(op))
 	c.net.beginFlow()
+	waits := c.TailWaits
 	lat, err := c.routeMsg(in, d.key, cn.src, cn.dst, cn.qp, true)
+	cn.curWait = 0
+	if c.TailWaits > waits {
+		cn.curWait = c.cfg.TailRTO
+	}
 	if err == nil {
 		var slot int32
 		src, dst := in.comm.Host(int(cn.src)), in.comm.Host(int(cn.dst))
@@ -510,6 +521,25 @@ func (c *Collectives) dagSent(now sim.Time, cn *dagConn) {
 	}
 	c.dag.due.push(dagDue{at: at, id: int32(in.id), op: op})
 	c.s.At(at, c.dag.kind, 0, 0)
+	if cn.curWait > 0 {
+		// Its tail was lost: the QP (go-back-N, no tail-loss probe) sends nothing more
+		// until its retransmission timer has resent it.
+		cn.blocked = true
+		c.s.At(min(now, sim.MaxTime-cn.curWait)+cn.curWait, c.dag.resume, int32(in.id), uint64(uint32(cn.pair))<<32|uint64(uint32(cn.qp)))
+		return
+	}
+	c.dagSend(now, cn)
+}
+
+// dagResume is a connection's lost-tail wait over (dagSent): obj the collective, data its
+// pair and QP. Its next message starts.
+func (c *Collectives) dagResume(now sim.Time, obj int32, data uint64) {
+	d := c.dag.insts[obj]
+	if d == nil || d.in.err != nil {
+		return
+	}
+	cn := &d.conns[int32(data>>32)][int32(uint32(data))]
+	cn.blocked = false
 	c.dagSend(now, cn)
 }
 

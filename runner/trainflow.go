@@ -148,20 +148,3 @@ func trainScheduleFilter(world int) func(sp *collective.Spec) bool {
 		return loops <= trainScheduleMaxLoops
 	}
 }
-
-// lossEvents reports whether evs make any link lossy (loss or a bit error rate). A
-// flow-level job with lossy links under a transport that waits the RTO for a message's lost
-// tail (flow.CollConfig.TailLoss) keeps every collective on its phases: the tail-loss model,
-// one RTO per step that lost a message's tail, is calibrated on phases against the packet
-// level (TestTrainingRoCETailLossFlowVsPacket: 0.5% loss on every link of a 16-GPU DP job,
-// packet 9,140.3 us a step, phases 9,771.2 us); on the schedule, each lost tail delaying its
-// message alone (the QP going on with its next message), it gave 4,771.6 us
-// (docs/flow-agreement.md, "Training at both levels").
-func lossEvents(evs []FaultEvent) bool {
-	for i := range evs {
-		if evs[i].Action == "loss" && evs[i].Loss > 0 || evs[i].Action == "ber" && evs[i].BER > 0 {
-			return true
-		}
-	}
-	return false
-}

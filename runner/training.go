@@ -237,9 +237,6 @@ type trainBackend struct {
 	ff     *flowFaults
 	rb     *recBackend
 	links  *flowLinkFeed // links.csv's series, read as the fluid state advances
-	// phasesOnly keeps every collective on its phases (lossy links under a transport that
-	// waits the RTO for a lost tail: lossEvents).
-	phasesOnly bool
 	// Packet level: the transport, the executor and the queue sampler.
 	ep  transport.Endpoint
 	eb  *training.ExecutorBackend
@@ -306,7 +303,6 @@ func newFlowTrainBackend(sc *scenario.Scenario, layout topo.Topology, res *Resul
 			if m := base.model; m.RTO > 0 && !m.EndpointReroute {
 				// A message whose last packet is lost waits the RTO (no tail-loss probe).
 				ccfg.TailLoss, ccfg.TailRTO, ccfg.TailSeed = ff.tailLoss, ff.rto, sc.Run.Seed
-				b.phasesOnly = lossEvents(evs)
 			}
 		}
 	}
@@ -329,10 +325,8 @@ func newFlowTrainBackend(sc *scenario.Scenario, layout topo.Topology, res *Resul
 	// Collectives of up to flowScheduleMaxOps operations (and in a job of more than
 	// trainScheduleAllRanks GPUs trainScheduleMaxLoops chunk loops) run their packet-level schedule message by message (flow/dag.go), as at packet
 	// level; direct, grouped and larger ones their phases (flow/expand.go).
-	if !b.phasesOnly {
-		b.fc.SetSchedules(flowScheduleMaxOps)
-		b.fc.SetScheduleFilter(trainScheduleFilter(job.Placement.World))
-	}
+	b.fc.SetSchedules(flowScheduleMaxOps)
+	b.fc.SetScheduleFilter(trainScheduleFilter(job.Placement.World))
 	tb := newTrainFlowBackend(b.fc, router)
 	b.backend = tb
 	if b.ff != nil {
