@@ -37,8 +37,15 @@ import (
 // phase model (no dependencies: one flow per pair is exactly their chunks in order), and so
 // do schedules above SetSchedules' bound: there the phases are the ring's steady state
 // (AlphaBeta's form exactly on a crossbar, and the schedule's own time when each channel is
-// one loop, S/C <= n x chunk, as at scale), and a 131,072-GPU training step's millions of
-// collectives stay one flow per pair and phase.
+// one loop, S/C <= n x chunk, as at scale), and so do those a SetScheduleFilter leaves out
+// (a large training job's many-loop collectives: runner/trainflow.go).
+//
+// Deliveries due at one instant are made in (collective, op) order (dagWake), so which QP a
+// send readied by them takes does not depend on the simulation's tie-breaks. Under
+// CollConfig.TailLoss a message that lost its tail holds its connection for TailRTO after
+// its last byte (go-back-N sends nothing new on the QP before resending the tail: dagResume).
+// Under a fold (SetFold) a collective runs on the links' classes; on a communicator that
+// mixes representative and other hosts only the representative ranks run (dagfold.go).
 
 // QPRouter is a Router that also says how many connections (QPs) the transport opens between
 // two hosts for one collective, which the schedule model takes round robin message by
