@@ -542,10 +542,11 @@ func (c *Collectives) dagSent(now sim.Time, cn *dagConn) {
 // pair and QP. Its next message starts.
 func (c *Collectives) dagResume(now sim.Time, obj int32, data uint64) {
 	d := c.dag.insts[obj]
-	if d == nil || d.in.err != nil {
-		return
+	p, k := int(data>>32), int(uint32(data))
+	if d == nil || d.in.err != nil || p >= len(d.conns) || k >= len(d.conns[p]) || !d.conns[p][k].blocked {
+		return // the collective is gone (its slot may hold another: CollConfig.Forget)
 	}
-	cn := &d.conns[int32(data>>32)][int32(uint32(data))]
+	cn := &d.conns[p][k]
 	cn.blocked = false
 	c.dagSend(now, cn)
 }
