@@ -123,9 +123,9 @@ func (b *trainFlowBackend) LaunchNamed(at sim.Time, spec collective.Spec, comm c
 // loops the phases are the schedule's steady state, the pipeline's fill and drain (what the
 // schedule adds on an uncontended fabric) a share of about 1/L of its time. DeepSeek-V3 on
 // 2,048 GPUs (train-dsv3-2k: data-parallel hierarchical all-reduces of 61 loops, 4-rank
-// rings of 122) takes 117 s of CPU with every collective on its schedule and 35,906.5 ms
-// per step, against 4.5 s and 35,909.5 ms with phases (docs/flow-agreement.md, "Training
-// at both levels").
+// rings of 122), unfolded, took 117 s of CPU with every collective on its schedule and
+// 35,906.5 ms per step, against 40 s and 35,909.5 ms with this bound (docs/flow-agreement.md,
+// "Training at both levels").
 const trainScheduleMaxLoops = 8
 
 // trainScheduleAllRanks is the largest job (GPUs) whose every collective runs its schedule
