@@ -107,7 +107,8 @@ type flowRec struct {
 	id   FlowID
 	d    demand
 	tree bool
-	dag  bool // a schedule-model message (dag.go): d.src, d.dst its ranks, d.group its QP
+	dag  bool   // a schedule-model message (dag.go): d.src, d.dst its ranks, d.group its QP
+	key  uint64 // a schedule-model message's Router key base (dagInst.key)
 }
 
 // charge adds d to the time link l held the collective up.
@@ -690,7 +691,7 @@ func (c *Collectives) Reroute(sel func(id FlowID, stalled bool) bool) (int, erro
 		n.beginFlow()
 		var err error
 		if r.dag {
-			_, err = c.routeMsg(r.in, r.d.src, r.d.dst, r.d.group, false)
+			_, err = c.routeMsg(r.in, r.key, r.d.src, r.d.dst, r.d.group, false)
 		} else {
 			_, err = c.route(r.in, &r.d, r.tree)
 		}

@@ -61,6 +61,13 @@ type foldLaunch struct {
 // (-1: not launched).
 func runFold(t *testing.T, r *twoTier, ls []foldLaunch, gens [][]int32) ([]sim.Time, Stats) {
 	t.Helper()
+	return runFoldSched(t, r, ls, gens, 0)
+}
+
+// runFoldSched is runFold with the schedule model on for schedules of up to maxOps
+// operations (SetSchedules; 0 off).
+func runFoldSched(t *testing.T, r *twoTier, ls []foldLaunch, gens [][]int32, maxOps float64) ([]sim.Time, Stats) {
+	t.Helper()
 	s := sim.New(1)
 	n, err := New(s, r.caps(), Config{})
 	if err != nil {
@@ -70,6 +77,7 @@ func runFold(t *testing.T, r *twoTier, ls []foldLaunch, gens [][]int32) ([]sim.T
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.SetSchedules(maxOps)
 	var f *Fold
 	if gens != nil {
 		lg := make([][]int32, len(gens))

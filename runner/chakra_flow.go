@@ -14,8 +14,10 @@ import (
 // runChakraFlow runs workload.chakra on the flow-level engine (run.engine flow) over the
 // scenario's topology: the trace's DAGs as at packet level (chakraExec), each collective and
 // message launched on package flow's collectives (routed as the transport routes its packets,
-// scale-up domains on their links; runCollectiveFlow's model: phases separated by barriers,
-// reductions free, chunking immaterial). It uses the topology only, never res.Net.
+// scale-up domains on their links; runCollectiveFlow's model: every algorithm with
+// dependencies runs its packet-level schedule message by message, flow/dag.go, up to
+// flowScheduleMaxOps operations, direct, grouped and larger schedules their phases;
+// reductions free). It uses the topology only, never res.Net.
 func runChakraFlow(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 	cfg := sc.Workload.Chakra
 	tr, plan := cfg.Trace()
@@ -56,6 +58,10 @@ func runChakraFlow(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 	if fl.fc, err = flow.NewCollectives(fnet, fl.router, ccfg); err != nil {
 		return &InputError{Err: err}
 	}
+	// Collectives run their packet-level schedule message by message where the packet level
+	// runs one (flow/dag.go), as workload.collectives do: up to flowScheduleMaxOps
+	// operations, every algorithm but direct and grouped.
+	fl.fc.SetSchedules(flowScheduleMaxOps)
 	if ff != nil {
 		ff.start(fnet, fl.fc)
 	}
@@ -99,8 +105,9 @@ func (c *chakraFlow) launch(now sim.Time, sp collective.Spec, comm collective.Co
 	if err != nil {
 		return err
 	}
-	c.router.setMsgPlanes(sp, comm)
-	c.router.setOwners(sp, comm, transport.CollectiveOwner(group))
+	sched := c.fc.Schedules(sp)
+	c.router.setConnPlanes(sp, comm, sched)
+	c.router.setConnOwners(sp, comm, transport.CollectiveOwner(group), sched)
 	return c.fc.Launch(now, sp, comm, name, done)
 }
 

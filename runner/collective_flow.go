@@ -520,7 +520,9 @@ func (r *collRouter) setMsgPlanes(sp collective.Spec, comm collective.Comm) {
 
 // setConnPlanes is setMsgPlanes for a collective that runs the phase model (sched false) or
 // the schedule model (sched true: flow.Collectives.Schedules), which posts each message on
-// one QP, so key key0 + q is QP q alone.
+// one QP, so key ScheduleKey(key0) + q is QP q alone. The two models' keys differ
+// (ScheduleKey), so a phase-model and a schedule-model collective on the same hosts at once
+// keep their own records.
 func (r *collRouter) setConnPlanes(sp collective.Spec, comm collective.Comm, sched bool) {
 	if r.msgPlanes == nil {
 		return
@@ -528,7 +530,8 @@ func (r *collRouter) setConnPlanes(sp collective.Spec, comm collective.Comm, sch
 	key0 := commKey(comm)
 	if sched {
 		// The schedule model (flow/dag.go) posts each message on one QP, round robin
-		// as the packet level does: key key0 + q is QP q alone.
+		// as the packet level does: key ScheduleKey(key0) + q is QP q alone.
+		key0 = r.ScheduleKey(key0)
 		for q := range max(r.paths, 1) * r.planes {
 			r.msgPlanes[key0+uint64(q)] = msgQPs{first: q, stride: 1, count: 1}
 		}
@@ -550,11 +553,12 @@ func (r *collRouter) setOwners(sp collective.Spec, comm collective.Comm, owner u
 
 // setConnOwners is setOwners for a collective that runs the phase model (sched false: a key
 // per logical channel) or the schedule model (sched true: flow.Collectives.Schedules, a key
-// key0 + q per QP q of the pair, flow/dag.go).
+// ScheduleKey(key0) + q per QP q of the pair, flow/dag.go).
 func (r *collRouter) setConnOwners(sp collective.Spec, comm collective.Comm, owner uint64, sched bool) {
 	key0 := commKey(comm)
 	keys, _ := msgLoops(sp)
 	if sched {
+		key0 = r.ScheduleKey(key0)
 		keys = 1
 		if !r.spray {
 			keys = max(r.paths, 1) * r.planes
@@ -648,7 +652,18 @@ func (r *collRouter) planeOf(d int32) int {
 // hosts: a tree all-reduce of 256 MiB, 5.2 million ops, 10 s; a pairwise all-to-all of 256
 // MiB, 2.1 million, 3 s), so the bound keeps one collective to a few seconds; a ring
 // all-reduce over 16 ranks of 32 MiB is 4,800 ops, over 1,024 ranks of 1 GiB 10.5 million.
-const flowScheduleMaxOps = 1 << 21
+const flowScheduleMaxOps = scenario.FlowScheduleMaxOps
+
+// ScheduleKey implements flow.ScheduleKeyer: the schedule model's keys apart from the phase
+// model's (flow.ScheduleKey) for a transport that records something per key (RoCE: the QPs a
+// key uses, msgPlanes; its owner, setOwner; the route cache), key itself for one that sprays
+// (MRC keeps nothing per key, and its sampled paths stay as they were).
+func (r *collRouter) ScheduleKey(key uint64) uint64 {
+	if r.spray {
+		return key
+	}
+	return flow.ScheduleKey(key)
+}
 
 // QPs implements flow.QPRouter: the connections the transport opens between two hosts for
 // one collective, which the schedule model takes round robin message by message: 1 for a

@@ -59,7 +59,7 @@ func TestScheduleModelQPs(t *testing.T) {
 		key0 := commKey(comm)
 		seen := map[string]bool{}
 		for q := range c.want {
-			paths, _, err := r.Paths(0, 15, key0+uint64(q), nil)
+			paths, _, err := r.Paths(0, 15, r.ScheduleKey(key0)+uint64(q), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -307,7 +307,9 @@ func newFlowTrainBackend(sc *scenario.Scenario, layout topo.Topology, res *Resul
 		}
 	}
 	if b.ff == nil {
-		caps = base.bundleHostPorts(caps)
+		// The host ports are not bundled (bundleHostPorts): a bundle is exact only when every
+		// flow stripes over every plane's QPs, and a collective's messages ride one QP each
+		// (trainFlowBackend.record, msgPlanes), as at packet level.
 		// Nothing reads a finished collective back without faults (flowStepLinks does
 		// with them): release each one, as a 131,072-GPU step launches millions.
 		ccfg.Forget = true
@@ -316,13 +318,20 @@ func newFlowTrainBackend(sc *scenario.Scenario, layout topo.Topology, res *Resul
 		return nil, err
 	}
 	b.links = newFlowLinkSeries(layout, base, b.fnet, sc.Run.SampleInterval)
-	if b.fc, err = flow.NewCollectives(b.fnet, &collRouter{flowRouter: base}, ccfg); err != nil {
+	router := newMsgRouter(base)
+	if b.fc, err = flow.NewCollectives(b.fnet, router, ccfg); err != nil {
 		return nil, &InputError{Err: err}
 	}
-	b.backend = b.fc
+	// Collectives of up to flowScheduleMaxOps operations (and in a job of more than
+	// trainScheduleAllRanks GPUs trainScheduleMaxLoops chunk loops) run their packet-level schedule message by message (flow/dag.go), as at packet
+	// level; direct, grouped and larger ones their phases (flow/expand.go).
+	b.fc.SetSchedules(flowScheduleMaxOps)
+	b.fc.SetScheduleFilter(trainScheduleFilter(job.Placement.World))
+	tb := newTrainFlowBackend(b.fc, router)
+	b.backend = tb
 	if b.ff != nil {
 		b.ff.start(b.fnet, b.fc)
-		b.rb = &recBackend{Backend: b.fc}
+		b.rb = &recBackend{Backend: tb}
 		b.backend = b.rb
 	}
 	return b, nil

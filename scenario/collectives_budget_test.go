@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/lockstepsim/lockstep/workload/collective"
 )
 
 // manyCollectives returns a scenario of n 16-rank ring all-reduces (op all_to_all: a2a) of
@@ -43,7 +45,9 @@ func TestCollectivesNoFixedCap(t *testing.T) {
 		coll    float64 // the collectives' flow-level terms (0: packet level)
 		want    string  // error substring; "" resolves
 	}{
-		{"1000 flow", manyCollectives(1000, "all_reduce", "flow", ""), "flow", 1000 * (MemPerCollective + 64*MemPerCollectiveFlow), ""},
+		// Each all-reduce runs its schedule message by message (the default algorithm's 416
+		// ops: TestFlowScheduleOps).
+		{"1000 flow", manyCollectives(1000, "all_reduce", "flow", ""), "flow", 1000 * (MemPerCollective + 64*MemPerCollectiveFlow + 416*MemPerFlowScheduleOp), ""},
 		{"1000 packet", manyCollectives(1000, "all_reduce", "packet", ""), "packet", 0, ""},
 		{"1000 all-to-all flow", manyCollectives(1000, "all_to_all", "flow", ""), "flow", 1000 * (MemPerCollective + 240*MemPerCollectiveFlow), ""},
 		// 1,000 x 60 KB = 60 MB passes 40 MiB before anything is decoded.
@@ -102,5 +106,66 @@ func TestCollectivesSharedNICDuration(t *testing.T) {
 	one := 2 * 15.0 / 16 * (1 << 20) * 8 / 400e9 // seconds
 	if got, want := sc.Run.Duration.Seconds(), 4*500*one; got < want {
 		t.Errorf("run.duration %v; want at least %.1f ms", sc.Run.Duration, want*1e3)
+	}
+}
+
+// TestFlowScheduleOps: at flow level the memory estimate counts the operations of every
+// collective that runs its packet-level schedule message by message (flowScheduleOps):
+// the largest size of each, summed over the collectives; none for grouped and direct
+// (their phases) or past FlowScheduleMaxOps (phases too). A list of schedules too large
+// for run.max_memory is refused before it runs, naming workload.collectives and the
+// schedule operations.
+func TestFlowScheduleOps(t *testing.T) {
+	hdr := "topology: {clos: {tiers: 2, planes: 1, radix: 64, hosts: 1024, host_link: 100Gbps}}\ntransport: {kind: mrc}\nrun: {engine: flow%s}\nworkload: {collectives: [%s]}\n"
+	ops := func(op, algo string, ranks int, bytes int64) float64 {
+		sp := collective.NewSpec(map[string]collective.Collective{"all_reduce": collective.AllReduce, "all_to_all": collective.AllToAll}[op], ranks, bytes)
+		var err error
+		if sp.Algo, err = collective.ParseAlgorithm(algo); err != nil {
+			t.Fatal(err)
+		}
+		n, err := collective.EstimateOps(sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	small := ops("all_reduce", "ring", 16, 1<<20)
+	sweep := ops("all_to_all", "pairwise", 64, 64<<20)
+	if small != 1200 || sweep <= ops("all_to_all", "pairwise", 64, 1<<20) {
+		t.Fatalf("ops: ring %v, pairwise %v", small, sweep)
+	}
+	for _, c := range []struct {
+		name, colls string
+		want        float64
+	}{
+		{"ring", "{op: all_reduce, algorithm: ring, ranks: 16, bytes: 1MiB}", small},
+		{"two and a grouped one", "{op: all_reduce, algorithm: ring, ranks: 16, bytes: 1MiB}, {op: all_reduce, algorithm: ring, ranks: 16, bytes: 1MiB}, {op: all_to_all, algorithm: grouped, ranks: 64, bytes: 64MiB}", 2 * small},
+		{"largest size of a sweep", "{op: all_to_all, algorithm: pairwise, ranks: 64, bytes: 1MiB, max_bytes: 64MiB}", sweep},
+		{"past the bound: phases", "{op: all_reduce, algorithm: ring, ranks: 1024, bytes: 1GiB}", 0},
+	} {
+		sc, err := Parse([]byte(fmt.Sprintf(hdr, "", c.colls)))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		e, err := sc.Estimate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.ScheduleOps != c.want {
+			t.Errorf("%s: %v schedule ops; want %v", c.name, e.ScheduleOps, c.want)
+		}
+	}
+	// 200 pairwise all-to-alls over 1,024 ranks (2.1 million ops each, 440 MB at 210 B):
+	// 88 GB, refused before anything runs.
+	var b strings.Builder
+	for i := range 200 {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("{op: all_to_all, algorithm: pairwise, ranks: 1024, bytes: 256MiB}")
+	}
+	_, err := Parse([]byte(fmt.Sprintf(hdr, ", max_memory: 16GiB", b.String())))
+	if err == nil || !strings.Contains(err.Error(), "workload.collectives") || !strings.Contains(err.Error(), "schedule operations x 210 B") {
+		t.Errorf("200 large schedules: %v; want workload.collectives refused with its schedule operations", err)
 	}
 }

@@ -36,8 +36,9 @@ type Estimate struct {
 	// Packets is the data packets the traffic or the collectives offer, as the packet budget
 	// (run.max_packets) counts them; 0 when no packet is simulated.
 	Packets float64 `json:"packets"`
-	// ScheduleOps is the collective schedules' operations (collective.EstimateOps); 0 without
-	// packet-level collectives.
+	// ScheduleOps is the collective schedules' operations (collective.EstimateOps): at packet
+	// level every collective's, at flow level those of workload.collectives that run their
+	// schedule message by message (flowScheduleOps); 0 without either.
 	ScheduleOps float64 `json:"schedule_ops"`
 	// MemoryBytes is the estimated peak heap, bytes (the model in Scenario.Estimate).
 	MemoryBytes float64 `json:"memory_bytes"`
@@ -122,6 +123,19 @@ const (
 	// MemPerCollective and MemPerCollectiveFlow are each collective's cost (see above).
 	MemPerCollective     = 60_000
 	MemPerCollectiveFlow = 600
+	// MemPerFlowScheduleOp is one operation of a collective that runs its packet-level
+	// schedule at flow level (the schedule model, flow/dag.go: the schedule's ops, dependency
+	// and successor lists, the send ops' pair numbers, the run's per-op dependency count and
+	// state, the connections' queues and one Net flow per message in flight). Measured
+	// (lockstep run, /usr/bin/time peak RSS, go1.26, MRC, 1,024 hosts on one plane): a
+	// pairwise all-to-all of 256 MiB (2.1 million ops) peaks at 464 MB, against 27 MB for its
+	// phases (docs/flow-agreement.md, session 37): 208 B per op; a tree all-reduce of 256 MiB
+	// (5.2 million) 159 MB above its phases, 31 B per op: the larger, rounded up.
+	MemPerFlowScheduleOp = 210
+	// FlowScheduleMaxOps is the largest schedule (collective.EstimateOps) a collective runs
+	// at flow level message by message (runner: flow.Collectives.SetSchedules); a larger one
+	// runs its phases. The schedule model costs about 2 us of wall time per op.
+	FlowScheduleMaxOps = 1 << 21
 	// MemPerTrainingHost and MemPerTrainingTransfer are the flow-level training model: bytes
 	// per host and per pipeline transfer (see above); MemPerTrainingHostKept and
 	// MemPerTrainingTransferKept the same when the run keeps every finished collective (faults
@@ -202,7 +216,8 @@ func (sc *Scenario) estimate(l topo.Topology) Estimate {
 			e.Flows, e.perFlow = sc.trafficFlows(e.Hosts, c.Planes), MemPerFluidTransfer
 			e.MemoryBytes = MemBase + float64(e.Links)*MemPerFluidLink + float64(e.Flows)*MemPerFluidTransfer
 		}
-		e.coll = sc.collectivesMemory()
+		e.ScheduleOps = sc.flowScheduleOps()
+		e.coll = sc.collectivesMemory() + e.ScheduleOps*MemPerFlowScheduleOp
 		e.MemoryBytes += e.coll
 		e.Note = "flow level: the wall time depends on the rate recomputes and is not estimated"
 		return e
@@ -318,6 +333,38 @@ func (sc *Scenario) collectivesMemory() float64 {
 	return m
 }
 
+// flowScheduleOps is the schedule operations workload.collectives hold at flow level: each
+// collective whose algorithm has dependencies (every one but direct and grouped) runs its
+// packet-level schedule message by message when that has at most FlowScheduleMaxOps
+// operations (collective.EstimateOps), and they all run side by side, one size of each at a
+// time: the sum over the collectives of their largest size's operations.
+func (sc *Scenario) flowScheduleOps() float64 {
+	var ops float64
+	for i := range sc.Workload.Collectives {
+		wc := &sc.Workload.Collectives[i]
+		base, sizes, err := wc.CollectiveSpec()
+		if err != nil {
+			continue
+		}
+		var most float64
+		for _, sz := range sizes {
+			sp := base
+			if sz > 0 {
+				sp.Bytes = sz
+			}
+			r, err := sp.Resolve()
+			if err != nil || r.Ranks < 2 || r.Algo == collective.Direct || r.Algo == collective.Grouped {
+				continue
+			}
+			if n, err := collective.EstimateOps(r); err == nil && n <= FlowScheduleMaxOps {
+				most = max(most, n)
+			}
+		}
+		ops += most
+	}
+	return ops
+}
+
 // collectiveFlows bounds the flows of one phase of wc at flow level (flow/expand.go): n(n-1)
 // for an all-to-all of n ranks (every pair at once), 4n otherwise (a tree's up and down flows
 // in both trees; a ring, chain or exchange has at most n).
@@ -424,6 +471,9 @@ func (e Estimate) breakdown() string {
 		return fmt.Sprintf("%s base, %d hosts x %s, %.3g pipeline transfers x %.0f B", fmtBytes(MemBase), e.Hosts, fmtBytes(e.perHost), e.inFlight, e.perFlow)
 	}
 	if e.Engine != EnginePacket {
+		if e.coll > 0 && e.ScheduleOps > 0 {
+			return fmt.Sprintf("%d hosts x %s, collectives %s at %s each, %d B per flow and %.3g schedule operations x %d B", e.Hosts, fmtBytes(MemPerFluidHost), fmtBytes(e.coll), fmtBytes(MemPerCollective), MemPerCollectiveFlow, e.ScheduleOps, MemPerFlowScheduleOp)
+		}
 		if e.coll > 0 {
 			return fmt.Sprintf("%d hosts x %s, collectives %s at %s each and %d B per flow", e.Hosts, fmtBytes(MemPerFluidHost), fmtBytes(e.coll), fmtBytes(MemPerCollective), MemPerCollectiveFlow)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/workload/collective"
 )
 
 // TestEstimate checks the estimate's closed forms on small scenarios: flows, packets, memory
@@ -59,7 +60,20 @@ func TestEstimate(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, _ := sc.Estimate()
-	if e.Engine != "flow" || e.Packets != 0 || e.WallMax != 0 || e.MemoryBytes != MemBase+32*MemPerFluidHost+MemPerCollective+4*32*MemPerCollectiveFlow {
+	// The all-reduce runs its schedule message by message: its operations count too.
+	sp, _, err := sc.Workload.Collectives[0].CollectiveSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp, err = sp.Resolve(); err != nil {
+		t.Fatal(err)
+	}
+	ops, err := collective.EstimateOps(sp)
+	if err != nil || ops <= 0 {
+		t.Fatalf("all-reduce of 32 ranks: %v ops (%v)", ops, err)
+	}
+	if e.Engine != "flow" || e.Packets != 0 || e.WallMax != 0 || e.ScheduleOps != ops ||
+		e.MemoryBytes != MemBase+32*MemPerFluidHost+MemPerCollective+4*32*MemPerCollectiveFlow+ops*MemPerFlowScheduleOp {
 		t.Fatalf("flow level: %+v", e)
 	}
 }
