@@ -70,6 +70,9 @@ func (n *Network) SetLinkDown(now sim.Time, p PortID, down bool) error {
 			if port.outage {
 				port.downTime += now - port.downSince
 				port.outage = false
+				if n.credOn {
+					n.creditLinkUp(id) // link re-initialisation resets flow control (credit.go)
+				}
 			}
 			port.Down = false
 		}
