@@ -40,7 +40,9 @@ const DefaultCreditBuffer = 128 << 10
 // Simplified in phase 1: strict priority between VLs (the port's class order) instead of the
 // high/low weighted round robin VLArbitrationTable [§7.6.9]; no VL15 management lane apart;
 // flow-control packets are never lost, so the periodic resend [§7.9.4.3] is not modelled;
-// a link that fails keeps its credit counts (faults on credit links are not supported yet).
+// a link that comes back up re-initialises its flow control in both directions
+// (creditLinkUp: FCTBS and ABR at 0, the free buffer re-advertised [§7.9.4]), which returns
+// the blocks of the packets lost on it while it failed.
 type CreditConfig struct {
 	Enabled bool `yaml:"enabled"`
 	// BufferPerVL is each receiving port's buffer for each VL, bytes, rounded down to 64-byte
@@ -499,25 +501,32 @@ func (n *Network) creditLinkUp(pid PortID) {
 	}
 }
 
-// CreditAudit checks, once the fabric has drained and the flow-control packets have
-// arrived (the event queue is empty), that every link's credits are back to full: for every
+// CreditAudit checks, once the fabric has drained (no packet inside; flow-control packets
+// still on the wire count as arrived, since they are never lost), that every link's credits
+// are back to full: for every
 // port with credits and every VL of its queues, the receiving peer holds no blocks and the
 // sender may send the receiver's whole buffer (FCCL - FCTBS = capacity). It returns one line
-// per broken port (at most max), nil when all are whole or credits are off. A leak (blocks
+// per broken port (at most most), nil when all are whole or credits are off. A leak (blocks
 // charged to a sender that the receiver never frees) shows here as a short VL.
-func (n *Network) CreditAudit(max int) []string {
+func (n *Network) CreditAudit(most int) []string {
 	if !n.credOn {
 		return nil
 	}
 	var out []string
 	for i := range n.Ports {
 		p := &n.Ports[i]
-		if p.Peer < 0 || p.cred == nil || len(out) >= max {
+		if p.Peer < 0 || p.cred == nil || len(out) >= most {
 			continue
 		}
 		rx := n.Ports[p.Peer].cred
 		for c := 0; c < p.q.p.classes; c++ {
-			if free := p.cred.limit[c] - p.cred.sent[c]; free != rx.capacity || rx.held[c] != 0 {
+			limit := p.cred.limit[c]
+			for _, u := range rx.fc[rx.fcHead:] {
+				if int(u.class) == c {
+					limit = max(limit, u.limit) // still on the wire; never lost
+				}
+			}
+			if free := limit - p.cred.sent[c]; free != rx.capacity || rx.held[c] != 0 {
 				out = append(out, fmt.Sprintf("port %s VL %d: %d of %d blocks free to send, receiver %s holds %d", p.Name, c, free, rx.capacity, n.Ports[p.Peer].Name, rx.held[c]))
 				break
 			}
