@@ -152,6 +152,7 @@ type creditState struct {
 	blockedAt   [MaxClasses]sim.Time
 	blocked     [MaxClasses]sim.Time // completed blocked spells, by VL
 	blocks      int64                // times a VL became blocked
+	victim      int64                // packets queued unmarked while their VL was blocked (creditVictim)
 	// Receiver.
 	adv, held [MaxClasses]int64 // the limit it advertises; blocks it holds now
 	peak      [MaxClasses]int64 // the most blocks held
@@ -178,6 +179,10 @@ type CreditStats struct {
 	FCPacketsSent   int64
 	TxBlocks        int64 // blocks sent, all VLs
 	CreditsInFlight int64 // as a sender: blocks it may still send now, summed over VLs
+	// VictimUnmarked counts the ECN-capable packets this egress queued while their VL was
+	// credit-blocked, which IB CC's victim exemption leaves unmarked (creditVictim); 0 without
+	// marking.
+	VictimUnmarked int64
 }
 
 // SetCredits turns InfiniBand credit-based flow control on for every link (cfg's defaults
@@ -233,7 +238,7 @@ func (n *Network) CreditStats(p PortID, now sim.Time) CreditStats {
 	if st == nil {
 		return CreditStats{}
 	}
-	s := CreditStats{BlockedSpells: st.blocks, BufferBytes: st.capacity * CreditBlockBytes, FCPacketsSent: st.fcSent}
+	s := CreditStats{BlockedSpells: st.blocks, BufferBytes: st.capacity * CreditBlockBytes, FCPacketsSent: st.fcSent, VictimUnmarked: st.victim}
 	for c := 0; c < MaxClasses; c++ {
 		s.BlockedTime += st.blocked[c]
 		if port.paused&(1<<c) != 0 && now > st.blockedAt[c] {
@@ -533,4 +538,21 @@ func (n *Network) CreditAudit(most int) []string {
 		}
 	}
 	return out
+}
+
+// creditVictim applies IB congestion control's victim exemption [IBTA vol 1 Annex A10.2.1:
+// a switch port marks FECN only as the root of congestion; a port whose queue is past the
+// threshold because it lacks credits, blocked by the next hop, is a victim and does not
+// mark]: when port marks (its queue has ECN, which under credits only IB CC turns on) and
+// p's VL is credit-blocked there (its head packet waits for credits the limit does not
+// cover: port.paused, kept by creditBlock at every transmit and credit arrival), it takes
+// ECT off p for the marking decision and returns true; the caller restores ECT after the
+// enqueue. Counted in CreditStats.VictimUnmarked.
+func (n *Network) creditVictim(port *Port, p *Packet) bool {
+	if !port.q.p.ecn || p.Flags&(ECT|CE) != ECT || port.paused&(1<<port.q.class(p)) == 0 {
+		return false
+	}
+	p.Flags &^= ECT
+	port.cred.victim++
+	return true
 }

@@ -633,7 +633,12 @@ func (n *Network) enqueue(now sim.Time, pid PortID, p *Packet) {
 		return
 	}
 	idle := now >= port.txEnd
-	if res, why := port.q.enqueue(now, p, port.LastHop, idle, n.lineBlock(pid)); res == dropped {
+	victim := n.credOn && n.creditVictim(port, p) // IB CC: a credit-blocked egress does not mark (credit.go)
+	res, why := port.q.enqueue(now, p, port.LastHop, idle, n.lineBlock(pid))
+	if victim {
+		p.Flags |= ECT
+	}
+	if res == dropped {
 		n.drop(p, why)
 		return
 	}
