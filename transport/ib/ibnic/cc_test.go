@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/lockstepsim/lockstep/fabric"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/transport/ib"
 	"github.com/lockstepsim/lockstep/transport/roce/rocenic"
@@ -78,5 +79,59 @@ func TestVictimCongestionControl(t *testing.T) {
 	}
 	if a, _ := victimThroughput(t, "", true, 2); a < 0.9 {
 		t.Errorf("seed 2 (the victim's uplink carries no incast QP): victim %.3f of line; want no victim", a)
+	}
+}
+
+// earlyVictimYAML is ut19's ci-ibcc scenario: a 7 -> 1 incast of 1 MiB each into h0 from
+// h4..h28 and a victim h31 -> h1 (1 MiB), every flow from t = 0, on a 2-tier radix-8 fat
+// tree of 32 hosts at 100G, InfiniBand with the ib block ibBlock.
+func earlyVictimYAML(ibBlock string) string {
+	return fmt.Sprintf(`name: ib-early-victim
+topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 32, host_link: 100G}}
+transport: {kind: ib%s}
+traffic:
+  - {pattern: incast, senders: [4, 8, 12, 16, 20, 24, 28], receiver: 0, bytes: 1MiB}
+  - {pattern: flows, flows: [{src: 31, dst: 1}], bytes: 1MiB}
+`, ibBlock)
+}
+
+// TestVictimExemption [ut19 finding 4; IBTA vol 1 Annex A10.2.1: a port marks FECN only as
+// the root of congestion]: in ut19's ci-ibcc scenario the victim starts with the incast,
+// before CC has throttled anyone. When credit-blocked ports (victims of the spreading, as
+// the spine and uplinks behind the receiver's full T0 are) also marked, the victim's packets
+// were FECN-marked there and it ran slower with CC than without (11.3 against 13.7 Gb/s).
+// With the exemption only the root (the receiver's downlink, which always has credits from
+// its adapter) marks: the victim is at least 1.2x faster with CC than without (17.8 against
+// 13.7 Gb/s), some packets were left unmarked at blocked ports, and the root still marks.
+func TestVictimExemption(t *testing.T) {
+	victim := func(ibBlock string) (gbps float64, unmarked, becns int64) {
+		res := run(t, earlyVictimYAML(ibBlock))
+		x := res.Endpoint.Run().(*rocenic.Run)
+		done := x.FlowDone(7)
+		if done == 0 || res.Summary.Transport.FlowsCompleted != 8 {
+			t.Fatalf("%s: %d of 8 transfers done", ibBlock, res.Summary.Transport.FlowsCompleted)
+		}
+		for i := range res.Net.Ports {
+			unmarked += res.Net.CreditStats(fabric.PortID(i), done).VictimUnmarked
+		}
+		for i := 0; i < x.QPs(); i++ {
+			snd, _, _, _, _ := x.QP(i)
+			if q, ok := snd.RateControl().(*ib.CCT); ok {
+				becns += q.BECNs
+			}
+		}
+		return float64(1<<20) * 8 / done.Seconds() / 1e9, unmarked, becns
+	}
+	n, nu, _ := victim("")
+	c, cu, becns := victim(", ib: {cc: {enabled: true}}")
+	t.Logf("victim h31 -> h1: no CC %.1f Gb/s, IB CC %.1f Gb/s (%d packets unmarked at credit-blocked ports, %d BECNs)", n, c, cu, becns)
+	if nu != 0 {
+		t.Errorf("no CC: %d packets counted unmarked; want 0 (nothing marks)", nu)
+	}
+	if cu == 0 || becns == 0 {
+		t.Errorf("IB CC: %d unmarked at blocked ports, %d BECNs; want both > 0 (victims exempt, the root marks)", cu, becns)
+	}
+	if c < 1.2*n {
+		t.Errorf("IB CC: victim %.1f Gb/s, no CC %.1f Gb/s; want >= 1.2x (a credit-blocked port is a victim and does not mark)", c, n)
 	}
 }
