@@ -15,9 +15,9 @@ import (
 //     packets it forwards, one in about MarkingRate+1 eligible packets. Lockstep carries it
 //     on the fabric's ECN marking (the ib profile turns it on with CC): ECN at Kmin =
 //     Threshold with probability 1/(MarkingRate+1) rising to 1 at Kmax = Threshold +
-//     MarkRamp (a RED ramp; the annex marks at a flat rate past the threshold and skips a
-//     port that lacks credits, a victim rather than a root of congestion; neither is
-//     modelled). Every data packet may be marked, ACKs and BECNs never are (the annex's
+//     MarkRamp (a RED ramp; the annex marks at a flat rate past the threshold). A port
+//     whose VL lacks credits is a victim rather than a root of congestion and does not
+//     mark (fabric.creditVictim). Every data packet may be marked, ACKs and BECNs never are (the annex's
 //     packet_size floor, OpenSM default 512 bytes, is not modelled: it would spare only a
 //     transfer's short last packet).
 //   - Notification (A10.2.2): the destination channel adapter returns every FECN as a BECN
