@@ -66,6 +66,9 @@ type CreditConfig struct {
 	// buffer covers the same credit round trip at any link rate. The ib transport sets it
 	// when the scenario gives neither buffer (the lockstep default).
 	ScaleByRate bool `yaml:"-"`
+	// MarkVictims turns IB CC's victim exemption off (creditVictim): a credit-blocked egress
+	// marks too, as lockstep did before it (for comparisons and tests; not a scenario key).
+	MarkVictims bool `yaml:"-"`
 }
 
 // CreditBufferRate is the link rate DefaultCreditBuffer is sized for: 400 Gb/s (NDR).
@@ -549,7 +552,7 @@ func (n *Network) CreditAudit(most int) []string {
 // ECT off p for the marking decision and returns true; the caller restores ECT after the
 // enqueue. Counted in CreditStats.VictimUnmarked.
 func (n *Network) creditVictim(port *Port, p *Packet) bool {
-	if !port.q.p.ecn || p.Flags&(ECT|CE) != ECT || port.paused&(1<<port.q.class(p)) == 0 {
+	if !port.q.p.ecn || p.Flags&(ECT|CE) != ECT || port.paused&(1<<port.q.class(p)) == 0 || n.credCfg.MarkVictims {
 		return false
 	}
 	p.Flags &^= ECT

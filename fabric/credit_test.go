@@ -333,3 +333,71 @@ func TestCreditLinkReinit(t *testing.T) {
 		}
 	}
 }
+
+// TestCreditVictimNotMarked: IB congestion control's victim exemption [IBTA vol 1 Annex
+// A10.2.1: a port marks only as the root of congestion, not while it lacks credits]. The
+// rig of TestCreditCongestionSpreading (3 + 4 -> 1 incast into h8 on s1, victim h9 -> h10
+// sharing s0's 400G uplink with the three remote incast flows, s0's hosts at 100G so that
+// the uplink is not oversubscribed by itself, s1's at 400G, 32 KiB per VL) with ECN on
+// every switch egress (RED from 16 KiB) and every packet ECN-capable: s0's uplink queue is
+// deep because s1 returns its credits slowly (a victim), s1's port to h8 because h8's link
+// is full (the root). The root marks incast packets; the victim's packets, which cross only
+// the credit-blocked uplink and h10's idle link, arrive unmarked, and the uplink counts the
+// packets it left unmarked (CreditStats.VictimUnmarked; a few victim packets are marked
+// in the moments the uplink has credits to spare, a root then). With MarkVictims (the model
+// before the exemption) the blocked uplink marks the victim too.
+func TestCreditVictimNotMarked(t *testing.T) {
+	run := func(markVictims bool) (victimCE, incastCE int, unmarked int64) {
+		h := newHarness(t, 3)
+		var hs []fabric.NodeID
+		for i := 0; i < 11; i++ {
+			hs = append(hs, h.node(fmt.Sprintf("h%d", i), fabric.Host))
+		}
+		s0, s1 := h.node("s0", fabric.Switch), h.node("s1", fabric.Switch)
+		r, d := 400*sim.Gbps, 100*sim.Nanosecond
+		sw := bigQ
+		sw.ECN = fabric.ECNConfig{Enabled: true, Kmin: 16 << 10, Kmax: 80 << 10, Pmax: 0.1}
+		for _, i := range []int{0, 1, 2, 3, 9} {
+			h.link(hs[i], s0, r/4, d, bigQ, sw) // 100G: s0's uplink alone is not oversubscribed
+		}
+		for _, i := range []int{4, 5, 6, 7, 8, 10} {
+			h.link(hs[i], s1, r, d, bigQ, sw)
+		}
+		h.link(s0, s1, r, d, sw, sw) // s0.p5 - s1.p6
+		h.n.Nodes[s0].Routes = fabric.RouteTable{Up: []uint16{5}}
+		h.n.Nodes[s1].Routes = fabric.RouteTable{Entries: []fabric.RouteEntry{
+			{HostLo: 8, HostHi: 9, Ports: []uint16{4}}, {HostLo: 10, HostHi: 11, Ports: []uint16{5}}}}
+		if err := h.n.SetCredits(fabric.CreditConfig{Enabled: true, BufferPerVL: 32 << 10, MarkVictims: markVictims}); err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range []int{0, 1, 2, 4, 5, 6, 7} {
+			h.sendN(0, 500, pkt{src: int32(i), dst: 8, flags: fabric.ECT})
+		}
+		h.sendN(0, 100, pkt{src: 9, dst: 10, flow: 1, flags: fabric.ECT})
+		h.run(sim.MaxTime)
+		h.audit()
+		if len(h.got) != 7*500+100 {
+			t.Fatalf("mark victims %v: delivered %d of %d", markVictims, len(h.got), 7*500+100)
+		}
+		for _, a := range h.got {
+			if a.flags&fabric.CE != 0 {
+				if a.flow == 1 {
+					victimCE++
+				} else {
+					incastCE++
+				}
+			}
+		}
+		return victimCE, incastCE, h.n.CreditStats(portID(h, "s0.p5"), h.s.Now()).VictimUnmarked
+	}
+	v, in, un := run(false)
+	t.Logf("exemption: victim CE %d of 100, incast CE %d of 3500, %d left unmarked at s0's uplink", v, in, un)
+	if v > 5 || in == 0 || un == 0 {
+		t.Errorf("exemption: victim CE %d (want <= 5), incast CE %d (want > 0: the root marks), unmarked at the blocked uplink %d (want > 0)", v, in, un)
+	}
+	mv, mi, mun := run(true)
+	t.Logf("victims mark too: victim CE %d of 100, incast CE %d", mv, mi)
+	if mv < 10*max(v, 1) || mun != 0 {
+		t.Errorf("victims mark too: victim CE %d (exemption %d; want >= 10x: the blocked uplink's queue is deep), %d counted unmarked (want 0)", mv, v, mun)
+	}
+}
