@@ -111,7 +111,7 @@ func (r *flowRouter) withPlaneBundles(caps []float64, share float64) []float64 {
 		for dir := range 2 {
 			id := pt.at(tbl, group, lk.Plane, dir)
 			out[2*k+dir] = id
-			caps[id] += float64(lk.Rate) * share
+			caps[id] += r.wireRate(2*k+dir, float64(lk.Rate)) * share
 		}
 	}
 	r.bundle, r.pt = out, pt

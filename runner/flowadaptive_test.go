@@ -37,7 +37,7 @@ func TestPlaneBundles(t *testing.T) {
 			d := l.Dims()
 			const qps = 2
 			m := transport.FlowModel{Paths: qps, WireBytes: 4122, HeaderBytes: 26, AckBytes: 26, AdaptiveSpray: true}
-			r, caps := newFlowRouter(l, m, 1, 0, 0, 0)
+			r, caps := newFlowRouter(l, m, nil, 1, 0, 0, 0)
 			if r.pt == nil || r.bundle == nil || r.bt != nil || r.spray {
 				t.Fatalf("pt %v, bundle %v, bt %v, spray %v; want per-plane bundles only", r.pt != nil, r.bundle != nil, r.bt != nil, r.spray)
 			}
@@ -105,7 +105,7 @@ func TestPlaneBundles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, _ := newFlowRouter(l, transport.FlowModel{Paths: 1, WireBytes: 4122, AckBytes: 26}, 1, 0, 0, 0); r.pt != nil || r.bundle != nil {
+	if r, _ := newFlowRouter(l, transport.FlowModel{Paths: 1, WireBytes: 4122, AckBytes: 26}, nil, 1, 0, 0, 0); r.pt != nil || r.bundle != nil {
 		t.Error("a QP transport without AdaptiveSpray got bundles")
 	}
 }

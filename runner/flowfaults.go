@@ -356,7 +356,7 @@ func (ff *flowFaults) eff(d int) float64 {
 	if b := ff.berP[d]; b > 0 {
 		p = 1 - (1-p)*math.Pow(1-b, ff.pktBits)
 	}
-	return ff.rate[k] * ff.share * ff.goodput(p)
+	return ff.r.wireRate(d, ff.rate[k]) * ff.share * ff.goodput(p)
 }
 
 // refresh sets directed link d's capacity (and its bundle's) to what its state gives; ev is

@@ -40,6 +40,9 @@ type flowRouter struct {
 	// model is the transport's flow model, name its plugin's Name (for messages).
 	model transport.FlowModel
 	name  string
+	// hop is the transport's link-level limit (its block as a transport.HopRateLimiter:
+	// InfiniBand credits), nil when it has none; see wireRate.
+	hop transport.HopRateLimiter
 	// bundle maps every directed link of a Clos or fat-tree to its bundle link (see
 	// bundleLinks); nil when flows are not bundled (the transport does not spray, or the
 	// topology is no Clos).
@@ -127,7 +130,8 @@ type bundleTable struct {
 // and returns the map, the bundles' capacities in bits/s and the routing table: each host's
 // NIC ports, each T0's uplinks and the links down into it, and in three tiers the T1-T2 links
 // out of each pod and into it, each over all planes.
-func bundleLinks(l *topo.Layout, links []topo.Link, first int) ([]int32, []float64, *bundleTable) {
+// A member adds wire(d), its directed link d's wire rate in bits/s (flowRouter.wireRate).
+func bundleLinks(l *topo.Layout, links []topo.Link, first int, wire func(d int) float64) ([]int32, []float64, *bundleTable) {
 	d := l.Dims()
 	bt := &bundleTable{d: d, hop: l.Params().HopLatency}
 	pods := max(d.Pods, 1)
@@ -169,7 +173,7 @@ func bundleLinks(l *topo.Layout, links []topo.Link, first int) ([]int32, []float
 		for dir := range 2 {
 			id := base[2*group+dir]
 			out[2*k+dir] = id
-			caps[int(id)-first] += float64(lk.Rate)
+			caps[int(id)-first] += wire(2*k + dir)
 		}
 	}
 	return out, caps, bt
@@ -182,7 +186,8 @@ func scenarioFlowRouter(sc *scenario.Scenario, t topo.Topology, domain int, upRa
 	if err != nil {
 		return nil, nil, err
 	}
-	r, caps := newFlowRouter(t, m, sc.Run.Seed, domain, upRate, upLat)
+	hop, _ := sc.Transport.Block().(transport.HopRateLimiter)
+	r, caps := newFlowRouter(t, m, hop, sc.Run.Seed, domain, upRate, upLat)
 	r.name = name
 	r.ecmpShared = sc.Fabric.ECMPSeed == "shared"
 	return r, caps, nil
@@ -202,20 +207,20 @@ func payloadShare(m transport.FlowModel) float64 {
 }
 
 // newFlowRouter returns the router for flow model m and the directed link capacities in
-// bits/s of payload (fabric links at their rate x payloadShare(m); scale-up links at upRate
-// when domain > 1; bundles, for a spraying transport on a Clos or fat-tree, at their
-// members' summed payload rates).
-func newFlowRouter(t topo.Topology, m transport.FlowModel, seed uint64, domain int, upRate sim.Rate, upLat sim.Time) (*flowRouter, []float64) {
-	r := &flowRouter{t: t, links: t.Links(), planes: t.Params().Planes, spray: m.Spray, seed: seed, domain: domain, nvlLat: upLat, model: m, wire: int64(max(m.WireBytes, 0))}
+// bits/s of payload (fabric links at their wire rate, wireRate: the line rate or less under
+// hop's link-level flow control, x payloadShare(m); scale-up links at upRate when domain >
+// 1; bundles, for a spraying transport on a Clos or fat-tree, at their members' summed
+// payload rates). hop is the transport's block as a transport.HopRateLimiter, nil for none.
+func newFlowRouter(t topo.Topology, m transport.FlowModel, hop transport.HopRateLimiter, seed uint64, domain int, upRate sim.Rate, upLat sim.Time) (*flowRouter, []float64) {
+	r := &flowRouter{t: t, links: t.Links(), planes: t.Params().Planes, spray: m.Spray, seed: seed, domain: domain, nvlLat: upLat, model: m, wire: int64(max(m.WireBytes, 0)), hop: hop}
 	r.paths = max(m.Paths, 1)
 	if m.Spray && m.Paths <= 0 {
 		r.paths = transport.DefaultFlowPaths
 	}
 	share := payloadShare(m)
 	caps := make([]float64, 2*len(r.links), 2*len(r.links)+2*t.NumHosts())
-	for k, l := range r.links {
-		c := float64(l.Rate) * share
-		caps[2*k], caps[2*k+1] = c, c
+	for d := range caps {
+		caps[d] = r.wireRate(d, float64(r.links[d/2].Rate)) * share
 	}
 	r.nvl = len(caps)
 	if domain > 1 {
@@ -225,7 +230,7 @@ func newFlowRouter(t topo.Topology, m transport.FlowModel, seed uint64, domain i
 	}
 	if l, ok := t.(*topo.Layout); ok && r.spray {
 		var bcaps []float64
-		r.bundle, bcaps, r.bt = bundleLinks(l, r.links, len(caps))
+		r.bundle, bcaps, r.bt = bundleLinks(l, r.links, len(caps), func(d int) float64 { return r.wireRate(d, float64(r.links[d/2].Rate)) })
 		r.bt.fwdFabric, r.bt.fwdHost = l.Params().FabricLink.TxTime(r.wire), l.Params().HostLink.TxTime(r.wire)
 		for i := range bcaps {
 			bcaps[i] *= share
@@ -234,6 +239,29 @@ func newFlowRouter(t topo.Topology, m transport.FlowModel, seed uint64, domain i
 	}
 	caps = r.withPlaneBundles(caps, share)
 	return r, caps
+}
+
+// wireRate is the most directed link d (link d/2 of Topology.Links, from its A end to its B
+// end when d is even) carries in wire bits/s when it runs at rate bits/s (its built rate or
+// a degrade's): rate itself, or the transport's link-level limit when that is lower (r.hop:
+// InfiniBand credits cap a link at its receiving end's buffer per VL over the credit round
+// trip, fabric.CreditRate, as the packet level's credit loop runs it; the receiving end is
+// a host adapter when it is a host). The flow level runs the link at this times
+// payloadShare, so a credit-starved fabric is as slow as at packet level [IBTA vol 1 §7.9].
+func (r *flowRouter) wireRate(d int, rate float64) float64 {
+	if r.hop == nil || rate <= 0 {
+		return rate
+	}
+	l := &r.links[d/2]
+	to := l.B.Node
+	if d%2 == 1 {
+		to = l.A.Node
+	}
+	h := float64(r.hop.HopRate(sim.Rate(rate), l.Delay, to >= 0 && to < r.t.NumHosts()))
+	if h < 0 || h >= rate {
+		return rate
+	}
+	return h
 }
 
 // bundleHostPorts bundles each host's NIC ports for a transport that does not spray (RoCE)

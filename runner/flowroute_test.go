@@ -41,7 +41,7 @@ func TestFlowBundles(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := l.Dims()
-			r, caps := newFlowRouter(l, transport.FlowModel{Spray: true}, 1, 0, 0, 0)
+			r, caps := newFlowRouter(l, transport.FlowModel{Spray: true}, nil, 1, 0, 0, 0)
 			if r.bundle == nil {
 				t.Fatal("MRC on a Clos is not bundled")
 			}

@@ -97,7 +97,7 @@ func TestCollRouterLongPaths(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			base, _ := newFlowRouter(l, transport.FlowModel{Spray: true}, 1, 0, 0, 0)
+			base, _ := newFlowRouter(l, transport.FlowModel{Spray: true}, nil, 1, 0, 0, 0)
 			r := &collRouter{flowRouter: base}
 			hosts, planes := l.NumHosts(), l.Params().Planes
 			long := 0
