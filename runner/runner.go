@@ -173,7 +173,27 @@ type Progress struct {
 }
 
 // RunWith is Run with options.
-func RunWith(sc *scenario.Scenario, opt Options) (*Result, error) { return run(sc, false, opt) }
+func RunWith(sc *scenario.Scenario, opt Options) (*Result, error) {
+	res, err := run(sc, false, opt)
+	if res != nil {
+		res.Summary.Notes = engineNotes(sc)
+	}
+	return res, err
+}
+
+// engineNotes is what the engine running sc leaves out of it (Summary.Notes): at flow level,
+// the notes of the transport block's transport.FlowLevelNoter; nil at packet level, under
+// the ideal transport, and for a block with nothing to say.
+func engineNotes(sc *scenario.Scenario) []string {
+	if sc.Run.Engine != scenario.EngineFlow || !sc.Fluid() {
+		return nil
+	}
+	n, ok := sc.Transport.Block().(transport.FlowLevelNoter)
+	if !ok {
+		return nil
+	}
+	return n.FlowLevelNotes()
+}
 
 // run executes sc; with dryFaults its faults are scheduled but not applied (the faultless
 // twin of a run with faults).

@@ -37,6 +37,11 @@ type Summary struct {
 	// counts. Absent (false) for a run that succeeded; the CLI exits 1 on a failed run.
 	Failed        bool   `json:"failed,omitempty"`
 	FailureReason string `json:"failure_reason,omitempty"`
+	// Notes say what the run's engine leaves out of the scenario (at run.engine flow, each
+	// note of the transport's transport.FlowLevelNoter: InfiniBand's congestion control),
+	// one sentence each naming its field; the terminal prints them as "note:" lines.
+	// Absent when there is nothing to say.
+	Notes []string `json:"notes,omitempty"`
 	// QPErrorsAllowed: QPs errored and run.allow_qp_errors accepted it (a failure study).
 	QPErrorsAllowed bool `json:"qp_errors_allowed,omitempty"`
 	// UnboundedFlows counts the unbounded flows (htsim connections of size 0,

@@ -180,3 +180,35 @@ func TestUnboundedFlowsDoNotFail(t *testing.T) {
 		t.Errorf("summary.json unbounded_flows %d failed %v (%v); want 1, false", s.Unbounded, s.Failed, err)
 	}
 }
+
+// TestFlowLevelNotesPrinted: an InfiniBand run with cc at run.engine flow prints the note
+// that IB congestion control is not modelled there ("note: transport.ib.cc: ...") and keeps
+// it in summary.json's notes; at packet level neither has it.
+func TestFlowLevelNotesPrinted(t *testing.T) {
+	for _, engine := range []string{"flow", "packet"} {
+		file := filepath.Join(t.TempDir(), "ibcc.yaml")
+		y := "name: ibcc\ntopology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 8, host_link: 100G}}\n" +
+			"transport: {kind: ib, ib: {cc: {enabled: true}}}\ntraffic: [{pattern: permutation, bytes: 64KB}]\n" +
+			"run: {seed: 1, engine: " + engine + "}\n"
+		if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		code, out, stderr := cli(t, "run", file, "--out", dir, "--quiet")
+		if code != 0 {
+			t.Fatalf("%s: exit %d, stderr %q", engine, code, stderr)
+		}
+		var s struct {
+			Notes []string `json:"notes"`
+		}
+		if err := json.Unmarshal(readFile(t, filepath.Join(dir, "summary.json")), &s); err != nil {
+			t.Fatal(err)
+		}
+		want := engine == "flow"
+		printed := strings.Contains(out, "note: transport.ib.cc: InfiniBand congestion control")
+		inJSON := len(s.Notes) == 1 && strings.HasPrefix(s.Notes[0], "transport.ib.cc: ")
+		if printed != want || inJSON != want {
+			t.Errorf("%s: printed %v, summary.json notes %q; want the transport.ib.cc note in both: %v\n%s", engine, printed, s.Notes, want, out)
+		}
+	}
+}

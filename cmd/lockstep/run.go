@@ -440,6 +440,15 @@ func printOutcome(w io.Writer, s *runner.Summary) {
 		c := s.Transfers()
 		fmt.Fprintf(w, "QP ERRORS: %d QP(s) errored (accepted: run.allow_qp_errors is true)\n", c.QPErrors)
 	}
+	printNotes(w, s)
+}
+
+// printNotes prints what the run's engine left out of the scenario (Summary.Notes), one
+// "note:" line each.
+func printNotes(w io.Writer, s *runner.Summary) {
+	for _, n := range s.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
 }
 
 // loadVariantsArg returns the variants of a scenario file with a variants section, or nil
@@ -801,6 +810,7 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	if res.Chakra != nil {
 		printChakra(w, sc, res)
 		if sc.Transport.Kind == scenario.TransportIdeal || sc.Fluid() {
+			printNotes(w, &res.Summary)
 			printFaultCosts(w, sc, &res.Summary) // the flow level's faults (none under ideal)
 			fmt.Fprintf(w, "results: %s\n", filepath.Join(sc.Run.Out, "summary.json"))
 			return

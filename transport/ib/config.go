@@ -265,6 +265,17 @@ func (c *Config) DataPacketBytes() (payload, wire int64) {
 // QPsPerTransfer returns the QPs one transfer opens (transport.QPFanout).
 func (c *Config) QPsPerTransfer(planes int) int { return max(1, c.QPsPerPeer) * max(1, planes) }
 
+// FlowLevelNotes says what the flow level leaves out of this block (transport.FlowLevelNoter):
+// with cc on, IB congestion control (FECN marking, BECN, the CCT's rate steps); the flow
+// level's max-min rates on credit-limited lossless links are then what the fabric gives
+// without it, the victim flows' slowdown from congestion spreading included.
+func (c *Config) FlowLevelNotes() []string {
+	if !c.CCOn() {
+		return nil
+	}
+	return []string{"transport.ib.cc: InfiniBand congestion control (FECN marking, BECN, the CCT's injection rate delay) is not modelled at run.engine flow: rates are max-min on the credit-limited lossless links, as without cc; run.engine packet runs it"}
+}
+
 // HopRate is the most one link of rate bits/s and one-way delay carries under this block's
 // credits (transport.HopRateLimiter): fabric.CreditRate with the receiving end's buffer per
 // VL (host_buffer_per_vl into a host adapter, buffer_per_vl into a switch) and a full data
