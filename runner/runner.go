@@ -78,6 +78,9 @@ type Result struct {
 	// stall, when a workload stopped with collectives not done (a stallError), is why: the
 	// run keeps the figures gathered up to then and fails with it (markOutcome's peer).
 	stall string
+	// undrained, when the fabric still held packets after run.drain, is what it held: the
+	// run completes as failed (markNotDrained).
+	undrained *NotDrained
 }
 
 // stallError is a workload that stopped before its collectives were done (run.duration
@@ -330,6 +333,7 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 		}
 		sm.Failed, sm.FailureReason = true, why
 	}
+	markNotDrained(sc, &res.Summary, res.undrained)
 	markTrainingOutcome(sc, &res.Summary)
 	if faults := res.Faults; len(faults) > 0 && !dryFaults {
 		var base []progressSample
@@ -491,7 +495,7 @@ func runRaw(sc *scenario.Scenario, layout topo.Topology, res *Result) error {
 			return err
 		}
 		if left := net.InFlight(); left > 0 {
-			return notDrained(net, left, sc.Run.Drain)
+			res.undrained = notDrained(net, left, sc.Run.Drain)
 		}
 	}
 	res.Raw = raw
@@ -632,15 +636,71 @@ func round3(x float64) float64 {
 	return math.Round(x*1000) / 1000
 }
 
+// NotDrained is summary.json's "not_drained": what a run whose fabric did not empty within
+// run.drain left inside it. Such a run completes as failed (unless run.allow_not_drained):
+// its figures and files cover the run, the packets still inside counted in
+// in_flight_packets_at_end; FailureReason names the fullest ports (Reason).
+type NotDrained struct {
+	DrainUs float64 `json:"drain_us"` // run.drain, us
+	Packets int64   `json:"packets"`  // packets still inside the fabric after it
+	// FullestPorts are the ports holding the most packets (queued, being serialised or on
+	// the link), most first, at most notDrainedPorts of them.
+	FullestPorts []NotDrainedPort `json:"fullest_ports"`
+	drain        sim.Time         // run.drain, for Reason
+}
+
+// NotDrainedPort is one port holding packets when the drain budget ran out.
+type NotDrainedPort struct {
+	Port        string `json:"port"`         // the port's name ("p0.t0-1.down3")
+	Packets     int    `json:"packets"`      // queued, being serialised or on the link
+	QueuedBytes int64  `json:"queued_bytes"` // bytes waiting in its queues
+}
+
+// notDrainedPorts is how many of the fullest ports NotDrained names.
+const notDrainedPorts = 5
+
 // notDrained names the ports still holding packets when the drain budget ran out: a fabric
-// that cannot empty is a stuck run, reported rather than summarised as if it had finished.
-func notDrained(net *fabric.Network, left int64, drain sim.Time) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "fabric did not drain within run.drain (%v): %d packets still inside; fullest ports:", drain, left)
-	for _, o := range net.Occupied(5) {
-		fmt.Fprintf(&b, " %s (%d packets, %d B queued);", o.Name, o.Packets, o.QueuedBytes)
+// that cannot empty is a stuck run (a credit loop, a PFC deadlock, a link down with packets
+// queued for it), reported as a failed run rather than summarised as if it had finished.
+func notDrained(net *fabric.Network, left int64, drain sim.Time) *NotDrained {
+	nd := &NotDrained{DrainUs: us(drain), Packets: left, FullestPorts: []NotDrainedPort{}, drain: drain}
+	for _, o := range net.Occupied(notDrainedPorts) {
+		nd.FullestPorts = append(nd.FullestPorts, NotDrainedPort{Port: o.Name, Packets: o.Packets, QueuedBytes: o.QueuedBytes})
 	}
-	return errors.New(strings.TrimSuffix(b.String(), ";"))
+	return nd
+}
+
+// Reason is the failure reason of a run that did not drain: the packets left and the
+// fullest ports, each with its packets and bytes queued.
+func (nd *NotDrained) Reason() string {
+	drain := nd.drain
+	if drain == 0 { // read back from summary.json
+		drain = sim.Time(math.Round(nd.DrainUs * 1e6))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "fabric did not drain within run.drain (%v): %d packets still inside; fullest ports:", drain, nd.Packets)
+	for _, o := range nd.FullestPorts {
+		fmt.Fprintf(&b, " %s (%d packets, %d B queued);", o.Port, o.Packets, o.QueuedBytes)
+	}
+	return strings.TrimSuffix(b.String(), ";")
+}
+
+// markNotDrained records in s that the fabric did not drain (nd; nil: it did): a failed run
+// with nd's reason first, unless run.allow_not_drained accepts it (NotDrainedAllowed).
+func markNotDrained(sc *scenario.Scenario, s *Summary, nd *NotDrained) {
+	if nd == nil {
+		return
+	}
+	s.NotDrained = nd
+	if sc.Run.AllowNotDrained {
+		s.NotDrainedAllowed = true
+		return
+	}
+	why := nd.Reason()
+	if s.FailureReason != "" {
+		why += "; " + s.FailureReason
+	}
+	s.Failed, s.FailureReason = true, why
 }
 
 // drain runs the kernel for run.drain after end so packets in flight land. With the default
@@ -706,7 +766,7 @@ func driveTransport(sc *scenario.Scenario, res *Result, smp *sampler, onDone *fu
 		return 0, nil, err
 	}
 	if left := net.InFlight(); left > 0 {
-		return 0, nil, notDrained(net, left, sc.Run.Drain)
+		res.undrained = notDrained(net, left, sc.Run.Drain)
 	}
 	return end, snap, nil
 }

@@ -42,6 +42,11 @@ type Summary struct {
 	// one sentence each naming its field; the terminal prints them as "note:" lines.
 	// Absent when there is nothing to say.
 	Notes []string `json:"notes,omitempty"`
+	// NotDrained, when the fabric still held packets after run.drain, says how many and the
+	// fullest ports; the run is then failed (FailureReason names them) unless
+	// run.allow_not_drained, which sets NotDrainedAllowed instead. Absent when it drained.
+	NotDrained        *NotDrained `json:"not_drained,omitempty"`
+	NotDrainedAllowed bool        `json:"not_drained_allowed,omitempty"`
 	// QPErrorsAllowed: QPs errored and run.allow_qp_errors accepted it (a failure study).
 	QPErrorsAllowed bool `json:"qp_errors_allowed,omitempty"`
 	// UnboundedFlows counts the unbounded flows (htsim connections of size 0,

@@ -406,6 +406,11 @@ type Run struct {
 	// for failure studies: the run still reports them in the headline and summary.json but
 	// does not count as failed. Default false: any QP error fails the run (exit code 1).
 	AllowQPErrors bool `yaml:"allow_qp_errors,omitempty"`
+	// AllowNotDrained accepts a fabric that still holds packets after run.drain (a PFC
+	// deadlock or credit loop under study): the run reports them (summary.json not_drained,
+	// the headline) but does not count as failed. Default false: a run that does not drain
+	// fails (exit code 1), with every output written.
+	AllowNotDrained bool `yaml:"allow_not_drained,omitempty"`
 	// MaxMemory bounds the run's estimated peak memory (Scenario.Estimate; left out:
 	// DefaultMaxMemory, 64 GiB): a scenario estimated beyond it is rejected before it starts,
 	// naming the figures, instead of being killed for memory hours in. Raise it on a machine

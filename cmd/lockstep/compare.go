@@ -357,7 +357,8 @@ func unfinishedAll(s *runner.Summary) bool {
 // outcomeCell is the comparison table's outcome for a run: "interrupted (SIGINT)" for one a
 // signal stopped (summary.json "complete": false: its figures cover the run so far),
 // "failed: " and the first clause of the reason (at most outcomeReasonMax characters; the
-// note under the table gives it whole), "ok (QP errors allowed)", or "ok".
+// note under the table gives it whole), "ok (QP errors allowed)", "ok (not drained,
+// allowed)", or "ok".
 func outcomeCell(s *runner.Summary) string {
 	switch {
 	case !s.Complete:
@@ -382,6 +383,8 @@ func outcomeCell(s *runner.Summary) string {
 		return "failed: " + why
 	case s.QPErrorsAllowed:
 		return "ok (QP errors allowed)"
+	case s.NotDrainedAllowed:
+		return "ok (not drained, allowed)"
 	}
 	return "ok"
 }

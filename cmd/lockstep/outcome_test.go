@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -209,6 +210,52 @@ func TestFlowLevelNotesPrinted(t *testing.T) {
 		inJSON := len(s.Notes) == 1 && strings.HasPrefix(s.Notes[0], "transport.ib.cc: ")
 		if printed != want || inJSON != want {
 			t.Errorf("%s: printed %v, summary.json notes %q; want the transport.ib.cc note in both: %v\n%s", engine, printed, s.Notes, want, out)
+		}
+	}
+}
+
+// TestNotDrainedRun: a run whose fabric does not drain in run.drain (1 ns after a raw ECMP
+// permutation at full load for 20 us) completes as failed: exit 1, the headline RUN FAILED naming the
+// fullest port with its packets and bytes queued, summary.json failed with the same reason
+// and not_drained, and every output file written; with run.allow_not_drained it exits 0 and
+// the headline says NOT DRAINED, accepted.
+func TestNotDrainedRun(t *testing.T) {
+	const y = "name: nd\ntopology: {clos: {tiers: 2, planes: 1, radix: 8, host_link: 100G, hop_latency: 500ns}}\n" +
+		"fabric: {switch_queue: {limit: 256KiB}}\ntraffic: [{pattern: permutation, path: ecmp, load: 1}]\nrun: {seed: 1, duration: 20us, drain: 1ns%s}\n"
+	for _, allow := range []bool{false, true} {
+		extra := ""
+		if allow {
+			extra = ", allow_not_drained: true"
+		}
+		file := filepath.Join(t.TempDir(), "nd.yaml")
+		if err := os.WriteFile(file, []byte(strings.Replace(y, "%s", extra, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		code, out, stderr := cli(t, "run", file, "--out", dir, "--quiet")
+		var s runner.Summary
+		if err := json.Unmarshal(readFile(t, filepath.Join(dir, "summary.json")), &s); err != nil {
+			t.Fatalf("allow %v: summary.json: %v (exit %d, stderr %q)", allow, err, code, stderr)
+		}
+		nd := s.NotDrained
+		if nd == nil || len(nd.FullestPorts) == 0 || nd.Packets <= 0 {
+			t.Fatalf("allow %v: not_drained %+v; want the packets left and the fullest ports", allow, nd)
+		}
+		top := nd.FullestPorts[0]
+		named := fmt.Sprintf("%s (%d packets, %d B queued)", top.Port, top.Packets, top.QueuedBytes)
+		if allow {
+			if code != 0 || s.Failed || !s.NotDrainedAllowed || !strings.Contains(out, "NOT DRAINED: fabric did not drain") || !strings.Contains(out, named) {
+				t.Errorf("allowed: exit %d, failed %v, allowed %v, stdout %q; want exit 0 and NOT DRAINED naming %s", code, s.Failed, s.NotDrainedAllowed, out, named)
+			}
+		} else {
+			if code != 1 || !s.Failed || !strings.Contains(s.FailureReason, named) || !strings.Contains(out, "RUN FAILED: fabric did not drain within run.drain (1ns)") || !strings.Contains(out, named) {
+				t.Errorf("exit %d, failed %v, reason %q, stdout %q; want exit 1 and RUN FAILED naming %s", code, s.Failed, s.FailureReason, out, named)
+			}
+		}
+		for _, f := range []string{"scenario.yaml", "flows.csv", "links.csv", "topology.json", "report.html", "summary.json"} {
+			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+				t.Errorf("allow %v: %s not written: %v", allow, f, err)
+			}
 		}
 	}
 }

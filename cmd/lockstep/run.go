@@ -440,6 +440,9 @@ func printOutcome(w io.Writer, s *runner.Summary) {
 		c := s.Transfers()
 		fmt.Fprintf(w, "QP ERRORS: %d QP(s) errored (accepted: run.allow_qp_errors is true)\n", c.QPErrors)
 	}
+	if nd := s.NotDrained; nd != nil && s.NotDrainedAllowed {
+		fmt.Fprintf(w, "NOT DRAINED: %s (accepted: run.allow_not_drained is true)\n", nd.Reason())
+	}
 	printNotes(w, s)
 }
 
