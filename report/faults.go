@@ -26,8 +26,10 @@ type faultsData struct {
 }
 
 // readFaults reads faults.csv (docs/outputs.md). Required columns: action, target, at_us;
-// end_us, detect_us, recover_us (the last two relative to at_us) and cycle are used when
-// present. Errors are *FileError values naming file, line and column.
+// end_us, detect_at_us, recover_at_us (absolute simulated times, as at_us) and cycle are
+// used when present; a folder written before faults.csv's times were all absolute has
+// detect_us and recover_us instead, relative to at_us, and is read as such. Errors are
+// *FileError values naming file, line and column.
 func readFaults(file string, r io.Reader) (*faultsData, error) {
 	t, err := newCSVTable(file, r, "action", "target", "at_us")
 	if err != nil {
@@ -62,19 +64,28 @@ func readFaults(file string, r io.Reader) (*faultsData, error) {
 			}
 			s.end = v
 		}
-		for _, rel := range []struct {
-			col string
-			dst *float64
-		}{{"detect_us", &s.detect}, {"recover_us", &s.recover}} {
-			v, ok, err := t.optFloat(rel.col)
+		for _, c := range []struct {
+			abs, rel string // the column (absolute), the older one (relative to at_us)
+			dst      *float64
+		}{{"detect_at_us", "detect_us", &s.detect}, {"recover_at_us", "recover_us", &s.recover}} {
+			if v, ok, err := t.optFloat(c.abs); err != nil {
+				return nil, err
+			} else if ok {
+				if v < s.at {
+					return nil, t.cellErr(c.abs, errors.New("before at_us"))
+				}
+				*c.dst = v
+				continue
+			}
+			v, ok, err := t.optFloat(c.rel)
 			if err != nil {
 				return nil, err
 			}
 			if ok {
 				if v < 0 {
-					return nil, t.cellErr(rel.col, errNegative(t.str(rel.col)))
+					return nil, t.cellErr(c.rel, errNegative(t.str(c.rel)))
 				}
-				*rel.dst = s.at + v
+				*c.dst = s.at + v
 			}
 		}
 		d.spans = append(d.spans, s)

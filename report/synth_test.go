@@ -103,8 +103,8 @@ func (s synthRun) files() map[string]string {
 	}
 	f[fileEV] = b.String()
 
-	f[fileFaults] = "entry,cycle,action,target,at_us,end_us,detect_us,last_retx_us,recover_us,baseline_gbps,during_gbps,during_fraction,throughput_lost_bytes,packets_dropped,loss_retx_events,qp_errors\n" +
-		"0,0,down,h0.p1,30,50,1.5,10,12,400,300,0.75,10000,3,4,0\n" +
+	f[fileFaults] = "entry,cycle,action,target,at_us,end_us,detect_at_us,last_retx_at_us,recover_at_us,baseline_gbps,during_gbps,during_fraction,throughput_lost_bytes,packets_dropped,loss_retx_events,qp_errors\n" +
+		"0,0,down,h0.p1,30,50,31.5,40,42,400,300,0.75,10000,3,4,0\n" +
 		"1,0,flap,p0.t0-0.down3,60,,,,,400,,,,0,0,0\n"
 	b.Reset()
 	b.WriteString("name,size_bytes,count,type,redop,root,op,algorithm,ranks,time_us,algbw_GBps,busbw_GBps,model_us\n")

@@ -28,7 +28,9 @@ type FaultCost struct {
 	// did within it.
 	EndUs float64 `json:"end_us"`
 	// DetectUs is the first loss-driven retransmission (MRC: SACK gap or timeout; RoCE:
-	// go-back-N) after the failure: when the transport reacted.
+	// go-back-N) after the failure: when the transport reacted. DetectUs, LastRetxUs and
+	// RecoverUs are durations from AtUs (faults.csv writes them as absolute times:
+	// detect_at_us, last_retx_at_us, recover_at_us).
 	DetectUs *float64 `json:"detect_us,omitempty"`
 	// LastRetxUs is the last loss-driven retransmission before the next failure or the end:
 	// when the transport stopped paying for it.
@@ -321,9 +323,14 @@ func compareTwin(c *FaultCost, sp *faultSpan, progress, twin []progressSample, f
 	}
 }
 
-// FaultsCSVHeader is the header of faults.csv: one row per failure (FaultCost).
-var FaultsCSVHeader = []string{"entry", "cycle", "action", "target", "at_us", "end_us", "detect_us", "last_retx_us",
-	"recover_us", "baseline_gbps", "during_gbps", "during_fraction", "throughput_lost_bytes", "packets_dropped",
+// FaultsCSVHeader is the header of faults.csv: one row per failure (FaultCost). Every time
+// column is an absolute simulated time in microseconds, its name ending _us: at_us and
+// end_us as in summary.json, detect_at_us, last_retx_at_us and recover_at_us its
+// detect_us, last_retx_us and recover_us (durations from at_us) added to at_us, so the file
+// lines up with links.csv's and flows.csv's times (docs/outputs.md). Before, the three were
+// written relative under summary.json's names, beside absolute at_us and end_us.
+var FaultsCSVHeader = []string{"entry", "cycle", "action", "target", "at_us", "end_us", "detect_at_us", "last_retx_at_us",
+	"recover_at_us", "baseline_gbps", "during_gbps", "during_fraction", "throughput_lost_bytes", "packets_dropped",
 	"loss_retx_events", "qp_errors", "note"}
 
 // optInt formats an optional count: empty when absent.
@@ -347,15 +354,17 @@ func WriteFaultsCSV(w io.Writer, costs []FaultCost) error {
 		}
 		return f(x)
 	}
-	optp := func(x *float64) string {
-		if x == nil {
-			return ""
-		}
-		return f(*x)
-	}
 	for _, c := range costs {
+		// at is a duration from the failure's start as an absolute time, rounded as the
+		// summary rounds (both terms are to the nanosecond already).
+		at := func(rel *float64) string {
+			if rel == nil {
+				return ""
+			}
+			return f(round3(c.AtUs + *rel))
+		}
 		row := []string{strconv.Itoa(c.Entry), strconv.Itoa(c.Cycle), c.Action, c.Target, f(c.AtUs), f(c.EndUs),
-			optp(c.DetectUs), optp(c.LastRetxUs), optp(c.RecoverUs), opt(c.BaselineGbps), f(c.DuringGbps), opt(c.DuringFraction),
+			at(c.DetectUs), at(c.LastRetxUs), at(c.RecoverUs), opt(c.BaselineGbps), f(c.DuringGbps), opt(c.DuringFraction),
 			optInt(c.LostBytes), strconv.FormatInt(c.PacketsDropped, 10), strconv.Itoa(c.LossRetxEvents), strconv.Itoa(c.QPErrors), c.Note}
 		if err := cw.Write(row); err != nil {
 			return err

@@ -212,3 +212,38 @@ run: {duration: %s, sample_interval: 5us, allow_qp_errors: true}
 		}
 	}
 }
+
+// TestFaultsCSVAbsoluteTimes: every time column of faults.csv is an absolute simulated time
+// in microseconds (its name ends _us): at_us and end_us as in summary.json, and
+// detect_at_us, last_retx_at_us and recover_at_us are summary.json's durations from at_us
+// added to it (empty when absent), for failures at several times, with and without each.
+func TestFaultsCSVAbsoluteTimes(t *testing.T) {
+	p := func(x float64) *float64 { return &x }
+	costs := []FaultCost{
+		{Entry: 0, Action: "down", Target: "h0.p1", AtUs: 50, EndUs: 5050, DetectUs: p(20.744), LastRetxUs: p(1000.001), RecoverUs: p(326)},
+		{Entry: 1, Cycle: 2, Action: "flap", Target: "p0.t0-0.down3", AtUs: 1234.567, EndUs: 1300},
+		{Entry: 2, Action: "loss", Target: "h1.p0", AtUs: 0.001, EndUs: 9, DetectUs: p(0.1), RecoverUs: p(8.999)},
+	}
+	want := [][3]string{{"70.744", "1050.001", "376"}, {"", "", ""}, {"0.101", "", "9"}}
+	var b strings.Builder
+	if err := WriteFaultsCSV(&b, costs); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	head := strings.Split(lines[0], ",")
+	col := map[string]int{}
+	for i, h := range head {
+		col[h] = i
+		if strings.Contains(h, "_us") && !strings.HasSuffix(h, "_us") || h == "detect_us" || h == "last_retx_us" || h == "recover_us" {
+			t.Errorf("column %q: want every time column absolute, named ..._us with at in it for the reaction times", h)
+		}
+	}
+	for i, c := range costs {
+		row := strings.Split(lines[i+1], ",")
+		for j, name := range []string{"detect_at_us", "last_retx_at_us", "recover_at_us"} {
+			if got := row[col[name]]; got != want[i][j] {
+				t.Errorf("row %d (at %v us): %s %q; want %q", i, c.AtUs, name, got, want[i][j])
+			}
+		}
+	}
+}
