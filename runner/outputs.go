@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/transport"
 )
 
 // FlowsCSVHeader is the header of flows.csv: one row per traffic flow (raw: per flow and
@@ -69,10 +70,11 @@ func WriteFlowsCSV(w io.Writer, res *Result) error {
 	return cw.Error()
 }
 
-// ofLine formats a fraction of line rate for flows.csv: empty when negative (not measured).
+// ofLine formats a fraction of line rate for flows.csv (transport.RoundFrac: 3 decimals, 3
+// significant digits below 0.01): empty when negative (not measured).
 func ofLine(x float64) string {
 	if x < 0 {
 		return ""
 	}
-	return strconv.FormatFloat(round3(x), 'f', -1, 64)
+	return strconv.FormatFloat(transport.RoundFrac(x), 'f', -1, 64)
 }

@@ -25,15 +25,22 @@ func PrintTransfers(w io.Writer, s *Summary, collective bool, qps, over string) 
 	}
 }
 
-// PrintActive writes the throughput-while-all-flows-were-active line (until the first
-// completion, in us; mean and min fractions of line rate; the header share of the wire in
-// percent); nothing when it was not measured (until <= 0).
-func PrintActive(w io.Writer, until, mean, lo, hdrPct float64) {
-	if until <= 0 {
+// PrintActive writes the throughput-while-all-flows-were-active line of s (until the first
+// completion, in us; the mean and min over the flows of each one's payload rate as a
+// fraction of its NIC's line rate, FormatFrac: 3 significant digits below 0.01; the header
+// share of the wire in percent); nothing when it was not measured. When the mean is below
+// 0.1 of line (many flows share a bottleneck: an N -> 1 incast gives each sender 1/N) it
+// adds the flows' sum in NIC line rates, which says how full the bottleneck ran.
+func PrintActive(w io.Writer, s *Summary) {
+	if s.ActiveUntilUs <= 0 {
 		return
 	}
-	fmt.Fprintf(w, "throughput while all flows were active (to %.1f us): mean %.3f, min %.3f of line rate (payload; headers are %.2f%% of the wire)\n",
-		until, mean, lo, hdrPct)
+	fmt.Fprintf(w, "throughput while all flows were active (to %.1f us): mean %s, min %s of line rate (payload; headers are %.2f%% of the wire)",
+		s.ActiveUntilUs, FormatFrac(s.ActiveThroughputMeanOfLine), FormatFrac(s.ActiveThroughputMinOfLine), s.HeaderOverheadPct)
+	if n := s.ActiveFlows; n > 1 && s.ActiveThroughputMeanOfLine < 0.1 {
+		fmt.Fprintf(w, "; the %d flows together %s of one NIC's line rate", n, FormatFrac(s.ActiveThroughputMeanOfLine*float64(n)))
+	}
+	fmt.Fprintln(w)
 }
 
 // PrintQPErrors writes one line per QP error listed in s, then the block's closing blank line.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/lockstepsim/lockstep/sim"
@@ -71,10 +72,15 @@ type Summary struct {
 	// in microseconds; each traffic flow's payload placed from its start to then, over that
 	// time, as a fraction of the NIC line rate (all planes), is its active_of_line in
 	// flows.csv, and the mean and min over the flows are ActiveThroughputMeanOfLine and
-	// ActiveThroughputMinOfLine. Payload only: HeaderOverheadPct of the wire is headers.
+	// ActiveThroughputMinOfLine (3 decimals, 3 significant digits below 0.01: RoundFrac).
+	// Payload only: HeaderOverheadPct of the wire is headers.
 	ActiveUntilUs              float64 `json:"active_until_us,omitempty"`
 	ActiveThroughputMeanOfLine float64 `json:"active_throughput_mean_of_line,omitempty"`
 	ActiveThroughputMinOfLine  float64 `json:"active_throughput_min_of_line,omitempty"`
+	// ActiveFlows is how many flows the two figures average over (the terminal adds their
+	// sum, the flows' aggregate in NIC line rates, when the mean is small); not in
+	// summary.json, whose flows.csv holds each flow's share.
+	ActiveFlows int `json:"-"`
 	// Loss-driven retransmissions (SACK gap, NAK or timeout): the first and last time one
 	// was sent and, with faults, the span from the first fault to the last one (its
 	// recovery time when there was one failure).
@@ -188,8 +194,9 @@ func (s *Summary) SetActive(activeAt sim.Time, ofLine func(yield func(float64) b
 	}
 	if n > 0 {
 		s.ActiveUntilUs = Us(activeAt)
-		s.ActiveThroughputMeanOfLine = Round3(sum / float64(n))
-		s.ActiveThroughputMinOfLine = Round3(lo)
+		s.ActiveThroughputMeanOfLine = RoundFrac(sum / float64(n))
+		s.ActiveThroughputMinOfLine = RoundFrac(lo)
+		s.ActiveFlows = n
 	}
 }
 
@@ -230,6 +237,31 @@ func Round3(x float64) float64 {
 		return 0
 	}
 	return math.Round(x*1000) / 1000
+}
+
+// RoundFrac rounds a fraction of line rate for the summary: to 3 decimals from 0.01 up (as
+// Round3), below that to 3 significant digits, so a share that small is not shown as 0: a
+// 1,023 -> 1 incast gives each sender 1/1,023 of its line (0.000977), which 3 decimals made
+// 0.001 or, for the slowest sender, 0.000. NaN and infinities are 0.
+func RoundFrac(x float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	if a := math.Abs(x); a >= 0.01 || a == 0 {
+		return Round3(x)
+	}
+	p := math.Pow(10, 2-math.Floor(math.Log10(math.Abs(x))))
+	return math.Round(x*p) / p
+}
+
+// FormatFrac formats a fraction of line rate RoundFrac rounded: 3 decimals from 0.01 up,
+// else 3 significant digits ("0.851", "0.000977").
+func FormatFrac(x float64) string {
+	x = RoundFrac(x)
+	if a := math.Abs(x); a >= 0.01 || a == 0 {
+		return strconv.FormatFloat(x, 'f', 3, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
 }
 
 // LossLog records when an adapter resent after a loss (one entry per instant, in order) and

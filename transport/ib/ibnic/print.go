@@ -6,16 +6,21 @@ import (
 
 	"github.com/lockstepsim/lockstep/transport"
 	"github.com/lockstepsim/lockstep/transport/ib"
+	"github.com/lockstepsim/lockstep/transport/roce/rocenic"
 )
 
 // printBlock writes InfiniBand's block of the terminal summary: the completions, the
-// throughput while all flows were active, the go-back-N figures, IB CC's marks and BECNs
+// throughput while all flows were active and its flow-level reference for the routing in
+// force (rocenic.PrintMaxMin), the go-back-N figures, IB CC's marks and BECNs
 // when any, then the QP errors.
 func printBlock(w io.Writer, s *transport.Summary, collective bool) {
 	transport.PrintTransfers(w, s, collective, "", "")
-	transport.PrintActive(w, s.ActiveUntilUs, s.ActiveThroughputMeanOfLine, s.ActiveThroughputMinOfLine, s.HeaderOverheadPct)
-	fmt.Fprintf(w, "InfiniBand: go-back-N resent %d packets (%d B) after %d timeouts; QP errors %d\n", s.RetxPackets, s.RetxBytes, s.Timeouts, s.QPErrors)
+	transport.PrintActive(w, s)
 	d, _ := s.Detail.(*Detail)
+	if d != nil && d.Detail != nil {
+		rocenic.PrintMaxMin(w, s, d.Detail)
+	}
+	fmt.Fprintf(w, "InfiniBand: go-back-N resent %d packets (%d B) after %d timeouts; QP errors %d\n", s.RetxPackets, s.RetxBytes, s.Timeouts, s.QPErrors)
 	if d != nil && d.Detail != nil && d.CEPackets > 0 {
 		fmt.Fprintf(w, "InfiniBand CC: %d FECN-marked data packets, %d BECNs; injection rate at end min %.1f, mean %.1f Gb/s\n", d.CEPackets, d.CNPsSent, d.RateMinGbps, d.RateMeanGbps)
 	}

@@ -12,7 +12,7 @@ import (
 // attribution, then the QP errors.
 func printBlock(w io.Writer, s *transport.Summary, collective bool) {
 	transport.PrintTransfers(w, s, collective, "", "")
-	transport.PrintActive(w, s.ActiveUntilUs, s.ActiveThroughputMeanOfLine, s.ActiveThroughputMinOfLine, s.HeaderOverheadPct)
+	transport.PrintActive(w, s)
 	m, ok := s.Detail.(*Detail)
 	if !ok {
 		transport.PrintQPErrors(w, s)

@@ -17,8 +17,15 @@ import (
 // packet-level figure's definition, with perfect rate allocation. It returns the mean over
 // the flows and true, or false when the figure does not apply (fewer than two flows, flows
 // starting at different times, or a path that cannot be traced).
-func (r *Endpoint) activeMaxMin() (float64, bool) {
-	if len(r.flows) < 2 {
+//
+// With spread (the fabric's adaptive routing is on) each QP is instead spread over every
+// minimal path of its plane with the shares even spreading at each switch gives
+// (fabric.Network.SpreadPaths): perfect AR, the reference a run under
+// fabric.adaptive_routing is to be read against, and what run.engine flow gives it
+// (runner/flowadaptive.go). False as well beyond maxSpreadQPs QPs or maxSpreadPaths paths
+// for one QP.
+func (r *Endpoint) activeMaxMin(spread bool) (float64, bool) {
+	if len(r.flows) < 2 || spread && len(r.qps) > maxSpreadQPs {
 		return 0, false
 	}
 	start := r.flows[0].start
@@ -56,13 +63,29 @@ func (r *Endpoint) activeMaxMin() (float64, bool) {
 				continue
 			}
 			q := r.qps[qi]
-			pkt = fabric.Packet{Proto: r.proto, Src: q.src, Dst: q.dst, SrcPort: q.srcPort, DstPort: roce.UDPPort}
-			if path, err = r.net.ECMPPath(q.src, int(q.plane), &pkt, path); err != nil {
-				return 0, false
-			}
-			links = links[:0]
-			for _, p := range path {
-				links = append(links, int32(p))
+			var paths []flow.Path
+			if spread {
+				sp, err := r.net.SpreadPaths(q.src, int(q.plane), q.dst, maxSpreadPaths)
+				if err != nil {
+					return 0, false
+				}
+				for _, p := range sp {
+					l := make([]int32, len(p.Ports))
+					for k, pid := range p.Ports {
+						l[k] = int32(pid)
+					}
+					paths = append(paths, flow.Path{Links: l, Weight: p.Share})
+				}
+			} else {
+				pkt = fabric.Packet{Proto: r.proto, Src: q.src, Dst: q.dst, SrcPort: q.srcPort, DstPort: roce.UDPPort}
+				if path, err = r.net.ECMPPath(q.src, int(q.plane), &pkt, path); err != nil {
+					return 0, false
+				}
+				links = links[:0]
+				for _, p := range path {
+					links = append(links, int32(p))
+				}
+				paths = []flow.Path{{Links: links, Weight: 1}}
 			}
 			fi, b := fi, parts[i]
 			done := func(now sim.Time) {
@@ -72,7 +95,7 @@ func (r *Endpoint) activeMaxMin() (float64, bool) {
 					s.Pause()
 				}
 			}
-			if _, err := fn.AddFlow(0, flow.Flow{Src: int(q.src), Dst: int(q.dst), Bytes: b, Paths: []flow.Path{{Links: links, Weight: 1}}, Done: done}); err != nil {
+			if _, err := fn.AddFlow(0, flow.Flow{Src: int(q.src), Dst: int(q.dst), Bytes: b, Paths: paths, Done: done}); err != nil {
 				return 0, false
 			}
 			owner = append(owner, fi)
@@ -92,3 +115,11 @@ func (r *Endpoint) activeMaxMin() (float64, bool) {
 	}
 	return mean / float64(len(placed)), true
 }
+
+// maxSpreadPaths and maxSpreadQPs bound the adaptive-routing reference (activeMaxMin with
+// spread): a QP's minimal paths (a 3-tier radix-16 fat tree has 64 between pods) and the
+// QPs, so the reference costs at most a few million path entries.
+const (
+	maxSpreadPaths = 1024
+	maxSpreadQPs   = 16384
+)

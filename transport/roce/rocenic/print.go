@@ -20,13 +20,31 @@ func printBlock(w io.Writer, s *transport.Summary, collective bool) {
 	}
 	perPeer := fmt.Sprintf(" (%d per peer per plane)", r.QPsPerPeer)
 	transport.PrintTransfers(w, s, collective, perPeer, fmt.Sprintf(" over %d QPs%s", r.QPs, perPeer))
-	transport.PrintActive(w, s.ActiveUntilUs, s.ActiveThroughputMeanOfLine, s.ActiveThroughputMinOfLine, s.HeaderOverheadPct)
-	if r.ActiveMaxMinMeanOfLine > 0 {
-		fmt.Fprintf(w, "flow-level max-min over the same ECMP-hashed QP paths: mean %.3f of line (packet level %.3f)\n", r.ActiveMaxMinMeanOfLine, s.ActiveThroughputMeanOfLine)
-	}
+	transport.PrintActive(w, s)
+	PrintMaxMin(w, s, r)
 	fmt.Fprintf(w, "RoCE: go-back-N resent %d packets (%d B) after %d NAKs and %d timeouts; CE %d, CNPs %d sent / %d received, rate at end min %.1f mean %.1f Gb/s; QP errors %d\n",
 		s.RetxPackets, s.RetxBytes, r.NAKs, s.Timeouts, r.CEPackets, r.CNPsSent, r.CNPsReceived, r.RateMinGbps, r.RateMeanGbps, s.QPErrors)
 	transport.PrintQPErrors(w, s)
+}
+
+// PrintMaxMin writes the flow-level reference line for the throughput while all flows were
+// active (d of s), matching the routing in force: under the fabric's adaptive routing the
+// max-min with every QP spread over its plane's minimal paths (perfect AR), with the static
+// ECMP answer beside it; else the max-min over the same ECMP-hashed QP paths. Nothing when
+// neither was computed. InfiniBand's block (ibnic) prints it too.
+func PrintMaxMin(w io.Writer, s *transport.Summary, d *Detail) {
+	pk := transport.FormatFrac(s.ActiveThroughputMeanOfLine)
+	switch {
+	case d.ActiveMaxMinARMeanOfLine > 0:
+		fmt.Fprintf(w, "flow-level max-min with adaptive routing (each QP spread evenly over its plane's minimal paths, perfect AR): mean %s of line (packet level %s)",
+			transport.FormatFrac(d.ActiveMaxMinARMeanOfLine), pk)
+		if d.ActiveMaxMinMeanOfLine > 0 {
+			fmt.Fprintf(w, "; static ECMP hashing of the same QPs: %s", transport.FormatFrac(d.ActiveMaxMinMeanOfLine))
+		}
+		fmt.Fprintln(w)
+	case d.ActiveMaxMinMeanOfLine > 0:
+		fmt.Fprintf(w, "flow-level max-min over the same ECMP-hashed QP paths: mean %s of line (packet level %s)\n", transport.FormatFrac(d.ActiveMaxMinMeanOfLine), pk)
+	}
 }
 
 // label names a RoCE block for comparison tables: "roce (4 QP/peer)".

@@ -21,6 +21,12 @@ type Detail struct {
 	// flow's payload placed by the first flow's completion over its time (activeMaxMin);
 	// when every flow starts together and the run has no faults.
 	ActiveMaxMinMeanOfLine float64 `json:"active_maxmin_mean_of_line,omitempty"`
+	// ActiveMaxMinARMeanOfLine is the same figure under the fabric's adaptive routing
+	// (fabric.adaptive_routing on): each QP spread over every minimal path of its plane as
+	// even spreading at each switch splits it (perfect AR; activeMaxMin with spread), the
+	// reference for a run whose switches do not hash. ActiveMaxMinMeanOfLine is then the
+	// static ECMP answer, for comparison. Absent without adaptive routing.
+	ActiveMaxMinARMeanOfLine float64 `json:"active_maxmin_ar_mean_of_line,omitempty"`
 	// ActiveShares counts the flows of the common throughput-while-all-active figures
 	// (active_throughput_*) by nearest share of line: [about 1, about 1/2, about 1/3, below]
 	// (the quantisation ECMP collisions produce).
@@ -95,8 +101,13 @@ func (r *Endpoint) Summary(end sim.Time, faults []sim.Time) *transport.Summary {
 	s.Fill(r.baseRTT, r.IdealFCT(maxBytes, r.layout.Sizing().MaxSwitchHops), &acc, allDone, r.fct, r.fctMax, r.collective(), end)
 	s.SetLossSpan(r.log.LossAt, faults)
 	if s.ActiveUntilUs > 0 && len(faults) == 0 { // max-min is of the intact fabric
-		if x, ok := r.activeMaxMin(); ok {
-			d.ActiveMaxMinMeanOfLine = transport.Round3(x)
+		if x, ok := r.activeMaxMin(false); ok {
+			d.ActiveMaxMinMeanOfLine = transport.RoundFrac(x)
+		}
+		if r.net.AdaptiveOn() {
+			if x, ok := r.activeMaxMin(true); ok {
+				d.ActiveMaxMinARMeanOfLine = transport.RoundFrac(x)
+			}
 		}
 	}
 	return s
@@ -126,7 +137,8 @@ func (r *Endpoint) activeFigures(s *transport.Summary, d *Detail) {
 			d.ActiveShares[3]++
 		}
 	}
-	s.ActiveThroughputMeanOfLine, s.ActiveThroughputMinOfLine = transport.Round3(sum/float64(n)), transport.Round3(lo)
+	s.ActiveThroughputMeanOfLine, s.ActiveThroughputMinOfLine = transport.RoundFrac(sum/float64(n)), transport.RoundFrac(lo)
+	s.ActiveFlows = n
 }
 
 // engineFigures sums the engines' counters over every QP: packets, resends and their causes,
