@@ -324,17 +324,7 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	res.Summary.Complete = true
 	res.Summary.Switch = switchSummary(sc, net)
 	res.Summary.Adaptive = adaptiveSummary(net)
-	markOutcome(sc, &res.Summary)
-	if res.stall != "" {
-		sm := &res.Summary
-		why := res.stall
-		if sm.FailureReason != "" {
-			why += "; " + sm.FailureReason
-		}
-		sm.Failed, sm.FailureReason = true, why
-	}
-	markNotDrained(sc, &res.Summary, res.undrained)
-	markTrainingOutcome(sc, &res.Summary)
+	markRunOutcome(sc, res)
 	if faults := res.Faults; len(faults) > 0 && !dryFaults {
 		var base []progressSample
 		if twin != nil {
@@ -350,6 +340,24 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	}
 	res.Wall = time.Since(wallStart)
 	return res, nil
+}
+
+// markRunOutcome decides whether a completed run failed and why (Summary.Failed and
+// FailureReason): the transfers and QPs (markOutcome), then a workload that stalled
+// (Result.stall) and a fabric that did not drain (markNotDrained), each put first in the
+// reason, then the training job's outcome (markTrainingOutcome).
+func markRunOutcome(sc *scenario.Scenario, res *Result) {
+	markOutcome(sc, &res.Summary)
+	if res.stall != "" {
+		sm := &res.Summary
+		why := res.stall
+		if sm.FailureReason != "" {
+			why += "; " + sm.FailureReason
+		}
+		sm.Failed, sm.FailureReason = true, why
+	}
+	markNotDrained(sc, &res.Summary, res.undrained)
+	markTrainingOutcome(sc, &res.Summary)
 }
 
 // watch installs the kernel's progress callback of a run: opt.Progress every
