@@ -44,8 +44,10 @@ type Config struct {
 	// PayloadBytes is the path MTU: 256..4096 (IBTA), default 4096.
 	PayloadBytes int `yaml:"payload_bytes"`
 	// TimeoutExponent t sets the local ACK timeout 4.096 us x 2^t [IBTA vol 1 §9.7.6.1.3];
-	// default DefaultTimeoutExponent (NCCL_IB_TIMEOUT 18); allowed 1..31.
-	TimeoutExponent int `yaml:"timeout"`
+	// left out (nil): DefaultTimeoutExponent (NCCL_IB_TIMEOUT 18), which WithDefaults
+	// writes; allowed 1..31. A written 0, IBTA's infinite timeout, is an error (Validate): a
+	// lost packet would hang the QP.
+	TimeoutExponent *int `yaml:"timeout"`
 	// RetryCount is how many times a QP retries before it errors, 1..7; default 7
 	// (NCCL_IB_RETRY_CNT).
 	RetryCount int `yaml:"retry_count"`
@@ -72,18 +74,51 @@ type OutOfOrder struct {
 	// DefaultReorderWindow; rounded up to a power of two; allowed 1..65536.
 	Window int `yaml:"window"`
 	// Hold is how long a hole may stay open before the responder NAKs it (a real loss rather
-	// than reordering); default DefaultReorderHold; allowed 1us..1s.
+	// than reordering); allowed 1us..1s. Left out (0): automatic, AutoReorderHold for the
+	// topology (the resolved scenario carries the value in force); a written value is used
+	// as written.
 	Hold sim.Time `yaml:"hold"`
 }
 
 // Out-of-order placement defaults: a window of 1,024 packets (4 MiB at a 4 KiB MTU, well over
-// a 100G fat tree's BDP) and a hole hold of 100 us (many RTTs of a two- or three-tier tree at
-// its queue limits, so AR's reordering never triggers it). Lockstep choices: NVIDIA
-// publishes neither figure.
+// a 100G fat tree's BDP). DefaultReorderHold, 100 us, is the hole hold when no automatic one
+// can be computed (credits off: no buffer bounds the queues; no topology known). Lockstep
+// choices: NVIDIA publishes neither figure.
 const (
 	DefaultReorderWindow = 1024
 	DefaultReorderHold   = 100 * sim.Microsecond
 )
+
+// Bounds of the out-of-order hold, automatic or written: 1 us .. 1 s.
+const (
+	MinReorderHold = sim.Microsecond
+	MaxReorderHold = sim.Second
+)
+
+// AutoReorderHold is the automatic out-of-order hold: the longest reordering adaptive
+// routing can cause between two packets of one QP, so that a hole still open after it is a
+// loss. Two packets of a QP differ in delay by at most the queueing one of them met that the
+// other did not; under credits a switch egress holds at most what the next hop's credits
+// let through, a receiver's buffer per VL, which drains at the egress rate in
+// buffer_per_vl / rate (fabric.CreditConfig.BufferFor: scaled by rate under the default
+// buffers). So the hold is baseRTT (the path's round trip: the NAK's way back and the
+// serialisations) plus one buffer drain per switch hop of the longest minimal path,
+// egress[i] being hop i's egress rate (the last the host link). Bounded to
+// MinReorderHold..MaxReorderHold. With credits off no buffer bounds a queue, and it is
+// DefaultReorderHold. docs/protocols.md, "Automatic out-of-order hold", has the measurements.
+func (c Config) AutoReorderHold(baseRTT sim.Time, egress []sim.Rate) sim.Time {
+	cr := c.Credits.Fabric()
+	if !cr.Enabled || len(egress) == 0 {
+		return DefaultReorderHold
+	}
+	h := baseRTT
+	for _, r := range egress {
+		if r > 0 {
+			h += r.TxTime(int64(cr.BufferFor(cr.BufferPerVL, r)))
+		}
+	}
+	return min(max(h, MinReorderHold), MaxReorderHold)
+}
 
 // Reorder returns the RC engine's configuration for a fabric with adaptive routing on or off:
 // RC() with out-of-order placement when OutOfOrder is on.
@@ -95,7 +130,7 @@ func (c Config) Reorder(adaptive bool) roce.Config {
 			w = DefaultReorderWindow
 		}
 		if h == 0 {
-			h = DefaultReorderHold
+			h = DefaultReorderHold // not resolved: the endpoint fills the automatic one first
 		}
 		rc = rc.WithReorder(w, h)
 	}
@@ -144,11 +179,15 @@ func (c Config) WithDefaults() Config {
 	if c.PayloadBytes == 0 {
 		c.PayloadBytes = 4096
 	}
-	if c.TimeoutExponent == 0 {
-		c.TimeoutExponent = DefaultTimeoutExponent
+	if c.TimeoutExponent == nil {
+		t := DefaultTimeoutExponent
+		c.TimeoutExponent = &t
 	}
 	if c.RetryCount == 0 {
 		c.RetryCount = DefaultRetryCount
+	}
+	if c.OutOfOrder.Window == 0 {
+		c.OutOfOrder.Window = DefaultReorderWindow
 	}
 	if c.Credits.Enabled == nil {
 		on := true
@@ -178,14 +217,17 @@ func (c Config) CCOn() bool { return c.CC != nil && c.CC.Enabled }
 
 // Validate names the first bad field under prefix ("transport.ib").
 func (c Config) Validate(prefix string) error {
-	if c.TimeoutExponent < 1 || c.TimeoutExponent > 31 {
-		return fmt.Errorf("%s.timeout: %d is out of range; allowed 1..31 (4.096us x 2^t)", prefix, c.TimeoutExponent)
+	switch t := c.timeout(); {
+	case t == 0:
+		return fmt.Errorf("%s.timeout: 0 is IBTA's infinite timeout; lockstep does not offer it because a lost packet would hang the QP; allowed 1..31 (4.096us x 2^t); leave it out for NCCL's default %d", prefix, DefaultTimeoutExponent)
+	case t < 1 || t > 31:
+		return fmt.Errorf("%s.timeout: %d is out of range; allowed 1..31 (4.096us x 2^t); leave it out for NCCL's default %d", prefix, t, DefaultTimeoutExponent)
 	}
 	if w := c.OutOfOrder.Window; w < 0 || w > roce.MaxReorderWindow {
 		return fmt.Errorf("%s.out_of_order.window: %d is out of range; allowed 0 (default %d) or 1..%d packets", prefix, w, DefaultReorderWindow, roce.MaxReorderWindow)
 	}
-	if h := c.OutOfOrder.Hold; h != 0 && (h < sim.Microsecond || h > sim.Second) {
-		return fmt.Errorf("%s.out_of_order.hold: %v is out of range; allowed 0 (default %v) or 1us..1s", prefix, h, DefaultReorderHold)
+	if h := c.OutOfOrder.Hold; h != 0 && (h < MinReorderHold || h > MaxReorderHold) {
+		return fmt.Errorf("%s.out_of_order.hold: %v is out of range; allowed %v..%v, or leave it out for the automatic hold (base RTT + one credit buffer drain per switch hop)", prefix, h, MinReorderHold, MaxReorderHold)
 	}
 	if c.CC != nil {
 		if err := c.CC.Validate(prefix + ".cc"); err != nil {
@@ -236,8 +278,18 @@ func (c Config) validateBuffers(prefix string) error {
 	return nil
 }
 
-// RTO is the local ACK timeout, 4.096 us x 2^TimeoutExponent.
-func (c Config) RTO() sim.Time { return roce.LocalAckTimeout(c.TimeoutExponent) }
+// timeout is the timeout exponent in force: TimeoutExponent, or DefaultTimeoutExponent when
+// left out.
+func (c Config) timeout() int {
+	if c.TimeoutExponent == nil {
+		return DefaultTimeoutExponent
+	}
+	return *c.TimeoutExponent
+}
+
+// RTO is the local ACK timeout, 4.096 us x 2^TimeoutExponent (DefaultTimeoutExponent when
+// left out).
+func (c Config) RTO() sim.Time { return roce.LocalAckTimeout(c.timeout()) }
 
 // RC returns the RC engine's configuration: InfiniBand's header sizes, the timeout and retry
 // count, DCQCN off; with CC on, IB congestion control's reaction point and a BECN for every

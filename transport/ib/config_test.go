@@ -1,6 +1,7 @@
 package ib
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -36,13 +37,88 @@ func TestValidate(t *testing.T) {
 		c    Config
 		want string
 	}{
-		{Config{TimeoutExponent: 40}, "transport.ib.timeout: 40"},
+		{Config{TimeoutExponent: ptr(40)}, "transport.ib.timeout: 40"},
 		{Config{RetryCount: 9}, "transport.ib.retry_count"},
 		{Config{Credits: Credits{BufferPerVL: 10}}, "transport.ib.credits.buffer_per_vl"},
 	} {
 		err := tc.c.WithDefaults().Validate("transport.ib")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want it to name %q", tc.c, err, tc.want)
+		}
+	}
+}
+
+func ptr(v int) *int { return &v }
+
+// TestTimeout: a left-out timeout is NCCL's 18 (written by WithDefaults, so the resolved
+// scenario shows it); a written 0, IBTA's infinite timeout, is an error that says so, what
+// is allowed and how to get the default; 1..31 are used as written, the rest refused.
+func TestTimeout(t *testing.T) {
+	if c := (Config{}).WithDefaults(); c.TimeoutExponent == nil || *c.TimeoutExponent != DefaultTimeoutExponent || c.RTO() != roceTimeout(18) {
+		t.Fatalf("left out: %v", c.TimeoutExponent)
+	}
+	for v := -1; v <= 33; v++ {
+		c := Config{TimeoutExponent: ptr(v)}.WithDefaults()
+		err := c.Validate("transport.ib")
+		switch {
+		case v == 0:
+			if err == nil || !strings.Contains(err.Error(), "transport.ib.timeout: 0 is IBTA's infinite timeout") ||
+				!strings.Contains(err.Error(), "allowed 1..31") || !strings.Contains(err.Error(), "leave it out for NCCL's default 18") {
+				t.Errorf("timeout 0: %v", err)
+			}
+		case v >= 1 && v <= 31:
+			if err != nil || c.RTO() != roceTimeout(v) {
+				t.Errorf("timeout %d: %v, RTO %v", v, err, c.RTO())
+			}
+		default:
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("transport.ib.timeout: %d is out of range; allowed 1..31", v)) {
+				t.Errorf("timeout %d: %v", v, err)
+			}
+		}
+	}
+}
+
+// roceTimeout is 4.096 us x 2^t.
+func roceTimeout(t int) sim.Time { return sim.Time(4096) * sim.Nanosecond << t }
+
+// TestAutoReorderHold: the automatic hold is the base RTT plus one buffer per VL drained at
+// each switch hop's egress rate (scaled buffers above 400G under the defaults), bounded to
+// 1us..1s; with credits off it is DefaultReorderHold; a written hold is used as written
+// (Reorder), and out of range refused.
+func TestAutoReorderHold(t *testing.T) {
+	const rtt = 9 * sim.Microsecond
+	off := false
+	for _, c := range []struct {
+		name   string
+		c      Config
+		egress []sim.Rate
+		want   sim.Time
+	}{
+		{"2-tier 100G", Config{}, []sim.Rate{100 * sim.Gbps, 100 * sim.Gbps, 100 * sim.Gbps}, rtt + 3*(100*sim.Gbps).TxTime(128<<10)},
+		{"3-tier 100G", Config{}, []sim.Rate{100 * sim.Gbps, 100 * sim.Gbps, 100 * sim.Gbps, 100 * sim.Gbps, 100 * sim.Gbps}, rtt + 5*(100*sim.Gbps).TxTime(128<<10)},
+		{"2-tier 400G", Config{}, []sim.Rate{400 * sim.Gbps, 400 * sim.Gbps, 400 * sim.Gbps}, rtt + 3*(400*sim.Gbps).TxTime(128<<10)},
+		{"2-tier 800G scaled", Config{}, []sim.Rate{800 * sim.Gbps, 800 * sim.Gbps, 800 * sim.Gbps}, rtt + 3*(800*sim.Gbps).TxTime(256<<10)},
+		{"800G given buffer", Config{Credits: Credits{BufferPerVL: 64 << 10}}, []sim.Rate{800 * sim.Gbps}, rtt + (800 * sim.Gbps).TxTime(64<<10)},
+		{"1G 1 GiB: bounded to 1s", Config{Credits: Credits{BufferPerVL: 1 << 30}}, []sim.Rate{sim.Gbps, sim.Gbps}, MaxReorderHold},
+		{"credits off", Config{Credits: Credits{Enabled: &off}}, []sim.Rate{100 * sim.Gbps}, DefaultReorderHold},
+		{"no hop", Config{}, nil, DefaultReorderHold},
+	} {
+		if got := c.c.AutoReorderHold(rtt, c.egress); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+	if got := (Config{Credits: Credits{BufferPerVL: 8 << 10}}).AutoReorderHold(0, []sim.Rate{800 * sim.Gbps}); got != MinReorderHold {
+		t.Errorf("tiny: %v, want the %v floor", got, MinReorderHold)
+	}
+	on := true
+	given := Config{OutOfOrder: OutOfOrder{Enabled: &on, Hold: 7 * sim.Microsecond}}.WithDefaults()
+	if _, h := given.Reorder(false).Reorder(); h != 7*sim.Microsecond {
+		t.Errorf("written hold: %v in force, want 7us", h)
+	}
+	for _, h := range []sim.Time{sim.Nanosecond, 999 * sim.Nanosecond, sim.Second + 1, -sim.Microsecond} {
+		err := Config{OutOfOrder: OutOfOrder{Hold: h}}.WithDefaults().Validate("transport.ib")
+		if err == nil || !strings.Contains(err.Error(), "transport.ib.out_of_order.hold") || !strings.Contains(err.Error(), "allowed 1us..1s") {
+			t.Errorf("hold %v: %v", h, err)
 		}
 	}
 }

@@ -34,6 +34,9 @@ func newEndpoint(cfg any, env transport.EndpointEnv) (transport.Endpoint, error)
 			return nil, fmt.Errorf("transport.ib.credits: %w", err)
 		}
 	}
+	if c.OutOfOrder.Hold == 0 && env.Topology != nil {
+		c.OutOfOrder.Hold = autoHold(c, env.Topology) // a block that was not resolved
+	}
 	r := rocenic.NewWire(env, c.Reorder(env.Net.AdaptiveOn()), rocenic.Wire{Proto: fabric.ProtoIB, Kinds: "ib"})
 	return &Endpoint{Endpoint: r, net: env.Net, cfg: c}, nil
 }
@@ -42,9 +45,12 @@ func newEndpoint(cfg any, env transport.EndpointEnv) (transport.Endpoint, error)
 // QPs, NAKs, and under IB CC ce_packets = FECN-marked data packets, cnps_sent = BECNs, the
 // injection rates at end) and, with credits on, the time ports spent blocked for credits
 // (credits.csv has it per port): the sum over ports, how many ports were ever blocked, and
-// the most blocked port with its time, microseconds.
+// the most blocked port with its time, microseconds. CreditsEnabled says whether credit flow
+// control was on (transport.ib.credits.enabled), so a run with no port blocked is told from
+// one without credits.
 type Detail struct {
 	*rocenic.Detail
+	CreditsEnabled       bool    `json:"credits_enabled"`
 	CreditBlockedUsTotal float64 `json:"credit_blocked_us_total"`
 	CreditBlockedPorts   int     `json:"credit_blocked_ports"`
 	CreditBlockedUsMax   float64 `json:"credit_blocked_us_max"`
@@ -58,6 +64,7 @@ func (e *Endpoint) Summary(end sim.Time, faults []sim.Time) *transport.Summary {
 	rd, _ := s.Detail.(*rocenic.Detail)
 	d := &Detail{Detail: rd}
 	if e.net.CreditsOn() {
+		d.CreditsEnabled = true
 		var total, most sim.Time
 		for i := range e.net.Ports {
 			b := e.net.CreditStats(fabric.PortID(i), end).BlockedTime
