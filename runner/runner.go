@@ -242,6 +242,7 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 	if res.warnings, err = transportChecks(sc, layout, res); err != nil {
 		return nil, err
 	}
+	res.warnings = append(res.warnings, fabricWarnings(sc)...)
 	if opt.Warn != nil && !dryFaults {
 		for _, w := range res.warnings {
 			opt.Warn(w)

@@ -165,6 +165,8 @@ type CheckEnv struct {
 	Profile string
 	// PFC is the resolved PFC configuration (Enabled false when off).
 	PFC fabric.PFCConfig
+	// Adaptive is true when fabric.adaptive_routing is on (at packet and flow level).
+	Adaptive bool
 }
 
 // Queues are a fabric's resolved egress queue configurations.
