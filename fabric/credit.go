@@ -256,6 +256,15 @@ func (n *Network) CreditStats(p PortID, now sim.Time) CreditStats {
 	return s
 }
 
+// CreditVLBlocks returns the 64-byte blocks port p has sent on each VL since its link last
+// came up (FCTBS per VL; zero when credits are off): which VLs a port's traffic used.
+func (n *Network) CreditVLBlocks(p PortID) [MaxClasses]int64 {
+	if st := n.Ports[p].cred; st != nil {
+		return st.sent
+	}
+	return [MaxClasses]int64{}
+}
+
 // creditBlock recomputes which of port's non-empty classes cannot send their head packet
 // for want of credits, stores it as the port's paused mask (the transmitter serves only the
 // others) and keeps the blocked-time books.

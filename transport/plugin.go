@@ -252,6 +252,13 @@ type Endpoint interface {
 	Run() any
 }
 
+// TrafficGrouper is implemented by an Endpoint that treats the scenario's traffic groups
+// apart (InfiniBand's service level per group, transport.ib.traffic_sl): the runner calls
+// SetTrafficGroup(g) before each AddFlow of a transfer of traffic[g], g its index.
+type TrafficGrouper interface {
+	SetTrafficGroup(group int)
+}
+
 // FlowRecord is one QP's row of flows.csv (docs/outputs.md).
 type FlowRecord struct {
 	Src, Dst int

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstepsim/lockstep/fabric"
 	"github.com/lockstepsim/lockstep/sim"
 )
 
@@ -121,4 +122,101 @@ func TestAutoReorderHold(t *testing.T) {
 			t.Errorf("hold %v: %v", h, err)
 		}
 	}
+}
+
+// TestCheckVLsSweep sweeps the switch queues' classes (1..4), every set of VLs given a
+// weight in the low table and the SL of every QP (0..4; SL 15 refused by Validate): under
+// arbitration tables the block is refused exactly when a VL it uses (VL 0 for ACKs, the
+// SL's data VL, each folded into a port's last class) has no weight, and the error names
+// the field and that VL; without tables every mapping is accepted.
+func TestCheckVLsSweep(t *testing.T) {
+	for classes := 1; classes <= 4; classes++ {
+		for mask := 0; mask < 1<<classes; mask++ {
+			var low []fabric.VLArbEntry
+			for v := 0; v < classes; v++ {
+				w := 0
+				if mask&(1<<v) != 0 {
+					w = 1 + v
+				}
+				low = append(low, fabric.VLArbEntry{VL: v, Weight: w})
+			}
+			for sl := 0; sl <= 4; sl++ {
+				c := Config{SL: sl, Credits: Credits{Low: low}}.WithDefaults()
+				if err := c.Validate("transport.ib"); err != nil {
+					t.Fatalf("classes %d, sl %d: %v", classes, sl, err)
+				}
+				data := DefaultVL(sl, classes)
+				starved := -1
+				for _, v := range []int{0, data} {
+					if mask&(1<<v) == 0 && starved < 0 {
+						starved = v
+					}
+				}
+				err := c.CheckVLs("transport.ib", classes, classes, classes)
+				if starved < 0 && err != nil {
+					t.Errorf("classes %d, weights on %04b, sl %d: %v; want none", classes, mask, sl, err)
+				}
+				if starved >= 0 && (err == nil || !strings.Contains(err.Error(), fmt.Sprintf("transport.ib.credits.high, low: VL %d, which carries", starved))) {
+					t.Errorf("classes %d, weights on %04b, sl %d (VL %d): %v; want VL %d named", classes, mask, sl, data, err, starved)
+				}
+				if err := (Config{SL: sl}).WithDefaults().CheckVLs("transport.ib", classes, classes, classes); err != nil {
+					t.Errorf("no tables: %v", err)
+				}
+			}
+		}
+	}
+}
+
+// FuzzCheckVLs: any tables, SLs, SL-to-VL map and queue classes are either refused with a
+// message naming a transport.ib field, or every VL in use has a weight on every port (no
+// VL the arbiter would never serve); never a panic.
+func FuzzCheckVLs(f *testing.F) {
+	f.Add([]byte{0, 4, 1, 4}, uint8(0), uint8(2), uint8(2), []byte{}, []byte{})
+	f.Add([]byte{1, 0}, uint8(1), uint8(3), uint8(2), []byte{2}, []byte{1, 2})
+	f.Fuzz(func(t *testing.T, tab []byte, sl, sw, nic uint8, slToVL, trafficSL []byte) {
+		var low []fabric.VLArbEntry
+		for i := 0; i+1 < len(tab) && i < 32; i += 2 {
+			low = append(low, fabric.VLArbEntry{VL: int(tab[i] % 10), Weight: int(tab[i+1])})
+		}
+		c := Config{SL: int(sl % 17), Credits: Credits{Low: low}}
+		for i, v := range slToVL {
+			if i < 16 {
+				c.SLToVL = append(c.SLToVL, int(v%10))
+			}
+		}
+		for i, v := range trafficSL {
+			if i < 4 {
+				c.TrafficSL = append(c.TrafficSL, int(v%17))
+			}
+		}
+		c = c.WithDefaults()
+		classes := []int{1 + int(sw%fabric.MaxClasses), 1 + int(nic%fabric.MaxClasses)}
+		err := c.Validate("transport.ib")
+		if err == nil {
+			err = c.CheckVLs("transport.ib", classes...)
+		}
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "transport.ib.") {
+				t.Fatalf("error names no field: %v", err)
+			}
+			return
+		}
+		if len(low) == 0 {
+			return // no tables: strict priority serves every VL
+		}
+		for _, n := range classes {
+			for _, u := range c.VLsInUse(classes[0]) {
+				v := min(u, n-1)
+				w := 0
+				for _, e := range low {
+					if e.VL == v {
+						w += e.Weight
+					}
+				}
+				if w == 0 {
+					t.Fatalf("accepted, but VL %d (of %d, ports of %d classes) has no weight: %+v", v, u, n, c)
+				}
+			}
+		}
+	})
 }

@@ -16,17 +16,23 @@ const maxCreditProblems = 5
 // InfiniBand (inertWarnings): ECN marking without transport.ib.cc, switch trimming, a cc
 // block's parameters with cc.enabled false; out_of_order.enabled written false under
 // adaptive routing (orderWarnings); credit settings with credits.enabled false
-// (creditOffWarnings). On a packet fabric it then turns credit flow
+// (creditOffWarnings). Errors: an SL mapped to a VL the switch queues lack, or VL arbitration
+// tables that give a VL in use no weight (ib.Config.CheckVLs); the fabric refusing the
+// credits. On a packet fabric it then turns credit flow
 // control on (as newEndpoint would, which then leaves it as it is) so that
 // fabric.Network.CreditCheck can say before the run why the credits cannot keep it
 // lossless: a switch egress whose queue limit (a scenario's switch_queue.limit, which
 // overrides the ib profile's) is below what the switch's ingresses may hold, so drop-tail
 // can still act. A buffer per VL below the largest packet never gets here: the block's
 // Validate refuses it (ib.Config.CreditBufferMin, the one rule). cfg is the resolved
-// transport.ib block. Errors: the fabric refusing the credits (PFC on).
+// transport.ib block.
 func check(cfg any, env transport.CheckEnv) ([]string, error) {
 	c, err := config(cfg)
 	if err != nil {
+		return nil, err
+	}
+	q := env.Queues
+	if err := c.CheckVLs("transport.ib", q.Switch.Classes, q.LastHop.Classes, q.NIC.Classes); err != nil {
 		return nil, err
 	}
 	out := inertWarnings(c, env.Queues)

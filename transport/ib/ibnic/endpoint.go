@@ -17,8 +17,9 @@ import (
 // gives one path per destination), over links with credit flow control.
 type Endpoint struct {
 	*rocenic.Endpoint
-	net *fabric.Network
-	cfg ib.Config
+	net     *fabric.Network
+	cfg     ib.Config
+	classes int // the switch queues' classes: the fabric's VLs (fabric.switch_queue.classes)
 }
 
 // newEndpoint builds the endpoint and turns credit flow control on in env.Net (unless
@@ -38,7 +39,16 @@ func newEndpoint(cfg any, env transport.EndpointEnv) (transport.Endpoint, error)
 		c.OutOfOrder.Hold = autoHold(c, env.Topology) // a block that was not resolved
 	}
 	r := rocenic.NewWire(env, c.Reorder(env.Net.AdaptiveOn()), rocenic.Wire{Proto: fabric.ProtoIB, Kinds: "ib"})
-	return &Endpoint{Endpoint: r, net: env.Net, cfg: c}, nil
+	e := &Endpoint{Endpoint: r, net: env.Net, cfg: c, classes: env.Queues.Switch.Classes}
+	r.SetDataClass(uint8(c.VL(c.SL, e.classes)))
+	return e, nil
+}
+
+// SetTrafficGroup implements transport.TrafficGrouper: the QPs of traffic group g's next
+// transfer carry its service level (ib.Config.GroupSL), their data on that SL's VL
+// (ib.Config.VL: sl_to_vl, or the default map).
+func (e *Endpoint) SetTrafficGroup(g int) {
+	e.Endpoint.SetDataClass(uint8(e.cfg.VL(e.cfg.GroupSL(g), e.classes)))
 }
 
 // Detail is InfiniBand's own figures in summary.json: the RC engine's (rocenic.Detail:
