@@ -1,6 +1,7 @@
 package ibnic_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -191,5 +192,46 @@ func TestAutoHoldResolved(t *testing.T) {
 		if h := again.Transport.Block().(*ib.Config).OutOfOrder.Hold; h != got {
 			t.Errorf("%s: re-resolved hold %v, want %v", c.name, h, got)
 		}
+	}
+}
+
+// arIncastYAML is incastYAML's k -> 1 incast (3-tier k=16, 1,024 hosts, 1 us hops) at host
+// link rate rate with adaptive routing on (out-of-order placement then on, at the
+// automatic hold unless ib gives one).
+func arIncastYAML(k int, rate, ib string) string {
+	y := strings.Replace(incastYAML(k), "host_link: 100Gbps", "host_link: "+rate, 1)
+	y = strings.Replace(y, "transport: {kind: ib}", "fabric: {adaptive_routing: {enabled: true}}\ntransport: {kind: ib"+ib+"}", 1)
+	return y
+}
+
+// TestAutoHoldNoSpuriousNAK: the automatic hold never NAKs a hole that reordering alone
+// opened on incasts under adaptive routing (8 and 64 -> 1 at 100G and 800G, 255 -> 1 at
+// 800G): no retransmission, no drop, every transfer done; as on the permutations of
+// TestPermutationAdaptive and TestPermutationAdaptiveRates, which assert no retransmission
+// at the (automatic) default. 255 -> 1 at 100G is the known exception, logged here and in
+// docs/protocols.md ("Automatic out-of-order hold"): its congestion tree drains 25.5 MB
+// through one 100G port for 2 ms, and two packets of one QP on parallel paths differ by up
+// to about 250 us, more than the automatic 66.4 us and the old fixed 100 us.
+func TestAutoHoldNoSpuriousNAK(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
+	for _, c := range []struct {
+		k      int
+		rate   string
+		strict bool
+	}{{8, "100Gbps", true}, {64, "100Gbps", true}, {8, "800Gbps", true}, {64, "800Gbps", true}, {255, "800Gbps", true}, {255, "100Gbps", false}} {
+		t.Run(fmt.Sprintf("%d->1/%s", c.k, c.rate), func(t *testing.T) {
+			y := arIncastYAML(c.k, c.rate, "")
+			res := run(t, y)
+			tr := res.Summary.Transport
+			t.Logf("hold %v: retx %d, drops %d, JCT %.1f us", resolvedIB(t, y).OutOfOrder.Hold, tr.RetxPackets, res.Summary.DroppedPackets, tr.JCTUs)
+			if tr.FlowsCompleted != c.k || res.Summary.DroppedPackets != 0 || tr.QPErrors != 0 {
+				t.Fatalf("completed %d of %d, drops %d, QP errors %d", tr.FlowsCompleted, c.k, res.Summary.DroppedPackets, tr.QPErrors)
+			}
+			if c.strict && tr.RetxPackets != 0 {
+				t.Errorf("%d packets resent: the hold NAKed reordering", tr.RetxPackets)
+			}
+		})
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/runner"
+	"github.com/lockstepsim/lockstep/scenario"
 )
 
 // slYAML is two traffic groups into h0 of a 2-tier radix-8 tree (100G, 3 queue classes:
@@ -86,8 +86,8 @@ func TestServiceLevelVLs(t *testing.T) {
 		want     [2]int // VL of h1's and h2's data
 	}{
 		{"default, 2 classes", "", 2, [2]int{1, 1}},
-		{"sl 3, 4 classes", "sl: 3", 4, [2]int{1, 1}},      // 1 + 3 mod 3
-		{"sl 1, 4 classes", "sl: 1", 4, [2]int{2, 2}},      // 1 + 1 mod 3
+		{"sl 3, 4 classes", "sl: 3", 4, [2]int{1, 1}}, // 1 + 3 mod 3
+		{"sl 1, 4 classes", "sl: 1", 4, [2]int{2, 2}}, // 1 + 1 mod 3
 		{"traffic_sl, 4 classes", "traffic_sl: [1, 2]", 4, [2]int{2, 3}},
 		{"traffic_sl, one group", "sl: 2, traffic_sl: [0]", 4, [2]int{1, 3}},
 		{"sl_to_vl", "traffic_sl: [0, 1], sl_to_vl: [3, 0]", 4, [2]int{3, 0}},
