@@ -315,8 +315,10 @@ func (c Config) validateSL(prefix string) error {
 // last one): an SL mapped to a VL the switch queues do not have (classes[0]) is refused, and
 // under VL arbitration tables (credits.high, low) every VL in use must have an entry of
 // weight 1..255 in one of them, since the arbiter serves no other VL and its packets would
-// wait forever [IBTA vol 1 §7.6.9]. Errors name the field, the value and what is allowed.
-func (c Config) CheckVLs(prefix string, classes ...int) error {
+// wait forever [IBTA vol 1 §7.6.9]; so must escape, the escape VL of adaptive routing's
+// detours (fabric.Network.AdaptiveEscapeVL; -1: none). Errors name the field, the value and
+// what is allowed.
+func (c Config) CheckVLs(prefix string, escape int, classes ...int) error {
 	if len(classes) == 0 || classes[0] < 1 {
 		return nil
 	}
@@ -355,6 +357,9 @@ func (c Config) CheckVLs(prefix string, classes ...int) error {
 			}
 			return fmt.Errorf("%s.credits.high, low: VL %d, which carries %s%s, has no entry of weight > 0 (high %v, low %v): the VL arbiter would never send on it and its QPs would stall; allowed: tables giving every VL in use (%v) a weight 1..255 [IBTA vol 1 §7.6.9], or leave high and low out for strict priority", prefix, v, what, where, cr.High, cr.Low, c.VLsInUse(sw))
 		}
+	}
+	if escape >= 0 && escape < fabric.MaxClasses && weight[escape] == 0 {
+		return fmt.Errorf("%s.credits.high, low: VL %d, the escape VL of adaptive routing's detours (fabric.adaptive_routing.detour), has no entry of weight > 0 (high %v, low %v): a detoured packet would never leave its switch; allowed: give VL %d a weight 1..255 [IBTA vol 1 §7.6.9], set fabric.adaptive_routing.detour: false, or leave high and low out for strict priority", prefix, escape, cr.High, cr.Low, escape)
 	}
 	return nil
 }

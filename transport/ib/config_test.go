@@ -152,14 +152,14 @@ func TestCheckVLsSweep(t *testing.T) {
 						starved = v
 					}
 				}
-				err := c.CheckVLs("transport.ib", classes, classes, classes)
+				err := c.CheckVLs("transport.ib", -1, classes, classes, classes)
 				if starved < 0 && err != nil {
 					t.Errorf("classes %d, weights on %04b, sl %d: %v; want none", classes, mask, sl, err)
 				}
 				if starved >= 0 && (err == nil || !strings.Contains(err.Error(), fmt.Sprintf("transport.ib.credits.high, low: VL %d, which carries", starved))) {
 					t.Errorf("classes %d, weights on %04b, sl %d (VL %d): %v; want VL %d named", classes, mask, sl, data, err, starved)
 				}
-				if err := (Config{SL: sl}).WithDefaults().CheckVLs("transport.ib", classes, classes, classes); err != nil {
+				if err := (Config{SL: sl}).WithDefaults().CheckVLs("transport.ib", -1, classes, classes, classes); err != nil {
 					t.Errorf("no tables: %v", err)
 				}
 			}
@@ -193,7 +193,7 @@ func FuzzCheckVLs(f *testing.F) {
 		classes := []int{1 + int(sw%fabric.MaxClasses), 1 + int(nic%fabric.MaxClasses)}
 		err := c.Validate("transport.ib")
 		if err == nil {
-			err = c.CheckVLs("transport.ib", classes...)
+			err = c.CheckVLs("transport.ib", -1, classes...)
 		}
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "transport.ib.") {

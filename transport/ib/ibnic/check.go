@@ -32,7 +32,11 @@ func check(cfg any, env transport.CheckEnv) ([]string, error) {
 		return nil, err
 	}
 	q := env.Queues
-	if err := c.CheckVLs("transport.ib", q.Switch.Classes, q.LastHop.Classes, q.NIC.Classes); err != nil {
+	escape := -1
+	if env.Net != nil && c.Credits.Fabric().Enabled {
+		escape = env.Net.AdaptiveEscapeVL()
+	}
+	if err := c.CheckVLs("transport.ib", escape, q.Switch.Classes, q.LastHop.Classes, q.NIC.Classes); err != nil {
 		return nil, err
 	}
 	out := inertWarnings(c, env.Queues)

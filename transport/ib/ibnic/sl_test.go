@@ -143,9 +143,14 @@ func TestVLArbitrationRefusesStarvedVL(t *testing.T) {
 		{"traffic SL out of range", 2, "traffic_sl: [0, 16]", "transport.ib.traffic_sl[1]: 16 is out of range; allowed 0..14"},
 		{"covered", 2, "credits: {high: [{vl: 0, weight: 4}], low: [{vl: 1, weight: 4}]}", ""},
 		{"covered, SL 1 on VL 2", 3, "sl: 1, credits: {low: [{vl: 0, weight: 4}, {vl: 2, weight: 4}]}", ""},
+		{"escape VL of AR detours missing", 102, "credits: {high: [{vl: 0, weight: 4}], low: [{vl: 1, weight: 4}]}", "VL 2, the escape VL of adaptive routing's detours"},
+		{"escape VL covered", 102, "credits: {high: [{vl: 0, weight: 4}], low: [{vl: 1, weight: 4}, {vl: 2, weight: 1}]}", ""},
 		{"VL 2 folded at 2-class NICs", -3, "sl: 1, credits: {low: [{vl: 0, weight: 4}, {vl: 2, weight: 4}]}", "VL 1, which carries data (VL 2's packets, on ports whose queues have 2 classes"},
 	} {
 		yy := fmt.Sprintf(y, c.classes, c.ib)
+		if c.classes > 100 { // c.classes - 100 classes, adaptive routing on (its escape VL one above)
+			yy = strings.Replace(fmt.Sprintf(y, c.classes-100, c.ib), "fabric: {", "fabric: {adaptive_routing: {enabled: true}, ", 1)
+		}
 		if c.classes < 0 { // the switch queues with -classes, the NICs' with the default 2
 			yy = strings.Replace(fmt.Sprintf(y, -c.classes, c.ib), "nic_queue: {classes: 3}", "nic_queue: {classes: 2}", 1)
 		}
