@@ -6,7 +6,18 @@ import (
 
 	"github.com/lockstepsim/lockstep/fabric"
 	"github.com/lockstepsim/lockstep/scenario"
+	"github.com/lockstepsim/lockstep/topo"
 )
+
+// preRunChecks runs the transport's pre-run checks (transportChecks: an error rejects the
+// scenario) and returns their warnings followed by the fabric's own (fabricWarnings).
+func preRunChecks(sc *scenario.Scenario, layout topo.Topology, res *Result) ([]string, error) {
+	w, err := transportChecks(sc, layout, res)
+	if err != nil {
+		return nil, err
+	}
+	return append(w, fabricWarnings(sc)...), nil
+}
 
 // fabricWarnings lists the fabric settings of the resolved scenario sc that are legal but do
 // nothing, for summary.json's warnings and the terminal (as a transport's Check does for its

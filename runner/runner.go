@@ -239,10 +239,9 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 		}
 	}
 	res := &Result{Sim: s, Net: net, meter: m}
-	if res.warnings, err = transportChecks(sc, layout, res); err != nil {
+	if res.warnings, err = preRunChecks(sc, layout, res); err != nil {
 		return nil, err
 	}
-	res.warnings = append(res.warnings, fabricWarnings(sc)...)
 	if opt.Warn != nil && !dryFaults {
 		for _, w := range res.warnings {
 			opt.Warn(w)
