@@ -170,6 +170,16 @@ func (n *Network) SetAdaptive(cfg AdaptiveConfig) error {
 // AdaptiveOn reports whether adaptive routing is on.
 func (n *Network) AdaptiveOn() bool { return n.ar != nil }
 
+// AdaptiveEscapeVL returns the escape VL (queue class) that adaptive routing's detours move
+// packets to on switch-to-switch ports (adaptive_detour.go), or -1 when adaptive routing or
+// its detours are off or there is no escape VL.
+func (n *Network) AdaptiveEscapeVL() int {
+	if n.ar == nil || !n.ar.detour {
+		return -1
+	}
+	return n.ar.escape
+}
+
 // AdaptiveStats returns the adaptive routing counters (zero when off).
 func (n *Network) AdaptiveStats() AdaptiveStats {
 	if n.ar == nil {

@@ -24,8 +24,8 @@ const DefaultCreditBuffer = 128 << 10
 
 // CreditConfig is InfiniBand credit-based link-level flow control [IBTA vol 1 §7.9] on every
 // link of the fabric, one credit pool per virtual lane. Each queue class of a port is one
-// VL (class c = VL c; the transport chooses it through Packet.Class, its SL-to-VL mapping
-// being the identity). The receiving end of every link (a switch ingress or a host
+// VL (class c = VL c; the transport chooses it through Packet.Class: InfiniBand maps its
+// QPs' SLs to VLs, ib.Config.VL). The receiving end of every link (a switch ingress or a host
 // adapter) advertises BufferPerVL bytes per VL in 64-byte blocks; the sender keeps the
 // blocks it sent (FCTBS) and the last credit limit it heard (FCCL), and starts a packet only
 // if FCTBS + the packet's blocks <= FCCL [§7.9.4.2; the 12-bit modular arithmetic of the
@@ -37,8 +37,10 @@ const DefaultCreditBuffer = 128 << 10
 // backpressure spreads hop by hop (head-of-line blocking, congestion spreading) with no
 // pause frames.
 //
-// Simplified in phase 1: strict priority between VLs (the port's class order) instead of the
-// high/low weighted round robin VLArbitrationTable [§7.6.9]; no VL15 management lane apart;
+// VL arbitration: strict priority between VLs (the port's class order) unless High or Low
+// give the high/low weighted round-robin VLArbitrationTable [§7.6.9] (arbDequeue). The
+// transport picks a packet's VL (InfiniBand: its QP's SL through the SL-to-VL table,
+// transport/ib). Simplified: no VL15 management lane apart;
 // flow-control packets are never lost, so the periodic resend [§7.9.4.3] is not modelled;
 // a link that comes back up re-initialises its flow control in both directions
 // (creditLinkUp: FCTBS and ABR at 0, the free buffer re-advertised [§7.9.4]), which returns
@@ -254,6 +256,15 @@ func (n *Network) CreditStats(p PortID, now sim.Time) CreditStats {
 		}
 	}
 	return s
+}
+
+// CreditVLBlocks returns the 64-byte blocks port p has sent on each VL since its link last
+// came up (FCTBS per VL; zero when credits are off): which VLs a port's traffic used.
+func (n *Network) CreditVLBlocks(p PortID) [MaxClasses]int64 {
+	if st := n.Ports[p].cred; st != nil {
+		return st.sent
+	}
+	return [MaxClasses]int64{}
 }
 
 // creditBlock recomputes which of port's non-empty classes cannot send their head packet

@@ -169,7 +169,8 @@ func transportChecks(sc *scenario.Scenario, layout topo.Topology, res *Result) (
 	if !ok || p.Check == nil {
 		return nil, nil
 	}
-	env := transport.CheckEnv{Topology: layout, Queues: queues(sc), Profile: sc.Fabric.Profile, PFC: sc.Fabric.PFC.Config().WithDefaults()}
+	env := transport.CheckEnv{Topology: layout, Queues: queues(sc), Profile: sc.Fabric.Profile, PFC: sc.Fabric.PFC.Config().WithDefaults(),
+		Adaptive: sc.Fabric.AdaptiveRouting != nil && sc.Fabric.AdaptiveRouting.Enabled}
 	if !sc.Fluid() {
 		env.Net = res.Net
 	}

@@ -262,7 +262,7 @@ func run(sc *scenario.Scenario, dryFaults bool, opt Options) (*Result, error) {
 		}
 	}
 	res := &Result{Sim: s, Net: net, meter: m}
-	if res.warnings, err = transportChecks(sc, layout, res); err != nil {
+	if res.warnings, err = preRunChecks(sc, layout, res); err != nil {
 		return nil, err
 	}
 	if opt.Warn != nil && !dryFaults {

@@ -73,6 +73,9 @@ func (tr *transfers) post(g, j int, start sim.Time) error {
 	if bytes == 0 {
 		bytes = tg.bytes
 	}
+	if g, ok := tr.ep.(transport.TrafficGrouper); ok {
+		g.SetTrafficGroup(tg.gi)
+	}
 	if err := tr.ep.AddFlow(p.src, p.dst, bytes, start); err != nil {
 		return fmt.Errorf("traffic[%d]: %w", tg.gi, err)
 	}

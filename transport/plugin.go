@@ -165,6 +165,8 @@ type CheckEnv struct {
 	Profile string
 	// PFC is the resolved PFC configuration (Enabled false when off).
 	PFC fabric.PFCConfig
+	// Adaptive is true when fabric.adaptive_routing is on (at packet and flow level).
+	Adaptive bool
 }
 
 // Queues are a fabric's resolved egress queue configurations.
@@ -248,6 +250,13 @@ type Endpoint interface {
 	Files() []File
 	// Run returns the adapter's typed run for tests and tools (*mrcnic.Run ...).
 	Run() any
+}
+
+// TrafficGrouper is implemented by an Endpoint that treats the scenario's traffic groups
+// apart (InfiniBand's service level per group, transport.ib.traffic_sl): the runner calls
+// SetTrafficGroup(g) before each AddFlow of a transfer of traffic[g], g its index.
+type TrafficGrouper interface {
+	SetTrafficGroup(group int)
 }
 
 // FlowRecord is one QP's row of flows.csv (docs/outputs.md).

@@ -44,8 +44,10 @@ type Config struct {
 	// PayloadBytes is the path MTU: 256..4096 (IBTA), default 4096.
 	PayloadBytes int `yaml:"payload_bytes"`
 	// TimeoutExponent t sets the local ACK timeout 4.096 us x 2^t [IBTA vol 1 §9.7.6.1.3];
-	// default DefaultTimeoutExponent (NCCL_IB_TIMEOUT 18); allowed 1..31.
-	TimeoutExponent int `yaml:"timeout"`
+	// left out (nil): DefaultTimeoutExponent (NCCL_IB_TIMEOUT 18), which WithDefaults
+	// writes; allowed 1..31. A written 0, IBTA's infinite timeout, is an error (Validate): a
+	// lost packet would hang the QP.
+	TimeoutExponent *int `yaml:"timeout"`
 	// RetryCount is how many times a QP retries before it errors, 1..7; default 7
 	// (NCCL_IB_RETRY_CNT).
 	RetryCount int `yaml:"retry_count"`
@@ -56,6 +58,19 @@ type Config struct {
 	// WithReorder). Default: on when fabric.adaptive_routing is, off otherwise (static
 	// routing keeps a QP's packets in order, and results stay as they were).
 	OutOfOrder OutOfOrder `yaml:"out_of_order"`
+	// SL is the service level of every QP [IBTA vol 1 §7.6.5]: 0..14, default 0 (15 is the
+	// management SL, VL15, for subnet management packets only). Its VL is SLToVL's.
+	SL int `yaml:"sl"`
+	// TrafficSL is the service level of traffic group i's transfers (traffic[i]), 0..14; a
+	// group past its end takes SL. Collectives and training use SL.
+	TrafficSL []int `yaml:"traffic_sl,omitempty"`
+	// SLToVL is the SL-to-VL mapping table [IBTA vol 1 §7.6.6, SLtoVLMappingTable]: entry n
+	// is the VL of SL n's data packets, 0..fabric.MaxClasses-1 and below the switch queues'
+	// classes (each VL is a queue class with its own credits); at most 15 entries (SL 0..14).
+	// Left out, or an SL past its end: DefaultVL. One table for every port (a switch's table is
+	// per input and output port in IBTA; lockstep's is fabric-wide). ACKs and NAKs travel on
+	// VL 0 whatever the SL (lockstep's control lane).
+	SLToVL []int `yaml:"sl_to_vl,omitempty"`
 	// CC is IB congestion control [IBTA vol 1 Annex A10] (cc.go): FECN marking at the
 	// switches, BECNs back from the destination, CCT-indexed injection rate delay at the
 	// source. Absent or enabled false: off (InfiniBand's usual fabric setting).
@@ -72,18 +87,51 @@ type OutOfOrder struct {
 	// DefaultReorderWindow; rounded up to a power of two; allowed 1..65536.
 	Window int `yaml:"window"`
 	// Hold is how long a hole may stay open before the responder NAKs it (a real loss rather
-	// than reordering); default DefaultReorderHold; allowed 1us..1s.
+	// than reordering); allowed 1us..1s. Left out (0): automatic, AutoReorderHold for the
+	// topology (the resolved scenario carries the value in force); a written value is used
+	// as written.
 	Hold sim.Time `yaml:"hold"`
 }
 
 // Out-of-order placement defaults: a window of 1,024 packets (4 MiB at a 4 KiB MTU, well over
-// a 100G fat tree's BDP) and a hole hold of 100 us (many RTTs of a two- or three-tier tree at
-// its queue limits, so AR's reordering never triggers it). Lockstep choices: NVIDIA
-// publishes neither figure.
+// a 100G fat tree's BDP). DefaultReorderHold, 100 us, is the hole hold when no automatic one
+// can be computed (credits off: no buffer bounds the queues; no topology known). Lockstep
+// choices: NVIDIA publishes neither figure.
 const (
 	DefaultReorderWindow = 1024
 	DefaultReorderHold   = 100 * sim.Microsecond
 )
+
+// Bounds of the out-of-order hold, automatic or written: 1 us .. 1 s.
+const (
+	MinReorderHold = sim.Microsecond
+	MaxReorderHold = sim.Second
+)
+
+// AutoReorderHold is the automatic out-of-order hold: the longest reordering adaptive
+// routing can cause between two packets of one QP, so that a hole still open after it is a
+// loss. Two packets of a QP differ in delay by at most the queueing one of them met that the
+// other did not; under credits a switch egress holds at most what the next hop's credits
+// let through, a receiver's buffer per VL, which drains at the egress rate in
+// buffer_per_vl / rate (fabric.CreditConfig.BufferFor: scaled by rate under the default
+// buffers). So the hold is baseRTT (the path's round trip: the NAK's way back and the
+// serialisations) plus one buffer drain per switch hop of the longest minimal path,
+// egress[i] being hop i's egress rate (the last the host link). Bounded to
+// MinReorderHold..MaxReorderHold. With credits off no buffer bounds a queue, and it is
+// DefaultReorderHold. docs/protocols.md, "Automatic out-of-order hold", has the measurements.
+func (c Config) AutoReorderHold(baseRTT sim.Time, egress []sim.Rate) sim.Time {
+	cr := c.Credits.Fabric()
+	if !cr.Enabled || len(egress) == 0 {
+		return DefaultReorderHold
+	}
+	h := baseRTT
+	for _, r := range egress {
+		if r > 0 {
+			h += r.TxTime(int64(cr.BufferFor(cr.BufferPerVL, r)))
+		}
+	}
+	return min(max(h, MinReorderHold), MaxReorderHold)
+}
 
 // Reorder returns the RC engine's configuration for a fabric with adaptive routing on or off:
 // RC() with out-of-order placement when OutOfOrder is on.
@@ -95,7 +143,7 @@ func (c Config) Reorder(adaptive bool) roce.Config {
 			w = DefaultReorderWindow
 		}
 		if h == 0 {
-			h = DefaultReorderHold
+			h = DefaultReorderHold // not resolved: the endpoint fills the automatic one first
 		}
 		rc = rc.WithReorder(w, h)
 	}
@@ -144,11 +192,15 @@ func (c Config) WithDefaults() Config {
 	if c.PayloadBytes == 0 {
 		c.PayloadBytes = 4096
 	}
-	if c.TimeoutExponent == 0 {
-		c.TimeoutExponent = DefaultTimeoutExponent
+	if c.TimeoutExponent == nil {
+		t := DefaultTimeoutExponent
+		c.TimeoutExponent = &t
 	}
 	if c.RetryCount == 0 {
 		c.RetryCount = DefaultRetryCount
+	}
+	if c.OutOfOrder.Window == 0 {
+		c.OutOfOrder.Window = DefaultReorderWindow
 	}
 	if c.Credits.Enabled == nil {
 		on := true
@@ -173,24 +225,169 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
+// MaxSL is the highest service level a QP may use: SL 15 is reserved for subnet management
+// packets, which travel on VL15, the management VL [IBTA vol 1 §7.6.5, §7.6.6].
+const MaxSL = 14
+
+// DefaultVL is the VL of sl's data packets when SLToVL does not give one, on a fabric whose
+// switch queues have classes classes (VLs 0..classes-1): SL n -> VL 1 + n mod (classes - 1),
+// the data VLs taken in turn; VL 0 is lockstep's control lane (ACKs and NAKs, served first
+// under strict priority), so with the default 2 classes every SL's data is on VL 1, as it
+// always was. With one class everything is on VL 0. Lockstep's choice: IBTA leaves the
+// table to the subnet manager, and OpenSM's default QoS maps SL n to VL n mod the operational
+// data VLs [OpenSM, "QoS" (qos_sl2vl)]; lockstep keeps its VL 0 for control.
+func DefaultVL(sl, classes int) int {
+	if classes <= 1 {
+		return 0
+	}
+	return 1 + sl%(classes-1)
+}
+
+// VL returns the VL of sl's data packets on switch queues of classes classes: SLToVL[sl],
+// or DefaultVL.
+func (c Config) VL(sl, classes int) int {
+	if sl >= 0 && sl < len(c.SLToVL) {
+		return c.SLToVL[sl]
+	}
+	return DefaultVL(sl, classes)
+}
+
+// GroupSL returns the service level of traffic group g's transfers: TrafficSL[g], or SL.
+func (c Config) GroupSL(g int) int {
+	if g >= 0 && g < len(c.TrafficSL) {
+		return c.TrafficSL[g]
+	}
+	return c.SL
+}
+
+// VLsInUse returns the VLs the block's packets use on switch queues of classes classes,
+// ascending: VL 0 (ACKs and NAKs) and the data VL of SL and of every TrafficSL.
+func (c Config) VLsInUse(classes int) []int {
+	var on [fabric.MaxClasses]bool
+	on[0] = true
+	for _, sl := range append([]int{c.SL}, c.TrafficSL...) {
+		if v := c.VL(sl, classes); v >= 0 && v < fabric.MaxClasses {
+			on[v] = true
+		}
+	}
+	var out []int
+	for v, ok := range on {
+		if ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// validateSL checks SL, TrafficSL and SLToVL's ranges (prefix "transport.ib"); the VLs
+// against the queues' classes and the arbitration tables are CheckVLs'.
+func (c Config) validateSL(prefix string) error {
+	sl := func(field string, v int) error {
+		switch {
+		case v == 15:
+			return fmt.Errorf("%s: 15 is the management SL (VL15, subnet management packets only) [IBTA vol 1 §7.6.5]; allowed 0..%d", field, MaxSL)
+		case v < 0 || v > MaxSL:
+			return fmt.Errorf("%s: %d is out of range; allowed 0..%d (15 is the management SL)", field, v, MaxSL)
+		}
+		return nil
+	}
+	if err := sl(prefix+".sl", c.SL); err != nil {
+		return err
+	}
+	for i, v := range c.TrafficSL {
+		if err := sl(fmt.Sprintf("%s.traffic_sl[%d]", prefix, i), v); err != nil {
+			return err
+		}
+	}
+	if len(c.SLToVL) > MaxSL+1 {
+		return fmt.Errorf("%s.sl_to_vl: %d entries; allowed at most %d (SL 0..%d; SL 15 is the management SL, always VL15)", prefix, len(c.SLToVL), MaxSL+1, MaxSL)
+	}
+	for i, v := range c.SLToVL {
+		if v < 0 || v >= fabric.MaxClasses {
+			return fmt.Errorf("%s.sl_to_vl[%d]: VL %d is out of range; allowed 0..%d (a queue class; VL15 is the management VL)", prefix, i, v, fabric.MaxClasses-1)
+		}
+	}
+	return nil
+}
+
+// CheckVLs checks the VLs this block uses against ports whose queues have the given classes
+// (the switch, last-hop and NIC queues; a class at or above a port's count is queued in its
+// last one): an SL mapped to a VL the switch queues do not have (classes[0]) is refused, and
+// under VL arbitration tables (credits.high, low) every VL in use must have an entry of
+// weight 1..255 in one of them, since the arbiter serves no other VL and its packets would
+// wait forever [IBTA vol 1 §7.6.9]; so must escape, the escape VL of adaptive routing's
+// detours (fabric.Network.AdaptiveEscapeVL; -1: none). Errors name the field, the value and
+// what is allowed.
+func (c Config) CheckVLs(prefix string, escape int, classes ...int) error {
+	if len(classes) == 0 || classes[0] < 1 {
+		return nil
+	}
+	sw := classes[0]
+	for sl, v := range c.SLToVL {
+		if v >= sw {
+			return fmt.Errorf("%s.sl_to_vl[%d]: VL %d, but the switch queues have %d classes (VL 0..%d); allowed 0..%d, or raise fabric.switch_queue.classes (and fabric.nic_queue.classes)", prefix, sl, v, sw, sw-1, sw-1)
+		}
+	}
+	cr := c.Credits
+	if cr.Enabled != nil && !*cr.Enabled || len(cr.High)+len(cr.Low) == 0 {
+		return nil
+	}
+	var weight [fabric.MaxClasses]int
+	for _, e := range append(append([]fabric.VLArbEntry(nil), cr.High...), cr.Low...) {
+		if e.VL >= 0 && e.VL < fabric.MaxClasses {
+			weight[e.VL] += e.Weight
+		}
+	}
+	for _, n := range classes {
+		if n < 1 {
+			continue
+		}
+		for _, u := range c.VLsInUse(sw) {
+			v := min(u, n-1) // where a port of n classes queues it
+			if weight[v] > 0 {
+				continue
+			}
+			what := "data"
+			if v == 0 {
+				what = "ACKs and NAKs (and data mapped there)"
+			}
+			where := ""
+			if v != u {
+				where = fmt.Sprintf(" (VL %d's packets, on ports whose queues have %d classes: give fabric.switch_queue, last_hop_queue and nic_queue the same classes)", u, n)
+			}
+			return fmt.Errorf("%s.credits.high, low: VL %d, which carries %s%s, has no entry of weight > 0 (high %v, low %v): the VL arbiter would never send on it and its QPs would stall; allowed: tables giving every VL in use (%v) a weight 1..255 [IBTA vol 1 §7.6.9], or leave high and low out for strict priority", prefix, v, what, where, cr.High, cr.Low, c.VLsInUse(sw))
+		}
+	}
+	if escape >= 0 && escape < fabric.MaxClasses && weight[escape] == 0 {
+		return fmt.Errorf("%s.credits.high, low: VL %d, the escape VL of adaptive routing's detours (fabric.adaptive_routing.detour), has no entry of weight > 0 (high %v, low %v): a detoured packet would never leave its switch; allowed: give VL %d a weight 1..255 [IBTA vol 1 §7.6.9], set fabric.adaptive_routing.detour: false, or leave high and low out for strict priority", prefix, escape, cr.High, cr.Low, escape)
+	}
+	return nil
+}
+
 // CCOn reports whether IB congestion control is on.
 func (c Config) CCOn() bool { return c.CC != nil && c.CC.Enabled }
 
 // Validate names the first bad field under prefix ("transport.ib").
 func (c Config) Validate(prefix string) error {
-	if c.TimeoutExponent < 1 || c.TimeoutExponent > 31 {
-		return fmt.Errorf("%s.timeout: %d is out of range; allowed 1..31 (4.096us x 2^t)", prefix, c.TimeoutExponent)
+	switch t := c.timeout(); {
+	case t == 0:
+		return fmt.Errorf("%s.timeout: 0 is IBTA's infinite timeout; lockstep does not offer it because a lost packet would hang the QP; allowed 1..31 (4.096us x 2^t); leave it out for NCCL's default %d", prefix, DefaultTimeoutExponent)
+	case t < 1 || t > 31:
+		return fmt.Errorf("%s.timeout: %d is out of range; allowed 1..31 (4.096us x 2^t); leave it out for NCCL's default %d", prefix, t, DefaultTimeoutExponent)
 	}
 	if w := c.OutOfOrder.Window; w < 0 || w > roce.MaxReorderWindow {
 		return fmt.Errorf("%s.out_of_order.window: %d is out of range; allowed 0 (default %d) or 1..%d packets", prefix, w, DefaultReorderWindow, roce.MaxReorderWindow)
 	}
-	if h := c.OutOfOrder.Hold; h != 0 && (h < sim.Microsecond || h > sim.Second) {
-		return fmt.Errorf("%s.out_of_order.hold: %v is out of range; allowed 0 (default %v) or 1us..1s", prefix, h, DefaultReorderHold)
+	if h := c.OutOfOrder.Hold; h != 0 && (h < MinReorderHold || h > MaxReorderHold) {
+		return fmt.Errorf("%s.out_of_order.hold: %v is out of range; allowed %v..%v, or leave it out for the automatic hold (base RTT + one credit buffer drain per switch hop)", prefix, h, MinReorderHold, MaxReorderHold)
 	}
 	if c.CC != nil {
 		if err := c.CC.Validate(prefix + ".cc"); err != nil {
 			return err
 		}
+	}
+	if err := c.validateSL(prefix); err != nil {
+		return err
 	}
 	if err := c.RC().Validate(prefix); err != nil {
 		return err
@@ -236,8 +433,18 @@ func (c Config) validateBuffers(prefix string) error {
 	return nil
 }
 
-// RTO is the local ACK timeout, 4.096 us x 2^TimeoutExponent.
-func (c Config) RTO() sim.Time { return roce.LocalAckTimeout(c.TimeoutExponent) }
+// timeout is the timeout exponent in force: TimeoutExponent, or DefaultTimeoutExponent when
+// left out.
+func (c Config) timeout() int {
+	if c.TimeoutExponent == nil {
+		return DefaultTimeoutExponent
+	}
+	return *c.TimeoutExponent
+}
+
+// RTO is the local ACK timeout, 4.096 us x 2^TimeoutExponent (DefaultTimeoutExponent when
+// left out).
+func (c Config) RTO() sim.Time { return roce.LocalAckTimeout(c.timeout()) }
 
 // RC returns the RC engine's configuration: InfiniBand's header sizes, the timeout and retry
 // count, DCQCN off; with CC on, IB congestion control's reaction point and a BECN for every

@@ -1,11 +1,14 @@
 package ibnic_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/lockstepsim/lockstep/fabric"
+	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/transport/ib"
 )
 
 // TestLinkDownLossless [issue 19: "with one T0-T1 link down, traffic moves within 10 us and
@@ -86,41 +89,148 @@ func TestLinkDownLossless(t *testing.T) {
 // TestLinkDownRecoveryTime measures how long the transport takes to resend what the failed
 // wire lost (summary fault_to_last_loss_retx_us: from the failure to the last resend of a
 // lost packet) on the 2-tier case of TestLinkDownLossless, with out-of-order placement (the
-// default under adaptive routing) at its default hold, 100 us, and at 20 us. IB's link
-// layer has no retransmission on another path (a packet that fails its link CRC is
-// discarded [IBTA vol 1, ch. 7, link layer]; NVIDIA's Physical Layer Retransmission resends
-// over the same link after bit errors [NVIDIA Quantum firmware release notes, "Physical
-// Layer Retransmission (PLR)"], which a dead link does not have; lossless means no drop
-// for want of buffer), so the RC transport's NAK after the hole timer is what recovers it: the recovery ends about one hold after the
-// failure (a hole opens at the loss; it is NAKed when the hold runs out; the NAK crosses
-// the fabric and the requester goes back to the hole, resending everything after it, so the
-// last lost packet's resend waits behind the resends before it): measured 154.4 us at the
-// default hold (JCT 234.5 us against 190.0 without the fault), 60.9 us at 20 us (JCT
-// 223.2 us), no timeout.
+// default under adaptive routing) at its automatic hold (base RTT + one credit buffer drain
+// per switch hop: 40.8 us here, ib.Config.AutoReorderHold), at the old fixed default of
+// 100 us and at 20 us. IB's link layer has no retransmission on another path (a packet that
+// fails its link CRC is discarded [IBTA vol 1, ch. 7, link layer]; NVIDIA's Physical Layer
+// Retransmission resends over the same link after bit errors [NVIDIA Quantum firmware
+// release notes, "Physical Layer Retransmission (PLR)"], which a dead link does not have;
+// lossless means no drop for want of buffer), so the RC transport's NAK after the hole timer
+// is what recovers it: the recovery ends about one hold after the failure (a hole opens at
+// the loss; it is NAKed when the hold runs out; the NAK crosses the fabric and the requester
+// goes back to the hole, resending everything after it, so the last lost packet's resend
+// waits behind the resends before it): measured 89.0 us at the automatic hold (JCT 224.5
+// us against 193.5 without the fault), 154.4 us at 100 us (JCT 234.5 us), 60.9 us at 20 us
+// (JCT 223.2 us), no timeout. The automatic hold must recover faster than the 100 us one.
 func TestLinkDownRecoveryTime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long")
 	}
 	base := run(t, permYAML(fabricCase{2, 1, 16, "2MB"}, "kind: ib", true, 1, "")).Summary.Transport
+	rec := map[string]float64{}
 	for _, c := range []struct {
 		name string
 		ib   string
-		hold sim.Time
 	}{
-		{"hold=100us (default)", "kind: ib", 100 * sim.Microsecond},
-		{"hold=20us", "kind: ib, ib: {out_of_order: {hold: 20us}}", 20 * sim.Microsecond},
+		{"automatic", "kind: ib"},
+		{"hold=100us", "kind: ib, ib: {out_of_order: {hold: 100us}}"},
+		{"hold=20us", "kind: ib, ib: {out_of_order: {hold: 20us}}"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := run(t, permYAML(fabricCase{2, 1, 16, "2MB"}, c.ib, true, 1, "faults: [{at: 50us, link: p0.t0-0.up0, action: down}]\n"))
+			y := permYAML(fabricCase{2, 1, 16, "2MB"}, c.ib, true, 1, "faults: [{at: 50us, link: p0.t0-0.up0, action: down}]\n")
+			r := run(t, y)
 			tr := r.Summary.Transport
-			t.Logf("%s: lost on the wire %d, dropped by switches %d; fault -> last loss resend %.1f us; retx %d (%v), timeouts %d; JCT %.1f us (%.1f without the fault)",
-				c.name, r.Net.AdaptiveStats().LostInFlight, r.Summary.Adaptive.DroppedBySwitches, tr.FaultToLastLossRetxUs, tr.RetxPackets, tr.RetxPacketsByCause, tr.Timeouts, tr.JCTUs, base.JCTUs)
+			blk := resolvedIB(t, y)
+			if blk == nil || blk.OutOfOrder.Hold == 0 {
+				t.Fatalf("resolved block %+v: want the hold in force", blk)
+			}
+			hold := float64(blk.OutOfOrder.Hold) / float64(sim.Microsecond)
+			t.Logf("%s: hold %.1f us; lost on the wire %d, dropped by switches %d; fault -> last loss resend %.1f us; retx %d (%v), timeouts %d; JCT %.1f us (%.1f without the fault)",
+				c.name, hold, r.Net.AdaptiveStats().LostInFlight, r.Summary.Adaptive.DroppedBySwitches, tr.FaultToLastLossRetxUs, tr.RetxPackets, tr.RetxPacketsByCause, tr.Timeouts, tr.JCTUs, base.JCTUs)
 			if tr.FlowsCompleted != 128 || tr.Timeouts != 0 {
 				t.Fatalf("completed %d of 128, timeouts %d", tr.FlowsCompleted, tr.Timeouts)
 			}
-			hold := float64(c.hold) / float64(sim.Microsecond)
-			if rec := tr.FaultToLastLossRetxUs; rec < hold || rec > hold+60 {
-				t.Errorf("recovery %.1f us after the failure; want about one hold (%.0f us) plus at most 60 us", rec, hold)
+			if got := tr.FaultToLastLossRetxUs; got < hold || got > hold+60 {
+				t.Errorf("recovery %.1f us after the failure; want about one hold (%.1f us) plus at most 60 us", got, hold)
+			}
+			rec[c.name] = tr.FaultToLastLossRetxUs
+		})
+	}
+	if rec["automatic"] >= rec["hold=100us"] {
+		t.Errorf("recovery %.1f us at the automatic hold, %.1f us at 100 us: want the automatic one faster", rec["automatic"], rec["hold=100us"])
+	}
+}
+
+// resolvedIB returns scenario y's resolved transport.ib block.
+func resolvedIB(t *testing.T, y string) *ib.Config {
+	t.Helper()
+	sc, err := scenario.Parse([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := sc.Transport.Block().(*ib.Config)
+	return c
+}
+
+// TestAutoHoldResolved: a left-out out_of_order.hold resolves to the automatic hold for the
+// topology (base RTT + one credit buffer drain per switch hop), which the resolved scenario
+// shows; re-resolving that scenario keeps it; a written hold is kept as written.
+func TestAutoHoldResolved(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		f    fabricCase
+		ib   string
+		want sim.Time
+	}{
+		// 2-tier at 100G: RTT 9.334 us (4 links, 1 us each way, a 4,138 B packet and a
+		// 30 B ACK per link) + 3 x 128 KiB at 100 Gb/s (10.486 us).
+		{"2-tier 100G", fabricCase{2, 1, 16, "2MB"}, "kind: ib", 40791040 * sim.Picosecond},
+		{"3-tier 100G", fabricCase{3, 1, 8, "4MB"}, "kind: ib", 66429440 * sim.Picosecond},
+		{"written", fabricCase{2, 1, 16, "2MB"}, "kind: ib, ib: {out_of_order: {hold: 100us}}", 100 * sim.Microsecond},
+		{"credits off", fabricCase{2, 1, 16, "2MB"}, "kind: ib, ib: {credits: {enabled: false}}", ib.DefaultReorderHold},
+	} {
+		y := permYAML(c.f, c.ib, true, 1, "")
+		sc, err := scenario.Parse([]byte(y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := sc.Transport.Block().(*ib.Config).OutOfOrder.Hold
+		if got != c.want {
+			t.Errorf("%s: hold %v, want %v", c.name, got, c.want)
+		}
+		out, err := scenario.Encode(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(out), "hold: "+got.String()) {
+			t.Errorf("%s: resolved scenario does not show hold %v:\n%s", c.name, got, out)
+		}
+		again, err := scenario.Parse(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := again.Transport.Block().(*ib.Config).OutOfOrder.Hold; h != got {
+			t.Errorf("%s: re-resolved hold %v, want %v", c.name, h, got)
+		}
+	}
+}
+
+// arIncastYAML is incastYAML's k -> 1 incast (3-tier k=16, 1,024 hosts, 1 us hops) at host
+// link rate rate with adaptive routing on (out-of-order placement then on, at the
+// automatic hold unless ib gives one).
+func arIncastYAML(k int, rate, ib string) string {
+	y := strings.Replace(incastYAML(k), "host_link: 100Gbps", "host_link: "+rate, 1)
+	y = strings.Replace(y, "transport: {kind: ib}", "fabric: {adaptive_routing: {enabled: true}}\ntransport: {kind: ib"+ib+"}", 1)
+	return y
+}
+
+// TestAutoHoldNoSpuriousNAK: the automatic hold never NAKs a hole that reordering alone
+// opened on incasts under adaptive routing (8 and 64 -> 1 at 100G and 800G, 255 -> 1 at
+// 800G): no retransmission, no drop, every transfer done; as on the permutations of
+// TestPermutationAdaptive and TestPermutationAdaptiveRates, which assert no retransmission
+// at the (automatic) default. 255 -> 1 at 100G is the known exception, logged here and in
+// docs/protocols.md ("Automatic out-of-order hold"): its congestion tree drains 25.5 MB
+// through one 100G port for 2 ms, and two packets of one QP on parallel paths differ by up
+// to about 250 us, more than the automatic 66.4 us and the old fixed 100 us.
+func TestAutoHoldNoSpuriousNAK(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
+	for _, c := range []struct {
+		k      int
+		rate   string
+		strict bool
+	}{{8, "100Gbps", true}, {64, "100Gbps", true}, {8, "800Gbps", true}, {64, "800Gbps", true}, {255, "800Gbps", true}, {255, "100Gbps", false}} {
+		t.Run(fmt.Sprintf("%d->1/%s", c.k, c.rate), func(t *testing.T) {
+			y := arIncastYAML(c.k, c.rate, "")
+			res := run(t, y)
+			tr := res.Summary.Transport
+			t.Logf("hold %v: retx %d, drops %d, JCT %.1f us", resolvedIB(t, y).OutOfOrder.Hold, tr.RetxPackets, res.Summary.DroppedPackets, tr.JCTUs)
+			if tr.FlowsCompleted != c.k || res.Summary.DroppedPackets != 0 || tr.QPErrors != 0 {
+				t.Fatalf("completed %d of %d, drops %d, QP errors %d", tr.FlowsCompleted, c.k, res.Summary.DroppedPackets, tr.QPErrors)
+			}
+			if c.strict && tr.RetxPackets != 0 {
+				t.Errorf("%d packets resent: the hold NAKed reordering", tr.RetxPackets)
 			}
 		})
 	}

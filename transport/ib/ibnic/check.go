@@ -14,20 +14,34 @@ const maxCreditProblems = 5
 
 // check is the plugin's Check. Warnings for settings that are legal but do nothing under
 // InfiniBand (inertWarnings): ECN marking without transport.ib.cc, switch trimming, a cc
-// block's parameters with cc.enabled false. On a packet fabric it then turns credit flow
+// block's parameters with cc.enabled false; out_of_order.enabled written false under
+// adaptive routing (orderWarnings); credit settings with credits.enabled false
+// (creditOffWarnings). Errors: an SL mapped to a VL the switch queues lack, or VL arbitration
+// tables that give a VL in use no weight (ib.Config.CheckVLs); the fabric refusing the
+// credits. On a packet fabric it then turns credit flow
 // control on (as newEndpoint would, which then leaves it as it is) so that
 // fabric.Network.CreditCheck can say before the run why the credits cannot keep it
 // lossless: a switch egress whose queue limit (a scenario's switch_queue.limit, which
 // overrides the ib profile's) is below what the switch's ingresses may hold, so drop-tail
 // can still act. A buffer per VL below the largest packet never gets here: the block's
 // Validate refuses it (ib.Config.CreditBufferMin, the one rule). cfg is the resolved
-// transport.ib block. Errors: the fabric refusing the credits (PFC on).
+// transport.ib block.
 func check(cfg any, env transport.CheckEnv) ([]string, error) {
 	c, err := config(cfg)
 	if err != nil {
 		return nil, err
 	}
+	q := env.Queues
+	escape := -1
+	if env.Net != nil && c.Credits.Fabric().Enabled {
+		escape = env.Net.AdaptiveEscapeVL()
+	}
+	if err := c.CheckVLs("transport.ib", escape, q.Switch.Classes, q.LastHop.Classes, q.NIC.Classes); err != nil {
+		return nil, err
+	}
 	out := inertWarnings(c, env.Queues)
+	out = append(out, orderWarnings(c, env.Adaptive, env.Net == nil)...)
+	out = append(out, creditOffWarnings(c)...)
 	cr := c.Credits.Fabric()
 	if env.Net == nil || !cr.Enabled {
 		return out, nil
@@ -101,4 +115,52 @@ func ccSetFields(cc ib.CC) []string {
 	add(cc.CCTITimer != d.CCTITimer, "ccti_timer", cc.CCTITimer)
 	add(cc.CCTStep != d.CCTStep, "cct_step", cc.CCTStep)
 	return set
+}
+
+// orderWarnings: fabric.adaptive_routing on while transport.ib.out_of_order.enabled is
+// written false. The responder then accepts only the expected PSN, so at packet level every
+// packet adaptive routing reorders draws a sequence-error NAK and a go-back-N resend of all
+// that followed it [IBTA vol 1 §9.7.5.1.1]: a retransmission storm (the Ethernet AR figures
+// in docs/protocols.md: 326,611 resends, 0.146 of ideal); at flow level each QP keeps one
+// hashed path, so adaptive routing moves nothing but failures.
+func orderWarnings(c ib.Config, adaptive, fluid bool) []string {
+	if !adaptive || c.OutOfOrder.Enabled == nil || *c.OutOfOrder.Enabled {
+		return nil
+	}
+	what := "in-order delivery under adaptive routing: every packet AR reorders draws a sequence-error NAK and a go-back-N resend of everything after it (a retransmission storm)"
+	if fluid {
+		what = "in-order delivery under adaptive routing: at flow level each QP then keeps one hashed path, so adaptive routing balances nothing (at packet level every reorder would be a go-back-N)"
+	}
+	return []string{"transport.ib.out_of_order.enabled: false with fabric.adaptive_routing on: " + what + "; leave out_of_order.enabled out (on under adaptive routing) or turn adaptive routing off"}
+}
+
+// creditOffWarnings: credit settings other than enabled given while
+// transport.ib.credits.enabled is false, which nothing reads then (the links run lossy
+// without link-level flow control): the buffers per VL that differ from the defaults and the
+// VL arbitration tables.
+func creditOffWarnings(c ib.Config) []string {
+	cr := c.Credits
+	if cr.Enabled == nil || *cr.Enabled {
+		return nil
+	}
+	var set []string
+	if cr.BufferPerVL != 0 && cr.BufferPerVL != fabric.DefaultCreditBuffer {
+		set = append(set, fmt.Sprintf("buffer_per_vl %v", cr.BufferPerVL))
+	}
+	if cr.HostBufferPerVL != 0 && cr.HostBufferPerVL != cr.BufferPerVL {
+		set = append(set, fmt.Sprintf("host_buffer_per_vl %v", cr.HostBufferPerVL))
+	}
+	if len(cr.High) > 0 {
+		set = append(set, fmt.Sprintf("high (%d entries)", len(cr.High)))
+	}
+	if len(cr.Low) > 0 {
+		set = append(set, fmt.Sprintf("low (%d entries)", len(cr.Low)))
+	}
+	if cr.HighLimit != 0 {
+		set = append(set, fmt.Sprintf("high_limit %d", cr.HighLimit))
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("transport.ib.credits: %s given with enabled false: credit flow control is off (the links are lossy), so they do nothing; set transport.ib.credits.enabled: true or leave them out", strings.Join(set, ", "))}
 }

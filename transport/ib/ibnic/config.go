@@ -33,7 +33,33 @@ func config(cfg any) (ib.Config, error) {
 func resolve(cfg any, env transport.ResolveEnv) error {
 	c := cfg.(*ib.Config)
 	*c = c.WithDefaults()
-	return c.Validate(env.Path)
+	if err := c.Validate(env.Path); err != nil {
+		return err
+	}
+	if c.OutOfOrder.Hold == 0 && env.Topology != nil {
+		// The automatic hold in force, so the resolved scenario (lockstep validate) shows it.
+		c.OutOfOrder.Hold = autoHold(*c, env.Topology)
+	}
+	return nil
+}
+
+// autoHold is transport.ib.out_of_order.hold when left out: ib.Config.AutoReorderHold over
+// l's longest minimal path, its base round trip (a full data packet one way, an ACK back)
+// and the egress rate of each of its switch hops (fabric links, the last the host link).
+func autoHold(c ib.Config, l topo.Topology) sim.Time {
+	p, hops := l.Params(), l.Sizing().MaxSwitchHops
+	rc := c.RC()
+	_, wire := rc.DataPacketBytes()
+	rtt := p.RoundTrip(hops, int(wire), rc.AckWire())
+	egress := make([]sim.Rate, 0, hops)
+	for i := 0; i < hops; i++ {
+		r := p.FabricLink
+		if i == hops-1 || r == 0 {
+			r = p.HostLink
+		}
+		egress = append(egress, r)
+	}
+	return c.AutoReorderHold(rtt, egress)
 }
 
 // profile is the ib fabric profile: no trimming, no ECN marking unless IB congestion control

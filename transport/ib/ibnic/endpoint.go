@@ -17,8 +17,9 @@ import (
 // gives one path per destination), over links with credit flow control.
 type Endpoint struct {
 	*rocenic.Endpoint
-	net *fabric.Network
-	cfg ib.Config
+	net     *fabric.Network
+	cfg     ib.Config
+	classes int // the switch queues' classes: the fabric's VLs (fabric.switch_queue.classes)
 }
 
 // newEndpoint builds the endpoint and turns credit flow control on in env.Net (unless
@@ -34,17 +35,32 @@ func newEndpoint(cfg any, env transport.EndpointEnv) (transport.Endpoint, error)
 			return nil, fmt.Errorf("transport.ib.credits: %w", err)
 		}
 	}
+	if c.OutOfOrder.Hold == 0 && env.Topology != nil {
+		c.OutOfOrder.Hold = autoHold(c, env.Topology) // a block that was not resolved
+	}
 	r := rocenic.NewWire(env, c.Reorder(env.Net.AdaptiveOn()), rocenic.Wire{Proto: fabric.ProtoIB, Kinds: "ib"})
-	return &Endpoint{Endpoint: r, net: env.Net, cfg: c}, nil
+	e := &Endpoint{Endpoint: r, net: env.Net, cfg: c, classes: env.Queues.Switch.Classes}
+	r.SetDataClass(uint8(c.VL(c.SL, e.classes)))
+	return e, nil
+}
+
+// SetTrafficGroup implements transport.TrafficGrouper: the QPs of traffic group g's next
+// transfer carry its service level (ib.Config.GroupSL), their data on that SL's VL
+// (ib.Config.VL: sl_to_vl, or the default map).
+func (e *Endpoint) SetTrafficGroup(g int) {
+	e.Endpoint.SetDataClass(uint8(e.cfg.VL(e.cfg.GroupSL(g), e.classes)))
 }
 
 // Detail is InfiniBand's own figures in summary.json: the RC engine's (rocenic.Detail:
 // QPs, NAKs, and under IB CC ce_packets = FECN-marked data packets, cnps_sent = BECNs, the
 // injection rates at end) and, with credits on, the time ports spent blocked for credits
 // (credits.csv has it per port): the sum over ports, how many ports were ever blocked, and
-// the most blocked port with its time, microseconds.
+// the most blocked port with its time, microseconds. CreditsEnabled says whether credit flow
+// control was on (transport.ib.credits.enabled), so a run with no port blocked is told from
+// one without credits.
 type Detail struct {
 	*rocenic.Detail
+	CreditsEnabled       bool    `json:"credits_enabled"`
 	CreditBlockedUsTotal float64 `json:"credit_blocked_us_total"`
 	CreditBlockedPorts   int     `json:"credit_blocked_ports"`
 	CreditBlockedUsMax   float64 `json:"credit_blocked_us_max"`
@@ -58,6 +74,7 @@ func (e *Endpoint) Summary(end sim.Time, faults []sim.Time) *transport.Summary {
 	rd, _ := s.Detail.(*rocenic.Detail)
 	d := &Detail{Detail: rd}
 	if e.net.CreditsOn() {
+		d.CreditsEnabled = true
 		var total, most sim.Time
 		for i := range e.net.Ports {
 			b := e.net.CreditStats(fabric.PortID(i), end).BlockedTime

@@ -11,8 +11,9 @@ import (
 
 // printBlock writes InfiniBand's block of the terminal summary: the completions, the
 // throughput while all flows were active and its flow-level reference for the routing in
-// force (rocenic.PrintMaxMin), the go-back-N figures, IB CC's marks and BECNs
-// when any, then the QP errors.
+// force (rocenic.PrintMaxMin), the go-back-N figures, IB CC's marks and BECNs when any, the
+// credits line (always at packet level: the ports blocked, "no port blocked", or off), then
+// the QP errors.
 func printBlock(w io.Writer, s *transport.Summary, collective bool) {
 	transport.PrintTransfers(w, s, collective, "", "")
 	transport.PrintActive(w, s)
@@ -24,8 +25,14 @@ func printBlock(w io.Writer, s *transport.Summary, collective bool) {
 	if d != nil && d.Detail != nil && d.CEPackets > 0 {
 		fmt.Fprintf(w, "InfiniBand CC: %d FECN-marked data packets, %d BECNs; injection rate at end min %.1f, mean %.1f Gb/s\n", d.CEPackets, d.CNPsSent, d.RateMinGbps, d.RateMeanGbps)
 	}
-	if d != nil && d.CreditBlockedPorts > 0 {
+	switch {
+	case d == nil:
+	case d.CreditBlockedPorts > 0:
 		fmt.Fprintf(w, "InfiniBand credits: %d ports blocked for credits, %.1f us in all; most %s, %.1f us (credits.csv)\n", d.CreditBlockedPorts, d.CreditBlockedUsTotal, d.CreditBlockedMaxPort, d.CreditBlockedUsMax)
+	case d.CreditsEnabled:
+		fmt.Fprintln(w, "InfiniBand credits: on, no port blocked (credits.csv)")
+	default:
+		fmt.Fprintln(w, "InfiniBand credits: off (transport.ib.credits.enabled false): links are lossy")
 	}
 	transport.PrintQPErrors(w, s)
 }

@@ -85,7 +85,7 @@ func TestTrainingIBLinkDownAdaptive(t *testing.T) {
 		clean := run(t, fmt.Sprintf(ibTrainYAML, tc.ib, true, "packet", "")).Summary.Training.StepTimeUs
 		res := run(t, fmt.Sprintf(ibTrainYAML, tc.ib, true, "packet", fault))
 		s := res.Summary
-		rto := float64(ib.Config{TimeoutExponent: tc.exp}.RTO()) / float64(sim.Microsecond)
+		rto := float64(ib.Config{TimeoutExponent: &tc.exp}.RTO()) / float64(sim.Microsecond)
 		tr := s.Transport
 		t.Logf("%s: step %.1f us (clean %.1f, RTO %.1f us), drops %d (%v), retx %d, timeouts %d, QP errors %d",
 			tc.name, s.Training.StepTimeUs, clean, rto, s.DroppedPackets, s.Drops, tr.RetxPackets, tr.Timeouts, tr.QPErrors)

@@ -37,6 +37,7 @@ type qp struct {
 	tokHead  int
 	done     sim.Time // latest sender completion
 	lastRetx int64    // resent packets seen so far (for the loss-recovery span)
+	class    uint8    // its data packets' queue class (VL under credits): SetDataClass
 	// backlog holds collective messages waiting for a free slot: at most MsgWindow messages
 	// per QP are posted and not yet acknowledged (Send).
 	backlog []collective.Message
@@ -84,6 +85,7 @@ type Endpoint struct {
 	kTimer   sim.Kind
 	kHole    sim.Kind     // out-of-order placement's hold timer (onHoleTimer); 0 when off
 	proto    fabric.Proto // its packets' protocol (Wire)
+	class    uint8        // data class of the QPs opened next (SetDataClass)
 	baseRTT  sim.Time
 	fct      *hdrhistogram.Histogram // per traffic flow or message, ns
 	fctMax   int64                   // the largest FCT recorded, ns, exact
@@ -162,6 +164,7 @@ func NewWire(env transport.EndpointEnv, cfg roce.Config, w Wire) *Endpoint {
 	r.baseRTT = c.RoundTrip(l.Sizing().MaxSwitchHops, cfg.HeaderBytes+cfg.PayloadBytes, cfg.AckWire())
 	r.layout = l
 	r.proto = w.Proto
+	r.class = DataClass
 	r.kStart = s.Register(w.Kinds+".start", r.onStart)
 	r.kTimer = s.Register(w.Kinds+".timer", r.onTimer)
 	if win, _ := cfg.Reorder(); win > 0 {
@@ -199,7 +202,7 @@ func (r *Endpoint) newQP(src, dst, i int, owner uint64, fl int32) (*qp, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &qp{qp: int32(id), src: int32(src), dst: int32(dst), plane: uint8(plane), srcPort: snd.SrcPort(), snd: snd, rcv: rcv, flow: fl}
+	q := &qp{qp: int32(id), src: int32(src), dst: int32(dst), plane: uint8(plane), srcPort: snd.SrcPort(), snd: snd, rcv: rcv, flow: fl, class: r.class}
 	port := &r.net.Ports[r.net.Nodes[src].Ports[plane]]
 	snd.SetNICGate(func() bool { return port.Down || port.QueueBytes() == 0 })
 	q.timer = r.s.NewTimer(r.kTimer, int32(id))
@@ -495,9 +498,19 @@ func (r *Endpoint) flushReceiver(now sim.Time, q *qp) {
 	q.rcv.ClearCompletions()
 }
 
+// DataClass is the queue class of data packets unless SetDataClass says otherwise: 1 (ACKs,
+// NAKs and CNPs travel in class 0).
+const DataClass = 1
+
+// SetDataClass sets the queue class (under InfiniBand credits, the VL) of the data packets
+// of the QPs opened from now on (AddFlow, and the QPs Send opens): InfiniBand's SL-to-VL
+// mapping (ibnic). Default DataClass; a class at or above a port's classes is queued in its
+// last one (fabric). ACKs, NAKs and CNPs stay in class 0.
+func (r *Endpoint) SetDataClass(c uint8) { r.class = c }
+
 // send encodes h as a fabric packet from host to peer on the QP's plane. No source route:
-// switches hash the 5-tuple (the QP's UDP source port, port 4791). Data is ECN-capable in class
-// 1; ACKs, NAKs and CNPs travel in class 0. Word layout: roce.Words in Op, Seq and Ack; the QP
+// switches hash the 5-tuple (the QP's UDP source port, port 4791). Data is ECN-capable in the
+// QP's class (DataClass unless SetDataClass changed it); ACKs, NAKs and CNPs travel in class 0. Word layout: roce.Words in Op, Seq and Ack; the QP
 // in Flow.
 func (r *Endpoint) send(now sim.Time, q *qp, h *roce.Header, host, peer int32) {
 	p := r.net.NewPacket()
@@ -509,7 +522,7 @@ func (r *Endpoint) send(now sim.Time, q *qp, h *roce.Header, host, peer int32) {
 	p.Op, p.Seq, p.Ack = w.Op, w.Seq, w.Ack
 	p.Size = h.Wire
 	if h.Kind == roce.Data {
-		p.Class = 1
+		p.Class = q.class
 		p.Flags = fabric.ECT
 	}
 	if err := r.net.Send(now, host, int(q.plane), p); err != nil {
