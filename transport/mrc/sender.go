@@ -905,6 +905,9 @@ func (s *Sender) ackPSN(now sim.Time, psn uint32) int64 {
 	// its first copy, and the tiny RTT that suggests would mark everything older lost (Karn's
 	// rule, RFC 8985 §6.1).
 	if !p.retx {
+		// Its path was answered: clean, unless the answer that echoes it carried a mark
+		// (OnSACK gives that to OnCE first, and a mark in a lap outweighs clean answers).
+		s.evs.OnClean(int(p.ev))
 		if p.sentAt > s.rackXmit {
 			s.rackXmit, s.rackRTT = p.sentAt, now-p.sentAt
 		}
