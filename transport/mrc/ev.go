@@ -334,6 +334,7 @@ type EVSet struct {
 	rtMarked []bool
 	markNow  []routeMarks
 	markLast []routeMarks
+	holdCE   func(plane int) bool // replaces allMarked when set (Sender.SetMarkBoard)
 
 	nState [numEVStates]int
 	stats  EVStats
@@ -488,6 +489,14 @@ func evDrawPaths(rng *rand.Rand, n, k int, dst []int32) []int32 {
 		dst = append(dst, dst[start+i%m])
 	}
 	return dst
+}
+
+// Laps returns how many laps plane p has begun (0 for a plane out of range).
+func (s *EVSet) Laps(p int) int64 {
+	if p < 0 || p >= len(s.laps) {
+		return 0
+	}
+	return s.laps[p]
 }
 
 // Config returns the effective configuration (defaults applied).
@@ -748,7 +757,14 @@ func (s *EVSet) OnCE(ev int) {
 	if e == nil {
 		return
 	}
-	hold := s.cfg.CESkip == CESkipBalance && s.allMarked(int(e.plane))
+	hold := false
+	if s.cfg.CESkip == CESkipBalance {
+		if s.holdCE != nil {
+			hold = s.holdCE(int(e.plane))
+		} else {
+			hold = s.allMarked(int(e.plane))
+		}
+	}
 	s.observe(e, true)
 	if !hold {
 		s.skip(e)
