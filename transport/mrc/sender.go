@@ -156,7 +156,7 @@ type Sender struct {
 	lapSeen     []int64
 	lapAt       []sim.Time
 	prevLapAt   []sim.Time
-	bgLosses int64      // losses on paths that delivered again afterwards (background loss)
+	bgLosses    int64 // losses on paths that delivered again afterwards (background loss)
 
 	// Probe budget: tokens in probes, refilled per probe interval and per data packet sent.
 	probeTok  float64
