@@ -140,9 +140,11 @@ type EVConfig struct {
 
 // CE skip rules (EVConfig.CESkip).
 const (
-	// CESkipBalance (lockstep default): a CE mark skips its EV only when the plane's last lap
-	// had a path to move the load to, one that was answered and never marked in that lap; when
-	// every path of the plane that was answered in its last lap was marked, the EV is kept.
+	// CESkipBalance (lockstep default): a CE mark skips its EV only when the plane had a path
+	// to move the load to, one answered and not marked; when every path of the plane answered
+	// was marked, the EV is kept. With the NIC's MarkBoard (Sender.SetMarkBoard; mrcnic gives
+	// every QP its host's) the answers are those of all the NIC's QPs since the plane's
+	// previous lap began; without one, the QP's own answers in the plane's last lap window.
 	// [MRC §2.1] skips on every mark because in a full-bisection fabric a mark means imbalance:
 	// some path is less loaded. On a tier that is loaded as a whole (a 2:1 oversubscribed T0
 	// uplink tier, every uplink busy) every path is marked, a skip moves the load onto paths
@@ -150,7 +152,8 @@ const (
 	// 2:1 permutation of 16 hosts across two T0s on one plane (bound 693.0 us), 900.8 us with
 	// CESkipAlways, see docs/flow-agreement.md "Residuals and their causes". The rule needs no
 	// constant: it asks whether the last lap (each active EV used once) saw a clean path, so in
-	// a fabric with any unmarked path it is [MRC §2.1]'s rule unchanged.
+	// a fabric with any unmarked path it is [MRC §2.1]'s rule unchanged. docs/protocols.md, "CE
+	// skips on a loaded plane", has the measurements.
 	CESkipBalance = "balance"
 	// CESkipAlways: every CE mark on a Good active EV skips it [MRC §2.1], whatever the other
 	// paths of the plane saw.
@@ -251,7 +254,7 @@ type EVEntry struct {
 // EVStats counts what an EVSet did, for reports and the end-of-run audit.
 type EVStats struct {
 	Skips        int64 // Good -> Skip transitions (OnCE, OnTrimNack before the last hop)
-	SkipsHeld    int64 // CE marks on Good active EVs that CESkipBalance kept Good: every path of the plane answered in its last lap was marked
+	SkipsHeld    int64 // CE marks on Good active EVs that CESkipBalance kept Good: every path of the plane answered was marked
 	SkipsPassed  int64 // times Next passed over a Skip EV, returning it to Good
 	Retirements  int64 // active EVs made AssumedBad by OnLoss
 	Replacements int64 // retired or denied active EVs replaced by a backup of the same plane
