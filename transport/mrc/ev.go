@@ -133,7 +133,32 @@ type EVConfig struct {
 	// RotationFixed (default) or RotationShuffle. Each plane rotates through its own active
 	// EVs; see EVSet.Next and EVSet.NextOn.
 	Rotation string `yaml:"rotation"`
+	// CESkip is when a CE mark echoed for an EV moves it to Skip (EVSet.OnCE): CESkipBalance
+	// (default) or CESkipAlways.
+	CESkip string `yaml:"ce_skip"`
 }
+
+// CE skip rules (EVConfig.CESkip).
+const (
+	// CESkipBalance (lockstep default): a CE mark skips its EV only when the plane had a path
+	// to move the load to, one answered and not marked; when every path of the plane answered
+	// was marked, the EV is kept. With the NIC's MarkBoard (Sender.SetMarkBoard; mrcnic gives
+	// every QP its host's) the answers are those of all the NIC's QPs since the plane's
+	// previous lap began; without one, the QP's own answers in the plane's last lap window.
+	// [MRC §2.1] skips on every mark because in a full-bisection fabric a mark means imbalance:
+	// some path is less loaded. On a tier that is loaded as a whole (a 2:1 oversubscribed T0
+	// uplink tier, every uplink busy) every path is marked, a skip moves the load onto paths
+	// as loaded while the skipped one drains, and the uplinks go idle in turn: measured on a
+	// 2:1 permutation of 16 hosts across two T0s on one plane (bound 693.0 us), 900.8 us with
+	// CESkipAlways, see docs/flow-agreement.md "Residuals and their causes". The rule needs no
+	// constant: it asks whether the last lap (each active EV used once) saw a clean path, so in
+	// a fabric with any unmarked path it is [MRC §2.1]'s rule unchanged. docs/protocols.md, "CE
+	// skips on a loaded plane", has the measurements.
+	CESkipBalance = "balance"
+	// CESkipAlways: every CE mark on a Good active EV skips it [MRC §2.1], whatever the other
+	// paths of the plane saw.
+	CESkipAlways = "always"
+)
 
 // Rotation orders (EVConfig.Rotation).
 const (
@@ -156,7 +181,7 @@ const (
 
 // WithDefaults returns c with zero fields replaced by their defaults: Active 128, Backup
 // Active/2, MinActive max(1, Active/4), ProbeInterval 50us, ProbeSuccesses 3, Rotation
-// fixed. Backup and MinActive are derived only from a positive Active.
+// fixed, CESkip balance. Backup and MinActive are derived only from a positive Active.
 func (c EVConfig) WithDefaults() EVConfig {
 	if c.Active == 0 {
 		c.Active = DefaultEVActive
@@ -175,6 +200,9 @@ func (c EVConfig) WithDefaults() EVConfig {
 	}
 	if c.Rotation == "" {
 		c.Rotation = RotationFixed
+	}
+	if c.CESkip == "" {
+		c.CESkip = CESkipBalance
 	}
 	return c
 }
@@ -202,6 +230,8 @@ func (c EVConfig) Validate() error {
 		return bad("probe_successes", "%d is out of range; want 1 to %d (lockstep default %d)", c.ProbeSuccesses, MaxEVProbeSuccesses, DefaultEVProbeSuccesses)
 	case c.Rotation != RotationFixed && c.Rotation != RotationShuffle:
 		return bad("rotation", "%q is not a rotation order; want %q (default) or %q", c.Rotation, RotationFixed, RotationShuffle)
+	case c.CESkip != CESkipBalance && c.CESkip != CESkipAlways:
+		return bad("ce_skip", "%q is not a CE skip rule; want %q (default) or %q", c.CESkip, CESkipBalance, CESkipAlways)
 	}
 	return nil
 }
@@ -224,6 +254,7 @@ type EVEntry struct {
 // EVStats counts what an EVSet did, for reports and the end-of-run audit.
 type EVStats struct {
 	Skips        int64 // Good -> Skip transitions (OnCE, OnTrimNack before the last hop)
+	SkipsHeld    int64 // CE marks on Good active EVs that CESkipBalance kept Good: every path of the plane answered was marked
 	SkipsPassed  int64 // times Next passed over a Skip EV, returning it to Good
 	Retirements  int64 // active EVs made AssumedBad by OnLoss
 	Replacements int64 // retired or denied active EVs replaced by a backup of the same plane
@@ -245,6 +276,7 @@ type evEntry struct {
 	lastProbe   sim.Time // last probe sent (AssumedBad, probes > 0)
 	path        int32
 	plane       int32
+	route       int32 // dense number of (plane, path) among this QP's EVs; EVs on one path share it
 	slot        int32 // index in EVSet.ring[plane] while active, else -1
 	probes      int32 // probes sent since retirement
 	okProbes    int32 // consecutive clean probe answers
@@ -295,9 +327,24 @@ type EVSet struct {
 	backup  [][]int32 // per plane: backup pool (Good EVs), taken from the front, refilled at the back
 	probing []int32   // AssumedBad EVs in retirement order
 
+	// Marks per lap, for CESkipBalance. A plane's lap window is the time from one of its laps
+	// starting to the next starting: answers arriving in it are counted for it. rtWin[r] and
+	// rtMarked[r] are route r's last window with an answer and whether one in it was marked;
+	// markNow[p] and markLast[p] count plane p's routes answered and marked in its current and
+	// last window.
+	win      []int64
+	rtWin    []int64
+	rtMarked []bool
+	markNow  []routeMarks
+	markLast []routeMarks
+	holdCE   func(plane int) bool // replaces allMarked when set (Sender.SetMarkBoard)
+
 	nState [numEVStates]int
 	stats  EVStats
 }
+
+// routeMarks counts a plane's routes answered in a lap window and, of those, the ones marked.
+type routeMarks struct{ answered, marked int32 }
 
 // NewEVSet builds the EV table of a QP over planes planes, plane p having pathsPerPlane[p]
 // paths [MRC §2.1, §2.4]. cfg gets its defaults applied. For each plane it draws the plane's
@@ -350,6 +397,10 @@ func NewEVSet(cfg EVConfig, planes int, pathsPerPlane []int, rng *rand.Rand) (*E
 		nActive: make([]int, planes),
 		backup:  make([][]int32, planes),
 		probing: make([]int32, 0, total),
+
+		win:      make([]int64, planes),
+		markNow:  make([]routeMarks, planes),
+		markLast: make([]routeMarks, planes),
 	}
 	backupShare := evSplit(nBackup, planes, rng)
 	var paths []int32
@@ -378,6 +429,23 @@ func NewEVSet(cfg EVConfig, planes int, pathsPerPlane []int, rng *rand.Rand) (*E
 		}
 		s.pos[p] = len(s.ring[p]) // the plane's first EV starts its first lap (shuffled with RotationShuffle)
 	}
+	// Dense route numbers, in EV order (deterministic).
+	routes := make(map[[2]int32]int32, len(s.evs))
+	for i := range s.evs {
+		e := &s.evs[i]
+		k := [2]int32{e.plane, e.path}
+		id, ok := routes[k]
+		if !ok {
+			id = int32(len(routes))
+			routes[k] = id
+		}
+		e.route = id
+	}
+	s.rtWin = make([]int64, len(routes))
+	for i := range s.rtWin {
+		s.rtWin[i] = -1
+	}
+	s.rtMarked = make([]bool, len(routes))
 	s.nAct = cfg.Active
 	s.nState[Good] = len(s.evs)
 	return s, nil
@@ -424,6 +492,14 @@ func evDrawPaths(rng *rand.Rand, n, k int, dst []int32) []int32 {
 		dst = append(dst, dst[start+i%m])
 	}
 	return dst
+}
+
+// Laps returns how many laps plane p has begun (0 for a plane out of range).
+func (s *EVSet) Laps(p int) int64 {
+	if p < 0 || p >= len(s.laps) {
+		return 0
+	}
+	return s.laps[p]
 }
 
 // Config returns the effective configuration (defaults applied).
@@ -669,14 +745,65 @@ func (s *EVSet) newLap(p int) {
 	s.pos[p] = 0
 	s.laps[p]++
 	s.stats.Rounds = max(s.stats.Rounds, s.laps[p])
+	s.markLast[p], s.markNow[p] = s.markNow[p], routeMarks{}
+	s.win[p]++
 }
 
 // OnCE handles an ACK or SACK that echoes EV ev and reports a CE mark on the forward path
 // [MRC §2.1]: a Good active EV becomes Skip. In a full-bisection fabric a mark means imbalance,
 // so the sender moves off the path for a rotation; the rate is congestion control's business.
+// With CESkipBalance (default) the EV stays Good when every path of its plane answered in the
+// plane's last lap was marked (nothing to move the load to; counted in EVStats.SkipsHeld). The
+// mark counts for the EV's path in the plane's current lap either way.
 func (s *EVSet) OnCE(ev int) {
-	if e := s.entry(ev); e != nil {
+	e := s.entry(ev)
+	if e == nil {
+		return
+	}
+	hold := false
+	if s.cfg.CESkip == CESkipBalance {
+		if s.holdCE != nil {
+			hold = s.holdCE(int(e.plane))
+		} else {
+			hold = s.allMarked(int(e.plane))
+		}
+	}
+	s.observe(e, true)
+	if !hold {
 		s.skip(e)
+	} else if e.slot >= 0 && e.state == Good {
+		s.stats.SkipsHeld++
+	}
+}
+
+// OnClean records that an answer acknowledged a packet sent on EV ev without a CE mark: its
+// path was answered clean in its plane's current lap (unless another answer in the lap was
+// marked). It changes no EV's state; CESkipBalance reads it. The sender calls it for every
+// packet sent once that an answer acknowledges for the first time.
+func (s *EVSet) OnClean(ev int) {
+	if e := s.entry(ev); e != nil {
+		s.observe(e, false)
+	}
+}
+
+// allMarked reports whether plane p's last lap window had answers and every route answered in
+// it was marked.
+func (s *EVSet) allMarked(p int) bool {
+	m := s.markLast[p]
+	return m.answered > 0 && m.marked == m.answered
+}
+
+// observe counts an answer on e's route in its plane's current lap window, marked or not.
+func (s *EVSet) observe(e *evEntry, marked bool) {
+	p, r := e.plane, e.route
+	m := &s.markNow[p]
+	if s.rtWin[r] != s.win[p] {
+		s.rtWin[r], s.rtMarked[r] = s.win[p], false
+		m.answered++
+	}
+	if marked && !s.rtMarked[r] {
+		s.rtMarked[r] = true
+		m.marked++
 	}
 }
 
@@ -686,6 +813,7 @@ func (s *EVSet) OnCE(ev int) {
 // left to congestion control and the EV is unchanged.
 func (s *EVSet) OnTrimNack(ev int, lastHop bool) {
 	if e := s.entry(ev); e != nil && !lastHop {
+		s.observe(e, true)
 		s.skip(e)
 	}
 }

@@ -65,11 +65,12 @@ func TestEVConfigDefaults(t *testing.T) {
 	tests := []struct {
 		in, want EVConfig
 	}{
-		{EVConfig{}, EVConfig{Active: 128, Backup: 64, MinActive: 32, ProbeInterval: 50 * sim.Microsecond, ProbeSuccesses: 3, Rotation: RotationFixed}},
-		{EVConfig{Active: 10}, EVConfig{Active: 10, Backup: 5, MinActive: 2, ProbeInterval: 50 * sim.Microsecond, ProbeSuccesses: 3, Rotation: RotationFixed}},
-		{EVConfig{Active: 2}, EVConfig{Active: 2, Backup: 1, MinActive: 1, ProbeInterval: 50 * sim.Microsecond, ProbeSuccesses: 3, Rotation: RotationFixed}},
+		{EVConfig{}, EVConfig{Active: 128, Backup: 64, MinActive: 32, ProbeInterval: 50 * sim.Microsecond, ProbeSuccesses: 3, Rotation: RotationFixed, CESkip: CESkipBalance}},
+		{EVConfig{Active: 10}, EVConfig{Active: 10, Backup: 5, MinActive: 2, ProbeInterval: 50 * sim.Microsecond, ProbeSuccesses: 3, Rotation: RotationFixed, CESkip: CESkipBalance}},
+		{EVConfig{Active: 2}, EVConfig{Active: 2, Backup: 1, MinActive: 1, ProbeInterval: 50 * sim.Microsecond, ProbeSuccesses: 3, Rotation: RotationFixed, CESkip: CESkipBalance}},
 		{EVConfig{Active: 256, Backup: NoEVBackup, MinActive: 7, ProbeInterval: sim.Millisecond, ProbeSuccesses: 1, Rotation: RotationShuffle},
-			EVConfig{Active: 256, Backup: NoEVBackup, MinActive: 7, ProbeInterval: sim.Millisecond, ProbeSuccesses: 1, Rotation: RotationShuffle}},
+			EVConfig{Active: 256, Backup: NoEVBackup, MinActive: 7, ProbeInterval: sim.Millisecond, ProbeSuccesses: 1, Rotation: RotationShuffle, CESkip: CESkipBalance}},
+		{EVConfig{CESkip: CESkipAlways}, EVConfig{Active: 128, Backup: 64, MinActive: 32, ProbeInterval: 50 * sim.Microsecond, ProbeSuccesses: 3, Rotation: RotationFixed, CESkip: CESkipAlways}},
 	}
 	for _, tt := range tests {
 		got := tt.in.WithDefaults()
@@ -108,6 +109,8 @@ func TestEVConfigValidate(t *testing.T) {
 		{"probe interval 1ps", with(func(c *EVConfig) { c.ProbeInterval = 1 }), "probe_interval"},
 		{"probe interval 999ns", with(func(c *EVConfig) { c.ProbeInterval = 999 * sim.Nanosecond }), "probe_interval"},
 		{"rotation unknown", with(func(c *EVConfig) { c.Rotation = "random" }), "rotation"},
+		{"ce skip always", with(func(c *EVConfig) { c.CESkip = CESkipAlways }), ""},
+		{"ce skip unknown", with(func(c *EVConfig) { c.CESkip = "never" }), "ce_skip"},
 		{"probe successes zero", with(func(c *EVConfig) { c.ProbeSuccesses = 0 }), "probe_successes"},
 		{"probe successes too many", with(func(c *EVConfig) { c.ProbeSuccesses = MaxEVProbeSuccesses + 1 }), "probe_successes"},
 	}
@@ -1030,10 +1033,10 @@ func TestEVAgainstModel(t *testing.T) {
 		cfg   EVConfig
 		paths []int
 	}{
-		{EVConfig{Active: 12, Backup: 5, MinActive: 4, ProbeInterval: 10 * sim.Microsecond, ProbeSuccesses: 2}, []int{7, 2, 40}},
-		{EVConfig{Active: 6, Backup: NoEVBackup, MinActive: 2, ProbeInterval: 10 * sim.Microsecond, ProbeSuccesses: 3}, []int{4}},
-		{EVConfig{Active: 16, ProbeInterval: sim.MaxTime}, []int{3, 3}},
-		{EVConfig{Active: 9, Backup: 9, MinActive: 1, ProbeInterval: 3 * sim.Microsecond, ProbeSuccesses: 1}, []int{5, 5, 5, 5}},
+		{EVConfig{Active: 12, Backup: 5, MinActive: 4, ProbeInterval: 10 * sim.Microsecond, ProbeSuccesses: 2, CESkip: CESkipAlways}, []int{7, 2, 40}},
+		{EVConfig{Active: 6, Backup: NoEVBackup, MinActive: 2, ProbeInterval: 10 * sim.Microsecond, ProbeSuccesses: 3, CESkip: CESkipAlways}, []int{4}},
+		{EVConfig{Active: 16, ProbeInterval: sim.MaxTime, CESkip: CESkipAlways}, []int{3, 3}},
+		{EVConfig{Active: 9, Backup: 9, MinActive: 1, ProbeInterval: 3 * sim.Microsecond, ProbeSuccesses: 1, CESkip: CESkipAlways}, []int{5, 5, 5, 5}},
 	}
 	for ci, c := range configs {
 		for seed := uint64(0); seed < 25; seed++ {
@@ -1265,5 +1268,97 @@ func TestEVFixedRotationSpreadsPaths(t *testing.T) {
 			}
 		}
 		evAudit(t, s)
+	}
+}
+
+// TestEVCESkipBalance checks the CESkipBalance rule over the share of a plane's paths marked
+// in its last lap: a CE mark skips its EV unless every path answered in that lap was marked
+// (0 to all of 1, 2, 4 and 8 paths marked, some paths not answered, one or two EVs per path,
+// a second plane untouched), the first lap and a lap without answers follow [MRC §2.1], and
+// CESkipAlways skips on every mark.
+func TestEVCESkipBalance(t *testing.T) {
+	// nextLap draws EVs until the plane's next lap (a rotation of Next) has begun.
+	nextLap := func(s *EVSet) {
+		r := s.Stats().Rounds
+		for s.Stats().Rounds == r {
+			if _, ok := s.Next(); !ok {
+				t.Fatal("Next: no active EV")
+			}
+		}
+	}
+	// evOn returns plane pl's active EVs on path pa.
+	evOn := func(s *EVSet, pl, pa int) []int {
+		var out []int
+		for ev := 0; ev < s.Len(); ev++ {
+			if e, _ := s.Entry(ev); e.Active && e.Plane == pl && e.Path == pa {
+				out = append(out, ev)
+			}
+		}
+		return out
+	}
+	for _, rule := range []string{CESkipBalance, CESkipAlways} {
+		for _, paths := range []int{1, 2, 4, 8} {
+			for _, perPath := range []int{1, 2} {
+				for answered := 0; answered <= paths; answered++ {
+					for marked := 0; marked <= answered; marked++ {
+						name := fmt.Sprintf("%s/paths=%d/evs_per_path=%d/answered=%d/marked=%d", rule, paths, perPath, answered, marked)
+						t.Run(name, func(t *testing.T) {
+							cfg := EVConfig{Active: 2 * paths * perPath, Backup: NoEVBackup, MinActive: 1, CESkip: rule}
+							s := evNew(t, cfg, []int{paths, paths}, uint64(paths*100+answered*10+marked))
+							// The first lap has no last lap: a mark skips [MRC §2.1].
+							nextLap(s)
+							first := evOn(s, 0, 0)[0]
+							s.OnCE(first)
+							if e, _ := s.Entry(first); e.State != Skip {
+								t.Fatalf("first lap: EV %d is %v after a CE mark, want SKIP", first, e.State)
+							}
+							// The lap being judged: paths 0..answered-1 answered, the first
+							// marked of them marked. A marked path's other EV (and the marked
+							// EV itself) also answers clean: a mark in a lap outweighs them.
+							nextLap(s)
+							for pa := 0; pa < answered; pa++ {
+								evs := evOn(s, 0, pa)
+								for _, ev := range evs {
+									s.OnClean(ev)
+								}
+								if pa < marked {
+									s.OnCE(evs[len(evs)-1])
+									s.OnClean(evs[len(evs)-1])
+								}
+							}
+							// Plane 1's paths all marked: another plane's marks do not count.
+							for pa := 0; pa < paths; pa++ {
+								s.OnCE(evOn(s, 1, pa)[0])
+							}
+							nextLap(s)
+							// Judge a mark on path 0 (EVs still Good: skips passed over).
+							target := -1
+							for _, ev := range evOn(s, 0, 0) {
+								if e, _ := s.Entry(ev); e.State == Good {
+									target = ev
+								}
+							}
+							if target < 0 {
+								t.Fatal("no Good EV on path 0 to mark")
+							}
+							held0 := s.Stats().SkipsHeld
+							s.OnCE(target)
+							hold := rule == CESkipBalance && answered > 0 && marked == answered
+							want := Skip
+							if hold {
+								want = Good
+							}
+							if e, _ := s.Entry(target); e.State != want {
+								t.Errorf("EV %d is %v after a CE mark, want %v", target, e.State, want)
+							}
+							if got, w := s.Stats().SkipsHeld-held0, int64(map[bool]int{true: 1}[hold]); got != w {
+								t.Errorf("SkipsHeld rose by %d, want %d", got, w)
+							}
+							evAudit(t, s)
+						})
+					}
+				}
+			}
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package mrc
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -145,7 +146,17 @@ type Sender struct {
 	rtStrike []uint8    // by route (Sender.route): as strikes, for all the route's EVs together
 	trimTil  []sim.Time // by plane: a trim NACK arrived; losses until then may be congestion
 	holdCong sim.Time   // how long a trim NACK marks the destination congested
-	bgLosses int64      // losses on paths that delivered again afterwards (background loss)
+
+	// The NIC's mark board (SetMarkBoard), nil for none: board route of each EV, the board
+	// routes of each plane's EVs, and per plane the lap last seen begun and when the current
+	// and previous laps began (-1 none yet).
+	board       *MarkBoard
+	boardRoute  []int32
+	planeRoutes [][]int32
+	lapSeen     []int64
+	lapAt       []sim.Time
+	prevLapAt   []sim.Time
+	bgLosses    int64 // losses on paths that delivered again afterwards (background loss)
 
 	// Probe budget: tokens in probes, refilled per probe interval and per data packet sent.
 	probeTok  float64
@@ -533,6 +544,7 @@ func (s *Sender) Pump(now sim.Time) {
 			break
 		}
 		s.stalled = false
+		s.noteLap(now, ev)
 		if s.pend != nil {
 			if pl, _, ok := s.evs.Route(ev); ok {
 				s.pend[pl] += wire
@@ -765,6 +777,72 @@ func (s *Sender) probe(now sim.Time) {
 	}
 }
 
+// SetMarkBoard pools the QP's CE marks with the other QPs of its NIC: routes[ev] is EV ev's
+// route on board b (one per EV, Len() of them). With CESkipBalance a mark then holds its EV
+// when, since the plane's previous lap began (its first lap, if only one), some of the plane's
+// routes were answered on the board, by any QP, and every one answered was marked. Errors: a
+// nil board, a route count other than the EVs', or a route not on the board.
+func (s *Sender) SetMarkBoard(b *MarkBoard, routes []int32) error {
+	if b == nil {
+		return errors.New("mrc: SetMarkBoard: nil board")
+	}
+	if len(routes) != s.evs.Len() {
+		return fmt.Errorf("mrc: SetMarkBoard: %d routes for %d EVs; want one per EV", len(routes), s.evs.Len())
+	}
+	planes := s.evs.Planes()
+	s.planeRoutes = make([][]int32, planes)
+	seen := make(map[int32]bool, len(routes))
+	for ev, r := range routes {
+		if r < 0 || int(r) >= b.Routes() {
+			return fmt.Errorf("mrc: SetMarkBoard: EV %d on route %d; the board has %d", ev, r, b.Routes())
+		}
+		if !seen[r] {
+			seen[r] = true
+			pl, _, _ := s.evs.Route(ev)
+			s.planeRoutes[pl] = append(s.planeRoutes[pl], r)
+		}
+	}
+	s.board, s.boardRoute = b, append([]int32(nil), routes...)
+	s.lapSeen = make([]int64, planes)
+	s.lapAt, s.prevLapAt = make([]sim.Time, planes), make([]sim.Time, planes)
+	for p := range s.lapAt {
+		s.lapAt[p], s.prevLapAt[p] = -1, -1
+	}
+	s.evs.holdCE = s.boardHold
+	return nil
+}
+
+// boardHold is the CESkipBalance test on the NIC's board for plane p.
+func (s *Sender) boardHold(p int) bool {
+	from := s.prevLapAt[p]
+	if from < 0 {
+		from = s.lapAt[p]
+	}
+	if from < 0 {
+		return false
+	}
+	return s.board.allMarked(s.planeRoutes[p], from)
+}
+
+// noteLap records when plane p began its current lap, for boardHold.
+func (s *Sender) noteLap(now sim.Time, ev int) {
+	if s.board == nil {
+		return
+	}
+	p, _, _ := s.evs.Route(ev)
+	if l := s.evs.Laps(p); l != s.lapSeen[p] {
+		s.lapSeen[p] = l
+		s.prevLapAt[p], s.lapAt[p] = s.lapAt[p], now
+	}
+}
+
+// noteBoard records an answer on EV ev's route on the NIC's board.
+func (s *Sender) noteBoard(now sim.Time, ev int, marked bool) {
+	if s.board != nil && ev >= 0 && ev < len(s.boardRoute) {
+		s.board.note(s.boardRoute[ev], now, marked)
+	}
+}
+
 // OnSACK processes a selective acknowledgement, then pumps.
 func (s *Sender) OnSACK(now sim.Time, h *Header) {
 	s.Stats.SACKs++
@@ -775,6 +853,7 @@ func (s *Sender) OnSACK(now sim.Time, h *Header) {
 	}
 	if h.CE {
 		s.evs.OnCE(int(h.EchoEV))
+		s.noteBoard(now, int(h.EchoEV), true)
 	}
 	s.rcvWnd = int64(h.RcvWnd)
 	s.absorb(now, h)
@@ -905,6 +984,10 @@ func (s *Sender) ackPSN(now sim.Time, psn uint32) int64 {
 	// its first copy, and the tiny RTT that suggests would mark everything older lost (Karn's
 	// rule, RFC 8985 §6.1).
 	if !p.retx {
+		// Its path was answered: clean, unless the answer that echoes it carried a mark
+		// (OnSACK gives that to OnCE first, and a mark in a lap outweighs clean answers).
+		s.evs.OnClean(int(p.ev))
+		s.noteBoard(now, int(p.ev), false)
 		if p.sentAt > s.rackXmit {
 			s.rackXmit, s.rackRTT = p.sentAt, now-p.sentAt
 		}
@@ -1028,6 +1111,9 @@ func (s *Sender) OnNACK(now sim.Time, h *Header) {
 	switch reason {
 	case NackTrimmed, NackTrimmedLastHop:
 		s.evs.OnTrimNack(int(p.ev), reason == NackTrimmedLastHop)
+		if reason == NackTrimmed {
+			s.noteBoard(now, int(p.ev), true)
+		}
 		s.lose(psn, p, RetxTrimNack)
 		s.planeCC(int(p.ev)).OnNack(now, wire)
 	default:

@@ -82,6 +82,7 @@ type Endpoint struct {
 	delivered func(now sim.Time, token uint64)
 	wait      []nic.Wait    // by host
 	rx        []*mrc.HostRx // by host: the receive side's share (hostRx), nil until used
+	boards    []*hostBoard  // by host: the CE marks of its NIC's routes (mrc.MarkBoard), nil until used
 	run       *Run
 
 	// Loss-driven retransmissions (SACK gap, timeout) and QP errors, for what a failure cost.
@@ -291,6 +292,9 @@ func (m *Endpoint) newQP(src, dst int) (*flow, error) {
 			return nil, err
 		}
 		f.routes[ev], f.ackRoutes[ev], f.planes[ev] = topo.FabricRoute(r), topo.FabricRoute(back), uint8(plane)
+	}
+	if err := snd.SetMarkBoard(m.boardOf(src, f.routes, f.planes)); err != nil {
+		return nil, err
 	}
 	f.timer = m.s.NewTimer(m.kTimer, int32(qp))
 	f.rtimer = m.s.NewTimer(m.kRTimer, int32(qp))
@@ -585,4 +589,40 @@ func (m *Endpoint) snapshotActive(now sim.Time) {
 			f.activeOfLine = float64(f.rcv.Stats.PlacedBytes) * 8 / (now - f.start).Seconds() / float64(m.nicRate)
 		}
 	}
+}
+
+// hostBoard is one host's mrc.MarkBoard and its routes by key: the NIC port (plane) and the
+// egress ports at every switch but the last. The last hop, into the receiver, is never marked
+// [MRC §2.1], so QPs toward hosts of one T0 share the key of each uplink and T1 they take.
+type hostBoard struct {
+	b    *mrc.MarkBoard
+	keys map[[fabric.MaxHops + 1]uint16]int32
+}
+
+// boardOf returns src's mark board and the board route of each EV (routes[ev] on plane
+// planes[ev]), adding the routes the board does not have yet.
+func (m *Endpoint) boardOf(src int, routes []fabric.Route, planes []uint8) (*mrc.MarkBoard, []int32) {
+	if m.boards == nil {
+		m.boards = make([]*hostBoard, m.net.NumHosts())
+	}
+	hb := m.boards[src]
+	if hb == nil {
+		hb = &hostBoard{b: mrc.NewMarkBoard(), keys: map[[fabric.MaxHops + 1]uint16]int32{}}
+		m.boards[src] = hb
+	}
+	ids := make([]int32, len(routes))
+	for ev, r := range routes {
+		var k [fabric.MaxHops + 1]uint16
+		k[0] = uint16(planes[ev])
+		if r.Len > 0 {
+			copy(k[1:], r.Hops[:r.Len-1])
+		}
+		id, ok := hb.keys[k]
+		if !ok {
+			id = hb.b.AddRoute()
+			hb.keys[k] = id
+		}
+		ids[ev] = id
+	}
+	return hb.b, ids
 }

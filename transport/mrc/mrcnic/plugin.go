@@ -8,6 +8,9 @@
 // transport.Endpoint: one QP per traffic transfer (AddFlow) or per (src, dst, connection
 // group) of collective messages (Send), each a mrc.Sender and mrc.Receiver whose headers ride
 // fabric packets of fabric.ProtoMRC, sprayed over every plane along the EVs' source routes.
+// The senders of one host share its mrc.MarkBoard (hostBoard): the CE marks of the host's
+// routes, pooled over its QPs, which the CE skip rule reads (docs/protocols.md, "CE skips on
+// a loaded plane").
 // docs/protocols.md describes MRC, docs/architecture.md where the adapter sits in a run.
 package mrcnic
 
