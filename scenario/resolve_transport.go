@@ -49,7 +49,8 @@ func (r *resolver) transportBlock() error {
 		reflect.ValueOf(cfg).Elem().Set(reflect.ValueOf(cur).Elem())
 	}
 	if p.Resolve != nil {
-		env := transport.ResolveEnv{Path: "transport." + sc.Transport.Kind, Topology: r.l, Workload: r.wl, Fluid: sc.Fluid()}
+		ar := sc.Fabric.AdaptiveRouting != nil && sc.Fabric.AdaptiveRouting.Enabled
+		env := transport.ResolveEnv{Path: "transport." + sc.Transport.Kind, Topology: r.l, Workload: r.wl, Fluid: sc.Fluid(), Adaptive: ar}
 		if err := p.Resolve(cfg, env); err != nil {
 			return err // already "transport.<kind>.<field>: ..."
 		}

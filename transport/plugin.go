@@ -102,6 +102,8 @@ type ResolveEnv struct {
 	Workload bool
 	// Fluid is true when no packet fabric is built (run.engine flow or closed forms).
 	Fluid bool
+	// Adaptive is true when fabric.adaptive_routing is on.
+	Adaptive bool
 }
 
 // QueueGiven records which queue settings a scenario set explicitly, so a profile fills in

@@ -35,9 +35,9 @@ type transportCol struct {
 
 // transportCols are the suite's transports: MRC (static source-routed spraying), UEC
 // (hashed spraying, REPS, NSCC), RoCE (ECMP, PFC, DCQCN), Ethernet with adaptive routing
-// (RoCE's in-order go-back-N NIC on AR switches: Spectrum-X's switch half alone), Ethernet
-// with adaptive routing and NIC-side out-of-order placement (transport.roce.out_of_order:
-// Spectrum-X as sold), InfiniBand with static routing (credits) and
+// (RoCE's in-order go-back-N NIC on AR switches, out_of_order written off: Spectrum-X's
+// switch half alone), Ethernet with adaptive routing and NIC-side out-of-order placement
+// (transport.roce.out_of_order, on under adaptive routing by default: Spectrum-X as sold), InfiniBand with static routing (credits) and
 // InfiniBand with adaptive routing (credits, AR, out-of-order placement, which IB turns on
 // with AR by default).
 func transportCols() []transportCol {
@@ -45,7 +45,7 @@ func transportCols() []transportCol {
 		{"mrc", "mrc", false, ""},
 		{"uec", "uec", false, ""},
 		{"roce", "roce", false, ""},
-		{"ethernet-ar", "roce", true, ""},
+		{"ethernet-ar", "roce", true, "roce: {out_of_order: {enabled: false}}"},
 		{"eth-ar-ooo", "roce", true, "roce: {out_of_order: {enabled: true}}"},
 		{"ib", "ib", false, ""},
 		{"ib-ar", "ib", true, ""},

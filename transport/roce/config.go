@@ -56,9 +56,11 @@ type Config struct {
 	CNPInterval sim.Time `yaml:"cnp_interval"`
 	// DCQCN configures the reaction point (the sender's rate control).
 	DCQCN DCQCNConfig `yaml:"dcqcn"`
-	// OutOfOrder opts the responder into out-of-order placement (transport.roce.out_of_order;
-	// nil or enabled false: RoCEv2's in-order go-back-N). WithDefaults applies it through
-	// WithReorder.
+	// OutOfOrder is the responder's out-of-order placement (transport.roce.out_of_order).
+	// Left out (nil, or enabled left out) it follows fabric.adaptive_routing (ForFabric): on
+	// under adaptive routing, as Spectrum-X pairs its switches' AR with the SuperNIC's
+	// placement, off otherwise (RoCEv2's in-order go-back-N). WithDefaults applies it through
+	// WithReorder when it is on.
 	OutOfOrder *OutOfOrder `yaml:"out_of_order,omitempty"`
 	// reorder is the responder's out-of-order placement window in packets (WithReorder); 0
 	// (RoCEv2's default) accepts data in PSN order only.
@@ -224,7 +226,8 @@ func (c Config) WithDefaults() Config {
 		c.RetryCount = DefaultRetryCount
 	}
 	c.DCQCN = c.DCQCN.WithDefaults()
-	if o := c.OutOfOrder; o != nil && o.Enabled && c.reorder == 0 {
+	if c.OutOfOrderOn() && c.reorder == 0 {
+		o := c.OutOfOrder
 		c = c.WithReorder(cmp.Or(o.Window, DefaultReorderWindow), cmp.Or(o.Hold, DefaultReorderHold))
 	}
 	if c.CNPInterval == 0 {
@@ -436,6 +439,35 @@ func (c Config) WithReorder(window int, hold sim.Time) Config {
 // hole hold time (Config.WithReorder).
 func (c Config) Reorder() (window int, hold sim.Time) { return c.reorder, c.reorderTime }
 
+// OutOfOrderOn reports whether out-of-order placement is on as written (after ForFabric:
+// as in force).
+func (c Config) OutOfOrderOn() bool {
+	o := c.OutOfOrder
+	return o != nil && o.Enabled != nil && *o.Enabled
+}
+
+// ForFabric returns c for a fabric with adaptive routing on or off, defaults filled: an
+// out-of-order placement left out (no block, or a block without enabled) is turned on under
+// adaptive routing, since adaptive routing reorders a QP's packets and an in-order responder
+// answers every reorder with a sequence-error NAK and a go-back-N resend of all that followed
+// [IBTA vol 1 §9.7.5.1.1] (the Ethernet AR figures in docs/protocols.md: a retransmission
+// storm). Spectrum-X sells its switches' adaptive routing with the SuperNIC's packet
+// placement [NVIDIA Spectrum-X: adaptive routing with reordering handled by the receiving
+// SuperNIC]. A written enabled, true or false, is kept; without adaptive routing nothing
+// changes.
+func (c Config) ForFabric(adaptive bool) Config {
+	if o := c.OutOfOrder; adaptive && (o == nil || o.Enabled == nil) {
+		on := true
+		n := OutOfOrder{}
+		if o != nil {
+			n = *o
+		}
+		n.Enabled = &on
+		c.OutOfOrder = &n
+	}
+	return c.WithDefaults()
+}
+
 // MaxReorderWindow bounds the out-of-order placement window, packets.
 const MaxReorderWindow = 1 << 16
 
@@ -444,8 +476,9 @@ const MaxReorderWindow = 1 << 16
 // with NIC-side placement [NVIDIA DOCA, Out-of-order Data Placement; NVIDIA Spectrum-X:
 // adaptive routing with packet reordering handled by the receiving SuperNIC]).
 type OutOfOrder struct {
-	// Enabled turns it on; off by default (RoCEv2 is in order).
-	Enabled bool `yaml:"enabled"`
+	// Enabled turns it on (true) or off (false); left out (nil) it follows
+	// fabric.adaptive_routing.enabled (Config.ForFabric).
+	Enabled *bool `yaml:"enabled,omitempty"`
 	// Window is how many PSNs above the expected one are placed, packets; 0:
 	// DefaultReorderWindow; rounded up to a power of two; allowed up to MaxReorderWindow.
 	Window int `yaml:"window,omitempty"`

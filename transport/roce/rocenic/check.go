@@ -6,6 +6,7 @@ import (
 	"github.com/lockstepsim/lockstep/fabric"
 	"github.com/lockstepsim/lockstep/sim"
 	"github.com/lockstepsim/lockstep/transport"
+	"github.com/lockstepsim/lockstep/transport/roce"
 )
 
 // maxECNProblems bounds the ECN-after-PFC warnings (one per distinct kmin and port rate).
@@ -30,6 +31,9 @@ func check(cfg any, env transport.CheckEnv) ([]string, error) {
 		}
 	}
 	out := dcqcnWithoutECN(c.DCQCN.Disabled, env.Queues)
+	if w := inOrderUnderAR(c, env.Adaptive, env.Net == nil); w != "" {
+		out = append(out, w)
+	}
 	net := env.Net
 	if net == nil || !net.PFCOn() {
 		return out, nil
@@ -44,6 +48,25 @@ func check(cfg any, env transport.CheckEnv) ([]string, error) {
 		out = append(out, w)
 	}
 	return out, nil
+}
+
+// inOrderUnderAR warns when fabric.adaptive_routing is on and
+// transport.roce.out_of_order.enabled is written false (left out it is on under adaptive
+// routing: roce.Config.ForFabric). The responder then accepts only the expected PSN, so at
+// packet level every packet adaptive routing reorders draws a sequence-error NAK and a
+// go-back-N resend of all that followed it [IBTA vol 1 §9.7.5.1.1] (a retransmission storm:
+// docs/protocols.md, "Ethernet with adaptive routing"); at flow level each QP keeps one hashed
+// path. fluid is true at flow level. "" when there is nothing to say.
+func inOrderUnderAR(c roce.Config, adaptive, fluid bool) string {
+	o := c.OutOfOrder
+	if !adaptive || o == nil || o.Enabled == nil || *o.Enabled {
+		return ""
+	}
+	what := "every packet adaptive routing reorders draws a sequence-error NAK and a go-back-N resend of everything after it (a retransmission storm)"
+	if fluid {
+		what = "at flow level each QP then keeps one hashed path, so adaptive routing balances nothing (at packet level every reorder would be a go-back-N)"
+	}
+	return "transport.roce.out_of_order.enabled: false with fabric.adaptive_routing on: in-order delivery under adaptive routing: " + what + "; leave out_of_order.enabled out (on under adaptive routing, as Spectrum-X's SuperNICs place reordered packets) or turn adaptive routing off"
 }
 
 // checkQueueKmin rejects, under the roce profile, an ECN kmin at or above the queue limit in

@@ -14,12 +14,13 @@ import (
 func newConfig() any { return &roce.Config{} }
 
 // resolve fills transport.roce in place under kind roce (transport.Plugin.Resolve): roce's
-// defaults, its validation, and DCQCN's rates against the NIC port rate of env.Topology.
+// defaults (out-of-order placement on under fabric.adaptive_routing unless written off:
+// roce.Config.ForFabric), its validation, and DCQCN's rates against the NIC port rate of env.Topology.
 // Errors name the field under env.Path ("transport.roce.dcqcn.rate_ai: ..."), the value and
 // what is allowed.
 func resolve(cfg any, env transport.ResolveEnv) error {
 	rc := cfg.(*roce.Config)
-	*rc = rc.WithDefaults()
+	*rc = rc.ForFabric(env.Adaptive)
 	if err := rc.Validate(env.Path); err != nil {
 		return err // already "transport.roce.<field>: ..."
 	}

@@ -117,7 +117,7 @@ func newEndpoint(cfg any, env transport.EndpointEnv) (transport.Endpoint, error)
 	if err != nil {
 		return nil, err
 	}
-	return New(env, c), nil
+	return New(env, c.ForFabric(env.Net.AdaptiveOn())), nil
 }
 
 // config reads the plugin's block.

@@ -35,9 +35,11 @@ func flowModel(cfg any, _ topo.Topology) (transport.FlowModel, error) {
 		RTO:             c.RTO,
 		GiveUp:          c.RTO * sim.Time(c.RetryCount+1),
 		QPTuple:         transport.QPTuple{Proto: fabric.ProtoRoCE, DstPort: roce.UDPPort, Ports: portRule{}},
-		// With out-of-order placement its flows spread like IB's under fabric.adaptive_routing
-		// (runner/flowadaptive.go); go-back-N in order keeps one hashed path per QP.
-		AdaptiveSpray: c.OutOfOrder != nil && c.OutOfOrder.Enabled,
+		// With out-of-order placement (on under fabric.adaptive_routing unless written off:
+		// roce.Config.ForFabric) its flows spread like IB's (runner/flowadaptive.go, which
+		// reads this only under adaptive routing); go-back-N in order keeps one hashed path
+		// per QP.
+		AdaptiveSpray: c.ForFabric(true).OutOfOrderOn(),
 	}, nil
 }
 
