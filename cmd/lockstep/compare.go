@@ -526,6 +526,17 @@ func printComparison(w io.Writer, names, kinds []string, sums []*runner.Summary)
 	}
 	tw.Flush()
 	for i, s := range sums {
+		// What a run's engine leaves out (at flow level, e.g. IB congestion control) and its
+		// pre-run warnings, so a ratio is never read without them (each run's summary.json
+		// holds the same).
+		for _, n := range s.Notes {
+			fmt.Fprintf(w, "note: %s: %s\n", names[i], n)
+		}
+		if t := s.Transfers(); t != nil {
+			for _, x := range t.Warnings {
+				fmt.Fprintf(w, "warning: %s: %s\n", names[i], x)
+			}
+		}
 		if t := s.Transfers(); t != nil && t.FlowsCompleted < t.Flows && len(s.Collectives) == 0 {
 			fmt.Fprintf(w, "note: %s: %d of %d transfers did not finish; its FCT figures cover the %d that did\n",
 				names[i], t.Flows-t.FlowsCompleted, t.Flows, t.FlowsCompleted)

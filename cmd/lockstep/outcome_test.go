@@ -115,6 +115,26 @@ func TestComparisonNotesUnfinished(t *testing.T) {
 	}
 }
 
+// TestComparisonNotesAndWarnings: compare prints each run's engine notes (what run.engine
+// flow leaves out) and its pre-run warnings under the table, named by run, so a flow/packet
+// ratio is never read without them; a run with neither gets no line.
+func TestComparisonNotesAndWarnings(t *testing.T) {
+	pkt := &runner.Summary{Complete: true, Engine: "packet", Transport: &transport.Summary{Kind: "ib", Flows: 4, FlowsCompleted: 4}}
+	flow := &runner.Summary{Complete: true, Engine: "flow", Notes: []string{"transport.ib.cc: not modelled at run.engine flow"},
+		Transport: &transport.Summary{Kind: "ib", Flows: 4, FlowsCompleted: 4, Warnings: []string{"fabric.adaptive_routing: threshold 8KiB given with enabled false"}}}
+	var b strings.Builder
+	printComparison(&b, []string{"x-packet", "x-flow"}, []string{"ib", "ib"}, []*runner.Summary{pkt, flow})
+	out := b.String()
+	for _, want := range []string{"note: x-flow: transport.ib.cc: not modelled at run.engine flow", "warning: x-flow: fabric.adaptive_routing: threshold 8KiB"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("comparison lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "x-packet: ") {
+		t.Errorf("the packet run has neither notes nor warnings, yet has a line:\n%s", out)
+	}
+}
+
 // A collective that is not done when run.duration ends fails like unfinished transfers: the
 // results folder is written (summary.json failed, with the waiting ranks in the reason; the
 // rows of the sizes that finished kept), the headline says RUN FAILED, and the exit code is 1
