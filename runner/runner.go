@@ -191,11 +191,56 @@ func engineNotes(sc *scenario.Scenario) []string {
 	if sc.Run.Engine != scenario.EngineFlow || !sc.Fluid() {
 		return nil
 	}
-	n, ok := sc.Transport.Block().(transport.FlowLevelNoter)
-	if !ok {
-		return nil
+	var out []string
+	if n, ok := sc.Transport.Block().(transport.FlowLevelNoter); ok {
+		out = n.FlowLevelNotes()
 	}
-	return n.FlowLevelNotes()
+	if n := creditLimitedNote(sc); n != "" {
+		out = append(out, n)
+	}
+	return out
+}
+
+// creditLimitedNote says, at flow level, when the transport's link-level flow control
+// (transport.HopRateLimiter: InfiniBand credits) caps links below their rate: the flow level
+// runs each such link at its cap and shares it max-min (flowRouter.wireRate), while at packet
+// level a credit-starved link also holds the packets behind it (head-of-line blocking between
+// the flows that cross it, worse when adaptive routing spreads every flow over several
+// starved links), which the fluid does not contain. Measured (docs/protocols.md, "Flow level
+// under credit-limited links"): a 32-host 2 MiB permutation with buffer_per_vl 8KiB, 16KiB,
+// 64KiB gives flow/packet 0.900, 0.912, 0.916 under static routing and 0.577, 0.758, 0.921
+// under adaptive routing. "" when no link is capped or the topology cannot be described.
+func creditLimitedNote(sc *scenario.Scenario) string {
+	h, ok := sc.Transport.Block().(transport.HopRateLimiter)
+	if !ok {
+		return ""
+	}
+	t, err := sc.Topology.Describe()
+	if err != nil {
+		return ""
+	}
+	capped, total, least := 0, 0, 1.0
+	links := t.Links()
+	hosts := t.NumHosts()
+	for i := range links {
+		l := &links[i]
+		for _, to := range []int{l.B.Node, l.A.Node} {
+			if l.Rate <= 0 {
+				continue
+			}
+			total++
+			r := h.HopRate(l.Rate, l.Delay, to >= 0 && to < hosts)
+			if f := float64(r) / float64(l.Rate); r > 0 && f < 1-1e-9 {
+				capped++
+				least = min(least, f)
+			}
+		}
+	}
+	if capped == 0 {
+		return ""
+	}
+	return fmt.Sprintf("transport.%s: %d of %d directed links are limited by its link-level flow control (credits below the credit round trip), down to %.3f of their rate: the flow level runs each at that limit and shares it max-min, without the head-of-line blocking a credit-starved link adds at packet level (flow/packet 0.90-0.92 on a 32-host permutation at 8-64 KiB per VL, 0.58-0.92 under adaptive routing; docs/protocols.md); run.engine packet runs it",
+		sc.Transport.Kind, capped, total, least)
 }
 
 // run executes sc; with dryFaults its faults are scheduled but not applied (the faultless
