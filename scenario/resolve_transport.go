@@ -50,7 +50,7 @@ func (r *resolver) transportBlock() error {
 	}
 	if p.Resolve != nil {
 		ar := sc.Fabric.AdaptiveRouting != nil && sc.Fabric.AdaptiveRouting.Enabled
-		env := transport.ResolveEnv{Path: "transport." + sc.Transport.Kind, Topology: r.l, Workload: r.wl, Fluid: sc.Fluid(), Adaptive: ar}
+		env := transport.ResolveEnv{Path: "transport." + sc.Transport.Kind, Topology: r.l, Workload: r.wl, Fluid: sc.Fluid(), Adaptive: ar, TrafficGroups: len(sc.Traffic)}
 		if err := p.Resolve(cfg, env); err != nil {
 			return err // already "transport.<kind>.<field>: ..."
 		}

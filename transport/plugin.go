@@ -104,6 +104,9 @@ type ResolveEnv struct {
 	Fluid bool
 	// Adaptive is true when fabric.adaptive_routing is on.
 	Adaptive bool
+	// TrafficGroups is how many traffic groups the scenario has (len(traffic)), so a block
+	// with per-group settings can check their count.
+	TrafficGroups int
 }
 
 // QueueGiven records which queue settings a scenario set explicitly, so a profile fills in

@@ -145,13 +145,20 @@ func parseRun(t *testing.T, y string, opt runner.Options) *runner.Result {
 // (PFC, DCQCN) with fabric.adaptive_routing and out-of-order placement at the responder
 // (transport.roce.out_of_order) beats RoCE with ECMP by far and reaches 0.85 of ideal (below
 // InfiniBand's 0.9: without credits a switch sees only its own queues, not the next hop's
-// buffer, fabric.arLoad), while adaptive routing without reordering collapses: every
-// reordered packet is a go-back-N sequence error.
+// buffer, fabric.arLoad), while adaptive routing without reordering (out_of_order written
+// off) collapses: every reordered packet is a go-back-N sequence error. Left out, placement
+// follows adaptive routing.
 func TestPermutationEthernetAdaptive(t *testing.T) {
 	f := arSweep[0].f
 	ecmp := run(t, permYAML(f, "kind: roce", false, 1, ""))
-	ar := run(t, permYAML(f, "kind: roce", true, 1, ""))
+	ar := run(t, permYAML(f, "kind: roce, roce: {out_of_order: {enabled: false}}", true, 1, ""))
 	ooo := run(t, permYAML(f, "kind: roce, roce: {out_of_order: {enabled: true}}", true, 1, ""))
+	// Left out, out-of-order placement follows adaptive routing (roce.Config.ForFabric): the
+	// same run as written on.
+	def := run(t, permYAML(f, "kind: roce", true, 1, ""))
+	if d, o := def.Summary.Transport, ooo.Summary.Transport; d.FCTMaxUs != o.FCTMaxUs || d.RetxPackets != o.RetxPackets {
+		t.Errorf("RoCE + AR, out_of_order left out: FCT max %.1f us, retx %d; want the run with it on (%.1f us, %d)", d.FCTMaxUs, d.RetxPackets, o.FCTMaxUs, o.RetxPackets)
+	}
 	e, a, o := ecmp.Summary.Transport, ar.Summary.Transport, ooo.Summary.Transport
 	t.Logf("RoCE ECMP: %.3f of ideal (done %d, retx %d); RoCE + AR, in order: %.3f (done %d, retx %d); RoCE + AR + out-of-order placement: %.3f (done %d, retx %d, drops %d)",
 		ofIdeal(e), e.FlowsCompleted, e.RetxPackets, ofIdeal(a), a.FlowsCompleted, a.RetxPackets, ofIdeal(o), o.FlowsCompleted, o.RetxPackets, ooo.Summary.DroppedPackets)

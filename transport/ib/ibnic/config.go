@@ -36,6 +36,9 @@ func resolve(cfg any, env transport.ResolveEnv) error {
 	if err := c.Validate(env.Path); err != nil {
 		return err
 	}
+	if n := len(c.TrafficSL); n > env.TrafficGroups {
+		return fmt.Errorf("%s.traffic_sl: %d entries for %d traffic groups; allowed at most one per group (traffic_sl[i] is traffic[i]'s service level; groups without an entry take sl)", env.Path, n, env.TrafficGroups)
+	}
 	if c.OutOfOrder.Hold == 0 && env.Topology != nil {
 		// The automatic hold in force, so the resolved scenario (lockstep validate) shows it.
 		c.OutOfOrder.Hold = autoHold(*c, env.Topology)

@@ -141,6 +141,7 @@ func TestVLArbitrationRefusesStarvedVL(t *testing.T) {
 		{"VL beyond the classes", 2, "sl_to_vl: [2]", "transport.ib.sl_to_vl[0]: VL 2, but the switch queues have 2 classes"},
 		{"management SL", 2, "sl: 15", "transport.ib.sl: 15 is the management SL"},
 		{"traffic SL out of range", 2, "traffic_sl: [0, 16]", "transport.ib.traffic_sl[1]: 16 is out of range; allowed 0..14"},
+		{"traffic SL for a group that does not exist", 2, "traffic_sl: [0, 1]", "transport.ib.traffic_sl: 2 entries for 1 traffic groups; allowed at most one per group"},
 		{"covered", 2, "credits: {high: [{vl: 0, weight: 4}], low: [{vl: 1, weight: 4}]}", ""},
 		{"covered, SL 1 on VL 2", 3, "sl: 1, credits: {low: [{vl: 0, weight: 4}, {vl: 2, weight: 4}]}", ""},
 		{"escape VL of AR detours missing", 102, "credits: {high: [{vl: 0, weight: 4}], low: [{vl: 1, weight: 4}]}", "VL 2, the escape VL of adaptive routing's detours"},
