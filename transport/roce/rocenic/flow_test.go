@@ -38,7 +38,10 @@ func TestFlowModelRoCE(t *testing.T) {
 					}
 					want := transport.FlowModel{Paths: wantQPs, WireBytes: c.PayloadBytes + c.HeaderBytes, HeaderBytes: c.HeaderBytes,
 						AckBytes: c.HeaderBytes, GoBackN: true, RTO: wantRTO, GiveUp: wantRTO * sim.Time(wantRetry+1),
-						QPTuple: transport.QPTuple{Proto: fabric.ProtoRoCE, DstPort: roce.UDPPort, Ports: portRule{}}}
+						QPTuple: transport.QPTuple{Proto: fabric.ProtoRoCE, DstPort: roce.UDPPort, Ports: portRule{}},
+						// Out-of-order placement left out follows adaptive routing (on under it), and
+						// the runner reads AdaptiveSpray only under adaptive routing.
+						AdaptiveSpray: true}
 					if m != want {
 						t.Errorf("qps %d retry %d rto %v payload %d: model %+v; want %+v", qps, retry, rto, payload, m, want)
 					}
