@@ -525,6 +525,13 @@ func printComparison(w io.Writer, names, kinds []string, sums []*runner.Summary)
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
+	printComparisonNotes(w, names, sums)
+}
+
+// printComparisonNotes writes, under compare's table, each run's lines that qualify its
+// figures: its engine notes and pre-run warnings, unfinished transfers, an interruption, and
+// RUN FAILED with the reason.
+func printComparisonNotes(w io.Writer, names []string, sums []*runner.Summary) {
 	for i, s := range sums {
 		// What a run's engine leaves out (at flow level, e.g. IB congestion control) and its
 		// pre-run warnings, so a ratio is never read without them (each run's summary.json
