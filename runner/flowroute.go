@@ -95,12 +95,13 @@ type routeVal struct {
 	lat               sim.Time
 }
 
-// routeCacheLinks bounds flowRouter.routes: at most this many int32 in routeLinks (512 MB),
-// about four million routes of 8 paths of 3 to 4 links. A 131,072-GPU RoCE training step
-// (train-405b-131k-roce) asks for about 3.8 million distinct routes: at a quarter of this
-// bound (before session 39) the cache was full after a third of the step, and every route
-// of the rest was walked again on every message.
-const routeCacheLinks = 128 << 20
+// routeCacheLinks bounds flowRouter.routes: at most this many int32 in routeLinks (128 MB),
+// about a million routes of 8 paths of 3 to 4 links. A larger bound does not pay: in a
+// 131,072-GPU RoCE training step (train-405b-131k-roce) the routes asked for after the
+// first million (the data-parallel gradient collectives over 1,024 ranks, each message on
+// its own QP of its own pair) are each asked for once (session 39: at 4 times this bound,
+// 2.3 million more routes cached, not one more hit).
+const routeCacheLinks = 32 << 20
 
 // routeChunk is the size of one chunk of flowRouter.routeLinks, in int32 (4 MB).
 const routeChunk = 1 << 20
