@@ -88,12 +88,10 @@ type incrState struct {
 	work   int      // list entries visited so far
 	rnd    uint32   // epoch of the current round (the caches below)
 	lsat   []uint32 // per link: rnd when a flow of A froze on it in the refill (saturated)
-	lmaxAt []uint32 // per link: rnd when lmax and lload are current (and counted as work)
-	lpre   []uint32 // per link: rnd when scanLink computed lmax and lload (not yet counted)
+	lmaxAt []uint32 // per link: rnd when lmax and lload are current
 	lmax   []float64
 	lload  []float64
-	cand   []int32 // verify's scratch: flows outside A whose bottleneck is the link checked
-	emptyA int     // rounds that skipped the refill on an empty A (for tests)
+	emptyA int // rounds that skipped the refill on an empty A (for tests)
 }
 
 // growLinks and growSlots extend the per-link and per-slot arrays (intern, commitFlow).
@@ -104,7 +102,6 @@ func (is *incrState) growLinks() {
 	is.lscan = append(is.lscan, 0)
 	is.lsat = append(is.lsat, 0)
 	is.lmaxAt = append(is.lmaxAt, 0)
-	is.lpre = append(is.lpre, 0)
 	is.lmax = append(is.lmax, 0)
 	is.lload = append(is.lload, 0)
 }
@@ -382,9 +379,9 @@ func (n *Net) verify() (grew, ok bool) {
 	if is.rnd == 0 {
 		clear(is.lsat)
 		clear(is.lmaxAt)
-		clear(is.lpre)
 		is.rnd = 1
 	}
+	aep := is.aep
 	for _, s := range is.a {
 		if b := n.flows[s].bott; b >= 0 {
 			is.lsat[b] = is.rnd
@@ -414,13 +411,17 @@ func (n *Net) verify() (grew, ok bool) {
 		}
 		grew = true
 	}
-	// The other flows whose bottleneck is a changed link. One pass over the link's list
-	// gathers them and its stats (linkStats' cache, which the commit reads too).
+	// The other flows whose bottleneck is a changed link.
 	nL := len(is.links)
 	for i := 0; i < nL; i++ {
 		l := is.links[i]
-		is.cand = n.scanLink(l, is.cand[:0])
-		for _, s := range is.cand {
+		list := n.lists[l]
+		is.work += len(list)
+		for _, ref := range list {
+			s := ref.slot
+			if is.inA[s] == aep || n.flows[s].bott != l {
+				continue
+			}
 			if n.isBott(s, l) || n.findBott(s) {
 				continue
 			}
@@ -431,37 +432,6 @@ func (n *Net) verify() (grew, ok bool) {
 	return grew, true
 }
 
-// scanLink appends to cand the flows on link l outside A whose recorded bottleneck is l,
-// and computes l's stats for this round (the same sums in the same order as linkStats) in
-// the same pass over its list. The work counted is the old two passes' (the scan, and
-// linkStats when it is first asked): the give-up rule sees the same counts.
-func (n *Net) scanLink(l int32, cand []int32) []int32 {
-	is := &n.inc
-	list := n.lists[l]
-	aep := is.aep
-	is.work += len(list)
-	if is.lmaxAt[l] == is.rnd || is.lpre[l] == is.rnd {
-		for _, ref := range list {
-			if s := ref.slot; is.inA[s] != aep && n.flows[s].bott == l {
-				cand = append(cand, s)
-			}
-		}
-		return cand
-	}
-	var mx, load float64
-	for _, ref := range list {
-		s := ref.slot
-		g := &n.flows[s]
-		mx = max(mx, g.rate)
-		load += ref.coef * g.rate
-		if g.bott == l && is.inA[s] != aep {
-			cand = append(cand, s)
-		}
-	}
-	is.lpre[l], is.lmax[l], is.lload[l] = is.rnd, mx, load
-	return cand
-}
-
 // linkStats returns the fastest rate on link l under the current rates, and caches it and
 // the link's load for this round.
 func (n *Net) linkStats(l int32) float64 {
@@ -469,19 +439,15 @@ func (n *Net) linkStats(l int32) float64 {
 	if is.lmaxAt[l] == is.rnd {
 		return is.lmax[l]
 	}
+	var mx, load float64
 	list := n.lists[l]
 	is.work += len(list)
-	is.lmaxAt[l] = is.rnd
-	if is.lpre[l] == is.rnd {
-		return is.lmax[l] // computed by scanLink in this round
-	}
-	var mx, load float64
 	for _, ref := range list {
 		g := &n.flows[ref.slot]
 		mx = max(mx, g.rate)
 		load += ref.coef * g.rate
 	}
-	is.lmax[l], is.lload[l] = mx, load
+	is.lmaxAt[l], is.lmax[l], is.lload[l] = is.rnd, mx, load
 	return mx
 }
 
