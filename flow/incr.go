@@ -36,7 +36,11 @@ import "math"
 // One exact shortcut: when the only changes are flows completing, every flow slower than the
 // slowest of them keeps its rate. In progressive filling a flow's links saturate at levels at
 // or above its rate, so below that level the removed flows change no saturation: every freeze
-// below it happens as before. Those flows are left out of the initial A.
+// below it happens as before. Those flows are left out of the initial A. When that leaves A
+// empty (every flow on the completed flows' links was slower than them) there is nothing to
+// refill: only the check runs, which renews the bottleneck records of the flows whose
+// recorded bottleneck the completions touched (its work is counted as if the refill had
+// run, so the give-up rule decides as before).
 //
 // Tolerances: a rate is "the fastest on a link" when no rate there exceeds it by more than
 // rateTol relative, and a link not saturated by the refill itself counts as saturated when
