@@ -281,3 +281,55 @@ func finishOne(n *Net, slot int32) {
 	}
 	n.recompute(now)
 }
+
+// BenchmarkRoCEWaves1k simulates, end to end, 4 waves of RoCE-style traffic on a 1,024-host,
+// 8-plane clos (32 hosts per T0, 16 uplinks, 400 Gb/s): in each wave, 1 us after the last,
+// every host sends one message on one plane (rotating) to a random peer, pinned to one
+// hashed uplink of its plane (an ECMP-routed QP), of 256 KiB to 4 MiB (4,096 flows). Completions come one by one
+// at distinct instants and each changes the rates of the few flows on its path: the
+// incremental recomputation of a RoCE training step. One op is the whole run.
+func BenchmarkRoCEWaves1k(b *testing.B) {
+	const hosts, waves = 1024, 4
+	c := newClos(hosts, 8, 32, 16, 500*sim.Nanosecond)
+	caps := make([]float64, c.numLinks())
+	for i := range caps {
+		caps[i] = 400e9
+	}
+	b.ReportAllocs()
+	var st Stats
+	for b.Loop() {
+		s := sim.New(1)
+		n, err := New(s, caps, Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(11, 12))
+		for w := range waves {
+			at := sim.Time(w) * sim.Microsecond
+			for src := range hosts {
+				for p := (src + w) % c.P; p < c.P; p += c.P {
+					dst := rng.IntN(hosts - 1)
+					if dst >= src {
+						dst++
+					}
+					ts, td := src/c.d, dst/c.d
+					links := []int32{c.hostUp(p, src), c.hostDown(p, dst)}
+					if ts != td {
+						j := rng.IntN(c.u)
+						links = []int32{c.hostUp(p, src), c.t0Up(p, ts, j), c.t1Down(p, j, td), c.hostDown(p, dst)}
+					}
+					bytes := int64(256<<10) << rng.IntN(5)
+					if _, err := n.AddFlow(at, Flow{Src: src, Dst: dst, Bytes: bytes, Paths: []Path{{Links: links, Weight: 1}}}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		}
+		if err := s.Run(sim.MaxTime); err != nil {
+			b.Fatal(err)
+		}
+		st = n.Stats()
+	}
+	b.ReportMetric(float64(st.Recomputes), "recomputes")
+	b.ReportMetric(float64(st.FullRecomputes), "full")
+}

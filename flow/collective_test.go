@@ -3,6 +3,7 @@ package flow
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -560,5 +561,46 @@ func TestLaunchNamedLazy(t *testing.T) {
 	bad, _ := collective.RangeComm(0, 3, 1)
 	if err := c.LaunchNamed(0, sp, bad, func() string { return "mine" }, nil); err == nil || !strings.Contains(err.Error(), `"mine"`) {
 		t.Fatalf("error %v; want one naming \"mine\"", err)
+	}
+}
+
+// TestCollChargeMatchesScan: a collective's bottleneck times (coll.charge) are the same
+// list, in the same order with the same sums, whether its links are scanned or indexed
+// (past bottScan of them), for 0 to 200 distinct links charged in random order, and again
+// after the collective's memory is reused (its index cleared, not dropped).
+func TestCollChargeMatchesScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	in := &coll{}
+	for _, links := range []int{0, 1, bottScan - 1, bottScan, bottScan + 1, 50, 200} {
+		for reuse := range 2 {
+			if reuse == 0 {
+				in = &coll{}
+			} else { // as launch reuses a released collective
+				clear(in.bidx)
+				*in = coll{bott: in.bott[:0], bidx: in.bidx}
+			}
+			var want []linkTime
+			for range 5 * links {
+				l, d := rng.IntN(links+1)*7, sim.Time(1+rng.IntN(1000))
+				found := false
+				for i := range want {
+					if want[i].link == l {
+						want[i].t += d
+						found = true
+						break
+					}
+				}
+				if !found {
+					want = append(want, linkTime{link: l, t: d})
+				}
+				in.charge(l, d)
+			}
+			if !slices.Equal(in.bott, want) {
+				t.Fatalf("%d links, reuse %d: bottleneck times %v, want %v", links, reuse, in.bott, want)
+			}
+			if indexed := in.bidx != nil; indexed != (len(want) > bottScan) && reuse == 0 {
+				t.Errorf("%d links (%d charged): indexed %v, want %v", links, len(want), indexed, len(want) > bottScan)
+			}
+		}
 	}
 }

@@ -109,7 +109,8 @@
 // gave up, the next 1, 3, 7, ... up to 64 recomputations are full without trying. When only
 // flows completed, every flow
 // slower than the slowest of them keeps its rate (exact: below that level the removed flows
-// saturate nothing) and is left out. The rates equal the full fill's to 1e-9 relative
+// saturate nothing) and is left out; when that leaves nothing to refill, only the check
+// runs. The rates equal the full fill's to 1e-9 relative
 // (TestIncrementalMatchesFull: after every change of 1,000 random sequences of arrivals,
 // completions, capacity changes, holds and repaths); Config.FullRecompute forces the full
 // fill, and Stats.FullRecomputes and Stats.Refilled count what was done. The cost of an

@@ -36,7 +36,11 @@ import "math"
 // One exact shortcut: when the only changes are flows completing, every flow slower than the
 // slowest of them keeps its rate. In progressive filling a flow's links saturate at levels at
 // or above its rate, so below that level the removed flows change no saturation: every freeze
-// below it happens as before. Those flows are left out of the initial A.
+// below it happens as before. Those flows are left out of the initial A. When that leaves A
+// empty (every flow on the completed flows' links was slower than them) there is nothing to
+// refill: only the check runs, which renews the bottleneck records of the flows whose
+// recorded bottleneck the completions touched (its work is counted as if the refill had
+// run, so the give-up rule decides as before).
 //
 // Tolerances: a rate is "the fastest on a link" when no rate there exceeds it by more than
 // rateTol relative, and a link not saturated by the refill itself counts as saturated when
@@ -91,6 +95,7 @@ type incrState struct {
 	lmaxAt []uint32 // per link: rnd when lmax and lload are current
 	lmax   []float64
 	lload  []float64
+	emptyA int // rounds that skipped the refill on an empty A (for tests)
 }
 
 // growLinks and growSlots extend the per-link and per-slot arrays (intern, commitFlow).
@@ -260,7 +265,19 @@ func (n *Net) fillIncr() (newStall, ok bool) {
 		if len(is.a) > limit || is.work > workLimit || (round >= maxRounds && !incrAlways) {
 			return false, false
 		}
-		n.refill()
+		if len(is.a) > 0 {
+			n.refill()
+		} else {
+			// An empty A (only completions, every flow they left slower than the slowest of
+			// them) has nothing to refill: the check below only renews the bottleneck
+			// records of the flows whose recorded bottleneck the completions touched. The
+			// work is counted as the refill's (its pass over the links' lists), so the
+			// give-up rule decides as before.
+			for _, l := range is.links {
+				is.work += len(n.lists[l])
+			}
+			is.emptyA++
+		}
 		grew, ok := n.verify()
 		if !ok {
 			return false, false

@@ -336,8 +336,12 @@ func randomCase(t *testing.T, seed uint64) Stats {
 		h.recompute()
 		h.check(fmt.Sprintf("seed %d event %d (%s)", seed, ev, what))
 	}
+	lastEmptyA = h.n.inc.emptyA
 	return h.n.Stats()
 }
+
+// lastEmptyA is the empty-A count (incrState.emptyA) of the last randomCase.
+var lastEmptyA int
 
 // TestIncrementalMatchesFull compares the rates after every recomputation with a full
 // recomputation of the same flows on 1,000 random sequences of arrivals, completions,
@@ -347,6 +351,7 @@ func randomCase(t *testing.T, seed uint64) Stats {
 // set grows), odd ones with the fallbacks.
 func TestIncrementalMatchesFull(t *testing.T) {
 	var tot [2]Stats
+	var empty [2]int
 	defer func() { incrAlways = false }()
 	for seed := range uint64(1000) {
 		incrAlways = seed%2 == 0
@@ -355,9 +360,13 @@ func TestIncrementalMatchesFull(t *testing.T) {
 		m.Recomputes += st.Recomputes
 		m.FullRecomputes += st.FullRecomputes
 		m.Refilled += st.Refilled
+		empty[seed%2] += lastEmptyA
 	}
 	for i, m := range tot {
-		t.Logf("mode %d: %d recomputations, %d full, %d flows refilled", i, m.Recomputes, m.FullRecomputes, m.Refilled)
+		t.Logf("mode %d: %d recomputations, %d full, %d flows refilled, %d with nothing to refill", i, m.Recomputes, m.FullRecomputes, m.Refilled, empty[i])
+		if empty[i] == 0 {
+			t.Errorf("mode %d: no recomputation found nothing to refill (the shortcut is not exercised)", i)
+		}
 		if m.Recomputes-m.FullRecomputes < m.Recomputes/[2]int64{50, 100}[i] || m.Refilled == 0 {
 			t.Errorf("mode %d: only %d of %d recomputations incremental", i, m.Recomputes-m.FullRecomputes, m.Recomputes)
 		}
@@ -391,6 +400,12 @@ func TestIncrementalHandCases(t *testing.T) {
 		name  string
 		caps  []float64
 		steps []step
+		// emptyA: how many recomputations found nothing to refill (only completions of
+		// flows faster than every other flow on their links).
+		emptyA int
+		// always: every recomputation incremental (incrAlways; so few flows would fill in
+		// full).
+		always bool
 	}{
 		{
 			// The parking lot: a long flow over three unit links, a short flow on each.
@@ -455,6 +470,21 @@ func TestIncrementalHandCases(t *testing.T) {
 			},
 		},
 		{
+			// The fastest flows complete, every flow left on their links slower (an empty
+			// affected set, no refill): S is held by its cap, T by link 1, U by link 2.
+			name: "fastest completes",
+			caps: []float64{1, 0.25, 1},
+			steps: []step{
+				{[]hop{addOp("S", 0.2, []int32{0}), addOp("T", 0, []int32{0, 1}), addOp("F", 0, []int32{0}),
+					addOp("U", 0, []int32{2}), addOp("G", 0, []int32{2})},
+					map[string]float64{"S": 0.2, "T": 0.25, "F": 0.55, "U": 0.5, "G": 0.5}},
+				{[]hop{finishOp("F")}, map[string]float64{"S": 0.2, "T": 0.25, "U": 0.5, "G": 0.5}},
+				{[]hop{addOp("H", 0, []int32{0, 2})}, map[string]float64{"S": 0.2, "T": 0.25, "H": 1.0 / 3, "U": 1.0 / 3, "G": 1.0 / 3}},
+				{[]hop{finishOp("H")}, map[string]float64{"S": 0.2, "T": 0.25, "U": 0.5, "G": 0.5}},
+			},
+			emptyA: 1, always: true,
+		},
+		{
 			// Caps: X capped at 0.2 on a link with two uncapped flows.
 			name: "cap",
 			caps: []float64{1},
@@ -468,6 +498,8 @@ func TestIncrementalHandCases(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			incrAlways = tc.always
+			defer func() { incrAlways = false }()
 			h := newHarness(t, tc.caps, Config{})
 			ids := map[string]FlowID{}
 			for i, st := range tc.steps {
@@ -496,6 +528,9 @@ func TestIncrementalHandCases(t *testing.T) {
 						t.Errorf("step %d: flow %s rate %v, want %v", i, name, r, want)
 					}
 				}
+			}
+			if h.n.inc.emptyA != tc.emptyA {
+				t.Errorf("%d recomputations with nothing to refill, want %d", h.n.inc.emptyA, tc.emptyA)
 			}
 		})
 	}

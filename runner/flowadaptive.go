@@ -115,7 +115,7 @@ func (r *flowRouter) withPlaneBundles(caps []float64, share float64) []float64 {
 		}
 	}
 	r.bundle, r.pt = out, pt
-	r.routes, r.routeLinks = nil, nil
+	r.routes, r.routeLinks, r.routeUsed = nil, nil, 0
 	return caps
 }
 

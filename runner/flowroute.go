@@ -63,9 +63,11 @@ type flowRouter struct {
 	// routes caches the hashed routes of a transport that does not spray (RoCE) while no
 	// link is dead: a training step asks for the same (src, dst, key) every microbatch, and
 	// walking 8 planes' paths hop by hop was a quarter of a RoCE run. routeLinks holds each
-	// route's paths as a length followed by the links. Bounded by routeCacheLinks.
+	// route's paths as a length followed by the links, in chunks of routeChunk int32 that
+	// are never reallocated (a route lies in one chunk). Bounded by routeCacheLinks.
 	routes     map[routeKey]routeVal
-	routeLinks []int32
+	routeLinks [][]int32
+	routeUsed  int // int32 held in routeLinks
 	// hostPort maps every directed link to its host's port bundle when a transport that
 	// does not spray has its host links bundled (bundleHostPorts), -1 for the other links;
 	// nil when they are not.
@@ -92,14 +94,20 @@ type routeKey struct {
 }
 
 type routeVal struct {
-	off   int
-	paths int32
-	lat   sim.Time
+	chunk, off, paths int32
+	lat               sim.Time
 }
 
 // routeCacheLinks bounds flowRouter.routes: at most this many int32 in routeLinks (128 MB),
-// about a million routes of 8 paths of 4 links.
+// about a million routes of 8 paths of 3 to 4 links. A larger bound does not pay: in a
+// 131,072-GPU RoCE training step (train-405b-131k-roce) the routes asked for after the
+// first million (the data-parallel gradient collectives over 1,024 ranks, each message on
+// its own QP of its own pair) are each asked for once (session 39: at 4 times this bound,
+// 2.3 million more routes cached, not one more hit).
 const routeCacheLinks = 32 << 20
+
+// routeChunk is the size of one chunk of flowRouter.routeLinks, in int32 (4 MB).
+const routeChunk = 1 << 20
 
 // bundleTable is what routing a bundled flow needs: each host's, T0's and pod's bundle per
 // direction (0 up, 1 down).
@@ -297,7 +305,7 @@ func (r *flowRouter) bundleHostPorts(caps []float64) []float64 {
 		}
 	}
 	r.hostPort = port
-	r.routes, r.routeLinks = nil, nil
+	r.routes, r.routeLinks, r.routeUsed = nil, nil, 0
 	return caps
 }
 
@@ -332,10 +340,10 @@ func (r *flowRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Pa
 	if cacheable && r.routes != nil {
 		if v, ok := r.routes[routeKey{int32(src), int32(dst), key}]; ok {
 			buf = buf[:0]
-			o := v.off
+			c, o := r.routeLinks[v.chunk], int(v.off)
 			for range v.paths {
-				k := int(r.routeLinks[o])
-				buf = append(buf, flow.Path{Links: r.routeLinks[o+1 : o+1+k : o+1+k], Weight: 1})
+				k := int(c[o])
+				buf = append(buf, flow.Path{Links: c[o+1 : o+1+k : o+1+k], Weight: 1})
 				o += 1 + k
 			}
 			return buf, v.lat, nil
@@ -390,18 +398,38 @@ func (r *flowRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Pa
 	if r.dead != nil && !r.spray {
 		lat = r.detours(src, dst, key, idx, buf, lat)
 	}
-	if cacheable && len(r.routeLinks) < routeCacheLinks {
-		if r.routes == nil {
-			r.routes = make(map[routeKey]routeVal)
-		}
-		v := routeVal{off: len(r.routeLinks), paths: int32(len(buf)), lat: lat}
-		for _, p := range buf {
-			r.routeLinks = append(r.routeLinks, int32(len(p.Links)))
-			r.routeLinks = append(r.routeLinks, p.Links...)
-		}
-		r.routes[routeKey{int32(src), int32(dst), key}] = v
+	if cacheable && r.routeUsed < routeCacheLinks {
+		r.cacheRoute(routeKey{int32(src), int32(dst), key}, buf, lat)
 	}
 	return buf, lat, nil
+}
+
+// cacheRoute stores route (paths, latency lat) under k in flowRouter.routes; a route longer
+// than a chunk is not stored.
+func (r *flowRouter) cacheRoute(k routeKey, paths []flow.Path, lat sim.Time) {
+	need := 0
+	for _, p := range paths {
+		need += 1 + len(p.Links)
+	}
+	if need > routeChunk {
+		return
+	}
+	if r.routes == nil {
+		r.routes = make(map[routeKey]routeVal)
+	}
+	if n := len(r.routeLinks); n == 0 || len(r.routeLinks[n-1])+need > routeChunk {
+		r.routeLinks = append(r.routeLinks, make([]int32, 0, routeChunk))
+	}
+	ci := len(r.routeLinks) - 1
+	c := r.routeLinks[ci]
+	v := routeVal{chunk: int32(ci), off: int32(len(c)), paths: int32(len(paths)), lat: lat}
+	for _, p := range paths {
+		c = append(c, int32(len(p.Links)))
+		c = append(c, p.Links...)
+	}
+	r.routeLinks[ci] = c
+	r.routeUsed += need
+	r.routes[k] = v
 }
 
 // detours replaces every path of buf (path indices idx) that crosses a dead link by a

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -383,5 +384,97 @@ func TestFlowModelOf(t *testing.T) {
 		if err := checkFlowModel(m); (err == nil) != c.ok {
 			t.Errorf("%s: %v; want ok %v", c.name, err, c.ok)
 		}
+	}
+}
+
+// TestFlowRouteCacheMatchesWalk: a RoCE route served from flowRouter.routes is the route a
+// fresh walk gives (the same links in the same order, the same latency), for every pair of
+// a 2-plane Clos and several Router keys, asked for twice, with the cache's chunks filled
+// across their boundary; and a router whose cache is full still routes (walking) the same.
+func TestFlowRouteCacheMatchesWalk(t *testing.T) {
+	const y = `
+topology: {clos: {tiers: 2, planes: 2, radix: 8, hosts: 16, host_link: 100G}}
+transport: {kind: roce, roce: {qps_per_peer: 2}}
+workload: {collectives: [{op: all_reduce, bytes: 1MiB}]}
+`
+	sc, err := scenario.Parse([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := sc.Topology.Describe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	newR := func() *flowRouter {
+		r, _, err := scenarioFlowRouter(sc, l, 0, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	type route struct {
+		links [][]int32
+		lat   sim.Time
+	}
+	get := func(r *flowRouter, src, dst int, key uint64) route {
+		paths, lat, err := r.Paths(src, dst, key, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out route
+		out.lat = lat
+		for _, p := range paths {
+			if p.Weight != 1 {
+				t.Fatalf("%d -> %d key %d: weight %v, want 1", src, dst, key, p.Weight)
+			}
+			out.links = append(out.links, slices.Clone(p.Links))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		fill int // int32 in the last chunk before the first route (a chunk boundary soon)
+		used int // routeUsed before the first route (routeCacheLinks: full)
+	}{
+		{"empty", 0, 0},
+		{"chunk boundary", routeChunk - 40, routeChunk - 40},
+		{"full", 0, routeCacheLinks},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cached, fresh := newR(), newR()
+			if tc.fill > 0 {
+				cached.routeLinks = [][]int32{make([]int32, tc.fill, routeChunk)}
+			}
+			cached.routeUsed = tc.used
+			hits := 0
+			for pass := range 2 {
+				for src := range l.NumHosts() {
+					for dst := range l.NumHosts() {
+						if src == dst {
+							continue
+						}
+						for _, key := range []uint64{7, 1 << 40} {
+							got := get(cached, src, dst, key)
+							fresh.routes, fresh.routeLinks, fresh.routeUsed = nil, nil, 0
+							want := get(fresh, src, dst, key)
+							if !reflect.DeepEqual(got, want) {
+								t.Fatalf("pass %d, %d -> %d key %d: cached route %v, walked %v", pass, src, dst, key, got, want)
+							}
+							if pass == 1 {
+								if _, ok := cached.routes[routeKey{int32(src), int32(dst), key}]; ok {
+									hits++
+								}
+							}
+						}
+					}
+				}
+			}
+			if want := tc.used < routeCacheLinks; (hits > 0) != want {
+				t.Errorf("%d routes served from the cache on the second pass; want some: %v", hits, want)
+			}
+			if tc.fill > 0 && len(cached.routeLinks) < 2 {
+				t.Errorf("%d chunks; want the routes past the first chunk's end in a new one", len(cached.routeLinks))
+			}
+		})
 	}
 }
