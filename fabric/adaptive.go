@@ -342,7 +342,14 @@ func (n *Network) arNotify(now sim.Time, id NodeID, dst int32) {
 		a.notifying[k] = struct{}{}
 		a.pending = append(a.pending, pendingNotice{k, a.noticeGen})
 		a.st.NotifySent++
-		n.sim.At(now+a.cfg.NotifyDelay, a.kNotify, 0, 0)
+		// Its own tiebreak key (sim.AtOwnKey), not the shared sequence: a notification
+		// taken from the sequence shifted the key of every event scheduled after it, so a
+		// failure that touched no packet still re-broke every later same-instant tie, and
+		// the run left its faultless twin at once (a 20 us outage on an idle plane "cost"
+		// -1640..+1969 us by seed under 8 KiB credits; docs/protocols.md, "A lossless
+		// outage under AR"). The notifications at one instant tie, and onNotify takes them
+		// in FIFO order whichever event runs first.
+		n.sim.AtOwnKey(now+a.cfg.NotifyDelay, a.kNotify, 0, 0)
 	}
 }
 
