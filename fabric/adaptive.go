@@ -104,6 +104,7 @@ type AdaptiveStats struct {
 	LostInFlight   int64 // on the wire (or being serialised) when their link failed, dropped at arrival
 	LostInFlightB  int64 // their bytes
 	NotifySent     int64 // fault notifications scheduled (each delivered NotifyDelay later, counted in Notices)
+	NotifyStale    int64 // scheduled notifications dropped on arrival: a link came back up meanwhile (arLinkChange)
 	// Detours (adaptive_detour.go): packets a dead-end switch sent down a non-minimal port
 	// instead of dropping them, and those the next switch moved to the escape VL.
 	Detours int64
@@ -126,6 +127,13 @@ type avoidKey struct {
 	dst  int32
 }
 
+// pendingNotice is one scheduled fault notification and the link-up count (arState.noticeGen)
+// when it was scheduled.
+type pendingNotice struct {
+	k   avoidKey
+	gen uint64
+}
+
 // arState is the adaptive routing state (Network.ar); nil when off.
 type arState struct {
 	cfg       AdaptiveConfig
@@ -135,10 +143,11 @@ type arState struct {
 	avoid     map[avoidKey]struct{} // fault notifications in force
 	kNotify   sim.Kind
 	notifying map[avoidKey]struct{} // notifications scheduled, not yet delivered
-	pending   []avoidKey            // notifications by event, FIFO (events at equal delays)
+	pending   []pendingNotice       // notifications by event, FIFO (events at equal delays)
 	pendHead  int
-	detour    bool // AdaptiveConfig.DetourOn
-	escape    int  // the escape VL (a queue class) of detoured packets; -1: none
+	noticeGen uint64 // link-up count: a notification scheduled before the last is stale
+	detour    bool   // AdaptiveConfig.DetourOn
+	escape    int    // the escape VL (a queue class) of detoured packets; -1: none
 }
 
 // SetAdaptive turns adaptive routing on (cfg.Enabled) or leaves the network static. Call it
@@ -331,19 +340,32 @@ func (n *Network) arNotify(now sim.Time, id NodeID, dst int32) {
 			continue
 		}
 		a.notifying[k] = struct{}{}
-		a.pending = append(a.pending, k)
+		a.pending = append(a.pending, pendingNotice{k, a.noticeGen})
 		a.st.NotifySent++
-		n.sim.At(now+a.cfg.NotifyDelay, a.kNotify, 0, 0)
+		// Its own tiebreak key (sim.AtOwnKey), not the shared sequence: a notification
+		// taken from the sequence shifted the key of every event scheduled after it, so a
+		// failure that touched no packet still re-broke every later same-instant tie, and
+		// the run left its faultless twin at once (a 20 us outage on an idle plane "cost"
+		// -1640..+1969 us by seed under 8 KiB credits; docs/protocols.md, "A lossless
+		// outage under AR"). The notifications at one instant tie, and onNotify takes them
+		// in FIFO order whichever event runs first.
+		n.sim.AtOwnKey(now+a.cfg.NotifyDelay, a.kNotify, 0, 0)
 	}
 }
 
-// onNotify delivers the oldest scheduled fault notification.
+// onNotify delivers the oldest scheduled fault notification, unless a link came back up
+// since it was scheduled (arLinkChange): it is then stale and dropped.
 func (n *Network) onNotify(now sim.Time, _ int32, _ uint64) {
 	a := n.ar
-	k := a.pending[a.pendHead]
+	pn := a.pending[a.pendHead]
 	a.pendHead++
 	if a.pendHead == len(a.pending) {
 		a.pending, a.pendHead = a.pending[:0], 0
+	}
+	k := pn.k
+	if pn.gen != a.noticeGen {
+		a.st.NotifyStale++
+		return
 	}
 	delete(a.notifying, k)
 	a.avoid[k] = struct{}{}
@@ -355,7 +377,10 @@ func (n *Network) onNotify(now sim.Time, _ int32, _ uint64) {
 // arLinkChange, after SetLinkDown changed port p's link: when it went down, each switch end
 // notifies upstream at once of the destinations it can no longer reach (arNotifyDead); when
 // it came back up, the fault notifications are cleared: the notifying switch may have a path
-// again (the subnet manager's sweep would find it; this is the fast case).
+// again (the subnet manager's sweep would find it; this is the fast case). The notifications
+// still on their way (sent less than NotifyDelay ago) are cleared too, and dropped when they
+// arrive: delivered after the link-up they would stand forever, nothing clearing them (a
+// link down for less than NotifyDelay left its upstream switches avoiding it to the end).
 func (n *Network) arLinkChange(now sim.Time, p PortID, down bool) {
 	if n.ar == nil {
 		return
@@ -370,6 +395,10 @@ func (n *Network) arLinkChange(now sim.Time, p PortID, down bool) {
 	}
 	if len(n.ar.avoid) > 0 {
 		clear(n.ar.avoid)
+	}
+	if len(n.ar.notifying) > 0 {
+		clear(n.ar.notifying)
+		n.ar.noticeGen++
 	}
 }
 

@@ -153,3 +153,62 @@ func TestAdaptiveRescueSourceRouted(t *testing.T) {
 		t.Errorf("drops %d (%v), delivered %d of %d", d, h.n.C.Dropped, len(h.got), n)
 	}
 }
+
+// TestAdaptiveNotifyStaleAfterLinkUp: a link that comes back up before its fault
+// notification reaches the upstream switch (down for less than NotifyDelay) leaves no
+// notification in force: the notification is dropped on arrival (NotifyStale), and adaptive
+// routing keeps using both of s0's uplinks toward h1 afterwards. On main the late
+// notification stood forever and s0 sent everything by b, although arLinkChange clears the
+// notifications at link-up (0 of 200 via a). Outages from
+// 1 ns to NotifyDelay/2 (stale) and, for comparison, past NotifyDelay (delivered, cleared
+// at link-up).
+func TestAdaptiveNotifyStaleAfterLinkUp(t *testing.T) {
+	for _, c := range []struct {
+		outage sim.Time
+		stale  bool
+	}{
+		{1, true},
+		{100 * sim.Nanosecond, true},
+		{fabric.DefaultNotifyDelay / 2, true},
+		{fabric.DefaultNotifyDelay - 1, true},
+		{fabric.DefaultNotifyDelay + sim.Microsecond, false},
+		{20 * sim.Microsecond, false},
+	} {
+		for _, credits := range []bool{false, true} {
+			t.Run(fmt.Sprintf("outage=%v/credits=%v", c.outage, credits), func(t *testing.T) {
+				h := diamond(t, credits)
+				fail := 3 * sim.Microsecond
+				h.at(fail, func(now sim.Time) {
+					if err := h.n.SetLinkDown(now, portID(h, "a.p1"), true); err != nil {
+						t.Fatal(err)
+					}
+				})
+				h.at(fail+c.outage, func(now sim.Time) {
+					if err := h.n.SetLinkDown(now, portID(h, "a.p1"), false); err != nil {
+						t.Fatal(err)
+					}
+				})
+				// Traffic only once the failure and its notification are long over.
+				const n = 200
+				later := fail + c.outage + 10*fabric.DefaultNotifyDelay
+				h.sendN(later, n, pkt{src: 0, dst: 1})
+				var viaA0 int64
+				h.at(later, func(sim.Time) { viaA0 = h.port("s0", 1).Totals().TxPackets })
+				h.run(sim.MaxTime)
+				h.audit()
+				st := h.n.AdaptiveStats()
+				viaA := h.port("s0", 1).Totals().TxPackets - viaA0
+				t.Logf("notifications sent %d, delivered %d, stale %d; after: %d of %d via a", st.NotifySent, st.Notices, st.NotifyStale, viaA, len(h.got))
+				if st.NotifySent == 0 {
+					t.Fatalf("no notification sent: %+v", st)
+				}
+				if c.stale && (st.NotifyStale != st.NotifySent || st.Notices != 0) || !c.stale && st.NotifyStale != 0 {
+					t.Errorf("sent %d, delivered %d, stale %d; want stale %v", st.NotifySent, st.Notices, st.NotifyStale, c.stale)
+				}
+				if len(h.got) != n || viaA < n/4 {
+					t.Errorf("delivered %d of %d, %d via a; want all, at least %d via a (its link is up)", len(h.got), n, viaA, n/4)
+				}
+			})
+		}
+	}
+}

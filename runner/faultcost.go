@@ -28,7 +28,8 @@ type FaultCost struct {
 	// did within it.
 	EndUs float64 `json:"end_us"`
 	// DetectUs is the first loss-driven retransmission (MRC: SACK gap or timeout; RoCE:
-	// go-back-N) after the failure: when the transport reacted. DetectUs, LastRetxUs and
+	// go-back-N) after the failure: when the transport reacted. A failure that dropped no
+	// packet counts only those until LosslessReactionWindow past its end. DetectUs, LastRetxUs and
 	// RecoverUs are durations from AtUs (faults.csv writes them as absolute times:
 	// detect_at_us, last_retx_at_us, recover_at_us).
 	DetectUs *float64 `json:"detect_us,omitempty"`
@@ -65,6 +66,19 @@ type FaultCost struct {
 	// never finished. A run that lost transfers did not recover, whatever its goodput says.
 	Note string `json:"note,omitempty"`
 }
+
+// LosslessReactionWindow is how long after a failure that dropped no packet (no link_down,
+// loss, blackhole or no_route drop anywhere from its start to the next failure or the end of
+// the traffic) its loss-driven retransmissions are still counted as its reactions (DetectUs,
+// LastRetxUs, LossRetxEvents): 100 us past its end, the default out-of-order hole hold of IB
+// and RoCE (transport/ib, transport/roce DefaultReorderHold) and above the automatic hold of
+// a credit fabric (ib.Config.AutoReorderHold). Nothing was lost, so the only retransmissions
+// it can cause are spurious ones, from the reordering adaptive routing did around it, which
+// ends once the packets that went around it have arrived. A retransmission after that is
+// some other hole (reordering that outlived the hold somewhere else, milliseconds later in
+// /tmp/s39/f8/coll3.yaml): counting it made a 20 us outage read "detect 5241.5 us".
+// Lockstep's choice; docs/protocols.md, "InfiniBand link fault", has the figures.
+const LosslessReactionWindow = 100 * sim.Microsecond
 
 // labels returns each fault entry's target as written (a name or a glob), for the rows.
 func labels(sc *scenario.Scenario) []string {
@@ -110,9 +124,12 @@ func faultCosts(net *fabric.Network, evs []FaultEvent, targets []string, progres
 		}
 		// Transport reactions, from the failure until the next one; the last failure's up to
 		// the end of the traffic included (a run that stops at its last QP error ends then).
+		// A failure that dropped nothing, from its start to the next failure or the end,
+		// lost nothing, so a loss-driven retransmission long after it ended is not its
+		// detection (LosslessReactionWindow).
 		limit := max(next, stop)
 		last := n+1 == len(spans)
-		countReactions(&c, sp.start, limit, last, lossAt, errAt)
+		countReactions(&c, sp.start, limit, lossLimit(spans, n, stop, limit, endDrops), last, lossAt, errAt)
 		// What the failure left behind: QPs errored after it, or transfers that never
 		// finished (blamed on the last failure and on any still on at the end).
 		var left []string
@@ -254,16 +271,33 @@ func twinEnd(twin []progressSample, end sim.Time) sim.Time {
 	return twin[i].At
 }
 
+// lossLimit is until when failure spans[n], which ended (or was cut off) at stop, is
+// credited with loss-driven retransmissions: limit (the next failure, or the end of the
+// traffic), or stop + LosslessReactionWindow when that is earlier and nothing was dropped
+// from its start to limit (endDrops: the fabric's failure drops at the end).
+func lossLimit(spans []*faultSpan, n int, stop, limit sim.Time, endDrops int64) sim.Time {
+	dropped := endDrops - spans[n].drops0
+	if n+1 < len(spans) {
+		dropped = spans[n+1].drops0 - spans[n].drops0
+	}
+	if dropped <= 0 && stop+LosslessReactionWindow < limit {
+		return stop + LosslessReactionWindow
+	}
+	return limit
+}
+
 // countReactions fills c's transport reactions to a failure that started at start: the
-// first loss recovery (detect), the loss recoveries and their last, and the QP errors, from
-// start until limit (included when last, the run's last failure).
-func countReactions(c *FaultCost, start, limit sim.Time, last bool, lossAt, errAt []sim.Time) {
+// first loss recovery (detect), the loss recoveries and their last, from start until
+// lossLimit (at most limit), and the QP errors, from start until limit (each limit included
+// when it is limit and last, the run's last failure).
+func countReactions(c *FaultCost, start, limit, lossLimit sim.Time, last bool, lossAt, errAt []sim.Time) {
 	before := func(t sim.Time) bool { return t < limit || last && t <= limit }
+	lossBefore := func(t sim.Time) bool { return t < lossLimit || lossLimit == limit && before(t) }
 	i := sort.Search(len(lossAt), func(i int) bool { return lossAt[i] >= start })
-	if i < len(lossAt) && before(lossAt[i]) {
+	if i < len(lossAt) && lossBefore(lossAt[i]) {
 		c.DetectUs = ptr(us(lossAt[i] - start))
 	}
-	for j := i; j < len(lossAt) && before(lossAt[j]); j++ {
+	for j := i; j < len(lossAt) && lossBefore(lossAt[j]); j++ {
 		c.LossRetxEvents++
 		c.LastRetxUs = ptr(us(lossAt[j] - start))
 	}

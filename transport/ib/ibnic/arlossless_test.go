@@ -23,9 +23,11 @@ import (
 //     usable minimal port after it (AdaptiveStats.LastDeadEnd): the traffic is off the dead
 //     link and the dead-end switch by then (a dead port leaves the adaptive choice at once,
 //     the notifications take notify_delay per tier). In the 3-tier T0-T1 case the last
-//     such packet reaches the dead-end T1 at 61.2 us: the T2s above it have no other way
+//     such packet reaches the dead-end T1 at 62.9 us (61.2 us before the notifications took
+//     their own tiebreak key, f8: which packets sit in those queues at the notification
+//     depends on the order of that instant's events): the T2s above it have no other way
 //     into the pod, so what they had queued toward it before the notification drains
-//     through it (and is detoured there, not dropped); the bound is 12 us there;
+//     through it (and is detoured there, not dropped); the bound is 14 us there;
 //   - every transfer completes with no QP error, the wire's losses recovered by the
 //     transport (out-of-order placement's hole timer NAKs them).
 func TestLinkDownLossless(t *testing.T) {
@@ -40,7 +42,7 @@ func TestLinkDownLossless(t *testing.T) {
 	}{
 		{"2-tier", fabricCase{2, 1, 16, "2MB"}, "p0.t0-0.up0", false, within},
 		{"2-tier/2-plane", fabricCase{2, 2, 16, "4MB"}, "p0.t0-0.up0", false, within},
-		{"3-tier/T0-T1", fabricCase{3, 1, 8, "4MB"}, "p0.t0-0.up0", true, 12 * sim.Microsecond},
+		{"3-tier/T0-T1", fabricCase{3, 1, 8, "4MB"}, "p0.t0-0.up0", true, 14 * sim.Microsecond},
 		{"3-tier/T1-T2", fabricCase{3, 1, 8, "4MB"}, "p0.t1-0.up0", true, within},
 	} {
 		t.Run(c.name, func(t *testing.T) {
