@@ -91,6 +91,15 @@ type OutOfOrder struct {
 	// topology (the resolved scenario carries the value in force); a written value is used
 	// as written.
 	Hold sim.Time `yaml:"hold"`
+	// HoldPerFanIn is what the hold grows by for each QP beyond the first into the
+	// responder's NIC with data outstanding (a transfer open or packets held behind a hole,
+	// counted at the NIC: roce.FanIn): hold + (n-1) x hold_per_fan_in, at most
+	// MaxReorderHold. A credit buffer ahead of an n-to-1 bottleneck drains at about C/n, so
+	// reordering under fan-in lasts about n times longer. Allowed 0..1s. Left out with hold
+	// left out: automatic, AutoReorderFanIn (one credit buffer drain per switch hop); left
+	// out with hold written: 0 (the written hold, fixed). docs/protocols.md, "Automatic
+	// out-of-order hold".
+	HoldPerFanIn sim.Time `yaml:"hold_per_fan_in"`
 }
 
 // Out-of-order placement defaults: a window of 1,024 packets (4 MiB at a 4 KiB MTU, well over
@@ -124,13 +133,35 @@ func (c Config) AutoReorderHold(baseRTT sim.Time, egress []sim.Rate) sim.Time {
 	if !cr.Enabled || len(egress) == 0 {
 		return DefaultReorderHold
 	}
-	h := baseRTT
+	return min(max(baseRTT+c.drainTime(egress), MinReorderHold), MaxReorderHold)
+}
+
+// AutoReorderFanIn is the automatic out_of_order.hold_per_fan_in: the drain term of
+// AutoReorderHold (one credit buffer per switch hop at its egress rate), added once more for
+// each further QP with data outstanding into the responder's NIC. Under n-to-1 fan-in a
+// credit-blocked queue ahead of the bottleneck drains at about C/n [the congestion tree of
+// Pfister and Norton, "Hot Spot Contention and Combining in Multistage Interconnection
+// Networks", ICPP 1985; Gran et al., "First experiences with congestion control in
+// InfiniBand hardware", IPDPS 2010: a hot spot's tree spreads back through credit-blocked
+// switches], so one buffer there takes n drains at link rate. 0 with credits off (no buffer
+// bounds a queue: the fixed DefaultReorderHold). Bounded to MaxReorderHold.
+func (c Config) AutoReorderFanIn(egress []sim.Rate) sim.Time {
+	if !c.Credits.Fabric().Enabled || len(egress) == 0 {
+		return 0
+	}
+	return min(c.drainTime(egress), MaxReorderHold)
+}
+
+// drainTime is one credit buffer per VL drained at each egress rate of egress, summed.
+func (c Config) drainTime(egress []sim.Rate) sim.Time {
+	cr := c.Credits.Fabric()
+	var h sim.Time
 	for _, r := range egress {
 		if r > 0 {
 			h += r.TxTime(int64(cr.BufferFor(cr.BufferPerVL, r)))
 		}
 	}
-	return min(max(h, MinReorderHold), MaxReorderHold)
+	return h
 }
 
 // Reorder returns the RC engine's configuration for a fabric with adaptive routing on or off:
@@ -145,7 +176,7 @@ func (c Config) Reorder(adaptive bool) roce.Config {
 		if h == 0 {
 			h = DefaultReorderHold // not resolved: the endpoint fills the automatic one first
 		}
-		rc = rc.WithReorder(w, h)
+		rc = rc.WithReorder(w, h).WithReorderFanIn(c.OutOfOrder.HoldPerFanIn)
 	}
 	return rc
 }
@@ -380,6 +411,9 @@ func (c Config) Validate(prefix string) error {
 	}
 	if h := c.OutOfOrder.Hold; h != 0 && (h < MinReorderHold || h > MaxReorderHold) {
 		return fmt.Errorf("%s.out_of_order.hold: %v is out of range; allowed %v..%v, or leave it out for the automatic hold (base RTT + one credit buffer drain per switch hop)", prefix, h, MinReorderHold, MaxReorderHold)
+	}
+	if f := c.OutOfOrder.HoldPerFanIn; f < 0 || f > MaxReorderHold {
+		return fmt.Errorf("%s.out_of_order.hold_per_fan_in: %v is out of range; allowed 0..%v (0: a fixed hold), or leave hold and it out for the automatic one (one credit buffer drain per switch hop per QP of fan-in)", prefix, f, MaxReorderHold)
 	}
 	if c.CC != nil {
 		if err := c.CC.Validate(prefix + ".cc"); err != nil {

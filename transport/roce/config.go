@@ -65,6 +65,9 @@ type Config struct {
 	reorder int
 	// reorderTime is how long a hole may stay open before the responder NAKs it (WithReorder).
 	reorderTime sim.Time
+	// reorderFanIn is what the hold grows by for each further QP into the responder's NIC
+	// with data outstanding (WithReorderFanIn); 0: a fixed hold.
+	reorderFanIn sim.Time
 	// rateControl makes each sender's reaction point instead of DCQCN (WithRateControl); nil:
 	// DCQCN.
 	rateControl RateControlMaker
@@ -431,6 +434,25 @@ func (c Config) WithReorder(window int, hold sim.Time) Config {
 	c.reorder, c.reorderTime = w, hold
 	return c
 }
+
+// WithReorderFanIn returns c whose out-of-order hold grows with the responder NIC's fan-in:
+// hold + (n-1) x perQP while n >= 1 QPs into the NIC have data outstanding (Receiver.
+// ShareFanIn counts them), bounded by MaxReorderHold. A credit buffer ahead of an n-to-1
+// bottleneck drains at about C/n, not C, so the reordering two packets of one QP can meet
+// grows with n (docs/protocols.md, "Automatic out-of-order hold"). perQP 0 or negative: a
+// fixed hold (WithReorder's).
+func (c Config) WithReorderFanIn(perQP sim.Time) Config {
+	c.reorderFanIn = max(perQP, 0)
+	return c
+}
+
+// ReorderFanIn returns the hold's growth per further QP with data outstanding at the
+// responder's NIC (WithReorderFanIn; 0: a fixed hold).
+func (c Config) ReorderFanIn() sim.Time { return c.reorderFanIn }
+
+// MaxReorderHold bounds the out-of-order hold as fan-in grows it (WithReorderFanIn): 1 s,
+// transport.ib.out_of_order.hold's upper bound.
+const MaxReorderHold = sim.Second
 
 // Reorder returns the out-of-order placement window in packets (0: in order only) and the
 // hole hold time (Config.WithReorder).

@@ -38,15 +38,17 @@ func resolve(cfg any, env transport.ResolveEnv) error {
 	}
 	if c.OutOfOrder.Hold == 0 && env.Topology != nil {
 		// The automatic hold in force, so the resolved scenario (lockstep validate) shows it.
-		c.OutOfOrder.Hold = autoHold(*c, env.Topology)
+		c.OutOfOrder.Hold, c.OutOfOrder.HoldPerFanIn = autoHold(*c, env.Topology)
 	}
 	return nil
 }
 
-// autoHold is transport.ib.out_of_order.hold when left out: ib.Config.AutoReorderHold over
-// l's longest minimal path, its base round trip (a full data packet one way, an ACK back)
-// and the egress rate of each of its switch hops (fabric links, the last the host link).
-func autoHold(c ib.Config, l topo.Topology) sim.Time {
+// autoHold is transport.ib.out_of_order.hold and hold_per_fan_in when hold is left out:
+// ib.Config.AutoReorderHold and AutoReorderFanIn over l's longest minimal path, its base
+// round trip (a full data packet one way, an ACK back) and the egress rate of each of its
+// switch hops (fabric links, the last the host link). A hold_per_fan_in the scenario wrote
+// is kept.
+func autoHold(c ib.Config, l topo.Topology) (hold, perFanIn sim.Time) {
 	p, hops := l.Params(), l.Sizing().MaxSwitchHops
 	rc := c.RC()
 	_, wire := rc.DataPacketBytes()
@@ -59,7 +61,11 @@ func autoHold(c ib.Config, l topo.Topology) sim.Time {
 		}
 		egress = append(egress, r)
 	}
-	return c.AutoReorderHold(rtt, egress)
+	perFanIn = c.OutOfOrder.HoldPerFanIn
+	if perFanIn == 0 {
+		perFanIn = c.AutoReorderFanIn(egress)
+	}
+	return c.AutoReorderHold(rtt, egress), perFanIn
 }
 
 // profile is the ib fabric profile: no trimming, no ECN marking unless IB congestion control

@@ -84,6 +84,9 @@ type Endpoint struct {
 	kStart   sim.Kind
 	kTimer   sim.Kind
 	kHole    sim.Kind     // out-of-order placement's hold timer (onHoleTimer); 0 when off
+	// fanIn is each host NIC's count of QPs into it with data outstanding, which the hold
+	// grows with under roce.Config.WithReorderFanIn (nil when that is off); by host.
+	fanIn []roce.FanIn
 	proto    fabric.Proto // its packets' protocol (Wire)
 	class    uint8        // data class of the QPs opened next (SetDataClass)
 	baseRTT  sim.Time
@@ -202,6 +205,12 @@ func (r *Endpoint) newQP(src, dst, i int, owner uint64, fl int32) (*qp, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.cfg.ReorderFanIn() > 0 {
+		if r.fanIn == nil {
+			r.fanIn = make([]roce.FanIn, len(r.net.Nodes))
+		}
+		rcv.ShareFanIn(&r.fanIn[dst])
+	}
 	q := &qp{qp: int32(id), src: int32(src), dst: int32(dst), plane: uint8(plane), srcPort: snd.SrcPort(), snd: snd, rcv: rcv, flow: fl, class: r.class}
 	port := &r.net.Ports[r.net.Nodes[src].Ports[plane]]
 	snd.SetNICGate(func() bool { return port.Down || port.QueueBytes() == 0 })
@@ -318,6 +327,7 @@ func (r *Endpoint) onHoleTimer(now sim.Time, obj int32, _ uint64) {
 	q.holeAt = sim.MaxTime
 	q.rcv.OnHoleTimer(now)
 	r.flushReceiver(now, q)
+	r.armHole(q) // the NIC's fan-in grew since it was armed: the hold runs on
 }
 
 // armHole sets QP q's hold timer to its receiver's HoleDeadline when out-of-order placement
