@@ -91,9 +91,9 @@ type OutOfOrder struct {
 	// topology (the resolved scenario carries the value in force); a written value is used
 	// as written.
 	Hold sim.Time `yaml:"hold"`
-	// HoldPerFanIn is what the hold grows by for each QP beyond the first into the
-	// responder's NIC with data outstanding (a transfer open or packets held behind a hole,
-	// counted at the NIC: roce.FanIn): hold + (n-1) x hold_per_fan_in, at most
+	// HoldPerFanIn is what the hold grows by for each source host beyond the first with data
+	// outstanding into the responder's NIC port (a QP of its with a transfer open or packets
+	// held behind a hole, counted at the NIC: roce.FanIn): hold + (n-1) x hold_per_fan_in, at most
 	// MaxReorderHold. A credit buffer ahead of an n-to-1 bottleneck drains at about C/n, so
 	// reordering under fan-in lasts about n times longer. Allowed 0..1s. Left out with hold
 	// left out: automatic, AutoReorderFanIn (one credit buffer drain per switch hop); left
@@ -138,7 +138,7 @@ func (c Config) AutoReorderHold(baseRTT sim.Time, egress []sim.Rate) sim.Time {
 
 // AutoReorderFanIn is the automatic out_of_order.hold_per_fan_in: the drain term of
 // AutoReorderHold (one credit buffer per switch hop at its egress rate), added once more for
-// each further QP with data outstanding into the responder's NIC. Under n-to-1 fan-in a
+// each further source with data outstanding into the responder's NIC port. Under n-to-1 fan-in a
 // credit-blocked queue ahead of the bottleneck drains at about C/n [the congestion tree of
 // Pfister and Norton, "Hot Spot Contention and Combining in Multistage Interconnection
 // Networks", ICPP 1985; Gran et al., "First experiences with congestion control in
@@ -413,7 +413,7 @@ func (c Config) Validate(prefix string) error {
 		return fmt.Errorf("%s.out_of_order.hold: %v is out of range; allowed %v..%v, or leave it out for the automatic hold (base RTT + one credit buffer drain per switch hop)", prefix, h, MinReorderHold, MaxReorderHold)
 	}
 	if f := c.OutOfOrder.HoldPerFanIn; f < 0 || f > MaxReorderHold {
-		return fmt.Errorf("%s.out_of_order.hold_per_fan_in: %v is out of range; allowed 0..%v (0: a fixed hold), or leave hold and it out for the automatic one (one credit buffer drain per switch hop per QP of fan-in)", prefix, f, MaxReorderHold)
+		return fmt.Errorf("%s.out_of_order.hold_per_fan_in: %v is out of range; allowed 0..%v (0: a fixed hold), or leave hold and it out for the automatic one (one credit buffer drain per switch hop per source of fan-in)", prefix, f, MaxReorderHold)
 	}
 	if c.CC != nil {
 		if err := c.CC.Validate(prefix + ".cc"); err != nil {

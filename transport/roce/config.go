@@ -65,8 +65,8 @@ type Config struct {
 	reorder int
 	// reorderTime is how long a hole may stay open before the responder NAKs it (WithReorder).
 	reorderTime sim.Time
-	// reorderFanIn is what the hold grows by for each further QP into the responder's NIC
-	// with data outstanding (WithReorderFanIn); 0: a fixed hold.
+	// reorderFanIn is what the hold grows by for each further source with data outstanding
+	// into the responder's NIC port (WithReorderFanIn); 0: a fixed hold.
 	reorderFanIn sim.Time
 	// rateControl makes each sender's reaction point instead of DCQCN (WithRateControl); nil:
 	// DCQCN.
@@ -436,8 +436,8 @@ func (c Config) WithReorder(window int, hold sim.Time) Config {
 }
 
 // WithReorderFanIn returns c whose out-of-order hold grows with the responder NIC's fan-in:
-// hold + (n-1) x perQP while n >= 1 QPs into the NIC have data outstanding (Receiver.
-// ShareFanIn counts them), bounded by MaxReorderHold. A credit buffer ahead of an n-to-1
+// hold + (n-1) x perQP while n >= 1 source hosts have data outstanding into the responder's
+// NIC port (FanIn, Receiver.ShareFanIn), bounded by MaxReorderHold. A credit buffer ahead of an n-to-1
 // bottleneck drains at about C/n, not C, so the reordering two packets of one QP can meet
 // grows with n (docs/protocols.md, "Automatic out-of-order hold"). perQP 0 or negative: a
 // fixed hold (WithReorder's).
@@ -446,8 +446,8 @@ func (c Config) WithReorderFanIn(perQP sim.Time) Config {
 	return c
 }
 
-// ReorderFanIn returns the hold's growth per further QP with data outstanding at the
-// responder's NIC (WithReorderFanIn; 0: a fixed hold).
+// ReorderFanIn returns the hold's growth per further source with data outstanding into the
+// responder's NIC port (WithReorderFanIn; 0: a fixed hold).
 func (c Config) ReorderFanIn() sim.Time { return c.reorderFanIn }
 
 // MaxReorderHold bounds the out-of-order hold as fan-in grows it (WithReorderFanIn): 1 s,

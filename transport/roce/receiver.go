@@ -66,9 +66,10 @@ type Receiver struct {
 	have   []bool
 	held   int
 	holeAt sim.Time
-	// fan is the responder NIC's count of QPs with data outstanding (ShareFanIn; nil: not
-	// shared), active whether this QP is in it.
+	// fan is the responder NIC port's count of sources with data outstanding (ShareFanIn;
+	// nil: not shared), fanSrc this QP's source host, active whether this QP is in it.
 	fan    *FanIn
+	fanSrc int32
 	active bool
 
 	// Stats counts what the receiver did.
@@ -86,18 +87,40 @@ func NewReceiver(cfg Config, c Conn) (*Receiver, error) {
 	return &Receiver{cfg: cfg, qp: c.QP, srcPort: c.srcPort()}, nil
 }
 
-// FanIn counts the QPs into one responder NIC that have data outstanding: a transfer open
-// (its first packet arrived, its last not yet placed) or packets held behind a hole. The
-// receivers of one NIC share one (Receiver.ShareFanIn); under Config.WithReorderFanIn their
-// hold grows with it. The zero value counts none.
-type FanIn struct{ n int }
+// FanIn counts the requesters (source hosts) with data outstanding into one responder NIC
+// port: a QP of theirs has a transfer open (its first packet arrived, its last not yet
+// placed) or packets held behind a hole. Several QPs of one source count once: they share
+// that source's link, so they add no fan-in at the bottleneck. The receivers of one port share
+// one (Receiver.ShareFanIn); under Config.WithReorderFanIn their hold grows with it. The zero
+// value counts none.
+type FanIn struct {
+	n     int
+	bySrc map[int32]int // active QPs by source host
+}
 
-// QPs returns how many QPs into the NIC have data outstanding.
-func (f *FanIn) QPs() int { return f.n }
+// Sources returns how many source hosts have data outstanding into the port.
+func (f *FanIn) Sources() int { return f.n }
 
-// ShareFanIn makes the receiver count itself in f while it has data outstanding, and take
-// f's count as its NIC's fan-in (Config.WithReorderFanIn). Call it before the first packet.
-func (r *Receiver) ShareFanIn(f *FanIn) { r.fan = f }
+// add counts one QP of src in (d 1) or out (d -1).
+func (f *FanIn) add(src int32, d int) {
+	if f.bySrc == nil {
+		f.bySrc = map[int32]int{}
+	}
+	was := f.bySrc[src]
+	f.bySrc[src] = was + d
+	switch {
+	case was == 0 && d > 0:
+		f.n++
+	case was+d == 0:
+		f.n--
+		delete(f.bySrc, src)
+	}
+}
+
+// ShareFanIn makes the receiver, whose requester is source host src, count itself in f while
+// it has data outstanding, and take f's count as its NIC port's fan-in (Config.
+// WithReorderFanIn). Call it before the first packet.
+func (r *Receiver) ShareFanIn(f *FanIn, src int32) { r.fan, r.fanSrc = f, src }
 
 // countFanIn updates the receiver's place in its NIC's fan-in after a packet or a timer.
 func (r *Receiver) countFanIn() {
@@ -107,15 +130,15 @@ func (r *Receiver) countFanIn() {
 	if a := r.open || r.held > 0; a != r.active {
 		r.active = a
 		if a {
-			r.fan.n++
+			r.fan.add(r.fanSrc, 1)
 		} else {
-			r.fan.n--
+			r.fan.add(r.fanSrc, -1)
 		}
 	}
 }
 
 // hold is the hole hold in force: Config.WithReorder's, grown by WithReorderFanIn's term for
-// each QP beyond the first with data outstanding at the NIC, at most MaxReorderHold.
+// each source beyond the first with data outstanding at the NIC port, at most MaxReorderHold.
 func (r *Receiver) hold() sim.Time {
 	h := r.cfg.reorderTime
 	if r.fan == nil || r.cfg.reorderFanIn <= 0 || r.fan.n <= 1 || h <= 0 {
