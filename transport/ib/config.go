@@ -100,6 +100,12 @@ type OutOfOrder struct {
 	// out with hold written: 0 (the written hold, fixed). docs/protocols.md, "Automatic
 	// out-of-order hold".
 	HoldPerFanIn sim.Time `yaml:"hold_per_fan_in"`
+	// FanInMax is the most sources the hold grows for: hold + (min(n, fan_in_max)-1) x
+	// hold_per_fan_in. One switch output arbitrates among at most its other ports' input
+	// buffers, so a credit buffer ahead of it drains at no less than about C/(ports-1).
+	// Allowed 0..65536; left out (0): automatic, the most ports of a switch of the topology
+	// less one (15 at radix 16); with no topology known, no cap.
+	FanInMax int `yaml:"fan_in_max"`
 }
 
 // Out-of-order placement defaults: a window of 1,024 packets (4 MiB at a 4 KiB MTU, well over
@@ -110,6 +116,9 @@ const (
 	DefaultReorderWindow = 1024
 	DefaultReorderHold   = 100 * sim.Microsecond
 )
+
+// MaxFanIn bounds transport.ib.out_of_order.fan_in_max, sources.
+const MaxFanIn = 1 << 16
 
 // Bounds of the out-of-order hold, automatic or written: 1 us .. 1 s.
 const (
@@ -176,7 +185,7 @@ func (c Config) Reorder(adaptive bool) roce.Config {
 		if h == 0 {
 			h = DefaultReorderHold // not resolved: the endpoint fills the automatic one first
 		}
-		rc = rc.WithReorder(w, h).WithReorderFanIn(c.OutOfOrder.HoldPerFanIn)
+		rc = rc.WithReorder(w, h).WithReorderFanIn(c.OutOfOrder.HoldPerFanIn, c.OutOfOrder.FanInMax)
 	}
 	return rc
 }
@@ -414,6 +423,9 @@ func (c Config) Validate(prefix string) error {
 	}
 	if f := c.OutOfOrder.HoldPerFanIn; f < 0 || f > MaxReorderHold {
 		return fmt.Errorf("%s.out_of_order.hold_per_fan_in: %v is out of range; allowed 0..%v (0: a fixed hold), or leave hold and it out for the automatic one (one credit buffer drain per switch hop per source of fan-in)", prefix, f, MaxReorderHold)
+	}
+	if m := c.OutOfOrder.FanInMax; m < 0 || m > MaxFanIn {
+		return fmt.Errorf("%s.out_of_order.fan_in_max: %d is out of range; allowed 1..%d sources, or leave it out for the automatic cap (a switch's ports less one)", prefix, m, MaxFanIn)
 	}
 	if c.CC != nil {
 		if err := c.CC.Validate(prefix + ".cc"); err != nil {

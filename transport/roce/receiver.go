@@ -138,13 +138,18 @@ func (r *Receiver) countFanIn() {
 }
 
 // hold is the hole hold in force: Config.WithReorder's, grown by WithReorderFanIn's term for
-// each source beyond the first with data outstanding at the NIC port, at most MaxReorderHold.
+// each source beyond the first with data outstanding at the NIC port (up to its cap), at
+// most MaxReorderHold.
 func (r *Receiver) hold() sim.Time {
 	h := r.cfg.reorderTime
 	if r.fan == nil || r.cfg.reorderFanIn <= 0 || r.fan.n <= 1 || h <= 0 {
 		return h
 	}
-	return min(h+sim.Time(r.fan.n-1)*r.cfg.reorderFanIn, max(MaxReorderHold, h))
+	n := r.fan.n
+	if m := r.cfg.reorderFanInMax; m > 0 {
+		n = min(n, m)
+	}
+	return min(h+sim.Time(n-1)*r.cfg.reorderFanIn, max(MaxReorderHold, h))
 }
 
 // QP returns the connection number.

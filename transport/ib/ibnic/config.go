@@ -38,7 +38,7 @@ func resolve(cfg any, env transport.ResolveEnv) error {
 	}
 	if c.OutOfOrder.Hold == 0 && env.Topology != nil {
 		// The automatic hold in force, so the resolved scenario (lockstep validate) shows it.
-		c.OutOfOrder.Hold, c.OutOfOrder.HoldPerFanIn = autoHold(*c, env.Topology)
+		c.OutOfOrder.Hold, c.OutOfOrder.HoldPerFanIn, c.OutOfOrder.FanInMax = autoHold(*c, env.Topology)
 	}
 	return nil
 }
@@ -46,9 +46,10 @@ func resolve(cfg any, env transport.ResolveEnv) error {
 // autoHold is transport.ib.out_of_order.hold and hold_per_fan_in when hold is left out:
 // ib.Config.AutoReorderHold and AutoReorderFanIn over l's longest minimal path, its base
 // round trip (a full data packet one way, an ACK back) and the egress rate of each of its
-// switch hops (fabric links, the last the host link). A hold_per_fan_in the scenario wrote
-// is kept.
-func autoHold(c ib.Config, l topo.Topology) (hold, perFanIn sim.Time) {
+// switch hops (fabric links, the last the host link), and fan_in_max: the most ports of one
+// switch of l less one (nic.SwitchIngresses). A hold_per_fan_in or fan_in_max the scenario
+// wrote is kept.
+func autoHold(c ib.Config, l topo.Topology) (hold, perFanIn sim.Time, fanInMax int) {
 	p, hops := l.Params(), l.Sizing().MaxSwitchHops
 	rc := c.RC()
 	_, wire := rc.DataPacketBytes()
@@ -65,7 +66,14 @@ func autoHold(c ib.Config, l topo.Topology) (hold, perFanIn sim.Time) {
 	if perFanIn == 0 {
 		perFanIn = c.AutoReorderFanIn(egress)
 	}
-	return c.AutoReorderHold(rtt, egress), perFanIn
+	fanInMax = c.OutOfOrder.FanInMax
+	if fanInMax == 0 {
+		for _, s := range nic.SwitchIngresses(l) {
+			fanInMax = max(fanInMax, len(s)-1)
+		}
+		fanInMax = min(max(fanInMax, 1), ib.MaxFanIn)
+	}
+	return c.AutoReorderHold(rtt, egress), perFanIn, fanInMax
 }
 
 // profile is the ib fabric profile: no trimming, no ECN marking unless IB congestion control

@@ -206,7 +206,7 @@ func (r *Endpoint) newQP(src, dst, i int, owner uint64, fl int32) (*qp, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.cfg.ReorderFanIn() > 0 {
+	if per, _ := r.cfg.ReorderFanIn(); per > 0 {
 		if r.fanIn == nil {
 			r.fanIn = make([]roce.FanIn, len(r.net.Nodes)*r.planes)
 		}
