@@ -88,8 +88,8 @@ type OutOfOrder struct {
 	Window int `yaml:"window"`
 	// Hold is how long a hole may stay open before the responder NAKs it (a real loss rather
 	// than reordering); allowed 1us..1s. Left out (0): automatic, AutoReorderHold for the
-	// topology (the resolved scenario carries the value in force); a written value is used
-	// as written.
+	// topology (the resolved scenario carries the value in force), grown with the
+	// responder's fan-in by HoldPerFanIn; a written value is used as written.
 	Hold sim.Time `yaml:"hold"`
 	// HoldPerFanIn is what the hold grows by for each source host beyond the first with data
 	// outstanding into the responder's NIC port (a QP of its with a transfer open or packets

@@ -11,7 +11,7 @@ type ReceiverStats struct {
 	DataPackets    int64 // data packets received (duplicates and out-of-order ones included)
 	PlacedBytes    int64 // payload bytes placed (each byte once)
 	Duplicates     int64 // data packets below the expected PSN (each re-ACKed)
-	OutOfOrder     int64 // data packets above the expected PSN dropped (in order only, or beyond the out-of-order window; the first of a gap NAKed)
+	OutOfOrder     int64 // data packets above the expected PSN dropped (in order, or past the window; first of a gap NAKed)
 	Malformed      int64 // packets dropped as inconsistent (wrong kind, a segment out of place)
 	ACKs, NAKs     int64 // answers sent
 	CEPackets      int64 // data packets that arrived with a CE mark
@@ -317,8 +317,8 @@ func (r *Receiver) reorderData(now sim.Time, h *Header) {
 // HoleDeadline is when the current hole's hold time runs out (Config.WithReorder): the time
 // the responder NAKs the hole if no packet fills it by then, whether or not another packet
 // arrives (OnHoleTimer); under Config.WithReorderFanIn it moves with the NIC's fan-in, so
-// call it again after other QPs' packets. sim.MaxTime when no hole is open, it was already NAKed, or
-// out-of-order placement is off.
+// call it again after other QPs' packets. sim.MaxTime when no hole is open, it was already
+// NAKed, or out-of-order placement is off.
 func (r *Receiver) HoleDeadline() sim.Time {
 	if r.held == 0 || r.nakSent || r.cfg.reorderTime <= 0 {
 		return sim.MaxTime

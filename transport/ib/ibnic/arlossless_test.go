@@ -91,7 +91,8 @@ func TestLinkDownLossless(t *testing.T) {
 // wire lost (summary fault_to_last_loss_retx_us: from the failure to the last resend of a
 // lost packet) on the 2-tier case of TestLinkDownLossless, with out-of-order placement (the
 // default under adaptive routing) at its automatic hold (base RTT + one credit buffer drain
-// per switch hop: 40.8 us here, ib.Config.AutoReorderHold), at the old fixed default of
+// per switch hop: 40.8 us here, ib.Config.AutoReorderHold; a permutation has one source per
+// responder, so the fan-in term adds nothing), at the old fixed default of
 // 100 us and at 20 us. IB's link layer has no retransmission on another path (a packet that
 // fails its link CRC is discarded [IBTA vol 1, ch. 7, link layer]; NVIDIA's Physical Layer
 // Retransmission resends over the same link after bit errors [NVIDIA Quantum firmware

@@ -83,25 +83,21 @@ type Endpoint struct {
 	flows    []*transfer
 	kStart   sim.Kind
 	kTimer   sim.Kind
-	kHole    sim.Kind // out-of-order placement's hold timer (onHoleTimer); 0 when off
-	// fanIn is each host NIC port's count of sources with data outstanding into it, which
-	// the hold grows with under roce.Config.WithReorderFanIn (nil when that is off); by
-	// host x planes + plane.
-	fanIn   []roce.FanIn
-	proto   fabric.Proto // its packets' protocol (Wire)
-	class   uint8        // data class of the QPs opened next (SetDataClass)
-	baseRTT sim.Time
-	fct     *hdrhistogram.Histogram // per traffic flow or message, ns
-	fctMax  int64                   // the largest FCT recorded, ns, exact
-	layout  topo.Topology
-	running int // transfers (flows or messages) not yet acknowledged
-	errs    []error
-	quiet   bool
-	wait    [][]nic.Wait // by host, plane
-	seed    uint64
-	pairs   map[[3]int32][]int32 // collective messages: the QPs of (src, dst, group)
-	nextQP  map[[3]int32]int     // round robin over a pair's QPs for messages
-	hooks   transport.Hooks
+	kHole    sim.Kind     // out-of-order placement's hold timer (onHoleTimer); 0 when off
+	proto    fabric.Proto // its packets' protocol (Wire)
+	class    uint8        // data class of the QPs opened next (SetDataClass)
+	baseRTT  sim.Time
+	fct      *hdrhistogram.Histogram // per traffic flow or message, ns
+	fctMax   int64                   // the largest FCT recorded, ns, exact
+	layout   topo.Topology
+	running  int // transfers (flows or messages) not yet acknowledged
+	errs     []error
+	quiet    bool
+	wait     [][]nic.Wait // by host, plane
+	seed     uint64
+	pairs    map[[3]int32][]int32 // collective messages: the QPs of (src, dst, group)
+	nextQP   map[[3]int32]int     // round robin over a pair's QPs for messages
+	hooks    transport.Hooks
 	// activeAt is when the first traffic flow completed, and activeTput each flow's payload
 	// placed by then over its time active, as a fraction of the NIC line rate: throughput
 	// while all flows are active.
@@ -110,6 +106,11 @@ type Endpoint struct {
 
 	// Go-back-N resends and QP errors, for what a failure cost.
 	log transport.LossLog
+
+	// fanIn is each host NIC port's count of sources with data outstanding into it, which
+	// the hold grows with under roce.Config.WithReorderFanIn (nil when that is off); by
+	// host x planes + plane.
+	fanIn []roce.FanIn
 }
 
 var _ transport.Endpoint = (*Endpoint)(nil)
