@@ -88,9 +88,24 @@ type OutOfOrder struct {
 	Window int `yaml:"window"`
 	// Hold is how long a hole may stay open before the responder NAKs it (a real loss rather
 	// than reordering); allowed 1us..1s. Left out (0): automatic, AutoReorderHold for the
-	// topology (the resolved scenario carries the value in force); a written value is used
-	// as written.
+	// topology (the resolved scenario carries the value in force), grown with the
+	// responder's fan-in by HoldPerFanIn; a written value is used as written.
 	Hold sim.Time `yaml:"hold"`
+	// HoldPerFanIn is what the hold grows by for each source host beyond the first with data
+	// outstanding into the responder's NIC port (a QP of its with a transfer open or packets
+	// held behind a hole, counted at the NIC: roce.FanIn): hold + (n-1) x hold_per_fan_in, at most
+	// MaxReorderHold. A credit buffer ahead of an n-to-1 bottleneck drains at about C/n, so
+	// reordering under fan-in lasts about n times longer. Allowed 0..1s. Left out with hold
+	// left out: automatic, AutoReorderFanIn (one credit buffer drain per switch hop); left
+	// out with hold written: 0 (the written hold, fixed). docs/protocols.md, "Automatic
+	// out-of-order hold".
+	HoldPerFanIn sim.Time `yaml:"hold_per_fan_in"`
+	// FanInMax is the most sources the hold grows for: hold + (min(n, fan_in_max)-1) x
+	// hold_per_fan_in. One switch output arbitrates among at most its other ports' input
+	// buffers, so a credit buffer ahead of it drains at no less than about C/(ports-1).
+	// Allowed 0..65536; left out (0): automatic, the most ports of a switch of the topology
+	// less one (15 at radix 16); with no topology known, no cap.
+	FanInMax int `yaml:"fan_in_max"`
 }
 
 // Out-of-order placement defaults: a window of 1,024 packets (4 MiB at a 4 KiB MTU, well over
@@ -101,6 +116,9 @@ const (
 	DefaultReorderWindow = 1024
 	DefaultReorderHold   = 100 * sim.Microsecond
 )
+
+// MaxFanIn bounds transport.ib.out_of_order.fan_in_max, sources.
+const MaxFanIn = 1 << 16
 
 // Bounds of the out-of-order hold, automatic or written: 1 us .. 1 s.
 const (
@@ -124,13 +142,35 @@ func (c Config) AutoReorderHold(baseRTT sim.Time, egress []sim.Rate) sim.Time {
 	if !cr.Enabled || len(egress) == 0 {
 		return DefaultReorderHold
 	}
-	h := baseRTT
+	return min(max(baseRTT+c.drainTime(egress), MinReorderHold), MaxReorderHold)
+}
+
+// AutoReorderFanIn is the automatic out_of_order.hold_per_fan_in: the drain term of
+// AutoReorderHold (one credit buffer per switch hop at its egress rate), added once more for
+// each further source with data outstanding into the responder's NIC port. Under n-to-1 fan-in a
+// credit-blocked queue ahead of the bottleneck drains at about C/n [the congestion tree of
+// Pfister and Norton, "Hot Spot Contention and Combining in Multistage Interconnection
+// Networks", ICPP 1985; Gran et al., "First experiences with congestion control in
+// InfiniBand hardware", IPDPS 2010: a hot spot's tree spreads back through credit-blocked
+// switches], so one buffer there takes n drains at link rate. 0 with credits off (no buffer
+// bounds a queue: the fixed DefaultReorderHold). Bounded to MaxReorderHold.
+func (c Config) AutoReorderFanIn(egress []sim.Rate) sim.Time {
+	if !c.Credits.Fabric().Enabled || len(egress) == 0 {
+		return 0
+	}
+	return min(c.drainTime(egress), MaxReorderHold)
+}
+
+// drainTime is one credit buffer per VL drained at each egress rate of egress, summed.
+func (c Config) drainTime(egress []sim.Rate) sim.Time {
+	cr := c.Credits.Fabric()
+	var h sim.Time
 	for _, r := range egress {
 		if r > 0 {
 			h += r.TxTime(int64(cr.BufferFor(cr.BufferPerVL, r)))
 		}
 	}
-	return min(max(h, MinReorderHold), MaxReorderHold)
+	return h
 }
 
 // Reorder returns the RC engine's configuration for a fabric with adaptive routing on or off:
@@ -145,7 +185,7 @@ func (c Config) Reorder(adaptive bool) roce.Config {
 		if h == 0 {
 			h = DefaultReorderHold // not resolved: the endpoint fills the automatic one first
 		}
-		rc = rc.WithReorder(w, h)
+		rc = rc.WithReorder(w, h).WithReorderFanIn(c.OutOfOrder.HoldPerFanIn, c.OutOfOrder.FanInMax)
 	}
 	return rc
 }
@@ -380,6 +420,12 @@ func (c Config) Validate(prefix string) error {
 	}
 	if h := c.OutOfOrder.Hold; h != 0 && (h < MinReorderHold || h > MaxReorderHold) {
 		return fmt.Errorf("%s.out_of_order.hold: %v is out of range; allowed %v..%v, or leave it out for the automatic hold (base RTT + one credit buffer drain per switch hop)", prefix, h, MinReorderHold, MaxReorderHold)
+	}
+	if f := c.OutOfOrder.HoldPerFanIn; f < 0 || f > MaxReorderHold {
+		return fmt.Errorf("%s.out_of_order.hold_per_fan_in: %v is out of range; allowed 0..%v (0: a fixed hold), or leave hold and it out for the automatic one (one credit buffer drain per switch hop per source of fan-in)", prefix, f, MaxReorderHold)
+	}
+	if m := c.OutOfOrder.FanInMax; m < 0 || m > MaxFanIn {
+		return fmt.Errorf("%s.out_of_order.fan_in_max: %d is out of range; allowed 1..%d sources, or leave it out for the automatic cap (a switch's ports less one)", prefix, m, MaxFanIn)
 	}
 	if c.CC != nil {
 		if err := c.CC.Validate(prefix + ".cc"); err != nil {

@@ -220,3 +220,51 @@ func FuzzCheckVLs(f *testing.F) {
 		}
 	})
 }
+
+// TestAutoReorderFanIn: the automatic hold_per_fan_in is the drain term of the automatic hold
+// (one buffer per VL per switch hop at its egress rate), 0 with credits off or no hop; Reorder
+// hands it and fan_in_max to the RC engine; out-of-range values are refused naming the field.
+func TestAutoReorderFanIn(t *testing.T) {
+	off := false
+	for _, c := range []struct {
+		name   string
+		c      Config
+		egress []sim.Rate
+		want   sim.Time
+	}{
+		{"2-tier 100G", Config{}, []sim.Rate{100 * sim.Gbps, 100 * sim.Gbps, 100 * sim.Gbps}, 3 * (100 * sim.Gbps).TxTime(128<<10)},
+		{"3-tier 400G", Config{}, []sim.Rate{400 * sim.Gbps, 400 * sim.Gbps, 400 * sim.Gbps, 400 * sim.Gbps, 400 * sim.Gbps}, 5 * (400 * sim.Gbps).TxTime(128<<10)},
+		{"2-tier 800G scaled", Config{}, []sim.Rate{800 * sim.Gbps, 800 * sim.Gbps, 800 * sim.Gbps}, 3 * (800 * sim.Gbps).TxTime(256<<10)},
+		{"1G 1 GiB: bounded to 1s", Config{Credits: Credits{BufferPerVL: 1 << 30}}, []sim.Rate{sim.Gbps, sim.Gbps}, MaxReorderHold},
+		{"credits off", Config{Credits: Credits{Enabled: &off}}, []sim.Rate{100 * sim.Gbps}, 0},
+		{"no hop", Config{}, nil, 0},
+	} {
+		if got := c.c.AutoReorderFanIn(c.egress); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+	on := true
+	given := Config{OutOfOrder: OutOfOrder{Enabled: &on, Hold: 7 * sim.Microsecond, HoldPerFanIn: 3 * sim.Microsecond, FanInMax: 15}}.WithDefaults()
+	if per, m := given.Reorder(false).ReorderFanIn(); per != 3*sim.Microsecond || m != 15 {
+		t.Errorf("written fan-in: %v, %d in force, want 3us, 15", per, m)
+	}
+	for _, c := range []struct {
+		o     OutOfOrder
+		field string
+	}{
+		{OutOfOrder{HoldPerFanIn: -sim.Microsecond}, "hold_per_fan_in"},
+		{OutOfOrder{HoldPerFanIn: sim.Second + 1}, "hold_per_fan_in"},
+		{OutOfOrder{FanInMax: -1}, "fan_in_max"},
+		{OutOfOrder{FanInMax: MaxFanIn + 1}, "fan_in_max"},
+	} {
+		err := Config{OutOfOrder: c.o}.WithDefaults().Validate("transport.ib")
+		if err == nil || !strings.Contains(err.Error(), "transport.ib.out_of_order."+c.field) || !strings.Contains(err.Error(), "allowed") {
+			t.Errorf("%+v: %v", c.o, err)
+		}
+	}
+	for _, o := range []OutOfOrder{{HoldPerFanIn: sim.Second}, {FanInMax: MaxFanIn}, {FanInMax: 1}} {
+		if err := (Config{OutOfOrder: o}).WithDefaults().Validate("transport.ib"); err != nil {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+}

@@ -67,6 +67,11 @@ type Config struct {
 	reorder int
 	// reorderTime is how long a hole may stay open before the responder NAKs it (WithReorder).
 	reorderTime sim.Time
+	// reorderFanIn is what the hold grows by for each further source with data outstanding
+	// into the responder's NIC port (WithReorderFanIn); 0: a fixed hold.
+	reorderFanIn sim.Time
+	// reorderFanInMax caps the sources the hold grows for (WithReorderFanIn); 0: no cap.
+	reorderFanInMax int
 	// rateControl makes each sender's reaction point instead of DCQCN (WithRateControl); nil:
 	// DCQCN.
 	rateControl RateControlMaker
@@ -434,6 +439,29 @@ func (c Config) WithReorder(window int, hold sim.Time) Config {
 	c.reorder, c.reorderTime = w, hold
 	return c
 }
+
+// WithReorderFanIn returns c whose out-of-order hold grows with the responder NIC's fan-in:
+// hold + (min(n, maxSources)-1) x perQP while n >= 1 source hosts have data outstanding into
+// the responder's NIC port (FanIn, Receiver.ShareFanIn), bounded by MaxReorderHold;
+// maxSources 0 or negative: no cap. A credit buffer ahead of an n-to-1
+// bottleneck drains at about C/n, not C, so the reordering two packets of one QP can meet
+// grows with n (docs/protocols.md, "Automatic out-of-order hold"). perQP 0 or negative: a
+// fixed hold (WithReorder's).
+func (c Config) WithReorderFanIn(perQP sim.Time, maxSources int) Config {
+	c.reorderFanIn, c.reorderFanInMax = max(perQP, 0), max(maxSources, 0)
+	return c
+}
+
+// ReorderFanIn returns the hold's growth per further source with data outstanding into the
+// responder's NIC port (0: a fixed hold) and the most sources it grows for (0: no cap):
+// WithReorderFanIn's.
+func (c Config) ReorderFanIn() (perQP sim.Time, maxSources int) {
+	return c.reorderFanIn, c.reorderFanInMax
+}
+
+// MaxReorderHold bounds the out-of-order hold as fan-in grows it (WithReorderFanIn): 1 s,
+// transport.ib.out_of_order.hold's upper bound.
+const MaxReorderHold = sim.Second
 
 // Reorder returns the out-of-order placement window in packets (0: in order only) and the
 // hole hold time (Config.WithReorder).

@@ -11,7 +11,7 @@ type ReceiverStats struct {
 	DataPackets    int64 // data packets received (duplicates and out-of-order ones included)
 	PlacedBytes    int64 // payload bytes placed (each byte once)
 	Duplicates     int64 // data packets below the expected PSN (each re-ACKed)
-	OutOfOrder     int64 // data packets above the expected PSN (dropped; the first of a gap NAKed)
+	OutOfOrder     int64 // data packets above the expected PSN dropped (in order, or past the window; first of a gap NAKed)
 	Malformed      int64 // packets dropped as inconsistent (wrong kind, a segment out of place)
 	ACKs, NAKs     int64 // answers sent
 	CEPackets      int64 // data packets that arrived with a CE mark
@@ -66,6 +66,11 @@ type Receiver struct {
 	have   []bool
 	held   int
 	holeAt sim.Time
+	// fan is the responder NIC port's count of sources with data outstanding (ShareFanIn;
+	// nil: not shared), fanSrc this QP's source host, active whether this QP is in it.
+	fan    *FanIn
+	fanSrc int32
+	active bool
 
 	// Stats counts what the receiver did.
 	Stats ReceiverStats
@@ -80,6 +85,71 @@ func NewReceiver(cfg Config, c Conn) (*Receiver, error) {
 		return nil, err
 	}
 	return &Receiver{cfg: cfg, qp: c.QP, srcPort: c.srcPort()}, nil
+}
+
+// FanIn counts the requesters (source hosts) with data outstanding into one responder NIC
+// port: a QP of theirs has a transfer open (its first packet arrived, its last not yet
+// placed) or packets held behind a hole. Several QPs of one source count once: they share
+// that source's link, so they add no fan-in at the bottleneck. The receivers of one port share
+// one (Receiver.ShareFanIn); under Config.WithReorderFanIn their hold grows with it. The zero
+// value counts none.
+type FanIn struct {
+	n     int
+	bySrc map[int32]int // active QPs by source host
+}
+
+// Sources returns how many source hosts have data outstanding into the port.
+func (f *FanIn) Sources() int { return f.n }
+
+// add counts one QP of src in (d 1) or out (d -1).
+func (f *FanIn) add(src int32, d int) {
+	if f.bySrc == nil {
+		f.bySrc = map[int32]int{}
+	}
+	was := f.bySrc[src]
+	f.bySrc[src] = was + d
+	switch {
+	case was == 0 && d > 0:
+		f.n++
+	case was+d == 0:
+		f.n--
+		delete(f.bySrc, src)
+	}
+}
+
+// ShareFanIn makes the receiver, whose requester is source host src, count itself in f while
+// it has data outstanding, and take f's count as its NIC port's fan-in (Config.
+// WithReorderFanIn). Call it before the first packet.
+func (r *Receiver) ShareFanIn(f *FanIn, src int32) { r.fan, r.fanSrc = f, src }
+
+// countFanIn updates the receiver's place in its NIC's fan-in after a packet or a timer.
+func (r *Receiver) countFanIn() {
+	if r.fan == nil {
+		return
+	}
+	if a := r.open || r.held > 0; a != r.active {
+		r.active = a
+		if a {
+			r.fan.add(r.fanSrc, 1)
+		} else {
+			r.fan.add(r.fanSrc, -1)
+		}
+	}
+}
+
+// hold is the hole hold in force: Config.WithReorder's, grown by WithReorderFanIn's term for
+// each source beyond the first with data outstanding at the NIC port (up to its cap), at
+// most MaxReorderHold.
+func (r *Receiver) hold() sim.Time {
+	h := r.cfg.reorderTime
+	if r.fan == nil || r.cfg.reorderFanIn <= 0 || r.fan.n <= 1 || h <= 0 {
+		return h
+	}
+	n := r.fan.n
+	if m := r.cfg.reorderFanInMax; m > 0 {
+		n = min(n, m)
+	}
+	return min(h+sim.Time(n-1)*r.cfg.reorderFanIn, max(MaxReorderHold, h))
 }
 
 // QP returns the connection number.
@@ -113,6 +183,12 @@ func (r *Receiver) Outstanding() string {
 
 // OnData takes a data packet that arrived at now; ce says it carried a CE mark.
 func (r *Receiver) OnData(now sim.Time, h *Header, ce bool) {
+	r.onData(now, h, ce)
+	r.countFanIn()
+}
+
+// onData is OnData but for the NIC's fan-in count.
+func (r *Receiver) onData(now sim.Time, h *Header, ce bool) {
 	if h.Kind != Data {
 		r.Stats.Malformed++
 		return
@@ -231,7 +307,7 @@ func (r *Receiver) reorderData(now sim.Time, h *Header) {
 	r.ring[k], r.have[k] = *h, true
 	r.held++
 	r.Stats.Reordered++
-	if !r.nakSent && r.cfg.reorderTime > 0 && now-r.holeAt >= r.cfg.reorderTime {
+	if !r.nakSent && r.cfg.reorderTime > 0 && now-r.holeAt >= r.hold() {
 		r.nakSent = true
 		r.Stats.HoleNAKs++
 		r.answer(Nak)
@@ -240,13 +316,14 @@ func (r *Receiver) reorderData(now sim.Time, h *Header) {
 
 // HoleDeadline is when the current hole's hold time runs out (Config.WithReorder): the time
 // the responder NAKs the hole if no packet fills it by then, whether or not another packet
-// arrives (OnHoleTimer). sim.MaxTime when no hole is open, it was already NAKed, or
-// out-of-order placement is off.
+// arrives (OnHoleTimer); under Config.WithReorderFanIn it moves with the NIC's fan-in, so
+// call it again after other QPs' packets. sim.MaxTime when no hole is open, it was already
+// NAKed, or out-of-order placement is off.
 func (r *Receiver) HoleDeadline() sim.Time {
 	if r.held == 0 || r.nakSent || r.cfg.reorderTime <= 0 {
 		return sim.MaxTime
 	}
-	return r.holeAt + r.cfg.reorderTime
+	return r.holeAt + r.hold()
 }
 
 // OnHoleTimer is the hold timer of out-of-order placement firing at now: a hole still open

@@ -41,15 +41,18 @@ func resolve(cfg any, env transport.ResolveEnv) error {
 	}
 	if c.OutOfOrder.Hold == 0 && env.Topology != nil {
 		// The automatic hold in force, so the resolved scenario (lockstep validate) shows it.
-		c.OutOfOrder.Hold = autoHold(*c, env.Topology)
+		c.OutOfOrder.Hold, c.OutOfOrder.HoldPerFanIn, c.OutOfOrder.FanInMax = autoHold(*c, env.Topology)
 	}
 	return nil
 }
 
-// autoHold is transport.ib.out_of_order.hold when left out: ib.Config.AutoReorderHold over
-// l's longest minimal path, its base round trip (a full data packet one way, an ACK back)
-// and the egress rate of each of its switch hops (fabric links, the last the host link).
-func autoHold(c ib.Config, l topo.Topology) sim.Time {
+// autoHold is transport.ib.out_of_order.hold and hold_per_fan_in when hold is left out:
+// ib.Config.AutoReorderHold and AutoReorderFanIn over l's longest minimal path, its base
+// round trip (a full data packet one way, an ACK back) and the egress rate of each of its
+// switch hops (fabric links, the last the host link), and fan_in_max: the most ports of one
+// switch of l less one (nic.SwitchIngresses). A hold_per_fan_in or fan_in_max the scenario
+// wrote is kept.
+func autoHold(c ib.Config, l topo.Topology) (hold, perFanIn sim.Time, fanInMax int) {
 	p, hops := l.Params(), l.Sizing().MaxSwitchHops
 	rc := c.RC()
 	_, wire := rc.DataPacketBytes()
@@ -62,7 +65,18 @@ func autoHold(c ib.Config, l topo.Topology) sim.Time {
 		}
 		egress = append(egress, r)
 	}
-	return c.AutoReorderHold(rtt, egress)
+	perFanIn = c.OutOfOrder.HoldPerFanIn
+	if perFanIn == 0 {
+		perFanIn = c.AutoReorderFanIn(egress)
+	}
+	fanInMax = c.OutOfOrder.FanInMax
+	if fanInMax == 0 {
+		for _, s := range nic.SwitchIngresses(l) {
+			fanInMax = max(fanInMax, len(s)-1)
+		}
+		fanInMax = min(max(fanInMax, 1), ib.MaxFanIn)
+	}
+	return c.AutoReorderHold(rtt, egress), perFanIn, fanInMax
 }
 
 // profile is the ib fabric profile: no trimming, no ECN marking unless IB congestion control

@@ -36,7 +36,7 @@ func newEndpoint(cfg any, env transport.EndpointEnv) (transport.Endpoint, error)
 		}
 	}
 	if c.OutOfOrder.Hold == 0 && env.Topology != nil {
-		c.OutOfOrder.Hold = autoHold(c, env.Topology) // a block that was not resolved
+		c.OutOfOrder.Hold, c.OutOfOrder.HoldPerFanIn, c.OutOfOrder.FanInMax = autoHold(c, env.Topology) // a block that was not resolved
 	}
 	r := rocenic.NewWire(env, c.Reorder(env.Net.AdaptiveOn()), rocenic.Wire{Proto: fabric.ProtoIB, Kinds: "ib"})
 	e := &Endpoint{Endpoint: r, net: env.Net, cfg: c, classes: env.Queues.Switch.Classes}

@@ -106,6 +106,11 @@ type Endpoint struct {
 
 	// Go-back-N resends and QP errors, for what a failure cost.
 	log transport.LossLog
+
+	// fanIn is each host NIC port's count of sources with data outstanding into it, which
+	// the hold grows with under roce.Config.WithReorderFanIn (nil when that is off); by
+	// host x planes + plane.
+	fanIn []roce.FanIn
 }
 
 var _ transport.Endpoint = (*Endpoint)(nil)
@@ -201,6 +206,12 @@ func (r *Endpoint) newQP(src, dst, i int, owner uint64, fl int32) (*qp, error) {
 	rcv, err := roce.NewReceiver(r.cfg, conn)
 	if err != nil {
 		return nil, err
+	}
+	if per, _ := r.cfg.ReorderFanIn(); per > 0 {
+		if r.fanIn == nil {
+			r.fanIn = make([]roce.FanIn, len(r.net.Nodes)*r.planes)
+		}
+		rcv.ShareFanIn(&r.fanIn[dst*r.planes+plane], int32(src))
 	}
 	q := &qp{qp: int32(id), src: int32(src), dst: int32(dst), plane: uint8(plane), srcPort: snd.SrcPort(), snd: snd, rcv: rcv, flow: fl, class: r.class}
 	port := &r.net.Ports[r.net.Nodes[src].Ports[plane]]
@@ -318,6 +329,7 @@ func (r *Endpoint) onHoleTimer(now sim.Time, obj int32, _ uint64) {
 	q.holeAt = sim.MaxTime
 	q.rcv.OnHoleTimer(now)
 	r.flushReceiver(now, q)
+	r.armHole(q) // the NIC's fan-in grew since it was armed: the hold runs on
 }
 
 // armHole sets QP q's hold timer to its receiver's HoleDeadline when out-of-order placement

@@ -43,8 +43,10 @@ type Detail struct {
 	CNPsReceived int64   `json:"cnps_received"`
 	RateMinGbps  float64 `json:"rate_min_gbps_at_end"`
 	RateMeanGbps float64 `json:"rate_mean_gbps_at_end"`
-	// OutOfOrderRecv is the data packets received above the expected PSN (dropped, go-back-N;
-	// the first of each gap NAKed).
+	// OutOfOrderRecv is the data packets received above the expected PSN: in order only,
+	// dropped (go-back-N; the first of each gap NAKed); under out-of-order placement, held
+	// and placed once the hole fills (roce.ReceiverStats.Reordered), plus any that fell
+	// beyond the window (dropped). So it counts the packets adaptive routing reordered.
 	OutOfOrderRecv int64 `json:"out_of_order_received"`
 }
 
@@ -156,7 +158,7 @@ func (r *Endpoint) engineFigures(s *transport.Summary, d *Detail, end sim.Time) 
 		rs := &q.rcv.Stats
 		d.CEPackets += rs.CEPackets
 		d.CNPsSent += rs.CNPs
-		d.OutOfOrderRecv += rs.OutOfOrder
+		d.OutOfOrderRecv += rs.OutOfOrder + rs.Reordered
 		if err := q.snd.Err(); err != nil {
 			s.QPErrors++
 			if len(s.QPErrorList) < 5 {
