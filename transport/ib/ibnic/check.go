@@ -7,6 +7,7 @@ import (
 	"github.com/lockstepsim/lockstep/fabric"
 	"github.com/lockstepsim/lockstep/transport"
 	"github.com/lockstepsim/lockstep/transport/ib"
+	"github.com/lockstepsim/lockstep/transport/roce/rocenic"
 )
 
 // maxCreditProblems bounds the credit warnings (fabric.Network.CreditCheck).
@@ -127,11 +128,7 @@ func orderWarnings(c ib.Config, adaptive, fluid bool) []string {
 	if !adaptive || c.OutOfOrder.Enabled == nil || *c.OutOfOrder.Enabled {
 		return nil
 	}
-	what := "in-order delivery under adaptive routing: every packet AR reorders draws a sequence-error NAK and a go-back-N resend of everything after it (a retransmission storm)"
-	if fluid {
-		what = "in-order delivery under adaptive routing: at flow level each QP then keeps one hashed path, so adaptive routing balances nothing (at packet level every reorder would be a go-back-N)"
-	}
-	return []string{"transport.ib.out_of_order.enabled: false with fabric.adaptive_routing on: " + what + "; leave out_of_order.enabled out (on under adaptive routing) or turn adaptive routing off"}
+	return []string{rocenic.InOrderUnderAR("transport.ib", fluid, "on under adaptive routing")}
 }
 
 // creditOffWarnings: credit settings other than enabled given while

@@ -52,21 +52,29 @@ func check(cfg any, env transport.CheckEnv) ([]string, error) {
 
 // inOrderUnderAR warns when fabric.adaptive_routing is on and
 // transport.roce.out_of_order.enabled is written false (left out it is on under adaptive
-// routing: roce.Config.ForFabric). The responder then accepts only the expected PSN, so at
-// packet level every packet adaptive routing reorders draws a sequence-error NAK and a
-// go-back-N resend of all that followed it [IBTA vol 1 §9.7.5.1.1] (a retransmission storm:
-// docs/protocols.md, "Ethernet with adaptive routing"); at flow level each QP keeps one hashed
-// path. fluid is true at flow level. "" when there is nothing to say.
+// routing: roce.Config.ForFabric); "" when there is nothing to say. The text is
+// InOrderUnderAR's, shared with InfiniBand's.
 func inOrderUnderAR(c roce.Config, adaptive, fluid bool) string {
 	o := c.OutOfOrder
 	if !adaptive || o == nil || o.Enabled == nil || *o.Enabled {
 		return ""
 	}
-	what := "every packet adaptive routing reorders draws a sequence-error NAK and a go-back-N resend of everything after it (a retransmission storm)"
+	return InOrderUnderAR("transport.roce", fluid, "on under adaptive routing, as Spectrum-X's SuperNICs place reordered packets")
+}
+
+// InOrderUnderAR is the warning for an RC responder written in order (path +
+// ".out_of_order.enabled: false", path "transport.roce" or "transport.ib") on a fabric with
+// adaptive routing. The responder then accepts only the expected PSN, so at packet level
+// every packet adaptive routing reorders draws a sequence-error NAK and a go-back-N resend of
+// all that followed it [IBTA vol 1 §9.7.5.1.1] (a retransmission storm: docs/protocols.md,
+// the Ethernet AR figures); at flow level (fluid) each QP keeps one hashed path. why says
+// what leaving the field out gives.
+func InOrderUnderAR(path string, fluid bool, why string) string {
+	what := "every packet AR reorders draws a sequence-error NAK and a go-back-N resend of everything after it (a retransmission storm)"
 	if fluid {
 		what = "at flow level each QP then keeps one hashed path, so adaptive routing balances nothing (at packet level every reorder would be a go-back-N)"
 	}
-	return "transport.roce.out_of_order.enabled: false with fabric.adaptive_routing on: in-order delivery under adaptive routing: " + what + "; leave out_of_order.enabled out (on under adaptive routing, as Spectrum-X's SuperNICs place reordered packets) or turn adaptive routing off"
+	return path + ".out_of_order.enabled: false with fabric.adaptive_routing on: in-order delivery under adaptive routing: " + what + "; leave out_of_order.enabled out (" + why + ") or turn adaptive routing off"
 }
 
 // checkQueueKmin rejects, under the roce profile, an ECN kmin at or above the queue limit in
