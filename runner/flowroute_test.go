@@ -190,14 +190,7 @@ func TestFlowRouterHonoursEVActive(t *testing.T) {
 			yaml += fmt.Sprintf(", mrc: {ev: {active: %d}}", c.active)
 		}
 		yaml += "}\nworkload: {collectives: [{op: all_reduce, bytes: 1MiB}]}\n"
-		sc, err := scenario.Parse([]byte(yaml))
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := sc.Topology.Describe()
-		if err != nil {
-			t.Fatal(err)
-		}
+		sc, l := parseDescribe(t, yaml)
 		base, _, err := scenarioFlowRouter(sc, l, 0, 0, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -250,14 +243,7 @@ run: {engine: flow, seed: 3}
 			var prevUs float64
 			for i, v := range c.values {
 				yaml := fmt.Sprintf(y, c.topo, c.kind, c.kind, fmt.Sprintf(c.key, v))
-				sc, err := scenario.Parse([]byte(yaml))
-				if err != nil {
-					t.Fatal(err)
-				}
-				l, err := sc.Topology.Describe()
-				if err != nil {
-					t.Fatal(err)
-				}
+				sc, l := parseDescribe(t, yaml)
 				base, _, err := scenarioFlowRouter(sc, l, 0, 0, 0)
 				if err != nil {
 					t.Fatal(err)
@@ -397,14 +383,7 @@ topology: {clos: {tiers: 2, planes: 2, radix: 8, hosts: 16, host_link: 100G}}
 transport: {kind: roce, roce: {qps_per_peer: 2}}
 workload: {collectives: [{op: all_reduce, bytes: 1MiB}]}
 `
-	sc, err := scenario.Parse([]byte(y))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := sc.Topology.Describe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc, l := parseDescribe(t, y)
 	newR := func() *flowRouter {
 		r, _, err := scenarioFlowRouter(sc, l, 0, 0, 0)
 		if err != nil {
@@ -477,4 +456,19 @@ workload: {collectives: [{op: all_reduce, bytes: 1MiB}]}
 			}
 		})
 	}
+}
+
+// parseDescribe parses scenario y and describes its topology, failing the test on either
+// error.
+func parseDescribe(t *testing.T, y string) (*scenario.Scenario, topo.Topology) {
+	t.Helper()
+	sc, err := scenario.Parse([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := sc.Topology.Describe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc, l
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/workload/collective"
 )
 
@@ -69,14 +68,7 @@ func TestMsgPlanes(t *testing.T) {
 			tr = fmt.Sprintf("roce, roce: {qps_per_peer: %d}", c.qps)
 		}
 		y := fmt.Sprintf("topology: {clos: {tiers: 2, planes: 4, radix: 16, hosts: 16, host_link: 100Gbps}}\ntransport: {kind: %s}\nrun: {engine: flow}\nworkload: {collectives: [{op: all_reduce, algorithm: ring, bytes: %s, channels: %d}]}\n", tr, c.bytes, c.chans)
-		sc, err := scenario.Parse([]byte(y))
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := sc.Topology.Describe()
-		if err != nil {
-			t.Fatal(err)
-		}
+		sc, l := parseDescribe(t, y)
 		base, _, err := scenarioFlowRouter(sc, l, 0, 0, 0)
 		if err != nil {
 			t.Fatal(err)

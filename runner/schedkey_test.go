@@ -3,7 +3,6 @@ package runner
 import (
 	"testing"
 
-	"github.com/lockstepsim/lockstep/scenario"
 	"github.com/lockstepsim/lockstep/transport"
 	"github.com/lockstepsim/lockstep/workload/collective"
 )
@@ -15,17 +14,11 @@ import (
 // recorded last. Before the keys were apart, the later record replaced the earlier.
 func TestPhaseAndScheduleKeysApart(t *testing.T) {
 	y := "topology: {clos: {tiers: 2, planes: 4, radix: 16, hosts: 16, host_link: 100Gbps}}\ntransport: {kind: roce}\nrun: {engine: flow}\nworkload: {collectives: [{op: all_reduce, algorithm: ring, bytes: 32MiB}]}\n"
-	sc, err := scenario.Parse([]byte(y))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := sc.Topology.Describe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc, l := parseDescribe(t, y)
 	comm, _ := collective.RangeComm(0, 16, 1)
 	ring := collective.NewSpec(collective.AllReduce, 16, 32<<20)
 	ring.Algo = collective.Ring
+	var err error
 	if ring, err = flowSpec(ring); err != nil {
 		t.Fatal(err)
 	}
