@@ -22,9 +22,11 @@ func preRunChecks(sc *scenario.Scenario, layout topo.Topology, res *Result) ([]s
 // fabricWarnings lists the fabric settings of the resolved scenario sc that are legal but do
 // nothing, for summary.json's warnings and the terminal (as a transport's Check does for its
 // own block): fabric.adaptive_routing fields other than enabled given while enabled is
-// false (threshold, notify_delay, detour: adaptive routing is off, so nothing reads them;
-// sm_delay is not among them, since it sets fabric.reconvergence, which acts without
-// adaptive routing).
+// false (threshold, notify_delay, detour: adaptive routing is off, so nothing reads them);
+// sm_delay, which sets fabric.reconvergence and so acts without adaptive routing, draws its
+// own warning when given alone with adaptive routing off (scenario.Fabric.SMDelayWithoutAR):
+// it is in force though the block it sits in is off, which a reader of the scenario would
+// not expect.
 func fabricWarnings(sc *scenario.Scenario) []string {
 	var out []string
 	if a := sc.Fabric.AdaptiveRouting; a != nil && !a.Enabled {
@@ -40,6 +42,9 @@ func fabricWarnings(sc *scenario.Scenario) []string {
 		}
 		if len(set) > 0 {
 			out = append(out, fmt.Sprintf("fabric.adaptive_routing: %s given with enabled false: adaptive routing is off, so they do nothing; set fabric.adaptive_routing.enabled: true or leave them out", strings.Join(set, ", ")))
+		}
+		if sc.Fabric.SMDelayWithoutAR() {
+			out = append(out, fmt.Sprintf("fabric.adaptive_routing.sm_delay: %v given with enabled false: it is not an adaptive routing setting but the subnet manager's route recomputation after a link or switch goes down or up, the same delay as fabric.reconvergence, which static routing uses too, so it is in force (fabric.reconvergence %v); write fabric.reconvergence: %v instead, or leave it out for the default %v", a.SMDelay, sc.Fabric.Reconvergence, a.SMDelay, scenario.DefaultReconvergence))
 		}
 	}
 	return out

@@ -31,6 +31,9 @@ func (r *resolver) fabricQueues() error {
 		if err := a.Validate("fabric.adaptive_routing"); err != nil {
 			return err
 		}
+		// sm_delay written alone with adaptive routing off: it still sets reconvergence,
+		// which static routing uses (SMDelayWithoutAR).
+		f.smDelayAlone = a.SMDelay != 0 && f.Reconvergence == 0 && !a.Enabled
 		if a.SMDelay != 0 {
 			if f.Reconvergence != 0 && f.Reconvergence != a.SMDelay {
 				return Errorf("fabric.adaptive_routing.sm_delay", "%v, but fabric.reconvergence is %v: they are the same delay; give one", a.SMDelay, f.Reconvergence)

@@ -188,7 +188,16 @@ type Fabric struct {
 
 	given QueueGiven // what the profile must keep (Resolve derives it from keys)
 	keys  fabricKeys // what the YAML wrote (recordPresence, while decoding)
+	// smDelayAlone: adaptive_routing.sm_delay was given, reconvergence was not, and
+	// adaptive routing is off (Resolve; SMDelayWithoutAR).
+	smDelayAlone bool
 }
+
+// SMDelayWithoutAR reports whether the resolved scenario gave fabric.adaptive_routing.sm_delay
+// (and not fabric.reconvergence) with adaptive routing off: sm_delay is then in force as
+// reconvergence, the route recomputation static routing uses too, though it was written under
+// a block that is off (runner's fabricWarnings says so). False before Resolve.
+func (f *Fabric) SMDelayWithoutAR() bool { return f.smDelayAlone }
 
 // QueueGiven records which queue settings a scenario set explicitly, so a profile fills in
 // only the rest (transport.QueueGiven).

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/lockstepsim/lockstep/fabric"
+	"github.com/lockstepsim/lockstep/topo"
 	"github.com/lockstepsim/lockstep/transport"
 	"github.com/lockstepsim/lockstep/transport/ib"
 	"github.com/lockstepsim/lockstep/transport/roce/rocenic"
@@ -15,9 +16,12 @@ const maxCreditProblems = 5
 
 // check is the plugin's Check. Warnings for settings that are legal but do nothing under
 // InfiniBand (inertWarnings): ECN marking without transport.ib.cc, switch trimming, a cc
-// block's parameters with cc.enabled false; out_of_order.enabled written false under
-// adaptive routing (orderWarnings); credit settings with credits.enabled false
-// (creditOffWarnings). Errors: an SL mapped to a VL the switch queues lack, or VL arbitration
+// block's parameters with cc.enabled false; a cc threshold no queue can reach, or cc
+// marking settings a scenario's own ecn block overrides (ccQueueWarnings);
+// out_of_order.enabled written false under adaptive routing (orderWarnings); out_of_order
+// settings while placement is off (placementOffWarnings); credit settings with
+// credits.enabled false (creditOffWarnings); high_limit without both VL arbitration tables
+// (arbWarnings). Errors: an SL mapped to a VL the switch queues lack, or VL arbitration
 // tables that give a VL in use no weight (ib.Config.CheckVLs); the fabric refusing the
 // credits. On a packet fabric it then turns credit flow
 // control on (as newEndpoint would, which then leaves it as it is) so that
@@ -41,8 +45,11 @@ func check(cfg any, env transport.CheckEnv) ([]string, error) {
 		return nil, err
 	}
 	out := inertWarnings(c, env.Queues)
+	out = append(out, ccQueueWarnings(c, env.Queues)...)
 	out = append(out, orderWarnings(c, env.Adaptive, env.Net == nil)...)
+	out = append(out, placementOffWarnings(c, env.Adaptive, env.Topology)...)
 	out = append(out, creditOffWarnings(c)...)
+	out = append(out, arbWarnings(c)...)
 	cr := c.Credits.Fabric()
 	if env.Net == nil || !cr.Enabled {
 		return out, nil
@@ -129,6 +136,109 @@ func orderWarnings(c ib.Config, adaptive, fluid bool) []string {
 		return nil
 	}
 	return []string{rocenic.InOrderUnderAR("transport.ib", fluid, "on under adaptive routing")}
+}
+
+// ccQueueWarnings: with transport.ib.cc on, the switch and last-hop queues' FECN marking.
+// A queue marking at cc's threshold (the ib profile's ecn, ib.CC.ECN) whose limit is at or
+// below the threshold never marks: a queue holds at most its limit, and marking starts past
+// the threshold [IBTA vol 1 Annex A10.2.1], so IB CC never acts there. A queue whose ecn the
+// scenario wrote (kept by the profile) marks by that block instead, so cc.threshold and
+// marking_rate given away from their defaults are not in force there.
+func ccQueueWarnings(c ib.Config, q transport.Queues) []string {
+	if !c.CCOn() {
+		return nil
+	}
+	cc := c.CC.WithDefaults()
+	mark := cc.ECN()
+	d := ib.CC{}.WithDefaults()
+	var set []string
+	if cc.Threshold != d.Threshold {
+		set = append(set, fmt.Sprintf("threshold %v", cc.Threshold))
+	}
+	if *cc.MarkingRate != *d.MarkingRate {
+		set = append(set, fmt.Sprintf("marking_rate %d", *cc.MarkingRate))
+	}
+	var out []string
+	queues := []struct {
+		name string
+		q    fabric.QueueConfig
+	}{{"fabric.switch_queue", q.Switch}}
+	if q.LastHopGiven && q.LastHop != q.Switch {
+		queues = append(queues, struct {
+			name string
+			q    fabric.QueueConfig
+		}{"fabric.last_hop_queue", q.LastHop})
+	}
+	for _, s := range queues {
+		switch {
+		case s.q.ECN == mark && s.q.Limit > 0 && cc.Threshold >= s.q.Limit:
+			out = append(out, fmt.Sprintf("transport.ib.cc.threshold: %v, but %s.limit is %v: a queue never holds more than its limit, so it never passes the threshold, no switch marks FECN there and IB CC never acts on it; allowed below %v: lower transport.ib.cc.threshold or raise %s.limit", cc.Threshold, s.name, s.q.Limit, s.q.Limit, s.name))
+		case s.q.ECN != mark && s.q.ECN.Enabled && len(set) > 0:
+			out = append(out, fmt.Sprintf("transport.ib.cc: %s given, but %s.ecn is written (kmin %v, kmax %v, pmax %g) and switches mark FECN by it there, so they are not in force; leave %s.ecn out for cc's marking, or leave them out", strings.Join(set, ", "), s.name, s.q.ECN.Kmin, s.q.ECN.Kmax, s.q.ECN.Pmax, s.name))
+		}
+	}
+	return out
+}
+
+// placementOffWarnings: transport.ib.out_of_order settings given while out-of-order
+// placement is off (fabric.adaptive_routing off and out_of_order.enabled not written true,
+// or enabled written false): the responder accepts only the expected PSN, so no window or
+// hold is read. Given means different from what resolve fills in: the default window and,
+// on topology l, the automatic hold, hold_per_fan_in and fan_in_max (autoHold); a written
+// hold leaves hold_per_fan_in and fan_in_max at 0.
+func placementOffWarnings(c ib.Config, adaptive bool, l topo.Topology) []string {
+	if on := c.OutOfOrder.Enabled; on == nil && adaptive || on != nil && *on {
+		return nil
+	}
+	o := c.OutOfOrder
+	var set []string
+	if o.Window != 0 && o.Window != ib.DefaultReorderWindow {
+		set = append(set, fmt.Sprintf("window %d", o.Window))
+	}
+	if l != nil {
+		bare := c
+		bare.OutOfOrder = ib.OutOfOrder{Enabled: o.Enabled}
+		hold, perFanIn, fanInMax := autoHold(bare, l)
+		if o.Hold != 0 && o.Hold != hold {
+			set = append(set, fmt.Sprintf("hold %v", o.Hold))
+			perFanIn, fanInMax = 0, 0 // a written hold: left out, they stay 0
+		}
+		if o.HoldPerFanIn != perFanIn {
+			set = append(set, fmt.Sprintf("hold_per_fan_in %v", o.HoldPerFanIn))
+		}
+		if o.FanInMax != fanInMax && o.FanInMax != 0 {
+			set = append(set, fmt.Sprintf("fan_in_max %d", o.FanInMax))
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	why := "fabric.adaptive_routing is off and out_of_order.enabled follows it"
+	if o.Enabled != nil {
+		why = "out_of_order.enabled is false"
+	}
+	return []string{fmt.Sprintf("transport.ib.out_of_order: %s given while out-of-order placement is off (%s): the responder accepts only the expected PSN, so they do nothing; set transport.ib.out_of_order.enabled: true (or fabric.adaptive_routing.enabled: true) or leave them out", strings.Join(set, ", "), why)}
+}
+
+// arbWarnings: transport.ib.credits.high_limit given (not 0) with credits on but without
+// both VL arbitration tables. LimitOfHighPriority bounds the high-priority bytes sent while
+// a low-priority packet waits [IBTA vol 1 §7.6.9]: with no high table nothing is
+// high-priority (and with neither table the VLs are served in strict priority), and with no
+// low table nothing low-priority ever waits, so the limit is never read.
+func arbWarnings(c ib.Config) []string {
+	cr := c.Credits
+	if cr.Enabled != nil && !*cr.Enabled || cr.HighLimit == 0 {
+		return nil // credits off: creditOffWarnings says it
+	}
+	switch {
+	case len(cr.High) == 0 && len(cr.Low) == 0:
+		return []string{fmt.Sprintf("transport.ib.credits.high_limit: %d given without VL arbitration tables (credits.high and low empty): the VLs are served in strict priority, so the limit does nothing; give credits.high and credits.low [IBTA vol 1 §7.6.9] or leave high_limit out", cr.HighLimit)}
+	case len(cr.High) == 0:
+		return []string{fmt.Sprintf("transport.ib.credits.high_limit: %d given without a high-priority table (credits.high empty): it bounds the high-priority bytes sent while a low-priority packet waits, and no VL is high-priority, so it does nothing; give credits.high or leave high_limit out", cr.HighLimit)}
+	case len(cr.Low) == 0:
+		return []string{fmt.Sprintf("transport.ib.credits.high_limit: %d given without a low-priority table (credits.low empty): it bounds the high-priority bytes sent while a low-priority packet waits, and no VL is low-priority, so none ever waits and it does nothing; give credits.low or leave high_limit out", cr.HighLimit)}
+	}
+	return nil
 }
 
 // creditOffWarnings: credit settings other than enabled given while
