@@ -819,6 +819,9 @@ type fieldInfo struct {
 	index     int
 	omitEmpty bool
 	flow      bool
+	// follows is the field's follows tag: the YAML path of the setting it takes when left
+	// out (Encode writes a comment saying so and what that setting is).
+	follows string
 }
 
 // structInfo describes a struct type's YAML-settable fields.
@@ -848,7 +851,7 @@ func structInfoOf(t reflect.Type) *structInfo {
 		if name == "" || name == "-" {
 			continue
 		}
-		fi := fieldInfo{name: name, index: i}
+		fi := fieldInfo{name: name, index: i, follows: f.Tag.Get("follows")}
 		for _, o := range strings.Split(opts, ",") {
 			switch o {
 			case "":

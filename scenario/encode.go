@@ -23,6 +23,11 @@ import (
 // (sim.Rate's "0bps") is written as null, which Decode reads as zero. Infinite and NaN floats are
 // written as .inf and .nan, which Decode rejects.
 //
+// A field tagged follows:"path" (a YAML path from the root, "fabric.adaptive_routing.enabled")
+// that ",omitempty" leaves out takes that setting's value: a comment before the mapping's next
+// key (or at the end of its last line) says so and gives the value in force, "enabled left out: follows
+// fabric.adaptive_routing.enabled, in force true"; Decode ignores it.
+//
 // A type that implements encoding.TextUnmarshaler but not encoding.TextMarshaler is written by
 // its kind, which Decode may not read back.
 func Encode(v any) ([]byte, error) {
@@ -33,7 +38,8 @@ func Encode(v any) ([]byte, error) {
 	if err := checkType(rv.Type()); err != nil {
 		return nil, err
 	}
-	n, err := encodeValue(rv, "", 0)
+	e := &encoder{root: rv}
+	n, err := e.encodeValue(rv, "", 0)
 	if err != nil {
 		return nil, err
 	}
@@ -57,8 +63,14 @@ type keyGiver interface {
 	extraKeys() (after string, keys []string, vals []any)
 }
 
+// encoder is one Encode call: root is the value encoded, which a field tagged follows reads
+// (followedValue).
+type encoder struct {
+	root reflect.Value
+}
+
 // encodeValue converts v, at path p and nesting depth, to a YAML node.
-func encodeValue(v reflect.Value, p string, depth int) (*yaml.Node, error) {
+func (e *encoder) encodeValue(v reflect.Value, p string, depth int) (*yaml.Node, error) {
 	if depth > maxDepth {
 		return nil, fmt.Errorf("scenario.Encode: %s: nested more than %d levels deep (a pointer cycle?)", p, maxDepth)
 	}
@@ -67,7 +79,7 @@ func encodeValue(v reflect.Value, p string, depth int) (*yaml.Node, error) {
 		if v.IsNil() {
 			return nullNode(), nil
 		}
-		return encodeValue(v.Elem(), p, depth+1)
+		return e.encodeValue(v.Elem(), p, depth+1)
 	}
 	if m, ok := textMarshaler(v); ok {
 		b, err := m.MarshalText()
@@ -101,7 +113,7 @@ func encodeValue(v reflect.Value, p string, depth int) (*yaml.Node, error) {
 				if err := checkType(ev.Type()); err != nil {
 					return err
 				}
-				c, err := encodeValue(ev, joinKey(p, k), depth+1)
+				c, err := e.encodeValue(ev, joinKey(p, k), depth+1)
 				if err != nil {
 					return err
 				}
@@ -110,19 +122,27 @@ func encodeValue(v reflect.Value, p string, depth int) (*yaml.Node, error) {
 			keys = nil
 			return nil
 		}
+		var note []string // comments for fields left out that follow another setting
 		for _, f := range si.fields {
 			fv := v.Field(f.index)
 			if f.omitEmpty && isEmpty(fv) {
+				if f.follows != "" {
+					note = append(note, fmt.Sprintf("%s left out: follows %s, in force %s", f.name, f.follows, e.followedValue(f.follows)))
+				}
 				continue
 			}
-			c, err := encodeValue(fv, joinKey(p, f.name), depth+1)
+			c, err := e.encodeValue(fv, joinKey(p, f.name), depth+1)
 			if err != nil {
 				return nil, err
 			}
 			if f.flow && (c.Kind == yaml.SequenceNode || c.Kind == yaml.MappingNode) {
 				c.Style |= yaml.FlowStyle
 			}
-			n.Content = append(n.Content, strNode(f.name), c)
+			k := strNode(f.name)
+			if len(note) > 0 {
+				k.HeadComment, note = strings.Join(note, "\n"), nil
+			}
+			n.Content = append(n.Content, k, c)
 			if f.name == after {
 				if err := extra(); err != nil {
 					return nil, err
@@ -132,11 +152,18 @@ func encodeValue(v reflect.Value, p string, depth int) (*yaml.Node, error) {
 		if err := extra(); err != nil {
 			return nil, err
 		}
+		if len(note) > 0 { // the fields left out were the last: on the last line
+			at := n
+			if len(n.Content) > 0 {
+				at = n.Content[len(n.Content)-1]
+			}
+			at.LineComment = strings.Join(note, "; ")
+		}
 		return n, nil
 	case reflect.Slice:
 		n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Style: yaml.FlowStyle}
 		for i := 0; i < v.Len(); i++ {
-			c, err := encodeValue(v.Index(i), p+"["+strconv.Itoa(i)+"]", depth+1)
+			c, err := e.encodeValue(v.Index(i), p+"["+strconv.Itoa(i)+"]", depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -154,7 +181,7 @@ func encodeValue(v reflect.Value, p string, depth int) (*yaml.Node, error) {
 		keys := v.MapKeys()
 		sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 		for _, k := range keys {
-			c, err := encodeValue(v.MapIndex(k), joinKey(p, k.String()), depth+1)
+			c, err := e.encodeValue(v.MapIndex(k), joinKey(p, k.String()), depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -283,4 +310,36 @@ func isDecimal(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// followedValue is the text of the setting at path (YAML keys joined by dots, from the
+// encoded root: "fabric.adaptive_routing.enabled") that a field tagged follows:"path" takes
+// when left out: a nil pointer on the way reads as its type's zero value (a block left out,
+// its settings off). "?" when path names no struct field.
+func (e *encoder) followedValue(path string) string {
+	v := e.root
+	for _, key := range strings.Split(path, ".") {
+		for v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				v = reflect.Zero(v.Type().Elem())
+				continue
+			}
+			v = v.Elem()
+		}
+		if v.Kind() != reflect.Struct {
+			return "?"
+		}
+		i, ok := structInfoOf(v.Type()).byName[key]
+		if !ok {
+			return "?"
+		}
+		v = v.Field(structInfoOf(v.Type()).fields[i].index)
+	}
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return "null"
+		}
+		v = v.Elem()
+	}
+	return fmt.Sprint(v.Interface())
 }

@@ -81,8 +81,10 @@ type Config struct {
 // packets that took different paths are placed into host memory as they arrive instead of
 // being dropped and retransmitted].
 type OutOfOrder struct {
-	// Enabled: nil (written scenarios leave it out) follows fabric.adaptive_routing.enabled.
-	Enabled *bool `yaml:"enabled,omitempty"`
+	// Enabled: nil (written scenarios leave it out) follows fabric.adaptive_routing.enabled;
+	// the written scenario (lockstep validate, scenario.yaml) says so in a comment with the
+	// value in force (the follows tag, scenario.Encode).
+	Enabled *bool `yaml:"enabled,omitempty" follows:"fabric.adaptive_routing.enabled"`
 	// Window is how many PSNs above the expected one are accepted, packets; default
 	// DefaultReorderWindow; rounded up to a power of two; allowed 1..65536.
 	Window int `yaml:"window"`
