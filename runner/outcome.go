@@ -41,8 +41,12 @@ func markOutcome(sc *scenario.Scenario, s *Summary) {
 		if len(s.Collectives) > 0 {
 			what = "QPs with messages"
 		}
-		why = append(why, fmt.Sprintf("%d of %d %s %s not finished when the run stopped at %.1f us (run.duration %v, run.drain %v)",
-			left, flows, kind, what, s.EndUs, sc.Run.Duration, sc.Run.Drain))
+		r := fmt.Sprintf("%d of %d %s %s not finished when the run stopped at %.1f us (run.duration %v, run.drain %v)",
+			left, flows, kind, what, s.EndUs, sc.Run.Duration, sc.Run.Drain)
+		if tw := c.TimeoutWait; tw != nil {
+			r += ": " + tw.Text()
+		}
+		why = append(why, r)
 	}
 	if len(why) > 0 {
 		s.Failed, s.FailureReason = true, strings.Join(why, "; ")

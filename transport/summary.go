@@ -89,10 +89,45 @@ type Summary struct {
 	FaultToLastLossRetxUs float64 `json:"fault_to_last_loss_retx_us,omitempty"`
 	// Warnings are the transport's pre-run warnings (Plugin.Check).
 	Warnings []string `json:"warnings,omitempty"`
+	// TimeoutWait, when set, says that QPs with transfers unfinished at the end had lost
+	// packets no NAK would recover and were waiting for their retransmission timer: the run
+	// stopped before the timer fired. nil: none (or the transport does not tell).
+	TimeoutWait *TimeoutWait `json:"timeout_wait,omitempty"`
 
 	// Detail is the transport's own figures (a pointer to a struct with json tags): its keys
 	// follow the common ones in the same object. nil: none.
 	Detail any `json:"-"`
+}
+
+// TimeoutWait describes the QPs a run left waiting for their retransmission timer
+// (Summary.TimeoutWait): each had sent a packet that never arrived (the fabric drained
+// without it), had nothing more a NAK could recover it by (a lost tail: no later packet
+// reaches the responder, so no sequence-error NAK is sent; or a resend lost after the one
+// NAK the responder sends per hole [IBTA vol 1 §9.7.5.1.1]), and its timer was due after the
+// run's end.
+type TimeoutWait struct {
+	// QPs is how many QPs were waiting.
+	QPs int `json:"qps"`
+	// First names the first of them (in QP order) and the PSN it lost: "qp 3 (h1->h0 plane
+	// 0), PSN 245 lost".
+	First string `json:"first"`
+	// TimeoutUs is the retransmission timeout, microseconds.
+	TimeoutUs float64 `json:"timeout_us"`
+	// ResumeUs is when the last of them would resend (its timer), microseconds: a run.duration
+	// past it lets every one recover (unless the resend is lost too).
+	ResumeUs float64 `json:"resume_us"`
+	// Setting is the scenario field that sets the timeout, with its value in force
+	// ("transport.ib.timeout 18 (4.096us x 2^18)"); Fix says how to lower it.
+	Setting string `json:"setting"`
+	Fix     string `json:"fix"`
+}
+
+// Text is w as one clause for the run's headline and summary: which QPs, waiting for which
+// timeout, and what to change.
+func (w *TimeoutWait) Text() string {
+	us := func(x float64) sim.Time { return sim.Time(math.Round(x)) * sim.Microsecond }
+	return fmt.Sprintf("%d QP(s) lost a packet no NAK will recover (a lost tail, or a resend lost after its NAK) and were waiting for the transport's retransmission timeout, %v (%s), when the run stopped (the first: %s); they resend by about %v: raise run.duration past that, or %s",
+		w.QPs, sim.Time(math.Round(w.TimeoutUs*float64(sim.Microsecond))), w.Setting, w.First, us(w.ResumeUs), w.Fix)
 }
 
 // MarshalJSON writes the common fields, then Detail's keys in the same object. Errors:

@@ -871,8 +871,11 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 			what = "1 transfer had"
 		}
 		why := "raise run.duration"
+		if tw := s.Transfers().TimeoutWait; tw != nil {
+			why = tw.Text()
+		}
 		if qpErrs > 0 {
-			why = fmt.Sprintf("%d QP(s) gave up (see the QP errors below); otherwise raise run.duration", qpErrs)
+			why = fmt.Sprintf("%d QP(s) gave up (see the QP errors below); otherwise %s", qpErrs, why)
 			if s.StoppedEarly { // the runner's exact decision, not rounded microseconds
 				why = fmt.Sprintf("%d QP(s) gave up (see the QP errors below) and every unfinished transfer was on one, so the run stopped there", qpErrs)
 			}

@@ -20,6 +20,7 @@ type Endpoint struct {
 	net     *fabric.Network
 	cfg     ib.Config
 	classes int // the switch queues' classes: the fabric's VLs (fabric.switch_queue.classes)
+	stopped []quiesced // the QPs with transfers unfinished when the engines stopped (Quiesce)
 }
 
 // newEndpoint builds the endpoint and turns credit flow control on in env.Net (unless
@@ -91,7 +92,79 @@ func (e *Endpoint) Summary(end sim.Time, faults []sim.Time) *transport.Summary {
 		d.CreditBlockedUsMax = transport.Round3(transport.Us(most))
 	}
 	s.Detail = d
+	s.TimeoutWait = e.timeoutWait()
 	return s
+}
+
+// quiesced is one QP's state when the engines stopped (Quiesce), for timeoutWait.
+type quiesced struct {
+	qp        int
+	high      uint32   // one past the highest PSN sent (DataPackets - RetxPackets: PSNs start at 0)
+	deadline  sim.Time // roce.Sender.Deadline: the local ACK timer with nothing left to pace
+	received  int64    // data packets the responder had received
+	naks      int64    // NAKs the requester had received
+	stoppedAt sim.Time
+}
+
+// Quiesce records, for every QP with transfers unfinished that has not errored and is not
+// waiting for its NIC, what timeoutWait needs, then stops the engines
+// (rocenic.Endpoint.Quiesce).
+func (e *Endpoint) Quiesce() {
+	e.stopped = e.stopped[:0]
+	if run, _ := e.Endpoint.Run().(*rocenic.Run); run != nil {
+		now := e.net.Sim().Now()
+		for i := range run.QPs() {
+			snd, rcv, _, _, _ := run.QP(i)
+			if snd.Idle() || snd.Err() != nil || snd.Gated() {
+				continue
+			}
+			e.stopped = append(e.stopped, quiesced{qp: i, high: uint32(snd.Stats.DataPackets - snd.Stats.RetxPackets),
+				deadline: snd.Deadline(), received: rcv.Stats.DataPackets, naks: snd.Stats.NAKs, stoppedAt: now})
+		}
+	}
+	e.Endpoint.Quiesce()
+}
+
+// timeoutWait finds the QPs that were waiting for the local ACK timeout when the engines
+// stopped (Quiesce) and had lost a packet: its next deadline then was after the stop (the
+// timer, with nothing left to pace), nothing of its data reached the responder and no NAK
+// reached the requester during the drain (nothing of it was in flight), and after the drain
+// the responder's expected PSN is still below one past the highest PSN sent: that packet
+// never arrived. A lost tail draws no sequence-error NAK, nor does a resend lost after the
+// one NAK per hole, so only the timeout recovers it [IBTA vol 1 §9.7.5.1.1, §9.7.6.1.3].
+// nil when none.
+func (e *Endpoint) timeoutWait() *transport.TimeoutWait {
+	run, _ := e.Endpoint.Run().(*rocenic.Run)
+	if run == nil {
+		return nil
+	}
+	var w transport.TimeoutWait
+	var resume sim.Time
+	for _, st := range e.stopped {
+		snd, rcv, src, dst, plane := run.QP(st.qp)
+		if st.deadline <= st.stoppedAt || st.deadline == sim.MaxTime || rcv.ExpectedPSN() == st.high ||
+			rcv.Stats.DataPackets != st.received || snd.Stats.NAKs != st.naks {
+			continue
+		}
+		if w.QPs == 0 {
+			w.First = fmt.Sprintf("qp %d (h%d->h%d plane %d), PSN %d lost", snd.QP(), src, dst, plane, rcv.ExpectedPSN())
+		}
+		w.QPs++
+		resume = max(resume, st.deadline)
+	}
+	if w.QPs == 0 {
+		return nil
+	}
+	t := *e.cfg.TimeoutExponent
+	w.TimeoutUs, w.ResumeUs = transport.Us(e.cfg.RTO()), transport.Round3(resume.Micros())
+	w.Setting = fmt.Sprintf("transport.ib.timeout %d: 4.096us x 2^%d", t, t)
+	w.Fix = "lower transport.ib.timeout (each step down halves the timeout"
+	if t > 1 {
+		lower := max(1, t-4)
+		w.Fix += fmt.Sprintf("; %d is %v", lower, ib.Config{TimeoutExponent: &lower}.RTO())
+	}
+	w.Fix += ")"
+	return &w
 }
 
 // Files returns credits.csv when credits are on.
