@@ -19,7 +19,7 @@ type Endpoint struct {
 	*rocenic.Endpoint
 	net     *fabric.Network
 	cfg     ib.Config
-	classes int // the switch queues' classes: the fabric's VLs (fabric.switch_queue.classes)
+	classes int        // the switch queues' classes: the fabric's VLs (fabric.switch_queue.classes)
 	stopped []quiesced // the QPs with transfers unfinished when the engines stopped (Quiesce)
 }
 
