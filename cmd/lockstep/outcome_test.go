@@ -279,3 +279,52 @@ func TestNotDrainedRun(t *testing.T) {
 		}
 	}
 }
+
+// TestRunOutcomeIBTimeoutWait: an InfiniBand run that ends with QPs waiting for the local ACK
+// timeout fails (exit 1) and says so where a user looks: the headline (RUN FAILED), the
+// terminal note on the unfinished transfers and summary.json's failure_reason and
+// transport.timeout_wait, each naming the QPs, the timeout with transport.ib.timeout and what
+// to change, instead of only "raise run.duration".
+func TestRunOutcomeIBTimeoutWait(t *testing.T) {
+	file := filepath.Join("testdata", "outcome", "ib-tail-loss.yaml")
+	dir := t.TempDir()
+	code, out, _ := cli(t, "run", file, "--out", dir, "--quiet")
+	const wait = "2 QP(s) lost a packet no NAK will recover (a lost tail, or a resend lost after its NAK) and were waiting for the transport's retransmission timeout, 1.073741824s (transport.ib.timeout 18: 4.096us x 2^18), when the run stopped (the first: qp 0 (h1->h0 plane 0), PSN "
+	const fix = "raise run.duration past that, or lower transport.ib.timeout (each step down halves the timeout; 14 is 67.108864ms)"
+	if code != 1 {
+		t.Fatalf("exit %d; want 1 (a failed run)\n%s", code, out)
+	}
+	var head, note string
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(l, "RUN FAILED: "):
+			head = l
+		case strings.HasPrefix(l, "note: 2 transfers had not finished"):
+			note = l
+		}
+	}
+	for what, l := range map[string]string{"headline": head, "note": note} {
+		if !strings.Contains(l, wait) || !strings.Contains(l, fix) {
+			t.Errorf("%s %q; want it to name the wait (%q) and the fix (%q)", what, l, wait, fix)
+		}
+	}
+	if strings.Contains(note, "; raise run.duration") {
+		t.Errorf("note %q still ends with only \"raise run.duration\"", note)
+	}
+	var s struct {
+		Reason    string `json:"failure_reason"`
+		Transport struct {
+			Wait *transport.TimeoutWait `json:"timeout_wait"`
+		} `json:"transport"`
+	}
+	js, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(js, &s); err != nil || !strings.Contains(s.Reason, wait) {
+		t.Fatalf("summary.json failure_reason %q (%v); want the wait named", s.Reason, err)
+	}
+	if w := s.Transport.Wait; w == nil || w.QPs != 2 || w.TimeoutUs != 1073741.824 || w.Setting != "transport.ib.timeout 18: 4.096us x 2^18" {
+		t.Errorf("summary.json transport.timeout_wait %+v; want 2 QPs, timeout_us 1073741.824, setting transport.ib.timeout 18", w)
+	}
+}
