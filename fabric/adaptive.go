@@ -113,6 +113,10 @@ type AdaptiveStats struct {
 	// minimal port that a fault notification avoids, to the switch that notified, which can
 	// detour them (adaptive_detour.go).
 	IntoAvoided int64
+	// FailedDeadEnds and FailedLostQueued are, of DeadEnds and LostQueued, those at a switch
+	// that failed as a whole (SetSwitchFailed): its own queued packets with every port of it
+	// down, which no reroute could save.
+	FailedDeadEnds, FailedLostQueued int64
 	// LastDeadEnd is the last time a packet met a switch with no usable minimal port (and
 	// detoured, went on to the notifying switch or was dropped): after it, no traffic
 	// reached a dead end. 0 when none did.
@@ -274,6 +278,9 @@ func (n *Network) arPick(now sim.Time, id NodeID, p *Packet, g []uint16) int {
 			return l // down a non-minimal port, to take the escape VL at the next switch
 		}
 		a.st.DeadEnds++
+		if n.Nodes[id].failed {
+			a.st.FailedDeadEnds++
+		}
 		return -1
 	}
 	limit := minLoad + int64(a.cfg.Threshold)

@@ -217,6 +217,9 @@ func (n *Network) arTurn(now sim.Time, id NodeID, p *Packet, g []uint16) int {
 		n.arNotify(now, id, p.Dst)
 		if best = n.arIntoAvoided(now, id, p, g, NodeID(p.detourFrom)); best < 0 {
 			a.st.DeadEnds++
+			if n.Nodes[id].failed {
+				a.st.FailedDeadEnds++
+			}
 		}
 	}
 	return best

@@ -113,6 +113,10 @@ func (n *Network) arReforward(now sim.Time, from *Port, out fifo) {
 			s.Drops[DropLinkDown]++
 			s.dropBytes += int64(p.Size)
 			a.st.LostQueued++
+			if node.failed {
+				n.C.AtFailedSwitch++
+				a.st.FailedLostQueued++
+			}
 			n.drop(p, DropLinkDown)
 			continue
 		}

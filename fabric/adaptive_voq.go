@@ -72,6 +72,9 @@ func (n *Network) voqNewEgress(now sim.Time, id NodeID, p *Packet) PortID {
 	g := node.Routes.Lookup(p.Dst)
 	if p.RouteLen > 0 || len(g) == 0 {
 		n.ar.st.LostQueued++
+		if node.failed {
+			n.ar.st.FailedLostQueued++
+		}
 		n.dropAt(node, p, DropLinkDown)
 		return -1
 	}

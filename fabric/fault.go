@@ -197,6 +197,27 @@ func (n *Network) SetBlackhole(node NodeID, on bool) error {
 	return nil
 }
 
+// SetSwitchFailed marks switch node as failed as a whole (failed true) or repaired (false).
+// It changes no forwarding: the caller takes the switch's links down (SetLinkDown on each)
+// and up, as a switch fault does (runner's faults of kind switch); it only labels the drops
+// at the switch, Counters.AtFailedSwitch (of link_down), so outputs can say the switch
+// failed rather than only its links. Mark it before its links go down so that its queues'
+// drops are counted. Errors: an unknown node, or a host.
+func (n *Network) SetSwitchFailed(node NodeID, failed bool) error {
+	if node < 0 || int(node) >= len(n.Nodes) {
+		return fmt.Errorf("fabric: SetSwitchFailed: no node %d (have %d)", node, len(n.Nodes))
+	}
+	nd := &n.Nodes[node]
+	if nd.Kind != Switch {
+		return fmt.Errorf("fabric: SetSwitchFailed: %s is a host, not a switch; fail its links with SetLinkDown", nd.Name)
+	}
+	nd.failed = failed
+	return nil
+}
+
+// Failed reports whether the node is a switch marked failed (SetSwitchFailed).
+func (nd *Node) Failed() bool { return nd.failed }
+
 // Blackholed reports whether the node is a blackhole (SetBlackhole).
 func (nd *Node) Blackholed() bool { return nd.blackhole }
 

@@ -363,6 +363,9 @@ func TestFaultErrors(t *testing.T) {
 		{"SetBlackhole unknown node", h.n.SetBlackhole(99, true)},
 		{"SetBlackhole negative node", h.n.SetBlackhole(-1, true)},
 		{"SetBlackhole host", h.n.SetBlackhole(0, true)},
+		{"SetSwitchFailed unknown node", h.n.SetSwitchFailed(99, true)},
+		{"SetSwitchFailed negative node", h.n.SetSwitchFailed(-1, true)},
+		{"SetSwitchFailed host", h.n.SetSwitchFailed(0, true)},
 	} {
 		if tc.err == nil {
 			t.Errorf("%s: no error", tc.name)
@@ -370,7 +373,7 @@ func TestFaultErrors(t *testing.T) {
 			t.Logf("%s: %v", tc.name, tc.err)
 		}
 	}
-	if pt := &h.n.Ports[p]; pt.Down || pt.Downs() != 0 || h.n.Nodes[0].Blackholed() {
+	if pt := &h.n.Ports[p]; pt.Down || pt.Downs() != 0 || h.n.Nodes[0].Blackholed() || h.n.Nodes[0].Failed() {
 		t.Error("a failed call changed the state")
 	}
 

@@ -68,6 +68,7 @@ type Node struct {
 	Drops     [NumDropReasons]int64
 	seed      uint64 // per-switch ECMP hash seed
 	blackhole bool   // SetBlackhole: drop everything received
+	failed    bool   // SetSwitchFailed: the switch itself failed (its links are taken down apart)
 }
 
 // RouteTable maps destination hosts to ECMP groups of local egress ports.
@@ -246,6 +247,12 @@ type Counters struct {
 	DeliveredWhole   int64 // reached their destination untrimmed
 	DeliveredTrimmed int64 // reached their destination as a trimmed header
 	Dropped          [NumDropReasons]int64
+	// AtFailedSwitch counts, of Dropped[DropLinkDown], the packets dropped at a switch that
+	// failed as a whole (SetSwitchFailed): flushed from or dead-ended in its own queues, offered
+	// to its dead ports, lost while it was sending them, or on the wire into it when it failed.
+	// The drops at its neighbours' egresses toward it are the neighbours' (their link is down)
+	// and not counted here.
+	AtFailedSwitch int64
 }
 
 // DroppedTotal sums Dropped over all reasons.
@@ -765,6 +772,9 @@ func (n *Network) onArrive(now sim.Time, obj int32, _ uint64) {
 	port.q.release(k)
 	if port.Down || epoch != uint16(port.epoch) {
 		n.arLostInFlight(port, p)
+		if !n.Nodes[port.Node].failed && n.Nodes[n.Ports[port.Peer].Node].failed {
+			n.C.AtFailedSwitch++ // on the wire into the failed switch
+		}
 		n.dropLinkDown(port, p) // on the wire when the link failed, even if it is up again
 		return
 	}
@@ -876,6 +886,9 @@ func (n *Network) deliver(now sim.Time, p *Packet) {
 // dropLinkDown drops p, which port sent onto its failed link, counting it in the port's
 // statistics under the queue it left.
 func (n *Network) dropLinkDown(port *Port, p *Packet) {
+	if n.Nodes[port.Node].failed {
+		n.C.AtFailedSwitch++
+	}
 	s := port.q.coldFor(p)
 	s.Drops[DropLinkDown]++
 	s.dropBytes += int64(p.Size)
@@ -889,7 +902,11 @@ func (n *Network) flush(now sim.Time, port *Port) {
 		return // adaptive routing forwards the queue elsewhere (adaptive_rescue.go)
 	}
 	out := port.q.flush(now)
+	failed := n.Nodes[port.Node].failed
 	for p := out.pop(); p != nil; p = out.pop() {
+		if failed {
+			n.C.AtFailedSwitch++
+		}
 		if n.pfcOn {
 			n.pfcOut(now, p)
 		} else if n.credOn {
@@ -904,6 +921,9 @@ func (n *Network) flush(now sim.Time, port *Port) {
 
 // dropAt drops p under why, counting it in node's own drops (not a port queue's).
 func (n *Network) dropAt(node *Node, p *Packet, why DropReason) {
+	if why == DropLinkDown && node.failed {
+		n.C.AtFailedSwitch++
+	}
 	node.Drops[why]++
 	n.drop(p, why)
 }

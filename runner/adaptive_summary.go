@@ -37,6 +37,13 @@ type AdaptiveSummary struct {
 	LostQueued       int64 `json:"lost_queued_packets"`
 	NoRoute          int64 `json:"no_route_packets"`
 	NoRouteFromQueue int64 `json:"no_route_from_queue_packets"`
+	// AtFailedSwitches is, of LostQueued and NoRoute, the packets dropped inside a switch that
+	// failed as a whole (a fault of kind switch): its own queues, with every port of it down.
+	// Absent when none.
+	AtFailedSwitches int64 `json:"at_failed_switches_packets,omitempty"`
+	// failedQueued and failedNoRoute split AtFailedSwitches between LostQueued and NoRoute,
+	// for the terminal line.
+	failedQueued, failedNoRoute int64
 	// Detours counts the packets a switch with no usable minimal port sent down to a switch
 	// that had one instead of dropping them; EscapeVL those moved to the escape VL there
 	// (fabric/adaptive_detour.go).
@@ -70,7 +77,8 @@ func adaptiveSummary(net *fabric.Network) *AdaptiveSummary {
 		Decisions: st.Decisions, Static: st.Static, AdaptivelyRerouted: st.Moved, FastRecoveryReroutes: st.Rerouted,
 		QueueRescued: st.Rescued, NotificationsSent: st.NotifySent, NotificationsDelivered: st.Notices,
 		LostInFlight: st.LostInFlight, LostInFlightB: st.LostInFlightB, LostQueued: st.LostQueued, NoRoute: st.DeadEnds, NoRouteFromQueue: st.QueuedDeadEnds,
-		Detours: st.Detours, EscapeVL: st.Turns, DroppedBySwitches: net.SwitchDrops(),
+		Detours: st.Detours, EscapeVL: st.Turns, DroppedBySwitches: net.SwitchDrops(), AtFailedSwitches: st.FailedDeadEnds + st.FailedLostQueued,
+		failedQueued: st.FailedLostQueued, failedNoRoute: st.FailedDeadEnds,
 		LastDeadEndUs: float64(st.LastDeadEnd) / float64(sim.Microsecond),
 	}
 	if a.Decisions == 0 {
@@ -79,7 +87,8 @@ func adaptiveSummary(net *fabric.Network) *AdaptiveSummary {
 	return a
 }
 
-// PrintAdaptive writes the terminal line of an adaptive_routing block (nothing when a is nil).
+// PrintAdaptive writes the terminal line of an adaptive_routing block (nothing when a is nil):
+// the drops inside failed switches are said apart from those at dead links elsewhere.
 func PrintAdaptive(w io.Writer, a *AdaptiveSummary) {
 	if a == nil {
 		return
@@ -90,8 +99,12 @@ func PrintAdaptive(w io.Writer, a *AdaptiveSummary) {
 		fmt.Fprintf(w, "; %d detoured on the escape VL", a.Detours)
 	}
 	if d := a.LostInFlight + a.LostQueued + a.NoRoute; d > 0 || a.DroppedBySwitches > 0 {
-		fmt.Fprintf(w, "; %d dropped by switches (at dead links: %d queued, %d no route); %d lost on failed wires (%d B)",
-			a.DroppedBySwitches, a.LostQueued, a.NoRoute, a.LostInFlight, a.LostInFlightB)
+		failed := ""
+		if a.AtFailedSwitches > 0 {
+			failed = fmt.Sprintf("%d in failed switches' own queues; ", a.AtFailedSwitches)
+		}
+		fmt.Fprintf(w, "; %d dropped by switches (%sat dead links: %d queued, %d no route); %d lost on failed wires (%d B)",
+			a.DroppedBySwitches, failed, a.LostQueued-a.failedQueued, a.NoRoute-a.failedNoRoute, a.LostInFlight, a.LostInFlightB)
 	}
 	fmt.Fprintln(w)
 	if a.Note != "" {

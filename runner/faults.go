@@ -167,13 +167,31 @@ func faultEvent(e fault.Event) FaultEvent {
 	return f
 }
 
-// applyFault makes the fabric call for e at now.
+// switchTarget returns the switch a link event e of a switch fault (fault kind switch: its
+// target is a switch, each of whose ports the event names in turn) acts on; false for a link,
+// NIC or transceiver target, whose name is a port's rather than its node's.
+func switchTarget(net *fabric.Network, e *FaultEvent) (fabric.NodeID, bool) {
+	if e.Port < 0 || int(e.Port) >= len(net.Ports) {
+		return -1, false
+	}
+	id := net.Ports[e.Port].Node
+	nd := &net.Nodes[id]
+	return id, nd.Kind == fabric.Switch && nd.Name == e.Target
+}
+
+// applyFault makes the fabric call for e at now: down and up of a switch fault also mark the
+// switch failed or repaired (fabric.Network.SetSwitchFailed), which labels its drops.
 func applyFault(now sim.Time, net *fabric.Network, e *FaultEvent) error {
 	switch e.Action {
-	case fault.OpDown.String():
-		return net.SetLinkDown(now, e.Port, true)
-	case fault.OpUp.String():
-		return net.SetLinkDown(now, e.Port, false)
+	case fault.OpDown.String(), fault.OpUp.String():
+		down := e.Action == fault.OpDown.String()
+		if sw, ok := switchTarget(net, e); ok {
+			// A switch fault: the switch failed as a whole, so its drops are labelled so.
+			if err := net.SetSwitchFailed(sw, down); err != nil {
+				return err
+			}
+		}
+		return net.SetLinkDown(now, e.Port, down)
 	case fault.OpDegrade.String(), fault.OpUndegrade.String():
 		if e.Port < 0 || int(e.Port) >= len(net.Ports) || e.Rate <= 0 {
 			return fmt.Errorf("degrade: port %d rate %v", e.Port, e.Rate)

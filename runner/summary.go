@@ -79,8 +79,13 @@ type Summary struct {
 	TrimmedPackets   int64            `json:"trimmed_packets"`
 	DroppedPackets   int64            `json:"dropped_packets"`
 	Drops            map[string]int64 `json:"drops_packets"` // by reason; map keys are sorted by encoding/json
-	InFlightAtEnd    int64            `json:"in_flight_packets_at_end"`
-	CEMarks          int64            `json:"ce_marks"`
+	// DroppedAtFailedSwitches counts, of drops_packets' link_down, the packets dropped at a
+	// switch that failed (a fault of kind switch): in its own queues, offered to its dead
+	// ports, being sent by it or on the wire into it (fabric.Counters.AtFailedSwitch). Absent
+	// when none.
+	DroppedAtFailedSwitches int64 `json:"dropped_at_failed_switches_packets,omitempty"`
+	InFlightAtEnd           int64 `json:"in_flight_packets_at_end"`
+	CEMarks                 int64 `json:"ce_marks"`
 
 	// One-way delay of raw packets delivered whole (raw traffic only), from the source NIC's
 	// transmit timestamp to delivery. LatencyMeanUs is the exact mean (a sum over the
@@ -303,7 +308,7 @@ func summarise(sc *scenario.Scenario, net *fabric.Network, flows int, smp *sampl
 		DurationUs: round3(dur.Micros()), EndUs: round3(net.Sim().Now().Micros()), Events: net.Sim().Events(),
 		StoppedEarly: smp != nil && smp.stoppedEarly,
 		SentPackets:  net.C.Injected, DeliveredPackets: net.C.DeliveredWhole, TrimmedPackets: net.C.DeliveredTrimmed,
-		DroppedPackets: net.C.DroppedTotal(), InFlightAtEnd: net.InFlight(),
+		DroppedPackets: net.C.DroppedTotal(), InFlightAtEnd: net.InFlight(), DroppedAtFailedSwitches: net.C.AtFailedSwitch,
 		Drops: map[string]int64{},
 	}
 	secs := dur.Seconds()

@@ -855,8 +855,12 @@ func printSummary(w io.Writer, sc *scenario.Scenario, res *runner.Result) {
 	if fluid {
 		fmt.Fprintf(w, "offered %.1f Gb/s, delivered %.1f Gb/s (%s)\n", s.OfferedGbps, s.DeliveredGbps, share)
 	} else {
-		fmt.Fprintf(w, "offered %.1f Gb/s, delivered %.1f Gb/s (%s); packets sent %d, delivered %d, trimmed %d, dropped %d\n",
-			s.OfferedGbps, s.DeliveredGbps, share, s.SentPackets, s.DeliveredPackets, s.TrimmedPackets, s.DroppedPackets)
+		failed := ""
+		if n := s.DroppedAtFailedSwitches; n > 0 {
+			failed = fmt.Sprintf(" (%d at failed switches: in their own queues, sent by them or on the wire into them)", n)
+		}
+		fmt.Fprintf(w, "offered %.1f Gb/s, delivered %.1f Gb/s (%s); packets sent %d, delivered %d, trimmed %d, dropped %d%s\n",
+			s.OfferedGbps, s.DeliveredGbps, share, s.SentPackets, s.DeliveredPackets, s.TrimmedPackets, s.DroppedPackets, failed)
 	}
 	unfinished, qpErrs := 0, 0
 	if c := s.Transfers(); c != nil && res.Collective == nil {
