@@ -223,6 +223,9 @@ func (d *nodeDecoder) decode(n *yaml.Node, v reflect.Value, p *fieldPath, expand
 	}
 	t := v.Type()
 	if t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(textUnmarshalerType) {
+		if n.Kind == yaml.SequenceNode && t.Kind() == reflect.Slice {
+			return d.decodeTextList(n, v, p, expanded)
+		}
 		if n.Kind != yaml.ScalarNode {
 			return fieldErr(p, n, "want a single value (%s), got %s", t, describeNode(n))
 		}
@@ -510,6 +513,30 @@ func isWord(s string) bool {
 		}
 	}
 	return true
+}
+
+// decodeTextList stores sequence n in v, a slice type read from text (scenario.HostList):
+// each item is a single value, read by the type's UnmarshalText on its own, and the lists
+// they give are joined in order ([1, 8-15] is 1, 8, 9, ..., 15). An empty sequence sets nil.
+func (d *nodeDecoder) decodeTextList(n *yaml.Node, v reflect.Value, p *fieldPath, expanded bool) error {
+	out := reflect.MakeSlice(v.Type(), 0, len(n.Content))
+	for i, item := range n.Content {
+		ip := &fieldPath{parent: p, index: i}
+		if item.Kind == yaml.SequenceNode || item.Kind == yaml.MappingNode || isNull(item) {
+			return fieldErr(ip, item, "want one item of %s (a single value), got %s", v.Type(), describeNode(item))
+		}
+		one := reflect.New(v.Type()).Elem()
+		if err := d.decode(item, one, ip, expanded); err != nil {
+			return err
+		}
+		out = reflect.AppendSlice(out, one)
+	}
+	if out.Len() == 0 {
+		v.SetZero()
+		return nil
+	}
+	v.Set(out)
+	return nil
 }
 
 func (d *nodeDecoder) decodeSlice(n *yaml.Node, v reflect.Value, p *fieldPath, expanded bool) error {

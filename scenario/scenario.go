@@ -294,9 +294,10 @@ type Traffic struct {
 	// Trimmable lets switch queues with trimming enabled trim these packets (raw traffic
 	// only: MRC's data packets are always trimmable, RoCE's never).
 	Trimmable bool `yaml:"trimmable,omitempty"`
-	// Senders and Receiver define an incast: host indices.
-	Senders  []int `yaml:"senders,omitempty"`
-	Receiver *int  `yaml:"receiver,omitempty"`
+	// Senders and Receiver define an incast: host indices. Senders takes hosts and inclusive
+	// ranges, as a list ([1, 2, 8-15]) or one text ("1-255"; HostList).
+	Senders  HostList `yaml:"senders,omitempty"`
+	Receiver *int     `yaml:"receiver,omitempty"`
 	// Flows is the explicit list for pattern "flows". A generated pattern (RegisterPattern)
 	// leaves it empty and keeps its expansion apart (FlowList).
 	Flows []FlowSpec `yaml:"flows,omitempty"`

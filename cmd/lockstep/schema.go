@@ -90,6 +90,8 @@ func newReflector() *jsonschema.Reflector {
 			return unitSchema(`a rate in bits per second with its unit: "100Gbps", "800G", "1.6Tbps"; 0 where allowed`, ratePattern, &jsonschema.Schema{Enum: []any{0}})
 		case reflect.TypeFor[sim.Size]():
 			return unitSchema(`a size in bytes: 4096, "4KiB", "16MiB", "2MB", "1PiB"`, sizePattern, &jsonschema.Schema{Type: "integer", Minimum: json.Number("0")})
+		case reflect.TypeFor[scenario.HostList]():
+			return hostListSchema()
 		}
 		if reflect.PointerTo(t).Implements(textUnmarshaler) {
 			return textSchema("read from its text (" + t.String() + ")")
@@ -97,6 +99,25 @@ func newReflector() *jsonschema.Reflector {
 		return nil
 	}
 	return r
+}
+
+// hostRangePattern is one item of a scenario.HostList text: a host index or an inclusive
+// range lo-hi (decimal; the decoder also reads 0x, 0o, 0b prefixes in list items written as
+// YAML integers).
+const hostRangePattern = `\s*[0-9]+(\s*-\s*[0-9]+)?\s*`
+
+// hostListSchema is traffic[i].senders (scenario.HostList): a list of hosts and ranges
+// ([1, 2, 8-15]), or one text of them separated by commas ("1-255", "1-7, 9"), or one host.
+func hostListSchema() *jsonschema.Schema {
+	item := &jsonschema.Schema{AnyOf: []*jsonschema.Schema{
+		{Type: "integer", Minimum: json.Number("0")},
+		{Type: "string", Pattern: "^" + hostRangePattern + "$"},
+	}}
+	return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{
+		{Type: "array", Items: item, Description: `host indices and inclusive ranges: [1, 2, 8-15]`},
+		{Type: "string", Pattern: "^" + hostRangePattern + "(," + hostRangePattern + ")*$", Description: `hosts and inclusive ranges separated by commas: "1-255", "1-7, 9"`},
+		{Type: "integer", Minimum: json.Number("0")},
+	}}
 }
 
 // textSchema is the schema of a value the decoder reads from its YAML text: a string or a

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,6 +81,9 @@ func TestSchemaAccepts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	for i, senders := range []string{"[1, 2, 3]", "[1-7, 9]", "1-7", `"1-7, 9"`, "5"} {
+		inputs[fmt.Sprintf("senders %d", i)] = []byte("topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}\ntransport: {kind: ib}\ntraffic: [{pattern: incast, receiver: 0, bytes: 64KB, senders: " + senders + "}]\n")
+	}
 	for name, data := range inputs {
 		if err := sch.Validate(yamlInstance(t, data)); err != nil {
 			t.Errorf("%s: %v", name, err)
@@ -101,6 +105,9 @@ func TestSchemaRejects(t *testing.T) {
 		{"engine", base + "transport: {kind: mrc}\nrun: {engine: fluid}\n"},
 		{"tiers not a number", "topology: {clos: {tiers: two, planes: 1, radix: 16, host_link: 100G}}\n"},
 		{"traffic not a list", base[:strings.Index(base, "traffic")] + "traffic: {pattern: permutation}\n"},
+		{"senders not hosts", base[:strings.Index(base, "traffic")] + "traffic: [{pattern: incast, receiver: 0, senders: [1-x]}]\n"},
+		{"senders text not hosts", base[:strings.Index(base, "traffic")] + "traffic: [{pattern: incast, receiver: 0, senders: \"1-3,,4\"}]\n"},
+		{"senders negative", base[:strings.Index(base, "traffic")] + "traffic: [{pattern: incast, receiver: 0, senders: [-2]}]\n"},
 	} {
 		// The decoder rejects each too (the schema says no more than lockstep does).
 		if _, err := scenario.Parse([]byte(c.y)); err == nil {
