@@ -185,12 +185,22 @@ func ccQueueWarnings(c ib.Config, q transport.Queues) []string {
 // or enabled written false): the responder accepts only the expected PSN, so no window or
 // hold is read. Given means different from what resolve fills in: the default window and,
 // on topology l, the automatic hold, hold_per_fan_in and fan_in_max (autoHold); a written
-// hold leaves hold_per_fan_in and fan_in_max at 0.
+// hold leaves hold_per_fan_in and fan_in_max at 0. With placement on, fan_in_max given while
+// hold_per_fan_in is 0 (a fixed hold: a written hold, or credits off) caps nothing.
 func placementOffWarnings(c ib.Config, adaptive bool, l topo.Topology) []string {
-	if on := c.OutOfOrder.Enabled; on == nil && adaptive || on != nil && *on {
-		return nil
-	}
 	o := c.OutOfOrder
+	if on := o.Enabled; on == nil && adaptive || on != nil && *on {
+		if l == nil || o.HoldPerFanIn != 0 || o.FanInMax == 0 {
+			return nil
+		}
+		// Placement on with a fixed hold: fan_in_max caps a growth that never happens.
+		bare := c
+		bare.OutOfOrder = ib.OutOfOrder{Enabled: o.Enabled}
+		if _, _, auto := autoHold(bare, l); o.FanInMax == auto {
+			return nil // the automatic cap resolve wrote
+		}
+		return []string{fmt.Sprintf("transport.ib.out_of_order.fan_in_max: %d given with hold_per_fan_in 0: the hold does not grow with the responder's fan-in, so the cap on that growth does nothing; give hold_per_fan_in (or leave hold out for the automatic one) or leave fan_in_max out", o.FanInMax)}
+	}
 	var set []string
 	if o.Window != 0 && o.Window != ib.DefaultReorderWindow {
 		set = append(set, fmt.Sprintf("window %d", o.Window))

@@ -61,6 +61,10 @@ func TestConfigWarnings(t *testing.T) {
 		{"out_of_order window with enabled false", "", ", ib: {out_of_order: {enabled: false, window: 64}}", false, "(out_of_order.enabled is false)"},
 		{"out_of_order window with AR on", ar, ", ib: {out_of_order: {window: 4096, hold: 50us}}", false, ""},
 		{"out_of_order window with enabled true", "", ", ib: {out_of_order: {enabled: true, window: 4096}}", false, ""},
+		{"fan_in_max with a fixed hold", ar, ", ib: {out_of_order: {hold: 50us, fan_in_max: 4}}", false, "transport.ib.out_of_order.fan_in_max: 4 given with hold_per_fan_in 0: the hold does not grow"},
+		{"fan_in_max with a growing hold", ar, ", ib: {out_of_order: {hold: 50us, hold_per_fan_in: 2us, fan_in_max: 4}}", false, ""},
+		{"fan_in_max with the automatic hold", ar, ", ib: {out_of_order: {fan_in_max: 4}}", false, ""},
+		{"AR, credits off", ar, ", ib: {credits: {enabled: false}}", false, ""},
 	} {
 		engine := "packet"
 		if c.flow {
