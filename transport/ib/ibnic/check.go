@@ -21,7 +21,7 @@ const maxCreditProblems = 5
 // out_of_order.enabled written false under adaptive routing (orderWarnings); out_of_order
 // settings while placement is off (placementOffWarnings); credit settings with
 // credits.enabled false (creditOffWarnings); high_limit without both VL arbitration tables
-// (arbWarnings). Errors: an SL mapped to a VL the switch queues lack, or VL arbitration
+// (arbWarnings); traffic_sl's service levels all on one VL (slWarnings). Errors: an SL mapped to a VL the switch queues lack, or VL arbitration
 // tables that give a VL in use no weight (ib.Config.CheckVLs); the fabric refusing the
 // credits. On a packet fabric it then turns credit flow
 // control on (as newEndpoint would, which then leaves it as it is) so that
@@ -50,6 +50,7 @@ func check(cfg any, env transport.CheckEnv) ([]string, error) {
 	out = append(out, placementOffWarnings(c, env.Adaptive, env.Topology)...)
 	out = append(out, creditOffWarnings(c)...)
 	out = append(out, arbWarnings(c)...)
+	out = append(out, slWarnings(c, q.Switch.Classes)...)
 	cr := c.Credits.Fabric()
 	if env.Net == nil || !cr.Enabled {
 		return out, nil
@@ -228,6 +229,28 @@ func placementOffWarnings(c ib.Config, adaptive bool, l topo.Topology) []string 
 		why = "out_of_order.enabled is false"
 	}
 	return []string{fmt.Sprintf("transport.ib.out_of_order: %s given while out-of-order placement is off (%s): the responder accepts only the expected PSN, so they do nothing; set transport.ib.out_of_order.enabled: true (or fabric.adaptive_routing.enabled: true) or leave them out", strings.Join(set, ", "), why)}
+}
+
+// slWarnings: transport.ib.traffic_sl giving the traffic groups two or more service levels
+// that all map to one data VL (with sl, for groups past its end) on switch queues of classes
+// classes: the VL is the unit of separation on a link (its own credits, queue and arbitration
+// [IBTA vol 1 §7.6.6]), so such SLs do not separate the groups. With the default 2 classes
+// every SL's data is on VL 1 (ib.DefaultVL).
+func slWarnings(c ib.Config, classes int) []string {
+	distinct := map[int]bool{}
+	for _, sl := range c.TrafficSL {
+		distinct[sl] = true
+	}
+	if len(distinct) < 2 {
+		return nil
+	}
+	vl := c.VL(c.SL, classes)
+	for sl := range distinct {
+		if c.VL(sl, classes) != vl {
+			return nil
+		}
+	}
+	return []string{fmt.Sprintf("transport.ib.traffic_sl: %v, with sl %d, all map to VL %d (fabric.switch_queue.classes %d, sl_to_vl %v): the VL is what separates traffic on a link (its own credits, queue and arbitration), so these service levels do not separate the groups; raise fabric.switch_queue.classes (and fabric.nic_queue.classes) for more data VLs, or give sl_to_vl mapping them apart", c.TrafficSL, c.SL, vl, classes, c.SLToVL)}
 }
 
 // arbWarnings: transport.ib.credits.high_limit given (not 0) with credits on but without

@@ -80,3 +80,34 @@ func TestConfigWarnings(t *testing.T) {
 		}
 	}
 }
+
+// TestSLWarnings: traffic_sl giving two traffic groups different service levels that map to
+// one data VL (the default 2 classes: every SL on VL 1; or a table mapping them together)
+// draws one warning naming the SLs, the VL and what to change; SLs on different VLs, one SL
+// for every group, or no traffic_sl draw none.
+func TestSLWarnings(t *testing.T) {
+	const y = "topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}\nfabric: {switch_queue: {classes: %d}, nic_queue: {classes: %d}}\n" +
+		"transport: {kind: ib, ib: {%s}}\ntraffic:\n  - {pattern: flows, flows: [{src: 1, dst: 4, bytes: 64KB}]}\n  - {pattern: flows, flows: [{src: 2, dst: 5, bytes: 64KB}]}\n"
+	for _, c := range []struct {
+		name, ib string
+		classes  int
+		want     string
+	}{
+		{"two SLs, 2 classes", "traffic_sl: [1, 2]", 2, "transport.ib.traffic_sl: [1 2], with sl 0, all map to VL 1 (fabric.switch_queue.classes 2, sl_to_vl []): the VL is what separates traffic"},
+		{"two SLs mapped together", "traffic_sl: [1, 2], sl_to_vl: [2, 2, 2]", 4, "all map to VL 2 (fabric.switch_queue.classes 4, sl_to_vl [2 2 2])"},
+		{"two SLs, 4 classes", "traffic_sl: [1, 2]", 4, ""},
+		{"two SLs, 1 class", "traffic_sl: [1, 2]", 1, "all map to VL 0"},
+		{"one SL for both", "traffic_sl: [3, 3]", 2, ""},
+		{"sl only", "sl: 3", 2, ""},
+		{"none", "", 2, ""},
+	} {
+		res := run(t, fmt.Sprintf(y, c.classes, c.classes, c.ib))
+		w := res.Summary.Transport.Warnings
+		switch {
+		case c.want == "" && len(w) != 0:
+			t.Errorf("%s: warnings %q; want none", c.name, w)
+		case c.want != "" && (len(w) != 1 || !strings.Contains(w[0], c.want)):
+			t.Errorf("%s: warnings %q; want one containing %q", c.name, w, c.want)
+		}
+	}
+}
