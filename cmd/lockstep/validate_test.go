@@ -263,7 +263,8 @@ variants:
 // TestValidateOutOfOrderFollows: validate shows transport.ib.out_of_order.enabled's value in
 // force when the scenario leaves it out (it follows fabric.adaptive_routing.enabled: a
 // comment with the value), and the written value, without the comment, when given; the
-// output still validates as it is.
+// output still validates as it is. TestValidateRoCEOutOfOrderFollows is the same for
+// transport.roce.
 func TestValidateOutOfOrderFollows(t *testing.T) {
 	const y = "topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}\n%stransport: {kind: ib%s}\ntraffic: [{pattern: permutation, bytes: 64KB}]\n"
 	const note = "    out_of_order:\n      # enabled left out: follows fabric.adaptive_routing.enabled, in force %s\n      window: 1024\n"
@@ -279,6 +280,49 @@ func TestValidateOutOfOrderFollows(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f := filepath.Join(t.TempDir(), "s.yaml")
 			if err := os.WriteFile(f, []byte(fmt.Sprintf(y, c.fab, c.ib)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errs := cli(t, "validate", f)
+			if code != 0 {
+				t.Fatalf("validate: exit %d, stderr %q", code, errs)
+			}
+			if !strings.Contains(out, c.want) {
+				t.Fatalf("validate printed\n%s\nwant it to contain\n%s", out, c.want)
+			}
+			if strings.Contains(c.want, "enabled: ") && strings.Contains(out, "enabled left out") {
+				t.Errorf("written enabled, and validate still says it is left out:\n%s", out)
+			}
+			doc, _, _ := strings.Cut(out, "\n---\n")
+			g := filepath.Join(t.TempDir(), "resolved.yaml")
+			if err := os.WriteFile(g, []byte(doc), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if code, again, errs := cli(t, "validate", g); code != 0 || again != out {
+				t.Errorf("validate of its own output: exit %d, stderr %q, same output %v", code, errs, again == out)
+			}
+		})
+	}
+}
+
+// TestValidateRoCEOutOfOrderFollows: transport.roce.out_of_order.enabled left out follows
+// fabric.adaptive_routing.enabled (roce.Config.ForFabric), and validate says so with the
+// value in force; a written value is shown as written; the output validates to itself.
+func TestValidateRoCEOutOfOrderFollows(t *testing.T) {
+	const y = "topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}\n%stransport: {kind: roce%s}\ntraffic: [{pattern: permutation, bytes: 64KB}]\n"
+	const note = "    out_of_order: {} # enabled left out: follows fabric.adaptive_routing.enabled, in force %s\n"
+	for _, c := range []struct {
+		name, fab, roce, want string
+	}{
+		{"AR on", "fabric: {adaptive_routing: {enabled: true}}\n", "", fmt.Sprintf(note, "true")},
+		{"AR off", "fabric: {adaptive_routing: {enabled: false}}\n", "", fmt.Sprintf(note, "false")},
+		{"AR left out", "", "", fmt.Sprintf(note, "false")},
+		{"window written, AR on", "fabric: {adaptive_routing: {enabled: true}}\n", ", roce: {out_of_order: {window: 64}}", "    out_of_order:\n      # enabled left out: follows fabric.adaptive_routing.enabled, in force true\n      window: 64\n"},
+		{"written true, AR off", "", ", roce: {out_of_order: {enabled: true}}", "    out_of_order:\n      enabled: true\n"},
+		{"written false, AR on", "fabric: {adaptive_routing: {enabled: true}}\n", ", roce: {out_of_order: {enabled: false}}", "    out_of_order:\n      enabled: false\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := filepath.Join(t.TempDir(), "s.yaml")
+			if err := os.WriteFile(f, []byte(fmt.Sprintf(y, c.fab, c.roce)), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			code, out, errs := cli(t, "validate", f)

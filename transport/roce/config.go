@@ -505,8 +505,10 @@ const MaxReorderWindow = 1 << 16
 // adaptive routing with packet reordering handled by the receiving SuperNIC]).
 type OutOfOrder struct {
 	// Enabled turns it on (true) or off (false); left out (nil) it follows
-	// fabric.adaptive_routing.enabled (Config.ForFabric).
-	Enabled *bool `yaml:"enabled,omitempty"`
+	// fabric.adaptive_routing.enabled (Config.ForFabric), and the written scenario
+	// (lockstep validate, scenario.yaml) says so in a comment with the value in force (the
+	// follows tag, scenario.Encode).
+	Enabled *bool `yaml:"enabled,omitempty" follows:"fabric.adaptive_routing.enabled"`
 	// Window is how many PSNs above the expected one are placed, packets; 0:
 	// DefaultReorderWindow; rounded up to a power of two; allowed up to MaxReorderWindow.
 	Window int `yaml:"window,omitempty"`

@@ -20,7 +20,20 @@ func newConfig() any { return &roce.Config{} }
 // what is allowed.
 func resolve(cfg any, env transport.ResolveEnv) error {
 	rc := cfg.(*roce.Config)
+	follows := rc.OutOfOrder == nil || rc.OutOfOrder.Enabled == nil
 	*rc = rc.ForFabric(env.Adaptive)
+	if follows {
+		// Left out, enabled stays left out in the resolved scenario, in a block of its own:
+		// the written scenario (lockstep validate, scenario.yaml) says in a comment that it
+		// follows fabric.adaptive_routing.enabled and its value in force (the follows tag);
+		// Endpoint and the flow model apply ForFabric again.
+		var o roce.OutOfOrder
+		if rc.OutOfOrder != nil {
+			o = *rc.OutOfOrder
+		}
+		o.Enabled = nil
+		rc.OutOfOrder = &o
+	}
 	if err := rc.Validate(env.Path); err != nil {
 		return err // already "transport.roce.<field>: ..."
 	}
