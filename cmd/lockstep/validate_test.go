@@ -260,69 +260,33 @@ variants:
 	}
 }
 
-// TestValidateOutOfOrderFollows: validate shows transport.ib.out_of_order.enabled's value in
-// force when the scenario leaves it out (it follows fabric.adaptive_routing.enabled: a
-// comment with the value), and the written value, without the comment, when given; the
-// output still validates as it is. TestValidateRoCEOutOfOrderFollows is the same for
-// transport.roce.
+// TestValidateOutOfOrderFollows: validate shows transport.ib.out_of_order.enabled's and
+// transport.roce.out_of_order.enabled's value in force when the scenario leaves it out (it
+// follows fabric.adaptive_routing.enabled: a comment with the value), and the written value,
+// without the comment, when given; the output still validates to itself.
 func TestValidateOutOfOrderFollows(t *testing.T) {
-	const y = "topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}\n%stransport: {kind: ib%s}\ntraffic: [{pattern: permutation, bytes: 64KB}]\n"
-	const note = "    out_of_order:\n      # enabled left out: follows fabric.adaptive_routing.enabled, in force %s\n      window: 1024\n"
+	const y = "topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}\n%stransport: {kind: %s%s}\ntraffic: [{pattern: permutation, bytes: 64KB}]\n"
+	const ibNote = "    out_of_order:\n      # enabled left out: follows fabric.adaptive_routing.enabled, in force %s\n      window: 1024\n"
+	const roceNote = "    out_of_order: {} # enabled left out: follows fabric.adaptive_routing.enabled, in force %s\n"
+	const arOn, arOff = "fabric: {adaptive_routing: {enabled: true}}\n", "fabric: {adaptive_routing: {enabled: false}}\n"
 	for _, c := range []struct {
-		name, fab, ib, want string
+		name, kind, fab, cfg, want string
 	}{
-		{"AR on", "fabric: {adaptive_routing: {enabled: true}}\n", "", fmt.Sprintf(note, "true")},
-		{"AR off", "fabric: {adaptive_routing: {enabled: false}}\n", "", fmt.Sprintf(note, "false")},
-		{"AR left out", "", "", fmt.Sprintf(note, "false")},
-		{"written true, AR off", "", ", ib: {out_of_order: {enabled: true}}", "    out_of_order:\n      enabled: true\n      window: 1024\n"},
-		{"written false, AR on", "fabric: {adaptive_routing: {enabled: true}}\n", ", ib: {out_of_order: {enabled: false}}", "    out_of_order:\n      enabled: false\n      window: 1024\n"},
+		{"ib AR on", "ib", arOn, "", fmt.Sprintf(ibNote, "true")},
+		{"ib AR off", "ib", arOff, "", fmt.Sprintf(ibNote, "false")},
+		{"ib AR left out", "ib", "", "", fmt.Sprintf(ibNote, "false")},
+		{"ib written true, AR off", "ib", "", ", ib: {out_of_order: {enabled: true}}", "    out_of_order:\n      enabled: true\n      window: 1024\n"},
+		{"ib written false, AR on", "ib", arOn, ", ib: {out_of_order: {enabled: false}}", "    out_of_order:\n      enabled: false\n      window: 1024\n"},
+		{"roce AR on", "roce", arOn, "", fmt.Sprintf(roceNote, "true")},
+		{"roce AR off", "roce", arOff, "", fmt.Sprintf(roceNote, "false")},
+		{"roce AR left out", "roce", "", "", fmt.Sprintf(roceNote, "false")},
+		{"roce window written, AR on", "roce", arOn, ", roce: {out_of_order: {window: 64}}", "    out_of_order:\n      # enabled left out: follows fabric.adaptive_routing.enabled, in force true\n      window: 64\n"},
+		{"roce written true, AR off", "roce", "", ", roce: {out_of_order: {enabled: true}}", "    out_of_order:\n      enabled: true\n"},
+		{"roce written false, AR on", "roce", arOn, ", roce: {out_of_order: {enabled: false}}", "    out_of_order:\n      enabled: false\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := filepath.Join(t.TempDir(), "s.yaml")
-			if err := os.WriteFile(f, []byte(fmt.Sprintf(y, c.fab, c.ib)), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			code, out, errs := cli(t, "validate", f)
-			if code != 0 {
-				t.Fatalf("validate: exit %d, stderr %q", code, errs)
-			}
-			if !strings.Contains(out, c.want) {
-				t.Fatalf("validate printed\n%s\nwant it to contain\n%s", out, c.want)
-			}
-			if strings.Contains(c.want, "enabled: ") && strings.Contains(out, "enabled left out") {
-				t.Errorf("written enabled, and validate still says it is left out:\n%s", out)
-			}
-			doc, _, _ := strings.Cut(out, "\n---\n")
-			g := filepath.Join(t.TempDir(), "resolved.yaml")
-			if err := os.WriteFile(g, []byte(doc), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if code, again, errs := cli(t, "validate", g); code != 0 || again != out {
-				t.Errorf("validate of its own output: exit %d, stderr %q, same output %v", code, errs, again == out)
-			}
-		})
-	}
-}
-
-// TestValidateRoCEOutOfOrderFollows: transport.roce.out_of_order.enabled left out follows
-// fabric.adaptive_routing.enabled (roce.Config.ForFabric), and validate says so with the
-// value in force; a written value is shown as written; the output validates to itself.
-func TestValidateRoCEOutOfOrderFollows(t *testing.T) {
-	const y = "topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}\n%stransport: {kind: roce%s}\ntraffic: [{pattern: permutation, bytes: 64KB}]\n"
-	const note = "    out_of_order: {} # enabled left out: follows fabric.adaptive_routing.enabled, in force %s\n"
-	for _, c := range []struct {
-		name, fab, roce, want string
-	}{
-		{"AR on", "fabric: {adaptive_routing: {enabled: true}}\n", "", fmt.Sprintf(note, "true")},
-		{"AR off", "fabric: {adaptive_routing: {enabled: false}}\n", "", fmt.Sprintf(note, "false")},
-		{"AR left out", "", "", fmt.Sprintf(note, "false")},
-		{"window written, AR on", "fabric: {adaptive_routing: {enabled: true}}\n", ", roce: {out_of_order: {window: 64}}", "    out_of_order:\n      # enabled left out: follows fabric.adaptive_routing.enabled, in force true\n      window: 64\n"},
-		{"written true, AR off", "", ", roce: {out_of_order: {enabled: true}}", "    out_of_order:\n      enabled: true\n"},
-		{"written false, AR on", "fabric: {adaptive_routing: {enabled: true}}\n", ", roce: {out_of_order: {enabled: false}}", "    out_of_order:\n      enabled: false\n"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			f := filepath.Join(t.TempDir(), "s.yaml")
-			if err := os.WriteFile(f, []byte(fmt.Sprintf(y, c.fab, c.roce)), 0o644); err != nil {
+			if err := os.WriteFile(f, []byte(fmt.Sprintf(y, c.fab, c.kind, c.cfg)), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			code, out, errs := cli(t, "validate", f)
