@@ -77,13 +77,13 @@ type flowRouter struct {
 	// ECMP seed (fabric.ECMPSeeds, made on first use), rts and rtOK the switches' forwarding
 	// tables as the fabric has them (Topology.Routes, on first use); owners the owner
 	// (transport.FlowOwner, CollectiveOwner) of each Router key its callers registered
-	// (setOwner); hdr the header being hashed. See hashedWalk.
+	// (setOwner); hdr the header being hashed; wt the ports and forwarding tables
+	// hashedWalk reads, with every switch's seed (fabric.ECMPSeeds), built on first use
+	// from the topology (buildWalkTables). See hashedWalk.
 	ecmpShared bool
-	ecmpSeeds  []uint64
-	rts        []fabric.RouteTable
-	rtOK       []bool
 	owners     map[uint64]uint64
 	hdr        fabric.Packet
+	wt         *walkTables
 }
 
 // routeKey and routeVal are an entry of flowRouter.routes: the paths' start in routeLinks,
@@ -750,49 +750,54 @@ func (r *flowRouter) ownerOf(key uint64) uint64 {
 // latency as walk does, and false, with r.scratch as it was, when a port is unconnected, a
 // switch has no route or the walk exceeds topo.MaxHops.
 func (r *flowRouter) hashedWalk(src, dst, plane int, hdr *fabric.Packet) (sim.Time, bool) {
-	if r.ecmpSeeds == nil {
-		r.ecmpSeeds = fabric.ECMPSeeds(r.seed, r.t.NumNodes(), r.ecmpShared)
-		r.rts = make([]fabric.RouteTable, r.t.NumNodes())
-		r.rtOK = make([]bool, r.t.NumNodes())
+	w := r.wt
+	if w == nil {
+		w = r.buildWalkTables(fabric.ECMPSeeds(r.seed, r.t.NumNodes(), r.ecmpShared))
+		r.wt = w
 	}
-	hosts := r.t.NumHosts()
+	if src < 0 || src >= w.hosts {
+		return 0, false
+	}
 	first := len(r.scratch)
 	var lat sim.Time
-	node, port := src, plane
+	d32 := int32(dst)
+	h := w.hops[w.hostPort[src]:w.hostPort[src+1]]
+	port := plane
 	for hop := 0; hop <= topo.MaxHops; hop++ { // at most MaxHops + 1 links, as walk's paths
-		k, ok := r.t.LinkOf(node, port)
-		peer, ok2 := r.t.Peer(node, port)
-		if !ok || !ok2 {
+		if port < 0 || port >= len(h) || h[port].d < 0 {
 			break
 		}
-		d := int32(2 * k)
-		if r.links[k].A.Node != node {
-			d++
-		}
-		if len(r.scratch) > first {
-			lat += r.storeForward(k)
-		}
-		r.scratch = append(r.scratch, d)
-		lat += r.links[k].Delay
-		node = peer.Node
-		if node == dst {
+		e := &h[port]
+		r.scratch = append(r.scratch, e.d)
+		lat += e.lat
+		node := e.peer
+		if node == d32 {
 			return lat, true
 		}
-		if node < hosts {
+		if int(node) < w.hosts {
 			break
 		}
-		if !r.rtOK[node] {
-			rt, err := r.t.Routes(node)
-			if err != nil {
+		s := &w.sw[int(node)-w.hosts]
+		h = w.hops[s.first : s.first+s.ports]
+		switch {
+		case s.table >= 0:
+			g := w.tables[s.table].Lookup(d32)
+			if len(g) == 0 {
+				port = -1
 				break
 			}
-			r.rts[node], r.rtOK[node] = rt, true
+			port = int(g[fabric.ECMPChoice(s.seed, hdr, len(g))])
+		case d32 >= s.lo && d32 < s.hi:
+			if s.size == 1 {
+				port = int(s.base + (d32-s.lo)/s.width*s.stride)
+			} else {
+				port = int(s.base+(d32-s.lo)/s.width*s.stride) + fabric.ECMPChoice(s.seed, hdr, int(s.size))
+			}
+		case s.upN > 0:
+			port = int(s.upLo) + fabric.ECMPChoice(s.seed, hdr, int(s.upN))
+		default:
+			port = -1
 		}
-		g := r.rts[node].Lookup(int32(dst))
-		if len(g) == 0 {
-			break
-		}
-		port = int(g[fabric.ECMPChoice(r.ecmpSeeds[node], hdr, len(g))])
 	}
 	r.scratch = r.scratch[:first]
 	return 0, false

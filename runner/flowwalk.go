@@ -1,0 +1,148 @@
+package runner
+
+import (
+	"github.com/lockstepsim/lockstep/fabric"
+	"github.com/lockstepsim/lockstep/sim"
+	"github.com/lockstepsim/lockstep/topo"
+)
+
+// walkHop is one local port of a node as hashedWalk reads it: 16 bytes, so a hop of a walk
+// reads one small entry instead of the link's topo.Link (80 bytes) and the topology's
+// LinkOf and Peer.
+type walkHop struct {
+	// d is the directed link leaving the node by the port (2k from link k's A end, 2k+1
+	// from its B end); -1 when the port is unconnected (LinkOf or Peer not ok).
+	d int32
+	// peer is the node at the port's far end.
+	peer int32
+	// lat is what crossing the link adds to a walk's one-way latency: the link's Delay, and
+	// for a switch's port also its store and forward (flowRouter.storeForward): a walk
+	// leaves a host only by its first link, whose serialisation is the transfer itself.
+	lat sim.Time
+}
+
+// walkSwitch is one switch's forwarding table and ECMP seed as hashedWalk reads them, in
+// one 64-byte cache line. A table whose entries are a regular run of destination host
+// ranges, each with a contiguous group of ports at a fixed stride (every table of a Clos or
+// fat-tree, topo.Layout.Routes), is held as that run: entry i covers hosts [lo + i*width,
+// lo + (i+1)*width), the last cut at hi, with ports base + i*stride .. + size-1, and Up is
+// ports upLo .. upLo + upN - 1. Any other table keeps its fabric.RouteTable (table >= 0), looked up as the
+// fabric does.
+type walkSwitch struct {
+	seed               uint64 // the switch's ECMP hash seed (fabric.ECMPSeeds)
+	first, ports       int32  // its ports' entries: walkTables.hops[first : first+ports]
+	lo, width, hi      int32  // the regular run of entries: hosts [lo, hi), width each
+	base, stride, size int32  // entry i's group: ports base + i*stride + [0, size)
+	upLo, upN          int32  // the Up group: ports upLo + [0, upN); upN 0: none
+	table              int32  // >= 0: the table is irregular, walkTables.tables[table]
+	_                  [12]byte
+}
+
+// walkTables is what hashedWalk walks: every node's ports (walkHop), every switch's
+// forwarding table (walkSwitch), both built once from the topology (buildWalkTables).
+type walkTables struct {
+	hosts    int
+	hostPort []int32             // host h's ports are hops[hostPort[h] : hostPort[h+1]]
+	hops     []walkHop           // every node's ports, node by node
+	sw       []walkSwitch        // switch n's at sw[n - hosts]
+	tables   []fabric.RouteTable // the irregular tables
+}
+
+// buildWalkTables builds the walk tables of r's topology: every port of every node (ports
+// numbered up to the highest local port a link of Topology.Links uses, each read through
+// LinkOf and Peer) and every switch's table (Topology.Routes; a switch whose table is an
+// error is left without routes, as hashedWalk stops there). seeds are the nodes' ECMP seeds.
+func (r *flowRouter) buildWalkTables(seeds []uint64) *walkTables {
+	hosts, nodes := r.t.NumHosts(), r.t.NumNodes()
+	nports := make([]int32, nodes)
+	for _, l := range r.links {
+		for _, e := range [2]topo.Endpoint{l.A, l.B} {
+			if e.Node >= 0 && e.Node < nodes && e.Port >= 0 {
+				nports[e.Node] = max(nports[e.Node], int32(e.Port+1))
+			}
+		}
+	}
+	total := 0
+	for _, n := range nports {
+		total += int(n)
+	}
+	w := &walkTables{hosts: hosts, hostPort: make([]int32, hosts+1), hops: make([]walkHop, 0, total), sw: make([]walkSwitch, nodes-hosts)}
+	for n := range nodes {
+		if n < hosts {
+			w.hostPort[n+1] = int32(len(w.hops)) + nports[n]
+		} else {
+			s := &w.sw[n-hosts]
+			s.seed, s.first, s.ports = seeds[n], int32(len(w.hops)), nports[n]
+			s.table = -1
+			if rt, err := r.t.Routes(n); err != nil {
+				s.width = 1 // no entries, no Up: no route
+			} else if !s.regular(&rt) {
+				s.table = int32(len(w.tables))
+				w.tables = append(w.tables, rt)
+			}
+		}
+		for p := range int(nports[n]) {
+			h := walkHop{d: -1}
+			k, ok := r.t.LinkOf(n, p)
+			peer, ok2 := r.t.Peer(n, p)
+			if ok && ok2 {
+				h.d = int32(2 * k)
+				if r.links[k].A.Node != n {
+					h.d++
+				}
+				h.peer = int32(peer.Node)
+				h.lat = r.links[k].Delay
+				if n >= hosts {
+					h.lat += r.storeForward(k)
+				}
+			}
+			w.hops = append(w.hops, h)
+		}
+	}
+	return w
+}
+
+// regular sets s's regular run from rt and reports whether rt is one (walkSwitch): its
+// entries back to back at one width, each a contiguous group of one size at one stride,
+// the last possibly cut short (topo.Layout.Routes cuts the last range at the last host),
+// and Up contiguous.
+func (s *walkSwitch) regular(rt *fabric.RouteTable) bool {
+	contiguous := func(ps []uint16) bool {
+		for i := 1; i < len(ps); i++ {
+			if int(ps[i]) != int(ps[0])+i {
+				return false
+			}
+		}
+		return true
+	}
+	if !contiguous(rt.Up) {
+		return false
+	}
+	if len(rt.Up) > 0 {
+		s.upLo, s.upN = int32(rt.Up[0]), int32(len(rt.Up))
+	}
+	e := rt.Entries
+	s.width = 1
+	if len(e) == 0 {
+		return true
+	}
+	s.lo, s.width = e[0].HostLo, e[0].HostHi-e[0].HostLo
+	if s.width <= 0 || len(e[0].Ports) == 0 {
+		return false
+	}
+	s.base, s.size = int32(e[0].Ports[0]), int32(len(e[0].Ports))
+	if len(e) > 1 && len(e[1].Ports) > 0 {
+		s.stride = int32(e[1].Ports[0]) - s.base
+	}
+	for i, x := range e {
+		lo := s.lo + int32(i)*s.width
+		if x.HostLo != lo || !contiguous(x.Ports) || int32(len(x.Ports)) != s.size || int32(x.Ports[0]) != s.base+int32(i)*s.stride {
+			return false
+		}
+		if x.HostHi != lo+s.width && (i != len(e)-1 || x.HostHi < lo+1 || x.HostHi > lo+s.width) {
+			return false
+		}
+	}
+	s.hi = e[len(e)-1].HostHi
+	return true
+}
