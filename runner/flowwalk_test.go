@@ -14,9 +14,10 @@ import (
 // refHashedWalk is hashedWalk as it was before the walk tables (session 40): every hop
 // through the topology's LinkOf, Peer and Routes and the link's topo.Link. The compact walk
 // must give exactly its links, latency and outcome (TestHashedWalkCompactMatchesTopology).
-func refHashedWalk(r *flowRouter, seeds []uint64, src, dst, plane int, hdr *fabric.Packet) ([]int32, sim.Time, bool) {
+// rts holds every node's forwarding table (Topology.Routes), ok false where it is an error.
+func refHashedWalk(r *flowRouter, seeds []uint64, rts []refRoutes, src, dst, plane int, hdr *fabric.Packet, out []int32) ([]int32, sim.Time, bool) {
 	hosts := r.t.NumHosts()
-	var out []int32
+	out = out[:0]
 	var lat sim.Time
 	node, port := src, plane
 	for hop := 0; hop <= topo.MaxHops; hop++ {
@@ -41,17 +42,32 @@ func refHashedWalk(r *flowRouter, seeds []uint64, src, dst, plane int, hdr *fabr
 		if node < hosts {
 			break
 		}
-		rt, err := r.t.Routes(node)
-		if err != nil {
+		if !rts[node].ok {
 			break
 		}
-		g := rt.Lookup(int32(dst))
+		g := rts[node].rt.Lookup(int32(dst))
 		if len(g) == 0 {
 			break
 		}
 		port = int(g[fabric.ECMPChoice(seeds[node], hdr, len(g))])
 	}
 	return nil, 0, false
+}
+
+// refRoutes is a node's forwarding table as refHashedWalk reads it.
+type refRoutes struct {
+	rt fabric.RouteTable
+	ok bool
+}
+
+// allRoutes returns every node's forwarding table.
+func allRoutes(t topo.Topology) []refRoutes {
+	out := make([]refRoutes, t.NumNodes())
+	for n := range out {
+		rt, err := t.Routes(n)
+		out[n] = refRoutes{rt, err == nil}
+	}
+	return out
 }
 
 // cutTopology is a topology with some ports unconnected (a link taken out of the build): its
@@ -128,6 +144,7 @@ func TestHashedWalkCompactMatchesTopology(t *testing.T) {
 			r, _ := newFlowRouter(tp, fabricModelForWalk(), nil, 5, 0, 0, 0)
 			r.ecmpShared = tc.shared
 			seeds := fabric.ECMPSeeds(r.seed, tp.NumNodes(), tc.shared)
+			rts := allRoutes(tp)
 			hosts := tp.NumHosts()
 			walked, failed := 0, 0
 			for src := range hosts {
@@ -138,7 +155,7 @@ func TestHashedWalkCompactMatchesTopology(t *testing.T) {
 					for plane := range tp.Params().Planes + 1 { // one past the last: no such port
 						for _, sp := range []uint16{0, 4097, 49152, 65535} {
 							hdr := fabric.Packet{Proto: fabric.ProtoRoCE, Src: int32(src), Dst: int32(dst), SrcPort: sp, DstPort: 4791}
-							want, wantLat, wantOK := refHashedWalk(r, seeds, src, dst, plane, &hdr)
+							want, wantLat, wantOK := refHashedWalk(r, seeds, rts, src, dst, plane, &hdr, nil)
 							r.scratch = append(r.scratch[:0], -7) // a walk appends after what is there
 							lat, ok := r.hashedWalk(src, dst, plane, &hdr)
 							got := r.scratch[1:]
@@ -254,6 +271,31 @@ func BenchmarkHashedWalk(b *testing.B) {
 		hdr.Src, hdr.Dst, hdr.SrcPort = int32(src), int32(dst), uint16(i)
 		r.scratch = r.scratch[:0]
 		if _, ok := r.hashedWalk(src, dst, i%8, &hdr); !ok {
+			b.Fatalf("h%d -> h%d: no path", src, dst)
+		}
+	}
+}
+
+// BenchmarkHashedWalkRef is BenchmarkHashedWalk on the old walk (refHashedWalk), for the
+// comparison in docs/flow-agreement.md "Speed".
+func BenchmarkHashedWalkRef(b *testing.B) {
+	l, err := topo.Clos{Tiers: 2, Planes: 8, Radix: 128, HostLink: 100 * sim.Gbps}.Layout()
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, _ := newFlowRouter(l, fabricModelForWalk(), nil, 1, 0, 0, 0)
+	seeds := fabric.ECMPSeeds(1, l.NumNodes(), false)
+	rts := allRoutes(l)
+	out := make([]int32, 0, topo.MaxHops+1)
+	hosts := l.NumHosts()
+	hdr := fabric.Packet{Proto: fabric.ProtoRoCE, DstPort: 4791}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		src := int(uint64(i) * 0x9e3779b97f4a7c15 % uint64(hosts))
+		dst := (src + 1 + i%(hosts-1)) % hosts
+		hdr.Src, hdr.Dst, hdr.SrcPort = int32(src), int32(dst), uint16(i)
+		if _, _, ok := refHashedWalk(r, seeds, rts, src, dst, i%8, &hdr, out); !ok {
 			b.Fatalf("h%d -> h%d: no path", src, dst)
 		}
 	}
