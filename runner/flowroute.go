@@ -48,7 +48,9 @@ type flowRouter struct {
 	// topology is no Clos).
 	bundle []int32
 	bt     *bundleTable // the same, indexed for routing without walking a path
-	pt     *planeTable  // instead, per-plane bundles of adaptively routed QPs (flowadaptive.go)
+	// pickBuf holds pick's path indices, reused from call to call.
+	pickBuf []int
+	pt      *planeTable // instead, per-plane bundles of adaptively routed QPs (flowadaptive.go)
 	// dead marks the directed links a new route avoids (nil: none), as the transport sees
 	// the fabric: set by the flow-level fault model (flowFaults). Bundled MRC routes do not
 	// read it (a failure lowers its bundle's capacity instead).
@@ -65,7 +67,7 @@ type flowRouter struct {
 	// walking 8 planes' paths hop by hop was a quarter of a RoCE run. routeLinks holds each
 	// route's paths as a length followed by the links, in chunks of routeChunk int32 that
 	// are never reallocated (a route lies in one chunk). Bounded by routeCacheLinks.
-	routes     map[routeKey]routeVal
+	routes     *routeTable
 	routeLinks [][]int32
 	routeUsed  int // int32 held in routeLinks
 	// hostPort maps every directed link to its host's port bundle when a transport that
@@ -87,15 +89,18 @@ type flowRouter struct {
 }
 
 // routeKey and routeVal are an entry of flowRouter.routes: the paths' start in routeLinks,
-// their number and the route's latency.
+// their number and the route's latency. Chunk indices stay below 1 << 11 (routeCacheLinks
+// over routeChunk, plus the chunks a route too long for the last one's rest starts), so ref
+// fits an int32.
 type routeKey struct {
 	src, dst int32
 	key      uint64
 }
 
 type routeVal struct {
-	chunk, off, paths int32
-	lat               sim.Time
+	ref   int32 // chunk x routeChunk + offset in the chunk (routeChunk is 1 << 20)
+	paths int32
+	lat   sim.Time
 }
 
 // routeCacheLinks bounds flowRouter.routes: at most this many int32 in routeLinks (128 MB),
@@ -106,7 +111,8 @@ type routeVal struct {
 // 2.3 million more routes cached, not one more hit).
 const routeCacheLinks = 32 << 20
 
-// routeChunk is the size of one chunk of flowRouter.routeLinks, in int32 (4 MB).
+// routeChunk is the size of one chunk of flowRouter.routeLinks, in int32 (4 MB); routeVal.ref
+// holds an offset in 20 bits.
 const routeChunk = 1 << 20
 
 // bundleTable is what routing a bundled flow needs: each host's, T0's and pod's bundle per
@@ -338,9 +344,9 @@ func (r *flowRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Pa
 	}
 	cacheable := r.dead == nil && !r.spray
 	if cacheable && r.routes != nil {
-		if v, ok := r.routes[routeKey{int32(src), int32(dst), key}]; ok {
+		if v, ok := r.routes.get(routeKey{int32(src), int32(dst), key}); ok {
 			buf = buf[:0]
-			c, o := r.routeLinks[v.chunk], int(v.off)
+			c, o := r.routeLinks[v.ref>>20], int(v.ref&(routeChunk-1))
 			for range v.paths {
 				k := int(c[o])
 				buf = append(buf, flow.Path{Links: c[o+1 : o+1+k : o+1+k], Weight: 1})
@@ -415,21 +421,21 @@ func (r *flowRouter) cacheRoute(k routeKey, paths []flow.Path, lat sim.Time) {
 		return
 	}
 	if r.routes == nil {
-		r.routes = make(map[routeKey]routeVal)
+		r.routes = &routeTable{}
 	}
 	if n := len(r.routeLinks); n == 0 || len(r.routeLinks[n-1])+need > routeChunk {
 		r.routeLinks = append(r.routeLinks, make([]int32, 0, routeChunk))
 	}
 	ci := len(r.routeLinks) - 1
 	c := r.routeLinks[ci]
-	v := routeVal{chunk: int32(ci), off: int32(len(c)), paths: int32(len(paths)), lat: lat}
+	v := routeVal{ref: int32(ci<<20 | len(c)), paths: int32(len(paths)), lat: lat}
 	for _, p := range paths {
 		c = append(c, int32(len(p.Links)))
 		c = append(c, p.Links...)
 	}
 	r.routeLinks[ci] = c
 	r.routeUsed += need
-	r.routes[k] = v
+	r.routes.put(k, v)
 }
 
 // detours replaces every path of buf (path indices idx) that crosses a dead link by a
@@ -601,8 +607,10 @@ func (r *flowRouter) bundledWalk(src, dst int, buf []flow.Path) ([]flow.Path, si
 // paths that are not live, and samples every live path when none of its own is; a hashed
 // QP rehashes a choice that is not live until it finds one (a flow on a live path keeps
 // it). When nothing is live the choice stands (the flow stalls).
+//
+// The indices are in a buffer of r's, valid until the next pick.
 func (r *flowRouter) pick(src, dst, per int, key uint64, live func(i int) bool) []int {
-	var idx []int
+	idx := r.pickBuf[:0]
 	if r.spray {
 		// Evenly spaced from an offset of the flow's own, so that flows sampling fewer paths
 		// than there are still cover every uplink together (a fixed offset would leave the
@@ -615,6 +623,7 @@ func (r *flowRouter) pick(src, dst, per int, key uint64, live func(i int) bool) 
 			}
 		}
 		if live == nil {
+			r.pickBuf = idx
 			return idx
 		}
 		kept := make([]int, 0, len(idx))
@@ -633,6 +642,7 @@ func (r *flowRouter) pick(src, dst, per int, key uint64, live func(i int) bool) 
 			}
 		}
 		if len(kept) == 0 {
+			r.pickBuf = idx
 			return idx
 		}
 		return kept
@@ -660,6 +670,7 @@ func (r *flowRouter) pick(src, dst, per int, key uint64, live func(i int) bool) 
 			idx = append(idx, i)
 		}
 	}
+	r.pickBuf = idx
 	return idx
 }
 

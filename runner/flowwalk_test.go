@@ -300,3 +300,39 @@ func BenchmarkHashedWalkRef(b *testing.B) {
 		}
 	}
 }
+
+// routeTable holds what a Go map would: 0 to 5,000 routes under keys that collide in
+// their low bits, stored, replaced and looked up again across the table's growth, and
+// keys never stored are not found.
+func TestRouteTableMatchesMap(t *testing.T) {
+	for _, n := range []int{0, 1, 511, 512, 513, 5000} {
+		var tb *routeTable
+		if _, ok := tb.get(routeKey{1, 2, 3}); ok {
+			t.Fatal("a nil table found a route")
+		}
+		tb = &routeTable{}
+		want := map[routeKey]routeVal{}
+		key := func(i int) routeKey { return routeKey{int32(i % 37), int32(i / 37), uint64(i) << 44} }
+		for i := range n {
+			v := routeVal{ref: int32(i), paths: int32(1 + i%8), lat: sim.Time(i)}
+			tb.put(key(i), v)
+			want[key(i)] = v
+			if i%3 == 0 { // replace an earlier route
+				k := key(i / 2)
+				v := routeVal{ref: -int32(i), paths: 9, lat: 7}
+				tb.put(k, v)
+				want[k] = v
+			}
+		}
+		if tb.n != len(want) {
+			t.Fatalf("%d puts: %d routes held, want %d", n, tb.n, len(want))
+		}
+		for i := range n + 100 {
+			got, ok := tb.get(key(i))
+			w, wok := want[key(i)]
+			if ok != wok || got != w {
+				t.Fatalf("%d puts, key %v: %v %v, want %v %v", n, key(i), got, ok, w, wok)
+			}
+		}
+	}
+}
