@@ -152,7 +152,7 @@ func (s *walkSwitch) regular(rt *fabric.RouteTable) bool {
 // cache line) where a Go map reads its directory, its table's control word and the slot
 // (the cache's lookups were 4.5 s of a 131,072-GPU RoCE step, train-405b-131k-roce,
 // mostly misses: the 2.6 million one-shot routes of the gradient collectives). A nil table
-// holds nothing.
+// holds nothing, as does a zero one.
 type routeTable struct {
 	slots []routeSlot // len a power of two
 	n     int         // routes held
@@ -173,7 +173,7 @@ func routeHash(k routeKey, mask int) int {
 
 // get returns the route stored under k.
 func (t *routeTable) get(k routeKey) (routeVal, bool) {
-	if t == nil {
+	if t == nil || len(t.slots) == 0 {
 		return routeVal{}, false
 	}
 	mask := len(t.slots) - 1
