@@ -83,7 +83,7 @@ type flowRouter struct {
 	// hashedWalk reads, with every switch's seed (fabric.ECMPSeeds), built on first use
 	// from the topology (buildWalkTables). See hashedWalk.
 	ecmpShared bool
-	owners     map[uint64]uint64
+	owners     u64Table
 	hdr        fabric.Packet
 	wt         *walkTables
 }
@@ -737,16 +737,13 @@ func (r *flowRouter) setOwner(key, owner uint64) {
 	if r.model.QPTuple.Proto == 0 || r.spray {
 		return
 	}
-	if r.owners == nil {
-		r.owners = make(map[uint64]uint64)
-	}
-	r.owners[key] = owner
+	r.owners.put(key, owner)
 }
 
 // ownerOf returns the owner registered for key, else one of key's own (a flow the packet
 // level has no counterpart of keeps a hash of its own, the same in distribution).
 func (r *flowRouter) ownerOf(key uint64) uint64 {
-	if o, ok := r.owners[key]; ok {
+	if o, ok := r.owners.get(key); ok {
 		return o
 	}
 	return 1<<62 | key>>2

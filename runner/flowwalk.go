@@ -214,3 +214,77 @@ func (t *routeTable) put(k routeKey, v routeVal) {
 		}
 	}
 }
+
+// u64Table is a map of uint64 to uint64 in one open-addressing array of 16-byte slots,
+// linear probing, at most half full (key 0 held apart, a slot's 0 key marking it empty):
+// the router's per-key records (flowRouter.owners) and the training backend's groups
+// (trainFlowBackend.groups), looked up on every route and launch, where a Go map's lookup
+// reads its directory, its table's control word and the slot. The zero table is empty.
+type u64Table struct {
+	slots   []u64Slot // len a power of two (or 0)
+	n       int       // keys held in slots
+	zero    uint64    // the value of key 0
+	hasZero bool
+}
+
+// u64Slot is one slot of a u64Table.
+type u64Slot struct{ k, v uint64 }
+
+// get returns the value of key k.
+func (t *u64Table) get(k uint64) (uint64, bool) {
+	if k == 0 {
+		return t.zero, t.hasZero
+	}
+	if len(t.slots) == 0 {
+		return 0, false
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := mix(k) & mask; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.k == k {
+			return s.v, true
+		}
+		if s.k == 0 {
+			return 0, false
+		}
+	}
+}
+
+// put sets key k's value to v.
+func (t *u64Table) put(k, v uint64) {
+	if k == 0 {
+		t.zero, t.hasZero = v, true
+		return
+	}
+	if 2*(t.n+1) > len(t.slots) {
+		old := t.slots
+		t.slots = make([]u64Slot, max(64, 2*len(old)))
+		t.n = 0
+		for _, s := range old {
+			if s.k != 0 {
+				t.put(s.k, s.v)
+			}
+		}
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := mix(k) & mask; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.k == k {
+			s.v = v
+			return
+		}
+		if s.k == 0 {
+			*s = u64Slot{k, v}
+			t.n++
+			return
+		}
+	}
+}
+
+// len returns the number of keys held.
+func (t *u64Table) len() int {
+	if t.hasZero {
+		return t.n + 1
+	}
+	return t.n
+}

@@ -336,3 +336,36 @@ func TestRouteTableMatchesMap(t *testing.T) {
 		}
 	}
 }
+
+// u64Table holds what a Go map would: 0 to 5,000 keys, sequential (as a connection's keys
+// are), spread and 0, set, reset and looked up again across the table's growth; keys never
+// set are not found.
+func TestU64TableMatchesMap(t *testing.T) {
+	for _, n := range []int{0, 1, 31, 32, 33, 5000} {
+		for _, stride := range []uint64{1, 0x9e3779b97f4a7c15} {
+			var tb u64Table
+			want := map[uint64]uint64{}
+			for i := range uint64(n) {
+				k := i * stride
+				tb.put(k, i+7)
+				want[k] = i + 7
+				if i%3 == 0 {
+					tb.put(k/2*stride, i)
+					want[k/2*stride] = i
+				}
+			}
+			if tb.len() != len(want) {
+				t.Fatalf("n %d stride %d: %d keys held, want %d", n, stride, tb.len(), len(want))
+			}
+			for i := range uint64(n + 100) {
+				for _, k := range []uint64{i * stride, i*stride + 3} {
+					got, ok := tb.get(k)
+					w, wok := want[k]
+					if ok != wok || got != w {
+						t.Fatalf("n %d stride %d key %d: %d %v, want %d %v", n, stride, k, got, ok, w, wok)
+					}
+				}
+			}
+		}
+	}
+}
