@@ -769,13 +769,25 @@ func (r *flowRouter) hashedWalk(src, dst, plane int, hdr *fabric.Packet) (sim.Ti
 	first := len(r.scratch)
 	var lat sim.Time
 	d32 := int32(dst)
-	h := w.hops[w.hostPort[src]:w.hostPort[src+1]]
+	h := w.hops
+	n, nports, tier, down := src, int(w.hostPort[src+1]-w.hostPort[src]), -1, 0
+	if h != nil {
+		h = h[w.hostPort[src]:w.hostPort[src+1]]
+	}
 	port := plane
 	for hop := 0; hop <= topo.MaxHops; hop++ { // at most MaxHops + 1 links, as walk's paths
-		if port < 0 || port >= len(h) || h[port].d < 0 {
+		if port < 0 || port >= nports {
 			break
 		}
-		e := &h[port]
+		var e walkHop
+		if h == nil {
+			e = w.layoutHop(n, port, tier, down)
+		} else {
+			e = h[port]
+		}
+		if e.d < 0 {
+			break
+		}
 		r.scratch = append(r.scratch, e.d)
 		lat += e.lat
 		node := e.peer
@@ -786,7 +798,10 @@ func (r *flowRouter) hashedWalk(src, dst, plane int, hdr *fabric.Packet) (sim.Ti
 			break
 		}
 		s := &w.sw[int(node)-w.hosts]
-		h = w.hops[s.first : s.first+s.ports]
+		n, nports, tier, down = int(node), int(s.ports), int(s.tier), int(s.down)
+		if h != nil {
+			h = w.hops[s.first : s.first+s.ports]
+		}
 		switch {
 		case s.table >= 0:
 			g := w.tables[s.table].Lookup(d32)

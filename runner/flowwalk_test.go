@@ -113,13 +113,14 @@ func TestHashedWalkCompactMatchesTopology(t *testing.T) {
 		name, topology string
 		cut            func(l []topo.Link) []int // links to take out
 		shared         bool
+		wrap           bool // hide the layout: its hops read from the port table
 	}{
-		{"2 tiers 1 plane", "{clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}", nil, false},
-		{"2 tiers 4 planes cut T0", "{clos: {tiers: 2, planes: 4, radix: 8, hosts: 13, host_link: 100G}}", nil, false},
-		{"2 tiers oversubscribed", "{clos: {tiers: 2, planes: 2, radix: 16, hosts: 40, host_link: 400G, oversubscription: [3]}}", nil, false},
-		{"3 tiers 1 plane", "{clos: {tiers: 3, planes: 1, radix: 8, host_link: 100G}}", nil, false},
-		{"3 tiers 4 planes shared seed", "{clos: {tiers: 3, planes: 4, radix: 8, hosts: 60, host_link: 100G}}", nil, true},
-		{"3 tiers oversubscribed", "{clos: {tiers: 3, planes: 2, radix: 8, hosts: 96, host_link: 100G, oversubscription: [3, 3]}}", nil, false},
+		{"2 tiers 1 plane", "{clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}", nil, false, false},
+		{"2 tiers 4 planes cut T0", "{clos: {tiers: 2, planes: 4, radix: 8, hosts: 13, host_link: 100G}}", nil, false, false},
+		{"2 tiers oversubscribed", "{clos: {tiers: 2, planes: 2, radix: 16, hosts: 40, host_link: 400G, oversubscription: [3]}}", nil, false, false},
+		{"3 tiers 1 plane", "{clos: {tiers: 3, planes: 1, radix: 8, host_link: 100G}}", nil, false, false},
+		{"3 tiers 4 planes shared seed", "{clos: {tiers: 3, planes: 4, radix: 8, hosts: 60, host_link: 100G}}", nil, true, false},
+		{"3 tiers oversubscribed", "{clos: {tiers: 3, planes: 2, radix: 8, hosts: 96, host_link: 100G, oversubscription: [3, 3]}}", nil, false, false},
 		{"3 tiers links down", "{clos: {tiers: 3, planes: 2, radix: 8, host_link: 100G}}", func(l []topo.Link) []int {
 			var ks []int
 			for lv := range 3 {
@@ -131,15 +132,21 @@ func TestHashedWalkCompactMatchesTopology(t *testing.T) {
 				}
 			}
 			return ks
-		}, false},
-		{"fat tree", "{fat_tree: {k: 4, host_link: 100G}}", nil, false},
-		{"rail", "{rail: {servers: 4, gpus_per_server: 4, radix: 16, host_link: 400G}}", nil, false},
-		{"torus", "{torus: {dims: 4x2x2, link_rate: 100G}}", nil, false},
+		}, false, false},
+		{"2 tiers 4 planes cut T0, port table", "{clos: {tiers: 2, planes: 4, radix: 8, hosts: 13, host_link: 100G}}", nil, false, true},
+		{"3 tiers oversubscribed shared seed, port table", "{clos: {tiers: 3, planes: 2, radix: 8, hosts: 96, host_link: 100G, oversubscription: [3, 3]}}", nil, true, true},
+		{"fat tree", "{fat_tree: {k: 4, host_link: 100G}}", nil, false, false},
+		{"rail", "{rail: {servers: 4, gpus_per_server: 4, radix: 16, host_link: 400G}}", nil, false, false},
+		{"torus", "{torus: {dims: 4x2x2, link_rate: 100G}}", nil, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, tp := parseDescribe(t, "topology: "+tc.topology+"\ntransport: {kind: roce}\nworkload: {collectives: [{op: all_reduce, bytes: 1MiB}]}\n")
-			if tc.cut != nil {
-				tp = withCut(tp, tc.cut(tp.Links())...)
+			if tc.cut != nil || tc.wrap {
+				var ks []int
+				if tc.cut != nil {
+					ks = tc.cut(tp.Links())
+				}
+				tp = withCut(tp, ks...)
 			}
 			r, _ := newFlowRouter(tp, fabricModelForWalk(), nil, 5, 0, 0, 0)
 			r.ecmpShared = tc.shared
@@ -177,7 +184,10 @@ func TestHashedWalkCompactMatchesTopology(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("irregular tables %d of %d switches", len(r.wt.tables), len(r.wt.sw))
+			t.Logf("irregular tables %d of %d switches, computed hops %v", len(r.wt.tables), len(r.wt.sw), r.wt.lay != nil)
+			if _, isLayout := tp.(*topo.Layout); isLayout != (r.wt.lay != nil) {
+				t.Errorf("hops computed %v on a %T; want them computed on every layout, read from the table elsewhere", r.wt.lay != nil, tp)
+			}
 			if walked == 0 || failed == 0 {
 				t.Fatalf("%d walks ended at their destination, %d did not; want both", walked, failed)
 			}
@@ -252,27 +262,35 @@ func TestHashedWalkMatchesFabric(t *testing.T) {
 
 // BenchmarkHashedWalk walks QPs' hashed paths on a 2-tier Clos of 8 planes of radix-128
 // switches (8,192 hosts), pairs spread over the fabric: the route walk of a RoCE flow the
-// route cache has not seen. 0 allocations per walk.
+// route cache has not seen, with its hops computed from the layout (layout) and read from
+// the port table (port table: the layout hidden). 0 allocations per walk.
 func BenchmarkHashedWalk(b *testing.B) {
 	l, err := topo.Clos{Tiers: 2, Planes: 8, Radix: 128, HostLink: 100 * sim.Gbps}.Layout()
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, _ := newFlowRouter(l, fabricModelForWalk(), nil, 1, 0, 0, 0)
-	r.scratch = make([]int32, 0, topo.MaxHops+1)
-	hosts := l.NumHosts()
-	hdr := fabric.Packet{Proto: fabric.ProtoRoCE, DstPort: 4791}
-	r.hashedWalk(0, 1, 0, &hdr) // build the walk tables
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		src := int(uint64(i) * 0x9e3779b97f4a7c15 % uint64(hosts))
-		dst := (src + 1 + i%(hosts-1)) % hosts
-		hdr.Src, hdr.Dst, hdr.SrcPort = int32(src), int32(dst), uint16(i)
-		r.scratch = r.scratch[:0]
-		if _, ok := r.hashedWalk(src, dst, i%8, &hdr); !ok {
-			b.Fatalf("h%d -> h%d: no path", src, dst)
-		}
+	for _, tc := range []struct {
+		name string
+		t    topo.Topology
+	}{{"layout", l}, {"port table", withCut(l)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			r, _ := newFlowRouter(tc.t, fabricModelForWalk(), nil, 1, 0, 0, 0)
+			r.scratch = make([]int32, 0, topo.MaxHops+1)
+			hosts := l.NumHosts()
+			hdr := fabric.Packet{Proto: fabric.ProtoRoCE, DstPort: 4791}
+			r.hashedWalk(0, 1, 0, &hdr) // build the walk tables
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				src := int(uint64(i) * 0x9e3779b97f4a7c15 % uint64(hosts))
+				dst := (src + 1 + i%(hosts-1)) % hosts
+				hdr.Src, hdr.Dst, hdr.SrcPort = int32(src), int32(dst), uint16(i)
+				r.scratch = r.scratch[:0]
+				if _, ok := r.hashedWalk(src, dst, i%8, &hdr); !ok {
+					b.Fatalf("h%d -> h%d: no path", src, dst)
+				}
+			}
+		})
 	}
 }
 
