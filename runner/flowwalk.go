@@ -137,7 +137,12 @@ func (r *flowRouter) layoutRule(w *walkTables, l *topo.Layout, nports []int32) (
 		}
 	}()
 	var seen [4][2]bool
+	var hops []walkHop // node n's ports, through the topology
 	for n := range len(nports) {
+		hops = hops[:0]
+		for p := range int(nports[n]) {
+			hops = append(hops, r.portHop(n, p))
+		}
 		tier, down := -1, 0
 		if n >= hosts {
 			_, t, _, found := l.Locate(n)
@@ -146,15 +151,14 @@ func (r *flowRouter) layoutRule(w *walkTables, l *topo.Layout, nports []int32) (
 			}
 			tier = t
 			// The down count: the ports up to the last one that leads down.
-			for p := range int(nports[n]) {
-				if h := r.portHop(n, p); h.d >= 0 && h.d%2 == 1 {
+			for p, h := range hops {
+				if h.d >= 0 && h.d%2 == 1 {
 					down = p + 1
 				}
 			}
 			w.sw[n-hosts].tier, w.sw[n-hosts].down = int32(tier), int32(down)
 		}
-		for p := range int(nports[n]) {
-			want := r.portHop(n, p)
+		for p, want := range hops {
 			if want.d < 0 {
 				continue // unconnected: layoutHop asks the layout the same
 			}
