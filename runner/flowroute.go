@@ -75,9 +75,7 @@ type flowRouter struct {
 	// nil when they are not.
 	hostPort []int32
 	// For a transport that does not spray and gives its packets' 5-tuple
-	// (FlowModel.QPTuple): ecmpShared is fabric.ecmp_seed shared; ecmpSeeds every node's
-	// ECMP seed (fabric.ECMPSeeds, made on first use), rts and rtOK the switches' forwarding
-	// tables as the fabric has them (Topology.Routes, on first use); owners the owner
+	// (FlowModel.QPTuple): ecmpShared is fabric.ecmp_seed shared; owners the owner
 	// (transport.FlowOwner, CollectiveOwner) of each Router key its callers registered
 	// (setOwner); hdr the header being hashed; wt the ports and forwarding tables
 	// hashedWalk reads, with every switch's seed (fabric.ECMPSeeds), built on first use
@@ -756,7 +754,9 @@ func (r *flowRouter) ownerOf(key uint64) uint64 {
 // (fabric.ECMPChoice, fabric.ECMPSeeds): the path the packet level's switches give that QP
 // (fabric.Network.ECMPPath; TestHashedWalkMatchesFabric). It returns the path's one-way
 // latency as walk does, and false, with r.scratch as it was, when a port is unconnected, a
-// switch has no route or the walk exceeds topo.MaxHops.
+// switch has no route or the walk exceeds topo.MaxHops. It reads the compact tables of
+// runner/flowwalk.go (walkTables), built on its first call: the same path as reading the
+// topology hop by hop (TestHashedWalkCompactMatchesTopology), a fraction of the cache lines.
 func (r *flowRouter) hashedWalk(src, dst, plane int, hdr *fabric.Packet) (sim.Time, bool) {
 	w := r.wt
 	if w == nil {
