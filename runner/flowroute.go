@@ -48,7 +48,9 @@ type flowRouter struct {
 	// topology is no Clos).
 	bundle []int32
 	bt     *bundleTable // the same, indexed for routing without walking a path
-	pt     *planeTable  // instead, per-plane bundles of adaptively routed QPs (flowadaptive.go)
+	// pickBuf holds pick's path indices, reused from call to call.
+	pickBuf []int
+	pt      *planeTable // instead, per-plane bundles of adaptively routed QPs (flowadaptive.go)
 	// dead marks the directed links a new route avoids (nil: none), as the transport sees
 	// the fabric: set by the flow-level fault model (flowFaults). Bundled MRC routes do not
 	// read it (a failure lowers its bundle's capacity instead).
@@ -65,7 +67,7 @@ type flowRouter struct {
 	// walking 8 planes' paths hop by hop was a quarter of a RoCE run. routeLinks holds each
 	// route's paths as a length followed by the links, in chunks of routeChunk int32 that
 	// are never reallocated (a route lies in one chunk). Bounded by routeCacheLinks.
-	routes     map[routeKey]routeVal
+	routes     *routeTable
 	routeLinks [][]int32
 	routeUsed  int // int32 held in routeLinks
 	// hostPort maps every directed link to its host's port bundle when a transport that
@@ -73,29 +75,30 @@ type flowRouter struct {
 	// nil when they are not.
 	hostPort []int32
 	// For a transport that does not spray and gives its packets' 5-tuple
-	// (FlowModel.QPTuple): ecmpShared is fabric.ecmp_seed shared; ecmpSeeds every node's
-	// ECMP seed (fabric.ECMPSeeds, made on first use), rts and rtOK the switches' forwarding
-	// tables as the fabric has them (Topology.Routes, on first use); owners the owner
+	// (FlowModel.QPTuple): ecmpShared is fabric.ecmp_seed shared; owners the owner
 	// (transport.FlowOwner, CollectiveOwner) of each Router key its callers registered
-	// (setOwner); hdr the header being hashed. See hashedWalk.
+	// (setOwner); hdr the header being hashed; wt the ports and forwarding tables
+	// hashedWalk reads, with every switch's seed (fabric.ECMPSeeds), built on first use
+	// from the topology (buildWalkTables). See hashedWalk.
 	ecmpShared bool
-	ecmpSeeds  []uint64
-	rts        []fabric.RouteTable
-	rtOK       []bool
-	owners     map[uint64]uint64
+	owners     u64Table
 	hdr        fabric.Packet
+	wt         *walkTables
 }
 
 // routeKey and routeVal are an entry of flowRouter.routes: the paths' start in routeLinks,
-// their number and the route's latency.
+// their number and the route's latency. Chunk indices stay below 1 << 11 (routeCacheLinks
+// over routeChunk, plus the chunks a route too long for the last one's rest starts), so ref
+// fits an int32.
 type routeKey struct {
 	src, dst int32
 	key      uint64
 }
 
 type routeVal struct {
-	chunk, off, paths int32
-	lat               sim.Time
+	ref   int32 // chunk x routeChunk + offset in the chunk (routeChunk is 1 << 20)
+	paths int32
+	lat   sim.Time
 }
 
 // routeCacheLinks bounds flowRouter.routes: at most this many int32 in routeLinks (128 MB),
@@ -106,7 +109,8 @@ type routeVal struct {
 // 2.3 million more routes cached, not one more hit).
 const routeCacheLinks = 32 << 20
 
-// routeChunk is the size of one chunk of flowRouter.routeLinks, in int32 (4 MB).
+// routeChunk is the size of one chunk of flowRouter.routeLinks, in int32 (4 MB); routeVal.ref
+// holds an offset in 20 bits.
 const routeChunk = 1 << 20
 
 // bundleTable is what routing a bundled flow needs: each host's, T0's and pod's bundle per
@@ -338,9 +342,9 @@ func (r *flowRouter) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Pa
 	}
 	cacheable := r.dead == nil && !r.spray
 	if cacheable && r.routes != nil {
-		if v, ok := r.routes[routeKey{int32(src), int32(dst), key}]; ok {
+		if v, ok := r.routes.get(routeKey{int32(src), int32(dst), key}); ok {
 			buf = buf[:0]
-			c, o := r.routeLinks[v.chunk], int(v.off)
+			c, o := r.routeLinks[v.ref>>20], int(v.ref&(routeChunk-1))
 			for range v.paths {
 				k := int(c[o])
 				buf = append(buf, flow.Path{Links: c[o+1 : o+1+k : o+1+k], Weight: 1})
@@ -415,21 +419,21 @@ func (r *flowRouter) cacheRoute(k routeKey, paths []flow.Path, lat sim.Time) {
 		return
 	}
 	if r.routes == nil {
-		r.routes = make(map[routeKey]routeVal)
+		r.routes = &routeTable{}
 	}
 	if n := len(r.routeLinks); n == 0 || len(r.routeLinks[n-1])+need > routeChunk {
 		r.routeLinks = append(r.routeLinks, make([]int32, 0, routeChunk))
 	}
 	ci := len(r.routeLinks) - 1
 	c := r.routeLinks[ci]
-	v := routeVal{chunk: int32(ci), off: int32(len(c)), paths: int32(len(paths)), lat: lat}
+	v := routeVal{ref: int32(ci<<20 | len(c)), paths: int32(len(paths)), lat: lat}
 	for _, p := range paths {
 		c = append(c, int32(len(p.Links)))
 		c = append(c, p.Links...)
 	}
 	r.routeLinks[ci] = c
 	r.routeUsed += need
-	r.routes[k] = v
+	r.routes.put(k, v)
 }
 
 // detours replaces every path of buf (path indices idx) that crosses a dead link by a
@@ -601,8 +605,10 @@ func (r *flowRouter) bundledWalk(src, dst int, buf []flow.Path) ([]flow.Path, si
 // paths that are not live, and samples every live path when none of its own is; a hashed
 // QP rehashes a choice that is not live until it finds one (a flow on a live path keeps
 // it). When nothing is live the choice stands (the flow stalls).
+//
+// The indices are in a buffer of r's, valid until the next pick.
 func (r *flowRouter) pick(src, dst, per int, key uint64, live func(i int) bool) []int {
-	var idx []int
+	idx := r.pickBuf[:0]
 	if r.spray {
 		// Evenly spaced from an offset of the flow's own, so that flows sampling fewer paths
 		// than there are still cover every uplink together (a fixed offset would leave the
@@ -615,6 +621,7 @@ func (r *flowRouter) pick(src, dst, per int, key uint64, live func(i int) bool) 
 			}
 		}
 		if live == nil {
+			r.pickBuf = idx
 			return idx
 		}
 		kept := make([]int, 0, len(idx))
@@ -633,6 +640,7 @@ func (r *flowRouter) pick(src, dst, per int, key uint64, live func(i int) bool) 
 			}
 		}
 		if len(kept) == 0 {
+			r.pickBuf = idx
 			return idx
 		}
 		return kept
@@ -660,6 +668,7 @@ func (r *flowRouter) pick(src, dst, per int, key uint64, live func(i int) bool) 
 			idx = append(idx, i)
 		}
 	}
+	r.pickBuf = idx
 	return idx
 }
 
@@ -726,16 +735,13 @@ func (r *flowRouter) setOwner(key, owner uint64) {
 	if r.model.QPTuple.Proto == 0 || r.spray {
 		return
 	}
-	if r.owners == nil {
-		r.owners = make(map[uint64]uint64)
-	}
-	r.owners[key] = owner
+	r.owners.put(key, owner)
 }
 
 // ownerOf returns the owner registered for key, else one of key's own (a flow the packet
 // level has no counterpart of keeps a hash of its own, the same in distribution).
 func (r *flowRouter) ownerOf(key uint64) uint64 {
-	if o, ok := r.owners[key]; ok {
+	if o, ok := r.owners.get(key); ok {
 		return o
 	}
 	return 1<<62 | key>>2
@@ -748,51 +754,73 @@ func (r *flowRouter) ownerOf(key uint64) uint64 {
 // (fabric.ECMPChoice, fabric.ECMPSeeds): the path the packet level's switches give that QP
 // (fabric.Network.ECMPPath; TestHashedWalkMatchesFabric). It returns the path's one-way
 // latency as walk does, and false, with r.scratch as it was, when a port is unconnected, a
-// switch has no route or the walk exceeds topo.MaxHops.
+// switch has no route or the walk exceeds topo.MaxHops. It reads the compact tables of
+// runner/flowwalk.go (walkTables), built on its first call: the same path as reading the
+// topology hop by hop (TestHashedWalkCompactMatchesTopology), a fraction of the cache lines.
 func (r *flowRouter) hashedWalk(src, dst, plane int, hdr *fabric.Packet) (sim.Time, bool) {
-	if r.ecmpSeeds == nil {
-		r.ecmpSeeds = fabric.ECMPSeeds(r.seed, r.t.NumNodes(), r.ecmpShared)
-		r.rts = make([]fabric.RouteTable, r.t.NumNodes())
-		r.rtOK = make([]bool, r.t.NumNodes())
+	w := r.wt
+	if w == nil {
+		w = r.buildWalkTables(fabric.ECMPSeeds(r.seed, r.t.NumNodes(), r.ecmpShared))
+		r.wt = w
 	}
-	hosts := r.t.NumHosts()
+	if src < 0 || src >= w.hosts {
+		return 0, false
+	}
 	first := len(r.scratch)
 	var lat sim.Time
-	node, port := src, plane
+	d32 := int32(dst)
+	h := w.hops
+	n, nports, tier, down := src, int(w.hostPort[src+1]-w.hostPort[src]), -1, 0
+	if h != nil {
+		h = h[w.hostPort[src]:w.hostPort[src+1]]
+	}
+	port := plane
 	for hop := 0; hop <= topo.MaxHops; hop++ { // at most MaxHops + 1 links, as walk's paths
-		k, ok := r.t.LinkOf(node, port)
-		peer, ok2 := r.t.Peer(node, port)
-		if !ok || !ok2 {
+		if port < 0 || port >= nports {
 			break
 		}
-		d := int32(2 * k)
-		if r.links[k].A.Node != node {
-			d++
+		var e walkHop
+		if h == nil {
+			e = w.layoutHop(n, port, tier, down)
+		} else {
+			e = h[port]
 		}
-		if len(r.scratch) > first {
-			lat += r.storeForward(k)
+		if e.d < 0 {
+			break
 		}
-		r.scratch = append(r.scratch, d)
-		lat += r.links[k].Delay
-		node = peer.Node
-		if node == dst {
+		r.scratch = append(r.scratch, e.d)
+		lat += e.lat
+		node := e.peer
+		if node == d32 {
 			return lat, true
 		}
-		if node < hosts {
+		if int(node) < w.hosts {
 			break
 		}
-		if !r.rtOK[node] {
-			rt, err := r.t.Routes(node)
-			if err != nil {
+		s := &w.sw[int(node)-w.hosts]
+		n, nports, tier, down = int(node), int(s.ports), int(s.tier), int(s.down)
+		if h != nil {
+			h = w.hops[s.first : s.first+s.ports]
+		}
+		switch {
+		case s.table >= 0:
+			g := w.tables[s.table].Lookup(d32)
+			if len(g) == 0 {
+				port = -1
 				break
 			}
-			r.rts[node], r.rtOK[node] = rt, true
+			port = int(g[fabric.ECMPChoice(s.seed, hdr, len(g))])
+		case d32 >= s.lo && d32 < s.hi:
+			if s.size == 1 {
+				port = int(s.base + (d32-s.lo)/s.width*s.stride)
+			} else {
+				port = int(s.base+(d32-s.lo)/s.width*s.stride) + fabric.ECMPChoice(s.seed, hdr, int(s.size))
+			}
+		case s.upN > 0:
+			port = int(s.upLo) + fabric.ECMPChoice(s.seed, hdr, int(s.upN))
+		default:
+			port = -1
 		}
-		g := r.rts[node].Lookup(int32(dst))
-		if len(g) == 0 {
-			break
-		}
-		port = int(g[fabric.ECMPChoice(r.ecmpSeeds[node], hdr, len(g))])
 	}
 	r.scratch = r.scratch[:first]
 	return 0, false

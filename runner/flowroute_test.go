@@ -440,7 +440,7 @@ workload: {collectives: [{op: all_reduce, bytes: 1MiB}]}
 								t.Fatalf("pass %d, %d -> %d key %d: cached route %v, walked %v", pass, src, dst, key, got, want)
 							}
 							if pass == 1 {
-								if _, ok := cached.routes[routeKey{int32(src), int32(dst), key}]; ok {
+								if _, ok := cached.routes.get(routeKey{int32(src), int32(dst), key}); ok {
 									hits++
 								}
 							}

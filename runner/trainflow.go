@@ -20,7 +20,7 @@ import (
 type trainFlowBackend struct {
 	fc     *flow.Collectives
 	router *collRouter
-	groups map[uint64]int // communicator (its hash, collective.Comm.Hash) -> group, by first launch
+	groups u64Table // communicator (its hash, collective.Comm.Hash) -> group, by first launch
 	specs  map[trainSpecKey]trainSpecConn
 }
 
@@ -48,7 +48,7 @@ type trainSpecConn struct {
 
 // newTrainFlowBackend returns the backend over fc routed by router.
 func newTrainFlowBackend(fc *flow.Collectives, router *collRouter) *trainFlowBackend {
-	return &trainFlowBackend{fc: fc, router: router, groups: map[uint64]int{}, specs: map[trainSpecKey]trainSpecConn{}}
+	return &trainFlowBackend{fc: fc, router: router, specs: map[trainSpecKey]trainSpecConn{}}
 }
 
 // conn returns spec's trainSpecConn, cached.
@@ -86,10 +86,10 @@ func (b *trainFlowBackend) record(spec collective.Spec, comm collective.Comm) {
 		return // the launch reports it
 	}
 	h := comm.Hash()
-	g, ok := b.groups[h]
+	g, ok := b.groups.get(h)
 	if !ok {
-		g = len(b.groups)
-		b.groups[h] = g
+		g = uint64(b.groups.len())
+		b.groups.put(h, g)
 	}
 	if c.everyQP {
 		if r.msgPlanes != nil {
@@ -98,7 +98,7 @@ func (b *trainFlowBackend) record(spec collective.Spec, comm collective.Comm) {
 	} else {
 		r.setConnPlanes(c.sp, comm, c.sched)
 	}
-	r.setConnOwners(c.sp, comm, transport.CollectiveOwner(g), c.sched)
+	r.setConnOwners(c.sp, comm, transport.CollectiveOwner(int(g)), c.sched)
 }
 
 // Launch implements training.Backend.
