@@ -136,10 +136,10 @@ func (h *HostRx) Share() int64 {
 // a sender held elsewhere does not keep budget the others could use; with the equal split
 // alone, a receiver of two QPs, one held by its NIC at a third of the budget, held the other
 // to half of it. With every QP held, or none, each gets the equal share, as before. A QP not
-// held is not handed more than the equal share (the exact water level): on 16 hosts that cut
-// grouped all-to-all on 8 oversubscribed planes further (392.9 against 401.3 us, three seeds)
-// but slowed pairwise (463.5 against 458.4), the QPs not held growing into a level worked out
-// from their smaller use (docs/flow-agreement.md). 0 while at most one QP is under way.
+// held is not handed the exact water level (which it could grow into past what the level was
+// worked out for): on 16 hosts that gave grouped all-to-all on 8 oversubscribed planes 396.2
+// us against this rule's 400.8, but pairwise 470.6 against 463.2 (three seeds each;
+// docs/protocols.md, "The receiver's share"). 0 while at most one QP is under way.
 func (h *HostRx) shareOf(r *Receiver) int64 {
 	eq := h.Share()
 	if eq == 0 || !r.repHeld {
