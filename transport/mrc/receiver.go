@@ -60,8 +60,9 @@ type Receiver struct {
 }
 
 // HostRx is the receive side of one host's NIC, shared by the Receivers of every QP that ends
-// there: it counts the QPs with a transfer under way toward the host and gives each an equal
-// share of a byte budget, which their answers carry to the senders as Header.RcvWnd
+// there: it counts the QPs with a transfer under way toward the host and shares a byte budget
+// among them, equally unless some are held back by something else (shareOf: max-min over what
+// their senders report using), which their answers carry to the senders as Header.RcvWnd
 // (receiver back-pressure; lockstep's reading of MRC's receiver congestion-window penalty and
 // of UEC's receiver-credit congestion control, RCCC [UEC §3.6]: the receiver knows how many
 // senders converge on it, which no sender does). A share below one packet makes senders pace
