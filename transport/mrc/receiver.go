@@ -91,6 +91,7 @@ type HostRx struct {
 	members []*Receiver
 	level   int64 // heldLevel, while not dirty
 	dirty   bool
+	maxMin  bool // SetMaxMin: shareOf shares max-min, not equally
 	// MaxActive is the most QPs that were under way at once, and Cuts the budget cuts, for
 	// reports.
 	MaxActive int
@@ -141,9 +142,12 @@ func (h *HostRx) Share() int64 {
 // worked out for): on 16 hosts that gave grouped all-to-all on 8 oversubscribed planes 396.2
 // us against this rule's 400.8, but pairwise 470.6 against 463.2 (three seeds each;
 // docs/protocols.md, "The receiver's share"). 0 while at most one QP is under way.
+//
+// Only with SetMaxMin(true) (transport.mrc.rcv_share: max_min); otherwise every QP gets the
+// equal share.
 func (h *HostRx) shareOf(r *Receiver) int64 {
 	eq := h.Share()
-	if eq == 0 || !r.repHeld {
+	if eq == 0 || !h.maxMin || !r.repHeld {
 		return eq
 	}
 	if h.dirty {
@@ -151,6 +155,13 @@ func (h *HostRx) shareOf(r *Receiver) int64 {
 		h.dirty = false
 	}
 	return max(eq, h.level)
+}
+
+// SetMaxMin makes shareOf share the budget max-min over what the QPs use (on) or equally
+// (off, the default; Config.RcvShare).
+func (h *HostRx) SetMaxMin(on bool) {
+	h.maxMin = on
+	h.dirty = true
 }
 
 // heldLevel is what each held QP is handed before the equal-share floor: the budget less what

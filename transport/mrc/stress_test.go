@@ -237,7 +237,8 @@ func TestHostRx(t *testing.T) {
 
 // TestHostRxShareOf: a QP held by the share gets what the QPs not held leave of the budget
 // (each counted at its in-flight, at most the equal share), split equally among the held, at
-// least the equal share; a QP not held gets the equal share; one QP alone gets none.
+// least the equal share; a QP not held gets the equal share; one QP alone gets none. Without
+// SetMaxMin (rcv_share: equal, the default) every QP gets the equal share.
 func TestHostRxShareOf(t *testing.T) {
 	const bdp = 100_000 // budget 140,000 B at 1.4 BDP
 	type qp struct {
@@ -245,20 +246,24 @@ func TestHostRxShareOf(t *testing.T) {
 		held     bool
 	}
 	for _, tc := range []struct {
-		name string
-		qps  []qp
-		want []int64
+		name  string
+		equal bool // rcv_share: equal
+		qps   []qp
+		want  []int64
 	}{
-		{"alone", []qp{{50_000, true}}, []int64{0}},
-		{"all held", []qp{{70_000, true}, {70_000, true}}, []int64{70_000, 70_000}},
-		{"none held", []qp{{10_000, false}, {20_000, false}}, []int64{70_000, 70_000}},
-		{"one held by its NIC", []qp{{20_000, false}, {70_000, true}}, []int64{70_000, 120_000}},
-		{"idle and held", []qp{{0, false}, {46_656, true}, {46_656, true}}, []int64{46_666, 70_000, 70_000}},
-		{"not held above the equal share", []qp{{90_000, false}, {70_000, true}}, []int64{70_000, 70_000}},
-		{"four, one held", []qp{{35_000, false}, {35_000, false}, {10_000, false}, {35_000, true}}, []int64{35_000, 35_000, 35_000, 60_000}},
+		{"equal: one held by its NIC", true, []qp{{20_000, false}, {70_000, true}}, []int64{70_000, 70_000}},
+		{"equal: four, one held", true, []qp{{35_000, false}, {35_000, false}, {10_000, false}, {35_000, true}}, []int64{35_000, 35_000, 35_000, 35_000}},
+		{"alone", false, []qp{{50_000, true}}, []int64{0}},
+		{"all held", false, []qp{{70_000, true}, {70_000, true}}, []int64{70_000, 70_000}},
+		{"none held", false, []qp{{10_000, false}, {20_000, false}}, []int64{70_000, 70_000}},
+		{"one held by its NIC", false, []qp{{20_000, false}, {70_000, true}}, []int64{70_000, 120_000}},
+		{"idle and held", false, []qp{{0, false}, {46_656, true}, {46_656, true}}, []int64{46_666, 70_000, 70_000}},
+		{"not held above the equal share", false, []qp{{90_000, false}, {70_000, true}}, []int64{70_000, 70_000}},
+		{"four, one held", false, []qp{{35_000, false}, {35_000, false}, {10_000, false}, {35_000, true}}, []int64{35_000, 35_000, 35_000, 60_000}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := NewHostRx(bdp, 1.4, 10*sim.Microsecond)
+			h.SetMaxMin(!tc.equal)
 			cfg := Config{}.WithDefaults()
 			rs := make([]*Receiver, len(tc.qps))
 			for i, q := range tc.qps {
