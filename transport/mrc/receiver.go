@@ -61,8 +61,8 @@ type Receiver struct {
 
 // HostRx is the receive side of one host's NIC, shared by the Receivers of every QP that ends
 // there: it counts the QPs with a transfer under way toward the host and shares a byte budget
-// among them, equally unless some are held back by something else (shareOf: max-min over what
-// their senders report using), which their answers carry to the senders as Header.RcvWnd
+// among them, equally (the default) or max-min over what their senders report using
+// (SetMaxMin, shareOf), which their answers carry to the senders as Header.RcvWnd
 // (receiver back-pressure; lockstep's reading of MRC's receiver congestion-window penalty and
 // of UEC's receiver-credit congestion control, RCCC [UEC §3.6]: the receiver knows how many
 // senders converge on it, which no sender does). A share below one packet makes senders pace
