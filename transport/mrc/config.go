@@ -67,6 +67,10 @@ type Config struct {
 	// two or more (HostRx); default DefaultRcvWindowBDP (1.4), 0.1..100; negative turns the
 	// receiver's share off.
 	RcvWindowBDP float64 `yaml:"rcv_window_bdp"`
+	// RcvShare is how the budget is shared among the QPs under way toward a host (HostRx):
+	// RcvShareEqual (default), an equal part each, or RcvShareMaxMin, a QP held by the share
+	// also getting what QPs held by something else leave (HostRx.shareOf).
+	RcvShare string `yaml:"rcv_share"`
 	// ProbeBudget is the probes a QP earns per data packet sent, on top of one per probe
 	// interval (Sender.probe); default DefaultProbeBudget (0.01), 0..1. Use a negative value
 	// for none beyond the per-interval one.
@@ -114,6 +118,14 @@ const (
 	// busy, 0.4 more absorbs jitter and the senders' rounding and stays below the last hop's
 	// 1.5-BDP trim threshold (docs/protocols.md).
 	DefaultRcvWindowBDP = 1.4
+	// RcvShareEqual (default): each QP under way toward a host gets an equal part of its
+	// budget (HostRx.Share).
+	RcvShareEqual = "equal"
+	// RcvShareMaxMin: a QP its sender reports held by the share gets an equal part of what the
+	// QPs not held leave of the budget, at least the equal part (HostRx.shareOf; the first
+	// round of max-min water-filling). Not the default: on 64 hosts it slowed halving-doubling
+	// on the full-bisection fabric by 0.8-2.8% (docs/flow-agreement.md, session 40).
+	RcvShareMaxMin = "max_min"
 	// AckTimeoutUnit is the ACK timeout granule, 1.024 us [API].
 	AckTimeoutUnit = 1024 * sim.Nanosecond
 )
@@ -147,6 +159,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.WindowMPR == 0 {
 		c.WindowMPR = DefaultWindowMPR
+	}
+	if c.RcvShare == "" {
+		c.RcvShare = RcvShareEqual
 	}
 	if c.RcvWindowBDP == 0 {
 		c.RcvWindowBDP = DefaultRcvWindowBDP
@@ -203,6 +218,8 @@ func (c Config) Validate(prefix string) error {
 		return bad("reorder_window", "%v is out of range; allowed 0..1s (0 = one base RTT)", c.ReorderWindow)
 	case !(c.RcvWindowBDP <= 100) || (c.RcvWindowBDP > 0 && c.RcvWindowBDP < 0.1):
 		return bad("rcv_window_bdp", "%v is out of range; allowed 0.1..100 BDPs, or negative for no receiver share", c.RcvWindowBDP)
+	case c.RcvShare != RcvShareEqual && c.RcvShare != RcvShareMaxMin:
+		return bad("rcv_share", "%q is not a share rule; want %q (default) or %q", c.RcvShare, RcvShareEqual, RcvShareMaxMin)
 	case !(c.ProbeBudget >= 0 && c.ProbeBudget <= 1):
 		return bad("probe_budget", "%v is out of range; allowed 0..1 probes per data packet (negative: none)", c.ProbeBudget)
 	case c.LossStrikes < 0 || c.LossStrikes > 32:

@@ -80,3 +80,30 @@ func TestEVNumberingByPlane(t *testing.T) {
 		}
 	}
 }
+
+// rcv_share takes equal (the default) or max_min; anything else is an error naming the field,
+// the value and what is allowed.
+func TestConfigRcvShare(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{"", RcvShareEqual, true},
+		{RcvShareEqual, RcvShareEqual, true},
+		{RcvShareMaxMin, RcvShareMaxMin, true},
+		{"maxmin", "", false},
+		{"Equal", "", false},
+	} {
+		cfg := Config{RcvShare: tc.in}.WithDefaults()
+		err := cfg.Validate("transport.mrc")
+		if tc.ok {
+			if err != nil || cfg.RcvShare != tc.want {
+				t.Errorf("rcv_share %q: %q, %v; want %q", tc.in, cfg.RcvShare, err, tc.want)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "rcv_share") || !strings.Contains(err.Error(), tc.in) || !strings.Contains(err.Error(), RcvShareMaxMin) {
+			t.Errorf("rcv_share %q: error %v; want one naming the field, the value and the choices", tc.in, err)
+		}
+	}
+}

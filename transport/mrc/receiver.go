@@ -51,13 +51,18 @@ type Receiver struct {
 
 	host *HostRx // the receiving host's NIC share, nil for none
 	busy bool    // counted in host.active: a transfer is under way
+	// The sender's latest report (Header.InFlight, Held), counted in host's sums while busy.
+	repInFlight int64
+	repHeld     bool
+	slot        int // index in host.members while busy
 
 	Stats ReceiverStats
 }
 
 // HostRx is the receive side of one host's NIC, shared by the Receivers of every QP that ends
-// there: it counts the QPs with a transfer under way toward the host and gives each an equal
-// share of a byte budget, which their answers carry to the senders as Header.RcvWnd
+// there: it counts the QPs with a transfer under way toward the host and shares a byte budget
+// among them, equally (the default) or max-min over what their senders report using
+// (SetMaxMin, shareOf), which their answers carry to the senders as Header.RcvWnd
 // (receiver back-pressure; lockstep's reading of MRC's receiver congestion-window penalty and
 // of UEC's receiver-credit congestion control, RCCC [UEC §3.6]: the receiver knows how many
 // senders converge on it, which no sender does). A share below one packet makes senders pace
@@ -80,6 +85,13 @@ type HostRx struct {
 	rtt                sim.Time
 	nextCut            sim.Time
 	active             int // QPs with a transfer under way here
+	// The active QPs' receivers (their senders' reports give what each uses), the level of
+	// shareOf, and whether a report, the budget or the membership changed since it was
+	// worked out.
+	members []*Receiver
+	level   int64 // heldLevel, while not dirty
+	dirty   bool
+	maxMin  bool // SetMaxMin: shareOf shares max-min, not equally
 	// MaxActive is the most QPs that were under way at once, and Cuts the budget cuts, for
 	// reports.
 	MaxActive int
@@ -104,13 +116,93 @@ func (h *HostRx) Active() int { return h.active }
 // Budget returns the bytes in flight toward the host that the QPs under way share now.
 func (h *HostRx) Budget() int64 { return int64(h.budget) }
 
-// Share returns each active QP's share of the budget in bytes, at least MinRcvWnd; 0 (no
-// share) while at most one QP is under way.
+// Share returns the equal share of the budget in bytes, budget / active QPs, at least
+// MinRcvWnd; 0 (no share) while at most one QP is under way. What each QP is handed is
+// shareOf's.
 func (h *HostRx) Share() int64 {
 	if h.active <= 1 {
 		return 0 // one QP alone: its own congestion control's business
 	}
 	return max(int64(h.budget)/int64(h.active), MinRcvWnd)
+}
+
+// shareOf returns the share handed to QP r, an active QP, in bytes, from its senders'
+// reports (Header.InFlight, Held): a QP its sender reports held by the share wants more, one
+// not held is held back by something else (its own NIC, window or backlog) and uses what it
+// has in flight. A QP not held is handed the equal share (Share). A QP held is handed an
+// equal part of the budget the QPs not held leave, each of those counted at what it uses up
+// to the equal share, and at least the equal share: the first round of max-min water-filling
+// (Bertsekas and Gallager, Data Networks, 2nd ed., §6.5.2: the QPs whose demand is below the
+// equal share are satisfied, the rest split what they leave). UEC's receiver credit grants
+// only connections that still request credit [UEC §3.6, RCCC; docs/protocols.md "RCCC"], so
+// a sender held elsewhere does not keep budget the others could use; with the equal split
+// alone, a receiver of two QPs, one held by its NIC at a third of the budget, held the other
+// to half of it. With every QP held, or none, each gets the equal share, as before. A QP not
+// held is not handed the exact water level (which it could grow into past what the level was
+// worked out for): on 16 hosts that gave grouped all-to-all on 8 oversubscribed planes 396.2
+// us against this rule's 400.8, but pairwise 470.6 against 463.2 (three seeds each;
+// docs/protocols.md, "The receiver's share"). 0 while at most one QP is under way.
+//
+// Only with SetMaxMin(true) (transport.mrc.rcv_share: max_min); otherwise every QP gets the
+// equal share.
+func (h *HostRx) shareOf(r *Receiver) int64 {
+	eq := h.Share()
+	if eq == 0 || !h.maxMin || !r.repHeld {
+		return eq
+	}
+	if h.dirty {
+		h.level = h.heldLevel(eq)
+		h.dirty = false
+	}
+	return max(eq, h.level)
+}
+
+// SetMaxMin makes shareOf share the budget max-min over what the QPs use (on) or equally
+// (off, the default; Config.RcvShare).
+func (h *HostRx) SetMaxMin(on bool) {
+	h.maxMin = on
+	h.dirty = true
+}
+
+// heldLevel is what each held QP is handed before the equal-share floor: the budget less what
+// the QPs not held use (each at most eq), over the held QPs.
+func (h *HostRx) heldLevel(eq int64) int64 {
+	rem, held := int64(h.budget), int64(0)
+	for _, m := range h.members {
+		if m.repHeld {
+			held++
+		} else {
+			rem -= min(m.repInFlight, eq)
+		}
+	}
+	if held == 0 {
+		return eq
+	}
+	return rem / held
+}
+
+// join and leave add r to and remove it from the active QPs' receivers.
+func (h *HostRx) join(r *Receiver) {
+	r.slot = len(h.members)
+	h.members = append(h.members, r)
+	h.dirty = true
+}
+
+func (h *HostRx) leave(r *Receiver) {
+	last := h.members[len(h.members)-1]
+	h.members[r.slot], last.slot = last, r.slot
+	h.members = h.members[:len(h.members)-1]
+	h.dirty = true
+}
+
+// report records the sender's latest InFlight and Held, from a data packet (whole or trimmed).
+func (r *Receiver) report(h *Header) {
+	if in := int64(h.InFlight); in != r.repInFlight || h.Held != r.repHeld {
+		r.repInFlight, r.repHeld = in, h.Held
+		if r.host != nil && r.busy {
+			r.host.dirty = true
+		}
+	}
 }
 
 // onLastHopTrim cuts the budget for a packet trimmed at the host's last hop at now.
@@ -121,12 +213,14 @@ func (h *HostRx) onLastHopTrim(now sim.Time) {
 	h.nextCut = now + h.rtt
 	h.budget = max(h.minB, h.budget*7/8)
 	h.Cuts++
+	h.dirty = true
 }
 
 // onPlaced grows the budget for bytes placed whole.
 func (h *HostRx) onPlaced(bytes int64) {
 	if h.budget < h.maxB {
 		h.budget = min(h.maxB, h.budget+h.minB/8*float64(bytes)/h.budget)
+		h.dirty = true
 	}
 }
 
@@ -140,6 +234,7 @@ func (r *Receiver) touch(msg uint32) {
 	if r.host != nil && !r.busy && int(msg) >= r.doneMsg {
 		r.busy = true
 		r.host.active++
+		r.host.join(r)
 		r.host.MaxActive = max(r.host.MaxActive, r.host.active)
 	}
 }
@@ -190,6 +285,7 @@ func (r *Receiver) set(psn uint32, v bool) {
 // port facing this host); ce says it carried a CE mark.
 func (r *Receiver) OnData(now sim.Time, h *Header, trimmed, lastHop, ce bool) {
 	r.touch(h.Msg)
+	r.report(h)
 	if trimmed {
 		r.Stats.Trimmed++
 		reason := NackTrimmed
@@ -296,6 +392,7 @@ func (r *Receiver) complete(now sim.Time) bool {
 	if any && r.busy && r.doneMsg == len(r.lastPSN) {
 		r.busy = false // every transfer seen is placed: until another arrives
 		r.host.active--
+		r.host.leave(r)
 	}
 	return any
 }
@@ -364,7 +461,7 @@ func (r *Receiver) answer(k Kind, h *Header, ce bool) Header {
 	}
 	a := Header{Kind: k, QP: r.qp, CumPSN: r.cum, Bitmap: bm, BitmapBase: base, EchoEV: h.EV, EchoTS: h.TS, CE: ce}
 	if r.host != nil {
-		a.RcvWnd = uint32(min(r.host.Share(), math.MaxUint32))
+		a.RcvWnd = uint32(min(r.host.shareOf(r), math.MaxUint32))
 	}
 	return a
 }

@@ -579,7 +579,7 @@ func (s *Sender) Pump(now sim.Time) {
 		m := &s.msgs[p.msg]
 		s.out = append(s.out, Header{
 			Kind: Data, QP: s.qp, EV: uint16(ev), PSN: psn, Msg: p.msg, Offset: p.offset, Len: p.len,
-			LastPSN: m.lastPSN, TS: now,
+			LastPSN: m.lastPSN, TS: now, InFlight: uint32(min(s.inflight, math.MaxUint32)), Held: s.heldByShare(),
 		})
 	}
 }
@@ -678,6 +678,16 @@ func (s *Sender) fits(now sim.Time, wire int64) bool {
 		return true // each plane's own window is checked when the plane is chosen (quietestPlane)
 	}
 	return s.inflight+wire <= s.ccWindow()
+}
+
+// heldByShare reports whether the receiver's share is what stops the sender now (Header.Held):
+// it has more to send (new data or resends), its in-flight has reached the share, and the
+// share is below its congestion window (so NSCC would let it send more).
+func (s *Sender) heldByShare() bool {
+	if s.rcvWnd <= 0 || s.inflight < s.rcvWnd || s.rcvWnd >= s.ccWindow() {
+		return false
+	}
+	return s.msgCut < len(s.msgs) || len(s.retxq) > 0
 }
 
 // paceNext records a data packet of wire bytes sent at now, for pacing.

@@ -81,3 +81,57 @@ func TestSenderNICGate(t *testing.T) {
 		})
 	}
 }
+
+// Data headers report the sender's in-flight bytes and whether the receiver's share holds it
+// (Header.InFlight, Held): held once the share is reached with more to send, below the
+// congestion window; not held without a share, with a share above the window, or with
+// nothing left to send.
+func TestSenderReportsHeld(t *testing.T) {
+	cfg := Config{}.WithDefaults()
+	wire := int64(cfg.WireBytes(cfg.PayloadBytes))
+	for _, tc := range []struct {
+		name     string
+		share    int64 // RcvWnd of the first answer; 0 none
+		bytes    int64 // posted
+		wantHeld bool
+	}{
+		{"no share", 0, 1 << 20, false},
+		{"share of 4 packets", 4 * wire, 1 << 20, true},
+		{"share above the window", 1 << 30, 1 << 20, false},
+		{"share reached with nothing left", 4 * wire, 4 * int64(cfg.PayloadBytes), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := Path{Planes: 1, PathsPerPlane: []int{8}, BaseRTT: 10 * sim.Microsecond,
+				NICRate: 100 * sim.Gbps, MaxQueueDelay: sim.Microsecond}
+			s, err := NewSender(cfg, 0, path, rand.New(rand.NewPCG(1, 2)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Post(0, 1)
+			s.Pump(0)
+			first := s.Out()[0]
+			s.ClearOut()
+			// The first packet's answer carries the share.
+			s.OnSACK(sim.Microsecond*10, &Header{Kind: SACK, CumPSN: 1, BitmapBase: 2, EchoEV: first.EV, EchoTS: 0, RcvWnd: uint32(tc.share)})
+			s.ClearOut()
+			s.Post(sim.Microsecond*10, tc.bytes)
+			s.Pump(sim.Microsecond * 10)
+			out := s.Out()
+			if len(out) == 0 {
+				t.Fatal("nothing sent")
+			}
+			last := out[len(out)-1]
+			if int64(last.InFlight) != s.InFlight() {
+				t.Errorf("last header InFlight %d, sender in flight %d", last.InFlight, s.InFlight())
+			}
+			if last.Held != tc.wantHeld {
+				t.Errorf("last header Held %v, want %v (in flight %d, share %d, window %d)", last.Held, tc.wantHeld, s.InFlight(), tc.share, s.Window())
+			}
+			for _, h := range out[:len(out)-1] {
+				if tc.share > 0 && h.Held && int64(h.InFlight) < tc.share {
+					t.Errorf("header with %d B in flight of a %d B share says Held", h.InFlight, tc.share)
+				}
+			}
+		})
+	}
+}

@@ -235,6 +235,67 @@ func TestHostRx(t *testing.T) {
 	}
 }
 
+// TestHostRxShareOf: a QP held by the share gets what the QPs not held leave of the budget
+// (each counted at its in-flight, at most the equal share), split equally among the held, at
+// least the equal share; a QP not held gets the equal share; one QP alone gets none. Without
+// SetMaxMin (rcv_share: equal, the default) every QP gets the equal share.
+func TestHostRxShareOf(t *testing.T) {
+	const bdp = 100_000 // budget 140,000 B at 1.4 BDP
+	type qp struct {
+		inflight uint32
+		held     bool
+	}
+	for _, tc := range []struct {
+		name  string
+		equal bool // rcv_share: equal
+		qps   []qp
+		want  []int64
+	}{
+		{"equal: one held by its NIC", true, []qp{{20_000, false}, {70_000, true}}, []int64{70_000, 70_000}},
+		{"equal: four, one held", true, []qp{{35_000, false}, {35_000, false}, {10_000, false}, {35_000, true}}, []int64{35_000, 35_000, 35_000, 35_000}},
+		{"alone", false, []qp{{50_000, true}}, []int64{0}},
+		{"all held", false, []qp{{70_000, true}, {70_000, true}}, []int64{70_000, 70_000}},
+		{"none held", false, []qp{{10_000, false}, {20_000, false}}, []int64{70_000, 70_000}},
+		{"one held by its NIC", false, []qp{{20_000, false}, {70_000, true}}, []int64{70_000, 120_000}},
+		{"idle and held", false, []qp{{0, false}, {46_656, true}, {46_656, true}}, []int64{46_666, 70_000, 70_000}},
+		{"not held above the equal share", false, []qp{{90_000, false}, {70_000, true}}, []int64{70_000, 70_000}},
+		{"four, one held", false, []qp{{35_000, false}, {35_000, false}, {10_000, false}, {35_000, true}}, []int64{35_000, 35_000, 35_000, 60_000}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := NewHostRx(bdp, 1.4, 10*sim.Microsecond)
+			h.SetMaxMin(!tc.equal)
+			cfg := Config{}.WithDefaults()
+			rs := make([]*Receiver, len(tc.qps))
+			for i, q := range tc.qps {
+				rs[i] = NewReceiver(cfg, uint32(i))
+				rs[i].SetHost(h)
+				rs[i].OnData(0, &Header{Kind: Data, PSN: 0, Len: 4096, LastPSN: 9, InFlight: q.inflight, Held: q.held}, false, false, false)
+			}
+			for i, r := range rs {
+				r.ClearOut()
+				r.OnData(0, &Header{Kind: Data, PSN: 1, Len: 4096, LastPSN: 9, InFlight: tc.qps[i].inflight, Held: tc.qps[i].held}, false, false, true)
+				out := r.Out()
+				if len(out) != 1 {
+					t.Fatalf("qp %d: %d answers to a CE-marked packet; want 1", i, len(out))
+				}
+				// The wire carries the share in RcvWndUnit granules, rounded up.
+				if got, want := int64(out[0].RcvWnd), (tc.want[i]+RcvWndUnit-1)/RcvWndUnit*RcvWndUnit; got != want && int64(out[0].RcvWnd) != tc.want[i] {
+					t.Errorf("qp %d (%+v): share %d B; want %d", i, tc.qps[i], got, tc.want[i])
+				}
+			}
+			// A QP leaving (its transfer placed) gives its part back.
+			if len(rs) > 1 {
+				for psn := uint32(2); psn <= 9; psn++ {
+					rs[0].OnData(0, &Header{Kind: Data, PSN: psn, Len: 4096, LastPSN: 9}, false, false, false)
+				}
+				if h.Active() != len(rs)-1 {
+					t.Fatalf("after qp 0 completed: active %d; want %d", h.Active(), len(rs)-1)
+				}
+			}
+		})
+	}
+}
+
 // A share below one packet paces: one packet per wire/share RTTs on average, never two in
 // flight.
 func TestPacingBelowOnePacket(t *testing.T) {

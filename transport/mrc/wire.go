@@ -92,6 +92,14 @@ type Header struct {
 	Len     int32    // payload bytes
 	LastPSN uint32   // last PSN of the transfer, so the receiver can complete it
 	TS      sim.Time // Data, Probe: send time, echoed by the answer
+	// InFlight is the sender's wire bytes in flight on the QP once this packet is sent, and
+	// Held says the receiver's share (RcvWnd) is what stops it sending more: it has more to
+	// send and its in-flight has reached the share, below its congestion window. The
+	// receiver hands the budget the QPs not held leave unused to those held (HostRx; the
+	// request a data packet carries in UEC's receiver credit, RCCC [UEC §3.6], reduced to
+	// what a window share needs). InFlight travels in units of RcvWndUnit, rounded up.
+	InFlight uint32
+	Held     bool
 
 	// Answers (SACK, NACK). A SACK answering a probe has Probe set.
 	CumPSN uint32 // every PSN below CumPSN has been received
@@ -131,7 +139,9 @@ type Header struct {
 //	Data:    Seq     bits 0-31 PSN, bits 32-63 Msg
 //	         Ack     Offset (bit 63 zero: never negative)
 //	         Bitmap  bits 0-31 LastPSN (bits 32-63 zero)
-//	         Aux     bits 0-31 Len, 0..MaxPayloadBytes (bits 32-63 zero)
+//	         Aux     bits 0-31 Len, 0..MaxPayloadBytes; bits 32-53 InFlight in units of
+//	                 RcvWndUnit (rounded up, saturating at MaxRcvWnd); bit 54 Held;
+//	                 bits 55-63 zero
 //	Probe:   Seq, Ack, Bitmap, Aux zero
 //	SACK,    Seq     bits 0-31 CumPSN, bits 32-63 NackPSN (zero on a SACK)
 //	NACK:    Ack     EchoTS (bit 63 zero: never negative)
@@ -163,6 +173,8 @@ const MaxRcvWnd = (1<<rcvWndBits - 1) * RcvWndUnit
 const MaxPayloadBytes = 65536
 
 const (
+	inflShift    = 32
+	auxHeld      = 1 << 54
 	auxCE        = 1 << 8
 	auxForProbe  = 1 << 9
 	rcvWndShift  = 10
@@ -185,7 +197,10 @@ func (h *Header) Pack() Words {
 		w.Seq = uint64(h.PSN) | uint64(h.Msg)<<32
 		w.Ack = uint64(h.Offset)
 		w.Bitmap = uint64(h.LastPSN)
-		w.Aux = uint64(uint32(h.Len))
+		w.Aux = uint64(uint32(h.Len)) | uint64(min((uint64(h.InFlight)+RcvWndUnit-1)/RcvWndUnit, rcvWndMask))<<inflShift
+		if h.Held {
+			w.Aux |= auxHeld
+		}
 	case Probe:
 		w.Entropy = uint32(h.EV)
 	case SACK, NACK:
@@ -209,7 +224,7 @@ func (h *Header) Pack() Words {
 // and Probe only). Errors, never a panic: an unknown kind, an EV beyond 16 bits, a negative
 // offset or echoed timestamp, bits set beyond a field (LastPSN, Len), a length beyond
 // MaxPayloadBytes, words set on a probe, a NACK PSN or reason on a SACK, or a NACK without a
-// known reason. Unpack(Pack(h)) returns h for every valid h (RcvWnd a multiple of RcvWndUnit up
+// known reason. Unpack(Pack(h)) returns h for every valid h (RcvWnd and InFlight multiples of RcvWndUnit up
 // to MaxRcvWnd, the fields its kind does not carry zero), and Pack(Unpack(w)) returns w for
 // every w Unpack accepts. It allocates nothing unless it fails.
 func Unpack(qp uint32, ts sim.Time, w Words) (Header, error) {
@@ -228,12 +243,16 @@ func Unpack(qp uint32, ts sim.Time, w Words) (Header, error) {
 			return Header{}, fmt.Errorf("mrc: qp %d: data PSN %d: negative offset %d", qp, uint32(w.Seq), int64(w.Ack))
 		case w.Bitmap>>32 != 0:
 			return Header{}, fmt.Errorf("mrc: qp %d: data PSN %d: last PSN %#x beyond 32 bits", qp, uint32(w.Seq), w.Bitmap)
-		case w.Aux > MaxPayloadBytes:
-			return Header{}, fmt.Errorf("mrc: qp %d: data PSN %d: length %d B beyond %d B", qp, uint32(w.Seq), w.Aux, MaxPayloadBytes)
+		case w.Aux&lo32 > MaxPayloadBytes:
+			return Header{}, fmt.Errorf("mrc: qp %d: data PSN %d: length %d B beyond %d B", qp, uint32(w.Seq), w.Aux&lo32, MaxPayloadBytes)
+		case w.Aux>>55 != 0:
+			return Header{}, fmt.Errorf("mrc: qp %d: data PSN %d: aux bits 55-63 set (%#x)", qp, uint32(w.Seq), w.Aux)
 		}
 		h.EV, h.TS = uint16(w.Entropy), ts
 		h.PSN, h.Msg = uint32(w.Seq), uint32(w.Seq>>32)
-		h.Offset, h.LastPSN, h.Len = int64(w.Ack), uint32(w.Bitmap), int32(w.Aux)
+		h.Offset, h.LastPSN, h.Len = int64(w.Ack), uint32(w.Bitmap), int32(w.Aux&lo32)
+		h.InFlight = uint32(w.Aux>>inflShift&rcvWndMask) * RcvWndUnit
+		h.Held = w.Aux&auxHeld != 0
 	case Probe:
 		if w.Seq|w.Ack|w.Bitmap|w.Aux != 0 {
 			return Header{}, fmt.Errorf("mrc: qp %d: probe carries words (seq %#x, ack %#x, bitmap %#x, aux %#x)", qp, w.Seq, w.Ack, w.Bitmap, w.Aux)

@@ -13,6 +13,9 @@ func validHeaders() []Header {
 		{Kind: Data, QP: 3, EV: 0, PSN: 0, Msg: 0, Offset: 0, Len: 4096, LastPSN: 0, TS: 1},
 		{Kind: Data, QP: 3, EV: 0xffff, PSN: 0xffffffff, Msg: 0xffffffff, Offset: 1<<63 - 1, Len: MaxPayloadBytes, LastPSN: 0xffffffff, TS: 1<<63 - 1},
 		{Kind: Data, QP: 0xffffffff, EV: 7, PSN: 12345, Msg: 2, Offset: 8192, Len: 0, LastPSN: 99999},
+		{Kind: Data, QP: 3, PSN: 1, Len: 4096, InFlight: MaxRcvWnd, Held: true},
+		{Kind: Data, QP: 3, PSN: 2, Len: 4096, InFlight: RcvWndUnit},
+		{Kind: Data, QP: 3, PSN: 3, Len: MaxPayloadBytes, Held: true},
 		{Kind: Probe, QP: 3, EV: 0xffff, TS: 5 * sim.Microsecond},
 		{Kind: Probe, QP: 3},
 		{Kind: SACK, QP: 3, CumPSN: 0xffffffff, Bitmap: 1<<64 - 1, BitmapBase: 0xffffffff, EchoEV: 0xffff, EchoTS: 1<<63 - 1, CE: true, ForProbe: true, RcvWnd: MaxRcvWnd},
@@ -39,6 +42,10 @@ func TestPackRoundTrip(t *testing.T) {
 	if w != (Words{Op: 1, Entropy: 9, Seq: 0x01020304 | 5<<32, Ack: 4096, Bitmap: 0x0a0b, Aux: 1500}) {
 		t.Errorf("data layout %+v", w)
 	}
+	w = (&Header{Kind: Data, EV: 1, Len: 4096, InFlight: 640, Held: true}).Pack()
+	if w != (Words{Op: 1, Entropy: 1, Aux: 4096 | 10<<32 | 1<<54}) {
+		t.Errorf("data layout with InFlight and Held %+v", w)
+	}
 	w = (&Header{Kind: NACK, EV: 3, EchoEV: 6, CumPSN: 7, NackPSN: 8, Bitmap: 0xf0, BitmapBase: 8, EchoTS: 42,
 		Reason: NackOutOfWindow, CE: true, ForProbe: true, RcvWnd: 640}).Pack()
 	if w != (Words{Op: 3, Entropy: 6, Seq: 7 | 8<<32, Ack: 42, Bitmap: 0xf0, Aux: 3 | 1<<8 | 1<<9 | 10<<10 | 8<<32}) {
@@ -53,7 +60,8 @@ func TestPackRoundTrip(t *testing.T) {
 	}
 }
 
-// TestPackRcvWnd: RcvWnd is rounded up to RcvWndUnit and saturates at MaxRcvWnd.
+// TestPackRcvWnd: RcvWnd (answers) and InFlight (data) are rounded up to RcvWndUnit and
+// saturate at MaxRcvWnd.
 func TestPackRcvWnd(t *testing.T) {
 	for _, c := range []struct{ in, want uint32 }{
 		{0, 0}, {1, 64}, {63, 64}, {64, 64}, {65, 128}, {1 << 20, 1 << 20},
@@ -63,6 +71,11 @@ func TestPackRcvWnd(t *testing.T) {
 		got, err := Unpack(0, 0, h.Pack())
 		if err != nil || got.RcvWnd != c.want {
 			t.Errorf("RcvWnd %d -> %d, %v; want %d", c.in, got.RcvWnd, err, c.want)
+		}
+		d := Header{Kind: Data, Len: 4096, InFlight: c.in}
+		got, err = Unpack(0, 0, d.Pack())
+		if err != nil || got.InFlight != c.want || got.Len != 4096 {
+			t.Errorf("InFlight %d -> %d (len %d), %v; want %d", c.in, got.InFlight, got.Len, err, c.want)
 		}
 	}
 }
@@ -77,18 +90,20 @@ func TestUnpackErrors(t *testing.T) {
 		{Op: 1, Ack: 1 << 63},        // negative offset
 		{Op: 1, Bitmap: 1 << 32},     // last PSN beyond 32 bits
 		{Op: 1, Aux: MaxPayloadBytes + 1},
-		{Op: 1, Aux: 1 << 32},         // length beyond 32 bits
-		{Op: 4, Seq: 1},               // PSN on a probe
-		{Op: 4, Ack: 1},               // offset on a probe
-		{Op: 4, Bitmap: 1},            // last PSN on a probe
-		{Op: 4, Aux: 1},               // length on a probe
-		{Op: 2, Ack: 1 << 63},         // negative echoed timestamp
-		{Op: 3, Aux: 1, Ack: 1 << 63}, // negative echoed timestamp
-		{Op: 2, Aux: 1},               // reason on a SACK
-		{Op: 2, Seq: 1 << 32},         // NACK PSN on a SACK
-		{Op: 3},                       // NACK without a reason
-		{Op: 3, Aux: 4},               // unknown reason
-		{Op: 3, Aux: 0xff},            // unknown reason
+		{Op: 1, Aux: 1 << 55},                       // beyond Held
+		{Op: 1, Aux: 1 << 63},                       // beyond Held
+		{Op: 1, Aux: 1<<32 | (MaxPayloadBytes + 1)}, // length too long beside an InFlight
+		{Op: 4, Seq: 1},                             // PSN on a probe
+		{Op: 4, Ack: 1},                             // offset on a probe
+		{Op: 4, Bitmap: 1},                          // last PSN on a probe
+		{Op: 4, Aux: 1},                             // length on a probe
+		{Op: 2, Ack: 1 << 63},                       // negative echoed timestamp
+		{Op: 3, Aux: 1, Ack: 1 << 63},               // negative echoed timestamp
+		{Op: 2, Aux: 1},                             // reason on a SACK
+		{Op: 2, Seq: 1 << 32},                       // NACK PSN on a SACK
+		{Op: 3},                                     // NACK without a reason
+		{Op: 3, Aux: 4},                             // unknown reason
+		{Op: 3, Aux: 0xff},                          // unknown reason
 	}
 	for _, w := range bad {
 		if h, err := Unpack(1, 0, w); err == nil {

@@ -180,6 +180,7 @@ func (m *Endpoint) hostRx(host int) *mrc.HostRx {
 	}
 	if m.rx[host] == nil {
 		m.rx[host] = mrc.NewHostRx(m.nicRate.BytesIn(m.baseRTT), m.cfg.RcvWindowBDP, m.baseRTT)
+		m.rx[host].SetMaxMin(m.cfg.RcvShare == mrc.RcvShareMaxMin)
 	}
 	return m.rx[host]
 }
