@@ -65,7 +65,11 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 		return &InputError{Err: err}
 	}
 	links = newFlowLinkSeries(layout, base, fnet, sc.Run.SampleInterval)
-	if fc, err = flow.NewCollectives(fnet, router, ccfg); err != nil {
+	ceil, err := newFlowCeiling(s, fnet, router, base, p.HostLink)
+	if err != nil {
+		return err
+	}
+	if fc, err = flow.NewCollectives(fnet, ceilRouter(router, ceil), ccfg); err != nil {
 		return &InputError{Err: err}
 	}
 	// Collectives of up to flowScheduleMaxOps operations run their packet-level schedule

@@ -149,7 +149,11 @@ func newFlowTraffic(sc *scenario.Scenario, layout topo.Topology, res *Result) (*
 		return nil, err
 	}
 	ft.links = newFlowLinkSeries(layout, r, ft.net, sc.Run.SampleInterval)
-	if ft.fc, err = flow.NewCollectives(ft.net, &collRouter{flowRouter: r}, ccfg); err != nil {
+	ceil, err := newFlowCeiling(s, ft.net, &collRouter{flowRouter: r}, r, p.HostLink)
+	if err != nil {
+		return nil, err
+	}
+	if ft.fc, err = flow.NewCollectives(ft.net, ceilRouter(&collRouter{flowRouter: r}, ceil), ccfg); err != nil {
 		return nil, &InputError{Err: err}
 	}
 	if ft.ff != nil {

@@ -319,7 +319,11 @@ func newFlowTrainBackend(sc *scenario.Scenario, layout topo.Topology, res *Resul
 	}
 	b.links = newFlowLinkSeries(layout, base, b.fnet, sc.Run.SampleInterval)
 	router := newMsgRouter(base)
-	if b.fc, err = flow.NewCollectives(b.fnet, router, ccfg); err != nil {
+	ceil, err := newFlowCeiling(s, b.fnet, router, base, layout.Params().HostLink)
+	if err != nil {
+		return nil, err
+	}
+	if b.fc, err = flow.NewCollectives(b.fnet, ceilRouter(router, ceil), ccfg); err != nil {
 		return nil, &InputError{Err: err}
 	}
 	// Collectives of up to flowScheduleMaxOps operations (and in a job of more than
