@@ -60,6 +60,8 @@ type flowCeiling struct {
 	pendIDs  []flow.FlowID
 	pendCaps []float64
 	lastRec  int64
+	lastFill int64 // the Net's Refilled at the last pass
+	skipped  int   // grid instants skipped by the cost bound
 	passes   int
 	ramping  int
 	gen      uint32
@@ -70,6 +72,15 @@ type flowCeiling struct {
 	markGen  []uint32
 	err      error
 }
+
+// ceilFreeFlows bounds the ceiling's cost. A pass reads every sending flow (O(active)); with
+// at most this many sending, every grid instant may pass; with more, a grid instant passes
+// only once the Net has refilled at least as many flows as are sending since the last pass,
+// so the passes cost at most what the rate recomputations cost (a 131,072-GPU training
+// step has a million flows in flight: a pass every Step would cost 10^5 times the step's
+// recomputations). The grid then coarsens and the ceilings move later than DCQCN's steps
+// (the DCQCN state itself is exact: Advance applies every step due).
+const ceilFreeFlows = 4096
 
 // ceilKey is a QP: its hosts and the router's QP key.
 type ceilKey struct {
@@ -200,9 +211,13 @@ func (c *flowCeiling) onTick(now sim.Time, _ int32, _ uint64) {
 	}
 	c.armed = true
 	c.s.At(now+c.step, c.tick, 0, 0)
-	rec := c.net.Stats().Recomputes
-	if rec == c.lastRec && c.ramping == 0 {
+	st := c.net.Stats()
+	if st.Recomputes == c.lastRec && c.ramping == 0 {
 		return
+	}
+	if a := c.net.Active(); a > ceilFreeFlows && st.Refilled-c.lastFill < int64(a) {
+		c.skipped++
+		return // the cost bound: the grid coarsens (see ceilFreeFlows)
 	}
 	c.passes++
 	c.gen++
@@ -289,7 +304,8 @@ func (c *flowCeiling) onTick(now sim.Time, _ int32, _ uint64) {
 	if _, err := c.net.SetCaps(c.ids, c.caps); err != nil {
 		c.fail(err)
 	}
-	c.lastRec = c.net.Stats().Recomputes
+	st = c.net.Stats()
+	c.lastRec, c.lastFill = st.Recomputes, st.Refilled
 }
 
 // settleIdle drops from the live list the QPs whose flow did not send at this pass; one
