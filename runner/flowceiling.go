@@ -47,14 +47,18 @@ type flowCeiling struct {
 	// domain: hosts of one scale-up domain (their flows ride scale-up links: no DCQCN).
 	domain int
 
+	// qps holds the QPs with recovery state; track the flows routed as one QP on one path
+	// since the last pass and those still sending at it, in id order (merged with the Net's
+	// snapshot at each pass, which drops the ones that ended).
 	qps   map[ceilKey]*ceilQP
-	byID  map[flow.FlowID]*ceilQP
+	track []ceilFlow
 	live  []*ceilQP // QPs with recovery state whose flow sent at the last pass
 	tick  sim.Kind
 	apply sim.Kind
 	armed bool
 	// last is the flow id the latest route was for, multi one routed more than once.
 	last, multi flow.FlowID
+	lastKey     ceilKey
 	// pendIDs and pendCaps are caps for flows routed at the current instant (applied by the
 	// apply event at that instant, after the flows exist).
 	pendIDs  []flow.FlowID
@@ -66,6 +70,7 @@ type flowCeiling struct {
 	ramping  int
 	gen      uint32
 	flows    []flow.FlowInfo
+	at       []int32 // by tracked flow: its index in flows (a pass)
 	ids      []flow.FlowID
 	caps     []float64
 	mark     []int32 // by link: the one link its flows arrive from (-1 the host), -3 several
@@ -88,9 +93,16 @@ type ceilKey struct {
 	key      uint64
 }
 
+// ceilFlow is a flow routed as one QP on one path.
+type ceilFlow struct {
+	id    flow.FlowID
+	key   ceilKey
+	links []int32
+}
+
 // ceilQP is one QP's recovery state.
 type ceilQP struct {
-	links []int32 // its path
+	key   ceilKey
 	q     transport.QPCeiling
 	flow  flow.FlowID // its latest flow
 	rem   float64     // that flow's bytes left at the last pass (-1: never seen)
@@ -118,7 +130,7 @@ func newFlowCeiling(s *sim.Sim, net *flow.Net, inner flow.Router, base *flowRout
 		return nil, fmt.Errorf("transport %s: flow-level rate ceiling: line rate %v; want > 0", base.name, line)
 	}
 	c := &flowCeiling{s: s, net: net, inner: inner, rc: m.Ceiling, step: step, line: line, share: payloadShare(m),
-		domain: base.domain, qps: map[ceilKey]*ceilQP{}, byID: map[flow.FlowID]*ceilQP{}, lastRec: -1, last: -1, multi: -1}
+		domain: base.domain, qps: map[ceilKey]*ceilQP{}, lastRec: -1, last: -1, multi: -1}
 	c.tick = s.Register("flow-ceiling", c.onTick)
 	c.apply = s.Register("flow-ceiling-apply", c.onApply)
 	return c, nil
@@ -140,32 +152,33 @@ func (c *flowCeiling) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.P
 		// A second route for one flow: a phase's flow over several QPs (flow/expand.go),
 		// with no one QP to follow. Left to the max-min rates.
 		c.multi = id
-		if qp := c.byID[id]; qp != nil {
+		if n := len(c.track); n > 0 && c.track[n-1].id == id {
+			c.track = c.track[:n-1]
+		}
+		if qp := c.qps[c.lastKey]; qp != nil && qp.flow == id {
 			qp.flow, qp.rem = -1, -1
-			delete(c.byID, id)
 		}
 		if n := len(c.pendIDs); n > 0 && c.pendIDs[n-1] == id {
 			c.pendIDs, c.pendCaps = c.pendIDs[:n-1], c.pendCaps[:n-1]
 		}
 		return buf, lat, nil
 	}
-	c.last = id
 	k := ceilKey{src: int32(src), dst: int32(dst), key: key}
+	c.last, c.lastKey = id, k
+	c.track = append(c.track, ceilFlow{id: id, key: k, links: append([]int32(nil), buf[0].Links...)})
+	if !c.armed {
+		c.armed = true
+		c.s.At((c.s.Now()/c.step+1)*c.step, c.tick, 0, 0)
+	}
 	qp := c.qps[k]
 	if qp == nil {
-		qp = &ceilQP{flow: -1}
-		c.qps[k] = qp
+		return buf, lat, nil
 	}
-	qp.links = append(qp.links[:0], buf[0].Links...)
-	if qp.flow >= 0 && qp.flow != id {
-		delete(c.byID, qp.flow)
-		if qp.rem > 0 {
-			qp.carry += qp.rem // the previous message's rest was sent after the last pass
-		}
+	if qp.flow >= 0 && qp.flow != id && qp.rem > 0 {
+		qp.carry += qp.rem // the previous message's rest was sent after the last pass
 	}
 	qp.flow, qp.rem = id, -1
-	c.byID[id] = qp
-	if qp.q != nil && !qp.cut {
+	if !qp.cut {
 		c.advance(qp)
 	}
 	if qp.cap > 0 {
@@ -174,10 +187,6 @@ func (c *flowCeiling) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.P
 		if len(c.pendIDs) == 1 {
 			c.s.At(c.s.Now(), c.apply, 0, 0)
 		}
-	}
-	if !c.armed {
-		c.armed = true
-		c.s.At((c.s.Now()/c.step+1)*c.step, c.tick, 0, 0)
 	}
 	return buf, lat, nil
 }
@@ -189,6 +198,7 @@ func (c *flowCeiling) advance(qp *ceilQP) {
 	qp.carry = 0
 	if !rec {
 		qp.q, qp.cap = nil, 0
+		delete(c.qps, qp.key)
 		return
 	}
 	qp.cap = float64(rate) * c.share
@@ -226,13 +236,25 @@ func (c *flowCeiling) onTick(now sim.Time, _ int32, _ uint64) {
 		c.mark = append(c.mark, 0)
 		c.markGen = append(c.markGen, 0)
 	}
-	for i := range c.flows {
-		qp := c.byID[c.flows[i].ID]
-		if qp == nil {
-			continue
+	// Keep the tracked flows still sending (both lists in id order), each with its
+	// snapshot's index.
+	k, j := 0, 0
+	c.at = c.at[:0]
+	for _, t := range c.track {
+		for j < len(c.flows) && c.flows[j].ID < t.id {
+			j++
 		}
+		if j < len(c.flows) && c.flows[j].ID == t.id {
+			c.track[k] = t
+			c.at = append(c.at, int32(j))
+			k++
+		}
+	}
+	clear(c.track[k:])
+	c.track = c.track[:k]
+	for i := range c.track {
 		from := int32(-1)
-		for _, l := range qp.links {
+		for _, l := range c.track[i].links {
 			switch {
 			case c.markGen[l] != c.gen:
 				c.markGen[l], c.mark[l] = c.gen, from
@@ -245,11 +267,25 @@ func (c *flowCeiling) onTick(now sim.Time, _ int32, _ uint64) {
 	c.ids, c.caps = c.ids[:0], c.caps[:0]
 	c.ramping = 0
 	prev := now - c.step
-	for i := range c.flows {
-		f := &c.flows[i]
-		qp := c.byID[f.ID]
+	for i := range c.track {
+		t := &c.track[i]
+		f := &c.flows[c.at[i]]
+		qp := c.qps[t.key]
+		if qp != nil && qp.flow != t.id {
+			continue // an older message of a QP that has moved on
+		}
+		cong := c.congested(t.links)
 		if qp == nil {
-			continue
+			if !cong {
+				continue
+			}
+			q, err := c.rc.NewQP(c.line)
+			if err != nil {
+				c.fail(err)
+				continue
+			}
+			qp = &ceilQP{key: t.key, q: q, flow: t.id, rem: -1}
+			c.qps[t.key] = qp
 		}
 		qp.seen = c.gen
 		if qp.rem >= 0 {
@@ -261,15 +297,7 @@ func (c *flowCeiling) onTick(now sim.Time, _ int32, _ uint64) {
 		had := qp.cap // the cap the flow has
 		want := had
 		switch {
-		case c.congested(qp.links):
-			if qp.q == nil {
-				q, err := c.rc.NewQP(c.line)
-				if err != nil {
-					c.fail(err)
-					continue
-				}
-				qp.q = q
-			}
+		case cong:
 			qp.wire = sim.Rate(f.Rate / c.share)
 			qp.q.Settle(now, qp.wire)
 			qp.carry, qp.cut = 0, true
