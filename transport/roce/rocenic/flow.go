@@ -14,7 +14,9 @@ import (
 // at flow level"): each QP rides one ECMP-hashed path, qps_per_peer QPs per peer per plane;
 // go-back-N resends everything in flight after a loss; routing, not the endpoints, moves
 // flows off a link that is down, after fabric.reconvergence; a QP stalled on a dead path
-// retries every rto and errors after retry_count + 1 timeouts without progress. cfg is the
+// retries every rto and errors after retry_count + 1 timeouts without progress; with DCQCN
+// on, each QP's flows are capped by DCQCN's recovery after it stops sharing a congested link
+// (flowCeiling; docs/protocols.md, "DCQCN at flow level"). cfg is the
 // resolved *roce.Config (nil: the defaults); t is not needed (RoCE's budget is its RTO's).
 //
 // AckBytes is a packet's headers alone, as the flow level has always sized the ACK in the
