@@ -55,7 +55,10 @@ type flowCeiling struct {
 	live  []*ceilQP // QPs with recovery state whose flow sent at the last pass
 	tick  sim.Kind
 	apply sim.Kind
+	passK sim.Kind
 	armed bool
+	// rerouting: a fault model's reroute is in progress (its routes are not new flows).
+	rerouting bool
 	// last is the flow id the latest route was for, multi one routed more than once.
 	last, multi flow.FlowID
 	lastKey     ceilKey
@@ -115,11 +118,13 @@ type ceilQP struct {
 }
 
 // newFlowCeiling returns the ceiling router over inner for base's flow model on net, or nil
-// when the model has no ceiling or spreads a QP over several paths (spraying, adaptive
-// spray: no one congested path). line is a host NIC port's rate on the wire.
-func newFlowCeiling(s *sim.Sim, net *flow.Net, inner flow.Router, base *flowRouter, line sim.Rate) (*flowCeiling, error) {
+// when the model has no ceiling, spreads a QP over several paths (spraying, adaptive spray:
+// no one congested path), or the run has a fault model (faults: its reroutes and held QPs
+// are not followed; docs/protocols.md, "DCQCN at flow level"). line is a host NIC port's
+// rate on the wire.
+func newFlowCeiling(s *sim.Sim, net *flow.Net, inner flow.Router, base *flowRouter, line sim.Rate, faults bool) (*flowCeiling, error) {
 	m := base.model
-	if m.Ceiling == nil || m.Spray || m.AdaptiveSpray {
+	if m.Ceiling == nil || m.Spray || m.AdaptiveSpray || faults {
 		return nil, nil
 	}
 	step := m.Ceiling.Step()
@@ -133,6 +138,7 @@ func newFlowCeiling(s *sim.Sim, net *flow.Net, inner flow.Router, base *flowRout
 		domain: base.domain, qps: map[ceilKey]*ceilQP{}, lastRec: -1, last: -1, multi: -1}
 	c.tick = s.Register("flow-ceiling", c.onTick)
 	c.apply = s.Register("flow-ceiling-apply", c.onApply)
+	c.passK = s.Register("flow-ceiling-pass", c.onPass)
 	return c, nil
 }
 
@@ -141,7 +147,7 @@ func newFlowCeiling(s *sim.Sim, net *flow.Net, inner flow.Router, base *flowRout
 // instant.
 func (c *flowCeiling) Paths(src, dst int, key uint64, buf []flow.Path) ([]flow.Path, sim.Time, error) {
 	buf, lat, err := c.inner.Paths(src, dst, key, buf)
-	if err != nil || len(buf) != 1 || (c.domain > 1 && src/c.domain == dst/c.domain) {
+	if err != nil || c.rerouting || len(buf) != 1 || (c.domain > 1 && src/c.domain == dst/c.domain) {
 		return buf, lat, err
 	}
 	id := flow.FlowID(c.net.Stats().FlowsAdded) // the id AddFlow gives the next flow
@@ -221,6 +227,16 @@ func (c *flowCeiling) onTick(now sim.Time, _ int32, _ uint64) {
 	}
 	c.armed = true
 	c.s.At(now+c.step, c.tick, 0, 0)
+	// The pass sees the instant's end (every flow that starts or ends at it, whatever the
+	// order of the instant's events; sim.AtEndOfInstant), after the Net's own recomputation.
+	c.s.AtEndOfInstant(now, c.passK, 0, 0)
+}
+
+// onPass is a grid instant's pass, at the instant's end (see flowCeiling).
+func (c *flowCeiling) onPass(now sim.Time, _ int32, _ uint64) {
+	if c.net.Active() == 0 {
+		return
+	}
 	st := c.net.Stats()
 	if st.Recomputes == c.lastRec && c.ramping == 0 {
 		return
@@ -271,8 +287,8 @@ func (c *flowCeiling) onTick(now sim.Time, _ int32, _ uint64) {
 		t := &c.track[i]
 		f := &c.flows[c.at[i]]
 		qp := c.qps[t.key]
-		if qp != nil && qp.flow != t.id {
-			continue // an older message of a QP that has moved on
+		if qp != nil && qp.flow != t.id || f.Rate <= 0 {
+			continue // an older message of a QP that has moved on, or one held or stalled
 		}
 		cong := c.congested(t.links)
 		if qp == nil {
@@ -402,4 +418,30 @@ func (c *flowCeiling) ScheduleKey(key uint64) uint64 {
 		return kr.ScheduleKey(key)
 	}
 	return key
+}
+
+// reroute runs do, a fault model's reroute of flows in flight onto new paths. The ceiling
+// does not see which flows moved, so it lets go of every flow in flight: each is uncapped
+// and no longer tracked (it runs at its max-min rate to its end), while the QPs keep their
+// state for their next messages.
+func (c *flowCeiling) reroute(do func() (int, error)) (int, error) {
+	c.rerouting = true
+	n, err := do()
+	c.rerouting = false
+	c.ids, c.caps = c.ids[:0], c.caps[:0]
+	for _, t := range c.track {
+		if qp := c.qps[t.key]; qp != nil && qp.flow == t.id {
+			if qp.cap > 0 {
+				c.ids = append(c.ids, t.id)
+				c.caps = append(c.caps, 0)
+			}
+			qp.flow, qp.rem, qp.cap = -1, -1, 0
+		}
+	}
+	clear(c.track)
+	c.track = c.track[:0]
+	if _, serr := c.net.SetCaps(c.ids, c.caps); serr != nil {
+		c.fail(serr)
+	}
+	return n, err
 }

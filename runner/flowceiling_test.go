@@ -15,7 +15,7 @@ import (
 func TestFlowCeilingTwoIntoOne(t *testing.T) {
 	y := func(engine, dcqcn string) string {
 		return fmt.Sprintf("topology: {clos: {tiers: 2, planes: 1, radix: 8, hosts: 16, host_link: 100G}}\n"+
-			"transport: {kind: roce, roce: {dcqcn: {disabled: %s}}}\n"+
+			"transport: {kind: roce, roce: {dcqcn: {disabled: %s, flow_recovery: true}}}\n"+
 			"traffic: [{pattern: flows, flows: [{src: 1, dst: 0, bytes: 4MiB}, {src: 2, dst: 0, bytes: 1MiB}]}]\n"+
 			"run: {engine: %s}\n", dcqcn, engine)
 	}

@@ -18,7 +18,7 @@ import (
 // of 1% to 99% of line, production and paper profiles.
 func TestFlowCeilingIdleClosedForm(t *testing.T) {
 	for _, profile := range []string{roce.DCQCNProfileProduction, roce.DCQCNProfilePaper} {
-		cfg := roce.DCQCNConfig{Profile: profile}
+		cfg := roce.DCQCNConfig{Profile: profile, FlowRecovery: true}
 		rc := flowCeiling(cfg)
 		eff := cfg.WithDefaults()
 		if got := rc.Step(); got != eff.RateIncreaseTimer {
@@ -79,7 +79,7 @@ func TestFlowCeilingIdleClosedForm(t *testing.T) {
 // (min(t, bc) - F) R_HAI) once both exceed F, additive increase otherwise, then Rc = (Rt +
 // Rc) / 2, capped at line rate. Line rates 25G..800G, shares 10% to 90%.
 func TestFlowCeilingSendingRules(t *testing.T) {
-	cfg := roce.DCQCNConfig{}
+	cfg := roce.DCQCNConfig{FlowRecovery: true}
 	rc := flowCeiling(cfg)
 	T := rc.Step()
 	for _, line := range []sim.Rate{25e9, 100e9, 400e9, 800e9} {
@@ -129,18 +129,26 @@ func TestFlowCeilingSendingRules(t *testing.T) {
 	}
 }
 
-// With DCQCN disabled the flow model has no ceiling (the sender paces at line rate), and a
-// line rate below min_rate is refused.
+// The flow model has a ceiling only with dcqcn.flow_recovery set and DCQCN on (disabled, the
+// sender paces at line rate), and a line rate below min_rate is refused.
 func TestFlowCeilingDisabled(t *testing.T) {
-	if c := flowCeiling(roce.DCQCNConfig{Disabled: true}); c != nil {
-		t.Errorf("disabled: ceiling %+v; want nil", c)
-	}
-	m, err := flowModel(&roce.Config{DCQCN: roce.DCQCNConfig{Disabled: true}}, nil)
-	if err != nil || m.Ceiling != nil {
-		t.Errorf("disabled: model ceiling %v, %v; want nil", m.Ceiling, err)
+	for _, c := range []struct {
+		d    roce.DCQCNConfig
+		want bool
+	}{
+		{roce.DCQCNConfig{}, false},
+		{roce.DCQCNConfig{Disabled: true}, false},
+		{roce.DCQCNConfig{Disabled: true, FlowRecovery: true}, false},
+		{roce.DCQCNConfig{FlowRecovery: true}, true},
+		{roce.DCQCNConfig{FlowRecovery: true, Profile: roce.DCQCNProfilePaper}, true},
+	} {
+		m, err := flowModel(&roce.Config{DCQCN: c.d}, nil)
+		if err != nil || (m.Ceiling != nil) != c.want {
+			t.Errorf("%+v: model ceiling %v, %v; want one: %v", c.d, m.Ceiling, err, c.want)
+		}
 	}
 	var _ transport.RateCeiling = dcqcnCeiling{}
-	if _, err := flowCeiling(roce.DCQCNConfig{}).NewQP(50e6); err == nil {
+	if _, err := flowCeiling(roce.DCQCNConfig{FlowRecovery: true}).NewQP(50e6); err == nil {
 		t.Error("line 50 Mb/s below min_rate 100 Mb/s: no error")
 	}
 }

@@ -15,8 +15,9 @@ import (
 // go-back-N resends everything in flight after a loss; routing, not the endpoints, moves
 // flows off a link that is down, after fabric.reconvergence; a QP stalled on a dead path
 // retries every rto and errors after retry_count + 1 timeouts without progress; with DCQCN
-// on, each QP's flows are capped by DCQCN's recovery after it stops sharing a congested link
-// (flowCeiling; docs/protocols.md, "DCQCN at flow level"). cfg is the
+// on and dcqcn.flow_recovery set, each QP's flows are capped by DCQCN's recovery after it
+// stops sharing a congested link (flowCeiling; docs/protocols.md, "DCQCN at flow level"). cfg
+// is the
 // resolved *roce.Config (nil: the defaults); t is not needed (RoCE's budget is its RTO's).
 //
 // AckBytes is a packet's headers alone, as the flow level has always sized the ACK in the
@@ -50,9 +51,10 @@ func flowModel(cfg any, _ topo.Topology) (transport.FlowModel, error) {
 // docs/protocols.md, "DCQCN at flow level"): each QP runs the packet level's own reaction
 // point (roce.DCQCN) on the resolved settings, settled at its share while it shares a
 // congested link, and its increase steps [DCQCN §3.1] cap it once it no longer does. nil
-// when DCQCN is disabled: the sender paces at line rate and the max-min rates are its rates.
+// when DCQCN is disabled (the sender paces at line rate and the max-min rates are its rates)
+// and unless dcqcn.flow_recovery is set (the default: max-min).
 func flowCeiling(d roce.DCQCNConfig) transport.RateCeiling {
-	if d.Disabled {
+	if d.Disabled || !d.FlowRecovery {
 		return nil
 	}
 	return dcqcnCeiling{cfg: d}

@@ -41,7 +41,7 @@ func TestFlowModelRoCE(t *testing.T) {
 						QPTuple: transport.QPTuple{Proto: fabric.ProtoRoCE, DstPort: roce.UDPPort, Ports: portRule{}},
 						// Out-of-order placement left out follows adaptive routing (on under it), and
 						// the runner reads AdaptiveSpray only under adaptive routing.
-						AdaptiveSpray: true, Ceiling: dcqcnCeiling{cfg: c.DCQCN}}
+						AdaptiveSpray: true}
 					if m != want {
 						t.Errorf("qps %d retry %d rto %v payload %d: model %+v; want %+v", qps, retry, rto, payload, m, want)
 					}
