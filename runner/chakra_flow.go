@@ -55,8 +55,15 @@ func runChakraFlow(sc *scenario.Scenario, layout topo.Topology, res *Result) err
 		return &InputError{Err: err}
 	}
 	fl.router = newMsgRouter(base)
-	if fl.fc, err = flow.NewCollectives(fnet, fl.router, ccfg); err != nil {
+	ceil, err := newFlowCeiling(s, fnet, fl.router, base, p.HostLink, ff != nil)
+	if err != nil {
+		return err
+	}
+	if fl.fc, err = flow.NewCollectives(fnet, ceilRouter(fl.router, ceil), ccfg); err != nil {
 		return &InputError{Err: err}
+	}
+	if ff != nil {
+		ff.ceil = ceil
 	}
 	// Collectives run their packet-level schedule message by message where the packet level
 	// runs one (flow/dag.go), as workload.collectives do: up to flowScheduleMaxOps

@@ -65,8 +65,15 @@ func runCollectiveFlow(sc *scenario.Scenario, layout topo.Topology, res *Result,
 		return &InputError{Err: err}
 	}
 	links = newFlowLinkSeries(layout, base, fnet, sc.Run.SampleInterval)
-	if fc, err = flow.NewCollectives(fnet, router, ccfg); err != nil {
+	ceil, err := newFlowCeiling(s, fnet, router, base, p.HostLink, ff != nil)
+	if err != nil {
+		return err
+	}
+	if fc, err = flow.NewCollectives(fnet, ceilRouter(router, ceil), ccfg); err != nil {
 		return &InputError{Err: err}
+	}
+	if ff != nil {
+		ff.ceil = ceil
 	}
 	// Collectives of up to flowScheduleMaxOps operations run their packet-level schedule
 	// message by message (flow/dag.go); larger ones, and direct and grouped, their phases

@@ -56,9 +56,11 @@ import (
 // when their path returns or routing reconverges). Each failure (one entry's event at one
 // instant, a flap cycle, a random failure) restarts the job at most once.
 type flowFaults struct {
-	s     *sim.Sim
-	net   *flow.Net
-	fc    *flow.Collectives
+	s   *sim.Sim
+	net *flow.Net
+	fc  *flow.Collectives
+	// ceil is the transport's rate ceiling on the same Net (nil: none), told of reroutes.
+	ceil  *flowCeiling
 	r     *flowRouter
 	model transport.FlowModel // the transport's (r.model)
 	name  string              // its plugin's Name, for messages ("RoCE")
@@ -488,7 +490,7 @@ func (ff *flowFaults) endpointReroute(now sim.Time) {
 	ff.detectAt = -1
 	ff.react(now)
 	ff.setDead(func(d int) bool { return ff.cur[d] == 0 })
-	if _, err := ff.fc.Reroute(nil); err != nil {
+	if _, err := ff.reroute(nil); err != nil {
 		ff.s.Stop(fmt.Errorf("flow level: rerouting after a failure at %v: %w", now, err))
 	}
 }
@@ -520,7 +522,7 @@ func (ff *flowFaults) scheduleReconv(at sim.Time) {
 // QPs at their next retransmission (tick).
 func (ff *flowFaults) reconverge(now sim.Time) {
 	ff.setDead(func(d int) bool { return ff.down[d/2] })
-	if _, err := ff.fc.Reroute(func(_ flow.FlowID, stalled bool) bool { return !stalled }); err != nil {
+	if _, err := ff.reroute(func(_ flow.FlowID, stalled bool) bool { return !stalled }); err != nil {
 		ff.s.Stop(fmt.Errorf("flow level: rerouting at reconvergence (%v): %w", now, err))
 		return
 	}
@@ -618,7 +620,7 @@ func (ff *flowFaults) scheduleTick(at sim.Time, ids []flow.FlowID) {
 // path is live (else the flow is held again).
 func (ff *flowFaults) retry(id flow.FlowID) (live, sending bool) {
 	ff.net.Hold(id, false)
-	if _, err := ff.fc.Reroute(func(x flow.FlowID, _ bool) bool { return x == id }); err != nil {
+	if _, err := ff.reroute(func(x flow.FlowID, _ bool) bool { return x == id }); err != nil {
 		ff.s.Stop(fmt.Errorf("flow level: rerouting a waiting QP at %v: %w", ff.s.Now(), err))
 	}
 	switch ff.net.Blocked(id) {
@@ -789,4 +791,13 @@ func (ff *flowFaults) cannot(job string) string {
 		return "the flows cannot go on until a path between them returns"
 	}
 	return job
+}
+
+// reroute is fc.Reroute, with the rate ceiling (if any) told that the flows it selects may
+// take new paths (flowCeiling.reroute).
+func (ff *flowFaults) reroute(sel func(id flow.FlowID, stalled bool) bool) (int, error) {
+	if ff.ceil == nil {
+		return ff.fc.Reroute(sel)
+	}
+	return ff.ceil.reroute(func() (int, error) { return ff.fc.Reroute(sel) })
 }

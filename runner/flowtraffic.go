@@ -149,8 +149,15 @@ func newFlowTraffic(sc *scenario.Scenario, layout topo.Topology, res *Result) (*
 		return nil, err
 	}
 	ft.links = newFlowLinkSeries(layout, r, ft.net, sc.Run.SampleInterval)
-	if ft.fc, err = flow.NewCollectives(ft.net, &collRouter{flowRouter: r}, ccfg); err != nil {
+	ceil, err := newFlowCeiling(s, ft.net, &collRouter{flowRouter: r}, r, p.HostLink, ft.ff != nil)
+	if err != nil {
+		return nil, err
+	}
+	if ft.fc, err = flow.NewCollectives(ft.net, ceilRouter(&collRouter{flowRouter: r}, ceil), ccfg); err != nil {
 		return nil, &InputError{Err: err}
+	}
+	if ft.ff != nil {
+		ft.ff.ceil = ceil
 	}
 	if ft.ff != nil {
 		ft.ff.start(ft.net, ft.fc)

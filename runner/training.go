@@ -319,8 +319,15 @@ func newFlowTrainBackend(sc *scenario.Scenario, layout topo.Topology, res *Resul
 	}
 	b.links = newFlowLinkSeries(layout, base, b.fnet, sc.Run.SampleInterval)
 	router := newMsgRouter(base)
-	if b.fc, err = flow.NewCollectives(b.fnet, router, ccfg); err != nil {
+	ceil, err := newFlowCeiling(s, b.fnet, router, base, layout.Params().HostLink, b.ff != nil)
+	if err != nil {
+		return nil, err
+	}
+	if b.fc, err = flow.NewCollectives(b.fnet, ceilRouter(router, ceil), ccfg); err != nil {
 		return nil, &InputError{Err: err}
+	}
+	if b.ff != nil {
+		b.ff.ceil = ceil
 	}
 	// Collectives of up to flowScheduleMaxOps operations (and in a job of more than
 	// trainScheduleAllRanks GPUs trainScheduleMaxLoops chunk loops) run their packet-level schedule message by message (flow/dag.go), as at packet

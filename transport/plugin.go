@@ -329,6 +329,11 @@ type FlowModel struct {
 	// never changes plane; runner/flowadaptive.go). False: the fabric's adaptive routing
 	// leaves its flow model as it is. The runner clears it when adaptive routing is off.
 	AdaptiveSpray bool
+	// Ceiling, if not nil, is the transport's rate recovery after congestion (RoCE's
+	// DCQCN): each QP's flows are capped by its recovery curve after it stops sharing a
+	// congested link (runner/flowceiling.go; docs/protocols.md, "DCQCN at flow level"). nil:
+	// the max-min rates alone.
+	Ceiling RateCeiling
 }
 
 // QPTuple is the fixed part of a QP's packet header that ECMP hashes (fabric.ECMPChoice):

@@ -123,6 +123,12 @@ type DCQCNConfig struct {
 	// MinRate is the floor a CNP cannot cut below; default 100 Mb/s (the HPCC ns-3 DCQCN
 	// default MIN_RATE). Must not exceed the line rate.
 	MinRate sim.Rate `yaml:"min_rate"`
+	// FlowRecovery, at run.engine flow, caps each QP's flows by DCQCN's recovery curve after
+	// it stops sharing a congested link (docs/protocols.md, "DCQCN at flow level"); it has no
+	// effect at packet level, with DCQCN disabled, or on a run with faults. Default false:
+	// the flow level's RoCE rates are max-min (the measured effect, and why it is off, are in
+	// that section).
+	FlowRecovery bool `yaml:"flow_recovery,omitempty"`
 }
 
 // Lockstep defaults and the constants they come from.

@@ -14,7 +14,10 @@ import (
 // at flow level"): each QP rides one ECMP-hashed path, qps_per_peer QPs per peer per plane;
 // go-back-N resends everything in flight after a loss; routing, not the endpoints, moves
 // flows off a link that is down, after fabric.reconvergence; a QP stalled on a dead path
-// retries every rto and errors after retry_count + 1 timeouts without progress. cfg is the
+// retries every rto and errors after retry_count + 1 timeouts without progress; with DCQCN
+// on and dcqcn.flow_recovery set, each QP's flows are capped by DCQCN's recovery after it
+// stops sharing a congested link (flowCeiling; docs/protocols.md, "DCQCN at flow level"). cfg
+// is the
 // resolved *roce.Config (nil: the defaults); t is not needed (RoCE's budget is its RTO's).
 //
 // AckBytes is a packet's headers alone, as the flow level has always sized the ACK in the
@@ -40,7 +43,50 @@ func flowModel(cfg any, _ topo.Topology) (transport.FlowModel, error) {
 		// reads this only under adaptive routing); go-back-N in order keeps one hashed path
 		// per QP.
 		AdaptiveSpray: c.ForFabric(true).OutOfOrderOn(),
+		Ceiling:       flowCeiling(c.DCQCN),
 	}, nil
+}
+
+// flowCeiling is DCQCN's rate recovery to the flow level (transport.RateCeiling;
+// docs/protocols.md, "DCQCN at flow level"): each QP runs the packet level's own reaction
+// point (roce.DCQCN) on the resolved settings, settled at its share while it shares a
+// congested link, and its increase steps [DCQCN §3.1] cap it once it no longer does. nil
+// when DCQCN is disabled (the sender paces at line rate and the max-min rates are its rates)
+// and unless dcqcn.flow_recovery is set (the default: max-min).
+func flowCeiling(d roce.DCQCNConfig) transport.RateCeiling {
+	if d.Disabled || !d.FlowRecovery {
+		return nil
+	}
+	return dcqcnCeiling{cfg: d}
+}
+
+// dcqcnCeiling is flowCeiling's transport.RateCeiling: a comparable value (the resolved
+// DCQCN block).
+type dcqcnCeiling struct{ cfg roce.DCQCNConfig }
+
+// Step implements transport.RateCeiling: DCQCN's rate-increase timer T.
+func (c dcqcnCeiling) Step() sim.Time { return c.cfg.WithDefaults().RateIncreaseTimer }
+
+// NewQP implements transport.RateCeiling with a reaction point at line rate.
+func (c dcqcnCeiling) NewQP(line sim.Rate) (transport.QPCeiling, error) {
+	d, err := roce.NewDCQCN(c.cfg, line)
+	if err != nil {
+		return nil, err
+	}
+	return dcqcnQP{d}, nil
+}
+
+// dcqcnQP is one QP's reaction point as a transport.QPCeiling.
+type dcqcnQP struct{ d *roce.DCQCN }
+
+// Settle implements transport.QPCeiling (roce.DCQCN.Settle).
+func (q dcqcnQP) Settle(now sim.Time, rate sim.Rate) { q.d.Settle(now, rate) }
+
+// Advance implements transport.QPCeiling: the timer steps due by now, then the byte
+// counter's for wireBytes (roce.DCQCN.OnSent), then Rc.
+func (q dcqcnQP) Advance(now sim.Time, wireBytes int64) (sim.Rate, bool) {
+	q.d.OnSent(now, wireBytes)
+	return q.d.Rate(), q.d.Recovering()
 }
 
 // flowConfig is cfg (a *roce.Config, or nil for the zero block) with its defaults filled.
