@@ -170,7 +170,7 @@ func transportChecks(sc *scenario.Scenario, layout topo.Topology, res *Result) (
 		return nil, nil
 	}
 	env := transport.CheckEnv{Topology: layout, Queues: queues(sc), Profile: sc.Fabric.Profile, PFC: sc.Fabric.PFC.Config().WithDefaults(),
-		Adaptive: sc.Fabric.AdaptiveRouting != nil && sc.Fabric.AdaptiveRouting.Enabled}
+		Adaptive: sc.Fabric.AdaptiveRouting != nil && sc.Fabric.AdaptiveRouting.Enabled, Faults: len(sc.Faults) > 0}
 	if !sc.Fluid() {
 		env.Net = res.Net
 	}

@@ -172,6 +172,8 @@ type CheckEnv struct {
 	PFC fabric.PFCConfig
 	// Adaptive is true when fabric.adaptive_routing is on (at packet and flow level).
 	Adaptive bool
+	// Faults is true when the scenario has faults (fixed or random processes).
+	Faults bool
 }
 
 // Queues are a fabric's resolved egress queue configurations.

@@ -34,6 +34,9 @@ func check(cfg any, env transport.CheckEnv) ([]string, error) {
 	if w := inOrderUnderAR(c, env.Adaptive, env.Net == nil); w != "" {
 		out = append(out, w)
 	}
+	if w := flowRecoveryInert(c, env); w != "" {
+		out = append(out, w)
+	}
 	net := env.Net
 	if net == nil || !net.PFCOn() {
 		return out, nil
@@ -117,4 +120,30 @@ func rtoBelowDrain(rto sim.Time, retries, hops int, net *fabric.Network) string 
 	}
 	return fmt.Sprintf("transport.roce.rto: %v is shorter than the %v the worst paused path may take to drain (%v at last hop %s + %d x %v at %s); QPs whose packets only wait behind PFC pauses would time out, resend, and after retry_count (%d) retries error; NCCL's default is 4.096us x 2^20 (about 4.3 s)",
 		rto, drain, host, hp, max(hops-1, 0), sw, sp, retries)
+}
+
+// flowRecoveryInert warns when transport.roce.dcqcn.flow_recovery is set where it does
+// nothing: at packet level (DCQCN runs there itself), with DCQCN disabled, under adaptive
+// routing with out-of-order placement (a QP's flow spreads over paths: no one congested
+// path to recover from), and in a run with faults (the ceiling does not follow a fault
+// model's reroutes, so it is left out: docs/protocols.md, "DCQCN at flow level"); "" when
+// it acts or is not set.
+func flowRecoveryInert(c roce.Config, env transport.CheckEnv) string {
+	if !c.DCQCN.FlowRecovery {
+		return ""
+	}
+	why := ""
+	switch {
+	case env.Net != nil:
+		why = "the packet level runs DCQCN itself; the setting is for run.engine: flow"
+	case c.DCQCN.Disabled:
+		why = "dcqcn.disabled is true, so there is no recovery to follow"
+	case env.Adaptive && c.ForFabric(true).OutOfOrderOn():
+		why = "under fabric.adaptive_routing with out-of-order placement a QP's flow spreads over paths and keeps max-min rates"
+	case env.Faults:
+		why = "runs with faults keep max-min rates: the ceiling does not follow a fault model's reroutes (docs/protocols.md, \"DCQCN at flow level\")"
+	default:
+		return ""
+	}
+	return "transport.roce.dcqcn.flow_recovery: true does nothing here: " + why
 }

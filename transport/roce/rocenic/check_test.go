@@ -2,6 +2,7 @@ package rocenic
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/lockstepsim/lockstep/fabric"
@@ -98,5 +99,43 @@ func TestCheckKmin(t *testing.T) {
 	}
 	if _, err := check("roce", transport.CheckEnv{}); err == nil {
 		t.Error("a block of the wrong type was accepted")
+	}
+}
+
+// TestFlowRecoveryInert: dcqcn.flow_recovery warns where it does nothing (packet level,
+// DCQCN disabled, adaptive routing with placement, faults) and not where it acts or is unset.
+func TestFlowRecoveryInert(t *testing.T) {
+	on := roce.Config{DCQCN: roce.DCQCNConfig{FlowRecovery: true}}
+	off := roce.Config{DCQCN: roce.DCQCNConfig{FlowRecovery: true, Disabled: true}}
+	inOrder := false
+	placed := on
+	placed.OutOfOrder = &roce.OutOfOrder{Enabled: &inOrder}
+	const pre = "transport.roce.dcqcn.flow_recovery: true does nothing here: "
+	for _, tc := range []struct {
+		name string
+		cfg  roce.Config
+		env  transport.CheckEnv
+		want string // the reason's first words; "" none
+	}{
+		{"flow level, acts", on, transport.CheckEnv{}, ""},
+		{"unset", roce.Config{}, transport.CheckEnv{Net: &fabric.Network{}, Faults: true}, ""},
+		{"packet level", on, transport.CheckEnv{Net: &fabric.Network{}}, "the packet level runs DCQCN itself"},
+		{"dcqcn disabled", off, transport.CheckEnv{}, "dcqcn.disabled is true"},
+		{"adaptive routing, placement", on, transport.CheckEnv{Adaptive: true}, "under fabric.adaptive_routing"},
+		{"adaptive routing, in order", placed, transport.CheckEnv{Adaptive: true}, ""},
+		{"faults", on, transport.CheckEnv{Faults: true}, "runs with faults keep max-min rates"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := flowRecoveryInert(tc.cfg, tc.env)
+			if tc.want == "" {
+				if got != "" {
+					t.Fatalf("warned %q, want none", got)
+				}
+				return
+			}
+			if !strings.HasPrefix(got, pre) || !strings.Contains(got, tc.want) {
+				t.Fatalf("warned %q, want %q...%q", got, pre, tc.want)
+			}
+		})
 	}
 }
