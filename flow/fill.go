@@ -41,7 +41,7 @@ type linkFill struct {
 // fillState is the scratch the fill (and flow construction) reuses; nothing is allocated per
 // recomputation once the slices have grown.
 type fillState struct {
-	ls   []linkFill
+	// The per-link scratch is in Net.link (linkState.fill).
 	mark []uint32 // per flow slot: the epoch of the fill in which it froze
 
 	// Per flow slot: the flow's own limit, the least of its cap and capacity/coefficient over
@@ -74,23 +74,23 @@ func (fs *fillState) nextEpoch() {
 func (n *Net) fill() bool {
 	fs := &n.fs
 	fs.nextEpoch()
-	ls := fs.ls
+	lks := n.link
 	h := &fs.heap
 	h.reset()
 	for _, s := range n.active {
 		fs.solo[s] = n.flows[s].cap
 		fs.soloLink[s] = -1
 	}
-	if 4*len(n.used) > len(n.capa) {
+	if 4*len(n.used) > len(lks) {
 		// Most links are in use: visit them in index order (sequential memory access).
-		for l := range n.lists {
-			if k := len(n.lists[l]); k > 0 {
+		for l := range lks {
+			if k := len(lks[l].list); k > 0 {
 				n.initLink(int32(l), k)
 			}
 		}
 	} else {
 		for _, l := range n.used {
-			n.initLink(l, len(n.lists[l]))
+			n.initLink(l, len(n.link[l].list))
 		}
 	}
 	for _, s := range n.active {
@@ -105,9 +105,10 @@ func (n *Net) fill() bool {
 		newStall = n.stallUpdate(s) || newStall
 	}
 	for _, l := range n.used {
-		if load := max(0, n.capa[l]-ls[l].rem); load != n.load[l] {
+		lk := &lks[l]
+		if load := max(0, lk.capa-lk.fill.rem); load != lk.load {
 			n.settleLink(l, n.fillNow)
-			n.load[l] = load
+			lk.load = load
 		}
 	}
 	return newStall
@@ -119,7 +120,7 @@ func (n *Net) fill() bool {
 func (n *Net) progress(flows []int32) {
 	fs := &n.fs
 	ep := fs.epoch
-	ls := fs.ls
+	lks := n.link
 	h := &fs.heap
 	h.heapify()
 	fs.dead = 0
@@ -142,7 +143,7 @@ func (n *Net) progress(flows []int32) {
 				found = true
 				break
 			}
-			lf := &ls[id]
+			lf := &lks[id].fill
 			if lf.cnt == 0 {
 				h.pop()
 				fs.dead--
@@ -180,7 +181,7 @@ func (n *Net) progress(flows []int32) {
 			left--
 			continue
 		}
-		for _, ref := range n.lists[id] {
+		for _, ref := range n.link[id].list {
 			if marks[ref.slot] != ep {
 				n.freeze(ref.slot, level, id)
 				left--
@@ -204,7 +205,7 @@ func (n *Net) rebuildHeap(level float64) {
 				continue
 			}
 		} else {
-			lf := &fs.ls[id]
+			lf := &n.link[id].fill
 			if lf.cnt == 0 {
 				continue
 			}
@@ -224,14 +225,15 @@ func (n *Net) rebuildHeap(level float64) {
 // permutation or a ring are such links, and they would otherwise fill the heap.
 func (n *Net) initLink(l int32, k int) {
 	fs := &n.fs
-	lf := &fs.ls[l]
-	lf.rem = n.capa[l]
-	lf.w = n.wsum[l]
+	lk := &n.link[l]
+	lf := &lk.fill
+	lf.rem = lk.capa
+	lf.w = lk.wsum
 	lf.cnt = int32(k)
 	lf.heaped = k > 1
 	if k == 1 {
 		// w is the one flow's coefficient.
-		s := n.lists[l][0].slot
+		s := lk.list[0].slot
 		if lim := lf.rem / lf.w; lim < fs.solo[s] {
 			fs.solo[s] = lim
 			fs.soloLink[s] = l
@@ -255,10 +257,10 @@ func (n *Net) freeze(slot int32, r float64, bott int32) {
 	}
 	n.fs.mark[slot] = n.fs.epoch
 	f.bott = bott
-	ls := n.fs.ls
+	lks := n.link
 	for i := range f.ents {
 		e := &f.ents[i]
-		lf := &ls[e.link]
+		lf := &lks[e.link].fill
 		lf.rem -= e.coef * r
 		lf.cnt--
 		if lf.cnt == 0 {

@@ -15,3 +15,14 @@ func TestFlowStateSize(t *testing.T) {
 		t.Fatalf("flowState.id at offset %d; the event fields start the second cache line (64)", off)
 	}
 }
+
+// A link's record stays two cache lines (linkState's doc), the fields every pass over the
+// link reads in the first.
+func TestLinkStateSize(t *testing.T) {
+	if sz := unsafe.Sizeof(linkState{}); sz != 128 {
+		t.Fatalf("linkState is %d bytes; keep it at 128 (two cache lines)", sz)
+	}
+	if off := unsafe.Offsetof(linkState{}.fill); off != 64 {
+		t.Fatalf("linkState.fill at offset %d; the first cache line ends at 64", off)
+	}
+}

@@ -96,6 +96,35 @@ type linkRef struct {
 	coef float64
 }
 
+// linkState is everything the Net keeps about one internal link, 128 bytes (two cache
+// lines of Net.link): the first line holds what every pass over the link reads (its list,
+// capacity, coefficient sum and load, and the incremental recomputation's per-change
+// marks), the second the fill's scratch, the byte counter and the incremental check's
+// per-round cache. The engine's cost is mostly random access to per-link and per-flow
+// state (a 131,072-GPU fabric has about a million links); one record per link makes the
+// first touch of a link in a pass bring in what the pass reads next.
+type linkState struct {
+	list []linkRef // active flows crossing the link
+	capa float64   // capacity, bits per second (a copy of capExt, times capMul when folded)
+	wsum float64   // sum of the coefficients of list; exactly 0 when the list is empty
+	load float64   // bits per second carried, from the last recomputation
+	// Incremental recomputation (incr.go).
+	chg  uint32 // inc.aep when in inc.links
+	scan uint32 // inc.aep when every flow on it joined A (seeding)
+	// seen is inc.batch<<1 when the link joined inc.seedLinks in that batch, plus 1 when
+	// its capacity changed in it.
+	seen uint32
+	upos int32 // index in Net.used, or -1
+
+	fill   linkFill // the fill's scratch (fill.go)
+	bytes  float64  // bytes carried up to lupd
+	lupd   sim.Time // bytes is as of this instant (the load has not changed since)
+	lmax   float64  // the fastest rate on the link, as of round lmaxAt of the check
+	lload  float64  // the load under the current rates, as of round lmaxAt
+	lsat   uint32   // inc.rnd when a flow of A froze on it in the refill (saturated)
+	lmaxAt uint32   // inc.rnd when lmax and lload are current
+}
+
 // flowState is one slot of the flow table. Slots are reused after delivery. It is 128 bytes,
 // two cache lines of the table: the first holds what the fill and the incremental checks
 // read (rate, entries, cap, bottleneck, remaining bytes), the second what events read (id,
@@ -175,15 +204,10 @@ type Net struct {
 	viewMul []float64
 	capMul  []float64
 
-	// Per internal link.
-	capa  []float64   // capacity (a copy of capExt)
-	lists [][]linkRef // active flows crossing the link
-	wsum  []float64   // sum of the coefficients of lists[l]; exactly 0 when the list is empty
-	load  []float64   // bits per second carried, from the last recomputation
-	bytes []float64   // bytes carried up to lupd
-	lupd  []sim.Time  // bytes is as of this instant (the load has not changed since)
-	upos  []int32     // index in used, or -1
-	used  []int32     // links with at least one active flow, in no particular order
+	// Per internal link: its state in one record (linkState), so that a pass over a link
+	// reads one or two cache lines of it instead of one line per field.
+	link []linkState
+	used []int32 // links with at least one active flow, in no particular order
 
 	flows  []flowState
 	free   []int32 // free slots
@@ -269,7 +293,7 @@ func New(s *sim.Sim, capacity []float64, cfg Config) (*Net, error) {
 	for i := range n.ext2int {
 		n.ext2int[i] = -1
 	}
-	n.inc.resetChanges()
+	n.resetChanges()
 	n.kind = s.Register("flow.net", n.wake)
 	n.kEnd = s.Register("flow.net.end", n.onEnd)
 	n.timer = s.NewTimer(n.kind, 0)
@@ -299,16 +323,8 @@ func (n *Net) intern(l int32) int32 {
 	if n.capMul != nil {
 		c *= n.capMul[l]
 	}
-	n.capa = append(n.capa, c)
-	n.lists = append(n.lists, nil)
-	n.wsum = append(n.wsum, 0)
-	n.load = append(n.load, 0)
-	n.bytes = append(n.bytes, 0)
-	n.lupd = append(n.lupd, 0)
-	n.upos = append(n.upos, -1)
-	n.fs.ls = append(n.fs.ls, linkFill{})
+	n.link = append(n.link, linkState{capa: c, upos: -1})
 	n.fs.acc = append(n.fs.acc, 0)
-	n.inc.growLinks()
 	return i
 }
 
@@ -345,11 +361,11 @@ func (n *Net) SetCapacity(link int, bitsPerSec float64) error {
 		bitsPerSec *= n.capMul[link]
 	}
 	i := n.ext2int[link]
-	if i < 0 || n.capa[i] == bitsPerSec {
+	if i < 0 || n.link[i].capa == bitsPerSec {
 		return nil
 	}
-	n.capa[i] = bitsPerSec
-	if len(n.lists[i]) > 0 {
+	n.link[i].capa = bitsPerSec
+	if len(n.link[i].list) > 0 {
 		n.noteCap(i)
 		n.dirty = true
 		n.armAt(n.s.Now())
@@ -607,7 +623,7 @@ func (n *Net) Blocked(id FlowID) int {
 		return -2
 	}
 	for _, e := range n.flows[s].ents {
-		if n.capa[e.link] == 0 {
+		if n.link[e.link].capa == 0 {
 			return int(n.int2ext[e.link])
 		}
 	}
@@ -834,10 +850,11 @@ func (n *Net) settle(slot int32, now sim.Time) {
 // settleLink brings internal link l's bytes up to now at its current load; call it before
 // the load changes.
 func (n *Net) settleLink(l int32, now sim.Time) {
-	if d := now - n.lupd[l]; d > 0 {
-		n.bytes[l] += n.load[l] * (float64(d) * 1e-12) / 8
+	lk := &n.link[l]
+	if d := now - lk.lupd; d > 0 {
+		lk.bytes += lk.load * (float64(d) * 1e-12) / 8
 	}
-	n.lupd[l] = now
+	lk.lupd = now
 }
 
 // sentKey is the earliest instant the flow f (settled: remaining as of f.upd) can count as
@@ -950,15 +967,16 @@ func (n *Net) linkFlow(slot int32) {
 	for i := range f.ents {
 		e := &f.ents[i]
 		l := e.link
-		if len(n.lists[l]) == 0 {
-			n.upos[l] = int32(len(n.used))
+		lk := &n.link[l]
+		if len(lk.list) == 0 {
+			lk.upos = int32(len(n.used))
 			n.used = append(n.used, l)
-			n.load[l] = 0
-			n.lupd[l] = n.s.Now()
+			lk.load = 0
+			lk.lupd = n.s.Now()
 		}
-		e.pos = int32(len(n.lists[l]))
-		n.lists[l] = append(n.lists[l], linkRef{slot: slot, ent: int32(i), coef: e.coef})
-		n.wsum[l] += e.coef
+		e.pos = int32(len(lk.list))
+		lk.list = append(lk.list, linkRef{slot: slot, ent: int32(i), coef: e.coef})
+		lk.wsum += e.coef
 	}
 	n.nEnts += len(f.ents)
 	n.noteFlow(slot)
@@ -993,26 +1011,27 @@ func (n *Net) unlinkFlow(slot int32) {
 	for i := range f.ents {
 		e := &f.ents[i]
 		l := e.link
-		list := n.lists[l]
+		lk := &n.link[l]
+		list := lk.list
 		k := len(list) - 1
 		if int(e.pos) != k {
 			moved := list[k]
 			list[e.pos] = moved
 			n.flows[moved.slot].ents[moved.ent].pos = e.pos
 		}
-		n.lists[l] = list[:k]
+		lk.list = list[:k]
 		if k == 0 {
-			n.wsum[l] = 0
+			lk.wsum = 0
 			n.settleLink(l, n.s.Now())
-			n.load[l] = 0
-			u := n.upos[l]
+			lk.load = 0
+			u := lk.upos
 			lu := n.used[len(n.used)-1]
 			n.used[u] = lu
-			n.upos[lu] = u
+			n.link[lu].upos = u
 			n.used = n.used[:len(n.used)-1]
-			n.upos[l] = -1
+			lk.upos = -1
 		} else {
-			n.wsum[l] -= e.coef
+			lk.wsum -= e.coef
 		}
 	}
 }
@@ -1192,7 +1211,7 @@ func (n *Net) LinkLoad(link int) float64 {
 	if n.ext2int[link] < 0 {
 		return 0
 	}
-	return n.load[n.ext2int[link]] * mul
+	return n.link[n.ext2int[link]].load * mul
 }
 
 // LinkBytes appends to buf[:0] the bytes each link has carried up to now (fluid, fractional),
@@ -1201,9 +1220,11 @@ func (n *Net) LinkLoad(link int) float64 {
 func (n *Net) LinkBytes(buf []float64) []float64 {
 	buf = append(buf[:0], make([]float64, len(n.capExt))...)
 	now := n.s.Now()
-	for i, b := range n.bytes {
-		if sec := float64(now-n.lupd[i]) * 1e-12; sec > 0 {
-			b += n.load[i] * sec / 8
+	for i := range n.link {
+		lk := &n.link[i]
+		b := lk.bytes
+		if sec := float64(now-lk.lupd) * 1e-12; sec > 0 {
+			b += lk.load * sec / 8
 		}
 		buf[n.int2ext[i]] = b
 	}
@@ -1217,9 +1238,11 @@ func (n *Net) LinkBytes(buf []float64) []float64 {
 // loads, as inside a Config.OnAdvance callback for t up to its now; fractional (fluid).
 func (n *Net) LinkBytesAt(t sim.Time, buf []float64) []float64 {
 	buf = append(buf[:0], make([]float64, len(n.capExt))...)
-	for i, b := range n.bytes {
-		if sec := float64(t-n.lupd[i]) * 1e-12; sec != 0 {
-			b = max(0, b+n.load[i]*sec/8)
+	for i := range n.link {
+		lk := &n.link[i]
+		b := lk.bytes
+		if sec := float64(t-lk.lupd) * 1e-12; sec != 0 {
+			b = max(0, b+lk.load*sec/8)
 		}
 		buf[n.int2ext[i]] = b
 	}
