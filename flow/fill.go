@@ -52,11 +52,66 @@ type fillState struct {
 	heap     linkHeap
 	epoch    uint32
 
-	// Flow construction (beginFlow, addPath, commitFlow).
-	acc      []float64 // per internal link: accumulated weight of the flow being built
-	touched  []int32   // links with acc != 0
+	// Flow construction (beginFlow, addPath, commitFlow): the links of the flow being built
+	// and their accumulated weights. Up to smallFlow links the weights are kept beside the
+	// links (tw, found by a linear search: no per-link memory is touched); past it they
+	// move to acc, by internal link (spilled).
+	acc      []float64 // per internal link: accumulated weight, while spilled
+	touched  []int32   // links of the flow being built, in order of first use
+	tw       []float64 // touched's weights, while not spilled
+	spilled  bool
 	wtotal   float64
 	sawLinks bool // a path has links
+}
+
+// smallFlow is the number of distinct links up to which a flow being built keeps its
+// weights in fillState.tw: a pinned (ECMP) route crosses a handful, a sprayed one hundreds.
+const smallFlow = 32
+
+// accum adds weight w to internal link l of the flow being built. The sums are the same,
+// added in the same order, in either representation.
+func (fs *fillState) accum(l int32, w float64) {
+	if !fs.spilled {
+		for i, t := range fs.touched {
+			if t == l {
+				fs.tw[i] += w
+				return
+			}
+		}
+		if len(fs.touched) < smallFlow {
+			fs.touched = append(fs.touched, l)
+			fs.tw = append(fs.tw, w)
+			return
+		}
+		for i, t := range fs.touched {
+			fs.growAcc(t)
+			fs.acc[t] = fs.tw[i]
+		}
+		fs.spilled = true
+	}
+	fs.growAcc(l)
+	if fs.acc[l] == 0 {
+		fs.touched = append(fs.touched, l)
+	}
+	fs.acc[l] += w
+}
+
+// growAcc makes acc cover internal link l (zeros: no weight).
+func (fs *fillState) growAcc(l int32) {
+	if int(l) >= len(fs.acc) {
+		fs.acc = append(fs.acc, make([]float64, int(l)+1-len(fs.acc))...)
+	}
+}
+
+// resetBuild clears the flow being built.
+func (fs *fillState) resetBuild() {
+	if fs.spilled {
+		for _, l := range fs.touched {
+			fs.acc[l] = 0
+		}
+		fs.spilled = false
+	}
+	fs.touched, fs.tw = fs.touched[:0], fs.tw[:0]
 }
 
 // nextEpoch starts a fill: no flow is marked frozen in the new epoch.

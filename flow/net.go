@@ -323,8 +323,11 @@ func (n *Net) intern(l int32) int32 {
 	if n.capMul != nil {
 		c *= n.capMul[l]
 	}
+	if len(n.link) == cap(n.link) {
+		// Double (append grows a large slice by a quarter, copying it again and again).
+		n.link = slices.Grow(n.link, max(len(n.link), 64))
+	}
 	n.link = append(n.link, linkState{capa: c, upos: -1})
-	n.fs.acc = append(n.fs.acc, 0)
 	return i
 }
 
@@ -395,10 +398,7 @@ func (n *Net) AddFlow(at sim.Time, f Flow) (FlowID, error) {
 // beginFlow starts accumulating the paths of a new flow in the fill scratch.
 func (n *Net) beginFlow() {
 	fs := &n.fs
-	for _, l := range fs.touched {
-		fs.acc[l] = 0
-	}
-	fs.touched = fs.touched[:0]
+	fs.resetBuild()
 	fs.wtotal = 0
 	fs.sawLinks = false
 }
@@ -422,11 +422,7 @@ func (n *Net) addPath(links []int32, w float64) error {
 	}
 	fs.wtotal += w
 	for _, x := range links {
-		l := n.intern(x)
-		if fs.acc[l] == 0 {
-			fs.touched = append(fs.touched, l)
-		}
-		fs.acc[l] += w
+		fs.accum(n.intern(x), w)
 	}
 	return nil
 }
@@ -492,13 +488,26 @@ func (n *Net) commitFlow(at sim.Time, f Flow) (int32, error) {
 // scratch.
 func (n *Net) takeEntries(ents []entry) []entry {
 	fs := &n.fs
-	slices.Sort(fs.touched)
 	inv := 1 / fs.wtotal
-	for _, l := range fs.touched {
-		ents = append(ents, entry{link: l, coef: fs.acc[l] * inv})
-		fs.acc[l] = 0
+	k := len(ents)
+	if fs.spilled {
+		slices.Sort(fs.touched)
+		for _, l := range fs.touched {
+			ents = append(ents, entry{link: l, coef: fs.acc[l] * inv})
+		}
+	} else {
+		for i, l := range fs.touched {
+			ents = append(ents, entry{link: l, coef: fs.tw[i] * inv})
+		}
+		// Insertion sort by link (few, distinct links).
+		e := ents[k:]
+		for i := 1; i < len(e); i++ {
+			for j := i; j > 0 && e[j].link < e[j-1].link; j-- {
+				e[j], e[j-1] = e[j-1], e[j]
+			}
+		}
 	}
-	fs.touched = fs.touched[:0]
+	fs.resetBuild()
 	return ents
 }
 
@@ -511,17 +520,11 @@ func (n *Net) repath(slot int32) error {
 	fs := &n.fs
 	f := &n.flows[slot]
 	if fs.sawLinks && !(fs.wtotal > 0) {
-		for _, l := range fs.touched {
-			fs.acc[l] = 0
-		}
-		fs.touched = fs.touched[:0]
+		fs.resetBuild()
 		return fmt.Errorf("flow: flow %d (%d -> %d): path weights sum to %v; want > 0", f.id, f.src, f.dst, fs.wtotal)
 	}
 	if f.state != stPending && f.state != stActive {
-		for _, l := range fs.touched {
-			fs.acc[l] = 0
-		}
-		fs.touched = fs.touched[:0]
+		fs.resetBuild()
 		return nil
 	}
 	linked := f.state == stActive && f.apos >= 0
