@@ -41,16 +41,15 @@ type linkFill struct {
 // fillState is the scratch the fill (and flow construction) reuses; nothing is allocated per
 // recomputation once the slices have grown.
 type fillState struct {
-	// The per-link scratch is in Net.link (linkState.fill).
-	mark []uint32 // per flow slot: the epoch of the fill in which it froze
+	// The per-link scratch is in Net.link (linkState.fill); a flow's frozen mark (the
+	// epoch of the fill in which it froze) and solo link are in its flowState.
 
 	// Per flow slot: the flow's own limit, the least of its cap and capacity/coefficient over
-	// the links it alone crosses, and that link (-1: the cap).
-	solo     []float64
-	soloLink []int32
-	dead     int // heap entries of links with no unfrozen flow left
-	heap     linkHeap
-	epoch    uint32
+	// the links it alone crosses (the link: flowState.soloLink, -1 the cap).
+	solo  []float64
+	dead  int // heap entries of links with no unfrozen flow left
+	heap  linkHeap
+	epoch uint32
 
 	// Flow construction (beginFlow, addPath, commitFlow): the links of the flow being built
 	// and their accumulated weights. Up to smallFlow links the weights are kept beside the
@@ -115,10 +114,13 @@ func (fs *fillState) resetBuild() {
 }
 
 // nextEpoch starts a fill: no flow is marked frozen in the new epoch.
-func (fs *fillState) nextEpoch() {
+func (n *Net) nextEpoch() {
+	fs := &n.fs
 	fs.epoch++
 	if fs.epoch == 0 { // wrapped: clear the marks so no flow looks frozen
-		clear(fs.mark)
+		for i := range n.flows {
+			n.flows[i].mark = 0
+		}
 		fs.epoch = 1
 	}
 }
@@ -128,13 +130,13 @@ func (fs *fillState) nextEpoch() {
 // was not before.
 func (n *Net) fill() bool {
 	fs := &n.fs
-	fs.nextEpoch()
+	n.nextEpoch()
 	lks := n.link
 	h := &fs.heap
 	h.reset()
 	for _, s := range n.active {
 		fs.solo[s] = n.flows[s].cap
-		fs.soloLink[s] = -1
+		n.flows[s].soloLink = -1
 	}
 	if 4*len(n.used) > len(lks) {
 		// Most links are in use: visit them in index order (sequential memory access).
@@ -181,7 +183,7 @@ func (n *Net) progress(flows []int32) {
 	fs.dead = 0
 	level := 0.0
 	left := len(flows)
-	marks := fs.mark
+	ft := n.flows
 	for left > 0 {
 		if 2*fs.dead > h.len() && h.len() > 64 {
 			n.rebuildHeap(level)
@@ -191,7 +193,7 @@ func (n *Net) progress(flows []int32) {
 		for h.len() > 0 {
 			id := h.link[0]
 			if id < 0 {
-				if marks[-1-id] == ep {
+				if ft[-1-id].mark == ep {
 					h.pop()
 					continue
 				}
@@ -220,7 +222,7 @@ func (n *Net) progress(flows []int32) {
 		if !found {
 			// Only flows crossing no link and without a cap are left: unconstrained.
 			for _, s := range flows {
-				if marks[s] != ep {
+				if ft[s].mark != ep {
 					n.freeze(s, math.Inf(1), -2)
 					left--
 				}
@@ -232,12 +234,12 @@ func (n *Net) progress(flows []int32) {
 		h.pop()
 		if id < 0 {
 			s := -1 - id
-			n.freeze(s, level, fs.soloLink[s])
+			n.freeze(s, level, n.flows[s].soloLink)
 			left--
 			continue
 		}
 		for _, ref := range n.link[id].list {
-			if marks[ref.slot] != ep {
+			if ft[ref.slot].mark != ep {
 				n.freeze(ref.slot, level, id)
 				left--
 			}
@@ -256,7 +258,7 @@ func (n *Net) rebuildHeap(level float64) {
 	for i, id := range h.link {
 		key := h.key[i]
 		if id < 0 {
-			if fs.mark[-1-id] == ep {
+			if n.flows[-1-id].mark == ep {
 				continue
 			}
 		} else {
@@ -291,7 +293,7 @@ func (n *Net) initLink(l int32, k int) {
 		s := lk.list[0].slot
 		if lim := lf.rem / lf.w; lim < fs.solo[s] {
 			fs.solo[s] = lim
-			fs.soloLink[s] = l
+			n.flows[s].soloLink = l
 		}
 		return
 	}
@@ -310,7 +312,7 @@ func (n *Net) freeze(slot int32, r float64, bott int32) {
 		f.rate = r
 		n.changed = append(n.changed, slot)
 	}
-	n.fs.mark[slot] = n.fs.epoch
+	f.mark = n.fs.epoch
 	f.bott = bott
 	lks := n.link
 	for i := range f.ents {

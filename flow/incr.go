@@ -64,11 +64,10 @@ type incrState struct {
 	// batch is the epoch of the changes being recorded, below 2^31 (linkState.seen holds
 	// it shifted by one bit).
 	batch     uint32
-	seedFlows []int32  // slots of flows that started, were held or released, or repathed
-	seedLinks []int32  // links a flow left, or whose capacity changed (linkState.seen)
-	fseen     []uint32 // per slot: the batch in which it joined seedFlows
-	mixed     bool     // a change other than flows completing
-	minLeft   float64  // least rate of the flows that completed
+	seedFlows []int32 // slots of flows that started, were held or released, or repathed
+	seedLinks []int32 // links a flow left, or whose capacity changed (linkState.seen)
+	mixed     bool    // a change other than flows completing
+	minLeft   float64 // least rate of the flows that completed
 
 	// Back-off: after an incremental attempt gave up, the next skip recomputations are full
 	// without trying; backoff doubles (up to maxBackoff) with every attempt that gives up and
@@ -85,18 +84,11 @@ type incrState struct {
 	// One incremental recomputation. Its per-link marks and caches are in Net.link
 	// (linkState.chg, scan, lsat, lmaxAt, lmax, lload).
 	aep    uint32
-	inA    []uint32 // per slot: aep when in A
-	a      []int32  // the affected flows (slots)
-	links  []int32  // the links of A's flows and the links the changes touched
-	work   int      // list entries visited so far
-	rnd    uint32   // epoch of the current round (linkState.lsat, lmaxAt)
-	emptyA int      // rounds that skipped the refill on an empty A (for tests)
-}
-
-// growSlots extends the per-slot arrays (commitFlow).
-func (is *incrState) growSlots() {
-	is.fseen = append(is.fseen, 0)
-	is.inA = append(is.inA, 0)
+	a      []int32 // the affected flows (slots)
+	links  []int32 // the links of A's flows and the links the changes touched
+	work   int     // list entries visited so far
+	rnd    uint32  // epoch of the current round (linkState.lsat, lmaxAt)
+	emptyA int     // rounds that skipped the refill on an empty A (for tests)
 }
 
 // incrLimit is the size of A past which a recomputation is full.
@@ -111,10 +103,10 @@ func (n *Net) incrLimit() int {
 func (n *Net) noteFlow(slot int32) {
 	is := &n.inc
 	is.mixed = true
-	if is.fseen[slot] == is.batch {
+	if n.flows[slot].fseen == is.batch {
 		return
 	}
-	is.fseen[slot] = is.batch
+	n.flows[slot].fseen = is.batch
 	is.seedFlows = append(is.seedFlows, slot)
 }
 
@@ -152,7 +144,9 @@ func (n *Net) resetChanges() {
 	is := &n.inc
 	is.batch++
 	if is.batch == 1<<31 {
-		clear(is.fseen)
+		for i := range n.flows {
+			n.flows[i].fseen = 0
+		}
 		for i := range n.link {
 			n.link[i].seen = 0
 		}
@@ -196,7 +190,9 @@ func (n *Net) fillIncr() (newStall, ok bool) {
 	is := &n.inc
 	is.aep++
 	if is.aep == 0 {
-		clear(is.inA)
+		for i := range n.flows {
+			n.flows[i].inA = 0
+		}
 		for i := range n.link {
 			n.link[i].chg, n.link[i].scan = 0, 0
 		}
@@ -294,10 +290,10 @@ func (n *Net) fillIncr() (newStall, ok bool) {
 // addA adds the flow in slot to A, and its links to the changed links.
 func (n *Net) addA(slot int32) {
 	is := &n.inc
-	if is.inA[slot] == is.aep {
+	if n.flows[slot].inA == is.aep {
 		return
 	}
-	is.inA[slot] = is.aep
+	n.flows[slot].inA = is.aep
 	is.a = append(is.a, slot)
 	f := &n.flows[slot]
 	for i := range f.ents {
@@ -317,13 +313,13 @@ func (n *Net) addLink(l int32) {
 func (n *Net) refill() {
 	is := &n.inc
 	fs := &n.fs
-	fs.nextEpoch()
+	n.nextEpoch()
 	ep, aep := fs.epoch, is.aep
 	h := &fs.heap
 	h.reset()
 	for _, s := range is.a {
 		fs.solo[s] = n.flows[s].cap
-		fs.soloLink[s] = -1
+		n.flows[s].soloLink = -1
 	}
 	for _, l := range is.links {
 		lk := &n.link[l]
@@ -332,13 +328,13 @@ func (n *Net) refill() {
 		list := lk.list
 		is.work += len(list)
 		for _, ref := range list {
-			if is.inA[ref.slot] == aep {
+			if g := &n.flows[ref.slot]; g.inA == aep {
 				w += ref.coef
 				cnt++
 				one = ref.slot
 			} else {
-				rem -= ref.coef * n.flows[ref.slot].rate
-				fs.mark[ref.slot] = ep
+				rem -= ref.coef * g.rate
+				g.mark = ep
 			}
 		}
 		rem = max(rem, 0)
@@ -348,7 +344,7 @@ func (n *Net) refill() {
 			// A link of one flow of A is a limit of that flow (as initLink).
 			if lim := rem / w; lim < fs.solo[one] {
 				fs.solo[one] = lim
-				fs.soloLink[one] = l
+				n.flows[one].soloLink = l
 			}
 		case cnt > 1:
 			h.key = append(h.key, rem/w)
@@ -414,7 +410,7 @@ func (n *Net) verify() (grew, ok bool) {
 		is.work += len(list)
 		for _, ref := range list {
 			s := ref.slot
-			if is.inA[s] == aep || n.flows[s].bott != l {
+			if n.flows[s].inA == aep || n.flows[s].bott != l {
 				continue
 			}
 			if n.isBott(s, l) || n.findBott(s) {

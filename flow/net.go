@@ -126,31 +126,42 @@ type linkState struct {
 }
 
 // flowState is one slot of the flow table. Slots are reused after delivery. It is 128 bytes,
-// two cache lines of the table: the first holds what the fill and the incremental checks
-// read (rate, entries, cap, bottleneck, remaining bytes), the second what events read (id,
-// state and key generations, which the completion heaps check for staleness).
+// two cache lines of the table: the first holds what the fill and the incremental
+// recomputation read for every flow on a link they pass over (rate, entries, cap,
+// bottleneck, and the epoch marks: in A, frozen, seeded), so that one miss brings them all;
+// the second what events read (id, remaining bytes, state and key generations, which the
+// completion heaps check for staleness).
 type flowState struct {
-	rate      float64  // bits per second, from the last recomputation; +Inf for an unconstrained flow
-	ents      []entry  // sorted by link; capacity kept across reuse of the slot
-	cap       float64  // +Inf for none
+	rate     float64 // bits per second, from the last recomputation; +Inf for an unconstrained flow
+	ents     []entry // sorted by link; capacity kept across reuse of the slot
+	cap      float64 // +Inf for none
+	bott     int32   // link that froze the flow at the last recomputation; -1 its cap, -2 none
+	apos     int32   // index in Net.active while active
+	inA      uint32  // inc.aep while in the incremental recomputation's A (incr.go)
+	mark     uint32  // fs.epoch once frozen in that fill (fill.go)
+	fseen    uint32  // inc.batch once among that batch's seed flows (incr.go)
+	soloLink int32   // the link of its solo limit in the fill in progress, -1 its cap (fill.go)
+
+	id        FlowID
 	remaining float64  // bytes left to send, as of upd
 	upd       sim.Time // remaining is as of this instant (the rate has not changed since)
-	bott      int32    // link that froze the flow at the last recomputation; -1 its cap, -2 none
-	apos      int32    // index in Net.active while active
-
-	id       FlowID
-	bytes    int64
-	lat      sim.Time
-	start    sim.Time
-	src, dst int32
-	state    uint8
-	stalled  bool // rate 0 at the last recomputation
-	held     bool // Hold: kept at rate 0 (its own cap in side[slot].cap0)
-	sided    bool // side[slot] belongs to this flow (it has stalled or been held)
+	lat       sim.Time
+	done      func(now sim.Time)
 	// dgen and sgen are the generations of the flow's entries in Net.hDrain and Net.hSent:
 	// an entry of another generation is stale.
 	dgen, sgen uint32
-	done       func(now sim.Time)
+	state      uint8
+	stalled    bool // rate 0 at the last recomputation
+	held       bool // Hold: kept at rate 0 (its own cap in side[slot].cap0)
+	sided      bool // side[slot] belongs to this flow (it has stalled or been held)
+	src, dst   int32
+}
+
+// flowInfo is the part of a flow's state only its creation, activation and snapshots read,
+// kept beside the flow table (Net.info, by slot).
+type flowInfo struct {
+	start sim.Time // when it starts
+	bytes int64    // payload
 }
 
 // stallRec is the rarely used part of a flow's state, kept beside the flow table (Net.side,
@@ -210,8 +221,9 @@ type Net struct {
 	used []int32 // links with at least one active flow, in no particular order
 
 	flows  []flowState
-	free   []int32 // free slots
-	active []int32 // slots of active flows (swap-removed)
+	info   []flowInfo // by slot
+	free   []int32    // free slots
+	active []int32    // slots of active flows (swap-removed)
 	nextID FlowID
 
 	starts []pend // flows waiting to start
@@ -454,24 +466,25 @@ func (n *Net) commitFlow(at sim.Time, f Flow) (int32, error) {
 			return -1, fmt.Errorf("flow: too many flows in flight (%d)", len(n.flows))
 		}
 		n.flows = append(n.flows, flowState{})
-		n.fs.mark = append(n.fs.mark, 0)
+		n.info = append(n.info, flowInfo{})
 		n.fs.solo = append(n.fs.solo, 0)
-		n.fs.soloLink = append(n.fs.soloLink, 0)
-		n.inc.growSlots()
 		slot = int32(len(n.flows) - 1)
 	}
 	st := &n.flows[slot]
-	dgen, sgen := st.dgen, st.sgen // the slot's key generations go on: old entries stay stale
+	// The slot's key generations go on (old heap entries stay stale), and so do its epoch
+	// marks (fseen: a slot already among this batch's seed flows is not added again).
+	dgen, sgen, inA, mark, fseen := st.dgen, st.sgen, st.inA, st.mark, st.fseen
 	ents := n.takeEntries(st.ents[:0])
 	c := f.Cap
 	if c == 0 {
 		c = math.Inf(1)
 	}
 	*st = flowState{
-		id: n.nextID, ents: ents, bytes: f.Bytes, cap: c, lat: f.Latency, start: at,
+		id: n.nextID, ents: ents, cap: c, lat: f.Latency,
 		src: int32(f.Src), dst: int32(f.Dst), bott: -2, apos: -1, state: stPending, done: f.Done,
-		dgen: dgen + 1, sgen: sgen + 1,
+		dgen: dgen + 1, sgen: sgen + 1, inA: inA, mark: mark, fseen: fseen,
 	}
+	n.info[slot] = flowInfo{start: at, bytes: f.Bytes}
 	n.nextID++
 	n.stats.FlowsAdded++
 	if at == now {
@@ -950,10 +963,10 @@ func finished(f *flowState) bool {
 func (n *Net) activate(slot int32) {
 	f := &n.flows[slot]
 	f.state = stActive
-	f.remaining = float64(f.bytes)
+	f.remaining = float64(n.info[slot].bytes)
 	f.rate = 0
 	f.upd = n.s.Now()
-	if f.bytes == 0 {
+	if f.remaining == 0 {
 		// Nothing to send: delivered after its latency, without touching a link.
 		n.doneBuf = append(n.doneBuf, doneRef{id: f.id, slot: slot})
 		return
@@ -1184,8 +1197,8 @@ func (n *Net) Flows(buf []FlowInfo) []FlowInfo {
 		if sec := float64(now-f.upd) * 1e-12; sec > 0 && f.rate > 0 {
 			rem = max(0, rem-f.rate*sec/8)
 		}
-		buf = append(buf, FlowInfo{ID: f.id, Src: int(f.src), Dst: int(f.dst), Bytes: f.bytes, Remaining: rem,
-			Rate: f.rate, Start: f.start, Bottleneck: n.extLink(f.bott)})
+		buf = append(buf, FlowInfo{ID: f.id, Src: int(f.src), Dst: int(f.dst), Bytes: n.info[s].bytes, Remaining: rem,
+			Rate: f.rate, Start: n.info[s].start, Bottleneck: n.extLink(f.bott)})
 	}
 	slices.SortFunc(buf, func(a, b FlowInfo) int {
 		if a.ID < b.ID {
