@@ -503,6 +503,7 @@ func (n *Net) takeEntries(ents []entry) []entry {
 	fs := &n.fs
 	inv := 1 / fs.wtotal
 	k := len(ents)
+	ents = slices.Grow(ents, len(fs.touched)) // one allocation at most
 	if fs.spilled {
 		slices.Sort(fs.touched)
 		for _, l := range fs.touched {
