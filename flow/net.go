@@ -97,17 +97,18 @@ type linkRef struct {
 }
 
 // linkState is everything the Net keeps about one internal link, 128 bytes (two cache
-// lines of Net.link): the first line holds what every pass over the link reads (its list,
-// capacity, coefficient sum and load, and the incremental recomputation's per-change
-// marks), the second the fill's scratch, the byte counter and the incremental check's
-// per-round cache. The engine's cost is mostly random access to per-link and per-flow
+// lines of Net.link): the first line holds what every pass over the link reads and what a
+// flow joining or leaving it writes (its list, coefficient sum, load and its instant, and
+// the incremental recomputation's per-change marks), the second what a recomputation reads
+// and writes besides (capacity, the fill's scratch, the byte counter, the incremental
+// check's per-round cache). The engine's cost is mostly random access to per-link and per-flow
 // state (a 131,072-GPU fabric has about a million links); one record per link makes the
 // first touch of a link in a pass bring in what the pass reads next.
 type linkState struct {
 	list []linkRef // active flows crossing the link
-	capa float64   // capacity, bits per second (a copy of capExt, times capMul when folded)
 	wsum float64   // sum of the coefficients of list; exactly 0 when the list is empty
 	load float64   // bits per second carried, from the last recomputation
+	lupd sim.Time  // bytes is as of this instant (the load has not changed since)
 	// Incremental recomputation (incr.go).
 	chg  uint32 // inc.aep when in inc.links
 	scan uint32 // inc.aep when every flow on it joined A (seeding)
@@ -117,8 +118,8 @@ type linkState struct {
 	upos int32 // index in Net.used, or -1
 
 	fill   linkFill // the fill's scratch (fill.go)
+	capa   float64  // capacity, bits per second (a copy of capExt, times capMul when folded)
 	bytes  float64  // bytes carried up to lupd
-	lupd   sim.Time // bytes is as of this instant (the load has not changed since)
 	lmax   float64  // the fastest rate on the link, as of round lmaxAt of the check
 	lload  float64  // the load under the current rates, as of round lmaxAt
 	lsat   uint32   // inc.rnd when a flow of A froze on it in the refill (saturated)
