@@ -58,6 +58,7 @@ type fillState struct {
 	acc      []float64 // per internal link: accumulated weight, while spilled
 	touched  []int32   // links of the flow being built, in order of first use
 	tw       []float64 // touched's weights, while not spilled
+	ids      []int32   // addPath's scratch: the internal numbers of a path's links
 	spilled  bool
 	wtotal   float64
 	sawLinks bool // a path has links

@@ -434,9 +434,21 @@ func (n *Net) addPath(links []int32, w float64) error {
 		return nil
 	}
 	fs.wtotal += w
+	// Look every link up first: the lookups are independent random reads the processor
+	// overlaps, where interleaved with accum's branches on their results each waited for
+	// the one before. A link first used in this path reads -1 and is interned below (a
+	// repeat of it then finds its number).
+	ids := fs.ids[:0]
 	for _, x := range links {
-		fs.accum(n.intern(x), w)
+		ids = append(ids, n.ext2int[x])
 	}
+	for k, i := range ids {
+		if i < 0 {
+			i = n.intern(links[k])
+		}
+		fs.accum(i, w)
+	}
+	fs.ids = ids
 	return nil
 }
 
