@@ -300,6 +300,13 @@ func randomCase(t *testing.T, seed uint64) Stats {
 		}
 	}
 	h := newHarness(t, caps, Config{})
+	if nearWrap {
+		// Every epoch a few steps before it wraps (batch is kept below 2^31).
+		h.n.inc.batch = 1<<31 - 5
+		h.n.inc.aep = math.MaxUint32 - 5
+		h.n.inc.rnd = math.MaxUint32 - 5
+		h.n.fs.epoch = math.MaxUint32 - 5
+	}
 	orig := slices.Clone(caps)
 	events := 20 + rng.IntN(60)
 	for ev := range events {
@@ -360,6 +367,21 @@ var lastEmptyA int
 // two-tier Clos fabrics with single-path and sprayed flows (docs/style.md §9).
 // Even seeds run with incrAlways (no fallback to the full fill however large the affected
 // set grows), odd ones with the fallbacks.
+// nearWrap makes randomCase start every epoch counter just before it wraps.
+var nearWrap bool
+
+// The epoch counters (the change batch, A's epoch, the check's rounds, the fill's epoch)
+// wrap and clear their marks in the link and flow tables: the rates still equal the full
+// recomputation's after every change.
+func TestEpochWrap(t *testing.T) {
+	defer func() { incrAlways, nearWrap = false, false }()
+	nearWrap = true
+	for seed := range uint64(200) {
+		incrAlways = seed%2 == 0
+		randomCase(t, seed)
+	}
+}
+
 func TestIncrementalMatchesFull(t *testing.T) {
 	var tot [2]Stats
 	var empty [2]int
