@@ -356,19 +356,14 @@ func (n *Net) refill() {
 		list := lk.list
 		is.work += len(list)
 		for _, ref := range list {
-			// Without a branch on whether the flow is in A (a coin toss the processor
-			// mispredicts, discarding the loads of the next flows it had started): out is
-			// 1 for a flow outside A, 0 for one in it, and the sums take the coefficient
-			// or the load times 1 or 0. Adding a product with 0 adds exactly 0 (rates on
-			// links are finite), so the sums are bit for bit the branch's.
-			g := &n.flows[ref.slot]
-			x := g.inA ^ aep
-			out := (x | -x) >> 31
-			w += ref.coef * float64(1-out)
-			rem -= ref.coef * g.rate * float64(out)
-			cnt += int32(1 - out)
-			one += (ref.slot - one) * int32(1-out)
-			g.mark += (ep - g.mark) * out
+			if g := &n.flows[ref.slot]; g.inA == aep {
+				w += ref.coef
+				cnt++
+				one = ref.slot
+			} else {
+				rem -= ref.coef * g.rate
+				g.mark = ep
+			}
 		}
 		rem = max(rem, 0)
 		lf.rem, lf.w, lf.cnt, lf.heaped = rem, w, cnt, cnt > 1
