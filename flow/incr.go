@@ -1,9 +1,6 @@
 package flow
 
-import (
-	"math"
-	"slices"
-)
+import "math"
 
 // Incremental recomputation: after a change (flows starting or completing, a link's capacity
 // changing, a flow held, released or repathed) only the flows the change can affect are
@@ -119,23 +116,9 @@ func (n *Net) noteLeave(slot int32) {
 	is := &n.inc
 	f := &n.flows[slot]
 	is.minLeft = min(is.minLeft, f.rate)
-	// noteLink without a branch on each link's mark (see refill): every link is written
-	// past the end of seedLinks, and the end moves past it only when it is new in this
-	// batch (its seen then becomes the batch's, without the capacity bit).
-	seeds := slices.Grow(is.seedLinks, len(f.ents))
-	k := len(seeds)
-	seeds = seeds[:k+len(f.ents)]
-	b2 := is.batch << 1
 	for i := range f.ents {
-		l := f.ents[i].link
-		lk := &n.link[l]
-		x := lk.seen>>1 ^ is.batch
-		nw := (x | -x) >> 31 // 1: not yet seen in this batch
-		seeds[k] = l
-		k += int(nw)
-		lk.seen += (b2 - lk.seen) * nw
+		n.noteLink(f.ents[i].link)
 	}
-	is.seedLinks = seeds[:k]
 }
 
 // noteCap records that link l's capacity changed.
@@ -313,20 +296,9 @@ func (n *Net) addA(slot int32) {
 	n.flows[slot].inA = is.aep
 	is.a = append(is.a, slot)
 	f := &n.flows[slot]
-	// addLink without a branch on each link's mark (see refill): every link is written
-	// past the end of links, and the end moves past it only when it is new.
-	links := slices.Grow(is.links, len(f.ents))
-	k := len(links)
-	links = links[:k+len(f.ents)]
 	for i := range f.ents {
-		l := f.ents[i].link
-		lk := &n.link[l]
-		x := lk.chg ^ is.aep
-		links[k] = l
-		k += int((x | -x) >> 31)
-		lk.chg = is.aep
+		n.addLink(f.ents[i].link)
 	}
-	is.links = links[:k]
 }
 
 func (n *Net) addLink(l int32) {
