@@ -101,9 +101,9 @@ type linkRef struct {
 // flow joining or leaving it writes (its list, coefficient sum, load and its instant, and
 // the incremental recomputation's per-change marks), the second what a recomputation reads
 // and writes besides (capacity, the fill's scratch, the byte counter, the incremental
-// check's per-round cache). The engine's cost is mostly random access to per-link and per-flow
-// state (a 131,072-GPU fabric has about a million links); one record per link makes the
-// first touch of a link in a pass bring in what the pass reads next.
+// check's per-round cache). The engine's cost at scale is mostly random access to per-link
+// and per-flow state; one record per link makes the first touch of a link in a pass bring
+// in what the pass reads next.
 type linkState struct {
 	list []linkRef // active flows crossing the link
 	wsum float64   // sum of the coefficients of list; exactly 0 when the list is empty
