@@ -87,8 +87,12 @@
 // freeze, so a stale link is re-keyed when it reaches the top rather than on every change).
 // Adding or removing a flow costs O(its entries); nothing is allocated per recomputation.
 // Links are renumbered internally in order of first use, so one flow's links sit close in
-// memory whatever the caller's numbering. Memory: 16 bytes per entry plus 8 per (link, flow)
-// pair, so a sprayed flow of 272 entries costs about 6.5 KB.
+// memory whatever the caller's numbering. The cost at scale is random access to per-link and
+// per-flow state, so each is one record: a link's (linkState, 128 bytes) and a flow's
+// (flowState, 128 bytes) hold in their first cache line what a pass over a link's flows
+// reads, so that one miss brings it (layout_test.go pins the layout). Memory: 16 bytes per
+// entry plus 16 per (link, flow) pair and 128 per link used, so a sprayed flow of 272
+// entries costs about 8.7 KB.
 //
 // Measured on a 2-core shared Xeon (BenchmarkRecompute1k, BenchmarkRecompute10k, full fills, in
 // bench_test.go: a random permutation on an 8-plane 2-tier Clos, every flow sprayed over

@@ -41,29 +41,87 @@ type linkFill struct {
 // fillState is the scratch the fill (and flow construction) reuses; nothing is allocated per
 // recomputation once the slices have grown.
 type fillState struct {
-	ls   []linkFill
-	mark []uint32 // per flow slot: the epoch of the fill in which it froze
+	// The per-link scratch is in Net.link (linkState.fill); a flow's frozen mark (the
+	// epoch of the fill in which it froze) and solo link are in its flowState.
 
 	// Per flow slot: the flow's own limit, the least of its cap and capacity/coefficient over
-	// the links it alone crosses, and that link (-1: the cap).
-	solo     []float64
-	soloLink []int32
-	dead     int // heap entries of links with no unfrozen flow left
-	heap     linkHeap
-	epoch    uint32
+	// the links it alone crosses (the link: flowState.soloLink, -1 the cap).
+	solo  []float64
+	dead  int // heap entries of links with no unfrozen flow left
+	heap  linkHeap
+	epoch uint32
 
-	// Flow construction (beginFlow, addPath, commitFlow).
-	acc      []float64 // per internal link: accumulated weight of the flow being built
-	touched  []int32   // links with acc != 0
+	// Flow construction (beginFlow, addPath, commitFlow): the links of the flow being built
+	// and their accumulated weights. Up to smallFlow links the weights are kept beside the
+	// links (tw, found by a linear search: no per-link memory is touched); past it they
+	// move to acc, by internal link (spilled).
+	acc      []float64 // per internal link: accumulated weight, while spilled
+	touched  []int32   // links of the flow being built, in order of first use
+	tw       []float64 // touched's weights, while not spilled
+	ids      []int32   // addPath's scratch: the internal numbers of a path's links
+	spilled  bool
 	wtotal   float64
 	sawLinks bool // a path has links
 }
 
+// smallFlow is the number of distinct links up to which a flow being built keeps its
+// weights in fillState.tw: a pinned (ECMP) route crosses a handful, a sprayed one hundreds.
+const smallFlow = 32
+
+// accum adds weight w to internal link l of the flow being built. The sums are the same,
+// added in the same order, in either representation.
+func (fs *fillState) accum(l int32, w float64) {
+	if !fs.spilled {
+		for i, t := range fs.touched {
+			if t == l {
+				fs.tw[i] += w
+				return
+			}
+		}
+		if len(fs.touched) < smallFlow {
+			fs.touched = append(fs.touched, l)
+			fs.tw = append(fs.tw, w)
+			return
+		}
+		for i, t := range fs.touched {
+			fs.growAcc(t)
+			fs.acc[t] = fs.tw[i]
+		}
+		fs.spilled = true
+	}
+	fs.growAcc(l)
+	if fs.acc[l] == 0 {
+		fs.touched = append(fs.touched, l)
+	}
+	fs.acc[l] += w
+}
+
+// growAcc makes acc cover internal link l (zeros: no weight).
+func (fs *fillState) growAcc(l int32) {
+	if int(l) >= len(fs.acc) {
+		fs.acc = append(fs.acc, make([]float64, int(l)+1-len(fs.acc))...)
+	}
+}
+
+// resetBuild clears the flow being built.
+func (fs *fillState) resetBuild() {
+	if fs.spilled {
+		for _, l := range fs.touched {
+			fs.acc[l] = 0
+		}
+		fs.spilled = false
+	}
+	fs.touched, fs.tw = fs.touched[:0], fs.tw[:0]
+}
+
 // nextEpoch starts a fill: no flow is marked frozen in the new epoch.
-func (fs *fillState) nextEpoch() {
+func (n *Net) nextEpoch() {
+	fs := &n.fs
 	fs.epoch++
 	if fs.epoch == 0 { // wrapped: clear the marks so no flow looks frozen
-		clear(fs.mark)
+		for i := range n.flows {
+			n.flows[i].mark = 0
+		}
 		fs.epoch = 1
 	}
 }
@@ -73,24 +131,24 @@ func (fs *fillState) nextEpoch() {
 // was not before.
 func (n *Net) fill() bool {
 	fs := &n.fs
-	fs.nextEpoch()
-	ls := fs.ls
+	n.nextEpoch()
+	lks := n.link
 	h := &fs.heap
 	h.reset()
 	for _, s := range n.active {
 		fs.solo[s] = n.flows[s].cap
-		fs.soloLink[s] = -1
+		n.flows[s].soloLink = -1
 	}
-	if 4*len(n.used) > len(n.capa) {
+	if 4*len(n.used) > len(lks) {
 		// Most links are in use: visit them in index order (sequential memory access).
-		for l := range n.lists {
-			if k := len(n.lists[l]); k > 0 {
+		for l := range lks {
+			if k := len(lks[l].list); k > 0 {
 				n.initLink(int32(l), k)
 			}
 		}
 	} else {
 		for _, l := range n.used {
-			n.initLink(l, len(n.lists[l]))
+			n.initLink(l, len(n.link[l].list))
 		}
 	}
 	for _, s := range n.active {
@@ -105,9 +163,10 @@ func (n *Net) fill() bool {
 		newStall = n.stallUpdate(s) || newStall
 	}
 	for _, l := range n.used {
-		if load := max(0, n.capa[l]-ls[l].rem); load != n.load[l] {
+		lk := &lks[l]
+		if load := max(0, lk.capa-lk.fill.rem); load != lk.load {
 			n.settleLink(l, n.fillNow)
-			n.load[l] = load
+			lk.load = load
 		}
 	}
 	return newStall
@@ -119,13 +178,13 @@ func (n *Net) fill() bool {
 func (n *Net) progress(flows []int32) {
 	fs := &n.fs
 	ep := fs.epoch
-	ls := fs.ls
+	lks := n.link
 	h := &fs.heap
 	h.heapify()
 	fs.dead = 0
 	level := 0.0
 	left := len(flows)
-	marks := fs.mark
+	ft := n.flows
 	for left > 0 {
 		if 2*fs.dead > h.len() && h.len() > 64 {
 			n.rebuildHeap(level)
@@ -135,14 +194,14 @@ func (n *Net) progress(flows []int32) {
 		for h.len() > 0 {
 			id := h.link[0]
 			if id < 0 {
-				if marks[-1-id] == ep {
+				if ft[-1-id].mark == ep {
 					h.pop()
 					continue
 				}
 				found = true
 				break
 			}
-			lf := &ls[id]
+			lf := &lks[id].fill
 			if lf.cnt == 0 {
 				h.pop()
 				fs.dead--
@@ -164,7 +223,7 @@ func (n *Net) progress(flows []int32) {
 		if !found {
 			// Only flows crossing no link and without a cap are left: unconstrained.
 			for _, s := range flows {
-				if marks[s] != ep {
+				if ft[s].mark != ep {
 					n.freeze(s, math.Inf(1), -2)
 					left--
 				}
@@ -176,12 +235,12 @@ func (n *Net) progress(flows []int32) {
 		h.pop()
 		if id < 0 {
 			s := -1 - id
-			n.freeze(s, level, fs.soloLink[s])
+			n.freeze(s, level, n.flows[s].soloLink)
 			left--
 			continue
 		}
-		for _, ref := range n.lists[id] {
-			if marks[ref.slot] != ep {
+		for _, ref := range n.link[id].list {
+			if ft[ref.slot].mark != ep {
 				n.freeze(ref.slot, level, id)
 				left--
 			}
@@ -200,11 +259,11 @@ func (n *Net) rebuildHeap(level float64) {
 	for i, id := range h.link {
 		key := h.key[i]
 		if id < 0 {
-			if fs.mark[-1-id] == ep {
+			if n.flows[-1-id].mark == ep {
 				continue
 			}
 		} else {
-			lf := &fs.ls[id]
+			lf := &n.link[id].fill
 			if lf.cnt == 0 {
 				continue
 			}
@@ -224,17 +283,18 @@ func (n *Net) rebuildHeap(level float64) {
 // permutation or a ring are such links, and they would otherwise fill the heap.
 func (n *Net) initLink(l int32, k int) {
 	fs := &n.fs
-	lf := &fs.ls[l]
-	lf.rem = n.capa[l]
-	lf.w = n.wsum[l]
+	lk := &n.link[l]
+	lf := &lk.fill
+	lf.rem = lk.capa
+	lf.w = lk.wsum
 	lf.cnt = int32(k)
 	lf.heaped = k > 1
 	if k == 1 {
 		// w is the one flow's coefficient.
-		s := n.lists[l][0].slot
+		s := lk.list[0].slot
 		if lim := lf.rem / lf.w; lim < fs.solo[s] {
 			fs.solo[s] = lim
-			fs.soloLink[s] = l
+			n.flows[s].soloLink = l
 		}
 		return
 	}
@@ -253,12 +313,12 @@ func (n *Net) freeze(slot int32, r float64, bott int32) {
 		f.rate = r
 		n.changed = append(n.changed, slot)
 	}
-	n.fs.mark[slot] = n.fs.epoch
+	f.mark = n.fs.epoch
 	f.bott = bott
-	ls := n.fs.ls
+	lks := n.link
 	for i := range f.ents {
 		e := &f.ents[i]
-		lf := &ls[e.link]
+		lf := &lks[e.link].fill
 		lf.rem -= e.coef * r
 		lf.cnt--
 		if lf.cnt == 0 {

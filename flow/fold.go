@@ -231,7 +231,7 @@ func (c *Collectives) SetFold(fold *Fold) error {
 				net.viewMul[l] = float64(fold.K) / float64(m)
 			}
 			if i := net.ext2int[l]; i >= 0 {
-				net.capa[i] = net.capExt[l] * net.capMul[l]
+				net.link[i].capa = net.capExt[l] * net.capMul[l]
 			}
 		}
 	}

@@ -61,14 +61,13 @@ var incrAlways = false
 // recomputation, and the scratch of one.
 type incrState struct {
 	// Changes since the last recomputation, recorded by noteFlow, noteLeave and noteCap.
-	batch     uint32   // epoch of the changes being recorded
-	seedFlows []int32  // slots of flows that started, were held or released, or repathed
-	seedLinks []int32  // links a flow left, or whose capacity changed
-	fseen     []uint32 // per slot: the batch in which it joined seedFlows
-	lseen     []uint32 // per link: the batch in which it joined seedLinks
-	lcap      []uint32 // per link: the batch in which its capacity changed
-	mixed     bool     // a change other than flows completing
-	minLeft   float64  // least rate of the flows that completed
+	// batch is the epoch of the changes being recorded, below 2^31 (linkState.seen holds
+	// it shifted by one bit).
+	batch     uint32
+	seedFlows []int32 // slots of flows that started, were held or released, or repathed
+	seedLinks []int32 // links a flow left, or whose capacity changed (linkState.seen)
+	mixed     bool    // a change other than flows completing
+	minLeft   float64 // least rate of the flows that completed
 
 	// Back-off: after an incremental attempt gave up, the next skip recomputations are full
 	// without trying; backoff doubles (up to maxBackoff) with every attempt that gives up and
@@ -82,37 +81,14 @@ type incrState struct {
 	// thousands of flows starting says nothing about the single completions after it).
 	skipSeeds int
 
-	// One incremental recomputation.
+	// One incremental recomputation. Its per-link marks and caches are in Net.link
+	// (linkState.chg, scan, lsat, lmaxAt, lmax, lload).
 	aep    uint32
-	inA    []uint32 // per slot: aep when in A
-	lchg   []uint32 // per link: aep when in links
-	lscan  []uint32 // per link: aep when every flow on it joined A (seeding)
-	a      []int32  // the affected flows (slots)
-	links  []int32  // the links of A's flows and the links the changes touched
-	work   int      // list entries visited so far
-	rnd    uint32   // epoch of the current round (the caches below)
-	lsat   []uint32 // per link: rnd when a flow of A froze on it in the refill (saturated)
-	lmaxAt []uint32 // per link: rnd when lmax and lload are current
-	lmax   []float64
-	lload  []float64
-	emptyA int // rounds that skipped the refill on an empty A (for tests)
-}
-
-// growLinks and growSlots extend the per-link and per-slot arrays (intern, commitFlow).
-func (is *incrState) growLinks() {
-	is.lseen = append(is.lseen, 0)
-	is.lcap = append(is.lcap, 0)
-	is.lchg = append(is.lchg, 0)
-	is.lscan = append(is.lscan, 0)
-	is.lsat = append(is.lsat, 0)
-	is.lmaxAt = append(is.lmaxAt, 0)
-	is.lmax = append(is.lmax, 0)
-	is.lload = append(is.lload, 0)
-}
-
-func (is *incrState) growSlots() {
-	is.fseen = append(is.fseen, 0)
-	is.inA = append(is.inA, 0)
+	a      []int32 // the affected flows (slots)
+	links  []int32 // the links of A's flows and the links the changes touched
+	work   int     // list entries visited so far
+	rnd    uint32  // epoch of the current round (linkState.lsat, lmaxAt)
+	emptyA int     // rounds that skipped the refill on an empty A (for tests)
 }
 
 // incrLimit is the size of A past which a recomputation is full.
@@ -127,10 +103,10 @@ func (n *Net) incrLimit() int {
 func (n *Net) noteFlow(slot int32) {
 	is := &n.inc
 	is.mixed = true
-	if is.fseen[slot] == is.batch {
+	if n.flows[slot].fseen == is.batch {
 		return
 	}
-	is.fseen[slot] = is.batch
+	n.flows[slot].fseen = is.batch
 	is.seedFlows = append(is.seedFlows, slot)
 }
 
@@ -147,28 +123,33 @@ func (n *Net) noteLeave(slot int32) {
 
 // noteCap records that link l's capacity changed.
 func (n *Net) noteCap(l int32) {
-	is := &n.inc
-	is.mixed = true
-	is.lcap[l] = is.batch
+	n.inc.mixed = true
 	n.noteLink(l)
+	n.link[l].seen |= 1
 }
 
+// noteLink records that link l lost a flow or changed capacity (a seed link).
 func (n *Net) noteLink(l int32) {
 	is := &n.inc
-	if is.lseen[l] == is.batch {
+	lk := &n.link[l]
+	if lk.seen>>1 == is.batch {
 		return
 	}
-	is.lseen[l] = is.batch
+	lk.seen = is.batch << 1
 	is.seedLinks = append(is.seedLinks, l)
 }
 
 // resetChanges starts recording the changes after a recomputation.
-func (is *incrState) resetChanges() {
+func (n *Net) resetChanges() {
+	is := &n.inc
 	is.batch++
-	if is.batch == 0 {
-		clear(is.fseen)
-		clear(is.lseen)
-		clear(is.lcap)
+	if is.batch == 1<<31 {
+		for i := range n.flows {
+			n.flows[i].fseen = 0
+		}
+		for i := range n.link {
+			n.link[i].seen = 0
+		}
 		is.batch = 1
 	}
 	is.seedFlows = is.seedFlows[:0]
@@ -181,7 +162,7 @@ func (is *incrState) resetChanges() {
 // a flow became stalled that was not before.
 func (n *Net) rates() bool {
 	is := &n.inc
-	defer is.resetChanges()
+	defer n.resetChanges()
 	switch {
 	case n.cfg.FullRecompute:
 	case is.skip > 0 && !incrAlways && len(n.active) <= 2*is.skipActive && 8*n.seeds() >= is.skipSeeds:
@@ -209,9 +190,12 @@ func (n *Net) fillIncr() (newStall, ok bool) {
 	is := &n.inc
 	is.aep++
 	if is.aep == 0 {
-		clear(is.inA)
-		clear(is.lchg)
-		clear(is.lscan)
+		for i := range n.flows {
+			n.flows[i].inA = 0
+		}
+		for i := range n.link {
+			n.link[i].chg, n.link[i].scan = 0, 0
+		}
 		is.aep = 1
 	}
 	is.a, is.links, is.work = is.a[:0], is.links[:0], 0
@@ -226,16 +210,17 @@ func (n *Net) fillIncr() (newStall, ok bool) {
 	}
 	for _, l := range is.seedLinks {
 		n.addLink(l)
-		all := is.lcap[l] == is.batch || is.mixed
+		lk := &n.link[l]
+		all := lk.seen&1 != 0 || is.mixed
 		if all {
-			is.lscan[l] = is.aep
+			lk.scan = is.aep
 		}
-		for _, ref := range n.lists[l] {
+		for _, ref := range lk.list {
 			if all || n.flows[ref.slot].rate >= thr {
 				n.addA(ref.slot)
 			}
 		}
-		is.work += len(n.lists[l])
+		is.work += len(lk.list)
 		if len(is.a) > limit {
 			return false, false
 		}
@@ -247,15 +232,15 @@ func (n *Net) fillIncr() (newStall, ok bool) {
 		}
 		n.addA(s)
 		for i := range f.ents {
-			l := f.ents[i].link
-			if is.lscan[l] == is.aep {
+			lk := &n.link[f.ents[i].link]
+			if lk.scan == is.aep {
 				continue // its flows are in A already (a link many new flows share)
 			}
-			is.lscan[l] = is.aep
-			for _, ref := range n.lists[l] {
+			lk.scan = is.aep
+			for _, ref := range lk.list {
 				n.addA(ref.slot)
 			}
-			is.work += len(n.lists[l])
+			is.work += len(lk.list)
 		}
 		if len(is.a) > limit {
 			return false, false
@@ -274,7 +259,7 @@ func (n *Net) fillIncr() (newStall, ok bool) {
 			// work is counted as the refill's (its pass over the links' lists), so the
 			// give-up rule decides as before.
 			for _, l := range is.links {
-				is.work += len(n.lists[l])
+				is.work += len(n.link[l].list)
 			}
 			is.emptyA++
 		}
@@ -288,10 +273,10 @@ func (n *Net) fillIncr() (newStall, ok bool) {
 	}
 	// Commit: the loads of the links whose flows changed, and the stall records.
 	for _, l := range is.links {
-		if len(n.lists[l]) > 0 {
-			if n.linkStats(l); is.lload[l] != n.load[l] {
+		if lk := &n.link[l]; len(lk.list) > 0 {
+			if n.linkStats(l); lk.lload != lk.load {
 				n.settleLink(l, n.fillNow)
-				n.load[l] = is.lload[l]
+				lk.load = lk.lload
 			}
 		}
 	}
@@ -305,10 +290,10 @@ func (n *Net) fillIncr() (newStall, ok bool) {
 // addA adds the flow in slot to A, and its links to the changed links.
 func (n *Net) addA(slot int32) {
 	is := &n.inc
-	if is.inA[slot] == is.aep {
+	if n.flows[slot].inA == is.aep {
 		return
 	}
-	is.inA[slot] = is.aep
+	n.flows[slot].inA = is.aep
 	is.a = append(is.a, slot)
 	f := &n.flows[slot]
 	for i := range f.ents {
@@ -318,8 +303,8 @@ func (n *Net) addA(slot int32) {
 
 func (n *Net) addLink(l int32) {
 	is := &n.inc
-	if is.lchg[l] != is.aep {
-		is.lchg[l] = is.aep
+	if lk := &n.link[l]; lk.chg != is.aep {
+		lk.chg = is.aep
 		is.links = append(is.links, l)
 	}
 }
@@ -328,27 +313,28 @@ func (n *Net) addLink(l int32) {
 func (n *Net) refill() {
 	is := &n.inc
 	fs := &n.fs
-	fs.nextEpoch()
+	n.nextEpoch()
 	ep, aep := fs.epoch, is.aep
 	h := &fs.heap
 	h.reset()
 	for _, s := range is.a {
 		fs.solo[s] = n.flows[s].cap
-		fs.soloLink[s] = -1
+		n.flows[s].soloLink = -1
 	}
 	for _, l := range is.links {
-		lf := &fs.ls[l]
-		rem, w, cnt, one := n.capa[l], 0.0, int32(0), int32(-1)
-		list := n.lists[l]
+		lk := &n.link[l]
+		lf := &lk.fill
+		rem, w, cnt, one := lk.capa, 0.0, int32(0), int32(-1)
+		list := lk.list
 		is.work += len(list)
 		for _, ref := range list {
-			if is.inA[ref.slot] == aep {
+			if g := &n.flows[ref.slot]; g.inA == aep {
 				w += ref.coef
 				cnt++
 				one = ref.slot
 			} else {
-				rem -= ref.coef * n.flows[ref.slot].rate
-				fs.mark[ref.slot] = ep
+				rem -= ref.coef * g.rate
+				g.mark = ep
 			}
 		}
 		rem = max(rem, 0)
@@ -358,7 +344,7 @@ func (n *Net) refill() {
 			// A link of one flow of A is a limit of that flow (as initLink).
 			if lim := rem / w; lim < fs.solo[one] {
 				fs.solo[one] = lim
-				fs.soloLink[one] = l
+				n.flows[one].soloLink = l
 			}
 		case cnt > 1:
 			h.key = append(h.key, rem/w)
@@ -381,14 +367,15 @@ func (n *Net) verify() (grew, ok bool) {
 	is := &n.inc
 	is.rnd++
 	if is.rnd == 0 {
-		clear(is.lsat)
-		clear(is.lmaxAt)
+		for i := range n.link {
+			n.link[i].lsat, n.link[i].lmaxAt = 0, 0
+		}
 		is.rnd = 1
 	}
 	aep := is.aep
 	for _, s := range is.a {
 		if b := n.flows[s].bott; b >= 0 {
-			is.lsat[b] = is.rnd
+			n.link[b].lsat = is.rnd
 		}
 	}
 	// A's flows: the link each froze on is saturated (the refill saturated it); a flow
@@ -404,7 +391,7 @@ func (n *Net) verify() (grew, ok bool) {
 		// The faster flows are outside A, or joined it in this round (A's refilled flows on b
 		// froze at or below f's rate).
 		faster := false
-		for _, ref := range n.lists[b] {
+		for _, ref := range n.link[b].list {
 			if n.flows[ref.slot].rate > f.rate {
 				faster = true
 				n.addA(ref.slot)
@@ -419,11 +406,11 @@ func (n *Net) verify() (grew, ok bool) {
 	nL := len(is.links)
 	for i := 0; i < nL; i++ {
 		l := is.links[i]
-		list := n.lists[l]
+		list := n.link[l].list
 		is.work += len(list)
 		for _, ref := range list {
 			s := ref.slot
-			if is.inA[s] == aep || n.flows[s].bott != l {
+			if n.flows[s].inA == aep || n.flows[s].bott != l {
 				continue
 			}
 			if n.isBott(s, l) || n.findBott(s) {
@@ -440,18 +427,19 @@ func (n *Net) verify() (grew, ok bool) {
 // the link's load for this round.
 func (n *Net) linkStats(l int32) float64 {
 	is := &n.inc
-	if is.lmaxAt[l] == is.rnd {
-		return is.lmax[l]
+	lk := &n.link[l]
+	if lk.lmaxAt == is.rnd {
+		return lk.lmax
 	}
 	var mx, load float64
-	list := n.lists[l]
+	list := lk.list
 	is.work += len(list)
 	for _, ref := range list {
 		g := &n.flows[ref.slot]
 		mx = max(mx, g.rate)
 		load += ref.coef * g.rate
 	}
-	is.lmaxAt[l], is.lmax[l], is.lload[l] = is.rnd, mx, load
+	lk.lmaxAt, lk.lmax, lk.lload = is.rnd, mx, load
 	return mx
 }
 
@@ -463,7 +451,8 @@ func (n *Net) isBott(slot, l int32) bool {
 		return false
 	}
 	is := &n.inc
-	return is.lsat[l] == is.rnd || n.capa[l]-is.lload[l] <= satTol*n.capa[l]
+	lk := &n.link[l]
+	return lk.lsat == is.rnd || lk.capa-lk.lload <= satTol*lk.capa
 }
 
 // findBott looks for a bottleneck of the flow in slot other than its recorded one, among its

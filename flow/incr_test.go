@@ -113,7 +113,7 @@ func fullRates(n *Net) (map[FlowID]float64, []float64) {
 		f := &n.flows[i]
 		sv[i] = saved{f.rate, f.bott, f.stalled, f.sided}
 	}
-	load := slices.Clone(n.load)
+	load := linkLoads(n)
 	side := slices.Clone(n.side)
 	nStalled := n.nStalled
 	n.fill()
@@ -121,15 +121,26 @@ func fullRates(n *Net) (map[FlowID]float64, []float64) {
 	for _, s := range n.active {
 		out[n.flows[s].id] = n.flows[s].rate
 	}
-	full := slices.Clone(n.load)
+	full := linkLoads(n)
 	for i := range n.flows {
 		f := &n.flows[i]
 		f.rate, f.bott, f.stalled, f.sided = sv[i].rate, sv[i].bott, sv[i].stalled, sv[i].sided
 	}
-	copy(n.load, load)
+	for l := range n.link {
+		n.link[l].load = load[l]
+	}
 	n.side = side
 	n.nStalled = nStalled
 	return out, full
+}
+
+// linkLoads returns the load of every internal link.
+func linkLoads(n *Net) []float64 {
+	load := make([]float64, len(n.link))
+	for l := range n.link {
+		load[l] = n.link[l].load
+	}
+	return load
 }
 
 // relClose reports whether a and b agree within rel relative (infinities must be equal).
@@ -157,8 +168,8 @@ func (h *harness) check(what string) {
 		}
 	}
 	for _, l := range n.used {
-		if math.Abs(n.load[l]-wantLoad[l]) > 1e-9*math.Max(n.capa[l], wantLoad[l]) {
-			h.t.Fatalf("%s: link %d load %v, full recomputation %v", what, n.int2ext[l], n.load[l], wantLoad[l])
+		if math.Abs(n.link[l].load-wantLoad[l]) > 1e-9*math.Max(n.link[l].capa, wantLoad[l]) {
+			h.t.Fatalf("%s: link %d load %v, full recomputation %v", what, n.int2ext[l], n.link[l].load, wantLoad[l])
 		}
 	}
 	stalled := 0
@@ -184,19 +195,19 @@ func (h *harness) check(what string) {
 		}
 		l := f.bott
 		var load, maxr float64
-		for _, ref := range n.lists[l] {
+		for _, ref := range n.link[l].list {
 			g := &n.flows[ref.slot]
 			load += g.ents[ref.ent].coef * g.rate
 			maxr = math.Max(maxr, g.rate)
 		}
-		if load < n.capa[l]*(1-1e-9) || f.rate < maxr*(1-1e-9) {
-			for _, ref := range n.lists[l] {
+		if load < n.link[l].capa*(1-1e-9) || f.rate < maxr*(1-1e-9) {
+			for _, ref := range n.link[l].list {
 				g := &n.flows[ref.slot]
 				h.t.Logf("on link: flow %d coef %v rate %v bott %d cap %v held %v", g.id, g.ents[ref.ent].coef, g.rate, g.bott, g.cap, g.held)
 			}
-			h.t.Logf("ents of %d: %+v wsum %v capa %v", f.id, f.ents, n.wsum[l], n.capa[l])
+			h.t.Logf("ents of %d: %+v wsum %v capa %v", f.id, f.ents, n.link[l].wsum, n.link[l].capa)
 			h.t.Fatalf("%s: flow %d (rate %v) has bottleneck link %d: load %v of %v, fastest flow on it %v",
-				what, f.id, f.rate, n.int2ext[l], load, n.capa[l], maxr)
+				what, f.id, f.rate, n.int2ext[l], load, n.link[l].capa, maxr)
 		}
 	}
 	if stalled != n.nStalled {
@@ -289,6 +300,13 @@ func randomCase(t *testing.T, seed uint64) Stats {
 		}
 	}
 	h := newHarness(t, caps, Config{})
+	if nearWrap {
+		// Every epoch a few steps before it wraps (batch is kept below 2^31).
+		h.n.inc.batch = 1<<31 - 5
+		h.n.inc.aep = math.MaxUint32 - 5
+		h.n.inc.rnd = math.MaxUint32 - 5
+		h.n.fs.epoch = math.MaxUint32 - 5
+	}
 	orig := slices.Clone(caps)
 	events := 20 + rng.IntN(60)
 	for ev := range events {
@@ -349,6 +367,21 @@ var lastEmptyA int
 // two-tier Clos fabrics with single-path and sprayed flows (docs/style.md §9).
 // Even seeds run with incrAlways (no fallback to the full fill however large the affected
 // set grows), odd ones with the fallbacks.
+// nearWrap makes randomCase start every epoch counter just before it wraps.
+var nearWrap bool
+
+// The epoch counters (the change batch, A's epoch, the check's rounds, the fill's epoch)
+// wrap and clear their marks in the link and flow tables: the rates still equal the full
+// recomputation's after every change.
+func TestEpochWrap(t *testing.T) {
+	defer func() { incrAlways, nearWrap = false, false }()
+	nearWrap = true
+	for seed := range uint64(200) {
+		incrAlways = seed%2 == 0
+		randomCase(t, seed)
+	}
+}
+
 func TestIncrementalMatchesFull(t *testing.T) {
 	var tot [2]Stats
 	var empty [2]int

@@ -96,32 +96,73 @@ type linkRef struct {
 	coef float64
 }
 
+// linkState is everything the Net keeps about one internal link, 128 bytes (two cache
+// lines of Net.link): the first line holds what every pass over the link reads and what a
+// flow joining or leaving it writes (its list, coefficient sum, load and its instant, and
+// the incremental recomputation's per-change marks), the second what a recomputation reads
+// and writes besides (capacity, the fill's scratch, the byte counter, the incremental
+// check's per-round cache). The engine's cost at scale is mostly random access to per-link
+// and per-flow state; one record per link makes the first touch of a link in a pass bring
+// in what the pass reads next.
+type linkState struct {
+	list []linkRef // active flows crossing the link
+	wsum float64   // sum of the coefficients of list; exactly 0 when the list is empty
+	load float64   // bits per second carried, from the last recomputation
+	lupd sim.Time  // bytes is as of this instant (the load has not changed since)
+	// Incremental recomputation (incr.go).
+	chg  uint32 // inc.aep when in inc.links
+	scan uint32 // inc.aep when every flow on it joined A (seeding)
+	// seen is inc.batch<<1 when the link joined inc.seedLinks in that batch, plus 1 when
+	// its capacity changed in it.
+	seen uint32
+	upos int32 // index in Net.used, or -1
+
+	fill   linkFill // the fill's scratch (fill.go)
+	capa   float64  // capacity, bits per second (a copy of capExt, times capMul when folded)
+	bytes  float64  // bytes carried up to lupd
+	lmax   float64  // the fastest rate on the link, as of round lmaxAt of the check
+	lload  float64  // the load under the current rates, as of round lmaxAt
+	lsat   uint32   // inc.rnd when a flow of A froze on it in the refill (saturated)
+	lmaxAt uint32   // inc.rnd when lmax and lload are current
+}
+
 // flowState is one slot of the flow table. Slots are reused after delivery. It is 128 bytes,
-// two cache lines of the table: the first holds what the fill and the incremental checks
-// read (rate, entries, cap, bottleneck, remaining bytes), the second what events read (id,
-// state and key generations, which the completion heaps check for staleness).
+// two cache lines of the table: the first holds what the fill and the incremental
+// recomputation read for every flow on a link they pass over (rate, entries, cap,
+// bottleneck, and the epoch marks: in A, frozen, seeded), so that one miss brings them all;
+// the second what events read (id, remaining bytes, state and key generations, which the
+// completion heaps check for staleness).
 type flowState struct {
-	rate      float64  // bits per second, from the last recomputation; +Inf for an unconstrained flow
-	ents      []entry  // sorted by link; capacity kept across reuse of the slot
-	cap       float64  // +Inf for none
+	rate     float64 // bits per second, from the last recomputation; +Inf for an unconstrained flow
+	ents     []entry // sorted by link; capacity kept across reuse of the slot
+	cap      float64 // +Inf for none
+	bott     int32   // link that froze the flow at the last recomputation; -1 its cap, -2 none
+	apos     int32   // index in Net.active while active
+	inA      uint32  // inc.aep while in the incremental recomputation's A (incr.go)
+	mark     uint32  // fs.epoch once frozen in that fill (fill.go)
+	fseen    uint32  // inc.batch once among that batch's seed flows (incr.go)
+	soloLink int32   // the link of its solo limit in the fill in progress, -1 its cap (fill.go)
+
+	id        FlowID
 	remaining float64  // bytes left to send, as of upd
 	upd       sim.Time // remaining is as of this instant (the rate has not changed since)
-	bott      int32    // link that froze the flow at the last recomputation; -1 its cap, -2 none
-	apos      int32    // index in Net.active while active
-
-	id       FlowID
-	bytes    int64
-	lat      sim.Time
-	start    sim.Time
-	src, dst int32
-	state    uint8
-	stalled  bool // rate 0 at the last recomputation
-	held     bool // Hold: kept at rate 0 (its own cap in side[slot].cap0)
-	sided    bool // side[slot] belongs to this flow (it has stalled or been held)
+	lat       sim.Time
+	done      func(now sim.Time)
 	// dgen and sgen are the generations of the flow's entries in Net.hDrain and Net.hSent:
 	// an entry of another generation is stale.
 	dgen, sgen uint32
-	done       func(now sim.Time)
+	state      uint8
+	stalled    bool // rate 0 at the last recomputation
+	held       bool // Hold: kept at rate 0 (its own cap in side[slot].cap0)
+	sided      bool // side[slot] belongs to this flow (it has stalled or been held)
+	src, dst   int32
+}
+
+// flowInfo is the part of a flow's state only its creation, activation and snapshots read,
+// kept beside the flow table (Net.info, by slot).
+type flowInfo struct {
+	start sim.Time // when it starts
+	bytes int64    // payload
 }
 
 // stallRec is the rarely used part of a flow's state, kept beside the flow table (Net.side,
@@ -175,19 +216,15 @@ type Net struct {
 	viewMul []float64
 	capMul  []float64
 
-	// Per internal link.
-	capa  []float64   // capacity (a copy of capExt)
-	lists [][]linkRef // active flows crossing the link
-	wsum  []float64   // sum of the coefficients of lists[l]; exactly 0 when the list is empty
-	load  []float64   // bits per second carried, from the last recomputation
-	bytes []float64   // bytes carried up to lupd
-	lupd  []sim.Time  // bytes is as of this instant (the load has not changed since)
-	upos  []int32     // index in used, or -1
-	used  []int32     // links with at least one active flow, in no particular order
+	// Per internal link: its state in one record (linkState), so that a pass over a link
+	// reads one or two cache lines of it instead of one line per field.
+	link []linkState
+	used []int32 // links with at least one active flow, in no particular order
 
 	flows  []flowState
-	free   []int32 // free slots
-	active []int32 // slots of active flows (swap-removed)
+	info   []flowInfo // by slot
+	free   []int32    // free slots
+	active []int32    // slots of active flows (swap-removed)
 	nextID FlowID
 
 	starts []pend // flows waiting to start
@@ -269,7 +306,7 @@ func New(s *sim.Sim, capacity []float64, cfg Config) (*Net, error) {
 	for i := range n.ext2int {
 		n.ext2int[i] = -1
 	}
-	n.inc.resetChanges()
+	n.resetChanges()
 	n.kind = s.Register("flow.net", n.wake)
 	n.kEnd = s.Register("flow.net.end", n.onEnd)
 	n.timer = s.NewTimer(n.kind, 0)
@@ -299,16 +336,11 @@ func (n *Net) intern(l int32) int32 {
 	if n.capMul != nil {
 		c *= n.capMul[l]
 	}
-	n.capa = append(n.capa, c)
-	n.lists = append(n.lists, nil)
-	n.wsum = append(n.wsum, 0)
-	n.load = append(n.load, 0)
-	n.bytes = append(n.bytes, 0)
-	n.lupd = append(n.lupd, 0)
-	n.upos = append(n.upos, -1)
-	n.fs.ls = append(n.fs.ls, linkFill{})
-	n.fs.acc = append(n.fs.acc, 0)
-	n.inc.growLinks()
+	if len(n.link) == cap(n.link) {
+		// Double (append grows a large slice by a quarter, copying it again and again).
+		n.link = slices.Grow(n.link, max(len(n.link), 64))
+	}
+	n.link = append(n.link, linkState{capa: c, upos: -1})
 	return i
 }
 
@@ -345,11 +377,11 @@ func (n *Net) SetCapacity(link int, bitsPerSec float64) error {
 		bitsPerSec *= n.capMul[link]
 	}
 	i := n.ext2int[link]
-	if i < 0 || n.capa[i] == bitsPerSec {
+	if i < 0 || n.link[i].capa == bitsPerSec {
 		return nil
 	}
-	n.capa[i] = bitsPerSec
-	if len(n.lists[i]) > 0 {
+	n.link[i].capa = bitsPerSec
+	if len(n.link[i].list) > 0 {
 		n.noteCap(i)
 		n.dirty = true
 		n.armAt(n.s.Now())
@@ -379,10 +411,7 @@ func (n *Net) AddFlow(at sim.Time, f Flow) (FlowID, error) {
 // beginFlow starts accumulating the paths of a new flow in the fill scratch.
 func (n *Net) beginFlow() {
 	fs := &n.fs
-	for _, l := range fs.touched {
-		fs.acc[l] = 0
-	}
-	fs.touched = fs.touched[:0]
+	fs.resetBuild()
 	fs.wtotal = 0
 	fs.sawLinks = false
 }
@@ -405,13 +434,21 @@ func (n *Net) addPath(links []int32, w float64) error {
 		return nil
 	}
 	fs.wtotal += w
+	// Look every link up first: the lookups are independent random reads the processor
+	// overlaps, where interleaved with accum's branches on their results each waited for
+	// the one before. A link first used in this path reads -1 and is interned below (a
+	// repeat of it then finds its number).
+	ids := fs.ids[:0]
 	for _, x := range links {
-		l := n.intern(x)
-		if fs.acc[l] == 0 {
-			fs.touched = append(fs.touched, l)
-		}
-		fs.acc[l] += w
+		ids = append(ids, n.ext2int[x])
 	}
+	for k, i := range ids {
+		if i < 0 {
+			i = n.intern(links[k])
+		}
+		fs.accum(i, w)
+	}
+	fs.ids = ids
 	return nil
 }
 
@@ -442,24 +479,25 @@ func (n *Net) commitFlow(at sim.Time, f Flow) (int32, error) {
 			return -1, fmt.Errorf("flow: too many flows in flight (%d)", len(n.flows))
 		}
 		n.flows = append(n.flows, flowState{})
-		n.fs.mark = append(n.fs.mark, 0)
+		n.info = append(n.info, flowInfo{})
 		n.fs.solo = append(n.fs.solo, 0)
-		n.fs.soloLink = append(n.fs.soloLink, 0)
-		n.inc.growSlots()
 		slot = int32(len(n.flows) - 1)
 	}
 	st := &n.flows[slot]
-	dgen, sgen := st.dgen, st.sgen // the slot's key generations go on: old entries stay stale
+	// The slot's key generations go on (old heap entries stay stale), and so do its epoch
+	// marks (fseen: a slot already among this batch's seed flows is not added again).
+	dgen, sgen, inA, mark, fseen := st.dgen, st.sgen, st.inA, st.mark, st.fseen
 	ents := n.takeEntries(st.ents[:0])
 	c := f.Cap
 	if c == 0 {
 		c = math.Inf(1)
 	}
 	*st = flowState{
-		id: n.nextID, ents: ents, bytes: f.Bytes, cap: c, lat: f.Latency, start: at,
+		id: n.nextID, ents: ents, cap: c, lat: f.Latency,
 		src: int32(f.Src), dst: int32(f.Dst), bott: -2, apos: -1, state: stPending, done: f.Done,
-		dgen: dgen + 1, sgen: sgen + 1,
+		dgen: dgen + 1, sgen: sgen + 1, inA: inA, mark: mark, fseen: fseen,
 	}
+	n.info[slot] = flowInfo{start: at, bytes: f.Bytes}
 	n.nextID++
 	n.stats.FlowsAdded++
 	if at == now {
@@ -476,13 +514,27 @@ func (n *Net) commitFlow(at sim.Time, f Flow) (int32, error) {
 // scratch.
 func (n *Net) takeEntries(ents []entry) []entry {
 	fs := &n.fs
-	slices.Sort(fs.touched)
 	inv := 1 / fs.wtotal
-	for _, l := range fs.touched {
-		ents = append(ents, entry{link: l, coef: fs.acc[l] * inv})
-		fs.acc[l] = 0
+	k := len(ents)
+	ents = slices.Grow(ents, len(fs.touched)) // one allocation at most
+	if fs.spilled {
+		slices.Sort(fs.touched)
+		for _, l := range fs.touched {
+			ents = append(ents, entry{link: l, coef: fs.acc[l] * inv})
+		}
+	} else {
+		for i, l := range fs.touched {
+			ents = append(ents, entry{link: l, coef: fs.tw[i] * inv})
+		}
+		// Insertion sort by link (few, distinct links).
+		e := ents[k:]
+		for i := 1; i < len(e); i++ {
+			for j := i; j > 0 && e[j].link < e[j-1].link; j-- {
+				e[j], e[j-1] = e[j-1], e[j]
+			}
+		}
 	}
-	fs.touched = fs.touched[:0]
+	fs.resetBuild()
 	return ents
 }
 
@@ -495,17 +547,11 @@ func (n *Net) repath(slot int32) error {
 	fs := &n.fs
 	f := &n.flows[slot]
 	if fs.sawLinks && !(fs.wtotal > 0) {
-		for _, l := range fs.touched {
-			fs.acc[l] = 0
-		}
-		fs.touched = fs.touched[:0]
+		fs.resetBuild()
 		return fmt.Errorf("flow: flow %d (%d -> %d): path weights sum to %v; want > 0", f.id, f.src, f.dst, fs.wtotal)
 	}
 	if f.state != stPending && f.state != stActive {
-		for _, l := range fs.touched {
-			fs.acc[l] = 0
-		}
-		fs.touched = fs.touched[:0]
+		fs.resetBuild()
 		return nil
 	}
 	linked := f.state == stActive && f.apos >= 0
@@ -607,7 +653,7 @@ func (n *Net) Blocked(id FlowID) int {
 		return -2
 	}
 	for _, e := range n.flows[s].ents {
-		if n.capa[e.link] == 0 {
+		if n.link[e.link].capa == 0 {
 			return int(n.int2ext[e.link])
 		}
 	}
@@ -834,10 +880,11 @@ func (n *Net) settle(slot int32, now sim.Time) {
 // settleLink brings internal link l's bytes up to now at its current load; call it before
 // the load changes.
 func (n *Net) settleLink(l int32, now sim.Time) {
-	if d := now - n.lupd[l]; d > 0 {
-		n.bytes[l] += n.load[l] * (float64(d) * 1e-12) / 8
+	lk := &n.link[l]
+	if d := now - lk.lupd; d > 0 {
+		lk.bytes += lk.load * (float64(d) * 1e-12) / 8
 	}
-	n.lupd[l] = now
+	lk.lupd = now
 }
 
 // sentKey is the earliest instant the flow f (settled: remaining as of f.upd) can count as
@@ -930,10 +977,10 @@ func finished(f *flowState) bool {
 func (n *Net) activate(slot int32) {
 	f := &n.flows[slot]
 	f.state = stActive
-	f.remaining = float64(f.bytes)
+	f.remaining = float64(n.info[slot].bytes)
 	f.rate = 0
 	f.upd = n.s.Now()
-	if f.bytes == 0 {
+	if f.remaining == 0 {
 		// Nothing to send: delivered after its latency, without touching a link.
 		n.doneBuf = append(n.doneBuf, doneRef{id: f.id, slot: slot})
 		return
@@ -950,15 +997,16 @@ func (n *Net) linkFlow(slot int32) {
 	for i := range f.ents {
 		e := &f.ents[i]
 		l := e.link
-		if len(n.lists[l]) == 0 {
-			n.upos[l] = int32(len(n.used))
+		lk := &n.link[l]
+		if len(lk.list) == 0 {
+			lk.upos = int32(len(n.used))
 			n.used = append(n.used, l)
-			n.load[l] = 0
-			n.lupd[l] = n.s.Now()
+			lk.load = 0
+			lk.lupd = n.s.Now()
 		}
-		e.pos = int32(len(n.lists[l]))
-		n.lists[l] = append(n.lists[l], linkRef{slot: slot, ent: int32(i), coef: e.coef})
-		n.wsum[l] += e.coef
+		e.pos = int32(len(lk.list))
+		lk.list = append(lk.list, linkRef{slot: slot, ent: int32(i), coef: e.coef})
+		lk.wsum += e.coef
 	}
 	n.nEnts += len(f.ents)
 	n.noteFlow(slot)
@@ -993,26 +1041,27 @@ func (n *Net) unlinkFlow(slot int32) {
 	for i := range f.ents {
 		e := &f.ents[i]
 		l := e.link
-		list := n.lists[l]
+		lk := &n.link[l]
+		list := lk.list
 		k := len(list) - 1
 		if int(e.pos) != k {
 			moved := list[k]
 			list[e.pos] = moved
 			n.flows[moved.slot].ents[moved.ent].pos = e.pos
 		}
-		n.lists[l] = list[:k]
+		lk.list = list[:k]
 		if k == 0 {
-			n.wsum[l] = 0
+			lk.wsum = 0
 			n.settleLink(l, n.s.Now())
-			n.load[l] = 0
-			u := n.upos[l]
+			lk.load = 0
+			u := lk.upos
 			lu := n.used[len(n.used)-1]
 			n.used[u] = lu
-			n.upos[lu] = u
+			n.link[lu].upos = u
 			n.used = n.used[:len(n.used)-1]
-			n.upos[l] = -1
+			lk.upos = -1
 		} else {
-			n.wsum[l] -= e.coef
+			lk.wsum -= e.coef
 		}
 	}
 }
@@ -1162,8 +1211,8 @@ func (n *Net) Flows(buf []FlowInfo) []FlowInfo {
 		if sec := float64(now-f.upd) * 1e-12; sec > 0 && f.rate > 0 {
 			rem = max(0, rem-f.rate*sec/8)
 		}
-		buf = append(buf, FlowInfo{ID: f.id, Src: int(f.src), Dst: int(f.dst), Bytes: f.bytes, Remaining: rem,
-			Rate: f.rate, Start: f.start, Bottleneck: n.extLink(f.bott)})
+		buf = append(buf, FlowInfo{ID: f.id, Src: int(f.src), Dst: int(f.dst), Bytes: n.info[s].bytes, Remaining: rem,
+			Rate: f.rate, Start: n.info[s].start, Bottleneck: n.extLink(f.bott)})
 	}
 	slices.SortFunc(buf, func(a, b FlowInfo) int {
 		if a.ID < b.ID {
@@ -1192,7 +1241,7 @@ func (n *Net) LinkLoad(link int) float64 {
 	if n.ext2int[link] < 0 {
 		return 0
 	}
-	return n.load[n.ext2int[link]] * mul
+	return n.link[n.ext2int[link]].load * mul
 }
 
 // LinkBytes appends to buf[:0] the bytes each link has carried up to now (fluid, fractional),
@@ -1201,9 +1250,11 @@ func (n *Net) LinkLoad(link int) float64 {
 func (n *Net) LinkBytes(buf []float64) []float64 {
 	buf = append(buf[:0], make([]float64, len(n.capExt))...)
 	now := n.s.Now()
-	for i, b := range n.bytes {
-		if sec := float64(now-n.lupd[i]) * 1e-12; sec > 0 {
-			b += n.load[i] * sec / 8
+	for i := range n.link {
+		lk := &n.link[i]
+		b := lk.bytes
+		if sec := float64(now-lk.lupd) * 1e-12; sec > 0 {
+			b += lk.load * sec / 8
 		}
 		buf[n.int2ext[i]] = b
 	}
@@ -1217,9 +1268,11 @@ func (n *Net) LinkBytes(buf []float64) []float64 {
 // loads, as inside a Config.OnAdvance callback for t up to its now; fractional (fluid).
 func (n *Net) LinkBytesAt(t sim.Time, buf []float64) []float64 {
 	buf = append(buf[:0], make([]float64, len(n.capExt))...)
-	for i, b := range n.bytes {
-		if sec := float64(t-n.lupd[i]) * 1e-12; sec != 0 {
-			b = max(0, b+n.load[i]*sec/8)
+	for i := range n.link {
+		lk := &n.link[i]
+		b := lk.bytes
+		if sec := float64(t-lk.lupd) * 1e-12; sec != 0 {
+			b = max(0, b+lk.load*sec/8)
 		}
 		buf[n.int2ext[i]] = b
 	}

@@ -365,3 +365,76 @@ func TestCascadeOneRecompute(t *testing.T) {
 		t.Errorf("stats %+v: want %d flows in at most 3 recomputations", st, 3*n0)
 	}
 }
+
+// A flow's (link, coefficient) entries are its paths' weights summed per link in path order,
+// normalised, sorted by internal link: the same whether the flow crosses few links (kept
+// beside the links while built) or many (spilled to the per-link array), across the switch
+// at smallFlow, with links repeated within and across paths, and in a reused slot.
+func TestEntriesSmallAndSpilled(t *testing.T) {
+	const links = 400
+	caps := make([]float64, links)
+	for i := range caps {
+		caps[i] = 100e9
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, distinct := range []int{1, 2, 5, smallFlow - 1, smallFlow, smallFlow + 1, 2 * smallFlow, 300} {
+		for trial := 0; trial < 20; trial++ {
+			s := sim.New(1)
+			n, err := New(s, caps, Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A first flow interns links in a random order, so internal and caller numbers differ.
+			pre := make([]int32, 0, links)
+			for _, l := range rng.Perm(links) {
+				pre = append(pre, int32(l))
+			}
+			if _, err := n.AddFlow(0, Flow{Src: -1, Dst: -1, Bytes: 1, Paths: []Path{{Links: pre, Weight: 1}}}); err != nil {
+				t.Fatal(err)
+			}
+			pool := rng.Perm(links)[:distinct]
+			var paths []Path
+			want := map[int32]float64{}
+			var order []int32
+			total := 0.0
+			for p := 0; p < 1+rng.IntN(4); p++ {
+				w := 0.25 + rng.Float64()
+				total += w
+				var ls []int32
+				for k := 0; k < 1+rng.IntN(2*distinct); k++ {
+					l := int32(pool[rng.IntN(distinct)])
+					ls = append(ls, l)
+				}
+				paths = append(paths, Path{Links: ls, Weight: w})
+			}
+			for _, p := range paths {
+				for _, x := range p.Links {
+					l := n.ext2int[x]
+					if _, ok := want[l]; !ok {
+						order = append(order, l)
+					}
+					want[l] += p.Weight
+				}
+			}
+			id, err := n.AddFlow(0, Flow{Src: -1, Dst: -1, Bytes: 1, Paths: paths})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := &n.flows[id]
+			slices.Sort(order)
+			if len(f.ents) != len(order) {
+				t.Fatalf("distinct %d trial %d: %d entries, want %d", distinct, trial, len(f.ents), len(order))
+			}
+			for i, l := range order {
+				if e := f.ents[i]; e.link != l || e.coef != want[l]*(1/total) {
+					t.Fatalf("distinct %d trial %d: entry %d = (%d, %v), want (%d, %v)", distinct, trial, i, e.link, e.coef, l, want[l]*(1/total))
+				}
+			}
+			for l, a := range n.fs.acc {
+				if a != 0 {
+					t.Fatalf("distinct %d trial %d: scratch weight %v left on link %d", distinct, trial, a, l)
+				}
+			}
+		}
+	}
+}
