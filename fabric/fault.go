@@ -185,12 +185,9 @@ func (n *Network) SetEntropyLoss(p PortID, entropy uint32, prob float64) error {
 // Achilles' Heel of Cloud-Scale Systems", HotOS 2017). Errors: an unknown node, or a host
 // (fail a host's links with SetLinkDown instead).
 func (n *Network) SetBlackhole(node NodeID, on bool) error {
-	if node < 0 || int(node) >= len(n.Nodes) {
-		return fmt.Errorf("fabric: SetBlackhole: no node %d (have %d)", node, len(n.Nodes))
-	}
-	nd := &n.Nodes[node]
-	if nd.Kind != Switch {
-		return fmt.Errorf("fabric: SetBlackhole: %s is a host, not a switch; fail its links with SetLinkDown", nd.Name)
+	nd, err := n.switchNode("SetBlackhole", node)
+	if err != nil {
+		return err
 	}
 	nd.blackhole = on
 	n.hot[node].blackhole = on
@@ -204,15 +201,25 @@ func (n *Network) SetBlackhole(node NodeID, on bool) error {
 // failed rather than only its links. Mark it before its links go down so that its queues'
 // drops are counted. Errors: an unknown node, or a host.
 func (n *Network) SetSwitchFailed(node NodeID, failed bool) error {
-	if node < 0 || int(node) >= len(n.Nodes) {
-		return fmt.Errorf("fabric: SetSwitchFailed: no node %d (have %d)", node, len(n.Nodes))
-	}
-	nd := &n.Nodes[node]
-	if nd.Kind != Switch {
-		return fmt.Errorf("fabric: SetSwitchFailed: %s is a host, not a switch; fail its links with SetLinkDown", nd.Name)
+	nd, err := n.switchNode("SetSwitchFailed", node)
+	if err != nil {
+		return err
 	}
 	nd.failed = failed
 	return nil
+}
+
+// switchNode returns switch node for the switch-wide fault op (named in its errors): an
+// unknown node or a host is an error.
+func (n *Network) switchNode(op string, node NodeID) (*Node, error) {
+	if node < 0 || int(node) >= len(n.Nodes) {
+		return nil, fmt.Errorf("fabric: %s: no node %d (have %d)", op, node, len(n.Nodes))
+	}
+	nd := &n.Nodes[node]
+	if nd.Kind != Switch {
+		return nil, fmt.Errorf("fabric: %s: %s is a host, not a switch; fail its links with SetLinkDown", op, nd.Name)
+	}
+	return nd, nil
 }
 
 // Failed reports whether the node is a switch marked failed (SetSwitchFailed).
